@@ -1,0 +1,39 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "zero502",
+		Short: "Rolling deploys with no failed requests, and the traffic layer they run through",
+		Long: `zero502 rolls new versions of services across servers behind a load balancer (an AWS ALB
+or its own) one host at a time, draining each by the handshake: SIGTERM, /health answers 503
+while the service keeps serving, the balancer takes it out, then a graceful exit. Every timing
+number lives in one config file and is checked against the others (zero502 invariants).`,
+		Example: `  zero502 demo                                   # the whole loop on this machine, under load
+  zero502 invariants --config examples/production.yaml
+  zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002 127.0.0.1:9003
+  zero502 deploy --config examples/local.yaml --version v2`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newVersionCmd(),
+		newInvariantsCmd(),
+		newLBCmd(),
+		newAppCmd(),
+		newDeployCmd(),
+		newMeasureCmd(),
+		newDemoCmd(),
+		newWatchdogCmd(),
+	)
+	return root
+}
+
+// configFlag adds the --config flag every fleet command shares.
+func configFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVarP(path, "config", "c", "./zero502.yaml",
+		"config file (YAML); ZERO502_* environment variables override its keys")
+}

@@ -1,0 +1,264 @@
+// Package infra owns the one typed configuration of zero502: every timing number the balancer,
+// the drain handshake, the watchdog, the deployer and the tests use, and the fleet they act on.
+// It is loaded once with viper from one YAML file over the embedded defaults (the source's
+// numbers), with ZERO502_* environment overrides, and decoded strictly: an unknown key, a wrong
+// type, a negative duration or a missing required field is refused with the key, the value and
+// the rule. See DESIGN.md section 2 for how the numbers relate (package invariants checks it).
+package infra
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Config is the whole of zero502's configuration. The YAML keys are the mapstructure tags; the
+// README's config reference is generated from the same doc comments.
+type Config struct {
+	// Balancer is the load balancer in front of the fleet and its health-check numbers.
+	Balancer Balancer `mapstructure:"balancer"`
+	// Drain holds the numbers of the drain handshake (DESIGN.md section 1).
+	Drain Drain `mapstructure:"drain"`
+	// Watchdog holds the self-healing watchdog's numbers and paths.
+	Watchdog Watchdog `mapstructure:"watchdog"`
+	// App holds numbers of the services themselves that the balancer's must respect.
+	App App `mapstructure:"app"`
+	// Edge holds the L4 edge layer's numbers; when Edge.Drain is zero, no edge is configured and
+	// the edge invariant (I6) is skipped.
+	Edge Edge `mapstructure:"edge"`
+	// Rollout says how a deploy moves through the fleet.
+	Rollout Rollout `mapstructure:"rollout"`
+	// Services are the services every host runs.
+	Services []Service `mapstructure:"services"`
+	// Hosts are the servers of the fleet, deployed one batch at a time in this order.
+	Hosts []Host `mapstructure:"hosts"`
+}
+
+// Balancer kinds.
+const (
+	BalancerInHouse = "inhouse" // zero502's own HTTP/1.1 load balancer (zero502 lb)
+	BalancerALB     = "alb"     // an AWS Application Load Balancer target group
+	BalancerNone    = "none"    // no balancer: the deployer only checks services directly
+)
+
+// Balancer is the load balancer in front of the fleet.
+type Balancer struct {
+	// Kind is inhouse, alb or none. Default inhouse.
+	Kind string `mapstructure:"kind"`
+	// Listen is where the in-house LB serves clients (host:port). Default 127.0.0.1:8080.
+	Listen string `mapstructure:"listen"`
+	// Admin is the in-house LB's admin API listener (host:port). Default 127.0.0.1:8081.
+	Admin string `mapstructure:"admin"`
+	// AdminToken is the bearer token the admin API requires when Admin is not on loopback.
+	AdminToken string `mapstructure:"admin_token"`
+	// Service names the service that sits behind the balancer. Default: the first service with a port.
+	Service string `mapstructure:"service"`
+	// HealthPath is the path of the balancer's health check. Default /health.
+	HealthPath string `mapstructure:"health_path"`
+	// Interval is the time between two health checks of one target. Default 5s (ALB: 5s–300s).
+	Interval time.Duration `mapstructure:"interval"`
+	// Timeout is how long one health check may take. Default 2s; must be below Interval (I4).
+	Timeout time.Duration `mapstructure:"timeout"`
+	// UnhealthyThreshold is how many consecutive failed checks take a target out. Default 2.
+	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
+	// HealthyThreshold is how many consecutive good checks put it back. Default 2.
+	HealthyThreshold int `mapstructure:"healthy_threshold"`
+	// IdleTimeout is how long the balancer keeps an idle upstream keep-alive connection. Default
+	// 60s; must be below the app's keep-alive idle timeout (I7).
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// ConnectTimeout bounds the in-house LB's connect to a backend. Default 1s.
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	// HeaderTimeout bounds the wait for a backend's response headers (then 504). Default 3s.
+	HeaderTimeout time.Duration `mapstructure:"header_timeout"`
+	// MaxHeaderBytes is the largest request header block the in-house LB accepts (then 431).
+	// Default 65536.
+	MaxHeaderBytes int `mapstructure:"max_header_bytes"`
+	// TargetGroupARN is the ALB target group the fleet is registered in (kind alb).
+	TargetGroupARN string `mapstructure:"target_group_arn"`
+	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.
+	Region string `mapstructure:"region"`
+	// DeregistrationDelay is the ALB target group's deregistration_delay.timeout_seconds. Default 30s.
+	DeregistrationDelay time.Duration `mapstructure:"deregistration_delay"`
+	// SlowStart is the ALB target group's slow_start.duration_seconds; 0 leaves it off.
+	SlowStart time.Duration `mapstructure:"slow_start"`
+}
+
+// Detection is how long the balancer needs, at worst, to take a failing target out of rotation:
+// Interval × UnhealthyThreshold.
+func (b Balancer) Detection() time.Duration {
+	return b.Interval * time.Duration(b.UnhealthyThreshold)
+}
+
+// Recovery is how long a healthy target needs to be back in rotation: Interval × HealthyThreshold.
+func (b Balancer) Recovery() time.Duration {
+	return b.Interval * time.Duration(b.HealthyThreshold)
+}
+
+// Drain holds the numbers of the drain handshake (DESIGN.md section 1).
+type Drain struct {
+	// Window is how long a server keeps serving after SIGTERM while /health answers 503.
+	// Default 15s; must exceed balancer interval × unhealthy threshold (I1).
+	Window time.Duration `mapstructure:"window"`
+	// Shutdown is how long in-flight requests get to finish once the window is over. Default 10s.
+	Shutdown time.Duration `mapstructure:"shutdown"`
+	// StopGrace is how long the runtime waits after SIGTERM before SIGKILL (docker stop -t).
+	// Default 30s; must exceed Window + Shutdown (I2).
+	StopGrace time.Duration `mapstructure:"stop_grace"`
+	// MaxRecovery is the longest a host may take to return to rotation once healthy. Default 30s;
+	// must be at least healthy threshold × interval (I3).
+	MaxRecovery time.Duration `mapstructure:"max_recovery"`
+}
+
+// Watchdog holds the self-healing watchdog's numbers and paths.
+type Watchdog struct {
+	// Interval is the time between two watchdog ticks (the systemd timer). Default 60s.
+	Interval time.Duration `mapstructure:"interval"`
+	// HealAfter is how many consecutive failed checks a service needs before it is healed.
+	// Default 4; HealAfter × Interval must exceed drain window + shutdown (I5).
+	HealAfter int `mapstructure:"heal_after"`
+	// CheckTimeout bounds one health check. Default 2s.
+	CheckTimeout time.Duration `mapstructure:"check_timeout"`
+	// LockPath is the host's deploy lock (flock), shared with the deployer and bootstrap scripts.
+	// Default /run/lock/zero502.lock; a host may override it.
+	LockPath string `mapstructure:"lock_path"`
+	// StateDir holds the published spec, the watchdog's streaks and instance files.
+	// Default /var/lib/zero502; a host may override it.
+	StateDir string `mapstructure:"state_dir"`
+}
+
+// App holds numbers of the services themselves.
+type App struct {
+	// KeepAliveIdleTimeout is how long a service keeps an idle keep-alive connection open.
+	// Default 75s; must exceed the balancer's idle timeout (I7).
+	KeepAliveIdleTimeout time.Duration `mapstructure:"keepalive_idle_timeout"`
+}
+
+// Edge holds the L4 edge layer's numbers (infra/edge, infra/edgepick).
+type Edge struct {
+	// Drain is how long an edge keeps forwarding after it leaves the DNS A set. 0: no edge.
+	Drain time.Duration `mapstructure:"drain"`
+	// DNSTTL is the TTL of the edge A record set.
+	DNSTTL time.Duration `mapstructure:"dns_ttl"`
+	// CheckInterval is the time between two checks of an edge by the DNS health checker.
+	CheckInterval time.Duration `mapstructure:"check_interval"`
+	// UnhealthyThreshold is how many failed checks remove an edge from the A set.
+	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
+}
+
+// Configured reports whether an edge layer is configured at all.
+func (e Edge) Configured() bool { return e.Drain > 0 }
+
+// Runtimes a rollout can use.
+const (
+	RuntimeProcess = "process" // local child processes that outlive the command (infra/runtime)
+	RuntimeDocker  = "docker"  // containers through the Docker Engine API
+)
+
+// Rollout says how a deploy moves through the fleet.
+type Rollout struct {
+	// Batch is how many hosts are drained at once. Default 1; must leave a healthy host (I8).
+	Batch int `mapstructure:"batch"`
+	// Runtime is process or docker. Default docker.
+	Runtime string `mapstructure:"runtime"`
+	// HealthyDeadline is how long a new instance gets to become healthy, directly and at the
+	// balancer, before the host is rolled back. Default 60s.
+	HealthyDeadline time.Duration `mapstructure:"healthy_deadline"`
+	// DockerHost is the Docker Engine endpoint; empty honours DOCKER_HOST, then the local socket.
+	DockerHost string `mapstructure:"docker_host"`
+}
+
+// Service is one service every host runs.
+type Service struct {
+	// Name identifies the service on a host (api, gateway, worker…). Required.
+	Name string `mapstructure:"name"`
+	// Image is the container image (docker runtime); {version} is replaced by the deployed version.
+	Image string `mapstructure:"image"`
+	// Command is the program and arguments (process runtime; docker: the container's command).
+	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host}, {drain},
+	// {shutdown}, {idle_timeout}.
+	Command []string `mapstructure:"command"`
+	// Port is the port the service listens on (before the host's port offset); 0 for a service
+	// without a port (a worker), which is checked by its process or container state instead.
+	Port int `mapstructure:"port"`
+	// HealthPath is the service's health endpoint. Default /health.
+	HealthPath string `mapstructure:"health_path"`
+	// Env is extra environment for the service; values may use the same placeholders.
+	Env map[string]string `mapstructure:"env"`
+}
+
+// Host is one server of the fleet.
+type Host struct {
+	// Name identifies the host in output, locks and specs. Required.
+	Name string `mapstructure:"name"`
+	// Address is where the host's services are reached (an IP or name). Default 127.0.0.1.
+	Address string `mapstructure:"address"`
+	// PortOffset is added to every service port on this host, so several "hosts" can share one
+	// machine's loopback in the demo. Default 0.
+	PortOffset int `mapstructure:"port_offset"`
+	// SSH, when set (user@host[:port]), runs the host's deploy step over the system ssh.
+	SSH string `mapstructure:"ssh"`
+	// StateDir overrides watchdog.state_dir for this host.
+	StateDir string `mapstructure:"state_dir"`
+	// LockPath overrides watchdog.lock_path for this host.
+	LockPath string `mapstructure:"lock_path"`
+	// Target is the host's ALB target id (instance id or IP) when it differs from Address.
+	Target string `mapstructure:"target"`
+}
+
+// HostStateDir is the state directory of host h.
+func (c *Config) HostStateDir(h Host) string {
+	if h.StateDir != "" {
+		return h.StateDir
+	}
+	return c.Watchdog.StateDir
+}
+
+// HostLockPath is the deploy lock file of host h: its own lock_path, else deploy.lock in its own
+// state_dir, else watchdog.lock_path.
+func (c *Config) HostLockPath(h Host) string {
+	switch {
+	case h.LockPath != "":
+		return h.LockPath
+	case h.StateDir != "":
+		return filepath.Join(h.StateDir, "deploy.lock")
+	}
+	return c.Watchdog.LockPath
+}
+
+// BalancedService is the service that sits behind the balancer, or false when none has a port.
+func (c *Config) BalancedService() (Service, bool) {
+	for _, s := range c.Services {
+		if c.Balancer.Service == "" && s.Port > 0 || s.Name == c.Balancer.Service && s.Name != "" {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// ServiceAddr is the host:port where service s answers on host h.
+func (h Host) ServiceAddr(s Service) string {
+	return fmt.Sprintf("%s:%d", h.Address, s.Port+h.PortOffset)
+}
+
+// Targets are the balancer's targets: the balanced service's address on every host, in host order.
+func (c *Config) Targets() []string {
+	s, ok := c.BalancedService()
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(c.Hosts))
+	for _, h := range c.Hosts {
+		out = append(out, h.ServiceAddr(s))
+	}
+	return out
+}
+
+// Host returns the host named name.
+func (c *Config) Host(name string) (Host, bool) {
+	for _, h := range c.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Host{}, false
+}

@@ -1,0 +1,73 @@
+package hostlock
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestSecondTakerIsRefusedAndToldTheHolder(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "deploy.lock")
+	l, err := TryAcquire(p, Holder{Who: "deployer", Command: "zero502 deploy --version v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = TryAcquire(p, Holder{Who: "watchdog"})
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "zero502 deploy --version v2") {
+		t.Fatalf("second taker: %v, want ErrHeld naming the deployer", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := TryAcquire(p, Holder{Who: "watchdog"})
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	l2.Release()
+}
+
+// The lock is the same lock a bootstrap script takes with flock(1).
+func TestFlockCommandHoldsTheSameLock(t *testing.T) {
+	if _, err := exec.LookPath("flock"); err != nil {
+		t.Skip("flock(1) not installed (util-linux)")
+	}
+	p := filepath.Join(t.TempDir(), "deploy.lock")
+	cmd := exec.Command("flock", p, "sh", "-c", "echo locked; exec sleep 30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the child inherits the lock's fd
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killGroup := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	defer killGroup()
+	line := make([]byte, 7)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "locked\n" {
+		t.Fatalf("flock(1) did not take the lock: %q %v", line, err)
+	}
+	if _, err := TryAcquire(p, Holder{Who: "watchdog"}); !errors.Is(err, ErrHeld) {
+		t.Fatalf("TryAcquire while flock(1) holds the lock: %v, want ErrHeld", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	if _, err := Acquire(ctx, p, Holder{Who: "deployer"}, 20*time.Millisecond, nil); err == nil {
+		t.Fatal("Acquire got a lock flock(1) holds")
+	}
+	killGroup()
+	cmd.Wait()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	l, err := Acquire(ctx2, p, Holder{Who: "deployer"}, 20*time.Millisecond, nil)
+	if err != nil {
+		t.Fatalf("the kernel did not release the lock when flock(1) died: %v", err)
+	}
+	l.Release()
+}

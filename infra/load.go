@@ -1,0 +1,238 @@
+package infra
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+)
+
+//go:embed defaults.yaml
+var defaultsYAML []byte
+
+// DefaultPath is the config file read when no --config is given.
+const DefaultPath = "./zero502.yaml"
+
+// EnvPrefix prefixes environment overrides: ZERO502_DRAIN_WINDOW=20s sets drain.window.
+const EnvPrefix = "ZERO502"
+
+// Defaults returns the embedded defaults (the source's numbers, no services, no hosts).
+func Defaults() *Config {
+	c, err := LoadBytes(nil, "defaults")
+	if err != nil {
+		panic(fmt.Sprintf("embedded defaults do not load: %v", err))
+	}
+	return c
+}
+
+// Load reads the config file at path over the embedded defaults, applies ZERO502_* environment
+// overrides, decodes strictly and validates. A missing file is an error unless path is
+// DefaultPath, in which case the embedded defaults stand alone.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		path = DefaultPath
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
+			return LoadBytes(nil, "embedded defaults")
+		}
+		return nil, fmt.Errorf("config %s: %w (pass --config FILE; examples/ has two)", path, err)
+	}
+	return LoadBytes(data, path)
+}
+
+// LoadBytes is Load on YAML already in memory; name is used in error messages.
+func LoadBytes(data []byte, name string) (*Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(defaultsYAML)); err != nil {
+		return nil, fmt.Errorf("embedded defaults: %w", err)
+	}
+	if len(data) > 0 {
+		fv := viper.New()
+		fv.SetConfigType("yaml")
+		if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("config %s: not valid YAML: %w", name, err)
+		}
+		if err := unknownKeys(fv.AllSettings(), "", reflect.TypeOf(Config{})); err != nil {
+			return nil, fmt.Errorf("config %s: %w", name, err)
+		}
+		if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
+			return nil, fmt.Errorf("config %s: %w", name, err)
+		}
+	}
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+
+	var c Config
+	err := v.UnmarshalExact(&c, func(dc *mapstructure.DecoderConfig) {
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, intHook)
+		dc.WeaklyTypedInput = false
+		dc.ErrorUnused = true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, cleanDecodeError(err))
+	}
+	c.applyListDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	return &c, nil
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// durationHook turns "15s" into a time.Duration and refuses bare numbers, whose unit would be a
+// guess. Environment overrides arrive as strings and go through the same path.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	switch d := data.(type) {
+	case string:
+		v, err := time.ParseDuration(d)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration; write it with a unit, e.g. 5s or 250ms", d)
+		}
+		return v, nil
+	case time.Duration:
+		return d, nil
+	default:
+		return nil, fmt.Errorf("%v is not a duration; write it with a unit, e.g. 5s or 250ms", data)
+	}
+}
+
+// intHook accepts integers from environment overrides ("4") but not from other types.
+func intHook(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.Int || from.Kind() != reflect.String {
+		return data, nil
+	}
+	var n int
+	if _, err := fmt.Sscanf(data.(string), "%d", &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(data.(string)) {
+		return nil, fmt.Errorf("%q is not a whole number", data)
+	}
+	return n, nil
+}
+
+// cleanDecodeError strips mapstructure's preamble so the message starts with the key.
+func cleanDecodeError(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "decoding failed due to the following error(s):\n\n")
+	msg = strings.ReplaceAll(msg, "\n", "; ")
+	return fmt.Errorf("%s", msg)
+}
+
+// unknownKeys walks what the file set and refuses any key Config does not have, naming the
+// closest known key: a typo like drian: must never be silently ignored.
+func unknownKeys(m map[string]any, prefix string, t reflect.Type) error {
+	known := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		known[f.Tag.Get("mapstructure")] = f.Type
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ft, ok := known[k]
+		if !ok {
+			names := make([]string, 0, len(known))
+			for n := range known {
+				names = append(names, n)
+			}
+			hint := ""
+			if s := closest(k, names); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", prefix+s)
+			}
+			return fmt.Errorf("unknown key %q%s: every key must be one zero502 knows (README: config reference)", prefix+k, hint)
+		}
+		switch {
+		case ft.Kind() == reflect.Struct && ft != durationType:
+			sub, ok := m[k].(map[string]any)
+			if !ok {
+				return fmt.Errorf("key %q: %v is not a section; it takes nested keys", prefix+k, m[k])
+			}
+			if err := unknownKeys(sub, prefix+k+".", ft); err != nil {
+				return err
+			}
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			items, ok := m[k].([]any)
+			if !ok {
+				return fmt.Errorf("key %q: %v is not a list", prefix+k, m[k])
+			}
+			for i, it := range items {
+				sub, ok := it.(map[string]any)
+				if !ok {
+					return fmt.Errorf("key %s[%d]: %v is not a section", prefix+k, i, it)
+				}
+				if err := unknownKeys(sub, fmt.Sprintf("%s%s[%d].", prefix, k, i), ft.Elem()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// closest returns the candidate within edit distance 2 of s, if any.
+func closest(s string, candidates []string) string {
+	best, bestD := "", 3
+	sort.Strings(candidates)
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	// Optimal string alignment distance: a transposition (drian/drain) counts as one edit.
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// applyListDefaults fills the defaults of list items, which viper's defaults cannot reach.
+func (c *Config) applyListDefaults() {
+	for i := range c.Services {
+		if c.Services[i].HealthPath == "" {
+			c.Services[i].HealthPath = c.Balancer.HealthPath
+		}
+	}
+	for i := range c.Hosts {
+		if c.Hosts[i].Address == "" && c.Hosts[i].SSH == "" {
+			c.Hosts[i].Address = "127.0.0.1"
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package infra
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "zero502.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsAreTheSourceNumbers(t *testing.T) {
+	c := Defaults()
+	if c.Balancer.Interval != 5*time.Second || c.Balancer.UnhealthyThreshold != 2 ||
+		c.Drain.Window != 15*time.Second || c.Watchdog.HealAfter != 4 {
+		t.Fatalf("defaults drifted from the source: interval %s threshold %d drain %s heal_after %d",
+			c.Balancer.Interval, c.Balancer.UnhealthyThreshold, c.Drain.Window, c.Watchdog.HealAfter)
+	}
+}
+
+func TestShippedExamplesLoad(t *testing.T) {
+	for _, name := range []string{"production.yaml", "local.yaml"} {
+		c, err := Load(filepath.Join("..", "examples", name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := c.RequireFleet(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestFileOverridesOnlyWhatItSets(t *testing.T) {
+	c, err := Load(writeConfig(t, "drain:\n  window: 20s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Drain.Window != 20*time.Second || c.Drain.Shutdown != 10*time.Second {
+		t.Fatalf("window %s shutdown %s, want 20s and the default 10s", c.Drain.Window, c.Drain.Shutdown)
+	}
+}
+
+func TestEnvironmentOverridesFile(t *testing.T) {
+	t.Setenv("ZERO502_DRAIN_WINDOW", "42s")
+	t.Setenv("ZERO502_WATCHDOG_HEAL_AFTER", "6")
+	c, err := Load(writeConfig(t, "drain:\n  window: 20s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Drain.Window != 42*time.Second || c.Watchdog.HealAfter != 6 {
+		t.Fatalf("window %s heal_after %d, want the environment's 42s and 6", c.Drain.Window, c.Watchdog.HealAfter)
+	}
+}
+
+func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"misspelt top-level key", "drian:\n  window: 15s\n", []string{`"drian"`, `did you mean "drain"`}},
+		{"misspelt nested key", "balancer:\n  intervall: 5s\n", []string{`"balancer.intervall"`, `"balancer.interval"`}},
+		{"misspelt key in a list item", "services:\n  - name: web\n    prot: 80\n    image: x\n", []string{`services[0].prot`}},
+		{"negative duration", "drain:\n  window: -3s\n", []string{"drain.window", "-3s", "positive"}},
+		{"bare number for a duration", "balancer:\n  interval: 5\n", []string{"interval", "unit"}},
+		{"wrong type", "balancer:\n  unhealthy_threshold: two\n", []string{"unhealthy_threshold"}},
+		{"unknown balancer kind", "balancer:\n  kind: nginx\n", []string{"balancer.kind", `"nginx"`, "inhouse, alb or none"}},
+		{"alb without target group", "balancer:\n  kind: alb\n", []string{"balancer.target_group_arn", "required"}},
+		{"service without a name", "services:\n  - image: x\n", []string{"services[0].name", "required"}},
+		{"duplicate host", "hosts:\n  - name: a\n  - name: a\n", []string{"hosts[1].name", "unique"}},
+		{"balanced service missing", "balancer:\n  service: api\n", []string{"balancer.service", `"api"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, tc.body))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tc.body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMissingExplicitFileIsAnError(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
+		t.Fatal("a missing --config file was accepted")
+	}
+}
+
+func TestTargetsAreTheBalancedServiceOnEveryHost(t *testing.T) {
+	c, err := Load(filepath.Join("..", "examples", "local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.Targets(), ",")
+	if got != "127.0.0.1:19001,127.0.0.1:19101,127.0.0.1:19201" {
+		t.Fatalf("targets %s", got)
+	}
+	if c.HostLockPath(c.Hosts[1]) != "/tmp/zero502-local/host-b/deploy.lock" {
+		t.Fatalf("lock path %s", c.HostLockPath(c.Hosts[1]))
+	}
+}

@@ -1,0 +1,84 @@
+// Package runtime defines what zero502 needs of a service runtime: start an instance of a
+// service from its published spec, stop it with a grace period (SIGTERM, which starts the drain
+// handshake, then SIGKILL when the grace runs out), inspect and list instances by host, service
+// and version, remove them. Two implementations live beside it: process (local processes that
+// outlive the command that started them) and docker (the Docker Engine API). Consumers (the
+// deployer, the watchdog) define the narrower interfaces they need; Runtime here is the full set
+// both implementations provide.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// Instance is one running (or exited) instance of a service on a host.
+type Instance struct {
+	// ID is the runtime's handle: a process instance's "pid:<n>", a container's id.
+	ID      string `json:"id"`
+	Host    string `json:"host"`
+	Service string `json:"service"`
+	Version string `json:"version"`
+	// Address is host:port where the instance answers; empty for a service without a port.
+	Address string `json:"address,omitempty"`
+	// State is StateRunning or StateExited.
+	State string `json:"state"`
+	// ExitCode is the exit code once exited (137 after a SIGKILL).
+	ExitCode int `json:"exit_code"`
+	// Health is the runtime's own health verdict where it has one (Docker HEALTHCHECK):
+	// "healthy", "unhealthy", "starting", or "" when the runtime has none.
+	Health    string    `json:"health,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// Instance states.
+const (
+	StateRunning = "running"
+	StateExited  = "exited"
+)
+
+// Running reports whether the instance is running.
+func (i Instance) Running() bool { return i.State == StateRunning }
+
+// Filter selects instances; an empty field matches everything.
+type Filter struct {
+	Host, Service, Version string
+}
+
+// Stopped is how a Stop ended.
+type Stopped struct {
+	// ExitCode is the instance's exit code.
+	ExitCode int
+	// Killed is true when the grace period ran out and the runtime had to SIGKILL (or the
+	// kernel OOM-killed it): a violation of invariant I2, never hidden.
+	Killed bool
+	// Took is how long the stop took from SIGTERM to exit.
+	Took time.Duration
+}
+
+// ErrKilled is wrapped by Stop's error when the instance had to be killed: drain + shutdown did
+// not fit in the stop grace (invariant I2).
+var ErrKilled = errors.New("killed after the stop grace ran out (invariant I2: drain + shutdown must be < stop_grace)")
+
+// ErrNotFound is wrapped when an instance id is unknown to the runtime.
+var ErrNotFound = errors.New("no such instance")
+
+// Runtime is the whole contract both implementations provide.
+type Runtime interface {
+	// Start creates and starts an instance of svc on host and returns once it runs (not once it
+	// is healthy: health is the caller's business).
+	Start(ctx context.Context, host string, svc spec.Service) (Instance, error)
+	// Stop sends SIGTERM, waits up to grace for the exit, then SIGKILLs. grace 0 kills at once
+	// (the naive deploy). A kill returns Stopped.Killed and an error wrapping ErrKilled, unless
+	// grace was 0.
+	Stop(ctx context.Context, inst Instance, grace time.Duration) (Stopped, error)
+	// Inspect returns the instance's current state.
+	Inspect(ctx context.Context, id string) (Instance, error)
+	// List returns the instances that match f, running or exited.
+	List(ctx context.Context, f Filter) ([]Instance, error)
+	// Remove forgets an exited instance (removes the container, the process record).
+	Remove(ctx context.Context, inst Instance) error
+}

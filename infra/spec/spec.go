@@ -1,0 +1,188 @@
+// Package spec owns the published desired state of a host: which services it runs, at which
+// version, from which image or command, on which ports, with which health paths and environment.
+// One file per host, written only by the deployer under the host lock, atomically (temp file,
+// fsync, rename, fsync of the directory), so a reader (the watchdog) sees the old spec or the new
+// one and never half of either. DESIGN.md section 4.
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// FileName is the spec's file name inside a host's state dir.
+const FileName = "spec.json"
+
+// Spec is the desired state of one host.
+type Spec struct {
+	// Host is the host's name.
+	Host string `json:"host"`
+	// Version is the version the deployer rolled out to this host.
+	Version string `json:"version"`
+	// PublishedAt and PublishedBy say when and by whom (user@machine pid N) it was written.
+	PublishedAt time.Time `json:"published_at"`
+	PublishedBy string    `json:"published_by"`
+	// Services are the host's services, rendered for this host (placeholders filled in).
+	Services []Service `json:"services"`
+}
+
+// Service is one service's desired state on one host.
+type Service struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	Image   string   `json:"image,omitempty"`
+	Command []string `json:"command,omitempty"`
+	// Address is host:port where the service answers (port offset applied); empty without a port.
+	Address string `json:"address,omitempty"`
+	// Port is the port the service listens on (port offset applied); 0 without a port.
+	Port       int               `json:"port,omitempty"`
+	HealthPath string            `json:"health_path,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	// Stopped marks a service that must not run; the watchdog never starts it.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// Service returns the service named name.
+func (s Spec) Service(name string) (Service, bool) {
+	for _, svc := range s.Services {
+		if svc.Name == name {
+			return svc, true
+		}
+	}
+	return Service{}, false
+}
+
+// Path is the spec file of a host whose state dir is stateDir.
+func Path(stateDir string) string { return filepath.Join(stateDir, FileName) }
+
+// Render builds host h's spec at version from the config. self is the path of the running
+// zero502 binary, which {self} in a command stands for.
+func Render(cfg *infra.Config, h infra.Host, version, self string) Spec {
+	s := Spec{Host: h.Name, Version: version}
+	for _, svc := range cfg.Services {
+		port := 0
+		addr := ""
+		if svc.Port > 0 {
+			port = svc.Port + h.PortOffset
+			addr = h.ServiceAddr(svc)
+		}
+		r := strings.NewReplacer(
+			"{self}", self,
+			"{version}", version,
+			"{port}", fmt.Sprint(port),
+			"{host}", h.Name,
+			"{drain}", cfg.Drain.Window.String(),
+			"{shutdown}", cfg.Drain.Shutdown.String(),
+			"{idle_timeout}", cfg.App.KeepAliveIdleTimeout.String(),
+		)
+		out := Service{
+			Name:       svc.Name,
+			Version:    version,
+			Image:      r.Replace(svc.Image),
+			Address:    addr,
+			Port:       port,
+			HealthPath: svc.HealthPath,
+		}
+		for _, a := range svc.Command {
+			out.Command = append(out.Command, r.Replace(a))
+		}
+		if len(svc.Env) > 0 {
+			out.Env = map[string]string{}
+			for k, v := range svc.Env {
+				out.Env[k] = r.Replace(v)
+			}
+		}
+		s.Services = append(s.Services, out)
+	}
+	return s
+}
+
+// ErrNone is returned by Read when the host has no published spec yet (a fresh host).
+var ErrNone = errors.New("no published spec")
+
+// Read reads the spec at path. A missing file is ErrNone; a corrupt one is an error that says so.
+func Read(path string) (Spec, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Spec{}, fmt.Errorf("%s: %w", path, ErrNone)
+	}
+	if err != nil {
+		return Spec{}, fmt.Errorf("read spec: %w", err)
+	}
+	var s Spec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Spec{}, fmt.Errorf("spec %s is corrupt (%v); republish it with zero502 deploy", path, err)
+	}
+	return s, nil
+}
+
+// Publish writes s to path atomically: a temp file in the same directory, fsync, rename over the
+// old spec, fsync of the directory. Call it only under the host lock.
+func Publish(path string, s Spec) error {
+	if s.PublishedAt.IsZero() {
+		s.PublishedAt = time.Now().UTC()
+	}
+	if s.PublishedBy == "" {
+		s.PublishedBy = Holder()
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteAtomic(path, append(data, '\n'))
+}
+
+// WriteAtomic replaces the file at path with data so that readers see either the old or the new
+// content: temp file in the same directory, fsync, rename, fsync of the directory.
+func WriteAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s over %s: %w", tmp, path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Holder names this process for lock and spec records: user@machine pid N.
+func Holder() string {
+	host, _ := os.Hostname()
+	user := os.Getenv("USER")
+	if user == "" {
+		user = fmt.Sprint(os.Getuid())
+	}
+	return fmt.Sprintf("%s@%s pid %d", user, host, os.Getpid())
+}

@@ -1,0 +1,173 @@
+package infra
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FieldError is one refused value: the key, the value and the rule it breaks.
+type FieldError struct {
+	Key   string
+	Value any
+	Rule  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", e.Key, e.Value, e.Rule)
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// Validate checks every value on its own (types, signs, ranges, required fields). How values
+// relate to each other is the business of package invariants, not of Validate: a config can be
+// valid and still violate an invariant. All problems are returned together.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, value any, rule string) {
+		errs = append(errs, &FieldError{Key: key, Value: value, Rule: rule})
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			bad(key, d, "must be a positive duration")
+		}
+	}
+	nonNegative := func(key string, d time.Duration) {
+		if d < 0 {
+			bad(key, d, "must not be negative")
+		}
+	}
+	atLeast := func(key string, n, min int) {
+		if n < min {
+			bad(key, n, fmt.Sprintf("must be at least %d", min))
+		}
+	}
+	hostPort := func(key, v string) {
+		if _, port, err := net.SplitHostPort(v); err != nil {
+			bad(key, fmt.Sprintf("%q", v), "must be host:port, e.g. 127.0.0.1:8080")
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			bad(key, fmt.Sprintf("%q", v), "port must be a number from 0 to 65535")
+		}
+	}
+	path := func(key, v string) {
+		if !strings.HasPrefix(v, "/") {
+			bad(key, fmt.Sprintf("%q", v), "must be a path starting with /")
+		}
+	}
+
+	b := c.Balancer
+	switch b.Kind {
+	case BalancerInHouse:
+		hostPort("balancer.listen", b.Listen)
+		hostPort("balancer.admin", b.Admin)
+	case BalancerALB:
+		if b.TargetGroupARN == "" {
+			bad("balancer.target_group_arn", `""`, "is required when balancer.kind is alb")
+		}
+	case BalancerNone:
+	default:
+		bad("balancer.kind", fmt.Sprintf("%q", b.Kind), "must be inhouse, alb or none")
+	}
+	path("balancer.health_path", b.HealthPath)
+	positive("balancer.interval", b.Interval)
+	positive("balancer.timeout", b.Timeout)
+	atLeast("balancer.unhealthy_threshold", b.UnhealthyThreshold, 1)
+	atLeast("balancer.healthy_threshold", b.HealthyThreshold, 1)
+	positive("balancer.idle_timeout", b.IdleTimeout)
+	positive("balancer.connect_timeout", b.ConnectTimeout)
+	positive("balancer.header_timeout", b.HeaderTimeout)
+	atLeast("balancer.max_header_bytes", b.MaxHeaderBytes, 1024)
+	nonNegative("balancer.deregistration_delay", b.DeregistrationDelay)
+	nonNegative("balancer.slow_start", b.SlowStart)
+
+	positive("drain.window", c.Drain.Window)
+	positive("drain.shutdown", c.Drain.Shutdown)
+	positive("drain.stop_grace", c.Drain.StopGrace)
+	positive("drain.max_recovery", c.Drain.MaxRecovery)
+
+	positive("watchdog.interval", c.Watchdog.Interval)
+	atLeast("watchdog.heal_after", c.Watchdog.HealAfter, 1)
+	positive("watchdog.check_timeout", c.Watchdog.CheckTimeout)
+	if c.Watchdog.LockPath == "" {
+		bad("watchdog.lock_path", `""`, "is required")
+	}
+	if c.Watchdog.StateDir == "" {
+		bad("watchdog.state_dir", `""`, "is required")
+	}
+
+	positive("app.keepalive_idle_timeout", c.App.KeepAliveIdleTimeout)
+
+	nonNegative("edge.drain", c.Edge.Drain)
+	nonNegative("edge.dns_ttl", c.Edge.DNSTTL)
+	nonNegative("edge.check_interval", c.Edge.CheckInterval)
+	atLeast("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 0)
+	if c.Edge.Configured() {
+		positive("edge.check_interval", c.Edge.CheckInterval)
+		atLeast("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 1)
+	}
+
+	atLeast("rollout.batch", c.Rollout.Batch, 1)
+	if c.Rollout.Runtime != RuntimeProcess && c.Rollout.Runtime != RuntimeDocker {
+		bad("rollout.runtime", fmt.Sprintf("%q", c.Rollout.Runtime), "must be process or docker")
+	}
+	positive("rollout.healthy_deadline", c.Rollout.HealthyDeadline)
+
+	seen := map[string]bool{}
+	for i, s := range c.Services {
+		key := fmt.Sprintf("services[%d]", i)
+		if !nameRE.MatchString(s.Name) {
+			bad(key+".name", fmt.Sprintf("%q", s.Name), "is required: lower-case letters, digits, - _ .")
+		} else if seen[s.Name] {
+			bad(key+".name", fmt.Sprintf("%q", s.Name), "must be unique among services")
+		}
+		seen[s.Name] = true
+		if c.Rollout.Runtime == RuntimeProcess && len(s.Command) == 0 {
+			bad(key+".command", "[]", "is required with the process runtime")
+		}
+		if c.Rollout.Runtime == RuntimeDocker && s.Image == "" {
+			bad(key+".image", `""`, "is required with the docker runtime")
+		}
+		if s.Port < 0 || s.Port > 65535 {
+			bad(key+".port", s.Port, "must be from 0 (no port) to 65535")
+		}
+		if s.HealthPath != "" {
+			path(key+".health_path", s.HealthPath)
+		}
+	}
+	if b.Service != "" && !seen[b.Service] {
+		bad("balancer.service", fmt.Sprintf("%q", b.Service), "must name one of the services")
+	}
+	seen = map[string]bool{}
+	for i, h := range c.Hosts {
+		key := fmt.Sprintf("hosts[%d]", i)
+		if !nameRE.MatchString(h.Name) {
+			bad(key+".name", fmt.Sprintf("%q", h.Name), "is required: lower-case letters, digits, - _ .")
+		} else if seen[h.Name] {
+			bad(key+".name", fmt.Sprintf("%q", h.Name), "must be unique among hosts")
+		}
+		seen[h.Name] = true
+		if h.Address == "" {
+			bad(key+".address", `""`, "is required (an IP or name where the host's services answer)")
+		}
+		if h.PortOffset < 0 || h.PortOffset > 60000 {
+			bad(key+".port_offset", h.PortOffset, "must be from 0 to 60000")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RequireFleet refuses a config without services or hosts, for the commands that act on a fleet.
+func (c *Config) RequireFleet() error {
+	var errs []error
+	if len(c.Services) == 0 {
+		errs = append(errs, &FieldError{Key: "services", Value: "[]", Rule: "needs at least one service to deploy"})
+	}
+	if len(c.Hosts) == 0 {
+		errs = append(errs, &FieldError{Key: "hosts", Value: "[]", Rule: "needs at least one host to deploy to"})
+	}
+	return errors.Join(errs...)
+}
