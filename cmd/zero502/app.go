@@ -1,17 +1,60 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/infra/app"
 )
 
-// newAppCmd is a placeholder until its package lands.
 func newAppCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "app",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("app: not built yet") },
+	var o app.Options
+	cmd := &cobra.Command{
+		Use:   "app --version V --port P",
+		Short: "Run the demo service: version on /, /health, POST /orders, /slow; drains on SIGTERM",
+		Long: `app is the service the demo deploys and a worked example of the drain contract.
+GET / answers "version V" (headers X-Version, X-Backend), GET /health answers 200 "ok",
+POST /orders with an Idempotency-Key header answers 201 and appends {"key","version","at"} to
+--orders-log, GET /orders lists this process's orders, GET /slow?ms=N answers after N ms.
+On SIGTERM or SIGINT: /health answers 503 for --drain while everything else is served (with
+Connection: close) and new connections are accepted; then it stops accepting, lets in-flight
+requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
+		Example: `  zero502 app --version v1 --port 19001
+  zero502 app --version v2 --port 19001 --drain 1500ms --shutdown 1s --idle-timeout 10s
+  zero502 app --version bad --port 19001 --start-unhealthy      # never becomes healthy
+  zero502 app --version v1 --port 19001 --orders-log /tmp/orders.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Port < 1 || o.Port > 65535 {
+				return exitCode(2, fmt.Errorf("--port %d: give the port to listen on, 1-65535", o.Port))
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			err := app.Run(ctx, o)
+			if errors.Is(err, app.ErrExitAfter) {
+				return exitCode(1, err)
+			}
+			return err
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.Version, "version", "", "version this instance answers with (required)")
+	f.IntVar(&o.Port, "port", 0, "port to listen on (required)")
+	f.StringVar(&o.Host, "host", app.DefaultHost, "address to listen on")
+	f.DurationVar(&o.Drain, "drain", app.DefaultDrain, "drain window: how long /health answers 503 while serving after SIGTERM")
+	f.DurationVar(&o.Shutdown, "shutdown", app.DefaultShutdown, "budget for in-flight requests after the drain window")
+	f.DurationVar(&o.IdleTimeout, "idle-timeout", app.DefaultIdleTimeout, "keep-alive idle timeout; must exceed the balancer's (invariant I7)")
+	f.BoolVar(&o.StartUnhealthy, "start-unhealthy", false, "answer /health with 503 from the start (a version that never gets healthy)")
+	f.DurationVar(&o.FailHealthAfter, "fail-health-after", 0, "answer /health with 503 from this long after start on (0: never)")
+	f.DurationVar(&o.ExitAfter, "exit-after", 0, "exit 1 this long after start, without draining (0: never)")
+	f.StringVar(&o.OrdersLog, "orders-log", "", "file POST /orders appends one JSON line to per execution")
+	cmd.MarkFlagRequired("version")
+	cmd.MarkFlagRequired("port")
+	return cmd
 }

@@ -1,17 +1,137 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer/demo"
 )
 
-// newDemoCmd is a placeholder until its package lands.
 func newDemoCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "demo",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("demo: not built yet") },
+	var (
+		naive, compare, asJSON, keep bool
+		report                       string
+		rate                         int
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "The whole loop on this machine: LB, three hosts, steady load, rolling deploy v1 → v2",
+		Long: `demo starts the in-house LB and three local hosts from the embedded examples/local.yaml
+(on free ports, state in a temp dir), deploys v1, puts a steady load through the LB, rolls v1 → v2
+with the drain handshake and prints what users felt: requests by class, each host's timeline
+and deploy time against its floor, every host's version. It stops everything it started.
+
+--naive rolls without the handshake (SIGKILL at once) and shows the failures it removes;
+--compare runs both. Exit 0 only when no request failed (--compare: when the handshake run was
+clean and the naive run's failures were seen).`,
+		Example: `  zero502 demo
+  zero502 demo --naive
+  zero502 demo --compare --report demo.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if naive && compare {
+				return exitCode(2, errors.New("--naive and --compare: pick one (--compare already runs the naive rollout)"))
+			}
+			if rate < 1 {
+				return exitCode(2, fmt.Errorf("--rate %d: must be at least 1 request per second", rate))
+			}
+			var reportFile *os.File
+			if report != "" {
+				f, err := os.Create(report)
+				if err != nil {
+					return exitCode(2, fmt.Errorf("--report %s: %w", report, err))
+				}
+				defer f.Close()
+				reportFile = f
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			var live io.Writer = out
+			if asJSON {
+				live = cmd.ErrOrStderr()
+			}
+			opts := demo.Options{Rate: rate, Progress: live, Keep: keep}
+			var runs []*demo.Result
+			modes := []bool{naive}
+			if compare {
+				modes = []bool{false, true}
+			}
+			var runErr error
+			for _, n := range modes {
+				opts.Naive = n
+				r, err := demo.Run(ctx, opts)
+				if r != nil {
+					runs = append(runs, r)
+				}
+				if err != nil {
+					runErr = err
+					break
+				}
+			}
+			if err := render(out, asJSON, compare, runs); err != nil {
+				return err
+			}
+			if reportFile != nil && len(runs) > 0 {
+				if err := demo.WriteHTML(reportFile, runs...); err != nil {
+					return fmt.Errorf("--report %s: %w", report, err)
+				}
+				fmt.Fprintf(live, "report written to %s\n", report)
+			}
+			if runErr != nil {
+				return exitCode(1, runErr)
+			}
+			if !passed(compare, runs) {
+				return exitCode(1, nil)
+			}
+			return nil
+		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&naive, "naive", false, "roll without the drain handshake (SIGKILL at once): the failures it removes")
+	f.BoolVar(&compare, "compare", false, "run with the handshake, then naive, and print both side by side")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON (progress goes to stderr)")
+	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
+	f.IntVar(&rate, "rate", 400, "load in requests per second")
+	f.BoolVar(&keep, "keep", false, "keep the temp dir (config, host state, logs) and print its path")
+	return cmd
+}
+
+func render(out io.Writer, asJSON, compare bool, runs []*demo.Result) error {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if compare && len(runs) == 2 {
+			return enc.Encode(map[string]*demo.Result{"handshake": runs[0], "naive": runs[1]})
+		}
+		if len(runs) == 1 {
+			return enc.Encode(runs[0])
+		}
+		return enc.Encode(runs)
+	}
+	switch {
+	case compare && len(runs) == 2:
+		demo.WriteCompare(out, runs[0], runs[1])
+	default:
+		for _, r := range runs {
+			demo.WriteSummary(out, r)
+		}
+	}
+	return nil
+}
+
+// passed: a single run passes when it was clean; --compare when the handshake run was clean and
+// the naive run's failures were seen (the measurement can see what the handshake removes).
+func passed(compare bool, runs []*demo.Result) bool {
+	if compare {
+		return len(runs) == 2 && runs[0].Clean() && runs[1].Failed()
+	}
+	return len(runs) == 1 && runs[0].Clean()
 }

@@ -1,17 +1,106 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra"
 )
 
-// newDeployCmd is a placeholder until its package lands.
 func newDeployCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "deploy",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("deploy: not built yet") },
+	var (
+		cfgPath, version string
+		asJSON           bool
+		opts             deployer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "deploy --config FILE --version V",
+		Short: "Roll a version across the fleet, host by host, through the drain handshake",
+		Long: `deploy rolls every host of the config to version V, one batch (rollout.batch) at a time.
+Preflight first, before anything changes: the invariants, the live balancer's settings against
+the config (drift is refused unless --accept-drift), every running target healthy, and no batch
+draining the last healthy target. Then per host: take the host lock (waiting for a holder,
+up to --lock-timeout), publish the new spec, stop each old instance through the handshake
+(SIGTERM; /health answers 503 while it keeps serving) while watching the balancer take it out of
+rotation, start the new one, wait until it is healthy directly and back in rotation, verify
+every service, release the lock. A host that fails is rolled back to its previous spec and the
+rollout stops. Hosts already on V are verified, not redeployed, so a rerun finishes an
+interrupted deploy. Exit 0: every host on V; 1: the rollout failed (the report says which host
+runs which version); 2: refused before anything changed.`,
+		Example: `  zero502 lb --config examples/local.yaml &          # the balancer, in its own terminal
+  zero502 deploy --config examples/local.yaml --version v1
+  zero502 deploy --config examples/local.yaml --version v2 --json > deploy.jsonl
+  zero502 deploy --config examples/local.yaml --version v3 --lock-timeout 30s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if version == "" {
+				return exitCode(2, errors.New("--version is required: the version to deploy, e.g. --version v2"))
+			}
+			cfg, err := infra.Load(cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			out := cmd.OutOrStdout()
+			opts.Events = progress(out, asJSON)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			rep, err := deployer.New(cfg, opts).Deploy(ctx, version)
+			if asJSON {
+				_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
+			} else {
+				fmt.Fprintln(out)
+				_ = rep.WriteText(out)
+			}
+			if err == nil {
+				return nil
+			}
+			if !asJSON {
+				err = nil // the report above already says what went wrong
+			}
+			if rep.Refused {
+				return exitCode(2, err)
+			}
+			return exitCode(1, err)
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	f := cmd.Flags()
+	f.StringVar(&version, "version", "", "version to deploy (required); fills {version} in images and commands")
+	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
+	f.BoolVar(&opts.AcceptDrift, "accept-drift", false,
+		"deploy although the live balancer's settings differ from the config (invariants still apply)")
+	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout,
+		"how long to wait for a host lock someone else holds")
+	f.BoolVar(&opts.Naive, "naive", false,
+		"kill old instances at once, no drain, no balancer watch: the failing 'before' picture, for demos")
+	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
+	return cmd
+}
+
+// progress renders deploy events: one line per step (elapsed, host, step, message), or one
+// JSON object per line.
+func progress(w io.Writer, asJSON bool) func(deployer.Event) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		return func(e deployer.Event) { _ = enc.Encode(e) }
+	}
+	return func(e deployer.Event) {
+		host := e.Host
+		if host == "" {
+			host = "-"
+		}
+		if e.Service != "" {
+			host += "/" + e.Service
+		}
+		fmt.Fprintf(w, "%8s  %-14s %-13s %s\n", (e.Elapsed()).Round(10*time.Millisecond), host, e.Step, e.Message)
 	}
 }

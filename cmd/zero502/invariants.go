@@ -1,17 +1,198 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/invariants"
 )
 
-// newInvariantsCmd is a placeholder until its package lands.
+// liveTimeout bounds reading the live balancer's settings (the AWS SDK retries on its own).
+const liveTimeout = 30 * time.Second
+
 func newInvariantsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "invariants",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("invariants: not built yet") },
+	var path string
+	var asJSON, live bool
+	cmd := &cobra.Command{
+		Use:   "invariants",
+		Short: "Check how the config's timing numbers relate (I1–I8): drain vs detection, stop grace, …",
+		Long: `Evaluates every invariant of the config's timing numbers (DESIGN.md section 2) and prints,
+for each, the relation, the numbers put in, and whether it holds, is violated or is skipped (it
+does not apply, e.g. I6 with no edge configured). Each violation says what to change.
+
+With --live it first reads the settings the balancer really runs (balancer.kind inhouse: the
+LB's admin API at balancer.admin; alb: the target group through the AWS SDK's default credential
+chain, ZERO502_ALB_ENDPOINT replacing the regional endpoint when set), reports every field where
+they differ from the config (key, config, live: someone changed the interval in the console or
+started the LB with other flags), and evaluates the invariants on the live numbers.
+
+Exit status: 0 every applicable invariant holds (and, with --live, no drift), 1 at least one is
+violated or a live setting drifted, 2 the config is invalid (it does not load), or with --live
+the balancer cannot be read (unreachable, no credentials, kind none).`,
+		Example: `  zero502 invariants --config examples/production.yaml
+  zero502 invariants --config examples/local.yaml --json
+  ZERO502_DRAIN_WINDOW=10s zero502 invariants --config examples/production.yaml   # exits 1: I1
+  zero502 invariants --live --config examples/local.yaml        # against the running zero502 lb
+  zero502 invariants --live --config examples/production.yaml   # against the ALB (AWS credentials)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := infra.Load(path)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			out := cmd.OutOrStdout()
+			var lv *liveView
+			if live {
+				if lv, err = readLive(cmd.Context(), cfg); err != nil {
+					return exitCode(2, err)
+				}
+				evaluated := *cfg
+				evaluated.Balancer = deployer.ApplySettings(cfg.Balancer, lv.Settings)
+				cfg = &evaluated
+			}
+			verdicts := invariants.Evaluate(cfg)
+			if asJSON {
+				err = writeVerdictsJSON(out, path, lv, verdicts)
+			} else {
+				if lv != nil {
+					err = writeDrift(out, lv)
+				}
+				if err == nil {
+					err = writeVerdicts(out, verdicts)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			var bad []string
+			for _, v := range verdicts {
+				if v.Status == invariants.Violated {
+					bad = append(bad, v.ID)
+				}
+			}
+			var problems []string
+			if lv != nil && len(lv.Drift) > 0 {
+				fields := make([]string, 0, len(lv.Drift))
+				for _, d := range lv.Drift {
+					fields = append(fields, d.Field)
+				}
+				problems = append(problems, fmt.Sprintf("%d live setting(s) drifted from the config: %s (run zero502 provision, "+
+					"restart the balancer from this config, or change the config to match)", len(lv.Drift), strings.Join(fields, ", ")))
+			}
+			if len(bad) > 0 {
+				on := ""
+				if lv != nil {
+					on = " on the live balancer's numbers"
+				}
+				problems = append(problems, fmt.Sprintf("%d invariant(s) violated%s: %s", len(bad), on, strings.Join(bad, ", ")))
+			}
+			if len(problems) > 0 {
+				return exitCode(1, fmt.Errorf("%s: %s", path, strings.Join(problems, "; ")))
+			}
+			return nil
+		},
 	}
+	configFlag(cmd, &path)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdicts as JSON")
+	cmd.Flags().BoolVar(&live, "live", false,
+		"read the running balancer's settings, report drift field by field and check the invariants on them")
+	return cmd
+}
+
+// liveView is what --live read from the running balancer.
+type liveView struct {
+	Balancer string            `json:"balancer"`
+	Settings deployer.Settings `json:"settings"`
+	Drift    []deployer.Drift  `json:"drift"`
+}
+
+// readLive reads cfg's balancer (the deployer's view of it) and compares it with the config.
+func readLive(ctx context.Context, cfg *infra.Config) (*liveView, error) {
+	bal, err := deployer.BalancerFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
+	defer cancel()
+	settings, drift, err := deployer.LiveDrift(ctx, bal, cfg.Balancer)
+	if errors.Is(err, deployer.ErrNoView) {
+		return nil, fmt.Errorf("--live: balancer.kind %s has no live settings to read; use inhouse or alb, or drop --live", cfg.Balancer.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--live: reading %s: %w", bal.Name(), err)
+	}
+	if drift == nil {
+		drift = []deployer.Drift{}
+	}
+	return &liveView{Balancer: bal.Name(), Settings: settings, Drift: drift}, nil
+}
+
+// writeDrift prints which balancer was read and a table of every drifted field (key, config, live).
+func writeDrift(w io.Writer, lv *liveView) error {
+	fmt.Fprintf(w, "live balancer: %s\n", lv.Balancer)
+	if len(lv.Drift) == 0 {
+		fmt.Fprintln(w, "drift: none (every setting it reports matches the config)")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "DRIFT\tCONFIG\tLIVE")
+		for _, d := range lv.Drift {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Field, d.Config, d.Live)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\ninvariants on the live numbers:\n")
+	return err
+}
+
+// writeVerdicts prints a table (id, status, numbers, relation), then the sentence of every
+// invariant that is not plainly holding.
+func writeVerdicts(w io.Writer, verdicts []invariants.Verdict) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tNUMBERS\tRELATION")
+	for _, v := range verdicts {
+		nums := v.Arithmetic
+		if nums == "" {
+			nums = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, v.Status, nums, v.Relation)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range verdicts {
+		if v.Status != invariants.Holds {
+			fmt.Fprintf(w, "\n%s %s: %s\n", v.ID, v.Status, v.Sentence)
+		}
+	}
+	return nil
+}
+
+func writeVerdictsJSON(w io.Writer, path string, lv *liveView, verdicts []invariants.Verdict) error {
+	violated := 0
+	for _, v := range verdicts {
+		if v.Status == invariants.Violated {
+			violated++
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(struct {
+		Config     string               `json:"config"`
+		Live       *liveView            `json:"live,omitempty"`
+		Violated   int                  `json:"violated"`
+		Invariants []invariants.Verdict `json:"invariants"`
+	}{path, lv, violated, verdicts})
 }

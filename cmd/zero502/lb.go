@@ -1,17 +1,170 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/lb"
 )
 
-// newLBCmd is a placeholder until its package lands.
+// newLBCmd runs the in-house HTTP/1.1 load balancer (package infra/lb).
 func newLBCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "lb",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("lb: not built yet") },
+	var (
+		config, listenHost, logFormat string
+		f                             lb.Settings
+	)
+	lab := lb.LabSettings("", nil)
+	cmd := &cobra.Command{
+		Use:   "lb [flags] PORT BACKEND... | lb --config FILE [flags]",
+		Short: "Run the in-house HTTP/1.1 load balancer (round robin, health checks, drain handshake)",
+		Long: `Run zero502's own HTTP/1.1 load balancer.
+
+Lab mode (zero502 lb PORT BACKEND...) listens on 127.0.0.1:PORT (--listen-host to change) and
+meets the reverse-proxy lab's timing with no flags: health checks every 500ms (timeout 400ms),
+a dead or sick backend out within 4s, a recovered one back within 5s, connect timeout 1s,
+response-header timeout 3s (then 504). No admin listener unless --admin is given.
+
+Config mode (--config FILE) takes the listen and admin addresses, the backends (the balanced
+service on every host) and every number from the infra config (balancer.*, drain.window,
+drain.shutdown). Any flag given explicitly overrides the file.
+
+On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin/health answer
+503 for --drain while it keeps proxying, then it stops accepting and in-flight requests get
+--shutdown to finish. Logs go to stderr.`,
+		Example: `  zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002 127.0.0.1:9003
+  zero502 lb --admin 127.0.0.1:8081 --health-interval 250ms --health-timeout 100ms 8080 127.0.0.1:9001
+  zero502 lb --config examples/local.yaml
+  curl -s 127.0.0.1:18081/admin/backends`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger, err := newLBLogger(logFormat)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			set, err := lbSettings(cmd.Flags(), config, listenHost, args, f)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			srv, err := lb.New(set, lb.WithLogger(logger))
+			if err != nil {
+				return exitCode(2, fmt.Errorf("lb: %w", err))
+			}
+			if err := srv.Listen(); err != nil {
+				return exitCode(1, err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return srv.Run(ctx)
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringVarP(&config, "config", "c", "", "config file (YAML): listen, admin, backends and numbers from balancer.*")
+	fl.StringVar(&listenHost, "listen-host", "127.0.0.1", "lab mode: address to listen on with PORT")
+	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (lab default: off; config default: balancer.admin; \"\" disables)")
+	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token for the admin API (required when --admin is not on loopback)")
+	fl.StringVar(&f.HealthPath, "health-path", lab.HealthPath, "path of the backends' health check")
+	fl.DurationVar(&f.Interval, "health-interval", lab.Interval, "time between two health checks of a backend")
+	fl.DurationVar(&f.Timeout, "health-timeout", lab.Timeout, "how long one health check may take (below --health-interval)")
+	fl.IntVar(&f.UnhealthyThreshold, "unhealthy-threshold", lab.UnhealthyThreshold, "consecutive failed checks that take a backend out")
+	fl.IntVar(&f.HealthyThreshold, "healthy-threshold", lab.HealthyThreshold, "consecutive 200 checks that put it back")
+	fl.DurationVar(&f.ConnectTimeout, "connect-timeout", lab.ConnectTimeout, "timeout of a connect to a backend")
+	fl.DurationVar(&f.HeaderTimeout, "header-timeout", lab.HeaderTimeout, "wait for a backend's response headers, then 504")
+	fl.DurationVar(&f.IdleTimeout, "idle-timeout", lab.IdleTimeout, "how long an idle upstream keep-alive connection is kept (below the backends' own)")
+	fl.IntVar(&f.MaxHeaderBytes, "max-header-bytes", lab.MaxHeaderBytes, "largest request header block accepted, then 431")
+	fl.DurationVar(&f.ClientHeaderTimeout, "client-header-timeout", lab.ClientHeaderTimeout, "a client must send its request head (and each part of its body) within this")
+	fl.DurationVar(&f.ClientIdleTimeout, "client-idle-timeout", lab.ClientIdleTimeout, "an idle keep-alive client connection is closed after this")
+	fl.DurationVar(&f.BodyTimeout, "body-timeout", lab.BodyTimeout, "longest silence while relaying a body (never the total duration)")
+	fl.IntVar(&f.MaxIdlePerBackend, "max-idle-per-backend", lab.MaxIdlePerBackend, "idle upstream keep-alive connections kept per backend (0: none)")
+	fl.DurationVar(&f.Drain, "drain", lab.Drain, "after SIGTERM: how long /_lb/health answers 503 while still proxying (config default: drain.window)")
+	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
+	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
+	fl.StringVar(&logFormat, "log-format", "json", "log format on stderr: json or text")
+	return cmd
+}
+
+// lbSettings builds the LB's settings: lab mode from PORT BACKEND..., config mode from the file,
+// then every flag the user set explicitly on top.
+func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f lb.Settings) (lb.Settings, error) {
+	var set lb.Settings
+	if config != "" {
+		if len(args) > 0 {
+			return set, fmt.Errorf("lb: --config takes no PORT or BACKEND arguments (got %q); backends come from the config's hosts", args)
+		}
+		cfg, err := infra.Load(config)
+		if err != nil {
+			return set, err
+		}
+		set = lb.FromConfig(cfg)
+		if len(set.Backends) == 0 {
+			return set, fmt.Errorf("config %s: no backends: the balanced service (balancer.service) needs a port and the config needs hosts", config)
+		}
+	} else {
+		if len(args) < 2 {
+			return set, errors.New("lb: need PORT and at least one BACKEND (host:port), e.g. zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002; or --config FILE")
+		}
+		port, err := strconv.Atoi(args[0])
+		if err != nil || port < 0 || port > 65535 {
+			return set, fmt.Errorf("lb: PORT %q: must be a number from 0 to 65535", args[0])
+		}
+		set = lb.LabSettings(net.JoinHostPort(listenHost, args[0]), args[1:])
+	}
+	changed := func(name string) bool { return fl.Changed(name) }
+	str := func(name string, dst *string, v string) {
+		if changed(name) {
+			*dst = v
+		}
+	}
+	dur := func(name string, dst *time.Duration, v time.Duration) {
+		if changed(name) {
+			*dst = v
+		}
+	}
+	num := func(name string, dst *int, v int) {
+		if changed(name) {
+			*dst = v
+		}
+	}
+	str("admin", &set.Admin, f.Admin)
+	str("admin-token", &set.AdminToken, f.AdminToken)
+	str("health-path", &set.HealthPath, f.HealthPath)
+	dur("health-interval", &set.Interval, f.Interval)
+	dur("health-timeout", &set.Timeout, f.Timeout)
+	num("unhealthy-threshold", &set.UnhealthyThreshold, f.UnhealthyThreshold)
+	num("healthy-threshold", &set.HealthyThreshold, f.HealthyThreshold)
+	dur("connect-timeout", &set.ConnectTimeout, f.ConnectTimeout)
+	dur("header-timeout", &set.HeaderTimeout, f.HeaderTimeout)
+	dur("idle-timeout", &set.IdleTimeout, f.IdleTimeout)
+	num("max-header-bytes", &set.MaxHeaderBytes, f.MaxHeaderBytes)
+	dur("client-header-timeout", &set.ClientHeaderTimeout, f.ClientHeaderTimeout)
+	dur("client-idle-timeout", &set.ClientIdleTimeout, f.ClientIdleTimeout)
+	dur("body-timeout", &set.BodyTimeout, f.BodyTimeout)
+	num("max-idle-per-backend", &set.MaxIdlePerBackend, f.MaxIdlePerBackend)
+	dur("drain", &set.Drain, f.Drain)
+	dur("shutdown", &set.Shutdown, f.Shutdown)
+	set.AccessLog = f.AccessLog
+	if err := set.Validate(); err != nil {
+		return set, fmt.Errorf("lb: invalid settings:\n%w", err)
+	}
+	return set, nil
+}
+
+func newLBLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("lb: --log-format %q: must be json or text", format)
 }

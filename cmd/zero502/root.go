@@ -28,6 +28,8 @@ number lives in one config file and is checked against the others (zero502 invar
 		newMeasureCmd(),
 		newDemoCmd(),
 		newWatchdogCmd(),
+		newImageCmd(),
+		newProvisionCmd(),
 	)
 	return root
 }

@@ -1,17 +1,96 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/watchdog"
 )
 
-// newWatchdogCmd is a placeholder until its package lands.
 func newWatchdogCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "watchdog",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("watchdog: not built yet") },
+	var configPath, hostName string
+	var loop, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "watchdog --config FILE [--host NAME] [--loop]",
+		Short: "One watchdog tick: heal a service after heal_after consecutive failed checks",
+		Long: `One tick of the self-healing watchdog (a systemd timer runs it every minute; the units are
+in watchdog/systemd). It takes the host lock without waiting: when a deploy or a flock(1) script
+holds it, the tick is skipped and no failure counter changes. Otherwise it reads the host's
+published spec (it never writes it), checks each service (HTTP GET on its health path; the
+container or process state for a service without a port), counts consecutive failures in
+<state dir>/watchdog.json and, on the watchdog.heal_after-th, recreates the service from the
+spec. A service the spec marks stopped is never started. Heals are JSON log lines on stderr and
+counters in <state dir>/zero502_watchdog.prom (Prometheus textfile).
+
+Without --host it watches the host named like this machine, else every host without ssh.`,
+		Example: `  zero502 watchdog --config /etc/zero502/zero502.yaml --host app-1
+  zero502 watchdog --config examples/local.yaml --loop     # tick every watchdog.interval
+  flock /tmp/zero502-local/host-a/deploy.lock sleep 30 &  # while held, ticks are skipped`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := infra.Load(configPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			hosts, err := watchdog.Hosts(cfg, hostName)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			var ws []*watchdog.Watchdog
+			for _, h := range hosts {
+				w, err := watchdog.New(cfg, h, watchdog.Options{Logger: logger})
+				if err != nil {
+					return exitCode(2, err)
+				}
+				ws = append(ws, w)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			failed := 0
+			show := func(rep watchdog.Report, err error) {
+				if err != nil {
+					failed++
+					logger.Error("tick failed", "host", rep.Host, "error", err.Error())
+				}
+				if asJSON {
+					line := struct {
+						watchdog.Report
+						Error string `json:"error,omitempty"`
+					}{Report: rep}
+					if err != nil {
+						line.Error = err.Error()
+					}
+					data, _ := json.Marshal(line)
+					fmt.Fprintln(out, string(data))
+				} else if err == nil {
+					fmt.Fprintln(out, rep)
+				}
+			}
+			if loop {
+				watchdog.Loop(ctx, ws, cfg.Watchdog.Interval, show)
+				return nil
+			}
+			for _, w := range ws {
+				show(w.Tick(ctx))
+			}
+			if failed > 0 {
+				return exitCode(1, fmt.Errorf("watchdog: %d of %d hosts could not be checked (see the log above)", failed, len(ws)))
+			}
+			return nil
+		},
 	}
+	configFlag(cmd, &configPath)
+	cmd.Flags().StringVar(&hostName, "host", "", "the host of the config this machine is (default: by hostname, else every host without ssh)")
+	cmd.Flags().BoolVar(&loop, "loop", false, "tick every watchdog.interval until interrupted (development; servers use the systemd timer)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print each tick's report as one JSON line")
+	return cmd
 }

@@ -75,6 +75,7 @@ func TryAcquire(path string, me Holder) (*Lock, error) {
 // can print "waiting for …".
 func Acquire(ctx context.Context, path string, me Holder, poll time.Duration, waiting func(Holder)) (*Lock, error) {
 	var last Holder
+	told := false
 	for {
 		l, err := TryAcquire(path, me)
 		if err == nil {
@@ -83,8 +84,8 @@ func Acquire(ctx context.Context, path string, me Holder, poll time.Duration, wa
 		if !errors.Is(err, ErrHeld) {
 			return nil, err
 		}
-		if h := ReadHolder(path); waiting != nil && h != last {
-			last = h
+		if h := ReadHolder(path); waiting != nil && (!told || h != last) {
+			last, told = h, true
 			waiting(h)
 		}
 		select {

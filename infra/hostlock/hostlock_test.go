@@ -58,8 +58,12 @@ func TestFlockCommandHoldsTheSameLock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	if _, err := Acquire(ctx, p, Holder{Who: "deployer"}, 20*time.Millisecond, nil); err == nil {
+	var told []Holder
+	if _, err := Acquire(ctx, p, Holder{Who: "deployer"}, 20*time.Millisecond, func(h Holder) { told = append(told, h) }); err == nil {
 		t.Fatal("Acquire got a lock flock(1) holds")
+	}
+	if len(told) != 1 || !strings.Contains(told[0].String(), "flock(1)") {
+		t.Fatalf("waiting was told %v, want once, about a holder without a record", told)
 	}
 	killGroup()
 	cmd.Wait()

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# bench/lb.sh: zero502 lb against HAProxy and nginx on the same backends, on loopback.
+#
+# Usage (as root; installs haproxy, nginx and wrk with apt-get when missing):
+#   bench/lb.sh                       # defaults below
+#   DURATION=20s CONNS=128 bench/lb.sh
+#
+# What it does, in one go:
+#  1. builds zero502 (and the test backend) from this checkout;
+#  2. starts BACKENDS backends: nginx answering a small static "ok" (BACKEND=nginx, default, so
+#     the backend is not the bottleneck) or the Go test backend (BACKEND=testbackend);
+#  3. runs wrk (-t THREADS -c CONNS -d DURATION --latency) against: one backend directly,
+#     `zero502 lb`, HAProxy (http-reuse always) and nginx (upstream keepalive), each on the same
+#     backends, and prints req/s, p50 and p99 per target and the ratios zero502/HAProxy and
+#     zero502/nginx;
+#  4. opens IDLE idle keep-alive client connections (each sent one request first) to zero502 lb
+#     and to HAProxy and prints the RSS growth per connection in KiB.
+# Everything listens on 127.0.0.1 and ends when the script ends. Not part of CI: the numbers
+# depend on the machine (and on whatever else runs on it), so compare the ratios, not the req/s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BACKENDS=${BACKENDS:-3}
+BACKEND=${BACKEND:-nginx}
+DURATION=${DURATION:-10s}
+THREADS=${THREADS:-2}
+CONNS=${CONNS:-64}
+IDLE=${IDLE:-10000}
+BASE_PORT=${BASE_PORT:-27100}   # backends BASE_PORT.., LBs BASE_PORT+50..
+PATH_UNDER_TEST=${PATH_UNDER_TEST:-/}
+
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin"
+need=()
+command -v haproxy >/dev/null || need+=(haproxy)
+command -v nginx >/dev/null || need+=(nginx)
+command -v wrk >/dev/null || need+=(wrk)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# 10 000 idle clients plus the proxy's own sockets need more descriptors than the usual 1024.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+fdlimit=$(ulimit -n)
+# HAProxy reserves two descriptors per connection (client and server side) and refuses to start
+# when maxconn does not fit; where the hard limit is low, measure fewer idle connections.
+maxconn=$(( (fdlimit - 200) / 2 ))
+if [ "$IDLE" -gt $((maxconn - 100)) ]; then
+  echo "== the descriptor limit is $fdlimit: measuring $((maxconn - 100)) idle connections instead of $IDLE"
+  IDLE=$((maxconn - 100))
+fi
+
+work=$(mktemp -d /tmp/zero502-bench.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== building zero502 and the test backend into $work"
+if [ -n "${ZERO502_BIN:-}" ]; then # ZERO502_BIN=/path/to/zero502 benchmarks that binary instead
+  cp "$ZERO502_BIN" "$work/zero502"
+else
+  go build -o "$work/zero502" ./cmd/zero502
+fi
+go build -o "$work/testbackend" ./infra/lb/testbackend
+
+# wait_port PORT: until something accepts on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "nothing listens on 127.0.0.1:$1 after 10 s" >&2
+  return 1
+}
+
+backend_addrs=()
+for i in $(seq 0 $((BACKENDS - 1))); do backend_addrs+=("127.0.0.1:$((BASE_PORT + i))"); done
+
+echo "== starting $BACKENDS $BACKEND backends: ${backend_addrs[*]}"
+if [ "$BACKEND" = nginx ]; then
+  mkdir -p "$work/nginx-backend"
+  {
+    echo "worker_processes 1; pid $work/nginx-backend/pid; error_log $work/nginx-backend/error.log warn;"
+    echo "events { worker_connections 4096; }"
+    echo "http { access_log off; keepalive_requests 1000000; keepalive_timeout 75s;"
+    for a in "${backend_addrs[@]}"; do
+      # shellcheck disable=SC2028 # the \n is for nginx, which turns it into a newline
+      echo "  server { listen $a; location / { add_header X-Backend $a; return 200 \"ok\n\"; } }"
+    done
+    echo "}"
+  } >"$work/nginx-backend/nginx.conf"
+  nginx -p "$work/nginx-backend" -c "$work/nginx-backend/nginx.conf" -g 'daemon off;' &
+  pids+=($!)
+else
+  for i in "${!backend_addrs[@]}"; do
+    "$work/testbackend" --port "${backend_addrs[$i]##*:}" --name "b$i" >/dev/null 2>&1 &
+    pids+=($!)
+  done
+fi
+for a in "${backend_addrs[@]}"; do wait_port "${a##*:}"; done
+
+LB_PORT=$((BASE_PORT + 50))
+HA_PORT=$((BASE_PORT + 51))
+NG_PORT=$((BASE_PORT + 52))
+
+echo "== starting zero502 lb on :$LB_PORT, HAProxy on :$HA_PORT, nginx on :$NG_PORT"
+"$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>"$work/zero502.log" &
+zpid=$!; pids+=("$zpid")
+
+{
+  echo "global"
+  echo "  maxconn $maxconn"
+  echo "  ulimit-n $fdlimit"
+  echo "defaults"
+  echo "  mode http"
+  echo "  option http-keep-alive"
+  echo "  http-reuse always"
+  echo "  timeout connect 1s"
+  echo "  timeout client 60s"
+  echo "  timeout server 30s"
+  echo "  timeout http-keep-alive 60s"
+  echo "  timeout http-request 10s"
+  echo "  maxconn $maxconn"
+  echo "frontend fe"
+  echo "  bind 127.0.0.1:$HA_PORT"
+  echo "  default_backend be"
+  echo "backend be"
+  echo "  balance roundrobin"
+  echo "  option httpchk GET /health"
+  for i in "${!backend_addrs[@]}"; do
+    echo "  server s$i ${backend_addrs[$i]} check inter 500ms fall 2 rise 2"
+  done
+} >"$work/haproxy.cfg"
+haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+hpid=$!; pids+=("$hpid")
+
+mkdir -p "$work/nginx-lb"
+{
+  echo "pid $work/nginx-lb/pid; error_log $work/nginx-lb/error.log warn;"
+  echo "worker_processes auto; worker_rlimit_nofile $fdlimit;"
+  echo "events { worker_connections $maxconn; }"
+  echo "http { access_log off; keepalive_requests 1000000; keepalive_timeout 60s;"
+  echo "  upstream be { keepalive 128;"
+  for a in "${backend_addrs[@]}"; do echo "    server $a;"; done
+  echo "  }"
+  echo "  server { listen 127.0.0.1:$NG_PORT; location / { proxy_pass http://be; proxy_http_version 1.1;"
+  echo "    proxy_set_header Connection \"\"; proxy_set_header Host \$host; } }"
+  echo "}"
+} >"$work/nginx-lb/nginx.conf"
+nginx -p "$work/nginx-lb" -c "$work/nginx-lb/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+
+for p in "$LB_PORT" "$HA_PORT" "$NG_PORT"; do wait_port "$p"; done
+sleep 1 # let every balancer see its backends healthy
+
+# to_ms converts wrk's latency notation (812.00us, 1.23ms, 1.02s) to milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
+}
+# run_wrk NAME PORT: a 2 s warm-up, then the measured run; appends "NAME req/s p50 p99" to results.
+run_wrk() {
+  local name=$1 port=$2 url="http://127.0.0.1:$2$PATH_UNDER_TEST" out rps p50 p99
+  echo "== $name: wrk -t$THREADS -c$CONNS -d$DURATION --latency $url"
+  wrk -t"$THREADS" -c"$CONNS" -d2s "$url" >/dev/null
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$url")
+  echo "$out" | grep -E 'Requests/sec|Non-2xx|Socket errors| 50%| 99%' | sed 's/^/   /'
+  if echo "$out" | grep -q 'Non-2xx'; then echo "   WARNING: $name answered non-2xx responses" >&2; fi
+  rps=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
+  p50=$(to_ms "$(echo "$out" | awk '$1 == "50%" { print $2 }')")
+  p99=$(to_ms "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
+  echo "$name $rps $p50 $p99" >>"$work/results"
+}
+
+: >"$work/results"
+run_wrk direct "${backend_addrs[0]##*:}"
+run_wrk zero502 "$LB_PORT"
+run_wrk haproxy "$HA_PORT"
+run_wrk nginx "$NG_PORT"
+
+# idle_kib NAME PID PORT: RSS growth of PID per idle keep-alive client connection, for IDLE
+# connections that each sent one request and then stay open and silent.
+cat >"$work/idle.py" <<'PY'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+req = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
+conns = []
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(req)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(4096)
+        if not chunk:
+            sys.exit("connection closed before the response headers")
+        buf += chunk
+    head, _, body = buf.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    while len(body) < length:
+        body += s.recv(4096)
+    conns.append(s)
+print("open", flush=True)
+sys.stdin.read()
+PY
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+idle_kib() {
+  local name=$1 pid=$2 port=$3 before after fifo="$work/idle-$1.fifo"
+  for _ in $(seq 20); do (exec 3<>"/dev/tcp/127.0.0.1/$port"; printf 'GET / HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n' >&3; cat <&3 >/dev/null); done
+  sleep 1
+  before=$(rss_kib "$pid")
+  mkfifo "$fifo"
+  python3 "$work/idle.py" "$port" "$IDLE" <"$fifo" >"$work/idle-$name.out" &
+  local ppid=$!
+  exec 4>"$fifo" # keeps the client's stdin open: it holds its connections until we close it
+  for _ in $(seq 600); do grep -q open "$work/idle-$name.out" 2>/dev/null && break; sleep 0.1; done
+  if ! grep -q open "$work/idle-$name.out"; then echo "   $name: the idle client did not open $IDLE connections" >&2; fi
+  sleep 1
+  after=$(rss_kib "$pid")
+  exec 4>&-
+  wait "$ppid" 2>/dev/null || true
+  awk -v n="$name" -v b="$before" -v a="$after" -v c="$IDLE" \
+    'BEGIN { printf "%s RSS %d KiB -> %d KiB for %d idle connections: %.2f KiB/conn\n", n, b, a, c, (a - b) / c }' \
+    | tee -a "$work/idle"
+}
+
+echo "== idle keep-alive connections: fresh zero502 lb and HAProxy, $IDLE clients each"
+kill "$zpid" "$hpid" 2>/dev/null || true
+"$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>>"$work/zero502.log" &
+zpid=$!; pids+=("$zpid")
+haproxy -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
+hpid=$!; pids+=("$hpid")
+wait_port "$LB_PORT"; wait_port "$HA_PORT"; sleep 1
+: >"$work/idle"
+idle_kib zero502 "$zpid" "$LB_PORT"
+idle_kib haproxy "$hpid" "$HA_PORT"
+
+echo
+echo "== results ($BACKENDS $BACKEND backends, wrk -t$THREADS -c$CONNS -d$DURATION, $(nproc) CPUs)"
+awk '
+  { rps[$1] = $2; p50[$1] = $3; p99[$1] = $4; order[NR] = $1 }
+  END {
+    printf "%-10s %12s %10s %10s\n", "target", "req/s", "p50 ms", "p99 ms"
+    for (i = 1; i <= NR; i++) { n = order[i]; printf "%-10s %12.0f %10.3f %10.3f\n", n, rps[n], p50[n], p99[n] }
+    printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.0x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"]
+    printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
+  }' "$work/results"
+cat "$work/idle"

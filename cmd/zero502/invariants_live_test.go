@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/alb/elbv2double"
+)
+
+// buildZero502 builds this command into a temp dir: the tests run the real `zero502 lb`.
+func buildZero502(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "zero502")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// localConfig is examples/local.yaml with the LB's listen and admin addresses on free ports.
+func localConfig(t *testing.T) (path, admin string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin = freeAddr(t)
+	s := strings.Replace(string(data), "listen: 127.0.0.1:18080", "listen: "+freeAddr(t), 1)
+	s = strings.Replace(s, "admin: 127.0.0.1:18081", "admin: "+admin, 1)
+	path = filepath.Join(t.TempDir(), "local.yaml")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, admin
+}
+
+// The in-house LB: a real `zero502 lb` started from the config but with --health-interval 800ms
+// (config 250ms). --live reports the drift and finds I1 violated on the live numbers (detection
+// 2 × 800ms > drain.window 1500ms) although the config holds; a config that matches the LB
+// passes; an LB that does not answer is exit 2.
+func TestInvariantsLiveInHouseDrift(t *testing.T) {
+	bin := buildZero502(t)
+	path, admin := localConfig(t)
+	if out, code := runCLI(t, "invariants", "--config", path); code != 0 {
+		t.Fatalf("the config itself must hold: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, "invariants", "--live", "--config", path); code != 2 || !strings.Contains(out, admin) {
+		t.Fatalf("no LB running: exit %d, want 2 naming %s\n%s", code, admin, out)
+	}
+
+	lb := exec.Command(bin, "lb", "--config", path, "--health-interval", "800ms")
+	var logs strings.Builder
+	lb.Stdout, lb.Stderr = &logs, &logs
+	if err := lb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = lb.Process.Kill()
+		_ = lb.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + admin + "/admin/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zero502 lb admin %s does not answer: %v\n%s", admin, err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	out, code := runCLI(t, "invariants", "--live", "--config", path)
+	if code != 1 {
+		t.Fatalf("live interval 800ms against config 250ms: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"live balancer: inhouse " + admin, "balancer.interval  250ms   800ms", "I1", "violated",
+		"1 live setting(s) drifted from the config: balancer.interval", "invariant(s) violated on the live balancer's numbers: I1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+
+	// The config changed to what the LB runs (and a drain that outlasts it): no drift, all hold.
+	t.Setenv("ZERO502_BALANCER_INTERVAL", "800ms")
+	t.Setenv("ZERO502_DRAIN_WINDOW", "2s")
+	out, code = runCLI(t, "invariants", "--live", "--config", path, "--json")
+	var got struct {
+		Live struct {
+			Balancer string `json:"balancer"`
+			Settings struct {
+				Interval int64 `json:"interval"`
+			} `json:"settings"`
+			Drift []any `json:"drift"`
+		} `json:"live"`
+		Violated int `json:"violated"`
+	}
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &got); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if code != 0 || got.Violated != 0 || len(got.Live.Drift) != 0 || got.Live.Settings.Interval != int64(800*time.Millisecond) {
+		t.Fatalf("matching config: exit %d, %+v\n%s", code, got, out)
+	}
+}
+
+// The ALB: the ELBv2 double through the real SDK (default chain, ZERO502_ALB_ENDPOINT). A target
+// group that runs the config's numbers passes; after someone sets the interval to 10s and the
+// matcher to 200-499 in the console, --live reports both fields and I1 violated on the live
+// numbers (detection 2 × 10s > drain.window 15s).
+func TestInvariantsLiveALBConsoleDrift(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "",
+	} {
+		t.Setenv(k, v)
+	}
+	double := elbv2double.New(elbv2double.Options{})
+	t.Cleanup(double.Close)
+	srv := httptest.NewServer(double)
+	t.Cleanup(srv.Close)
+	arn := double.AddTargetGroup(elbv2double.TargetGroup{Name: "mythex-api", Port: 8000, Settings: elbv2double.Settings{
+		HealthCheckPath: "/health", Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 2,
+		UnhealthyThreshold: 2, Matcher: "200", DeregistrationDelay: 30 * time.Second,
+	}})
+	path := editedProduction(t, "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/mythex-api/6d0ecf831eec9f09", arn)
+	t.Setenv("ZERO502_ALB_ENDPOINT", srv.URL)
+
+	out, code := runCLI(t, "invariants", "--live", "--config", path)
+	if code != 0 || !strings.Contains(out, "drift: none") || !strings.Contains(out, "live balancer: alb "+arn) {
+		t.Fatalf("target group as configured: exit %d, want 0 with no drift\n%s", code, out)
+	}
+	if n := double.ModifyCalls(); n != 0 {
+		t.Errorf("--live made %d Modify calls, want none", n)
+	}
+
+	double.Console(arn, func(s *elbv2double.Settings) { s.Interval, s.Matcher = 10*time.Second, "200-499" })
+	out, code = runCLI(t, "invariants", "--live", "--config", path)
+	if code != 1 {
+		t.Fatalf("console-changed interval: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"balancer.interval", "5s", "10s", "matcher (HttpCode, fixed)", "200-499",
+		"2 live setting(s) drifted", "violated on the live balancer's numbers: I1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+
+	t.Setenv("ZERO502_ALB_ENDPOINT", "http://"+freeAddr(t))
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	out, code = runCLI(t, "invariants", "--live", "--config", path)
+	if code != 2 || !strings.Contains(out, "DescribeTargetGroups") {
+		t.Fatalf("unreachable ELBv2 endpoint: exit %d, want 2 naming the call\n%s", code, out)
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the real command tree in process and returns its output and exit code.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	var ex *exitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ex):
+		if ex.err != nil {
+			out.WriteString(ex.err.Error())
+		}
+		return out.String(), ex.code
+	default:
+		return out.String() + err.Error(), 1
+	}
+}
+
+// editedProduction writes a copy of examples/production.yaml with one line replaced.
+func editedProduction(t *testing.T, old, new string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "production.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(old)) {
+		t.Fatalf("production.yaml has no %q", old)
+	}
+	p := filepath.Join(t.TempDir(), "production.yaml")
+	if err := os.WriteFile(p, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestInvariantsCommandExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		config   func(t *testing.T) string
+		code     int
+		mentions []string
+	}{
+		{"shipped production config holds", func(*testing.T) string { return filepath.Join("..", "..", "examples", "production.yaml") }, 0, []string{"I1", "holds"}},
+		{"drain 10s violates I1", func(t *testing.T) string { return editedProduction(t, "window: 15s", "window: 10s") }, 1, []string{"I1", "10s", "violated"}},
+		{"stop grace at drain + shutdown violates I2", func(t *testing.T) string { return editedProduction(t, "stop_grace: 30s", "stop_grace: 25s") }, 1, []string{"I2", "25s"}},
+		{"misspelt key is invalid", func(t *testing.T) string { return editedProduction(t, "drain:", "drian:") }, 2, []string{`"drian"`}},
+		{"negative drain is invalid", func(t *testing.T) string { return editedProduction(t, "window: 15s", "window: -3s") }, 2, []string{"drain.window", "-3s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runCLI(t, "invariants", "--config", tc.config(t))
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; output:\n%s", code, tc.code, out)
+			}
+			for _, m := range tc.mentions {
+				if !strings.Contains(out, m) {
+					t.Errorf("output does not mention %q:\n%s", m, out)
+				}
+			}
+		})
+	}
+}

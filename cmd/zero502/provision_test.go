@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zero502/zero502/infra/alb/elbv2double"
+)
+
+// runProvision runs `zero502 provision` in-process against an ELBv2 double; the SDK's default
+// chain finds the test's static credentials in the environment.
+func runProvision(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"provision"}, args...))
+	err := root.Execute()
+	var ex *exitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ex):
+		return out.String() + "\n" + err.Error(), ex.code
+	}
+	return out.String() + "\n" + err.Error(), 1
+}
+
+func TestProvisionCommandAppliesThenSaysNoChangesAndRefusesOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "",
+	} {
+		t.Setenv(k, v)
+	}
+	double := elbv2double.New(elbv2double.Options{})
+	t.Cleanup(double.Close)
+	srv := httptest.NewServer(double)
+	t.Cleanup(srv.Close)
+	arn := double.AddTargetGroup(elbv2double.TargetGroup{Name: "mythex-api", Port: 8000})
+	cfg := filepath.Join(dir, "alb.yaml")
+	yaml := "balancer:\n  kind: alb\n  region: eu-west-1\n  target_group_arn: " + arn + "\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code := runProvision(t, "--config", cfg, "--endpoint", srv.URL)
+	if code != 0 || !strings.Contains(out, "balancer.interval") || !strings.Contains(out, "applied 5 change(s)") {
+		t.Fatalf("first run: exit %d\n%s", code, out)
+	}
+	out, code = runProvision(t, "--config", cfg, "--endpoint", srv.URL)
+	if code != 0 || !strings.Contains(out, "no changes") || double.ModifyCalls() != 2 {
+		t.Fatalf("second run: exit %d, %d Modify calls in all\n%s", code, double.ModifyCalls(), out)
+	}
+
+	calls := double.TotalCalls()
+	t.Setenv("ZERO502_BALANCER_INTERVAL", "3s")
+	out, code = runProvision(t, "--config", cfg, "--endpoint", srv.URL)
+	if code != 2 || !strings.Contains(out, "balancer.interval: 3s") || double.TotalCalls() != calls {
+		t.Fatalf("out of range: exit %d, calls %d→%d\n%s", code, calls, double.TotalCalls(), out)
+	}
+}

@@ -1,0 +1,169 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// EnvALBEndpoint names the environment variable that, when set, replaces the regional ELBv2
+// endpoint the deployer (and zero502 invariants --live) talks to: a VPC endpoint, or a local
+// ELBv2 API double in tests (e.g. ZERO502_ALB_ENDPOINT=http://127.0.0.1:4566).
+const EnvALBEndpoint = "ZERO502_ALB_ENDPOINT"
+
+// DrainGuarder is a Balancer that must approve every drain before it starts. The ALB does: an
+// ALB whose targets are all unhealthy fails open and routes to every one of them, so a target
+// may leave only while every other target is healthy. Preflight asks before each batch.
+type DrainGuarder interface {
+	// DrainGuard returns nil when draining target (host:port, as configured) is safe, else an
+	// error naming the targets in the way.
+	DrainGuard(ctx context.Context, target string) error
+}
+
+// ExtraDrifter is a Balancer with live settings that Settings cannot carry (the ALB's matcher,
+// deregistration delay and slow start); LiveDrift compares those too.
+type ExtraDrifter interface {
+	// ExtraDrift lists each such setting whose live value differs from cfg.
+	ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, error)
+}
+
+// ALB is the deployer's view of an AWS ALB target group (balancer.kind alb), through
+// alb.Balancer: DescribeTargetHealth for a target's state, DescribeTargetGroups and
+// DescribeTargetGroupAttributes for the live numbers. A target is in rotation only when the
+// ALB says healthy; draining, unhealthy, initial, unused and unavailable are out. The ALB
+// reports no time of entry into a state, so Since is when this ALB value first saw it.
+type ALB struct {
+	bal   *alb.Balancer
+	api   alb.API
+	arn   string
+	clock clock.Clock
+	// targets maps a host's service address (host:port, as the deployer names targets) to its
+	// target in the group (alb.TargetID: instance id or IP, on the service port).
+	targets map[string]string
+
+	mu   sync.Mutex
+	seen map[string]seenState // by target id
+}
+
+type seenState struct {
+	state string
+	since time.Time
+}
+
+// NewALB watches cfg's target group (balancer.target_group_arn) through api. Hosts map to their
+// targets with alb.TargetID (hosts[].target, else the address, on the balanced service's
+// port). clk stamps Since; nil: the wall clock.
+func NewALB(api alb.API, cfg *infra.Config, clk clock.Clock) *ALB {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	b := &ALB{bal: alb.NewBalancer(api, cfg.Balancer.TargetGroupARN), api: api, arn: cfg.Balancer.TargetGroupARN,
+		clock: clk, targets: map[string]string{}, seen: map[string]seenState{}}
+	if svc, ok := cfg.BalancedService(); ok {
+		for _, h := range cfg.Hosts {
+			b.targets[h.ServiceAddr(svc)] = alb.TargetID(h, svc)
+		}
+	}
+	return b
+}
+
+// newALBFromEnv is BalancerFor's ALB: the SDK's default credential chain and region
+// (balancer.region first), and the endpoint in ZERO502_ALB_ENDPOINT when set.
+func newALBFromEnv(cfg *infra.Config) (*ALB, error) {
+	endpoint := strings.TrimSpace(os.Getenv(EnvALBEndpoint))
+	api, err := alb.NewClient(context.Background(), cfg.Balancer, alb.ClientOptions{Endpoint: endpoint})
+	if err != nil {
+		return nil, fmt.Errorf("balancer.kind alb: %w", err)
+	}
+	return NewALB(api, cfg, nil), nil
+}
+
+// Name is "alb" and the target group's ARN.
+func (b *ALB) Name() string { return b.bal.Name() }
+
+// targetID is the target group's id for target (host:port as configured); an address no host
+// has is taken as an ip:port target as it stands.
+func (b *ALB) targetID(target string) string {
+	if id, ok := b.targets[target]; ok {
+		return id
+	}
+	return target
+}
+
+// TargetState is the ALB's state of target: in rotation only when healthy.
+func (b *ALB) TargetState(ctx context.Context, target string) (TargetState, error) {
+	id := b.targetID(target)
+	state, reason, err := b.bal.TargetHealth(ctx, id)
+	if err != nil {
+		return TargetState{}, err
+	}
+	if reason == "Target.NotRegistered" {
+		return TargetState{}, fmt.Errorf("target %s (host address %s) in %s: %w (the ALB says %s, %s); register it "+
+			"in the target group, or set hosts[].target to the id it is registered under", id, target, b.arn,
+			ErrUnknownTarget, state, reason)
+	}
+	now := b.clock.Now()
+	b.mu.Lock()
+	s, ok := b.seen[id]
+	if !ok || s.state != state {
+		s = seenState{state: state, since: now}
+		b.seen[id] = s
+	}
+	b.mu.Unlock()
+	return TargetState{State: state, InRotation: state == alb.StateHealthy, Since: s.since}, nil
+}
+
+// Settings are the target group's live health-check numbers under their balancer.* names:
+// health_path, interval, timeout and the two thresholds. The listener's numbers (listen,
+// idle_timeout, …) are not the target group's, so they stay zero and the drift check skips them.
+func (b *ALB) Settings(ctx context.Context) (Settings, error) {
+	t, err := alb.Live(ctx, b.api, b.arn)
+	if err != nil {
+		return Settings{}, err
+	}
+	return Settings{
+		HealthPath: t.HealthPath, Interval: t.Interval, Timeout: t.Timeout,
+		UnhealthyThreshold: t.UnhealthyThreshold, HealthyThreshold: t.HealthyThreshold,
+	}, nil
+}
+
+// settingsKeys are the alb.Drift keys Settings already carries.
+var settingsKeys = map[string]bool{
+	"balancer.health_path": true, "balancer.interval": true, "balancer.timeout": true,
+	"balancer.healthy_threshold": true, "balancer.unhealthy_threshold": true,
+}
+
+// ExtraDrift compares what Settings cannot carry: the matcher (zero502 runs 200 only, so a
+// draining server's 503 takes it out), balancer.deregistration_delay and balancer.slow_start.
+func (b *ALB) ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, error) {
+	t, err := alb.Live(ctx, b.api, b.arn)
+	if err != nil {
+		return nil, err
+	}
+	var out []Drift
+	for _, d := range alb.Drift(cfg, t) {
+		if !settingsKeys[d.Key] {
+			out = append(out, Drift{Field: d.Key, Config: d.Config, Live: d.Live})
+		}
+	}
+	return out, nil
+}
+
+// DrainGuard is the fail-open guard: nil only when every other registered target of the group
+// is healthy, else an error (wrapping alb.ErrOthersNotHealthy) naming each one that is not.
+func (b *ALB) DrainGuard(ctx context.Context, target string) error {
+	return b.bal.DrainGuard(ctx, b.targetID(target))
+}
+
+var (
+	_ Balancer     = (*ALB)(nil)
+	_ DrainGuarder = (*ALB)(nil)
+	_ ExtraDrifter = (*ALB)(nil)
+)

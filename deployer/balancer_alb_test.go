@@ -1,0 +1,371 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// albDouble is the ELBv2 API double on loopback with one target group, and the real SDK client
+// a test uses to register targets. withEnv points the SDK's default chain (static credentials in
+// the environment, no profile, no IMDS) and ZERO502_ALB_ENDPOINT at it, as CI would point them
+// at AWS.
+type albDouble struct {
+	double *elbv2double.Server
+	url    string
+	arn    string
+	api    *elbv2.Client
+}
+
+func newALBDouble(t *testing.T, clk clock.Clock, settings elbv2double.Settings) *albDouble {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "", "AWS_REGION": "",
+	} {
+		t.Setenv(k, v)
+	}
+	d := elbv2double.New(elbv2double.Options{Clock: clk, Region: "eu-west-1"})
+	t.Cleanup(d.Close)
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	t.Setenv(EnvALBEndpoint, srv.URL)
+	a := &albDouble{double: d, url: srv.URL}
+	a.arn = d.AddTargetGroup(elbv2double.TargetGroup{Name: "web", Port: 8000, Settings: settings})
+	api, err := alb.NewClient(context.Background(), infra.Balancer{Region: "eu-west-1"}, alb.ClientOptions{
+		Endpoint: srv.URL, Credentials: credentials.NewStaticCredentialsProvider("AKIDZERO502TEST", "not-a-secret", ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.api = api
+	return a
+}
+
+func ipTarget(t *testing.T, addr string) types.TargetDescription {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		t.Fatalf("target %q: want ip:port", addr)
+	}
+	return types.TargetDescription{Id: aws.String(host), Port: aws.Int32(int32(p))}
+}
+
+func (a *albDouble) register(t *testing.T, addrs ...string) {
+	t.Helper()
+	var ts []types.TargetDescription
+	for _, addr := range addrs {
+		ts = append(ts, ipTarget(t, addr))
+	}
+	if _, err := a.api.RegisterTargets(context.Background(), &elbv2.RegisterTargetsInput{TargetGroupArn: aws.String(a.arn), Targets: ts}); err != nil {
+		t.Fatalf("RegisterTargets %v: %v", addrs, err)
+	}
+}
+
+func (a *albDouble) deregister(t *testing.T, addr string) {
+	t.Helper()
+	if _, err := a.api.DeregisterTargets(context.Background(), &elbv2.DeregisterTargetsInput{
+		TargetGroupArn: aws.String(a.arn), Targets: []types.TargetDescription{ipTarget(t, addr)},
+	}); err != nil {
+		t.Fatalf("DeregisterTargets %s: %v", addr, err)
+	}
+}
+
+// state is the double's state of target id:port, through the SDK.
+func (a *albDouble) state(addr string) (string, error) {
+	st, _, err := alb.NewBalancer(a.api, a.arn).TargetHealth(context.Background(), addr)
+	return st, err
+}
+
+// healthServer answers /health with a status the test sets.
+type healthServer struct {
+	addr   string
+	status atomic.Int32
+}
+
+func newHealthServer(t *testing.T) *healthServer {
+	t.Helper()
+	h := &healthServer{}
+	h.status.Store(http.StatusOK)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(int(h.status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	h.addr = strings.TrimPrefix(srv.URL, "http://")
+	return h
+}
+
+// The adapter's view, on a fake clock so every health-check round is one step: states map to
+// rotation (only healthy is in), Since is when the adapter first saw a state, an unregistered
+// target is unknown, settings and the extra drift read back, and the drain guard names the
+// target in the way.
+func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC))
+	a := newALBDouble(t, clk, elbv2double.Settings{HealthCheckPath: "/health", Interval: 5 * time.Second,
+		Timeout: 2 * time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: 30 * time.Second})
+	one, two := newHealthServer(t), newHealthServer(t)
+	a.register(t, one.addr, two.addr)
+	step := func() {
+		t.Helper()
+		n := a.double.Rounds(a.arn)
+		eventually(t, 20*time.Second, "the health checker waits on the clock", func() error {
+			if clk.Waiters() == 0 {
+				return errors.New("no waiter")
+			}
+			return nil
+		})
+		clk.Advance(5 * time.Second)
+		eventually(t, 20*time.Second, "a health-check round", func() error {
+			if a.double.Rounds(a.arn) <= n {
+				return errors.New("round not done")
+			}
+			return nil
+		})
+	}
+
+	cfg := &infra.Config{Balancer: infra.Defaults().Balancer}
+	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = infra.BalancerALB, a.arn, "eu-west-1"
+	b, err := BalancerFor(cfg) // the SDK default chain + ZERO502_ALB_ENDPOINT, as in production
+	if err != nil {
+		t.Fatalf("BalancerFor(kind alb): %v", err)
+	}
+	if !strings.HasPrefix(b.Name(), "alb arn:aws:elasticloadbalancing:") {
+		t.Errorf("Name() = %q", b.Name())
+	}
+	b = NewALB(b.(*ALB).api, cfg, clk) // the same client, stamped on the test's clock
+	ctx := context.Background()
+
+	t0 := clk.Now()
+	st, err := b.TargetState(ctx, one.addr)
+	if err != nil || st.State != alb.StateInitial || st.InRotation || !st.Since.Equal(t0) {
+		t.Fatalf("new target: %+v %v; want initial, out of rotation, since first seen %s", st, err, t0)
+	}
+	step()
+	step()
+	st, err = b.TargetState(ctx, one.addr)
+	if err != nil || st.State != alb.StateHealthy || !st.InRotation || !st.Since.Equal(clk.Now()) {
+		t.Fatalf("after 2 good checks: %+v %v; want healthy, in rotation, since %s", st, err, clk.Now())
+	}
+	healthySince := st.Since
+	step()
+	if st, _ := b.TargetState(ctx, one.addr); !st.Since.Equal(healthySince) {
+		t.Errorf("still healthy: since moved from %s to %s", healthySince, st.Since)
+	}
+	if err := b.(DrainGuarder).DrainGuard(ctx, one.addr); err != nil {
+		t.Errorf("every other target healthy, yet DrainGuard: %v", err)
+	}
+
+	two.status.Store(http.StatusServiceUnavailable)
+	step()
+	step()
+	st, err = b.TargetState(ctx, two.addr)
+	if err != nil || st.State != alb.StateUnhealthy || st.InRotation {
+		t.Fatalf("after 2 failed checks: %+v %v; want unhealthy, out of rotation", st, err)
+	}
+	err = b.(DrainGuarder).DrainGuard(ctx, one.addr)
+	if !errors.Is(err, alb.ErrOthersNotHealthy) || !strings.Contains(err.Error(), two.addr+" is unhealthy") {
+		t.Errorf("DrainGuard(%s) with %s unhealthy: %v; want a refusal naming it", one.addr, two.addr, err)
+	}
+
+	if _, err := b.TargetState(ctx, "127.0.0.1:1"); !errors.Is(err, ErrUnknownTarget) {
+		t.Errorf("unregistered target: %v, want ErrUnknownTarget", err)
+	}
+
+	live, drifts, err := LiveDrift(ctx, b, cfg.Balancer)
+	if err != nil || len(drifts) != 0 || live.Interval != 5*time.Second || live.HealthPath != "/health" || live.HealthyThreshold != 2 {
+		t.Fatalf("LiveDrift on a matching group: %+v %v %v", live, drifts, err)
+	}
+	a.double.Console(a.arn, func(s *elbv2double.Settings) {
+		s.Interval, s.Matcher, s.DeregistrationDelay = 10*time.Second, "200-499", 300*time.Second
+	})
+	_, drifts, err = LiveDrift(ctx, b, cfg.Balancer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range drifts {
+		got = append(got, d.Field+"="+d.Config+"→"+d.Live)
+	}
+	want := "balancer.interval=5s→10s matcher (HttpCode, fixed)=200→200-499 balancer.deregistration_delay=30s→5m0s"
+	if strings.Join(got, " ") != want {
+		t.Errorf("drift after console changes:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
+
+// albFleetBalancer is the ALB fleet's config, in real time: interval 2s (below AWS's 5s
+// minimum, which the double does not enforce when set up directly), whole seconds as the API reports,
+// and a drain window (7s) well past the detection (4s) so a loaded machine cannot make it flaky.
+const albFleetBalancer = `balancer:
+  kind: alb
+  target_group_arn: %s
+  region: eu-west-1
+  service: web
+  health_path: /health
+  interval: 2s
+  timeout: 1s
+  unhealthy_threshold: 2
+  healthy_threshold: 2
+  idle_timeout: 5s
+  deregistration_delay: 1s
+drain:
+  window: 7s
+  shutdown: 1s
+  stop_grace: 10s
+  max_recovery: 5s
+watchdog:
+  interval: 3s
+  heal_after: 4
+  lock_path: %s
+  state_dir: %s
+app:
+  keepalive_idle_timeout: 10s
+rollout:
+  batch: 1
+  runtime: process
+  healthy_deadline: 30s
+services:
+  - name: web
+    command: ["{self}", "app", "--version", "{version}", "--port", "{port}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]
+    port: %d
+hosts:
+`
+
+func (f *fleet) albConfig(arn string) string {
+	f.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, albFleetBalancer, arn, filepath.Join(f.dir, "deploy.lock"), f.dir, f.base)
+	for i := range f.hosts {
+		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
+	}
+	path := filepath.Join(f.dir, "alb.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
+// A full deploy through the real SDK against the ELBv2 double, whose target group really
+// health-checks the hosts' `zero502 app` instances every 2s: v1 onto fresh hosts; v2 refused
+// while another target is unhealthy (fail-open guard, naming it) and while the interval drifted
+// (someone changed it in the console); then v2 rolls, each host's timeline showing the ALB's
+// unhealthy and healthy marks.
+func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
+	a := newALBDouble(t, nil, elbv2double.Settings{HealthCheckPath: "/health", Interval: 2 * time.Second,
+		Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: time.Second})
+	f := newFleet(t, 2)
+	cfg := f.load(f.albConfig(a.arn))
+	svc, _ := cfg.BalancedService()
+	var targets []string
+	for _, h := range cfg.Hosts {
+		targets = append(targets, alb.TargetID(h, svc))
+	}
+	broken := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]) // registered, nothing listens: unhealthy
+	a.register(t, append(targets, broken)...)
+	ctx := context.Background()
+
+	var ev1 eventLog
+	if _, err := f.deployer(cfg, &ev1, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1 onto fresh hosts (nothing drained, so the broken target does not block it): %v\nevents:\n%s", err, &ev1)
+	}
+
+	// Fail-open: draining host-a while the broken target is unhealthy would leave host-b alone,
+	// one failure away from an ALB that routes to every target.
+	eventually(t, 20*time.Second, "the broken target is unhealthy at the ALB", func() error {
+		if st, err := a.state(broken); err != nil || st != alb.StateUnhealthy {
+			return fmt.Errorf("state %q, %v", st, err)
+		}
+		return nil
+	})
+	var ev2 eventLog
+	rep, err := f.deployer(cfg, &ev2, Options{}).Deploy(ctx, "v2")
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "fail-open guard, host host-a") ||
+		!strings.Contains(err.Error(), broken+" is unhealthy") {
+		t.Fatalf("deploy v2 with %s unhealthy: %v; want refused by the fail-open guard naming it\nevents:\n%s", broken, err, &ev2)
+	}
+	if strings.Contains(ev2.String(), "/web "+StepDrain+" ") || f.versions()["host-a"] != "v1" || !rep.Refused {
+		t.Fatalf("the refused deploy touched a host: %v\nevents:\n%s", f.versions(), &ev2)
+	}
+	a.deregister(t, broken)
+	eventually(t, 20*time.Second, "the broken target's deregistration delay ends", func() error {
+		ts, err := alb.NewBalancer(a.api, a.arn).Targets(ctx)
+		if err != nil || len(ts) != 2 {
+			return fmt.Errorf("targets %v, %v", ts, err)
+		}
+		return nil
+	})
+
+	// Drift: someone set the interval to 3s in the console.
+	a.double.Console(a.arn, func(s *elbv2double.Settings) { s.Interval = 3 * time.Second })
+	var ev3 eventLog
+	_, err = f.deployer(cfg, &ev3, Options{}).Deploy(ctx, "v2")
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "balancer.interval: config 2s, live balancer 3s") {
+		t.Fatalf("deploy v2 with the interval drifted: %v; want refused naming balancer.interval", err)
+	}
+	a.double.Console(a.arn, func(s *elbv2double.Settings) { s.Interval = 2 * time.Second })
+	if s, err := spec.Read(spec.Path(f.stateDir(0))); err != nil || s.Version != "v1" {
+		t.Fatalf("after the refusals host-a's spec is %q (%v), want v1 untouched", s.Version, err)
+	}
+
+	var ev4 eventLog
+	rep, err = f.deployer(cfg, &ev4, Options{}).Deploy(ctx, "v2")
+	if err != nil {
+		t.Fatalf("deploy v2: %v\nevents:\n%s", err, &ev4)
+	}
+	var text strings.Builder
+	_ = rep.WriteText(&text)
+	t.Logf("report:\n%s\nevents:\n%s", &text, &ev4)
+	for _, h := range rep.Hosts {
+		tl := h.Timeline
+		if h.From != "v1" || h.Outcome != OutcomeDeployed || h.Running != "v2" {
+			t.Errorf("%s: %s → %s %s, runs %q; want v1 → v2 deployed", h.Host, h.From, h.To, h.Outcome, h.Running)
+		}
+		marks := []time.Time{tl.DrainStarted, tl.LeftRotation, tl.Stopped, tl.NewStarted, tl.HealthyDirect, tl.BackInRotation}
+		for i := 1; i < len(marks); i++ {
+			if marks[i].IsZero() || marks[i].Before(marks[i-1]) {
+				t.Errorf("%s: timeline out of order or incomplete: %s", h.Host, tl)
+				break
+			}
+		}
+		if left := tl.LeftRotation.Sub(tl.DrainStarted); left >= cfg.Drain.Window {
+			t.Errorf("%s left rotation +%s after SIGTERM, not within drain.window %s", h.Host, left, cfg.Drain.Window)
+		}
+	}
+	events := ev4.String()
+	for _, target := range targets {
+		for _, want := range []string{target + " unhealthy at the balancer", target + " healthy directly and back in rotation at alb "} {
+			if !strings.Contains(events, want) {
+				t.Errorf("events do not say %q:\n%s", want, events)
+			}
+		}
+	}
+	for host, v := range f.versions() {
+		if v != "v2" {
+			t.Errorf("%s runs %q, want v2", host, v)
+		}
+	}
+}

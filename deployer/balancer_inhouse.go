@@ -1,0 +1,129 @@
+package deployer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// InHouse reads the in-house LB's admin API (zero502 lb): GET /admin/backends for the targets'
+// states and GET /admin/settings for the live numbers (contracts: "In-house LB admin API").
+type InHouse struct {
+	admin  string // host:port
+	token  string
+	client *http.Client
+}
+
+// NewInHouse returns a client of the admin API at admin (host:port). token, when not empty, is
+// sent as a bearer token (required when the admin listener is not on loopback).
+func NewInHouse(admin, token string) *InHouse {
+	return &InHouse{admin: admin, token: token, client: &http.Client{Timeout: 3 * time.Second}}
+}
+
+// Name says which admin API this reads.
+func (b *InHouse) Name() string { return "inhouse " + b.admin }
+
+// backend is one entry of GET /admin/backends (only the fields the deployer reads).
+type backend struct {
+	Address    string    `json:"address"`
+	State      string    `json:"state"`
+	InRotation bool      `json:"in_rotation"`
+	Since      time.Time `json:"since"`
+}
+
+// TargetState returns the LB's view of target, matched by its configured address.
+func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, error) {
+	var body struct {
+		Backends []backend `json:"backends"`
+	}
+	if err := b.get(ctx, "/admin/backends", &body); err != nil {
+		return TargetState{}, err
+	}
+	for _, be := range body.Backends {
+		if be.Address == target {
+			return TargetState{State: be.State, InRotation: be.InRotation, Since: be.Since}, nil
+		}
+	}
+	known := make([]string, 0, len(body.Backends))
+	for _, be := range body.Backends {
+		known = append(known, be.Address)
+	}
+	return TargetState{}, fmt.Errorf("in-house LB at %s: target %s: %w (it has %s); "+
+		"start the LB with the same config (zero502 lb --config FILE)",
+		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "))
+}
+
+// Settings returns the LB's live numbers.
+func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
+	var raw struct {
+		Listen             string `json:"listen"`
+		HealthPath         string `json:"health_path"`
+		Interval           string `json:"interval"`
+		Timeout            string `json:"timeout"`
+		UnhealthyThreshold int    `json:"unhealthy_threshold"`
+		HealthyThreshold   int    `json:"healthy_threshold"`
+		IdleTimeout        string `json:"idle_timeout"`
+		ConnectTimeout     string `json:"connect_timeout"`
+		HeaderTimeout      string `json:"header_timeout"`
+		MaxHeaderBytes     int    `json:"max_header_bytes"`
+	}
+	if err := b.get(ctx, "/admin/settings", &raw); err != nil {
+		return Settings{}, err
+	}
+	s := Settings{Listen: raw.Listen, HealthPath: raw.HealthPath, UnhealthyThreshold: raw.UnhealthyThreshold,
+		HealthyThreshold: raw.HealthyThreshold, MaxHeaderBytes: raw.MaxHeaderBytes}
+	for _, f := range []struct {
+		name string
+		raw  string
+		dst  *time.Duration
+	}{
+		{"interval", raw.Interval, &s.Interval},
+		{"timeout", raw.Timeout, &s.Timeout},
+		{"idle_timeout", raw.IdleTimeout, &s.IdleTimeout},
+		{"connect_timeout", raw.ConnectTimeout, &s.ConnectTimeout},
+		{"header_timeout", raw.HeaderTimeout, &s.HeaderTimeout},
+	} {
+		if f.raw == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.raw)
+		if err != nil {
+			return Settings{}, fmt.Errorf("in-house LB at %s: /admin/settings %s %q is not a duration: %w", b.admin, f.name, f.raw, err)
+		}
+		*f.dst = d
+	}
+	return s, nil
+}
+
+func (b *InHouse) get(ctx context.Context, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.admin+path, nil)
+	if err != nil {
+		return fmt.Errorf("in-house LB admin %s: %w", b.admin, err)
+	}
+	if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("in-house LB admin API at %s (balancer.admin) does not answer: %w; is zero502 lb running with this config?", b.admin, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("in-house LB admin %s%s: %w", b.admin, path, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("in-house LB admin %s%s: %s: set balancer.admin_token to the LB's token", b.admin, path, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("in-house LB admin %s%s: %s: %.200s", b.admin, path, resp.Status, data)
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("in-house LB admin %s%s: not the admin API's JSON: %w", b.admin, path, err)
+	}
+	return nil
+}

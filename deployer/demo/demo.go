@@ -1,0 +1,272 @@
+// Package demo owns `zero502 demo`: the whole loop on one machine, driven for you. From the
+// embedded examples/local.yaml (rewritten onto free ports and a temp dir) it starts the in-house
+// LB as a child process, deploys v1 onto three empty local hosts through the deployer (process
+// runtime), puts a steady load through the LB with package measure, rolls v1 → v2, and reports
+// what users felt (requests by class), each host's handshake timeline and deploy time against
+// its floor, and which version every host runs. Naive runs the same rollout without the drain
+// handshake (SIGKILL at once), to show the failures the handshake removes. DESIGN.md section 7.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/measure"
+)
+
+// Options configure one demo run.
+type Options struct {
+	// Self is the zero502 binary that runs the LB and the apps (os.Executable()).
+	Self string
+	// Naive deploys without the drain handshake: SIGKILL at once, no balancer watch.
+	Naive bool
+	// Rate is the load in requests per second; default 400.
+	Rate int
+	// Before and After are how long the load runs before the v2 rollout starts and after it
+	// ends; defaults 1s and 1.5s.
+	Before, After time.Duration
+	// Progress receives live progress lines; nil: none.
+	Progress io.Writer
+	// Keep leaves the temp dir (config, host state dirs, logs) in place and names it.
+	Keep bool
+}
+
+// Versions the demo rolls between.
+const (
+	From = "v1"
+	To   = "v2"
+)
+
+// Result is one demo run.
+type Result struct {
+	Naive bool `json:"naive"`
+	// Took is the whole run, from start to everything stopped.
+	Took time.Duration `json:"took_ns"`
+	// Load is what the load saw; its series starts when the load started.
+	Load *measure.Result `json:"load"`
+	// Deploy is the v1 → v2 rollout's report.
+	Deploy *deployer.Report `json:"deploy"`
+	// DeployFrom and DeployTo bound the rollout, as offsets from the load's start.
+	DeployFrom time.Duration `json:"deploy_from_ns"`
+	DeployTo   time.Duration `json:"deploy_to_ns"`
+	// Marks are each host's handshake marks as offsets from the load's start.
+	Marks []HostMarks `json:"marks"`
+	// Versions says which host runs what at the end.
+	Versions map[string]string `json:"versions"`
+	// Dir is the temp dir when it was kept (Keep, or a failed run), else "".
+	Dir string `json:"dir,omitempty"`
+	// Error is what stopped the run early, "" when it ran through.
+	Error string `json:"error,omitempty"`
+}
+
+// HostMarks are one host's handshake marks (offsets from the load's start; absent marks are
+// not in the map) and its deploy duration against its floor.
+type HostMarks struct {
+	Host     string                   `json:"host"`
+	Marks    map[string]time.Duration `json:"marks_ns"`
+	Duration time.Duration            `json:"duration_ns"`
+	Floor    time.Duration            `json:"floor_ns"`
+	Ratio    float64                  `json:"ratio"`
+}
+
+// Mark names, in timeline order.
+const (
+	MarkDrain   = "drain"
+	MarkLeft    = "left"
+	MarkStopped = "stopped"
+	MarkStarted = "started"
+	MarkHealthy = "healthy"
+	MarkBack    = "back"
+)
+
+// OrderTime is how long each POST /orders of the load takes on the app: real requests take
+// time, and a deploy that stops a process without the handshake cuts the ones in flight.
+const OrderTime = 150 * time.Millisecond
+
+// RatioGoal is the deploy time per host the demo aims at, as a multiple of the floor.
+const RatioGoal = 1.15
+
+// Failed reports whether any request failed.
+func (r *Result) Failed() bool { return r.Load == nil || r.Load.Failed() }
+
+// OnTo reports whether every host runs v.
+func (r *Result) OnTo(v string) bool {
+	if len(r.Versions) == 0 {
+		return false
+	}
+	for _, got := range r.Versions {
+		if got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Clean reports whether the run is what the handshake promises: it ran through, no request
+// failed, every host runs v2.
+func (r *Result) Clean() bool { return r.Error == "" && !r.Failed() && r.OnTo(To) }
+
+// Run runs the demo once. A Ctrl-C (ctx done) stops it early; everything it started is stopped
+// either way. The error is non-nil only when the demo could not run (the result says what it saw
+// so far); failed requests are in the result, not the error.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Rate == 0 {
+		opts.Rate = 400
+	}
+	if opts.Before == 0 {
+		opts.Before = time.Second
+	}
+	if opts.After == 0 {
+		opts.After = 1500 * time.Millisecond
+	}
+	if opts.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("demo: find the zero502 binary: %w", err)
+		}
+		opts.Self = self
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	p := &progress{w: opts.Progress, start: time.Now()}
+	f, err := newFleet()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Naive: opts.Naive}
+	runErr := f.run(ctx, opts, p, res)
+	stopErr := f.stop(opts.Self)
+	res.Took = time.Since(p.start)
+	if err := errors.Join(runErr, stopErr); err != nil {
+		res.Error = err.Error()
+	}
+	if opts.Keep || res.Error != "" {
+		res.Dir = f.dir
+		p.line("kept %s (config, host state dirs and logs)", f.dir)
+	} else {
+		os.RemoveAll(f.dir)
+	}
+	if runErr != nil {
+		return res, runErr
+	}
+	return res, nil
+}
+
+func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result) error {
+	cfg := f.cfg
+	p.line("LB on %s (admin %s); hosts %v; drain %s, health every %s, in after %d, out after %d",
+		cfg.Balancer.Listen, cfg.Balancer.Admin, cfg.Targets(), cfg.Drain.Window, cfg.Balancer.Interval,
+		cfg.Balancer.HealthyThreshold, cfg.Balancer.UnhealthyThreshold)
+	if err := f.startLB(ctx, opts.Self); err != nil {
+		return err
+	}
+	newDeployer := func(naive bool, load *measure.Load) *deployer.Deployer {
+		return deployer.New(cfg, deployer.Options{Self: opts.Self, Naive: naive, Runtime: f.runtime, Events: p.event(load)})
+	}
+	p.line("deploy %s onto %d empty hosts", From, len(cfg.Hosts))
+	if rep, err := newDeployer(false, nil).Deploy(ctx, From); err != nil {
+		return fmt.Errorf("demo: first deploy of %s: %w\n%s", From, err, text(rep))
+	}
+	if err := f.waitInRotation(ctx); err != nil {
+		return err
+	}
+	load, err := measure.New(measure.Options{
+		Target:       "http://" + cfg.Balancer.Listen,
+		Rate:         opts.Rate,
+		PostShare:    0.25,
+		PostPath:     fmt.Sprintf("/orders?ms=%d", OrderTime.Milliseconds()),
+		HealthShare:  0.05,
+		HealthPath:   cfg.Balancer.HealthPath,
+		NewConnShare: 0.2,
+		Timeout:      2 * time.Second,
+		Bucket:       250 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	p.line("all %d hosts in rotation; load %d req/s through the LB (GET /, POST /orders taking %s, some GET %s; 20%% new connections)",
+		len(cfg.Hosts), opts.Rate, OrderTime, cfg.Balancer.HealthPath)
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	loaded := make(chan *measure.Result, 1)
+	go func() { loaded <- load.Run(loadCtx) }()
+	finish := func() {
+		stopLoad()
+		res.Load = <-loaded
+	}
+	if err := sleep(ctx, opts.Before); err != nil {
+		finish()
+		return err
+	}
+	mode := "with the drain handshake"
+	if opts.Naive {
+		mode = "NAIVE: no drain, SIGKILL at once"
+	}
+	p.line("roll %s → %s (%s)", From, To, mode)
+	started := time.Now()
+	rep, deployErr := newDeployer(opts.Naive, load).Deploy(ctx, To)
+	ended := time.Now()
+	if deployErr == nil {
+		p.line("rollout done in %s; load keeps going %s", ended.Sub(started).Round(time.Millisecond), opts.After)
+		_ = sleep(ctx, opts.After)
+	}
+	finish()
+	origin := load.Started()
+	res.Deploy, res.DeployFrom, res.DeployTo = rep, started.Sub(origin), ended.Sub(origin)
+	res.Marks = marks(rep, origin)
+	if rep != nil {
+		res.Versions = rep.Versions()
+	}
+	p.line("load stopped: %d requests, %d failed", res.Load.Sent, res.Load.Failures)
+	if deployErr != nil {
+		return fmt.Errorf("demo: rollout %s → %s: %w", From, To, deployErr)
+	}
+	return ctx.Err()
+}
+
+// marks turns a report's timelines into offsets from origin.
+func marks(rep *deployer.Report, origin time.Time) []HostMarks {
+	if rep == nil {
+		return nil
+	}
+	var out []HostMarks
+	for _, h := range rep.Hosts {
+		m := HostMarks{Host: h.Host, Marks: map[string]time.Duration{}, Duration: h.Duration, Floor: h.Floor, Ratio: h.Ratio()}
+		tl := h.Timeline
+		for name, at := range map[string]time.Time{
+			MarkDrain: tl.DrainStarted, MarkLeft: tl.LeftRotation, MarkStopped: tl.Stopped,
+			MarkStarted: tl.NewStarted, MarkHealthy: tl.HealthyDirect, MarkBack: tl.BackInRotation,
+		} {
+			if !at.IsZero() {
+				m.Marks[name] = at.Sub(origin)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func text(rep *deployer.Report) string {
+	if rep == nil {
+		return ""
+	}
+	var b strings.Builder
+	_ = rep.WriteText(&b)
+	return b.String()
+}

@@ -1,0 +1,137 @@
+package demo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zero502/zero502/examples"
+	"github.com/zero502/zero502/infra"
+)
+
+// bin is the zero502 binary built once for the end-to-end tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "zero502-demo-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	bin = filepath.Join(dir, "zero502")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/zero502")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build zero502:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestRewriteGivesEveryRunItsOwnPortsAndStateDirs(t *testing.T) {
+	dir := t.TempDir()
+	data, err := rewrite(examples.Local, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := infra.LoadBytes(data, "rewritten local.yaml")
+	if err != nil {
+		t.Fatalf("rewritten config does not load: %v\n%s", err, data)
+	}
+	local, err := infra.LoadBytes(examples.Local, "local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Drain != local.Drain || cfg.Balancer.Interval != local.Balancer.Interval ||
+		cfg.Balancer.HealthyThreshold != local.Balancer.HealthyThreshold {
+		t.Fatalf("the fast numbers changed: drain %+v interval %s", cfg.Drain, cfg.Balancer.Interval)
+	}
+	seen := map[string]bool{cfg.Balancer.Listen: true, cfg.Balancer.Admin: true}
+	for _, a := range cfg.Targets() {
+		seen[a] = true
+	}
+	if len(seen) != 2+len(cfg.Hosts) || seen[local.Balancer.Listen] {
+		t.Fatalf("want distinct fresh addresses for LB, admin and %d hosts, got %v", len(cfg.Hosts), seen)
+	}
+	for _, h := range cfg.Hosts {
+		if sd := cfg.HostStateDir(h); !strings.HasPrefix(sd, dir) || !strings.HasPrefix(cfg.HostLockPath(h), dir) {
+			t.Fatalf("host %s state %s / lock %s not under the run's dir %s", h.Name, sd, cfg.HostLockPath(h), dir)
+		}
+	}
+}
+
+// demoJSON runs the real binary's demo with args and returns its decoded --json result and
+// exit code.
+func demoJSON(t *testing.T, args ...string) (map[string]any, int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"demo", "--json"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("demo --json printed no JSON (exit %d): %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
+	}
+	return res, code, stderr.String()
+}
+
+func failures(t *testing.T, res map[string]any) float64 {
+	t.Helper()
+	load, ok := res["load"].(map[string]any)
+	if !ok {
+		t.Fatalf("no load in result: %v", res)
+	}
+	return load["failures"].(float64)
+}
+
+func TestDemoRollsEveryHostToV2WithNoFailedRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: runs the whole demo")
+	}
+	report := filepath.Join(t.TempDir(), "demo.html")
+	res, code, stderr := demoJSON(t, "--report", report)
+	if n := failures(t, res); n != 0 || code != 0 {
+		t.Fatalf("demo: %v failed requests, exit %d; counts %v\nprogress:\n%s", n, code, res["load"].(map[string]any)["counts"], stderr)
+	}
+	versions, _ := res["versions"].(map[string]any)
+	if len(versions) != 3 {
+		t.Fatalf("want 3 hosts in versions, got %v", versions)
+	}
+	for h, v := range versions {
+		if v != To {
+			t.Fatalf("host %s runs %v after the demo, want %s", h, v, To)
+		}
+	}
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("<svg")) || !bytes.Contains(page, []byte("host-a")) {
+		t.Fatalf("report %s has no SVG timeline with the hosts", report)
+	}
+}
+
+func TestNaiveDemoShowsFailedRequestsAndExitsNonZero(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: runs the whole demo")
+	}
+	res, code, stderr := demoJSON(t, "--naive")
+	if n := failures(t, res); n == 0 || code == 0 {
+		t.Fatalf("demo --naive: %v failed requests, exit %d; the measurement must see the naive rollout's failures\nprogress:\n%s", n, code, stderr)
+	}
+}

@@ -1,0 +1,305 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/examples"
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/process"
+)
+
+// fleet is the demo's own copy of examples/local.yaml: free ports for the LB, its admin and each
+// host's service, a state dir per host under one temp dir, the fast numbers unchanged.
+type fleet struct {
+	dir        string // temp dir holding the config, the host state dirs and the LB's log
+	configPath string
+	cfg        *infra.Config
+	lb         *exec.Cmd
+	lbExited   chan struct{}
+	lbLog      string
+	// runtimes holds one process runtime per host for the whole run: the v1 and v2 deploys and
+	// the final stop share it, so the instances the first deploy started (children of this
+	// process, reaped by the runtime that started them) are tracked by one runtime only.
+	runtimes map[string]*process.Runtime
+}
+
+// newFleet writes the rewritten config into a new temp dir and loads it.
+func newFleet() (*fleet, error) {
+	dir, err := os.MkdirTemp("", "zero502-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("demo: temp dir: %w (is $TMPDIR writable?)", err)
+	}
+	f := &fleet{dir: dir, configPath: filepath.Join(dir, "local.yaml"), lbLog: filepath.Join(dir, "lb.log")}
+	data, err := rewrite(examples.Local, dir)
+	if err == nil {
+		err = os.WriteFile(f.configPath, data, 0o644)
+	}
+	if err == nil {
+		f.cfg, err = infra.Load(f.configPath)
+	}
+	if err == nil {
+		f.runtimes = map[string]*process.Runtime{}
+		for _, h := range f.cfg.Hosts {
+			var rt *process.Runtime
+			if rt, err = process.New(f.cfg.HostStateDir(h)); err != nil {
+				break
+			}
+			f.runtimes[h.Name] = rt
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("demo: config from examples/local.yaml: %w", err)
+	}
+	return f, nil
+}
+
+// rewrite returns local.yaml with free loopback ports and every state dir under dir.
+func rewrite(local []byte, dir string) ([]byte, error) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(local, &doc); err != nil {
+		return nil, err
+	}
+	hosts, _ := doc["hosts"].([]any)
+	services, _ := doc["services"].([]any)
+	bal, _ := doc["balancer"].(map[string]any)
+	wd, _ := doc["watchdog"].(map[string]any)
+	if len(hosts) == 0 || len(services) == 0 || bal == nil || wd == nil {
+		return nil, errors.New("examples/local.yaml lost its balancer, watchdog, services or hosts section")
+	}
+	ports, err := freePorts(2 + len(hosts))
+	if err != nil {
+		return nil, err
+	}
+	bal["listen"] = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	bal["admin"] = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	wd["state_dir"] = dir
+	wd["lock_path"] = filepath.Join(dir, "deploy.lock")
+	svcPorts := ports[2:]
+	sort.Ints(svcPorts)
+	// Every host's balanced service listens on base + port_offset, so the offsets are what
+	// separates the hosts: base is the lowest free port, each offset the distance to its own.
+	for _, s := range services {
+		if m, ok := s.(map[string]any); ok {
+			if p, _ := m["port"].(int); p > 0 {
+				m["port"] = svcPorts[0]
+			}
+		}
+	}
+	for i, h := range hosts {
+		m, ok := h.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("examples/local.yaml: hosts[%d] is not a section", i)
+		}
+		m["port_offset"] = svcPorts[i] - svcPorts[0]
+		m["state_dir"] = filepath.Join(dir, fmt.Sprint(m["name"]))
+		delete(m, "lock_path")
+	}
+	return yaml.Marshal(doc)
+}
+
+// freePorts returns n distinct loopback ports free right now (held open together so none
+// repeats).
+func freePorts(n int) ([]int, error) {
+	var out []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("demo: find a free port on 127.0.0.1: %w", err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// startLB starts `self lb --config` as a child in its own process group (Ctrl-C is the demo's
+// to handle) and waits until its admin API answers.
+func (f *fleet) startLB(ctx context.Context, self string) error {
+	logf, err := os.Create(f.lbLog)
+	if err != nil {
+		return fmt.Errorf("demo: LB log: %w", err)
+	}
+	// Nothing sits in front of the demo's LB and it is stopped only once the load is over, so
+	// its own drain window (which protects balancers in front of it) is skipped.
+	cmd := exec.Command(self, "lb", "--config", f.configPath, "--drain", "0s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("demo: start the LB (%s lb): %w", self, err)
+	}
+	f.lb, f.lbExited = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(f.lbExited) }()
+	url := "http://" + f.cfg.Balancer.Admin + "/admin/health"
+	err = poll(ctx, 10*time.Second, func() (bool, error) {
+		select {
+		case <-f.lbExited:
+			return false, fmt.Errorf("the LB exited at start (%s); its log: %s", cmd.ProcessState, f.lbLog)
+		default:
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("demo: LB admin %s: %w", url, err)
+	}
+	return nil
+}
+
+// backend is the part of the LB's /admin/backends answer the demo reads.
+type backend struct {
+	Address    string `json:"address"`
+	State      string `json:"state"`
+	InRotation bool   `json:"in_rotation"`
+}
+
+// waitInRotation polls the LB's admin API until every target is in rotation.
+func (f *fleet) waitInRotation(ctx context.Context) error {
+	url := "http://" + f.cfg.Balancer.Admin + "/admin/backends"
+	var last []backend
+	err := poll(ctx, 15*time.Second, func() (bool, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Backends []backend `json:"backends"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return false, nil
+		}
+		last = body.Backends
+		in := 0
+		for _, b := range body.Backends {
+			if b.InRotation {
+				in++
+			}
+		}
+		return in == len(f.cfg.Hosts) && in > 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("demo: waiting for every host in rotation at the LB: %w (last view: %+v)", err, last)
+	}
+	return nil
+}
+
+// stop ends everything the demo started: the app instances on every host (killed: the load is
+// over) and the LB (SIGTERM, then SIGKILL after a bound). It keeps going past errors.
+func (f *fleet) stop(self string) error {
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, h := range f.cfg.Hosts {
+		rt := f.runtimes[h.Name]
+		insts, err := rt.List(ctx, runtime.Filter{Host: h.Name})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, in := range insts {
+			if in.Running() {
+				if _, err := rt.Stop(ctx, in, 0); err != nil {
+					errs = append(errs, fmt.Errorf("stop %s on %s: %w", in.ID, h.Name, err))
+				}
+			}
+		}
+	}
+	if pids := f.sweep(self); len(pids) > 0 {
+		errs = append(errs, fmt.Errorf("the process runtime had lost track of app pids %v on the demo's ports; killed them", pids))
+	}
+	if f.lb != nil && f.lb.Process != nil {
+		_ = f.lb.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-f.lbExited:
+		case <-time.After(f.cfg.Drain.Window + f.cfg.Drain.Shutdown + time.Second):
+			_ = f.lb.Process.Kill()
+			<-f.lbExited
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweep kills any `self app ... --port P` process on one of the fleet's service ports that is
+// still alive after the runtime stopped what it knew of: the demo leaves nothing behind, even
+// when a record was lost. It returns the pids it killed.
+func (f *fleet) sweep(self string) []int {
+	ports := map[string]bool{}
+	for _, t := range f.cfg.Targets() {
+		if _, p, err := net.SplitHostPort(t); err == nil {
+			ports[p] = true
+		}
+	}
+	entries, _ := os.ReadDir("/proc")
+	var killed []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(args) < 2 || args[0] != self || args[1] != "app" {
+			continue
+		}
+		for i := 2; i+1 < len(args); i++ {
+			if args[i] == "--port" && ports[args[i+1]] {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed = append(killed, pid)
+				}
+				break
+			}
+		}
+	}
+	return killed
+}
+
+// runtime is the deployer's Runtime option: the run's one runtime per host.
+func (f *fleet) runtime(h infra.Host) (deployer.Runtime, error) {
+	rt, ok := f.runtimes[h.Name]
+	if !ok {
+		return nil, fmt.Errorf("demo: no runtime for host %q", h.Name)
+	}
+	return rt, nil
+}
+
+// poll calls check every 50 ms until it says done, fails, or the deadline passes.
+func poll(ctx context.Context, deadline time.Duration, check func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	for {
+		done, err := check()
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not done after %s: %w", deadline, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

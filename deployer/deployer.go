@@ -1,0 +1,271 @@
+// Package deployer owns the rolling deploy: preflight (invariants, the live balancer's settings
+// against the config, every target healthy, a batch never drains the last healthy target), then
+// per host, one batch at a time: the host lock, the published spec, the drain handshake watched
+// through the balancer's own view, the new instance healthy directly and at the balancer, every
+// service verified, the lock released. A host that fails is rolled back to its previous spec
+// and the rollout stops, so every host ends on a known version; the Report says which, with
+// each host's handshake timeline. DESIGN.md sections 1, 4 and 6.
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// Options tune a Deployer. The zero value deploys with the handshake through the balancer the
+// config describes, on the runtime it names.
+type Options struct {
+	// Self is the zero502 binary {self} stands for in service commands; empty: this executable.
+	Self string
+	// Runtime returns host h's runtime; nil: RuntimeFor (rollout.runtime of the config). Deploys
+	// run one after another in one process must share it: pass the same SharedRuntimes(cfg).
+	Runtime func(h infra.Host) (Runtime, error)
+	// Balancer is the balancer to watch; nil: BalancerFor (balancer.kind of the config).
+	Balancer Balancer
+	// Clock times everything; nil: the wall clock.
+	Clock clock.Clock
+	// Events receives every step as it happens (one call at a time); nil: none.
+	Events func(Event)
+	// AcceptDrift lets a deploy run through a balancer whose live settings differ from the
+	// config (still refused when the live numbers violate an invariant).
+	AcceptDrift bool
+	// LockTimeout is how long to wait for a host lock held by someone else; 0: 10 minutes.
+	LockTimeout time.Duration
+	// Naive stops old instances at once with SIGKILL, without drain or balancer watch, and
+	// waits for new ones directly only: the "before" picture the demo compares against.
+	Naive bool
+}
+
+// DefaultLockTimeout is how long a deploy waits for a held host lock unless told otherwise.
+const DefaultLockTimeout = 10 * time.Minute
+
+// Deployer rolls one config's fleet to a version. Use one Deployer per Deploy call.
+type Deployer struct {
+	cfg    *infra.Config
+	opts   Options
+	clock  clock.Clock
+	bal    Balancer
+	view   bool // the balancer can see targets (not kind none)
+	self   string
+	client *http.Client
+
+	runtimes map[string]Runtime
+	started  time.Time
+	emitMu   sync.Mutex
+}
+
+// New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.
+func New(cfg *infra.Config, opts Options) *Deployer {
+	d := &Deployer{cfg: cfg, opts: opts, clock: opts.Clock, self: opts.Self}
+	if d.clock == nil {
+		d.clock = clock.Real{}
+	}
+	if d.opts.LockTimeout <= 0 {
+		d.opts.LockTimeout = DefaultLockTimeout
+	}
+	timeout := max(2*cfg.Balancer.Timeout, 2*time.Second)
+	d.client = &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	return d
+}
+
+// RefusedError is a deploy refused by preflight: nothing was changed on any host.
+type RefusedError struct {
+	// Reasons each name the rule, the values and what to do.
+	Reasons []string
+}
+
+func (e *RefusedError) Error() string {
+	return "deploy refused before anything changed: " + strings.Join(e.Reasons, "; ")
+}
+
+var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
+
+// Deploy rolls every host to version, batch by batch, and returns the report. The error is a
+// *RefusedError when preflight refused (no host touched), else the first host's failure (that
+// host rolled back, the rollout stopped); the report says which host runs which version.
+func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) {
+	d.started = d.clock.Now()
+	rep := &Report{Version: version, Naive: d.opts.Naive, Started: d.started}
+	for _, h := range d.cfg.Hosts {
+		rep.Hosts = append(rep.Hosts, HostReport{Host: h.Name, To: version, Outcome: OutcomeNotReached})
+	}
+	err := d.deploy(ctx, version, rep)
+	d.readBack(ctx, rep)
+	rep.Duration = d.clock.Now().Sub(d.started)
+	if err != nil {
+		rep.Error = err.Error()
+		var refused *RefusedError
+		rep.Refused = errors.As(err, &refused)
+		if !rep.Refused {
+			d.emit(Event{Step: StepFailed, Message: err.Error(), Version: version})
+		}
+	}
+	return rep, err
+}
+
+func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) error {
+	if !versionRE.MatchString(version) {
+		return &RefusedError{Reasons: []string{fmt.Sprintf("--version %q: must be 1–128 letters, digits, . _ + - "+
+			"starting with a letter or digit (it names images and appears in specs)", version)}}
+	}
+	if err := d.setup(); err != nil {
+		return &RefusedError{Reasons: []string{err.Error()}}
+	}
+	views, err := d.preflight(ctx, version)
+	if err != nil {
+		return err
+	}
+	for i := range rep.Hosts {
+		rep.Hosts[i].From = views[i].from
+	}
+	batch := max(d.cfg.Rollout.Batch, 1)
+	for start := 0; start < len(d.cfg.Hosts); start += batch {
+		end := min(start+batch, len(d.cfg.Hosts))
+		if start > 0 && !d.opts.Naive { // a naive deploy does not wait for rotation, nor look
+			if err := d.batchLeavesHealthy(ctx, version, start, end, nil); err != nil {
+				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
+			}
+		}
+		errs := make([]error, end-start)
+		var wg sync.WaitGroup
+		for i := start; i < end; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i-start] = d.deployHost(ctx, d.cfg.Hosts[i], version, &rep.Hosts[i])
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup builds the balancer and one runtime per host.
+func (d *Deployer) setup() error {
+	if err := d.cfg.RequireFleet(); err != nil {
+		return err
+	}
+	if d.self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the zero502 binary for {self}: %w", err)
+		}
+		d.self = exe
+	}
+	d.bal = d.opts.Balancer
+	if d.bal == nil {
+		b, err := BalancerFor(d.cfg)
+		if err != nil {
+			return err
+		}
+		d.bal = b
+	}
+	_, none := d.bal.(None)
+	d.view = !none
+	d.runtimes = map[string]Runtime{}
+	var errs []error
+	for i, h := range d.cfg.Hosts {
+		if h.SSH != "" {
+			errs = append(errs, fmt.Errorf("hosts[%d].ssh %q: the deployer reaches local hosts only so far; remove ssh "+
+				"or run zero502 deploy on that host", i, h.SSH))
+			continue
+		}
+		mk := d.opts.Runtime
+		if mk == nil {
+			mk = func(h infra.Host) (Runtime, error) { return RuntimeFor(d.cfg, h) }
+		}
+		rt, err := mk(h)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("host %s: runtime: %w", h.Name, err))
+			continue
+		}
+		d.runtimes[h.Name] = rt
+	}
+	return errors.Join(errs...)
+}
+
+// readBack fills each host's Running version from its runtime: what it really runs now.
+func (d *Deployer) readBack(ctx context.Context, rep *Report) {
+	ctx = context.WithoutCancel(ctx)
+	for i, h := range d.cfg.Hosts {
+		rt := d.runtimes[h.Name]
+		if rt == nil {
+			continue
+		}
+		versions := map[string]string{}
+		for _, svc := range d.cfg.Services {
+			insts, err := running(ctx, rt, h.Name, svc.Name)
+			if err != nil {
+				versions[svc.Name] = "unknown"
+				continue
+			}
+			for _, in := range insts {
+				versions[svc.Name] = in.Version
+			}
+		}
+		rep.Hosts[i].Running = summarize(versions, len(d.cfg.Services))
+		if rep.Hosts[i].Outcome == OutcomeNotReached && rep.Hosts[i].From == "" {
+			rep.Hosts[i].From = rep.Hosts[i].Running
+		}
+	}
+}
+
+// summarize names one version when every service runs it, else each service's version.
+func summarize(versions map[string]string, services int) string {
+	distinct := map[string]bool{}
+	for _, v := range versions {
+		distinct[v] = true
+	}
+	if len(distinct) == 0 {
+		return ""
+	}
+	if len(distinct) == 1 && len(versions) == services {
+		for v := range distinct {
+			return v
+		}
+	}
+	parts := make([]string, 0, len(versions))
+	for s, v := range versions {
+		parts = append(parts, s+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func hostNames(hs []infra.Host) string {
+	names := make([]string, 0, len(hs))
+	for _, h := range hs {
+		names = append(names, h.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// pollEvery is how often the deployer looks at the balancer and at health: interval/5, so a
+// transition is seen within a fifth of a check interval.
+func (d *Deployer) pollEvery() time.Duration {
+	return min(max(d.cfg.Balancer.Interval/5, 10*time.Millisecond), time.Second)
+}
+
+// sleep waits for d on the deployer's clock, or until ctx ends.
+func (d *Deployer) sleep(ctx context.Context, dur time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.clock.After(dur):
+		return nil
+	}
+}

@@ -1,0 +1,53 @@
+package deployer
+
+import "time"
+
+// Steps of a deploy, as they appear in events.
+const (
+	StepPreflight    = "preflight"     // a preflight check passed (or a drift was accepted)
+	StepRefused      = "refused"       // preflight refused the deploy; nothing was touched
+	StepLockWait     = "lock-wait"     // the host lock is held by someone else; waiting
+	StepLocked       = "locked"        // the host lock is ours
+	StepPublish      = "publish"       // the host's new spec is published
+	StepDrain        = "drain"         // SIGTERM sent: the drain handshake started
+	StepLeftRotation = "left-rotation" // the balancer took the target out of rotation
+	StepStopped      = "stopped"       // the old instance exited
+	StepStart        = "start"         // the new instance runs
+	StepHealthy      = "healthy"       // the new instance answers its health check directly
+	StepInRotation   = "in-rotation"   // the balancer put the target back in rotation
+	StepVerified     = "verified"      // every service on the host runs the right version
+	StepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only
+	StepRollback     = "rollback"      // the host is being rolled back to its previous spec
+	StepRolledBack   = "rolled-back"   // the host runs its previous version again
+	StepFailed       = "failed"        // the host (or the rollout) failed
+	StepDone         = "done"          // the host is finished; the lock is released
+)
+
+// Event is one step of a deploy, for live progress and for CI (one JSON object per line).
+type Event struct {
+	Time time.Time `json:"time"`
+	Host string    `json:"host,omitempty"`
+	// Service is set for steps of one service.
+	Service string `json:"service,omitempty"`
+	Step    string `json:"step"`
+	// ElapsedMS is the time since the deploy started.
+	ElapsedMS int64  `json:"elapsed_ms"`
+	Message   string `json:"message,omitempty"`
+	// Version is the version the step concerns (the new one, or the one rolled back to).
+	Version string `json:"version,omitempty"`
+}
+
+// Elapsed is ElapsedMS as a duration.
+func (e Event) Elapsed() time.Duration { return time.Duration(e.ElapsedMS) * time.Millisecond }
+
+// emit stamps e and hands it to the Events callback, one at a time.
+func (d *Deployer) emit(e Event) {
+	if d.opts.Events == nil {
+		return
+	}
+	e.Time = d.clock.Now()
+	e.ElapsedMS = e.Time.Sub(d.started).Milliseconds()
+	d.emitMu.Lock()
+	defer d.emitMu.Unlock()
+	d.opts.Events(e)
+}

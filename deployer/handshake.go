@@ -1,0 +1,116 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/runtime"
+)
+
+// ErrStillInRotation is wrapped when a draining target had not left the balancer's rotation
+// by the end of drain.window: the balancer would have sent requests to a stopped server.
+var ErrStillInRotation = errors.New("target still in rotation at the balancer")
+
+// stop ends inst through the drain handshake: SIGTERM with grace drain.stop_grace (the app's
+// /health answers 503 for drain.window while it keeps serving), and, when watch is set, the
+// balancer's view of target polled every interval/5 to record when it left rotation. Not
+// leaving before drain.window elapsed is a finding that stops the rollout; so is a SIGKILL
+// (invariant I2). A naive deploy kills at once (grace 0) without watching.
+func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, target string, watch bool, tl *Timeline) error {
+	grace := d.cfg.Drain.StopGrace
+	step, msg := StepDrain, fmt.Sprintf("SIGTERM %s (pid/id %s), drain.window %s, stop_grace %s", inst.Version, inst.ID, d.cfg.Drain.Window, grace)
+	if d.opts.Naive {
+		grace, watch = 0, false
+		msg = fmt.Sprintf("naive: SIGKILL %s (pid/id %s) at once, no drain", inst.Version, inst.ID)
+	}
+	t0 := d.clock.Now()
+	if tl != nil {
+		tl.DrainStarted = t0
+	}
+	d.emit(Event{Host: h.Name, Service: inst.Service, Step: step, Version: inst.Version, Message: msg})
+
+	type result struct {
+		st  runtime.Stopped
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// A started stop runs to its end (bounded by the grace) even when the deploy is
+		// cancelled, so the host is never left with a half-drained instance.
+		st, err := rt.Stop(context.WithoutCancel(ctx), inst, grace)
+		done <- result{st, err}
+	}()
+
+	var finding error
+	var res result
+	stopped := false
+	if watch {
+		window := t0.Add(d.cfg.Drain.Window)
+		var lastErr error
+		for {
+			st, err := d.bal.TargetState(ctx, target)
+			now := d.clock.Now()
+			if err == nil && !st.InRotation {
+				if tl != nil {
+					tl.LeftRotation = now
+				}
+				d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepLeftRotation, Version: inst.Version,
+					Message: fmt.Sprintf("%s %s at the balancer +%.2fs after SIGTERM (detection: interval %s × unhealthy_threshold %d = %s)",
+						target, st.State, now.Sub(t0).Seconds(), d.cfg.Balancer.Interval, d.cfg.Balancer.UnhealthyThreshold, d.cfg.Balancer.Detection())})
+				break
+			}
+			lastErr = err
+			if now.After(window) {
+				finding = fmt.Errorf("host %s: %s: %w at the end of drain.window %s after SIGTERM, though its detection "+
+					"(interval × unhealthy_threshold) is %s: does the balancer check this health path? (last view: %s)",
+					h.Name, target, ErrStillInRotation, d.cfg.Drain.Window, d.cfg.Balancer.Detection(), viewString(st, lastErr))
+				break
+			}
+			if stopped {
+				finding = fmt.Errorf("host %s: %s: the old instance exited +%.2fs after SIGTERM with the %w: requests sent to it "+
+					"went nowhere (502); its drain must outlast the balancer's detection, interval × unhealthy_threshold = %s (I1) "+
+					"(last view: %s)", h.Name, target, now.Sub(t0).Seconds(), ErrStillInRotation, d.cfg.Balancer.Detection(), viewString(st, lastErr))
+				break
+			}
+			select {
+			case res = <-done:
+				stopped = true // look once more: did the balancer see it go?
+			case <-d.clock.After(d.pollEvery()):
+			}
+		}
+	}
+	if !stopped {
+		res = <-done
+	}
+	now := d.clock.Now()
+	if tl != nil {
+		tl.Stopped = now
+	}
+	switch {
+	case res.err != nil && errors.Is(res.err, runtime.ErrKilled):
+		return errors.Join(fmt.Errorf("host %s: service %s: old instance %s killed after drain.stop_grace %s "+
+			"(invariant I2: drain.window %s + drain.shutdown %s must be < drain.stop_grace): %w",
+			h.Name, inst.Service, inst.ID, grace, d.cfg.Drain.Window, d.cfg.Drain.Shutdown, res.err), finding)
+	case res.err != nil:
+		return errors.Join(fmt.Errorf("host %s: service %s: stop %s: %w", h.Name, inst.Service, inst.ID, res.err), finding)
+	case res.st.Killed && grace > 0:
+		return errors.Join(fmt.Errorf("host %s: service %s: old instance %s killed after drain.stop_grace %s: %w",
+			h.Name, inst.Service, inst.ID, grace, runtime.ErrKilled), finding)
+	}
+	exit := fmt.Sprintf("exit %d", res.st.ExitCode)
+	if res.st.ExitCode < 0 {
+		exit = "exited" // another process reaped it: its code is unknown here
+	}
+	d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepStopped, Version: inst.Version,
+		Message: fmt.Sprintf("%s +%.2fs after the signal", exit, now.Sub(t0).Seconds())})
+	return finding
+}
+
+func viewString(st TargetState, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s, in rotation %v, since %s", st.State, st.InRotation, st.Since.Format("15:04:05.000"))
+}

@@ -1,0 +1,235 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/invariants"
+)
+
+// hostView is what preflight found on one host before touching anything.
+type hostView struct {
+	from string
+	// instance: the host runs an instance of the balanced service (of any service when none
+	// has a port); a host without one is fresh and is simply started.
+	instance bool
+	// inProgress: the host's published spec already names the version (an interrupted deploy,
+	// or a finished one): its step completes or verifies it, so it need not be serving now.
+	inProgress bool
+	// serving: healthy directly and in rotation at the balancer.
+	serving bool
+	detail  string
+}
+
+// preflight checks everything a deploy needs before it changes anything: the invariants (of
+// the config, and of the live balancer's numbers), drift between the two, every target healthy
+// and no batch draining the last healthy target. Every problem is reported at once.
+func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, error) {
+	var reasons []string
+	for _, v := range invariants.Check(d.cfg) {
+		reasons = append(reasons, "invariant "+v.Error())
+	}
+	reasons = append(reasons, d.checkDrift(ctx)...)
+
+	views := make([]hostView, len(d.cfg.Hosts))
+	for i, h := range d.cfg.Hosts {
+		v, err := d.look(ctx, h, version)
+		if err != nil {
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		views[i] = v
+		if v.instance && !v.inProgress && !v.serving {
+			reasons = append(reasons, fmt.Sprintf("every target must be healthy before a deploy: host %s: %s; "+
+				"fix or wait for it, then deploy again", h.Name, v.detail))
+		}
+	}
+	if len(reasons) == 0 {
+		batch := max(d.cfg.Rollout.Batch, 1)
+		for start := 0; start < len(d.cfg.Hosts); start += batch {
+			end := min(start+batch, len(d.cfg.Hosts))
+			if err := d.batchLeavesHealthy(ctx, version, start, end, views); err != nil {
+				reasons = append(reasons, err.Error())
+				break
+			}
+		}
+	}
+	if len(reasons) > 0 {
+		for _, r := range reasons {
+			d.emit(Event{Step: StepRefused, Message: r, Version: version})
+		}
+		return nil, &RefusedError{Reasons: reasons}
+	}
+	d.emit(Event{Step: StepPreflight, Version: version, Message: fmt.Sprintf(
+		"invariants hold, balancer %s matches the config, every running target healthy", d.bal.Name())})
+	return views, nil
+}
+
+// checkDrift compares the live balancer's settings with the config.
+func (d *Deployer) checkDrift(ctx context.Context) []string {
+	live, drifts, err := LiveDrift(ctx, d.bal, d.cfg.Balancer)
+	if errors.Is(err, ErrNoView) {
+		d.emit(Event{Step: StepPreflight, Message: "balancer.kind none: no balancer view, direct health checks only"})
+		return nil
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("read the live balancer settings: %v", err)}
+	}
+	if len(drifts) == 0 {
+		return nil
+	}
+	var reasons []string
+	if !d.opts.AcceptDrift {
+		for _, dr := range drifts {
+			reasons = append(reasons, fmt.Sprintf("balancer drift: %s (restart the balancer from this config, "+
+				"change the config to match, or pass --accept-drift)", dr))
+		}
+		return reasons
+	}
+	for _, dr := range drifts {
+		d.emit(Event{Step: StepPreflight, Message: "drift accepted: " + dr.String()})
+	}
+	liveCfg := *d.cfg
+	liveCfg.Balancer = ApplySettings(d.cfg.Balancer, live)
+	for _, v := range invariants.Check(&liveCfg) {
+		reasons = append(reasons, "with the live balancer's numbers, invariant "+v.Error())
+	}
+	return reasons
+}
+
+// look reads host h's state: its running instances, its published spec, whether it serves.
+func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (hostView, error) {
+	var v hostView
+	rt := d.runtimes[h.Name]
+	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
+	switch {
+	case errors.Is(err, spec.ErrNone):
+	case err != nil:
+		return v, fmt.Errorf("host %s: %w", h.Name, err)
+	default:
+		v.inProgress = published.Version == version
+		v.from = published.Version
+	}
+	svc, balanced := d.cfg.BalancedService()
+	names := []string{svc.Name}
+	if !balanced {
+		names = names[:0]
+		for _, s := range d.cfg.Services {
+			names = append(names, s.Name)
+		}
+	}
+	for _, name := range names {
+		insts, err := running(ctx, rt, h.Name, name)
+		if err != nil {
+			return v, err
+		}
+		if len(insts) > 0 {
+			v.instance = true
+			v.from = insts[0].Version // what runs beats what was published
+		}
+	}
+	if !v.instance {
+		v.detail = "no running instance"
+		return v, nil
+	}
+	if !balanced {
+		v.serving, v.detail = true, "running (no service with a port to check)"
+		return v, nil
+	}
+	v.serving, v.detail = d.serving(ctx, h, svc)
+	return v, nil
+}
+
+// serving reports whether the balanced service on h answers its health check directly and is
+// in rotation at the balancer, and if not, says what each one said.
+func (d *Deployer) serving(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
+	target := h.ServiceAddr(svc)
+	direct := d.checkHealth(ctx, target, svc.HealthPath)
+	var problems []string
+	if direct != nil {
+		problems = append(problems, fmt.Sprintf("target %s: direct %s: %v", target, svc.HealthPath, direct))
+	}
+	if d.view {
+		st, err := d.bal.TargetState(ctx, target)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("target %s: %v", target, err))
+		case !st.InRotation:
+			problems = append(problems, fmt.Sprintf("target %s: balancer says %s since %s (%s ago)", target, st.State,
+				st.Since.Format("15:04:05.000"), round(d.clock.Now().Sub(st.Since))))
+		}
+	}
+	if len(problems) > 0 {
+		return false, strings.Join(problems, "; ")
+	}
+	return true, "target " + target + " healthy and in rotation"
+}
+
+// batchLeavesHealthy is invariant I8 on the live fleet for the batch of hosts [start, end):
+// draining its serving hosts must leave at least one healthy target. At preflight (views set)
+// hosts of earlier batches count as healthy, since they will be by the time this batch drains.
+func (d *Deployer) batchLeavesHealthy(ctx context.Context, version string, start, end int, views []hostView) error {
+	svc, balanced := d.cfg.BalancedService()
+	drained, healthy := 0, 0
+	for i, h := range d.cfg.Hosts {
+		var serving bool
+		if views != nil {
+			serving = views[i].serving || i < start
+		} else if balanced {
+			serving, _ = d.serving(ctx, h, svc)
+		} else {
+			v, err := d.look(ctx, h, version)
+			serving = err == nil && v.serving
+		}
+		if !serving {
+			continue
+		}
+		healthy++
+		if i >= start && i < end && (views == nil || views[i].serving) {
+			drained++
+		}
+	}
+	if drained == 0 {
+		return nil
+	}
+	v := invariants.BatchLeavesHealthy(drained, healthy)
+	if v.Status == invariants.Violated {
+		return fmt.Errorf("invariant I8: draining %s (%d serving) with %d healthy targets in all (%s): %s",
+			hostNames(d.cfg.Hosts[start:end]), drained, healthy, v.Arithmetic, v.Sentence)
+	}
+	if views != nil && start > 0 {
+		return nil // a later batch's drain is guarded when it comes (deploy calls this again)
+	}
+	return d.failOpenGuard(ctx, start, end, views)
+}
+
+// failOpenGuard asks a balancer that guards drains (DrainGuarder: the ALB) about every serving
+// host of the batch [start, end) before it drains: never drain a target unless every other
+// target is healthy, since an ALB with no healthy target routes to all of them.
+func (d *Deployer) failOpenGuard(ctx context.Context, start, end int, views []hostView) error {
+	g, ok := d.bal.(DrainGuarder)
+	svc, balanced := d.cfg.BalancedService()
+	if !ok || !balanced || d.opts.Naive {
+		return nil
+	}
+	var errs []error
+	for i := start; i < end; i++ {
+		h := d.cfg.Hosts[i]
+		if views != nil && !views[i].serving {
+			continue // not running: nothing to drain
+		}
+		if views == nil {
+			if serving, _ := d.serving(ctx, h, svc); !serving {
+				continue
+			}
+		}
+		if err := g.DrainGuard(ctx, h.ServiceAddr(svc)); err != nil {
+			errs = append(errs, fmt.Errorf("fail-open guard, host %s: %w", h.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,71 @@
+// Package alb owns zero502's side of an AWS Application Load Balancer target group: it
+// provisions the target group's health-check numbers and attributes from the config (read
+// first, diff, apply, idempotent, AWS's ranges refused before any call), reads back what AWS
+// actually runs and reports drift field by field, and gives the deployer the ALB's own view
+// of a target (DescribeTargetHealth) with the fail-open guard: never drain a target unless
+// every other one is healthy, because an ALB whose targets are all unhealthy routes to all of
+// them. "These settings live in the script that provisions the infrastructure, not in a
+// console someone clicked once."
+//
+// Everything goes through API, a small interface the aws-sdk-go-v2 ELBv2 client satisfies;
+// NewClient builds that client from the SDK's default credential chain. The tests point the
+// real SDK at package elbv2double; they never reached AWS (see README.md).
+package alb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// API is what this package needs of the ELBv2 service; *elasticloadbalancingv2.Client
+// satisfies it. Each method needs the IAM action of the same name (README.md).
+type API interface {
+	DescribeTargetGroups(context.Context, *elbv2.DescribeTargetGroupsInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupsOutput, error)
+	DescribeTargetGroupAttributes(context.Context, *elbv2.DescribeTargetGroupAttributesInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupAttributesOutput, error)
+	DescribeTargetHealth(context.Context, *elbv2.DescribeTargetHealthInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetHealthOutput, error)
+	ModifyTargetGroup(context.Context, *elbv2.ModifyTargetGroupInput, ...func(*elbv2.Options)) (*elbv2.ModifyTargetGroupOutput, error)
+	ModifyTargetGroupAttributes(context.Context, *elbv2.ModifyTargetGroupAttributesInput, ...func(*elbv2.Options)) (*elbv2.ModifyTargetGroupAttributesOutput, error)
+}
+
+var _ API = (*elbv2.Client)(nil)
+
+// ClientOptions adjust how NewClient builds the SDK client.
+type ClientOptions struct {
+	// Endpoint, when set, replaces the regional ELBv2 endpoint (BaseEndpoint): the tests' local
+	// double, or a VPC endpoint.
+	Endpoint string
+	// Credentials, when set, replace the SDK's default credential chain (tests use static ones).
+	Credentials aws.CredentialsProvider
+}
+
+// NewClient builds the ELBv2 client for b: credentials from the SDK's default chain
+// (environment, shared profile, web identity, IMDS) unless opts.Credentials is set, region
+// from balancer.region when set, else from the chain (AWS_REGION, profile).
+func NewClient(ctx context.Context, b infra.Balancer, opts ClientOptions) (*elbv2.Client, error) {
+	var load []func(*config.LoadOptions) error
+	if b.Region != "" {
+		load = append(load, config.WithRegion(b.Region))
+	}
+	if opts.Credentials != nil {
+		load = append(load, config.WithCredentialsProvider(opts.Credentials))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return nil, fmt.Errorf("loading AWS configuration (credentials and region): %w", err)
+	}
+	if awsCfg.Region == "" {
+		return nil, fmt.Errorf("no AWS region: set balancer.region in the config (the target group's " +
+			"region, e.g. eu-west-1) or AWS_REGION in the environment")
+	}
+	return elbv2.NewFromConfig(awsCfg, func(o *elbv2.Options) {
+		if opts.Endpoint != "" {
+			o.BaseEndpoint = aws.String(opts.Endpoint)
+		}
+	}), nil
+}

@@ -1,0 +1,337 @@
+package elbv2double
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type handler func(form url.Values) (any, error)
+
+func (s *Server) handlers() map[string]handler {
+	return map[string]handler{
+		"DescribeTargetGroups":          s.describeTargetGroups,
+		"DescribeTargetGroupAttributes": s.describeTargetGroupAttributes,
+		"ModifyTargetGroup":             s.modifyTargetGroup,
+		"ModifyTargetGroupAttributes":   s.modifyTargetGroupAttributes,
+		"DescribeTargetHealth":          s.describeTargetHealth,
+		"RegisterTargets":               s.registerTargets,
+		"DeregisterTargets":             s.deregisterTargets,
+	}
+}
+
+// members reads a Query-protocol list of scalars: Name.member.1, Name.member.2, …
+func members(form url.Values, name string) []string {
+	var out []string
+	for i := 1; ; i++ {
+		v, ok := form[fmt.Sprintf("%s.member.%d", name, i)]
+		if !ok {
+			return out
+		}
+		out = append(out, v[0])
+	}
+}
+
+// intParam reads an optional integer parameter.
+func intParam(form url.Values, name string) (int, bool, error) {
+	v, ok := form[name]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil {
+		return 0, true, validation("Value '%s' at '%s' failed to satisfy constraint: Member must be an integer", v[0], name)
+	}
+	return n, true, nil
+}
+
+func inRange(name string, n, lo, hi int) error {
+	if n < lo || n > hi {
+		return validation("1 validation error detected: Value '%d' at '%s' failed to satisfy constraint: "+
+			"Member must have value between %d and %d", n, name, lo, hi)
+	}
+	return nil
+}
+
+// group returns the target group named by the required TargetGroupArn parameter; s.mu is held.
+func (s *Server) group(form url.Values) (*targetGroup, error) {
+	arn := form.Get("TargetGroupArn")
+	if arn == "" {
+		return nil, validation("1 validation error detected: Value null at 'targetGroupArn' failed to satisfy constraint: Member must not be null")
+	}
+	g, ok := s.groups[arn]
+	if !ok {
+		return nil, notFound(arn)
+	}
+	return g, nil
+}
+
+func (s *Server) describeTargetGroups(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	arns, names := members(form, "TargetGroupArns"), members(form, "Names")
+	var out describeTargetGroupsResult
+	switch {
+	case len(arns) > 0:
+		for _, arn := range arns {
+			g, ok := s.groups[arn]
+			if !ok {
+				return nil, notFound(arn)
+			}
+			out.TargetGroups = append(out.TargetGroups, g.xml())
+		}
+	case len(names) > 0:
+		for _, name := range names {
+			found := false
+			for _, arn := range s.order {
+				if g := s.groups[arn]; g.name == name {
+					out.TargetGroups = append(out.TargetGroups, g.xml())
+					found = true
+				}
+			}
+			if !found {
+				return nil, &apiError{http.StatusBadRequest, "TargetGroupNotFound",
+					fmt.Sprintf("One or more target groups not found: '%s'", name)}
+			}
+		}
+	default:
+		for _, arn := range s.order {
+			out.TargetGroups = append(out.TargetGroups, s.groups[arn].xml())
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) describeTargetGroupAttributes(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.group(form)
+	if err != nil {
+		return nil, err
+	}
+	return describeTargetGroupAttributesResult{Attributes: g.attributes()}, nil
+}
+
+func (s *Server) modifyTargetGroup(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.group(form)
+	if err != nil {
+		return nil, err
+	}
+	next := g.settings
+	ints := []struct {
+		name   string
+		lo, hi int
+		set    func(int)
+	}{
+		{"HealthCheckIntervalSeconds", 5, 300, func(n int) { next.Interval = time.Duration(n) * time.Second }},
+		{"HealthCheckTimeoutSeconds", 2, 120, func(n int) { next.Timeout = time.Duration(n) * time.Second }},
+		{"HealthyThresholdCount", 2, 10, func(n int) { next.HealthyThreshold = n }},
+		{"UnhealthyThresholdCount", 2, 10, func(n int) { next.UnhealthyThreshold = n }},
+	}
+	for _, p := range ints {
+		n, ok, err := intParam(form, p.name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if err := inRange(p.name, n, p.lo, p.hi); err != nil {
+			return nil, err
+		}
+		p.set(n)
+	}
+	if v, ok := form["HealthCheckPath"]; ok {
+		if p := v[0]; !strings.HasPrefix(p, "/") || len(p) > 1024 {
+			return nil, validation("Health check path '%s' must start with '/' and be at most 1024 characters", p)
+		}
+		next.HealthCheckPath = v[0]
+	}
+	if v, ok := form["Matcher.HttpCode"]; ok {
+		if _, err := parseMatcher(v[0]); err != nil {
+			return nil, validation("Matcher HttpCode '%s' is not valid: %v", v[0], err)
+		}
+		next.Matcher = v[0]
+	}
+	if p := form.Get("HealthCheckProtocol"); p != "" && p != "HTTP" {
+		return nil, &apiError{http.StatusBadRequest, "InvalidConfigurationRequest",
+			fmt.Sprintf("Health check protocol '%s' is not supported by this double (HTTP only)", p)}
+	}
+	if next.Timeout >= next.Interval {
+		return nil, validation("Health check timeout '%d' must be smaller than the interval '%d'",
+			int(next.Timeout/time.Second), int(next.Interval/time.Second))
+	}
+	g.settings = next
+	return modifyTargetGroupResult{TargetGroups: []xmlTargetGroup{g.xml()}}, nil
+}
+
+func (s *Server) modifyTargetGroupAttributes(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.group(form)
+	if err != nil {
+		return nil, err
+	}
+	if len(form["Attributes.member.1.Key"]) == 0 {
+		return nil, validation("1 validation error detected: Value null at 'attributes' failed to satisfy constraint: Member must not be null")
+	}
+	next := g.settings
+	extra := map[string]string{}
+	for i := 1; ; i++ {
+		prefix := fmt.Sprintf("Attributes.member.%d.", i)
+		key, ok := form[prefix+"Key"]
+		if !ok {
+			break
+		}
+		value := form.Get(prefix + "Value")
+		secs, numErr := strconv.Atoi(value)
+		bad := func(rule string) error {
+			return &apiError{http.StatusBadRequest, "InvalidConfigurationRequest",
+				fmt.Sprintf("The value of '%s' must be %s, got '%s'", key[0], rule, value)}
+		}
+		switch key[0] {
+		case "deregistration_delay.timeout_seconds":
+			if numErr != nil || secs < 0 || secs > 3600 {
+				return nil, bad("an integer between 0 and 3600")
+			}
+			next.DeregistrationDelay = time.Duration(secs) * time.Second
+		case "slow_start.duration_seconds":
+			if numErr != nil || secs != 0 && (secs < 30 || secs > 900) {
+				return nil, bad("0 or an integer between 30 and 900")
+			}
+			next.SlowStart = time.Duration(secs) * time.Second
+		default:
+			if _, known := fixedAttributes[key[0]]; !known {
+				return nil, validation("Target group attribute key '%s' is not recognized", key[0])
+			}
+			extra[key[0]] = value
+		}
+	}
+	g.settings = next
+	for k, v := range extra {
+		g.extra[k] = v
+	}
+	return modifyTargetGroupAttributesResult{Attributes: g.attributes()}, nil
+}
+
+// targetsParam reads Targets.member.N.Id / .Port; a missing port is the group's traffic port.
+func targetsParam(form url.Values, g *targetGroup) ([]xmlTarget, error) {
+	var out []xmlTarget
+	for i := 1; ; i++ {
+		prefix := fmt.Sprintf("Targets.member.%d.", i)
+		id, ok := form[prefix+"Id"]
+		if !ok {
+			return out, nil
+		}
+		port, set, err := intParam(form, prefix+"Port")
+		if err != nil {
+			return nil, err
+		}
+		if !set {
+			port = g.port
+		}
+		if err := inRange(prefix+"Port", port, 1, 65535); err != nil {
+			return nil, err
+		}
+		out = append(out, xmlTarget{Id: id[0], Port: port})
+	}
+}
+
+func (s *Server) describeTargetHealth(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.group(form)
+	if err != nil {
+		return nil, err
+	}
+	g.expire(s.clock.Now())
+	asked, err := targetsParam(form, g)
+	if err != nil {
+		return nil, err
+	}
+	var out describeTargetHealthResult
+	if len(asked) == 0 {
+		keys := make([]string, 0, len(g.targets))
+		for k := range g.targets {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, g.targets[k].xml())
+		}
+		return out, nil
+	}
+	for _, a := range asked {
+		if t, ok := g.targets[targetKey(a.Id, a.Port)]; ok {
+			out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, t.xml())
+			continue
+		}
+		out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, xmlTargetHealthDescription{
+			Target: a, HealthCheckPort: strconv.Itoa(a.Port),
+			TargetHealth: xmlTargetHealth{State: StateUnused, Reason: "Target.NotRegistered",
+				Description: "Target is not registered to the target group"},
+		})
+	}
+	return out, nil
+}
+
+func (s *Server) registerTargets(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.group(form)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := targetsParam(form, g)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, validation("1 validation error detected: Value null at 'targets' failed to satisfy constraint: Member must not be null")
+	}
+	for _, t := range targets {
+		if g.targetType == "ip" && net.ParseIP(t.Id) == nil || g.targetType == "instance" && !strings.HasPrefix(t.Id, "i-") {
+			return nil, &apiError{http.StatusBadRequest, "InvalidTarget",
+				fmt.Sprintf("The following targets are not valid for a target group of type %s: '%s'", g.targetType, t.Id)}
+		}
+	}
+	now := s.clock.Now()
+	for _, t := range targets {
+		g.register(t.Id, t.Port, now)
+	}
+	g.updateFailOpen()
+	return registerTargetsResult{}, nil
+}
+
+func (s *Server) deregisterTargets(form url.Values) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.group(form)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := targetsParam(form, g)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	g.expire(now)
+	for _, t := range targets {
+		if _, ok := g.targets[targetKey(t.Id, t.Port)]; !ok {
+			return nil, &apiError{http.StatusBadRequest, "InvalidTarget",
+				fmt.Sprintf("The following targets are not registered in target group '%s': '%s'", g.arn, t.Id)}
+		}
+	}
+	for _, t := range targets {
+		g.deregister(targetKey(t.Id, t.Port), now)
+	}
+	g.updateFailOpen()
+	return deregisterTargetsResult{}, nil
+}

@@ -1,0 +1,307 @@
+// Package elbv2double is a local stand-in for the AWS Elastic Load Balancing v2 API, for tests
+// only: no AWS is reachable from where zero502 is built, so the real aws-sdk-go-v2 client is
+// pointed (BaseEndpoint) at this double instead. It speaks the real wire protocol, the AWS Query
+// protocol of API version 2015-12-01 (form-encoded POST Action=…&Version=…, XML responses in an
+// <Action>Response/<Action>Result envelope with ResponseMetadata/RequestId, XML ErrorResponse
+// with Error/Type/Code/Message and the documented HTTP status), for the target-group actions
+// zero502 uses: DescribeTargetGroups, DescribeTargetGroupAttributes, ModifyTargetGroup,
+// ModifyTargetGroupAttributes, DescribeTargetHealth, RegisterTargets, DeregisterTargets.
+//
+// Target health is simulated the way an ALB does it, over time: every target has a real health
+// endpoint (http://id:port/path on loopback) that the double actually requests once per
+// configured interval (on an injectable clock); a target goes initial → healthy after
+// healthy_threshold good checks, healthy → unhealthy after unhealthy_threshold failed ones,
+// draining for deregistration_delay after DeregisterTargets, and when no registered target is
+// healthy the target group fails open (routes to all of them), which the double reports.
+// It counts every call by action, so tests can prove that a second provision changed nothing.
+package elbv2double
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// APIVersion is the only Version the double accepts, as ELBv2 does.
+const APIVersion = "2015-12-01"
+
+// Namespace is the XML namespace of every ELBv2 response.
+const Namespace = "http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"
+
+// Options configure a Server.
+type Options struct {
+	// Clock schedules health-check rounds and deregistration delays. Default clock.Real.
+	Clock clock.Clock
+	// Region goes into the ARNs the double makes. Default eu-west-1.
+	Region string
+	// HTTPClient makes the health checks. Default: a client that never reuses connections,
+	// like an ALB health checker (one request per connection).
+	HTTPClient *http.Client
+}
+
+// Server is the ELBv2 API double; it is an http.Handler (use it with httptest.NewServer).
+type Server struct {
+	clock  clock.Clock
+	region string
+	hc     *http.Client
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	groups    map[string]*targetGroup // by ARN
+	order     []string                // ARNs in creation order
+	instances map[string]string       // instance id → IP the health check goes to
+	calls     map[string]int          // by Action
+	regions   map[string]int          // signing region of each signed request
+}
+
+// New returns a double with no target groups; add them with AddTargetGroup. Close stops its
+// health checkers.
+func New(opts Options) *Server {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Region == "" {
+		opts.Region = "eu-west-1"
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		clock: opts.Clock, region: opts.Region, hc: opts.HTTPClient,
+		ctx: ctx, cancel: cancel,
+		groups: map[string]*targetGroup{}, instances: map[string]string{},
+		calls: map[string]int{}, regions: map[string]int{},
+	}
+}
+
+// Close stops every health checker and waits for them.
+func (s *Server) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Settings are a target group's health-check settings and attributes, as the console shows
+// them. Zero values in AddTargetGroup take AWS's defaults for a new HTTP target group.
+type Settings struct {
+	HealthCheckPath     string        // default "/"
+	Interval            time.Duration // HealthCheckIntervalSeconds, default 30s
+	Timeout             time.Duration // HealthCheckTimeoutSeconds, default 5s
+	HealthyThreshold    int           // HealthyThresholdCount, default 5
+	UnhealthyThreshold  int           // UnhealthyThresholdCount, default 2
+	Matcher             string        // Matcher.HttpCode, default "200"
+	DeregistrationDelay time.Duration // deregistration_delay.timeout_seconds, default 300s
+	SlowStart           time.Duration // slow_start.duration_seconds, default 0 (off)
+}
+
+// TargetGroup describes a target group to create in the double.
+type TargetGroup struct {
+	Name       string // default "tg"
+	Port       int    // traffic port, default 80
+	TargetType string // "ip" (health checks go to id:port) or "instance" (see SetInstanceAddress); default ip
+	// Settings start the group; zero fields take AWS's defaults (SlowStart 0 stays off).
+	Settings Settings
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.HealthCheckPath == "" {
+		s.HealthCheckPath = "/"
+	}
+	if s.Interval == 0 {
+		s.Interval = 30 * time.Second
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 5 * time.Second
+	}
+	if s.HealthyThreshold == 0 {
+		s.HealthyThreshold = 5
+	}
+	if s.UnhealthyThreshold == 0 {
+		s.UnhealthyThreshold = 2
+	}
+	if s.Matcher == "" {
+		s.Matcher = "200"
+	}
+	if s.DeregistrationDelay == 0 {
+		s.DeregistrationDelay = 300 * time.Second
+	}
+	return s
+}
+
+// AddTargetGroup creates a target group, starts its health checker and returns its ARN.
+func (s *Server) AddTargetGroup(tg TargetGroup) string {
+	if tg.Name == "" {
+		tg.Name = "tg"
+	}
+	if tg.Port == 0 {
+		tg.Port = 80
+	}
+	if tg.TargetType == "" {
+		tg.TargetType = "ip"
+	}
+	arn := fmt.Sprintf("arn:aws:elasticloadbalancing:%s:123456789012:targetgroup/%s/%016x",
+		s.region, tg.Name, rand.Uint64())
+	g := &targetGroup{
+		arn: arn, name: tg.Name, port: tg.Port, targetType: tg.TargetType,
+		settings: tg.Settings.withDefaults(), targets: map[string]*target{},
+		extra: map[string]string{},
+	}
+	for k, v := range fixedAttributes {
+		g.extra[k] = v
+	}
+	s.mu.Lock()
+	s.groups[arn] = g
+	s.order = append(s.order, arn)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.checkLoop(g)
+	return arn
+}
+
+// SetInstanceAddress says where the health checks of instance target id go (targets of type
+// instance have no address of their own in the API).
+func (s *Server) SetInstanceAddress(id, ip string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.instances[id] = ip
+}
+
+// Console changes a target group's settings directly, as someone clicking in the AWS console
+// would: no API call is counted. It returns false when arn is unknown.
+func (s *Server) Console(arn string, change func(*Settings)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[arn]
+	if !ok {
+		return false
+	}
+	change(&g.settings)
+	return true
+}
+
+// Settings returns a target group's current settings.
+func (s *Server) Settings(arn string) (Settings, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[arn]
+	if !ok {
+		return Settings{}, false
+	}
+	return g.settings, true
+}
+
+// Calls is how many requests of action the double has answered (successfully or not).
+func (s *Server) Calls(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[action]
+}
+
+// TotalCalls is how many API requests the double has received, of any action.
+func (s *Server) TotalCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
+// ModifyCalls is how many ModifyTargetGroup and ModifyTargetGroupAttributes requests arrived.
+func (s *Server) ModifyCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls["ModifyTargetGroup"] + s.calls["ModifyTargetGroupAttributes"]
+}
+
+// SigningRegions are the regions of the SigV4 credential scopes the double has seen, sorted.
+func (s *Server) SigningRegions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for r := range s.regions {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ServeHTTP answers one Query-protocol request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := newRequestID()
+	w.Header().Set("x-amzn-RequestId", reqID)
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		writeError(w, reqID, &apiError{http.StatusMethodNotAllowed, "InvalidAction", "Query API requests are POST or GET"})
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeError(w, reqID, validation("request body is not form-encoded: %v", err))
+		return
+	}
+	action := r.Form.Get("Action")
+	s.mu.Lock()
+	s.calls[action]++
+	s.mu.Unlock()
+	if err := s.authenticate(r); err != nil {
+		writeError(w, reqID, err)
+		return
+	}
+	if v := r.Form.Get("Version"); v != APIVersion {
+		writeError(w, reqID, &apiError{http.StatusBadRequest, "InvalidAction",
+			fmt.Sprintf("Could not find operation %s for version %s", action, v)})
+		return
+	}
+	handler, ok := s.handlers()[action]
+	if !ok {
+		writeError(w, reqID, &apiError{http.StatusBadRequest, "InvalidAction",
+			fmt.Sprintf("Could not find operation %s for version %s", action, APIVersion)})
+		return
+	}
+	result, err := handler(r.Form)
+	if err != nil {
+		writeError(w, reqID, err)
+		return
+	}
+	writeResult(w, reqID, action, result)
+}
+
+// authenticate requires a SigV4 Authorization header for the elasticloadbalancing service (the
+// signature itself is not verified: the double has no secret to check it with) and records
+// the signing region.
+func (s *Server) authenticate(r *http.Request) error {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return &apiError{http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token"}
+	}
+	const prefix = "AWS4-HMAC-SHA256 Credential="
+	if !strings.HasPrefix(auth, prefix) {
+		return &apiError{http.StatusForbidden, "IncompleteSignature", "Authorization header is not AWS Signature Version 4"}
+	}
+	cred, _, _ := strings.Cut(strings.TrimPrefix(auth, prefix), ",")
+	parts := strings.Split(cred, "/") // AKID/date/region/service/aws4_request
+	if len(parts) != 5 || parts[3] != "elasticloadbalancing" || parts[4] != "aws4_request" {
+		return &apiError{http.StatusForbidden, "IncompleteSignature",
+			fmt.Sprintf("credential scope %q is not for service elasticloadbalancing", cred)}
+	}
+	s.mu.Lock()
+	s.regions[parts[2]]++
+	s.mu.Unlock()
+	return nil
+}
+
+func newRequestID() string {
+	b := rand.Uint64()
+	c := rand.Uint64()
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", uint32(b>>32), uint16(b>>16), uint16(b), uint16(c>>48), c&0xffffffffffff)
+}

@@ -1,0 +1,140 @@
+package alb_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// fixture is the real aws-sdk-go-v2 ELBv2 client talking over loopback to the ELBv2 double,
+// with static credentials and no AWS configuration from the machine.
+type fixture struct {
+	double *elbv2double.Server
+	api    *elbv2.Client
+	arn    string
+	cfg    infra.Balancer // the source's numbers, kind alb, pointing at arn
+	clock  *clock.Fake
+}
+
+// newFixture starts a double holding one target group created with settings (zero fields:
+// AWS's defaults for a new target group, as someone clicking in the console would get).
+func newFixture(t *testing.T, settings elbv2double.Settings) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_PROFILE", "")
+
+	clk := clock.NewFake(time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC))
+	d := elbv2double.New(elbv2double.Options{Clock: clk, Region: "eu-west-1"})
+	t.Cleanup(d.Close)
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	arn := d.AddTargetGroup(elbv2double.TargetGroup{Name: "mythex-api", Port: 8000, Settings: settings})
+
+	cfg := infra.Defaults().Balancer
+	cfg.Kind = infra.BalancerALB
+	cfg.TargetGroupARN = arn
+	cfg.Region = "eu-west-1"
+	api, err := alb.NewClient(context.Background(), cfg, alb.ClientOptions{
+		Endpoint:    srv.URL,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDZERO502TEST", "not-a-secret", ""),
+	})
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	return &fixture{double: d, api: api, arn: arn, cfg: cfg, clock: clk}
+}
+
+// step lets exactly one health-check round happen: it waits until the double's checker is
+// waiting on the fake clock, advances it by the interval and waits for the round to finish.
+func (f *fixture) step(t *testing.T) {
+	t.Helper()
+	s, _ := f.double.Settings(f.arn)
+	n := f.double.Rounds(f.arn)
+	eventually(t, "health checker waiting on the clock", func() bool { return f.clock.Waiters() > 0 })
+	f.clock.Advance(s.Interval)
+	eventually(t, "health-check round done", func() bool { return f.double.Rounds(f.arn) > n })
+}
+
+// register puts targets (ip:port) into the target group through the SDK.
+func (f *fixture) register(t *testing.T, addrs ...string) {
+	t.Helper()
+	var targets []types.TargetDescription
+	for _, a := range addrs {
+		targets = append(targets, target(t, a))
+	}
+	if _, err := f.api.RegisterTargets(context.Background(), &elbv2.RegisterTargetsInput{
+		TargetGroupArn: aws.String(f.arn), Targets: targets,
+	}); err != nil {
+		t.Fatalf("RegisterTargets: %v", err)
+	}
+}
+
+func target(t *testing.T, addr string) types.TargetDescription {
+	t.Helper()
+	host, port, ok := strings.Cut(addr, ":")
+	if !ok {
+		t.Fatalf("target %q has no port", addr)
+	}
+	var p int32
+	for _, c := range port {
+		p = p*10 + int32(c-'0')
+	}
+	return types.TargetDescription{Id: aws.String(host), Port: aws.Int32(p)}
+}
+
+// backend is a real HTTP server whose /health answers with a status the test sets.
+type backend struct {
+	srv    *httptest.Server
+	status atomic.Int32
+}
+
+func newBackend(t *testing.T) *backend {
+	t.Helper()
+	b := &backend{}
+	b.status.Store(http.StatusOK)
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(int(b.status.Load()))
+	}))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+func (b *backend) addr() string { return strings.TrimPrefix(b.srv.URL, "http://") }
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// balancerCfg is the config section the tests change.
+type balancerCfg = infra.Balancer

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// MaxSlow caps /slow?ms=N.
+const MaxSlow = 10 * time.Minute
+
+// Handler is the app's routes; backend (host:port) goes into every response's X-Backend.
+func (a *App) Handler(backend string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", a.root)
+	mux.HandleFunc("/health", a.health)
+	mux.HandleFunc("/orders", a.ordersRoute)
+	mux.HandleFunc("/slow", a.slow)
+	version := a.opts.Version
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Version", version)
+		w.Header().Set("X-Backend", backend)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (a *App) root(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	if !getOrHead(w, r) {
+		return
+	}
+	text(w, http.StatusOK, "version "+a.opts.Version+"\n")
+}
+
+func (a *App) health(w http.ResponseWriter, r *http.Request) {
+	if !getOrHead(w, r) {
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if !a.healthy() {
+		text(w, http.StatusServiceUnavailable, "unhealthy\n")
+		return
+	}
+	text(w, http.StatusOK, "ok\n")
+}
+
+func (a *App) ordersRoute(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		a.placeOrder(w, r)
+	case http.MethodGet, http.MethodHead:
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(a.orders.list())
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		text(w, http.StatusMethodNotAllowed, "use GET to list orders or POST with an Idempotency-Key to place one\n")
+	}
+}
+
+// placeOrder executes an order: one record per execution, so a retried request that the server
+// executed twice shows its key twice in the log.
+func (a *App) placeOrder(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		text(w, http.StatusBadRequest, "POST /orders needs an Idempotency-Key header\n")
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	// ?ms=N: the order takes N ms to process before it is recorded and answered, so a load can
+	// have POSTs in flight when a deploy stops the process (the demo's naive run shows them fail).
+	if q := r.URL.Query().Get("ms"); q != "" {
+		ms, err := strconv.Atoi(q)
+		d := time.Duration(ms) * time.Millisecond
+		if err != nil || ms < 0 || d > MaxSlow {
+			text(w, http.StatusBadRequest, fmt.Sprintf("POST /orders?ms=N needs 0 <= N <= %d, got %q\n", MaxSlow.Milliseconds(), q))
+			return
+		}
+		select {
+		case <-a.opts.Clock.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	o := Order{Key: key, Version: a.opts.Version, At: a.opts.Clock.Now().UTC()}
+	if err := a.orders.record(o); err != nil {
+		a.opts.Logger.Error("order not recorded", "key", key, "error", err)
+		text(w, http.StatusInternalServerError, "order not recorded: "+err.Error()+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(o)
+}
+
+func (a *App) slow(w http.ResponseWriter, r *http.Request) {
+	if !getOrHead(w, r) {
+		return
+	}
+	ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+	d := time.Duration(ms) * time.Millisecond
+	if err != nil || ms < 0 || d > MaxSlow {
+		text(w, http.StatusBadRequest, fmt.Sprintf("/slow needs ms=N with 0 <= N <= %d, got %q\n",
+			MaxSlow.Milliseconds(), r.URL.Query().Get("ms")))
+		return
+	}
+	select {
+	case <-a.opts.Clock.After(d):
+	case <-r.Context().Done():
+		return
+	}
+	text(w, http.StatusOK, fmt.Sprintf("version %s slept %d ms\n", a.opts.Version, ms))
+}
+
+func getOrHead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	text(w, http.StatusMethodNotAllowed, r.Method+" not allowed here; use GET\n")
+	return false
+}
+
+func text(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	io.WriteString(w, body)
+}

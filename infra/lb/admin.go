@@ -1,0 +1,84 @@
+package lb
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
+// /metrics and the HTML status page on / (contracts.md). When it is not bound to loopback
+// every request needs Authorization: Bearer <token>.
+type adminServer struct{ srv *http.Server }
+
+func (s *Server) serveAdmin(ln net.Listener) *adminServer {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/backends", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"backends": s.Statuses()})
+	})
+	mux.HandleFunc("GET /admin/settings", func(w http.ResponseWriter, r *http.Request) {
+		v := s.set.view()
+		if s.ln != nil {
+			v.Listen = s.Addr()
+		}
+		writeJSON(w, v)
+	})
+	mux.HandleFunc("GET /admin/health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if s.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("draining\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", s.statusPage)
+	var h http.Handler = mux
+	if !loopback(ln.Addr().String()) || s.set.AdminToken != "" && !loopback(s.set.Admin) {
+		h = bearer(s.set.AdminToken, mux)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
+	go func() { _ = srv.Serve(ln) }()
+	return &adminServer{srv: srv}
+}
+
+func (a *adminServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = a.srv.Shutdown(ctx)
+}
+
+func bearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="zero502 lb admin"`)
+			http.Error(w, "admin API needs Authorization: Bearer <balancer.admin_token>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Statuses is every backend's admin view, in configured order.
+func (s *Server) Statuses() []BackendStatus {
+	out := make([]BackendStatus, 0, len(s.backends))
+	for _, b := range s.backends {
+		out = append(out, b.Status())
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

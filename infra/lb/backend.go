@@ -1,0 +1,120 @@
+package lb
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// State is where a backend stands with the LB.
+type State string
+
+// Backend states (see contracts.md).
+const (
+	// Healthy: in rotation.
+	Healthy State = "healthy"
+	// Draining: its health check answered 503; no new requests at once, in-flight ones finish,
+	// idle pooled connections to it are closed.
+	Draining State = "draining"
+	// Unhealthy: out after unhealthy_threshold failed checks, or ejected passively when a
+	// connection to it was refused or broke.
+	Unhealthy State = "unhealthy"
+)
+
+// Transition is one change of a backend's state.
+type Transition struct {
+	At     time.Time `json:"at"`
+	From   State     `json:"from"`
+	To     State     `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+const keptTransitions = 20
+
+// Status classes of the per-backend request counters.
+const (
+	class2xx = iota
+	class3xx
+	class4xx
+	class5xx
+	classErrors
+	classes
+)
+
+var classNames = [classes]string{"2xx", "3xx", "4xx", "5xx", "errors"}
+
+// Backend is one target of the LB: its health state, its upstream connection pool and its
+// counters.
+type Backend struct {
+	// Address is the backend as configured (host:port).
+	Address string
+	index   int
+
+	mu          sync.Mutex
+	state       State
+	since       time.Time
+	failures    int
+	successes   int
+	lastCheck   time.Time
+	lastErr     string
+	transitions []Transition
+
+	healthy  atomic.Bool
+	inFlight atomic.Int64
+	counts   [classes]atomic.Uint64
+
+	pool pool
+
+	connectSeconds prometheus.Observer
+	headerSeconds  prometheus.Observer
+}
+
+func newBackend(addr string, index int, now time.Time) *Backend {
+	b := &Backend{Address: addr, index: index, state: Healthy, since: now}
+	b.healthy.Store(true)
+	b.pool.backend = b
+	return b
+}
+
+// count records one request outcome: a status code, or 0 for a request that got no response
+// from this backend.
+func (b *Backend) count(status int) {
+	c := classErrors
+	if status >= 200 && status < 600 {
+		c = status/100 - 2
+	}
+	b.counts[c].Add(1)
+}
+
+// BackendStatus is the admin API's view of one backend (contracts.md).
+type BackendStatus struct {
+	Address              string            `json:"address"`
+	State                State             `json:"state"`
+	InRotation           bool              `json:"in_rotation"`
+	Since                time.Time         `json:"since"`
+	ConsecutiveFailures  int               `json:"consecutive_failures"`
+	ConsecutiveSuccesses int               `json:"consecutive_successes"`
+	LastCheck            time.Time         `json:"last_check"`
+	LastError            string            `json:"last_error"`
+	InFlight             int64             `json:"in_flight"`
+	Requests             map[string]uint64 `json:"requests"`
+	Transitions          []Transition      `json:"transitions"`
+}
+
+// Status is a consistent snapshot of b.
+func (b *Backend) Status() BackendStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := BackendStatus{
+		Address: b.Address, State: b.state, InRotation: b.state == Healthy, Since: b.since.UTC(),
+		ConsecutiveFailures: b.failures, ConsecutiveSuccesses: b.successes,
+		LastCheck: b.lastCheck.UTC(), LastError: b.lastErr, InFlight: b.inFlight.Load(),
+		Requests: make(map[string]uint64, classes), Transitions: append([]Transition{}, b.transitions...),
+	}
+	for i, n := range classNames {
+		st.Requests[n] = b.counts[i].Load()
+	}
+	return st
+}

@@ -1,0 +1,179 @@
+package lb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// Settings are every number and address the LB runs with. Durations and counts are the
+// balancer.* keys of the infra config; the admin API shows them back (GET /admin/settings).
+type Settings struct {
+	Listen     string   // proxy listener host:port
+	Admin      string   // admin listener host:port; "" disables it
+	AdminToken string   // bearer token, required when Admin is not on loopback
+	Backends   []string // host:port, in order
+
+	HealthPath         string
+	Interval           time.Duration
+	Timeout            time.Duration
+	UnhealthyThreshold int
+	HealthyThreshold   int
+	IdleTimeout        time.Duration // upstream keep-alive idle timeout
+	ConnectTimeout     time.Duration
+	HeaderTimeout      time.Duration // backend response headers, then 504
+	MaxHeaderBytes     int           // client request head, then 431
+
+	ClientHeaderTimeout time.Duration // a client's request head (and silence in its body)
+	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
+	BodyTimeout         time.Duration // silence while relaying a response body
+	MaxIdlePerBackend   int           // pooled upstream connections per backend
+
+	Drain    time.Duration // own drain window after SIGTERM: /_lb/health 503, still proxying
+	Shutdown time.Duration // in-flight budget after the window
+	// AccessLog turns on one JSON log line per request.
+	AccessLog bool
+}
+
+// LabSettings are the defaults of lab mode (`zero502 lb PORT BACKEND...`): the reverse-proxy
+// lab's timing with no flags. Checks every 500 ms with a 400 ms timeout and thresholds of 2:
+// a dead or sick backend is out within about 1.5 s (the lab allows 4 s), a recovered one back
+// within about 1 s (the lab allows 5 s); connect 1 s, response headers 3 s.
+func LabSettings(listen string, backends []string) Settings {
+	return Settings{
+		Listen: listen, Backends: backends,
+		HealthPath: "/health", Interval: 500 * time.Millisecond, Timeout: 400 * time.Millisecond,
+		UnhealthyThreshold: 2, HealthyThreshold: 2,
+		IdleTimeout: 4 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second,
+		MaxHeaderBytes:      64 << 10,
+		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
+		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
+		Drain: 0, Shutdown: 10 * time.Second,
+	}
+}
+
+// FromConfig takes listen, admin, backends (cfg.Targets()) and every number from the infra
+// config, the drain window and shutdown budget from drain.window and drain.shutdown.
+func FromConfig(cfg *infra.Config) Settings {
+	b := cfg.Balancer
+	s := LabSettings(b.Listen, cfg.Targets())
+	s.Admin, s.AdminToken = b.Admin, b.AdminToken
+	s.HealthPath, s.Interval, s.Timeout = b.HealthPath, b.Interval, b.Timeout
+	s.UnhealthyThreshold, s.HealthyThreshold = b.UnhealthyThreshold, b.HealthyThreshold
+	s.IdleTimeout, s.ConnectTimeout, s.HeaderTimeout = b.IdleTimeout, b.ConnectTimeout, b.HeaderTimeout
+	s.MaxHeaderBytes = b.MaxHeaderBytes
+	s.Drain, s.Shutdown = cfg.Drain.Window, cfg.Drain.Shutdown
+	return s
+}
+
+// Validate refuses bad values before anything starts, naming the flag, the value and the rule.
+func (s Settings) Validate() error {
+	var errs []error
+	bad := func(flag string, v any, rule string) {
+		errs = append(errs, fmt.Errorf("--%s %v: %s", flag, v, rule))
+	}
+	positive := func(flag string, d time.Duration) {
+		if d <= 0 {
+			bad(flag, d, "must be a positive duration, e.g. 1s")
+		}
+	}
+	positive("health-interval", s.Interval)
+	positive("health-timeout", s.Timeout)
+	if s.Timeout > 0 && s.Interval > 0 && s.Timeout >= s.Interval {
+		bad("health-timeout", s.Timeout, fmt.Sprintf("must be below --health-interval (%s): a check must end before the next", s.Interval))
+	}
+	positive("idle-timeout", s.IdleTimeout)
+	positive("connect-timeout", s.ConnectTimeout)
+	positive("header-timeout", s.HeaderTimeout)
+	positive("client-header-timeout", s.ClientHeaderTimeout)
+	positive("client-idle-timeout", s.ClientIdleTimeout)
+	positive("body-timeout", s.BodyTimeout)
+	positive("shutdown", s.Shutdown)
+	if s.Drain < 0 {
+		bad("drain", s.Drain, "must not be negative")
+	}
+	if s.UnhealthyThreshold < 1 {
+		bad("unhealthy-threshold", s.UnhealthyThreshold, "must be at least 1")
+	}
+	if s.HealthyThreshold < 1 {
+		bad("healthy-threshold", s.HealthyThreshold, "must be at least 1")
+	}
+	if s.MaxHeaderBytes < 1024 || s.MaxHeaderBytes > 1<<20 {
+		bad("max-header-bytes", s.MaxHeaderBytes, "must be from 1024 to 1048576")
+	}
+	if s.MaxIdlePerBackend < 0 {
+		bad("max-idle-per-backend", s.MaxIdlePerBackend, "must not be negative")
+	}
+	if !strings.HasPrefix(s.HealthPath, "/") || strings.ContainsAny(s.HealthPath, " \r\n") {
+		bad("health-path", fmt.Sprintf("%q", s.HealthPath), "must be a path starting with / without spaces")
+	}
+	if err := checkHostPort(s.Listen); err != nil {
+		bad("listen", fmt.Sprintf("%q", s.Listen), err.Error())
+	}
+	if s.Admin != "" {
+		if err := checkHostPort(s.Admin); err != nil {
+			bad("admin", fmt.Sprintf("%q", s.Admin), err.Error())
+		} else if !loopback(s.Admin) && s.AdminToken == "" {
+			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token or balancer.admin_token)")
+		}
+	}
+	if len(s.Backends) == 0 {
+		errs = append(errs, errors.New("no backends: give at least one host:port (config: the balanced service on every host)"))
+	}
+	for _, b := range s.Backends {
+		if err := checkHostPort(b); err != nil {
+			errs = append(errs, fmt.Errorf("backend %q: %s", b, err))
+		} else if _, p, _ := net.SplitHostPort(b); p == "0" {
+			errs = append(errs, fmt.Errorf("backend %q: port must be from 1 to 65535", b))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkHostPort(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("must be host:port, e.g. 127.0.0.1:9001")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return errors.New("port must be a number from 0 to 65535")
+	}
+	return nil
+}
+
+func loopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// settingsView is GET /admin/settings (contracts.md): the YAML key names, Go durations.
+type settingsView struct {
+	Listen             string `json:"listen"`
+	HealthPath         string `json:"health_path"`
+	Interval           string `json:"interval"`
+	Timeout            string `json:"timeout"`
+	UnhealthyThreshold int    `json:"unhealthy_threshold"`
+	HealthyThreshold   int    `json:"healthy_threshold"`
+	IdleTimeout        string `json:"idle_timeout"`
+	ConnectTimeout     string `json:"connect_timeout"`
+	HeaderTimeout      string `json:"header_timeout"`
+	MaxHeaderBytes     int    `json:"max_header_bytes"`
+}
+
+func (s Settings) view() settingsView {
+	return settingsView{
+		Listen: s.Listen, HealthPath: s.HealthPath, Interval: s.Interval.String(), Timeout: s.Timeout.String(),
+		UnhealthyThreshold: s.UnhealthyThreshold, HealthyThreshold: s.HealthyThreshold,
+		IdleTimeout: s.IdleTimeout.String(), ConnectTimeout: s.ConnectTimeout.String(),
+		HeaderTimeout: s.HeaderTimeout.String(), MaxHeaderBytes: s.MaxHeaderBytes,
+	}
+}

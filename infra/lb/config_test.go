@@ -1,0 +1,47 @@
+package lb
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/examples"
+	"github.com/zero502/zero502/infra"
+)
+
+func TestFromConfigTakesEverythingFromTheInfraConfig(t *testing.T) {
+	cfg, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := FromConfig(cfg)
+	if err := s.Validate(); err != nil {
+		t.Fatalf("local.yaml gives invalid LB settings: %v", err)
+	}
+	want := Settings{Listen: "127.0.0.1:18080", Admin: "127.0.0.1:18081", HealthPath: "/health",
+		Interval: 250 * time.Millisecond, Timeout: 100 * time.Millisecond, UnhealthyThreshold: 2, HealthyThreshold: 2,
+		IdleTimeout: 5 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second, MaxHeaderBytes: 65536,
+		Drain: 1500 * time.Millisecond, Shutdown: time.Second}
+	got := s
+	got.Backends, got.ClientHeaderTimeout, got.ClientIdleTimeout, got.BodyTimeout, got.MaxIdlePerBackend = nil, 0, 0, 0, 0
+	if got.Listen != want.Listen || got.Admin != want.Admin || got.Interval != want.Interval || got.Timeout != want.Timeout ||
+		got.IdleTimeout != want.IdleTimeout || got.Drain != want.Drain || got.Shutdown != want.Shutdown ||
+		got.UnhealthyThreshold != want.UnhealthyThreshold || got.HealthyThreshold != want.HealthyThreshold ||
+		got.HeaderTimeout != want.HeaderTimeout || got.MaxHeaderBytes != want.MaxHeaderBytes {
+		t.Fatalf("settings from local.yaml:\n got %+v\nwant %+v", got, want)
+	}
+	if len(s.Backends) != 3 || s.Backends[0] != "127.0.0.1:19001" || s.Backends[2] != "127.0.0.1:19201" {
+		t.Fatalf("backends: %v, want the web service on the three hosts", s.Backends)
+	}
+}
+
+func TestLabDefaultsMeetTheLabTiming(t *testing.T) {
+	s := LabSettings("127.0.0.1:8080", []string{"127.0.0.1:9001"})
+	// worst case out: a check just missed, then unhealthy_threshold checks each running into its timeout
+	out := s.Interval + time.Duration(s.UnhealthyThreshold)*(s.Interval+s.Timeout)
+	back := s.Interval + time.Duration(s.HealthyThreshold)*s.Interval
+	if s.Interval > time.Second || out >= 4*time.Second || back >= 5*time.Second ||
+		s.ConnectTimeout != time.Second || s.HeaderTimeout != 3*time.Second {
+		t.Fatalf("lab defaults: interval %s, out within %s (lab: 4s), back within %s (lab: 5s), connect %s, header %s",
+			s.Interval, out, back, s.ConnectTimeout, s.HeaderTimeout)
+	}
+}

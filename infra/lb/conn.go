@@ -1,0 +1,245 @@
+package lb
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// clientConn is one client connection. Between requests it holds no buffer: it waits for
+// readability with a zero-copy peek (waitReadable), and takes a read buffer and an exchange
+// from their pools only while a request is in progress.
+type clientConn struct {
+	conn *net.TCPConn
+	raw  syscall.RawConn
+	in   reader
+	ip   []byte
+	idle atomic.Bool
+}
+
+// serveConn answers the requests of one client connection, in order (pipelined requests
+// wait in the read buffer), until it closes, asks to close, or the LB stops.
+func (s *Server) serveConn(cc *clientConn) {
+	defer s.forget(cc)
+	defer cc.conn.Close()
+	defer cc.in.release()
+	hot := false
+	for {
+		if len(cc.in.buffered()) == 0 && !s.awaitRequest(cc, hot) {
+			return
+		}
+		hot = true
+		start := time.Now()
+		_ = cc.conn.SetReadDeadline(start.Add(s.set.ClientHeaderTimeout))
+		n, err := s.readHead(cc)
+		if err != nil {
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				s.refuse(cc, pe.Status)
+			} else if errors.Is(err, os.ErrDeadlineExceeded) && len(cc.in.buffered()) > 0 {
+				s.refuse(cc, 408)
+			}
+			return
+		}
+		x := exchanges.Get().(*exchange)
+		keep := s.serve(cc, x, n, start)
+		x.req.reset()
+		x.resp.Head = nil
+		exchanges.Put(x)
+		if !keep {
+			return
+		}
+	}
+}
+
+// hotWindow is how long a client connection keeps its read buffer after a response.
+const hotWindow = 250 * time.Millisecond
+
+// awaitRequest waits for the first bytes of the next request; false means the connection is
+// done (closed by the client, idle too long, or the LB is stopping). Right after a response the
+// connection is hot: it keeps its read buffer and reads directly for up to hotWindow, the common
+// case of a busy keep-alive client, which saves a system call per request. After that it gives
+// the buffer back and waits with a buffer-free peek, so an idle connection holds no buffer.
+func (s *Server) awaitRequest(cc *clientConn, hot bool) bool {
+	now := time.Now()
+	idle := s.set.ClientIdleTimeout
+	if hot && idle > hotWindow {
+		cc.in.acquire()
+		_ = cc.conn.SetReadDeadline(now.Add(hotWindow))
+		cc.idle.Store(true)
+		if s.closing.Load() {
+			return false
+		}
+		err := cc.in.fill(s.set.MaxHeaderBytes)
+		cc.idle.Store(false)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return false
+		}
+	}
+	cc.in.release()
+	_ = cc.conn.SetReadDeadline(now.Add(idle))
+	cc.idle.Store(true)
+	if s.closing.Load() {
+		return false
+	}
+	err := waitReadable(cc.raw)
+	cc.idle.Store(false)
+	return err == nil
+}
+
+// readHead reads until the buffer holds a whole request head and returns its length.
+func (s *Server) readHead(cc *clientConn) (int, error) {
+	max := s.set.MaxHeaderBytes
+	for {
+		if k := skipEmptyLines(cc.in.buffered()); k > 0 {
+			cc.in.consume(k)
+		}
+		buf := cc.in.buffered()
+		n, err := headEnd(buf)
+		if err != nil {
+			return 0, err
+		}
+		if n > max || n < 0 && len(buf) >= max {
+			return 0, &ParseError{Status: 431, Reason: "request header block larger than " + strconv.Itoa(max) + " bytes"}
+		}
+		if n > 0 {
+			return n, nil
+		}
+		if err := checkPartialRequestLine(buf); err != nil {
+			return 0, err
+		}
+		if err := cc.in.fill(max); err != nil {
+			if errors.Is(err, errBufferFull) {
+				return 0, &ParseError{Status: 431, Reason: "request header block too large"}
+			}
+			return 0, err
+		}
+	}
+}
+
+// serve handles one parsed-or-refused request head of n bytes.
+func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool {
+	head := cc.in.buffered()[:n]
+	if err := ParseRequest(head, &x.req); err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			s.refuse(cc, pe.Status)
+		}
+		return false
+	}
+	req := &x.req
+	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
+		cc.in.consume(n)
+		status := 200
+		if s.draining.Load() || s.closing.Load() {
+			status = 503
+		}
+		return s.answer(cc, req, status, start, nil)
+	}
+	return s.proxy(cc, x, n, start)
+}
+
+// answer writes a response the LB makes itself (its own health, 502, 503, 504) and returns
+// whether the client connection may carry another request.
+func (s *Server) answer(cc *clientConn, req *Request, status int, start time.Time, b *Backend) bool {
+	closeClient := req.Close || s.draining.Load() || s.closing.Load()
+	body := statusBody(status, s.draining.Load() || s.closing.Load())
+	out := make([]byte, 0, 160)
+	out = append(out, "HTTP/1.1 "...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	out = append(out, ' ')
+	out = append(out, statusText(status)...)
+	out = append(out, "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "...)
+	out = strconv.AppendInt(out, int64(len(body)), 10)
+	out = append(out, "\r\n"...)
+	if status == 503 {
+		out = append(out, "Retry-After: 1\r\n"...)
+	}
+	if closeClient {
+		out = append(out, "Connection: close\r\n"...)
+	}
+	out = append(out, "\r\n"...)
+	if !req.IsHead() {
+		out = append(out, body...)
+	}
+	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+	_, err := cc.conn.Write(out)
+	if status >= 500 {
+		s.metrics.ownAnswers.WithLabelValues(strconv.Itoa(status)).Inc()
+	}
+	s.logAccess(cc, req, status, b, start)
+	return err == nil && !closeClient
+}
+
+// refuse answers a request the LB cannot parse and closes the connection gracefully: it stops
+// writing, then reads what the client is still sending for a moment, so the client sees the
+// status instead of a reset.
+func (s *Server) refuse(cc *clientConn, status int) {
+	body := statusText(status) + "\n"
+	out := "HTTP/1.1 " + strconv.Itoa(status) + " " + statusText(status) +
+		"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + strconv.Itoa(len(body)) +
+		"\r\nConnection: close\r\n\r\n" + body
+	s.metrics.refused.WithLabelValues(strconv.Itoa(status)).Inc()
+	_ = cc.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := cc.conn.Write([]byte(out)); err != nil {
+		return
+	}
+	_ = cc.conn.CloseWrite()
+	_ = cc.conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	var sink [4096]byte
+	for total := 0; total < 1<<20; {
+		n, err := cc.conn.Read(sink[:])
+		total += n
+		if err != nil {
+			return
+		}
+	}
+}
+
+func statusText(code int) string {
+	switch code {
+	case 200:
+		return "OK"
+	case 400:
+		return "Bad Request"
+	case 408:
+		return "Request Timeout"
+	case 431:
+		return "Request Header Fields Too Large"
+	case 501:
+		return "Not Implemented"
+	case 502:
+		return "Bad Gateway"
+	case 503:
+		return "Service Unavailable"
+	case 504:
+		return "Gateway Timeout"
+	case 505:
+		return "HTTP Version Not Supported"
+	}
+	return "Status " + strconv.Itoa(code)
+}
+
+func statusBody(code int, draining bool) string {
+	switch code {
+	case 200:
+		return "ok\n"
+	case 502:
+		return "bad gateway: the backend could not be reached or broke the connection\n"
+	case 503:
+		if draining {
+			return "draining\n"
+		}
+		return "no healthy backend\n"
+	case 504:
+		return "gateway timeout: the backend sent no response headers in time\n"
+	}
+	return statusText(code) + "\n"
+}

@@ -1,0 +1,85 @@
+package lb
+
+// hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
+// plus Proxy-Connection. They are never forwarded, in either direction; neither are the headers
+// a Connection header names.
+var hopByHop = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func isHopByHop(name []byte) bool {
+	for _, h := range hopByHop {
+		if asciiEqualFold(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// markConnectionNamed sets hop[k] for every field whose name a Connection header lists.
+func markConnectionNamed(head []byte, fields []field, hop []bool) {
+	for _, f := range fields {
+		if !asciiEqualFold(f.name.of(head), "Connection") {
+			continue
+		}
+		for v := f.value.of(head); len(v) > 0; {
+			var tok []byte
+			tok, v = nextToken(v)
+			for k, g := range fields {
+				if asciiEqualFold(g.name.of(head), string(tok)) {
+					hop[k] = true
+				}
+			}
+		}
+	}
+}
+
+// appendUpstreamHead appends the head the LB sends to a backend for r: the request line as the
+// client sent it but always HTTP/1.1 (the upstream connection is the LB's, kept alive), every
+// end-to-end header in order (Host untouched), and X-Forwarded-For with clientIP appended to
+// whatever the client sent (several X-Forwarded-For lines are joined in order, in the place of
+// the first). An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1 needs one.
+func appendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string) []byte {
+	dst = append(dst, r.Method()...)
+	dst = append(dst, ' ')
+	dst = append(dst, r.Target()...)
+	dst = append(dst, " HTTP/1.1\r\n"...)
+	if r.Minor == 0 && !r.hasHost {
+		dst = append(dst, "Host: "...)
+		dst = append(dst, backend...)
+		dst = append(dst, "\r\n"...)
+	}
+	xff := false
+	for k := range r.fields {
+		if r.hop[k] {
+			continue
+		}
+		name, value := r.Field(k)
+		if asciiEqualFold(name, "X-Forwarded-For") {
+			if xff {
+				continue
+			}
+			xff = true
+			dst = append(dst, "X-Forwarded-For: "...)
+			for j := k; j < len(r.fields); j++ {
+				if n, v := r.Field(j); !r.hop[j] && asciiEqualFold(n, "X-Forwarded-For") && len(v) > 0 {
+					dst = append(dst, v...)
+					dst = append(dst, ", "...)
+				}
+			}
+			dst = append(dst, clientIP...)
+			dst = append(dst, "\r\n"...)
+			continue
+		}
+		dst = append(dst, name...)
+		dst = append(dst, ": "...)
+		dst = append(dst, value...)
+		dst = append(dst, "\r\n"...)
+	}
+	if !xff {
+		dst = append(dst, "X-Forwarded-For: "...)
+		dst = append(dst, clientIP...)
+		dst = append(dst, "\r\n"...)
+	}
+	return append(dst, "\r\n"...)
+}

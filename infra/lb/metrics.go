@@ -1,0 +1,100 @@
+package lb
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the LB's Prometheus metrics, on its own registry (no global state). Request
+// counters are read at scrape time from the backends' own atomics, so the hot path pays for
+// no label lookups; the latency histograms are resolved per backend once.
+type metrics struct {
+	reg         *prometheus.Registry
+	transitions *prometheus.CounterVec
+	ownAnswers  *prometheus.CounterVec
+	refused     *prometheus.CounterVec
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zero502_lb_health_transitions_total",
+		Help: "Backend state changes, by backend, from and to state.",
+	}, []string{"backend", "from", "to"})
+	m.ownAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zero502_lb_own_responses_total",
+		Help: "Responses the LB made itself (502 unreachable, 503 no healthy backend, 504 header timeout).",
+	}, []string{"code"})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zero502_lb_refused_requests_total",
+		Help: "Client requests refused by the parser (400, 408, 431, 501, 505).",
+	}, []string{"code"})
+	connect := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "zero502_lb_upstream_connect_seconds",
+		Help:    "Time to open a connection to a backend.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	}, []string{"backend"})
+	header := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "zero502_lb_upstream_header_seconds",
+		Help:    "Time from the request sent to the backend's response head.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"backend"})
+	for _, b := range s.backends {
+		b.connectSeconds = connect.WithLabelValues(b.Address)
+		b.headerSeconds = header.WithLabelValues(b.Address)
+		m.transitions.WithLabelValues(b.Address, string(Healthy), string(Unhealthy))
+	}
+	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, connect, header, &counters{s: s})
+	return m
+}
+
+func (m *metrics) transition(b *Backend, t Transition) {
+	m.transitions.WithLabelValues(b.Address, string(t.From), string(t.To)).Inc()
+}
+
+// counters exports the atomics the forwarding path keeps.
+type counters struct{ s *Server }
+
+var (
+	requestsDesc = prometheus.NewDesc("zero502_lb_requests_total",
+		"Requests forwarded, by backend and status class (errors: no response from that backend).",
+		[]string{"backend", "class"}, nil)
+	inFlightDesc = prometheus.NewDesc("zero502_lb_in_flight_requests",
+		"Requests in progress at a backend.", []string{"backend"}, nil)
+	inRotationDesc = prometheus.NewDesc("zero502_lb_backend_in_rotation",
+		"1 when the backend is healthy and in rotation.", []string{"backend"}, nil)
+	idleDesc = prometheus.NewDesc("zero502_lb_upstream_idle_connections",
+		"Idle keep-alive connections pooled to the backend.", []string{"backend"}, nil)
+	retriesDesc = prometheus.NewDesc("zero502_lb_retries_total",
+		"Requests without a body sent again to another backend after one was unreachable.", nil, nil)
+	ejectionsDesc = prometheus.NewDesc("zero502_lb_passive_ejections_total",
+		"Backends taken out of rotation at once because a connection to them was refused or broke.", nil, nil)
+	clientsDesc = prometheus.NewDesc("zero502_lb_client_connections",
+		"Open client connections.", nil, nil)
+)
+
+func (c *counters) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc} {
+		ch <- d
+	}
+}
+
+func (c *counters) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.s.backends {
+		for i, n := range classNames {
+			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(b.counts[i].Load()), b.Address, n)
+		}
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(b.inFlight.Load()), b.Address)
+		rot := 0.0
+		if b.healthy.Load() {
+			rot = 1
+		}
+		ch <- prometheus.MustNewConstMetric(inRotationDesc, prometheus.GaugeValue, rot, b.Address)
+		ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(b.pool.idleCount()), b.Address)
+	}
+	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(c.s.retries.Load()))
+	ch <- prometheus.MustNewConstMetric(ejectionsDesc, prometheus.CounterValue, float64(c.s.ejections.Load()))
+	c.s.mu.Lock()
+	n := len(c.s.conns)
+	c.s.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(n))
+}

@@ -1,0 +1,299 @@
+package lb
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// exchange is the scratch memory of one request in progress, pooled: an idle client
+// connection holds none of it.
+type exchange struct {
+	req  Request
+	resp Response
+	out  []byte
+	copy []byte
+}
+
+const outFlush = 16 << 10
+
+var exchanges = sync.Pool{New: func() any {
+	return &exchange{out: make([]byte, 0, outFlush+smallBuf), copy: make([]byte, 32<<10)}
+}}
+
+// outcome of one attempt to get a response head from a backend.
+type attemptError int
+
+const (
+	attemptOK         attemptError = iota
+	attemptConnect                 // could not connect: nothing was sent
+	attemptNoAnswer                // sent (maybe partly), not one byte came back: refused, reset, closed
+	attemptTimeout                 // no response head within header_timeout: 504
+	attemptBad                     // a broken or partial response head: 502
+	attemptClientGone              // the client's request body stopped coming: no answer possible
+)
+
+// deadline refreshes a connection's read or write deadline at most every quarter of the
+// silence budget, so a transfer times out on silence between reads, never on its total
+// duration, without a timer reset per read.
+type deadline struct {
+	conn    net.Conn
+	write   bool
+	silence time.Duration
+	at      time.Time
+}
+
+func (d *deadline) touch(now time.Time) {
+	if now.Sub(d.at) > d.silence/4 {
+		d.at = now
+		if d.write {
+			_ = d.conn.SetWriteDeadline(now.Add(d.silence))
+		} else {
+			_ = d.conn.SetReadDeadline(now.Add(d.silence))
+		}
+	}
+}
+
+// proxy forwards the request whose head is the first headLen buffered bytes of cc and relays
+// the response. It returns whether the client connection may carry another request.
+func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time) bool {
+	req := &x.req
+	body := cc.in.buffered()[headLen:]
+	if int64(len(body)) > req.ContentLength {
+		body = body[:req.ContentLength]
+	}
+	rest := req.ContentLength - int64(len(body)) // still to read from the client
+	consumed := func() { cc.in.consume(headLen + len(body)) }
+
+	var t tried
+	retried := false
+	for {
+		b := s.rot.pick(&t)
+		if b == nil {
+			if !s.skipBody(cc, x, rest) {
+				return false
+			}
+			consumed()
+			return s.answer(cc, req, 503, start, nil)
+		}
+		t.add(b)
+		if retried {
+			s.retries.Add(1)
+		}
+		b.inFlight.Add(1)
+		u, aerr := s.attempt(cc, x, b, body, &rest, !req.Idempotent())
+		if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
+			// the pooled connection was stale: same backend, fresh connection
+			u.close()
+			u, aerr = s.attemptFresh(cc, x, b, body, &rest)
+		}
+		switch aerr {
+		case attemptOK:
+			keep := s.relay(cc, x, b, u, start)
+			b.inFlight.Add(-1)
+			consumed()
+			return keep
+		case attemptConnect, attemptNoAnswer:
+			if u != nil {
+				u.close()
+			}
+			b.count(0)
+			b.inFlight.Add(-1)
+			if u == nil || !u.reused {
+				s.eject(b, aerr)
+			}
+			if req.Idempotent() {
+				retried = true
+				continue
+			}
+			if !s.skipBody(cc, x, rest) {
+				return false
+			}
+			consumed()
+			return s.answer(cc, req, 502, start, b)
+		case attemptTimeout:
+			u.close()
+			b.count(0)
+			b.inFlight.Add(-1)
+			consumed()
+			return s.answer(cc, req, 504, start, b)
+		case attemptBad:
+			u.close()
+			b.count(0)
+			b.inFlight.Add(-1)
+			consumed()
+			return s.answer(cc, req, 502, start, b)
+		default: // attemptClientGone
+			if u != nil {
+				u.close()
+			}
+			b.inFlight.Add(-1)
+			return false
+		}
+	}
+}
+
+// attempt sends the request to b on a pooled connection if one is fit (see pool), else on a
+// fresh one, and reads the response head into x.resp.
+func (s *Server) attempt(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, hasBody bool) (*upstream, attemptError) {
+	now := s.clock.Now()
+	if u := b.pool.get(now, s.set.IdleTimeout, hasBody || x.req.ContentLength > 0); u != nil {
+		return u, s.exchange(cc, x, u, body, rest)
+	}
+	return s.attemptFresh(cc, x, b, body, rest)
+}
+
+func (s *Server) attemptFresh(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64) (*upstream, attemptError) {
+	u, err := s.dial(b)
+	if err != nil {
+		return nil, attemptConnect
+	}
+	return u, s.exchange(cc, x, u, body, rest)
+}
+
+func (s *Server) dial(b *Backend) (*upstream, error) {
+	t0 := time.Now()
+	c, err := net.DialTimeout("tcp", b.Address, s.set.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	b.connectSeconds.Observe(time.Since(t0).Seconds())
+	tc := c.(*net.TCPConn)
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	u := &upstream{conn: tc, raw: raw, backend: b}
+	u.in = reader{conn: tc, buf: make([]byte, 8<<10)}
+	return u, nil
+}
+
+// exchange writes the request on u and reads the response head.
+func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64) attemptError {
+	req := &x.req
+	out := appendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
+	if len(body) <= smallBuf {
+		out = append(out, body...)
+		body = nil
+	}
+	x.out = out[:0]
+	_ = u.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+	if _, err := u.conn.Write(out); err != nil {
+		return attemptNoAnswer
+	}
+	if len(body) > 0 {
+		if _, err := u.conn.Write(body); err != nil {
+			return attemptNoAnswer
+		}
+	}
+	if *rest > 0 {
+		if req.expect {
+			req.expect = false
+			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+			if _, err := io.WriteString(cc.conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+				return attemptClientGone
+			}
+		}
+		if aerr := s.streamBody(cc, x, u, rest); aerr != attemptOK {
+			return aerr
+		}
+	}
+	t0 := time.Now()
+	_ = u.conn.SetReadDeadline(t0.Add(s.set.HeaderTimeout))
+	for {
+		n, err := headEnd(u.in.buffered())
+		if err != nil {
+			return attemptBad
+		}
+		if n > 0 {
+			if err := ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
+				return attemptBad
+			}
+			if x.resp.Status >= 100 && x.resp.Status < 200 {
+				// interim response (100 Continue, 103 Early Hints): pass it on, wait for the final one
+				if req.Minor == 1 {
+					_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+					if _, err := cc.conn.Write(u.in.buffered()[:n]); err != nil {
+						return attemptClientGone
+					}
+				}
+				u.in.consume(n)
+				continue
+			}
+			u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
+			return attemptOK
+		}
+		got := u.in.w > 0
+		if err := u.in.fill(maxResponseHead); err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return attemptTimeout
+			case errors.Is(err, errBufferFull), got:
+				return attemptBad
+			}
+			return attemptNoAnswer
+		}
+	}
+}
+
+const maxResponseHead = 64 << 10
+
+// streamBody copies the rest of the request body from the client to u, with a silence timeout
+// on the client's side.
+func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, rest *int64) attemptError {
+	rd := deadline{conn: cc.conn, silence: s.set.ClientHeaderTimeout}
+	for *rest > 0 {
+		rd.touch(time.Now())
+		buf := x.copy
+		if int64(len(buf)) > *rest {
+			buf = buf[:*rest]
+		}
+		n, err := cc.conn.Read(buf)
+		*rest -= int64(n)
+		if n > 0 {
+			if _, werr := u.conn.Write(buf[:n]); werr != nil {
+				return attemptNoAnswer
+			}
+		}
+		if err != nil && *rest > 0 {
+			return attemptClientGone
+		}
+	}
+	return attemptOK
+}
+
+// skipBody gets past the unread rest of a request body the LB answers itself, so the next
+// request on the connection is found where it starts: it reads and drops it, or, when the
+// client waits for 100 Continue (and may never send it), marks the connection to close.
+func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64) bool {
+	if rest == 0 {
+		return true
+	}
+	if x.req.expect || rest > 1<<20 {
+		x.req.Close = true
+		return true
+	}
+	_ = cc.conn.SetReadDeadline(time.Now().Add(s.set.ClientHeaderTimeout))
+	n, err := io.CopyBuffer(io.Discard, io.LimitReader(connOnly{cc.conn}, rest), x.copy)
+	return err == nil && n == rest
+}
+
+// connOnly hides the connection's WriteTo so io.CopyBuffer uses the given buffer.
+type connOnly struct{ net.Conn }
+
+func (c connOnly) Read(p []byte) (int, error) { return c.Conn.Read(p) }
+
+func (s *Server) eject(b *Backend, aerr attemptError) {
+	reason := "connection broke before the response"
+	if aerr == attemptConnect {
+		reason = "connect failed"
+	}
+	if t, ok := b.eject(reason, s.clock.Now()); ok {
+		s.ejections.Add(1)
+		s.changed(b, t)
+	}
+}

@@ -1,0 +1,289 @@
+package lb
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestProxyRelaysBodiesIntact(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	c := client()
+
+	code, body, _ := get(t, c, l.url("/big"))
+	if code != 200 || body != string(bigBody) {
+		t.Fatalf("/big: %d, %d bytes, want 200 and the 1 MiB body", code, len(body))
+	}
+	code, body, hdr := get(t, c, l.url("/chunked"))
+	if code != 200 || body != string(bigBody[:5000]) {
+		t.Fatalf("/chunked: %d %d bytes (%v)", code, len(body), hdr)
+	}
+	upload := make([]byte, 300_000)
+	for i := range upload {
+		upload[i] = byte(i * 7)
+	}
+	resp, err := c.Post(l.url("/upload"), "application/octet-stream", strings.NewReader(string(upload)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum := sha256.Sum256(upload)
+	if want := fmt.Sprintf("300000 %s", hex.EncodeToString(sum[:])); string(got) != want {
+		t.Fatalf("upload: got %q want %q", got, want)
+	}
+}
+
+func TestProxyRelaysCloseDelimitedResponse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				if req.URL.Path == "/health" {
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Framing: close\r\n\r\nuntil the end")
+			}(c)
+		}
+	}()
+	l := startLB(t, fastSettings(ln.Addr().String()))
+	out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(out, "\r\n\r\nuntil the end") || !strings.Contains(out, "Connection: close") {
+		t.Fatalf("close-delimited relay: %q", out)
+	}
+}
+
+func TestHopByHopHeadersAreDroppedAndXFFAppended(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	out := raw(t, l.Addr(), "GET /headers HTTP/1.1\r\nHost: example.test:1234\r\n"+
+		"Connection: close, X-Secret\r\nKeep-Alive: 5\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\n"+
+		"Trailer: X\r\nUpgrade: websocket\r\nX-Secret: s\r\nX-Forwarded-For: 10.0.0.1\r\nX-Keep: yes\r\n\r\n", 5*time.Second)
+	_, body, ok := strings.Cut(out, "\r\n\r\n")
+	if !ok {
+		t.Fatalf("no response: %q", out)
+	}
+	for _, h := range []string{"Connection:", "Keep-Alive:", "Proxy-Connection:", "Te:", "Trailer:", "Upgrade:", "X-Secret:"} {
+		if strings.Contains(body, h) {
+			t.Errorf("hop-by-hop %s forwarded:\n%s", h, body)
+		}
+	}
+	for _, h := range []string{"Host: example.test:1234", "X-Forwarded-For: 10.0.0.1, 127.0.0.1", "X-Keep: yes"} {
+		if !strings.Contains(body, h) {
+			t.Errorf("missing %q:\n%s", h, body)
+		}
+	}
+}
+
+func TestKeepAlivePipeliningAndClose(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	// three pipelined requests in one write, then one more on the same connection
+	io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcHEAD /b HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	got := readResponses(t, br, 2, "GET")
+	got = append(got, readResponses(t, br, 1, "HEAD")...)
+	sum := sha256.Sum256([]byte("abc"))
+	want := []string{"200 a", "200 3 " + hex.EncodeToString(sum[:]), "200"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pipelined answers %q, want %q", got, want)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	if got := readResponses(t, br, 1, "GET"); got[0] != "200 a" {
+		t.Fatalf("4th request: %q", got)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("after Connection: close the LB must close, got %v", err)
+	}
+
+	out := raw(t, l.Addr(), "GET / HTTP/1.0\r\n\r\n", 5*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.1 200") || !strings.HasSuffix(out, "a") {
+		t.Fatalf("HTTP/1.0 request must be answered and closed: %q", out)
+	}
+}
+
+func TestGatewayTimeoutForSilentBackendWhileOthersAreServed(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.HeaderTimeout = 500 * time.Millisecond
+	l := startLB(t, set)
+	done := make(chan int, 1)
+	go func() {
+		resp, err := client().Get(l.url("/hang"))
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	c := client()
+	for i := 0; i < 5; i++ {
+		if code, _, _ := get(t, c, l.url("/")); code != 200 {
+			t.Fatalf("other request during /hang: %d", code)
+		}
+	}
+	if code := <-done; code != 504 {
+		t.Fatalf("/hang: %d, want 504", code)
+	}
+	if code, body, _ := get(t, c, l.url("/")); code != 200 || body != "a" {
+		t.Fatalf("after 504 the backend stays in rotation: %d %q", code, body)
+	}
+}
+
+func TestSlowClientBlocksNobody(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.ClientHeaderTimeout = 300 * time.Millisecond
+	l := startLB(t, set)
+	var slow []net.Conn
+	for i := 0; i < 50; i++ {
+		c, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHo")
+		slow = append(slow, c)
+	}
+	if code, _, _ := get(t, client(), l.url("/")); code != 200 {
+		t.Fatalf("request beside 50 half-sent ones: %d", code)
+	}
+	_ = slow[0].SetDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(slow[0])
+	if !strings.HasPrefix(string(b), "HTTP/1.1 408") {
+		t.Fatalf("half-sent request after the client header timeout: %q, want 408 and close", b)
+	}
+}
+
+func TestBodyTimesOutOnSilenceNotOnTotalDuration(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.HeaderTimeout = 400 * time.Millisecond // the trickle takes ~900 ms in all
+	l := startLB(t, set)
+	code, body, _ := get(t, client(), l.url("/trickle"))
+	if code != 200 || body != string(bigBody[:600]) {
+		t.Fatalf("trickled body: %d, %d bytes; want 200 and all 600", code, len(body))
+	}
+}
+
+func TestHTTP10ClientGetsChunkedBodyDecoded(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	out := raw(t, l.Addr(), "GET /chunked HTTP/1.0\r\nHost: x\r\n\r\n", 5*time.Second)
+	head, body, _ := strings.Cut(out, "\r\n\r\n")
+	if strings.Contains(head, "Transfer-Encoding") || !strings.Contains(head, "Connection: close") || body != string(bigBody[:5000]) {
+		t.Fatalf("HTTP/1.0 client and a chunked response: head %q, %d body bytes", head, len(body))
+	}
+}
+
+func TestExpectContinueIsAnsweredByTheLB(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("before the body: %q %v, want 100 Continue", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "abc")
+	sum := sha256.Sum256([]byte("abc"))
+	if got := readResponses(t, br, 1, "POST"); got[0] != "200 3 "+hex.EncodeToString(sum[:]) {
+		t.Fatalf("upload after 100 Continue: %q", got)
+	}
+}
+
+func TestClientLeavingMidResponseBreaksNothing(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	for i := 0; i < 20; i++ {
+		c, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+		buf := make([]byte, 1000)
+		io.ReadFull(c, buf)
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	}
+	c := client()
+	for i := 0; i < 5; i++ {
+		if code, body, _ := get(t, c, l.url("/big")); code != 200 || len(body) != len(bigBody) {
+			t.Fatalf("after clients left mid-response: %d %d", code, len(body))
+		}
+	}
+	eventually(t, 5*time.Second, "no request left in flight", func() bool { return l.Backends()[0].inFlight.Load() == 0 })
+}
+
+func TestAccessLogIsOffByDefaultAndJSONWhenOn(t *testing.T) {
+	a := startBackend(t, "a")
+	var buf syncBuffer
+	set := fastSettings(a.addr())
+	set.AccessLog = true
+	l := startLB(t, set, WithAccessLogOutput(&buf))
+	get(t, client(), l.url("/x?y=1"))
+	eventually(t, 5*time.Second, "an access log line", func() bool { return strings.Contains(buf.String(), `"target":"/x?y=1"`) })
+	line := strings.SplitN(buf.String(), "\n", 2)[0]
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["status"] != float64(200) || rec["backend"] != a.addr() || rec["method"] != "GET" {
+		t.Fatalf("access log line %q: %v %v", line, rec, err)
+	}
+	var quiet syncBuffer
+	l2 := startLB(t, fastSettings(a.addr()), WithAccessLogOutput(&quiet))
+	get(t, client(), l2.url("/"))
+	if quiet.String() != "" {
+		t.Fatalf("access log must be off by default: %q", quiet.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

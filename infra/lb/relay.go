@@ -1,0 +1,261 @@
+package lb
+
+import (
+	"bytes"
+	"io"
+	"time"
+)
+
+// relay sends the response head in x.resp (still buffered in u) to the client and the body
+// after it, byte for byte, then parks u for reuse when the response ended cleanly and the
+// backend allows it. It returns whether the client connection may carry another request.
+func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, start time.Time) bool {
+	resp := &x.resp
+	req := &x.req
+	closeClient := req.Close || s.draining.Load() || s.closing.Load() || resp.Framing == UntilClose
+	dechunk := req.Minor == 0 && resp.Framing == Chunked
+	closeClient = closeClient || dechunk
+	out := appendClientHead(x.out[:0], resp, closeClient, dechunk)
+	u.in.consume(len(resp.Head))
+	b.count(resp.Status)
+	status := resp.Status
+
+	now := time.Now()
+	cw := deadline{conn: cc.conn, write: true, silence: s.set.BodyTimeout}
+	cw.touch(now)
+
+	// the header deadline is still set: from here on only silence counts
+	ur := deadline{conn: u.conn, silence: s.set.BodyTimeout, at: now}
+	if resp.Framing != NoBody {
+		_ = u.conn.SetReadDeadline(now.Add(s.set.BodyTimeout))
+	}
+	w := sink{cc: cc, out: out, cw: cw}
+
+	var ok bool
+	switch resp.Framing {
+	case NoBody:
+		ok = w.flush()
+	case ContentLength:
+		ok = w.copyN(u, &ur, resp.ContentLength, x.copy)
+	case Chunked:
+		ok = w.chunked(u, &ur, dechunk)
+	case UntilClose:
+		ok = w.copyUntilEOF(u, &ur, x.copy)
+	}
+	x.out = w.out[:0]
+	switch {
+	case ok && resp.KeepAlive:
+		s.putUpstream(b, u)
+	default:
+		u.close()
+	}
+	s.logAccess(cc, req, status, b, start)
+	if !ok {
+		return false
+	}
+	return !closeClient
+}
+
+func (s *Server) putUpstream(b *Backend, u *upstream) {
+	_ = u.conn.SetReadDeadline(time.Time{})
+	if u.in.r != u.in.w {
+		u.close() // the backend sent more than the response: never reuse
+		return
+	}
+	b.pool.put(u, s.clock.Now())
+}
+
+// sink collects bytes for the client and writes them in as few writes as possible: the head
+// and whatever body is already buffered go out together; before every blocking read from the
+// backend the sink is flushed, so a slow backend's bytes still stream.
+type sink struct {
+	cc   *clientConn
+	out  []byte
+	cw   deadline
+	fail bool
+}
+
+func (w *sink) write(p []byte) {
+	w.out = append(w.out, p...)
+	if len(w.out) >= outFlush {
+		w.flush()
+	}
+}
+
+func (w *sink) flush() bool {
+	if w.fail {
+		return false
+	}
+	if len(w.out) > 0 {
+		w.cw.touch(time.Now())
+		if _, err := w.cc.conn.Write(w.out); err != nil {
+			w.fail = true // the client left: nothing breaks, the backend connection is closed
+		}
+		w.out = w.out[:0]
+	}
+	return !w.fail
+}
+
+// fill flushes the sink and reads more from the backend.
+func (w *sink) fill(u *upstream, ur *deadline) bool {
+	if !w.flush() {
+		return false
+	}
+	ur.touch(time.Now())
+	return u.in.fill(maxResponseHead) == nil
+}
+
+// copyN relays exactly n body bytes.
+func (w *sink) copyN(u *upstream, ur *deadline, n int64, buf []byte) bool {
+	if b := u.in.buffered(); len(b) > 0 {
+		k := min(int64(len(b)), n)
+		w.write(b[:k])
+		u.in.consume(int(k))
+		n -= k
+	}
+	if !w.flush() {
+		return false
+	}
+	for n > 0 {
+		ur.touch(time.Now())
+		p := buf
+		if int64(len(p)) > n {
+			p = p[:n]
+		}
+		k, err := u.conn.Read(p)
+		n -= int64(k)
+		if k > 0 {
+			w.cw.touch(time.Now())
+			if _, werr := w.cc.conn.Write(p[:k]); werr != nil {
+				return false
+			}
+		}
+		if err != nil && n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// copyUntilEOF relays a close-delimited body.
+func (w *sink) copyUntilEOF(u *upstream, ur *deadline, buf []byte) bool {
+	if b := u.in.buffered(); len(b) > 0 {
+		w.write(b)
+		u.in.consume(len(b))
+	}
+	if !w.flush() {
+		return false
+	}
+	for {
+		ur.touch(time.Now())
+		k, err := u.conn.Read(buf)
+		if k > 0 {
+			w.cw.touch(time.Now())
+			if _, werr := w.cc.conn.Write(buf[:k]); werr != nil {
+				return false
+			}
+		}
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// chunked relays a chunked body as it came, parsing the chunk sizes only to find where the
+// message ends (the last chunk and the trailer section). With dechunk only the data goes out
+// (for an HTTP/1.0 client, which cannot read chunked coding; its connection closes after).
+func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
+	frame := func(p []byte) {
+		if !dechunk {
+			w.write(p)
+		}
+	}
+	line := func() ([]byte, bool) {
+		for {
+			b := u.in.buffered()
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				if i == 0 || b[i-1] != '\r' {
+					return nil, false
+				}
+				return b[:i+1], true
+			}
+			if len(b) > 4<<10 || !w.fill(u, ur) {
+				return nil, false
+			}
+		}
+	}
+	for {
+		l, ok := line()
+		if !ok {
+			return false
+		}
+		size, ok := chunkSize(l)
+		if !ok {
+			return false
+		}
+		frame(l)
+		u.in.consume(len(l))
+		if size == 0 {
+			for { // trailer section, up to the empty line
+				t, ok := line()
+				if !ok {
+					return false
+				}
+				frame(t)
+				u.in.consume(len(t))
+				if len(t) == 2 {
+					return w.flush()
+				}
+			}
+		}
+		for rest := size; rest > 0; { // chunk data
+			b := u.in.buffered()
+			if len(b) == 0 {
+				if !w.fill(u, ur) {
+					return false
+				}
+				continue
+			}
+			k := min(int64(len(b)), rest)
+			w.write(b[:k])
+			u.in.consume(int(k))
+			rest -= k
+		}
+		crlf, ok := line()
+		if !ok || len(crlf) != 2 {
+			return false
+		}
+		frame(crlf)
+		u.in.consume(2)
+	}
+}
+
+// chunkSize parses a chunk-size line (hex size, optional extensions, CRLF).
+func chunkSize(l []byte) (int64, bool) {
+	var n int64
+	digits := 0
+	for _, c := range l {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		case c == ';' || c == ' ' || c == '\t' || c == '\r':
+			return n, digits > 0
+		default:
+			return 0, false
+		}
+		if digits == 15 {
+			return 0, false
+		}
+		n = n<<4 | int64(d)
+		digits++
+	}
+	return n, digits > 0
+}

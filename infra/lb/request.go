@@ -1,0 +1,235 @@
+package lb
+
+import (
+	"bytes"
+)
+
+// Request is one parsed client request head. Its spans point into Head, which aliases the
+// connection's read buffer: a Request is valid only until the next read on that connection.
+type Request struct {
+	// Head is the raw head, request line through the empty line.
+	Head []byte
+	// Minor is the HTTP/1.x minor version (0 or 1).
+	Minor int
+	// ContentLength is the body length; 0 when there is no body.
+	ContentLength int64
+	// Close is true when the client wants the connection closed after the response
+	// (Connection: close, or HTTP/1.0 without keep-alive; the LB closes every HTTP/1.0 conn).
+	Close bool
+
+	hasHost bool
+	// expect is true for Expect: 100-continue: the LB answers it itself (the header is not
+	// forwarded) when it is ready to read the body.
+	expect         bool
+	method, target span
+	fields         []field
+	// hop marks fields that are hop-by-hop (fixed list or named in Connection).
+	hop []bool
+}
+
+// Method is the request method.
+func (r *Request) Method() []byte { return r.method.of(r.Head) }
+
+// Target is the request target as sent.
+func (r *Request) Target() []byte { return r.target.of(r.Head) }
+
+// NumFields is how many header lines the request has.
+func (r *Request) NumFields() int { return len(r.fields) }
+
+// Field returns header line i.
+func (r *Request) Field(i int) (name, value []byte) {
+	f := r.fields[i]
+	return f.name.of(r.Head), f.value.of(r.Head)
+}
+
+// Get returns the first value of the header named name (case-insensitive).
+func (r *Request) Get(name string) ([]byte, bool) {
+	for _, f := range r.fields {
+		if asciiEqualFold(f.name.of(r.Head), name) {
+			return f.value.of(r.Head), true
+		}
+	}
+	return nil, false
+}
+
+// Idempotent reports whether the request may be replayed on another backend: GET or HEAD
+// without a body.
+func (r *Request) Idempotent() bool {
+	m := r.Method()
+	return r.ContentLength == 0 && (string(m) == "GET" || string(m) == "HEAD")
+}
+
+// IsHead reports whether the method is HEAD (its response has no body).
+func (r *Request) IsHead() bool { return string(r.Method()) == "HEAD" }
+
+func (r *Request) reset() {
+	r.Head = nil
+	r.Minor, r.ContentLength, r.Close, r.hasHost, r.expect = 0, 0, false, false, false
+	r.fields = r.fields[:0]
+	r.hop = r.hop[:0]
+}
+
+// ParseRequest parses a whole request head (as found by headEnd) into r, enforcing the RFC 9112
+// §6.3 framing rules a proxy needs against request smuggling:
+//   - Transfer-Encoding in a request: 501 (chunked request bodies are not forwarded), and 400
+//     when Content-Length is present too;
+//   - Content-Length that is repeated, a list, signed or not a number: 400;
+//   - obs-fold, whitespace before the colon, bare LF, control characters: 400;
+//   - HTTP/1.1 without exactly one Host: 400.
+func ParseRequest(head []byte, r *Request) error {
+	r.reset()
+	r.Head = head
+	i := skipEmptyLines(head)
+	eol := bytes.IndexByte(head[i:], '\n')
+	if eol < 0 {
+		return errIncomplete
+	}
+	eol += i
+	if eol == i || head[eol-1] != '\r' {
+		return badRequest("bare LF line ending")
+	}
+	line := head[i : eol-1]
+	sp1 := bytes.IndexByte(line, ' ')
+	if sp1 <= 0 {
+		return badRequest("malformed request line")
+	}
+	for _, c := range line[:sp1] {
+		if !tchar[c] {
+			return badRequest("method is not a token")
+		}
+	}
+	rest := line[sp1+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 <= 0 {
+		return badRequest("malformed request line")
+	}
+	for _, c := range rest[:sp2] {
+		if c <= ' ' || c == 0x7f {
+			return badRequest("bad character in the request target")
+		}
+	}
+	version := rest[sp2+1:]
+	if len(version) != 8 || string(version[:7]) != "HTTP/1." || (version[7] != '0' && version[7] != '1') {
+		if len(version) == 8 && string(version[:5]) == "HTTP/" {
+			return &ParseError{Status: 505, Reason: "HTTP version not supported"}
+		}
+		return badRequest("malformed HTTP version")
+	}
+	r.method = span{i, i + sp1}
+	r.target = span{i + sp1 + 1, i + sp1 + 1 + sp2}
+	r.Minor = int(version[7] - '0')
+
+	var err error
+	r.fields, err = parseFields(head, eol+1, r.fields)
+	if err != nil {
+		return err
+	}
+
+	var (
+		hosts, cls, tes int
+	)
+	r.Close = r.Minor == 0
+	for k := range r.fields {
+		name, value := r.Field(k)
+		hop := isHopByHop(name)
+		switch {
+		case asciiEqualFold(name, "Host"):
+			hosts++
+		case asciiEqualFold(name, "Content-Length"):
+			cls++
+			n, ok := parseContentLength(value)
+			if !ok {
+				return badRequest("Content-Length is not a non-negative decimal number")
+			}
+			r.ContentLength = n
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			tes++
+		case asciiEqualFold(name, "Expect") && asciiEqualFold(value, "100-continue"):
+			r.expect = true
+			hop = true
+		case asciiEqualFold(name, "Connection"):
+			for v := value; len(v) > 0; {
+				var tok []byte
+				tok, v = nextToken(v)
+				if asciiEqualFold(tok, "close") {
+					r.Close = true
+				}
+			}
+		}
+		r.hop = append(r.hop, hop)
+	}
+	switch {
+	case tes > 0 && cls > 0:
+		return badRequest("both Transfer-Encoding and Content-Length")
+	case tes > 0:
+		return &ParseError{Status: 501, Reason: "Transfer-Encoding in a request is not supported"}
+	case cls > 1:
+		return badRequest("repeated Content-Length")
+	case r.Minor == 1 && hosts != 1:
+		return badRequest("HTTP/1.1 request needs exactly one Host header")
+	case hosts > 1:
+		return badRequest("repeated Host header")
+	}
+	r.hasHost = hosts == 1
+	markConnectionNamed(r.Head, r.fields, r.hop)
+	return nil
+}
+
+// nextToken splits the first comma-separated token (trimmed) off v.
+func nextToken(v []byte) (tok, rest []byte) {
+	if i := bytes.IndexByte(v, ','); i >= 0 {
+		tok, rest = v[:i], v[i+1:]
+	} else {
+		tok = v
+	}
+	for len(tok) > 0 && (tok[0] == ' ' || tok[0] == '\t') {
+		tok = tok[1:]
+	}
+	for len(tok) > 0 && (tok[len(tok)-1] == ' ' || tok[len(tok)-1] == '\t') {
+		tok = tok[:len(tok)-1]
+	}
+	return tok, rest
+}
+
+// asciiEqualFold compares b and s ignoring ASCII case, without allocating.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], s[i]
+		if x == y {
+			continue
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendCanonical appends the request head as the LB understood it (request line, every header
+// line as name: value, empty line). The fuzz test uses it to check that a parsed request
+// parses again to the same thing.
+func (r *Request) AppendCanonical(dst []byte) []byte {
+	dst = append(dst, r.Method()...)
+	dst = append(dst, ' ')
+	dst = append(dst, r.Target()...)
+	dst = append(dst, " HTTP/1."...)
+	dst = append(dst, byte('0'+r.Minor))
+	dst = append(dst, "\r\n"...)
+	for k := range r.fields {
+		n, v := r.Field(k)
+		dst = append(dst, n...)
+		dst = append(dst, ": "...)
+		dst = append(dst, v...)
+		dst = append(dst, "\r\n"...)
+	}
+	return append(dst, "\r\n"...)
+}

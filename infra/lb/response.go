@@ -1,0 +1,146 @@
+package lb
+
+import (
+	"bytes"
+	"errors"
+)
+
+// Framing is how a response body ends.
+type Framing int
+
+// Response framings (RFC 9112 §6.3).
+const (
+	NoBody        Framing = iota // HEAD, 1xx, 204, 304
+	ContentLength                // exactly ContentLength bytes
+	Chunked                      // chunked coding, relayed as is, parsed to find its end
+	UntilClose                   // the body ends when the backend closes the connection
+)
+
+// Response is a parsed backend response head; spans point into Head.
+type Response struct {
+	Head          []byte
+	Status        int
+	Minor         int
+	Framing       Framing
+	ContentLength int64
+	// KeepAlive is true when the backend allows reusing the connection afterwards.
+	KeepAlive bool
+
+	reason span
+	fields []field
+	hop    []bool
+}
+
+var errBadResponse = errors.New("malformed response from backend")
+
+// ParseResponse parses a whole response head into r; reqHead says the request was HEAD.
+func ParseResponse(head []byte, reqHead bool, r *Response) error {
+	r.Head = head
+	r.fields, r.hop = r.fields[:0], r.hop[:0]
+	eol := bytes.IndexByte(head, '\n')
+	if eol < 13 || head[eol-1] != '\r' {
+		return errBadResponse
+	}
+	line := head[:eol-1]
+	if string(line[:7]) != "HTTP/1." || (line[7] != '0' && line[7] != '1') || line[8] != ' ' {
+		return errBadResponse
+	}
+	r.Minor = int(line[7] - '0')
+	st := line[9:12]
+	if st[0] < '1' || st[0] > '5' || st[1] < '0' || st[1] > '9' || st[2] < '0' || st[2] > '9' {
+		return errBadResponse
+	}
+	r.Status = int(st[0]-'0')*100 + int(st[1]-'0')*10 + int(st[2]-'0')
+	if len(line) > 12 && line[12] != ' ' {
+		return errBadResponse
+	}
+	r.reason = span{min(13, len(line)), len(line)}
+	var err error
+	r.fields, err = parseFields(head, eol+1, r.fields)
+	if err != nil {
+		return errBadResponse
+	}
+	r.KeepAlive = r.Minor == 1
+	var cls, tes int
+	chunkedLast := false
+	r.ContentLength = -1
+	for k, f := range r.fields {
+		name, value := f.name.of(head), f.value.of(head)
+		r.hop = append(r.hop, isHopByHop(name) && !asciiEqualFold(name, "Transfer-Encoding"))
+		switch {
+		case asciiEqualFold(name, "Content-Length"):
+			n, ok := parseContentLength(value)
+			if !ok || (cls > 0 && n != r.ContentLength) {
+				return errBadResponse
+			}
+			cls++
+			r.ContentLength = n
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			tes++
+			chunkedLast = false
+			for v := value; len(v) > 0; {
+				var tok []byte
+				tok, v = nextToken(v)
+				chunkedLast = asciiEqualFold(tok, "chunked")
+			}
+		case asciiEqualFold(name, "Connection"):
+			for v := value; len(v) > 0; {
+				var tok []byte
+				tok, v = nextToken(v)
+				switch {
+				case asciiEqualFold(tok, "close"):
+					r.KeepAlive = false
+				case asciiEqualFold(tok, "keep-alive") && r.Minor == 0:
+					r.KeepAlive = true
+				}
+			}
+		}
+		_ = k
+	}
+	markConnectionNamed(head, r.fields, r.hop)
+	switch {
+	case reqHead || r.Status < 200 || r.Status == 204 || r.Status == 304:
+		r.Framing = NoBody
+	case tes > 0 && chunkedLast:
+		r.Framing = Chunked
+	case tes > 0:
+		r.Framing = UntilClose
+	case cls > 0:
+		r.Framing = ContentLength
+	default:
+		r.Framing = UntilClose
+	}
+	if tes > 0 && cls > 0 {
+		// RFC 9112 §6.3: Transfer-Encoding overrides; the connection must not be reused
+		r.KeepAlive = false
+	}
+	if r.Framing == UntilClose {
+		r.KeepAlive = false
+	}
+	return nil
+}
+
+// appendClientHead appends the head the LB sends to its client: the backend's status line as
+// HTTP/1.1, the end-to-end headers byte for byte (Transfer-Encoding stays: the chunked framing
+// is relayed as it came, except to an HTTP/1.0 client, which gets the body decoded and
+// close-delimited: dechunk), and Connection: close when the LB will close the client connection.
+func appendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte {
+	dst = append(dst, "HTTP/1.1 "...)
+	dst = append(dst, r.Head[9:12]...)
+	dst = append(dst, ' ')
+	dst = append(dst, r.reason.of(r.Head)...)
+	dst = append(dst, "\r\n"...)
+	for k, f := range r.fields {
+		if r.hop[k] || dechunk && asciiEqualFold(f.name.of(r.Head), "Transfer-Encoding") {
+			continue
+		}
+		dst = append(dst, f.name.of(r.Head)...)
+		dst = append(dst, ": "...)
+		dst = append(dst, f.value.of(r.Head)...)
+		dst = append(dst, "\r\n"...)
+	}
+	if closeClient {
+		dst = append(dst, "Connection: close\r\n"...)
+	}
+	return append(dst, "\r\n"...)
+}

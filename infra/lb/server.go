@@ -1,0 +1,263 @@
+// Package lb is zero502's own HTTP/1.1 load balancer: a reverse proxy whose forwarding path,
+// message framing, header handling and timeouts are its own code on package net (net/http
+// serves only the admin API, metrics and status page). It owns strict round robin over healthy
+// backends, active health checks with the drain state (a backend whose health answers 503
+// leaves rotation at once), passive ejection and safe retries (a request with a body is never
+// replayed), an upstream keep-alive pool, RFC 9112 §6.3 smuggling defences, and the LB's own
+// drain handshake on SIGTERM (DESIGN.md section 1). The admin API is fixed in contracts.md.
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// Server is one running load balancer.
+type Server struct {
+	set       Settings
+	clock     clock.Clock
+	log       *slog.Logger
+	access    *slog.Logger // nil unless Settings.AccessLog: one JSON line per request
+	accessOut io.Writer
+
+	backends []*Backend
+	rot      *rotation
+	check    *checker
+	metrics  *metrics
+
+	retries   atomic.Uint64
+	ejections atomic.Uint64
+
+	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
+	closing  atomic.Bool // listener closed: idle client connections leave
+
+	mu    sync.Mutex
+	conns map[*clientConn]struct{}
+	done  chan struct{} // closed when the last client connection is gone during shutdown
+
+	ln      net.Listener
+	adminLn net.Listener
+}
+
+// Option changes how New builds a Server.
+type Option func(*Server)
+
+// WithClock makes the health checker wait on c (tests use clock.Fake).
+func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
+
+// WithLogger sends the LB's logs (and access log) to l.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithAccessLogOutput sends the access log (JSON, when Settings.AccessLog) to w instead of stderr.
+func WithAccessLogOutput(w io.Writer) Option { return func(s *Server) { s.accessOut = w } }
+
+// New validates set and builds the LB; nothing listens until Listen.
+func New(set Settings, opts ...Option) (*Server, error) {
+	if err := set.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{set: set, clock: clock.Real{}, log: slog.Default(), accessOut: os.Stderr, conns: map[*clientConn]struct{}{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if set.AccessLog {
+		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
+	}
+	now := s.clock.Now()
+	for i, a := range set.Backends {
+		b := newBackend(a, i, now)
+		b.pool.max = set.MaxIdlePerBackend
+		s.backends = append(s.backends, b)
+	}
+	s.rot = newRotation(s.backends)
+	s.metrics = newMetrics(s)
+	s.check = &checker{
+		clock: s.clock, path: set.HealthPath, every: set.Interval, timeout: set.Timeout,
+		th:      thresholds{unhealthy: set.UnhealthyThreshold, healthy: set.HealthyThreshold},
+		probe:   httpProbe(set.HealthPath, set.Timeout),
+		changed: s.changed,
+	}
+	return s, nil
+}
+
+// Backends are the LB's backends in configured order.
+func (s *Server) Backends() []*Backend { return s.backends }
+
+// Listen opens the proxy listener and, when configured, the admin listener.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.set.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--listen/PORT): %w", s.set.Listen, err)
+	}
+	s.ln = ln
+	if s.set.Admin != "" {
+		aln, err := net.Listen("tcp", s.set.Admin)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("admin listener on %s (--admin): %w", s.set.Admin, err)
+		}
+		s.adminLn = aln
+	}
+	return nil
+}
+
+// Addr is the proxy listener's address (after Listen).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// AdminAddr is the admin listener's address, or "" when there is none.
+func (s *Server) AdminAddr() string {
+	if s.adminLn == nil {
+		return ""
+	}
+	return s.adminLn.Addr().String()
+}
+
+// Run serves until ctx ends (Listen first, or Run listens itself), then performs the drain
+// handshake: own health 503 for the drain window while still proxying, stop accepting, let
+// in-flight requests finish within the shutdown budget. It returns nil after a clean drain.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ln == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	checks, stopChecks := context.WithCancel(context.Background())
+	defer stopChecks()
+	for _, b := range s.backends {
+		go s.check.run(checks, b)
+	}
+	go s.reapIdle(checks)
+	go s.trimStacks(checks, time.Second, 500)
+	var admin *adminServer
+	if s.adminLn != nil {
+		admin = s.serveAdmin(s.adminLn)
+	}
+	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "backends", s.set.Backends,
+		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String())
+	acceptErr := make(chan error, 1)
+	go func() { acceptErr <- s.accept() }()
+	select {
+	case <-ctx.Done():
+	case err := <-acceptErr:
+		return fmt.Errorf("accept on %s: %w", s.Addr(), err)
+	}
+	err := s.drain()
+	if admin != nil {
+		admin.close()
+	}
+	return err
+}
+
+func (s *Server) accept() error {
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed, retrying", "err", err, "in", delay.String())
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		tc := c.(*net.TCPConn)
+		raw, err := tc.SyscallConn()
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		cc := &clientConn{conn: tc, raw: raw}
+		cc.in.conn = tc
+		if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+			cc.ip = []byte(a.IP.String())
+		}
+		if !s.track(cc) {
+			_ = c.Close()
+			continue
+		}
+		go s.serveConn(cc)
+	}
+}
+
+func (s *Server) track(cc *clientConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.conns[cc] = struct{}{}
+	return true
+}
+
+func (s *Server) forget(cc *clientConn) {
+	s.mu.Lock()
+	delete(s.conns, cc)
+	if len(s.conns) == 0 && s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
+	s.mu.Unlock()
+}
+
+// changed reacts to a backend state transition: log it, count it, rebuild the rotation and,
+// when the backend left rotation, close its idle pooled connections (in-flight ones finish).
+func (s *Server) changed(b *Backend, t Transition) {
+	s.rot.rebuild()
+	if t.To != Healthy {
+		b.pool.closeIdle(time.Time{}, 0)
+	}
+	s.metrics.transition(b, t)
+	s.log.Info("backend health transition", "backend", b.Address, "from", string(t.From), "to", string(t.To), "reason", t.Reason)
+}
+
+// reapIdle closes pooled upstream connections once they reach idle_timeout, so the LB, not the
+// backend, ends them (invariant I7).
+func (s *Server) reapIdle(ctx context.Context) {
+	every := max(s.set.IdleTimeout/4, 50*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			for _, b := range s.backends {
+				b.pool.closeIdle(time.Time{}, 0)
+			}
+			return
+		case <-t.C:
+			now := s.clock.Now()
+			for _, b := range s.backends {
+				b.pool.closeIdle(now, s.set.IdleTimeout)
+			}
+		}
+	}
+}
+
+func (s *Server) logAccess(cc *clientConn, req *Request, status int, b *Backend, start time.Time) {
+	if s.access == nil {
+		return
+	}
+	backend := ""
+	if b != nil {
+		backend = b.Address
+	}
+	s.access.Info("access", "client", string(cc.ip), "method", string(req.Method()), "target", string(req.Target()),
+		"status", status, "backend", backend, "duration_ms", strconv.FormatFloat(float64(time.Since(start).Microseconds())/1000, 'f', 3, 64))
+}

@@ -1,0 +1,316 @@
+// Package docker is the Docker Engine runtime of zero502: it starts a service's instance as a
+// container from the host's published spec (image, command, environment, the service port
+// published on the host's address, labels zero502.host, zero502.service and zero502.version),
+// stops it with the stop grace as the stop timeout (SIGTERM starts the drain handshake; a SIGKILL
+// or an OOM kill is reported as a violation of invariant I2, never hidden), inspects, lists by
+// label and removes containers. Containers get no restart policy: the watchdog is the healer.
+// Images come from no registry: BuildImage builds them locally FROM scratch from the static
+// zero502 binary. DESIGN.md sections 4, 5 and 8.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// Labels every zero502 container carries; List selects by them.
+const (
+	LabelHost    = "zero502.host"
+	LabelService = "zero502.service"
+	LabelVersion = "zero502.version"
+	// LabelAddress records host:port where the instance answers (empty without a port).
+	LabelAddress = "zero502.address"
+)
+
+// Runtime runs services as containers on one Docker Engine. It is safe for concurrent use.
+type Runtime struct {
+	cli      *client.Client
+	endpoint string
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New connects to the Docker Engine at endpoint (unix:///var/run/docker.sock, tcp://host:2376
+// …); an empty endpoint honours DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH, then the
+// local socket. The API version is negotiated, so older engines (API 1.41) work. New does not
+// contact the engine; Ping does.
+func New(endpoint string) (*Runtime, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if endpoint != "" {
+		opts = append(opts, client.WithHost(endpoint))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker endpoint %q: %w (set rollout.docker_host or DOCKER_HOST to unix:///var/run/docker.sock or tcp://host:2376)", endpoint, err)
+	}
+	return &Runtime{cli: cli, endpoint: cli.DaemonHost()}, nil
+}
+
+// Client is the underlying Engine API client (image builds, tests).
+func (r *Runtime) Client() *client.Client { return r.cli }
+
+// Close releases the client's connections.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+// Ping checks that the engine answers and negotiates the API version.
+func (r *Runtime) Ping(ctx context.Context) error {
+	if _, err := r.cli.Ping(ctx); err != nil {
+		return r.unreachable(err)
+	}
+	r.cli.NegotiateAPIVersion(ctx)
+	return nil
+}
+
+func (r *Runtime) unreachable(err error) error {
+	return fmt.Errorf("docker engine at %s does not answer: %w; is the Docker Engine running? "+
+		"(systemctl start docker, or point rollout.docker_host / DOCKER_HOST at it)", r.endpoint, err)
+}
+
+// engineErr adds what to do to an error from the engine.
+func (r *Runtime) engineErr(what string, err error) error {
+	if client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("%s: %w", what, r.unreachable(err))
+	}
+	if cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("%s: %w: %v", what, runtime.ErrNotFound, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Start creates and starts a container of svc on host and returns once it runs. The service
+// port is published on the IP of svc.Address (all interfaces when the address is a name) to the
+// same port inside the container, where the service must listen on 0.0.0.0.
+func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (runtime.Instance, error) {
+	if svc.Image == "" {
+		return runtime.Instance{}, fmt.Errorf("host %s: service %s: no image in the spec; set services[].image in the config (docker runtime)", host, svc.Name)
+	}
+	cfg := &container.Config{
+		Image: svc.Image,
+		Cmd:   svc.Command,
+		Env:   envList(svc.Env),
+		Labels: map[string]string{
+			LabelHost:    host,
+			LabelService: svc.Name,
+			LabelVersion: svc.Version,
+			LabelAddress: svc.Address,
+		},
+	}
+	hc := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled}}
+	if svc.Port > 0 {
+		port, err := nat.NewPort("tcp", strconv.Itoa(svc.Port))
+		if err != nil {
+			return runtime.Instance{}, fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
+		}
+		cfg.ExposedPorts = nat.PortSet{port: struct{}{}}
+		hc.PortBindings = nat.PortMap{port: {{HostIP: bindIP(svc.Address), HostPort: strconv.Itoa(svc.Port)}}}
+	}
+	name := containerName(host, svc.Name, svc.Version)
+	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return runtime.Instance{}, fmt.Errorf("host %s: service %s: image %s is not on this engine (%w); build it with `zero502 image build --tag %s` (images come from no registry)",
+				host, svc.Name, svc.Image, runtime.ErrNotFound, svc.Image)
+		}
+		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: create container %s", host, svc.Name, name), err)
+	}
+	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		// Leave nothing half-made behind: a created container that never ran is removed.
+		_ = r.cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %s (is port %d on %s free?)",
+			host, svc.Name, name, svc.Port, svc.Address), err)
+	}
+	return r.Inspect(ctx, created.ID)
+}
+
+// Stop sends SIGTERM and waits up to grace (rounded up to whole seconds, as docker stop -t) for
+// the exit, then SIGKILLs. grace 0 kills at once (the naive deploy): Killed, but not an error. An
+// instance that had to be killed, or that the kernel OOM-killed, returns Stopped.Killed and an
+// error wrapping runtime.ErrKilled. An instance that had already exited is returned as it is.
+func (r *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Duration) (runtime.Stopped, error) {
+	before, err := r.cli.ContainerInspect(ctx, inst.ID)
+	if err != nil {
+		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("stop %s", describe(inst)), err)
+	}
+	if !before.State.Running {
+		return runtime.Stopped{ExitCode: before.State.ExitCode}, nil
+	}
+	start := time.Now()
+	if grace <= 0 {
+		err = r.cli.ContainerKill(ctx, inst.ID, "KILL")
+		if err == nil {
+			err = r.wait(ctx, inst.ID)
+		}
+	} else {
+		secs := int(math.Ceil(grace.Seconds()))
+		err = r.cli.ContainerStop(ctx, inst.ID, container.StopOptions{Timeout: &secs})
+	}
+	if err != nil {
+		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("stop %s", describe(inst)), err)
+	}
+	after, err := r.cli.ContainerInspect(ctx, inst.ID)
+	if err != nil {
+		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("inspect %s after stop", describe(inst)), err)
+	}
+	st := runtime.Stopped{ExitCode: after.State.ExitCode, Took: time.Since(start)}
+	if grace <= 0 {
+		st.Killed = true // asked for, so not an error
+		return st, nil
+	}
+	if after.State.ExitCode == 137 || after.State.OOMKilled {
+		st.Killed = true
+		how := fmt.Sprintf("exit code %d after the stop grace of %s", after.State.ExitCode, grace)
+		if after.State.OOMKilled {
+			how = "OOM-killed by the kernel"
+		}
+		return st, fmt.Errorf("%s: %s: %w; raise drain.stop_grace or lower drain.window + drain.shutdown",
+			describe(inst), how, runtime.ErrKilled)
+	}
+	return st, nil
+}
+
+// wait blocks until the container is not running.
+func (r *Runtime) wait(ctx context.Context, id string) error {
+	okc, errc := r.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	select {
+	case <-okc:
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// Inspect returns the container's current state, Docker health and exit code.
+func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Instance, error) {
+	c, err := r.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return runtime.Instance{}, r.engineErr(fmt.Sprintf("inspect container %s", id), err)
+	}
+	inst := runtime.Instance{ID: c.ID, State: runtime.StateExited}
+	if c.Config != nil {
+		inst.Host = c.Config.Labels[LabelHost]
+		inst.Service = c.Config.Labels[LabelService]
+		inst.Version = c.Config.Labels[LabelVersion]
+		inst.Address = c.Config.Labels[LabelAddress]
+	}
+	if c.State != nil {
+		if c.State.Running {
+			inst.State = runtime.StateRunning
+		}
+		inst.ExitCode = c.State.ExitCode
+		if c.State.Health != nil {
+			inst.Health = c.State.Health.Status
+		}
+		if t, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && t.Year() > 1 {
+			inst.StartedAt = t
+		}
+	}
+	return inst, nil
+}
+
+// List returns the zero502 containers that match f, running or exited, oldest first.
+func (r *Runtime) List(ctx context.Context, f runtime.Filter) ([]runtime.Instance, error) {
+	args := filters.NewArgs(filters.Arg("label", LabelService))
+	for label, v := range map[string]string{LabelHost: f.Host, LabelService: f.Service, LabelVersion: f.Version} {
+		if v != "" {
+			args.Add("label", label+"="+v)
+		}
+	}
+	cs, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+	if err != nil {
+		return nil, r.engineErr("list containers", err)
+	}
+	out := make([]runtime.Instance, 0, len(cs))
+	for _, c := range cs {
+		inst, err := r.Inspect(ctx, c.ID)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue // removed between list and inspect
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
+	return out, nil
+}
+
+// Remove removes an exited container. A running one is refused (stop it first); one that is
+// already gone is not an error.
+func (r *Runtime) Remove(ctx context.Context, inst runtime.Instance) error {
+	err := r.cli.ContainerRemove(ctx, inst.ID, container.RemoveOptions{RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if cerrdefs.IsConflict(err) {
+		return fmt.Errorf("remove %s: it is still running; stop it first: %w", describe(inst), err)
+	}
+	return r.engineErr(fmt.Sprintf("remove %s", describe(inst)), err)
+}
+
+// describe names an instance in errors.
+func describe(inst runtime.Instance) string {
+	id := inst.ID
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	if inst.Service == "" {
+		return "container " + id
+	}
+	return fmt.Sprintf("host %s: service %s %s (container %s)", inst.Host, inst.Service, inst.Version, id)
+}
+
+// envList turns the spec's environment into KEY=value lines in key order.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bindIP is the host IP a service port is published on: the IP of address, or all interfaces
+// when the address is a name (Docker binds IPs, not names).
+func bindIP(address string) string {
+	h, _, err := net.SplitHostPort(address)
+	if err != nil {
+		h = address
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String()
+	}
+	return ""
+}
+
+var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// containerName is zero502-<host>-<service>-<version>-<6 hex>, with characters Docker refuses
+// in a name replaced by '_'.
+func containerName(host, service, version string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	parts := []string{"zero502", host, service, version, hex.EncodeToString(b[:])}
+	for i, p := range parts {
+		parts[i] = nameUnsafe.ReplaceAllString(p, "_")
+	}
+	return strings.Join(parts, "-")
+}

@@ -1,0 +1,255 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/docker"
+	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+func TestMain(m *testing.M) { os.Exit(dockertest.Main(m)) }
+
+// appService is a spec for `zero502 app` in the test image, published on 127.0.0.1:port.
+func appService(image, name, version string, port int, drain, shutdown time.Duration, extra ...string) spec.Service {
+	cmd := []string{"/zero502", "app", "--host", "0.0.0.0", "--port", fmt.Sprint(port), "--version", version,
+		"--drain", drain.String(), "--shutdown", shutdown.String()}
+	return spec.Service{
+		Name: name, Version: version, Image: image,
+		Command: append(cmd, extra...),
+		Address: fmt.Sprintf("127.0.0.1:%d", port), Port: port, HealthPath: "/health",
+		Env: map[string]string{"ZERO502_TEST": "1"},
+	}
+}
+
+// waitBody polls url until it answers 200 with a body containing want.
+func waitBody(t *testing.T, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && strings.Contains(string(b), want) {
+				return
+			}
+			last = fmt.Sprintf("status %d body %q", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered %q: last %s", url, want, last)
+}
+
+func startApp(t *testing.T, rt *docker.Runtime, host string, svc spec.Service) runtime.Instance {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inst, err := rt.Start(ctx, host, svc)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	waitBody(t, "http://"+svc.Address+"/", "version "+svc.Version)
+	return inst
+}
+
+func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
+
+	if inst.Host != host || inst.Service != "web" || inst.Version != "v1" || !inst.Running() {
+		t.Fatalf("instance = %+v, want running web v1 on %s", inst, host)
+	}
+	if inst.Address != fmt.Sprintf("127.0.0.1:%d", port) || inst.StartedAt.IsZero() {
+		t.Fatalf("instance = %+v, want address 127.0.0.1:%d and a start time", inst, port)
+	}
+	ctx := context.Background()
+	c, err := rt.Client().ContainerInspect(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.Name, "/zero502-"+host+"-web-v1-") {
+		t.Errorf("container name %q, want zero502-%s-web-v1-<rand>", c.Name, host)
+	}
+	if c.HostConfig.RestartPolicy.Name != "no" {
+		t.Errorf("restart policy %q, want no (the watchdog is the healer)", c.HostConfig.RestartPolicy.Name)
+	}
+	for p, bs := range c.HostConfig.PortBindings {
+		if len(c.HostConfig.PortBindings) != 1 || len(bs) != 1 || bs[0].HostIP != "127.0.0.1" || bs[0].HostPort != fmt.Sprint(port) {
+			t.Errorf("binding %s → %+v, want only 127.0.0.1:%d", p, bs, port)
+		}
+	}
+	if !containsEnv(c.Config.Env, "ZERO502_TEST=1") {
+		t.Errorf("env %v lacks ZERO502_TEST=1", c.Config.Env)
+	}
+
+	for _, f := range []runtime.Filter{{Host: host}, {Host: host, Service: "web"}, {Host: host, Version: "v1"}} {
+		got, err := rt.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].ID != inst.ID {
+			t.Errorf("List(%+v) = %+v, want just %s", f, got, inst.ID)
+		}
+	}
+	if got, _ := rt.List(ctx, runtime.Filter{Host: host, Version: "v2"}); len(got) != 0 {
+		t.Errorf("List(version v2) = %+v, want none", got)
+	}
+}
+
+func containsEnv(env []string, kv string) bool {
+	for _, e := range env {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStopDrainsThenExitsZeroAndRemoveForgetsIt(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	drain := 700 * time.Millisecond
+	inst := startApp(t, rt, host, appService(image, "web", "v1", port, drain, 300*time.Millisecond))
+	ctx := context.Background()
+
+	if err := rt.Remove(ctx, inst); err == nil || !strings.Contains(err.Error(), "stop it first") {
+		t.Fatalf("Remove of a running container = %v, want a refusal saying to stop it first", err)
+	}
+	st, err := rt.Stop(ctx, inst, 5*time.Second)
+	if err != nil || st.Killed || st.ExitCode != 0 {
+		t.Fatalf("Stop = %+v, %v; want exit 0 within the grace, not killed", st, err)
+	}
+	if st.Took < drain {
+		t.Errorf("Stop took %s, shorter than the drain window %s: the handshake did not run", st.Took, drain)
+	}
+	got, err := rt.Inspect(ctx, inst.ID)
+	if err != nil || got.Running() || got.ExitCode != 0 {
+		t.Fatalf("Inspect after stop = %+v, %v; want exited 0", got, err)
+	}
+	if err := rt.Remove(ctx, inst); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if _, err := rt.Inspect(ctx, inst.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("Inspect after remove = %v, want ErrNotFound", err)
+	}
+	if l, _ := rt.List(ctx, runtime.Filter{Host: host}); len(l) != 0 {
+		t.Fatalf("List after remove = %+v, want none", l)
+	}
+	if err := rt.Remove(ctx, inst); err != nil {
+		t.Fatalf("second Remove = %v, want nil (already gone)", err)
+	}
+}
+
+func TestStopPastTheGraceIsReportedAsKilledI2(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	// drain + shutdown (20s) does not fit in the grace (1s): the runtime must SIGKILL.
+	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 15*time.Second, 5*time.Second))
+
+	st, err := rt.Stop(context.Background(), inst, time.Second)
+	if !errors.Is(err, runtime.ErrKilled) || !st.Killed || st.ExitCode != 137 {
+		t.Fatalf("Stop = %+v, %v; want Killed, exit 137, an error wrapping ErrKilled", st, err)
+	}
+	if !strings.Contains(err.Error(), "I2") || !strings.Contains(err.Error(), "stop_grace") {
+		t.Errorf("error %q should name invariant I2 and drain.stop_grace", err)
+	}
+}
+
+func TestStopWithoutGraceKillsAtOnceAndIsNoError(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 15*time.Second, 5*time.Second))
+
+	st, err := rt.Stop(context.Background(), inst, 0)
+	if err != nil || st.ExitCode != 137 || !st.Killed {
+		t.Fatalf("Stop(grace 0) = %+v, %v; want killed, exit 137 and no error (the naive deploy asked for it)", st, err)
+	}
+	if st.Took > 10*time.Second {
+		t.Errorf("Stop(grace 0) took %s; it must not wait for the drain", st.Took)
+	}
+	// Stopping an exited instance reports it as it is.
+	st, err = rt.Stop(context.Background(), inst, time.Second)
+	if err != nil || st.Killed || st.ExitCode != 137 {
+		t.Fatalf("Stop of an exited container = %+v, %v; want its exit code, no kill, no error", st, err)
+	}
+}
+
+func TestStartWithoutTheImageSaysHowToBuildIt(t *testing.T) {
+	rt := dockertest.Engine(t)
+	host := dockertest.HostName(t, rt)
+	svc := appService("zero502/app:never-built-"+host, "web", "v1", dockertest.FreePort(t), time.Second, time.Second)
+	_, err := rt.Start(context.Background(), host, svc)
+	if err == nil || !strings.Contains(err.Error(), "zero502 image build") {
+		t.Fatalf("Start with a missing image = %v, want an error saying to run zero502 image build", err)
+	}
+	if l, _ := rt.List(context.Background(), runtime.Filter{Host: host}); len(l) != 0 {
+		t.Fatalf("a failed start left containers behind: %+v", l)
+	}
+}
+
+func TestAnUnreachableEngineSaysWhatToDo(t *testing.T) {
+	rt, err := docker.New("tcp://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = rt.Ping(ctx)
+	if err == nil || !strings.Contains(err.Error(), "is the Docker Engine running?") {
+		t.Fatalf("Ping of a closed port = %v, want advice", err)
+	}
+	_, err = rt.List(ctx, runtime.Filter{})
+	if err == nil || !strings.Contains(err.Error(), "is the Docker Engine running?") {
+		t.Fatalf("List on a closed port = %v, want advice", err)
+	}
+}
+
+func TestTheImageRunsAsNobodyWithAWritableTmp(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond, "--orders-log", "/tmp/orders.jsonl")
+	inst := startApp(t, rt, host, svc)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+svc.Address+"/orders", nil)
+	req.Header.Set("Idempotency-Key", "k1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /orders with --orders-log /tmp/orders.jsonl: %s %s; the image's /tmp must be writable", resp.Status, body)
+	}
+	c, err := rt.Client().ContainerInspect(context.Background(), inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.User != "65534:65534" {
+		t.Errorf("container user %q, want 65534:65534 (nobody)", c.Config.User)
+	}
+}

@@ -1,0 +1,185 @@
+// Package dockertest gives tests the real Docker Engine this machine runs: Engine connects (a
+// test is skipped when the engine is unreachable, and fails instead when CI=true), Image builds
+// the zero502 image FROM scratch once per test binary under a tag of its own, and Main removes
+// that tag and every container the tests labelled when the run ends.
+package dockertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/docker"
+)
+
+// suite holds what one test binary built on the engine, for Main to clean up.
+type suite struct {
+	mu    sync.Mutex
+	once  sync.Once
+	tag   string
+	bin   string // the static zero502 binary in the image, kept until Main ends
+	err   error
+	hosts []string
+}
+
+var s suite // one per test binary: the image is built once and removed once
+
+// Main runs the tests, then removes every container of the hosts the tests named (HostName) and
+// the image tag Image built. Call it from TestMain: os.Exit(dockertest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bin != "" {
+		os.RemoveAll(filepath.Dir(s.bin))
+	}
+	if s.tag == "" && len(s.hosts) == 0 {
+		return code
+	}
+	rt, err := docker.New("")
+	if err != nil {
+		return code
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, h := range s.hosts {
+		removeHost(ctx, rt, h)
+	}
+	if s.tag != "" {
+		if err := rt.RemoveImage(ctx, s.tag); err != nil {
+			fmt.Fprintln(os.Stderr, "dockertest: cleanup:", err)
+		}
+	}
+	return code
+}
+
+// Engine returns a runtime on the engine DOCKER_HOST or the local socket names. When the engine
+// does not answer the test is skipped, or fails when CI=true (CI must run these tests).
+func Engine(t testing.TB) *docker.Runtime {
+	t.Helper()
+	rt, err := docker.New("")
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = rt.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and the Docker Engine is unreachable: %v", err)
+		}
+		t.Skipf("Docker Engine unreachable (set CI=true to make this a failure): %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// Image builds the static zero502 binary (CGO_ENABLED=0) from this module's source and the
+// image FROM scratch around it, once per test binary, and returns the image's tag; Main removes
+// the tag and the binary.
+func Image(t testing.TB, rt *docker.Runtime) string {
+	t.Helper()
+	s.once.Do(func() {
+		wd, err := os.Getwd()
+		if err != nil {
+			s.err = err
+			return
+		}
+		root, err := docker.ModuleRoot(wd)
+		if err != nil {
+			s.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "zero502-dockertest-")
+		if err != nil {
+			s.err = err
+			return
+		}
+		bin := filepath.Join(dir, "zero502")
+		s.mu.Lock()
+		s.bin = bin
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := docker.BuildBinary(ctx, root, bin, io.Discard); err != nil {
+			s.err = err
+			return
+		}
+		tag := "zero502/app:test-" + randHex(4)
+		if _, err := rt.BuildImage(ctx, docker.BuildOptions{Tags: []string{tag}, Binary: bin}); err != nil {
+			s.err = err
+			return
+		}
+		s.mu.Lock()
+		s.tag = tag
+		s.mu.Unlock()
+	})
+	if s.err != nil {
+		t.Fatalf("build the test image: %v", s.err)
+	}
+	return s.tag
+}
+
+// Binary is the static zero502 binary inside the Image (for the LB or a deploy run beside the
+// containers); it builds the image first if needed.
+func Binary(t testing.TB, rt *docker.Runtime) string {
+	t.Helper()
+	Image(t, rt)
+	return s.bin
+}
+
+// HostName returns a host name no other test uses; every container labelled with it is removed
+// when the test ends (and again by Main, should a test have been killed midway).
+func HostName(t testing.TB, rt *docker.Runtime) string {
+	t.Helper()
+	h := "t" + randHex(4)
+	s.mu.Lock()
+	s.hosts = append(s.hosts, h)
+	s.mu.Unlock()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		removeHost(ctx, rt, h)
+	})
+	return h
+}
+
+// removeHost force-removes every container of host.
+func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
+	insts, err := rt.List(ctx, runtime.Filter{Host: host})
+	if err != nil {
+		return
+	}
+	for _, in := range insts {
+		if in.Running() {
+			_, _ = rt.Stop(ctx, in, 0)
+		}
+		_ = rt.Remove(ctx, in)
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,65 @@
+package process
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// procStat is what zero502 reads of /proc/<pid>/stat: the state letter (field 3) and the start
+// time in clock ticks since boot (field 22), which together with the pid names one process for
+// good: a recycled pid has a different start time.
+type procStat struct {
+	State byte
+	Start uint64
+}
+
+// errNoProcess: no process with that pid exists.
+var errNoProcess = errors.New("no such process")
+
+// readStat reads /proc/<pid>/stat.
+func readStat(pid int) (procStat, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) {
+		return procStat{}, errNoProcess
+	}
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseStat(data)
+}
+
+// parseStat parses a /proc/<pid>/stat line. The command name (field 2) is in parentheses and may
+// itself contain spaces and parentheses, so fields are counted from the last ')'.
+func parseStat(data []byte) (procStat, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("malformed /proc stat line %q", data)
+	}
+	f := bytes.Fields(data[i+1:])
+	// f[0] is field 3 (state); field 22 (starttime) is f[19].
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("malformed /proc stat line %q", data)
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("malformed start time in /proc stat line %q: %w", data, err)
+	}
+	return procStat{State: f[0][0], Start: start}, nil
+}
+
+// liveness says whether the process pid that started at start (ticks) is still running: it
+// exists, has that start time (not a recycled pid), and is not a zombie ('Z') or dead ('X'). A
+// zombie still answers kill(pid, 0), which is why this reads /proc instead.
+func liveness(pid int, start uint64) bool {
+	st, err := readStat(pid)
+	if err != nil {
+		return false
+	}
+	if st.Start != start {
+		return false
+	}
+	return st.State != 'Z' && st.State != 'X'
+}

@@ -1,0 +1,345 @@
+// Package process is the local-process implementation of runtime.Runtime: each "host" is a state
+// dir on this machine, each service instance a process in its own session that outlives the
+// command that started it (as a container outlives `docker run -d`), found again by later
+// commands through its record <stateDir>/instances/<service>.json (pid plus the kernel's start
+// time of that pid, so a recycled pid is never mistaken for the instance); its output is appended
+// to <stateDir>/logs/<service>.log. Stop is SIGTERM, a grace period, then SIGKILL of the process
+// group, reported as a failure of invariant I2.
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// DefaultEarlyExitWindow is how long Start watches a new process for an immediate exit.
+const DefaultEarlyExitWindow = 100 * time.Millisecond
+
+// Runtime runs the services of one host as local processes. Its methods are safe for concurrent
+// use; several Runtime values (several commands) may share a state dir, and the host lock keeps
+// their writers apart.
+type Runtime struct {
+	// EarlyExitWindow is how long Start waits to see whether the process exits at once (then
+	// Start fails with the log tail); set it before use. Default DefaultEarlyExitWindow.
+	EarlyExitWindow time.Duration
+
+	dir      string
+	mu       sync.Mutex     // serialises record writes of this value (recordsLock: of all values)
+	cmu      sync.Mutex     // guards children
+	children map[int]*child // processes this value started, by pid: only it can reap them
+}
+
+// child is a process this Runtime started: our child until we exit, reaped by a goroutine so
+// it never lingers as a zombie (which kill(pid, 0) would still call alive).
+type child struct {
+	start uint64
+	done  chan struct{} // closed once reaped
+	code  int           // exit code; 128+signal when killed by a signal
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New returns the Runtime of the host whose state dir is stateDir (created if missing).
+func New(stateDir string) (*Runtime, error) {
+	if stateDir == "" {
+		return nil, errors.New("process runtime: the host's state_dir is empty; set hosts[].state_dir in the config")
+	}
+	dir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"instances", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("process runtime: create %s: %w", filepath.Join(dir, sub), err)
+		}
+	}
+	return &Runtime{EarlyExitWindow: DefaultEarlyExitWindow, dir: dir, children: map[int]*child{}}, nil
+}
+
+// StateDir is the host's state dir (absolute).
+func (rt *Runtime) StateDir() string { return rt.dir }
+
+// LogPath is where the output of service's instances is appended.
+func (rt *Runtime) LogPath(service string) string { return rt.logPath(service) }
+
+// Start runs svc.Command (svc.Env added to this process's environment) in its own session, output
+// appended to the service's log, records it and returns once it is running. It refuses while an
+// instance of the service runs, and fails with the log's tail when the process exits within
+// EarlyExitWindow.
+func (rt *Runtime) Start(ctx context.Context, host string, svc spec.Service) (runtime.Instance, error) {
+	if err := checkService(svc); err != nil {
+		return runtime.Instance{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return runtime.Instance{}, err
+	}
+	unlock, err := rt.lockRecords()
+	if err != nil {
+		return runtime.Instance{}, err
+	}
+	rec, logStart, c, err := rt.spawn(host, svc)
+	unlock()
+	if err != nil {
+		return runtime.Instance{}, err
+	}
+	go rt.watchExit(rec, c)
+
+	select {
+	case <-c.done:
+		return runtime.Instance{}, fmt.Errorf("host %s: service %s %s exited at once with code %d; end of %s:\n%s",
+			host, svc.Name, svc.Version, c.code, rec.Log, tail(rec.Log, logStart))
+	case <-time.After(rt.EarlyExitWindow):
+	}
+	return rt.instance(rec), nil
+}
+
+// spawn checks that no instance of svc runs, starts the process and writes its record; it
+// returns the record, the log offset where this run's output begins and the child.
+func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, error) {
+	if old, err := rt.readRecord(svc.Name); err == nil {
+		if inst := rt.instance(old); inst.Running() {
+			return record{}, 0, nil, fmt.Errorf("host %s: service %s already runs as %s (version %s, started %s); stop it first",
+				host, svc.Name, inst.ID, inst.Version, inst.StartedAt.Format(time.RFC3339))
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return record{}, 0, nil, err
+	}
+
+	logPath := rt.logPath(svc.Name)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return record{}, 0, nil, fmt.Errorf("host %s: service %s: open log: %w", host, svc.Name, err)
+	}
+	defer logFile.Close() // the child has its own descriptor
+	logStart, _ := logFile.Seek(0, 2)
+	fmt.Fprintf(logFile, "== zero502 %s: starting %s %s on %s: %s\n",
+		time.Now().UTC().Format(time.RFC3339Nano), svc.Name, svc.Version, host, strings.Join(svc.Command, " "))
+
+	cmd := exec.Command(svc.Command[0], svc.Command[1:]...)
+	cmd.Env = append(os.Environ(), envList(svc.Env)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return record{}, 0, nil, fmt.Errorf("host %s: service %s: start %q: %w", host, svc.Name, svc.Command[0], err)
+	}
+	pid := cmd.Process.Pid
+	st, statErr := readStat(pid)
+	c := &child{start: st.Start, done: make(chan struct{})}
+	rt.cmu.Lock()
+	rt.children[pid] = c
+	rt.cmu.Unlock()
+	go func() {
+		cmd.Wait()
+		c.code = exitCode(cmd.ProcessState)
+		close(c.done)
+	}()
+	if statErr != nil {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		<-c.done
+		return record{}, 0, nil, fmt.Errorf("host %s: service %s: read /proc/%d/stat of the new process: %w; its log:\n%s",
+			host, svc.Name, pid, statErr, tail(logPath, logStart))
+	}
+	rec := record{PID: pid, ProcStart: st.Start, Host: host, Service: svc.Name, Version: svc.Version,
+		Address: svc.Address, Command: svc.Command, StartedAt: time.Now().UTC(), Log: logPath}
+	if err := rt.writeRecord(rec); err != nil {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		return record{}, 0, nil, fmt.Errorf("host %s: service %s: killed pid %d, its record could not be written: %w", host, svc.Name, pid, err)
+	}
+	return rec, logStart, c, nil
+}
+
+// watchExit writes the exit code of a child into its record once it is reaped.
+func (rt *Runtime) watchExit(rec record, c *child) {
+	<-c.done
+	rt.noteExit(rec, c.code, time.Now())
+}
+
+// Inspect returns the instance with id "pid:<n>"; ErrNotFound when no record has that pid.
+func (rt *Runtime) Inspect(_ context.Context, id string) (runtime.Instance, error) {
+	r, err := rt.find(id)
+	if err != nil {
+		return runtime.Instance{}, err
+	}
+	return rt.instance(r), nil
+}
+
+// List returns the recorded instances matching f, running or exited, ordered by service.
+func (rt *Runtime) List(_ context.Context, f runtime.Filter) ([]runtime.Instance, error) {
+	recs, err := rt.records()
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Instance
+	for _, r := range recs {
+		if (f.Host == "" || f.Host == r.Host) && (f.Service == "" || f.Service == r.Service) &&
+			(f.Version == "" || f.Version == r.Version) {
+			out = append(out, rt.instance(r))
+		}
+	}
+	return out, nil
+}
+
+// Remove deletes the record of an exited instance (its log stays); a running one is refused.
+func (rt *Runtime) Remove(_ context.Context, inst runtime.Instance) error {
+	unlock, err := rt.lockRecords()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	r, err := rt.readRecord(inst.Service)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && r.id() != inst.ID) {
+		return fmt.Errorf("service %s: instance %s: %w (already removed or replaced)", inst.Service, inst.ID, runtime.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if rt.instance(r).Running() {
+		return fmt.Errorf("service %s: instance %s is running; stop it before removing it", inst.Service, inst.ID)
+	}
+	if err := os.Remove(rt.recordPath(r.Service)); err != nil {
+		return err
+	}
+	rt.cmu.Lock()
+	delete(rt.children, r.PID)
+	rt.cmu.Unlock()
+	return nil
+}
+
+// find returns the record with id "pid:<n>", preferring a running one if two share the pid.
+func (rt *Runtime) find(id string) (record, error) {
+	pid, err := strconv.Atoi(strings.TrimPrefix(id, "pid:"))
+	if err != nil || !strings.HasPrefix(id, "pid:") {
+		return record{}, fmt.Errorf("instance id %q: want pid:<n>: %w", id, runtime.ErrNotFound)
+	}
+	recs, err := rt.records()
+	if err != nil {
+		return record{}, err
+	}
+	var found *record
+	for i := range recs {
+		if recs[i].PID == pid {
+			if found == nil || rt.instance(recs[i]).Running() {
+				found = &recs[i]
+			}
+		}
+	}
+	if found == nil {
+		return record{}, fmt.Errorf("instance %s in %s: %w", id, rt.dir, runtime.ErrNotFound)
+	}
+	return *found, nil
+}
+
+// recordOf returns inst's record: the record of inst.Service when it has inst's id (one pid could
+// appear in two records after pid reuse), else the record found by id.
+func (rt *Runtime) recordOf(inst runtime.Instance) (record, error) {
+	if inst.Service != "" {
+		r, err := rt.readRecord(inst.Service)
+		if err == nil && r.id() == inst.ID {
+			return r, nil
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return record{}, err
+		}
+		return record{}, fmt.Errorf("service %s: instance %s: %w (its record is gone or belongs to a newer instance)",
+			inst.Service, inst.ID, runtime.ErrNotFound)
+	}
+	return rt.find(inst.ID)
+}
+
+// instance is r as a runtime.Instance with its live state. ExitCode is -1 when the process
+// exited unseen (not our child, not stopped by us: its parent got the status).
+func (rt *Runtime) instance(r record) runtime.Instance {
+	inst := runtime.Instance{ID: r.id(), Host: r.Host, Service: r.Service, Version: r.Version,
+		Address: r.Address, State: runtime.StateRunning, StartedAt: r.StartedAt}
+	exited, code := rt.exited(r)
+	if exited {
+		inst.State = runtime.StateExited
+		inst.ExitCode = code
+	}
+	return inst
+}
+
+// exited says whether r's process is gone and with which exit code (-1 unknown).
+func (rt *Runtime) exited(r record) (bool, int) {
+	rt.cmu.Lock()
+	c := rt.children[r.PID]
+	rt.cmu.Unlock()
+	if c != nil && c.start == r.ProcStart {
+		select {
+		case <-c.done:
+			return true, c.code
+		default:
+		}
+	}
+	if liveness(r.PID, r.ProcStart) {
+		return false, 0
+	}
+	if r.ExitCode != nil {
+		return true, *r.ExitCode
+	}
+	if c != nil && c.start == r.ProcStart {
+		<-c.done // a zombie of ours: being reaped now
+		return true, c.code
+	}
+	return true, -1
+}
+
+func checkService(svc spec.Service) error {
+	switch {
+	case svc.Name == "" || svc.Name == "." || svc.Name == ".." || strings.ContainsAny(svc.Name, "/\\\x00") || strings.HasPrefix(svc.Name, "."):
+		return fmt.Errorf("process runtime: service name %q must be a plain file name (services[].name)", svc.Name)
+	case len(svc.Command) == 0 || svc.Command[0] == "":
+		return fmt.Errorf("process runtime: service %s has no command; set services[].command (the process runtime runs commands, not images)", svc.Name)
+	}
+	return nil
+}
+
+func envList(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// exitCode is the shell's convention: the exit status, or 128+signal when a signal ended it.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// tail is the end of the log written since offset from (at most 20 lines).
+func tail(path string, from int64) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(log unreadable: " + err.Error() + ")"
+	}
+	if from >= 0 && from <= int64(len(data)) {
+		data = data[from:]
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}

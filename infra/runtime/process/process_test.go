@@ -1,0 +1,301 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// helperEnv makes the test binary act as a separate zero502 command that starts an instance
+// with a fresh Runtime and exits (the instance must outlive it).
+const helperEnv = "ZERO502_PROCESS_TEST_STARTER"
+
+func TestMain(m *testing.M) {
+	if arg := os.Getenv(helperEnv); arg != "" {
+		var in struct {
+			Dir string
+			Svc spec.Service
+		}
+		if err := json.Unmarshal([]byte(arg), &in); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		rt, err := New(in.Dir)
+		if err == nil {
+			_, err = rt.Start(context.Background(), "host-a", in.Svc)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// graceful exits 0 on SIGTERM; ignoring ignores it. Both leave a grandchild (sleep) in their
+// process group, which Stop must not leave behind.
+var (
+	graceful = []string{"sh", "-c", `trap 'echo drained; exit 0' TERM; echo "hello $GREETING"; sleep 60 & wait`}
+	ignoring = []string{"sh", "-c", `trap '' TERM; sleep 60`}
+)
+
+func newRuntime(t *testing.T, dir string) *Runtime {
+	t.Helper()
+	rt, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // never leave a process behind
+		recs, _ := rt.records()
+		for _, r := range recs {
+			if liveness(r.PID, r.ProcStart) {
+				syscall.Kill(-r.PID, syscall.SIGKILL)
+			}
+		}
+	})
+	return rt
+}
+
+func start(t *testing.T, rt *Runtime, svc spec.Service) runtime.Instance {
+	t.Helper()
+	inst, err := rt.Start(context.Background(), "host-a", svc)
+	if err != nil {
+		t.Fatalf("Start %s: %v", svc.Name, err)
+	}
+	return inst
+}
+
+// groupGone reports whether no live (non-zombie) process is left in process group pgid. Zombies
+// count as gone: orphans are reaped by PID 1, which in a container may take its time.
+func groupGone(pgid int) bool {
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return true
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range dirs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(data), ')')
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) > 2 && f[2] == fmt.Sprint(pgid) && f[0] != "Z" && f[0] != "X" {
+			return false
+		}
+	}
+	return true
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestStartListStopGracefully(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, t.TempDir())
+	inst := start(t, rt, spec.Service{Name: "web", Version: "v1", Address: "127.0.0.1:19001",
+		Command: graceful, Env: map[string]string{"GREETING": "from env"}})
+	if !inst.Running() || inst.Host != "host-a" || inst.Version != "v1" || !strings.HasPrefix(inst.ID, "pid:") {
+		t.Fatalf("Start = %+v, want a running host-a web v1 with a pid: id", inst)
+	}
+
+	all, err := rt.List(ctx, runtime.Filter{Host: "host-a", Service: "web"})
+	if err != nil || len(all) != 1 || all[0].ID != inst.ID || !all[0].Running() || all[0].Address != "127.0.0.1:19001" {
+		t.Fatalf("List = %+v %v, want the one running instance", all, err)
+	}
+	if other, _ := rt.List(ctx, runtime.Filter{Version: "v2"}); len(other) != 0 {
+		t.Fatalf("List version v2 = %+v, want none", other)
+	}
+	waitFor(t, "the env greeting in the log", func() bool {
+		data, _ := os.ReadFile(rt.LogPath("web"))
+		return strings.Contains(string(data), "hello from env")
+	})
+
+	st, err := rt.Stop(ctx, inst, 10*time.Second)
+	if err != nil || st.Killed || st.ExitCode != 0 {
+		t.Fatalf("Stop = %+v %v, want exit 0, not killed", st, err)
+	}
+	pid := mustPID(t, inst.ID)
+	waitFor(t, "the process group to be gone", func() bool { return groupGone(pid) })
+	got, err := rt.Inspect(ctx, inst.ID)
+	if err != nil || got.Running() || got.ExitCode != 0 {
+		t.Fatalf("Inspect after stop = %+v %v, want exited 0", got, err)
+	}
+	if data, _ := os.ReadFile(rt.LogPath("web")); !strings.Contains(string(data), "drained") {
+		t.Fatalf("log %q lacks the SIGTERM trap's output", data)
+	}
+
+	if err := rt.Remove(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := rt.List(ctx, runtime.Filter{}); len(all) != 0 {
+		t.Fatalf("List after Remove = %+v, want none", all)
+	}
+	if _, err := rt.Inspect(ctx, inst.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Fatalf("Inspect after Remove = %v, want ErrNotFound", err)
+	}
+}
+
+func TestIgnoringSIGTERMIsKilledAndReportedAsI2(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	inst := start(t, rt, spec.Service{Name: "stubborn", Version: "v1", Command: ignoring})
+	st, err := rt.Stop(context.Background(), inst, 300*time.Millisecond)
+	if !errors.Is(err, runtime.ErrKilled) || !st.Killed || st.ExitCode != 137 {
+		t.Fatalf("Stop = %+v %v, want Killed, exit 137, an error wrapping ErrKilled", st, err)
+	}
+	if st.Took < 300*time.Millisecond {
+		t.Fatalf("Stop took %s, before the 300ms grace ran out", st.Took)
+	}
+	pid := mustPID(t, inst.ID)
+	waitFor(t, "the group (sh and its sleep) to be gone", func() bool { return groupGone(pid) })
+}
+
+func TestGraceZeroKillsAtOnceWithoutError(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	inst := start(t, rt, spec.Service{Name: "web", Version: "v1", Command: graceful})
+	st, err := rt.Stop(context.Background(), inst, 0)
+	if err != nil || !st.Killed || st.ExitCode != 137 {
+		t.Fatalf("Stop grace 0 = %+v %v, want killed (137) and no error", st, err)
+	}
+}
+
+func TestStartRefusesASecondInstanceOfAService(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	inst := start(t, rt, spec.Service{Name: "web", Version: "v1", Command: graceful})
+	_, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v2", Command: graceful})
+	if err == nil || !strings.Contains(err.Error(), "already runs as "+inst.ID) {
+		t.Fatalf("second Start = %v, want a refusal naming %s", err, inst.ID)
+	}
+	if err := rt.Remove(context.Background(), inst); err == nil {
+		t.Fatal("Remove of a running instance succeeded")
+	}
+}
+
+func TestInstancesOutliveTheCommandThatStartedThem(t *testing.T) {
+	dir := t.TempDir()
+	arg, _ := json.Marshal(map[string]any{"Dir": dir,
+		"Svc": spec.Service{Name: "web", Version: "v1", Command: graceful}})
+	starter := exec.Command(os.Args[0], "-test.run=^$")
+	starter.Env = append(os.Environ(), helperEnv+"="+string(arg))
+	if out, err := starter.CombinedOutput(); err != nil {
+		t.Fatalf("starter command: %v: %s", err, out)
+	}
+
+	rt := newRuntime(t, dir) // a later command: the instance is not its child
+	all, err := rt.List(context.Background(), runtime.Filter{Host: "host-a"})
+	if err != nil || len(all) != 1 || !all[0].Running() {
+		t.Fatalf("List from a new Runtime = %+v %v, want the running instance", all, err)
+	}
+	if _, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v2", Command: graceful}); err == nil {
+		t.Fatal("a new Runtime started a second web while the first runs")
+	}
+	st, err := rt.Stop(context.Background(), all[0], 10*time.Second)
+	if err != nil || st.Killed {
+		t.Fatalf("Stop from a new Runtime = %+v %v, want a graceful stop", st, err)
+	}
+	got, err := rt.Inspect(context.Background(), all[0].ID)
+	if err != nil || got.Running() {
+		t.Fatalf("Inspect after Stop = %+v %v, want exited", got, err)
+	}
+}
+
+func TestRecycledPIDIsNotTheInstance(t *testing.T) {
+	ctx := context.Background()
+	rt, err := New(t.TempDir()) // not newRuntime: its cleanup kills live records' groups
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := readStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records pointing at a live pid (this test process): one with its real start time, one
+	// with another (the instance died and the kernel gave its pid to someone else).
+	for _, r := range []record{
+		{PID: os.Getpid(), ProcStart: me.Start, Host: "host-a", Service: "same", Version: "v1"},
+		{PID: os.Getpid(), ProcStart: me.Start + 1, Host: "host-a", Service: "recycled", Version: "v1"},
+	} {
+		if err := rt.writeRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := rt.List(ctx, runtime.Filter{})
+	if err != nil || len(all) != 2 {
+		t.Fatalf("List = %+v %v", all, err)
+	}
+	if all[0].Service != "recycled" || all[0].Running() || all[0].ExitCode != -1 {
+		t.Fatalf("recycled-pid record = %+v, want exited with unknown code", all[0])
+	}
+	if !all[1].Running() {
+		t.Fatalf("same-pid-same-start record = %+v, want running", all[1])
+	}
+	if st, err := rt.Stop(ctx, all[0], time.Second); err != nil || st.Killed {
+		t.Fatalf("Stop of the recycled record = %+v %v, want a no-op (and this test process alive)", st, err)
+	}
+}
+
+func TestExitAtOnceFailsStartWithTheLogTail(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	_, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v9",
+		Command: []string{"sh", "-c", "echo 'listen 127.0.0.1:19001: address already in use' >&2; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "code 3") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start = %v, want an error with code 3 and the log tail", err)
+	}
+	// The failed start does not block the next one.
+	start(t, rt, spec.Service{Name: "web", Version: "v1", Command: graceful})
+}
+
+func TestStartRejectsServicesItCannotRun(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	for _, tc := range []struct {
+		svc  spec.Service
+		want string
+	}{
+		{spec.Service{Name: "web", Image: "zero502/app:v1"}, "has no command"},
+		{spec.Service{Name: "../etc", Command: []string{"true"}}, "plain file name"},
+		{spec.Service{Name: "web", Command: []string{filepath.Join(t.TempDir(), "missing")}}, "start"},
+	} {
+		if _, err := rt.Start(context.Background(), "host-a", tc.svc); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("Start %+v = %v, want an error containing %q", tc.svc, err, tc.want)
+		}
+	}
+}
+
+func TestParseStatCountsFieldsFromTheLastParen(t *testing.T) {
+	line := "4242 (we ird) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n"
+	st, err := parseStat([]byte(line))
+	if err != nil || st.State != 'S' || st.Start != 987654 {
+		t.Fatalf("parseStat = %+v %v, want state S start 987654", st, err)
+	}
+	if _, err := parseStat([]byte("4242 (x) S 1")); err == nil {
+		t.Fatal("parseStat accepted a truncated line")
+	}
+}
+
+func mustPID(t *testing.T, id string) int {
+	t.Helper()
+	var pid int
+	if _, err := fmt.Sscanf(id, "pid:%d", &pid); err != nil {
+		t.Fatalf("instance id %q: %v", id, err)
+	}
+	return pid
+}

@@ -1,0 +1,134 @@
+package process
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// record is an instance's file, <stateDir>/instances/<service>.json: what a later command (or a
+// new Runtime value) needs to find the process again and to tell it from a recycled pid.
+type record struct {
+	PID int `json:"pid"`
+	// ProcStart is /proc/<pid>/stat field 22 (clock ticks since boot) at start.
+	ProcStart uint64    `json:"proc_start"`
+	Host      string    `json:"host"`
+	Service   string    `json:"service"`
+	Version   string    `json:"version"`
+	Address   string    `json:"address,omitempty"`
+	Command   []string  `json:"command"`
+	StartedAt time.Time `json:"started_at"`
+	Log       string    `json:"log"`
+	// ExitCode and ExitedAt are filled in when this Runtime saw the exit (its own child, or a
+	// stop it did); nil when the process exited unseen.
+	ExitCode *int      `json:"exit_code,omitempty"`
+	ExitedAt time.Time `json:"exited_at,omitzero"`
+}
+
+func (r record) id() string { return "pid:" + fmt.Sprint(r.PID) }
+
+func (rt *Runtime) recordPath(service string) string {
+	return filepath.Join(rt.dir, "instances", service+".json")
+}
+
+func (rt *Runtime) logPath(service string) string {
+	return filepath.Join(rt.dir, "logs", service+".log")
+}
+
+func (rt *Runtime) writeRecord(r record) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return spec.WriteAtomic(rt.recordPath(r.Service), append(data, '\n'))
+}
+
+// readRecord reads the record of service; os.ErrNotExist (wrapped) when there is none.
+func (rt *Runtime) readRecord(service string) (record, error) {
+	path := rt.recordPath(service)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return record{}, err
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil || r.PID <= 0 {
+		return record{}, fmt.Errorf("instance record %s is corrupt (%v); remove it once no process of service %q runs", path, err, service)
+	}
+	return r, nil
+}
+
+// records reads every record, ordered by service.
+func (rt *Runtime) records() ([]record, error) {
+	entries, err := os.ReadDir(filepath.Join(rt.dir, "instances"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		r, err := rt.readRecord(strings.TrimSuffix(name, ".json"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed between ReadDir and now
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	return out, nil
+}
+
+// noteExit writes the exit code into the record of r's process, unless the record now belongs to
+// another process (a newer instance of the service).
+func (rt *Runtime) noteExit(r record, code int, at time.Time) error {
+	unlock, err := rt.lockRecords()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := rt.readRecord(r.Service)
+	if err != nil || cur.PID != r.PID || cur.ProcStart != r.ProcStart {
+		return nil
+	}
+	cur.ExitCode = &code
+	cur.ExitedAt = at.UTC()
+	return rt.writeRecord(cur)
+}
+
+// lockRecords serialises a read-modify-write of the instance records against every other
+// Runtime value on the same state dir, in this process or another (a deploy and a watchdog, or
+// two deploys in one demo): this value's mutex plus flock(2) on instances/.lock. Without it, the
+// exit note of an old instance could overwrite the record of the new one.
+func (rt *Runtime) lockRecords() (func(), error) {
+	rt.mu.Lock()
+	dir := filepath.Join(rt.dir, "instances")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		rt.mu.Unlock()
+		return nil, fmt.Errorf("process runtime: %w", err)
+	}
+	fl := flock.New(filepath.Join(dir, ".lock"))
+	if err := fl.Lock(); err != nil {
+		rt.mu.Unlock()
+		return nil, fmt.Errorf("process runtime: lock %s: %w", fl.Path(), err)
+	}
+	return func() {
+		fl.Close()
+		rt.mu.Unlock()
+	}, nil
+}

@@ -1,0 +1,112 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/zero502/zero502/infra/runtime"
+)
+
+// pollEvery is how often Stop looks at a process that is not its child (its own children it
+// waits for directly).
+const pollEvery = 10 * time.Millisecond
+
+// killWait bounds the wait for a SIGKILLed process to disappear.
+const killWait = 10 * time.Second
+
+// Stop sends SIGTERM to the instance's process (which starts its drain handshake), waits up to
+// grace for it to exit, then SIGKILLs its process group: Stopped.Killed and an error wrapping
+// runtime.ErrKilled (invariant I2). grace 0 SIGKILLs at once without an error (the naive
+// deploy). An instance that already exited is reported as stopped. If ctx ends first, Stop
+// returns ctx's error and the process keeps draining.
+func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Duration) (runtime.Stopped, error) {
+	if grace < 0 {
+		return runtime.Stopped{}, fmt.Errorf("stop %s %s: grace %s is negative; use the config's drain.stop_grace", inst.Service, inst.ID, grace)
+	}
+	r, err := rt.recordOf(inst)
+	if err != nil {
+		return runtime.Stopped{}, err
+	}
+	if done, code := rt.exited(r); done {
+		return runtime.Stopped{ExitCode: code}, nil
+	}
+	begin := time.Now()
+	if grace == 0 {
+		code, err := rt.kill(ctx, r)
+		return runtime.Stopped{ExitCode: code, Killed: true, Took: time.Since(begin)}, err
+	}
+
+	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return runtime.Stopped{}, fmt.Errorf("stop %s %s: SIGTERM: %w", r.Service, r.id(), err)
+	}
+	gone, code, err := rt.waitExit(ctx, r, grace)
+	if err != nil {
+		return runtime.Stopped{}, fmt.Errorf("stop %s %s: %w (SIGTERM sent %s ago; the process is still draining)",
+			r.Service, r.id(), err, time.Since(begin).Round(time.Millisecond))
+	}
+	if gone {
+		// Whatever the service left in its process group goes with it.
+		syscall.Kill(-r.PID, syscall.SIGKILL)
+		return runtime.Stopped{ExitCode: code, Took: time.Since(begin)}, nil
+	}
+	code, err = rt.kill(ctx, r)
+	st := runtime.Stopped{ExitCode: code, Killed: true, Took: time.Since(begin)}
+	if err != nil {
+		return st, err
+	}
+	return st, fmt.Errorf("host %s: service %s %s (%s) did not exit within the stop grace %s after SIGTERM and was SIGKILLed: %w",
+		r.Host, r.Service, r.Version, r.id(), grace, runtime.ErrKilled)
+}
+
+// kill SIGKILLs r's process group and waits for the process to be gone; the exit code is 137.
+func (rt *Runtime) kill(ctx context.Context, r record) (int, error) {
+	if err := syscall.Kill(-r.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return 0, fmt.Errorf("stop %s %s: SIGKILL: %w", r.Service, r.id(), err)
+	}
+	gone, code, err := rt.waitExit(ctx, r, killWait)
+	if err != nil {
+		return 0, fmt.Errorf("stop %s %s: %w after SIGKILL", r.Service, r.id(), err)
+	}
+	if !gone {
+		return 0, fmt.Errorf("stop %s %s: still there %s after SIGKILL (uninterruptible sleep? check /proc/%d/stat)",
+			r.Service, r.id(), killWait, r.PID)
+	}
+	if code == -1 {
+		code = 128 + int(syscall.SIGKILL)
+		rt.noteExit(r, code, time.Now())
+	}
+	return code, nil
+}
+
+// waitExit waits up to d for r's process to exit: on its done channel when it is our child, by
+// polling /proc otherwise. It returns whether it exited and its exit code (-1 unknown).
+func (rt *Runtime) waitExit(ctx context.Context, r record, d time.Duration) (bool, int, error) {
+	limit := time.NewTimer(d)
+	defer limit.Stop()
+	rt.cmu.Lock()
+	c := rt.children[r.PID]
+	rt.cmu.Unlock()
+	var reaped chan struct{}
+	if c != nil && c.start == r.ProcStart {
+		reaped = c.done
+	}
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		if done, code := rt.exited(r); done {
+			return true, code, nil
+		}
+		select {
+		case <-reaped:
+		case <-tick.C:
+		case <-limit.C:
+			done, code := rt.exited(r)
+			return done, code, nil
+		case <-ctx.Done():
+			return false, 0, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package invariants
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// evaluateI5: the watchdog needs longer to give up on a service than a drain takes, so a
+// draining service never looks dead long enough to be "healed", even if the lock were missed
+// (the source's watchdog healed on the first failed check and fought every deploy).
+func evaluateI5(c *infra.Config) Verdict {
+	inv := Invariant{
+		ID:       "I5",
+		Relation: "watchdog.heal_after × watchdog.interval > drain.window + drain.shutdown",
+		Why:      "a draining service never looks dead long enough to be healed, even without the lock",
+	}
+	healAfter, interval := c.Watchdog.HealAfter, c.Watchdog.Interval
+	window, shutdown := c.Drain.Window, c.Drain.Shutdown
+	patience, drain := interval*time.Duration(healAfter), window+shutdown
+	nums := []Number{
+		count("watchdog.heal_after", healAfter), dur("watchdog.interval", interval),
+		dur("watchdog.heal_after × watchdog.interval", patience),
+		dur("drain.window", window), dur("drain.shutdown", shutdown),
+		dur("drain.window + drain.shutdown", drain),
+	}
+	arith := fmt.Sprintf("%d × %s = %s > %s + %s = %s", healAfter, interval, patience, window, shutdown, drain)
+	if relationI5(patience, drain) {
+		return holds(inv, nums, arith, fmt.Sprintf(
+			"watchdog.heal_after %d × watchdog.interval %s = %s outlasts drain.window %s + drain.shutdown %s = %s by %s",
+			healAfter, interval, patience, window, shutdown, drain, patience-drain))
+	}
+	return violated(inv, nums, arith, fmt.Sprintf(
+		"watchdog.heal_after %d × watchdog.interval %s = %s must exceed drain.window %s + drain.shutdown %s = %s: "+
+			"the watchdog may heal a service that is only draining and fight the deploy; "+
+			"raise watchdog.heal_after to at least %d or watchdog.interval to at least %s, or shorten the drain",
+		healAfter, interval, patience, window, shutdown, drain,
+		int(drain/interval)+1, above(drain/time.Duration(healAfter))))
+}
+
+// relationI5 is I5: the watchdog's patience must exceed the drain and the shutdown.
+func relationI5(patience, drain time.Duration) bool {
+	return patience > drain
+}

@@ -1,0 +1,30 @@
+package invariants
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
+
+func TestI5WatchdogOutwaitsDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		healAfter                int
+		interval, drain, shutdwn time.Duration
+		want                     Status
+	}{
+		{"source numbers: 4 × 60s against 15s + 10s", 4, time.Minute, 15 * time.Second, 10 * time.Second, Holds},
+		{"exactly at drain plus shutdown", 4, 6250 * time.Millisecond, 15 * time.Second, 10 * time.Second, Violated},
+		{"one millisecond past drain plus shutdown", 4, 6251 * time.Millisecond, 15 * time.Second, 10 * time.Second, Holds},
+		{"the original watchdog: healed on 1 failure a minute against a 150s drain", 1, time.Minute, 140 * time.Second, 10 * time.Second, Violated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := infra.Defaults()
+			c.Watchdog.HealAfter, c.Watchdog.Interval = tc.healAfter, tc.interval
+			c.Drain.Window, c.Drain.Shutdown = tc.drain, tc.shutdwn
+			expect(t, c, "I5", tc.want)
+		})
+	}
+	requireShippedHold(t, "I5")
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// relation is the harness's own statement of one invariant, independent of the code under test:
+// lhs op rhs, each side a sum of products of config keys. Config mutants are computed from it,
+// so a wrong relation in package invariants cannot hide its own mutants.
+type relation struct {
+	id       string
+	lhs, rhs [][]string // sums of products of keys ("#hosts" is the number of hosts)
+	op       string     // ">", "<" or "<="
+}
+
+func relations() []relation {
+	return []relation{
+		{"I1", [][]string{{"drain.window"}}, [][]string{{"balancer.interval", "balancer.unhealthy_threshold"}}, ">"},
+		{"I2", [][]string{{"drain.window"}, {"drain.shutdown"}}, [][]string{{"drain.stop_grace"}}, "<"},
+		{"I3", [][]string{{"balancer.healthy_threshold", "balancer.interval"}}, [][]string{{"drain.max_recovery"}}, "<="},
+		{"I4", [][]string{{"balancer.timeout"}}, [][]string{{"balancer.interval"}}, "<"},
+		{"I5", [][]string{{"watchdog.heal_after", "watchdog.interval"}}, [][]string{{"drain.window"}, {"drain.shutdown"}}, ">"},
+		{"I6", [][]string{{"edge.drain"}}, [][]string{{"edge.dns_ttl"}, {"edge.check_interval", "edge.unhealthy_threshold"}}, ">"},
+		{"I7", [][]string{{"app.keepalive_idle_timeout"}}, [][]string{{"balancer.idle_timeout"}}, ">"},
+		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<"},
+	}
+}
+
+// numbers are a config's values of the keys the relations use: durations in milliseconds,
+// counts as they are.
+func numbers(c *infra.Config) map[string]int64 {
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	return map[string]int64{
+		"balancer.interval":            ms(c.Balancer.Interval),
+		"balancer.timeout":             ms(c.Balancer.Timeout),
+		"balancer.unhealthy_threshold": int64(c.Balancer.UnhealthyThreshold),
+		"balancer.healthy_threshold":   int64(c.Balancer.HealthyThreshold),
+		"balancer.idle_timeout":        ms(c.Balancer.IdleTimeout),
+		"drain.window":                 ms(c.Drain.Window),
+		"drain.shutdown":               ms(c.Drain.Shutdown),
+		"drain.stop_grace":             ms(c.Drain.StopGrace),
+		"drain.max_recovery":           ms(c.Drain.MaxRecovery),
+		"watchdog.interval":            ms(c.Watchdog.Interval),
+		"watchdog.heal_after":          int64(c.Watchdog.HealAfter),
+		"app.keepalive_idle_timeout":   ms(c.App.KeepAliveIdleTimeout),
+		"edge.drain":                   ms(c.Edge.Drain),
+		"edge.dns_ttl":                 ms(c.Edge.DNSTTL),
+		"edge.check_interval":          ms(c.Edge.CheckInterval),
+		"edge.unhealthy_threshold":     int64(c.Edge.UnhealthyThreshold),
+		"rollout.batch":                int64(c.Rollout.Batch),
+		"#hosts":                       int64(len(c.Hosts)),
+	}
+}
+
+func (r relation) uses(key string) bool {
+	for _, side := range [][][]string{r.lhs, r.rhs} {
+		for _, term := range side {
+			for _, k := range term {
+				if k == key {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func sum(side [][]string, vals map[string]int64) int64 {
+	var s int64
+	for _, term := range side {
+		p := int64(1)
+		for _, k := range term {
+			p *= vals[k]
+		}
+		s += p
+	}
+	return s
+}
+
+// holds evaluates the relation on vals.
+func (r relation) holds(vals map[string]int64) bool {
+	l, rr := sum(r.lhs, vals), sum(r.rhs, vals)
+	switch r.op {
+	case ">":
+		return l > rr
+	case "<":
+		return l < rr
+	default:
+		return l <= rr
+	}
+}
+
+// boundary is the value of key nearest to where the relation turns (every other number as in
+// vals) that violates it: the equality point for a strict relation, one unit past it otherwise.
+// wrong is a typical wrong value twice as far on the violating side (for drain.window in the
+// production config: 5s against 5s × 2, the source's original bug).
+func (r relation) boundary(key string, vals map[string]int64) (boundary, wrong int64) {
+	at := func(v int64) map[string]int64 {
+		m := make(map[string]int64, len(vals))
+		for k, x := range vals {
+			m[k] = x
+		}
+		m[key] = v
+		return m
+	}
+	// Each key appears once, so lhs − rhs is affine in it: a·v + b.
+	f := func(v int64) int64 { m := at(v); return sum(r.lhs, m) - sum(r.rhs, m) }
+	b := f(0)
+	a := f(1) - b
+	dir := int64(1) // the direction in which the relation breaks
+	if a < 0 {
+		dir = -1
+	}
+	if r.op == ">" {
+		dir = -dir
+	}
+	v := ceilDiv(-b, a)
+	if dir < 0 {
+		v = floorDiv(-b, a)
+	}
+	for range 3 {
+		if !r.holds(at(v)) {
+			break
+		}
+		v += dir
+	}
+	if dir < 0 {
+		return v, v / 2
+	}
+	return v, v * 2
+}
+
+func floorDiv(n, d int64) int64 {
+	if d < 0 {
+		n, d = -n, -d
+	}
+	q := n / d
+	if n%d != 0 && n < 0 {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(n, d int64) int64 { return -floorDiv(-n, d) }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/zero502/zero502/infra"
+)
+
+func TestBoundaryIsTheNearestViolatingValue(t *testing.T) {
+	prod := numbers(infra.Defaults())
+	prod["edge.drain"], prod["edge.dns_ttl"], prod["edge.check_interval"], prod["edge.unhealthy_threshold"] = 90000, 30000, 10000, 3
+	prod["#hosts"] = 3
+	byID := map[string]relation{}
+	for _, r := range relations() {
+		byID[r.id] = r
+	}
+	for _, tc := range []struct {
+		id, key         string
+		boundary, wrong int64
+	}{
+		{"I1", "drain.window", 10000, 5000}, // 5s against 5s × 2: the source's bug
+		{"I1", "balancer.interval", 7500, 15000},
+		{"I1", "balancer.unhealthy_threshold", 3, 6},
+		{"I2", "drain.stop_grace", 25000, 12500},
+		{"I3", "drain.max_recovery", 9999, 4999}, // ≤ holds at equality: one unit past it
+		{"I3", "balancer.healthy_threshold", 7, 14},
+		{"I5", "watchdog.heal_after", 0, 0}, // 1 × 60s already outlasts 25s: no valid value breaks it
+		{"I6", "edge.unhealthy_threshold", 6, 12},
+		{"I8", "rollout.batch", 3, 6},
+	} {
+		b, w := byID[tc.id].boundary(tc.key, prod)
+		if b != tc.boundary || w != tc.wrong {
+			t.Errorf("%s %s: boundary %d, wrong %d; want %d, %d", tc.id, tc.key, b, w, tc.boundary, tc.wrong)
+		}
+	}
+}
+
+func TestReplaceChangesOnlyTheNumber(t *testing.T) {
+	data := []byte("drain:\n  window: 15s # the source's\n  shutdown: 10s\n")
+	nums, err := timingNumbers("x.yaml", data)
+	if err != nil || len(nums) != 2 {
+		t.Fatalf("timingNumbers = %v, %v", nums, err)
+	}
+	got, err := replace(data, nums[0], nums[0].format(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "drain:\n  window: 10s # the source's\n  shutdown: 10s\n"; string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,47 @@
+package watchdog
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// Hosts picks the hosts this machine watches: the one named name; else the host named like this
+// machine (os.Hostname, also without its domain); else every host reached without ssh (the
+// local demo's hosts share one machine).
+func Hosts(cfg *infra.Config, name string) ([]infra.Host, error) {
+	names := make([]string, 0, len(cfg.Hosts))
+	for _, h := range cfg.Hosts {
+		names = append(names, h.Name)
+	}
+	if len(cfg.Hosts) == 0 {
+		return nil, fmt.Errorf("the config has no hosts; add hosts: [{name: …}]")
+	}
+	if name != "" {
+		h, ok := cfg.Host(name)
+		if !ok {
+			return nil, fmt.Errorf("--host %q: not a host of the config (hosts: %s)", name, strings.Join(names, ", "))
+		}
+		return []infra.Host{h}, nil
+	}
+	if me, err := os.Hostname(); err == nil {
+		short, _, _ := strings.Cut(me, ".")
+		for _, cand := range []string{me, short} {
+			if h, ok := cfg.Host(cand); ok {
+				return []infra.Host{h}, nil
+			}
+		}
+	}
+	var local []infra.Host
+	for _, h := range cfg.Hosts {
+		if h.SSH == "" {
+			local = append(local, h)
+		}
+	}
+	if len(local) == 0 {
+		return nil, fmt.Errorf("no host of the config is this machine; pass --host NAME (hosts: %s)", strings.Join(names, ", "))
+	}
+	return local, nil
+}

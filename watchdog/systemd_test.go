@@ -1,0 +1,57 @@
+package watchdog_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The shipped units pass systemd-analyze verify (when the tool is installed). ExecStart's
+// /usr/local/bin/zero502 is pointed at an existing executable first: verify checks that it exists.
+func TestSystemdUnitsVerify(t *testing.T) {
+	tool, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var units []string
+	for _, name := range []string{"zero502-watchdog.service", "zero502-watchdog.timer"} {
+		data, err := os.ReadFile(filepath.Join("systemd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(data), "/usr/local/bin/zero502", self)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		units = append(units, filepath.Join(dir, name))
+	}
+	out, err := exec.Command(tool, append([]string{"verify"}, units...)...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// The units say what the design says: a oneshot tick, every minute, randomised, persistent.
+func TestSystemdUnitsAreAOneshotTickEveryMinute(t *testing.T) {
+	for name, wants := range map[string][]string{
+		"zero502-watchdog.service": {"Type=oneshot", "ExecStart=/usr/local/bin/zero502 watchdog --config "},
+		"zero502-watchdog.timer":   {"OnCalendar=*-*-* *:*:00", "RandomizedDelaySec=", "Persistent=true", "Unit=zero502-watchdog.service", "WantedBy=timers.target"},
+	} {
+		data, err := os.ReadFile(filepath.Join("systemd", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wants {
+			if !strings.Contains(string(data), "\n"+w) {
+				t.Errorf("%s lacks a line starting %q", name, w)
+			}
+		}
+	}
+}
