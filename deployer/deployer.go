@@ -260,6 +260,14 @@ func (d *Deployer) pollEvery() time.Duration {
 	return min(max(d.cfg.Balancer.Interval/5, 10*time.Millisecond), time.Second)
 }
 
+// startPoll is how often the deployer looks at a new instance, its health and the balancer's
+// view of it while it comes up: interval/25 (10 ms at a 250 ms interval), at least 5 ms and at
+// most pollEvery. Every millisecond between "in rotation" and seeing it is pure waiting added
+// to the host's step.
+func (d *Deployer) startPoll() time.Duration {
+	return min(max(d.cfg.Balancer.Interval/25, 5*time.Millisecond), d.pollEvery())
+}
+
 // sleep waits for d on the deployer's clock, or until ctx ends.
 func (d *Deployer) sleep(ctx context.Context, dur time.Duration) error {
 	select {

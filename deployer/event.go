@@ -15,6 +15,7 @@ const (
 	StepStart        = "start"         // the new instance runs
 	StepHealthy      = "healthy"       // the new instance answers its health check directly
 	StepInRotation   = "in-rotation"   // the balancer put the target back in rotation
+	StepStable       = "stable"        // every new instance stayed up for its stability window
 	StepVerified     = "verified"      // every service on the host runs the right version
 	StepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only
 	StepRollback     = "rollback"      // the host is being rolled back to its previous spec

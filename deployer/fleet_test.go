@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
 )
 
@@ -37,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := dockertest.Main(m) // m.Run, then the docker tests' containers and image are removed
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -52,6 +54,7 @@ type fleet struct {
 	admin   string
 	base    int
 	offsets []int
+	gateway int // the gateway service's port base (gatewayBase), 0 until asked for
 	// orders is the orders log every app instance appends to.
 	orders string
 	// runtimes are the hosts' process runtimes, one per host for the whole test, shared by every
@@ -66,11 +69,16 @@ type fleetValues struct {
 	Unhealthy       int    // balancer.unhealthy_threshold
 	Window          time.Duration
 	HealthyDeadline time.Duration
+	Interval        time.Duration // balancer.interval
 	AppFlags        []string
+	// Gateway, when not nil, adds a second service "gateway" (the app too, on its own port,
+	// not behind the balancer) with these extra flags.
+	Gateway []string
 }
 
 func defaultValues() fleetValues {
-	return fleetValues{Kind: "inhouse", Batch: 1, Unhealthy: 2, Window: time.Second, HealthyDeadline: 15 * time.Second}
+	return fleetValues{Kind: "inhouse", Batch: 1, Unhealthy: 2, Window: time.Second, HealthyDeadline: 15 * time.Second,
+		Interval: 200 * time.Millisecond}
 }
 
 func newFleet(t *testing.T, hosts int) *fleet {
@@ -127,13 +135,18 @@ func (f *fleet) config(name string, v fleetValues) string {
 		"--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}", "--orders-log", f.orders}
 	cmd = append(cmd, v.AppFlags...)
 	quoted, _ := json.Marshal(cmd)
+	gateway := ""
+	if v.Gateway != nil {
+		gw, _ := json.Marshal(append(cmd[:len(cmd)-len(v.AppFlags):len(cmd)-len(v.AppFlags)], v.Gateway...))
+		gateway = fmt.Sprintf("  - name: gateway\n    command: %s\n    port: %d\n", gw, f.gatewayBase())
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `balancer:
   kind: %s
   listen: %s
   admin: %s
   service: web
-  interval: 200ms
+  interval: %s
   timeout: 150ms
   unhealthy_threshold: %d
   healthy_threshold: 2
@@ -158,8 +171,8 @@ services:
   - name: web
     command: %s
     port: %d
-hosts:
-`, v.Kind, f.listen, f.admin, v.Unhealthy, v.Window, filepath.Join(f.dir, "deploy.lock"), f.dir, v.Batch, v.HealthyDeadline, quoted, f.base)
+%shosts:
+`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, filepath.Join(f.dir, "deploy.lock"), f.dir, v.Batch, v.HealthyDeadline, quoted, f.base, gateway)
 	for i := range f.hosts {
 		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
 	}
@@ -168,6 +181,36 @@ hosts:
 		f.t.Fatal(err)
 	}
 	return path
+}
+
+// gatewayBase is the gateway's port before the hosts' offsets: chosen once per fleet so that
+// it plus every host's offset is a port free right now.
+func (f *fleet) gatewayBase() int {
+	f.t.Helper()
+	if f.gateway != 0 {
+		return f.gateway
+	}
+	top := 65535 - f.offsets[len(f.offsets)-1]
+	for try := 0; try < 200; try++ {
+		base := 20000 + rand.IntN(max(top-20000, 1))
+		var ls []net.Listener
+		for _, off := range f.offsets {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if len(ls) == len(f.offsets) {
+			f.gateway = base
+			return base
+		}
+	}
+	f.t.Fatal("found no gateway port base with every host's offset free")
+	return 0
 }
 
 func (f *fleet) load(path string) *infra.Config {

@@ -105,6 +105,9 @@ func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runt
 	}
 	d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepStopped, Version: inst.Version,
 		Message: fmt.Sprintf("%s +%.2fs after the signal", exit, now.Sub(t0).Seconds())})
+	if finding == nil {
+		d.forget(context.WithoutCancel(ctx), h, rt, inst)
+	}
 	return finding
 }
 

@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,20 +40,26 @@ func (d *Deployer) get(ctx context.Context, addr, path string) (*http.Response, 
 }
 
 // waitHealthy waits until inst answers its health check directly and, when watch is set, the
-// balancer has it in rotation; bounded by rollout.healthy_deadline. An instance that exits
-// meanwhile fails at once.
+// balancer has it in rotation; bounded by rollout.healthy_deadline. The instance is inspected
+// on every poll (startPoll: a new instance is watched closely), so one that exits meanwhile
+// fails the step at once, naming host, service and exit code.
 func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) error {
-	deadline := d.clock.Now().Add(d.cfg.Rollout.HealthyDeadline)
+	begin := d.clock.Now()
+	deadline := begin.Add(d.cfg.Rollout.HealthyDeadline)
 	var last error
 	direct, saidHealthy := false, false
 	for {
 		cur, err := rt.Inspect(ctx, inst.ID)
 		switch {
+		case errors.Is(err, runtime.ErrNotFound):
+			return fmt.Errorf("host %s: service %s: new version %s (%s) vanished from its runtime before it was healthy: %w",
+				h.Name, svc.Name, svc.Version, inst.ID, err)
 		case err != nil:
 			last = fmt.Errorf("inspect %s: %w", inst.ID, err)
 		case !cur.Running():
-			return fmt.Errorf("host %s: service %s: new version %s exited with code %d before it was healthy; "+
-				"see its log in the host's state dir", h.Name, svc.Name, svc.Version, cur.ExitCode)
+			return fmt.Errorf("host %s: service %s: new version %s %s +%s after its start, before it was healthy "+
+				"(not waiting out rollout.healthy_deadline %s)%s", h.Name, svc.Name, svc.Version, exitedWith(cur.ExitCode),
+				round(d.clock.Now().Sub(begin)), d.cfg.Rollout.HealthyDeadline, logHint(rt, cur))
 		case cur.Health == "unhealthy":
 			last = fmt.Errorf("the runtime's health check says unhealthy")
 		case !direct && svc.Port > 0:
@@ -95,7 +102,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 				h.Name, svc.Name, svc.Version, d.cfg.Rollout.HealthyDeadline, last)
 		}
 		last = nil
-		if err := d.sleep(ctx, d.pollEvery()); err != nil {
+		if err := d.sleep(ctx, d.startPoll()); err != nil {
 			return fmt.Errorf("host %s: service %s: waiting for health: %w", h.Name, svc.Name, err)
 		}
 	}

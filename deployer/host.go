@@ -156,10 +156,12 @@ func (d *Deployer) settled(ctx context.Context, h infra.Host, rt Runtime, s spec
 
 // converge brings every service of host h to spec s, one service at a time: old instances
 // stopped through the handshake, the new one started and waited for. An instance already at the
-// spec's version (a deploy interrupted after its start) is kept and waited for. tl, when not
+// spec's version (a deploy interrupted after its start) is kept and waited for. Then every new
+// instance must outlast its stability window (stable) before converge returns. tl, when not
 // nil, records the balanced service's handshake.
 func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, tl *Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
+	var started []fresh
 	for _, svc := range s.Services {
 		isBalanced := balanced && svc.Name == bsvc.Name
 		watch := isBalanced && d.view && !d.opts.Naive
@@ -186,22 +188,25 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 		}
 		inst := keep
 		if inst == nil {
-			started, err := rt.Start(ctx, h.Name, svc)
+			began, err := rt.Start(ctx, h.Name, svc)
 			if err != nil {
 				return fmt.Errorf("host %s: service %s: start %s: %w", h.Name, svc.Name, svc.Version, err)
 			}
-			inst = &started
+			inst = &began
 			if stl != nil {
 				stl.NewStarted = d.clock.Now()
 			}
 			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepStart, Version: svc.Version,
 				Message: fmt.Sprintf("started %s (%s)", inst.ID, strings.Join(svc.Command, " "))})
 		}
+		// The window counts from the start (a kept instance: from now, when it is first seen),
+		// so it overlaps the wait for health and for the balancer.
+		started = append(started, fresh{inst: *inst, svc: svc, at: d.clock.Now()})
 		if err := d.waitHealthy(ctx, h, rt, *inst, svc, watch, stl); err != nil {
 			return err
 		}
 	}
-	return nil
+	return d.stable(ctx, h, rt, started)
 }
 
 // rollback returns host h to back after cause: republish it (or remove the spec of a fresh

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -21,17 +22,44 @@ type Runtime interface {
 	List(ctx context.Context, f runtime.Filter) ([]runtime.Instance, error)
 }
 
+// EarlyExitWindow is how long the process runtime's Start watches a new process for an
+// immediate exit before it returns. It is kept short: the deployer does not rely on it, since
+// waitHealthy inspects the instance on every poll and fails the step the moment it exits, and
+// the stability window (see stable) covers the exits that come later. A longer wait here would
+// only add pure waiting to every host's step.
+const EarlyExitWindow = 10 * time.Millisecond
+
 // RuntimeFor builds the runtime cfg's rollout.runtime names for host h: the process runtime on
-// the host's state dir. The docker runtime plugs in here once it lands (infra/runtime/docker).
+// the host's state dir (EarlyExitWindow), or the Docker Engine at rollout.docker_host (empty:
+// DOCKER_HOST, then the local socket), pinged so an unreachable engine is refused before
+// anything changes.
 func RuntimeFor(cfg *infra.Config, h infra.Host) (Runtime, error) {
 	switch cfg.Rollout.Runtime {
 	case infra.RuntimeProcess:
-		return process.New(cfg.HostStateDir(h))
+		rt, err := process.New(cfg.HostStateDir(h))
+		if err != nil {
+			return nil, err // never a typed nil *process.Runtime inside the interface
+		}
+		rt.EarlyExitWindow = EarlyExitWindow
+		return rt, nil
 	case infra.RuntimeDocker:
-		return nil, fmt.Errorf("rollout.runtime %q: the deployer has no docker runtime built in yet; use process", cfg.Rollout.Runtime)
+		rt, err := docker.New(cfg.Rollout.DockerHost)
+		if err != nil {
+			return nil, fmt.Errorf("rollout.docker_host %q: %w", cfg.Rollout.DockerHost, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), dockerPingTimeout)
+		defer cancel()
+		if err := rt.Ping(ctx); err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("rollout.runtime docker: %w", err)
+		}
+		return rt, nil
 	}
 	return nil, fmt.Errorf("rollout.runtime %q: must be process or docker", cfg.Rollout.Runtime)
 }
+
+// dockerPingTimeout bounds RuntimeFor's first contact with the Docker Engine.
+const dockerPingTimeout = 10 * time.Second
 
 // SharedRuntimes returns an Options.Runtime that builds each host's runtime once (RuntimeFor)
 // and hands the same one to every Deployer it is given to. A process that runs several deploys

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 //go:embed defaults.yaml
@@ -82,6 +83,9 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, cleanDecodeError(err))
+	}
+	if err := keepEnvCase(&c, data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	c.applyListDefaults()
 	if err := c.Validate(); err != nil {
@@ -235,4 +239,26 @@ func (c *Config) applyListDefaults() {
 			c.Hosts[i].Address = "127.0.0.1"
 		}
 	}
+}
+
+// keepEnvCase restores the case of services[].env names, which viper folds to lower case with
+// every other key: a service must get PATH_PREFIX, not path_prefix.
+func keepEnvCase(c *Config, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	var raw struct {
+		Services []struct {
+			Env map[string]string `yaml:"env"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("services[].env: %w (names and values must be strings)", err)
+	}
+	for i := range c.Services {
+		if i < len(raw.Services) && raw.Services[i].Env != nil {
+			c.Services[i].Env = raw.Services[i].Env
+		}
+	}
+	return nil
 }

@@ -110,3 +110,14 @@ func TestTargetsAreTheBalancedServiceOnEveryHost(t *testing.T) {
 		t.Fatalf("lock path %s", c.HostLockPath(c.Hosts[1]))
 	}
 }
+
+func TestServiceEnvNamesKeepTheirCase(t *testing.T) {
+	c, err := Load(writeConfig(t, "rollout:\n  runtime: process\nservices:\n  - name: web\n    command: [x]\n    env:\n      PATH_PREFIX: /api\n      Mixed_Case: \"8080\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := c.Services[0].Env
+	if env["PATH_PREFIX"] != "/api" || env["Mixed_Case"] != "8080" || len(env) != 2 {
+		t.Fatalf("env %v, want PATH_PREFIX=/api Mixed_Case=8080 as written", env)
+	}
+}

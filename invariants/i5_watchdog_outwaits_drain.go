@@ -10,36 +10,44 @@ import (
 // evaluateI5: the watchdog needs longer to give up on a service than a drain takes, so a
 // draining service never looks dead long enough to be "healed", even if the lock were missed
 // (the source's watchdog healed on the first failed check and fought every deploy).
+//
+// Ticks come every watchdog.interval at a phase the drain does not know, so a failing stretch of
+// length D holds up to floor(D / interval) + 1 ticks (the first can land at its very start). The
+// watchdog heals on the heal_after-th, so a drain is safe only when
+// floor(D / interval) + 1 < heal_after, that is (heal_after − 1) × interval > D. DESIGN.md's
+// first statement, heal_after × interval > D, allowed one failing tick too many.
 func evaluateI5(c *infra.Config) Verdict {
 	inv := Invariant{
 		ID:       "I5",
-		Relation: "watchdog.heal_after × watchdog.interval > drain.window + drain.shutdown",
+		Relation: "(watchdog.heal_after − 1) × watchdog.interval > drain.window + drain.shutdown",
 		Why:      "a draining service never looks dead long enough to be healed, even without the lock",
 	}
 	healAfter, interval := c.Watchdog.HealAfter, c.Watchdog.Interval
 	window, shutdown := c.Drain.Window, c.Drain.Shutdown
-	patience, drain := interval*time.Duration(healAfter), window+shutdown
+	patience, drain := interval*time.Duration(healAfter-1), window+shutdown
 	nums := []Number{
 		count("watchdog.heal_after", healAfter), dur("watchdog.interval", interval),
-		dur("watchdog.heal_after × watchdog.interval", patience),
+		dur("(watchdog.heal_after − 1) × watchdog.interval", patience),
 		dur("drain.window", window), dur("drain.shutdown", shutdown),
 		dur("drain.window + drain.shutdown", drain),
 	}
-	arith := fmt.Sprintf("%d × %s = %s > %s + %s = %s", healAfter, interval, patience, window, shutdown, drain)
+	arith := fmt.Sprintf("(%d − 1) × %s = %s > %s + %s = %s", healAfter, interval, patience, window, shutdown, drain)
 	if relationI5(patience, drain) {
 		return holds(inv, nums, arith, fmt.Sprintf(
-			"watchdog.heal_after %d × watchdog.interval %s = %s outlasts drain.window %s + drain.shutdown %s = %s by %s",
-			healAfter, interval, patience, window, shutdown, drain, patience-drain))
+			"(watchdog.heal_after %d − 1) × watchdog.interval %s = %s outlasts drain.window %s + drain.shutdown %s = %s by %s: "+
+				"a drain fits in fewer than %d failing ticks",
+			healAfter, interval, patience, window, shutdown, drain, patience-drain, healAfter))
 	}
 	return violated(inv, nums, arith, fmt.Sprintf(
-		"watchdog.heal_after %d × watchdog.interval %s = %s must exceed drain.window %s + drain.shutdown %s = %s: "+
-			"the watchdog may heal a service that is only draining and fight the deploy; "+
+		"(watchdog.heal_after %d − 1) × watchdog.interval %s = %s must exceed drain.window %s + drain.shutdown %s = %s: "+
+			"a drain can span %d watchdog ticks, so the watchdog may heal a service that is only draining and fight the deploy; "+
 			"raise watchdog.heal_after to at least %d or watchdog.interval to at least %s, or shorten the drain",
-		healAfter, interval, patience, window, shutdown, drain,
-		int(drain/interval)+1, above(drain/time.Duration(healAfter))))
+		healAfter, interval, patience, window, shutdown, drain, int(drain/interval)+1,
+		int(drain/interval)+2, above(drain/time.Duration(max(healAfter-1, 1)))))
 }
 
-// relationI5 is I5: the watchdog's patience must exceed the drain and the shutdown.
+// relationI5 is I5: the watchdog's patience (heal_after − 1 intervals) must exceed the drain and
+// the shutdown.
 func relationI5(patience, drain time.Duration) bool {
 	return patience > drain
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer/demo"
+	"github.com/zero502/zero502/infra/runtime/docker"
 )
 
 func newDemoCmd() *cobra.Command {
 	var (
-		naive, compare, asJSON, keep bool
-		report                       string
-		rate                         int
+		naive, compare, asJSON, keep  bool
+		report, rt, image, dockerHost string
+		rate                          int
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -30,14 +31,27 @@ and deploy time against its floor, every host's version. It stops everything it 
 
 --naive rolls without the handshake (SIGKILL at once) and shows the failures it removes;
 --compare runs both. Exit 0 only when no request failed (--compare: when the handshake run was
-clean and the naive run's failures were seen).`,
+clean and the naive run's failures were seen).
+
+--runtime docker runs the same demo with containers on the Docker Engine: each host's app is a
+container of --image (built FROM scratch through the Engine API when missing, as zero502 image
+build does), listening on 0.0.0.0 inside and published on 127.0.0.1 at the host's port. Every
+container the demo started is removed at its end.`,
 		Example: `  zero502 demo
   zero502 demo --naive
-  zero502 demo --compare --report demo.html`,
+  zero502 demo --compare --report demo.html
+  zero502 demo --runtime docker
+  zero502 demo --runtime docker --image zero502/app:dev --docker-host unix:///var/run/docker.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if naive && compare {
 				return exitCode(2, errors.New("--naive and --compare: pick one (--compare already runs the naive rollout)"))
+			}
+			if rt != demo.RuntimeProcess && rt != demo.RuntimeDocker {
+				return exitCode(2, fmt.Errorf("--runtime %q: must be %s or %s", rt, demo.RuntimeProcess, demo.RuntimeDocker))
+			}
+			if rt != demo.RuntimeDocker && (cmd.Flags().Changed("image") || dockerHost != "") {
+				return exitCode(2, errors.New("--image and --docker-host apply to --runtime docker only"))
 			}
 			if rate < 1 {
 				return exitCode(2, fmt.Errorf("--rate %d: must be at least 1 request per second", rate))
@@ -58,7 +72,7 @@ clean and the naive run's failures were seen).`,
 			if asJSON {
 				live = cmd.ErrOrStderr()
 			}
-			opts := demo.Options{Rate: rate, Progress: live, Keep: keep}
+			opts := demo.Options{Rate: rate, Progress: live, Keep: keep, Runtime: rt, Image: image, DockerHost: dockerHost}
 			var runs []*demo.Result
 			modes := []bool{naive}
 			if compare {
@@ -101,6 +115,9 @@ clean and the naive run's failures were seen).`,
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
 	f.IntVar(&rate, "rate", 400, "load in requests per second")
 	f.BoolVar(&keep, "keep", false, "keep the temp dir (config, host state, logs) and print its path")
+	f.StringVar(&rt, "runtime", demo.RuntimeProcess, "what the hosts run on: process or docker (containers)")
+	f.StringVar(&image, "image", docker.DefaultTag, "image of the apps with --runtime docker; built when missing")
+	f.StringVar(&dockerHost, "docker-host", "", "Docker Engine endpoint with --runtime docker (default: DOCKER_HOST, then the local socket)")
 	return cmd
 }
 

@@ -31,9 +31,14 @@ the config (drift is refused unless --accept-drift), every running target health
 draining the last healthy target. Then per host: take the host lock (waiting for a holder,
 up to --lock-timeout), publish the new spec, stop each old instance through the handshake
 (SIGTERM; /health answers 503 while it keeps serving) while watching the balancer take it out of
-rotation, start the new one, wait until it is healthy directly and back in rotation, verify
-every service, release the lock. A host that fails is rolled back to its previous spec and the
-rollout stops. Hosts already on V are verified, not redeployed, so a rerun finishes an
+rotation, start the new one, wait until it is healthy directly and back in rotation, hold every
+new instance for its stability window (balancer.healthy_threshold × balancer.interval from its
+start, the time the balancer itself needs to trust it: overlapping that wait, it costs the
+balanced service next to nothing) while re-inspecting it, verify every service, release the
+lock. A new instance that exits while waited for fails the step at once, naming host, service
+and exit code. A host that fails is rolled back to its previous spec and the rollout stops.
+rollout.runtime says what hosts run: process (local processes) or docker (containers through
+the Docker Engine at rollout.docker_host, else DOCKER_HOST, else the local socket). Hosts already on V are verified, not redeployed, so a rerun finishes an
 interrupted deploy. Exit 0: every host on V; 1: the rollout failed (the report says which host
 runs which version); 2: refused before anything changed.`,
 		Example: `  zero502 lb --config examples/local.yaml &          # the balancer, in its own terminal

@@ -1,10 +1,13 @@
 // Package demo owns `zero502 demo`: the whole loop on one machine, driven for you. From the
 // embedded examples/local.yaml (rewritten onto free ports and a temp dir) it starts the in-house
 // LB as a child process, deploys v1 onto three empty local hosts through the deployer (process
-// runtime), puts a steady load through the LB with package measure, rolls v1 → v2, and reports
+// runtime, or docker), puts a steady load through the LB with package measure, rolls v1 → v2, and reports
 // what users felt (requests by class), each host's handshake timeline and deploy time against
 // its floor, and which version every host runs. Naive runs the same rollout without the drain
-// handshake (SIGKILL at once), to show the failures the handshake removes. DESIGN.md section 7.
+// handshake (SIGKILL at once), to show the failures the handshake removes. With the docker
+// runtime the hosts run containers of the zero502 image (built through the Engine API when
+// missing) instead of processes, and every container the run started is removed at its end.
+// DESIGN.md section 7.
 package demo
 
 import (
@@ -18,6 +21,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/infra/runtime/docker"
 )
 
 // Options configure one demo run.
@@ -35,6 +39,12 @@ type Options struct {
 	Progress io.Writer
 	// Keep leaves the temp dir (config, host state dirs, logs) in place and names it.
 	Keep bool
+	// Runtime is RuntimeProcess (default) or RuntimeDocker: the same demo with containers.
+	Runtime string
+	// Image is the image of a docker run; default docker.DefaultTag, built when missing.
+	Image string
+	// DockerHost is the Docker Engine of a docker run; empty: DOCKER_HOST, then the local socket.
+	DockerHost string
 }
 
 // Versions the demo rolls between.
@@ -46,6 +56,8 @@ const (
 // Result is one demo run.
 type Result struct {
 	Naive bool `json:"naive"`
+	// Runtime is what the hosts ran on: process or docker.
+	Runtime string `json:"runtime"`
 	// Took is the whole run, from start to everything stopped.
 	Took time.Duration `json:"took_ns"`
 	// Load is what the load saw; its series starts when the load started.
@@ -135,12 +147,29 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	if opts.Runtime == "" {
+		opts.Runtime = RuntimeProcess
+	}
+	if opts.Image == "" {
+		opts.Image = docker.DefaultTag
+	}
+	if opts.Runtime != RuntimeProcess && opts.Runtime != RuntimeDocker {
+		return nil, fmt.Errorf("demo: runtime %q: must be %s or %s", opts.Runtime, RuntimeProcess, RuntimeDocker)
+	}
 	p := &progress{w: opts.Progress, start: time.Now()}
-	f, err := newFleet()
+	var eng *docker.Runtime
+	if opts.Runtime == RuntimeDocker {
+		var err error
+		if eng, err = engine(ctx, opts.DockerHost, opts.Image, opts.Self, p); err != nil {
+			return nil, err
+		}
+		defer eng.Close()
+	}
+	f, err := newFleet(eng, opts.Image)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Naive: opts.Naive}
+	res := &Result{Naive: opts.Naive, Runtime: opts.Runtime}
 	runErr := f.run(ctx, opts, p, res)
 	stopErr := f.stop(opts.Self)
 	res.Took = time.Since(p.start)
@@ -161,8 +190,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result) error {
 	cfg := f.cfg
-	p.line("LB on %s (admin %s); hosts %v; drain %s, health every %s, in after %d, out after %d",
-		cfg.Balancer.Listen, cfg.Balancer.Admin, cfg.Targets(), cfg.Drain.Window, cfg.Balancer.Interval,
+	p.line("LB on %s (admin %s); hosts %v (%s runtime); drain %s, health every %s, in after %d, out after %d",
+		cfg.Balancer.Listen, cfg.Balancer.Admin, cfg.Targets(), cfg.Rollout.Runtime, cfg.Drain.Window, cfg.Balancer.Interval,
 		cfg.Balancer.HealthyThreshold, cfg.Balancer.UnhealthyThreshold)
 	if err := f.startLB(ctx, opts.Self); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 )
 
 // bin is the zero502 binary built once for the end-to-end tests.
@@ -31,14 +32,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build zero502:", err)
 		os.Exit(2)
 	}
-	code := m.Run()
+	code := dockertest.Main(m) // m.Run, then the docker test's image tag is removed
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 func TestRewriteGivesEveryRunItsOwnPortsAndStateDirs(t *testing.T) {
 	dir := t.TempDir()
-	data, err := rewrite(examples.Local, dir)
+	data, err := rewrite(examples.Local, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

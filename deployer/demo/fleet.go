@@ -2,6 +2,8 @@ package demo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,11 +25,13 @@ import (
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/process"
 )
 
 // fleet is the demo's own copy of examples/local.yaml: free ports for the LB, its admin and each
-// host's service, a state dir per host under one temp dir, the fast numbers unchanged.
+// host's service, a state dir per host under one temp dir, the fast numbers unchanged; with the
+// docker runtime, containers of the zero502 image on host names of this run alone.
 type fleet struct {
 	dir        string // temp dir holding the config, the host state dirs and the LB's log
 	configPath string
@@ -34,20 +39,28 @@ type fleet struct {
 	lb         *exec.Cmd
 	lbExited   chan struct{}
 	lbLog      string
-	// runtimes holds one process runtime per host for the whole run: the v1 and v2 deploys and
-	// the final stop share it, so the instances the first deploy started (children of this
-	// process, reaped by the runtime that started them) are tracked by one runtime only.
-	runtimes map[string]*process.Runtime
+	// runtimes holds one runtime per host for the whole run: the v1 and v2 deploys and the final
+	// stop share it, so the instances the first deploy started (with the process runtime:
+	// children of this process, reaped by the runtime that started them) are tracked by one
+	// runtime only.
+	runtimes map[string]deployer.Runtime
+	// engine is the Docker Engine of a docker run (nil with the process runtime).
+	engine *docker.Runtime
 }
 
-// newFleet writes the rewritten config into a new temp dir and loads it.
-func newFleet() (*fleet, error) {
+// newFleet writes the rewritten config into a new temp dir and loads it. With the docker
+// runtime, engine is the Docker Engine the containers run on and image their image.
+func newFleet(engine *docker.Runtime, image string) (*fleet, error) {
 	dir, err := os.MkdirTemp("", "zero502-demo-")
 	if err != nil {
 		return nil, fmt.Errorf("demo: temp dir: %w (is $TMPDIR writable?)", err)
 	}
-	f := &fleet{dir: dir, configPath: filepath.Join(dir, "local.yaml"), lbLog: filepath.Join(dir, "lb.log")}
-	data, err := rewrite(examples.Local, dir)
+	f := &fleet{dir: dir, configPath: filepath.Join(dir, "local.yaml"), lbLog: filepath.Join(dir, "lb.log"), engine: engine}
+	var ctr *containers
+	if engine != nil {
+		ctr = &containers{Image: image, Endpoint: engine.Client().DaemonHost(), RunID: runID()}
+	}
+	data, err := rewrite(examples.Local, dir, ctr)
 	if err == nil {
 		err = os.WriteFile(f.configPath, data, 0o644)
 	}
@@ -55,12 +68,17 @@ func newFleet() (*fleet, error) {
 		f.cfg, err = infra.Load(f.configPath)
 	}
 	if err == nil {
-		f.runtimes = map[string]*process.Runtime{}
+		f.runtimes = map[string]deployer.Runtime{}
 		for _, h := range f.cfg.Hosts {
+			if engine != nil {
+				f.runtimes[h.Name] = engine // one engine serves every host; labels keep them apart
+				continue
+			}
 			var rt *process.Runtime
 			if rt, err = process.New(f.cfg.HostStateDir(h)); err != nil {
 				break
 			}
+			rt.EarlyExitWindow = deployer.EarlyExitWindow
 			f.runtimes[h.Name] = rt
 		}
 	}
@@ -71,8 +89,21 @@ func newFleet() (*fleet, error) {
 	return f, nil
 }
 
-// rewrite returns local.yaml with free loopback ports and every state dir under dir.
-func rewrite(local []byte, dir string) ([]byte, error) {
+// containers says how rewrite turns local.yaml into a docker run.
+type containers struct {
+	// Image is the image every service runs (zero502/app:dev).
+	Image string
+	// Endpoint is the Docker Engine (rollout.docker_host).
+	Endpoint string
+	// RunID is appended to every host name: the containers' zero502.host labels are then this
+	// run's alone, and the demo never touches another deploy's containers on the same engine.
+	RunID string
+}
+
+// rewrite returns local.yaml with free loopback ports and every state dir under dir; with ctr,
+// for the docker runtime: each service runs ctr.Image with its command made the container's
+// ({self} → /zero502, the app listening on 0.0.0.0 inside), host names carry ctr.RunID.
+func rewrite(local []byte, dir string, ctr *containers) ([]byte, error) {
 	var doc map[string]any
 	if err := yaml.Unmarshal(local, &doc); err != nil {
 		return nil, err
@@ -96,11 +127,20 @@ func rewrite(local []byte, dir string) ([]byte, error) {
 	sort.Ints(svcPorts)
 	// Every host's balanced service listens on base + port_offset, so the offsets are what
 	// separates the hosts: base is the lowest free port, each offset the distance to its own.
-	for _, s := range services {
-		if m, ok := s.(map[string]any); ok {
-			if p, _ := m["port"].(int); p > 0 {
-				m["port"] = svcPorts[0]
+	for i, s := range services {
+		m, ok := s.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("examples/local.yaml: services[%d] is not a section", i)
+		}
+		if p, _ := m["port"].(int); p > 0 {
+			m["port"] = svcPorts[0]
+		}
+		if ctr != nil {
+			cmd, err := containerCommand(m["command"])
+			if err != nil {
+				return nil, fmt.Errorf("examples/local.yaml: services[%d].command: %w", i, err)
 			}
+			m["command"], m["image"] = cmd, ctr.Image
 		}
 	}
 	for i, h := range hosts {
@@ -110,9 +150,53 @@ func rewrite(local []byte, dir string) ([]byte, error) {
 		}
 		m["port_offset"] = svcPorts[i] - svcPorts[0]
 		m["state_dir"] = filepath.Join(dir, fmt.Sprint(m["name"]))
+		m["address"] = "127.0.0.1"
 		delete(m, "lock_path")
+		if ctr != nil {
+			m["name"] = fmt.Sprintf("%v-%s", m["name"], ctr.RunID)
+		}
+	}
+	if ctr != nil {
+		ro, _ := doc["rollout"].(map[string]any)
+		if ro == nil {
+			ro = map[string]any{}
+			doc["rollout"] = ro
+		}
+		ro["runtime"] = infra.RuntimeDocker
+		ro["docker_host"] = ctr.Endpoint
 	}
 	return yaml.Marshal(doc)
+}
+
+// containerCommand turns a process-runtime command into the container's: {self} is the
+// image's /zero502, and `app` listens on 0.0.0.0 so the port published on 127.0.0.1 reaches it.
+func containerCommand(v any) ([]any, error) {
+	args, _ := v.([]any)
+	if len(args) == 0 {
+		return nil, errors.New("is empty")
+	}
+	out := make([]any, 0, len(args)+2)
+	for i, a := range args {
+		s := fmt.Sprint(a)
+		if i == 0 && s == "{self}" {
+			s = "/zero502"
+		}
+		out = append(out, s)
+		if i == 1 && s == "app" && !slices.Contains(args, any("--host")) {
+			out = append(out, "--host", "0.0.0.0")
+		}
+	}
+	if out[0] != "/zero502" {
+		return nil, fmt.Errorf("%v: the demo's containers run /zero502; want a command starting with {self}", args)
+	}
+	return out, nil
+}
+
+// runID is 4 random hex digits naming one docker demo run.
+func runID() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // freePorts returns n distinct loopback ports free right now (held open together so none
@@ -207,10 +291,11 @@ func (f *fleet) waitInRotation(ctx context.Context) error {
 }
 
 // stop ends everything the demo started: the app instances on every host (killed: the load is
-// over) and the LB (SIGTERM, then SIGKILL after a bound). It keeps going past errors.
+// over; containers are also removed, running or exited) and the LB (SIGTERM, then SIGKILL after
+// a bound). It keeps going past errors.
 func (f *fleet) stop(self string) error {
 	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, h := range f.cfg.Hosts {
 		rt := f.runtimes[h.Name]
@@ -224,10 +309,17 @@ func (f *fleet) stop(self string) error {
 					errs = append(errs, fmt.Errorf("stop %s on %s: %w", in.ID, h.Name, err))
 				}
 			}
+			if f.engine != nil {
+				if err := f.engine.Remove(ctx, in); err != nil {
+					errs = append(errs, fmt.Errorf("remove container %s of %s: %w", in.ID, h.Name, err))
+				}
+			}
 		}
 	}
-	if pids := f.sweep(self); len(pids) > 0 {
-		errs = append(errs, fmt.Errorf("the process runtime had lost track of app pids %v on the demo's ports; killed them", pids))
+	if f.engine == nil {
+		if pids := f.sweep(self); len(pids) > 0 {
+			errs = append(errs, fmt.Errorf("the process runtime had lost track of app pids %v on the demo's ports; killed them", pids))
+		}
 	}
 	if f.lb != nil && f.lb.Process != nil {
 		_ = f.lb.Process.Signal(syscall.SIGTERM)

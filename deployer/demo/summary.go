@@ -48,7 +48,11 @@ func title(r *Result) string {
 	if r.Load != nil {
 		rate = r.Load.Rate
 	}
-	return fmt.Sprintf("zero502 demo: rolling %s → %s across %d hosts under %d req/s, %s", From, To, len(r.Marks), rate, mode(r))
+	on := ""
+	if r.Runtime == RuntimeDocker {
+		on = " (containers)"
+	}
+	return fmt.Sprintf("zero502 demo: rolling %s → %s across %d hosts%s under %d req/s, %s", From, To, len(r.Marks), on, rate, mode(r))
 }
 
 func mode(r *Result) string {
@@ -109,7 +113,7 @@ func writeHosts(w io.Writer, r *Result) {
 		ratio := "-"
 		if h.Ratio > 0 {
 			ratio = fmt.Sprintf("%.2f×", h.Ratio)
-			if h.Ratio > RatioGoal && !r.Naive {
+			if h.Ratio > RatioGoal && !r.Naive && r.Runtime != RuntimeDocker {
 				ratio += fmt.Sprintf(" (goal ≤ %.2f)", RatioGoal)
 			}
 		}
@@ -117,6 +121,9 @@ func writeHosts(w io.Writer, r *Result) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "floor = drain.window + healthy_threshold × interval: what the handshake itself needs")
+	if r.Runtime == RuntimeDocker {
+		fmt.Fprintf(w, "containers: each step also pays the engine's container stop and create/start (the ≤ %.2f× goal is the process runtime's)\n", RatioGoal)
+	}
 }
 
 func timeline(h HostMarks) string {

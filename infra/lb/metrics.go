@@ -2,6 +2,7 @@ package lb
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the LB's Prometheus metrics, on its own registry (no global state). Request
@@ -43,7 +44,8 @@ func newMetrics(s *Server) *metrics {
 		b.headerSeconds = header.WithLabelValues(b.Address)
 		m.transitions.WithLabelValues(b.Address, string(Healthy), string(Unhealthy))
 	}
-	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, connect, header, &counters{s: s})
+	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, connect, header, &counters{s: s},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // relation is the harness's own statement of one invariant, independent of the code under test:
-// lhs op rhs, each side a sum of products of config keys. Config mutants are computed from it,
+// lhs op rhs, each side a sum of products of config keys ("#minus-one" is the constant −1). Config mutants are computed from it,
 // so a wrong relation in package invariants cannot hide its own mutants.
 type relation struct {
 	id       string
@@ -21,7 +21,7 @@ func relations() []relation {
 		{"I2", [][]string{{"drain.window"}, {"drain.shutdown"}}, [][]string{{"drain.stop_grace"}}, "<"},
 		{"I3", [][]string{{"balancer.healthy_threshold", "balancer.interval"}}, [][]string{{"drain.max_recovery"}}, "<="},
 		{"I4", [][]string{{"balancer.timeout"}}, [][]string{{"balancer.interval"}}, "<"},
-		{"I5", [][]string{{"watchdog.heal_after", "watchdog.interval"}}, [][]string{{"drain.window"}, {"drain.shutdown"}}, ">"},
+		{"I5", [][]string{{"watchdog.heal_after", "watchdog.interval"}, {"#minus-one", "watchdog.interval"}}, [][]string{{"drain.window"}, {"drain.shutdown"}}, ">"},
 		{"I6", [][]string{{"edge.drain"}}, [][]string{{"edge.dns_ttl"}, {"edge.check_interval", "edge.unhealthy_threshold"}}, ">"},
 		{"I7", [][]string{{"app.keepalive_idle_timeout"}}, [][]string{{"balancer.idle_timeout"}}, ">"},
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<"},
@@ -51,6 +51,7 @@ func numbers(c *infra.Config) map[string]int64 {
 		"edge.unhealthy_threshold":     int64(c.Edge.UnhealthyThreshold),
 		"rollout.batch":                int64(c.Rollout.Batch),
 		"#hosts":                       int64(len(c.Hosts)),
+		"#minus-one":                   -1, // a constant: (heal_after − 1) × interval
 	}
 }
 

@@ -24,7 +24,7 @@ func TestBoundaryIsTheNearestViolatingValue(t *testing.T) {
 		{"I2", "drain.stop_grace", 25000, 12500},
 		{"I3", "drain.max_recovery", 9999, 4999}, // ≤ holds at equality: one unit past it
 		{"I3", "balancer.healthy_threshold", 7, 14},
-		{"I5", "watchdog.heal_after", 0, 0}, // 1 × 60s already outlasts 25s: no valid value breaks it
+		{"I5", "watchdog.heal_after", 1, 0}, // heal on the first failed check: the source's watchdog
 		{"I6", "edge.unhealthy_threshold", 6, 12},
 		{"I8", "rollout.batch", 3, 6},
 	} {

@@ -1,0 +1,133 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// fresh is an instance a converge started (or kept from an interrupted deploy), with when the
+// deployer first saw it running: its stability window counts from there.
+type fresh struct {
+	inst runtime.Instance
+	svc  spec.Service
+	at   time.Time
+}
+
+// StabilityWindow is how long every new instance must stay up, counted from its start, before
+// its host is reported verified and the host lock released: balancer.healthy_threshold ×
+// balancer.interval, the time the balancer itself needs to trust a target. A gateway that
+// passes its first health check and dies a moment later (the source's bug: a host left without
+// its gateway while the deploy reported success) fails the step instead. The window overlaps
+// the wait for the balancer, which already takes about as long, so for the balanced service it
+// costs next to nothing; a service the balancer does not see is held for the whole window.
+func (d *Deployer) StabilityWindow() time.Duration { return d.cfg.Balancer.Recovery() }
+
+// stable waits until every instance in started has been up for the stability window and
+// re-inspects each one all along: it must still run, at its spec's version. An instance that
+// exits fails the step at once, naming host, service and exit code.
+func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started []fresh) error {
+	if len(started) == 0 {
+		return nil
+	}
+	window := d.StabilityWindow()
+	begin := d.clock.Now()
+	for {
+		now := d.clock.Now()
+		var wait time.Duration
+		for _, f := range started {
+			cur, err := rt.Inspect(ctx, f.inst.ID)
+			if err != nil {
+				return fmt.Errorf("host %s: service %s: re-inspect new instance %s during its stability window: %w",
+					h.Name, f.svc.Name, f.inst.ID, err)
+			}
+			up := now.Sub(f.at)
+			if !cur.Running() {
+				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its start, within its stability window of %s "+
+					"(balancer.healthy_threshold %d × interval %s): it must stay up that long before the host counts as verified%s",
+					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), round(up), window,
+					d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, logHint(rt, cur))
+			}
+			if cur.Version != f.svc.Version {
+				return fmt.Errorf("host %s: service %s: instance %s runs version %q, want %q", h.Name, f.svc.Name, f.inst.ID, cur.Version, f.svc.Version)
+			}
+			wait = max(wait, window-up)
+		}
+		if wait <= 0 {
+			break
+		}
+		if err := d.sleep(ctx, min(wait, d.pollEvery())); err != nil {
+			return fmt.Errorf("host %s: waiting out the stability window: %w", h.Name, err)
+		}
+	}
+	names := make([]string, 0, len(started))
+	for _, f := range started {
+		names = append(names, f.svc.Name)
+	}
+	d.emit(Event{Host: h.Name, Step: StepStable, Version: started[0].svc.Version, Message: fmt.Sprintf(
+		"%s up for the stability window %s (healthy_threshold %d × interval %s) and still running, re-inspected (%s of it after the wait for health)",
+		strings.Join(names, ", "), window, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, round(d.clock.Now().Sub(begin)))})
+	return nil
+}
+
+// exitedWith says how an instance ended: "exited with code N" ("exited" when the runtime
+// could not learn the code).
+func exitedWith(code int) string {
+	if code < 0 {
+		return "exited"
+	}
+	return fmt.Sprintf("exited with code %d", code)
+}
+
+// logHint says where to read an instance's output: the end of the process runtime's log
+// file, or the docker logs command of its container.
+func logHint(rt Runtime, inst runtime.Instance) string {
+	if lp, ok := rt.(interface{ LogPath(string) string }); ok {
+		path := lp.LogPath(inst.Service)
+		return fmt.Sprintf("; end of its log %s:\n%s", path, logTail(path, 8))
+	}
+	id := inst.ID
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	return fmt.Sprintf("; see its output with `docker logs %s`", id)
+}
+
+// logTail is the last n lines of the file at path.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(log unreadable: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// remover is a runtime that can forget an exited instance (a stopped container is removed).
+type remover interface {
+	Remove(ctx context.Context, inst runtime.Instance) error
+}
+
+// forget removes an old instance that stopped cleanly, so exited containers do not pile up
+// deploy after deploy. One that had to be killed is kept for its logs. A failure to remove is
+// reported as an event, never a deploy failure: the instance is stopped either way.
+func (d *Deployer) forget(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance) {
+	r, ok := rt.(remover)
+	if !ok {
+		return
+	}
+	if err := r.Remove(ctx, inst); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepStopped, Version: inst.Version,
+			Message: fmt.Sprintf("stopped, but removing %s failed (remove it by hand): %v", inst.ID, err)})
+	}
+}
