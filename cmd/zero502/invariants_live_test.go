@@ -104,7 +104,7 @@ func TestInvariantsLiveInHouseDrift(t *testing.T) {
 
 	// The config changed to what the LB runs (and a drain that outlasts it): no drift, all hold.
 	t.Setenv("ZERO502_BALANCER_INTERVAL", "800ms")
-	t.Setenv("ZERO502_DRAIN_WINDOW", "2s")
+	t.Setenv("ZERO502_DRAIN_WINDOW", "1900ms") // I5: (4 − 1) × 1s > 1.9s + 1s
 	out, code = runCLI(t, "invariants", "--live", "--config", path, "--json")
 	var got struct {
 		Live struct {

@@ -18,21 +18,39 @@ type clientConn struct {
 	raw  syscall.RawConn
 	in   reader
 	ip   []byte
-	idle atomic.Bool
+	idle atomic.Bool // waiting for a request on its own goroutine
+
+	fd         int       // the socket, for the parking's epoll set
+	registered bool      // in the parking's epoll set (one-shot, re-armed by park)
+	armed      bool      // parked and armed: the idle sweep may close it
+	parkedAt   time.Time // when it was parked
 }
 
 // serveConn answers the requests of one client connection, in order (pipelined requests
-// wait in the read buffer), until it closes, asks to close, or the LB stops.
-func (s *Server) serveConn(cc *clientConn) {
-	defer s.forget(cc)
-	defer cc.conn.Close()
-	defer cc.in.release()
-	hot := false
+// wait in the read buffer), until it closes, asks to close, the LB stops, or it goes idle and
+// is parked (see parking). ready says the client has already sent something (a wake-up from
+// the parking).
+func (s *Server) serveConn(cc *clientConn, ready bool) {
+	if s.serveRequests(cc, ready) {
+		return // parked: the connection lives on without this goroutine
+	}
+	cc.in.release()
+	_ = cc.conn.Close()
+	s.forget(cc)
+}
+
+// serveRequests returns true when the connection was parked, false when it is done.
+func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 	for {
-		if len(cc.in.buffered()) == 0 && !s.awaitRequest(cc, hot) {
-			return
+		if len(cc.in.buffered()) == 0 && !ready {
+			switch s.awaitRequest(cc) {
+			case waitParked:
+				return true
+			case waitDone:
+				return false
+			}
 		}
-		hot = true
+		ready = false
 		start := time.Now()
 		_ = cc.conn.SetReadDeadline(start.Add(s.set.ClientHeaderTimeout))
 		n, err := s.readHead(cc)
@@ -43,7 +61,7 @@ func (s *Server) serveConn(cc *clientConn) {
 			} else if errors.Is(err, os.ErrDeadlineExceeded) && len(cc.in.buffered()) > 0 {
 				s.refuse(cc, 408)
 			}
-			return
+			return false
 		}
 		x := exchanges.Get().(*exchange)
 		keep := s.serve(cc, x, n, start)
@@ -51,47 +69,62 @@ func (s *Server) serveConn(cc *clientConn) {
 		x.resp.Head = nil
 		exchanges.Put(x)
 		if !keep {
-			return
+			return false
 		}
 	}
 }
 
-// hotWindow is how long a client connection keeps its read buffer after a response.
+// hotWindow is how long a client connection keeps its goroutine and read buffer waiting for
+// the next request before it is parked.
 const hotWindow = 250 * time.Millisecond
 
-// awaitRequest waits for the first bytes of the next request; false means the connection is
-// done (closed by the client, idle too long, or the LB is stopping). Right after a response the
-// connection is hot: it keeps its read buffer and reads directly for up to hotWindow, the common
-// case of a busy keep-alive client, which saves a system call per request. After that it gives
-// the buffer back and waits with a buffer-free peek, so an idle connection holds no buffer.
-func (s *Server) awaitRequest(cc *clientConn, hot bool) bool {
+type waitResult int
+
+const (
+	waitData   waitResult = iota // bytes arrived
+	waitParked                   // handed to the parking
+	waitDone                     // closed by the client, idle too long, or the LB is stopping
+)
+
+// awaitRequest waits for the first bytes of the next request. For hotWindow the connection
+// keeps its read buffer and reads directly, the common case of a busy keep-alive client; after
+// that it is parked, or, where parking is unavailable, waits with a buffer-free peek.
+func (s *Server) awaitRequest(cc *clientConn) waitResult {
 	now := time.Now()
 	idle := s.set.ClientIdleTimeout
-	if hot && idle > hotWindow {
-		cc.in.acquire()
-		_ = cc.conn.SetReadDeadline(now.Add(hotWindow))
-		cc.idle.Store(true)
-		if s.closing.Load() {
-			return false
-		}
-		err := cc.in.fill(s.set.MaxHeaderBytes)
-		cc.idle.Store(false)
-		if err == nil {
-			return true
-		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return false
-		}
+	cc.in.acquire()
+	_ = cc.conn.SetReadDeadline(now.Add(min(hotWindow, idle)))
+	cc.idle.Store(true)
+	if s.closing.Load() {
+		return waitDone
+	}
+	err := cc.in.fill(s.set.MaxHeaderBytes)
+	cc.idle.Store(false)
+	switch {
+	case err == nil:
+		return waitData
+	case !errors.Is(err, os.ErrDeadlineExceeded) || idle <= hotWindow || s.closing.Load():
+		return waitDone
+	}
+	_ = cc.conn.SetReadDeadline(time.Time{})
+	if s.park(cc) {
+		return waitParked
+	}
+	if s.closing.Load() {
+		return waitDone
 	}
 	cc.in.release()
 	_ = cc.conn.SetReadDeadline(now.Add(idle))
 	cc.idle.Store(true)
 	if s.closing.Load() {
-		return false
+		return waitDone
 	}
-	err := waitReadable(cc.raw)
+	err = waitReadable(cc.raw)
 	cc.idle.Store(false)
-	return err == nil
+	if err != nil {
+		return waitDone
+	}
+	return waitData
 }
 
 // readHead reads until the buffer holds a whole request head and returns its length.

@@ -31,6 +31,7 @@ func (s *Server) drain() error {
 		}
 	}
 	s.mu.Unlock()
+	s.closeParked(func(*clientConn) bool { return true })
 	select {
 	case <-done:
 		s.log.Info("lb stopped", "phase", "stopped", "in_flight_left", 0)

@@ -287,3 +287,32 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.ClientIdleTimeout = 1500 * time.Millisecond
+	l := startLB(t, set)
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := 0; i < 2; i++ {
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if got := readResponses(t, br, 1, "GET"); got[0] != "200 a" {
+			t.Fatalf("request %d: %q", i, got)
+		}
+		eventually(t, 5*time.Second, "the idle connection parked", func() bool { return l.parking.count() == 1 })
+	}
+	t0 := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want EOF after the client idle timeout", err)
+	}
+	if waited := time.Since(t0); waited < time.Second {
+		t.Fatalf("closed after %s, before the 1.5s idle timeout", waited)
+	}
+	eventually(t, 5*time.Second, "parking empty", func() bool { return l.parking.count() == 0 })
+}
