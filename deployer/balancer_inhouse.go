@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/zero502/zero502/infra/lb"
 )
 
 // InHouse reads the in-house LB's admin API (zero502 lb): GET /admin/backends for the targets'
-// states and GET /admin/settings for the live numbers (contracts: "In-house LB admin API").
+// states and GET /admin/settings for the live numbers (README: Admin API).
 type InHouse struct {
 	admin  string // host:port
 	token  string
@@ -27,25 +29,17 @@ func NewInHouse(admin, token string) *InHouse {
 // Name says which admin API this reads.
 func (b *InHouse) Name() string { return "inhouse " + b.admin }
 
-// backend is one entry of GET /admin/backends (only the fields the deployer reads).
-type backend struct {
-	Address    string    `json:"address"`
-	State      string    `json:"state"`
-	InRotation bool      `json:"in_rotation"`
-	Since      time.Time `json:"since"`
-}
-
 // TargetState returns the LB's view of target, matched by its configured address.
 func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, error) {
 	var body struct {
-		Backends []backend `json:"backends"`
+		Backends []lb.BackendStatus `json:"backends"`
 	}
 	if err := b.get(ctx, "/admin/backends", &body); err != nil {
 		return TargetState{}, err
 	}
 	for _, be := range body.Backends {
 		if be.Address == target {
-			return TargetState{State: be.State, InRotation: be.InRotation, Since: be.Since}, nil
+			return TargetState{State: string(be.State), InRotation: be.InRotation, Since: be.Since}, nil
 		}
 	}
 	known := make([]string, 0, len(body.Backends))
@@ -59,18 +53,7 @@ func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, 
 
 // Settings returns the LB's live numbers.
 func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
-	var raw struct {
-		Listen             string `json:"listen"`
-		HealthPath         string `json:"health_path"`
-		Interval           string `json:"interval"`
-		Timeout            string `json:"timeout"`
-		UnhealthyThreshold int    `json:"unhealthy_threshold"`
-		HealthyThreshold   int    `json:"healthy_threshold"`
-		IdleTimeout        string `json:"idle_timeout"`
-		ConnectTimeout     string `json:"connect_timeout"`
-		HeaderTimeout      string `json:"header_timeout"`
-		MaxHeaderBytes     int    `json:"max_header_bytes"`
-	}
+	var raw lb.SettingsView
 	if err := b.get(ctx, "/admin/settings", &raw); err != nil {
 		return Settings{}, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
-// /metrics and the HTML status page on / (contracts.md). When it is not bound to loopback
+// /metrics and the HTML status page on / (README: Admin API). When it is not bound to loopback
 // every request needs Authorization: Bearer <token>.
 type adminServer struct{ srv *http.Server }
 

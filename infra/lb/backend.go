@@ -11,7 +11,7 @@ import (
 // State is where a backend stands with the LB.
 type State string
 
-// Backend states (see contracts.md).
+// Backend states (README: Admin API).
 const (
 	// Healthy: in rotation.
 	Healthy State = "healthy"
@@ -88,7 +88,7 @@ func (b *Backend) count(status int) {
 	b.counts[c].Add(1)
 }
 
-// BackendStatus is the admin API's view of one backend (contracts.md).
+// BackendStatus is the admin API's view of one backend (README: Admin API).
 type BackendStatus struct {
 	Address              string            `json:"address"`
 	State                State             `json:"state"`

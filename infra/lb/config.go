@@ -155,8 +155,9 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// settingsView is GET /admin/settings (contracts.md): the YAML key names, Go durations.
-type settingsView struct {
+// SettingsView is the wire form of GET /admin/settings (README: Admin API): the config's YAML key
+// names, durations as Go duration strings. Clients (the deployer's drift check) decode it too.
+type SettingsView struct {
 	Listen             string `json:"listen"`
 	HealthPath         string `json:"health_path"`
 	Interval           string `json:"interval"`
@@ -169,8 +170,8 @@ type settingsView struct {
 	MaxHeaderBytes     int    `json:"max_header_bytes"`
 }
 
-func (s Settings) view() settingsView {
-	return settingsView{
+func (s Settings) view() SettingsView {
+	return SettingsView{
 		Listen: s.Listen, HealthPath: s.HealthPath, Interval: s.Interval.String(), Timeout: s.Timeout.String(),
 		UnhealthyThreshold: s.UnhealthyThreshold, HealthyThreshold: s.HealthyThreshold,
 		IdleTimeout: s.IdleTimeout.String(), ConnectTimeout: s.ConnectTimeout.String(),

@@ -4,7 +4,7 @@
 // backends, active health checks with the drain state (a backend whose health answers 503
 // leaves rotation at once), passive ejection and safe retries (a request with a body is never
 // replayed), an upstream keep-alive pool, RFC 9112 §6.3 smuggling defences, and the LB's own
-// drain handshake on SIGTERM (DESIGN.md section 1). The admin API is fixed in contracts.md.
+// drain handshake on SIGTERM (DESIGN.md section 1). The admin API is documented in the README (Admin API).
 //
 // A client connection has a goroutine only while a request is in progress or just after one;
 // idle keep-alive connections are parked in an epoll set (idle.go) and cost about 1.3 KiB of
