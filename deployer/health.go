@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
@@ -42,22 +43,24 @@ func (d *Deployer) get(ctx context.Context, addr, path string) (*http.Response, 
 // waitHealthy waits until inst answers its health check directly and, when watch is set, the
 // balancer has it in rotation; bounded by rollout.healthy_deadline. The instance is inspected
 // on every poll (startPoll: a new instance is watched closely), so one that exits meanwhile
-// fails the step at once, naming host, service and exit code.
-func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) error {
+// fails the step at once, naming host, service and exit code. It returns when the instance first
+// answered healthy directly (its stability window counts from there).
+func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) (time.Time, error) {
 	begin := d.clock.Now()
 	deadline := begin.Add(d.cfg.Rollout.HealthyDeadline)
 	var last error
 	direct, saidHealthy := false, false
+	var healthyAt time.Time
 	for {
 		cur, err := rt.Inspect(ctx, inst.ID)
 		switch {
 		case errors.Is(err, runtime.ErrNotFound):
-			return fmt.Errorf("host %s: service %s: new version %s (%s) vanished from its runtime before it was healthy: %w",
+			return time.Time{}, fmt.Errorf("host %s: service %s: new version %s (%s) vanished from its runtime before it was healthy: %w",
 				h.Name, svc.Name, svc.Version, inst.ID, err)
 		case err != nil:
 			last = fmt.Errorf("inspect %s: %w", inst.ID, err)
 		case !cur.Running():
-			return fmt.Errorf("host %s: service %s: new version %s %s +%s after its start, before it was healthy "+
+			return time.Time{}, fmt.Errorf("host %s: service %s: new version %s %s +%s after its start, before it was healthy "+
 				"(not waiting out rollout.healthy_deadline %s)%s", h.Name, svc.Name, svc.Version, exitedWith(cur.ExitCode),
 				round(d.clock.Now().Sub(begin)), d.cfg.Rollout.HealthyDeadline, logHint(rt, cur))
 		case cur.Health == "unhealthy":
@@ -73,6 +76,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 		}
 		if direct && !saidHealthy {
 			saidHealthy = true
+			healthyAt = d.clock.Now()
 			if tl != nil {
 				tl.HealthyDirect = d.clock.Now()
 			}
@@ -80,7 +84,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 		}
 		if direct && last == nil {
 			if !watch {
-				return nil
+				return healthyAt, nil
 			}
 			st, err := d.bal.TargetState(ctx, svc.Address)
 			switch {
@@ -92,18 +96,18 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 				}
 				d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepInRotation, Version: svc.Version,
 					Message: fmt.Sprintf("%s healthy directly and back in rotation at %s", svc.Address, d.bal.Name())})
-				return nil
+				return healthyAt, nil
 			default:
 				last = fmt.Errorf("healthy directly but the balancer says %s", st.State)
 			}
 		}
 		if d.clock.Now().After(deadline) {
-			return fmt.Errorf("host %s: service %s: new version %s not healthy after rollout.healthy_deadline %s (last check: %w)",
+			return time.Time{}, fmt.Errorf("host %s: service %s: new version %s not healthy after rollout.healthy_deadline %s (last check: %w)",
 				h.Name, svc.Name, svc.Version, d.cfg.Rollout.HealthyDeadline, last)
 		}
 		last = nil
 		if err := d.sleep(ctx, d.startPoll()); err != nil {
-			return fmt.Errorf("host %s: service %s: waiting for health: %w", h.Name, svc.Name, err)
+			return time.Time{}, fmt.Errorf("host %s: service %s: waiting for health: %w", h.Name, svc.Name, err)
 		}
 	}
 }

@@ -199,12 +199,14 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepStart, Version: svc.Version,
 				Message: fmt.Sprintf("started %s (%s)", inst.ID, strings.Join(svc.Command, " "))})
 		}
-		// The window counts from the start (a kept instance: from now, when it is first seen),
-		// so it overlaps the wait for health and for the balancer.
-		started = append(started, fresh{inst: *inst, svc: svc, at: d.clock.Now()})
-		if err := d.waitHealthy(ctx, h, rt, *inst, svc, watch, stl); err != nil {
+		// The window counts from the first good health answer, not from the start: a process
+		// that boots slowly under load and dies soon after its first answer must still be caught.
+		// It overlaps the wait for the balancer, which needs about as long.
+		healthyAt, err := d.waitHealthy(ctx, h, rt, *inst, svc, watch, stl)
+		if err != nil {
 			return err
 		}
+		started = append(started, fresh{inst: *inst, svc: svc, at: healthyAt})
 	}
 	return d.stable(ctx, h, rt, started)
 }

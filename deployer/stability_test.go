@@ -12,8 +12,10 @@ import (
 
 // The source's original bug: a gateway that passes its first health check and dies a moment
 // later left a host with no gateway while the deploy reported success. Here the new gateway
-// exits 300 ms after its start, inside its stability window (healthy_threshold 2 × interval
-// 400ms = 800ms): the deploy fails naming the host and the service, the host is rolled back to
+// exits 300 ms after its own start, inside its stability window (healthy_threshold 2 × interval
+// 400ms = 800ms from its first healthy answer, so a slow boot under load cannot hide it; a
+// CI run once saw the gateway boot in 700 ms and die after a window counted from the start had
+// closed): the deploy fails naming the host and the service, the host is rolled back to
 // v1 (both services), and the next host is untouched.
 func TestGatewayThatDiesAfterItsHealthCheckFailsTheHostAndIsRolledBack(t *testing.T) {
 	t.Parallel()

@@ -13,15 +13,16 @@ import (
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// fresh is an instance a converge started (or kept from an interrupted deploy), with when the
-// deployer first saw it running: its stability window counts from there.
+// fresh is an instance a converge started (or kept from an interrupted deploy), with when it
+// first answered healthy: its stability window counts from there.
 type fresh struct {
 	inst runtime.Instance
 	svc  spec.Service
 	at   time.Time
 }
 
-// StabilityWindow is how long every new instance must stay up, counted from its start, before
+// StabilityWindow is how long every new instance must stay up, counted from its first healthy
+// answer, before
 // its host is reported verified and the host lock released: balancer.healthy_threshold ×
 // balancer.interval, the time the balancer itself needs to trust a target. A gateway that
 // passes its first health check and dies a moment later (the source's bug: a host left without
@@ -50,7 +51,7 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 			}
 			up := now.Sub(f.at)
 			if !cur.Running() {
-				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its start, within its stability window of %s "+
+				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its first healthy answer, within its stability window of %s "+
 					"(balancer.healthy_threshold %d × interval %s): it must stay up that long before the host counts as verified%s",
 					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), round(up), window,
 					d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, logHint(rt, cur))
