@@ -45,6 +45,10 @@ type Options struct {
 	// Naive stops old instances at once with SIGKILL, without drain or balancer watch, and
 	// waits for new ones directly only: the "before" picture the demo compares against.
 	Naive bool
+	// RemoteBinary is the zero502 binary on hosts with ssh: (default: zero502 on the remote PATH);
+	// SSH is the local ssh client (default: ssh on PATH). Fleet over SSH: remote.go.
+	RemoteBinary string
+	SSH          string
 }
 
 // DefaultLockTimeout is how long a deploy waits for a held host lock unless told otherwise.
@@ -179,9 +183,10 @@ func (d *Deployer) setup() error {
 	d.runtimes = map[string]Runtime{}
 	var errs []error
 	for i, h := range d.cfg.Hosts {
-		if h.SSH != "" {
-			errs = append(errs, fmt.Errorf("hosts[%d].ssh %q: the deployer reaches local hosts only so far; remove ssh "+
-				"or run zero502 deploy on that host", i, h.SSH))
+		if h.SSH != "" { // reached over ssh, its runtime is there (remote.go)
+			if err := checkRemote(i, h); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		mk := d.opts.Runtime
@@ -202,6 +207,10 @@ func (d *Deployer) setup() error {
 func (d *Deployer) readBack(ctx context.Context, rep *Report) {
 	ctx = context.WithoutCancel(ctx)
 	for i, h := range d.cfg.Hosts {
+		if h.SSH != "" {
+			d.readBackRemote(ctx, h, &rep.Hosts[i]) // remote.go
+			continue
+		}
 		rt := d.runtimes[h.Name]
 		if rt == nil {
 			continue

@@ -22,6 +22,9 @@ const PreviousFileName = "spec.previous.json"
 // deployHost is one host's step: lock, publish, swap each service through the handshake,
 // verify, release. On failure the host is rolled back to its previous spec.
 func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string, rep *HostReport) error {
+	if h.SSH != "" {
+		return d.remoteStep(ctx, h, version, rep) // the same step, run on the host (remote.go)
+	}
 	rt := d.runtimes[h.Name]
 	lock, err := d.lock(ctx, h, version)
 	if err != nil {

@@ -103,6 +103,9 @@ func (d *Deployer) checkDrift(ctx context.Context) []string {
 
 // look reads host h's state: its running instances, its published spec, whether it serves.
 func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (hostView, error) {
+	if h.SSH != "" {
+		return d.remoteView(ctx, h, version) // read on the host over ssh (remote.go)
+	}
 	var v hostView
 	rt := d.runtimes[h.Name]
 	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))

@@ -38,7 +38,9 @@ balanced service next to nothing) while re-inspecting it, verify every service, 
 lock. A new instance that exits while waited for fails the step at once, naming host, service
 and exit code. A host that fails is rolled back to its previous spec and the rollout stops.
 rollout.runtime says what hosts run: process (local processes) or docker (containers through
-the Docker Engine at rollout.docker_host, else DOCKER_HOST, else the local socket). Hosts already on V are verified, not redeployed, so a rerun finishes an
+the Docker Engine at rollout.docker_host, else DOCKER_HOST, else the local socket). A host with
+ssh: user@host[:port] runs its step there, through the system ssh client (zero502 host --help).
+Hosts already on V are verified, not redeployed, so a rerun finishes an
 interrupted deploy. Exit 0: every host on V; 1: the rollout failed (the report says which host
 runs which version); 2: refused before anything changed.`,
 		Example: `  zero502 lb --config examples/local.yaml &          # the balancer, in its own terminal
@@ -88,6 +90,8 @@ runs which version); 2: refused before anything changed.`,
 	f.BoolVar(&opts.Naive, "naive", false,
 		"kill old instances at once, no drain, no balancer watch: the failing 'before' picture, for demos")
 	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
+	f.StringVar(&opts.RemoteBinary, "remote-binary", "zero502",
+		"zero502 binary on hosts with ssh: (their step runs there as zero502 host step; see zero502 host --help)")
 	return cmd
 }
 

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra"
+)
+
+func newHostCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "host step|look|install",
+		Short: "The deployer's side on a server of a fleet over SSH",
+		Long: `host is what zero502 deploy runs ON a host whose config entry has ssh: user@host[:port],
+through the system ssh client (so ~/.ssh/config, agents and ProxyJump apply; ZERO502_SSH_OPTS adds
+options such as -i KEY). The deployer sends its config over stdin (--config -): the server needs
+no copy of it. People rarely run step or look by hand; install sets a server up.`,
+		Example: `  zero502 host install --ssh deploy@10.0.1.12
+  zero502 host look --config zero502.yaml --host web-1 --version v2
+  ssh deploy@10.0.1.12 zero502 host step --config - --host web-1 --version v2 < zero502.yaml`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newHostStepCmd(), newHostLookCmd(), newHostInstallCmd())
+	return cmd
+}
+
+// hostConfig reads the config at path, or from stdin for "-". framed says the deployer sent it
+// and stays connected: stdin's end then means it is gone.
+func hostConfig(cmd *cobra.Command, path string) (cfg *infra.Config, stdin *bufio.Reader, framed bool, err error) {
+	if path != "-" {
+		cfg, err = infra.Load(path)
+		return cfg, nil, false, err
+	}
+	stdin = bufio.NewReader(cmd.InOrStdin())
+	data, framed, err := deployer.ReadConfigStream(stdin)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	cfg, err = infra.LoadBytes(data, "from stdin")
+	return cfg, stdin, framed, err
+}
+
+func newHostStepCmd() *cobra.Command {
+	var (
+		cfgPath, name, version string
+		opts                   deployer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "step --config - --host NAME --version V",
+		Short: "Run one host's deploy step here: lock, spec, handshake, verify (or roll back)",
+		Long: `step runs host NAME's deploy step on this machine, exactly as zero502 deploy does for a local
+host: the host's own lock, its own runtime, the drain handshake watched at the balancer, verify,
+and on failure the rollback to its previous spec. It prints one JSON event per line, then
+{"host_report":{…},"error":"…"}. When the deployer's connection goes (stdin ends), the step
+fails and rolls back, and its exit releases the lock. Exit 0: verified; 1: failed.`,
+		Example: `  ssh deploy@10.0.1.12 zero502 host step --config - --host web-1 --version v2 < zero502.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" || version == "" {
+				return exitCode(2, errors.New("--host and --version are required, e.g. --host web-1 --version v2"))
+			}
+			cfg, stdin, framed, err := hostConfig(cmd, cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			// A gone deployer must not kill the step by SIGPIPE on its next event: the step
+			// notices through stdin instead, and rolls back.
+			signal.Ignore(syscall.SIGPIPE)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
+			defer stop()
+			if framed {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					_, _ = io.Copy(io.Discard, stdin)
+					cancel() // the deployer is gone
+				}()
+			}
+			out := cmd.OutOrStdout()
+			enc := json.NewEncoder(out)
+			opts.Events = func(e deployer.Event) { _ = enc.Encode(e) }
+			rep, err := deployer.HostStep(ctx, cfg, name, version, opts)
+			res := deployer.StepResult{HostReport: &rep}
+			if err != nil {
+				res.Error = err.Error()
+			}
+			_ = enc.Encode(res)
+			if err != nil {
+				return exitCode(1, nil) // the result line says why
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what the deployer sends)")
+	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
+	f.StringVar(&version, "version", "", "version to deploy")
+	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock")
+	f.BoolVar(&opts.Naive, "naive", false, "kill at once, no drain, no balancer watch (demos)")
+	return cmd
+}
+
+func newHostLookCmd() *cobra.Command {
+	var cfgPath, name, version string
+	cmd := &cobra.Command{
+		Use:   "look --config - --host NAME [--version V]",
+		Short: "Print this host's state as JSON: what runs, what is published, whether it answers",
+		Long: `look reads host NAME's runtime and published spec on this machine and checks its balanced
+service directly (not through the balancer), for the deployer's preflight and read-back. It
+changes nothing and takes no lock.`,
+		Example: `  zero502 host look --config /etc/zero502/zero502.yaml --host web-1 --version v2`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				return exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
+			}
+			cfg, _, _, err := hostConfig(cmd, cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if version == "" {
+				version = "none"
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			l, err := deployer.Look(ctx, cfg, name, version, deployer.Options{})
+			if err != nil {
+				return exitCode(1, err)
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(l)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what the deployer sends)")
+	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
+	f.StringVar(&version, "version", "", "the version about to be deployed (in_progress says whether it is published)")
+	return cmd
+}
+
+func newHostInstallCmd() *cobra.Command {
+	var target, binary, dest, stateDir string
+	cmd := &cobra.Command{
+		Use:   "install --ssh user@host [--binary PATH]",
+		Short: "Put the zero502 binary and its state dir on a server, over ssh",
+		Long: `install copies the zero502 binary (--binary, default: this one, which must be built for the
+server's OS and CPU) to --dest on the server through ssh, and creates the state dir and
+/etc/zero502. The user needs to write there (root, or sudo rights given to it beforehand).
+Then, by hand, once per server:
+  1. the config: scp zero502.yaml user@host:/etc/zero502/zero502.yaml (for the watchdog; deploys
+     send theirs over stdin);
+  2. the watchdog: scp watchdog/systemd/zero502-watchdog.service watchdog/systemd/zero502-watchdog.timer
+     user@host:/etc/systemd/system/ && ssh user@host systemctl enable --now zero502-watchdog.timer;
+  3. the runtime: Docker Engine for rollout.runtime docker (the user in the docker group), or
+     nothing for process;
+  4. in the deployer's config: hosts[].ssh user@host[:port] and hosts[].address (where the
+     balancer reaches it). Check with: zero502 host look over ssh, or zero502 deploy (preflight).`,
+		Example: `  zero502 host install --ssh root@10.0.1.12
+  GOOS=linux GOARCH=arm64 go build -o /tmp/zero502-arm64 ./cmd/zero502
+  zero502 host install --ssh deploy@web-2:2222 --binary /tmp/zero502-arm64 --dest /usr/local/bin/zero502`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return exitCode(2, errors.New("--ssh is required: the server as user@host[:port]"))
+			}
+			if binary == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				binary = exe
+			}
+			f, err := os.Open(binary)
+			if err != nil {
+				return exitCode(2, fmt.Errorf("--binary %s: %w", binary, err))
+			}
+			defer f.Close()
+			q := deployer.ShellQuote
+			script := fmt.Sprintf("set -e; mkdir -p %s %s /etc/zero502; cat > %s.new; chmod 755 %s.new; mv %s.new %s; %s version",
+				q(filepath.Dir(dest)), q(stateDir), q(dest), q(dest), q(dest), q(dest), q(dest))
+			ssh, err := deployer.SSHCommand("", target, script)
+			if err != nil {
+				return exitCode(2, fmt.Errorf("--ssh %w", err))
+			}
+			ssh.Stdin, ssh.Stdout, ssh.Stderr = f, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := ssh.Run(); err != nil {
+				return exitCode(1, fmt.Errorf("install on %s: %w (ssh's message above)", target, err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s: now the config and the watchdog units (zero502 host install --help)\n",
+				dest, target, stateDir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "ssh", "", "the server, user@host[:port] (as in hosts[].ssh)")
+	f.StringVar(&binary, "binary", "", "zero502 binary to copy (default: this executable)")
+	f.StringVar(&dest, "dest", "/usr/local/bin/zero502", "where the binary goes on the server")
+	f.StringVar(&stateDir, "state-dir", "/var/lib/zero502", "the host's state dir (watchdog.state_dir)")
+	return cmd
+}

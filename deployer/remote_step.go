@@ -1,0 +1,94 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// This file is the host's side of a fleet over SSH: what `zero502 host step` and `zero502 host
+// look` run ON a host whose config entry has ssh:. The step is a local host's step, with the
+// host's own lock and runtime; the deployer on the other end relays its events.
+
+// StepResult is the last line `zero502 host step` prints: the host's report and its error.
+type StepResult struct {
+	HostReport *HostReport `json:"host_report"`
+	Error      string      `json:"error,omitempty"`
+}
+
+// HostLook is what `zero502 host look` prints: the host's state, read on the host before a
+// deploy (preflight) and after one (read-back).
+type HostLook struct {
+	// From is the version the host runs (its balanced service), else the one it published.
+	From string `json:"from"`
+	// Instance: a service instance runs; InProgress: the published spec already names the version.
+	Instance   bool `json:"instance"`
+	InProgress bool `json:"in_progress"`
+	// Serving and Detail: the balanced service answers its health check directly, on the host.
+	Serving bool   `json:"serving"`
+	Detail  string `json:"detail,omitempty"`
+	// Running is what every service runs, read from the host's runtime (as Report's Running).
+	Running string `json:"running"`
+}
+
+// onHost returns a Deployer of cfg reduced to the one host named name, taken as local: the
+// deployer that runs on that host.
+func onHost(cfg *infra.Config, name string, opts Options) (*Deployer, infra.Host, error) {
+	h, ok := cfg.Host(name)
+	if !ok {
+		return nil, h, fmt.Errorf("--host %q: the config has no host of that name (hosts[].name)", name)
+	}
+	if h.Address == "" {
+		h.Address = "127.0.0.1" // its services, seen from the host itself
+	}
+	h.SSH = ""
+	one := *cfg
+	one.Hosts = []infra.Host{h}
+	d := New(&one, opts)
+	d.started = d.clock.Now()
+	if err := d.setup(); err != nil {
+		return nil, h, fmt.Errorf("host %s: %w", name, err)
+	}
+	return d, h, nil
+}
+
+// HostStep runs host name's deploy step on this machine: the lock, the spec, the handshake,
+// verify, and on failure the rollback, exactly as for a local host. opts.Events receives the
+// step's events. The report's Running is read back from the host's runtime.
+func HostStep(ctx context.Context, cfg *infra.Config, name, version string, opts Options) (HostReport, error) {
+	rep := HostReport{Host: name, To: version, Outcome: OutcomeNotReached}
+	if !versionRE.MatchString(version) {
+		return rep, fmt.Errorf("--version %q: must be 1–128 letters, digits, . _ + - starting with a letter or digit", version)
+	}
+	d, h, err := onHost(cfg, name, opts)
+	if err != nil {
+		return rep, err
+	}
+	if v, err := d.look(ctx, h, version); err == nil {
+		rep.From = v.from
+	}
+	stepErr := d.deployHost(ctx, h, version, &rep)
+	all := &Report{Hosts: []HostReport{rep}}
+	d.readBack(ctx, all)
+	rep.Running = all.Hosts[0].Running
+	return rep, stepErr
+}
+
+// Look reads host name's state on this machine, for a deployer elsewhere: no balancer is
+// asked (the deployer asks its own), services are checked directly.
+func Look(ctx context.Context, cfg *infra.Config, name, version string, opts Options) (HostLook, error) {
+	opts.Balancer = None{}
+	d, h, err := onHost(cfg, name, opts)
+	if err != nil {
+		return HostLook{}, err
+	}
+	v, err := d.look(ctx, h, version)
+	if err != nil {
+		return HostLook{}, err
+	}
+	all := &Report{Hosts: []HostReport{{Host: name}}}
+	d.readBack(ctx, all)
+	return HostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,
+		Detail: v.detail, Running: all.Hosts[0].Running}, nil
+}

@@ -1,0 +1,365 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/hostlock"
+)
+
+func TestEncodedConfigLoadsBackTheSame(t *testing.T) {
+	for _, name := range []string{"../examples/local.yaml", "../examples/production.yaml"} {
+		cfg, err := infra.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Hosts[0].SSH = "deploy@web-1:2222"
+		if len(cfg.Services) > 0 {
+			cfg.Services[0].Env = map[string]string{"PATH_PREFIX": "/x", "mode": "a b"}
+		}
+		data, err := EncodeConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := infra.LoadBytes(data, name+" encoded")
+		if err != nil {
+			t.Fatalf("%s: encoded config does not load: %v\n%s", name, err, data)
+		}
+		if !reflect.DeepEqual(cfg, back) {
+			t.Errorf("%s: encoded and loaded back differs:\n%+v\n%+v", name, *cfg, *back)
+		}
+	}
+}
+
+func TestSSHTargetsAndRefusals(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"root@127.0.0.1:2222": {"root@127.0.0.1", "2222"},
+		"deploy@web-1":        {"deploy@web-1", ""},
+		"web-1":               {"web-1", ""},
+		"u@[::1]:22":          {"u@::1", "22"},
+	} {
+		dest, port, err := sshTarget(in)
+		if err != nil || dest != want[0] || port != want[1] {
+			t.Errorf("sshTarget(%q) = %q %q %v, want %q %q", in, dest, port, err, want[0], want[1])
+		}
+	}
+	for _, bad := range []string{"-oProxyCommand=x", "a b@c", "u@h:port", ""} {
+		if _, _, err := sshTarget(bad); err == nil {
+			t.Errorf("sshTarget(%q): no error", bad)
+		}
+	}
+	if got := shellQuote("it's"); got != `'it'\''s'` {
+		t.Errorf("shellQuote: %s", got)
+	}
+}
+
+// sshd is a real OpenSSH server on 127.0.0.1 for one test, with keys made by the test;
+// ZERO502_SSH_OPTS points the deployer's ssh at them.
+type sshd struct {
+	port int
+	dir  string
+}
+
+func startSSHD(t *testing.T) *sshd {
+	t.Helper()
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sshd not installed (apt-get install openssh-server): %v", err)
+		}
+		t.Skip("/usr/sbin/sshd not installed (apt-get install openssh-server)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("starting sshd as a test needs root")
+	}
+	s := &sshd{dir: t.TempDir(), port: freePorts(t, 1)[0]}
+	for _, k := range []string{"host_key", "client_key"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(s.dir, k)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+	}
+	pub, err := os.ReadFile(filepath.Join(s.dir, "client_key.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(s.dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("authorized_keys", string(pub))
+	write("sshd_config", fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PidFile %s
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+LogLevel VERBOSE
+`, s.port, filepath.Join(s.dir, "host_key"), filepath.Join(s.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid")))
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // its privilege separation dir
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(s.dir, "sshd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(s.dir, "sshd_config"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(logf.Name())
+			t.Logf("sshd log (tail):\n%s", tail(string(data), 3000))
+		}
+	})
+	t.Setenv(SSHOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
+		"-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=" + filepath.Join(s.dir, "known_hosts"),
+		"-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR"}, " "))
+	eventually(t, 20*time.Second, "sshd accepts a login", func() error {
+		ssh, err := SSHCommand("", s.target(), "true")
+		if err != nil {
+			return err
+		}
+		if out, err := ssh.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	return s
+}
+
+func (s *sshd) target() string { return "root@127.0.0.1:" + strconv.Itoa(s.port) }
+
+// remoteConfig writes fleet f's config with its first `remote` hosts reached over ssh.
+func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *infra.Config) {
+	f.t.Helper()
+	path := f.config(name, defaultValues())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	text := string(data)
+	for i := range remote {
+		item := "  - name: " + hostName(i) + "\n"
+		text = strings.Replace(text, item, item+"    ssh: "+s.target()+"\n    address: 127.0.0.1\n", 1)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	cfg := f.load(path)
+	for i := range remote {
+		if cfg.Hosts[i].SSH == "" {
+			f.t.Fatalf("host %s has no ssh in:\n%s", hostName(i), text)
+		}
+	}
+	return path, cfg
+}
+
+// Two hosts over real SSH and one local, behind the real LB: v1 fresh, then v2 under load with
+// no failed request; the remote steps' events come back and every host ends on v2.
+func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
+	s := startSSHD(t)
+	f := newFleet(t, 3)
+	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)
+	f.startLB(path)
+	ctx := context.Background()
+	opts := Options{RemoteBinary: bin}
+
+	var ev1 eventLog
+	rep, err := f.deployer(cfg, &ev1, opts).Deploy(ctx, "v1")
+	if err != nil {
+		t.Fatalf("first deploy: %v\nevents:\n%s", err, &ev1)
+	}
+	for _, h := range rep.Hosts {
+		if h.Outcome != OutcomeDeployed || h.Running != "v1" {
+			t.Errorf("first deploy %s: %s, runs %q; want deployed v1", h.Host, h.Outcome, h.Running)
+		}
+	}
+
+	load := startTraffic(t, f.listen, 3)
+	watchdogs := tickWatchdogs(t, cfg, path)
+	var ev2 eventLog
+	rep, err = f.deployer(cfg, &ev2, opts).Deploy(ctx, "v2")
+	ticks := watchdogs()
+	load.requireClean(t)
+	if err != nil {
+		t.Fatalf("rolling deploy: %v\nevents:\n%s", err, &ev2)
+	}
+	// The watchdog ran on every host through the deploy and never fought it: it met the
+	// deploy's lock and stood aside, and it healed nothing.
+	if strings.Contains(ticks, `"msg":"heal"`) || strings.Contains(ticks, `"msg":"heal failed`) {
+		t.Errorf("a watchdog acted during the deploy:\n%s", ticks)
+	}
+	for _, h := range cfg.Hosts {
+		if !strings.Contains(ticks, "["+h.Name+" tick ok]") {
+			t.Errorf("no watchdog tick ran to the end on %s:\n%s", h.Name, ticks)
+		}
+	}
+	if !strings.Contains(ticks, "host lock held; skipping this tick") {
+		t.Errorf("no watchdog tick met the deploy's lock:\n%s", ticks)
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	t.Logf("report:\n%s", &text)
+	for _, h := range rep.Hosts {
+		tl := h.Timeline
+		if h.From != "v1" || h.Outcome != OutcomeDeployed || h.Running != "v2" {
+			t.Errorf("%s: %s → %s %s, runs %q; want v1 → v2 deployed", h.Host, h.From, h.To, h.Outcome, h.Running)
+		}
+		if tl.DrainStarted.IsZero() || tl.LeftRotation.IsZero() || tl.BackInRotation.IsZero() {
+			t.Errorf("%s: handshake timeline incomplete: %s\nevents:\n%s", h.Host, tl, &ev2)
+		}
+	}
+	for host, v := range f.versions() {
+		if v != "v2" {
+			t.Errorf("%s runs %q, want v2", host, v)
+		}
+	}
+	log := ev2.String()
+	for _, want := range []string{"host-a/ locked", "host-a/web drain", "host-b/web start", "host-b/ verified", "host-c/ verified"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("events lack %q (relayed from the remote step):\n%s", want, log)
+		}
+	}
+}
+
+// tickWatchdogs runs `zero502 watchdog` on every host of cfg every 300 ms, as the systemd timer
+// installed there would (on an ssh host through ssh, so it is the host's own tick), until the
+// returned stop is called; stop returns everything the ticks logged, each tick closed by a line
+// "[HOST tick ok]" or "[HOST tick failed: …]".
+func tickWatchdogs(t *testing.T, cfg *infra.Config, path string) (stop func() string) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		logs strings.Builder
+		wg   sync.WaitGroup
+	)
+	done := make(chan struct{})
+	for _, h := range cfg.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := shellQuote(bin) + " watchdog --config " + shellQuote(path) + " --host " + shellQuote(h.Name)
+			for {
+				cmd := exec.Command("sh", "-c", tick)
+				if h.SSH != "" {
+					var err error
+					if cmd, err = SSHCommand("", h.SSH, tick); err != nil {
+						t.Errorf("watchdog on %s: %v", h.Name, err)
+						return
+					}
+				}
+				out, err := cmd.CombinedOutput()
+				end := "[" + h.Name + " tick ok]\n"
+				if err != nil {
+					end = fmt.Sprintf("[%s tick failed: %v]\n", h.Name, err)
+				}
+				mu.Lock()
+				logs.Write(out)
+				logs.WriteString(end)
+				mu.Unlock()
+				select {
+				case <-done:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	return func() string {
+		close(done)
+		wg.Wait()
+		return logs.String()
+	}
+}
+
+// An unreachable remote host is refused in preflight, naming the host and ssh's error.
+func TestUnreachableRemoteHostIsRefused(t *testing.T) {
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	cfg.Hosts[0].SSH = "root@127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0]) // nobody listens
+	_, err := f.deployer(cfg, nil, Options{RemoteBinary: bin, Balancer: None{}}).Deploy(context.Background(), "v1")
+	if err == nil || !strings.Contains(err.Error(), "refused before anything changed") ||
+		!strings.Contains(err.Error(), "host host-a: ssh") || !strings.Contains(err.Error(), "onnection refused") {
+		t.Fatalf("deploy through a dead ssh port: %v; want a refusal naming host-a and ssh's error", err)
+	}
+}
+
+// The ssh client dies mid-step: the deploy fails naming the host; on the host, the step sees its
+// deployer gone, rolls back to v1 and exits, which frees the host's lock.
+func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	f.startLB(filepath.Join(f.dir, "ssh.yaml"))
+	pids := filepath.Join(f.dir, "ssh.pids")
+	wrapper := filepath.Join(f.dir, "ssh-wrapper")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho $$ >> "+pids+"\nexec ssh \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{RemoteBinary: bin, SSH: wrapper}
+	if _, err := f.deployer(cfg, nil, opts).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("first deploy: %v", err)
+	}
+
+	var ev eventLog
+	killed := false
+	d := f.deployer(cfg, nil, opts)
+	d.opts.Events = func(e Event) {
+		ev.add(e)
+		if e.Host == "host-a" && e.Step == StepStart && !killed {
+			killed = true
+			data, _ := os.ReadFile(pids)
+			lines := strings.Fields(string(data))
+			pid, _ := strconv.Atoi(lines[len(lines)-1])
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	rep, err := d.Deploy(context.Background(), "v2")
+	if !killed {
+		t.Fatalf("the step never started a new instance: %v\n%s", err, &ev)
+	}
+	if err == nil || !strings.Contains(err.Error(), "host host-a") {
+		t.Fatalf("deploy with its ssh killed: %v; want an error naming host-a\n%s", err, &ev)
+	}
+	if rep.Hosts[0].Outcome != OutcomeFailed || rep.Hosts[1].Outcome != OutcomeNotReached {
+		t.Errorf("outcomes %s, %s; want failed, not reached", rep.Hosts[0].Outcome, rep.Hosts[1].Outcome)
+	}
+	lockPath := cfg.HostLockPath(cfg.Hosts[0])
+	eventually(t, 60*time.Second, "host-a's lock is free (its step exited)", func() error {
+		l, err := hostlock.TryAcquire(lockPath, hostlock.Holder{Who: "test", PID: os.Getpid()})
+		if err != nil {
+			return err
+		}
+		return l.Release()
+	})
+	eventually(t, 10*time.Second, "host-a runs v1 again (rolled back on the host)", func() error {
+		if v := f.versions()["host-a"]; v != "v1" {
+			return fmt.Errorf("runs %q", v)
+		}
+		return nil
+	})
+	if v := f.versions()["host-b"]; v != "v1" {
+		t.Errorf("host-b runs %q, want v1 (not reached)", v)
+	}
+}
