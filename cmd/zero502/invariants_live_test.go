@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,17 +129,7 @@ func TestInvariantsLiveInHouseDrift(t *testing.T) {
 // numbers (detection 2 × 10s > drain.window 15s).
 func TestInvariantsLiveALBConsoleDrift(t *testing.T) {
 	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "",
-	} {
-		t.Setenv(k, v)
-	}
-	double := elbv2double.New(elbv2double.Options{})
-	t.Cleanup(double.Close)
-	srv := httptest.NewServer(double)
-	t.Cleanup(srv.Close)
+	double, srv := startELBv2Double(t, dir)
 	arn := double.AddTargetGroup(elbv2double.TargetGroup{Name: "mythex-api", Port: 8000, Settings: elbv2double.Settings{
 		HealthCheckPath: "/health", Interval: 5 * time.Second, Timeout: 2 * time.Second, HealthyThreshold: 2,
 		UnhealthyThreshold: 2, Matcher: "200", DeregistrationDelay: 30 * time.Second,

@@ -34,17 +34,7 @@ func runProvision(t *testing.T, args ...string) (string, int) {
 
 func TestProvisionCommandAppliesThenSaysNoChangesAndRefusesOutOfRange(t *testing.T) {
 	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "",
-	} {
-		t.Setenv(k, v)
-	}
-	double := elbv2double.New(elbv2double.Options{})
-	t.Cleanup(double.Close)
-	srv := httptest.NewServer(double)
-	t.Cleanup(srv.Close)
+	double, srv := startELBv2Double(t, dir)
 	arn := double.AddTargetGroup(elbv2double.TargetGroup{Name: "mythex-api", Port: 8000})
 	cfg := filepath.Join(dir, "alb.yaml")
 	yaml := "balancer:\n  kind: alb\n  region: eu-west-1\n  target_group_arn: " + arn + "\n"
@@ -67,4 +57,22 @@ func TestProvisionCommandAppliesThenSaysNoChangesAndRefusesOutOfRange(t *testing
 	if code != 2 || !strings.Contains(out, "balancer.interval: 3s") || double.TotalCalls() != calls {
 		t.Fatalf("out of range: exit %d, calls %d→%d\n%s", code, calls, double.TotalCalls(), out)
 	}
+}
+
+// startELBv2Double serves the ELBv2 API double on loopback and points the AWS SDK's default
+// chain at static test credentials only (no profile, no IMDS), so nothing can reach AWS.
+func startELBv2Double(t *testing.T, dir string) (*elbv2double.Server, *httptest.Server) {
+	t.Helper()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "",
+	} {
+		t.Setenv(k, v)
+	}
+	double := elbv2double.New(elbv2double.Options{})
+	t.Cleanup(double.Close)
+	srv := httptest.NewServer(double)
+	t.Cleanup(srv.Close)
+	return double, srv
 }
