@@ -47,6 +47,7 @@ type Runtime struct {
 type child struct {
 	start uint64
 	done  chan struct{} // closed once reaped
+	noted chan struct{} // closed once the exit is written into the record (or found not to be ours)
 	code  int           // exit code; 128+signal when killed by a signal
 }
 
@@ -99,6 +100,7 @@ func (rt *Runtime) Start(ctx context.Context, host string, svc spec.Service) (ru
 
 	select {
 	case <-c.done:
+		<-c.noted // the record says "exited" before Start returns
 		return runtime.Instance{}, fmt.Errorf("host %s: service %s %s exited at once with code %d; end of %s:\n%s",
 			host, svc.Name, svc.Version, c.code, rec.Log, tail(rec.Log, logStart))
 	case <-time.After(rt.EarlyExitWindow):
@@ -137,7 +139,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	}
 	pid := cmd.Process.Pid
 	st, statErr := readStat(pid)
-	c := &child{start: st.Start, done: make(chan struct{})}
+	c := &child{start: st.Start, done: make(chan struct{}), noted: make(chan struct{})}
 	rt.cmu.Lock()
 	rt.children[pid] = c
 	rt.cmu.Unlock()
@@ -149,6 +151,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	if statErr != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		<-c.done
+		close(c.noted) // no record to note the exit in
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: read /proc/%d/stat of the new process: %w; its log:\n%s",
 			host, svc.Name, pid, statErr, tail(logPath, logStart))
 	}
@@ -156,6 +159,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 		Address: svc.Address, Command: svc.Command, StartedAt: time.Now().UTC(), Log: logPath}
 	if err := rt.writeRecord(rec); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
+		close(c.noted) // no record to note the exit in
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: killed pid %d, its record could not be written: %w", host, svc.Name, pid, err)
 	}
 	return rec, logStart, c, nil
@@ -163,6 +167,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 
 // watchExit writes the exit code of a child into its record once it is reaped.
 func (rt *Runtime) watchExit(rec record, c *child) {
+	defer close(c.noted)
 	<-c.done
 	rt.noteExit(rec, c.code, time.Now())
 }

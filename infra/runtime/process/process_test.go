@@ -57,11 +57,24 @@ func newRuntime(t *testing.T, dir string) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { // never leave a process behind
+	t.Cleanup(func() { // never leave a process behind, nor an exit note still being written
 		recs, _ := rt.records()
 		for _, r := range recs {
 			if liveness(r.PID, r.ProcStart) {
 				syscall.Kill(-r.PID, syscall.SIGKILL)
+			}
+		}
+		rt.cmu.Lock()
+		children := make([]*child, 0, len(rt.children))
+		for _, c := range rt.children {
+			children = append(children, c)
+		}
+		rt.cmu.Unlock()
+		for _, c := range children {
+			select {
+			case <-c.noted:
+			case <-time.After(10 * time.Second):
+				t.Errorf("a child's exit was not noted within 10s of SIGKILL")
 			}
 		}
 	})

@@ -89,14 +89,17 @@ func (rt *Runtime) waitExit(ctx context.Context, r record, d time.Duration) (boo
 	rt.cmu.Lock()
 	c := rt.children[r.PID]
 	rt.cmu.Unlock()
-	var reaped chan struct{}
+	var reaped, noted chan struct{}
 	if c != nil && c.start == r.ProcStart {
-		reaped = c.done
+		reaped, noted = c.done, c.noted
 	}
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
 		if done, code := rt.exited(r); done {
+			if noted != nil {
+				<-noted // our child's record says "exited" before Stop returns
+			}
 			return true, code, nil
 		}
 		select {
@@ -104,6 +107,9 @@ func (rt *Runtime) waitExit(ctx context.Context, r record, d time.Duration) (boo
 		case <-tick.C:
 		case <-limit.C:
 			done, code := rt.exited(r)
+			if done && noted != nil {
+				<-noted
+			}
 			return done, code, nil
 		case <-ctx.Done():
 			return false, 0, ctx.Err()
