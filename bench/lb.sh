@@ -11,8 +11,8 @@
 #     the backend is not the bottleneck) or the Go test backend (BACKEND=testbackend);
 #  3. runs wrk (-t THREADS -c CONNS -d DURATION --latency) against: one backend directly,
 #     `zero502 lb`, HAProxy (http-reuse always) and nginx (upstream keepalive), each on the same
-#     backends, and prints req/s, p50 and p99 per target and the ratios zero502/HAProxy and
-#     zero502/nginx;
+#     backends, ROUNDS times in turn (so a noisy neighbour hurts every target alike), and prints
+#     the median req/s, p50 and p99 per target and the ratios zero502/HAProxy and zero502/nginx;
 #  4. opens IDLE idle keep-alive client connections (each sent one request first) to zero502 lb
 #     and to HAProxy and prints the RSS growth per connection in KiB.
 # Everything listens on 127.0.0.1 and ends when the script ends. Not part of CI: the numbers
@@ -24,6 +24,7 @@ BACKENDS=${BACKENDS:-3}
 BACKEND=${BACKEND:-nginx}
 DURATION=${DURATION:-10s}
 THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 IDLE=${IDLE:-10000}
 BASE_PORT=${BASE_PORT:-27100}   # backends BASE_PORT.., LBs BASE_PORT+50..
@@ -177,9 +178,12 @@ run_wrk() {
 
 : >"$work/results"
 run_wrk direct "${backend_addrs[0]##*:}"
-run_wrk zero502 "$LB_PORT"
-run_wrk haproxy "$HA_PORT"
-run_wrk nginx "$NG_PORT"
+for round in $(seq "$ROUNDS"); do
+  echo "== round $round of $ROUNDS"
+  run_wrk zero502 "$LB_PORT"
+  run_wrk haproxy "$HA_PORT"
+  run_wrk nginx "$NG_PORT"
+done
 
 # idle_kib NAME PID PORT: RSS growth of PID per idle keep-alive client connection, for IDLE
 # connections that each sent one request and then stay open and silent.
@@ -242,12 +246,22 @@ idle_kib zero502 "$zpid" "$LB_PORT"
 idle_kib haproxy "$hpid" "$HA_PORT"
 
 echo
-echo "== results ($BACKENDS $BACKEND backends, wrk -t$THREADS -c$CONNS -d$DURATION, $(nproc) CPUs)"
+echo "== results ($BACKENDS $BACKEND backends, wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, $(nproc) CPUs)"
 awk '
-  { rps[$1] = $2; p50[$1] = $3; p99[$1] = $4; order[NR] = $1 }
+  function median(v, n,    i, j, t) { # sorts v[1..n] in place
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+    return n % 2 ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2
+  }
+  { n[$1]++; R[$1, n[$1]] = $2; P50[$1, n[$1]] = $3; P99[$1, n[$1]] = $4; if (n[$1] == 1) order[++targets] = $1 }
   END {
-    printf "%-10s %12s %10s %10s\n", "target", "req/s", "p50 ms", "p99 ms"
-    for (i = 1; i <= NR; i++) { n = order[i]; printf "%-10s %12.0f %10.3f %10.3f\n", n, rps[n], p50[n], p99[n] }
+    for (t = 1; t <= targets; t++) {
+      name = order[t]; k = n[name]
+      split("", a); for (i = 1; i <= k; i++) a[i] = R[name, i]; rps[name] = median(a, k)
+      split("", a); for (i = 1; i <= k; i++) a[i] = P50[name, i]; p50[name] = median(a, k)
+      split("", a); for (i = 1; i <= k; i++) a[i] = P99[name, i]; p99[name] = median(a, k)
+    }
+    printf "%-10s %12s %10s %10s   (medians of the rounds)\n", "target", "req/s", "p50 ms", "p99 ms"
+    for (t = 1; t <= targets; t++) { name = order[t]; printf "%-10s %12.0f %10.3f %10.3f\n", name, rps[name], p50[name], p99[name] }
     printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.0x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"]
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
   }' "$work/results"

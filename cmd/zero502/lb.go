@@ -89,6 +89,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.DurationVar(&f.Drain, "drain", lab.Drain, "after SIGTERM: how long /_lb/health answers 503 while still proxying (config default: drain.window)")
 	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
+	fl.StringVar(&f.Engine, "engine", lab.Engine, "how connections are served: epoll (event loops, one per CPU) or goroutines (a goroutine per busy connection)")
 	fl.StringVar(&logFormat, "log-format", "json", "log format on stderr: json or text")
 	return cmd
 }
@@ -152,6 +153,7 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 	num("max-idle-per-backend", &set.MaxIdlePerBackend, f.MaxIdlePerBackend)
 	dur("drain", &set.Drain, f.Drain)
 	dur("shutdown", &set.Shutdown, f.Shutdown)
+	str("engine", &set.Engine, f.Engine)
 	set.AccessLog = f.AccessLog
 	if err := set.Validate(); err != nil {
 		return set, fmt.Errorf("lb: invalid settings:\n%w", err)

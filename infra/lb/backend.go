@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 )
 
 // State is where a backend stands with the LB.
@@ -65,7 +66,13 @@ type Backend struct {
 	inFlight atomic.Int64
 	counts   [classes]atomic.Uint64
 
-	pool pool
+	pool     pool
+	loopIdle atomic.Int64 // idle connections in the event loops' pools
+
+	saOnce   sync.Once // sockaddr: the address for the event loops' connect(2)
+	sa       unix.Sockaddr
+	saFamily int
+	saErr    error
 
 	connectSeconds prometheus.Observer
 	headerSeconds  prometheus.Observer
@@ -87,6 +94,9 @@ func (b *Backend) count(status int) {
 	}
 	b.counts[c].Add(1)
 }
+
+// idleConns is how many idle keep-alive connections to b the LB keeps, on either path.
+func (b *Backend) idleConns() int { return b.pool.idleCount() + int(b.loopIdle.Load()) }
 
 // BackendStatus is the admin API's view of one backend (README: Admin API).
 type BackendStatus struct {

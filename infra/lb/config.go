@@ -38,6 +38,10 @@ type Settings struct {
 	Shutdown time.Duration // in-flight budget after the window
 	// AccessLog turns on one JSON log line per request.
 	AccessLog bool
+	// Engine is how connections are served: "epoll" (event loops, one per CPU; the default) or
+	// "goroutines" (a goroutine per busy connection, for systems without epoll); "" is epoll.
+	// See loop.go.
+	Engine string
 }
 
 // LabSettings are the defaults of lab mode (`zero502 lb PORT BACKEND...`): the reverse-proxy
@@ -53,7 +57,7 @@ func LabSettings(listen string, backends []string) Settings {
 		MaxHeaderBytes:      64 << 10,
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
-		Drain: 0, Shutdown: 10 * time.Second,
+		Drain: 0, Shutdown: 10 * time.Second, Engine: EngineEpoll,
 	}
 }
 
@@ -105,6 +109,9 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxHeaderBytes < 1024 || s.MaxHeaderBytes > 1<<20 {
 		bad("max-header-bytes", s.MaxHeaderBytes, "must be from 1024 to 1048576")
+	}
+	if s.Engine != "" && s.Engine != EngineEpoll && s.Engine != EngineGoroutines {
+		bad("engine", fmt.Sprintf("%q", s.Engine), "must be epoll or goroutines")
 	}
 	if s.MaxIdlePerBackend < 0 {
 		bad("max-idle-per-backend", s.MaxIdlePerBackend, "must not be negative")

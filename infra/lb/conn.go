@@ -26,6 +26,19 @@ type clientConn struct {
 	parkedAt   time.Time // when it was parked
 }
 
+func newClientConn(tc *net.TCPConn) *clientConn {
+	cc := &clientConn{conn: tc, fd: -1}
+	cc.in.conn = tc
+	if raw, err := tc.SyscallConn(); err == nil {
+		cc.raw = raw
+		_ = raw.Control(func(fd uintptr) { cc.fd = int(fd) })
+	}
+	if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+		cc.ip = []byte(a.IP.String())
+	}
+	return cc
+}
+
 // serveConn answers the requests of one client connection, in order (pipelined requests
 // wait in the read buffer), until it closes, asks to close, the LB stops, or it goes idle and
 // is parked (see parking). ready says the client has already sent something (a wake-up from
@@ -182,10 +195,18 @@ func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool
 // answer writes a response the LB makes itself (its own health, 502, 503, 504) and returns
 // whether the client connection may carry another request.
 func (s *Server) answer(cc *clientConn, req *Request, status int, start time.Time, b *Backend) bool {
+	out, closeClient := s.ownAnswer(make([]byte, 0, 160), cc.ip, req, status, start, b)
+	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+	_, err := cc.conn.Write(out)
+	return err == nil && !closeClient
+}
+
+// ownAnswer appends a response the LB makes itself to dst, counts and logs it, and says whether
+// the client connection closes after it.
+func (s *Server) ownAnswer(dst, ip []byte, req *Request, status int, start time.Time, b *Backend) ([]byte, bool) {
 	closeClient := req.Close || s.draining.Load() || s.closing.Load()
 	body := statusBody(status, s.draining.Load() || s.closing.Load())
-	out := make([]byte, 0, 160)
-	out = append(out, "HTTP/1.1 "...)
+	out := append(dst, "HTTP/1.1 "...)
 	out = strconv.AppendInt(out, int64(status), 10)
 	out = append(out, ' ')
 	out = append(out, statusText(status)...)
@@ -202,13 +223,11 @@ func (s *Server) answer(cc *clientConn, req *Request, status int, start time.Tim
 	if !req.IsHead() {
 		out = append(out, body...)
 	}
-	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
-	_, err := cc.conn.Write(out)
 	if status >= 500 {
 		s.metrics.ownAnswers.WithLabelValues(strconv.Itoa(status)).Inc()
 	}
-	s.logAccess(cc, req, status, b, start)
-	return err == nil && !closeClient
+	s.logAccess(ip, req, status, b, start)
+	return out, closeClient
 }
 
 // refuse answers a request the LB cannot parse and closes the connection gracefully: it stops

@@ -19,31 +19,49 @@ func (s *Server) drain() error {
 	s.mu.Lock()
 	s.closing.Store(true)
 	_ = s.ln.Close()
-	done := make(chan struct{})
-	if len(s.conns) == 0 {
-		close(done)
-	} else {
-		s.done = done
-	}
 	for cc := range s.conns {
 		if cc.idle.Load() {
 			_ = cc.conn.SetReadDeadline(time.Unix(1, 0))
 		}
 	}
 	s.mu.Unlock()
+	if s.loops != nil {
+		s.loops.wakeAll() // they stop accepting and close their idle connections
+	}
 	s.closeParked(func(*clientConn) bool { return true })
-	select {
-	case <-done:
-		s.log.Info("lb stopped", "phase", "stopped", "in_flight_left", 0)
+	budget := s.clock.After(s.set.Shutdown)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.clients() > 0 {
+		select {
+		case <-tick.C:
+			continue
+		case <-budget:
+		}
+		s.aborting.Store(true)
+		left := s.clients()
+		if s.loops != nil {
+			s.loops.wakeAll()
+		}
+		s.mu.Lock()
+		for cc := range s.conns {
+			_ = cc.conn.Close()
+		}
+		s.mu.Unlock()
+		s.log.Warn("lb stopped with requests cut off by the shutdown budget", "phase", "stopped", "in_flight_left", left)
 		return nil
-	case <-s.clock.After(s.set.Shutdown):
 	}
-	s.mu.Lock()
-	left := len(s.conns)
-	for cc := range s.conns {
-		_ = cc.conn.Close()
-	}
-	s.mu.Unlock()
-	s.log.Warn("lb stopped with requests cut off by the shutdown budget", "phase", "stopped", "in_flight_left", left)
+	s.log.Info("lb stopped", "phase", "stopped", "in_flight_left", 0)
 	return nil
+}
+
+// clients is how many client connections are open, on either path.
+func (s *Server) clients() int {
+	s.mu.Lock()
+	n := len(s.conns)
+	s.mu.Unlock()
+	if s.loops != nil {
+		n += int(s.loops.clients.Load())
+	}
+	return n
 }

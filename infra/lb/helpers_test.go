@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,9 +95,28 @@ var bigBody = func() []byte {
 	return b
 }()
 
+// testEngine is the engine the tests run against: ZERO502_TEST_LB_ENGINE (epoll or
+// goroutines), epoll by default; .ci/run runs the package once with each.
+func testEngine() string {
+	if e := os.Getenv("ZERO502_TEST_LB_ENGINE"); e != "" {
+		return e
+	}
+	return EngineEpoll
+}
+
+// parked is how many client connections wait without a goroutine: in the parking
+// (goroutines engine) or in an event loop (epoll engine).
+func parked(s *Server) int {
+	if s.loops != nil {
+		return int(s.loops.clients.Load())
+	}
+	return s.parking.count()
+}
+
 // fastSettings are quick numbers for tests.
 func fastSettings(backends ...string) Settings {
 	s := LabSettings("127.0.0.1:0", backends)
+	s.Engine = testEngine()
 	s.Interval, s.Timeout = 100*time.Millisecond, 80*time.Millisecond
 	s.Admin = "127.0.0.1:0"
 	return s

@@ -31,6 +31,9 @@ func newParking() (*parking, error) {
 // park hands cc to the parking loop; false means it could not (the caller keeps the
 // connection, or closes it when the LB is stopping).
 func (s *Server) park(cc *clientConn) bool {
+	if s.loops != nil {
+		return s.parkInLoop(cc)
+	}
 	p := s.parking
 	if p == nil || cc.fd < 0 {
 		return false

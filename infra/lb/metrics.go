@@ -91,12 +91,15 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 			rot = 1
 		}
 		ch <- prometheus.MustNewConstMetric(inRotationDesc, prometheus.GaugeValue, rot, b.Address)
-		ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(b.pool.idleCount()), b.Address)
+		ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(b.idleConns()), b.Address)
 	}
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(c.s.retries.Load()))
 	ch <- prometheus.MustNewConstMetric(ejectionsDesc, prometheus.CounterValue, float64(c.s.ejections.Load()))
 	c.s.mu.Lock()
 	n := len(c.s.conns)
 	c.s.mu.Unlock()
+	if c.s.loops != nil {
+		n += int(c.s.loops.clients.Load())
+	}
 	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(n))
 }

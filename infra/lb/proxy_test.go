@@ -304,7 +304,7 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 		if got := readResponses(t, br, 1, "GET"); got[0] != "200 a" {
 			t.Fatalf("request %d: %q", i, got)
 		}
-		eventually(t, 5*time.Second, "the idle connection parked", func() bool { return l.parking.count() == 1 })
+		eventually(t, 5*time.Second, "the idle connection parked", func() bool { return parked(l.Server) == 1 })
 	}
 	t0 := time.Now()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -314,5 +314,5 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 	if waited := time.Since(t0); waited < time.Second {
 		t.Fatalf("closed after %s, before the 1.5s idle timeout", waited)
 	}
-	eventually(t, 5*time.Second, "parking empty", func() bool { return l.parking.count() == 0 })
+	eventually(t, 5*time.Second, "parking empty", func() bool { return parked(l.Server) == 0 })
 }

@@ -50,6 +50,22 @@ func (b *reader) release() {
 // fill reads once more from the connection, compacting and growing the buffer (up to max bytes
 // buffered) as needed. It returns errBufferFull when max bytes are buffered already.
 func (b *reader) fill(max int) error {
+	free, err := b.space(max)
+	if err != nil {
+		return err
+	}
+	n, err := b.conn.Read(free)
+	b.w += n
+	if n > 0 {
+		return nil
+	}
+	return err
+}
+
+// space returns the free end of the buffer for the next read (the caller adds what it read to
+// w), compacting and growing the buffer (up to max bytes buffered) as needed; errBufferFull
+// when max bytes are buffered already.
+func (b *reader) space(max int) ([]byte, error) {
 	b.acquire()
 	if b.r > 0 && b.w == len(b.buf) {
 		copy(b.buf, b.buf[b.r:b.w])
@@ -58,7 +74,7 @@ func (b *reader) fill(max int) error {
 	}
 	if b.w == len(b.buf) {
 		if b.w-b.r >= max {
-			return errBufferFull
+			return nil, errBufferFull
 		}
 		n := 2 * len(b.buf)
 		if n > max+b.r {
@@ -69,12 +85,7 @@ func (b *reader) fill(max int) error {
 		b.putBack()
 		b.buf = nb
 	}
-	n, err := b.conn.Read(b.buf[b.w:])
-	b.w += n
-	if n > 0 {
-		return nil
-	}
-	return err
+	return b.buf[b.w:], nil
 }
 
 func (b *reader) putBack() {

@@ -49,7 +49,7 @@ func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, sta
 	default:
 		u.close()
 	}
-	s.logAccess(cc, req, status, b, start)
+	s.logAccess(cc.ip, req, status, b, start)
 	if !ok {
 		return false
 	}

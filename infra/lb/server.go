@@ -45,14 +45,15 @@ type Server struct {
 
 	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
 	closing  atomic.Bool // listener closed: idle client connections leave
+	aborting atomic.Bool // the shutdown budget ran out: every client connection is closed
 
 	mu    sync.Mutex
-	conns map[*clientConn]struct{}
-	done  chan struct{} // closed when the last client connection is gone during shutdown
+	conns map[*clientConn]struct{} // client connections on the goroutine path
 
 	ln      net.Listener
 	adminLn net.Listener
-	parking *parking // nil when epoll is unavailable: idle connections keep their goroutine
+	parking *parking // goroutines engine: nil when epoll is unavailable (idle connections keep their goroutine)
+	loops   *loops   // epoll engine: the event loops; nil in the goroutines engine
 }
 
 // Option changes how New builds a Server.
@@ -137,27 +138,44 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.set.Engine != EngineGoroutines {
+		ls, err := s.newLoops() // before any goroutine that could look at s.loops
+		if err != nil {
+			return fmt.Errorf("start the event loops (--engine %s; --engine %s needs no epoll): %w", EngineEpoll, EngineGoroutines, err)
+		}
+		s.loops = ls
+	}
 	checks, stopChecks := context.WithCancel(context.Background())
 	defer stopChecks()
 	for _, b := range s.backends {
 		go s.check.run(checks, b)
 	}
 	go s.reapIdle(checks)
-	go s.trimStacks(checks, time.Second, 500)
-	if p, err := newParking(); err == nil {
-		s.parking = p
-		go s.runParking(checks)
+	acceptErr := make(chan error, 1)
+	if s.loops != nil {
+		s.loops.start(checks)
+		defer func() {
+			stopChecks()
+			s.loops.wg.Wait() // every loop closed its connections
+		}()
 	} else {
-		s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
+		go s.trimStacks(checks, time.Second, 500)
+		if p, err := newParking(); err == nil {
+			s.parking = p
+			go s.runParking(checks)
+		} else {
+			s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
+		}
 	}
 	var admin *adminServer
 	if s.adminLn != nil {
 		admin = s.serveAdmin(s.adminLn)
 	}
 	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "backends", s.set.Backends,
-		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String())
-	acceptErr := make(chan error, 1)
-	go func() { acceptErr <- s.accept() }()
+		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "engine", s.set.Engine)
+	if s.loops == nil {
+		go func() { acceptErr <- s.accept() }()
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-acceptErr:
@@ -188,18 +206,7 @@ func (s *Server) accept() error {
 			return err
 		}
 		delay = 0
-		tc := c.(*net.TCPConn)
-		raw, err := tc.SyscallConn()
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		cc := &clientConn{conn: tc, raw: raw, fd: -1}
-		cc.in.conn = tc
-		_ = raw.Control(func(fd uintptr) { cc.fd = int(fd) })
-		if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
-			cc.ip = []byte(a.IP.String())
-		}
+		cc := newClientConn(c.(*net.TCPConn))
 		if !s.track(cc) {
 			_ = c.Close()
 			continue
@@ -221,10 +228,6 @@ func (s *Server) track(cc *clientConn) bool {
 func (s *Server) forget(cc *clientConn) {
 	s.mu.Lock()
 	delete(s.conns, cc)
-	if len(s.conns) == 0 && s.done != nil {
-		close(s.done)
-		s.done = nil
-	}
 	s.mu.Unlock()
 }
 
@@ -234,6 +237,9 @@ func (s *Server) changed(b *Backend, t Transition) {
 	s.rot.rebuild()
 	if t.To != Healthy {
 		b.pool.closeIdle(time.Time{}, 0)
+	}
+	if s.loops != nil {
+		s.loops.wakeAll() // the loops close their idle connections to it
 	}
 	s.metrics.transition(b, t)
 	s.log.Info("backend health transition", "backend", b.Address, "from", string(t.From), "to", string(t.To), "reason", t.Reason)
@@ -261,7 +267,7 @@ func (s *Server) reapIdle(ctx context.Context) {
 	}
 }
 
-func (s *Server) logAccess(cc *clientConn, req *Request, status int, b *Backend, start time.Time) {
+func (s *Server) logAccess(ip []byte, req *Request, status int, b *Backend, start time.Time) {
 	if s.access == nil {
 		return
 	}
@@ -269,6 +275,6 @@ func (s *Server) logAccess(cc *clientConn, req *Request, status int, b *Backend,
 	if b != nil {
 		backend = b.Address
 	}
-	s.access.Info("access", "client", string(cc.ip), "method", string(req.Method()), "target", string(req.Target()),
+	s.access.Info("access", "client", string(ip), "method", string(req.Method()), "target", string(req.Target()),
 		"status", status, "backend", backend, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 }

@@ -1,0 +1,505 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The epoll engine (Settings.Engine "epoll", the default on Linux) forwards the common case
+// without a goroutine per connection: one event loop per CPU, each with its own epoll set,
+// accepting from the shared listener (EPOLLEXCLUSIVE), reading and writing its client and
+// backend sockets with plain non-blocking system calls. Sockets are registered once,
+// edge-triggered, and a short read or write counts as "drained", so a request costs four system
+// calls (read the client, write the backend, read the backend, write the client) plus a share
+// of one epoll_wait, and no scheduler work. An idle keep-alive client costs its socket and a
+// small struct.
+//
+// The loop handles requests without a body or with a small one that has fully arrived
+// (loopBodyLimit), and responses framed by Content-Length or without a body, with
+// backpressure. Everything else is handed to the goroutine path of conn.go, proxy.go and
+// relay.go, which implements the whole contract: a request refused by the parser, a large or
+// slow request body, Expect: 100-continue, a chunked or close-delimited response. After the
+// hand-off the connection stays with the goroutine path while it is busy and comes back to a
+// loop when it goes idle (park). Timeouts, retries, passive ejection and the drain follow the
+// same rules on both paths; the tests run against both engines.
+
+// Engines.
+const (
+	EngineEpoll      = "epoll"
+	EngineGoroutines = "goroutines"
+)
+
+// loopBodyLimit is the largest request body the loop forwards itself (once all of it arrived).
+const loopBodyLimit = 16 << 10
+
+// loopSweep is how often a loop looks for expired deadlines and old pooled connections.
+const loopSweep = 100 * time.Millisecond
+
+const (
+	epollET        = unix.EPOLLET
+	epollExclusive = unix.EPOLLEXCLUSIVE
+	connEvents     = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | epollET
+)
+
+// loops are the running event loops of one Server.
+type loops struct {
+	all     []*loop
+	clients atomic.Int64 // client connections the loops hold
+	wg      sync.WaitGroup
+}
+
+// loop is one event loop. Everything but the adopt queue and the wake-up is touched only by
+// the loop's own goroutine.
+type loop struct {
+	s     *Server
+	ls    *loops
+	epfd  int
+	wake  int // eventfd: another goroutine has news (adopted connections, drain, health change)
+	lfd   int // the loop's own duplicate of the listener; -1 once it stopped accepting
+	slots []slot
+	pools [][]*lup // idle upstream connections by backend index, most recent last
+	ready []*lclient
+	buf   []byte // scratch for relaying body bytes
+	now   time.Time
+
+	acceptPaused time.Time // accept failed for lack of descriptors: retry after this
+
+	n atomic.Int64 // client connections this loop holds or has queued (adopted)
+
+	mu      sync.Mutex
+	adopted []adoptee
+}
+
+type slot struct {
+	c *lclient
+	u *lup
+}
+
+type adoptee struct {
+	fd int
+	ip []byte
+}
+
+// newLoops creates one loop per CPU (GOMAXPROCS), each with its own epoll set and its own
+// duplicate of the listener; start runs them.
+func (s *Server) newLoops() (*loops, error) {
+	raw, err := s.ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	lfd := -1
+	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
+		return nil, err
+	}
+	ls := &loops{}
+	n := runtime.GOMAXPROCS(0)
+	for i := 0; i < n; i++ {
+		l, err := s.newLoop(ls, lfd)
+		if err != nil {
+			for _, l := range ls.all {
+				l.closeAll()
+			}
+			return nil, err
+		}
+		ls.all = append(ls.all, l)
+	}
+	// One P more than loops: while every loop blocks in epoll_wait, the runtime then has an
+	// idle P for other goroutines (health checks, the admin API) and sees no reason to take the
+	// loops' Ps away during their waits. Without it, the scheduler's monitor retakes a waiting
+	// loop's P every few microseconds and wakes itself up to do so thousands of times a
+	// second: measured, that is the largest avoidable kernel cost of the loops.
+	if runtime.GOMAXPROCS(0) == n {
+		runtime.GOMAXPROCS(n + 1)
+	}
+	return ls, nil
+}
+
+// start runs the loops until ctx ends; wg.Wait waits for them to close their connections.
+func (ls *loops) start(ctx context.Context) {
+	for _, l := range ls.all {
+		ls.wg.Add(1)
+		go func() {
+			defer ls.wg.Done()
+			l.run(ctx)
+		}()
+	}
+}
+
+func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	l := &loop{s: s, ls: ls, epfd: epfd, wake: -1, lfd: -1, buf: make([]byte, 32<<10), pools: make([][]*lup, len(s.backends))}
+	l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err == nil {
+		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
+	}
+	if err == nil {
+		l.lfd, err = unix.FcntlInt(uintptr(listenFD), unix.F_DUPFD_CLOEXEC, 0)
+	}
+	if err == nil {
+		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+	}
+	if err != nil {
+		l.closeAll()
+		return nil, fmt.Errorf("event loop: %w", err)
+	}
+	return l, nil
+}
+
+// wakeAll makes every loop look at the Server's state (drain, health changes) now.
+func (ls *loops) wakeAll() {
+	for _, l := range ls.all {
+		l.poke()
+	}
+}
+
+func (l *loop) poke() {
+	one := [8]byte{1}
+	_, _ = unix.Write(l.wake, one[:])
+}
+
+// adopt hands a client connection (its own descriptor) to the loop with the fewest.
+func (ls *loops) adopt(fd int, ip []byte) {
+	ls.leastLoaded().adopt(fd, ip)
+}
+
+// leastLoaded is the loop holding the fewest client connections.
+func (ls *loops) leastLoaded() *loop {
+	best := ls.all[0]
+	for _, l := range ls.all[1:] {
+		if l.n.Load() < best.n.Load() {
+			best = l
+		}
+	}
+	return best
+}
+
+// count adds d to the loop's and the loops' client connections.
+func (l *loop) count(d int64) {
+	l.n.Add(d)
+	l.ls.clients.Add(d)
+}
+
+func (l *loop) adopt(fd int, ip []byte) {
+	l.count(1)
+	l.mu.Lock()
+	l.adopted = append(l.adopted, adoptee{fd, ip})
+	l.mu.Unlock()
+	l.poke()
+}
+
+func (l *loop) run(ctx context.Context) {
+	defer l.closeAll()
+	events := make([]unix.EpollEvent, 256)
+	lastSweep := time.Now()
+	for ctx.Err() == nil {
+		// Look first without blocking and without telling the scheduler (a busy loop nearly
+		// always finds events); only an empty look blocks, as a system call the scheduler
+		// knows about, so its P serves other goroutines meanwhile.
+		n, err := pollNow(l.epfd, events)
+		if n == 0 && err == nil {
+			n, err = unix.EpollWait(l.epfd, events, int(loopSweep/time.Millisecond))
+		}
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			l.s.log.Error("epoll_wait failed", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		l.now = time.Now()
+		for i := 0; i < n; i++ {
+			l.event(int(events[i].Fd), events[i].Events)
+		}
+		l.runReady()
+		if l.now.Sub(lastSweep) >= loopSweep {
+			lastSweep = l.now
+			l.sweep()
+			l.runReady()
+		}
+	}
+}
+
+func (l *loop) event(fd int, ev uint32) {
+	switch {
+	case fd == l.wake:
+		var b [8]byte
+		_, _ = unix.Read(l.wake, b[:])
+		l.woken()
+		return
+	case fd == l.lfd:
+		l.accept()
+		return
+	case fd >= len(l.slots):
+		return
+	}
+	sl := l.slots[fd]
+	readable := ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	writable := ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	hup := ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	switch {
+	case sl.c != nil:
+		c := sl.c
+		c.canRead = c.canRead || readable
+		c.canWrite = c.canWrite || writable
+		c.hup = c.hup || hup
+		l.clientReady(c)
+	case sl.u != nil:
+		u := sl.u
+		u.canRead = u.canRead || readable
+		u.canWrite = u.canWrite || writable
+		u.hup = u.hup || hup
+		l.upstreamReady(u)
+	}
+}
+
+// runReady serves the clients that have another request buffered (pipelining) or came back
+// from a finished exchange, without recursion.
+func (l *loop) runReady() {
+	for len(l.ready) > 0 {
+		c := l.ready[len(l.ready)-1]
+		l.ready = l.ready[:len(l.ready)-1]
+		if !c.closed {
+			l.readRequest(c)
+		}
+	}
+}
+
+func (l *loop) setSlot(fd int, sl slot) {
+	if fd >= len(l.slots) {
+		n := max(2*len(l.slots), fd+1, 1024)
+		ns := make([]slot, n)
+		copy(ns, l.slots)
+		l.slots = ns
+	}
+	l.slots[fd] = sl
+}
+
+// register adds fd to the loop's epoll set, edge-triggered for reading and writing.
+func (l *loop) register(fd int) error {
+	return unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
+}
+
+func (l *loop) accept() {
+	if l.lfd < 0 || l.s.closing.Load() {
+		return
+	}
+	for i := 0; i < 128; i++ {
+		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.EAGAIN):
+			return
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
+			continue
+		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
+			// out of descriptors: stop listening for a moment (level-triggered, it would spin)
+			l.s.log.Warn("accept failed, pausing accepts", "err", err, "for", loopSweep.String())
+			_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+			l.acceptPaused = l.now.Add(loopSweep)
+			return
+		default:
+			l.s.log.Error("accept failed", "err", err)
+			return
+		}
+		// connections go to the loop with the fewest, so the loops share the work evenly
+		// whichever of them the kernel woke for the accept
+		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
+			t.adopt(fd, sockaddrIP(sa))
+			continue
+		}
+		l.count(1)
+		l.addClient(fd, sockaddrIP(sa))
+	}
+}
+
+// addClient takes a new or adopted client connection; the loops' client count includes it.
+func (l *loop) addClient(fd int, ip []byte) {
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c := &lclient{fd: fd, ip: ip, canWrite: true, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
+	if l.s.closing.Load() {
+		_ = unix.Close(fd)
+		l.count(-1)
+		return
+	}
+	if err := l.register(fd); err != nil {
+		l.s.log.Error("epoll_ctl add failed", "err", err)
+		_ = unix.Close(fd)
+		l.count(-1)
+		return
+	}
+	l.setSlot(fd, slot{c: c})
+}
+
+func sockaddrIP(sa unix.Sockaddr) []byte {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return []byte(net.IP(a.Addr[:]).String())
+	case *unix.SockaddrInet6:
+		return []byte(net.IP(a.Addr[:]).String())
+	}
+	return []byte("unknown")
+}
+
+// woken handles news from other goroutines: adopted connections, the drain, health changes.
+func (l *loop) woken() {
+	l.mu.Lock()
+	adopted := l.adopted
+	l.adopted = nil
+	l.mu.Unlock()
+	for _, a := range adopted {
+		l.addClient(a.fd, a.ip)
+	}
+	l.closeUnhealthyIdle()
+	if l.s.closing.Load() {
+		l.stopAccepting()
+		for fd := range l.slots {
+			if c := l.slots[fd].c; c != nil && (c.phase == phIdle || l.s.aborting.Load()) {
+				l.closeClient(c)
+			}
+		}
+	}
+}
+
+func (l *loop) stopAccepting() {
+	if l.lfd >= 0 {
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+		_ = unix.Close(l.lfd)
+		l.lfd = -1
+	}
+}
+
+// sweep enforces the deadlines of the loop's clients and the age of its pooled connections.
+func (l *loop) sweep() {
+	if !l.acceptPaused.IsZero() && l.now.After(l.acceptPaused) && l.lfd >= 0 {
+		l.acceptPaused = time.Time{}
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+		l.accept()
+	}
+	for fd := range l.slots {
+		if c := l.slots[fd].c; c != nil && !c.closed && !c.deadline.IsZero() && l.now.After(c.deadline) {
+			l.expired(c)
+		}
+	}
+	for i, p := range l.pools {
+		keep := p[:0]
+		for _, u := range p {
+			if l.now.Sub(u.idleSince) >= l.s.set.IdleTimeout {
+				u.b.loopIdle.Add(-1)
+				l.closeUpstream(u)
+			} else {
+				keep = append(keep, u)
+			}
+		}
+		clear(p[len(keep):])
+		l.pools[i] = keep
+	}
+}
+
+// closeUnhealthyIdle closes the pooled connections to backends out of rotation.
+func (l *loop) closeUnhealthyIdle() {
+	for i, p := range l.pools {
+		if len(p) > 0 && !l.s.backends[i].healthy.Load() {
+			for _, u := range p {
+				u.b.loopIdle.Add(-1)
+				l.closeUpstream(u)
+			}
+			clear(p)
+			l.pools[i] = p[:0]
+		}
+	}
+}
+
+// closeAll ends the loop: every connection it holds is closed.
+func (l *loop) closeAll() {
+	for fd := range l.slots {
+		if c := l.slots[fd].c; c != nil {
+			l.closeClient(c)
+		}
+	}
+	for _, p := range l.pools {
+		for _, u := range p {
+			u.b.loopIdle.Add(-1)
+		}
+	}
+	for fd := range l.slots {
+		if u := l.slots[fd].u; u != nil {
+			l.closeUpstream(u)
+		}
+	}
+	l.mu.Lock()
+	for _, a := range l.adopted {
+		_ = unix.Close(a.fd)
+		l.count(-1)
+	}
+	l.adopted = nil
+	l.mu.Unlock()
+	l.stopAccepting()
+	for _, fd := range []int{l.wake, l.epfd} {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}
+	l.wake, l.epfd = -1, -1
+}
+
+// netConn turns a descriptor the loop owned into a *net.TCPConn for the goroutine path; the
+// loop forgets the descriptor (it is duplicated, then closed).
+func (l *loop) netConn(fd int) (*net.TCPConn, error) {
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	l.slots[fd] = slot{}
+	f := os.NewFile(uintptr(fd), "tcp")
+	c, err := net.FileConn(f)
+	_ = f.Close()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		_ = c.Close()
+		return nil, errors.New("not a TCP connection")
+	}
+	return tc, nil
+}
+
+// park, in the epoll engine, hands an idle client connection from the goroutine path back to
+// a loop: its descriptor is duplicated for the loop and the goroutine's copy closed.
+func (s *Server) parkInLoop(cc *clientConn) bool {
+	if s.loops == nil || len(cc.in.buffered()) > 0 {
+		return false
+	}
+	raw, err := cc.conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	nfd := -1
+	if cerr := raw.Control(func(fd uintptr) { nfd, err = unix.FcntlInt(fd, syscall.F_DUPFD_CLOEXEC, 0) }); cerr != nil || err != nil {
+		return false
+	}
+	cc.in.release()
+	_ = cc.conn.Close()
+	s.forget(cc)
+	s.loops.adopt(nfd, cc.ip)
+	return true
+}
+
+// pollNow is epoll_wait with a zero timeout as a raw system call: it cannot block, so it needs
+// none of the scheduler's bookkeeping around a system call.
+func pollNow(epfd int, events []unix.EpollEvent) (int, error) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}

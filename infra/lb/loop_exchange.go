@@ -1,0 +1,841 @@
+package lb
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// phase is where a loop's client connection stands; it decides which deadline applies.
+type phase uint8
+
+const (
+	phIdle    phase = iota // between requests, nothing buffered: client idle timeout
+	phHead                 // part of a request buffered: client header timeout
+	phConnect              // connecting to the backend: connect timeout
+	phSend                 // writing the request to the backend: body timeout
+	phAwait                // waiting for the response head: header timeout (then 504)
+	phBody                 // relaying the response body: body timeout on silence
+	phAnswer               // writing the LB's own answer: body timeout
+)
+
+// lclient is a client connection held by a loop.
+type lclient struct {
+	fd       int
+	ip       []byte
+	in       reader // conn is nil: the loop reads with read(2)
+	canRead  bool   // edge-triggered readiness: true until a short read or EAGAIN
+	canWrite bool
+	hup      bool // the peer closed its side (or the socket failed): reads end at EOF
+	closed   bool
+	phase    phase
+	deadline time.Time
+
+	pend    []byte // bytes for the client that a write could not take yet
+	pendOff int
+
+	// the exchange in progress
+	x       *exchange
+	reqLen  int // head plus body bytes of the request in in
+	start   time.Time
+	b       *Backend // the backend counting this request in flight
+	u       *lup
+	t       tried
+	retried bool
+	left    int64 // response body bytes still to relay
+	keep    bool  // the connection may carry another request after this response
+	status  int
+}
+
+// lup is an upstream (backend) connection held by a loop.
+type lup struct {
+	fd        int
+	b         *Backend
+	in        reader
+	c         *lclient // the client it serves; nil while pooled
+	canRead   bool
+	canWrite  bool
+	hup       bool
+	connected bool
+	reused    bool // came from the pool: the backend may have closed it meanwhile
+	got       bool // a byte of the response arrived
+	idleSince time.Time
+	dialed    time.Time
+	sent      time.Time
+	out       []byte // the request, from x.out
+	outOff    int
+}
+
+// clientReady acts on new readiness of c.
+func (l *loop) clientReady(c *lclient) {
+	if c.pendOff < len(c.pend) {
+		if !l.flushClient(c) {
+			return
+		}
+		if c.pendOff < len(c.pend) {
+			return
+		}
+		switch c.phase {
+		case phAnswer:
+			l.finish(c)
+			return
+		case phBody:
+			if c.u != nil {
+				l.relayBody(c, c.u)
+			}
+			return
+		}
+	}
+	if c.phase <= phHead && c.canRead {
+		l.readRequest(c)
+	}
+}
+
+// readRequest reads until a whole request (head and, when small, body) is buffered, then
+// serves it.
+func (l *loop) readRequest(c *lclient) {
+	s := l.s
+	maxHead := s.set.MaxHeaderBytes
+	for {
+		if k := skipEmptyLines(c.in.buffered()); k > 0 {
+			c.in.consume(k)
+		}
+		buf := c.in.buffered()
+		if len(buf) > 0 {
+			n, err := headEnd(buf)
+			if err != nil {
+				l.refuse(c, err)
+				return
+			}
+			if n > maxHead || n < 0 && len(buf) >= maxHead {
+				l.refuse(c, &ParseError{Status: 431, Reason: "request header block too large"})
+				return
+			}
+			if n < 0 {
+				if err := checkPartialRequestLine(buf); err != nil {
+					l.refuse(c, err)
+					return
+				}
+			} else if l.haveRequest(c, n) {
+				return
+			}
+		}
+		if s.closing.Load() && len(buf) == 0 {
+			l.closeClient(c)
+			return
+		}
+		if !c.canRead {
+			if len(buf) == 0 {
+				c.in.release()
+				if c.phase != phIdle {
+					c.phase, c.deadline = phIdle, l.now.Add(s.set.ClientIdleTimeout)
+				}
+			}
+			return
+		}
+		free, err := c.in.space(maxHead + loopBodyLimit)
+		if err != nil {
+			l.refuse(c, &ParseError{Status: 431, Reason: "request header block too large"})
+			return
+		}
+		n, err := unix.Read(c.fd, free)
+		switch {
+		case n > 0:
+			c.in.w += n
+			if n < len(free) && !c.hup {
+				c.canRead = false
+			}
+			if c.phase == phIdle {
+				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
+			}
+		case errors.Is(err, unix.EAGAIN):
+			c.canRead = false
+		case errors.Is(err, unix.EINTR):
+		default: // EOF or a broken connection
+			l.closeClient(c)
+			return
+		}
+	}
+}
+
+// haveRequest looks at a whole head of n bytes: it serves the request when all of it is here
+// (true), waits for the rest of a small body (false), or hands the connection to the goroutine
+// path (true).
+func (l *loop) haveRequest(c *lclient, n int) bool {
+	x := exchanges.Get().(*exchange)
+	buf := c.in.buffered()
+	if err := ParseRequest(buf[:n], &x.req); err != nil {
+		putExchange(x)
+		l.refuse(c, err)
+		return true
+	}
+	req := &x.req
+	if req.expect || req.ContentLength > loopBodyLimit {
+		putExchange(x)
+		l.handOff(c)
+		return true
+	}
+	if int64(len(buf)-n) < req.ContentLength {
+		putExchange(x) // its spans would not survive the buffer growing
+		return false
+	}
+	c.x, c.reqLen, c.start = x, n+int(req.ContentLength), l.now
+	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
+		status := 200
+		if l.s.draining.Load() || l.s.closing.Load() {
+			status = 503
+		}
+		l.answer(c, status, nil)
+		return true
+	}
+	c.t, c.retried = tried{}, false
+	l.pick(c)
+	return true
+}
+
+// pick sends the request to the next healthy backend not tried yet, or answers 503.
+func (l *loop) pick(c *lclient) {
+	s := l.s
+	b := s.rot.pick(&c.t)
+	if b == nil {
+		l.answer(c, 503, nil)
+		return
+	}
+	c.t.add(b)
+	if c.retried {
+		s.retries.Add(1)
+	}
+	b.inFlight.Add(1)
+	c.b = b
+	u := l.poolGet(b, c.x.req.ContentLength > 0)
+	if u == nil {
+		var err error
+		if u, err = l.dial(b); err != nil {
+			l.failed(c, nil, attemptConnect)
+			return
+		}
+	}
+	l.bind(c, u)
+}
+
+// bind makes u carry c's request and starts sending it.
+func (l *loop) bind(c *lclient, u *lup) {
+	req := &c.x.req
+	u.c, c.u = c, u
+	out := appendUpstreamHead(c.x.out[:0], req, c.ip, u.b.Address)
+	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
+	c.x.out = out
+	u.out, u.outOff, u.got = out, 0, false
+	if !u.connected {
+		c.phase, c.deadline = phConnect, u.dialed.Add(l.s.set.ConnectTimeout)
+		return
+	}
+	c.phase, c.deadline = phSend, l.now.Add(l.s.set.BodyTimeout)
+	l.send(c, u)
+}
+
+// upstreamReady acts on new readiness of u.
+func (l *loop) upstreamReady(u *lup) {
+	c := u.c
+	if c == nil { // pooled: the backend closed it or sent something unasked
+		if u.canRead {
+			l.dropPooled(u)
+		}
+		return
+	}
+	switch c.phase {
+	case phConnect:
+		if !u.canWrite {
+			return
+		}
+		if errno, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || errno != 0 {
+			l.failed(c, u, attemptConnect)
+			return
+		}
+		u.connected = true
+		u.b.connectSeconds.Observe(l.now.Sub(u.dialed).Seconds())
+		c.phase, c.deadline = phSend, l.now.Add(l.s.set.BodyTimeout)
+		l.send(c, u)
+	case phSend:
+		l.send(c, u)
+	case phAwait:
+		l.readHead(c, u)
+	case phBody:
+		l.relayBody(c, u)
+	}
+}
+
+// send writes the rest of the request to u, then waits for the response head.
+func (l *loop) send(c *lclient, u *lup) {
+	for u.outOff < len(u.out) {
+		if !u.canWrite {
+			return
+		}
+		n, err := unix.Write(u.fd, u.out[u.outOff:])
+		if n > 0 {
+			u.outOff += n
+			if u.outOff < len(u.out) {
+				u.canWrite = false
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			u.canWrite = false
+		case errors.Is(err, unix.EINTR):
+		default:
+			l.failed(c, u, attemptNoAnswer)
+			return
+		}
+	}
+	u.sent = l.now
+	c.phase, c.deadline = phAwait, l.now.Add(l.s.set.HeaderTimeout)
+	l.readHead(c, u)
+}
+
+// readHead reads the response head; interim responses (1xx) are passed on.
+func (l *loop) readHead(c *lclient, u *lup) {
+	x := c.x
+	for {
+		n, err := headEnd(u.in.buffered())
+		if err != nil {
+			l.failed(c, u, attemptBad)
+			return
+		}
+		if n > 0 {
+			if err := ParseResponse(u.in.buffered()[:n], x.req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
+				l.failed(c, u, attemptBad)
+				return
+			}
+			if x.resp.Status >= 100 && x.resp.Status < 200 {
+				if x.req.Minor == 1 && !l.writeClient(c, u.in.buffered()[:n]) {
+					l.closeClient(c)
+					return
+				}
+				u.in.consume(n)
+				continue
+			}
+			u.b.headerSeconds.Observe(l.now.Sub(u.sent).Seconds())
+			l.startRelay(c, u)
+			return
+		}
+		if !u.canRead {
+			return
+		}
+		free, err := u.in.space(maxResponseHead)
+		if err != nil {
+			l.failed(c, u, attemptBad)
+			return
+		}
+		k, err := unix.Read(u.fd, free)
+		switch {
+		case k > 0:
+			u.in.w += k
+			u.got = true
+			if k < len(free) && !u.hup {
+				u.canRead = false
+			}
+		case errors.Is(err, unix.EAGAIN):
+			u.canRead = false
+		case errors.Is(err, unix.EINTR):
+		case u.got:
+			l.failed(c, u, attemptBad)
+			return
+		default:
+			l.failed(c, u, attemptNoAnswer)
+			return
+		}
+	}
+}
+
+// startRelay sends the response head and what is buffered of the body, then relays the rest.
+// Chunked and close-delimited bodies go to the goroutine path.
+func (l *loop) startRelay(c *lclient, u *lup) {
+	s := l.s
+	x := c.x
+	resp := &x.resp
+	if resp.Framing == Chunked || resp.Framing == UntilClose {
+		l.handOffRelay(c, u)
+		return
+	}
+	closeClient := x.req.Close || s.draining.Load() || s.closing.Load()
+	out := appendClientHead(x.out[:0], resp, closeClient, false)
+	u.in.consume(len(resp.Head))
+	u.b.count(resp.Status)
+	c.status, c.keep = resp.Status, !closeClient
+	c.left = 0
+	if resp.Framing == ContentLength {
+		c.left = resp.ContentLength
+	}
+	if b := u.in.buffered(); len(b) > 0 && c.left > 0 {
+		k := min(int64(len(b)), c.left)
+		out = append(out, b[:k]...)
+		u.in.consume(int(k))
+		c.left -= k
+	}
+	x.out = out[:0]
+	c.phase, c.deadline = phBody, l.now.Add(s.set.BodyTimeout)
+	if !l.writeClient(c, out) {
+		l.closeClient(c)
+		return
+	}
+	l.relayBody(c, u)
+}
+
+// relayBody copies body bytes from u to c while c takes them (backpressure: nothing is read
+// from the backend while bytes for the client wait).
+func (l *loop) relayBody(c *lclient, u *lup) {
+	for c.left > 0 {
+		if c.pendOff < len(c.pend) || !u.canRead {
+			return
+		}
+		buf := l.buf
+		if int64(len(buf)) > c.left {
+			buf = buf[:c.left]
+		}
+		k, err := unix.Read(u.fd, buf)
+		switch {
+		case k > 0:
+			c.left -= int64(k)
+			c.deadline = l.now.Add(l.s.set.BodyTimeout)
+			if k < len(buf) && !u.hup {
+				u.canRead = false
+			}
+			if !l.writeClient(c, buf[:k]) {
+				l.closeClient(c)
+				return
+			}
+		case errors.Is(err, unix.EAGAIN):
+			u.canRead = false
+		case errors.Is(err, unix.EINTR):
+		default: // the backend broke off the body: the client cannot get a whole response
+			l.closeClient(c)
+			return
+		}
+	}
+	if c.pendOff < len(c.pend) {
+		return
+	}
+	l.finish(c)
+}
+
+// writeClient writes p to the client, keeping what the socket does not take; false when the
+// client is gone.
+func (l *loop) writeClient(c *lclient, p []byte) bool {
+	if c.pendOff < len(c.pend) {
+		c.pend = append(c.pend, p...)
+		return true
+	}
+	n := 0
+	for c.canWrite && n < len(p) {
+		k, err := unix.Write(c.fd, p[n:])
+		if k > 0 {
+			n += k
+			continue
+		}
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			c.canWrite = false
+		case errors.Is(err, unix.EINTR):
+		default:
+			return false
+		}
+	}
+	if n < len(p) {
+		c.canWrite = false
+		c.pend = append(c.pend[:0], p[n:]...)
+		c.pendOff = 0
+	}
+	return true
+}
+
+// flushClient writes pending bytes; false when the client is gone (it is closed).
+func (l *loop) flushClient(c *lclient) bool {
+	for c.canWrite && c.pendOff < len(c.pend) {
+		k, err := unix.Write(c.fd, c.pend[c.pendOff:])
+		if k > 0 {
+			c.pendOff += k
+			c.deadline = l.now.Add(l.s.set.BodyTimeout)
+			continue
+		}
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			c.canWrite = false
+		case errors.Is(err, unix.EINTR):
+		default:
+			l.closeClient(c)
+			return false
+		}
+	}
+	if c.pendOff == len(c.pend) {
+		c.pendOff = 0
+		if cap(c.pend) > 64<<10 {
+			c.pend = nil
+		} else {
+			c.pend = c.pend[:0]
+		}
+	}
+	return true
+}
+
+// answer sends a response the LB makes itself (health, 502, 503, 504).
+func (l *loop) answer(c *lclient, status int, b *Backend) {
+	x := c.x
+	out, closeClient := l.s.ownAnswer(x.out[:0], c.ip, &x.req, status, c.start, b)
+	x.out = out[:0]
+	c.status, c.keep, c.left = status, !closeClient, 0
+	c.phase, c.deadline = phAnswer, l.now.Add(l.s.set.BodyTimeout)
+	if !l.writeClient(c, out) {
+		l.closeClient(c)
+		return
+	}
+	if c.pendOff < len(c.pend) {
+		return
+	}
+	l.finish(c)
+}
+
+// finish ends the exchange after its last byte went to the client.
+func (l *loop) finish(c *lclient) {
+	if u := c.u; u != nil {
+		c.u, u.c = nil, nil
+		if c.x.resp.KeepAlive && u.in.r == u.in.w && !u.hup {
+			l.poolPut(u)
+		} else {
+			l.closeUpstream(u)
+		}
+		l.s.logAccess(c.ip, &c.x.req, c.status, c.b, c.start)
+	}
+	if c.b != nil {
+		c.b.inFlight.Add(-1)
+		c.b = nil
+	}
+	putExchange(c.x)
+	c.x = nil
+	c.in.consume(c.reqLen)
+	c.reqLen = 0
+	if !c.keep {
+		l.closeClient(c)
+		return
+	}
+	c.phase, c.deadline = phIdle, l.now.Add(l.s.set.ClientIdleTimeout)
+	if len(c.in.buffered()) > 0 || c.canRead {
+		l.ready = append(l.ready, c)
+	} else {
+		c.in.release()
+		if l.s.closing.Load() {
+			l.closeClient(c)
+		}
+	}
+}
+
+// failed handles an attempt that got no usable response, as proxy does on the goroutine path:
+// a stale pooled connection is replaced by a fresh one for a request without a body; a
+// connection failure ejects the backend and a GET or HEAD goes to the next one; a request with
+// a body is never replayed (502); a silent backend gives 504.
+func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
+	req := &c.x.req
+	b := c.b
+	if u != nil {
+		c.u, u.c = nil, nil
+	}
+	if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
+		l.closeUpstream(u)
+		nu, err := l.dial(b)
+		if err == nil {
+			l.bind(c, nu)
+			return
+		}
+		aerr, u = attemptConnect, nil
+	}
+	if u != nil {
+		l.closeUpstream(u)
+	}
+	b.count(0)
+	b.inFlight.Add(-1)
+	c.b = nil
+	switch aerr {
+	case attemptConnect, attemptNoAnswer:
+		if aerr == attemptConnect || u == nil || !u.reused {
+			l.s.eject(b, aerr)
+		}
+		if req.Idempotent() {
+			c.retried = true
+			l.pick(c)
+			return
+		}
+		l.answer(c, 502, b)
+	case attemptTimeout:
+		l.answer(c, 504, b)
+	default:
+		l.answer(c, 502, b)
+	}
+}
+
+// expired acts on a passed deadline.
+func (l *loop) expired(c *lclient) {
+	switch c.phase {
+	case phHead:
+		l.refuse(c, &ParseError{Status: 408, Reason: "request head not complete in time"})
+	case phConnect:
+		l.failed(c, c.u, attemptConnect)
+	case phSend:
+		l.failed(c, c.u, attemptNoAnswer)
+	case phAwait:
+		l.failed(c, c.u, attemptTimeout)
+	default: // idle too long, or the body or the answer stalled
+		l.closeClient(c)
+	}
+}
+
+// closeClient closes c and whatever exchange it had in progress.
+func (l *loop) closeClient(c *lclient) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if u := c.u; u != nil {
+		c.u, u.c = nil, nil
+		l.closeUpstream(u)
+	}
+	if c.b != nil {
+		c.b.inFlight.Add(-1)
+		c.b = nil
+	}
+	if c.x != nil {
+		putExchange(c.x)
+		c.x = nil
+	}
+	c.in.r, c.in.w = 0, 0
+	c.in.release()
+	c.pend = nil
+	l.slots[c.fd] = slot{}
+	_ = unix.Close(c.fd)
+	l.count(-1)
+}
+
+// dial starts a non-blocking connection to b.
+func (l *loop) dial(b *Backend) (*lup, error) {
+	sa, family, err := b.sockaddr()
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	u := &lup{fd: fd, b: b, dialed: l.now, in: reader{buf: make([]byte, 8<<10)}}
+	err = unix.Connect(fd, sa)
+	switch {
+	case err == nil:
+		u.connected, u.canWrite = true, true
+		b.connectSeconds.Observe(time.Since(l.now).Seconds())
+	case errors.Is(err, unix.EINPROGRESS):
+	default:
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	if err := l.register(fd); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	l.setSlot(fd, slot{u: u})
+	return u, nil
+}
+
+func (l *loop) closeUpstream(u *lup) {
+	if u.fd < 0 {
+		return
+	}
+	l.slots[u.fd] = slot{}
+	_ = unix.Close(u.fd)
+	u.fd = -1
+	u.in.buf = nil
+}
+
+// poolGet returns an idle connection to b, or nil. With probe (a request with a body) it
+// checks the connection is still open first (see pool for why).
+func (l *loop) poolGet(b *Backend, probe bool) *lup {
+	p := l.pools[b.index]
+	for len(p) > 0 {
+		u := p[len(p)-1]
+		p[len(p)-1] = nil
+		p = p[:len(p)-1]
+		b.loopIdle.Add(-1)
+		if l.now.Sub(u.idleSince) >= l.s.set.IdleTimeout || u.hup || probe && !peekAlive(u.fd) {
+			l.closeUpstream(u)
+			continue
+		}
+		l.pools[b.index] = p
+		u.reused = true
+		return u
+	}
+	l.pools[b.index] = p
+	return nil
+}
+
+func (l *loop) poolPut(u *lup) {
+	p := l.pools[u.b.index]
+	if !u.b.healthy.Load() || len(p) >= l.s.set.MaxIdlePerBackend {
+		l.closeUpstream(u)
+		return
+	}
+	u.idleSince, u.reused = l.now, false
+	l.pools[u.b.index] = append(p, u)
+	u.b.loopIdle.Add(1)
+}
+
+// dropPooled closes a pooled connection the backend closed (or wrote to unasked).
+func (l *loop) dropPooled(u *lup) {
+	p := l.pools[u.b.index]
+	for i, v := range p {
+		if v == u {
+			copy(p[i:], p[i+1:])
+			p[len(p)-1] = nil
+			l.pools[u.b.index] = p[:len(p)-1]
+			u.b.loopIdle.Add(-1)
+			break
+		}
+	}
+	l.closeUpstream(u)
+}
+
+// peekAlive is alive for a raw descriptor: open and quiet.
+func peekAlive(fd int) bool {
+	var b [1]byte
+	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return n < 0 && errors.Is(err, unix.EAGAIN)
+}
+
+// refuse hands a request the parser refused (or a head that timed out) to the goroutine path,
+// which answers it and closes the connection gracefully.
+func (l *loop) refuse(c *lclient, err error) {
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		l.closeClient(c)
+		return
+	}
+	cc, ok := l.toClientConn(c)
+	if !ok {
+		return
+	}
+	go func() {
+		l.s.refuse(cc, pe.Status)
+		l.s.closeConn(cc)
+	}()
+}
+
+// handOff gives c, its buffered request unread, to the goroutine path.
+func (l *loop) handOff(c *lclient) {
+	cc, ok := l.toClientConn(c)
+	if !ok {
+		return
+	}
+	go l.s.serveConn(cc, true)
+}
+
+// handOffRelay gives an exchange whose response head arrived (chunked or close-delimited) to
+// the goroutine path's relay; the connection stays there afterwards until it goes idle.
+func (l *loop) handOffRelay(c *lclient, u *lup) {
+	x, b, reqLen, start := c.x, c.b, c.reqLen, c.start
+	buf := u.in
+	c.u, u.c = nil, nil
+	tc, err := l.netConn(u.fd)
+	u.fd = -1
+	c.x, c.b = nil, nil
+	if err != nil {
+		b.count(0)
+		b.inFlight.Add(-1)
+		putExchange(x)
+		l.closeClient(c)
+		return
+	}
+	raw, err := tc.SyscallConn()
+	cc, ok := l.toClientConn(c)
+	if !ok || err != nil {
+		_ = tc.Close()
+		b.inFlight.Add(-1)
+		putExchange(x)
+		if ok {
+			l.s.closeConn(cc)
+		}
+		return
+	}
+	up := &upstream{conn: tc, raw: raw, backend: b, in: buf}
+	up.in.conn = tc
+	go func() {
+		keep := l.s.relay(cc, x, b, up, start)
+		b.inFlight.Add(-1)
+		cc.in.consume(reqLen)
+		putExchange(x)
+		if !keep {
+			l.s.closeConn(cc)
+			return
+		}
+		l.s.serveConn(cc, false)
+	}()
+}
+
+// toClientConn moves c to the goroutine path as a clientConn with c's buffer; false when that
+// failed (c is closed).
+func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
+	if c.x != nil {
+		putExchange(c.x)
+		c.x = nil
+	}
+	tc, err := l.netConn(c.fd)
+	c.closed = true
+	l.count(-1)
+	if err != nil {
+		l.s.log.Warn("hand-off to the goroutine path failed", "err", err)
+		return nil, false
+	}
+	cc := newClientConn(tc)
+	cc.ip = c.ip
+	cc.in.buf, cc.in.pbuf, cc.in.r, cc.in.w = c.in.buf, c.in.pbuf, c.in.r, c.in.w
+	if !l.s.track(cc) {
+		cc.in.release()
+		_ = tc.Close()
+		return nil, false
+	}
+	return cc, true
+}
+
+// closeConn ends a goroutine-path client connection.
+func (s *Server) closeConn(cc *clientConn) {
+	cc.in.r, cc.in.w = 0, 0
+	cc.in.release()
+	_ = cc.conn.Close()
+	s.forget(cc)
+}
+
+func putExchange(x *exchange) {
+	x.req.reset()
+	x.resp.Head = nil
+	exchanges.Put(x)
+}
+
+// sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up
+// at its first connection).
+func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
+	b.saOnce.Do(func() {
+		a, err := net.ResolveTCPAddr("tcp", b.Address)
+		if err != nil {
+			b.saErr = err
+			return
+		}
+		if ip4 := a.IP.To4(); ip4 != nil {
+			sa := &unix.SockaddrInet4{Port: a.Port}
+			copy(sa.Addr[:], ip4)
+			b.sa, b.saFamily = sa, unix.AF_INET
+			return
+		}
+		sa := &unix.SockaddrInet6{Port: a.Port}
+		copy(sa.Addr[:], a.IP.To16())
+		b.sa, b.saFamily = sa, unix.AF_INET6
+	})
+	return b.sa, b.saFamily, b.saErr
+}
