@@ -43,6 +43,9 @@ const (
 // loopBodyLimit is the largest request body the loop forwards itself (once all of it arrived).
 const loopBodyLimit = 16 << 10
 
+// yieldEvery is how often a busy loop passes through the Go scheduler (see run).
+const yieldEvery = 5 * time.Millisecond
+
 // loopSweep is how often a loop looks for expired deadlines and old pooled connections.
 const loopSweep = 100 * time.Millisecond
 
@@ -205,6 +208,7 @@ func (l *loop) run(ctx context.Context) {
 	defer l.closeAll()
 	events := make([]unix.EpollEvent, 256)
 	lastSweep := time.Now()
+	lastYield := lastSweep
 	for ctx.Err() == nil {
 		// Look first without blocking and without telling the scheduler (a busy loop nearly
 		// always finds events); only an empty look blocks, as a system call the scheduler
@@ -219,6 +223,13 @@ func (l *loop) run(ctx context.Context) {
 			continue
 		}
 		l.now = time.Now()
+		if l.now.Sub(lastYield) >= yieldEvery {
+			// A goroutine that has not passed through the scheduler for 10 ms gets preempted
+			// by the runtime's monitor, which then keeps waking up every 20 µs for a while;
+			// yielding now and then costs far less than that.
+			lastYield = l.now
+			runtime.Gosched()
+		}
 		for i := 0; i < n; i++ {
 			l.event(int(events[i].Fd), events[i].Events)
 		}

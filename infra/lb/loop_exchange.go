@@ -127,11 +127,14 @@ func (l *loop) readRequest(c *lclient) {
 			return
 		}
 		if !c.canRead {
-			if len(buf) == 0 {
+			switch {
+			case len(buf) == 0:
 				c.in.release()
 				if c.phase != phIdle {
 					c.phase, c.deadline = phIdle, l.now.Add(s.set.ClientIdleTimeout)
 				}
+			case c.phase == phIdle: // the start of a pipelined request: the head timeout runs
+				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
 			}
 			return
 		}
@@ -796,6 +799,7 @@ func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
 	cc := newClientConn(tc)
 	cc.ip = c.ip
 	cc.in.buf, cc.in.pbuf, cc.in.r, cc.in.w = c.in.buf, c.in.pbuf, c.in.r, c.in.w
+	c.in = reader{} // the buffer moved with the connection
 	if !l.s.track(cc) {
 		cc.in.release()
 		_ = tc.Close()
