@@ -34,6 +34,14 @@ type ExtraDrifter interface {
 	ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, error)
 }
 
+// PacedViewer is a Balancer whose view costs an API call that its provider throttles (the
+// ALB: DescribeTargetHealth). While a new instance comes up the deployer then asks it every
+// pollEvery (interval/5, at most once a second per host) instead of every startPoll.
+type PacedViewer interface {
+	// PacedView marks the Balancer; it does nothing.
+	PacedView()
+}
+
 // ALB is the deployer's view of an AWS ALB target group (balancer.kind alb), through
 // alb.Balancer: DescribeTargetHealth for a target's state, DescribeTargetGroups and
 // DescribeTargetGroupAttributes for the live numbers. A target is in rotation only when the
@@ -87,6 +95,9 @@ func newALBFromEnv(cfg *infra.Config) (*ALB, error) {
 
 // Name is "alb" and the target group's ARN.
 func (b *ALB) Name() string { return b.bal.Name() }
+
+// PacedView makes the deployer ask the ALB at most once a second per host (PacedViewer).
+func (b *ALB) PacedView() {}
 
 // targetID is the target group's id for target (host:port as configured); an address no host
 // has is taken as an ip:port target as it stands.

@@ -332,10 +332,19 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 	}
 
 	var ev4 eventLog
+	looksBefore, began := a.double.Calls("DescribeTargetHealth"), time.Now()
 	rep, err = f.deployer(cfg, &ev4, Options{}).Deploy(ctx, "v2")
 	if err != nil {
 		t.Fatalf("deploy v2: %v\nevents:\n%s", err, &ev4)
 	}
+	// The ALB's API is throttled: the deployer looks at it every interval/5 (pollEvery), one
+	// look at a time, plus a look at every target before each batch (the fail-open guard).
+	looks, took := a.double.Calls("DescribeTargetHealth")-looksBefore, time.Since(began)
+	pace := cfg.Balancer.Interval / 5
+	if limit := int(took/pace) + 4*len(cfg.Hosts); looks > limit {
+		t.Errorf("%d DescribeTargetHealth calls in %s: more than one per %s (pollEvery) plus the guard's, %d", looks, took.Round(time.Millisecond), pace, limit)
+	}
+	t.Logf("%d DescribeTargetHealth calls in %s", looks, took.Round(time.Millisecond))
 	var text strings.Builder
 	_ = rep.WriteText(&text)
 	t.Logf("report:\n%s\nevents:\n%s", &text, &ev4)

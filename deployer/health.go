@@ -106,7 +106,11 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 				h.Name, svc.Name, svc.Version, d.cfg.Rollout.HealthyDeadline, last)
 		}
 		last = nil
-		if err := d.sleep(ctx, d.startPoll()); err != nil {
+		wait := d.startPoll()
+		if _, paced := d.bal.(PacedViewer); paced && direct {
+			wait = d.pollEvery() // the next look is the balancer's view: an API call
+		}
+		if err := d.sleep(ctx, wait); err != nil {
 			return time.Time{}, fmt.Errorf("host %s: service %s: waiting for health: %w", h.Name, svc.Name, err)
 		}
 	}

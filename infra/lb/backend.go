@@ -1,12 +1,12 @@
 package lb
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 )
 
 // State is where a backend stands with the LB.
@@ -69,10 +69,9 @@ type Backend struct {
 	pool     pool
 	loopIdle atomic.Int64 // idle connections in the event loops' pools
 
-	saOnce   sync.Once // sockaddr: the address for the event loops' connect(2)
-	sa       unix.Sockaddr
-	saFamily int
-	saErr    error
+	saOnce sync.Once // sockaddr: the address for the event loops' connect(2)
+	sa     netip.AddrPort
+	saErr  error
 
 	connectSeconds prometheus.Observer
 	headerSeconds  prometheus.Observer

@@ -823,7 +823,7 @@ func putExchange(x *exchange) {
 }
 
 // sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up
-// at its first connection).
+// at its first connection). Each call returns a new Sockaddr: connect(2) writes into it.
 func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
 	b.saOnce.Do(func() {
 		a, err := net.ResolveTCPAddr("tcp", b.Address)
@@ -831,15 +831,14 @@ func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
 			b.saErr = err
 			return
 		}
-		if ip4 := a.IP.To4(); ip4 != nil {
-			sa := &unix.SockaddrInet4{Port: a.Port}
-			copy(sa.Addr[:], ip4)
-			b.sa, b.saFamily = sa, unix.AF_INET
-			return
-		}
-		sa := &unix.SockaddrInet6{Port: a.Port}
-		copy(sa.Addr[:], a.IP.To16())
-		b.sa, b.saFamily = sa, unix.AF_INET6
+		b.sa = a.AddrPort()
 	})
-	return b.sa, b.saFamily, b.saErr
+	if b.saErr != nil {
+		return nil, 0, b.saErr
+	}
+	ip := b.sa.Addr().Unmap()
+	if ip.Is4() {
+		return &unix.SockaddrInet4{Port: int(b.sa.Port()), Addr: ip.As4()}, unix.AF_INET, nil
+	}
+	return &unix.SockaddrInet6{Port: int(b.sa.Port()), Addr: ip.As16()}, unix.AF_INET6, nil
 }

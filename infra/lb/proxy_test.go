@@ -316,3 +316,48 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 	}
 	eventually(t, 5*time.Second, "parking empty", func() bool { return parked(l.Server) == 0 })
 }
+
+// One keep-alive connection whose requests alternate between what the event loops forward
+// themselves and what they hand to the goroutine path (a chunked response, a 300 KB upload):
+// every answer is right, and between requests the connection waits without a goroutine.
+func TestConnectionMovesBetweenLoopAndGoroutinePath(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	upload := bigBody[:300_000]
+	sum := sha256.Sum256(upload)
+	steps := []struct {
+		req, method, want string
+	}{
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 a"},
+		{"GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 " + string(bigBody[:5000])},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 a"},
+		{"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n" + string(upload), "POST",
+			fmt.Sprintf("200 300000 %x", sum)},
+		{"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", "HEAD", "200"},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 a"},
+	}
+	for i, st := range steps {
+		if _, err := io.WriteString(c, st.req); err != nil {
+			t.Fatal(err)
+		}
+		if got := readResponses(t, br, 1, st.method); got[0] != st.want {
+			t.Fatalf("step %d: %.60q, want %.60q", i, got[0], st.want)
+		}
+		eventually(t, 5*time.Second, "the connection waiting without a goroutine", func() bool {
+			l.mu.Lock()
+			onGoroutine := len(l.conns)
+			l.mu.Unlock()
+			// the goroutines engine counts parked connections among its own
+			return parked(l.Server) == 1 && (l.loops == nil || onGoroutine == 0)
+		})
+	}
+	if got := a.hits.Load(); got != 4 {
+		t.Fatalf("backend saw %d requests to / (GET and HEAD), want 4", got)
+	}
+}
