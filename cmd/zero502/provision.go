@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 )
@@ -32,7 +34,8 @@ Exit status: 0 applied or nothing to change, 1 an AWS call failed, 2 the config 
 outside AWS's ranges (nothing was sent).`,
 		Example: `  zero502 provision --config examples/production.yaml --dry-run
   zero502 provision --config examples/production.yaml
-  zero502 provision --config prod.yaml --endpoint http://127.0.0.1:4566   # an ELBv2 API double`,
+  zero502 provision --config prod.yaml --endpoint http://127.0.0.1:4566   # an ELBv2 API double
+  ZERO502_ALB_ENDPOINT=http://127.0.0.1:4566 zero502 provision --config prod.yaml   # the same`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := infra.Load(path)
@@ -41,6 +44,9 @@ outside AWS's ranges (nothing was sent).`,
 			}
 			if err := alb.Check(cfg.Balancer); err != nil {
 				return exitCode(2, fmt.Errorf("%s: %w", path, err))
+			}
+			if endpoint == "" {
+				endpoint = os.Getenv(deployer.EnvALBEndpoint) // as deploy and invariants --live do
 			}
 			api, err := alb.NewClient(cmd.Context(), cfg.Balancer, alb.ClientOptions{Endpoint: endpoint})
 			if err != nil {
@@ -68,7 +74,7 @@ outside AWS's ranges (nothing was sent).`,
 	}
 	configFlag(cmd, &path)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the diff, change nothing")
-	cmd.Flags().StringVar(&endpoint, "endpoint", "", "ELBv2 endpoint URL instead of the regional one (a VPC endpoint, or a local API double)")
+	cmd.Flags().StringVar(&endpoint, "endpoint", "", "ELBv2 endpoint URL instead of the regional one (a VPC endpoint, or a local API double); default $ZERO502_ALB_ENDPOINT")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the diff as JSON")
 	return cmd
 }
