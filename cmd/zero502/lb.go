@@ -56,6 +56,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			if err != nil {
 				return exitCode(2, err)
 			}
+			set.ReserveSpareP() // this process runs one LB
 			srv, err := lb.New(set, lb.WithLogger(logger))
 			if err != nil {
 				return exitCode(2, fmt.Errorf("lb: %w", err))
@@ -90,6 +91,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
 	fl.StringVar(&f.Engine, "engine", lab.Engine, "how connections are served: epoll (event loops, one per CPU) or goroutines (a goroutine per busy connection)")
+	fl.IntVar(&f.Loops, "loops", 0, "event loops of the epoll engine (0: one per CPU, GOMAXPROCS)")
 	fl.StringVar(&logFormat, "log-format", "json", "log format on stderr: json or text")
 	return cmd
 }
@@ -154,6 +156,7 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 	dur("drain", &set.Drain, f.Drain)
 	dur("shutdown", &set.Shutdown, f.Shutdown)
 	str("engine", &set.Engine, f.Engine)
+	num("loops", &set.Loops, f.Loops)
 	set.AccessLog = f.AccessLog
 	if err := set.Validate(); err != nil {
 		return set, fmt.Errorf("lb: invalid settings:\n%w", err)

@@ -170,6 +170,8 @@ func TestInvalidSettingsAreRefusedNamingTheFlag(t *testing.T) {
 		{"no backends", func(s *Settings) { s.Backends = nil }, "no backends"},
 		{"health path", func(s *Settings) { s.HealthPath = "health" }, "--health-path"},
 		{"negative drain", func(s *Settings) { s.Drain = -time.Second }, "--drain"},
+		{"unknown engine", func(s *Settings) { s.Engine = "io_uring" }, `--engine "io_uring": must be epoll or goroutines`},
+		{"negative loops", func(s *Settings) { s.Loops = -1 }, "--loops -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := LabSettings("127.0.0.1:0", []string{"127.0.0.1:9001"})

@@ -94,8 +94,9 @@ type adoptee struct {
 	ip []byte
 }
 
-// newLoops creates one loop per CPU (GOMAXPROCS), each with its own epoll set and its own
-// duplicate of the listener; start runs them.
+// newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
+// and its own duplicate of the listener; start runs them. See Settings.ReserveSpareP for why
+// the zero502 lb command leaves the runtime one P more than it has loops.
 func (s *Server) newLoops() (*loops, error) {
 	raw, err := s.ln.(*net.TCPListener).SyscallConn()
 	if err != nil {
@@ -106,7 +107,10 @@ func (s *Server) newLoops() (*loops, error) {
 		return nil, err
 	}
 	ls := &loops{}
-	n := runtime.GOMAXPROCS(0)
+	n := s.set.Loops
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
 	for i := 0; i < n; i++ {
 		l, err := s.newLoop(ls, lfd)
 		if err != nil {
@@ -116,14 +120,6 @@ func (s *Server) newLoops() (*loops, error) {
 			return nil, err
 		}
 		ls.all = append(ls.all, l)
-	}
-	// One P more than loops: while every loop blocks in epoll_wait, the runtime then has an
-	// idle P for other goroutines (health checks, the admin API) and sees no reason to take the
-	// loops' Ps away during their waits. Without it, the scheduler's monitor retakes a waiting
-	// loop's P every few microseconds and wakes itself up to do so thousands of times a
-	// second: measured, that is the largest avoidable kernel cost of the loops.
-	if runtime.GOMAXPROCS(0) == n {
-		runtime.GOMAXPROCS(n + 1)
 	}
 	return ls, nil
 }
