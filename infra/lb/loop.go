@@ -82,6 +82,7 @@ type loop struct {
 
 	mu      sync.Mutex
 	adopted []adoptee
+	ended   bool // closeAll ran: no more adoptions or wake-ups
 }
 
 type slot struct {
@@ -165,9 +166,15 @@ func (ls *loops) wakeAll() {
 	}
 }
 
+// poke wakes the loop. Under mu: once the loop has ended its descriptors are closed, and their
+// numbers may already belong to other files.
 func (l *loop) poke() {
-	one := [8]byte{1}
-	_, _ = unix.Write(l.wake, one[:])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.ended {
+		one := [8]byte{1}
+		_, _ = unix.Write(l.wake, one[:])
+	}
 }
 
 // adopt hands a client connection (its own descriptor) to the loop with the fewest.
@@ -193,8 +200,13 @@ func (l *loop) count(d int64) {
 }
 
 func (l *loop) adopt(fd int, ip []byte) {
-	l.count(1)
 	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		_ = unix.Close(fd) // the LB is stopping
+		return
+	}
+	l.count(1)
 	l.adopted = append(l.adopted, adoptee{fd, ip})
 	l.mu.Unlock()
 	l.poke()
@@ -445,20 +457,21 @@ func (l *loop) closeAll() {
 			l.closeUpstream(u)
 		}
 	}
+	l.stopAccepting()
 	l.mu.Lock()
+	l.ended = true
 	for _, a := range l.adopted {
 		_ = unix.Close(a.fd)
 		l.count(-1)
 	}
 	l.adopted = nil
-	l.mu.Unlock()
-	l.stopAccepting()
 	for _, fd := range []int{l.wake, l.epfd} {
 		if fd >= 0 {
 			_ = unix.Close(fd)
 		}
 	}
 	l.wake, l.epfd = -1, -1
+	l.mu.Unlock()
 }
 
 // netConn turns a descriptor the loop owned into a *net.TCPConn for the goroutine path; the
