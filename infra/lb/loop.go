@@ -263,23 +263,13 @@ func (l *loop) event(fd int, ev uint32) {
 	case fd >= len(l.slots):
 		return
 	}
-	sl := l.slots[fd]
-	readable := ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	writable := ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	hup := ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	switch {
+	switch sl := l.slots[fd]; {
 	case sl.c != nil:
-		c := sl.c
-		c.canRead = c.canRead || readable
-		c.canWrite = c.canWrite || writable
-		c.hup = c.hup || hup
-		l.clientReady(c)
+		sl.c.note(ev)
+		l.clientReady(sl.c)
 	case sl.u != nil:
-		u := sl.u
-		u.canRead = u.canRead || readable
-		u.canWrite = u.canWrite || writable
-		u.hup = u.hup || hup
-		l.upstreamReady(u)
+		sl.u.note(ev)
+		l.upstreamReady(sl.u)
 	}
 }
 
@@ -346,7 +336,7 @@ func (l *loop) accept() {
 // addClient takes a new or adopted client connection; the loops' client count includes it.
 func (l *loop) addClient(fd int, ip []byte) {
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c := &lclient{fd: fd, ip: ip, canWrite: true, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
+	c := &lclient{readiness: readiness{canWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
 	if l.s.closing.Load() {
 		_ = unix.Close(fd)
 		l.count(-1)

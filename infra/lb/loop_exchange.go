@@ -21,14 +21,27 @@ const (
 	phAnswer               // writing the LB's own answer: body timeout
 )
 
+// readiness is what the loop knows of a socket registered edge-triggered: an event sets a flag,
+// a short read or write (or EAGAIN) clears it, and the next event sets it again.
+type readiness struct {
+	canRead  bool
+	canWrite bool
+	hup      bool // the peer closed its side (or the socket failed): reads end at EOF
+}
+
+// note records an epoll event.
+func (r *readiness) note(ev uint32) {
+	r.canRead = r.canRead || ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	r.canWrite = r.canWrite || ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	r.hup = r.hup || ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+}
+
 // lclient is a client connection held by a loop.
 type lclient struct {
+	readiness
 	fd       int
 	ip       []byte
 	in       reader // conn is nil: the loop reads with read(2)
-	canRead  bool   // edge-triggered readiness: true until a short read or EAGAIN
-	canWrite bool
-	hup      bool // the peer closed its side (or the socket failed): reads end at EOF
 	closed   bool
 	phase    phase
 	deadline time.Time
@@ -51,13 +64,11 @@ type lclient struct {
 
 // lup is an upstream (backend) connection held by a loop.
 type lup struct {
+	readiness
 	fd        int
 	b         *Backend
 	in        reader
 	c         *lclient // the client it serves; nil while pooled
-	canRead   bool
-	canWrite  bool
-	hup       bool
 	connected bool
 	reused    bool // came from the pool: the backend may have closed it meanwhile
 	got       bool // a byte of the response arrived
@@ -272,30 +283,40 @@ func (l *loop) upstreamReady(u *lup) {
 
 // send writes the rest of the request to u, then waits for the response head.
 func (l *loop) send(c *lclient, u *lup) {
-	for u.outOff < len(u.out) {
-		if !u.canWrite {
-			return
-		}
-		n, err := unix.Write(u.fd, u.out[u.outOff:])
-		if n > 0 {
-			u.outOff += n
-			if u.outOff < len(u.out) {
-				u.canWrite = false
-			}
-			continue
-		}
-		switch {
-		case errors.Is(err, unix.EAGAIN):
-			u.canWrite = false
-		case errors.Is(err, unix.EINTR):
-		default:
-			l.failed(c, u, attemptNoAnswer)
-			return
-		}
+	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.readiness)
+	u.outOff += n
+	switch {
+	case !ok:
+		l.failed(c, u, attemptNoAnswer)
+		return
+	case u.outOff < len(u.out):
+		return // the rest when u is writable again
 	}
 	u.sent = l.now
 	c.phase, c.deadline = phAwait, l.now.Add(l.s.set.HeaderTimeout)
 	l.readHead(c, u)
+}
+
+// writeSome writes p to fd until it is all written, the socket takes no more (canWrite is
+// cleared: edge-triggered, the next EPOLLOUT sets it) or the write fails (false).
+func writeSome(fd int, p []byte, r *readiness) (int, bool) {
+	n := 0
+	for r.canWrite && n < len(p) {
+		k, err := unix.Write(fd, p[n:])
+		switch {
+		case k > 0:
+			n += k
+			if n < len(p) {
+				r.canWrite = false // a short write: the socket buffer is full
+			}
+		case errors.Is(err, unix.EAGAIN):
+			r.canWrite = false
+		case errors.Is(err, unix.EINTR):
+		default:
+			return n, false
+		}
+	}
+	return n, true
 }
 
 // readHead reads the response head; interim responses (1xx) are passed on.
@@ -431,23 +452,11 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 		c.pend = append(c.pend, p...)
 		return true
 	}
-	n := 0
-	for c.canWrite && n < len(p) {
-		k, err := unix.Write(c.fd, p[n:])
-		if k > 0 {
-			n += k
-			continue
-		}
-		switch {
-		case errors.Is(err, unix.EAGAIN):
-			c.canWrite = false
-		case errors.Is(err, unix.EINTR):
-		default:
-			return false
-		}
+	n, ok := writeSome(c.fd, p, &c.readiness)
+	if !ok {
+		return false
 	}
 	if n < len(p) {
-		c.canWrite = false
 		c.pend = append(c.pend[:0], p[n:]...)
 		c.pendOff = 0
 	}
@@ -456,21 +465,14 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 
 // flushClient writes pending bytes; false when the client is gone (it is closed).
 func (l *loop) flushClient(c *lclient) bool {
-	for c.canWrite && c.pendOff < len(c.pend) {
-		k, err := unix.Write(c.fd, c.pend[c.pendOff:])
-		if k > 0 {
-			c.pendOff += k
-			c.deadline = l.now.Add(l.s.set.BodyTimeout)
-			continue
-		}
-		switch {
-		case errors.Is(err, unix.EAGAIN):
-			c.canWrite = false
-		case errors.Is(err, unix.EINTR):
-		default:
-			l.closeClient(c)
-			return false
-		}
+	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.readiness)
+	c.pendOff += n
+	if n > 0 {
+		c.deadline = l.now.Add(l.s.set.BodyTimeout)
+	}
+	if !ok {
+		l.closeClient(c)
+		return false
 	}
 	if c.pendOff == len(c.pend) {
 		c.pendOff = 0
