@@ -1,0 +1,147 @@
+package topology
+
+import (
+	"net/netip"
+)
+
+// classify returns the geo entry of a: the longest subnet in the table containing it. ok is
+// false when no entry does (the address has no country, continent or ISP).
+func (s *Set) classify(a netip.Addr) (GeoEntry, bool) {
+	best, found := GeoEntry{}, false
+	for _, e := range s.Geo {
+		if e.Subnet.Contains(a) && (!found || e.Subnet.Bits() > best.Subnet.Bits()) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
+// geoMatches reports whether a statement of kind ISP, country or continent names what the
+// geo table says about an address.
+func geoMatches(st Statement, g GeoEntry, ok bool) bool {
+	if !ok {
+		return false
+	}
+	switch st.Kind {
+	case KindISP:
+		return g.ISP != "" && g.ISP == st.Name
+	case KindCountry:
+		return g.Country == st.Name
+	case KindContinent:
+		return g.Continent == st.Name
+	}
+	return false
+}
+
+// place is what one address is, for matching: the address and its geo classification.
+type place struct {
+	addr  netip.Addr
+	geo   GeoEntry
+	geoOK bool
+}
+
+func (s *Set) place(a netip.Addr) place {
+	g, ok := s.classify(a)
+	return place{addr: a, geo: g, geoOK: ok}
+}
+
+// sourceMatches reports whether a source statement matches the query's classified address,
+// and, for a region, which member matched ("subnet 10.1.0.0/16", or "region iberia > country
+// ES"). A negated statement matches exactly when the plain one does not.
+func (s *Set) sourceMatches(st Statement, p place) (bool, string) {
+	ok, via := s.addressMatches(st, p, map[string]bool{})
+	if st.Not {
+		return !ok, ""
+	}
+	return ok, via
+}
+
+// addressMatches is the plain (un-negated) match of st against an address. Pool and data
+// center statements never match an address: only region members can be those, and they
+// count for destinations only.
+func (s *Set) addressMatches(st Statement, p place, seen map[string]bool) (bool, string) {
+	switch st.Kind {
+	case KindSubnet:
+		return p.addr.IsValid() && st.Subnet.Contains(p.addr), ""
+	case KindISP, KindCountry, KindContinent:
+		return geoMatches(st, p.geo, p.geoOK), ""
+	case KindRegion:
+		return s.regionMatches(st.Name, seen, func(m Statement, seen map[string]bool) (bool, string) {
+			return s.addressMatches(m, p, seen)
+		})
+	}
+	return false, ""
+}
+
+// Candidate is one destination the scoring pass can give a score to: a pool at wide-IP level,
+// a pool member at pool level.
+type Candidate struct {
+	// Name is the pool name (wide-IP level) or the member name (pool level).
+	Name string `json:"name"`
+	// Pool is the pool the candidate is or belongs to.
+	Pool       string     `json:"pool"`
+	Address    netip.Addr `json:"address,omitzero"`
+	DataCenter string     `json:"datacenter,omitempty"`
+}
+
+// Candidates are the destinations in competition, in file order (the round-robin order).
+func (s *Set) Candidates() []Candidate {
+	var out []Candidate
+	for _, p := range s.Pools {
+		switch s.Level {
+		case LevelWideIP:
+			out = append(out, Candidate{Name: p.Name, Pool: p.Name})
+		case LevelPool:
+			if p.Name != s.Pool {
+				continue
+			}
+			for _, m := range p.Members {
+				out = append(out, Candidate{Name: m.Name, Pool: p.Name, Address: m.Address, DataCenter: m.DataCenter})
+			}
+		}
+	}
+	return out
+}
+
+// destinationMatches reports whether a destination statement matches a candidate.
+//
+// At wide-IP level a candidate is a pool, which has no address and sits in no data center: a
+// pool statement matches by name, a region by a pool member of the region, and data-center,
+// subnet, ISP, country and continent statements never match, negated or not (reported by
+// Warnings). At pool level a candidate is a member: pool by its pool, datacenter by its data
+// center, subnet by its address, ISP, country and continent by its address's geo entry, a
+// region by any of those members.
+func (s *Set) destinationMatches(st Statement, c Candidate) bool {
+	if s.Level == LevelWideIP && !appliesAtWideIP(st.Kind) {
+		return false
+	}
+	ok := s.candidateMatches(st, c, map[string]bool{})
+	return ok != st.Not
+}
+
+// appliesAtWideIP reports whether a destination kind can match a pool.
+func appliesAtWideIP(k Kind) bool { return k == KindPool || k == KindRegion }
+
+func (s *Set) candidateMatches(st Statement, c Candidate, seen map[string]bool) bool {
+	switch st.Kind {
+	case KindPool:
+		return c.Pool == st.Name
+	case KindRegion:
+		ok, _ := s.regionMatches(st.Name, seen, func(m Statement, seen map[string]bool) (bool, string) {
+			if s.Level == LevelWideIP && !appliesAtWideIP(m.Kind) {
+				return false, ""
+			}
+			return s.candidateMatches(m, c, seen), ""
+		})
+		return ok
+	case KindDataCenter:
+		return c.DataCenter != "" && c.DataCenter == st.Name
+	case KindSubnet, KindISP, KindCountry, KindContinent:
+		if !c.Address.IsValid() {
+			return false
+		}
+		ok, _ := s.addressMatches(st, s.place(c.Address), seen)
+		return ok
+	}
+	return false
+}

@@ -1,0 +1,120 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// regions validates the user-defined regions: one-word names, members that parse and are not
+// negated, region members that are defined, and no region containing itself.
+func (v *validator) regions(in map[string][]string) map[string][]Statement {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string][]Statement, len(in))
+	for _, name := range sortedKeys(in) {
+		field := "regions." + name
+		if len(strings.Fields(name)) != 1 || strings.TrimSpace(name) != name {
+			v.fail("regions", "%q: a region name is one word", name)
+		}
+		if len(in[name]) == 0 {
+			v.fail(field, "empty region: list its members (subnet, country, continent, isp, region, pool, datacenter)")
+		}
+		var members []Statement
+		for i, m := range in[name] {
+			st, err := ParseStatement(m)
+			switch {
+			case err != nil:
+				v.fail(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+				continue
+			case st.Not:
+				v.fail(fmt.Sprintf("%s[%d]", field, i), "%q: region members cannot be negated here: the sources do not say how BIG-IP combines negated members", m)
+				continue
+			}
+			members = append(members, st)
+		}
+		out[name] = members
+	}
+	for _, name := range sortedKeys(out) {
+		for i, m := range out[name] {
+			if m.Kind == KindRegion {
+				if _, ok := out[m.Name]; !ok {
+					v.fail(fmt.Sprintf("regions.%s[%d]", name, i), "region %q is not defined under regions", m.Name)
+				}
+			}
+		}
+	}
+	v.cycles(out)
+	return out
+}
+
+// cycles refuses a region that contains itself, directly or through other regions, naming the
+// path once per cycle.
+func (v *validator) cycles(regions map[string][]Statement) {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(name string)
+	visit = func(name string) {
+		state[name] = open
+		path = append(path, name)
+		for _, m := range regions[name] {
+			if m.Kind != KindRegion {
+				continue
+			}
+			if _, ok := regions[m.Name]; !ok {
+				continue // reported as undefined
+			}
+			switch state[m.Name] {
+			case open:
+				start := slices.Index(path, m.Name)
+				loop := append(slices.Clone(path[start:]), m.Name)
+				v.fail("regions."+m.Name, "region cycle %s: a region cannot contain itself", strings.Join(loop, " → "))
+			case unseen:
+				visit(m.Name)
+			}
+		}
+		path = path[:len(path)-1]
+		state[name] = done
+	}
+	for _, name := range sortedKeys(regions) {
+		if state[name] == unseen {
+			visit(name)
+		}
+	}
+}
+
+// regionMatches reports whether any member of region name matches by test, and names the
+// member that did. seen guards against cycles in a Set that was not built by Parse.
+func (s *Set) regionMatches(name string, seen map[string]bool, test func(Statement, map[string]bool) (bool, string)) (bool, string) {
+	if seen[name] {
+		return false, ""
+	}
+	seen[name] = true
+	for _, m := range s.Regions[name] {
+		if ok, via := test(m, seen); ok {
+			if via != "" {
+				return true, m.String() + " > " + via
+			}
+			return true, m.String()
+		}
+	}
+	return false, ""
+}
+
+// regionHoldsPool reports whether region name holds a pool statement, directly or through
+// nested regions.
+func (s *Set) regionHoldsPool(name string, seen map[string]bool) bool {
+	ok, _ := s.regionMatches(name, seen, func(m Statement, seen map[string]bool) (bool, string) {
+		if m.Kind == KindRegion {
+			return s.regionHoldsPool(m.Name, seen), ""
+		}
+		return m.Kind == KindPool, ""
+	})
+	return ok
+}

@@ -1,0 +1,190 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Kind is what a statement names: an IP subnet, a data center, a pool, a user-defined region,
+// an ISP, a country or a continent. The spelling is tmsh's.
+type Kind string
+
+// The kinds, in the Longest Match hierarchy: IP subnets (longer mask first), then data centers
+// and pools, then user-defined regions, then ISPs, then countries, then continents.
+const (
+	KindSubnet     Kind = "subnet"
+	KindDataCenter Kind = "datacenter"
+	KindPool       Kind = "pool"
+	KindRegion     Kind = "region"
+	KindISP        Kind = "isp"
+	KindCountry    Kind = "country"
+	KindContinent  Kind = "continent"
+)
+
+// kinds lists every kind in hierarchy order (the order error messages name them in).
+var kinds = [...]Kind{KindSubnet, KindDataCenter, KindPool, KindRegion, KindISP, KindCountry, KindContinent}
+
+// outsideHierarchy are BIG-IP kinds the sources do not place in the Longest Match hierarchy.
+// They are refused, with this reason, instead of being sorted by a guess.
+var outsideHierarchy = map[string]string{
+	"state":     "BIG-IP has state statements but the sources do not place them in the Longest Match hierarchy",
+	"geoip-isp": "BIG-IP has geoip-isp statements but the sources do not place them in the Longest Match hierarchy",
+}
+
+// continents are the continent codes BIG-IP's geolocation data uses.
+var continents = map[string]string{
+	"AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe",
+	"NA": "North America", "OC": "Oceania", "SA": "South America",
+}
+
+// rank is the kind's place in the hierarchy, 0 first. Data centers and pools share a rank: the
+// sources put them at the same level.
+func (k Kind) rank() int {
+	switch k {
+	case KindSubnet:
+		return 0
+	case KindDataCenter, KindPool:
+		return 1
+	case KindRegion:
+		return 2
+	case KindISP:
+		return 3
+	case KindCountry:
+		return 4
+	case KindContinent:
+		return 5
+	}
+	return 6 // unreachable for a parsed statement
+}
+
+// words is how the kind reads in an explanation.
+func (k Kind) words() string {
+	switch k {
+	case KindSubnet:
+		return "IP subnet"
+	case KindDataCenter:
+		return "data center"
+	case KindRegion:
+		return "user-defined region"
+	case KindISP:
+		return "ISP"
+	}
+	return string(k)
+}
+
+// Statement is one side of a topology record (or one member of a region): a kind, what it
+// names, and whether it is negated with `not`. It reads and prints like tmsh:
+// "subnet 10.1.2.0/24", "not country ES", "region eu-west", "pool /Common/POOL1".
+type Statement struct {
+	Not  bool
+	Kind Kind
+	// Subnet is set for KindSubnet; it is always masked (no host bits).
+	Subnet netip.Prefix
+	// Name is what every other kind names: a region, pool or data center name, an ISP, an
+	// upper-case two-letter country code, an upper-case continent code (AF AN AS EU NA OC SA).
+	Name string
+}
+
+// ParseStatement reads "[not] KIND VALUE". KIND is one of subnet, datacenter, pool, region,
+// isp, country, continent (case-insensitive). A subnet is CIDR with no host bits set; a
+// country is two letters; a continent is one of AF AN AS EU NA OC SA; an ISP may be several
+// words; every other name is one word. Whitespace between words does not matter.
+func ParseStatement(s string) (Statement, error) {
+	words := strings.Fields(s)
+	var st Statement
+	if len(words) > 0 && strings.EqualFold(words[0], "not") {
+		st.Not = true
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return Statement{}, fmt.Errorf("%q: want \"[not] KIND VALUE\" (KIND one of %s)", s, kindList())
+	}
+	kw := strings.ToLower(words[0])
+	if why, ok := outsideHierarchy[kw]; ok {
+		return Statement{}, fmt.Errorf("%q: kind %q is refused: %s", s, kw, why)
+	}
+	st.Kind = Kind(kw)
+	if st.Kind.rank() == 6 {
+		return Statement{}, fmt.Errorf("%q: unknown kind %q (known: %s)", s, words[0], kindList())
+	}
+	value := words[1:]
+	if len(value) == 0 {
+		return Statement{}, fmt.Errorf("%q: %s with no value", s, st.Kind)
+	}
+	if st.Kind != KindISP && len(value) > 1 {
+		return Statement{}, fmt.Errorf("%q: a %s is one word, got %d", s, st.Kind.words(), len(value))
+	}
+	v := value[0]
+	switch st.Kind {
+	case KindSubnet:
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return Statement{}, fmt.Errorf("%q: subnet %q is not CIDR (want e.g. 10.1.2.0/24)", s, v)
+		}
+		if p != p.Masked() {
+			return Statement{}, fmt.Errorf("%q: subnet %s has host bits set (did you mean %s?)", s, v, p.Masked())
+		}
+		st.Subnet = p
+	case KindCountry:
+		if !isCountryCode(v) {
+			return Statement{}, fmt.Errorf("%q: country %q is not a two-letter code (e.g. PT)", s, v)
+		}
+		st.Name = strings.ToUpper(v)
+	case KindContinent:
+		if _, ok := continents[strings.ToUpper(v)]; !ok {
+			return Statement{}, fmt.Errorf("%q: continent %q is not one of AF AN AS EU NA OC SA", s, v)
+		}
+		st.Name = strings.ToUpper(v)
+	case KindISP:
+		st.Name = strings.Join(value, " ")
+	default:
+		st.Name = v
+	}
+	return st, nil
+}
+
+// String prints the statement as ParseStatement reads it.
+func (s Statement) String() string {
+	var b strings.Builder
+	if s.Not {
+		b.WriteString("not ")
+	}
+	b.WriteString(string(s.Kind))
+	b.WriteByte(' ')
+	if s.Kind == KindSubnet {
+		b.WriteString(s.Subnet.String())
+	} else {
+		b.WriteString(s.Name)
+	}
+	return b.String()
+}
+
+// MarshalText makes a statement read as its tmsh form in JSON.
+func (s Statement) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// wildcard reports whether s is the wildcard source, 0.0.0.0/0 (or ::/0), which matches every
+// address of its family and goes to the very end of the Longest Match order.
+func (s Statement) wildcard() bool {
+	return !s.Not && s.Kind == KindSubnet && s.Subnet.Bits() == 0
+}
+
+func isCountryCode(v string) bool {
+	if len(v) != 2 {
+		return false
+	}
+	for _, c := range []byte(v) {
+		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+func kindList() string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
