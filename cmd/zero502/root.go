@@ -30,6 +30,7 @@ number lives in one config file and is checked against the others (zero502 invar
 		newWatchdogCmd(),
 		newImageCmd(),
 		newProvisionCmd(),
+		newEdgeCmd(),
 		newTopologyCmd(),
 		newHostCmd(),
 	)

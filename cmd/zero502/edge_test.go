@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runEdge runs `zero502 edge ARGS...` in-process and returns its output and exit code.
+func runEdge(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"edge"}, args...))
+	err := root.Execute()
+	var ex *exitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ex):
+		return out.String() + "\n" + err.Error(), ex.code
+	}
+	return out.String() + "\n" + err.Error(), 1
+}
+
+func TestEdgeCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
+	dir := t.TempDir()
+	noEdge := filepath.Join(dir, "no-edge.yaml")
+	if err := os.WriteFile(noEdge, []byte("edge:\n  drain: 0s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // all in the message
+	}{
+		{"origin without a port", []string{"forward", "--listen", "127.0.0.1:0", "--origin", "10.0.0.5"},
+			[]string{"--origin", `"10.0.0.5"`, "host:port"}},
+		{"origin port out of range", []string{"forward", "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:70000"},
+			[]string{"--origin", "70000", "1 to 65535"}},
+		{"negative idle timeout", []string{"forward", "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:443", "--idle-timeout", "-1s"},
+			[]string{"--idle-timeout", "-1s", "0 or more"}},
+		{"not a duration", []string{"forward", "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:443", "--drain", "soon"},
+			[]string{"--drain", `"soon"`, "invalid duration"}},
+		{"missing origin", []string{"forward", "--listen", "127.0.0.1:0"},
+			[]string{"--origin is required"}},
+		{"config without an edge layer", []string{"forward", "--config", noEdge, "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:443"},
+			[]string{"edge.drain", "invariant I6"}},
+		{"trusted is not an address", []string{"origin", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9443", "--trusted", "10.0.0.0/8,edges"},
+			[]string{"--trusted", `"edges"`, "CIDR"}},
+		{"listen without a port", []string{"origin", "--listen", "localhost", "--to", "127.0.0.1:9443"},
+			[]string{"--listen", `"localhost"`, "port"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runEdge(t, tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the message does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,34 @@
+// Package edge is zero502's L4 edge: disposable TCP forwarders in front of an origin, so the
+// origin's address never appears on the path clients use, and the origin-side half that reads
+// who the client was. It owns four things:
+//
+//   - The Forwarder (edge side) accepts TCP, dials the origin, writes a PROXY protocol v2 header
+//     (source: the client's address as the edge measured it; destination: the address the client
+//     connected to) and then copies bytes both ways until both directions end, propagating
+//     half-close and closing on silence in both directions (IdleTimeout). It sees ciphertext and
+//     never parses the payload. On ctx cancel it drains like every zero502 server (DESIGN.md
+//     section 1): it keeps forwarding for Drain while it reports draining (Draining, and its
+//     optional TCP health listener refuses connections), long enough to leave the DNS A set
+//     (invariant I6); then it stops accepting and lets open connections finish within Shutdown.
+//   - The OriginListener (origin side) sniffs, it does not require: the first bytes of each
+//     connection are peeked; a PROXY v2 (or v1) header is parsed and stripped, anything else (a
+//     TLS ClientHello, plain text) is given back to the stream untouched, so installing the
+//     parser and turning on the header at the edges are two independent steps. A header with the
+//     right signature and a bad body closes the connection with a log line.
+//   - Claim versus measurement: every accepted connection has a Peer with two separate fields,
+//     Claimed (what the header says the client is: a claim, which a forged header can make lie)
+//     and Measured (the socket's remote address: the machine the bytes came from). Log lines
+//     carry both under those names. Nothing here trusts the claim for anything but logging;
+//     identity comes from the peer's certificate, end to end through the edge.
+//   - The InnerMap and the Relay: once the origin hands a connection to a local backend over
+//     loopback, the backend only sees 127.0.0.1:port. The Relay (accept through the
+//     OriginListener, dial the backend, copy both ways) registers the inner connection's local
+//     address (the peer the backend sees) in an InnerMap, removed on close, so the backend can
+//     Lookup the real client.
+//
+// A connection that opens and closes without the client sending a byte (health checks do this
+// constantly) writes no log line; it is only counted (Counts.Empty).
+//
+// Header encoding and parsing is github.com/pires/go-proxyproto. Time that the drain waits on is
+// injected (infra/clock); socket timeouts (connect, idle, header) are real time.
+package edge

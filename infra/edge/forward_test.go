@@ -1,0 +1,233 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// chain is client → Forwarder → Relay (OriginListener) → backend, all on real loopback sockets.
+type chain struct {
+	fwd   *Forwarder
+	relay *Relay
+	logs  *logs
+}
+
+func startChain(t *testing.T) chain {
+	t.Helper()
+	log, lines := newLogs()
+	m := &InnerMap{}
+	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, Logger: log})
+	fwd := startForwarder(t, &Forwarder{Origin: relay.Addr().String(), Logger: log})
+	return chain{fwd: fwd, relay: relay, logs: lines}
+}
+
+func TestForwarderCarriesBytesIntactBothWaysWithHalfCloseAndTheOriginSeesClaimAndMeasurement(t *testing.T) {
+	ch := startChain(t)
+	client := dialFrom(t, "127.0.0.2", ch.fwd.Addr().String())
+	r := bufio.NewReader(client)
+
+	who := ask(t, client, r)
+	if !who.Found {
+		t.Fatalf("the backend found no entry for its peer %s in the inner map", who.Inner)
+	}
+	if want := mustAddrPort(t, client.LocalAddr()); who.Claimed != want {
+		t.Errorf("Claimed = %v, want the client's real address %v", who.Claimed, want)
+	}
+	if who.Measured.Addr().String() != "127.0.0.1" || who.Measured == who.Claimed {
+		t.Errorf("Measured = %v, want the forwarder's own address (127.0.0.1:its port), not the claim", who.Measured)
+	}
+	if who.Header != HeaderV2 {
+		t.Errorf("Header = %q, want v2", who.Header)
+	}
+
+	payload := make([]byte, 1<<20)
+	if _, err := rand.Read(payload); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := client.Write(payload)
+		if err == nil {
+			err = client.CloseWrite() // half-close: the backend must see EOF and still answer
+		}
+		sent <- err
+	}()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("read the echo: %v", err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("send 1 MiB: %v", err)
+	}
+	want := sha256.Sum256(append(append([]byte{}, payload...), trailer...))
+	if sha256.Sum256(got) != want || len(got) != len(payload)+len(trailer) {
+		t.Fatalf("echo: %d bytes, sha256 differs from the %d sent plus the trailer", len(got), len(payload))
+	}
+	client.Close()
+
+	waitFor(t, "the relay's connection line", func() bool { return len(ch.logs.withMsg(t, "origin connection closed")) == 1 })
+	line := ch.logs.withMsg(t, "origin connection closed")[0]
+	if line["claimed"] != who.Claimed.String() || line["measured"] != who.Measured.String() {
+		t.Errorf("relay log line: claimed %v measured %v, want %v and %v", line["claimed"], line["measured"], who.Claimed, who.Measured)
+	}
+	waitFor(t, "the edge's connection line", func() bool { return len(ch.logs.withMsg(t, "edge connection closed")) == 1 })
+	if line := ch.logs.withMsg(t, "edge connection closed")[0]; line["measured"] != who.Claimed.String() || line["end"] != "closed" {
+		t.Errorf("edge log line: measured %v end %v, want %v and closed", line["measured"], line["end"], who.Claimed)
+	}
+}
+
+func TestForwarderClosesTheClientWhenTheOriginIsUnreachable(t *testing.T) {
+	log, lines := newLogs()
+	fwd := startForwarder(t, &Forwarder{Origin: freeAddr(t), ConnectTimeout: time.Second, Logger: log})
+	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
+	if !closedByPeer(client) {
+		t.Fatal("the client connection stayed open with no origin behind it")
+	}
+	waitFor(t, "the unreachable count", func() bool { return fwd.Counts().Unreachable == 1 })
+	if len(lines.withMsg(t, "edge: origin unreachable; client connection closed")) != 1 {
+		t.Fatalf("want one line for the unreachable origin, got:\n%s", lines)
+	}
+}
+
+func TestForwarderIdleTimeoutIsSilenceInBothDirectionsNotDuration(t *testing.T) {
+	// The origin only reads (a sink): the origin→client direction is silent throughout, so only
+	// the client's bytes keep the connection alive.
+	sink, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	go func() {
+		for {
+			c, err := sink.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	fwd := startForwarder(t, &Forwarder{Origin: sink.Addr().String(), IdleTimeout: 300 * time.Millisecond})
+	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
+	// One direction busy every 100ms for four idle timeouts: the connection lives on.
+	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); {
+		if _, err := io.WriteString(client, "still here\n"); err != nil {
+			t.Fatalf("the connection closed while bytes were moving: %v", err)
+		}
+		<-time.After(100 * time.Millisecond) // the pace of the traffic, not a wait for a state
+	}
+	// Silence both ways: the edge closes it.
+	start := time.Now()
+	if !closedByPeer(client) {
+		t.Fatal("the silent connection was not closed")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("closed %s after the silence began, want about the idle timeout", took)
+	}
+}
+
+// TestForwarderDrainKeepsForwardingThenRefusesThenFinishes follows DESIGN.md section 1 with a fake
+// clock: during Drain the edge reports draining (Draining, health refused) and still forwards
+// old and new connections; then it refuses new ones while the old one finishes.
+func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
+	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
+	relay := startRelay(t, &Relay{Backend: startBackend(t, nil)})
+	clk := clock.NewFake(time.Unix(0, 0))
+	fwd := &Forwarder{Listen: "127.0.0.1:0", Health: "127.0.0.1:0", Origin: relay.Addr().String(),
+		Drain: drainWindow, Shutdown: shutdown, Clock: clk}
+	if err := fwd.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fwd.Serve(ctx) }()
+	addr, health := fwd.Addr().String(), fwd.HealthAddr().String()
+
+	old := dialFrom(t, "127.0.0.1", addr)
+	oldR := bufio.NewReader(old)
+	echoLine(t, old, oldR, "before")
+	if refused(health) || fwd.Draining() {
+		t.Fatal("before the drain: health must accept and Draining be false")
+	}
+
+	cancel()
+	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 1 })
+	if !fwd.Draining() {
+		t.Fatal("Draining is false during the drain window")
+	}
+	if !refused(health) {
+		t.Fatal("the health listener still accepts during the drain window")
+	}
+	fresh := dialFrom(t, "127.0.0.1", addr)
+	echoLine(t, fresh, bufio.NewReader(fresh), "a new connection during the window")
+	fresh.Close()
+	echoLine(t, old, oldR, "the old connection during the window")
+
+	clk.Advance(drainWindow)
+	waitFor(t, "new connections to be refused", func() bool { return refused(addr) })
+	echoLine(t, old, oldR, "in flight after the window")
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned with a connection open: %v", err)
+	default:
+	}
+	old.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve = %v, want nil", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("Serve did not return once the last connection finished")
+	}
+}
+
+func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
+	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
+	m := &InnerMap{}
+	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m})
+	clk := clock.NewFake(time.Unix(0, 0))
+	fwd := &Forwarder{Listen: "127.0.0.1:0", Origin: relay.Addr().String(), Drain: drainWindow, Shutdown: shutdown, Clock: clk}
+	if err := fwd.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fwd.Serve(ctx) }()
+
+	held := dialFrom(t, "127.0.0.1", fwd.Addr().String())
+	heldR := bufio.NewReader(held)
+	if a := ask(t, held, heldR); !a.Found {
+		t.Fatal("the held connection is not in the inner map")
+	}
+	cancel()
+	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 1 })
+	clk.Advance(drainWindow)
+	waitFor(t, "the shutdown budget timer", func() bool { return clk.Waiters() == 1 })
+	clk.Advance(shutdown)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve = %v, want nil", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("Serve did not return when the budget ran out")
+	}
+	if !closedByPeer(held) {
+		t.Fatal("the held client connection is still open after the budget")
+	}
+	waitFor(t, "the origin side to close too (inner map empty)", func() bool { return m.Len() == 0 })
+}
+
+// loopback is the trusted edge range of the tests: every forwarder dials from 127.0.0.1.
+var loopback = netip.MustParsePrefix("127.0.0.0/8")

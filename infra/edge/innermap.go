@@ -1,0 +1,72 @@
+package edge
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// InnerMap remembers who is behind each inner connection: once the origin hands a connection to
+// a local backend over loopback, the backend's peer is a loopback address and port, and both the
+// client and the edge are out of sight. The Relay registers the inner connection's local address
+// (exactly the peer the backend sees) before it forwards the first byte, and removes it when the
+// connection closes; this is the only place where that information survives.
+//
+// The zero value is ready to use; it is safe for concurrent use.
+type InnerMap struct {
+	mu    sync.Mutex
+	peers map[netip.AddrPort]*innerEntry
+}
+
+// innerEntry is one registration; its identity (the pointer) lets a late removal tell it apart
+// from a newer connection that reuses the same port.
+type innerEntry struct{ peer Peer }
+
+// Lookup returns the Peer behind the inner connection whose local address is peer (what the
+// backend sees as its remote address: net.Conn.RemoteAddr, gRPC's peer.Addr). It finds it once
+// the backend has read its first byte from that connection: the Relay registers before it
+// forwards anything.
+func (m *InnerMap) Lookup(peer netip.AddrPort) (Peer, bool) {
+	key := netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.peers[key]
+	if !ok {
+		return Peer{}, false
+	}
+	return e.peer, true
+}
+
+// LookupAddr is Lookup for a net.Addr (a *net.TCPAddr, or anything whose String is ip:port).
+func (m *InnerMap) LookupAddr(peer net.Addr) (Peer, bool) {
+	ap := addrPort(peer)
+	if !ap.IsValid() {
+		return Peer{}, false
+	}
+	return m.Lookup(ap)
+}
+
+// Len is how many inner connections are registered.
+func (m *InnerMap) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.peers)
+}
+
+// register maps inner to p and returns the function that removes exactly this registration.
+func (m *InnerMap) register(inner netip.AddrPort, p Peer) (remove func()) {
+	e := &innerEntry{peer: p}
+	m.mu.Lock()
+	if m.peers == nil {
+		m.peers = map[netip.AddrPort]*innerEntry{}
+	}
+	m.peers[inner] = e
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.peers[inner] == e {
+			delete(m.peers, inner)
+		}
+	}
+}

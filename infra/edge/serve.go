@@ -1,0 +1,120 @@
+package edge
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/drain"
+)
+
+// serveDrained runs the drain handshake (infra/drain.ServeTCP, the contract every zero502 server
+// follows) over ln, calling relay for each accepted connection as a *pairedConn. When ctx ends,
+// onDraining runs, ln keeps accepting for the drain window, then it is closed and open
+// connections get the shutdown budget; what is still open then is closed, both sides of it.
+// Each phase gets a log line of its own (who names the server in it): drain's own lines speak
+// of an HTTP health path a TCP server does not have.
+func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), window, shutdown time.Duration,
+	clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
+	var open atomic.Int64
+	var began time.Time
+	return drain.ServeTCP(ctx, pairingListener{ln}, func(c net.Conn) {
+		open.Add(1)
+		defer open.Add(-1)
+		relay(c.(*pairedConn))
+	}, drain.Handshake{
+		Window:   window,
+		Shutdown: shutdown,
+		Clock:    clk,
+		OnPhase: func(p drain.Phase, at time.Time) {
+			switch p {
+			case drain.PhaseDraining:
+				began = at
+				onDraining()
+				log.Info(who+" drain started: reporting draining, still forwarding and accepting",
+					"phase", string(p), "addr", ln.Addr().String(), "window", window.String(), "open", open.Load())
+			case drain.PhaseStoppedAccepting:
+				log.Info(who+" drain window over: stopped accepting, open connections get the shutdown budget",
+					"phase", string(p), "addr", ln.Addr().String(), "after", at.Sub(began).String(),
+					"shutdown", shutdown.String(), "open", open.Load())
+			case drain.PhaseDone:
+				log.Info(who+" drain done", "phase", string(p), "addr", ln.Addr().String(),
+					"took", at.Sub(began).String(), "closed_by_budget", open.Load())
+			}
+		},
+	})
+}
+
+// pairingListener hands out accepted connections as *pairedConn.
+type pairingListener struct{ net.Listener }
+
+func (l pairingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &pairedConn{Conn: c}, nil
+}
+
+// pairedConn is an accepted connection that knows the connection it is relayed to (the origin,
+// or the backend), so closing it closes both: when the shutdown budget runs out the drain closes
+// the accepted side, and the relay's other side must not wait for its idle timeout.
+type pairedConn struct {
+	net.Conn
+
+	mu     sync.Mutex
+	closed bool
+	other  net.Conn
+}
+
+// pair links other to c; false when c is already closed (other is then closed too).
+func (c *pairedConn) pair(other net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = other.Close()
+		return false
+	}
+	c.other = other
+	return true
+}
+
+// Close closes c and the connection paired with it.
+func (c *pairedConn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	other := c.other
+	c.mu.Unlock()
+	if other != nil {
+		_ = other.Close()
+	}
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes the accepted side.
+func (c *pairedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(closeWriter); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// logger is l, or a logger that discards.
+func logger(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// clockOr is c, or the wall clock.
+func clockOr(c clock.Clock) clock.Clock {
+	if c != nil {
+		return c
+	}
+	return clock.Real{}
+}
