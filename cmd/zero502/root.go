@@ -31,6 +31,8 @@ number lives in one config file and is checked against the others (zero502 invar
 		newImageCmd(),
 		newProvisionCmd(),
 		newEdgeCmd(),
+		newEdgePickCmd(),
+		newMeshCmd(),
 		newTopologyCmd(),
 		newHostCmd(),
 	)

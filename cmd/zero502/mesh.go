@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/infra/mesh"
+)
+
+// newMeshCmd runs mesh monitoring (package infra/mesh): servers report about themselves, probe
+// each other, and derive reachability verdicts by a vote.
+func newMeshCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mesh",
+		Short: "Mesh monitoring: reachability verdicts from self-reports and mutual probes",
+		Long: `Every server of a mesh reports about itself and probes every neighbour the way a client
+would. A server leaves rotation when its own report says it is unhealthy (unavailable), or when a
+quorum of reliable witnesses (or a checker server) fail to reach it for a streak of probes in a
+row (unreachable). One failed probe means nothing; a witness that cannot see half of its other
+neighbours is ignored; a failing pair without a quorum only marks the entry point; silence is not
+a verdict; a route is never empty; everything heals by itself.
+
+  zero502 mesh serve      on each server
+  zero502 mesh verdicts   ask any server for its view`,
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return exitCode(2, fmt.Errorf("%w (see --help; durations look like 10s or 5m)", err))
+	})
+	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd())
+	return cmd
+}
+
+func newMeshServeCmd() *cobra.Command {
+	var (
+		n     mesh.Node
+		peers []string
+	)
+	th := mesh.DefaultThresholds()
+	cmd := &cobra.Command{
+		Use:   "serve --name NAME --listen ADDR --peers NAME=HOST:PORT,... [--checker] [flags]",
+		Short: "Run one mesh server: probe the peers, exchange reports, serve the verdicts",
+		Long: `Listen on --listen (HTTP): GET /health is what peers probe, POST /mesh/bulletin takes a
+peer's report and probes, GET /mesh/verdicts serves this server's view. Every --probe-every the
+server probes each peer's /health (a fresh connection, 200 within --probe-timeout), checks its own
+listener, and sends its report and probes to every peer. Verdict changes are JSON log lines on
+stderr. --name must be the name the other servers give this one in their --peers.
+
+Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
+		Example: `  zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checker
+  zero502 mesh serve --name b --listen 127.0.0.1:7002 --peers a=127.0.0.1:7001,c=127.0.0.1:7003 --probe-every 2s --probe-timeout 1s
+  zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --probe-every 2s --probe-timeout 1s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireMeshFlags(cmd, "name", "listen", "peers"); err != nil {
+				return err
+			}
+			var err error
+			if n.Peers, err = mesh.ParsePeers(peers); err != nil {
+				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+			}
+			n.Thresholds = th
+			n.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			if err := n.Validate(); err != nil {
+				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+			}
+			if err := n.Open(); err != nil {
+				return exitCode(1, err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := n.Serve(ctx); err != nil {
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&n.Name, "name", "", "this server's name, as its peers list it (required)")
+	fl.StringVar(&n.Listen, "listen", "", "HTTP address for /health and /mesh/*, e.g. 127.0.0.1:7001 (required)")
+	fl.StringSliceVar(&peers, "peers", nil, "every other server as name=host:port, comma-separated or repeated (required)")
+	fl.BoolVar(&n.Checker, "checker", false, "trust this server to judge others: when it cannot reach an ordinary server, that server's address is likely blocked")
+	fl.DurationVar(&n.ProbeEvery, "probe-every", mesh.DefaultProbeEvery, "one round: probe every peer, report, send the bulletin")
+	fl.DurationVar(&n.ProbeTimeout, "probe-timeout", mesh.DefaultProbeTimeout, "timeout of each probe and each bulletin (below --probe-every)")
+	fl.IntVar(&th.FailStreak, "fail-streak", th.FailStreak, "failed probes in a row before a witness's vote counts (2 or more)")
+	fl.IntVar(&th.HealStreak, "heal-streak", th.HealStreak, "successful probes in a row that end a failing streak")
+	fl.IntVar(&th.Quorum, "quorum", th.Quorum, "reliable witnesses that must fail a server to make it unreachable (2 or more)")
+	fl.Float64Var(&th.UnreliableShare, "unreliable-share", th.UnreliableShare, "a witness failing this share of its other neighbours is ignored")
+	fl.DurationVar(&th.ReportStaleAfter, "report-stale", th.ReportStaleAfter, "a report older than this is silence (no data)")
+	fl.DurationVar(&th.ProbeStaleAfter, "probe-stale", th.ProbeStaleAfter, "a witness's last probe older than this is silence")
+	return cmd
+}
+
+func newMeshVerdictsCmd() *cobra.Command {
+	var (
+		from    string
+		asJSON  bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "verdicts --from HOST:PORT [--json]",
+		Short: "Print one mesh server's verdicts and route",
+		Long: `Reads GET /mesh/verdicts from a running 'zero502 mesh serve' and prints a table (server,
+state, in rotation, conditions, how many witnesses fail it of those with an opinion), the route,
+then each verdict's reason naming the witnesses, their streaks and the quorum.
+
+Exit status: 0 printed, 1 the server could not be read, 2 bad flags.`,
+		Example: `  zero502 mesh verdicts --from 127.0.0.1:7001
+  zero502 mesh verdicts --from 127.0.0.1:7001 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireMeshFlags(cmd, "from"); err != nil {
+				return err
+			}
+			if timeout <= 0 {
+				return exitCode(2, fmt.Errorf("mesh verdicts: --timeout %s: must be above 0", timeout))
+			}
+			s, err := mesh.FetchSnapshot(from, timeout)
+			if err != nil {
+				return exitCode(1, err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			return s.WriteText(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "a mesh server's --listen address (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the snapshot as JSON")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
+	return cmd
+}
+
+// requireMeshFlags is a bad-flag error (exit 2) naming the first of the flags left empty.
+func requireMeshFlags(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		if v := f.Value.String(); v == "" || v == "[]" {
+			return exitCode(2, fmt.Errorf("mesh %s: --%s is required (see --help)", cmd.Name(), name))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/mesh"
+)
+
+// runMesh runs `zero502 mesh ARGS...` in-process and returns its output and exit code.
+func runMesh(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"mesh"}, args...))
+	err := root.Execute()
+	var ex *exitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ex):
+		return out.String() + "\n" + err.Error(), ex.code
+	}
+	return out.String() + "\n" + err.Error(), 1
+}
+
+func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
+	serve := []string{"serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:7002,c=127.0.0.1:7003"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing name", []string{"serve", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:7002"}, []string{"--name is required"}},
+		{"missing peers", []string{"serve", "--name", "a", "--listen", "127.0.0.1:0"}, []string{"--peers is required"}},
+		{"peer without a name", []string{"serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "127.0.0.1:7002"},
+			[]string{"--peers", `"127.0.0.1:7002"`, "name=host:port"}},
+		{"peer listed twice", []string{"serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:1,b=127.0.0.1:2"},
+			[]string{`"b" is listed twice`}},
+		{"peer port out of range", []string{"serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:70000"},
+			[]string{"--peers b", "70000", "1 to 65535"}},
+		{"quorum of one", append(serve, "--quorum", "1"), []string{"Quorum 1", "one server's opinion is not a verdict"}},
+		{"streak of one", append(serve, "--fail-streak", "1"), []string{"FailStreak 1", "one failed probe means nothing"}},
+		{"timeout not below the round", append(serve, "--probe-every", "1s", "--probe-timeout", "2s"),
+			[]string{"--probe-timeout 2s", "below --probe-every 1s"}},
+		{"not a duration", append(serve, "--probe-every", "often"), []string{"--probe-every", `"often"`, "invalid"}},
+		{"verdicts without --from", []string{"verdicts"}, []string{"--from is required"}},
+		{"verdicts with no time to answer", []string{"verdicts", "--from", "127.0.0.1:1", "--timeout", "0s"},
+			[]string{"--timeout 0s", "above 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runMesh(t, tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the message does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestMeshServeExitsOneWhenItCannotListen(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	out, code := runMesh(t, "serve", "--name", "a", "--listen", taken.Addr().String(), "--peers", "b=127.0.0.1:7002")
+	if code != 1 || !strings.Contains(out, "listen on "+taken.Addr().String()) {
+		t.Fatalf("exit %d, want 1 saying it cannot listen:\n%s", code, out)
+	}
+}
+
+func TestMeshVerdictsPrintsTheViewOfARunningServer(t *testing.T) {
+	lnA, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &mesh.Node{Name: "a", Listen: lnA.Addr().String(), Listener: lnA,
+		Peers: map[string]string{"b": "127.0.0.1:1"}, ProbeEvery: 200 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond}
+	if err := a.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	out, code := runMesh(t, "verdicts", "--from", a.Addr())
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, w := range []string{"SERVER", "STATE", "route:", "as seen by a", "b: no data"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the table does not say %q:\n%s", w, out)
+		}
+	}
+	out, code = runMesh(t, "verdicts", "--from", a.Addr(), "--json")
+	var s mesh.Snapshot
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Server != "a" || len(s.Verdicts) != 2 || len(s.Route.Servers) == 0 {
+		t.Fatalf("exit %d, not a snapshot of a's mesh with a route:\n%s", code, out)
+	}
+
+	out, code = runMesh(t, "verdicts", "--from", "127.0.0.1:1", "--timeout", "2s")
+	if code != 1 || !strings.Contains(out, "is `zero502 mesh serve` listening there?") {
+		t.Fatalf("exit %d, want 1 saying nothing answers:\n%s", code, out)
+	}
+}

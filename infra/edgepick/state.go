@@ -1,0 +1,104 @@
+package edgepick
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// State is what the agent's state file keeps of a choice: the whole ranking, not only the
+// winner, and the set it was measured from. A restart reads it instead of probing; a failover
+// recorded in it (Chosen below the top of the ranking) survives the restart.
+type State struct {
+	// Name is the edge name the set was resolved from (empty with a fixed list).
+	Name string `json:"name,omitempty"`
+	// Set is the candidate set the ranking was measured from. A different set makes the state
+	// stale, even when Chosen is still in it.
+	Set Set `json:"set"`
+	// Ranking is the measurement, best first.
+	Ranking Ranking `json:"ranking"`
+	// Chosen is the edge the agent connects to: the top of the ranking, or the address a failover
+	// or a failback moved to.
+	Chosen netip.AddrPort `json:"chosen"`
+	// MeasuredAt is when the ranking was measured.
+	MeasuredAt time.Time `json:"measured_at"`
+}
+
+// ErrNoState is LoadState's error when there is no state file yet.
+var ErrNoState = errors.New("no edgepick state file")
+
+// LoadState reads the state file at path. A missing file is ErrNoState; a file that does not
+// parse or does not hold together (chosen outside the set, a ranking of another set) is an error
+// that says so; the caller measures again and overwrites it.
+func LoadState(path string) (State, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return State{}, fmt.Errorf("%s: %w", path, ErrNoState)
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("read edgepick state %s: %w", path, err)
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return State{}, fmt.Errorf("edgepick state %s is corrupt (%v); the next measurement overwrites it", path, err)
+	}
+	if err := s.check(); err != nil {
+		return State{}, fmt.Errorf("edgepick state %s is corrupt (%v); the next measurement overwrites it", path, err)
+	}
+	return s, nil
+}
+
+// check is what a state must hold to be used: a canonical set, a ranking of exactly that set,
+// and a chosen address that finished its handshake.
+func (s State) check() error {
+	if !s.Set.Equal(SetOf(s.Set)) {
+		return fmt.Errorf("set %v is not sorted and unique", s.Set)
+	}
+	if !s.Ranking.Set().Equal(s.Set) || len(s.Ranking) != len(s.Set) {
+		return fmt.Errorf("ranking of %v does not match set %v", s.Ranking.Set(), s.Set)
+	}
+	m, ok := s.Ranking.Find(s.Chosen)
+	if !ok {
+		return fmt.Errorf("chosen %s is not in set %v", s.Chosen, s.Set)
+	}
+	if !m.Healthy() {
+		return fmt.Errorf("chosen %s failed its probe", s.Chosen)
+	}
+	if s.MeasuredAt.IsZero() {
+		return fmt.Errorf("measured_at is missing")
+	}
+	return nil
+}
+
+// SaveState writes s to path atomically (temp file, fsync, rename, fsync of the directory; the
+// project's spec.WriteAtomic), so a reader sees the old state or the new one, never half.
+func SaveState(path string, s State) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("edgepick state for %s not written: %w", path, err)
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("edgepick state for %s: %w", path, err)
+	}
+	if err := spec.WriteAtomic(path, append(data, '\n')); err != nil {
+		return fmt.Errorf("edgepick state: %w", err)
+	}
+	return nil
+}
+
+// Stale says why the state cannot be used for set at now, or "" when it can: the set changed
+// (an edge was added or removed), or the measurement is older than maxAge (0: no age limit).
+func (s State) Stale(set Set, now time.Time, maxAge time.Duration) string {
+	if !s.Set.Equal(set) {
+		return fmt.Sprintf("the set changed from %v to %v", s.Set, set)
+	}
+	if age := now.Sub(s.MeasuredAt); maxAge > 0 && age > maxAge {
+		return fmt.Sprintf("measured %s ago, more than the %s limit", age.Round(time.Second), maxAge)
+	}
+	return ""
+}

@@ -1,0 +1,153 @@
+package mesh
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// ErrUnknownServer is returned for an observation naming a server outside the mesh.
+var ErrUnknownServer = errors.New("not a member of the mesh")
+
+// ErrOutOfOrder is returned for an observation older than one already recorded for the same
+// server or pair; it is not applied.
+var ErrOutOfOrder = errors.New("older than what is already recorded")
+
+// Evaluator holds the latest report of every server and every witness's streak against every
+// neighbour, and derives Verdicts from them afresh on each call. It is safe for concurrent use.
+// It holds no verdict state of its own: that is why every verdict heals by itself.
+type Evaluator struct {
+	th    Thresholds
+	clock clock.Clock
+
+	mu      sync.Mutex
+	servers []string // sorted
+	checker map[string]bool
+	reports map[string]Report
+	pairs   map[pair]*streak
+}
+
+type pair struct{ prober, target string }
+
+// NewEvaluator returns an Evaluator for the mesh of servers (names, at least two) judged with th
+// and time from clk.
+func NewEvaluator(th Thresholds, clk clock.Clock, servers ...string) (*Evaluator, error) {
+	if err := th.Validate(); err != nil {
+		return nil, err
+	}
+	if clk == nil {
+		return nil, errors.New("mesh: no clock (pass clock.Real{} or a clock.Fake in tests)")
+	}
+	if len(servers) < 2 {
+		return nil, fmt.Errorf("mesh: servers %q: a mesh needs 2 or more servers to probe each other", servers)
+	}
+	sorted := slices.Clone(servers)
+	slices.Sort(sorted)
+	for i, s := range sorted {
+		if s == "" {
+			return nil, errors.New("mesh: a server has an empty name; name every server")
+		}
+		if i > 0 && sorted[i-1] == s {
+			return nil, fmt.Errorf("mesh: server %q is listed twice; names must be unique", s)
+		}
+	}
+	return &Evaluator{
+		th: th, clock: clk, servers: sorted,
+		checker: map[string]bool{}, reports: map[string]Report{}, pairs: map[pair]*streak{},
+	}, nil
+}
+
+// Servers are the members of the mesh, sorted.
+func (e *Evaluator) Servers() []string { return slices.Clone(e.servers) }
+
+// Thresholds are the numbers e judges with.
+func (e *Evaluator) Thresholds() Thresholds { return e.th }
+
+func (e *Evaluator) member(s string) bool {
+	_, ok := slices.BinarySearch(e.servers, s)
+	return ok
+}
+
+// Report records a server's report about itself. A zero At is stamped with the clock's now.
+func (e *Evaluator) Report(r Report) error {
+	if !e.member(r.Server) {
+		return fmt.Errorf("report from %q: %w (members: %v); add it to the peers of every server", r.Server, ErrUnknownServer, e.servers)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r.At.IsZero() {
+		r.At = e.clock.Now()
+	}
+	if old, ok := e.reports[r.Server]; ok && r.At.Before(old.At) {
+		return fmt.Errorf("report from %s at %s: %w (%s)", r.Server, r.At.Format(time.RFC3339Nano), ErrOutOfOrder, old.At.Format(time.RFC3339Nano))
+	}
+	e.reports[r.Server] = r
+	e.checker[r.Server] = r.Checker
+	return nil
+}
+
+// Probe records one probe result. A zero At is stamped with the clock's now.
+func (e *Evaluator) Probe(p Probe) error {
+	for _, s := range []string{p.Prober, p.Target} {
+		if !e.member(s) {
+			return fmt.Errorf("probe %s→%s: %q is %w (members: %v)", p.Prober, p.Target, s, ErrUnknownServer, e.servers)
+		}
+	}
+	if p.Prober == p.Target {
+		return fmt.Errorf("probe %s→%s: a server does not probe itself; its report says how it is", p.Prober, p.Target)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p.At.IsZero() {
+		p.At = e.clock.Now()
+	}
+	k := pair{p.Prober, p.Target}
+	s := e.pairs[k]
+	if s == nil {
+		s = &streak{}
+		e.pairs[k] = s
+	}
+	if p.At.Before(s.last) {
+		return fmt.Errorf("probe %s→%s at %s: %w (%s)", p.Prober, p.Target, p.At.Format(time.RFC3339Nano), ErrOutOfOrder, s.last.Format(time.RFC3339Nano))
+	}
+	s.apply(p, e.th)
+	return nil
+}
+
+// Record applies a Bulletin: its report, then its probes. Every observation is tried; the
+// errors of those refused are joined.
+func (e *Evaluator) Record(b Bulletin) error {
+	errs := []error{e.Report(b.Report)}
+	for _, p := range b.Probes {
+		errs = append(errs, e.Probe(p))
+	}
+	return errors.Join(errs...)
+}
+
+// Verdicts judges every server at the clock's now, sorted by name.
+func (e *Evaluator) Verdicts() []Verdict {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	out := make([]Verdict, 0, len(e.servers))
+	for _, s := range e.servers {
+		out = append(out, e.judge(s, now))
+	}
+	return out
+}
+
+// freshReport is s's report if it is recent enough to count at now.
+func (e *Evaluator) freshReport(s string, now time.Time) (Report, bool) {
+	r, ok := e.reports[s]
+	return r, ok && now.Sub(r.At) <= e.th.ReportStaleAfter
+}
+
+// freshStreak is w's streak against t if its last probe counts at now.
+func (e *Evaluator) freshStreak(w, t string, now time.Time) (*streak, bool) {
+	s := e.pairs[pair{w, t}]
+	return s, s != nil && s.fresh(now, e.th)
+}

@@ -1,0 +1,226 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// Defaults of a Node's timing when its field is zero.
+const (
+	DefaultProbeEvery   = 10 * time.Second
+	DefaultProbeTimeout = 3 * time.Second
+)
+
+// Node is one server of a mesh on the network (`zero502 mesh serve`). Every ProbeEvery it
+// probes each peer's /health with an HTTPProber, checks its own listener, records the resulting
+// Bulletin in its Evaluator and posts it to every peer (POST /mesh/bulletin), so each node
+// judges the whole mesh from everyone's reports and probes. It serves:
+//
+//	GET  /health          200 while reachable (SetReachable), else 503: what peers probe
+//	POST /mesh/bulletin   a peer's report and probes (JSON Bulletin)
+//	GET  /mesh/verdicts   the verdicts and the route (JSON Snapshot)
+//
+// Times in bulletins are stamped on receipt with the node's clock, so clock skew between
+// servers cannot make data look fresh or stale.
+type Node struct {
+	Name   string
+	Listen string // host:port of the HTTP endpoint
+	// Listener, when set, is used instead of listening on Listen (tests pre-open listeners to
+	// know every address before building the peers).
+	Listener net.Listener
+	Peers    map[string]string // name → host:port of every other server
+	Checker  bool              // this server judges others' blocking (see Report.Checker)
+
+	ProbeEvery   time.Duration // one round of probes, report and bulletins; default DefaultProbeEvery
+	ProbeTimeout time.Duration // each probe and each bulletin post; default DefaultProbeTimeout
+	Thresholds   Thresholds    // zero: DefaultThresholds
+	Clock        clock.Clock   // nil: clock.Real
+	Logger       *slog.Logger  // nil: discard
+
+	ln        net.Listener
+	eval      *Evaluator
+	prober    *HTTPProber
+	client    *http.Client
+	reachable atomic.Bool
+
+	mu   sync.Mutex
+	last map[string]State // for logging transitions
+}
+
+// Snapshot is a node's view: every verdict and the route over the whole mesh.
+type Snapshot struct {
+	Server   string    `json:"server"`
+	At       time.Time `json:"at"`
+	Verdicts []Verdict `json:"verdicts"`
+	Route    Selection `json:"route"`
+}
+
+func (n *Node) defaults() {
+	if n.ProbeEvery == 0 {
+		n.ProbeEvery = DefaultProbeEvery
+	}
+	if n.ProbeTimeout == 0 {
+		n.ProbeTimeout = DefaultProbeTimeout
+	}
+	if n.Thresholds == (Thresholds{}) {
+		n.Thresholds = DefaultThresholds()
+	}
+	if n.Clock == nil {
+		n.Clock = clock.Real{}
+	}
+	if n.Logger == nil {
+		n.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate fills the defaults and returns every problem, naming the flag of `zero502 mesh
+// serve`, the value and the rule.
+func (n *Node) Validate() error {
+	n.defaults()
+	var errs []error
+	if n.Name == "" {
+		errs = append(errs, errors.New("--name is empty: name this server as its peers name it in their --peers"))
+	}
+	if err := checkAddr("listen", n.Listen, 0); err != nil {
+		errs = append(errs, err)
+	}
+	if len(n.Peers) == 0 {
+		errs = append(errs, errors.New("--peers is empty: list every other server as name=host:port, e.g. b=10.0.0.6:7946,c=10.0.0.7:7946"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.Peers)) {
+		switch {
+		case name == "":
+			errs = append(errs, fmt.Errorf("--peers: address %q has no name; write name=host:port", n.Peers[name]))
+		case name == n.Name:
+			errs = append(errs, fmt.Errorf("--peers: %q is this server's own --name; list only the other servers", name))
+		}
+		if err := checkAddr("peers "+name, n.Peers[name], 1); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.ProbeEvery <= 0 {
+		errs = append(errs, fmt.Errorf("--probe-every %s: must be above 0", n.ProbeEvery))
+	}
+	if n.ProbeTimeout <= 0 || n.ProbeTimeout >= n.ProbeEvery {
+		errs = append(errs, fmt.Errorf("--probe-timeout %s: must be above 0 and below --probe-every %s (a round must end before the next)",
+			n.ProbeTimeout, n.ProbeEvery))
+	}
+	if err := n.Thresholds.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if n.Thresholds.ProbeStaleAfter <= n.ProbeEvery {
+		errs = append(errs, fmt.Errorf("--probe-stale %s: must be longer than --probe-every %s, or every probe is silence by the next round",
+			n.Thresholds.ProbeStaleAfter, n.ProbeEvery))
+	}
+	if n.Thresholds.ReportStaleAfter <= n.ProbeEvery {
+		errs = append(errs, fmt.Errorf("--report-stale %s: must be longer than --probe-every %s (reports go out every round)",
+			n.Thresholds.ReportStaleAfter, n.ProbeEvery))
+	}
+	return errors.Join(errs...)
+}
+
+func checkAddr(flag, addr string, lowestPort int) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		var p int
+		p, err = strconv.Atoi(port)
+		if err == nil && (p < lowestPort || p > 65535) {
+			err = fmt.Errorf("port %d out of range", p)
+		}
+	}
+	if err == nil && host == "" && lowestPort > 0 {
+		err = errors.New("no host")
+	}
+	if err != nil {
+		return fmt.Errorf("--%s %q: must be host:port with a port from %d to 65535, e.g. 127.0.0.1:7946 (%v)", flag, addr, lowestPort, err)
+	}
+	return nil
+}
+
+// Open validates n and starts listening, so Addr is known before Serve.
+func (n *Node) Open() error {
+	if err := n.Validate(); err != nil {
+		return fmt.Errorf("mesh node: %w", err)
+	}
+	servers := append([]string{n.Name}, slices.Collect(maps.Keys(n.Peers))...)
+	eval, err := NewEvaluator(n.Thresholds, n.Clock, servers...)
+	if err != nil {
+		return fmt.Errorf("mesh node %s: %w", n.Name, err)
+	}
+	ln := n.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", n.Listen); err != nil {
+			return fmt.Errorf("mesh node %s: listen on %s: %w; pick a free address with --listen", n.Name, n.Listen, err)
+		}
+	}
+	n.eval, n.ln = eval, ln
+	n.prober = NewHTTPProber("/health", n.ProbeTimeout)
+	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	n.reachable.Store(true)
+	n.last = map[string]State{}
+	return nil
+}
+
+// Addr is the address the node listens on (after Open).
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// SetReachable false makes /health answer 503 to every probe while the node keeps reporting
+// itself healthy: how a blocked server looks to the mesh. For tests and drills.
+func (n *Node) SetReachable(ok bool) { n.reachable.Store(ok) }
+
+// Snapshot is the node's current view of the mesh.
+func (n *Node) Snapshot() Snapshot {
+	vs := n.eval.Verdicts()
+	return Snapshot{Server: n.Name, At: n.Clock.Now().UTC(), Verdicts: vs, Route: Route(n.eval.Servers(), vs)}
+}
+
+// Serve runs the HTTP endpoint and the probe rounds until ctx ends, then shuts the endpoint
+// down. It returns nil after ctx ends, or the listener's error.
+func (n *Node) Serve(ctx context.Context) error {
+	srv := &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(n.Logger.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(n.ln) }()
+	n.Logger.Info("mesh node serving", "server", n.Name, "listen", n.Addr(), "peers", n.Peers, "checker", n.Checker,
+		"probe_every", n.ProbeEvery.String(), "fail_streak", n.Thresholds.FailStreak, "quorum", n.Thresholds.Quorum)
+
+	rounds, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { n.loop(rounds) })
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		err = fmt.Errorf("mesh node %s: serving on %s: %w", n.Name, n.Addr(), err)
+	}
+	stop()
+	wg.Wait()
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shut)
+	n.Logger.Info("mesh node stopped", "server", n.Name)
+	return err
+}
+
+func (n *Node) loop(ctx context.Context) {
+	for {
+		n.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.Clock.After(n.ProbeEvery):
+		}
+	}
+}

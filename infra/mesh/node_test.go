@@ -1,0 +1,168 @@
+package mesh
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startMesh runs one Node per name on loopback, each probing the others, and returns them.
+func startMesh(t *testing.T, names ...string) map[string]*Node {
+	t.Helper()
+	lns := map[string]net.Listener{}
+	for _, name := range names {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[name] = ln
+	}
+	th := DefaultThresholds()
+	th.ProbeStaleAfter, th.ReportStaleAfter = 5*time.Second, 5*time.Second
+	nodes := map[string]*Node{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, len(names))
+	for _, name := range names {
+		peers := map[string]string{}
+		for _, o := range names {
+			if o != name {
+				peers[o] = lns[o].Addr().String()
+			}
+		}
+		n := &Node{Name: name, Listen: lns[name].Addr().String(), Listener: lns[name], Peers: peers,
+			ProbeEvery: 300 * time.Millisecond, ProbeTimeout: 250 * time.Millisecond, Thresholds: th}
+		if err := n.Open(); err != nil {
+			t.Fatal(err)
+		}
+		nodes[name] = n
+		go func() { done <- n.Serve(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range names {
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		}
+	})
+	return nodes
+}
+
+// waitFor polls every node's view over HTTP until target's state is want in all of them, or
+// fails after deadline with the last views.
+func waitFor(t *testing.T, nodes map[string]*Node, target string, want State, deadline time.Duration) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	var last []string
+	for time.Now().Before(end) {
+		last = last[:0]
+		all := true
+		for name, n := range nodes {
+			s, err := FetchSnapshot(n.Addr(), 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range s.Verdicts {
+				if v.Server == target {
+					last = append(last, fmt.Sprintf("%s sees %s %s: %s", name, target, v.State, v.Reason))
+					all = all && v.State == want
+				}
+			}
+		}
+		if all {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s not %s in every view within %s:\n%s", target, want, deadline, strings.Join(last, "\n"))
+}
+
+func TestMeshOnLoopbackFindsAnUnreachableServerAndHeals(t *testing.T) {
+	nodes := startMesh(t, "a", "b", "c")
+	waitFor(t, nodes, "c", Up, 20*time.Second)
+
+	nodes["c"].SetReachable(false) // c still reports itself healthy: it looks blocked
+	waitFor(t, nodes, "c", Down, 20*time.Second)
+	s, err := FetchSnapshot(nodes["a"].Addr(), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range s.Verdicts {
+		if v.Server == "c" && !strings.Contains(v.Reason, "unreachable from 2 of your servers") {
+			t.Errorf("c is down for another reason: %s", v.Reason)
+		}
+	}
+	if strings.Contains(strings.Join(s.Route.Servers, ","), "c") || len(s.Route.Servers) == 0 {
+		t.Errorf("route %+v, want a non-empty route without c", s.Route)
+	}
+	// The witnesses stay up: b failing c (which says it is healthy) makes b an unreliable
+	// witness of a, not a reason against a.
+	waitFor(t, nodes, "a", Up, 20*time.Second)
+	waitFor(t, nodes, "b", Up, 20*time.Second)
+
+	nodes["c"].SetReachable(true)
+	waitFor(t, nodes, "c", Up, 20*time.Second)
+}
+
+func TestNodeRefusesBulletinsThatSpeakForOthers(t *testing.T) {
+	nodes := startMesh(t, "a", "b")
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"not JSON", "{", "not JSON"},
+		{"a probe by someone else", `{"report":{"server":"b","healthy":true},"probes":[{"prober":"x","target":"a","ok":false}]}`, "only its own probes"},
+		{"posing as the receiver", `{"report":{"server":"a","healthy":true}}`, "this server"},
+		{"a stranger", `{"report":{"server":"z","healthy":true}}`, "not a member"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post("http://"+nodes["a"].Addr()+"/mesh/bulletin", "application/json", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var msg strings.Builder
+			_, _ = fmt.Fprint(&msg, resp.Status)
+			buf := make([]byte, 512)
+			k, _ := resp.Body.Read(buf)
+			msg.Write(buf[:k])
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(msg.String(), tc.want) {
+				t.Errorf("answer %s, want 400 saying %q", msg.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeValidateNamesFlagValueAndRule(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		node *Node
+		want []string
+	}{
+		{"no name", &Node{Listen: "127.0.0.1:0", Peers: map[string]string{"b": "127.0.0.1:1"}}, []string{"--name is empty"}},
+		{"no peers", &Node{Name: "a", Listen: "127.0.0.1:0"}, []string{"--peers is empty"}},
+		{"peer without a port", &Node{Name: "a", Listen: "127.0.0.1:0", Peers: map[string]string{"b": "127.0.0.1"}},
+			[]string{"--peers b", `"127.0.0.1"`, "host:port"}},
+		{"itself as a peer", &Node{Name: "a", Listen: "127.0.0.1:0", Peers: map[string]string{"a": "127.0.0.1:1"}},
+			[]string{`"a" is this server's own --name`}},
+		{"timeout not below the round", &Node{Name: "a", Listen: "127.0.0.1:0", Peers: map[string]string{"b": "127.0.0.1:1"},
+			ProbeEvery: time.Second, ProbeTimeout: time.Second}, []string{"--probe-timeout 1s", "below --probe-every 1s"}},
+		{"probe staleness within a round", &Node{Name: "a", Listen: "127.0.0.1:0", Peers: map[string]string{"b": "127.0.0.1:1"},
+			ProbeEvery: 5 * time.Minute, ProbeTimeout: time.Second}, []string{"--probe-stale 3m0s", "longer than --probe-every 5m0s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.node.Validate()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q: %v", w, err)
+				}
+			}
+		})
+	}
+}

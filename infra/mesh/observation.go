@@ -1,0 +1,32 @@
+package mesh
+
+import "time"
+
+// Report is what a server says about itself: its checks (in the write-up, "is the traffic
+// listener on 443 alive" and "is the VPN service running") and whether it is a checker server.
+type Report struct {
+	Server string    `json:"server"`
+	At     time.Time `json:"at"`
+	// Healthy is the server's own conclusion; Detail says which check failed when it is false.
+	Healthy bool   `json:"healthy"`
+	Detail  string `json:"detail,omitempty"`
+	// Checker marks a server its operator trusts to judge others ("use this server to check
+	// whether other servers are blocked"). The role travels with the report.
+	Checker bool `json:"checker,omitempty"`
+}
+
+// Probe is one attempt of a witness (Prober) to reach a neighbour (Target) the way a client
+// would. Err says why it failed.
+type Probe struct {
+	Prober string    `json:"prober"`
+	Target string    `json:"target"`
+	OK     bool      `json:"ok"`
+	Err    string    `json:"err,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Bulletin is what a Node sends its peers every round: its own report and its probes of them.
+type Bulletin struct {
+	Report Report  `json:"report"`
+	Probes []Probe `json:"probes"`
+}
