@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,20 +10,7 @@ import (
 // runEdge runs `zero502 edge ARGS...` in-process and returns its output and exit code.
 func runEdge(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(append([]string{"edge"}, args...))
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ex):
-		return out.String() + "\n" + err.Error(), ex.code
-	}
-	return out.String() + "\n" + err.Error(), 1
+	return runCLI(t, append([]string{"edge"}, args...)...)
 }
 
 func TestEdgeCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {

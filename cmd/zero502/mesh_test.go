@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -16,20 +14,7 @@ import (
 // runMesh runs `zero502 mesh ARGS...` in-process and returns its output and exit code.
 func runMesh(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(append([]string{"mesh"}, args...))
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ex):
-		return out.String() + "\n" + err.Error(), ex.code
-	}
-	return out.String() + "\n" + err.Error(), 1
+	return runCLI(t, append([]string{"mesh"}, args...)...)
 }
 
 func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {

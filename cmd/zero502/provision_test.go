@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,20 +14,7 @@ import (
 // chain finds the test's static credentials in the environment.
 func runProvision(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(append([]string{"provision"}, args...))
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ex):
-		return out.String() + "\n" + err.Error(), ex.code
-	}
-	return out.String() + "\n" + err.Error(), 1
+	return runCLI(t, append([]string{"provision"}, args...)...)
 }
 
 func TestProvisionCommandAppliesThenSaysNoChangesAndRefusesOutOfRange(t *testing.T) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,20 +11,7 @@ import (
 // runTopology runs `zero502 topology` in-process and returns its output and exit code.
 func runTopology(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	var out bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(append([]string{"topology"}, args...))
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ex):
-		return out.String() + "\n" + err.Error(), ex.code
-	}
-	return out.String() + "\n" + err.Error(), 1
+	return runCLI(t, append([]string{"topology"}, args...)...)
 }
 
 func TestTopologyCommandExampleFlipsWithoutTheRegion(t *testing.T) {
