@@ -153,9 +153,9 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 
 // requireFlags is a bad-flag error (exit 2) naming the first of the flags left empty.
 func requireFlags(cmd *cobra.Command, names ...string) error {
-	for _, n := range names {
-		if cmd.Flags().Lookup(n).Value.String() == "" {
-			return exitCode(2, fmt.Errorf("edge %s: --%s is required (see --help)", cmd.Name(), n))
+	for _, name := range names {
+		if v := cmd.Flags().Lookup(name).Value.String(); v == "" || v == "[]" {
+			return exitCode(2, fmt.Errorf("%s: --%s is required (see --help)", cmd.CommandPath(), name))
 		}
 	}
 	return nil

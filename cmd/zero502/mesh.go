@@ -59,7 +59,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
   zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --probe-every 2s --probe-timeout 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireMeshFlags(cmd, "name", "listen", "peers"); err != nil {
+			if err := requireFlags(cmd, "name", "listen", "peers"); err != nil {
 				return err
 			}
 			var err error
@@ -116,7 +116,7 @@ Exit status: 0 printed, 1 the server could not be read, 2 bad flags.`,
   zero502 mesh verdicts --from 127.0.0.1:7001 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireMeshFlags(cmd, "from"); err != nil {
+			if err := requireFlags(cmd, "from"); err != nil {
 				return err
 			}
 			if timeout <= 0 {
@@ -140,13 +140,3 @@ Exit status: 0 printed, 1 the server could not be read, 2 bad flags.`,
 	return cmd
 }
 
-// requireMeshFlags is a bad-flag error (exit 2) naming the first of the flags left empty.
-func requireMeshFlags(cmd *cobra.Command, names ...string) error {
-	for _, name := range names {
-		f := cmd.Flags().Lookup(name)
-		if v := f.Value.String(); v == "" || v == "[]" {
-			return exitCode(2, fmt.Errorf("mesh %s: --%s is required (see --help)", cmd.Name(), name))
-		}
-	}
-	return nil
-}
