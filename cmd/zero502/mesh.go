@@ -139,4 +139,3 @@ Exit status: 0 printed, 1 the server could not be read, 2 bad flags.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long to wait for the answer")
 	return cmd
 }
-
