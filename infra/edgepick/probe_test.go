@@ -2,9 +2,11 @@ package edgepick
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -118,15 +120,34 @@ func TestMeasureGivesEachProbeItsOwnBudgetInParallel(t *testing.T) {
 		silent = append(silent, startSilentEdge(t))
 	}
 	budget := 400 * time.Millisecond
-	start := time.Now()
-	r := Measure(context.Background(), silent, TLSProbe(newPKI(t).client(), budget))
-	took := time.Since(start)
+	probe := TLSProbe(newPKI(t).client(), budget)
+	// Each probe waits, before it starts, until all four are in flight: in parallel they all get
+	// there; in sequence the first waits for ever (bounded here), and no wall-clock threshold has
+	// to hold on a loaded machine.
+	var started sync.WaitGroup
+	started.Add(len(silent))
+	allStarted := make(chan struct{})
+	go func() { started.Wait(); close(allStarted) }()
+	giveUp, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inParallel := func(ctx context.Context, a netip.AddrPort) Measurement {
+		started.Done()
+		select {
+		case <-allStarted:
+		case <-giveUp.Done():
+			return Measurement{Addr: a, Err: errors.New("the other probes never started: probes are not parallel")}
+		}
+		return probe(ctx, a)
+	}
+	r := Measure(context.Background(), silent, inParallel)
 	if _, ok := r.Best(); ok {
 		t.Fatal("silent edges ranked healthy")
 	}
-	// In sequence it would take 4 × 400ms = 1.6s.
-	if took >= 1200*time.Millisecond {
-		t.Errorf("4 silent edges took %s with a %s budget each: probes are not parallel", took, budget)
+	for _, m := range r {
+		// Each failed on its own budget, not on a shared deadline or a missing sibling.
+		if m.Err == nil || !strings.Contains(m.Err.Error(), "budget") {
+			t.Errorf("%s: %v, want a failure within its own %s budget", m.Addr, m.Err, budget)
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ type watch struct {
 // Run watches the session on current.Addr until ctx ends or it decides to switch: then it saves
 // the new choice to the state file, calls onSwitch once with the reason and returns. The caller
 // ends the session cleanly, as a planned end, and reconnects to the reason's To. With no choice
-// (Choose returned false) there is nothing to watch and Run returns at once.
+// (Choose returned false), or no Picker.Probe, there is nothing to watch and Run returns at once.
 //
 // A current edge that failed its last full measurement, or left the set, is slower than any
 // healthy edge: the watcher moves off it once a candidate has its streak, instead of waiting for
@@ -52,6 +52,12 @@ func (w *Watcher) Run(ctx context.Context, current Choice, onSwitch func(SwitchR
 	p := w.Picker
 	if !current.Addr.IsValid() || len(current.Ranking) < 2 {
 		p.logger().Info("edgepick watcher: nothing to watch (no choice, or fewer than two candidates)")
+		return
+	}
+	if p.Probe == nil {
+		// A choice read from the state file needs no probe; watching it does.
+		p.logger().Warn("edgepick watcher: no probe configured (Picker.Probe is nil); not watching, " +
+			"the session stays on its edge")
 		return
 	}
 	s := &watch{

@@ -309,6 +309,21 @@ func TestWatcherStopsWithTheSession(t *testing.T) {
 	}
 }
 
+func TestWatcherWithoutAProbeDoesNotWatch(t *testing.T) {
+	// A choice read from the state file was made without probing; the watcher must not crash on it.
+	l := newWatchLab(t, "")
+	l.picker.Probe = nil
+	l.run(t, l.b, ms(30), ms(100))
+	select {
+	case <-l.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run kept watching with no probe to watch with")
+	}
+	if n := l.clk.Waiters(); n != 0 {
+		t.Errorf("%d rounds scheduled with no probe", n)
+	}
+}
+
 // changingResolver is an A set an operator edits while the session runs.
 type changingResolver struct {
 	mu  sync.Mutex

@@ -44,8 +44,14 @@ func startMesh(t *testing.T, names ...string) map[string]*Node {
 	t.Cleanup(func() {
 		cancel()
 		for range names {
-			if err := <-done; err != nil {
-				t.Errorf("serve: %v", err)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("a node's Serve did not return within 10s of its context ending")
+				return
 			}
 		}
 	})
