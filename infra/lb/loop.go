@@ -26,10 +26,11 @@ import (
 // small struct.
 //
 // The loop handles requests without a body or with a small one that has fully arrived
-// (loopBodyLimit), and responses framed by Content-Length or without a body, with
-// backpressure. Everything else is handed to the goroutine path of conn.go, proxy.go and
-// relay.go, which implements the whole contract: a request refused by the parser, a large or
-// slow request body, Expect: 100-continue, a chunked or close-delimited response. After the
+// (loopBodyLimit), and responses framed by Content-Length, chunked (to an HTTP/1.1 client) or
+// without a body, with backpressure. Everything else is handed to the goroutine path of
+// conn.go, proxy.go and relay.go, which implements the whole contract: a request refused by the
+// parser, a large or slow request body, Expect: 100-continue, a close-delimited response, a
+// chunked one decoded for an HTTP/1.0 client. After the
 // hand-off the connection stays with the goroutine path while it is busy and comes back to a
 // loop when it goes idle (park). Timeouts, retries, passive ejection and the drain follow the
 // same rules on both paths; the tests run against both engines.
@@ -57,9 +58,10 @@ const (
 
 // loops are the running event loops of one Server.
 type loops struct {
-	all     []*loop
-	clients atomic.Int64 // client connections the loops hold
-	wg      sync.WaitGroup
+	all      []*loop
+	clients  atomic.Int64  // client connections the loops hold
+	handoffs atomic.Uint64 // connections handed to the goroutine path
+	wg       sync.WaitGroup
 }
 
 // loop is one event loop. Everything but the adopt queue and the wake-up is touched only by

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"time"
@@ -57,8 +58,9 @@ type lclient struct {
 	u       *lup
 	t       tried
 	retried bool
-	left    int64 // response body bytes still to relay
-	keep    bool  // the connection may carry another request after this response
+	left    int64 // response body bytes still to relay (of the current chunk, when chunked)
+	chunk   chunkPhase
+	keep    bool // the connection may carry another request after this response
 	status  int
 }
 
@@ -380,8 +382,8 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	s := l.s
 	x := c.x
 	resp := &x.resp
-	if resp.Framing == Chunked || resp.Framing == UntilClose {
-		l.handOffRelay(c, u)
+	if resp.Framing == UntilClose || resp.Framing == Chunked && x.req.Minor == 0 {
+		l.handOffRelay(c, u) // rare: close-delimited, or chunked decoded for an HTTP/1.0 client
 		return
 	}
 	closeClient := x.req.Close || s.draining.Load() || s.closing.Load()
@@ -389,9 +391,12 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	u.in.consume(len(resp.Head))
 	u.b.count(resp.Status)
 	c.status, c.keep = resp.Status, !closeClient
-	c.left = 0
-	if resp.Framing == ContentLength {
+	c.left, c.chunk = 0, chunkNone
+	switch resp.Framing {
+	case ContentLength:
 		c.left = resp.ContentLength
+	case Chunked:
+		c.chunk = chunkAtSize
 	}
 	if b := u.in.buffered(); len(b) > 0 && c.left > 0 {
 		k := min(int64(len(b)), c.left)
@@ -411,6 +416,10 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 // relayBody copies body bytes from u to c while c takes them (backpressure: nothing is read
 // from the backend while bytes for the client wait).
 func (l *loop) relayBody(c *lclient, u *lup) {
+	if c.chunk != chunkNone {
+		l.relayChunked(c, u)
+		return
+	}
 	for c.left > 0 {
 		if c.pendOff < len(c.pend) || !u.canRead {
 			return
@@ -443,6 +452,114 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		return
 	}
 	l.finish(c)
+}
+
+// chunkPhase is where a chunked response body stands (RFC 9112 §7.1).
+type chunkPhase uint8
+
+const (
+	chunkNone    chunkPhase = iota // not chunked
+	chunkAtSize                    // expecting a chunk-size line
+	chunkData                      // c.left bytes of chunk data to go
+	chunkDataEnd                   // expecting the CRLF after the chunk data
+	chunkTrailer                   // after the last chunk: trailer lines up to the empty one
+	chunkDone                      // the whole body went to the client (or waits in pend)
+)
+
+// relayChunked relays a chunked body byte for byte, parsing the framing only to find where the
+// message ends, like the goroutine path's chunked; backpressure as in relayBody.
+func (l *loop) relayChunked(c *lclient, u *lup) {
+	for {
+		if c.pendOff < len(c.pend) {
+			return // the client first; the next writable event resumes here
+		}
+		if c.chunk == chunkDone {
+			c.chunk = chunkNone
+			l.finish(c)
+			return
+		}
+		b := u.in.buffered()
+		if c.chunk == chunkData && len(b) > 0 {
+			k := min(int64(len(b)), c.left)
+			if !l.writeClient(c, b[:k]) {
+				l.closeClient(c)
+				return
+			}
+			u.in.consume(int(k))
+			if c.left -= k; c.left == 0 {
+				c.chunk = chunkDataEnd
+			}
+			continue
+		}
+		if c.chunk != chunkData {
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				line := b[:i+1]
+				if !l.chunkLine(c, line) || !l.writeClient(c, line) {
+					l.closeClient(c) // a broken framing or a gone client: no whole response possible
+					return
+				}
+				u.in.consume(len(line))
+				continue
+			}
+			if len(b) > 4<<10 {
+				l.closeClient(c)
+				return
+			}
+		}
+		if !u.canRead {
+			return
+		}
+		free, err := u.in.space(maxResponseHead)
+		if err != nil {
+			l.closeClient(c)
+			return
+		}
+		k, err := unix.Read(u.fd, free)
+		switch {
+		case k > 0:
+			u.in.w += k
+			c.deadline = l.now.Add(l.s.set.BodyTimeout)
+			if k < len(free) && !u.hup {
+				u.canRead = false
+			}
+		case errors.Is(err, unix.EAGAIN):
+			u.canRead = false
+		case errors.Is(err, unix.EINTR):
+		default: // the backend broke off the body
+			l.closeClient(c)
+			return
+		}
+	}
+}
+
+// chunkLine moves c's chunk phase past one framing line (CRLF-terminated); false when the line
+// breaks the chunked framing.
+func (l *loop) chunkLine(c *lclient, line []byte) bool {
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return false
+	}
+	switch c.chunk {
+	case chunkAtSize:
+		size, ok := chunkSize(line)
+		if !ok {
+			return false
+		}
+		if size == 0 {
+			c.chunk = chunkTrailer
+		} else {
+			c.chunk, c.left = chunkData, size
+		}
+	case chunkDataEnd:
+		if len(line) != 2 {
+			return false
+		}
+		c.chunk = chunkAtSize
+	case chunkTrailer:
+		if len(line) == 2 {
+			c.chunk = chunkDone
+		}
+	}
+	return true
 }
 
 // writeClient writes p to the client, keeping what the socket does not take; false when the
@@ -794,6 +911,7 @@ func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
 	tc, err := l.netConn(c.fd)
 	c.closed = true
 	l.count(-1)
+	l.ls.handoffs.Add(1)
 	if err != nil {
 		l.s.log.Warn("hand-off to the goroutine path failed", "err", err)
 		return nil, false

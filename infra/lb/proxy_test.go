@@ -318,8 +318,9 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 }
 
 // One keep-alive connection whose requests alternate between what the event loops forward
-// themselves and what they hand to the goroutine path (a chunked response, a 300 KB upload):
-// every answer is right, and between requests the connection waits without a goroutine.
+// themselves (including a chunked response) and what they hand to the goroutine path (Expect:
+// 100-continue, a 300 KB upload): every answer is right, and between requests the connection
+// waits without a goroutine.
 func TestConnectionMovesBetweenLoopAndGoroutinePath(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
@@ -336,6 +337,8 @@ func TestConnectionMovesBetweenLoopAndGoroutinePath(t *testing.T) {
 	}{
 		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 a"},
 		{"GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 " + string(bigBody[:5000])},
+		{"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello", "POST",
+			fmt.Sprintf("200 5 %x", sha256.Sum256([]byte("hello")))},
 		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "200 a"},
 		{"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n" + string(upload), "POST",
 			fmt.Sprintf("200 300000 %x", sum)},
@@ -356,6 +359,9 @@ func TestConnectionMovesBetweenLoopAndGoroutinePath(t *testing.T) {
 			// the goroutines engine counts parked connections among its own
 			return parked(l.Server) == 1 && (l.loops == nil || onGoroutine == 0)
 		})
+	}
+	if l.loops != nil && l.loops.handoffs.Load() != 2 {
+		t.Fatalf("%d hand-offs to the goroutine path, want 2 (Expect, the big upload)", l.loops.handoffs.Load())
 	}
 	if got := a.hits.Load(); got != 4 {
 		t.Fatalf("backend saw %d requests to / (GET and HEAD), want 4", got)
@@ -424,4 +430,80 @@ func TestMixedTrafficOnManyConnections(t *testing.T) {
 	eventually(t, 5*time.Second, "no request left in flight", func() bool {
 		return l.Backends()[0].Status().InFlight == 0 && l.Backends()[1].Status().InFlight == 0
 	})
+}
+
+// scriptedBackend answers every request on a connection with the same raw bytes.
+func scriptedBackend(t *testing.T, answer string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					if req.URL.Path == "/health" {
+						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+						continue
+					}
+					if _, err := io.WriteString(c, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A chunked response goes to an HTTP/1.1 client byte for byte: chunk extensions and trailers
+// included, and the next pipelined request is answered after it; a response whose chunked
+// framing breaks closes the client connection instead of passing on a body that never ends.
+func TestChunkedResponseIsRelayedAsItCame(t *testing.T) {
+	body := "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: yes\r\n\r\n"
+	good := scriptedBackend(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+	l := startLB(t, fastSettings(good))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	want := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+	got := make([]byte, 2*len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("reading two chunked responses: %v (got %q)", err, got)
+	}
+	if string(got) != want+want {
+		t.Fatalf("relayed:\n%q\nwant twice:\n%q", got, want)
+	}
+
+	broken := scriptedBackend(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
+	lb := startLB(t, fastSettings(broken))
+	t0 := time.Now()
+	out := raw(t, lb.Addr(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 10*time.Second)
+	if waited := time.Since(t0); waited > 8*time.Second {
+		t.Fatalf("the connection stayed open %s after a broken chunked framing", waited)
+	}
+	// the loop has sent the head by then, the goroutine path still holds it in its buffer:
+	// either way no body byte, and the connection is closed (raw returns at EOF)
+	if out != "" && !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || strings.Contains(out, "hello") {
+		t.Fatalf("broken chunked framing: %q, want at most the head, then the connection closed", out)
+	}
 }
