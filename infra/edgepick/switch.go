@@ -33,7 +33,9 @@ type Hysteresis struct {
 }
 
 // DefaultHysteresis is the write-up's numbers: a streak of two, 20 ms and 25 %.
-var DefaultHysteresis = Hysteresis{Streak: DefaultStreak, MinGain: DefaultMinGain, MinGainRatio: DefaultMinGainRatio}
+func DefaultHysteresis() Hysteresis {
+	return Hysteresis{Streak: DefaultStreak, MinGain: DefaultMinGain, MinGainRatio: DefaultMinGainRatio}
+}
 
 // shouldSwitch is the switch decision, pure: leave the current edge (handshake current; currentOK
 // false when its last probe failed, so any healthy candidate is faster) for a candidate with

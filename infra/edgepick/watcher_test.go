@@ -36,7 +36,7 @@ func TestShouldSwitchNeedsTheStreakAndBothThresholds(t *testing.T) {
 		{"current failed its probe, streak of one", 0, ms(100), false, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := DefaultHysteresis.shouldSwitch(tc.current, tc.currentOK, tc.candidate, tc.streak); got != tc.want {
+			if got := DefaultHysteresis().shouldSwitch(tc.current, tc.currentOK, tc.candidate, tc.streak); got != tc.want {
 				t.Errorf("shouldSwitch(%s → %s, streak %d) = %v, want %v", tc.current, tc.candidate, tc.streak, got, tc.want)
 			}
 		})
