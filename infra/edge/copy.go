@@ -18,6 +18,10 @@ var errIdle = errors.New("idle timeout: no bytes in either direction")
 // copyBufferSize is the buffer of each direction of a spliced connection.
 const copyBufferSize = 32 << 10
 
+// copyBuffers are the directions' buffers, reused: a short connection (a new one per request)
+// would otherwise allocate 64 KiB and keep the garbage collector busy at thousands a second.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
+
 // flow is what one spliced connection moved and how it ended.
 type flow struct {
 	up   int64 // bytes from the client side to the server side (after any PROXY header)
@@ -89,7 +93,9 @@ func (s *splicer) abort(cause error) {
 
 // pump copies src to dst until src ends; it returns the bytes written to dst.
 func (s *splicer) pump(dst, src net.Conn) (int64, error) {
-	buf := make([]byte, copyBufferSize)
+	pb := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(pb)
+	buf := *pb
 	var n int64
 	if s.idle > 0 {
 		_ = src.SetReadDeadline(time.Now().Add(s.idle))

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# bench/edge.sh: `zero502 edge forward` against HAProxy (mode tcp, send-proxy-v2), on loopback.
+#
+# Usage (as root; installs haproxy, nginx and wrk with apt-get when missing):
+#   bench/edge.sh
+#   DURATION=10s CONNS=64 ROUNDS=3 bench/edge.sh
+#
+# The origin is nginx reading the PROXY v2 header (`listen ... proxy_protocol`) and answering a
+# 3-byte "ok". wrk runs against: nginx directly (a listener without proxy_protocol), zero502 edge
+# forward, and HAProxy in mode tcp with send-proxy-v2, each ROUNDS times in turn, twice: with
+# keep-alive (the forwarders copy bytes on long connections) and with `Connection: close` (a new
+# TCP connection, a dial to the origin and a header per request). It prints the median req/s and
+# p99 per target and the ratios zero502/HAProxy. Not part of CI: compare the ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-5s}
+THREADS=${THREADS:-2}
+CONNS=${CONNS:-64}
+ROUNDS=${ROUNDS:-3}
+BASE_PORT=${BASE_PORT:-27300}
+
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin"
+need=()
+command -v haproxy >/dev/null || need+=(haproxy)
+command -v nginx >/dev/null || need+=(nginx)
+command -v wrk >/dev/null || need+=(wrk)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+# HAProxy reserves two descriptors per connection and refuses to start when maxconn does not fit
+maxconn=$(( ($(ulimit -n) - 200) / 2 ))
+
+work=$(mktemp -d /tmp/zero502-edge-bench.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+ORIGIN_PP=$((BASE_PORT))     # nginx, PROXY protocol required
+ORIGIN_PLAIN=$((BASE_PORT + 1)) # nginx, no PROXY protocol: the direct baseline
+EDGE_PORT=$((BASE_PORT + 10))
+HA_PORT=$((BASE_PORT + 11))
+
+echo "== building zero502 into $work"
+if [ -n "${ZERO502_BIN:-}" ]; then cp "$ZERO502_BIN" "$work/zero502"; else go build -o "$work/zero502" ./cmd/zero502; fi
+
+wait_port() {
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "nothing listens on 127.0.0.1:$1 after 10 s" >&2
+  return 1
+}
+
+mkdir -p "$work/nginx"
+cat >"$work/nginx/nginx.conf" <<EOF
+worker_processes 1; pid $work/nginx/pid; error_log $work/nginx/error.log warn;
+events { worker_connections 8192; }
+http { access_log off; keepalive_requests 1000000; keepalive_timeout 75s;
+  server { listen 127.0.0.1:$ORIGIN_PP proxy_protocol; location / { return 200 "ok\n"; } }
+  server { listen 127.0.0.1:$ORIGIN_PLAIN; location / { return 200 "ok\n"; } }
+}
+EOF
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+
+"$work/zero502" edge forward --listen "127.0.0.1:$EDGE_PORT" --origin "127.0.0.1:$ORIGIN_PP" --drain 0s 2>"$work/edge.log" &
+pids+=($!)
+
+cat >"$work/haproxy.cfg" <<EOF
+global
+  maxconn $maxconn
+defaults
+  mode tcp
+  timeout connect 3s
+  timeout client 5m
+  timeout server 5m
+frontend fe
+  bind 127.0.0.1:$HA_PORT
+  default_backend be
+backend be
+  server origin 127.0.0.1:$ORIGIN_PP send-proxy-v2
+EOF
+haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
+pids+=($!)
+
+for p in "$ORIGIN_PP" "$ORIGIN_PLAIN" "$EDGE_PORT" "$HA_PORT"; do wait_port "$p"; done
+
+to_ms() {
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
+}
+# run_wrk MODE NAME PORT [wrk args...]: appends "MODE NAME req/s p99" to results.
+run_wrk() {
+  local mode=$1 name=$2 port=$3 out rps p99
+  shift 3
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "http://127.0.0.1:$port/")
+  if echo "$out" | grep -qE 'Non-2xx|Socket errors: connect [1-9]|read [1-9]'; then
+    echo "   WARNING: $mode $name: $(echo "$out" | grep -E 'Non-2xx|Socket errors')" >&2
+  fi
+  rps=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
+  p99=$(to_ms "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
+  echo "   $mode $name: $rps req/s, p99 $p99 ms"
+  echo "$mode $name $rps $p99" >>"$work/results"
+}
+
+: >"$work/results"
+for mode in keepalive close; do
+  args=()
+  [ "$mode" = close ] && args=(-H "Connection: close")
+  echo "== $mode: wrk -t$THREADS -c$CONNS -d$DURATION ${args[*]}"
+  wrk -t"$THREADS" -c"$CONNS" -d1s "${args[@]}" "http://127.0.0.1:$EDGE_PORT/" >/dev/null # warm-up
+  run_wrk "$mode" direct "$ORIGIN_PLAIN" "${args[@]}"
+  for _ in $(seq "$ROUNDS"); do
+    run_wrk "$mode" zero502 "$EDGE_PORT" "${args[@]}"
+    run_wrk "$mode" haproxy "$HA_PORT" "${args[@]}"
+  done
+done
+
+echo
+echo "== results (wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, medians, $(nproc) CPUs)"
+awk '
+  function median(v, n,    i, j, t) {
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+    return n % 2 ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2
+  }
+  { k = $1 " " $2; n[k]++; R[k, n[k]] = $3; P[k, n[k]] = $4; if (n[k] == 1) order[++m] = k }
+  END {
+    printf "%-20s %12s %10s\n", "mode target", "req/s", "p99 ms"
+    for (t = 1; t <= m; t++) {
+      k = order[t]; c = n[k]
+      split("", a); for (i = 1; i <= c; i++) a[i] = R[k, i]; rps[k] = median(a, c)
+      split("", a); for (i = 1; i <= c; i++) a[i] = P[k, i]; p99[k] = median(a, c)
+      printf "%-20s %12.0f %10.3f\n", k, rps[k], p99[k]
+    }
+    printf "\nkeep-alive: zero502/haproxy req/s %.2fx, p99 %.2fx\n", rps["keepalive zero502"] / rps["keepalive haproxy"], p99["keepalive zero502"] / p99["keepalive haproxy"]
+    printf "new connection per request: zero502/haproxy req/s %.2fx, p99 %.2fx\n", rps["close zero502"] / rps["close haproxy"], p99["close zero502"] / p99["close haproxy"]
+  }' "$work/results"
