@@ -83,9 +83,7 @@ handshake), 2 bad flags.`,
 			return nil
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return exitCode(2, fmt.Errorf("edgepick: %w (see --help; durations look like 3s or 1h)", err))
-	})
+	exitTwoOnBadFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "edge name host:port, resolved through the system resolver (its A set is the edge list)")
 	fl.StringSliceVar(&addrs, "addrs", nil, "edge addresses IP:PORT (comma-separated or repeated) instead of --name: no DNS")

@@ -31,9 +31,7 @@ a verdict; a route is never empty; everything heals by itself.
   zero502 mesh serve      on each server
   zero502 mesh verdicts   ask any server for its view`,
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return exitCode(2, fmt.Errorf("%w (see --help; durations look like 10s or 5m)", err))
-	})
+	exitTwoOnBadFlags(cmd)
 	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd())
 	return cmd
 }

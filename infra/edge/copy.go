@@ -170,3 +170,11 @@ func closeWrite(c net.Conn) {
 		_ = cw.CloseWrite()
 	}
 }
+
+// orDefault is d, or def when d is not set (zero or negative).
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -170,15 +170,7 @@ func (f *Forwarder) forward(client *pairedConn) {
 }
 
 func (f *Forwarder) connectTimeout() time.Duration {
-	if f.ConnectTimeout > 0 {
-		return f.ConnectTimeout
-	}
-	return DefaultConnectTimeout
+	return orDefault(f.ConnectTimeout, DefaultConnectTimeout)
 }
 
-func (f *Forwarder) idleTimeout() time.Duration {
-	if f.IdleTimeout > 0 {
-		return f.IdleTimeout
-	}
-	return DefaultIdleTimeout
-}
+func (f *Forwarder) idleTimeout() time.Duration { return orDefault(f.IdleTimeout, DefaultIdleTimeout) }

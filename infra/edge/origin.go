@@ -86,10 +86,7 @@ func (l *OriginListener) Accept() (net.Conn, error) {
 func (l *OriginListener) Counts() Counts { return l.counts.snapshot() }
 
 func (l *OriginListener) headerTimeout() time.Duration {
-	if l.HeaderTimeout > 0 {
-		return l.HeaderTimeout
-	}
-	return DefaultHeaderTimeout
+	return orDefault(l.HeaderTimeout, DefaultHeaderTimeout)
 }
 
 func (l *OriginListener) trusted(a netip.Addr) bool {

@@ -155,15 +155,7 @@ func (r *Relay) relay(client *pairedConn) {
 }
 
 func (r *Relay) connectTimeout() time.Duration {
-	if r.ConnectTimeout > 0 {
-		return r.ConnectTimeout
-	}
-	return DefaultConnectTimeout
+	return orDefault(r.ConnectTimeout, DefaultConnectTimeout)
 }
 
-func (r *Relay) idleTimeout() time.Duration {
-	if r.IdleTimeout > 0 {
-		return r.IdleTimeout
-	}
-	return DefaultIdleTimeout
-}
+func (r *Relay) idleTimeout() time.Duration { return orDefault(r.IdleTimeout, DefaultIdleTimeout) }

@@ -222,6 +222,16 @@ func (s *Server) modifyTargetGroupAttributes(form url.Values) (any, error) {
 }
 
 // targetsParam reads Targets.member.N.Id / .Port; a missing port is the group's traffic port.
+// groupTargets is the target group named in form and the targets form lists (s.mu held).
+func (s *Server) groupTargets(form url.Values) (*targetGroup, []xmlTarget, error) {
+	g, err := s.group(form)
+	if err != nil {
+		return nil, nil, err
+	}
+	targets, err := targetsParam(form, g)
+	return g, targets, err
+}
+
 func targetsParam(form url.Values, g *targetGroup) ([]xmlTarget, error) {
 	var out []xmlTarget
 	for i := 1; ; i++ {
@@ -247,15 +257,11 @@ func targetsParam(form url.Values, g *targetGroup) ([]xmlTarget, error) {
 func (s *Server) describeTargetHealth(form url.Values) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, err := s.group(form)
+	g, asked, err := s.groupTargets(form)
 	if err != nil {
 		return nil, err
 	}
 	g.expire(s.clock.Now())
-	asked, err := targetsParam(form, g)
-	if err != nil {
-		return nil, err
-	}
 	var out describeTargetHealthResult
 	if len(asked) == 0 {
 		keys := make([]string, 0, len(g.targets))
@@ -285,11 +291,7 @@ func (s *Server) describeTargetHealth(form url.Values) (any, error) {
 func (s *Server) registerTargets(form url.Values) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, err := s.group(form)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := targetsParam(form, g)
+	g, targets, err := s.groupTargets(form)
 	if err != nil {
 		return nil, err
 	}
@@ -313,11 +315,7 @@ func (s *Server) registerTargets(form url.Values) (any, error) {
 func (s *Server) deregisterTargets(form url.Values) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, err := s.group(form)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := targetsParam(form, g)
+	g, targets, err := s.groupTargets(form)
 	if err != nil {
 		return nil, err
 	}
