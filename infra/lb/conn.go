@@ -47,9 +47,7 @@ func (s *Server) serveConn(cc *clientConn, ready bool) {
 	if s.serveRequests(cc, ready) {
 		return // parked: the connection lives on without this goroutine
 	}
-	cc.in.release()
-	_ = cc.conn.Close()
-	s.forget(cc)
+	s.closeConn(cc)
 }
 
 // serveRequests returns true when the connection was parked, false when it is done.
@@ -78,9 +76,7 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 		}
 		x := exchanges.Get().(*exchange)
 		keep := s.serve(cc, x, n, start)
-		x.req.reset()
-		x.resp.Head = nil
-		exchanges.Put(x)
+		putExchange(x)
 		if !keep {
 			return false
 		}

@@ -825,13 +825,6 @@ func (l *loop) dropPooled(u *lup) {
 	l.closeUpstream(u)
 }
 
-// peekAlive is alive for a raw descriptor: open and quiet.
-func peekAlive(fd int) bool {
-	var b [1]byte
-	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return n < 0 && errors.Is(err, unix.EAGAIN)
-}
-
 // refuse hands a request the parser refused (or a head that timed out) to the goroutine path,
 // which answers it and closes the connection gracefully.
 func (l *loop) refuse(c *lclient, err error) {

@@ -121,13 +121,16 @@ func (p *pool) idleCount() int {
 // bytes mean it must not be used.
 func alive(u *upstream) bool {
 	ok := false
-	err := u.raw.Read(func(fd uintptr) bool {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		ok = n < 0 && errors.Is(err, syscall.EAGAIN)
-		return true
-	})
+	err := u.raw.Control(func(fd uintptr) { ok = peekAlive(int(fd)) })
 	return err == nil && ok
+}
+
+// peekAlive peeks at fd without blocking: EAGAIN means open and quiet; EOF, an error or
+// unexpected bytes mean the connection must not be used (alive, and the event loops' pools).
+func peekAlive(fd int) bool {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return n < 0 && errors.Is(err, syscall.EAGAIN)
 }
 
 // waitReadable blocks until conn has data or EOF to read (or its read deadline passes) without
