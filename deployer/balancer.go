@@ -25,6 +25,25 @@ type Balancer interface {
 	Settings(ctx context.Context) (Settings, error)
 }
 
+// Rotation is a Balancer the deployer can change itself, not only watch: the in-house LB's
+// admin write API, the ALB's RegisterTargets and DeregisterTargets. It serves services with
+// drain: balancer (the app knows nothing of the handshake, so the deployer takes the target out
+// of rotation before it sends the stop signal) and start-first (the new instance is a new target
+// beside the old one).
+type Rotation interface {
+	// Add puts target (host:port) in the balancer's set, or undrains it. The balancer sends it
+	// traffic only once its own checks passed healthy_threshold times: watch TargetState.
+	Add(ctx context.Context, target string) error
+	// Drain takes target out of rotation: no new requests, in-flight ones finish.
+	Drain(ctx context.Context, target string) error
+	// Drained reports whether a drained target has nothing left in flight (in-house: its
+	// in-flight count is 0; ALB: it left the draining state, its deregistration delay over or
+	// its connections gone): the balancer's proof that stopping it now loses no request.
+	Drained(ctx context.Context, target string) (bool, error)
+	// Remove forgets target. Removing one that is unknown is not an error.
+	Remove(ctx context.Context, target string) error
+}
+
 // ErrNoView is wrapped by a Balancer that cannot see targets or settings (kind none): the
 // deployer then relies on direct health checks alone.
 var ErrNoView = errors.New("balancer has no view of its targets")

@@ -184,7 +184,14 @@ type Service struct {
 	HealthPath string `mapstructure:"health_path"`
 	// Env is extra environment for the service; values may use the same placeholders.
 	Env map[string]string `mapstructure:"env"`
+	// StopSignal is the signal that asks the service to stop gracefully: SIGTERM (default),
+	// SIGQUIT (nginx's graceful stop), SIGINT, SIGHUP, SIGUSR1, SIGUSR2 or SIGWINCH. The runtime
+	// still SIGKILLs it when drain.stop_grace runs out.
+	StopSignal string `mapstructure:"stop_signal"`
 }
+
+// StopSignals are the signal names services[].stop_signal accepts.
+var StopSignals = []string{"SIGTERM", "SIGQUIT", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
 
 // Host is one server of the fleet.
 type Host struct {

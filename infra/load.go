@@ -230,6 +230,9 @@ func editDistance(a, b string) int {
 // applyListDefaults fills the defaults of list items, which viper's defaults cannot reach.
 func (c *Config) applyListDefaults() {
 	for i := range c.Services {
+		if c.Services[i].StopSignal == "" {
+			c.Services[i].StopSignal = "SIGTERM"
+		}
 		if c.Services[i].HealthPath == "" {
 			c.Services[i].HealthPath = c.Balancer.HealthPath
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +137,9 @@ func (c *Config) Validate() error {
 		}
 		if s.HealthPath != "" {
 			path(key+".health_path", s.HealthPath)
+		}
+		if !slices.Contains(StopSignals, s.StopSignal) {
+			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(StopSignals, ", "))
 		}
 	}
 	if b.Service != "" && !seen[b.Service] {

@@ -45,6 +45,9 @@ type Service struct {
 	Port       int               `json:"port,omitempty"`
 	HealthPath string            `json:"health_path,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
+	// StopSignal asks the service to stop gracefully (services[].stop_signal): SIGTERM, or
+	// SIGQUIT for nginx…; empty means SIGTERM. Runtimes send it, then SIGKILL after the grace.
+	StopSignal string `json:"stop_signal,omitempty"`
 	// Stopped marks a service that must not run; the watchdog never starts it.
 	Stopped bool `json:"stopped,omitempty"`
 }
@@ -89,6 +92,7 @@ func Render(cfg *infra.Config, h infra.Host, version, self string) Spec {
 			Address:    addr,
 			Port:       port,
 			HealthPath: svc.HealthPath,
+			StopSignal: svc.StopSignal,
 		}
 		for _, a := range svc.Command {
 			out.Command = append(out.Command, r.Replace(a))
