@@ -165,7 +165,24 @@ type Rollout struct {
 	HealthyDeadline time.Duration `mapstructure:"healthy_deadline"`
 	// DockerHost is the Docker Engine endpoint; empty honours DOCKER_HOST, then the local socket.
 	DockerHost string `mapstructure:"docker_host"`
+	// Strategy is stop-first (default: the old instance drains and stops, then the new one
+	// starts; capacity dips by one batch, and a one-host fleet is refused by I8) or start-first
+	// (the new instance starts beside the old one on the service's other port, services[].ports,
+	// and the old one drains only once the new one is healthy at the balancer: no dip).
+	Strategy string `mapstructure:"strategy"`
+	// Bake is how long every new instance must stay up and healthy, counted from its first
+	// healthy answer, before its host counts as deployed (like Kubernetes' minReadySeconds). It
+	// is never shorter than balancer.healthy_threshold × interval, the time the balancer itself
+	// needs to trust a target. Hosts already deployed are verified again before each next batch
+	// and at the end. Default 0s (that floor alone).
+	Bake time.Duration `mapstructure:"bake"`
 }
+
+// Rollout strategies (rollout.strategy).
+const (
+	StopFirst  = "stop-first"
+	StartFirst = "start-first"
+)
 
 // Service is one service every host runs.
 type Service struct {
@@ -180,8 +197,24 @@ type Service struct {
 	// Port is the port the service listens on (before the host's port offset); 0 for a service
 	// without a port (a worker), which is checked by its process or container state instead.
 	Port int `mapstructure:"port"`
-	// HealthPath is the service's health endpoint. Default /health.
+	// Ports, for rollout.strategy start-first, are the service's two ports [A, B] (before the
+	// host's port offset): the new instance starts on whichever the running one does not hold,
+	// so both run side by side until the new one is healthy at the balancer. {port} is the one
+	// the instance gets. Port, when also set, must equal Ports[0].
+	Ports []int `mapstructure:"ports"`
+	// HealthPath is the service's health endpoint. Default balancer.health_path. Shorthand for
+	// health.path (set one of the two).
 	HealthPath string `mapstructure:"health_path"`
+	// Health is how the deployer checks the service directly.
+	Health ServiceHealth `mapstructure:"health"`
+	// Drain is how the service leaves rotation when it is replaced: handshake (default: it
+	// answers 503 on its health path after the stop signal while it keeps serving, and the
+	// balancer notices) or balancer (it knows nothing of that: the deployer takes its target out
+	// of rotation at the balancer, waits until nothing is in flight to it, and only then sends
+	// the stop signal).
+	Drain string `mapstructure:"drain"`
+	// Verify says what "this host runs version V" means beyond the runtime's word and health.
+	Verify ServiceVerify `mapstructure:"verify"`
 	// Env is extra environment for the service; values may use the same placeholders.
 	Env map[string]string `mapstructure:"env"`
 	// StopSignal is the signal that asks the service to stop gracefully: SIGTERM (default),
@@ -192,6 +225,36 @@ type Service struct {
 
 // StopSignals are the signal names services[].stop_signal accepts.
 var StopSignals = []string{"SIGTERM", "SIGQUIT", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
+
+// Drain modes of a service (services[].drain).
+const (
+	DrainHandshake = "handshake" // the service answers 503 on health while it keeps serving
+	DrainBalancer  = "balancer"  // the deployer drains its target at the balancer first
+)
+
+// ServiceHealth is the direct health check of a service.
+type ServiceHealth struct {
+	// Path is the path to GET. Default: health_path, else balancer.health_path.
+	Path string `mapstructure:"path"`
+	// ExpectStatus is the status code a healthy service answers. Default 200.
+	ExpectStatus int `mapstructure:"expect_status"`
+	// Timeout bounds one check. Default balancer.timeout.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// ServiceVerify is what the deployer checks, beyond the runtime (the running instance is the one
+// started from V's spec) and health (directly and in rotation), to call a host verified. Nothing
+// assumes GET / answers anything in particular.
+type ServiceVerify struct {
+	// VersionHeader, when set, is a response header of GET health.path that must equal the
+	// version (X-Version for zero502 app).
+	VersionHeader string `mapstructure:"version_header"`
+	// VersionPath, when set, is a path whose GET must answer 200 with a body containing
+	// ExpectBody ({version} is replaced by the version).
+	VersionPath string `mapstructure:"version_path"`
+	// ExpectBody is what VersionPath's body must contain. Default {version}.
+	ExpectBody string `mapstructure:"expect_body"`
+}
 
 // Host is one server of the fleet.
 type Host struct {
@@ -242,20 +305,35 @@ func (c *Config) BalancedService() (Service, bool) {
 	return Service{}, false
 }
 
-// ServiceAddr is the host:port where service s answers on host h.
+// ServiceAddr is the host:port where service s answers on host h (its first port).
 func (h Host) ServiceAddr(s Service) string {
 	return fmt.Sprintf("%s:%d", h.Address, s.Port+h.PortOffset)
 }
 
-// Targets are the balancer's targets: the balanced service's address on every host, in host order.
+// ServiceAddrs are every host:port service s may answer on, on host h: its port, or both of its
+// start-first ports.
+func (h Host) ServiceAddrs(s Service) []string {
+	if len(s.Ports) == 0 {
+		return []string{h.ServiceAddr(s)}
+	}
+	out := make([]string, 0, len(s.Ports))
+	for _, p := range s.Ports {
+		out = append(out, fmt.Sprintf("%s:%d", h.Address, p+h.PortOffset))
+	}
+	return out
+}
+
+// Targets are the balancer's targets: the balanced service's address on every host, in host
+// order; both addresses of each host for a start-first service with two ports (the one not in
+// use is simply unhealthy at the balancer and gets no traffic).
 func (c *Config) Targets() []string {
 	s, ok := c.BalancedService()
 	if !ok {
 		return nil
 	}
-	out := make([]string, 0, len(c.Hosts))
+	out := make([]string, 0, len(c.Hosts)*max(1, len(s.Ports)))
 	for _, h := range c.Hosts {
-		out = append(out, h.ServiceAddr(s))
+		out = append(out, h.ServiceAddrs(s)...)
 	}
 	return out
 }

@@ -233,8 +233,30 @@ func (c *Config) applyListDefaults() {
 		if c.Services[i].StopSignal == "" {
 			c.Services[i].StopSignal = "SIGTERM"
 		}
-		if c.Services[i].HealthPath == "" {
-			c.Services[i].HealthPath = c.Balancer.HealthPath
+		s := &c.Services[i]
+		if s.Health.Path == "" {
+			s.Health.Path = s.HealthPath
+		}
+		if s.Health.Path == "" {
+			s.Health.Path = c.Balancer.HealthPath
+		}
+		if s.HealthPath == "" {
+			s.HealthPath = s.Health.Path
+		}
+		if s.Health.ExpectStatus == 0 {
+			s.Health.ExpectStatus = 200
+		}
+		if s.Health.Timeout == 0 {
+			s.Health.Timeout = c.Balancer.Timeout
+		}
+		if s.Drain == "" {
+			s.Drain = DrainHandshake
+		}
+		if s.Port == 0 && len(s.Ports) > 0 {
+			s.Port = s.Ports[0]
+		}
+		if s.Verify.VersionPath != "" && s.Verify.ExpectBody == "" {
+			s.Verify.ExpectBody = "{version}"
 		}
 	}
 	for i := range c.Hosts {

@@ -116,6 +116,10 @@ func (c *Config) Validate() error {
 		bad("rollout.runtime", fmt.Sprintf("%q", c.Rollout.Runtime), "must be process or docker")
 	}
 	positive("rollout.healthy_deadline", c.Rollout.HealthyDeadline)
+	nonNegative("rollout.bake", c.Rollout.Bake)
+	if c.Rollout.Strategy != StopFirst && c.Rollout.Strategy != StartFirst {
+		bad("rollout.strategy", fmt.Sprintf("%q", c.Rollout.Strategy), "must be stop-first or start-first")
+	}
 
 	seen := map[string]bool{}
 	for i, s := range c.Services {
@@ -137,6 +141,38 @@ func (c *Config) Validate() error {
 		}
 		if s.HealthPath != "" {
 			path(key+".health_path", s.HealthPath)
+		}
+		if s.Health.Path != s.HealthPath {
+			bad(key+".health.path", fmt.Sprintf("%q", s.Health.Path), fmt.Sprintf("differs from %s.health_path %q: set one of the two", key, s.HealthPath))
+		} else if s.Health.Path != "" {
+			path(key+".health.path", s.Health.Path)
+		}
+		if s.Health.ExpectStatus < 100 || s.Health.ExpectStatus > 599 {
+			bad(key+".health.expect_status", s.Health.ExpectStatus, "must be an HTTP status from 100 to 599")
+		}
+		nonNegative(key+".health.timeout", s.Health.Timeout)
+		if s.Drain != DrainHandshake && s.Drain != DrainBalancer {
+			bad(key+".drain", fmt.Sprintf("%q", s.Drain), "must be handshake or balancer")
+		}
+		if s.Verify.VersionPath != "" {
+			path(key+".verify.version_path", s.Verify.VersionPath)
+		}
+		switch {
+		case len(s.Ports) == 0:
+		case len(s.Ports) != 2 || s.Ports[0] == s.Ports[1]:
+			bad(key+".ports", s.Ports, "must be two different ports [A, B]: the new instance starts on the one the old does not hold")
+		case s.Port != s.Ports[0]:
+			bad(key+".port", s.Port, fmt.Sprintf("must equal ports[0] (%d) or be left out", s.Ports[0]))
+		default:
+			for j, p := range s.Ports {
+				if p < 1 || p > 65535 {
+					bad(fmt.Sprintf("%s.ports[%d]", key, j), p, "must be from 1 to 65535")
+				}
+			}
+		}
+		if c.Rollout.Strategy == StartFirst && s.Port > 0 && len(s.Ports) != 2 {
+			bad(key+".ports", s.Ports, "rollout.strategy start-first needs two ports per service with a port, e.g. ports: [8080, 8081]: "+
+				"the new instance starts beside the old one on the other port")
 		}
 		if !slices.Contains(StopSignals, s.StopSignal) {
 			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(StopSignals, ", "))
