@@ -251,6 +251,7 @@ services:
   - name: web
     command: ["{self}", "app", "--version", "{version}", "--port", "{port}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]
     port: %d
+    verify: {version_header: X-Version}
 hosts:
 `
 

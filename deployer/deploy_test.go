@@ -275,11 +275,13 @@ func TestHeldLockMakesDeployWaitThenGiveUp(t *testing.T) {
 		t.Fatalf("flock(1) did not take the lock: %q %v", line, err)
 	}
 
+	// Preflight takes every host lock before the first host is touched: a held one refuses the
+	// deploy (exit 2) with nothing changed, instead of failing it after earlier hosts changed.
 	out, code := runDeploy(t, time.Minute, "--config", path, "--version", "v1", "--lock-timeout", "1500ms")
-	if code != 1 {
-		t.Errorf("exit %d, want 1", code)
+	if code != 2 {
+		t.Errorf("exit %d, want 2 (refused before anything changed)", code)
 	}
-	for _, want := range []string{"waiting for host lock held by", "flock(1)", "--lock-timeout 1.5s"} {
+	for _, want := range []string{"waiting for host lock held by", "flock(1)", "--lock-timeout 1.5s", "nothing was changed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output does not say %q:\n%s", want, out)
 		}

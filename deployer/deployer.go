@@ -21,6 +21,8 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // Options tune a Deployer. The zero value deploys with the handshake through the balancer the
@@ -40,8 +42,12 @@ type Options struct {
 	// AcceptDrift lets a deploy run through a balancer whose live settings differ from the
 	// config (still refused when the live numbers violate an invariant).
 	AcceptDrift bool
-	// LockTimeout is how long to wait for a host lock held by someone else; 0: 10 minutes.
+	// LockTimeout is how long to wait for the fleet lock or a host lock held by someone else;
+	// 0: 10 minutes.
 	LockTimeout time.Duration
+	// NoLockWait refuses at once, naming the holder, when another deploy holds the fleet lock
+	// (--lock-timeout 0).
+	NoLockWait bool
 	// Naive stops old instances at once with SIGKILL, without drain or balancer watch, and
 	// waits for new ones directly only: the "before" picture the demo compares against.
 	Naive bool
@@ -65,13 +71,16 @@ type Deployer struct {
 	client *http.Client
 
 	runtimes map[string]Runtime
+	fleet    *hostlock.Lock // the fleet deploy lock, held from preflight to the read-back
+	backsMu  sync.Mutex
+	backs    map[string]*spec.Spec // each deployed host's last good spec, for a later rollback
 	started  time.Time
 	emitMu   sync.Mutex
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.
 func New(cfg *infra.Config, opts Options) *Deployer {
-	d := &Deployer{cfg: cfg, opts: opts, clock: opts.Clock, self: opts.Self}
+	d := &Deployer{cfg: cfg, opts: opts, clock: opts.Clock, self: opts.Self, backs: map[string]*spec.Spec{}}
 	if d.clock == nil {
 		d.clock = clock.Real{}
 	}
@@ -106,6 +115,9 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 	}
 	err := d.deploy(ctx, version, rep)
 	d.readBack(ctx, rep)
+	if d.fleet != nil {
+		_ = d.fleet.Release()
+	}
 	rep.Duration = d.clock.Now().Sub(d.started)
 	if err != nil {
 		rep.Error = err.Error()
@@ -126,6 +138,11 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	if err := d.setup(); err != nil {
 		return &RefusedError{Reasons: []string{err.Error()}}
 	}
+	fleet, err := d.fleetLock(ctx, version)
+	if err != nil {
+		return err
+	}
+	d.fleet = fleet
 	views, err := d.preflight(ctx, version)
 	if err != nil {
 		return err
@@ -137,6 +154,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	for start := 0; start < len(d.cfg.Hosts); start += batch {
 		end := min(start+batch, len(d.cfg.Hosts))
 		if start > 0 && !d.opts.Naive { // a naive deploy does not wait for rotation, nor look
+			if err := d.reverify(ctx, version, rep, start); err != nil {
+				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
+			}
 			if err := d.batchLeavesHealthy(ctx, version, start, end, nil); err != nil {
 				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
 			}
@@ -154,6 +174,12 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
+	}
+	if d.opts.Naive {
+		return nil
+	}
+	if err := d.reverify(ctx, version, rep, len(d.cfg.Hosts)); err != nil {
+		return fmt.Errorf("every host was deployed, but: %w", err)
 	}
 	return nil
 }

@@ -70,6 +70,8 @@ type fleetValues struct {
 	Window          time.Duration
 	HealthyDeadline time.Duration
 	Interval        time.Duration // balancer.interval
+	Bake            time.Duration // rollout.bake
+	Env             string        // the web service's env, as a YAML flow map ("{A: b}"), or ""
 	AppFlags        []string
 	// Gateway, when not nil, adds a second service "gateway" (the app too, on its own port,
 	// not behind the balancer) with these extra flags.
@@ -124,6 +126,13 @@ func freePorts(t *testing.T, n int) []int {
 	return out
 }
 
+func envLine(env string) string {
+	if env == "" {
+		return ""
+	}
+	return "    env: " + env + "\n"
+}
+
 func hostName(i int) string { return fmt.Sprintf("host-%c", 'a'+i) }
 
 func (f *fleet) stateDir(i int) string { return filepath.Join(f.dir, hostName(i)) }
@@ -138,7 +147,7 @@ func (f *fleet) config(name string, v fleetValues) string {
 	gateway := ""
 	if v.Gateway != nil {
 		gw, _ := json.Marshal(append(cmd[:len(cmd)-len(v.AppFlags):len(cmd)-len(v.AppFlags)], v.Gateway...))
-		gateway = fmt.Sprintf("  - name: gateway\n    command: %s\n    port: %d\n", gw, f.gatewayBase())
+		gateway = fmt.Sprintf("  - name: gateway\n    command: %s\n    port: %d\n    verify: {version_header: X-Version}\n", gw, f.gatewayBase())
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `balancer:
@@ -167,12 +176,15 @@ rollout:
   batch: %d
   runtime: process
   healthy_deadline: %s
+  bake: %s
 services:
   - name: web
     command: %s
     port: %d
-%shosts:
-`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, filepath.Join(f.dir, "deploy.lock"), f.dir, v.Batch, v.HealthyDeadline, quoted, f.base, gateway)
+    verify: {version_header: X-Version}
+%s%shosts:
+`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, filepath.Join(f.dir, "deploy.lock"), f.dir, v.Batch, v.HealthyDeadline,
+		v.Bake, quoted, f.base, envLine(v.Env), gateway)
 	for i := range f.hosts {
 		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
 	}

@@ -7,20 +7,32 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // ErrStillInRotation is wrapped when a draining target had not left the balancer's rotation
 // by the end of drain.window: the balancer would have sent requests to a stopped server.
 var ErrStillInRotation = errors.New("target still in rotation at the balancer")
 
-// stop ends inst through the drain handshake: SIGTERM with grace drain.stop_grace (the app's
-// /health answers 503 for drain.window while it keeps serving), and, when watch is set, the
-// balancer's view of target polled every interval/5 to record when it left rotation. Not
-// leaving before drain.window elapsed is a finding that stops the rollout; so is a SIGKILL
-// (invariant I2). A naive deploy kills at once (grace 0) without watching.
-func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, target string, watch bool, tl *Timeline) error {
+// stop ends inst, an instance of svc, through its drain. With drain: handshake it sends the
+// stop signal (svc.stop_signal, SIGTERM by default) with grace drain.stop_grace (the app's
+// /health answers 503 for drain.window while it keeps serving) and, when watch is set, polls the
+// balancer's view of the target every interval/5 to record when it left rotation. Not leaving
+// before drain.window elapsed is a finding that stops the rollout; so is a SIGKILL (invariant
+// I2). With drain: balancer the deployer first takes the target out of rotation at the balancer
+// and waits until nothing is in flight to it (drainAtBalancer), and only then signals. A naive
+// deploy kills at once (grace 0) without watching.
+func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) error {
+	target := inst.Address
+	if target == "" {
+		target = svc.Address
+	}
+	signal := svc.StopSignal
+	if signal == "" {
+		signal = "SIGTERM"
+	}
 	grace := d.cfg.Drain.StopGrace
-	step, msg := StepDrain, fmt.Sprintf("SIGTERM %s (pid/id %s), drain.window %s, stop_grace %s", inst.Version, inst.ID, d.cfg.Drain.Window, grace)
+	step, msg := StepDrain, fmt.Sprintf("%s %s (pid/id %s), drain.window %s, stop_grace %s", signal, inst.Version, inst.ID, d.cfg.Drain.Window, grace)
 	if d.opts.Naive {
 		grace, watch = 0, false
 		msg = fmt.Sprintf("naive: SIGKILL %s (pid/id %s) at once, no drain", inst.Version, inst.ID)
@@ -28,6 +40,13 @@ func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runt
 	t0 := d.clock.Now()
 	if tl != nil {
 		tl.DrainStarted = t0
+	}
+	if watch && svc.Drain == infra.DrainBalancer {
+		if err := d.drainAtBalancer(ctx, h, inst, target, tl); err != nil {
+			return err
+		}
+		watch = false // out of rotation already: the signal only ends the process
+		msg = fmt.Sprintf("%s %s (pid/id %s) once drained at the balancer, stop_grace %s", signal, inst.Version, inst.ID, grace)
 	}
 	d.emit(Event{Host: h.Name, Service: inst.Service, Step: step, Version: inst.Version, Message: msg})
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/zero502/zero502/infra"
@@ -13,31 +14,62 @@ import (
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// checkHealth GETs http://addr+path directly (no balancer) and wants 200.
-func (d *Deployer) checkHealth(ctx context.Context, addr, path string) error {
-	resp, err := d.get(ctx, addr, path)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("answered %s", resp.Status)
-	}
-	return nil
+// healthCheck is a service's direct health check (services[].health).
+type healthCheck struct {
+	Path    string
+	Status  int
+	Timeout time.Duration
 }
 
-// get is one direct GET on a fresh connection; the body is drained and closed.
-func (d *Deployer) get(ctx context.Context, addr, path string) (*http.Response, error) {
+// checkOf is the health check of a published service.
+func checkOf(svc spec.Service) healthCheck {
+	return healthCheck{Path: svc.HealthPath, Status: svc.HealthStatus, Timeout: svc.HealthTimeout}
+}
+
+// configCheck is the health check of a configured service.
+func configCheck(svc infra.Service) healthCheck {
+	return healthCheck{Path: svc.Health.Path, Status: svc.Health.ExpectStatus, Timeout: svc.Health.Timeout}
+}
+
+// checkHealth GETs http://addr+path directly (no balancer), within the check's timeout, and
+// wants its status (200 unless the config says otherwise). The response (body read) is returned
+// for a version check.
+func (d *Deployer) checkHealth(ctx context.Context, addr string, hc healthCheck) (*http.Response, []byte, error) {
+	if hc.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, hc.Timeout)
+		defer cancel()
+	}
+	resp, body, err := d.get(ctx, addr, hc.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := hc.Status
+	if want == 0 {
+		want = http.StatusOK
+	}
+	if resp.StatusCode != want {
+		return resp, body, fmt.Errorf("answered %s, want %d", resp.Status, want)
+	}
+	return resp, body, nil
+}
+
+// get is one direct GET on a fresh connection; the body (up to 1 MiB) is read and closed.
+func (d *Deployer) get(ctx context.Context, addr, path string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	return resp, nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the answer of GET %s on %s: %w", path, addr, err)
+	}
+	return resp, body, nil
 }
 
 // waitHealthy waits until inst answers its health check directly and, when watch is set, the
@@ -66,7 +98,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 		case cur.Health == "unhealthy":
 			last = fmt.Errorf("the runtime's health check says unhealthy")
 		case !direct && svc.Port > 0:
-			if err := d.checkHealth(ctx, svc.Address, svc.HealthPath); err != nil {
+			if _, _, err := d.checkHealth(ctx, svc.Address, checkOf(svc)); err != nil {
 				last = fmt.Errorf("direct %s on %s: %w", svc.HealthPath, svc.Address, err)
 				break
 			}
@@ -118,15 +150,19 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 
 func healthyMessage(svc spec.Service) string {
 	if svc.Port > 0 {
-		return fmt.Sprintf("%s answers %s 200", svc.Address, svc.HealthPath)
+		return fmt.Sprintf("%s answers %s %d", svc.Address, svc.HealthPath, max(svc.HealthStatus, 200))
 	}
 	return "running (no port: checked by its runtime state)"
 }
 
-// verify checks every service of host h against the spec s: exactly one running instance at
-// the spec's version (none for a stopped service) and, for a service with a port, GET / names
-// that version in X-Version.
+// verify checks every service of host h against the spec s, which is what "this host runs
+// version V" means: the runtime runs exactly one instance of it, started from V's spec, on its
+// address (none for a stopped service); a service with a port answers its health check directly
+// and, the balanced one, is in rotation at the balancer; and where services[].verify asks, the
+// service itself names V (a header on its health answer, or a body on a version path). Nothing
+// assumes GET / answers anything in particular.
 func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+	bsvc, balanced := d.cfg.BalancedService()
 	for _, svc := range s.Services {
 		insts, err := running(ctx, rt, h.Name, svc.Name)
 		if err != nil {
@@ -138,13 +174,13 @@ func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.
 			}
 			continue
 		}
-		if len(insts) != 1 || insts[0].Version != svc.Version {
+		if len(insts) != 1 || insts[0].Version != svc.Version || insts[0].Address != "" && svc.Address != "" && insts[0].Address != svc.Address {
 			var got []string
 			for _, in := range insts {
-				got = append(got, in.Version)
+				got = append(got, in.Version+"@"+in.Address)
 			}
-			return fmt.Errorf("host %s: verify: service %s: want one running instance of %s, found %d %v",
-				h.Name, svc.Name, svc.Version, len(insts), got)
+			return fmt.Errorf("host %s: verify: service %s: want one running instance of %s on %s, found %d %v",
+				h.Name, svc.Name, svc.Version, svc.Address, len(insts), got)
 		}
 		if svc.Port == 0 {
 			if insts[0].Health == "unhealthy" {
@@ -152,13 +188,34 @@ func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.
 			}
 			continue
 		}
-		resp, err := d.get(ctx, svc.Address, "/")
+		resp, _, err := d.checkHealth(ctx, svc.Address, checkOf(svc))
 		if err != nil {
-			return fmt.Errorf("host %s: verify: service %s: GET / on %s: %w", h.Name, svc.Name, svc.Address, err)
+			return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.HealthPath, svc.Address, err)
 		}
-		if got := resp.Header.Get("X-Version"); got != svc.Version {
-			return fmt.Errorf("host %s: verify: service %s: GET / on %s answered %s with X-Version %q, want %q",
-				h.Name, svc.Name, svc.Address, resp.Status, got, svc.Version)
+		if svc.VersionHeader != "" {
+			if got := resp.Header.Get(svc.VersionHeader); got != svc.Version {
+				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %s %q, want %q (services[].verify.version_header)",
+					h.Name, svc.Name, svc.HealthPath, svc.Address, svc.VersionHeader, got, svc.Version)
+			}
+		}
+		if svc.VersionPath != "" {
+			resp, body, err := d.get(ctx, svc.Address, svc.VersionPath)
+			switch {
+			case err != nil:
+				return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.VersionPath, svc.Address, err)
+			case resp.StatusCode != http.StatusOK || !strings.Contains(string(body), svc.ExpectBody):
+				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %s %.80q, want 200 with %q (services[].verify)",
+					h.Name, svc.Name, svc.VersionPath, svc.Address, resp.Status, body, svc.ExpectBody)
+			}
+		}
+		if balanced && svc.Name == bsvc.Name && d.view && !d.opts.Naive {
+			st, err := d.bal.TargetState(ctx, svc.Address)
+			if err != nil {
+				return fmt.Errorf("host %s: verify: service %s: %w", h.Name, svc.Name, err)
+			}
+			if !st.InRotation {
+				return fmt.Errorf("host %s: verify: service %s: %s is not in rotation at %s (it says %s)", h.Name, svc.Name, svc.Address, d.bal.Name(), st.State)
+			}
 		}
 	}
 	return nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +21,15 @@ import (
 // host's state dir so a deploy interrupted after publishing can still roll the host back.
 const PreviousFileName = "spec.previous.json"
 
-// deployHost is one host's step: lock, publish, swap each service through the handshake,
-// verify, release. On failure the host is rolled back to its previous spec.
+// imageEnsurer is a runtime that can fetch an image before anything on the host is touched (the
+// Docker runtime pulls it from its registry when the engine lacks it).
+type imageEnsurer interface {
+	EnsureImage(ctx context.Context, ref string) error
+}
+
+// deployHost is one host's step: lock, publish, swap each service through its drain, verify,
+// release. On failure the host is rolled back to its last good spec, which survives any failed
+// step.
 func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string, rep *HostReport) error {
 	if h.SSH != "" {
 		return d.remoteStep(ctx, h, version, rep) // the same step, run on the host (remote.go)
@@ -37,56 +46,48 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 	begin := d.clock.Now()
 	defer func() { rep.Duration = d.clock.Now().Sub(begin) }()
 
+	plan, err := d.plan(ctx, h, rt, version)
+	if err != nil {
+		rep.Outcome, rep.Error = OutcomeUntouched, err.Error()
+		return err
+	}
+	if plan.resume {
+		if err := d.verify(ctx, h, rt, plan.want); err == nil {
+			d.setBack(h, plan.back)
+			rep.Outcome, rep.Running = OutcomeUnchanged, version
+			d.emit(Event{Host: h.Name, Step: StepUnchanged, Version: version,
+				Message: "already runs " + version + " as published, healthy and in rotation: verified, not redeployed"})
+			return nil
+		}
+	}
+	if err := d.ensureImages(ctx, h, rt, plan.want); err != nil {
+		rep.Outcome, rep.Error = OutcomeUntouched, err.Error()
+		return err
+	}
+
 	dir := d.cfg.HostStateDir(h)
 	specPath, prevPath := spec.Path(dir), filepath.Join(dir, PreviousFileName)
-	published, err := spec.Read(specPath)
-	fresh := errors.Is(err, spec.ErrNone)
-	if err != nil && !fresh {
-		return fmt.Errorf("host %s: %w", h.Name, err)
-	}
-	// back is what a rollback restores: the published spec, or, when it already names this
-	// version (an interrupted deploy), the one kept from before it; nil on a fresh host.
-	var back *spec.Spec
 	switch {
-	case !fresh && published.Version != version:
-		back = &published
-	case !fresh:
-		if p, err := spec.Read(prevPath); err == nil && p.Version != version {
-			back = &p
+	case plan.back != nil && !spec.Same(*plan.back, plan.want):
+		if err := spec.Publish(prevPath, *plan.back); err != nil {
+			return fmt.Errorf("host %s: keep the previous spec: %w; nothing was changed on it", h.Name, err)
 		}
-	}
-	want := spec.Render(d.cfg, h, version, d.self)
-
-	if !fresh && published.Version == version {
-		if err := d.settled(ctx, h, rt, want); err == nil {
-			if err := d.verify(ctx, h, rt, want); err == nil {
-				rep.Outcome, rep.Running = OutcomeUnchanged, version
-				d.emit(Event{Host: h.Name, Step: StepUnchanged, Version: version,
-					Message: "already runs " + version + ", healthy and in rotation: verified, not redeployed"})
-				return nil
-			}
-		}
-	}
-
-	if back == &published {
-		if err := spec.Publish(prevPath, published); err != nil {
-			return fmt.Errorf("host %s: keep the previous spec: %w", h.Name, err)
-		}
-	} else if fresh {
+	case plan.back == nil:
 		_ = os.Remove(prevPath) // a leftover of a host that was wiped
 	}
-	if err := spec.Publish(specPath, want); err != nil {
-		return fmt.Errorf("host %s: publish spec %s: %w", h.Name, specPath, err)
+	if err := spec.Publish(specPath, plan.want); err != nil {
+		return fmt.Errorf("host %s: publish spec %s: %w; nothing was changed on it", h.Name, specPath, err)
 	}
 	d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: "spec published at " + specPath})
 
-	err = d.converge(ctx, h, rt, want, &rep.Timeline)
+	err = d.converge(ctx, h, rt, plan.want, plan.resume, &rep.Timeline)
 	if err == nil {
-		err = d.verify(ctx, h, rt, want)
+		err = d.verify(ctx, h, rt, plan.want)
 	}
 	if err == nil {
+		d.setBack(h, plan.back)
 		rep.Outcome, rep.Running = OutcomeDeployed, version
-		rep.Floor = d.cfg.Balancer.Recovery()
+		rep.Floor = d.StabilityWindow()
 		if !rep.Timeline.DrainStarted.IsZero() {
 			rep.Floor += d.cfg.Drain.Window
 		}
@@ -94,17 +95,158 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 		return nil
 	}
 	rep.Floor = 0
-	return d.rollback(ctx, h, rt, back, want, rep, err)
+	return d.rollback(ctx, h, rt, plan.back, plan.want, rep, err)
+}
+
+// hostPlan is what a host's step will do, decided before anything on the host changes.
+type hostPlan struct {
+	// want is the spec to publish and converge to.
+	want spec.Spec
+	// resume: the published spec already is want (an interrupted deploy, or a finished one):
+	// instances already at it are kept, and a host that verifies is left alone.
+	resume bool
+	// back is the host's last good spec, what a rollback restores: the published spec when it
+	// differs from want; when it is want already, the one kept from before it (else itself, so
+	// it is never deleted); with no published spec but a running version, that version rendered
+	// from the config; nil on a fresh host, which a rollback clears.
+	back *spec.Spec
+}
+
+// plan reads host h's published spec and running instances and decides its step. A corrupt
+// spec is set aside (kept for a look) and the host is taken by what runs on it.
+func (d *Deployer) plan(ctx context.Context, h infra.Host, rt Runtime, version string) (hostPlan, error) {
+	var p hostPlan
+	dir := d.cfg.HostStateDir(h)
+	published, err := spec.Read(spec.Path(dir))
+	if errors.Is(err, spec.ErrCorrupt) {
+		to, aerr := spec.SetAside(spec.Path(dir))
+		if aerr != nil {
+			return p, fmt.Errorf("host %s: %w; %v", h.Name, err, aerr)
+		}
+		d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: fmt.Sprintf(
+			"the published spec was corrupt (%v): set aside as %s; the host is taken by what runs on it", err, to)})
+		err = spec.ErrNone
+	}
+	hasSpec := err == nil
+	if err != nil && !errors.Is(err, spec.ErrNone) {
+		return p, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+
+	// The port each start-first service holds now, and the version that runs.
+	on := map[string]int{}
+	runningVersion := ""
+	for _, svc := range d.cfg.Services {
+		insts, err := running(ctx, rt, h.Name, svc.Name)
+		if err != nil {
+			return p, err
+		}
+		if len(insts) > 0 && runningVersion == "" {
+			runningVersion = insts[0].Version
+		}
+		if len(svc.Ports) != 2 {
+			continue
+		}
+		pub, _ := published.Service(svc.Name)
+		for _, in := range insts {
+			if port := basePort(in.Address, h); port > 0 {
+				if _, ok := on[svc.Name]; !ok || in.Address == pub.Address {
+					on[svc.Name] = port
+				}
+			}
+		}
+		if _, ok := on[svc.Name]; !ok && hasSpec && pub.Port > 0 {
+			on[svc.Name] = pub.Port - h.PortOffset
+		}
+	}
+	stay := spec.RenderOn(d.cfg, h, version, d.self, on)
+	p.want, p.resume = stay, hasSpec && spec.Same(published, stay)
+	if !p.resume && d.cfg.Rollout.Strategy == infra.StartFirst && !d.opts.Naive {
+		other := map[string]int{}
+		for _, svc := range d.cfg.Services {
+			if len(svc.Ports) == 2 {
+				other[svc.Name] = svc.Ports[0]
+				if on[svc.Name] == svc.Ports[0] {
+					other[svc.Name] = svc.Ports[1]
+				}
+			}
+		}
+		p.want = spec.RenderOn(d.cfg, h, version, d.self, other)
+	}
+
+	switch {
+	case hasSpec && !spec.Same(published, p.want):
+		p.back = &published
+	case hasSpec:
+		p.back = &published
+		if prev, err := spec.Read(filepath.Join(dir, PreviousFileName)); err == nil && !spec.Same(prev, p.want) {
+			p.back = &prev
+		}
+	case runningVersion != "":
+		guess := spec.RenderOn(d.cfg, h, runningVersion, d.self, on)
+		p.back = &guess
+		d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: fmt.Sprintf(
+			"no published spec, but %s runs: a rollback restores %s as this config renders it", runningVersion, runningVersion)})
+	}
+	return p, nil
+}
+
+// basePort is the port of addr (host:port) before host h's offset; 0 when addr has none.
+func basePort(addr string, h infra.Host) int {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return 0
+	}
+	return n - h.PortOffset
+}
+
+// ensureImages has the runtime fetch every image of s before anything changes on host h: a pull
+// that fails leaves the host as it was.
+func (d *Deployer) ensureImages(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+	e, ok := rt.(imageEnsurer)
+	if !ok {
+		return nil
+	}
+	for _, svc := range s.Services {
+		if svc.Image == "" || svc.Stopped {
+			continue
+		}
+		if err := e.EnsureImage(ctx, svc.Image); err != nil {
+			return fmt.Errorf("host %s: service %s: %w; nothing was changed on this host", h.Name, svc.Name, err)
+		}
+	}
+	return nil
+}
+
+// setBack remembers host h's last good spec for a rollback after its step (re-verification).
+func (d *Deployer) setBack(h infra.Host, back *spec.Spec) {
+	d.backsMu.Lock()
+	defer d.backsMu.Unlock()
+	d.backs[h.Name] = back
 }
 
 // lock takes host h's lock, waiting up to the lock timeout for a holder to finish.
 func (d *Deployer) lock(ctx context.Context, h infra.Host, version string) (*hostlock.Lock, error) {
+	l, err := d.takeLock(ctx, h, version)
+	if err == nil {
+		d.emit(Event{Host: h.Name, Step: StepLocked, Version: version, Message: "host lock " + l.Path()})
+	}
+	return l, err
+}
+
+// takeLock is lock without the event: preflight's check that every host lock can be taken.
+func (d *Deployer) takeLock(ctx context.Context, h infra.Host, version string) (*hostlock.Lock, error) {
 	path := d.cfg.HostLockPath(h)
-	who, _, _ := strings.Cut(spec.Holder(), " pid ")
-	me := hostlock.Holder{Who: who, Command: "zero502 deploy --version " + version, PID: os.Getpid()}
+	me := d.holder(version)
 	lctx, cancel := context.WithTimeout(ctx, d.opts.LockTimeout)
 	defer cancel()
 	l, err := hostlock.TryAcquire(path, me)
+	if errors.Is(err, hostlock.ErrHeld) && d.opts.NoLockWait {
+		return nil, fmt.Errorf("host %s: %w (--lock-timeout 0 refuses at once); nothing was changed on it", h.Name, err)
+	}
 	if errors.Is(err, hostlock.ErrHeld) {
 		// Said once, whoever holds it (a flock(1) script leaves no holder record).
 		d.emit(Event{Host: h.Name, Step: StepLockWait, Version: version, Message: fmt.Sprintf(
@@ -117,53 +259,20 @@ func (d *Deployer) lock(ctx context.Context, h infra.Host, version string) (*hos
 		}
 		return nil, fmt.Errorf("host %s: %w", h.Name, err)
 	}
-	d.emit(Event{Host: h.Name, Step: StepLocked, Version: version, Message: "host lock " + path})
 	return l, nil
 }
 
-// settled reports whether every service of s already runs at its version, healthy directly
-// and (the balanced one) in rotation: a host a previous run finished.
-func (d *Deployer) settled(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+// converge brings every service of host h to spec s, one service at a time. Stop-first: each
+// old instance leaves through its drain (the handshake, or at the balancer), then the new one
+// starts and is waited for. Start-first: the new instance starts on the service's other port,
+// is added at the balancer and waited for until it is in rotation, and only then does the old
+// one drain and stop, and its target is removed. With keep, an instance already at its spec
+// (an interrupted deploy, or a rollback to what still runs) is kept and waited for. Then every
+// new instance must outlast its bake (stable) before converge returns. tl, when not nil,
+// records the balanced service's handshake.
+func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, keep bool, tl *Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
-	for _, svc := range s.Services {
-		insts, err := running(ctx, rt, h.Name, svc.Name)
-		if err != nil {
-			return err
-		}
-		if svc.Stopped {
-			if len(insts) > 0 {
-				return fmt.Errorf("%s runs but must be stopped", svc.Name)
-			}
-			continue
-		}
-		if len(insts) != 1 || insts[0].Version != svc.Version {
-			return fmt.Errorf("%s does not run %s alone", svc.Name, svc.Version)
-		}
-		if svc.Port > 0 {
-			if err := d.checkHealth(ctx, svc.Address, svc.HealthPath); err != nil {
-				return err
-			}
-		}
-		if balanced && svc.Name == bsvc.Name && d.view {
-			st, err := d.bal.TargetState(ctx, svc.Address)
-			if err != nil {
-				return err
-			}
-			if !st.InRotation {
-				return fmt.Errorf("%s not in rotation", svc.Address)
-			}
-		}
-	}
-	return nil
-}
-
-// converge brings every service of host h to spec s, one service at a time: old instances
-// stopped through the handshake, the new one started and waited for. An instance already at the
-// spec's version (a deploy interrupted after its start) is kept and waited for. Then every new
-// instance must outlast its stability window (stable) before converge returns. tl, when not
-// nil, records the balanced service's handshake.
-func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, tl *Timeline) error {
-	bsvc, balanced := d.cfg.BalancedService()
+	rot, canRotate := d.bal.(Rotation)
 	var started []fresh
 	for _, svc := range s.Services {
 		isBalanced := balanced && svc.Name == bsvc.Name
@@ -176,20 +285,26 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 		if err != nil {
 			return err
 		}
-		var keep *runtime.Instance
+		sideBySide := d.cfg.Rollout.Strategy == infra.StartFirst && !d.opts.Naive && !svc.Stopped && len(svc.Ports) == 2
+		var kept *runtime.Instance
+		var olds []runtime.Instance
 		for _, in := range insts {
-			if keep == nil && !svc.Stopped && in.Version == svc.Version {
-				keep = &in
+			if kept == nil && keep && !svc.Stopped && in.Version == svc.Version && (in.Address == "" || in.Address == svc.Address) {
+				kept = &in
 				continue
 			}
-			if err := d.stop(ctx, h, rt, in, svc.Address, watch, stl); err != nil {
+			if sideBySide && in.Address != svc.Address {
+				olds = append(olds, in) // retired once the new one is in rotation
+				continue
+			}
+			if err := d.stop(ctx, h, rt, in, svc, watch, stl); err != nil {
 				return err
 			}
 		}
 		if svc.Stopped {
 			continue
 		}
-		inst := keep
+		inst := kept
 		if inst == nil {
 			began, err := rt.Start(ctx, h.Name, svc)
 			if err != nil {
@@ -202,12 +317,27 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepStart, Version: svc.Version,
 				Message: fmt.Sprintf("started %s (%s)", inst.ID, strings.Join(svc.Command, " "))})
 		}
-		// The window counts from the first good health answer, not from the start: a process
+		if watch && canRotate && (sideBySide || svc.Drain == infra.DrainBalancer) {
+			if err := rot.Add(ctx, svc.Address); err != nil {
+				return fmt.Errorf("host %s: service %s: add %s at %s: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
+			}
+		}
+		// The bake counts from the first good health answer, not from the start: a process
 		// that boots slowly under load and dies soon after its first answer must still be caught.
 		// It overlaps the wait for the balancer, which needs about as long.
 		healthyAt, err := d.waitHealthy(ctx, h, rt, *inst, svc, watch, stl)
 		if err != nil {
 			return err
+		}
+		for _, old := range olds {
+			if err := d.stop(ctx, h, rt, old, svc, watch, stl); err != nil {
+				return err
+			}
+			if watch && canRotate && old.Address != "" {
+				if err := rot.Remove(ctx, old.Address); err != nil {
+					return fmt.Errorf("host %s: service %s: remove the old target %s at %s: %w", h.Name, svc.Name, old.Address, d.bal.Name(), err)
+				}
+			}
 		}
 		started = append(started, fresh{inst: *inst, svc: svc, at: healthyAt})
 	}
@@ -215,11 +345,12 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 }
 
 // rollback returns host h to back after cause: republish it (or remove the spec of a fresh
-// host), converge, verify. The host's report says what it runs afterwards.
+// host), converge, verify. The host's report says what it runs afterwards. The published spec is
+// removed only on a host that had none and ran nothing: a last good spec survives every failure.
 func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back *spec.Spec, failed spec.Spec, rep *HostReport, cause error) error {
 	// The rollback runs even when the deploy's context was cancelled: never leave a host half-applied.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
-		time.Duration(len(failed.Services)+1)*(d.cfg.Drain.StopGrace+d.cfg.Rollout.HealthyDeadline+10*time.Second))
+		time.Duration(len(failed.Services)+1)*(d.cfg.Drain.StopGrace+d.cfg.Rollout.HealthyDeadline+d.StabilityWindow()+10*time.Second))
 	defer cancel()
 	dir := d.cfg.HostStateDir(h)
 	to := "nothing (fresh host)"
@@ -232,7 +363,7 @@ func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back 
 	if back == nil {
 		err = d.clear(rctx, h, rt, failed)
 		if err == nil {
-			err = errors.Join(os.Remove(spec.Path(dir)), ignoreMissing(os.Remove(filepath.Join(dir, PreviousFileName))))
+			err = errors.Join(ignoreMissing(os.Remove(spec.Path(dir))), ignoreMissing(os.Remove(filepath.Join(dir, PreviousFileName))))
 		}
 	} else {
 		restored := *back
@@ -242,7 +373,10 @@ func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back 
 			err = d.clearExtra(rctx, h, rt, failed, restored)
 		}
 		if err == nil {
-			err = d.converge(rctx, h, rt, restored, nil)
+			err = d.converge(rctx, h, rt, restored, true, nil)
+		}
+		if err == nil {
+			err = d.forgetTargets(rctx, failed, restored)
 		}
 		if err == nil {
 			err = d.verify(rctx, h, rt, restored)
@@ -253,12 +387,32 @@ func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back 
 		d.emit(Event{Host: h.Name, Step: StepFailed, Message: rep.Error})
 		return fmt.Errorf("%w; rollback to %s failed too: %v: look at host %s", cause, to, err, h.Name)
 	}
-	rep.Outcome, rep.Error = OutcomeRolledBack, cause.Error()
+	rep.Outcome, rep.Error, rep.Running = OutcomeRolledBack, cause.Error(), ""
 	if back != nil {
 		rep.Running = back.Version
 	}
 	d.emit(Event{Host: h.Name, Step: StepRolledBack, Version: to, Message: "host runs " + to + " again"})
 	return fmt.Errorf("%w; host %s rolled back to %s, rollout stopped", cause, h.Name, to)
+}
+
+// forgetTargets removes at the balancer the targets the failed spec added that the restored one
+// does not use (a start-first instance on the other port that never became healthy), so no
+// unhealthy target is left registered.
+func (d *Deployer) forgetTargets(ctx context.Context, failed, restored spec.Spec) error {
+	rot, ok := d.bal.(Rotation)
+	bsvc, balanced := d.cfg.BalancedService()
+	if !ok || !balanced || !d.view || d.opts.Naive {
+		return nil
+	}
+	f, okF := failed.Service(bsvc.Name)
+	r, okR := restored.Service(bsvc.Name)
+	if !okF || !okR || f.Address == "" || f.Address == r.Address {
+		return nil
+	}
+	if err := rot.Remove(ctx, f.Address); err != nil {
+		return fmt.Errorf("remove the failed target %s at %s: %w", f.Address, d.bal.Name(), err)
+	}
+	return nil
 }
 
 // clear stops every instance of the services of s on host h (rolling a fresh host back to
@@ -270,7 +424,7 @@ func (d *Deployer) clear(ctx context.Context, h infra.Host, rt Runtime, s spec.S
 			return err
 		}
 		for _, in := range insts {
-			if err := d.stop(ctx, h, rt, in, svc.Address, false, nil); err != nil {
+			if err := d.stop(ctx, h, rt, in, svc, false, nil); err != nil {
 				return err
 			}
 		}

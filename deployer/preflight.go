@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/zero502/zero502/infra"
@@ -34,6 +35,8 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 		reasons = append(reasons, "invariant "+v.Error())
 	}
 	reasons = append(reasons, d.checkDrift(ctx)...)
+	reasons = append(reasons, d.checkDrainModes()...)
+	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
 
 	views := make([]hostView, len(d.cfg.Hosts))
 	for i, h := range d.cfg.Hosts {
@@ -110,7 +113,7 @@ func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (host
 	rt := d.runtimes[h.Name]
 	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
 	switch {
-	case errors.Is(err, spec.ErrNone):
+	case errors.Is(err, spec.ErrNone), errors.Is(err, spec.ErrCorrupt): // its step sets a corrupt one aside
 	case err != nil:
 		return v, fmt.Errorf("host %s: %w", h.Name, err)
 	default:
@@ -150,11 +153,11 @@ func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (host
 // serving reports whether the balanced service on h answers its health check directly and is
 // in rotation at the balancer, and if not, says what each one said.
 func (d *Deployer) serving(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
-	target := h.ServiceAddr(svc)
-	direct := d.checkHealth(ctx, target, svc.HealthPath)
+	target := d.currentTarget(ctx, h, svc)
+	_, _, direct := d.checkHealth(ctx, target, configCheck(svc))
 	var problems []string
 	if direct != nil {
-		problems = append(problems, fmt.Sprintf("target %s: direct %s: %v", target, svc.HealthPath, direct))
+		problems = append(problems, fmt.Sprintf("target %s: direct %s: %v", target, svc.Health.Path, direct))
 	}
 	if d.view {
 		st, err := d.bal.TargetState(ctx, target)
@@ -172,10 +175,24 @@ func (d *Deployer) serving(ctx context.Context, h infra.Host, svc infra.Service)
 	return true, "target " + target + " healthy and in rotation"
 }
 
+// currentTarget is where svc answers on host h now: the address of its running instance (a
+// start-first service moves between its two ports), else its first port.
+func (d *Deployer) currentTarget(ctx context.Context, h infra.Host, svc infra.Service) string {
+	if rt := d.runtimes[h.Name]; rt != nil && len(svc.Ports) == 2 {
+		if insts, err := running(ctx, rt, h.Name, svc.Name); err == nil && len(insts) > 0 && insts[0].Address != "" {
+			return insts[0].Address
+		}
+	}
+	return h.ServiceAddr(svc)
+}
+
 // batchLeavesHealthy is invariant I8 on the live fleet for the batch of hosts [start, end):
 // draining its serving hosts must leave at least one healthy target. At preflight (views set)
 // hosts of earlier batches count as healthy, since they will be by the time this batch drains.
 func (d *Deployer) batchLeavesHealthy(ctx context.Context, version string, start, end int, views []hostView) error {
+	if d.cfg.Rollout.Strategy == infra.StartFirst && !d.opts.Naive {
+		return nil // an old target leaves only once its successor is in rotation: no batch drains the last one
+	}
 	svc, balanced := d.cfg.BalancedService()
 	drained, healthy := 0, 0
 	for i, h := range d.cfg.Hosts {
@@ -230,9 +247,57 @@ func (d *Deployer) failOpenGuard(ctx context.Context, start, end int, views []ho
 				continue
 			}
 		}
-		if err := g.DrainGuard(ctx, h.ServiceAddr(svc)); err != nil {
+		if err := g.DrainGuard(ctx, d.currentTarget(ctx, h, svc)); err != nil {
 			errs = append(errs, fmt.Errorf("fail-open guard, host %s: %w", h.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkDrainModes refuses services with drain: balancer behind a balancer the deployer cannot
+// change (kind none): nobody would take their target out of rotation.
+func (d *Deployer) checkDrainModes() []string {
+	if _, ok := d.bal.(Rotation); ok || d.opts.Naive {
+		return nil
+	}
+	var reasons []string
+	for i, svc := range d.cfg.Services {
+		if svc.Drain == infra.DrainBalancer {
+			reasons = append(reasons, fmt.Sprintf("services[%d].drain: balancer: %s cannot take a target out of rotation; "+
+				"use balancer.kind inhouse or alb, or drain: handshake for a service that answers 503 on health while it drains", i, d.bal.Name()))
+		}
+	}
+	return reasons
+}
+
+// checkHostsWritable takes and releases every local host's lock (waiting for a holder up to the
+// lock timeout, as a host step would) and writes a probe file in its state dir, so a held lock or
+// an unwritable state dir refuses the deploy before the first host is touched, not after earlier
+// hosts changed.
+func (d *Deployer) checkHostsWritable(ctx context.Context, version string) []string {
+	var reasons []string
+	for _, h := range d.cfg.Hosts {
+		if h.SSH != "" {
+			continue // checked on the host by its own step
+		}
+		dir := d.cfg.HostStateDir(h)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			reasons = append(reasons, fmt.Sprintf("host %s: state dir %s cannot be created: %v; fix its permissions or set hosts[].state_dir", h.Name, dir, err))
+			continue
+		}
+		f, err := os.CreateTemp(dir, ".preflight-*")
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("host %s: state dir %s is not writable: %v; the spec is published there: fix its permissions or set hosts[].state_dir", h.Name, dir, err))
+			continue
+		}
+		f.Close()
+		os.Remove(f.Name())
+		l, err := d.takeLock(ctx, h, version)
+		if err != nil {
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		l.Release()
+	}
+	return reasons
 }

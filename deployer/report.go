@@ -15,6 +15,7 @@ const (
 	OutcomeRolledBack = "rolled back" // the new version failed; the host runs its previous spec again
 	OutcomeFailed     = "failed"      // the new version failed and so did the rollback: look at the host
 	OutcomeNotReached = "not reached" // the rollout stopped (or was refused) before this host
+	OutcomeUntouched  = "untouched"   // the step failed before it changed anything (an image pull)
 )
 
 // Report is the result of a deploy: per host what it ran before and after, how it went, and the

@@ -21,43 +21,60 @@ type fresh struct {
 	at   time.Time
 }
 
-// StabilityWindow is how long every new instance must stay up, counted from its first healthy
-// answer, before
-// its host is reported verified and the host lock released: balancer.healthy_threshold ×
-// balancer.interval, the time the balancer itself needs to trust a target. A gateway that
-// passes its first health check and dies a moment later (the source's bug: a host left without
-// its gateway while the deploy reported success) fails the step instead. The window overlaps
-// the wait for the balancer, which already takes about as long, so for the balanced service it
-// costs next to nothing; a service the balancer does not see is held for the whole window.
-func (d *Deployer) StabilityWindow() time.Duration { return d.cfg.Balancer.Recovery() }
+// StabilityWindow is the bake: how long every new instance must stay up and healthy, counted
+// from its first healthy answer, before its host is reported verified and the host lock
+// released. It is rollout.bake, and never less than balancer.healthy_threshold ×
+// balancer.interval, the time the balancer itself needs to trust a target. A version that passes
+// its first health check and dies a moment later (the source's bug: a host left without its
+// gateway while the deploy reported success) fails the step instead. The window overlaps the
+// wait for the balancer, which already takes about as long, so the floor costs the balanced
+// service next to nothing; a service the balancer does not see is held for the whole window.
+func (d *Deployer) StabilityWindow() time.Duration {
+	return max(d.cfg.Rollout.Bake, d.cfg.Balancer.Recovery())
+}
 
-// stable waits until every instance in started has been up for the stability window and
-// re-inspects each one all along: it must still run, at its spec's version. An instance that
-// exits fails the step at once, naming host, service and exit code.
+// stable waits until every instance in started has been up for the bake, re-inspecting each one
+// all along: it must still run, at its spec's version, and a service with a port must keep
+// answering its health check (balancer.unhealthy_threshold failures in a row fail it, the
+// balancer's own rule). An instance that exits fails the step at once, naming host, service and
+// exit code.
 func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started []fresh) error {
 	if len(started) == 0 {
 		return nil
 	}
 	window := d.StabilityWindow()
 	begin := d.clock.Now()
+	failures := make([]int, len(started))
 	for {
 		now := d.clock.Now()
 		var wait time.Duration
-		for _, f := range started {
+		for i, f := range started {
 			cur, err := rt.Inspect(ctx, f.inst.ID)
 			if err != nil {
-				return fmt.Errorf("host %s: service %s: re-inspect new instance %s during its stability window: %w",
+				return fmt.Errorf("host %s: service %s: re-inspect new instance %s during its bake: %w",
 					h.Name, f.svc.Name, f.inst.ID, err)
 			}
 			up := now.Sub(f.at)
 			if !cur.Running() {
-				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its first healthy answer, within its stability window of %s "+
-					"(balancer.healthy_threshold %d × interval %s): it must stay up that long before the host counts as verified%s",
+				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its first healthy answer, within its bake of %s "+
+					"(rollout.bake, at least balancer.healthy_threshold %d × interval %s): it must stay up that long before the host counts as deployed%s",
 					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), round(up), window,
 					d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, logHint(rt, cur))
 			}
 			if cur.Version != f.svc.Version {
 				return fmt.Errorf("host %s: service %s: instance %s runs version %q, want %q", h.Name, f.svc.Name, f.inst.ID, cur.Version, f.svc.Version)
+			}
+			if f.svc.Port > 0 && !d.opts.Naive {
+				if _, _, err := d.checkHealth(ctx, f.svc.Address, checkOf(f.svc)); err != nil {
+					failures[i]++
+					if failures[i] >= d.cfg.Balancer.UnhealthyThreshold {
+						return fmt.Errorf("host %s: service %s: new version %s failed its health check %d times in a row +%s into its bake of %s "+
+							"(balancer.unhealthy_threshold %d): %w", h.Name, f.svc.Name, f.svc.Version, failures[i], round(up), window,
+							d.cfg.Balancer.UnhealthyThreshold, err)
+					}
+				} else {
+					failures[i] = 0
+				}
 			}
 			wait = max(wait, window-up)
 		}
@@ -65,7 +82,7 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 			break
 		}
 		if err := d.sleep(ctx, min(wait, d.pollEvery())); err != nil {
-			return fmt.Errorf("host %s: waiting out the stability window: %w", h.Name, err)
+			return fmt.Errorf("host %s: waiting out the bake: %w", h.Name, err)
 		}
 	}
 	names := make([]string, 0, len(started))
@@ -73,8 +90,8 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 		names = append(names, f.svc.Name)
 	}
 	d.emit(Event{Host: h.Name, Step: StepStable, Version: started[0].svc.Version, Message: fmt.Sprintf(
-		"%s up for the stability window %s (healthy_threshold %d × interval %s) and still running, re-inspected (%s of it after the wait for health)",
-		strings.Join(names, ", "), window, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, round(d.clock.Now().Sub(begin)))})
+		"%s up and healthy for the bake %s (rollout.bake %s, at least healthy_threshold %d × interval %s), re-inspected (%s of it after the wait for health)",
+		strings.Join(names, ", "), window, d.cfg.Rollout.Bake, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, round(d.clock.Now().Sub(begin)))})
 	return nil
 }
 

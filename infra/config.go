@@ -176,6 +176,11 @@ type Rollout struct {
 	// needs to trust a target. Hosts already deployed are verified again before each next batch
 	// and at the end. Default 0s (that floor alone).
 	Bake time.Duration `mapstructure:"bake"`
+	// LockPath is the fleet-wide deploy lock (flock), taken before preflight and held for the
+	// whole deploy, so two deploys of one fleet never run at once: the second waits
+	// (--lock-timeout) or is refused, naming the holder. It lives on the machine deploys run
+	// from. Default: fleet.lock in the first host's state dir.
+	LockPath string `mapstructure:"lock_path"`
 }
 
 // Rollout strategies (rollout.strategy).
@@ -293,6 +298,18 @@ func (c *Config) HostLockPath(h Host) string {
 		return filepath.Join(h.StateDir, "deploy.lock")
 	}
 	return c.Watchdog.LockPath
+}
+
+// FleetLockPath is the fleet-wide deploy lock: rollout.lock_path, else fleet.lock in the first
+// host's state dir (watchdog.state_dir without hosts).
+func (c *Config) FleetLockPath() string {
+	switch {
+	case c.Rollout.LockPath != "":
+		return c.Rollout.LockPath
+	case len(c.Hosts) > 0:
+		return filepath.Join(c.HostStateDir(c.Hosts[0]), "fleet.lock")
+	}
+	return filepath.Join(c.Watchdog.StateDir, "fleet.lock")
 }
 
 // BalancedService is the service that sits behind the balancer, or false when none has a port.

@@ -2,6 +2,7 @@ package watchdog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -249,7 +250,7 @@ func TestACorruptSpecIsAnErrorAndNothingIsHealed(t *testing.T) {
 	}
 	for i := 0; i < f.cfg.Watchdog.HealAfter+1; i++ {
 		_, err := f.w.Tick(context.Background())
-		if err == nil || !strings.Contains(err.Error(), "republish it with zero502 deploy") {
+		if err == nil || !errors.Is(err, spec.ErrCorrupt) || !strings.Contains(err.Error(), "zero502 deploy --version V sets it aside") {
 			t.Fatalf("tick %d over a corrupt spec = %v, want an error saying to republish", i, err)
 		}
 	}

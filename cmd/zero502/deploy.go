@@ -52,6 +52,12 @@ runs which version); 2: refused before anything changed.`,
 			if version == "" {
 				return exitCode(2, errors.New("--version is required: the version to deploy, e.g. --version v2"))
 			}
+			switch {
+			case opts.LockTimeout < 0:
+				return exitCode(2, fmt.Errorf("--lock-timeout %s: must not be negative (0 refuses at once when another deploy holds the lock)", opts.LockTimeout))
+			case opts.LockTimeout == 0:
+				opts.NoLockWait = true
+			}
 			cfg, err := infra.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
@@ -86,7 +92,7 @@ runs which version); 2: refused before anything changed.`,
 	f.BoolVar(&opts.AcceptDrift, "accept-drift", false,
 		"deploy although the live balancer's settings differ from the config (invariants still apply)")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout,
-		"how long to wait for a host lock someone else holds")
+		"how long to wait for the fleet lock or a host lock another deploy holds (0: refuse at once, naming the holder)")
 	f.BoolVar(&opts.Naive, "naive", false,
 		"kill old instances at once, no drain, no balancer watch: the failing 'before' picture, for demos")
 	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -42,9 +43,21 @@ type Service struct {
 	// Address is host:port where the service answers (port offset applied); empty without a port.
 	Address string `json:"address,omitempty"`
 	// Port is the port the service listens on (port offset applied); 0 without a port.
-	Port       int               `json:"port,omitempty"`
+	Port int `json:"port,omitempty"`
+	// Ports are a start-first service's two ports (offset applied); Port is one of them.
+	Ports      []int             `json:"ports,omitempty"`
 	HealthPath string            `json:"health_path,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
+	// HealthStatus is the status a healthy answer on HealthPath has (services[].health);
+	// HealthTimeout bounds one check.
+	HealthStatus  int           `json:"health_status,omitempty"`
+	HealthTimeout time.Duration `json:"health_timeout,omitempty"`
+	// Drain is handshake or balancer (services[].drain): who takes the target out of rotation.
+	Drain string `json:"drain,omitempty"`
+	// VersionHeader, VersionPath and ExpectBody are services[].verify, {version} filled in.
+	VersionHeader string `json:"version_header,omitempty"`
+	VersionPath   string `json:"version_path,omitempty"`
+	ExpectBody    string `json:"expect_body,omitempty"`
 	// StopSignal asks the service to stop gracefully (services[].stop_signal): SIGTERM, or
 	// SIGQUIT for nginx…; empty means SIGTERM. Runtimes send it, then SIGKILL after the grace.
 	StopSignal string `json:"stop_signal,omitempty"`
@@ -65,13 +78,22 @@ func (s Spec) Service(name string) (Service, bool) {
 // Path is the spec file of a host whose state dir is stateDir.
 func Path(stateDir string) string { return filepath.Join(stateDir, FileName) }
 
-// Render builds host h's spec at version from the config. self is the path of the running
-// zero502 binary, which {self} in a command stands for.
+// Render builds host h's spec at version from the config, every service on its (first) port.
+// self is the path of the running zero502 binary, which {self} in a command stands for.
 func Render(cfg *infra.Config, h infra.Host, version, self string) Spec {
+	return RenderOn(cfg, h, version, self, nil)
+}
+
+// RenderOn is Render with a chosen port for some services: on[name] is one of the service's
+// ports (services[].ports, before the host's offset), the one its new instance is to take.
+func RenderOn(cfg *infra.Config, h infra.Host, version, self string, on map[string]int) Spec {
 	s := Spec{Host: h.Name, Version: version}
 	for _, svc := range cfg.Services {
 		port := 0
 		addr := ""
+		if p, ok := on[svc.Name]; ok && p > 0 {
+			svc.Port = p
+		}
 		if svc.Port > 0 {
 			port = svc.Port + h.PortOffset
 			addr = h.ServiceAddr(svc)
@@ -93,6 +115,16 @@ func Render(cfg *infra.Config, h infra.Host, version, self string) Spec {
 			Port:       port,
 			HealthPath: svc.HealthPath,
 			StopSignal: svc.StopSignal,
+
+			HealthStatus:  svc.Health.ExpectStatus,
+			HealthTimeout: svc.Health.Timeout,
+			Drain:         svc.Drain,
+			VersionHeader: svc.Verify.VersionHeader,
+			VersionPath:   r.Replace(svc.Verify.VersionPath),
+			ExpectBody:    r.Replace(svc.Verify.ExpectBody),
+		}
+		for _, p := range svc.Ports {
+			out.Ports = append(out.Ports, p+h.PortOffset)
 		}
 		for _, a := range svc.Command {
 			out.Command = append(out.Command, r.Replace(a))
@@ -108,8 +140,34 @@ func Render(cfg *infra.Config, h infra.Host, version, self string) Spec {
 	return s
 }
 
+// Same reports whether a and b ask for the same thing: the same host, version and services,
+// whoever published them and when. A deploy of an unchanged version with a changed config (env,
+// command, ports) is not the same and is rolled out.
+func Same(a, b Spec) bool {
+	a.PublishedAt, a.PublishedBy = time.Time{}, ""
+	b.PublishedAt, b.PublishedBy = time.Time{}, ""
+	return reflect.DeepEqual(a, b)
+}
+
 // ErrNone is returned by Read when the host has no published spec yet (a fresh host).
 var ErrNone = errors.New("no published spec")
+
+// ErrCorrupt is wrapped by Read when the spec file is not a spec (half-written by hand, a full
+// disk): the deployer sets it aside with SetAside and treats the host by what runs on it.
+var ErrCorrupt = errors.New("not a readable spec")
+
+// CorruptSuffix is added to a corrupt spec's name when it is set aside.
+const CorruptSuffix = ".corrupt"
+
+// SetAside renames the corrupt spec at path to path+CorruptSuffix (replacing an older one), so
+// the host can be republished and the bad file is kept for a look. Call it under the host lock.
+func SetAside(path string) (string, error) {
+	to := path + CorruptSuffix
+	if err := os.Rename(path, to); err != nil {
+		return "", fmt.Errorf("set the corrupt spec %s aside: %w", path, err)
+	}
+	return to, nil
+}
 
 // Read reads the spec at path. A missing file is ErrNone; a corrupt one is an error that says so.
 func Read(path string) (Spec, error) {
@@ -122,7 +180,8 @@ func Read(path string) (Spec, error) {
 	}
 	var s Spec
 	if err := json.Unmarshal(data, &s); err != nil {
-		return Spec{}, fmt.Errorf("spec %s is corrupt (%v); republish it with zero502 deploy", path, err)
+		return Spec{}, fmt.Errorf("spec %s is corrupt (%v): %w; zero502 deploy --version V sets it aside "+
+			"(as %s%s) and republishes the host", path, err, ErrCorrupt, FileName, CorruptSuffix)
 	}
 	return s, nil
 }

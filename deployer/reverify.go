@@ -1,0 +1,64 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// reverify checks again every host among the first upto that this deploy finished (deployed or
+// unchanged): it must still run the version, healthy directly and in rotation. It runs before
+// each next batch and at the end, so a version that crashes some time after its bake (after the
+// host lock was released) is caught before the rollout moves on or reports success. A host that
+// no longer holds is rolled back to its last good spec under its lock; the error stops the
+// rollout and makes the deploy exit non-zero.
+func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, upto int) error {
+	var errs []error
+	for i := 0; i < upto && i < len(d.cfg.Hosts); i++ {
+		hr := &rep.Hosts[i]
+		if hr.Outcome != OutcomeDeployed && hr.Outcome != OutcomeUnchanged {
+			continue
+		}
+		h := d.cfg.Hosts[i]
+		if h.SSH != "" {
+			v, err := d.remoteView(ctx, h, version)
+			if err == nil && (!v.serving || v.from != version) {
+				err = fmt.Errorf("runs %q, serving %v: %s", v.from, v.serving, v.detail)
+			}
+			if err != nil {
+				hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
+				d.emit(Event{Host: h.Name, Step: StepFailed, Version: version, Message: hr.Error})
+				errs = append(errs, fmt.Errorf("host %s: %s", h.Name, hr.Error))
+			}
+			continue
+		}
+		rt := d.runtimes[h.Name]
+		published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
+		if err == nil && published.Version != version {
+			err = fmt.Errorf("its published spec names %s", published.Version)
+		}
+		if err == nil {
+			err = d.verify(ctx, h, rt, published)
+		} else {
+			published = spec.Render(d.cfg, h, version, d.self)
+		}
+		if err == nil {
+			continue
+		}
+		cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
+		lock, lerr := d.lock(ctx, h, version)
+		if lerr != nil {
+			hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, lerr)
+			errs = append(errs, errors.Join(cause, lerr))
+			continue
+		}
+		d.backsMu.Lock()
+		back := d.backs[h.Name]
+		d.backsMu.Unlock()
+		errs = append(errs, d.rollback(ctx, h, rt, back, published, hr, cause))
+		lock.Release()
+	}
+	return errors.Join(errs...)
+}
