@@ -318,4 +318,3 @@ func TestCorruptSpecIsSetAsideAndTheHostDeployed(t *testing.T) {
 		t.Errorf("previous spec %q %v, want v1 (what ran, rendered from the config)", p.Version, err)
 	}
 }
-
