@@ -535,4 +535,9 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	if _, err := b.TargetState(ctx, first); !errors.Is(err, ErrUnknownTarget) {
 		t.Fatalf("the drained first port: %v; want ErrUnknownTarget", err)
 	}
+	// The host's address on a port the config does not list still maps to its instance.
+	if _, err := b.TargetState(ctx, "app-1.internal:1"); !errors.Is(err, ErrUnknownTarget) ||
+		!strings.Contains(err.Error(), "target "+instance+":1 (host address app-1.internal:1)") {
+		t.Fatalf("app-1.internal:1: %v; want the unknown target %s:1", err, instance)
+	}
 }
