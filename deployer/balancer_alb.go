@@ -3,6 +3,7 @@ package deployer
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -44,7 +45,8 @@ type PacedViewer interface {
 
 // ALB is the deployer's view of an AWS ALB target group (balancer.kind alb), through
 // alb.Balancer: DescribeTargetHealth for a target's state, DescribeTargetGroups and
-// DescribeTargetGroupAttributes for the live numbers. A target is in rotation only when the
+// DescribeTargetGroupAttributes for the live numbers, RegisterTargets and DeregisterTargets
+// for its Rotation (Add, Drain, Drained, Remove). A target is in rotation only when the
 // ALB says healthy; draining, unhealthy, initial, unused and unavailable are out. The ALB
 // reports no time of entry into a state, so Since is when this ALB value first saw it.
 type ALB struct {
@@ -52,9 +54,13 @@ type ALB struct {
 	api   alb.API
 	arn   string
 	clock clock.Clock
-	// targets maps a host's service address (host:port, as the deployer names targets) to its
-	// target in the group (alb.TargetID: instance id or IP, on the service port).
+	// targets maps every service address of every host (host:port as the deployer names
+	// targets: both start-first ports) to its target in the group (alb.TargetIDAt: the host's
+	// instance id or IP, on that address's port).
 	targets map[string]string
+	// hostTargets maps a host's address to its target id without a port, for an address of
+	// that host on a port the config does not list.
+	hostTargets map[string]string
 
 	mu   sync.Mutex
 	seen map[string]seenState // by target id
@@ -65,18 +71,28 @@ type seenState struct {
 	since time.Time
 }
 
-// NewALB watches cfg's target group (balancer.target_group_arn) through api. Hosts map to their
-// targets with alb.TargetID (hosts[].target, else the address, on the balanced service's
-// port). clk stamps Since; nil: the wall clock.
+// NewALB watches and changes cfg's target group (balancer.target_group_arn) through api. Every
+// address of a host (both ports of a start-first service) maps to its target with
+// alb.TargetIDAt: hosts[].target, else the address, on the port of the address asked about.
+// clk stamps Since; nil: the wall clock.
 func NewALB(api alb.API, cfg *infra.Config, clk clock.Clock) *ALB {
 	if clk == nil {
 		clk = clock.Real{}
 	}
 	b := &ALB{bal: alb.NewBalancer(api, cfg.Balancer.TargetGroupARN), api: api, arn: cfg.Balancer.TargetGroupARN,
-		clock: clk, targets: map[string]string{}, seen: map[string]seenState{}}
-	if svc, ok := cfg.BalancedService(); ok {
-		for _, h := range cfg.Hosts {
-			b.targets[h.ServiceAddr(svc)] = alb.TargetID(h, svc)
+		clock: clk, targets: map[string]string{}, hostTargets: map[string]string{}, seen: map[string]seenState{}}
+	svc, ok := cfg.BalancedService()
+	for _, h := range cfg.Hosts {
+		if h.Target != "" {
+			b.hostTargets[h.Address] = h.Target
+		}
+		if !ok {
+			continue
+		}
+		for _, addr := range h.ServiceAddrs(svc) {
+			if id, err := alb.TargetIDAt(h, addr); err == nil {
+				b.targets[addr] = id
+			}
 		}
 	}
 	return b
@@ -99,11 +115,17 @@ func (b *ALB) Name() string { return b.bal.Name() }
 // PacedView makes the deployer ask the ALB at most once a second per host (PacedViewer).
 func (b *ALB) PacedView() {}
 
-// targetID is the target group's id for target (host:port as configured); an address no host
-// has is taken as an ip:port target as it stands.
+// targetID is the target group's id for target (host:port as configured): the mapped target of
+// a host's service address; a host's address on another port keeps that port on the host's
+// target; an address no host has is taken as an ip:port target as it stands.
 func (b *ALB) targetID(target string) string {
 	if id, ok := b.targets[target]; ok {
 		return id
+	}
+	if host, port, err := net.SplitHostPort(target); err == nil {
+		if id, ok := b.hostTargets[host]; ok {
+			return net.JoinHostPort(id, port)
+		}
 	}
 	return target
 }
@@ -115,7 +137,7 @@ func (b *ALB) TargetState(ctx context.Context, target string) (TargetState, erro
 	if err != nil {
 		return TargetState{}, err
 	}
-	if reason == "Target.NotRegistered" {
+	if reason == alb.ReasonNotRegistered {
 		return TargetState{}, fmt.Errorf("target %s (host address %s) in %s: %w (the ALB says %s, %s); register it "+
 			"in the target group, or set hosts[].target to the id it is registered under", id, target, b.arn,
 			ErrUnknownTarget, state, reason)
@@ -173,7 +195,48 @@ func (b *ALB) DrainGuard(ctx context.Context, target string) error {
 	return b.bal.DrainGuard(ctx, b.targetID(target))
 }
 
+// Add registers target in the target group (RegisterTargets, on the port of the address): the
+// ALB reports it initial until its health checks pass healthy_threshold times, then healthy.
+func (b *ALB) Add(ctx context.Context, target string) error {
+	return b.bal.Register(ctx, b.targetID(target))
+}
+
+// Drain deregisters target (DeregisterTargets): the ALB sends it no new request and lets the
+// ones in flight finish for at most the target group's deregistration delay
+// (balancer.deregistration_delay), the drain window of a balancer-side drain.
+func (b *ALB) Drain(ctx context.Context, target string) error {
+	return b.bal.Deregister(ctx, b.targetID(target))
+}
+
+// Drained reports whether the ALB is done draining target: it no longer holds it
+// (Target.NotRegistered), its deregistration delay over or, on a real ALB, its requests and
+// connections gone. While it is draining, and while it is still registered at all (an ALB may
+// answer the state from before a DeregisterTargets for a moment), it is not drained.
+func (b *ALB) Drained(ctx context.Context, target string) (bool, error) {
+	_, reason, err := b.bal.TargetHealth(ctx, b.targetID(target))
+	if err != nil {
+		return false, err
+	}
+	return reason == alb.ReasonNotRegistered, nil
+}
+
+// Remove deregisters target if the target group still holds it; a target it does not hold
+// (never registered, or its deregistration over) is left alone without an error, and a target
+// already draining keeps draining.
+func (b *ALB) Remove(ctx context.Context, target string) error {
+	id := b.targetID(target)
+	state, reason, err := b.bal.TargetHealth(ctx, id)
+	if err != nil {
+		return err
+	}
+	if reason == alb.ReasonNotRegistered || state == alb.StateDraining {
+		return nil
+	}
+	return b.bal.Deregister(ctx, id)
+}
+
 var (
+	_ Rotation     = (*ALB)(nil)
 	_ Balancer     = (*ALB)(nil)
 	_ DrainGuarder = (*ALB)(nil)
 	_ ExtraDrifter = (*ALB)(nil)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -377,5 +378,167 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 		if v != "v2" {
 			t.Errorf("%s runs %q, want v2", host, v)
 		}
+	}
+}
+
+// rotationSettings are a target group fast enough for real time: checks every 200ms, healthy
+// after 2, and a 1s deregistration delay (below AWS's minimums, which the double does not
+// enforce when set up directly).
+var rotationSettings = elbv2double.Settings{HealthCheckPath: "/health", Interval: 200 * time.Millisecond,
+	Timeout: 100 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: time.Second}
+
+// rotationConfig is a fleet of hosts running service web (ports, for start-first) behind the
+// target group arn.
+func rotationConfig(arn string, ports []int, hosts ...infra.Host) *infra.Config {
+	cfg := &infra.Config{Balancer: infra.Defaults().Balancer, Hosts: hosts}
+	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = infra.BalancerALB, arn, "eu-west-1"
+	cfg.Services = []infra.Service{{Name: "web", Port: ports[0], Drain: infra.DrainBalancer}}
+	if len(ports) > 1 {
+		cfg.Services[0].Ports = ports
+		cfg.Rollout.Strategy = infra.StartFirst
+	}
+	return cfg
+}
+
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(p)
+	if err != nil || perr != nil {
+		t.Fatalf("address %q: want host:port", addr)
+	}
+	return n
+}
+
+// waitState polls b until it reports target in state.
+func waitState(t *testing.T, b Balancer, target, state string) {
+	t.Helper()
+	eventually(t, 20*time.Second, target+" "+state+" at the ALB", func() error {
+		st, err := b.TargetState(context.Background(), target)
+		if err != nil || st.State != state || st.InRotation != (state == alb.StateHealthy) {
+			return fmt.Errorf("state %+v, %v", st, err)
+		}
+		return nil
+	})
+}
+
+// The ALB as the deployer's Rotation, through the real SDK against the double in real time:
+// Add registers the target and the ALB's own checks make it healthy; Drain deregisters it, and
+// Drained turns true once the 1s deregistration delay is over, never before; Remove leaves an
+// unknown or already drained target alone without calling DeregisterTargets, and deregisters
+// a registered one.
+func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
+	a := newALBDouble(t, nil, rotationSettings)
+	app := newHealthServer(t)
+	cfg := rotationConfig(a.arn, []int{port(t, app.addr)}, infra.Host{Name: "host-a", Address: "127.0.0.1"})
+	var b Rotation = NewALB(a.api, cfg, nil)
+	bal := b.(Balancer)
+	ctx := context.Background()
+
+	if err := b.Add(ctx, app.addr); err != nil {
+		t.Fatalf("Add(%s): %v", app.addr, err)
+	}
+	if st, err := bal.TargetState(ctx, app.addr); err != nil || st.InRotation {
+		t.Fatalf("just added: %+v, %v; want known and not yet in rotation", st, err)
+	}
+	waitState(t, bal, app.addr, alb.StateHealthy)
+
+	delay := rotationSettings.DeregistrationDelay
+	began := time.Now()
+	if err := b.Drain(ctx, app.addr); err != nil {
+		t.Fatalf("Drain(%s): %v", app.addr, err)
+	}
+	drained, err := b.Drained(ctx, app.addr)
+	if asked := time.Since(began); asked < delay && (err != nil || drained) {
+		t.Fatalf("Drained %s after the drain began: %v, %v; want false until the %s delay is over", asked, drained, err, delay)
+	}
+	st, err := bal.TargetState(ctx, app.addr)
+	if asked := time.Since(began); asked < delay && (err != nil || st.State != alb.StateDraining || st.InRotation) {
+		t.Fatalf("draining target %s after the drain began: %+v, %v; want draining, out of rotation", asked, st, err)
+	}
+	eventually(t, 20*time.Second, "Drained", func() error {
+		if ok, err := b.Drained(ctx, app.addr); err != nil || !ok {
+			return fmt.Errorf("drained %v, %v", ok, err)
+		}
+		return nil
+	})
+	if took := time.Since(began); took < delay {
+		t.Fatalf("Drained turned true %s after Drain, before the %s deregistration delay", took, delay)
+	}
+
+	deregs := a.double.Calls("DeregisterTargets")
+	for _, target := range []string{app.addr, "127.0.0.1:1"} {
+		if err := b.Remove(ctx, target); err != nil {
+			t.Errorf("Remove(%s), not registered: %v; want no error", target, err)
+		}
+	}
+	if n := a.double.Calls("DeregisterTargets") - deregs; n != 0 {
+		t.Errorf("Remove of targets the group does not hold called DeregisterTargets %d times", n)
+	}
+	if err := b.Add(ctx, app.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Remove(ctx, app.addr); err != nil {
+		t.Fatalf("Remove(%s), registered: %v", app.addr, err)
+	}
+	if st, _, err := alb.NewBalancer(a.api, a.arn).TargetHealth(ctx, app.addr); err != nil || st != alb.StateDraining {
+		t.Fatalf("after Remove of a registered target: %s, %v; want draining", st, err)
+	}
+}
+
+// Every address of a host maps to its target: with start-first the host's service has two
+// ports, and each registers as the host's instance id on that port (not the target group's
+// port, not the first port), so the ALB checks and reports each one on its own.
+func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
+	a := newALBDouble(t, nil, rotationSettings)
+	arn := a.double.AddTargetGroup(elbv2double.TargetGroup{Name: "web-instances", Port: 8000, TargetType: "instance",
+		Settings: rotationSettings})
+	const instance = "i-0a1b2c3d4e5f60001"
+	a.double.SetInstanceAddress(instance, "127.0.0.1") // where the ALB's checks of the instance go
+	oldApp, newApp := newHealthServer(t), newHealthServer(t)
+	pa, pb := port(t, oldApp.addr), port(t, newApp.addr)
+	host := infra.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
+	cfg := rotationConfig(arn, []int{pa, pb}, host)
+	b := NewALB(a.api, cfg, nil)
+	ctx := context.Background()
+	first, second := fmt.Sprintf("app-1.internal:%d", pa), fmt.Sprintf("app-1.internal:%d", pb)
+
+	for _, target := range []string{first, second} {
+		if err := b.Add(ctx, target); err != nil {
+			t.Fatalf("Add(%s): %v", target, err)
+		}
+	}
+	var ids []string
+	all, err := alb.NewBalancer(a.api, arn).Targets(ctx)
+	for _, ts := range all {
+		ids = append(ids, ts.ID)
+	}
+	want := []string{fmt.Sprintf("%s:%d", instance, pa), fmt.Sprintf("%s:%d", instance, pb)}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(ids, want) {
+		t.Fatalf("registered targets %v, %v; want %v", ids, err, want)
+	}
+	waitState(t, b, second, alb.StateHealthy)
+	waitState(t, b, first, alb.StateHealthy)
+
+	if err := b.Drain(ctx, first); err != nil {
+		t.Fatalf("Drain(%s): %v", first, err)
+	}
+	eventually(t, 20*time.Second, first+" drained", func() error {
+		if ok, err := b.Drained(ctx, first); err != nil || !ok {
+			return fmt.Errorf("drained %v, %v", ok, err)
+		}
+		return nil
+	})
+	if st, err := b.TargetState(ctx, second); err != nil || st.State != alb.StateHealthy {
+		t.Fatalf("the successor on the second port after the first drained: %+v, %v; want healthy", st, err)
+	}
+	if _, err := b.TargetState(ctx, first); !errors.Is(err, ErrUnknownTarget) {
+		t.Fatalf("the drained first port: %v; want ErrUnknownTarget", err)
+	}
+	// The host's address on a port the config does not list still maps to its instance.
+	if _, err := b.TargetState(ctx, "app-1.internal:1"); !errors.Is(err, ErrUnknownTarget) ||
+		!strings.Contains(err.Error(), "target "+instance+":1 (host address app-1.internal:1)") {
+		t.Fatalf("app-1.internal:1: %v; want the unknown target %s:1", err, instance)
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 func TestEvaluateGivesEveryInvariantInOrder(t *testing.T) {
 	vs := Evaluate(withHosts(infra.Defaults(), 3))
-	if len(vs) != 8 {
-		t.Fatalf("got %d verdicts, want 8", len(vs))
+	if len(vs) != 9 {
+		t.Fatalf("got %d verdicts, want 9", len(vs))
 	}
 	for i, v := range vs {
 		if want := "I" + string(rune('1'+i)); v.ID != want || v.Relation == "" || v.Why == "" || v.Sentence == "" {
@@ -23,7 +23,7 @@ func TestBalancerRelationsAreSkippedWithoutABalancer(t *testing.T) {
 	c := infra.Defaults()
 	c.Balancer.Kind = infra.BalancerNone
 	c.Drain.Window = time.Second // would violate I1 with a balancer
-	for _, id := range []string{"I1", "I3", "I4", "I7"} {
+	for _, id := range []string{"I1", "I3", "I4", "I7", "I9"} {
 		expect(t, c, id, Skipped)
 	}
 	expect(t, c, "I2", Holds)

@@ -6,27 +6,41 @@ import (
 	"github.com/zero502/zero502/infra"
 )
 
-// evaluateI8: a rollout batch never drains every healthy target at once (an ALB with no healthy
-// target fails open and routes to all of them, draining or not). The fleet's host count stands
-// for the healthy hosts; the deployer's preflight checks the live count with BatchLeavesHealthy.
+// evaluateI8: a rollout batch never drains every serving target before a replacement serves (an
+// ALB with no healthy target fails open and routes to all of them, draining or not). Stop-first
+// drains the batch's old instances before their successors start, so the batch must leave a
+// healthy host; start-first keeps each old target in rotation until its successor is healthy at
+// the balancer, so any batch up to the whole fleet does. The fleet's host count stands for the
+// healthy hosts; the deployer's preflight checks the live count with BatchLeavesHealthy (or
+// BatchLeavesHealthyWith for the strategy).
 func evaluateI8(c *infra.Config) Verdict {
-	return BatchLeavesHealthy(c.Rollout.Batch, len(c.Hosts))
+	return BatchLeavesHealthyWith(c.Rollout.Strategy, c.Rollout.Batch, len(c.Hosts))
 }
 
-// BatchLeavesHealthy is I8 for a batch size and a number of healthy hosts; it is skipped when
-// there are no hosts.
+// BatchLeavesHealthy is I8 for a stop-first batch size and a number of healthy hosts; it is
+// skipped when there are no hosts.
 func BatchLeavesHealthy(batch, healthy int) Verdict {
+	return BatchLeavesHealthyWith(infra.StopFirst, batch, healthy)
+}
+
+// BatchLeavesHealthyWith is I8 for rollout.strategy strategy (stop-first when empty), a batch
+// size and a number of healthy hosts; it is skipped when there are no hosts.
+func BatchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
+	startFirst := strategy == infra.StartFirst
 	inv := Invariant{
 		ID:       "I8",
-		Relation: "rollout.batch < healthy hosts",
+		Relation: "rollout.batch < healthy hosts (start-first: rollout.batch ≤ healthy hosts)",
 		Why:      "never drain the last healthy target (ALB fails open)",
 	}
 	if healthy == 0 {
 		return skipped(inv, "no hosts in the fleet")
 	}
 	nums := []Number{count("rollout.batch", batch), count("healthy hosts", healthy)}
+	if startFirst {
+		return startFirstBatch(inv, nums, batch, healthy)
+	}
 	arith := fmt.Sprintf("%d < %d", batch, healthy)
-	if relationI8(batch, healthy) {
+	if relationI8(batch, healthy, false) {
 		return holds(inv, nums, arith, fmt.Sprintf(
 			"rollout.batch %d leaves %d of %d healthy hosts in rotation", batch, healthy-batch, healthy))
 	}
@@ -34,13 +48,32 @@ func BatchLeavesHealthy(batch, healthy int) Verdict {
 	if healthy == 1 {
 		fix = "add a host: a single host cannot be drained without dropping requests"
 	}
+	fix += ", or set rollout.strategy start-first (the old instance serves until the new one is healthy)"
 	return violated(inv, nums, arith, fmt.Sprintf(
 		"rollout.batch %d must be below the %d healthy hosts: "+
 			"a batch would drain every healthy target and the balancer would route to draining ones or none; %s",
 		batch, healthy, fix))
 }
 
-// relationI8 is I8: the hosts drained at once must be fewer than the healthy hosts.
-func relationI8(batch, healthy int) bool {
+// startFirstBatch is I8 under rollout.strategy start-first.
+func startFirstBatch(inv Invariant, nums []Number, batch, healthy int) Verdict {
+	arith := fmt.Sprintf("%d ≤ %d", batch, healthy)
+	if relationI8(batch, healthy, true) {
+		return holds(inv, nums, arith, fmt.Sprintf(
+			"rollout.strategy start-first keeps each old target in rotation until its successor is healthy at "+
+				"the balancer, so rollout.batch %d of %d healthy hosts drains no serving target before its "+
+				"replacement serves (any batch up to the host count holds, a single host included)", batch, healthy))
+	}
+	return violated(inv, nums, arith, fmt.Sprintf(
+		"rollout.batch %d must be at most the %d healthy hosts: a batch cannot hold more hosts than the fleet "+
+			"serves with; lower rollout.batch to at most %d", batch, healthy, healthy))
+}
+
+// relationI8 is I8: stop-first drains fewer hosts at once than are healthy; start-first, whose
+// old targets serve until their successors do, may take every healthy host in one batch.
+func relationI8(batch, healthy int, startFirst bool) bool {
+	if startFirst {
+		return batch <= healthy
+	}
 	return batch < healthy
 }

@@ -1,10 +1,10 @@
 // Package invariants owns the relations between zero502's timing numbers (DESIGN.md section 2):
 // drain against detection, drain plus shutdown against the stop grace, recovery, health-check
-// timeout, the watchdog's patience, the edge's drain, keep-alive idle timeouts and the rollout
-// batch. Evaluate gives every invariant's verdict (holds, violated or skipped) with its numbers;
+// timeout, the watchdog's patience, the edge's drain, keep-alive idle timeouts, the rollout
+// batch and the balancer-side drain against the wait for a response. Evaluate gives every invariant's verdict (holds, violated or skipped) with its numbers;
 // Check returns only the violations, each with a sentence a person can act on.
 //
-// Each invariant lives in its own file (i1_…go to i8_…go) and keeps its relation in one small
+// Each invariant lives in its own file (i1_…go to i9_…go) and keeps its relation in one small
 // function named relationIn, so the mutation harness (invariants/mutate) can find and mutate
 // every relational operator; its test is named TestIn… so the harness knows which test must
 // kill which mutant.
@@ -34,7 +34,7 @@ type Number struct {
 
 // Invariant is one relation of DESIGN.md section 2.
 type Invariant struct {
-	ID       string `json:"id"`       // I1…I8
+	ID       string `json:"id"`       // I1…I9
 	Relation string `json:"relation"` // in the config's key names
 	Why      string `json:"why"`      // what goes wrong when it breaks
 }
@@ -75,11 +75,11 @@ func (v Violation) Value(name string) (string, bool) {
 func evaluators() []func(*infra.Config) Verdict {
 	return []func(*infra.Config) Verdict{
 		evaluateI1, evaluateI2, evaluateI3, evaluateI4,
-		evaluateI5, evaluateI6, evaluateI7, evaluateI8,
+		evaluateI5, evaluateI6, evaluateI7, evaluateI8, evaluateI9,
 	}
 }
 
-// Evaluate returns the verdict of every invariant I1…I8 on cfg, in ID order.
+// Evaluate returns the verdict of every invariant I1…I9 on cfg, in ID order.
 func Evaluate(cfg *infra.Config) []Verdict {
 	fns := evaluators()
 	out := make([]Verdict, 0, len(fns))

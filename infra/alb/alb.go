@@ -4,7 +4,9 @@
 // actually runs and reports drift field by field, and gives the deployer the ALB's own view
 // of a target (DescribeTargetHealth) with the fail-open guard: never drain a target unless
 // every other one is healthy, because an ALB whose targets are all unhealthy routes to all of
-// them. "These settings live in the script that provisions the infrastructure, not in a
+// them. It also changes the group's membership for the deployer's balancer-side drains and
+// start-first rollouts: Register (RegisterTargets) and Deregister (DeregisterTargets, whose
+// deregistration delay is the drain window). "These settings live in the script that provisions the infrastructure, not in a
 // console someone clicked once."
 //
 // Everything goes through API, a small interface the aws-sdk-go-v2 ELBv2 client satisfies;
@@ -31,6 +33,8 @@ type API interface {
 	DescribeTargetHealth(context.Context, *elbv2.DescribeTargetHealthInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetHealthOutput, error)
 	ModifyTargetGroup(context.Context, *elbv2.ModifyTargetGroupInput, ...func(*elbv2.Options)) (*elbv2.ModifyTargetGroupOutput, error)
 	ModifyTargetGroupAttributes(context.Context, *elbv2.ModifyTargetGroupAttributesInput, ...func(*elbv2.Options)) (*elbv2.ModifyTargetGroupAttributesOutput, error)
+	RegisterTargets(context.Context, *elbv2.RegisterTargetsInput, ...func(*elbv2.Options)) (*elbv2.RegisterTargetsOutput, error)
+	DeregisterTargets(context.Context, *elbv2.DeregisterTargetsInput, ...func(*elbv2.Options)) (*elbv2.DeregisterTargetsOutput, error)
 }
 
 var _ API = (*elbv2.Client)(nil)

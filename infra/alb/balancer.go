@@ -48,11 +48,25 @@ func (b *Balancer) Timing(ctx context.Context) (Timing, error) { return Live(ctx
 // host's target (an instance id or IP) when set, else its address, and port the service's
 // port on that host.
 func TargetID(h infra.Host, s infra.Service) string {
+	id, _ := TargetIDAt(h, h.ServiceAddr(s))
+	return id
+}
+
+// TargetIDAt is host h's target for the service address addr (host:port, one of
+// h.ServiceAddrs: the second start-first port as well as the first): "id:port", where id is the
+// host's target (an instance id or IP) when set, else its address, and port addr's own. An
+// instance-id target needs that port explicitly: RegisterTargets would otherwise put it on the
+// target group's port.
+func TargetIDAt(h infra.Host, addr string) (string, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
+		return "", fmt.Errorf("service address %q of host %s: want host:port with a port from 1 to 65535", addr, h.Name)
+	}
 	id := h.Target
 	if id == "" {
 		id = h.Address
 	}
-	return net.JoinHostPort(id, strconv.Itoa(s.Port+h.PortOffset))
+	return net.JoinHostPort(id, port), nil
 }
 
 // parseTarget reads "id:port" or a bare "id" (the target group's port applies).

@@ -35,6 +35,12 @@ type fixture struct {
 // AWS's defaults for a new target group, as someone clicking in the console would get).
 func newFixture(t *testing.T, settings elbv2double.Settings) *fixture {
 	t.Helper()
+	return newFixtureOf(t, elbv2double.TargetGroup{Name: "mythex-api", Port: 8000, Settings: settings})
+}
+
+// newFixtureOf is newFixture with the whole target group given (an instance-type one, say).
+func newFixtureOf(t *testing.T, tg elbv2double.TargetGroup) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
@@ -47,7 +53,7 @@ func newFixture(t *testing.T, settings elbv2double.Settings) *fixture {
 	t.Cleanup(d.Close)
 	srv := httptest.NewServer(d)
 	t.Cleanup(srv.Close)
-	arn := d.AddTargetGroup(elbv2double.TargetGroup{Name: "mythex-api", Port: 8000, Settings: settings})
+	arn := d.AddTargetGroup(tg)
 
 	cfg := infra.Defaults().Balancer
 	cfg.Kind = infra.BalancerALB
@@ -105,6 +111,7 @@ func target(t *testing.T, addr string) types.TargetDescription {
 type backend struct {
 	srv    *httptest.Server
 	status atomic.Int32
+	checks atomic.Int32 // health checks received from the ELB health checker
 }
 
 func newBackend(t *testing.T) *backend {
@@ -115,6 +122,9 @@ func newBackend(t *testing.T) *backend {
 		if r.URL.Path != "/health" {
 			http.NotFound(w, r)
 			return
+		}
+		if strings.HasPrefix(r.UserAgent(), "ELB-HealthChecker/") {
+			b.checks.Add(1)
 		}
 		w.WriteHeader(int(b.status.Load()))
 	}))

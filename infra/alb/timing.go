@@ -153,5 +153,10 @@ func hint(err error) string {
 	if errors.As(err, &nf) {
 		return " (check balancer.target_group_arn and balancer.region)"
 	}
+	var it *types.InvalidTargetException
+	if errors.As(err, &it) {
+		return " (the target must fit the target group's type: an IP address for type ip, an instance id " +
+			"for type instance; set hosts[].target to it)"
+	}
 	return ""
 }

@@ -89,8 +89,9 @@ func replace(data []byte, n number, value string) ([]byte, error) {
 }
 
 // configMutants makes, for every timing number of every shipped config that takes part in an
-// invariant, a copy with the number at the invariant's boundary and one at a typical wrong value.
-// Numbers in no invariant come back in unused; mutants that do not load come back not viable.
+// invariant that applies to that config (no edge: no I6; no drain: balancer: no I9), a copy with
+// the number at the invariant's boundary and one at a typical wrong value. Numbers in no
+// applicable invariant come back in unused; mutants that do not load come back not viable.
 func configMutants(examplesDir, tmp string) (mutants []*mutant, unused []string, err error) {
 	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -113,14 +114,11 @@ func configMutants(examplesDir, tmp string) (mutants []*mutant, unused []string,
 		}
 		for _, n := range nums {
 			used := false
-			for _, r := range relations() {
+			for _, r := range applicable(cfg) {
 				if !r.uses(n.key) {
 					continue
 				}
 				used = true
-				if r.id == "I6" && vals["edge.drain"] == 0 {
-					continue // no edge: I6 is skipped, nothing to break
-				}
 				boundary, wrong := r.boundary(n.key, vals)
 				for _, c := range []struct {
 					kind  string

@@ -147,15 +147,15 @@ func report(w io.Writer, mutants []*mutant, unused []string) float64 {
 		byInv[m.invariant] = append(byInv[m.invariant], m)
 	}
 	var nKilled, nSurvived, nNotViable, nTimedOut int
-	for _, r := range relations() {
-		ms := byInv[r.id]
+	for _, id := range invariantIDs() {
+		ms := byInv[id]
 		k := 0
 		for _, m := range ms {
 			if m.result == killed {
 				k++
 			}
 		}
-		fmt.Fprintf(w, "\n%s: %d mutants, %d killed\n", r.id, len(ms), k)
+		fmt.Fprintf(w, "\n%s: %d mutants, %d killed\n", id, len(ms), k)
 		for _, m := range ms {
 			line := fmt.Sprintf("  %-10s %-6s %s", m.result, m.kind, m.label)
 			switch m.result {
@@ -182,7 +182,7 @@ func report(w io.Writer, mutants []*mutant, unused []string) float64 {
 		}
 	}
 	if len(unused) > 0 {
-		fmt.Fprintf(w, "\nnumbers in no invariant (listed, not counted):\n")
+		fmt.Fprintf(w, "\nnumbers in no invariant that applies to their config (listed, not counted):\n")
 		for _, u := range unused {
 			fmt.Fprintln(w, "  "+u)
 		}

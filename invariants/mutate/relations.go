@@ -8,24 +8,89 @@ import (
 
 // relation is the harness's own statement of one invariant, independent of the code under test:
 // lhs op rhs, each side a sum of products of config keys ("#minus-one" is the constant −1). Config mutants are computed from it,
-// so a wrong relation in package invariants cannot hide its own mutants.
+// so a wrong relation in package invariants cannot hide its own mutants. An invariant whose
+// relation depends on the config (the drain mode, the rollout strategy, the balancer kind) has
+// one relation per case, each with the condition under which it is the one that applies.
 type relation struct {
 	id       string
 	lhs, rhs [][]string // sums of products of keys ("#hosts" is the number of hosts)
 	op       string     // ">", "<" or "<="
+	// applies says whether the relation is the invariant's on config c; nil: always.
+	applies func(c *infra.Config) bool
 }
 
 func relations() []relation {
 	return []relation{
-		{"I1", [][]string{{"drain.window"}}, [][]string{{"balancer.interval", "balancer.unhealthy_threshold"}}, ">"},
-		{"I2", [][]string{{"drain.window"}, {"drain.shutdown"}}, [][]string{{"drain.stop_grace"}}, "<"},
-		{"I3", [][]string{{"balancer.healthy_threshold", "balancer.interval"}}, [][]string{{"drain.max_recovery"}}, "<="},
-		{"I4", [][]string{{"balancer.timeout"}}, [][]string{{"balancer.interval"}}, "<"},
-		{"I5", [][]string{{"watchdog.heal_after", "watchdog.interval"}, {"#minus-one", "watchdog.interval"}}, [][]string{{"drain.window"}, {"drain.shutdown"}}, ">"},
-		{"I6", [][]string{{"edge.drain"}}, [][]string{{"edge.dns_ttl"}, {"edge.check_interval", "edge.unhealthy_threshold"}}, ">"},
-		{"I7", [][]string{{"app.keepalive_idle_timeout"}}, [][]string{{"balancer.idle_timeout"}}, ">"},
-		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<"},
+		{"I1", [][]string{{"drain.window"}}, [][]string{{"balancer.interval", "balancer.unhealthy_threshold"}}, ">", withBalancer},
+		{"I2", [][]string{{"drain.window"}, {"drain.shutdown"}}, [][]string{{"drain.stop_grace"}}, "<", not(onlyBalancerDrains)},
+		{"I2", [][]string{{"drain.shutdown"}}, [][]string{{"drain.stop_grace"}}, "<", onlyBalancerDrains},
+		{"I3", [][]string{{"balancer.healthy_threshold", "balancer.interval"}}, [][]string{{"drain.max_recovery"}}, "<=", withBalancer},
+		{"I4", [][]string{{"balancer.timeout"}}, [][]string{{"balancer.interval"}}, "<", withBalancer},
+		{"I5", [][]string{{"watchdog.heal_after", "watchdog.interval"}, {"#minus-one", "watchdog.interval"}}, [][]string{{"drain.window"}, {"drain.shutdown"}}, ">", nil},
+		{"I6", [][]string{{"edge.drain"}}, [][]string{{"edge.dns_ttl"}, {"edge.check_interval", "edge.unhealthy_threshold"}}, ">", withEdge},
+		{"I7", [][]string{{"app.keepalive_idle_timeout"}}, [][]string{{"balancer.idle_timeout"}}, ">", withBalancer},
+		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<", not(startFirst)},
+		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<=", startFirst},
+		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(infra.BalancerInHouse)},
+		{"I9", [][]string{{"balancer.deregistration_delay"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(infra.BalancerALB)},
 	}
+}
+
+// applicable are the relations that are their invariant's on c.
+func applicable(c *infra.Config) []relation {
+	var out []relation
+	for _, r := range relations() {
+		if r.applies == nil || r.applies(c) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// invariantIDs are the invariants the relations state, each once, in order.
+func invariantIDs() []string {
+	var out []string
+	for _, r := range relations() {
+		if len(out) == 0 || out[len(out)-1] != r.id {
+			out = append(out, r.id)
+		}
+	}
+	return out
+}
+
+// The conditions under which a relation applies.
+
+func withBalancer(c *infra.Config) bool { return c.Balancer.Kind != infra.BalancerNone }
+
+func withEdge(c *infra.Config) bool { return c.Edge.Drain > 0 }
+
+func startFirst(c *infra.Config) bool { return c.Rollout.Strategy == infra.StartFirst }
+
+// onlyBalancerDrains: every service drains at the balancer, so nothing follows the stop signal
+// but the shutdown.
+func onlyBalancerDrains(c *infra.Config) bool {
+	for _, s := range c.Services {
+		if s.Drain != infra.DrainBalancer {
+			return false
+		}
+	}
+	return len(c.Services) > 0
+}
+
+// balancerDrainsAt: some service drains at a balancer of kind kind.
+func balancerDrainsAt(kind string) func(*infra.Config) bool {
+	return func(c *infra.Config) bool {
+		for _, s := range c.Services {
+			if s.Drain == infra.DrainBalancer {
+				return c.Balancer.Kind == kind
+			}
+		}
+		return false
+	}
+}
+
+func not(cond func(*infra.Config) bool) func(*infra.Config) bool {
+	return func(c *infra.Config) bool { return !cond(c) }
 }
 
 // numbers are a config's values of the keys the relations use: durations in milliseconds,
@@ -33,25 +98,27 @@ func relations() []relation {
 func numbers(c *infra.Config) map[string]int64 {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	return map[string]int64{
-		"balancer.interval":            ms(c.Balancer.Interval),
-		"balancer.timeout":             ms(c.Balancer.Timeout),
-		"balancer.unhealthy_threshold": int64(c.Balancer.UnhealthyThreshold),
-		"balancer.healthy_threshold":   int64(c.Balancer.HealthyThreshold),
-		"balancer.idle_timeout":        ms(c.Balancer.IdleTimeout),
-		"drain.window":                 ms(c.Drain.Window),
-		"drain.shutdown":               ms(c.Drain.Shutdown),
-		"drain.stop_grace":             ms(c.Drain.StopGrace),
-		"drain.max_recovery":           ms(c.Drain.MaxRecovery),
-		"watchdog.interval":            ms(c.Watchdog.Interval),
-		"watchdog.heal_after":          int64(c.Watchdog.HealAfter),
-		"app.keepalive_idle_timeout":   ms(c.App.KeepAliveIdleTimeout),
-		"edge.drain":                   ms(c.Edge.Drain),
-		"edge.dns_ttl":                 ms(c.Edge.DNSTTL),
-		"edge.check_interval":          ms(c.Edge.CheckInterval),
-		"edge.unhealthy_threshold":     int64(c.Edge.UnhealthyThreshold),
-		"rollout.batch":                int64(c.Rollout.Batch),
-		"#hosts":                       int64(len(c.Hosts)),
-		"#minus-one":                   -1, // a constant: (heal_after − 1) × interval
+		"balancer.interval":             ms(c.Balancer.Interval),
+		"balancer.timeout":              ms(c.Balancer.Timeout),
+		"balancer.unhealthy_threshold":  int64(c.Balancer.UnhealthyThreshold),
+		"balancer.healthy_threshold":    int64(c.Balancer.HealthyThreshold),
+		"balancer.idle_timeout":         ms(c.Balancer.IdleTimeout),
+		"balancer.header_timeout":       ms(c.Balancer.HeaderTimeout),
+		"balancer.deregistration_delay": ms(c.Balancer.DeregistrationDelay),
+		"drain.window":                  ms(c.Drain.Window),
+		"drain.shutdown":                ms(c.Drain.Shutdown),
+		"drain.stop_grace":              ms(c.Drain.StopGrace),
+		"drain.max_recovery":            ms(c.Drain.MaxRecovery),
+		"watchdog.interval":             ms(c.Watchdog.Interval),
+		"watchdog.heal_after":           int64(c.Watchdog.HealAfter),
+		"app.keepalive_idle_timeout":    ms(c.App.KeepAliveIdleTimeout),
+		"edge.drain":                    ms(c.Edge.Drain),
+		"edge.dns_ttl":                  ms(c.Edge.DNSTTL),
+		"edge.check_interval":           ms(c.Edge.CheckInterval),
+		"edge.unhealthy_threshold":      int64(c.Edge.UnhealthyThreshold),
+		"rollout.batch":                 int64(c.Rollout.Batch),
+		"#hosts":                        int64(len(c.Hosts)),
+		"#minus-one":                    -1, // a constant: (heal_after − 1) × interval
 	}
 }
 

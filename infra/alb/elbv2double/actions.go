@@ -319,16 +319,17 @@ func (s *Server) deregisterTargets(form url.Values) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(targets) == 0 {
+		return nil, validation("1 validation error detected: Value null at 'targets' failed to satisfy constraint: Member must not be null")
+	}
 	now := s.clock.Now()
 	g.expire(now)
 	for _, t := range targets {
-		if _, ok := g.targets[targetKey(t.Id, t.Port)]; !ok {
-			return nil, &apiError{http.StatusBadRequest, "InvalidTarget",
-				fmt.Sprintf("The following targets are not registered in target group '%s': '%s'", g.arn, t.Id)}
+		// ELBv2 answers 200 and changes nothing for an id:port the group does not hold (a
+		// target registered on another port, or never): only registered ones start draining.
+		if _, ok := g.targets[targetKey(t.Id, t.Port)]; ok {
+			g.deregister(targetKey(t.Id, t.Port), now)
 		}
-	}
-	for _, t := range targets {
-		g.deregister(targetKey(t.Id, t.Port), now)
 	}
 	g.updateFailOpen()
 	return deregisterTargetsResult{}, nil

@@ -100,6 +100,11 @@ func (g *targetGroup) register(id string, port int, now time.Time) {
 		reason: "Elb.RegistrationInProgress", description: "Target registration is in progress", since: now}
 }
 
+// deregister starts key's draining: no new requests, removed once the deregistration delay is
+// over (expire). A real ALB also ends the draining early, as soon as the target has no request
+// in flight and no open connection; the double forwards no traffic, so it cannot see either and
+// always keeps the full delay. A deployer polling for the end of draining therefore waits the
+// longest an ALB would, never less.
 func (g *targetGroup) deregister(key string, now time.Time) {
 	t := g.targets[key]
 	if t.state == StateDraining {
@@ -167,7 +172,11 @@ func (t *target) xml() xmlTargetHealthDescription {
 
 // record applies one health-check result to the target's streaks and state, as an ALB does:
 // healthy after healthy_threshold consecutive good checks, unhealthy after
-// unhealthy_threshold consecutive failed ones.
+// unhealthy_threshold consecutive failed ones. A newly registered target, too, stays initial
+// until healthy_threshold good checks: the ELB user guide says a new target "must pass one
+// health check", while deploys through real ALBs report new targets waiting
+// healthy_threshold × interval; the double takes the slower of the two, so a deployer that
+// works against it waits long enough on either.
 func (t *target) record(res checkResult, s Settings, now time.Time) {
 	t.checked = true
 	if res.ok {

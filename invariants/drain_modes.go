@@ -1,0 +1,17 @@
+package invariants
+
+import "github.com/zero502/zero502/infra"
+
+// drainModes are the names of cfg's services by how they leave rotation (services[].drain):
+// handshake (the service drains itself after the stop signal, its health answering 503) and
+// balancer (the deployer drains its target at the balancer before the signal).
+func drainModes(c *infra.Config) (handshake, balancer []string) {
+	for _, s := range c.Services {
+		if s.Drain == infra.DrainBalancer {
+			balancer = append(balancer, s.Name)
+		} else {
+			handshake = append(handshake, s.Name)
+		}
+	}
+	return handshake, balancer
+}
