@@ -25,7 +25,7 @@ func newInvariantsCmd() *cobra.Command {
 	var asJSON, live bool
 	cmd := &cobra.Command{
 		Use:   "invariants",
-		Short: "Check how the config's timing numbers relate (I1–I8): drain vs detection, stop grace, …",
+		Short: "Check how the config's timing numbers relate (I1–I9): drain vs detection, stop grace, …",
 		Long: `Evaluates every invariant of the config's timing numbers (DESIGN.md section 2) and prints,
 for each, the relation, the numbers put in, and whether it holds, is violated or is skipped (it
 does not apply, e.g. I6 with no edge configured). Each violation says what to change.
