@@ -1,0 +1,60 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// EnsureImage makes sure the engine has the image ref: nothing happens when it has it, else it
+// is pulled from its registry (PullImage). The deployer calls it before it stops anything, so
+// an image that cannot be had fails the step while the old instance still serves.
+func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
+	if _, _, err := RegistryOf(ref); err != nil {
+		return err
+	}
+	_, err := r.cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return nil
+	}
+	if !cerrdefs.IsNotFound(err) {
+		return r.engineErr("inspect image "+ref, err)
+	}
+	return r.PullImage(ctx, ref, io.Discard)
+}
+
+// PullImage pulls ref from its registry with the credentials the docker CLI would use (the
+// docker config file, DockerConfigPath) and writes the engine's status lines to progress. The
+// stream is read to its end; an error the engine reports in it fails the pull. A failed pull
+// leaves the engine's images as they were. The error names the image, the engine's (and so
+// the registry's) answer and the registry.
+func (r *Runtime) PullImage(ctx context.Context, ref string, progress io.Writer) error {
+	auth, host, err := registryAuth(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", ref, err)
+	}
+	body, err := r.cli.ImagePull(ctx, ref, image.PullOptions{RegistryAuth: auth})
+	if err == nil {
+		err = readStream(body, progress, nil)
+		body.Close()
+	}
+	if err != nil {
+		if client.IsErrConnectionFailed(err) {
+			return fmt.Errorf("pull %s: %w", ref, r.unreachable(err))
+		}
+		return fmt.Errorf("pull %s: %w (registry %s); %s", ref, err, host, pullAdvice(ref, host, err))
+	}
+	return nil
+}
+
+// pullAdvice says what to do about a failed pull.
+func pullAdvice(ref, host string, err error) string {
+	if deniedAccess(err) {
+		return loginAdvice(host)
+	}
+	return fmt.Sprintf("check that the tag exists there, or build and push it: zero502 image build --tag %s && zero502 image push %s", ref, ref)
+}
