@@ -33,6 +33,9 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
 // leaves the engine's images as they were. The error names the image, the engine's (and so
 // the registry's) answer and the registry.
 func (r *Runtime) PullImage(ctx context.Context, ref string, progress io.Writer) error {
+	if progress == nil {
+		progress = io.Discard
+	}
 	auth, host, err := registryAuth(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)

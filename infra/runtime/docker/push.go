@@ -24,6 +24,9 @@ type Pushed struct {
 // writing the engine's status lines to progress. The stream is read to its end; an error the
 // engine reports in it fails the push.
 func (r *Runtime) PushImage(ctx context.Context, ref string, progress io.Writer) (Pushed, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
 	auth, host, err := registryAuth(ctx, ref)
 	if err != nil {
 		return Pushed{}, fmt.Errorf("push %s: %w", ref, err)
