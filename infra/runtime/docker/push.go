@@ -31,6 +31,11 @@ func (r *Runtime) PushImage(ctx context.Context, ref string, progress io.Writer)
 	if err != nil {
 		return Pushed{}, fmt.Errorf("push %s: %w", ref, err)
 	}
+	if _, err := r.cli.ImageInspect(ctx, ref); cerrdefs.IsNotFound(err) {
+		return Pushed{}, fmt.Errorf("push %s: the engine has no image by that name: build it with zero502 image build --tag %s (or docker tag an image to it)", ref, ref)
+	} else if err != nil {
+		return Pushed{}, r.engineErr("push "+ref, err)
+	}
 	pushed := Pushed{Image: ref, Registry: host}
 	body, err := r.cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: auth})
 	if err == nil {
@@ -49,8 +54,6 @@ func (r *Runtime) PushImage(ctx context.Context, ref string, progress io.Writer)
 		return pushed, nil
 	case client.IsErrConnectionFailed(err):
 		return Pushed{}, fmt.Errorf("push %s: %w", ref, r.unreachable(err))
-	case cerrdefs.IsNotFound(err):
-		return Pushed{}, fmt.Errorf("push %s: %w; the engine has no image by that name: build it with zero502 image build --tag %s (or docker tag an image to it)", ref, err, ref)
 	case deniedAccess(err):
 		return Pushed{}, fmt.Errorf("push %s: %w (registry %s); %s", ref, err, host, loginAdvice(host))
 	default:
