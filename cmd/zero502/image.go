@@ -11,7 +11,7 @@ import (
 
 func newImageCmd() *cobra.Command {
 	img := &cobra.Command{
-		Use:     "image",
+		Use:   "image",
 		Short: "Container images of zero502: built locally, pushed to a registry",
 		Example: `  zero502 image build --tag registry.example.com/shop/web:v2
   zero502 image push registry.example.com/shop/web:v2`,
