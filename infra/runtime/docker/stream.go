@@ -29,15 +29,8 @@ func readStream(body io.Reader, progress io.Writer, aux func(json.RawMessage)) e
 			}
 			return fmt.Errorf("reading the engine's progress stream: %w", err)
 		}
-		switch {
-		case m.Error != nil && m.Error.Message != "":
-			if failed == nil {
-				failed = errors.New(m.Error.Message)
-			}
-		case m.ErrorMessage != "":
-			if failed == nil {
-				failed = errors.New(m.ErrorMessage)
-			}
+		if m.Error != nil && m.Error.Message != "" && failed == nil {
+			failed = errors.New(m.Error.Message)
 		}
 		if m.Stream != "" {
 			io.WriteString(progress, m.Stream)
