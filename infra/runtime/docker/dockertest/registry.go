@@ -1,6 +1,9 @@
 package dockertest
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log"
@@ -12,7 +15,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/zero502/zero502/infra/runtime/docker"
 )
 
 // Registry is a real OCI distribution registry (go-containerregistry's, in memory) served over
@@ -22,9 +28,10 @@ import (
 // basic auth does. It records the requests it served.
 type Registry struct {
 	// Host is host:port, the registry part of image references: Host + "/shop/web:v1".
-	Host string
-	mu   sync.Mutex
-	seen []string // "GET /v2/shop/web/manifests/v1"
+	Host      string
+	mu        sync.Mutex
+	seen      []string // "GET /v2/shop/web/manifests/v1"
+	blobsLost bool
 }
 
 // NewRegistry starts a registry for the test, closed when it ends; user "" means anonymous
@@ -44,12 +51,28 @@ func NewRegistry(t testing.TB, user, password string) *Registry {
 		}
 		reg.mu.Lock()
 		reg.seen = append(reg.seen, req.Method+" "+req.URL.Path)
+		lost := reg.blobsLost && strings.Contains(req.URL.Path, "/blobs/sha256:")
 		reg.mu.Unlock()
+		if lost {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]any{"errors": []map[string]string{
+				{"code": "BLOB_UNKNOWN", "message": "blob unknown to registry"}}})
+			return
+		}
 		oci.ServeHTTP(w, req)
 	}))
 	t.Cleanup(srv.Close)
 	reg.Host = strings.TrimPrefix(srv.URL, "http://")
 	return reg
+}
+
+// LoseBlobs makes the registry answer 404 BLOB_UNKNOWN for every blob from now on while it
+// still serves manifests: a pull gets past the manifest, then fails inside the engine's stream.
+func (r *Registry) LoseBlobs() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blobsLost = true
 }
 
 // Requests is every authorised request served so far, as "METHOD /path" lines.
@@ -90,4 +113,30 @@ func DockerConfig(t *testing.T, content any) string {
 	}
 	t.Setenv("DOCKER_CONFIG", dir)
 	return dir
+}
+
+// TinyImage makes an image named ref on the engine holding one small file of random content (a
+// layer no other image has), and removes the tag when the test ends.
+func TinyImage(t testing.TB, rt *docker.Runtime, ref string) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := []byte("dockertest " + randHex(16) + "\n")
+	if err := tw.WriteHeader(&tar.Header{Name: "hello.txt", Mode: 0o644, Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rc, err := rt.Client().ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{})
+	if err != nil {
+		t.Fatalf("import %s: %v", ref, err)
+	}
+	_, _ = io.Copy(io.Discard, rc)
+	rc.Close()
+	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), ref) })
 }
