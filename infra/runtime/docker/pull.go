@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
@@ -54,10 +55,32 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress io.Writer)
 	return nil
 }
 
-// pullAdvice says what to do about a failed pull.
+// pullAdvice says what to do about a failed pull, by what the engine said.
 func pullAdvice(ref, host string, err error) string {
-	if deniedAccess(err) {
-		return loginAdvice(host)
+	msg := strings.ToLower(err.Error())
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(msg, w) {
+				return true
+			}
+		}
+		return false
 	}
-	return fmt.Sprintf("check that the tag exists there, or build and push it: zero502 image build --tag %s && zero502 image push %s", ref, ref)
+	switch {
+	case deniedAccess(err):
+		// Registries (Docker Hub among them) deny a repository that does not exist as one that
+		// needs credentials.
+		return fmt.Sprintf("%s; or, if the repository does not exist there, %s", loginAdvice(host), buildAndPush(ref))
+	case cerrdefs.IsNotFound(err) || has("manifest unknown", "name unknown", "not found"):
+		return "check that the tag exists there, or " + buildAndPush(ref)
+	case has("no such host", "connection refused", "dial tcp", "timeout", "server gave http response"):
+		return fmt.Sprintf("the engine cannot reach the registry: fix its access to %s, or, for an image that comes from no registry, build it on this engine: zero502 image build --tag %s", host, ref)
+	default:
+		return fmt.Sprintf("the registry's content may be incomplete: push the image again (zero502 image push %s) or check the registry", ref)
+	}
+}
+
+// buildAndPush says how to put the zero502 image ref into its registry.
+func buildAndPush(ref string) string {
+	return fmt.Sprintf("build and push it: zero502 image build --tag %s && zero502 image push %s", ref, ref)
 }
