@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
@@ -13,7 +15,8 @@ import (
 
 // EnsureImage makes sure the engine has the image ref: nothing happens when it has it, else it
 // is pulled from its registry (PullImage). The deployer calls it before it stops anything, so
-// an image that cannot be had fails the step while the old instance still serves.
+// an image that cannot be had fails the step while the old instance still serves. A pull is
+// logged (slog) with the time it took.
 func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
 	if _, _, err := RegistryOf(ref); err != nil {
 		return err
@@ -25,7 +28,12 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
 	if !cerrdefs.IsNotFound(err) {
 		return r.engineErr("inspect image "+ref, err)
 	}
-	return r.PullImage(ctx, ref, io.Discard)
+	start := time.Now()
+	if err := r.PullImage(ctx, ref, io.Discard); err != nil {
+		return err
+	}
+	slog.InfoContext(ctx, "pulled image", "image", ref, "engine", r.endpoint, "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // PullImage pulls ref from its registry with the credentials the docker CLI would use (the
