@@ -11,11 +11,12 @@ import (
 
 func newImageCmd() *cobra.Command {
 	img := &cobra.Command{
-		Use:     "image",
-		Short:   "Container images of zero502, built locally (no registry)",
-		Example: `  zero502 image build --tag zero502/app:dev`,
+		Use:   "image",
+		Short: "Container images of zero502: built locally, pushed to a registry",
+		Example: `  zero502 image build --tag registry.example.com/shop/web:v2
+  zero502 image push registry.example.com/shop/web:v2`,
 	}
-	img.AddCommand(newImageBuildCmd())
+	img.AddCommand(newImageBuildCmd(), newImagePushCmd())
 	return img
 }
 

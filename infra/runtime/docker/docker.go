@@ -4,8 +4,9 @@
 // stops it with the stop grace as the stop timeout (SIGTERM starts the drain handshake; a SIGKILL
 // or an OOM kill is reported as a violation of invariant I2, never hidden), inspects, lists by
 // label and removes containers. Containers get no restart policy: the watchdog is the healer.
-// Images come from no registry: BuildImage builds them locally FROM scratch from the static
-// zero502 binary. DESIGN.md sections 4, 5 and 8.
+// Start pulls a missing image from its registry (EnsureImage, with the docker CLI's credentials);
+// BuildImage builds the zero502 image FROM scratch and PushImage pushes it. DESIGN.md sections
+// 4, 5 and 8.
 package docker
 
 import (
@@ -123,11 +124,14 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 		cfg.ExposedPorts = nat.PortSet{port: struct{}{}}
 		hc.PortBindings = nat.PortMap{port: {{HostIP: bindIP(svc.Address), HostPort: strconv.Itoa(svc.Port)}}}
 	}
+	if err := r.EnsureImage(ctx, svc.Image); err != nil {
+		return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+	}
 	name := containerName(host, svc.Name, svc.Version)
 	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return runtime.Instance{}, fmt.Errorf("host %s: service %s: image %s is not on this engine (%w); build it with `zero502 image build --tag %s` (images come from no registry)",
+			return runtime.Instance{}, fmt.Errorf("host %s: service %s: image %s is not on this engine (%w); build it with `zero502 image build --tag %s` (or push it to its registry)",
 				host, svc.Name, svc.Image, runtime.ErrNotFound, svc.Image)
 		}
 		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: create container %s", host, svc.Name, name), err)

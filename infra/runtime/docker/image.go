@@ -219,42 +219,20 @@ func buildContext(bin string) (io.Reader, error) {
 	return &buf, nil
 }
 
-// buildMessage is one line of the engine's JSON build stream.
-type buildMessage struct {
-	Stream      string `json:"stream"`
-	Error       string `json:"error"`
-	ErrorDetail *struct {
-		Message string `json:"message"`
-	} `json:"errorDetail"`
-	Aux *struct {
-		ID string `json:"ID"`
-	} `json:"aux"`
-}
-
 // readBuildStream copies the build output to progress and returns the image id, or the
 // engine's error.
 func readBuildStream(body io.Reader, progress io.Writer) (string, error) {
-	dec := json.NewDecoder(body)
 	id := ""
-	for {
-		var m buildMessage
-		if err := dec.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("reading the engine's build output: %w", err)
+	err := readStream(body, progress, func(raw json.RawMessage) {
+		var built struct {
+			ID string `json:"ID"`
 		}
-		if m.Error != "" {
-			return "", errors.New(m.Error)
+		if json.Unmarshal(raw, &built) == nil && built.ID != "" {
+			id = built.ID
 		}
-		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
-			return "", errors.New(m.ErrorDetail.Message)
-		}
-		if m.Stream != "" {
-			io.WriteString(progress, m.Stream)
-		}
-		if m.Aux != nil && m.Aux.ID != "" {
-			id = m.Aux.ID
-		}
+	})
+	if err != nil {
+		return "", err
 	}
 	if id == "" {
 		return "", errors.New("the engine reported no image id; see the build output above")

@@ -1,0 +1,54 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+
+	helperclient "github.com/docker/docker-credential-helpers/client"
+	"github.com/docker/docker-credential-helpers/credentials"
+	registrytypes "github.com/docker/docker/api/types/registry"
+)
+
+// helperCredentials asks the docker credential helper docker-credential-<name> (on PATH) for
+// the server's credentials, by the helper protocol the docker CLI speaks. A helper that knows
+// no credentials for the server gives anonymous ones; a username of <token> means the secret
+// is an identity token.
+func helperCredentials(ctx context.Context, name, server string) (registrytypes.AuthConfig, error) {
+	program := "docker-credential-" + name
+	creds, err := helperclient.Get(func(args ...string) helperclient.Program {
+		return &helperProgram{cmd: exec.CommandContext(ctx, program, args...)}
+	}, server)
+	if credentials.IsErrCredentialsNotFound(err) {
+		return registrytypes.AuthConfig{ServerAddress: server}, nil
+	}
+	if err != nil {
+		return registrytypes.AuthConfig{}, fmt.Errorf("%s get %s: %w; install %s on PATH, log in again with docker login, or remove the helper from the config",
+			program, server, err, program)
+	}
+	ac := registrytypes.AuthConfig{ServerAddress: server, Username: creds.Username, Password: creds.Secret}
+	if creds.Username == "<token>" {
+		ac = registrytypes.AuthConfig{ServerAddress: server, IdentityToken: creds.Secret}
+	}
+	return ac, nil
+}
+
+// helperProgram runs a credential helper under a context, keeping its stderr for the error.
+type helperProgram struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
+
+func (p *helperProgram) Input(in io.Reader) { p.cmd.Stdin = in }
+
+func (p *helperProgram) Output() ([]byte, error) {
+	p.cmd.Stderr = &p.stderr
+	out, err := p.cmd.Output()
+	if err != nil && p.stderr.Len() > 0 {
+		err = fmt.Errorf("%w: %s", err, strings.TrimSpace(p.stderr.String()))
+	}
+	return out, err
+}
