@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // dockerConfig writes a config of hosts for the docker runtime (image, the app listening on
@@ -118,5 +120,70 @@ func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T
 	}
 	if len(running) != 1 || running[0] != "v1" {
 		t.Errorf("running containers of %s: %v, want one v1", host, running)
+	}
+}
+
+// Images come from a registry: a first deploy pulls v1 from it (the engine lacked it) and runs
+// it; a deploy of a v2 the registry does not have fails before anything on the host changes
+// (the old container still serves, the spec still names v1), naming the image and the registry.
+func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.T) {
+	t.Parallel()
+	rt := dockertest.Engine(t)
+	reg := dockertest.NewRegistry(t, "", "")
+	ctx := context.Background()
+	ref := reg.Host + "/shop/web:v1"
+	if err := rt.Client().ImageTag(ctx, dockertest.Image(t, rt), ref); err != nil {
+		t.Fatalf("tag %s: %v", ref, err)
+	}
+	if _, err := rt.PushImage(ctx, ref, io.Discard); err != nil {
+		t.Fatalf("push %s: %v", ref, err)
+	}
+	if err := rt.RemoveImage(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), ref) })
+
+	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}
+	host := hosts[0]
+	dir := t.TempDir()
+	path := dockerConfig(t, dir, hosts, reg.Host+"/shop/web:{version}", []int{dockertest.FreePort(t), dockertest.FreePort(t)})
+	cfg, err := infra.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev1 eventLog
+	if _, err := New(cfg, Options{Events: ev1.add, Self: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1 from the registry: %v\nevents:\n%s", err, &ev1)
+	}
+	if reg.Served("GET", "/v2/shop/web/manifests/") == 0 {
+		t.Errorf("the engine never asked the registry for v1: %v", reg.Requests())
+	}
+	before, err := rt.List(ctx, runtime.Filter{Host: host, Service: "web"})
+	if err != nil || len(before) != 1 {
+		t.Fatalf("containers after v1: %v %v", before, err)
+	}
+
+	var ev2 eventLog
+	rep, err := New(cfg, Options{Events: ev2.add, Self: bin}).Deploy(ctx, "v2")
+	if err == nil {
+		t.Fatalf("deploy of a v2 the registry lacks succeeded\nevents:\n%s", &ev2)
+	}
+	for _, want := range []string{reg.Host + "/shop/web:v2", "registry " + reg.Host, "nothing was changed on this host"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	if h := rep.Hosts[0]; h.Outcome != OutcomeUntouched || h.Running != "v1" {
+		t.Errorf("%s: %s, runs %q; want untouched, still v1", host, h.Outcome, h.Running)
+	}
+	after, err := rt.List(ctx, runtime.Filter{Host: host, Service: "web"})
+	if err != nil || len(after) != 1 || after[0].ID != before[0].ID || !after[0].Running() {
+		t.Errorf("containers after the failed pull: %v %v; want the v1 container %s untouched", after, err, before[0].ID)
+	}
+	if s, err := spec.Read(spec.Path(filepath.Join(dir, host))); err != nil || s.Version != "v1" {
+		t.Errorf("published spec %q %v, want v1 untouched", s.Version, err)
+	}
+	if strings.Contains(ev2.String(), " "+StepDrain+" ") {
+		t.Errorf("the v1 container was drained although v2 could not be pulled:\n%s", &ev2)
 	}
 }
