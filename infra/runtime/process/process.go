@@ -185,9 +185,11 @@ func (rt *Runtime) Inspect(_ context.Context, id string) (runtime.Instance, erro
 	return rt.instance(r), nil
 }
 
-// List returns the recorded instances matching f, running or exited, ordered by service.
+// List returns the recorded instances matching f, running or exited, ordered by service. With
+// f.Service it reads that service's record only: a corrupt record of another service does not
+// stop a heal or a deploy of this one (a corrupt record of this service is an error naming it).
 func (rt *Runtime) List(_ context.Context, f runtime.Filter) ([]runtime.Instance, error) {
-	recs, err := rt.records()
+	recs, err := rt.recordsOf(f.Service)
 	if err != nil {
 		return nil, err
 	}
@@ -306,9 +308,14 @@ func (rt *Runtime) exited(r record) (bool, int) {
 	return true, -1
 }
 
+// plainName reports whether a service name can name its record and log files: a plain file name.
+func plainName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\\\x00")
+}
+
 func checkService(svc spec.Service) error {
 	switch {
-	case svc.Name == "" || svc.Name == "." || svc.Name == ".." || strings.ContainsAny(svc.Name, "/\\\x00") || strings.HasPrefix(svc.Name, "."):
+	case !plainName(svc.Name):
 		return fmt.Errorf("process runtime: service name %q must be a plain file name (services[].name)", svc.Name)
 	case len(svc.Command) == 0 || svc.Command[0] == "":
 		return fmt.Errorf("process runtime: service %s has no command; set services[].command (the process runtime runs commands, not images)", svc.Name)

@@ -68,6 +68,24 @@ func (rt *Runtime) readRecord(service string) (record, error) {
 	return r, nil
 }
 
+// recordsOf reads the record of service, or every record when service is empty.
+func (rt *Runtime) recordsOf(service string) ([]record, error) {
+	if service == "" {
+		return rt.records()
+	}
+	if !plainName(service) {
+		return nil, nil // no record can have that name
+	}
+	r, err := rt.readRecord(service)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []record{r}, nil
+}
+
 // records reads every record, ordered by service.
 func (rt *Runtime) records() ([]record, error) {
 	entries, err := os.ReadDir(filepath.Join(rt.dir, "instances"))
