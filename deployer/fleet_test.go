@@ -159,7 +159,6 @@ drain:
 watchdog:
   interval: 1s
   heal_after: 4
-  lock_path: %s
   state_dir: %s
 app:
   keepalive_idle_timeout: 10s
@@ -172,7 +171,7 @@ services:
     command: %s
     port: %d
 %shosts:
-`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, filepath.Join(f.dir, "deploy.lock"), f.dir, v.Batch, v.HealthyDeadline, quoted, f.base, gateway)
+`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, f.dir, v.Batch, v.HealthyDeadline, quoted, f.base, gateway)
 	for i := range f.hosts {
 		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
 	}
