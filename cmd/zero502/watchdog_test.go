@@ -38,3 +38,23 @@ hosts:
 		t.Fatalf("watchdog tick with a failing heal: exit %d, output:\n%s\nwant exit 1 naming the failed heal", code, out)
 	}
 }
+
+func TestHostLockPathPrintsTheOneLockOfEachHost(t *testing.T) {
+	local := filepath.Join("..", "..", "examples", "local.yaml")
+	out, code := runCLI(t, "host", "lock-path", "--config", local)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, want := range []string{"host-a  /tmp/zero502-local/host-a/deploy.lock", "host-c  /tmp/zero502-local/host-c/deploy.lock"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, code = runCLI(t, "host", "lock-path", "--config", local, "--host", "host-b")
+	if code != 0 || out != "/tmp/zero502-local/host-b/deploy.lock\n" {
+		t.Fatalf("--host host-b: exit %d, output %q, want the bare path", code, out)
+	}
+	if out, code := runCLI(t, "host", "lock-path", "--config", local, "--host", "host-z"); code != 2 || !strings.Contains(out, "host-z") {
+		t.Fatalf("--host host-z: exit %d, output %q, want exit 2 naming it", code, out)
+	}
+}
