@@ -283,9 +283,25 @@ func holdWithFlock(t *testing.T, lockPath string) (release func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	released := false
 	release = func() {
+		if released {
+			return
+		}
+		released = true
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		// flock(1)'s child may still hold a copy of the locked descriptor for a moment (until it
+		// closes it, -o, or its SIGKILL is processed): the lock is free once a taker gets it.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if l, err := hostlock.TryAcquire(lockPath, hostlock.Holder{Who: "probe"}); err == nil {
+				l.Release()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("the lock %s was still held 10s after flock(1) was killed", lockPath)
 	}
 	t.Cleanup(release)
 	deadline := time.Now().Add(10 * time.Second)

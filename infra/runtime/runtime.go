@@ -3,7 +3,9 @@
 // services[].stop_signal says otherwise, which starts the drain handshake, then SIGKILL when the
 // grace runs out), inspect and list instances by host, service
 // and version, remove them. Two implementations live beside it: process (local processes that
-// outlive the command that started them) and docker (the Docker Engine API). Consumers (the
+// outlive the command that started them) and docker (the Docker Engine API). A process service's
+// environment is ServiceEnv: a fixed base (BaseEnv) under its configured env, never the
+// environment of whoever starts it; a container gets exactly its configured env (EnvList). Consumers (the
 // deployer, the watchdog) define the narrower interfaces they need; Runtime here is the full set
 // both implementations provide.
 package runtime
