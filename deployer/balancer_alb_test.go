@@ -240,7 +240,6 @@ drain:
 watchdog:
   interval: 3s
   heal_after: 4
-  lock_path: %s
   state_dir: %s
 app:
   keepalive_idle_timeout: 10s
@@ -259,7 +258,7 @@ hosts:
 func (f *fleet) albConfig(arn string) string {
 	f.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, albFleetBalancer, arn, filepath.Join(f.dir, "deploy.lock"), f.dir, f.base)
+	fmt.Fprintf(&b, albFleetBalancer, arn, f.dir, f.base)
 	for i := range f.hosts {
 		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
 	}

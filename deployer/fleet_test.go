@@ -168,7 +168,6 @@ drain:
 watchdog:
   interval: 1s
   heal_after: 4
-  lock_path: %s
   state_dir: %s
 app:
   keepalive_idle_timeout: 10s
@@ -183,7 +182,7 @@ services:
     port: %d
     verify: {version_header: X-Version}
 %s%shosts:
-`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, filepath.Join(f.dir, "deploy.lock"), f.dir, v.Batch, v.HealthyDeadline,
+`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, f.dir, v.Batch, v.HealthyDeadline,
 		v.Bake, quoted, f.base, envLine(v.Env), gateway)
 	for i := range f.hosts {
 		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +36,8 @@ func Defaults() *Config {
 }
 
 // Load reads the config file at path over the embedded defaults, applies ZERO502_* environment
-// overrides, decodes strictly and validates. A missing file is an error unless path is
+// overrides (refusing a ZERO502_* variable that names no config key: see envUnknown), decodes
+// strictly and validates. A missing file is an error unless path is
 // DefaultPath, in which case the embedded defaults stand alone.
 func Load(path string) (*Config, error) {
 	if path == "" {
@@ -58,6 +60,7 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 	if err := v.ReadConfig(bytes.NewReader(defaultsYAML)); err != nil {
 		return nil, fmt.Errorf("embedded defaults: %w", err)
 	}
+	lockSetIn := lockPathSetBy(nil)
 	if len(data) > 0 {
 		fv := viper.New()
 		fv.SetConfigType("yaml")
@@ -70,6 +73,10 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 		if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
 			return nil, fmt.Errorf("config %s: %w", name, err)
 		}
+		lockSetIn = lockPathSetBy(fv)
+	}
+	if err := envUnknown(os.Environ()); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -91,7 +98,51 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
+	if err := c.checkLockPath(lockSetIn); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
 	return &c, nil
+}
+
+// envUnknown refuses every ZERO502_* variable of environ that sets no config key and is not one
+// zero502 reads elsewhere (EnvNotConfig), naming the closest known name: a misspelt override
+// (ZERO502_DRIAN_WINDOW) must never be silently ignored.
+func envUnknown(environ []string) error {
+	known := envKeys("", reflect.TypeOf(Config{}))
+	known = append(known, EnvNotConfig()...)
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || slices.Contains(known, name) {
+			continue
+		}
+		hint := ""
+		if s := closest(name, known); s != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		errs = append(errs, fmt.Errorf("environment variable %s sets no config key%s: a ZERO502_* variable is %s_ + a key path "+
+			"in upper case with _ for . (ZERO502_DRAIN_WINDOW sets drain.window; README: config reference); unset it or fix its name",
+			name, hint, EnvPrefix))
+	}
+	return errors.Join(errs...)
+}
+
+// envKeys lists the environment variable of every scalar key under type t (sections recursed,
+// lists of sections skipped: services and hosts are set in the file only).
+func envKeys(prefix string, t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := prefix + "_" + strings.ToUpper(f.Tag.Get("mapstructure"))
+		switch {
+		case f.Type.Kind() == reflect.Struct && f.Type != durationType:
+			out = append(out, envKeys(name, f.Type)...)
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
+		default:
+			out = append(out, EnvPrefix+name)
+		}
+	}
+	return out
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))

@@ -197,6 +197,7 @@ func (c *Config) Validate() error {
 			bad(key+".port_offset", h.PortOffset, "must be from 0 to 60000")
 		}
 	}
+	errs = append(errs, c.duplicateTargets()...)
 	return errors.Join(errs...)
 }
 

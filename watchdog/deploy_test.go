@@ -104,12 +104,12 @@ func (f *dockerFleet) config(name string, gateway bool, gatewayFlags ...string) 
   healthy_threshold: 2
   idle_timeout: 5s
 drain: {window: 1s, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
-watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, lock_path: %s/unused.lock, state_dir: %s}
+watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: %s}
 app: {keepalive_idle_timeout: 10s}
 rollout: {batch: 1, runtime: docker, healthy_deadline: 30s}
 services:
   - {name: web, image: %q, port: %d, command: %s}
-`, f.listen, f.admin, f.dir, f.dir, f.image, f.base, webCmd)
+`, f.listen, f.admin, f.dir, f.image, f.base, webCmd)
 	if gateway {
 		gwCmd, _ := json.Marshal(append(append([]string(nil), app...), gatewayFlags...))
 		fmt.Fprintf(&b, "  - {name: gateway, image: %q, port: %d, command: %s}\n", f.image, f.base+1, gwCmd)

@@ -31,7 +31,9 @@ import (
 // argument (read before any test flag): "serve-for-watchdog-test ADDR VERSION" serves GET /health
 // (200) and GET / ("version V") on ADDR; "work-for-watchdog-test" just runs. Both exit 0 on
 // SIGTERM. "deploy-for-watchdog-test CONFIG VERSION" is a deployer on the docker runtime in a
-// process of its own (so a test can SIGKILL it), its events as JSON lines on stdout. A child that is given neither never runs the tests: fuseEnv stops a fork bomb.
+// process of its own (so a test can SIGKILL it), its events as JSON lines on stdout. A child that
+// is given neither never runs the tests: fuseEnv stops a fork bomb (services get it through their
+// configured env: a runtime passes nothing else of this process's environment).
 const fuseEnv = "ZERO502_WATCHDOG_TEST_PARENT_PID"
 
 func TestMain(m *testing.M) {
@@ -111,17 +113,19 @@ func processConfig(t *testing.T, dir string, webPort int) *infra.Config {
 	}
 	yaml := fmt.Sprintf(`
 rollout: {runtime: process}
-watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, lock_path: %[1]s/unused.lock, state_dir: %[1]s}
+watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: %[1]s}
 drain: {window: 1500ms, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
 services:
   - name: web
     command: [%[2]q, serve-for-watchdog-test, "127.0.0.1:{port}", "{version}"]
     port: %[3]d
+    env: {%[4]s: "%[5]d"}
   - name: worker
     command: [%[2]q, work-for-watchdog-test]
+    env: {%[4]s: "%[5]d"}
 hosts:
   - {name: h1, address: 127.0.0.1, state_dir: %[1]s}
-`, dir, self, webPort)
+`, dir, self, webPort, fuseEnv, os.Getpid())
 	cfg, err := infra.LoadBytes([]byte(yaml), "test config")
 	if err != nil {
 		t.Fatal(err)
@@ -279,9 +283,25 @@ func holdWithFlock(t *testing.T, lockPath string) (release func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	released := false
 	release = func() {
+		if released {
+			return
+		}
+		released = true
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		// flock(1)'s child may still hold a copy of the locked descriptor for a moment (until it
+		// closes it, -o, or its SIGKILL is processed): the lock is free once a taker gets it.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if l, err := hostlock.TryAcquire(lockPath, hostlock.Holder{Who: "probe"}); err == nil {
+				l.Release()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("the lock %s was still held 10s after flock(1) was killed", lockPath)
 	}
 	t.Cleanup(release)
 	deadline := time.Now().Add(10 * time.Second)

@@ -5,8 +5,9 @@
 // instance's state for a service without a port), counts consecutive failures in a state file,
 // and on the heal_after-th consecutive failure recreates the service from the spec. A service the
 // spec marks stopped is never started. Each heal is one JSON log line and a counter in a
-// Prometheus textfile. DESIGN.md sections 4 and 5; invariant I5 says why a draining service is
-// never healed.
+// Prometheus textfile. A heal that fails makes the tick fail (Report.Err, a non-zero exit that
+// systemd flags) without stopping the heals of the host's other services. Invariant I5 says why
+// a draining service is never healed.
 package watchdog
 
 import (
@@ -109,6 +110,25 @@ func (r Report) Healed() int {
 	return n
 }
 
+// ErrHealFailed is wrapped by Report.Err when a heal of the tick failed.
+var ErrHealFailed = errors.New("heal failed")
+
+// Err is nil unless a heal of this tick failed; then it names every failed heal and wraps
+// ErrHealFailed. The other services were still checked and healed.
+func (r Report) Err() error {
+	var failed []string
+	for _, v := range r.Services {
+		if v.HealError != "" {
+			failed = append(failed, v.Service+": "+v.HealError)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("host %s: %w: %s (the next failing tick tries again; fix the cause)",
+		r.Host, ErrHealFailed, strings.Join(failed, "; "))
+}
+
 // Verdict is one service's check and what followed.
 type Verdict struct {
 	Service string `json:"service"`
@@ -128,7 +148,8 @@ type Verdict struct {
 }
 
 // Tick runs one watchdog round on the host. Only a corrupt spec or an unwritable state dir is
-// an error; an unhealthy service, a failed heal or a held lock are results.
+// an error; an unhealthy service, a failed heal or a held lock are results (a failed heal is in
+// Report.Err, so the command still exits non-zero).
 func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 	rep := Report{Host: w.host.Name, At: w.clock.Now().UTC()}
 	lockPath := w.cfg.HostLockPath(w.host)

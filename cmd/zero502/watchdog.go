@@ -26,7 +26,8 @@ holds it, the tick is skipped and no failure counter changes. Otherwise it reads
 published spec (it never writes it), checks each service (HTTP GET on its health path; the
 container or process state for a service without a port), counts consecutive failures in
 <state dir>/watchdog.json and, on the watchdog.heal_after-th, recreates the service from the
-spec. A service the spec marks stopped is never started. Heals are JSON log lines on stderr and
+spec. A service the spec marks stopped is never started. Exit 1 when a host could not be checked
+or a heal failed (the other services were still checked and healed). Heals are JSON log lines on stderr and
 counters in <state dir>/zero502_watchdog.prom (Prometheus textfile).
 
 Without --host it watches the host named like this machine, else every host without ssh.`,
@@ -55,11 +56,13 @@ Without --host it watches the host named like this machine, else every host with
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			failed := 0
+			failed, healsFailed := 0, 0
 			show := func(rep watchdog.Report, err error) {
 				if err != nil {
 					failed++
 					logger.Error("tick failed", "host", rep.Host, "error", err.Error())
+				} else if rep.Err() != nil {
+					healsFailed++
 				}
 				if asJSON {
 					line := struct {
@@ -84,6 +87,9 @@ Without --host it watches the host named like this machine, else every host with
 			}
 			if failed > 0 {
 				return exitCode(1, fmt.Errorf("watchdog: %d of %d hosts could not be checked (see the log above)", failed, len(ws)))
+			}
+			if healsFailed > 0 {
+				return exitCode(1, fmt.Errorf("watchdog: a heal failed on %d of %d hosts (see the log above)", healsFailed, len(ws)))
 			}
 			return nil
 		},

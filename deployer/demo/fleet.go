@@ -122,7 +122,7 @@ func rewrite(local []byte, dir string, ctr *containers) ([]byte, error) {
 	bal["listen"] = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	bal["admin"] = fmt.Sprintf("127.0.0.1:%d", ports[1])
 	wd["state_dir"] = dir
-	wd["lock_path"] = filepath.Join(dir, "deploy.lock")
+	delete(wd, "lock_path") // each host locks <its state_dir>/deploy.lock
 	svcPorts := ports[2:]
 	sort.Ints(svcPorts)
 	// Every host's balanced service listens on base + port_offset, so the offsets are what

@@ -2,7 +2,8 @@
 // bootstrap script share: flock(2) exclusive on a file (gofrs/flock), compatible with flock(1).
 // The kernel releases it when the holder dies, so there is no stale lock to clean up. The holder
 // writes who and since when beside the lock (LOCK.holder), so a blocked command can say who
-// holds it. DESIGN.md section 4.
+// holds it. The lock file and the holder record are spec.FileMode (0644): a status reader or a
+// script running as another user can open them (flock(1) needs only read access).
 package hostlock
 
 import (
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // Holder says who holds a lock and since when.
@@ -47,10 +50,10 @@ func HolderPath(lockPath string) string { return lockPath + ".holder" }
 // TryAcquire takes the lock without waiting. When it is held it returns an error wrapping
 // ErrHeld that names the holder.
 func TryAcquire(path string, me Holder) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), spec.DirMode); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	fl := flock.New(path)
+	fl := flock.New(path, flock.SetPermissions(spec.FileMode))
 	ok, err := fl.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -64,9 +67,12 @@ func TryAcquire(path string, me Holder) (*Lock, error) {
 	if me.PID == 0 {
 		me.PID = os.Getpid()
 	}
+	// The umask may have narrowed a new lock file; a lock file of another user stays as it is.
+	_ = os.Chmod(path, spec.FileMode)
 	data, _ := json.Marshal(me)
-	// The holder record is informative: a failure to write it must not fail the lock.
-	_ = os.WriteFile(HolderPath(path), data, 0o644)
+	// The holder record is informative: a failure to write it must not fail the lock. Written
+	// atomically, a reader never sees half of it.
+	_ = spec.WriteAtomic(HolderPath(path), data)
 	return &Lock{fl: fl, path: path}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -74,4 +75,25 @@ func TestFlockCommandHoldsTheSameLock(t *testing.T) {
 		t.Fatalf("the kernel did not release the lock when flock(1) died: %v", err)
 	}
 	l.Release()
+}
+
+func TestTheLockAndItsHolderRecordAreReadableByOtherUsers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "host-a", "deploy.lock")
+	l, err := TryAcquire(p, Holder{Who: "deployer", Command: "zero502 deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	for _, f := range []string{p, HolderPath(p)} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s mode %v, want 0644 (flock(1) and a status reader of another user open it)", f, fi.Mode().Perm())
+		}
+	}
+	if h := ReadHolder(p); h.Who != "deployer" {
+		t.Fatalf("holder %+v, want the deployer", h)
+	}
 }

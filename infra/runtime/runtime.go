@@ -1,8 +1,11 @@
 // Package runtime defines what zero502 needs of a service runtime: start an instance of a
-// service from its published spec, stop it with a grace period (SIGTERM, which starts the drain
-// handshake, then SIGKILL when the grace runs out), inspect and list instances by host, service
+// service from its published spec, stop it with a grace period (its stop signal, SIGTERM unless
+// services[].stop_signal says otherwise, which starts the drain handshake, then SIGKILL when the
+// grace runs out), inspect and list instances by host, service
 // and version, remove them. Two implementations live beside it: process (local processes that
-// outlive the command that started them) and docker (the Docker Engine API). Consumers (the
+// outlive the command that started them) and docker (the Docker Engine API). A process service's
+// environment is ServiceEnv: a fixed base (BaseEnv) under its configured env, never the
+// environment of whoever starts it; a container gets exactly its configured env (EnvList). Consumers (the
 // deployer, the watchdog) define the narrower interfaces they need; Runtime here is the full set
 // both implementations provide.
 package runtime
@@ -32,6 +35,8 @@ type Instance struct {
 	// "healthy", "unhealthy", "starting", or "" when the runtime has none.
 	Health    string    `json:"health,omitempty"`
 	StartedAt time.Time `json:"started_at"`
+	// StopSignal is the signal Stop sends first (the spec's stop_signal at Start); "" is SIGTERM.
+	StopSignal string `json:"stop_signal,omitempty"`
 }
 
 // Instance states.
@@ -55,7 +60,7 @@ type Stopped struct {
 	// Killed is true when the grace period ran out and the runtime had to SIGKILL (or the
 	// kernel OOM-killed it): a violation of invariant I2, never hidden.
 	Killed bool
-	// Took is how long the stop took from SIGTERM to exit.
+	// Took is how long the stop took from the stop signal to exit.
 	Took time.Duration
 }
 
@@ -71,7 +76,8 @@ type Runtime interface {
 	// Start creates and starts an instance of svc on host and returns once it runs (not once it
 	// is healthy: health is the caller's business).
 	Start(ctx context.Context, host string, svc spec.Service) (Instance, error)
-	// Stop sends SIGTERM, waits up to grace for the exit, then SIGKILLs. grace 0 kills at once
+	// Stop sends the instance's stop signal (SIGTERM unless the spec's stop_signal says
+	// otherwise), waits up to grace for the exit, then SIGKILLs. grace 0 kills at once
 	// (the naive deploy). A kill returns Stopped.Killed and an error wrapping ErrKilled, unless
 	// grace was 0.
 	Stop(ctx context.Context, inst Instance, grace time.Duration) (Stopped, error)

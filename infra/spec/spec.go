@@ -21,6 +21,13 @@ import (
 // FileName is the spec's file name inside a host's state dir.
 const FileName = "spec.json"
 
+// FileMode and DirMode are the modes of the files and state directories zero502 writes: readable
+// by every user (node_exporter's textfile collector, a status reader), written by the owner only.
+const (
+	FileMode os.FileMode = 0o644
+	DirMode  os.FileMode = 0o755
+)
+
 // Spec is the desired state of one host.
 type Spec struct {
 	// Host is the host's name.
@@ -203,10 +210,11 @@ func Publish(path string, s Spec) error {
 }
 
 // WriteAtomic replaces the file at path with data so that readers see either the old or the new
-// content: temp file in the same directory, fsync, rename, fsync of the directory.
+// content: temp file in the same directory, fsync, rename, fsync of the directory. The file gets
+// FileMode whatever the umask (a temp file starts 0600); a missing directory is created DirMode.
 func WriteAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -215,6 +223,10 @@ func WriteAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after a successful rename
+	if err := f.Chmod(FileMode); err != nil {
+		f.Close()
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)

@@ -56,3 +56,27 @@ func TestCorruptSpecIsAnErrorNotACrash(t *testing.T) {
 		t.Fatalf("corrupt spec: %v", err)
 	}
 }
+
+func TestPublishedFilesAreReadableByOtherUsers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "host-a") // created by the write
+	p := Path(dir)
+	if err := Publish(p, Spec{Host: "a", Version: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != FileMode {
+		t.Fatalf("spec mode %v, want %v (a status reader running as another user must read it)", fi.Mode().Perm(), FileMode)
+	}
+	if err := WriteAtomic(p, []byte("{}\n")); err != nil { // a rewrite keeps the mode
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != FileMode {
+		t.Fatalf("rewritten spec mode %v, want %v", fi.Mode().Perm(), FileMode)
+	}
+	if di, _ := os.Stat(dir); di.Mode().Perm()&^DirMode != 0 || di.Mode().Perm()&0o055 != 0o055 {
+		t.Fatalf("state dir mode %v, want %v", di.Mode().Perm(), DirMode)
+	}
+}

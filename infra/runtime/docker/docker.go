@@ -1,12 +1,13 @@
 // Package docker is the Docker Engine runtime of zero502: it starts a service's instance as a
 // container from the host's published spec (image, command, environment, the service port
-// published on the host's address, labels zero502.host, zero502.service and zero502.version),
-// stops it with the stop grace as the stop timeout (SIGTERM starts the drain handshake; a SIGKILL
+// published on the host's address, labels zero502.host, zero502.service and zero502.version,
+// exactly the configured environment (nothing of the deployer's; the image's own ENV stays as
+// Docker defines it), the spec's stop_signal as the container's), stops it with the stop grace as
+// the stop timeout (the stop signal, SIGTERM by default, starts the drain handshake; a SIGKILL
 // or an OOM kill is reported as a violation of invariant I2, never hidden), inspects, lists by
 // label and removes containers. Containers get no restart policy: the watchdog is the healer.
 // Start pulls a missing image from its registry (EnsureImage, with the docker CLI's credentials);
-// BuildImage builds the zero502 image FROM scratch and PushImage pushes it. DESIGN.md sections
-// 4, 5 and 8.
+// BuildImage builds the zero502 image FROM scratch and PushImage pushes it. docs/ARCHITECTURE.md.
 package docker
 
 import (
@@ -107,13 +108,19 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	cfg := &container.Config{
 		Image: svc.Image,
 		Cmd:   svc.Command,
-		Env:   envList(svc.Env),
+		Env:   runtime.EnvList(svc.Env),
 		Labels: map[string]string{
 			LabelHost:    host,
 			LabelService: svc.Name,
 			LabelVersion: svc.Version,
 			LabelAddress: svc.Address,
 		},
+	}
+	if svc.StopSignal != "" {
+		if _, err := runtime.StopSignal(svc.StopSignal); err != nil {
+			return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+		}
+		cfg.StopSignal = svc.StopSignal
 	}
 	hc := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled}}
 	if svc.Port > 0 {
@@ -145,7 +152,8 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	return r.Inspect(ctx, created.ID)
 }
 
-// Stop sends SIGTERM and waits up to grace (rounded up to whole seconds, as docker stop -t) for
+// Stop sends the container's stop signal (the spec's stop_signal, set at create; SIGTERM by
+// default) and waits up to grace (rounded up to whole seconds, as docker stop -t) for
 // the exit, then SIGKILLs. grace 0 kills at once (the naive deploy): Killed, but not an error. An
 // instance that had to be killed, or that the kernel OOM-killed, returns Stopped.Killed and an
 // error wrapping runtime.ErrKilled. An instance that had already exited is returned as it is.
@@ -214,6 +222,7 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Instance, err
 		inst.Service = c.Config.Labels[LabelService]
 		inst.Version = c.Config.Labels[LabelVersion]
 		inst.Address = c.Config.Labels[LabelAddress]
+		inst.StopSignal = c.Config.StopSignal
 	}
 	if c.State != nil {
 		if c.State.Running {
@@ -280,16 +289,6 @@ func describe(inst runtime.Instance) string {
 		return "container " + id
 	}
 	return fmt.Sprintf("host %s: service %s %s (container %s)", inst.Host, inst.Service, inst.Version, id)
-}
-
-// envList turns the spec's environment into KEY=value lines in key order.
-func envList(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // bindIP is the host IP a service port is published on: the IP of address, or all interfaces

@@ -253,3 +253,62 @@ func TestTheImageRunsAsNobodyWithAWritableTmp(t *testing.T) {
 		t.Errorf("container user %q, want 65534:65534 (nobody)", c.Config.User)
 	}
 }
+
+func TestAContainerGetsExactlyItsConfiguredEnvNothingOfTheDeployers(t *testing.T) {
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "deployer-secret")
+	t.Setenv("ZERO502_X", "deployer-only")
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
+	ctx := context.Background()
+	c, err := rt.Client().ContainerInspect(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := rt.Client().ImageInspect(ctx, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imageEnv []string
+	if img.Config != nil {
+		imageEnv = img.Config.Env
+	}
+	var extra []string
+	for _, e := range c.Config.Env {
+		switch {
+		case e == "ZERO502_TEST=1", containsEnv(imageEnv, e):
+		case strings.HasPrefix(e, "PATH=") && len(imageEnv) == 0: // the engine's default PATH
+		default:
+			extra = append(extra, e)
+		}
+	}
+	if len(extra) > 0 || !containsEnv(c.Config.Env, "ZERO502_TEST=1") {
+		t.Fatalf("container env %v: want ZERO502_TEST=1 and the image's own %v, nothing else (extra: %v)", c.Config.Env, imageEnv, extra)
+	}
+}
+
+// The app in the test image is a Go program: SIGQUIT makes the Go runtime dump its goroutines
+// and exit 2 at once, where SIGTERM would drain and exit 0. The exit code tells which signal the
+// stop sent.
+func TestStopSendsTheServicesStopSignal(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	svc := appService(image, "web", "v1", port, 15*time.Second, time.Second)
+	svc.StopSignal = "SIGQUIT"
+	inst := startApp(t, rt, host, svc)
+	if inst.StopSignal != "SIGQUIT" {
+		t.Fatalf("instance %+v, want stop signal SIGQUIT", inst)
+	}
+	c, err := rt.Client().ContainerInspect(context.Background(), inst.ID)
+	if err != nil || c.Config.StopSignal != "SIGQUIT" {
+		t.Fatalf("container stop signal %q (%v), want SIGQUIT", c.Config.StopSignal, err)
+	}
+	st, err := rt.Stop(context.Background(), inst, 10*time.Second)
+	if err != nil || st.Killed || st.ExitCode != 2 {
+		t.Fatalf("Stop with stop_signal SIGQUIT = %+v, %v; want the Go runtime's SIGQUIT exit 2 (SIGTERM would drain for 15s and exit 0), not killed", st, err)
+	}
+}

@@ -3,7 +3,10 @@
 // command that started it (as a container outlives `docker run -d`), found again by later
 // commands through its record <stateDir>/instances/<service>.json (pid plus the kernel's start
 // time of that pid, so a recycled pid is never mistaken for the instance); its output is appended
-// to <stateDir>/logs/<service>.log. Stop is SIGTERM, a grace period, then SIGKILL of the process
+// to <stateDir>/logs/<service>.log. A service gets exactly runtime.ServiceEnv of its configured
+// env (a fixed base, never the starter's environment), so a deploy from a shell and a heal by the
+// watchdog under systemd start the same process. Stop is the service's stop signal (SIGTERM
+// unless services[].stop_signal says otherwise), a grace period, then SIGKILL of the process
 // group, reported as a failure of invariant I2.
 package process
 
@@ -14,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,8 +78,9 @@ func (rt *Runtime) StateDir() string { return rt.dir }
 // LogPath is where the output of service's instances is appended.
 func (rt *Runtime) LogPath(service string) string { return rt.logPath(service) }
 
-// Start runs svc.Command (svc.Env added to this process's environment) in its own session, output
-// appended to the service's log, records it and returns once it is running. It refuses while an
+// Start runs svc.Command with the environment runtime.ServiceEnv(svc.Env) (its program looked up
+// in that environment's PATH) in its own session, output appended to the service's log, records
+// it with its stop signal and returns once it is running. It refuses while an
 // instance of the service runs, and fails with the log's tail when the process exits within
 // EarlyExitWindow.
 func (rt *Runtime) Start(ctx context.Context, host string, svc spec.Service) (runtime.Instance, error) {
@@ -130,8 +133,9 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	fmt.Fprintf(logFile, "== zero502 %s: starting %s %s on %s: %s\n",
 		time.Now().UTC().Format(time.RFC3339Nano), svc.Name, svc.Version, host, strings.Join(svc.Command, " "))
 
-	cmd := exec.Command(svc.Command[0], svc.Command[1:]...)
-	cmd.Env = append(os.Environ(), envList(svc.Env)...)
+	env := runtime.ServiceEnv(svc.Env)
+	cmd := &exec.Cmd{Args: svc.Command, Env: env}
+	cmd.Path, cmd.Err = lookPath(svc.Command[0], env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -156,7 +160,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 			host, svc.Name, pid, statErr, tail(logPath, logStart))
 	}
 	rec := record{PID: pid, ProcStart: st.Start, Host: host, Service: svc.Name, Version: svc.Version,
-		Address: svc.Address, Command: svc.Command, StartedAt: time.Now().UTC(), Log: logPath}
+		Address: svc.Address, Command: svc.Command, StopSignal: svc.StopSignal, StartedAt: time.Now().UTC(), Log: logPath}
 	if err := rt.writeRecord(rec); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		close(c.noted) // no record to note the exit in
@@ -181,9 +185,11 @@ func (rt *Runtime) Inspect(_ context.Context, id string) (runtime.Instance, erro
 	return rt.instance(r), nil
 }
 
-// List returns the recorded instances matching f, running or exited, ordered by service.
+// List returns the recorded instances matching f, running or exited, ordered by service. With
+// f.Service it reads that service's record only: a corrupt record of another service does not
+// stop a heal or a deploy of this one (a corrupt record of this service is an error naming it).
 func (rt *Runtime) List(_ context.Context, f runtime.Filter) ([]runtime.Instance, error) {
-	recs, err := rt.records()
+	recs, err := rt.recordsOf(f.Service)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +274,7 @@ func (rt *Runtime) recordOf(inst runtime.Instance) (record, error) {
 // exited unseen (not our child, not stopped by us: its parent got the status).
 func (rt *Runtime) instance(r record) runtime.Instance {
 	inst := runtime.Instance{ID: r.id(), Host: r.Host, Service: r.Service, Version: r.Version,
-		Address: r.Address, State: runtime.StateRunning, StartedAt: r.StartedAt}
+		Address: r.Address, State: runtime.StateRunning, StartedAt: r.StartedAt, StopSignal: r.StopSignal}
 	exited, code := rt.exited(r)
 	if exited {
 		inst.State = runtime.StateExited
@@ -302,27 +308,22 @@ func (rt *Runtime) exited(r record) (bool, int) {
 	return true, -1
 }
 
+// plainName reports whether a service name can name its record and log files: a plain file name.
+func plainName(name string) bool {
+	return name != "" && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, "/\\\x00")
+}
+
 func checkService(svc spec.Service) error {
 	switch {
-	case svc.Name == "" || svc.Name == "." || svc.Name == ".." || strings.ContainsAny(svc.Name, "/\\\x00") || strings.HasPrefix(svc.Name, "."):
+	case !plainName(svc.Name):
 		return fmt.Errorf("process runtime: service name %q must be a plain file name (services[].name)", svc.Name)
 	case len(svc.Command) == 0 || svc.Command[0] == "":
 		return fmt.Errorf("process runtime: service %s has no command; set services[].command (the process runtime runs commands, not images)", svc.Name)
 	}
+	if _, err := runtime.StopSignal(svc.StopSignal); err != nil {
+		return fmt.Errorf("process runtime: service %s: %w", svc.Name, err)
+	}
 	return nil
-}
-
-func envList(env map[string]string) []string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // exitCode is the shell's convention: the exit status, or 128+signal when a signal ended it.

@@ -312,3 +312,44 @@ func mustPID(t *testing.T, id string) int {
 	}
 	return pid
 }
+
+// quitOnly exits 0 on SIGQUIT (nginx's graceful stop) and ignores SIGTERM.
+var quitOnly = []string{"sh", "-c", `trap "exit 0" QUIT; trap "" TERM; while :; do sleep 0.05; done`}
+
+func TestStopSendsTheServicesStopSignal(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt := newRuntime(t, dir)
+	inst := start(t, rt, spec.Service{Name: "nginx", Version: "v1", Command: quitOnly, StopSignal: "SIGQUIT"})
+	if inst.StopSignal != "SIGQUIT" {
+		t.Fatalf("Start = %+v, want stop signal SIGQUIT", inst)
+	}
+	// A later command finds the signal in the record.
+	later := newRuntime(t, dir)
+	all, err := later.List(ctx, runtime.Filter{Service: "nginx"})
+	if err != nil || len(all) != 1 || all[0].StopSignal != "SIGQUIT" {
+		t.Fatalf("List from a new Runtime = %+v %v, want the instance with stop signal SIGQUIT", all, err)
+	}
+	st, err := rt.Stop(ctx, all[0], 10*time.Second) // rt: its parent, which sees the exit code
+	if err != nil || st.Killed || st.ExitCode != 0 {
+		t.Fatalf("Stop with stop_signal SIGQUIT = %+v %v, want exit 0, not killed", st, err)
+	}
+	waitFor(t, "the group to be gone", func() bool { return groupGone(mustPID(t, inst.ID)) })
+}
+
+func TestTheDefaultStopSignalIsSIGTERMThenSIGKILL(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	inst := start(t, rt, spec.Service{Name: "nginx", Version: "v1", Command: quitOnly})
+	st, err := rt.Stop(context.Background(), inst, 300*time.Millisecond)
+	if !errors.Is(err, runtime.ErrKilled) || !st.Killed || st.ExitCode != 137 || !strings.Contains(err.Error(), "after SIGTERM") {
+		t.Fatalf("Stop without stop_signal = %+v %v, want SIGTERM ignored, then killed (137, ErrKilled)", st, err)
+	}
+}
+
+func TestStartRefusesAnUnknownStopSignal(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	_, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v1", Command: graceful, StopSignal: "SIGSTOP"})
+	if err == nil || !strings.Contains(err.Error(), `stop_signal "SIGSTOP"`) {
+		t.Fatalf("Start with stop_signal SIGSTOP = %v, want a refusal naming it", err)
+	}
+}

@@ -20,14 +20,16 @@ import (
 type record struct {
 	PID int `json:"pid"`
 	// ProcStart is /proc/<pid>/stat field 22 (clock ticks since boot) at start.
-	ProcStart uint64    `json:"proc_start"`
-	Host      string    `json:"host"`
-	Service   string    `json:"service"`
-	Version   string    `json:"version"`
-	Address   string    `json:"address,omitempty"`
-	Command   []string  `json:"command"`
-	StartedAt time.Time `json:"started_at"`
-	Log       string    `json:"log"`
+	ProcStart uint64   `json:"proc_start"`
+	Host      string   `json:"host"`
+	Service   string   `json:"service"`
+	Version   string   `json:"version"`
+	Address   string   `json:"address,omitempty"`
+	Command   []string `json:"command"`
+	// StopSignal is the spec's stop_signal at Start, which Stop sends; "" (older records) is SIGTERM.
+	StopSignal string    `json:"stop_signal,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	Log        string    `json:"log"`
 	// ExitCode and ExitedAt are filled in when this Runtime saw the exit (its own child, or a
 	// stop it did); nil when the process exited unseen.
 	ExitCode *int      `json:"exit_code,omitempty"`
@@ -64,6 +66,24 @@ func (rt *Runtime) readRecord(service string) (record, error) {
 		return record{}, fmt.Errorf("instance record %s is corrupt (%v); remove it once no process of service %q runs", path, err, service)
 	}
 	return r, nil
+}
+
+// recordsOf reads the record of service, or every record when service is empty.
+func (rt *Runtime) recordsOf(service string) ([]record, error) {
+	if service == "" {
+		return rt.records()
+	}
+	if !plainName(service) {
+		return nil, nil // no record can have that name
+	}
+	r, err := rt.readRecord(service)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []record{r}, nil
 }
 
 // records reads every record, ordered by service.

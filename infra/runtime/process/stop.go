@@ -17,8 +17,8 @@ const pollEvery = 10 * time.Millisecond
 // killWait bounds the wait for a SIGKILLed process to disappear.
 const killWait = 10 * time.Second
 
-// Stop sends SIGTERM to the instance's process (which starts its drain handshake), waits up to
-// grace for it to exit, then SIGKILLs its process group: Stopped.Killed and an error wrapping
+// Stop sends the instance's stop signal (recorded at Start from the spec's stop_signal; SIGTERM
+// by default) to its process (which starts its drain handshake), waits up to grace for it to exit, then SIGKILLs its process group: Stopped.Killed and an error wrapping
 // runtime.ErrKilled (invariant I2). grace 0 SIGKILLs at once without an error (the naive
 // deploy). An instance that already exited is reported as stopped. If ctx ends first, Stop
 // returns ctx's error and the process keeps draining.
@@ -39,13 +39,21 @@ func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.D
 		return runtime.Stopped{ExitCode: code, Killed: true, Took: time.Since(begin)}, err
 	}
 
-	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return runtime.Stopped{}, fmt.Errorf("stop %s %s: SIGTERM: %w", r.Service, r.id(), err)
+	sig, err := runtime.StopSignal(r.StopSignal)
+	if err != nil {
+		return runtime.Stopped{}, fmt.Errorf("stop %s %s: %w", r.Service, r.id(), err)
+	}
+	sigName := r.StopSignal
+	if sigName == "" {
+		sigName = runtime.DefaultStopSignal
+	}
+	if err := syscall.Kill(r.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return runtime.Stopped{}, fmt.Errorf("stop %s %s: %s: %w", r.Service, r.id(), sigName, err)
 	}
 	gone, code, err := rt.waitExit(ctx, r, grace)
 	if err != nil {
-		return runtime.Stopped{}, fmt.Errorf("stop %s %s: %w (SIGTERM sent %s ago; the process is still draining)",
-			r.Service, r.id(), err, time.Since(begin).Round(time.Millisecond))
+		return runtime.Stopped{}, fmt.Errorf("stop %s %s: %w (%s sent %s ago; the process is still draining)",
+			r.Service, r.id(), err, sigName, time.Since(begin).Round(time.Millisecond))
 	}
 	if gone {
 		// Whatever the service left in its process group goes with it.
@@ -57,8 +65,8 @@ func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.D
 	if err != nil {
 		return st, err
 	}
-	return st, fmt.Errorf("host %s: service %s %s (%s) did not exit within the stop grace %s after SIGTERM and was SIGKILLed: %w",
-		r.Host, r.Service, r.Version, r.id(), grace, runtime.ErrKilled)
+	return st, fmt.Errorf("host %s: service %s %s (%s) did not exit within the stop grace %s after %s and was SIGKILLed: %w",
+		r.Host, r.Service, r.Version, r.id(), grace, sigName, runtime.ErrKilled)
 }
 
 // kill SIGKILLs r's process group and waits for the process to be gone; the exit code is 137.

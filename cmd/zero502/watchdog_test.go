@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// A heal that fails makes the tick exit 1, so systemd marks the unit failed.
+func TestAWatchdogTickWhoseHealFailsExitsNonZero(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "zero502.yaml")
+	yaml := fmt.Sprintf(`
+rollout: {runtime: process}
+watchdog: {heal_after: 1, state_dir: %[1]s}
+services:
+  - {name: worker, command: [sh, -c, "echo cannot start >&2; exit 3"]}
+hosts:
+  - {name: h1, state_dir: %[1]s}
+`, dir)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := infra.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Publish(spec.Path(dir), spec.Render(cfg, cfg.Hosts[0], "v1", "")); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCLI(t, "watchdog", "--config", path, "--host", "h1")
+	if code != 1 || !strings.Contains(out, "worker heal FAILED") || !strings.Contains(out, "a heal failed") {
+		t.Fatalf("watchdog tick with a failing heal: exit %d, output:\n%s\nwant exit 1 naming the failed heal", code, out)
+	}
+}
+
+func TestHostLockPathPrintsTheOneLockOfEachHost(t *testing.T) {
+	local := filepath.Join("..", "..", "examples", "local.yaml")
+	out, code := runCLI(t, "host", "lock-path", "--config", local)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, want := range []string{"host-a  /tmp/zero502-local/host-a/deploy.lock", "host-c  /tmp/zero502-local/host-c/deploy.lock"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, code = runCLI(t, "host", "lock-path", "--config", local, "--host", "host-b")
+	if code != 0 || out != "/tmp/zero502-local/host-b/deploy.lock\n" {
+		t.Fatalf("--host host-b: exit %d, output %q, want the bare path", code, out)
+	}
+	if out, code := runCLI(t, "host", "lock-path", "--config", local, "--host", "host-z"); code != 2 || !strings.Contains(out, "host-z") {
+		t.Fatalf("--host host-z: exit %d, output %q, want exit 2 naming it", code, out)
+	}
+}

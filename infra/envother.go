@@ -1,0 +1,20 @@
+package infra
+
+// EnvNotConfig lists the ZERO502_* environment variables that are not config keys, each read by
+// one command, script or test; Load accepts them and refuses every other ZERO502_* variable that
+// names no config key. Add a variable here when code starts reading it.
+func EnvNotConfig() []string {
+	return []string{
+		"ZERO502_ALB_ENDPOINT",   // deploy, provision, invariants --live: the ELBv2 API endpoint (a local emulator)
+		"ZERO502_SSH_OPTS",       // deploy: extra options of the system ssh to hosts[].ssh (e.g. -i KEY)
+		"ZERO502_LB_ADMIN_TOKEN", // zero502 lb: the admin API's bearer token, kept out of files and argv
+		"ZERO502_BIN",            // bench/*.sh and infra/lb/acceptance: a prebuilt zero502 binary to test
+		// Tests only.
+		"ZERO502_ACCEPTANCE_RACE",
+		"ZERO502_TEST_LB_ENGINE",
+		"ZERO502_INVARIANT_CONFIGS",
+		"ZERO502_APP_TEST_CHILD",
+		"ZERO502_PROCESS_TEST_STARTER",
+		"ZERO502_WATCHDOG_TEST_PARENT_PID",
+	}
+}
