@@ -38,10 +38,10 @@ type Server struct {
 	access    *slog.Logger // nil unless Settings.AccessLog: one JSON line per request
 	accessOut io.Writer
 
-	members  *backendSet // the current backends (the admin API changes them)
-	rot      *rotation
-	check    *checker
-	metrics  *metrics
+	members *backendSet // the current backends (the admin API changes them)
+	rot     *rotation
+	check   *checker
+	metrics *metrics
 
 	retries   atomic.Uint64
 	ejections atomic.Uint64
