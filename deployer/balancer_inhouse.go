@@ -48,7 +48,7 @@ func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, 
 		known = append(known, be.Address)
 	}
 	return TargetState{}, fmt.Errorf("in-house LB at %s: target %s: %w (it has %s); "+
-		"start the LB with the same config (zero502 lb --config FILE)",
+		"start the LB with the same config (zero502 lb --config FILE) or add the target (PUT /admin/backends/%[2]s)",
 		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "))
 }
 

@@ -3,6 +3,7 @@ package lb
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -74,7 +75,8 @@ func freeAddr(t *testing.T) string {
 
 func TestAdminWriteEndpoints(t *testing.T) {
 	a, b := startBackend(t, "a"), startBackend(t, "b")
-	l := startLB(t, fastSettings(a.addr()))
+	var logs syncBuffer
+	l := startLB(t, fastSettings(a.addr()), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	admin := l.AdminAddr()
 
 	for _, bad := range []string{"no-port", "127.0.0.1:http", "127.0.0.1:0"} {
@@ -161,6 +163,16 @@ func TestAdminWriteEndpoints(t *testing.T) {
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, want := range []string{
+		"backend=" + b.addr() + " from=\"\" to=joining reason=admin",
+		"backend=" + b.addr() + " from=healthy to=draining reason=admin",
+		"backend=" + b.addr() + " from=draining to=healthy reason=admin",
+		"backend=" + b.addr() + " from=draining to=removed reason=admin",
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs.String())
 		}
 	}
 	if strings.Contains(metrics, `backend="`+b.addr()+`"`) {
