@@ -164,3 +164,36 @@ func TestRemovedIndexIsReusedSafely(t *testing.T) {
 		t.Fatalf("%d requests failed: %v", ld.bad.Load(), ld.errs)
 	}
 }
+
+func TestRemovedBackendFinishesItsInFlightRequest(t *testing.T) {
+	a, b := startBackend(t, "a"), startBackend(t, "b")
+	l := startLB(t, loadSettings(a.addr(), b.addr()))
+	admin := l.AdminAddr()
+	// Two slow requests at once: strict rotation gives one to each backend.
+	answers := make(chan string, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			resp, err := client().Get(l.url("/slow"))
+			if err != nil {
+				answers <- err.Error()
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- fmt.Sprintf("%d %s", resp.StatusCode, body)
+		}()
+	}
+	eventually(t, 5*time.Second, "a slow request in flight at b", func() bool {
+		st, _ := statusOf(t, admin, b.addr())
+		return st.InFlight == 1
+	})
+	adminCall(t, admin, "POST", "/admin/backends/"+b.addr()+"/drain", "")
+	if code, body := adminCall(t, admin, "DELETE", "/admin/backends/"+b.addr(), ""); code != 204 {
+		t.Fatalf("DELETE a drained backend with a request in flight: %d %s, want 204", code, body)
+	}
+	for i := 0; i < 2; i++ {
+		if got := <-answers; got != "200 slow" {
+			t.Errorf("a request in flight at the removal got %q, want 200 slow", got)
+		}
+	}
+}

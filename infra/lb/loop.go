@@ -73,7 +73,7 @@ type loop struct {
 	wake  int // eventfd: another goroutine has news (adopted connections, drain, health change)
 	lfd   int // the loop's own duplicate of the listener; -1 once it stopped accepting
 	slots []slot
-	pools [][]*lup // idle upstream connections by backend index, most recent last (see loopPool)
+	pools [][]*lup // idle upstream connections by backend index, most recent last (see loop.pool)
 	ready []*lclient
 	buf   []byte // scratch for relaying body bytes
 	now   time.Time
