@@ -12,8 +12,9 @@ import (
 	"github.com/zero502/zero502/infra/lb"
 )
 
-// InHouse reads the in-house LB's admin API (zero502 lb): GET /admin/backends for the targets'
-// states and GET /admin/settings for the live numbers (README: Admin API).
+// InHouse is the client of the in-house LB's admin API (zero502 lb): GET /admin/backends for the
+// targets' states and GET /admin/settings for the live numbers, and the write API for Rotation
+// (balancer_inhouse_rotation.go) (README: Admin API).
 type InHouse struct {
 	admin  string // host:port
 	token  string
@@ -47,7 +48,7 @@ func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, 
 		known = append(known, be.Address)
 	}
 	return TargetState{}, fmt.Errorf("in-house LB at %s: target %s: %w (it has %s); "+
-		"start the LB with the same config (zero502 lb --config FILE)",
+		"start the LB with the same config (zero502 lb --config FILE) or add the target (PUT /admin/backends/%[2]s)",
 		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "))
 }
 
@@ -83,30 +84,40 @@ func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
 }
 
 func (b *InHouse) get(ctx context.Context, path string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.admin+path, nil)
+	code, data, err := b.do(ctx, http.MethodGet, path)
 	if err != nil {
-		return fmt.Errorf("in-house LB admin %s: %w", b.admin, err)
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("in-house LB admin %s%s: %d %s: %.200s", b.admin, path, code, http.StatusText(code), data)
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("in-house LB admin %s%s: not the admin API's JSON: %w", b.admin, path, err)
+	}
+	return nil
+}
+
+// do sends one admin request and returns the status and body; 401 and 403 are errors that say
+// to set the token.
+func (b *InHouse) do(ctx context.Context, method, path string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+b.admin+path, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("in-house LB admin %s: %w", b.admin, err)
 	}
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("in-house LB admin API at %s (balancer.admin) does not answer: %w; is zero502 lb running with this config?", b.admin, err)
+		return 0, nil, fmt.Errorf("in-house LB admin API at %s (balancer.admin) does not answer: %w; is zero502 lb running with this config?", b.admin, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return fmt.Errorf("in-house LB admin %s%s: %w", b.admin, path, err)
+		return 0, nil, fmt.Errorf("in-house LB admin %s %s%s: %w", method, b.admin, path, err)
 	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("in-house LB admin %s%s: %s: set balancer.admin_token to the LB's token", b.admin, path, resp.Status)
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("in-house LB admin %s%s: %s: %.200s", b.admin, path, resp.Status, data)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return 0, nil, fmt.Errorf("in-house LB admin %s %s%s: %s: set balancer.admin_token to the LB's token", method, b.admin, path, resp.Status)
 	}
-	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("in-house LB admin %s%s: not the admin API's JSON: %w", b.admin, path, err)
-	}
-	return nil
+	return resp.StatusCode, data, nil
 }

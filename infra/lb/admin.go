@@ -12,8 +12,9 @@ import (
 )
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
-// /metrics and the HTML status page on / (README: Admin API). When it is not bound to loopback
-// every request needs Authorization: Bearer <token>.
+// /metrics and the HTML status page on / (README: Admin API), and the write API that adds,
+// drains and removes backends (adminWrites). When it is not bound to loopback every request,
+// read or write, needs Authorization: Bearer <token>.
 type adminServer struct{ srv *http.Server }
 
 func (s *Server) serveAdmin(ln net.Listener) *adminServer {
@@ -39,6 +40,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /{$}", s.statusPage)
+	s.adminWrites(mux)
 	var h http.Handler = mux
 	if !loopback(ln.Addr().String()) || s.set.AdminToken != "" && !loopback(s.set.Admin) {
 		h = bearer(s.set.AdminToken, mux)
@@ -67,17 +69,22 @@ func bearer(token string, next http.Handler) http.Handler {
 	})
 }
 
-// Statuses is every backend's admin view, in configured order.
+// Statuses is every current backend's admin view: the configured ones in order, then those the
+// admin API added.
 func (s *Server) Statuses() []BackendStatus {
-	out := make([]BackendStatus, 0, len(s.backends))
-	for _, b := range s.backends {
+	all := s.members.all()
+	out := make([]BackendStatus, 0, len(all))
+	for _, b := range all {
 		out = append(out, b.Status())
 	}
 	return out
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }
+
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)

@@ -22,9 +22,13 @@ const (
 	// Unhealthy: out after unhealthy_threshold failed checks, or ejected passively when a
 	// connection to it was refused or broke.
 	Unhealthy State = "unhealthy"
+	// Joining: added through the admin API (or undrained before its checks passed); out of
+	// rotation until healthy_threshold consecutive good checks.
+	Joining State = "joining"
 )
 
-// Transition is one change of a backend's state.
+// Transition is one change of a backend's state. From is empty for a backend the admin API
+// just added; Reason is "admin" for a change the admin API made.
 type Transition struct {
 	At     time.Time `json:"at"`
 	From   State     `json:"from"`
@@ -61,6 +65,13 @@ type Backend struct {
 	lastCheck   time.Time
 	lastErr     string
 	transitions []Transition
+	// adminDrained: the admin API drained it; health checks keep it out of rotation until an
+	// admin PUT undrains it.
+	adminDrained bool
+	// removed: the admin API took it out of the set; nothing changes its state any more.
+	removed bool
+	// stopChecks ends its health checks (nil before they started); under the backend set's lock.
+	stopChecks func()
 
 	healthy  atomic.Bool
 	inFlight atomic.Int64
@@ -77,10 +88,20 @@ type Backend struct {
 	headerSeconds  prometheus.Observer
 }
 
+// newBackend is a configured backend: in rotation from the start, as the LB has always begun.
 func newBackend(addr string, index int, now time.Time) *Backend {
 	b := &Backend{Address: addr, index: index, state: Healthy, since: now}
 	b.healthy.Store(true)
 	b.pool.backend = b
+	return b
+}
+
+// newJoiningBackend is a backend the admin API added: out of rotation until its health checks
+// pass healthy_threshold times.
+func newJoiningBackend(addr string, index int, now time.Time) *Backend {
+	b := &Backend{Address: addr, index: index, state: Joining, since: now}
+	b.pool.backend = b
+	b.transitions = []Transition{{At: now.UTC(), To: Joining, Reason: reasonAdmin}}
 	return b
 }
 
@@ -99,17 +120,20 @@ func (b *Backend) idleConns() int { return b.pool.idleCount() + int(b.loopIdle.L
 
 // BackendStatus is the admin API's view of one backend (README: Admin API).
 type BackendStatus struct {
-	Address              string            `json:"address"`
-	State                State             `json:"state"`
-	InRotation           bool              `json:"in_rotation"`
-	Since                time.Time         `json:"since"`
-	ConsecutiveFailures  int               `json:"consecutive_failures"`
-	ConsecutiveSuccesses int               `json:"consecutive_successes"`
-	LastCheck            time.Time         `json:"last_check"`
-	LastError            string            `json:"last_error"`
-	InFlight             int64             `json:"in_flight"`
-	Requests             map[string]uint64 `json:"requests"`
-	Transitions          []Transition      `json:"transitions"`
+	Address              string    `json:"address"`
+	State                State     `json:"state"`
+	InRotation           bool      `json:"in_rotation"`
+	Since                time.Time `json:"since"`
+	ConsecutiveFailures  int       `json:"consecutive_failures"`
+	ConsecutiveSuccesses int       `json:"consecutive_successes"`
+	LastCheck            time.Time `json:"last_check"`
+	LastError            string    `json:"last_error"`
+	InFlight             int64     `json:"in_flight"`
+	// AdminDrained is true while the admin API holds the backend drained (state draining),
+	// whatever its health checks say.
+	AdminDrained bool              `json:"admin_drained"`
+	Requests     map[string]uint64 `json:"requests"`
+	Transitions  []Transition      `json:"transitions"`
 }
 
 // Status is a consistent snapshot of b.
@@ -119,7 +143,7 @@ func (b *Backend) Status() BackendStatus {
 	st := BackendStatus{
 		Address: b.Address, State: b.state, InRotation: b.state == Healthy, Since: b.since.UTC(),
 		ConsecutiveFailures: b.failures, ConsecutiveSuccesses: b.successes,
-		LastCheck: b.lastCheck.UTC(), LastError: b.lastErr, InFlight: b.inFlight.Load(),
+		LastCheck: b.lastCheck.UTC(), LastError: b.lastErr, InFlight: b.inFlight.Load(), AdminDrained: b.adminDrained,
 		Requests: make(map[string]uint64, classes), Transitions: append([]Transition{}, b.transitions...),
 	}
 	for i, n := range classNames {

@@ -154,10 +154,8 @@ func (s Settings) Validate() error {
 		errs = append(errs, errors.New("no backends: give at least one host:port (config: the balanced service on every host)"))
 	}
 	for _, b := range s.Backends {
-		if err := checkHostPort(b); err != nil {
-			errs = append(errs, fmt.Errorf("backend %q: %s", b, err))
-		} else if _, p, _ := net.SplitHostPort(b); p == "0" {
-			errs = append(errs, fmt.Errorf("backend %q: port must be from 1 to 65535", b))
+		if err := checkBackendAddr(b); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

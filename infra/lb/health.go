@@ -42,16 +42,18 @@ type thresholds struct {
 //   - a 503 from a backend that is not already draining takes it to draining at once (it asked
 //     to leave: the drain handshake);
 //   - any other failure (another status, refused, timeout) counts toward unhealthy_threshold;
-//     reaching it takes a healthy or draining backend to unhealthy.
+//     reaching it takes a healthy or draining backend to unhealthy (a joining one stays joining);
+//   - a backend the admin API drained or removed keeps its state: the verdicts are only recorded.
 func (b *Backend) record(v Verdict, now time.Time, th thresholds) (Transition, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.lastCheck = now
+	held := b.adminDrained || b.removed
 	if v.OK() {
 		b.lastErr = ""
 		b.successes++
 		b.failures = 0
-		if b.state != Healthy && b.successes >= th.healthy {
+		if !held && b.state != Healthy && b.successes >= th.healthy {
 			return b.moveLocked(Healthy, now, fmt.Sprintf("%d consecutive health 200", b.successes)), true
 		}
 		return Transition{}, false
@@ -60,9 +62,10 @@ func (b *Backend) record(v Verdict, now time.Time, th thresholds) (Transition, b
 	b.failures++
 	b.successes = 0
 	switch {
+	case held:
 	case v.Err == nil && v.Status == 503 && b.state != Draining:
 		return b.moveLocked(Draining, now, "health 503"), true
-	case v.Status != 503 && b.state != Unhealthy && b.failures >= th.unhealthy:
+	case v.Status != 503 && b.state != Unhealthy && b.state != Joining && b.failures >= th.unhealthy:
 		return b.moveLocked(Unhealthy, now, fmt.Sprintf("%d consecutive failed checks, last: %s", b.failures, v.reason())), true
 	}
 	return Transition{}, false

@@ -73,7 +73,7 @@ type loop struct {
 	wake  int // eventfd: another goroutine has news (adopted connections, drain, health change)
 	lfd   int // the loop's own duplicate of the listener; -1 once it stopped accepting
 	slots []slot
-	pools [][]*lup // idle upstream connections by backend index, most recent last
+	pools [][]*lup // idle upstream connections by backend index, most recent last (see loop.pool)
 	ready []*lclient
 	buf   []byte // scratch for relaying body bytes
 	now   time.Time
@@ -143,7 +143,7 @@ func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
 	}
-	l := &loop{s: s, ls: ls, epfd: epfd, wake: -1, lfd: -1, buf: make([]byte, 32<<10), pools: make([][]*lup, len(s.backends))}
+	l := &loop{s: s, ls: ls, epfd: epfd, wake: -1, lfd: -1, buf: make([]byte, 32<<10), pools: make([][]*lup, len(s.members.all()))}
 	l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err == nil {
 		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
@@ -418,17 +418,22 @@ func (l *loop) sweep() {
 	}
 }
 
-// closeUnhealthyIdle closes the pooled connections to backends out of rotation.
+// closeUnhealthyIdle closes the pooled connections to backends out of rotation (drained,
+// ejected, removed). Each connection is judged by its own backend: after a removal the index
+// may already belong to a new one.
 func (l *loop) closeUnhealthyIdle() {
 	for i, p := range l.pools {
-		if len(p) > 0 && !l.s.backends[i].healthy.Load() {
-			for _, u := range p {
-				u.b.loopIdle.Add(-1)
-				l.closeUpstream(u)
+		keep := p[:0]
+		for _, u := range p {
+			if u.b.healthy.Load() {
+				keep = append(keep, u)
+				continue
 			}
-			clear(p)
-			l.pools[i] = p[:0]
+			u.b.loopIdle.Add(-1)
+			l.closeUpstream(u)
 		}
+		clear(p[len(keep):])
+		l.pools[i] = keep
 	}
 }
 

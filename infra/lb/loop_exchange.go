@@ -781,13 +781,13 @@ func (l *loop) closeUpstream(u *lup) {
 // poolGet returns an idle connection to b, or nil. With probe (a request with a body) it
 // checks the connection is still open first (see pool for why).
 func (l *loop) poolGet(b *Backend, probe bool) *lup {
-	p := l.pools[b.index]
+	p := l.pool(b)
 	for len(p) > 0 {
 		u := p[len(p)-1]
 		p[len(p)-1] = nil
 		p = p[:len(p)-1]
-		b.loopIdle.Add(-1)
-		if l.now.Sub(u.idleSince) >= l.s.set.IdleTimeout || u.hup || probe && !peekAlive(u.fd) {
+		u.b.loopIdle.Add(-1)
+		if u.b != b || l.now.Sub(u.idleSince) >= l.s.set.IdleTimeout || u.hup || probe && !peekAlive(u.fd) {
 			l.closeUpstream(u)
 			continue
 		}
@@ -800,7 +800,7 @@ func (l *loop) poolGet(b *Backend, probe bool) *lup {
 }
 
 func (l *loop) poolPut(u *lup) {
-	p := l.pools[u.b.index]
+	p := l.pool(u.b)
 	if !u.b.healthy.Load() || len(p) >= l.s.set.MaxIdlePerBackend {
 		l.closeUpstream(u)
 		return

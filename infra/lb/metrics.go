@@ -13,6 +13,9 @@ type metrics struct {
 	transitions *prometheus.CounterVec
 	ownAnswers  *prometheus.CounterVec
 	refused     *prometheus.CounterVec
+	admins      *prometheus.CounterVec
+	connect     *prometheus.HistogramVec
+	header      *prometheus.HistogramVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -29,25 +32,49 @@ func newMetrics(s *Server) *metrics {
 		Name: "zero502_lb_refused_requests_total",
 		Help: "Client requests refused by the parser (400, 408, 431, 501, 505).",
 	}, []string{"code"})
-	connect := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.admins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zero502_lb_admin_changes_total",
+		Help: "Changes of the backend set made through the admin API, by action (add, undrain, drain, remove).",
+	}, []string{"action"})
+	for _, a := range []string{actionAdd, actionUndrain, actionDrain, actionRemove} {
+		m.admins.WithLabelValues(a)
+	}
+	m.connect = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "zero502_lb_upstream_connect_seconds",
 		Help:    "Time to open a connection to a backend.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 	}, []string{"backend"})
-	header := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.header = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "zero502_lb_upstream_header_seconds",
 		Help:    "Time from the request sent to the backend's response head.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	}, []string{"backend"})
-	for _, b := range s.backends {
-		b.connectSeconds = connect.WithLabelValues(b.Address)
-		b.headerSeconds = header.WithLabelValues(b.Address)
-		m.transitions.WithLabelValues(b.Address, string(Healthy), string(Unhealthy))
+	for _, b := range s.members.all() {
+		m.attach(b)
 	}
-	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, connect, header, &counters{s: s},
+	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, m.admins, m.connect, m.header, &counters{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// attach gives b its latency histograms and transition series.
+func (m *metrics) attach(b *Backend) {
+	b.connectSeconds = m.connect.WithLabelValues(b.Address)
+	b.headerSeconds = m.header.WithLabelValues(b.Address)
+	m.transitions.WithLabelValues(b.Address, string(Healthy), string(Unhealthy))
+}
+
+// detach drops the series of a removed backend (its histograms keep working for the requests
+// still in flight, unexported).
+func (m *metrics) detach(b *Backend) {
+	labels := prometheus.Labels{"backend": b.Address}
+	m.connect.DeletePartialMatch(labels)
+	m.header.DeletePartialMatch(labels)
+	m.transitions.DeletePartialMatch(labels)
+}
+
+// admin counts one change made through the admin API.
+func (m *metrics) admin(action string) { m.admins.WithLabelValues(action).Inc() }
 
 func (m *metrics) transition(b *Backend, t Transition) {
 	m.transitions.WithLabelValues(b.Address, string(t.From), string(t.To)).Inc()
@@ -81,7 +108,7 @@ func (c *counters) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *counters) Collect(ch chan<- prometheus.Metric) {
-	for _, b := range c.s.backends {
+	for _, b := range c.s.members.all() {
 		for i, n := range classNames {
 			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(b.counts[i].Load()), b.Address, n)
 		}

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"sync"
 	"sync/atomic"
 )
 
@@ -9,7 +10,8 @@ import (
 // counter, so concurrent requests never skew the split: 30 sequential requests over three
 // backends give 10/10/10 in order.
 type rotation struct {
-	all     []*Backend
+	mu      sync.Mutex // serialises rebuilds: an older snapshot never replaces a newer one
+	all     []*Backend // under mu: the current backend set
 	next    atomic.Uint64
 	healthy atomic.Pointer[[]*Backend]
 }
@@ -22,6 +24,20 @@ func newRotation(all []*Backend) *rotation {
 
 // rebuild recomputes the in-rotation snapshot from each backend's state.
 func (r *rotation) rebuild() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rebuildLocked()
+}
+
+// replace makes all the backend set (after an admin change) and rebuilds the snapshot.
+func (r *rotation) replace(all []*Backend) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = all
+	r.rebuildLocked()
+}
+
+func (r *rotation) rebuildLocked() {
 	h := make([]*Backend, 0, len(r.all))
 	for _, b := range r.all {
 		if b.healthy.Load() {

@@ -38,10 +38,10 @@ type Server struct {
 	access    *slog.Logger // nil unless Settings.AccessLog: one JSON line per request
 	accessOut io.Writer
 
-	backends []*Backend
-	rot      *rotation
-	check    *checker
-	metrics  *metrics
+	members *backendSet // the current backends (the admin API changes them)
+	rot     *rotation
+	check   *checker
+	metrics *metrics
 
 	retries   atomic.Uint64
 	ejections atomic.Uint64
@@ -84,12 +84,14 @@ func New(set Settings, opts ...Option) (*Server, error) {
 		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
 	}
 	now := s.clock.Now()
+	var all []*Backend
 	for i, a := range set.Backends {
 		b := newBackend(a, i, now)
 		b.pool.max = set.MaxIdlePerBackend
-		s.backends = append(s.backends, b)
+		all = append(all, b)
 	}
-	s.rot = newRotation(s.backends)
+	s.members = newBackendSet(all)
+	s.rot = newRotation(all)
 	s.metrics = newMetrics(s)
 	s.check = &checker{
 		clock: s.clock, path: set.HealthPath, every: set.Interval, timeout: set.Timeout,
@@ -100,8 +102,9 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// Backends are the LB's backends in configured order.
-func (s *Server) Backends() []*Backend { return s.backends }
+// Backends are the LB's current backends: the configured ones in order, then those the admin
+// API added. The slice is a snapshot; do not modify it.
+func (s *Server) Backends() []*Backend { return s.members.all() }
 
 // Listen opens the proxy listener, the admin listener when configured, and the engine's
 // event loops (epoll) or parking (goroutines); Run starts serving on them.
@@ -159,9 +162,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	checks, stopChecks := context.WithCancel(context.Background())
 	defer stopChecks()
-	for _, b := range s.backends {
-		go s.check.run(checks, b)
-	}
+	s.startChecks(checks)
 	go s.reapIdle(checks)
 	acceptErr := make(chan error, 1)
 	if s.loops != nil {
@@ -240,8 +241,9 @@ func (s *Server) forget(cc *clientConn) {
 	s.mu.Unlock()
 }
 
-// changed reacts to a backend state transition: log it, count it, rebuild the rotation and,
-// when the backend left rotation, close its idle pooled connections (in-flight ones finish).
+// changed reacts to a backend state transition (health checks, passive ejection, the admin
+// API): log it, count it, rebuild the rotation and, when the backend left rotation, close its
+// idle pooled connections (in-flight ones finish).
 func (s *Server) changed(b *Backend, t Transition) {
 	s.rot.rebuild()
 	if t.To != Healthy {
@@ -251,7 +253,7 @@ func (s *Server) changed(b *Backend, t Transition) {
 		s.loops.wakeAll() // the loops close their idle connections to it
 	}
 	s.metrics.transition(b, t)
-	s.log.Info("backend health transition", "backend", b.Address, "from", string(t.From), "to", string(t.To), "reason", t.Reason)
+	s.log.Info("backend transition", "backend", b.Address, "from", string(t.From), "to", string(t.To), "reason", t.Reason)
 }
 
 // reapIdle closes pooled upstream connections once they reach idle_timeout, so the LB, not the
@@ -263,13 +265,13 @@ func (s *Server) reapIdle(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			for _, b := range s.backends {
+			for _, b := range s.members.all() {
 				b.pool.closeIdle(time.Time{}, 0)
 			}
 			return
 		case <-t.C:
 			now := s.clock.Now()
-			for _, b := range s.backends {
+			for _, b := range s.members.all() {
 				b.pool.closeIdle(now, s.set.IdleTimeout)
 			}
 		}

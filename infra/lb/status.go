@@ -11,7 +11,7 @@ var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
 <title>zero502 lb</title>
 <style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}
 td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
-.healthy{color:#186a3b}.draining{color:#9a7d0a}.unhealthy{color:#922b21}</style></head>
+.healthy{color:#186a3b}.draining{color:#9a7d0a}.unhealthy{color:#922b21}.joining{color:#555}</style></head>
 <body><h1>zero502 lb {{if .Draining}}(draining){{end}}</h1>
 <p>listen {{.Settings.Listen}} · health {{.Settings.HealthPath}} every {{.Settings.Interval}}
 (timeout {{.Settings.Timeout}}, out after {{.Settings.UnhealthyThreshold}}, back after

@@ -147,6 +147,7 @@ type backendStatus struct {
 	LastCheck            string           `json:"last_check"`
 	LastError            string           `json:"last_error"`
 	InFlight             int              `json:"in_flight"`
+	AdminDrained         bool             `json:"admin_drained"`
 	Requests             map[string]int64 `json:"requests"`
 	Transitions          []struct {
 		At     string `json:"at"`

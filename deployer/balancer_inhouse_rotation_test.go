@@ -1,0 +1,138 @@
+package deployer
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/lb"
+)
+
+// inHouseLB runs a real in-house LB in-process on loopback in front of backends, with fast
+// health checks, and returns it with a client of its admin API.
+func inHouseLB(t *testing.T, backends ...string) (*lb.Server, *InHouse) {
+	t.Helper()
+	set := lb.LabSettings("127.0.0.1:0", backends)
+	set.Admin = "127.0.0.1:0"
+	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
+	s, err := lb.New(set, lb.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("lb Run: %v", err)
+		}
+	})
+	return s, NewInHouse(s.AdminAddr(), "")
+}
+
+func healthyApp(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestInHouseRotationAgainstARealLB(t *testing.T) {
+	old, fresh := healthyApp(t), healthyApp(t)
+	_, rot := inHouseLB(t, old)
+	var _ Rotation = rot
+	ctx := context.Background()
+
+	// start-first: the new target joins, out of rotation until the LB's checks pass
+	if err := rot.Add(ctx, fresh); err != nil {
+		t.Fatalf("Add: %v", err)
+	}
+	if st, err := rot.TargetState(ctx, fresh); err != nil || st.InRotation {
+		t.Fatalf("right after Add: %+v, %v; want known and out of rotation", st, err)
+	}
+	waitFor(t, 5*time.Second, "the added target in rotation", func() (bool, error) {
+		st, err := rot.TargetState(ctx, fresh)
+		return st.InRotation, err
+	})
+	if err := rot.Add(ctx, fresh); err != nil {
+		t.Errorf("Add of a target already in rotation: %v, want no-op", err)
+	}
+
+	// the old target: drain, wait until drained, remove
+	if ok, err := rot.Drained(ctx, old); err != nil || ok {
+		t.Fatalf("Drained before Drain: %v, %v; want false", ok, err)
+	}
+	err := rot.Remove(ctx, old)
+	if err == nil || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "409") || !strings.Contains(err.Error(), "drain it first") {
+		t.Fatalf("Remove of a target in rotation: %v, want the LB's 409 naming the target", err)
+	}
+	if err := rot.Drain(ctx, old); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if st, err := rot.TargetState(ctx, old); err != nil || st.InRotation || st.State != "draining" {
+		t.Fatalf("after Drain: %+v, %v; want draining, out of rotation", st, err)
+	}
+	waitFor(t, 5*time.Second, "the old target drained", func() (bool, error) { return rot.Drained(ctx, old) })
+	if err := rot.Remove(ctx, old); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if err := rot.Remove(ctx, old); err != nil {
+		t.Errorf("Remove of a target already gone: %v, want nil", err)
+	}
+	if ok, err := rot.Drained(ctx, old); err != nil || !ok {
+		t.Errorf("Drained of a removed target: %v, %v; want true", ok, err)
+	}
+
+	// errors name the admin address, the target and the LB's answer
+	err = rot.Drain(ctx, old)
+	if err == nil || !strings.Contains(err.Error(), rot.admin) || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "404") {
+		t.Errorf("Drain of an unknown target: %v, want an error naming the admin, the target and 404", err)
+	}
+	err = rot.Add(ctx, "not-an-address")
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "host:port") {
+		t.Errorf("Add of a bad address: %v, want the LB's 400 and its rule", err)
+	}
+}
+
+func TestInHouseRotationErrorsWhenTheLBIsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	rot := NewInHouse(addr, "")
+	err = rot.Drain(context.Background(), "10.0.0.1:8080")
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "10.0.0.1:8080") {
+		t.Errorf("Drain with no LB: %v, want an error naming the admin address and the target", err)
+	}
+}
