@@ -19,21 +19,20 @@ func (b *Backend) adminDrain(now time.Time) (Transition, bool) {
 	return b.moveLocked(Draining, now, reasonAdmin), true
 }
 
-// undrain releases an admin drain: b returns to rotation at once when its recent health checks
-// passed healthy threshold times, else it joins (out of rotation until they do). A backend not
-// held drained is left as it is.
-func (b *Backend) undrain(now time.Time, healthy int) (Transition, bool) {
+// undrain releases an admin drain: b joins, out of rotation until healthy threshold health
+// checks pass from now on. Checks from before are not counted: behind an undrain there is
+// usually a new process on the same address (a stop-first deploy of a service drained at the
+// balancer), and the old one's answers say nothing of it. A backend not held drained is left as
+// it is.
+func (b *Backend) undrain(now time.Time) (Transition, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.adminDrained {
 		return Transition{}, false
 	}
 	b.adminDrained = false
-	to := Joining
-	if b.successes >= healthy {
-		to = Healthy
-	}
-	return b.moveLocked(to, now, reasonAdmin), true
+	b.successes = 0
+	return b.moveLocked(Joining, now, reasonAdmin), true
 }
 
 // markRemoved takes b out of the state machine for good, unless it is still in rotation; from

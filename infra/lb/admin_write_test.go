@@ -137,11 +137,16 @@ func TestAdminWriteEndpoints(t *testing.T) {
 		}
 	}
 
-	// PUT undrains: its checks passed all along, so it is back at once.
+	// PUT undrains: it joins, and is back only after healthy_threshold checks from now on (the
+	// checks of before may have been answered by a process that is gone).
 	code, body = adminCall(t, admin, "PUT", "/admin/backends/"+b.addr(), "")
-	if st := adminStatus(t, body); code != 200 || st.State != Healthy || !st.InRotation || st.AdminDrained {
-		t.Fatalf("PUT undrain: %d %+v, want 200 healthy in rotation", code, st)
+	if st := adminStatus(t, body); code != 200 || st.State != Joining || st.InRotation || st.AdminDrained || st.ConsecutiveSuccesses != 0 {
+		t.Fatalf("PUT undrain: %d %+v, want 200 joining, out of rotation, no success counted yet", code, st)
 	}
+	eventually(t, 5*time.Second, "the undrained backend back in rotation after fresh checks", func() bool {
+		st, _ := statusOf(t, admin, b.addr())
+		return st.State == Healthy && st.InRotation
+	})
 	adminCall(t, admin, "POST", "/admin/backends/"+b.addr()+"/drain", "")
 	if code, body := adminCall(t, admin, "DELETE", "/admin/backends/"+b.addr(), ""); code != 204 {
 		t.Fatalf("DELETE a drained backend: %d %s, want 204", code, body)
@@ -168,7 +173,7 @@ func TestAdminWriteEndpoints(t *testing.T) {
 	for _, want := range []string{
 		"backend=" + b.addr() + " from=\"\" to=joining reason=admin",
 		"backend=" + b.addr() + " from=healthy to=draining reason=admin",
-		"backend=" + b.addr() + " from=draining to=healthy reason=admin",
+		"backend=" + b.addr() + " from=draining to=joining reason=admin",
 		"backend=" + b.addr() + " from=draining to=removed reason=admin",
 	} {
 		if !strings.Contains(logs.String(), want) {

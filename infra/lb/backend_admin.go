@@ -39,8 +39,8 @@ func (s *Server) startCheckLocked(b *Backend) {
 }
 
 // AddBackend puts addr in the set, out of rotation until healthy_threshold consecutive good
-// health checks (created is true), or undrains a backend the admin API drained: it comes back
-// at once when its recent checks passed healthy_threshold times, else it joins like a new one.
+// health checks (created is true), or undrains a backend the admin API drained: it joins like a
+// new one, back in rotation after healthy_threshold checks from now on.
 // Any other known backend is left as it is.
 func (s *Server) AddBackend(addr string) (st BackendStatus, created bool, err error) {
 	if err := checkBackendAddr(addr); err != nil {
@@ -49,7 +49,7 @@ func (s *Server) AddBackend(addr string) (st BackendStatus, created bool, err er
 	s.members.mu.Lock()
 	defer s.members.mu.Unlock()
 	if b := s.members.find(addr); b != nil {
-		if t, ok := b.undrain(s.clock.Now(), s.set.HealthyThreshold); ok {
+		if t, ok := b.undrain(s.clock.Now()); ok {
 			s.adminChanged(b, actionUndrain, t)
 		}
 		return b.Status(), false, nil

@@ -114,13 +114,19 @@ func (rt *Runtime) Start(ctx context.Context, host string, svc spec.Service) (ru
 // spawn checks that no instance of svc runs, starts the process and writes its record; it
 // returns the record, the log offset where this run's output begins and the child.
 func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, error) {
-	if old, err := rt.readRecord(svc.Name); err == nil {
-		if inst := rt.instance(old); inst.Running() {
-			return record{}, 0, nil, fmt.Errorf("host %s: service %s already runs as %s (version %s, started %s); stop it first",
-				host, svc.Name, inst.ID, inst.Version, inst.StartedAt.Format(time.RFC3339))
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	slot := ""
+	if len(svc.Ports) == 2 {
+		slot = strconv.Itoa(svc.Port) // start-first: one instance per port may run
+	}
+	olds, err := rt.recordsOf(svc.Name)
+	if err != nil {
 		return record{}, 0, nil, err
+	}
+	for _, old := range olds {
+		if inst := rt.instance(old); inst.Running() && (old.Slot == slot || svc.Address != "" && old.Address == svc.Address) {
+			return record{}, 0, nil, fmt.Errorf("host %s: service %s already runs as %s on %s (version %s, started %s); stop it first",
+				host, svc.Name, inst.ID, orNone(inst.Address), inst.Version, inst.StartedAt.Format(time.RFC3339))
+		}
 	}
 
 	logPath := rt.logPath(svc.Name)
@@ -159,7 +165,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: read /proc/%d/stat of the new process: %w; its log:\n%s",
 			host, svc.Name, pid, statErr, tail(logPath, logStart))
 	}
-	rec := record{PID: pid, ProcStart: st.Start, Host: host, Service: svc.Name, Version: svc.Version,
+	rec := record{Slot: slot, PID: pid, ProcStart: st.Start, Host: host, Service: svc.Name, Version: svc.Version,
 		Address: svc.Address, Command: svc.Command, StopSignal: svc.StopSignal, StartedAt: time.Now().UTC(), Log: logPath}
 	if err := rt.writeRecord(rec); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
@@ -210,17 +216,14 @@ func (rt *Runtime) Remove(_ context.Context, inst runtime.Instance) error {
 		return err
 	}
 	defer unlock()
-	r, err := rt.readRecord(inst.Service)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && r.id() != inst.ID) {
-		return fmt.Errorf("service %s: instance %s: %w (already removed or replaced)", inst.Service, inst.ID, runtime.ErrNotFound)
-	}
+	r, err := rt.recordOf(inst)
 	if err != nil {
 		return err
 	}
 	if rt.instance(r).Running() {
 		return fmt.Errorf("service %s: instance %s is running; stop it before removing it", inst.Service, inst.ID)
 	}
-	if err := os.Remove(rt.recordPath(r.Service)); err != nil {
+	if err := os.Remove(rt.recordPath(r.key())); err != nil {
 		return err
 	}
 	rt.cmu.Lock()
@@ -253,21 +256,30 @@ func (rt *Runtime) find(id string) (record, error) {
 	return *found, nil
 }
 
-// recordOf returns inst's record: the record of inst.Service when it has inst's id (one pid could
+// recordOf returns inst's record: the record of inst.Service that has inst's id (one pid could
 // appear in two records after pid reuse), else the record found by id.
 func (rt *Runtime) recordOf(inst runtime.Instance) (record, error) {
 	if inst.Service != "" {
-		r, err := rt.readRecord(inst.Service)
-		if err == nil && r.id() == inst.ID {
-			return r, nil
-		}
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		recs, err := rt.recordsOf(inst.Service)
+		if err != nil {
 			return record{}, err
+		}
+		for _, r := range recs {
+			if r.id() == inst.ID {
+				return r, nil
+			}
 		}
 		return record{}, fmt.Errorf("service %s: instance %s: %w (its record is gone or belongs to a newer instance)",
 			inst.Service, inst.ID, runtime.ErrNotFound)
 	}
 	return rt.find(inst.ID)
+}
+
+func orNone(addr string) string {
+	if addr == "" {
+		return "no port"
+	}
+	return addr
 }
 
 // instance is r as a runtime.Instance with its live state. ExitCode is -1 when the process

@@ -353,3 +353,33 @@ func TestStartRefusesAnUnknownStopSignal(t *testing.T) {
 		t.Fatalf("Start with stop_signal SIGSTOP = %v, want a refusal naming it", err)
 	}
 }
+
+// A start-first service runs two instances side by side during a deploy, one per port: each has
+// its own record, List shows both, a third on a port in use is refused, and stopping and
+// removing one leaves the other running and listed.
+func TestStartFirstServiceRunsOneInstancePerPort(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	ctx := context.Background()
+	svc := spec.Service{Name: "web", Version: "v1", Command: graceful, Ports: []int{19101, 19102}, Port: 19101, Address: "127.0.0.1:19101"}
+	old := start(t, rt, svc)
+	svc.Version, svc.Port, svc.Address = "v2", 19102, "127.0.0.1:19102"
+	fresh := start(t, rt, svc)
+	insts, err := rt.List(ctx, runtime.Filter{Service: "web"})
+	if err != nil || len(insts) != 2 || !insts[0].Running() || !insts[1].Running() {
+		t.Fatalf("List = %+v %v, want both instances running", insts, err)
+	}
+	svc.Version = "v3"
+	if _, err := rt.Start(ctx, "host-a", svc); err == nil || !strings.Contains(err.Error(), "already runs as "+fresh.ID+" on 127.0.0.1:19102") {
+		t.Fatalf("a third instance on a port in use: %v, want refused naming the one there", err)
+	}
+	if _, err := rt.Stop(ctx, old, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Remove(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	insts, err = rt.List(ctx, runtime.Filter{Service: "web"})
+	if err != nil || len(insts) != 1 || insts[0].ID != fresh.ID || !insts[0].Running() {
+		t.Fatalf("List after stopping the old = %+v %v, want the new one alone, running", insts, err)
+	}
+}

@@ -15,9 +15,13 @@ import (
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// record is an instance's file, <stateDir>/instances/<service>.json: what a later command (or a
-// new Runtime value) needs to find the process again and to tell it from a recycled pid.
+// record is an instance's file, <stateDir>/instances/<service>.json (<service>@<port>.json for
+// a start-first service, whose two instances run side by side during a deploy, one per port):
+// what a later command (or a new Runtime value) needs to find the process again and to tell it
+// from a recycled pid.
 type record struct {
+	// Slot is the port of a start-first service's instance ("" for a service with one slot).
+	Slot string `json:"slot,omitempty"`
 	PID int `json:"pid"`
 	// ProcStart is /proc/<pid>/stat field 22 (clock ticks since boot) at start.
 	ProcStart uint64   `json:"proc_start"`
@@ -38,8 +42,19 @@ type record struct {
 
 func (r record) id() string { return "pid:" + fmt.Sprint(r.PID) }
 
-func (rt *Runtime) recordPath(service string) string {
-	return filepath.Join(rt.dir, "instances", service+".json")
+// key names r's file: its service, and its slot when it has one.
+func (r record) key() string { return slotKey(r.Service, r.Slot) }
+
+// slotKey is the record file name (without .json) of service's instance in slot.
+func slotKey(service, slot string) string {
+	if slot == "" {
+		return service
+	}
+	return service + "@" + slot
+}
+
+func (rt *Runtime) recordPath(key string) string {
+	return filepath.Join(rt.dir, "instances", key+".json")
 }
 
 func (rt *Runtime) logPath(service string) string {
@@ -51,24 +66,26 @@ func (rt *Runtime) writeRecord(r record) error {
 	if err != nil {
 		return err
 	}
-	return spec.WriteAtomic(rt.recordPath(r.Service), append(data, '\n'))
+	return spec.WriteAtomic(rt.recordPath(r.key()), append(data, '\n'))
 }
 
-// readRecord reads the record of service; os.ErrNotExist (wrapped) when there is none.
-func (rt *Runtime) readRecord(service string) (record, error) {
-	path := rt.recordPath(service)
+// readRecord reads the record named key (slotKey); os.ErrNotExist (wrapped) when there is none.
+func (rt *Runtime) readRecord(key string) (record, error) {
+	path := rt.recordPath(key)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return record{}, err
 	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil || r.PID <= 0 {
-		return record{}, fmt.Errorf("instance record %s is corrupt (%v); remove it once no process of service %q runs", path, err, service)
+		return record{}, fmt.Errorf("instance record %s is corrupt (%v); remove it once no process of service %q runs", path, err, strings.Split(key, "@")[0])
 	}
 	return r, nil
 }
 
-// recordsOf reads the record of service, or every record when service is empty.
+// recordsOf reads the records of service (one, or one per slot), or every record when service
+// is empty. Only that service's files are read: a corrupt record of another service is not its
+// business.
 func (rt *Runtime) recordsOf(service string) ([]record, error) {
 	if service == "" {
 		return rt.records()
@@ -76,19 +93,16 @@ func (rt *Runtime) recordsOf(service string) ([]record, error) {
 	if !plainName(service) {
 		return nil, nil // no record can have that name
 	}
-	r, err := rt.readRecord(service)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return []record{r}, nil
+	return rt.readRecords(func(key string) bool { return key == service || strings.HasPrefix(key, service+"@") })
 }
 
 // records reads every record, ordered by service.
 func (rt *Runtime) records() ([]record, error) {
-	entries, err := os.ReadDir(filepath.Join(rt.dir, "instances"))
+	return rt.readRecords(func(string) bool { return true })
+}
+
+// readRecords reads the records whose key want accepts, ordered by service and slot.
+func (rt *Runtime) readRecords(want func(key string) bool) ([]record, error) {	entries, err := os.ReadDir(filepath.Join(rt.dir, "instances"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -98,7 +112,7 @@ func (rt *Runtime) records() ([]record, error) {
 	var out []record
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") || !want(strings.TrimSuffix(name, ".json")) {
 			continue
 		}
 		r, err := rt.readRecord(strings.TrimSuffix(name, ".json"))
@@ -110,7 +124,7 @@ func (rt *Runtime) records() ([]record, error) {
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
+	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
 	return out, nil
 }
 
@@ -122,7 +136,7 @@ func (rt *Runtime) noteExit(r record, code int, at time.Time) error {
 		return err
 	}
 	defer unlock()
-	cur, err := rt.readRecord(r.Service)
+	cur, err := rt.readRecord(r.key())
 	if err != nil || cur.PID != r.PID || cur.ProcStart != r.ProcStart {
 		return nil
 	}

@@ -1,0 +1,312 @@
+package deployer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Services that know nothing of zero502: Python's http.server (dies at once on SIGTERM, never
+// answers 503 on health) and nginx (stops gracefully on SIGQUIT), deployed with drain: balancer,
+// stop-first and start-first, through the in-house LB under `zero502 measure`'s mixed load.
+
+// pythonServer serves DIR/www/{host}/{version}: version.txt names the version, and POST
+// /cgi-bin/orders answers 200 through a CGI script (http.server answers 501 to any other POST).
+// broken, when set, serves a directory without version.txt: the health check never passes.
+//
+// http.server runs CGI scripts as nobody when it runs as root: dir and its parent (the test's
+// temp dirs, 0700) are opened to others so nobody can reach the script.
+func pythonServer(t *testing.T, dir string, broken bool) []string {
+	t.Helper()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	www := filepath.Join(dir, "www", "{host}", "{version}") // a dir per host: no two instances write one script
+	serve := www
+	if broken {
+		serve = filepath.Join(dir, "www", "{host}", "empty-{version}")
+	}
+	script := `d=` + www + `; mkdir -p $d/cgi-bin ` + serve + ` && echo {version} > $d/version.txt && ` +
+		`printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\norder taken by {version}\\n"\n' > $d/cgi-bin/orders && ` +
+		`chmod +x $d/cgi-bin/orders && cd ` + serve + ` && exec python3 -m http.server {port} --cgi --bind 127.0.0.1 --directory ` + serve
+	return []string{"sh", "-c", script}
+}
+
+// nginxServer runs nginx in the foreground on {port}: version.txt names the version, POST
+// /orders answers 201. Stopped gracefully with SIGQUIT.
+func nginxServer(dir string) []string {
+	d := filepath.Join(dir, "nginx", "{version}-{port}")
+	conf := `user root; daemon off; worker_processes 1; pid ` + d + `/nginx.pid; error_log ` + d + `/error.log;
+events { worker_connections 256; }
+http { access_log off; client_body_temp_path ` + d + `/body; proxy_temp_path ` + d + `/proxy;
+  fastcgi_temp_path ` + d + `/fcgi; uwsgi_temp_path ` + d + `/uwsgi; scgi_temp_path ` + d + `/scgi;
+  keepalive_timeout 10s;
+  server { listen 127.0.0.1:{port}; root ` + d + `/www;
+    location = /orders { return 201 "order taken by {version}\n"; } } }`
+	script := `mkdir -p ` + d + `/www && echo {version} > ` + d + `/www/version.txt && cat > ` + d + `/nginx.conf <<'NGINXCONF'
+` + conf + `
+NGINXCONF
+exec nginx -c ` + d + `/nginx.conf -e ` + d + `/error.log`
+	return []string{"sh", "-c", script}
+}
+
+// anyValues shape a config for a third-party service.
+type anyValues struct {
+	Command    []string
+	StopSignal string
+	Strategy   string // stop-first or start-first
+	Window     time.Duration
+}
+
+// anyConfig writes a config of f's hosts running v.Command with drain: balancer, health and
+// verification on /version.txt, the in-house LB in front; start-first gets a second port per
+// host (gatewayBase: free at every host's offset).
+func (f *fleet) anyConfig(name string, v anyValues) string {
+	f.t.Helper()
+	quoted, _ := json.Marshal(v.Command)
+	ports := fmt.Sprintf("port: %d", f.base)
+	if v.Strategy == "start-first" {
+		ports = fmt.Sprintf("ports: [%d, %d]", f.base, f.gatewayBase())
+	}
+	if v.StopSignal == "" {
+		v.StopSignal = "SIGTERM"
+	}
+	if v.Window == 0 {
+		v.Window = time.Second
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `balancer:
+  kind: inhouse
+  listen: %s
+  admin: %s
+  service: web
+  health_path: /version.txt
+  interval: 200ms
+  timeout: 150ms
+  unhealthy_threshold: 2
+  healthy_threshold: 2
+  idle_timeout: 5s
+  header_timeout: 800ms
+drain:
+  window: %s
+  shutdown: 1s
+  stop_grace: 4s
+  max_recovery: 2s
+watchdog:
+  interval: 1s
+  heal_after: 4
+  state_dir: %s
+app:
+  keepalive_idle_timeout: 10s
+rollout:
+  runtime: process
+  strategy: %s
+  healthy_deadline: 5s
+  bake: 500ms
+services:
+  - name: web
+    command: %s
+    %s
+    drain: balancer
+    stop_signal: %s
+    health: {path: /version.txt}
+    verify: {version_path: /version.txt}
+hosts:
+`, f.listen, f.admin, v.Window, f.dir, v.Strategy, quoted, ports, v.StopSignal)
+	for i := range f.hosts {
+		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
+	}
+	path := filepath.Join(f.dir, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
+// measuring is a running `zero502 measure` process.
+type measuring struct {
+	cmd *exec.Cmd
+	out strings.Builder
+}
+
+// startMeasure runs the real `zero502 measure` against the LB: GET /version.txt and POST
+// postPath, 20% on new connections, until stopped.
+func startMeasure(t *testing.T, listen, postPath string) *measuring {
+	t.Helper()
+	m := &measuring{}
+	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "150", "--duration", "0", "--json",
+		"--get-path", "/version.txt", "--post-path", postPath, "--health-path", "/version.txt", "--post-share", "0.25",
+		"--new-conn-share", "0.2", "--allow-failures")
+	m.cmd.Stdout = &m.out
+	m.cmd.Stderr = os.Stderr
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.cmd.Process.Kill() })
+	return m
+}
+
+// loadResult is the part of `zero502 measure --json` a test reads.
+type loadResult struct {
+	Sent     int            `json:"sent"`
+	Failures int            `json:"failures"`
+	Counts   map[string]int `json:"counts"`
+}
+
+// stop ends the load (SIGINT: measure prints its result) and returns it.
+func (m *measuring) stop(t *testing.T) loadResult {
+	t.Helper()
+	_ = m.cmd.Process.Signal(syscall.SIGINT)
+	if err := m.cmd.Wait(); err != nil {
+		t.Fatalf("zero502 measure: %v\n%s", err, m.out.String())
+	}
+	var res loadResult
+	if err := json.Unmarshal([]byte(m.out.String()), &res); err != nil {
+		t.Fatalf("zero502 measure's JSON: %v\n%.400s", err, m.out.String())
+	}
+	return res
+}
+
+// requireNoFailure fails the test when any request of res went nowhere.
+func requireNoFailure(t *testing.T, res loadResult) {
+	t.Helper()
+	if res.Failures > 0 || res.Sent < 50 {
+		t.Errorf("load: %d sent, %d failed; want many, none failed (by class: %v)", res.Sent, res.Failures, res.Counts)
+	}
+}
+
+// servedVersion is what the LB serves on /version.txt now.
+func servedVersion(t *testing.T, listen string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + listen + "/version.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(body))
+}
+
+func deployUnderLoad(t *testing.T, f *fleet, path, postPath string) {
+	t.Helper()
+	ctx := context.Background()
+	var ev1 eventLog
+	if _, err := f.deployer(f.load(path), &ev1, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v\nevents:\n%s", err, &ev1)
+	}
+	eventually(t, 10*time.Second, "the LB serves v1", func() error {
+		if got := servedVersion(t, f.listen); got != "v1" {
+			return fmt.Errorf("serves %q", got)
+		}
+		return nil
+	})
+	m := startMeasure(t, f.listen, postPath)
+	time.Sleep(300 * time.Millisecond) // some load before the rollout starts
+	var ev2 eventLog
+	rep, err := f.deployer(f.load(path), &ev2, Options{}).Deploy(ctx, "v2")
+	res := m.stop(t)
+	if err != nil {
+		t.Fatalf("deploy v2: %v\nevents:\n%s", err, &ev2)
+	}
+	requireNoFailure(t, res)
+	for _, h := range rep.Hosts {
+		if h.Outcome != OutcomeDeployed || h.Running != "v2" {
+			t.Errorf("%s: %s, runs %q; want deployed v2", h.Host, h.Outcome, h.Running)
+		}
+	}
+	if got := servedVersion(t, f.listen); got != "v2" {
+		t.Errorf("the LB serves %q after v2, want v2", got)
+	}
+	if !strings.Contains(ev2.String(), "drained at the balancer by the deployer") {
+		t.Errorf("no balancer-side drain in the events:\n%s", &ev2)
+	}
+	if t.Failed() {
+		t.Logf("events:\n%s", &ev2)
+		for name, rt := range f.runtimes {
+			data, _ := os.ReadFile(rt.LogPath("web"))
+			t.Logf("%s's web log (tail):\n%s", name, tail(string(data), 1500))
+		}
+	}
+}
+
+func TestPythonHTTPServerStopFirstDrainedAtTheBalancer(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 3)
+	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "stop-first"})
+	f.startLB(path)
+	deployUnderLoad(t, f, path, "/cgi-bin/orders")
+}
+
+func TestPythonHTTPServerStartFirst(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
+	f.startLB(path)
+	deployUnderLoad(t, f, path, "/cgi-bin/orders")
+}
+
+// Start-first serves a one-host fleet: the old instance stays in rotation until the new one is
+// healthy at the balancer, so there is never a moment with no target.
+func TestSingleHostStartFirstLosesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 1)
+	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
+	f.startLB(path)
+	deployUnderLoad(t, f, path, "/cgi-bin/orders")
+}
+
+// nginx knows nothing of the handshake either; it stops gracefully on SIGQUIT (stop_signal).
+func TestNginxStopFirstWithSIGQUIT(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("nginx"); err != nil {
+		t.Fatalf("nginx is not installed (apt-get install nginx-light; .ci/run does): %v", err)
+	}
+	f := newFleet(t, 2)
+	path := f.anyConfig("nginx.yaml", anyValues{Command: nginxServer(f.dir), StopSignal: "SIGQUIT", Strategy: "stop-first"})
+	f.startLB(path)
+	deployUnderLoad(t, f, path, "/orders")
+}
+
+// A start-first version that never becomes healthy is rolled back while the old instance never
+// left rotation: no request fails, the host still runs v1, and nothing was drained.
+func TestStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	good := f.anyConfig("good.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
+	f.startLB(good)
+	ctx := context.Background()
+	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	bad := f.anyConfig("bad.yaml", anyValues{Command: pythonServer(t, f.dir, true), Strategy: "start-first"})
+	m := startMeasure(t, f.listen, "/cgi-bin/orders")
+	var ev eventLog
+	rep, err := f.deployer(f.load(bad), &ev, Options{}).Deploy(ctx, "v2")
+	res := m.stop(t)
+	if err == nil || !strings.Contains(err.Error(), "not healthy after rollout.healthy_deadline") {
+		t.Fatalf("deploy of a never-healthy v2: %v, want the healthy deadline named\nevents:\n%s", err, &ev)
+	}
+	requireNoFailure(t, res)
+	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+		t.Errorf("host-a: %s, runs %q; want rolled back, v1\nevents:\n%s", a.Outcome, a.Running, &ev)
+	}
+	for _, e := range ev.events {
+		if (e.Step == StepLeftRotation || e.Step == StepDrain) && e.Version == "v1" {
+			t.Errorf("the old v1 instance left rotation: %s %s", e.Step, e.Message)
+		}
+	}
+	if got := servedVersion(t, f.listen); got != "v1" {
+		t.Errorf("the LB serves %q, want v1", got)
+	}
+}
