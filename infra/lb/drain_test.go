@@ -143,7 +143,12 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	for _, tc := range []struct {
 		auth string
 		want int
-	}{{"", 401}, {"Bearer wrong", 401}, {"s3cret", 401}, {"Bearer s3cret", 200}} {
+	}{
+		{"", 401}, {"Bearer wrong", 401}, {"s3cret", 401}, {"Bearer s3cret", 200},
+		// RFC 7235: the scheme is case-insensitive, the token is not
+		{"bearer s3cret", 200}, {"BEARER s3cret", 200}, {"BeArEr s3cret", 200}, {"bearer S3CRET", 401},
+		{"Bearer", 401}, {"Bearer ", 401}, {"Bearers3cret", 401}, {"Basic s3cret", 401}, {"Bearer s3cret2", 401},
+	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/admin/settings", nil)
 		if tc.auth != "" {
