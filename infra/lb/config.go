@@ -147,7 +147,7 @@ func (s Settings) Validate() error {
 		if err := checkHostPort(s.Admin); err != nil {
 			bad("admin", fmt.Sprintf("%q", s.Admin), err.Error())
 		} else if !loopback(s.Admin) && s.AdminToken == "" {
-			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token or balancer.admin_token)")
+			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
 	}
 	if len(s.Backends) == 0 {
