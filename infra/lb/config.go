@@ -34,6 +34,11 @@ type Settings struct {
 	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
 	BodyTimeout         time.Duration // silence while relaying a response body
 	MaxIdlePerBackend   int           // pooled upstream connections per backend
+	// MaxConns caps the open client connections; one more is accepted and closed at once.
+	MaxConns int
+	// MaxSlowBodiesPerIP caps the request bodies per client IP still arriving after
+	// SlowBodyAfter; the newest one over it gets 429 and its connection closes.
+	MaxSlowBodiesPerIP int
 
 	Drain    time.Duration // own drain window after SIGTERM: /_lb/health 503, still proxying
 	Shutdown time.Duration // in-flight budget after the window
@@ -75,6 +80,7 @@ func LabSettings(listen string, backends []string) Settings {
 		MaxHeaderBytes:      64 << 10,
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
+		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
 		Drain: 0, Shutdown: 10 * time.Second, Engine: EngineEpoll,
 	}
 }
@@ -133,6 +139,12 @@ func (s Settings) Validate() error {
 	}
 	if s.Loops < 0 || s.Loops > 1024 {
 		bad("loops", s.Loops, "must be from 0 (one per CPU) to 1024")
+	}
+	if s.MaxConns < 1 {
+		bad("max-conns", s.MaxConns, "must be at least 1")
+	}
+	if s.MaxSlowBodiesPerIP < 1 {
+		bad("max-slow-bodies-per-ip", s.MaxSlowBodiesPerIP, "must be at least 1")
 	}
 	if s.MaxIdlePerBackend < 0 {
 		bad("max-idle-per-backend", s.MaxIdlePerBackend, "must not be negative")
