@@ -13,14 +13,14 @@ import (
 type phase uint8
 
 const (
-	phIdle    phase = iota // between requests, nothing buffered: client idle timeout
-	phHead                 // part of a request buffered: client header timeout
-	phBodyWait             // a whole head, part of its small body: client header timeout on silence
-	phConnect              // connecting to the backend: connect timeout
-	phSend                 // writing the request to the backend: body timeout on silence
-	phAwait                // waiting for the response head: header timeout (then 504)
-	phBody                 // relaying the response body: body timeout on silence
-	phAnswer               // writing the LB's own answer: body timeout
+	phIdle     phase = iota // between requests, nothing buffered: client idle timeout
+	phHead                  // part of a request buffered: client header timeout
+	phBodyWait              // a whole head, part of its small body: client header timeout on silence
+	phConnect               // connecting to the backend: connect timeout
+	phSend                  // writing the request to the backend: body timeout on silence
+	phAwait                 // waiting for the response head: header timeout (then 504)
+	phBody                  // relaying the response body: body timeout on silence
+	phAnswer                // writing the LB's own answer: body timeout
 )
 
 // readiness is what the loop knows of a socket registered edge-triggered: an event sets a flag,

@@ -28,14 +28,14 @@ var exchanges = sync.Pool{New: func() any {
 type attemptError int
 
 const (
-	attemptOK         attemptError = iota
-	attemptConnect                 // could not connect: nothing was sent
-	attemptNoAnswer                // sent (maybe partly), not one byte came back: refused, reset, closed
-	attemptTimeout                 // no response head within header_timeout: 504
-	attemptBad                     // a broken or partial response head: 502
-	attemptClientGone              // the client closed or broke the connection during its body: no answer possible
-	attemptClientStall             // the client sent no body bytes for client_header_timeout: 408, close
-	attemptSlowBody                // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
+	attemptOK          attemptError = iota
+	attemptConnect                  // could not connect: nothing was sent
+	attemptNoAnswer                 // sent (maybe partly), not one byte came back: refused, reset, closed
+	attemptTimeout                  // no response head within header_timeout: 504
+	attemptBad                      // a broken or partial response head: 502
+	attemptClientGone               // the client closed or broke the connection during its body: no answer possible
+	attemptClientStall              // the client sent no body bytes for client_header_timeout: 408, close
+	attemptSlowBody                 // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
