@@ -31,7 +31,7 @@ const (
 	attemptOK          attemptError = iota
 	attemptConnect                  // could not connect: nothing was sent
 	attemptNoAnswer                 // sent (maybe partly), not one byte came back: refused, reset, closed
-	attemptTimeout                  // no response head within header_timeout: 504
+	attemptTimeout                  // no response head within header_timeout, or the request not taken within body_timeout: 504
 	attemptBad                      // a broken or partial response head: 502
 	attemptClientGone               // the client closed or broke the connection during its body: no answer possible
 	attemptClientStall              // the client sent no body bytes for client_header_timeout: 408, close
