@@ -147,7 +147,7 @@ func FuzzParseRequest(f *testing.F) {
 // backend gets: its body would be read as the next request (smuggling).
 func TestConnectionNamingContentLengthKeepsTheBodyFramed(t *testing.T) {
 	a := startBackend(t, "a")
-	l := startLB(t, fastSettings(a.addr()))
+	l := startLB(t, fastSettings(a.addr()), slowChecks())
 	out := raw(t, l.Addr(), "POST /upload HTTP/1.1\r\nHost: x\r\nConnection: content-length, close\r\nContent-Length: 5\r\n\r\n"+string(bigBody[:5]), 5*time.Second)
 	if want := uploadAnswer(5); !strings.HasPrefix(out, "HTTP/1.1 200 ") || !strings.HasSuffix(out, want) {
 		t.Fatalf("got %q, want 200 and %q", out, want)

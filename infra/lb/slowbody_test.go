@@ -223,7 +223,7 @@ func TestMaxConnsAcceptsAndClosesTheExtra(t *testing.T) {
 	a := startBackend(t, "a")
 	set := fastSettings(a.addr())
 	set.MaxConns = 3
-	l := startLB(t, set)
+	l := startLB(t, set, slowChecks())
 	var held []net.Conn
 	for i := 0; i < 3; i++ {
 		c, err := net.Dial("tcp", l.Addr())
