@@ -267,3 +267,76 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// stuckBackend answers its health checks and takes requests, but never reads a request body:
+// a backend too busy to take the upload.
+func stuckBackend(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 4096)
+			n, _ := c.Read(buf)
+			if strings.HasPrefix(string(buf[:n]), "GET /health ") {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A backend that takes no byte of a request body for body_timeout gets a 504 answered for it,
+// like one that sends no response head in time, and is not ejected: it is slow, not broken.
+func TestBackendNotTakingTheBodyIs504NotAnEjection(t *testing.T) {
+	set := fastSettings(stuckBackend(t))
+	set.BodyTimeout = 300 * time.Millisecond
+	l := startLB(t, set, slowChecks())
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	const size = 64 << 20 // more than the socket buffers on the way hold
+	go func() {
+		if _, err := fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: lb\r\nContent-Length: %d\r\n\r\n", size); err != nil {
+			return
+		}
+		for sent := 0; sent < size; sent += len(bigBody) {
+			if _, err := c.Write(bigBody); err != nil {
+				return
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "POST"})
+	if err != nil || resp.StatusCode != 504 {
+		t.Fatalf("upload to a backend that does not read it: %v %v; want 504", resp, err)
+	}
+	eventually(t, 5*time.Second, "the request no longer in flight", func() bool { return l.Backends()[0].Status().InFlight == 0 })
+	st := l.Backends()[0].Status()
+	if st.State != Healthy || len(st.Transitions) != 0 || l.ejections.Load() != 0 {
+		t.Fatalf("a slow backend must not be ejected: state %s, transitions %+v, ejections %d", st.State, st.Transitions, l.ejections.Load())
+	}
+}
