@@ -73,3 +73,15 @@ func TestLBAdminTokenFileErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestLBCapFlagsReachTheSettings(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"--max-conns", "--max-conns 0: must be at least 1"},
+		{"--max-slow-bodies-per-ip", "--max-slow-bodies-per-ip 0: must be at least 1"},
+	} {
+		out, code := runCLI(t, "lb", tc.flag, "0", "0", "127.0.0.1:1")
+		if code != 2 || !strings.Contains(out, tc.want) {
+			t.Errorf("%s 0: exit %d, %q; want 2 and %q", tc.flag, code, out, tc.want)
+		}
+	}
+}
