@@ -32,7 +32,7 @@ type Settings struct {
 
 	ClientHeaderTimeout time.Duration // a client's request head (and silence in its body)
 	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
-	BodyTimeout         time.Duration // silence while relaying a response body
+	BodyTimeout         time.Duration // silence while relaying a body: a response to the client, a request to a backend (then 504)
 	MaxIdlePerBackend   int           // pooled upstream connections per backend
 	// MaxConns caps the open client connections; one more is accepted and closed at once.
 	MaxConns int
