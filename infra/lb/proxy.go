@@ -75,7 +75,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 	for {
 		b := s.rot.pick(&t)
 		if b == nil {
-			if !s.skipBody(cc, x, rest) {
+			if !s.skipBody(cc, x, rest, start) {
 				return false
 			}
 			consumed()
@@ -111,7 +111,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				retried = true
 				continue
 			}
-			if !s.skipBody(cc, x, rest) {
+			if !s.skipBody(cc, x, rest, start) {
 				return false
 			}
 			consumed()
@@ -263,53 +263,32 @@ func backendWriteFailed(err error) attemptError {
 	return attemptNoAnswer
 }
 
-// streamBody copies the rest of the request body from the client to u. Both sides time out on
-// silence only: the client after client_header_timeout without a byte (attemptClientStall), the
-// backend after body_timeout without taking one. A body still arriving SlowBodyAfter after the
-// request began holds one of its client IP's max_slow_bodies_per_ip slots until it ends.
+// streamBody copies the rest of the request body from the client to u (see clientBody for the
+// client's side); the backend must take a byte within body_timeout of the last (then 504).
 func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, uw *deadline, rest *int64, start time.Time) attemptError {
-	rd := deadline{conn: cc.conn, silence: s.set.ClientHeaderTimeout}
-	slow := false
-	defer func() {
-		if slow {
-			s.slow.release(cc.ip)
-		}
-	}()
+	body := s.newClientBody(cc, *rest, start)
+	defer body.close()
 	for *rest > 0 {
-		now := time.Now()
-		if !slow && now.Sub(start) >= SlowBodyAfter {
-			if !s.slow.acquire(cc.ip) {
-				return attemptSlowBody
-			}
-			slow = true
-		}
-		rd.touch(now)
-		buf := x.copy
-		if int64(len(buf)) > *rest {
-			buf = buf[:*rest]
-		}
-		n, err := cc.conn.Read(buf)
-		*rest -= int64(n)
+		n, aerr := body.read(x.copy)
+		*rest = body.rest
 		if n > 0 {
 			uw.touch(time.Now())
-			if _, werr := u.conn.Write(buf[:n]); werr != nil {
-				return backendWriteFailed(werr)
+			if _, err := u.conn.Write(x.copy[:n]); err != nil {
+				return backendWriteFailed(err)
 			}
 		}
-		if err != nil && *rest > 0 {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return attemptClientStall
-			}
-			return attemptClientGone
+		if aerr != attemptOK {
+			return aerr
 		}
 	}
 	return attemptOK
 }
 
 // skipBody gets past the unread rest of a request body the LB answers itself, so the next
-// request on the connection is found where it starts: it reads and drops it, or, when the
-// client waits for 100 Continue (and may never send it), marks the connection to close.
-func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64) bool {
+// request on the connection is found where it starts: it reads and drops it (as any body, see
+// clientBody), or, when the client waits for 100 Continue (and may never send it), marks the
+// connection to close. False when the body did not come: the connection closes unanswered.
+func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64, start time.Time) bool {
 	if rest == 0 {
 		return true
 	}
@@ -317,16 +296,10 @@ func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64) bool {
 		x.req.Close = true
 		return true
 	}
-	rd := deadline{conn: cc.conn, silence: s.set.ClientHeaderTimeout}
-	for rest > 0 {
-		rd.touch(time.Now())
-		buf := x.copy
-		if int64(len(buf)) > rest {
-			buf = buf[:rest]
-		}
-		n, err := cc.conn.Read(buf)
-		rest -= int64(n)
-		if err != nil && rest > 0 {
+	body := s.newClientBody(cc, rest, start)
+	defer body.close()
+	for body.rest > 0 {
+		if _, aerr := body.read(x.copy); aerr != attemptOK {
 			return false
 		}
 	}

@@ -340,3 +340,19 @@ func TestBackendNotTakingTheBodyIs504NotAnEjection(t *testing.T) {
 		t.Fatalf("a slow backend must not be ejected: state %s, transitions %+v, ejections %d", st.State, st.Transitions, l.ejections.Load())
 	}
 }
+
+// A body the LB drops because it answers itself (503: no backend in rotation) is read under the
+// same rule: a steady trickle longer than the client timeout in total still gets its answer.
+func TestSlowBodyDroppedBeforeA503IsReadOnSilenceToo(t *testing.T) {
+	set := fastSettings(deadAddr(t))
+	set.UnhealthyThreshold = 1
+	set.ClientHeaderTimeout = 500 * time.Millisecond
+	l := startLB(t, set)
+	eventually(t, 5*time.Second, "the dead backend out of rotation", func() bool { return l.Backends()[0].State() == Unhealthy })
+	for _, size := range []int{40_000, 3_000} {
+		r := upload{size: size, pieces: 25, every: 50 * time.Millisecond}.send(l.Addr())
+		if r.err != nil || r.status != 503 {
+			t.Errorf("%d-byte body over ~1.2s with no backend: %d %v; want 503", size, r.status, r.err)
+		}
+	}
+}
