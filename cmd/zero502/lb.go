@@ -23,6 +23,7 @@ import (
 func newLBCmd() *cobra.Command {
 	var (
 		config, listenHost, logFormat string
+		adminTokenFile                string
 		f                             lb.Settings
 	)
 	lab := lb.LabSettings("", nil)
@@ -52,7 +53,14 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			if err != nil {
 				return exitCode(2, err)
 			}
-			set, err := lbSettings(cmd.Flags(), config, listenHost, args, f)
+			token, tokenSet, err := lbAdminToken(cmd.Flags(), f.AdminToken, adminTokenFile, os.Getenv)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if tokenSet {
+				f.AdminToken = token
+			}
+			set, err := lbSettings(cmd.Flags(), config, listenHost, args, f, tokenSet)
 			if err != nil {
 				return exitCode(2, err)
 			}
@@ -73,7 +81,8 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.StringVarP(&config, "config", "c", "", "config file (YAML): listen, admin, backends and numbers from balancer.*")
 	fl.StringVar(&listenHost, "listen-host", "127.0.0.1", "lab mode: address to listen on with PORT")
 	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (lab default: off; config default: balancer.admin; \"\" disables)")
-	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token for the admin API (required when --admin is not on loopback)")
+	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token for the admin API (required when --admin is not on loopback; visible in ps: prefer --admin-token-file or $"+lbAdminTokenEnv+")")
+	fl.StringVar(&adminTokenFile, "admin-token-file", "", "file whose first line is the admin API's bearer token")
 	fl.StringVar(&f.HealthPath, "health-path", lab.HealthPath, "path of the backends' health check")
 	fl.DurationVar(&f.Interval, "health-interval", lab.Interval, "time between two health checks of a backend")
 	fl.DurationVar(&f.Timeout, "health-timeout", lab.Timeout, "how long one health check may take (below --health-interval)")
@@ -87,6 +96,8 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.DurationVar(&f.ClientIdleTimeout, "client-idle-timeout", lab.ClientIdleTimeout, "an idle keep-alive client connection is closed after this")
 	fl.DurationVar(&f.BodyTimeout, "body-timeout", lab.BodyTimeout, "longest silence while relaying a body (never the total duration)")
 	fl.IntVar(&f.MaxIdlePerBackend, "max-idle-per-backend", lab.MaxIdlePerBackend, "idle upstream keep-alive connections kept per backend (0: none)")
+	fl.IntVar(&f.MaxConns, "max-conns", lab.MaxConns, "open client connections at most; more are accepted and closed at once (the default is half of what RLIMIT_NOFILE leaves after a reserve)")
+	fl.IntVar(&f.MaxSlowBodiesPerIP, "max-slow-bodies-per-ip", lab.MaxSlowBodiesPerIP, "request bodies per client IP still arriving "+lb.SlowBodyAfter.String()+" after their request began; the next gets 429")
 	fl.DurationVar(&f.Drain, "drain", lab.Drain, "after SIGTERM: how long /_lb/health answers 503 while still proxying (config default: drain.window)")
 	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
@@ -98,7 +109,8 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 
 // lbSettings builds the LB's settings: lab mode from PORT BACKEND..., config mode from the file,
 // then every flag the user set explicitly on top.
-func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f lb.Settings) (lb.Settings, error) {
+// tokenSet says f.AdminToken was given (flag, file or environment, see lbAdminToken).
+func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f lb.Settings, tokenSet bool) (lb.Settings, error) {
 	var set lb.Settings
 	if config != "" {
 		if len(args) > 0 {
@@ -139,7 +151,9 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 		}
 	}
 	str("admin", &set.Admin, f.Admin)
-	str("admin-token", &set.AdminToken, f.AdminToken)
+	if tokenSet {
+		set.AdminToken = f.AdminToken
+	}
 	str("health-path", &set.HealthPath, f.HealthPath)
 	dur("health-interval", &set.Interval, f.Interval)
 	dur("health-timeout", &set.Timeout, f.Timeout)
@@ -153,6 +167,8 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 	dur("client-idle-timeout", &set.ClientIdleTimeout, f.ClientIdleTimeout)
 	dur("body-timeout", &set.BodyTimeout, f.BodyTimeout)
 	num("max-idle-per-backend", &set.MaxIdlePerBackend, f.MaxIdlePerBackend)
+	num("max-conns", &set.MaxConns, f.MaxConns)
+	num("max-slow-bodies-per-ip", &set.MaxSlowBodiesPerIP, f.MaxSlowBodiesPerIP)
 	dur("drain", &set.Drain, f.Drain)
 	dur("shutdown", &set.Shutdown, f.Shutdown)
 	str("engine", &set.Engine, f.Engine)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -56,17 +57,28 @@ func (a *adminServer) close() {
 	_ = a.srv.Shutdown(ctx)
 }
 
+// bearer lets a request through when its Authorization header carries token. The scheme is
+// case-insensitive (RFC 7235 §2.1: "bearer", "BEARER"); the token is compared in constant time.
 func bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		if token == "" || !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="zero502 lb admin"`)
 			http.Error(w, "admin API needs Authorization: Bearer <balancer.admin_token>", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearerToken is the token of an Authorization header of the Bearer scheme, in any case.
+func bearerToken(h string) (string, bool) {
+	const scheme = "bearer "
+	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
+		return "", false
+	}
+	return strings.TrimLeft(h[len(scheme):], " "), true
 }
 
 // Statuses is every current backend's admin view: the configured ones in order, then those the

@@ -32,8 +32,13 @@ type Settings struct {
 
 	ClientHeaderTimeout time.Duration // a client's request head (and silence in its body)
 	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
-	BodyTimeout         time.Duration // silence while relaying a response body
+	BodyTimeout         time.Duration // silence while relaying a body: a response to the client, a request to a backend (then 504)
 	MaxIdlePerBackend   int           // pooled upstream connections per backend
+	// MaxConns caps the open client connections; one more is accepted and closed at once.
+	MaxConns int
+	// MaxSlowBodiesPerIP caps the request bodies per client IP still arriving after
+	// SlowBodyAfter; the newest one over it gets 429 and its connection closes.
+	MaxSlowBodiesPerIP int
 
 	Drain    time.Duration // own drain window after SIGTERM: /_lb/health 503, still proxying
 	Shutdown time.Duration // in-flight budget after the window
@@ -75,6 +80,7 @@ func LabSettings(listen string, backends []string) Settings {
 		MaxHeaderBytes:      64 << 10,
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
+		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
 		Drain: 0, Shutdown: 10 * time.Second, Engine: EngineEpoll,
 	}
 }
@@ -134,6 +140,12 @@ func (s Settings) Validate() error {
 	if s.Loops < 0 || s.Loops > 1024 {
 		bad("loops", s.Loops, "must be from 0 (one per CPU) to 1024")
 	}
+	if s.MaxConns < 1 {
+		bad("max-conns", s.MaxConns, "must be at least 1")
+	}
+	if s.MaxSlowBodiesPerIP < 1 {
+		bad("max-slow-bodies-per-ip", s.MaxSlowBodiesPerIP, "must be at least 1")
+	}
 	if s.MaxIdlePerBackend < 0 {
 		bad("max-idle-per-backend", s.MaxIdlePerBackend, "must not be negative")
 	}
@@ -147,7 +159,7 @@ func (s Settings) Validate() error {
 		if err := checkHostPort(s.Admin); err != nil {
 			bad("admin", fmt.Sprintf("%q", s.Admin), err.Error())
 		} else if !loopback(s.Admin) && s.AdminToken == "" {
-			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token or balancer.admin_token)")
+			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
 	}
 	if len(s.Backends) == 0 {

@@ -69,3 +69,17 @@ func TestReserveSpareP(t *testing.T) {
 		t.Fatalf("goroutines engine: loops %d, GOMAXPROCS %d; want both untouched", g.Loops, runtime.GOMAXPROCS(0))
 	}
 }
+
+func TestDefaultMaxConnsLeavesDescriptorsForBackends(t *testing.T) {
+	for _, tc := range []struct {
+		nofile uint64
+		want   int
+	}{{1024, 384}, {1 << 20, (1<<20 - 256) / 2}, {256, 64}, {1 << 40, 1 << 20}} {
+		if got := maxConnsFor(tc.nofile); got != tc.want {
+			t.Errorf("RLIMIT_NOFILE %d: max_conns %d, want %d", tc.nofile, got, tc.want)
+		}
+	}
+	if got := LabSettings("127.0.0.1:0", nil).MaxConns; got != DefaultMaxConns() || got < 64 {
+		t.Errorf("lab default max_conns %d, want DefaultMaxConns() %d", got, DefaultMaxConns())
+	}
+}

@@ -19,6 +19,9 @@ type clientConn struct {
 	in   reader
 	ip   []byte
 	idle atomic.Bool // waiting for a request on its own goroutine
+	// since is when the buffered request began, for a connection an event loop handed over
+	// mid-request (zero otherwise): slow bodies count from it.
+	since time.Time
 
 	fd         int       // the socket, for the parking's epoll set
 	registered bool      // in the parking's epoll set (one-shot, re-armed by park)
@@ -63,6 +66,9 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 		}
 		ready = false
 		start := time.Now()
+		if !cc.since.IsZero() {
+			start, cc.since = cc.since, time.Time{}
+		}
 		_ = cc.conn.SetReadDeadline(start.Add(s.set.ClientHeaderTimeout))
 		n, err := s.readHead(cc)
 		if err != nil {

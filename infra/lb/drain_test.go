@@ -143,7 +143,12 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	for _, tc := range []struct {
 		auth string
 		want int
-	}{{"", 401}, {"Bearer wrong", 401}, {"s3cret", 401}, {"Bearer s3cret", 200}} {
+	}{
+		{"", 401}, {"Bearer wrong", 401}, {"s3cret", 401}, {"Bearer s3cret", 200},
+		// RFC 7235: the scheme is case-insensitive, the token is not
+		{"bearer s3cret", 200}, {"BEARER s3cret", 200}, {"BeArEr s3cret", 200}, {"bearer S3CRET", 401},
+		{"Bearer", 401}, {"Bearer ", 401}, {"Bearers3cret", 401}, {"Basic s3cret", 401}, {"Bearer s3cret2", 401},
+	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/admin/settings", nil)
 		if tc.auth != "" {
@@ -172,6 +177,8 @@ func TestInvalidSettingsAreRefusedNamingTheFlag(t *testing.T) {
 		{"negative drain", func(s *Settings) { s.Drain = -time.Second }, "--drain"},
 		{"unknown engine", func(s *Settings) { s.Engine = "io_uring" }, `--engine "io_uring": must be epoll or goroutines`},
 		{"negative loops", func(s *Settings) { s.Loops = -1 }, "--loops -1"},
+		{"no connections", func(s *Settings) { s.MaxConns = 0 }, "--max-conns 0: must be at least 1"},
+		{"no slow bodies", func(s *Settings) { s.MaxSlowBodiesPerIP = 0 }, "--max-slow-bodies-per-ip 0: must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := LabSettings("127.0.0.1:0", []string{"127.0.0.1:9001"})

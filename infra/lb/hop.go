@@ -16,7 +16,12 @@ func isHopByHop(name []byte) bool {
 	return false
 }
 
-// markConnectionNamed sets hop[k] for every field whose name a Connection header lists.
+// markConnectionNamed sets hop[k] for every field whose name a Connection header lists, except
+// the fields that frame the message or route it (Content-Length, Transfer-Encoding, Host): the
+// LB frames the message it forwards by them, so the next hop must see them too. Dropping
+// Content-Length from a request with a body would let its body pass for another request
+// (request smuggling); dropping it, or Transfer-Encoding, from a response would leave the
+// client reading until the close of a kept-alive connection.
 func markConnectionNamed(head []byte, fields []field, hop []bool) {
 	for _, f := range fields {
 		if !asciiEqualFold(f.name.of(head), "Connection") {
@@ -25,6 +30,9 @@ func markConnectionNamed(head []byte, fields []field, hop []bool) {
 		for v := f.value.of(head); len(v) > 0; {
 			var tok []byte
 			tok, v = nextToken(v)
+			if asciiEqualFold(tok, "Content-Length") || asciiEqualFold(tok, "Transfer-Encoding") || asciiEqualFold(tok, "Host") {
+				continue
+			}
 			for k, g := range fields {
 				if asciiEqualFold(g.name.of(head), string(tok)) {
 					hop[k] = true

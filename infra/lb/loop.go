@@ -324,6 +324,10 @@ func (l *loop) accept() {
 			l.s.log.Error("accept failed", "err", err)
 			return
 		}
+		if l.s.atConnCap() {
+			_ = unix.Close(fd) // max_conns: accept and close
+			continue
+		}
 		// connections go to the loop with the fewest, so the loops share the work evenly
 		// whichever of them the kernel woke for the accept
 		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
@@ -399,8 +403,13 @@ func (l *loop) sweep() {
 		l.accept()
 	}
 	for fd := range l.slots {
-		if c := l.slots[fd].c; c != nil && !c.closed && !c.deadline.IsZero() && l.now.After(c.deadline) {
+		c := l.slots[fd].c
+		switch {
+		case c == nil || c.closed:
+		case !c.deadline.IsZero() && l.now.After(c.deadline):
 			l.expired(c)
+		case c.phase == phBodyWait && l.now.Sub(c.start) >= SlowBodyAfter:
+			l.handOff(c) // a slow body: the goroutine path streams it and counts it per client IP
 		}
 	}
 	for i, p := range l.pools {

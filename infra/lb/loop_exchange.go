@@ -13,13 +13,14 @@ import (
 type phase uint8
 
 const (
-	phIdle    phase = iota // between requests, nothing buffered: client idle timeout
-	phHead                 // part of a request buffered: client header timeout
-	phConnect              // connecting to the backend: connect timeout
-	phSend                 // writing the request to the backend: body timeout
-	phAwait                // waiting for the response head: header timeout (then 504)
-	phBody                 // relaying the response body: body timeout on silence
-	phAnswer               // writing the LB's own answer: body timeout
+	phIdle     phase = iota // between requests, nothing buffered: client idle timeout
+	phHead                  // part of a request buffered: client header timeout
+	phBodyWait              // a whole head, part of its small body: client header timeout on silence
+	phConnect               // connecting to the backend: connect timeout
+	phSend                  // writing the request to the backend: body timeout on silence
+	phAwait                 // waiting for the response head: header timeout (then 504)
+	phBody                  // relaying the response body: body timeout on silence
+	phAnswer                // writing the LB's own answer: body timeout
 )
 
 // readiness is what the loop knows of a socket registered edge-triggered: an event sets a flag,
@@ -101,7 +102,7 @@ func (l *loop) clientReady(c *lclient) {
 			return
 		}
 	}
-	if c.phase <= phHead && c.canRead {
+	if c.phase <= phBodyWait && c.canRead {
 		l.readRequest(c)
 	}
 }
@@ -163,8 +164,11 @@ func (l *loop) readRequest(c *lclient) {
 			if n < len(free) && !c.hup {
 				c.canRead = false
 			}
-			if c.phase == phIdle {
+			switch c.phase {
+			case phIdle:
 				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
+			case phBodyWait: // the body moves: only silence counts
+				c.deadline = l.now.Add(s.set.ClientHeaderTimeout)
 			}
 		case errors.Is(err, unix.EAGAIN):
 			c.canRead = false
@@ -195,9 +199,17 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 	}
 	if int64(len(buf)-n) < req.ContentLength {
 		putExchange(x) // its spans would not survive the buffer growing
+		if c.phase != phBodyWait {
+			// from here the client's silence counts, not the time since its first byte; the
+			// sweep hands a body still arriving after SlowBodyAfter to the goroutine path
+			c.phase, c.start, c.deadline = phBodyWait, l.now, l.now.Add(l.s.set.ClientHeaderTimeout)
+		}
 		return false
 	}
-	c.x, c.reqLen, c.start = x, n+int(req.ContentLength), l.now
+	if c.phase != phBodyWait {
+		c.start = l.now
+	}
+	c.x, c.reqLen = x, n+int(req.ContentLength)
 	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
 		status := 200
 		if l.s.draining.Load() || l.s.closing.Load() {
@@ -292,7 +304,8 @@ func (l *loop) send(c *lclient, u *lup) {
 		l.failed(c, u, attemptNoAnswer)
 		return
 	case u.outOff < len(u.out):
-		return // the rest when u is writable again
+		c.deadline = l.now.Add(l.s.set.BodyTimeout) // progress: only silence counts
+		return                                      // the rest when u is writable again
 	}
 	u.sent = l.now
 	c.phase, c.deadline = phAwait, l.now.Add(l.s.set.HeaderTimeout)
@@ -701,10 +714,12 @@ func (l *loop) expired(c *lclient) {
 	switch c.phase {
 	case phHead:
 		l.refuse(c, &ParseError{Status: 408, Reason: "request head not complete in time"})
+	case phBodyWait:
+		l.refuse(c, &ParseError{Status: 408, Reason: "request body stalled"})
 	case phConnect:
 		l.failed(c, c.u, attemptConnect)
-	case phSend:
-		l.failed(c, c.u, attemptNoAnswer)
+	case phSend: // the backend took no byte of the request for body_timeout: slow, not broken
+		l.failed(c, c.u, attemptTimeout)
 	case phAwait:
 		l.failed(c, c.u, attemptTimeout)
 	default: // idle too long, or the body or the answer stalled
@@ -845,10 +860,15 @@ func (l *loop) refuse(c *lclient, err error) {
 
 // handOff gives c, its buffered request unread, to the goroutine path.
 func (l *loop) handOff(c *lclient) {
+	since := c.start
+	if c.phase != phBodyWait {
+		since = time.Time{}
+	}
 	cc, ok := l.toClientConn(c)
 	if !ok {
 		return
 	}
+	cc.since = since
 	go l.s.serveConn(cc, true)
 }
 

@@ -30,7 +30,7 @@ func newMetrics(s *Server) *metrics {
 	}, []string{"code"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zero502_lb_refused_requests_total",
-		Help: "Client requests refused by the parser (400, 408, 431, 501, 505).",
+		Help: "Client requests refused: by the parser (400, 431, 501, 505), a stalled head or body (408), a client IP's slow-body cap (429).",
 	}, []string{"code"})
 	m.admins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zero502_lb_admin_changes_total",
@@ -99,10 +99,19 @@ var (
 		"Backends taken out of rotation at once because a connection to them was refused or broke.", nil, nil)
 	clientsDesc = prometheus.NewDesc("zero502_lb_client_connections",
 		"Open client connections.", nil, nil)
+	maxConnsDesc = prometheus.NewDesc("zero502_lb_max_client_connections",
+		"max_conns: client connections beyond it are accepted and closed at once.", nil, nil)
+	connsRefusedDesc = prometheus.NewDesc("zero502_lb_client_connections_refused_total",
+		"Client connections closed at accept because max_conns were open.", nil, nil)
+	slowBodiesDesc = prometheus.NewDesc("zero502_lb_slow_request_bodies",
+		"Request bodies still arriving a second after their request began, all client IPs.", nil, nil)
+	slowRefusedDesc = prometheus.NewDesc("zero502_lb_slow_body_refusals_total",
+		"Requests answered 429 because their client IP had max_slow_bodies_per_ip slow bodies already.", nil, nil)
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc} {
+	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
+		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc} {
 		ch <- d
 	}
 }
@@ -129,4 +138,8 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 		n += int(c.s.loops.clients.Load())
 	}
 	ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(maxConnsDesc, prometheus.GaugeValue, float64(c.s.set.MaxConns))
+	ch <- prometheus.MustNewConstMetric(connsRefusedDesc, prometheus.CounterValue, float64(c.s.connsRefused.Load()))
+	ch <- prometheus.MustNewConstMetric(slowBodiesDesc, prometheus.GaugeValue, float64(c.s.slow.active.Load()))
+	ch <- prometheus.MustNewConstMetric(slowRefusedDesc, prometheus.CounterValue, float64(c.s.slow.refused.Load()))
 }

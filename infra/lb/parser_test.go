@@ -112,6 +112,8 @@ func FuzzParseRequest(f *testing.F) {
 		f.Add([]byte(tc.head))
 	}
 	f.Add([]byte("GET /x?y=1 HTTP/1.1\r\nHost: h\r\nConnection: close, X-A\r\nX-A: 1\r\nX-Forwarded-For: 1.2.3.4\r\n\r\n"))
+	// a Connection header naming the framing: the body must stay framed for the backend
+	f.Add([]byte("POST / HTTP/1.1\r\nHost: h\r\nConnection: content-length, host\r\nContent-Length: 30\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := headEnd(data)
 		if err != nil || n < 0 {
@@ -130,6 +132,24 @@ func FuzzParseRequest(f *testing.F) {
 		if string(again.AppendCanonical(nil)) != string(canon) || again.ContentLength != r.ContentLength || again.Close != r.Close {
 			t.Fatalf("round trip changed the request: %q vs %q", canon, again.AppendCanonical(nil))
 		}
-		_ = appendUpstreamHead(nil, &r, []byte("127.0.0.1"), "b:1")
+		up := appendUpstreamHead(nil, &r, []byte("127.0.0.1"), "b:1")
+		var fwd Request
+		if err := ParseRequest(up, &fwd); err != nil {
+			t.Fatalf("the head for the backend %q (from %q) does not parse: %v", up, data[:n], err)
+		}
+		if fwd.ContentLength != r.ContentLength || string(fwd.Method()) != string(r.Method()) || string(fwd.Target()) != string(r.Target()) {
+			t.Fatalf("the backend would read another request: %q (body %d) from %q (body %d)", up, fwd.ContentLength, data[:n], r.ContentLength)
+		}
 	})
+}
+
+// A Connection header naming Content-Length must not strip the framing from the request the
+// backend gets: its body would be read as the next request (smuggling).
+func TestConnectionNamingContentLengthKeepsTheBodyFramed(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()), slowChecks())
+	out := raw(t, l.Addr(), "POST /upload HTTP/1.1\r\nHost: x\r\nConnection: content-length, close\r\nContent-Length: 5\r\n\r\n"+string(bigBody[:5]), 5*time.Second)
+	if want := uploadAnswer(5); !strings.HasPrefix(out, "HTTP/1.1 200 ") || !strings.HasSuffix(out, want) {
+		t.Fatalf("got %q, want 200 and %q", out, want)
+	}
 }

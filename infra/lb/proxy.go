@@ -28,12 +28,14 @@ var exchanges = sync.Pool{New: func() any {
 type attemptError int
 
 const (
-	attemptOK         attemptError = iota
-	attemptConnect                 // could not connect: nothing was sent
-	attemptNoAnswer                // sent (maybe partly), not one byte came back: refused, reset, closed
-	attemptTimeout                 // no response head within header_timeout: 504
-	attemptBad                     // a broken or partial response head: 502
-	attemptClientGone              // the client's request body stopped coming: no answer possible
+	attemptOK          attemptError = iota
+	attemptConnect                  // could not connect: nothing was sent
+	attemptNoAnswer                 // sent (maybe partly), not one byte came back: refused, reset, closed
+	attemptTimeout                  // no response head within header_timeout, or the request not taken within body_timeout: 504
+	attemptBad                      // a broken or partial response head: 502
+	attemptClientGone               // the client closed or broke the connection during its body: no answer possible
+	attemptClientStall              // the client sent no body bytes for client_header_timeout: 408, close
+	attemptSlowBody                 // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
@@ -73,7 +75,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 	for {
 		b := s.rot.pick(&t)
 		if b == nil {
-			if !s.skipBody(cc, x, rest) {
+			if !s.skipBody(cc, x, rest, start) {
 				return false
 			}
 			consumed()
@@ -84,11 +86,11 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			s.retries.Add(1)
 		}
 		b.inFlight.Add(1)
-		u, aerr := s.attempt(cc, x, b, body, &rest, !req.Idempotent())
+		u, aerr := s.attempt(cc, x, b, body, &rest, start)
 		if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
 			// the pooled connection was stale: same backend, fresh connection
 			u.close()
-			u, aerr = s.attemptFresh(cc, x, b, body, &rest)
+			u, aerr = s.attemptFresh(cc, x, b, body, &rest, start)
 		}
 		switch aerr {
 		case attemptOK:
@@ -109,28 +111,35 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				retried = true
 				continue
 			}
-			if !s.skipBody(cc, x, rest) {
+			if !s.skipBody(cc, x, rest, start) {
 				return false
 			}
 			consumed()
 			return s.answer(cc, req, 502, start, b)
-		case attemptTimeout:
+		case attemptTimeout, attemptBad:
 			u.close()
 			b.count(0)
 			b.inFlight.Add(-1)
 			consumed()
-			return s.answer(cc, req, 504, start, b)
-		case attemptBad:
-			u.close()
-			b.count(0)
-			b.inFlight.Add(-1)
-			consumed()
-			return s.answer(cc, req, 502, start, b)
-		default: // attemptClientGone
+			if rest > 0 {
+				req.Close = true // the body was not read to its end: the connection cannot go on
+			}
+			status := 502
+			if aerr == attemptTimeout {
+				status = 504
+			}
+			return s.answer(cc, req, status, start, b)
+		default: // the client's fault: the backend is not blamed, its counters untouched
 			if u != nil {
 				u.close()
 			}
 			b.inFlight.Add(-1)
+			switch aerr {
+			case attemptClientStall:
+				s.refuse(cc, 408)
+			case attemptSlowBody:
+				s.refuse(cc, 429)
+			}
 			return false
 		}
 	}
@@ -138,20 +147,21 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 
 // attempt sends the request to b on a pooled connection if one is fit (see pool), else on a
 // fresh one, and reads the response head into x.resp.
-func (s *Server) attempt(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, hasBody bool) (*upstream, attemptError) {
+// start is when the request began (slow bodies count from it).
+func (s *Server) attempt(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, start time.Time) (*upstream, attemptError) {
 	now := s.clock.Now()
-	if u := b.pool.get(now, s.set.IdleTimeout, hasBody || x.req.ContentLength > 0); u != nil {
-		return u, s.exchange(cc, x, u, body, rest)
+	if u := b.pool.get(now, s.set.IdleTimeout, !x.req.Idempotent()); u != nil {
+		return u, s.exchange(cc, x, u, body, rest, start)
 	}
-	return s.attemptFresh(cc, x, b, body, rest)
+	return s.attemptFresh(cc, x, b, body, rest, start)
 }
 
-func (s *Server) attemptFresh(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64) (*upstream, attemptError) {
+func (s *Server) attemptFresh(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, start time.Time) (*upstream, attemptError) {
 	u, err := s.dial(b)
 	if err != nil {
 		return nil, attemptConnect
 	}
-	return u, s.exchange(cc, x, u, body, rest)
+	return u, s.exchange(cc, x, u, body, rest, start)
 }
 
 func (s *Server) dial(b *Backend) (*upstream, error) {
@@ -172,8 +182,9 @@ func (s *Server) dial(b *Backend) (*upstream, error) {
 	return u, nil
 }
 
-// exchange writes the request on u and reads the response head.
-func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64) attemptError {
+// exchange writes the request on u and reads the response head. Writing to the backend times
+// out on silence (body_timeout without progress), never on the total duration of the body.
+func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64, start time.Time) attemptError {
 	req := &x.req
 	out := appendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
 	if len(body) <= smallBuf {
@@ -181,13 +192,14 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 		body = nil
 	}
 	x.out = out[:0]
-	_ = u.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+	uw := deadline{conn: u.conn, write: true, silence: s.set.BodyTimeout}
+	uw.touch(time.Now())
 	if _, err := u.conn.Write(out); err != nil {
-		return attemptNoAnswer
+		return backendWriteFailed(err)
 	}
 	if len(body) > 0 {
 		if _, err := u.conn.Write(body); err != nil {
-			return attemptNoAnswer
+			return backendWriteFailed(err)
 		}
 	}
 	if *rest > 0 {
@@ -198,7 +210,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 				return attemptClientGone
 			}
 		}
-		if aerr := s.streamBody(cc, x, u, rest); aerr != attemptOK {
+		if aerr := s.streamBody(cc, x, u, &uw, rest, start); aerr != attemptOK {
 			return aerr
 		}
 	}
@@ -242,34 +254,41 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 
 const maxResponseHead = 64 << 10
 
-// streamBody copies the rest of the request body from the client to u, with a silence timeout
-// on the client's side.
-func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, rest *int64) attemptError {
-	rd := deadline{conn: cc.conn, silence: s.set.ClientHeaderTimeout}
+// backendWriteFailed classifies a failed write of the request to a backend: one that took no
+// bytes for body_timeout is a slow backend (504, like a late response head), not a broken one.
+func backendWriteFailed(err error) attemptError {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return attemptTimeout
+	}
+	return attemptNoAnswer
+}
+
+// streamBody copies the rest of the request body from the client to u (see clientBody for the
+// client's side); the backend must take a byte within body_timeout of the last (then 504).
+func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, uw *deadline, rest *int64, start time.Time) attemptError {
+	body := s.newClientBody(cc, *rest, start)
+	defer body.close()
 	for *rest > 0 {
-		rd.touch(time.Now())
-		buf := x.copy
-		if int64(len(buf)) > *rest {
-			buf = buf[:*rest]
-		}
-		n, err := cc.conn.Read(buf)
-		*rest -= int64(n)
+		n, aerr := body.read(x.copy)
+		*rest = body.rest
 		if n > 0 {
-			if _, werr := u.conn.Write(buf[:n]); werr != nil {
-				return attemptNoAnswer
+			uw.touch(time.Now())
+			if _, err := u.conn.Write(x.copy[:n]); err != nil {
+				return backendWriteFailed(err)
 			}
 		}
-		if err != nil && *rest > 0 {
-			return attemptClientGone
+		if aerr != attemptOK {
+			return aerr
 		}
 	}
 	return attemptOK
 }
 
 // skipBody gets past the unread rest of a request body the LB answers itself, so the next
-// request on the connection is found where it starts: it reads and drops it, or, when the
-// client waits for 100 Continue (and may never send it), marks the connection to close.
-func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64) bool {
+// request on the connection is found where it starts: it reads and drops it (as any body, see
+// clientBody), or, when the client waits for 100 Continue (and may never send it), marks the
+// connection to close. False when the body did not come: the connection closes unanswered.
+func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64, start time.Time) bool {
 	if rest == 0 {
 		return true
 	}
@@ -277,15 +296,15 @@ func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64) bool {
 		x.req.Close = true
 		return true
 	}
-	_ = cc.conn.SetReadDeadline(time.Now().Add(s.set.ClientHeaderTimeout))
-	n, err := io.CopyBuffer(io.Discard, io.LimitReader(connOnly{cc.conn}, rest), x.copy)
-	return err == nil && n == rest
+	body := s.newClientBody(cc, rest, start)
+	defer body.close()
+	for body.rest > 0 {
+		if _, aerr := body.read(x.copy); aerr != attemptOK {
+			return false
+		}
+	}
+	return true
 }
-
-// connOnly hides the connection's WriteTo so io.CopyBuffer uses the given buffer.
-type connOnly struct{ net.Conn }
-
-func (c connOnly) Read(p []byte) (int, error) { return c.Conn.Read(p) }
 
 func (s *Server) eject(b *Backend, aerr attemptError) {
 	reason := "connection broke before the response"

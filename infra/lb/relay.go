@@ -233,29 +233,46 @@ func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
 	}
 }
 
-// chunkSize parses a chunk-size line (hex size, optional extensions, CRLF).
+// chunkSize parses a chunk-size line: hex size (at most 15 digits), optional extensions
+// (starting with ';' or whitespace, no control characters but HTAB), CRLF. Anything else, a
+// bare CR included, is broken framing.
 func chunkSize(l []byte) (int64, bool) {
 	var n int64
-	digits := 0
-	for _, c := range l {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		case c == ';' || c == ' ' || c == '\t' || c == '\r':
-			return n, digits > 0
-		default:
-			return 0, false
+	i := 0
+	for ; i < len(l); i++ {
+		d, ok := hexValue(l[i])
+		if !ok {
+			break
 		}
-		if digits == 15 {
+		if i == 15 {
 			return 0, false
 		}
 		n = n<<4 | int64(d)
-		digits++
 	}
-	return n, digits > 0
+	rest := l[i:]
+	if i == 0 || len(rest) < 2 || rest[len(rest)-2] != '\r' || rest[len(rest)-1] != '\n' {
+		return 0, false
+	}
+	ext := rest[:len(rest)-2]
+	if len(ext) > 0 && ext[0] != ';' && ext[0] != ' ' && ext[0] != '\t' {
+		return 0, false
+	}
+	for _, c := range ext {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func hexValue(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

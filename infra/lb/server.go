@@ -46,6 +46,10 @@ type Server struct {
 	retries   atomic.Uint64
 	ejections atomic.Uint64
 
+	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
+	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
+	slow         *slowBodies   // max_slow_bodies_per_ip
+
 	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
 	closing  atomic.Bool // listener closed: idle client connections leave
 	aborting atomic.Bool // the shutdown budget ran out: every client connection is closed
@@ -92,6 +96,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	}
 	s.members = newBackendSet(all)
 	s.rot = newRotation(all)
+	s.slow = newSlowBodies(set.MaxSlowBodiesPerIP)
 	s.metrics = newMetrics(s)
 	s.check = &checker{
 		clock: s.clock, path: set.HealthPath, every: set.Interval, timeout: set.Timeout,
@@ -216,6 +221,10 @@ func (s *Server) accept() error {
 			return err
 		}
 		delay = 0
+		if s.atConnCap() {
+			_ = c.Close()
+			continue
+		}
 		cc := newClientConn(c.(*net.TCPConn))
 		if !s.track(cc) {
 			_ = c.Close()
@@ -232,12 +241,14 @@ func (s *Server) track(cc *clientConn) bool {
 		return false
 	}
 	s.conns[cc] = struct{}{}
+	s.tracked.Store(int64(len(s.conns)))
 	return true
 }
 
 func (s *Server) forget(cc *clientConn) {
 	s.mu.Lock()
 	delete(s.conns, cc)
+	s.tracked.Store(int64(len(s.conns)))
 	s.mu.Unlock()
 }
 

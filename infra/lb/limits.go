@@ -1,0 +1,85 @@
+package lb
+
+import (
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// SlowBodyAfter is when a request body still arriving counts as slow (max_slow_bodies_per_ip).
+const SlowBodyAfter = time.Second
+
+// descriptorReserve is the part of RLIMIT_NOFILE DefaultMaxConns leaves to the process itself
+// (listeners, epoll sets, health checks, the admin API).
+const descriptorReserve = 256
+
+// DefaultMaxConns is the default max_conns: half of what RLIMIT_NOFILE leaves after a reserve,
+// since every client connection in flight also holds a backend connection, and at most 1<<20.
+// Without a readable limit it is 10000.
+func DefaultMaxConns() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 10000
+	}
+	return maxConnsFor(lim.Cur)
+}
+
+func maxConnsFor(nofile uint64) int {
+	if nofile <= 2*descriptorReserve {
+		return 64
+	}
+	return int(min((nofile-descriptorReserve)/2, 1<<20))
+}
+
+// atConnCap reports whether the LB holds max_conns client connections already, on either path.
+// It is checked once per accepted connection, never per request.
+func (s *Server) atConnCap() bool {
+	n := s.tracked.Load()
+	if s.loops != nil {
+		n += s.loops.clients.Load()
+	}
+	if n < int64(s.set.MaxConns) {
+		return false
+	}
+	s.connsRefused.Add(1)
+	return true
+}
+
+// slowBodies counts, per client IP, the request bodies still arriving after SlowBodyAfter, so
+// one client cannot hold every connection and backend slot with trickled uploads.
+type slowBodies struct {
+	max     int
+	mu      sync.Mutex
+	per     map[string]int
+	active  atomic.Int64
+	refused atomic.Uint64
+}
+
+func newSlowBodies(max int) *slowBodies { return &slowBodies{max: max, per: map[string]int{}} }
+
+// acquire takes a slow-body slot for ip; false (counted as refused) when ip holds max already.
+func (sb *slowBodies) acquire(ip []byte) bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	n := sb.per[string(ip)]
+	if n >= sb.max {
+		sb.refused.Add(1)
+		return false
+	}
+	sb.per[string(ip)] = n + 1
+	sb.active.Add(1)
+	return true
+}
+
+// release gives back a slot acquire took.
+func (sb *slowBodies) release(ip []byte) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if n := sb.per[string(ip)]; n > 1 {
+		sb.per[string(ip)] = n - 1
+	} else {
+		delete(sb.per, string(ip))
+	}
+	sb.active.Add(-1)
+}

@@ -1,0 +1,129 @@
+package lb
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// responseSeeds are backend response heads (and bodies), valid and broken, for FuzzParseResponse.
+var responseSeeds = []string{
+	"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\nbody until close",
+	"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.1 204 No Content\r\n\r\n",
+	"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+	"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	"HTTP/1.1 200\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nConnection: close, X-A\r\nX-A: 1\r\n\r\n",
+	// framing headers named in Connection must keep framing the message
+	"HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 5\r\n\r\nhello",
+	"HTTP/1.1 200 OK\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	// broken
+	"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
+	"HTTP/1.1 200 OK\nContent-Length: 0\n\n",
+	"HTTP/1.1 2000 OK\r\n\r\n",
+	"HTTP/1.1 099 OK\r\n\r\n",
+	"HTTP/2.0 200 OK\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r0\r\n\r\n", // a bare CR in the size line
+	"\x00\x01garbage\r\n\r\n",
+}
+
+// FuzzParseResponse: the response parser and the chunked framing never panic; a response it
+// accepts keeps its framing when the LB writes the head to the client (the client must find the
+// body's end where the LB does), and a chunked body ends where the chunk sizes say.
+func FuzzParseResponse(f *testing.F) {
+	for _, s := range responseSeeds {
+		f.Add([]byte(s), false)
+	}
+	f.Add([]byte(responseSeeds[0]), true)
+	f.Fuzz(func(t *testing.T, data []byte, reqHead bool) {
+		n, err := headEnd(data)
+		if err != nil || n < 0 {
+			return
+		}
+		var r Response
+		if err := ParseResponse(data[:n], reqHead, &r); err != nil {
+			return
+		}
+		if r.Status < 100 || r.Status > 599 {
+			t.Fatalf("status %d accepted from %q", r.Status, data[:n])
+		}
+		if r.Framing == ContentLength && r.ContentLength < 0 {
+			t.Fatalf("Content-Length framing with length %d from %q", r.ContentLength, data[:n])
+		}
+		if r.Framing == UntilClose && r.KeepAlive {
+			t.Fatalf("a close-delimited body on a kept-alive connection from %q", data[:n])
+		}
+		out := appendClientHead(nil, &r, false, false)
+		var again Response
+		if err := ParseResponse(out, reqHead, &again); err != nil {
+			t.Fatalf("the head for the client %q (from %q) does not parse: %v", out, data[:n], err)
+		}
+		if again.Status != r.Status || again.Framing != r.Framing ||
+			r.Framing == ContentLength && again.ContentLength != r.ContentLength {
+			t.Fatalf("the client would frame the body differently: LB %d %v %d, client %d %v %d\nbackend %q\nclient  %q",
+				r.Status, r.Framing, r.ContentLength, again.Status, again.Framing, again.ContentLength, data[:n], out)
+		}
+		if r.Framing == Chunked {
+			walkChunked(t, data[n:])
+		}
+	})
+}
+
+// walkChunked runs the event loop's chunked framing over body and checks every chunk size line
+// against strconv's reading of its hex digits.
+func walkChunked(t *testing.T, body []byte) {
+	var l loop
+	c := &lclient{chunk: chunkAtSize}
+	for len(body) > 0 && c.chunk != chunkDone {
+		if c.chunk == chunkData {
+			k := min(int64(len(body)), c.left)
+			body = body[k:]
+			if c.left -= k; c.left == 0 {
+				c.chunk = chunkDataEnd
+			}
+			continue
+		}
+		i := strings.IndexByte(string(body), '\n')
+		if i < 0 {
+			return // needs more bytes
+		}
+		line := body[:i+1]
+		at := c.chunk
+		if !l.chunkLine(c, line) {
+			return // broken framing: the LB closes the connection
+		}
+		if at == chunkAtSize {
+			checkChunkSize(t, line, c)
+		}
+		body = body[i+1:]
+	}
+}
+
+func checkChunkSize(t *testing.T, line []byte, c *lclient) {
+	digits := strings.TrimRight(string(line), "\r\n")
+	if i := strings.IndexAny(digits, "; \t"); i >= 0 {
+		digits = digits[:i]
+	}
+	want, err := strconv.ParseInt(digits, 16, 64)
+	if err != nil || want < 0 {
+		t.Fatalf("chunk size line %q accepted, but its size %q is not a hex number: %v", line, digits, err)
+	}
+	got := c.left
+	if c.chunk == chunkTrailer {
+		got = 0
+	}
+	if got != want {
+		t.Fatalf("chunk size line %q read as %d, want %d", line, got, want)
+	}
+}
