@@ -13,3 +13,9 @@ var Files embed.FS
 //
 //go:embed local.yaml
 var Local []byte
+
+// AnyService is examples/any-service.yaml: a third-party HTTP server (python3 -m http.server)
+// drained at the balancer, start-first; `zero502 demo --service python` runs it.
+//
+//go:embed any-service.yaml
+var AnyService []byte

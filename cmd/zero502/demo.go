@@ -19,6 +19,7 @@ func newDemoCmd() *cobra.Command {
 	var (
 		naive, compare, asJSON, keep  bool
 		report, rt, image, dockerHost string
+		service                       string
 		rate                          int
 	)
 	cmd := &cobra.Command{
@@ -36,11 +37,17 @@ clean and the naive run's failures were seen).
 --runtime docker runs the same demo with containers on the Docker Engine: each host's app is a
 container of --image (built FROM scratch through the Engine API when missing, as zero502 image
 build does), listening on 0.0.0.0 inside and published on 127.0.0.1 at the host's port. Every
-container the demo started is removed at its end.`,
+container the demo started is removed at its end.
+
+--service python deploys an ordinary third-party server instead (python3 -m http.server from
+the embedded examples/any-service.yaml): it exits at once on SIGTERM and never answers 503, so
+the deployer drains each target at the LB first (drain: balancer) and starts the new version
+beside the old one (start-first); the load GETs its version file and POSTs to a CGI script.`,
 		Example: `  zero502 demo
   zero502 demo --naive
   zero502 demo --compare --report demo.html
   zero502 demo --runtime docker
+  zero502 demo --service python       # a third-party server: drained at the balancer, start-first
   zero502 demo --runtime docker --image zero502/app:dev --docker-host unix:///var/run/docker.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,7 +79,16 @@ container the demo started is removed at its end.`,
 			if asJSON {
 				live = cmd.ErrOrStderr()
 			}
-			opts := demo.Options{Rate: rate, Progress: live, Keep: keep, Runtime: rt, Image: image, DockerHost: dockerHost}
+			if service != demo.ServiceApp && service != demo.ServicePython {
+				return exitCode(2, fmt.Errorf("--service %q: must be %s or %s", service, demo.ServiceApp, demo.ServicePython))
+			}
+			if service == demo.ServicePython && rt != demo.RuntimeProcess {
+				return exitCode(2, fmt.Errorf("--service %s runs with --runtime %s only", demo.ServicePython, demo.RuntimeProcess))
+			}
+			if service == demo.ServicePython && !cmd.Flags().Changed("rate") {
+				rate = demo.PythonRate // http.server is a modest server: the demo measures the deploy, not it
+			}
+			opts := demo.Options{Rate: rate, Progress: live, Keep: keep, Runtime: rt, Image: image, DockerHost: dockerHost, Service: service}
 			var runs []*demo.Result
 			modes := []bool{naive}
 			if compare {
@@ -113,10 +129,12 @@ container the demo started is removed at its end.`,
 	f.BoolVar(&compare, "compare", false, "run with the handshake, then naive, and print both side by side")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (progress goes to stderr)")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
-	f.IntVar(&rate, "rate", 400, "load in requests per second")
+	f.IntVar(&rate, "rate", 400, "load in requests per second (--service python: 150 unless set)")
 	f.BoolVar(&keep, "keep", false, "keep the temp dir (config, host state, logs) and print its path")
 	f.StringVar(&rt, "runtime", demo.RuntimeProcess, "what the hosts run on: process or docker (containers)")
 	f.StringVar(&image, "image", docker.DefaultTag, "image of the apps with --runtime docker; built when missing")
+	f.StringVar(&service, "service", demo.ServiceApp, "what the hosts run: app (zero502 app, the drain handshake) or python "+
+		"(python3 -m http.server, which knows nothing of it: drained at the balancer, start-first; examples/any-service.yaml)")
 	f.StringVar(&dockerHost, "docker-host", "", "Docker Engine endpoint with --runtime docker (default: DOCKER_HOST, then the local socket)")
 	return cmd
 }

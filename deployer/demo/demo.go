@@ -45,7 +45,21 @@ type Options struct {
 	Image string
 	// DockerHost is the Docker Engine of a docker run; empty: DOCKER_HOST, then the local socket.
 	DockerHost string
+	// Service is what the hosts run: ServiceApp (default: zero502 app, drained by the handshake,
+	// examples/local.yaml) or ServicePython (python3 -m http.server, which knows nothing of it:
+	// drained at the balancer, start-first, examples/any-service.yaml; process runtime only).
+	Service string
 }
+
+// Services the demo can deploy.
+const (
+	ServiceApp    = "app"
+	ServicePython = "python"
+)
+
+// PythonRate is the demo's load with ServicePython unless told otherwise: python3 -m
+// http.server (threads, a listen backlog of 5, a fork per CGI request) is a modest server.
+const PythonRate = 150
 
 // Versions the demo rolls between.
 const (
@@ -156,6 +170,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Runtime != RuntimeProcess && opts.Runtime != RuntimeDocker {
 		return nil, fmt.Errorf("demo: runtime %q: must be %s or %s", opts.Runtime, RuntimeProcess, RuntimeDocker)
 	}
+	if opts.Service == "" {
+		opts.Service = ServiceApp
+	}
+	if opts.Service != ServiceApp && opts.Service != ServicePython {
+		return nil, fmt.Errorf("demo: service %q: must be %s or %s", opts.Service, ServiceApp, ServicePython)
+	}
+	if opts.Service == ServicePython && opts.Runtime != RuntimeProcess {
+		return nil, fmt.Errorf("demo: service %s runs on the %s runtime only (the demo's image holds zero502 alone)", ServicePython, RuntimeProcess)
+	}
 	p := &progress{w: opts.Progress, start: time.Now()}
 	var eng *docker.Runtime
 	if opts.Runtime == RuntimeDocker {
@@ -165,7 +188,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 		defer eng.Close()
 	}
-	f, err := newFleet(eng, opts.Image)
+	f, err := newFleet(eng, opts.Image, opts.Service)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +229,7 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	if err := f.waitInRotation(ctx); err != nil {
 		return err
 	}
-	load, err := measure.New(measure.Options{
+	lo := measure.Options{
 		Target:       "http://" + cfg.Balancer.Listen,
 		Rate:         opts.Rate,
 		PostShare:    0.25,
@@ -216,12 +239,18 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		NewConnShare: 0.2,
 		Timeout:      2 * time.Second,
 		Bucket:       250 * time.Millisecond,
-	})
+	}
+	what := fmt.Sprintf("GET /, POST /orders taking %s, some GET %s", OrderTime, cfg.Balancer.HealthPath)
+	if opts.Service == ServicePython {
+		// http.server serves files and CGI: GET the version file, POST the order script.
+		lo.GetPath, lo.PostPath, lo.HealthShare = cfg.Balancer.HealthPath, "/cgi-bin/orders", 0
+		what = "GET " + lo.GetPath + ", POST " + lo.PostPath + " (a CGI script)"
+	}
+	load, err := measure.New(lo)
 	if err != nil {
 		return err
 	}
-	p.line("all %d hosts in rotation; load %d req/s through the LB (GET /, POST /orders taking %s, some GET %s; 20%% new connections)",
-		len(cfg.Hosts), opts.Rate, OrderTime, cfg.Balancer.HealthPath)
+	p.line("all %d hosts in rotation; load %d req/s through the LB (%s; 20%% new connections)", len(cfg.Hosts), opts.Rate, what)
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	loaded := make(chan *measure.Result, 1)

@@ -50,17 +50,26 @@ type fleet struct {
 
 // newFleet writes the rewritten config into a new temp dir and loads it. With the docker
 // runtime, engine is the Docker Engine the containers run on and image their image.
-func newFleet(engine *docker.Runtime, image string) (*fleet, error) {
+func newFleet(engine *docker.Runtime, image, service string) (*fleet, error) {
 	dir, err := os.MkdirTemp("", "zero502-demo-")
 	if err != nil {
 		return nil, fmt.Errorf("demo: temp dir: %w (is $TMPDIR writable?)", err)
+	}
+	source, name := examples.Local, "examples/local.yaml"
+	if service == ServicePython {
+		source, name = examples.AnyService, "examples/any-service.yaml"
+		// http.server runs CGI scripts as nobody when it runs as root: it must reach them.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("demo: %w", err)
+		}
 	}
 	f := &fleet{dir: dir, configPath: filepath.Join(dir, "local.yaml"), lbLog: filepath.Join(dir, "lb.log"), engine: engine}
 	var ctr *containers
 	if engine != nil {
 		ctr = &containers{Image: image, Endpoint: engine.Client().DaemonHost(), RunID: runID()}
 	}
-	data, err := rewrite(examples.Local, dir, ctr)
+	data, err := rewrite(source, dir, ctr)
 	if err == nil {
 		err = os.WriteFile(f.configPath, data, 0o644)
 	}
@@ -84,7 +93,7 @@ func newFleet(engine *docker.Runtime, image string) (*fleet, error) {
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("demo: config from examples/local.yaml: %w", err)
+		return nil, fmt.Errorf("demo: config from %s: %w", name, err)
 	}
 	return f, nil
 }
@@ -134,6 +143,21 @@ func rewrite(local []byte, dir string, ctr *containers) ([]byte, error) {
 		}
 		if p, _ := m["port"].(int); p > 0 {
 			m["port"] = svcPorts[0]
+		}
+		if ports, _ := m["ports"].([]any); len(ports) == 2 {
+			// start-first: the second port must be free at every host's offset too
+			second, err := freeAtOffsets(svcPorts)
+			if err != nil {
+				return nil, err
+			}
+			m["ports"] = []any{svcPorts[0], second}
+		}
+		if cmd, ok := m["command"].([]any); ok {
+			for j, a := range cmd {
+				if s, ok := a.(string); ok {
+					cmd[j] = strings.ReplaceAll(s, "/tmp/zero502-any", dir) // any-service.yaml's files
+				}
+			}
 		}
 		if ctr != nil {
 			cmd, err := containerCommand(m["command"])
@@ -212,6 +236,43 @@ func freePorts(n int) ([]int, error) {
 		out = append(out, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// freeAtOffsets finds a port base b such that b + (p - ports[0]) is free for every p in ports
+// (each host's offset) and none of them is in ports: a start-first service's second port.
+func freeAtOffsets(ports []int) (int, error) {
+	top := 65535 - (ports[len(ports)-1] - ports[0])
+	for try := 0; try < 200; try++ {
+		base := 20000 + int(randUint16())%max(top-20000, 1)
+		ok := true
+		var held []net.Listener
+		for _, p := range ports {
+			port := base + p - ports[0]
+			if slices.Contains(ports, port) {
+				ok = false
+				break
+			}
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, ln)
+		}
+		for _, ln := range held {
+			ln.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, errors.New("demo: found no free second port at every host's offset on 127.0.0.1")
+}
+
+func randUint16() uint16 {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return uint16(b[0])<<8 | uint16(b[1])
 }
 
 // startLB starts `self lb --config` as a child in its own process group (Ctrl-C is the demo's

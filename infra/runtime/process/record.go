@@ -22,7 +22,7 @@ import (
 type record struct {
 	// Slot is the port of a start-first service's instance ("" for a service with one slot).
 	Slot string `json:"slot,omitempty"`
-	PID int `json:"pid"`
+	PID  int    `json:"pid"`
 	// ProcStart is /proc/<pid>/stat field 22 (clock ticks since boot) at start.
 	ProcStart uint64   `json:"proc_start"`
 	Host      string   `json:"host"`
@@ -102,7 +102,8 @@ func (rt *Runtime) records() ([]record, error) {
 }
 
 // readRecords reads the records whose key want accepts, ordered by service and slot.
-func (rt *Runtime) readRecords(want func(key string) bool) ([]record, error) {	entries, err := os.ReadDir(filepath.Join(rt.dir, "instances"))
+func (rt *Runtime) readRecords(want func(key string) bool) ([]record, error) {
+	entries, err := os.ReadDir(filepath.Join(rt.dir, "instances"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
