@@ -4,7 +4,8 @@
 // through the balancer's own view, the new instance healthy directly and at the balancer, every
 // service verified, the lock released. A host that fails is rolled back to its previous spec
 // and the rollout stops, so every host ends on a known version; the Report says which, with
-// each host's handshake timeline. DESIGN.md sections 1, 4 and 6.
+// each host's handshake timeline. See docs/ARCHITECTURE.md, "The drain contract", "Locks and the
+// published spec" and "The data path of a deploy".
 package deployer
 
 import (

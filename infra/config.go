@@ -3,7 +3,8 @@
 // It is loaded once with viper from one YAML file over the embedded defaults (the source's
 // numbers), with ZERO502_* environment overrides, and decoded strictly: an unknown key, a wrong
 // type, a negative duration or a missing required field is refused with the key, the value and
-// the rule. See DESIGN.md section 2 for how the numbers relate (package invariants checks it).
+// the rule. See docs/ARCHITECTURE.md, "The numbers and their invariants", for how the numbers
+// relate (package invariants checks it).
 package infra
 
 import (
@@ -17,7 +18,7 @@ import (
 type Config struct {
 	// Balancer is the load balancer in front of the fleet and its health-check numbers.
 	Balancer Balancer `mapstructure:"balancer"`
-	// Drain holds the numbers of the drain handshake (DESIGN.md section 1).
+	// Drain holds the numbers of the drain handshake (docs/ARCHITECTURE.md, "The drain contract").
 	Drain Drain `mapstructure:"drain"`
 	// Watchdog holds the self-healing watchdog's numbers and paths.
 	Watchdog Watchdog `mapstructure:"watchdog"`
@@ -94,7 +95,7 @@ func (b Balancer) Recovery() time.Duration {
 	return b.Interval * time.Duration(b.HealthyThreshold)
 }
 
-// Drain holds the numbers of the drain handshake (DESIGN.md section 1).
+// Drain holds the numbers of the drain handshake (docs/ARCHITECTURE.md, "The drain contract").
 type Drain struct {
 	// Window is how long a server keeps serving after SIGTERM while /health answers 503.
 	// Default 15s; must exceed balancer interval × unhealthy threshold (I1).
@@ -114,7 +115,7 @@ type Watchdog struct {
 	// Interval is the time between two watchdog ticks (the systemd timer). Default 60s.
 	Interval time.Duration `mapstructure:"interval"`
 	// HealAfter is how many consecutive failed checks a service needs before it is healed.
-	// Default 4; HealAfter × Interval must exceed drain window + shutdown (I5).
+	// Default 4; (HealAfter − 1) × Interval must exceed drain window + shutdown (I5).
 	HealAfter int `mapstructure:"heal_after"`
 	// CheckTimeout bounds one health check. Default 2s.
 	CheckTimeout time.Duration `mapstructure:"check_timeout"`

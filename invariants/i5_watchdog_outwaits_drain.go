@@ -14,8 +14,8 @@ import (
 // Ticks come every watchdog.interval at a phase the drain does not know, so a failing stretch of
 // length D holds up to floor(D / interval) + 1 ticks (the first can land at its very start). The
 // watchdog heals on the heal_after-th, so a drain is safe only when
-// floor(D / interval) + 1 < heal_after, that is (heal_after − 1) × interval > D. DESIGN.md's
-// first statement, heal_after × interval > D, allowed one failing tick too many.
+// floor(D / interval) + 1 < heal_after, that is (heal_after − 1) × interval > D. The first
+// statement of I5, heal_after × interval > D, allowed one failing tick too many.
 func evaluateI5(c *infra.Config) Verdict {
 	inv := Invariant{
 		ID:       "I5",

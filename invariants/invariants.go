@@ -1,8 +1,9 @@
-// Package invariants owns the relations between zero502's timing numbers (DESIGN.md section 2):
-// drain against detection, drain plus shutdown against the stop grace, recovery, health-check
-// timeout, the watchdog's patience, the edge's drain, keep-alive idle timeouts, the rollout
-// batch and the balancer-side drain against the wait for a response. Evaluate gives every invariant's verdict (holds, violated or skipped) with its numbers;
-// Check returns only the violations, each with a sentence a person can act on.
+// Package invariants owns the relations between zero502's timing numbers (docs/ARCHITECTURE.md,
+// "The numbers and their invariants"): drain against detection, drain plus shutdown against the
+// stop grace, recovery, health-check timeout, the watchdog's patience, the edge's drain,
+// keep-alive idle timeouts, the rollout batch and the balancer-side drain against the wait for a
+// response. Evaluate gives every invariant's verdict (holds, violated or skipped) with its
+// numbers; Check returns only the violations, each with a sentence a person can act on.
 //
 // Each invariant lives in its own file (i1_…go to i9_…go) and keeps its relation in one small
 // function named relationIn, so the mutation harness (invariants/mutate) can find and mutate
@@ -32,7 +33,7 @@ type Number struct {
 	Value string `json:"value"`
 }
 
-// Invariant is one relation of DESIGN.md section 2.
+// Invariant is one relation of docs/ARCHITECTURE.md, "The numbers and their invariants".
 type Invariant struct {
 	ID       string `json:"id"`       // I1…I9
 	Relation string `json:"relation"` // in the config's key names

@@ -26,9 +26,10 @@ func newInvariantsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "invariants",
 		Short: "Check how the config's timing numbers relate (I1–I9): drain vs detection, stop grace, …",
-		Long: `Evaluates every invariant of the config's timing numbers (DESIGN.md section 2) and prints,
-for each, the relation, the numbers put in, and whether it holds, is violated or is skipped (it
-does not apply, e.g. I6 with no edge configured). Each violation says what to change.
+		Long: `Evaluates every invariant of the config's timing numbers (docs/ARCHITECTURE.md, "The numbers
+and their invariants") and prints, for each, the relation, the numbers put in, and whether it
+holds, is violated or is skipped (it does not apply, e.g. I6 with no edge configured). Each
+violation says what to change.
 
 With --live it first reads the settings the balancer really runs (balancer.kind inhouse: the
 LB's admin API at balancer.admin; alb: the target group through the AWS SDK's default credential

@@ -7,7 +7,7 @@
 // handshake (SIGKILL at once), to show the failures the handshake removes. With the docker
 // runtime the hosts run containers of the zero502 image (built through the Engine API when
 // missing) instead of processes, and every container the run started is removed at its end.
-// DESIGN.md section 7.
+// See docs/ARCHITECTURE.md.
 package demo
 
 import (

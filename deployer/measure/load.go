@@ -4,7 +4,7 @@
 // and classifies every outcome: ok, 502, 503, 504, other 5xx, 4xx, and transport errors
 // (refused, reset, timeout). A 503 from the health endpoint is the drain doing its work, not a
 // failure; a 503 on a real path is. It keeps a time series by class and by X-Version so a deploy
-// can be seen switching versions. DESIGN.md section 7.
+// can be seen switching versions. See docs/ARCHITECTURE.md.
 package measure
 
 import (

@@ -30,7 +30,8 @@ type Options struct {
 	// Host and Port are where Run listens; Port 0 picks a free port (tests).
 	Host string
 	Port int
-	// Drain is the drain window, Shutdown the in-flight budget after it (DESIGN.md section 1).
+	// Drain is the drain window, Shutdown the in-flight budget after it (docs/ARCHITECTURE.md,
+	// "The drain contract").
 	Drain    time.Duration
 	Shutdown time.Duration
 	// IdleTimeout is how long an idle keep-alive connection stays open; it must exceed the

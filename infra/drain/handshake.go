@@ -4,7 +4,7 @@
 // it out of rotation; only then does it stop accepting, and it finishes in-flight work within the
 // shutdown budget. Serve and ServeServer do this for an http.Server, ServeTCP for a plain
 // net.Listener server (the edge forwarder). Time is injected (infra/clock) so a 15 s window is
-// tested in milliseconds. See DESIGN.md section 1 for the timeline.
+// tested in milliseconds. See docs/ARCHITECTURE.md, "The drain contract", for the timeline.
 package drain
 
 import (

@@ -6,10 +6,11 @@
 //     (source: the client's address as the edge measured it; destination: the address the client
 //     connected to) and then copies bytes both ways until both directions end, propagating
 //     half-close and closing on silence in both directions (IdleTimeout). It sees ciphertext and
-//     never parses the payload. On ctx cancel it drains like every zero502 server (DESIGN.md
-//     section 1): it keeps forwarding for Drain while it reports draining (Draining, and its
-//     optional TCP health listener refuses connections), long enough to leave the DNS A set
-//     (invariant I6); then it stops accepting and lets open connections finish within Shutdown.
+//     never parses the payload. On ctx cancel it drains like every zero502 server
+//     (docs/ARCHITECTURE.md, "The drain contract"): it keeps forwarding for Drain while it
+//     reports draining (Draining, and its optional TCP health listener refuses connections),
+//     long enough to leave the DNS A set (invariant I6); then it stops accepting and lets open
+//     connections finish within Shutdown.
 //   - The OriginListener (origin side) sniffs, it does not require: the first bytes of each
 //     connection are peeked; a PROXY v2 (or v1) header is parsed and stripped, anything else (a
 //     TLS ClientHello, plain text) is given back to the stream untouched, so installing the

@@ -137,9 +137,10 @@ func TestForwarderIdleTimeoutIsSilenceInBothDirectionsNotDuration(t *testing.T) 
 	}
 }
 
-// TestForwarderDrainKeepsForwardingThenRefusesThenFinishes follows DESIGN.md section 1 with a fake
-// clock: during Drain the edge reports draining (Draining, health refused) and still forwards
-// old and new connections; then it refuses new ones while the old one finishes.
+// TestForwarderDrainKeepsForwardingThenRefusesThenFinishes follows docs/ARCHITECTURE.md, "The
+// drain contract", with a fake clock: during Drain the edge reports draining (Draining, health
+// refused) and still forwards old and new connections; then it refuses new ones while the old
+// one finishes.
 func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
 	relay := startRelay(t, &Relay{Backend: startBackend(t, nil)})

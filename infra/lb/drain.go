@@ -5,10 +5,10 @@ import (
 )
 
 // drain is the LB's own drain handshake, the same contract as every server zero502 rolls
-// (DESIGN.md section 1): for the drain window its health (/_lb/health on the proxy listener,
-// /admin/health on the admin one) answers 503 while it keeps proxying, every response carrying
-// Connection: close; then it stops accepting, closes idle client connections, lets in-flight
-// requests finish within the shutdown budget and closes whatever is left.
+// (docs/ARCHITECTURE.md, "The drain contract"): for the drain window its health (/_lb/health on
+// the proxy listener, /admin/health on the admin one) answers 503 while it keeps proxying, every
+// response carrying Connection: close; then it stops accepting, closes idle client connections,
+// lets in-flight requests finish within the shutdown budget and closes whatever is left.
 func (s *Server) drain() error {
 	s.draining.Store(true)
 	s.log.Info("lb drain started", "phase", "draining", "drain", s.set.Drain.String())

@@ -4,7 +4,8 @@
 // backends, active health checks with the drain state (a backend whose health answers 503
 // leaves rotation at once), passive ejection and safe retries (a request with a body is never
 // replayed), an upstream keep-alive pool, RFC 9112 §6.3 smuggling defences, and the LB's own
-// drain handshake on SIGTERM (DESIGN.md section 1). The admin API is documented in the README (Admin API).
+// drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The drain contract"). The admin API is
+// documented in the README (Admin API).
 //
 // Connections are served by one of two engines (Settings.Engine). The default, epoll, runs one
 // event loop per CPU that forwards the common case itself with non-blocking system calls and

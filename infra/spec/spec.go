@@ -2,7 +2,7 @@
 // version, from which image or command, on which ports, with which health paths and environment.
 // One file per host, written only by the deployer under the host lock, atomically (temp file,
 // fsync, rename, fsync of the directory), so a reader (the watchdog) sees the old spec or the new
-// one and never half of either. DESIGN.md section 4.
+// one and never half of either. See docs/ARCHITECTURE.md, "Locks and the published spec".
 package spec
 
 import (
