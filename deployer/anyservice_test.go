@@ -144,9 +144,15 @@ type measuring struct {
 // postPath, 20% on new connections, until stopped.
 func startMeasure(t *testing.T, listen, postPath string) *measuring {
 	t.Helper()
+	return startMeasureOf(t, listen, "/version.txt", postPath, "/version.txt")
+}
+
+// startMeasureOf is startMeasure with the GET, POST and health paths given.
+func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) *measuring {
+	t.Helper()
 	m := &measuring{}
 	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "150", "--duration", "0", "--json",
-		"--get-path", "/version.txt", "--post-path", postPath, "--health-path", "/version.txt", "--post-share", "0.25",
+		"--get-path", getPath, "--post-path", postPath, "--health-path", healthPath, "--post-share", "0.25",
 		"--new-conn-share", "0.2", "--allow-failures")
 	m.cmd.Stdout = &m.out
 	m.cmd.Stderr = os.Stderr

@@ -22,6 +22,13 @@ import (
 // 0.0.0.0 inside, its port published on 127.0.0.1 at ports[i], no balancer) and returns its path.
 func dockerConfig(t *testing.T, dir string, hosts []string, image string, ports []int, appFlags ...string) string {
 	t.Helper()
+	return dockerConfigWith(t, dir, fmt.Sprintf("docker-%d.yaml", len(appFlags)), "", hosts, image, ports, appFlags...)
+}
+
+// dockerConfigWith is dockerConfig written to dir/name, with rollout adding keys to the rollout
+// section (e.g. "  bake: 2s\n").
+func dockerConfigWith(t *testing.T, dir, name, rollout string, hosts []string, image string, ports []int, appFlags ...string) string {
+	t.Helper()
 	cmd := append([]string{"/zero502", "app", "--host", "0.0.0.0", "--version", "{version}", "--port", "{port}",
 		"--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"}, appFlags...)
 	quoted, _ := json.Marshal(cmd)
@@ -45,18 +52,18 @@ app:
 rollout:
   runtime: docker
   healthy_deadline: 1m
-services:
+%sservices:
   - name: web
     image: %s
     command: %s
     port: %d
 hosts:
-`, image, quoted, slices.Min(ports))
+`, rollout, image, quoted, slices.Min(ports))
 	for i, h := range hosts {
 		body += fmt.Sprintf("  - name: %s\n    address: 127.0.0.1\n    port_offset: %d\n    state_dir: %s\n",
 			h, ports[i]-slices.Min(ports), filepath.Join(dir, h))
 	}
-	path := filepath.Join(dir, fmt.Sprintf("docker-%d.yaml", len(appFlags)))
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func TestTwoDeploysAtOnceRunOneAfterTheOther(t *testing.T) {
 		t.Fatalf("deploy v1: %v", err)
 	}
 
-	load := startTraffic(t, f.listen, 3)
+	load := startMeasureOf(t, f.listen, "/", "/orders", "/health")
 	outs := make([]string, 2)
 	codes := make([]int, 2)
 	var wg sync.WaitGroup
@@ -116,7 +116,7 @@ func TestTwoDeploysAtOnceRunOneAfterTheOther(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	load.requireClean(t)
+	requireNoFailure(t, load.stop(t))
 	for i := range outs {
 		if codes[i] != 0 {
 			t.Errorf("deploy %d exited %d:\n%s", i+2, codes[i], outs[i])
@@ -265,9 +265,9 @@ func TestChangedConfigUnderTheSameVersionIsRolledOut(t *testing.T) {
 	}
 	before := f.instances("host-a")["web"]
 	v.Env = "{FEATURE_X: on}"
-	load := startTraffic(t, f.listen, 2)
+	load := startMeasureOf(t, f.listen, "/", "/orders", "/health")
 	rep, err := f.deployer(f.load(f.config("changed.yaml", v)), nil, Options{}).Deploy(ctx, "v1")
-	load.requireClean(t)
+	requireNoFailure(t, load.stop(t))
 	if err != nil {
 		t.Fatalf("deploy v1 with a changed env: %v", err)
 	}

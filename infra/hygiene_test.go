@@ -93,3 +93,15 @@ func TestOneLockPathPerHost(t *testing.T) {
 		}
 	}
 }
+
+// The lock-path rule lets the embedded default through even when a file writes it out (an
+// encoded config carries every key): defaultLockPath must be that default.
+func TestDefaultLockPathIsTheEmbeddedDefault(t *testing.T) {
+	if got := Defaults().Watchdog.LockPath; got != defaultLockPath {
+		t.Fatalf("embedded watchdog.lock_path %q, defaultLockPath %q: keep them equal", got, defaultLockPath)
+	}
+	cfg, err := LoadBytes([]byte("watchdog: {lock_path: "+defaultLockPath+"}\nhosts: [{name: a, state_dir: /srv/a}]\n"), "encoded")
+	if err != nil || cfg.HostLockPath(cfg.Hosts[0]) != "/srv/a/deploy.lock" {
+		t.Fatalf("a config writing out the default lock path: %v, want it loaded", err)
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"github.com/spf13/viper"
 )
 
+// defaultLockPath is the embedded default of watchdog.lock_path (defaults.yaml).
+const defaultLockPath = "/run/lock/zero502.lock"
+
 // lockPathEnv is the environment override of watchdog.lock_path.
 const lockPathEnv = EnvPrefix + "_WATCHDOG_LOCK_PATH"
 
@@ -27,8 +30,11 @@ func lockPathSetBy(file *viper.Viper) string {
 // else <hosts[].state_dir>/deploy.lock, else watchdog.lock_path. A watchdog.lock_path set
 // explicitly (setBy non-empty) that some host would not use, because that host has its own
 // state_dir and no lock_path, is refused: an operator's flock(1) on it would protect nothing.
+//
+// The embedded default itself is never refused, even when written out: an encoded config (the
+// one the deployer sends a host over ssh) carries every key, defaults included.
 func (c *Config) checkLockPath(setBy string) error {
-	if setBy == "" {
+	if setBy == "" || c.Watchdog.LockPath == defaultLockPath {
 		return nil
 	}
 	for i, h := range c.Hosts {
