@@ -21,6 +21,8 @@ import (
 
 // pythonServer serves DIR/www/{host}/{version}: version.txt names the version, and POST
 // /cgi-bin/orders answers 200 through a CGI script (http.server answers 501 to any other POST).
+// The script reads its request body first: http.server's parent closes the connection after the
+// script, and unread body bytes would turn that close into a reset that cuts the response.
 // broken, when set, serves a directory without version.txt: the health check never passes.
 //
 // http.server runs CGI scripts as nobody when it runs as root: dir and its parent (the test's
@@ -38,7 +40,7 @@ func pythonServer(t *testing.T, dir string, broken bool) []string {
 		serve = filepath.Join(dir, "www", "{host}", "empty-{version}")
 	}
 	script := `d=` + www + `; mkdir -p $d/cgi-bin ` + serve + ` && echo {version} > $d/version.txt && ` +
-		`printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\norder taken by {version}\\n"\n' > $d/cgi-bin/orders && ` +
+		`printf '#!/bin/sh\nhead -c "${CONTENT_LENGTH:-0}" >/dev/null\nprintf "Content-Type: text/plain\\r\\n\\r\\norder taken by {version}\\n"\n' > $d/cgi-bin/orders && ` +
 		`chmod +x $d/cgi-bin/orders && cd ` + serve + ` && exec python3 -m http.server {port} --cgi --bind 127.0.0.1 --directory ` + serve
 	return []string{"sh", "-c", script}
 }
