@@ -88,8 +88,8 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 		d.setBack(h, plan.back)
 		rep.Outcome, rep.Running = OutcomeDeployed, version
 		rep.Floor = d.StabilityWindow()
-		if !rep.Timeline.DrainStarted.IsZero() {
-			rep.Floor += d.cfg.Drain.Window
+		if bsvc, ok := d.cfg.BalancedService(); !rep.Timeline.DrainStarted.IsZero() && (!ok || bsvc.Drain == infra.DrainHandshake) {
+			rep.Floor += d.cfg.Drain.Window // the handshake waits its window out; a balancer-side drain only until nothing is in flight
 		}
 		d.emit(Event{Host: h.Name, Step: StepVerified, Version: version, Message: "every service runs " + version})
 		return nil

@@ -46,7 +46,8 @@ type HostReport struct {
 	Error    string   `json:"error,omitempty"`
 	Timeline Timeline `json:"timeline"`
 	// Duration is the host's step from lock to verified; Floor is what the handshake itself
-	// needs: drain.window + healthy_threshold × interval (only the latter on a fresh host).
+	// needs: the bake (rollout.bake, at least healthy_threshold × interval), plus drain.window when the
+	// balanced service drains by the handshake (not on a fresh host, nor drained at the balancer).
 	Duration time.Duration `json:"duration_ns"`
 	Floor    time.Duration `json:"floor_ns"`
 }

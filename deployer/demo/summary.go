@@ -120,7 +120,7 @@ func writeHosts(w io.Writer, r *Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Host, h.Duration.Round(time.Millisecond), h.Floor, ratio, timeline(h))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "floor = drain.window + healthy_threshold × interval: what the handshake itself needs")
+	fmt.Fprintln(w, "floor = the bake (at least healthy_threshold × interval), plus drain.window for the handshake: what the drain itself needs")
 	if r.Runtime == RuntimeDocker {
 		fmt.Fprintf(w, "containers: each step also pays the engine's container stop and create/start (the ≤ %.2f× goal is the process runtime's)\n", RatioGoal)
 	}
