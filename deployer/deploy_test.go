@@ -257,23 +257,7 @@ func TestHeldLockMakesDeployWaitThenGiveUp(t *testing.T) {
 	path := f.config("fleet.yaml", defaultValues())
 	cfg := f.load(path)
 	f.startLB(path)
-	lockPath := cfg.HostLockPath(cfg.Hosts[0])
-	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	holder := exec.Command("flock", lockPath, "sh", "-c", "echo locked; exec sleep 60")
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	hout, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() }()
-	if line, err := bufio.NewReader(hout).ReadString('\n'); err != nil || line != "locked\n" {
-		t.Fatalf("flock(1) did not take the lock: %q %v", line, err)
-	}
+	holdWithFlock(t, cfg.HostLockPath(cfg.Hosts[0]))
 
 	// Preflight takes every host lock before the first host is touched: a held one refuses the
 	// deploy (exit 2) with nothing changed, instead of failing it after earlier hosts changed.
@@ -311,4 +295,26 @@ func TestNeverHealthyOnAFreshHostLeavesItEmpty(t *testing.T) {
 		t.Errorf("host-a: %s, runs %q; want rolled back to nothing", a.Outcome, a.Running)
 	}
 	f.requireUntouched()
+}
+
+// holdWithFlock holds the lock file at path with flock(1), as a bootstrap script would, until the
+// test ends; it returns once the lock is taken.
+func holdWithFlock(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	holder := exec.Command("flock", path, "sh", "-c", "echo locked; exec sleep 60")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	hout, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() })
+	if line, err := bufio.NewReader(hout).ReadString('\n'); err != nil || line != "locked\n" {
+		t.Fatalf("flock(1) did not take the lock: %q %v", line, err)
+	}
 }

@@ -1,16 +1,13 @@
 package deployer
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -148,22 +145,7 @@ func TestHeldFleetLockRefusesAtOnceWithLockTimeoutZero(t *testing.T) {
 	cfg := f.load(path)
 	f.startLB(path)
 	lockPath := cfg.FleetLockPath()
-	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	holder := exec.Command("flock", lockPath, "sh", "-c", "echo locked; exec sleep 60")
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	hout, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() }()
-	if line, err := bufio.NewReader(hout).ReadString('\n'); err != nil || line != "locked\n" {
-		t.Fatalf("flock(1) did not take the lock: %q %v", line, err)
-	}
+	holdWithFlock(t, lockPath)
 	out, code := runDeploy(t, time.Minute, "--config", path, "--version", "v1", "--lock-timeout", "0")
 	if code != 2 {
 		t.Errorf("exit %d, want 2 (refused)", code)
