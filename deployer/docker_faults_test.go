@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -163,5 +164,60 @@ func TestDockerFailedRedeployKeepsThePublishedSpec(t *testing.T) {
 	}
 	if got := f.running(t, f.hosts[0]); len(got) != 1 || got[0] != "v1" {
 		t.Errorf("%s runs %v, want v1 again", f.hosts[0], got)
+	}
+}
+
+// Start-first on the Docker runtime: the new container runs beside the old one on the service's
+// other published port and the old one is stopped only once the new one is healthy; the next
+// deploy moves back to the first port.
+func TestDockerStartFirstRunsTheNewContainerBesideTheOld(t *testing.T) {
+	t.Parallel()
+	f := newDockerFleet(t)
+	second := []int{dockertest.FreePort(t), dockertest.FreePort(t)}
+	cmd := `["/zero502", "app", "--host", "0.0.0.0", "--version", "{version}", "--port", "{port}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]`
+	body := fmt.Sprintf(`balancer: {kind: none, interval: 200ms, timeout: 150ms, unhealthy_threshold: 2, healthy_threshold: 2, idle_timeout: 5s}
+drain: {window: 1s, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
+watchdog: {interval: 1s, heal_after: 4}
+app: {keepalive_idle_timeout: 10s}
+rollout: {runtime: docker, strategy: start-first, healthy_deadline: 1m}
+services:
+  - {name: web, image: %s, command: %s, ports: [%d, %d], verify: {version_header: X-Version}}
+hosts:
+  - {name: %s, address: 127.0.0.1, state_dir: %s}
+`, f.image, cmd, f.ports[0], second[0], f.hosts[0], filepath.Join(f.dir, f.hosts[0]))
+	path := filepath.Join(f.dir, "start-first.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addrOf := func() string {
+		insts, err := f.rt.List(context.Background(), runtime.Filter{Host: f.hosts[0], Service: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var running []string
+		for _, in := range insts {
+			if in.Running() {
+				running = append(running, in.Version+"@"+in.Address)
+			}
+		}
+		if len(running) != 1 {
+			t.Fatalf("running containers %v, want one", running)
+		}
+		return running[0]
+	}
+	for i, want := range []string{
+		fmt.Sprintf("v1@127.0.0.1:%d", f.ports[0]),
+		fmt.Sprintf("v2@127.0.0.1:%d", second[0]),
+		fmt.Sprintf("v3@127.0.0.1:%d", f.ports[0]),
+	} {
+		version := fmt.Sprintf("v%d", i+1)
+		if _, ev, err := f.deploy(t, path, version); err != nil {
+			t.Fatalf("deploy %s: %v\nevents:\n%s", version, err, ev)
+		} else if i > 0 && !strings.Contains(ev.String(), " start "+version) {
+			t.Fatalf("deploy %s started nothing:\n%s", version, ev)
+		}
+		if got := addrOf(); got != want {
+			t.Errorf("after deploying %s: %s runs, want %s", version, got, want)
+		}
 	}
 }

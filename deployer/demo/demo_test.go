@@ -136,3 +136,23 @@ func TestNaiveDemoShowsFailedRequestsAndExitsNonZero(t *testing.T) {
 		t.Fatalf("demo --naive: %v failed requests, exit %d; the measurement must see the naive rollout's failures\nprogress:\n%s", n, code, stderr)
 	}
 }
+
+// zero502 demo --service python deploys a server that knows nothing of zero502 (python3 -m
+// http.server): drained at the LB, start-first, with no failed request and every host on v2.
+func TestPythonDemoRollsAThirdPartyServerWithNoFailedRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: runs the whole demo")
+	}
+	res, code, stderr := demoJSON(t, "--service", "python")
+	if n := failures(t, res); n != 0 || code != 0 {
+		t.Fatalf("python demo: %v failed requests, exit %d; counts %v\nprogress:\n%s", n, code, res["load"].(map[string]any)["counts"], stderr)
+	}
+	for h, v := range res["versions"].(map[string]any) {
+		if v != To {
+			t.Fatalf("host %s runs %v after the demo, want %s", h, v, To)
+		}
+	}
+	if !strings.Contains(stderr, "drained at the balancer by the deployer") || !strings.Contains(stderr, "python3 -m http.server") {
+		t.Fatalf("the progress shows no balancer-side drain of http.server:\n%s", stderr)
+	}
+}
