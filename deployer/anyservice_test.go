@@ -99,6 +99,7 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
   unhealthy_threshold: 2
   healthy_threshold: 2
   idle_timeout: 5s
+  connect_timeout: 3s  # past one SYN retransmit (1s): http.server's listen backlog is 5
   header_timeout: 800ms
 drain:
   window: %s

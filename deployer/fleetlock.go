@@ -33,16 +33,18 @@ func (d *Deployer) fleetLock(ctx context.Context, version string) (*hostlock.Loc
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("fleet deploy lock %s (rollout.lock_path): %v; "+
 			"make its directory writable or set rollout.lock_path", path, err)}}
 	}
-	holder := hostlock.ReadHolder(path)
 	if d.opts.NoLockWait {
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("another deploy of this fleet is running: fleet lock %s is held by %s; "+
-			"wait for it to finish, or pass --lock-timeout D to wait up to D", path, holder)}}
+			"wait for it to finish, or pass --lock-timeout D to wait up to D", path, hostlock.ReadHolder(path))}}
 	}
-	d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
-		"waiting for the fleet deploy lock held by %s (lock %s; giving up after %s)", holder, path, d.opts.LockTimeout)})
 	lctx, cancel := context.WithTimeout(ctx, d.opts.LockTimeout)
 	defer cancel()
-	l, err = hostlock.Acquire(lctx, path, me, 100*time.Millisecond, nil)
+	// Said again whenever the holder changes: a holder that just took the lock may not have
+	// written its record yet, and a third deploy may take it before us.
+	l, err = hostlock.Acquire(lctx, path, me, 100*time.Millisecond, func(holder hostlock.Holder) {
+		d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
+			"waiting for the fleet deploy lock held by %s (lock %s; giving up after %s)", holder, path, d.opts.LockTimeout)})
+	})
 	if err != nil {
 		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("gave up waiting for the fleet deploy lock after --lock-timeout %s: %v; "+
 			"nothing was changed on any host", d.opts.LockTimeout, err)}}

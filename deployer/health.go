@@ -155,6 +155,11 @@ func healthyMessage(svc spec.Service) string {
 	return "running (no port: checked by its runtime state)"
 }
 
+// errNotRunning is wrapped by verify when the runtime itself contradicts the spec (the instance
+// exited, or another version runs): no later look can change that, unlike a health check or the
+// balancer's view, which may be passing trouble.
+var errNotRunning = errors.New("the runtime does not run the spec's instance")
+
 // verify checks every service of host h against the spec s, which is what "this host runs
 // version V" means: the runtime runs exactly one instance of it, started from V's spec, on its
 // address (none for a stopped service); a service with a port answers its health check directly
@@ -170,7 +175,7 @@ func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.
 		}
 		if svc.Stopped {
 			if len(insts) > 0 {
-				return fmt.Errorf("host %s: verify: service %s must be stopped but %d instance(s) run", h.Name, svc.Name, len(insts))
+				return fmt.Errorf("host %s: verify: service %s must be stopped but %d instance(s) run: %w", h.Name, svc.Name, len(insts), errNotRunning)
 			}
 			continue
 		}
@@ -179,8 +184,8 @@ func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.
 			for _, in := range insts {
 				got = append(got, in.Version+"@"+in.Address)
 			}
-			return fmt.Errorf("host %s: verify: service %s: want one running instance of %s on %s, found %d %v",
-				h.Name, svc.Name, svc.Version, svc.Address, len(insts), got)
+			return fmt.Errorf("host %s: verify: service %s: want one running instance of %s on %s, found %d %v: %w",
+				h.Name, svc.Name, svc.Version, svc.Address, len(insts), got, errNotRunning)
 		}
 		if svc.Port == 0 {
 			if insts[0].Health == "unhealthy" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -40,7 +41,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 			err = fmt.Errorf("its published spec names %s", published.Version)
 		}
 		if err == nil {
-			err = d.verify(ctx, h, rt, published)
+			err = d.stillVerifies(ctx, h, rt, published)
 		} else {
 			published = spec.Render(d.cfg, h, version, d.self)
 		}
@@ -61,4 +62,22 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 		lock.Release()
 	}
 	return errors.Join(errs...)
+}
+
+// stillVerifies is verify for a host finished earlier, with the balancer's patience: an instance
+// the runtime no longer runs fails at once, but a failed health check or a target the balancer
+// has out of rotation must persist for the balancer's own detection plus recovery plus one check
+// (interval × (unhealthy_threshold + healthy_threshold + 1)) before the host counts as failed, so
+// a check that timed out on a loaded machine does not roll back a healthy host.
+func (d *Deployer) stillVerifies(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+	deadline := d.clock.Now().Add(d.cfg.Balancer.Detection() + d.cfg.Balancer.Recovery() + d.cfg.Balancer.Interval)
+	for {
+		err := d.verify(ctx, h, rt, s)
+		if err == nil || errors.Is(err, errNotRunning) || d.clock.Now().After(deadline) {
+			return err
+		}
+		if serr := d.sleep(ctx, d.pollEvery()); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
 }

@@ -35,8 +35,8 @@ func (d *Deployer) StabilityWindow() time.Duration {
 
 // stable waits until every instance in started has been up for the bake, re-inspecting each one
 // all along: it must still run, at its spec's version, and a service with a port must keep
-// answering its health check (balancer.unhealthy_threshold failures in a row fail it, the
-// balancer's own rule). An instance that exits fails the step at once, naming host, service and
+// answering its health check, checked once per balancer.interval (balancer.unhealthy_threshold
+// failures in a row fail it: the balancer's own rule at the balancer's own pace). An instance that exits fails the step at once, naming host, service and
 // exit code.
 func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started []fresh) error {
 	if len(started) == 0 {
@@ -45,6 +45,7 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 	window := d.StabilityWindow()
 	begin := d.clock.Now()
 	failures := make([]int, len(started))
+	checked := make([]time.Time, len(started)) // the balancer's pace: one health check per interval
 	for {
 		now := d.clock.Now()
 		var wait time.Duration
@@ -64,7 +65,8 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 			if cur.Version != f.svc.Version {
 				return fmt.Errorf("host %s: service %s: instance %s runs version %q, want %q", h.Name, f.svc.Name, f.inst.ID, cur.Version, f.svc.Version)
 			}
-			if f.svc.Port > 0 && !d.opts.Naive {
+			if f.svc.Port > 0 && !d.opts.Naive && now.Sub(checked[i]) >= d.cfg.Balancer.Interval {
+				checked[i] = now
 				if _, _, err := d.checkHealth(ctx, f.svc.Address, checkOf(f.svc)); err != nil {
 					failures[i]++
 					if failures[i] >= d.cfg.Balancer.UnhealthyThreshold {
