@@ -227,12 +227,14 @@ func (f *fixture) running(service string) []runtime.Instance {
 func (f *fixture) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	insts, _ := f.rt.List(ctx, runtime.Filter{Host: f.host.Name})
-	for _, in := range insts {
-		if in.Running() {
-			f.rt.Stop(ctx, in, 0)
+	for _, svc := range f.cfg.Services { // service by service: a corrupt record leaks no other one
+		insts, _ := f.rt.List(ctx, runtime.Filter{Host: f.host.Name, Service: svc.Name})
+		for _, in := range insts {
+			if in.Running() {
+				f.rt.Stop(ctx, in, 0)
+			}
+			f.rt.Remove(ctx, in)
 		}
-		f.rt.Remove(ctx, in)
 	}
 }
 
