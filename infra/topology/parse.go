@@ -30,6 +30,7 @@ type fileGeo struct {
 	Country   string `yaml:"country"`
 	Continent string `yaml:"continent"`
 	ISP       string `yaml:"isp"`
+	State     string `yaml:"state"`
 }
 
 type filePool struct {
@@ -170,9 +171,9 @@ func (v *validator) geo(in []fileGeo) []GeoEntry {
 			continue
 		}
 		seen[p] = i
-		e := GeoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " ")}
-		if e.Country == "" && e.Continent == "" && e.ISP == "" {
-			v.fail(field, "%s classifies nothing: give a country, a continent or an isp", p)
+		e := GeoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " "), State: strings.Join(strings.Fields(g.State), " ")}
+		if e.Country == "" && e.Continent == "" && e.ISP == "" && e.State == "" {
+			v.fail(field, "%s classifies nothing: give a country, a continent, an isp or a state", p)
 		}
 		if e.Country != "" && !isCountryCode(e.Country) {
 			v.fail(field+".country", "%q is not a two-letter code (e.g. PT)", g.Country)
