@@ -119,7 +119,8 @@ type Candidate struct {
 	DataCenter string     `json:"datacenter,omitempty"`
 }
 
-// Candidates are the destinations in competition, in file order (the round-robin order).
+// Candidates are the destinations in competition, in file order (the round-robin order); a
+// member marked down is none.
 func (s *Set) Candidates() []Candidate {
 	var out []Candidate
 	for _, p := range s.Pools {
@@ -131,6 +132,9 @@ func (s *Set) Candidates() []Candidate {
 				continue
 			}
 			for _, m := range p.Members {
+				if m.Down {
+					continue // unavailable: no candidate
+				}
 				out = append(out, Candidate{Name: m.Name, Pool: p.Name, Address: m.Address, DataCenter: m.DataCenter})
 			}
 		}

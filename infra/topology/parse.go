@@ -116,7 +116,11 @@ func Parse(r io.Reader) (*Set, error) {
 }
 
 // validator turns the file into a Set, collecting every error instead of stopping at one.
-type validator struct{ errs []error }
+type validator struct {
+	errs []error
+	// recordField names records[i] in errors; nil for "records[i]".
+	recordField func(i int) string
+}
 
 func (v *validator) fail(field, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
@@ -278,6 +282,9 @@ func (v *validator) records(in []fileRecord, regions map[string][]Statement) []R
 	var out []Record
 	for i, fr := range in {
 		field := fmt.Sprintf("records[%d]", i)
+		if v.recordField != nil {
+			field = v.recordField(i)
+		}
 		r := Record{Score: DefaultScore, DefaultScore: fr.Score == nil}
 		if fr.Score != nil {
 			r.Score = *fr.Score

@@ -79,8 +79,11 @@ type Pool struct {
 	LoadBalancing string `json:"load_balancing"`
 	// Fallback is the pool's fallback method (tmsh fallback-mode). With topology at both
 	// levels it must be none, or a query can fall through an empty pool to BIND.
-	Fallback string   `json:"fallback"`
-	Members  []Member `json:"members,omitempty"`
+	Fallback string `json:"fallback"`
+	// Alternate is the pool's alternate method (tmsh alternate-mode), tried when the
+	// preferred method has no answer; empty when not given.
+	Alternate string   `json:"alternate,omitempty"`
+	Members   []Member `json:"members,omitempty"`
 }
 
 // Member is a pool member (a virtual server): a candidate at pool level.
@@ -88,6 +91,8 @@ type Member struct {
 	Name       string     `json:"name"`
 	Address    netip.Addr `json:"address"`
 	DataCenter string     `json:"datacenter,omitempty"`
+	// Down marks a member unavailable: it is no candidate.
+	Down bool `json:"down,omitempty"`
 }
 
 // GeoEntry classifies the addresses of Subnet. Any of Country, Continent, ISP and State may
