@@ -34,7 +34,7 @@ func (p *Paste) wideIPLevel() (*level, []string, error) {
 			if pool, ok := p.pool(name); ok && pool.LoadBalancing == "topology" {
 				notes = append(notes, fmt.Sprintf("wide IP %s chooses its pool by %s, not topology: only pool %s's member "+
 					"decision is topology", wip.Name, wip.LoadBalancing, pool.Name))
-				return p.newLevel(LevelPool, "", []Pool{pool}, pool.Name), notes, nil
+				return p.newLevel(LevelPool, "", withPool(p.Pools, pool), pool.Name), notes, nil
 			}
 		}
 		return nil, nil, fmt.Errorf("wide IP %s chooses pools by %s and none of its pasted pools uses topology: nothing "+
@@ -72,7 +72,7 @@ func (p *Paste) derivedCandidates() (*level, []string, error) {
 	}
 	if len(pools) == 0 && len(p.Pools) == 1 {
 		pool := p.Pools[0]
-		return p.newLevel(LevelPool, "", []Pool{pool}, pool.Name), nil, nil
+		return p.newLevel(LevelPool, "", p.Pools, pool.Name), nil, nil
 	}
 	if len(cannot) > 0 {
 		return nil, nil, fmt.Errorf("%s cannot be a candidate: without a candidates line or a gtm wideip stanza the "+
@@ -160,7 +160,7 @@ func (p *Paste) namedCandidates() (*level, []string, error) {
 	case len(members) > 0:
 		pool := *memberPool
 		pool.Members = members
-		return p.newLevel(LevelPool, "", []Pool{pool}, pool.Name), nil, nil
+		return p.newLevel(LevelPool, "", withPool(p.Pools, pool), pool.Name), nil, nil
 	}
 	return p.dataCenterLevel(p.Candidates), []string{"candidates: data centers, each standing for its members"}, nil
 }

@@ -72,9 +72,9 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 		d.Notes = append(d.Notes, "read past (no bearing on topology): "+strings.Join(p.Ignored, "; "))
 	}
 	if first.set.Level == LevelWideIP && !res.NoMatch && (len(p.Pools) > 0 || len(p.WideIPs) > 0) {
-		p.secondLevel(&d, &res, rr)
+		p.secondLevel(&d, first, &res, rr)
 	} else if first.set.Level == LevelPool && first.set.Pool != "" {
-		pool := first.set.Pools[0]
+		pool := first.set.Pools[slices.IndexFunc(first.set.Pools, func(pl Pool) bool { return pl.Name == first.set.Pool })]
 		if ans, _ := p.poolAnswer(pool, &d); ans != nil {
 			d.Answer = ans
 		} else {
@@ -87,7 +87,7 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 
 // secondLevel follows the wide IP's choice into the pools: the winner first, then, while a
 // pool with fallback none has no available member, the next pool by score.
-func (p *Paste) secondLevel(d *Decision, res *Result, rr uint64) {
+func (p *Paste) secondLevel(d *Decision, first *level, res *Result, rr uint64) {
 	order := []string{res.Winner}
 	ranked := slices.Clone(res.Candidates)
 	slices.SortStableFunc(ranked, func(a, b CandidateScore) int { return cmp.Compare(b.Score, a.Score) })
@@ -104,7 +104,7 @@ func (p *Paste) secondLevel(d *Decision, res *Result, rr uint64) {
 			return
 		}
 		pool := p.Pools[i]
-		lv := p.newLevel(LevelPool, "topology", []Pool{pool}, pool.Name)
+		lv := p.newLevel(LevelPool, "topology", withPool(first.set.Pools, pool), pool.Name)
 		var pd Decision
 		if pool.LoadBalancing == "topology" {
 			pres := lv.set.Score(*p.Query, rr)
@@ -202,6 +202,17 @@ func (p *Paste) memberNames() []string {
 		return []string{"none pasted"}
 	}
 	return out
+}
+
+// withPool is pools with pool in place of the one of its name (appended when none has it): the
+// pools a pool level knows, so that records naming the others are not flagged as unknown.
+func withPool(pools []Pool, pool Pool) []Pool {
+	out := slices.Clone(pools)
+	if i := slices.IndexFunc(out, func(pl Pool) bool { return pl.Name == pool.Name }); i >= 0 {
+		out[i] = pool
+		return out
+	}
+	return append(out, pool)
 }
 
 // without is notes less those already in seen.
