@@ -72,7 +72,7 @@ func LooksLikeTMSH(text string) bool {
 		case "gtm", "source", "candidates", "down":
 			return true
 		}
-		if promptLine([]tmshItem{{word: f[0]}}) {
+		if promptLine(line) {
 			continue
 		}
 		return false

@@ -39,18 +39,22 @@ func lexTMSH(text string) ([]tmshStmt, error) {
 		if !ok {
 			return out, nil
 		}
-		if len(st.words) > 0 && !promptLine(st.words) {
+		if len(st.words) > 0 && !promptLine(st.text) {
 			out = append(out, st)
 		}
 	}
 }
 
-// promptLine reports whether a statement is a terminal line rather than configuration: a
-// prompt ("root@(bigip1)…(tmos)# list gtm topology") or the command itself.
-func promptLine(words []tmshItem) bool {
-	first := words[0].word
-	return !words[0].quoted && (strings.Contains(first, ")#") || strings.HasSuffix(first, "#") ||
-		first == "tmsh" || first == "list" || first == "show")
+// promptLine reports whether a line is from the terminal rather than configuration: a prompt
+// ("root@(bigip1)(cfg-sync Standalone)(Active)(/Common)(tmos)# list gtm topology", "[root@bigip1:Active] config #
+// tmsh list …") or the command itself ("tmsh list gtm topology", "list gtm region").
+func promptLine(line string) bool {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return false
+	}
+	return strings.Contains(line, ")# ") || strings.HasSuffix(line, ")#") || strings.Contains(line, "] config # ") ||
+		f[0] == "tmsh" || f[0] == "list" || f[0] == "show"
 }
 
 type tmshLexer struct {
