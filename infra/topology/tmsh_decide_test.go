@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestTMSHNestedRegionsResolveTransitivelyAndNegatedMembersExclude(t *testing.T) {
+func TestTopologyTMSHNestedRegionsResolveTransitivelyAndNegatedMembersExclude(t *testing.T) {
 	const regions = `gtm region /Common/iberia {
     region-members {
         country PT { }
@@ -68,7 +68,7 @@ gtm topology ldns: subnet 10.1.2.0/24 server: pool /Common/POOL1 { score 50 }
 source ip=10.1.2.7
 `
 
-func TestTMSHLongestMatchOnAndOff(t *testing.T) {
+func TestTopologyTMSHLongestMatchOnAndOff(t *testing.T) {
 	on := decidePaste(t, strings.Replace(longestMatchPaste, "%s", "yes", 1))
 	if !on.LongestMatch {
 		t.Fatal("topology-longest-match yes read as off")
@@ -103,7 +103,7 @@ func TestTMSHLongestMatchOnAndOff(t *testing.T) {
 	winnerIs(t, d, "POOL1")
 }
 
-func TestTMSHDecisionJSONShape(t *testing.T) {
+func TestTopologyTMSHDecisionJSONShape(t *testing.T) {
 	d := decidePaste(t, strings.Replace(ExampleTMSH, "    order 3\n    score 30\n", "    order 3\n", 1))
 	raw, err := json.Marshal(d)
 	if err != nil {
@@ -177,7 +177,7 @@ func TestTMSHDecisionJSONShape(t *testing.T) {
 	}
 }
 
-func TestTMSHNoMatchAndRoundRobinAreNoted(t *testing.T) {
+func TestTopologyTMSHNoMatchAndRoundRobinAreNoted(t *testing.T) {
 	d := decidePaste(t, `gtm topology ldns: subnet 10.0.0.0/8 server: pool /Common/A { score 5 }
 source ip=192.0.2.1
 `)
@@ -232,7 +232,7 @@ source ip=10.1.2.7
 down vs_near2
 `
 
-func TestTMSHTwoLevelsWithAnEmptyChosenPool(t *testing.T) {
+func TestTopologyTMSHTwoLevelsWithAnEmptyChosenPool(t *testing.T) {
 	d := decidePaste(t, strings.Replace(twoLevels, "FALLBACK", "return-to-dns", 1))
 	winnerIs(t, d, "pool_near")
 	if d.WideIP != "www.example.com" || len(d.PoolLevel) != 1 || d.PoolLevel[0].Pool != "pool_near" {
@@ -268,7 +268,7 @@ func TestTMSHTwoLevelsWithAnEmptyChosenPool(t *testing.T) {
 	}
 }
 
-func TestTMSHBadInputShowsTheExpectedShape(t *testing.T) {
+func TestTopologyTMSHBadInputShowsTheExpectedShape(t *testing.T) {
 	for _, tc := range []struct{ name, paste, says string }{
 		{"empty", "  \n\n", "empty input"},
 		{"no records", "gtm pool a /Common/P { load-balancing-mode topology }\nsource ip=10.0.0.1\n", "no gtm topology records"},
@@ -296,7 +296,7 @@ func TestTMSHBadInputShowsTheExpectedShape(t *testing.T) {
 	}
 }
 
-func TestLooksLikeTMSH(t *testing.T) {
+func TestTopologyLooksLikeTMSH(t *testing.T) {
 	for text, want := range map[string]bool{
 		ExampleTMSH: true,
 		"root@(bigip1)(cfg-sync Standalone)(Active)(/Common)(tmos)# list gtm topology\ngtm topology ldns: x": true,

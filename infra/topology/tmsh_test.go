@@ -54,7 +54,7 @@ func dropRecord(t *testing.T, text, marker string) string {
 	return text[:start] + text[end:]
 }
 
-func TestTMSHWorkedExampleFlipsWhenTheRegionRecordGoes(t *testing.T) {
+func TestTopologyTMSHWorkedExampleFlipsWhenTheRegionRecordGoes(t *testing.T) {
 	d := decidePaste(t, ExampleTMSH)
 	winnerIs(t, d, "POOL1")
 	if s, from, _ := candidateScore(t, d, "POOL1"); s != 30 || from != 3 {
@@ -88,7 +88,7 @@ gtm region /Common/around-10-1 { region-members { subnet 10.1.0.0/16 { } } }
 source ip=10.1.2.7
 `
 
-func TestTMSHOneLineAndMultiLineFormsReadIdentically(t *testing.T) {
+func TestTopologyTMSHOneLineAndMultiLineFormsReadIdentically(t *testing.T) {
 	multi, err := ParseTMSH(strings.NewReader(ExampleTMSH))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestTMSHOneLineAndMultiLineFormsReadIdentically(t *testing.T) {
 
 func exampleLines(s string) []string { return strings.Split(s, "\n") }
 
-func TestTMSHEveryStatementType(t *testing.T) {
+func TestTopologyTMSHEveryStatementType(t *testing.T) {
 	const regions = `gtm region /Common/lisbon { region-members { subnet 10.1.0.0/16 { } } }
 `
 	for _, tc := range []struct {
