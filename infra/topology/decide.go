@@ -68,6 +68,10 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 	if len(p.WideIPs) > 0 && first.set.Level == LevelWideIP {
 		d.WideIP = p.WideIPs[0].Name
 	}
+	if p.Query.Declared == nil && slices.ContainsFunc(p.Records, func(r PastedRecord) bool { return geoKind(r.Source.Kind) }) {
+		d.Notes = append(d.Notes, "no geolocation database here: country, continent, ISP and state sources match only "+
+			"what the source line declares (source country=PT continent=EU isp=… state=…); this one declares nothing")
+	}
 	if len(p.Ignored) > 0 {
 		d.Notes = append(d.Notes, "read past (no bearing on topology): "+strings.Join(p.Ignored, "; "))
 	}
@@ -202,6 +206,11 @@ func (p *Paste) memberNames() []string {
 		return []string{"none pasted"}
 	}
 	return out
+}
+
+// geoKind reports whether a kind is classified by geolocation.
+func geoKind(k Kind) bool {
+	return k == KindISP || k == KindState || k == KindCountry || k == KindContinent
 }
 
 // withPool is pools with pool in place of the one of its name (appended when none has it): the

@@ -55,7 +55,8 @@ type Set struct {
 	WideIPLoadBalancing string `json:"wideip_load_balancing"`
 	// Pool names the pool whose members compete at LevelPool; empty at LevelWideIP.
 	Pool string `json:"pool,omitempty"`
-	// Regions are the user-defined regions by name. Members are never negated.
+	// Regions are the user-defined regions by name; a member may be negated (see
+	// regionMatches).
 	Regions map[string][]Statement `json:"regions,omitempty"`
 	// Geo is the geolocation table; the longest subnet containing an address classifies it.
 	Geo []GeoEntry `json:"geo,omitempty"`
