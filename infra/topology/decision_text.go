@@ -38,6 +38,7 @@ func (d Decision) writeLevel(ew *errWriter, indent string) {
 	if d.Mode == ModeSortedOnly {
 		p("sorted only (no source line): the order the records are walked in\n")
 	} else {
+		p("query: %s\n", d.queryWords())
 		p("%s\n", d.Winner.words())
 	}
 
@@ -60,9 +61,38 @@ func (d Decision) writeLevel(ew *errWriter, indent string) {
 		fmt.Fprintf(tw, "%s%d\t%d\t%s\t%s\t%s\t%d\t%s\n", indent, r.Position, r.Index, r.Group, r.Source, r.Destination, r.Score, r.outcome())
 	}
 	tw.Flush()
+	if d.LongestMatch {
+		p("order (longest match: negation group, source, destination, then score, higher first):\n")
+		for _, r := range d.Records {
+			if r.Why != "" {
+				p("  %d. record %d: %s\n", r.Position, r.Index, r.Why)
+			} else {
+				p("  %d. record %d: %s\n", r.Position, r.Index, r.Key)
+			}
+		}
+	}
 	for _, n := range d.Notes {
 		p("note: %s\n", n)
 	}
+}
+
+func (d Decision) queryWords() string {
+	var parts []string
+	if d.Address.IsValid() {
+		parts = append(parts, fmt.Sprintf("%s %s", d.AddressFrom, d.Address))
+	}
+	if q := d.Query; q != nil && q.Declared != nil {
+		for _, kv := range [][2]string{{"country", q.Declared.Country}, {"continent", q.Declared.Continent},
+			{"isp", q.Declared.ISP}, {"state", q.Declared.State}, {"region", strings.Join(q.Declared.Regions, ",")}} {
+			if kv[1] != "" {
+				parts = append(parts, kv[0]+"="+kv[1])
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "no address"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (w Winner) words() string {
