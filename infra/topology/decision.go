@@ -117,8 +117,8 @@ func (g group) name() string {
 	return "wildcard"
 }
 
-// decision turns a scored (or, res nil, sorted-only) level into a Decision. idx maps the set's
-// record indexes to the paste's (from 1).
+// decision turns a scored (or, res nil, sorted-only) level into a Decision, naming records by
+// their place in the paste (lv.index).
 func (lv *level) decision(res *Result) Decision {
 	d := Decision{Mode: ModeSortedOnly, Level: lv.set.Level, Pool: lv.set.Pool, LongestMatch: lv.set.LongestMatch,
 		Winner: Winner{Names: []string{}}, Notes: []string{}, Warnings: lv.set.Warnings()}

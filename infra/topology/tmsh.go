@@ -442,7 +442,7 @@ func fieldsOf(items []tmshItem) []tmshField {
 			if next.isBody {
 				f.block = next.block
 				i++
-			} else if next.line == it.line && !slices.Contains(flags, next.word) {
+			} else if next.line == it.line {
 				f.value = next.word
 				i++
 			}

@@ -370,3 +370,24 @@ func quoteValue(st Statement) string {
 	}
 	return s + string(st.Kind) + ` "` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(st.Name) + `"`
 }
+
+func TestTopologyTMSHClientSubnetFollowsGlobalSettings(t *testing.T) {
+	const paste = `gtm global-settings load-balancing {
+    topology-longest-match yes
+    topology-prefer-edns0-client-subnet PREFER
+}
+gtm topology ldns: subnet 10.1.0.0/16 server: pool /Common/NEAR { score 50 }
+gtm topology ldns: subnet 0.0.0.0/0 server: pool /Common/FAR { score 10 }
+source ip=192.0.2.1 ecs=10.1.2.0/24
+`
+	d := decidePaste(t, strings.Replace(paste, "PREFER", "enabled", 1))
+	winnerIs(t, d, "NEAR")
+	if d.AddressFrom != FromECS {
+		t.Errorf("classified %s from %s, want the client subnet", d.Address, d.AddressFrom)
+	}
+	d = decidePaste(t, strings.Replace(paste, "PREFER", "disabled", 1))
+	winnerIs(t, d, "FAR")
+	if !hasNote(d, RuleECSIgnored) {
+		t.Errorf("the ignored client subnet should be noted: %q", d.Notes)
+	}
+}
