@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/infra/topology"
 )
 
 // runTopology runs `zero502 topology` in-process and returns its output and exit code.
@@ -73,5 +77,81 @@ func TestTopologyCommandRefusesBadInputWithExit2(t *testing.T) {
 		if code != 2 || !strings.Contains(out, tc.says) {
 			t.Errorf("%v: exit %d, want 2 saying %q\n%s", tc.args, code, tc.says, out)
 		}
+	}
+}
+
+// runTopologyStdin runs `zero502 topology` in-process with stdin, returning output and exit code.
+func runTopologyStdin(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(append([]string{"topology"}, args...))
+	err := root.Execute()
+	var ex *exitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ex):
+		if ex.err != nil {
+			out.WriteString(ex.err.Error())
+		}
+		return out.String(), ex.code
+	}
+	return out.String() + err.Error(), 1
+}
+
+func TestTopologyCommandReadsATMSHPaste(t *testing.T) {
+	out, code := runTopologyStdin(t, topology.ExampleTMSH, "--file", "-")
+	if code != 0 || !strings.Contains(out, "winner: POOL1, score 30") || !strings.Contains(out, "SHADOWED for POOL2 by record 2 (this 40 is never used)") {
+		t.Fatalf("stdin paste: exit %d\n%s", code, out)
+	}
+
+	path := filepath.Join(t.TempDir(), "paste.txt")
+	if err := os.WriteFile(path, []byte(topology.ExampleTMSH), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runTopology(t, "--file", path, "--json")
+	var d struct {
+		Mode    string `json:"mode"`
+		Records []struct {
+			Index      int  `json:"index"`
+			ShadowedBy *int `json:"shadowed_by"`
+		} `json:"records"`
+		Winner struct {
+			Names []string `json:"names"`
+			Score *int     `json:"score"`
+		} `json:"winner"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+	if d.Mode != "evaluate" || len(d.Winner.Names) != 1 || d.Winner.Names[0] != "POOL1" || *d.Winner.Score != 30 ||
+		d.Records[2].Index != 1 || d.Records[2].ShadowedBy == nil || *d.Records[2].ShadowedBy != 2 {
+		t.Fatalf("decision %+v\n%s", d, out)
+	}
+
+	// --ldns overrides the paste's source line: from outside the region only the wildcard matches.
+	out, code = runTopology(t, "--file", path, "--ldns", "10.9.9.9")
+	if code != 0 || !strings.Contains(out, "winner: POOL2, score 40") {
+		t.Fatalf("--ldns override: exit %d\n%s", code, out)
+	}
+}
+
+func TestTopologyCommandRefusesABadPasteWithExit2AndTheShape(t *testing.T) {
+	for _, tc := range []struct{ name, paste, says string }{
+		{"empty input", "", "empty input"},
+		{"no topology records", "gtm wideip a www.example.com { pools { /Common/P { } } }\nsource ip=10.0.0.1\n", "no gtm topology records"},
+		{"region destination", "gtm region /Common/r { region-members { country PT { } } }\ngtm topology ldns: country PT server: region /Common/r { score 5 }\nsource country=PT\n", "cannot be a candidate"},
+		{"candidates naming nothing known", "gtm topology ldns: country PT server: pool /Common/A { score 5 }\ncandidates NOPE\nsource country=PT\n", "names nothing known"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runTopologyStdin(t, tc.paste, "--file", "-")
+			if code != 2 || !strings.Contains(out, tc.says) || !strings.Contains(out, "gtm topology ldns: subnet 10.1.2.0/24 server: pool /Common/POOL1 { score 30 }") {
+				t.Fatalf("exit %d, want 2 saying %q and showing the expected shape\n%s", code, tc.says, out)
+			}
+		})
 	}
 }

@@ -33,6 +33,14 @@
 //	  - {source: "subnet 10.1.2.0/24", destination: "pool POOL1", score: 30}
 //	  - {source: "not country ES", destination: "pool POOL2", score: 40}
 //
+// The same set can come from what an operator has in a terminal: ParseTMSH reads the output of
+// tmsh list gtm topology (one-line or multi-line), gtm region, gtm global-settings
+// load-balancing, gtm wideip, gtm pool and gtm server stanzas, and query lines ("source
+// ip=10.1.2.7", "candidates POOL1 POOL2", "down vs1"); Decide walks the same records with the
+// same order and scoring, at wide-IP level and then, for the chosen pool, at pool level, and
+// says where the query ends (a member, the alternate or fallback method, the next pool, or the
+// local BIND). See ExampleTMSH.
+//
 // A statement is "[not] KIND VALUE" (ParseStatement). Topology runs at both levels when the
 // wide IP's method (wideip_load_balancing, default topology) and a pool's load_balancing are
 // both topology; that pool's fallback must then be none.

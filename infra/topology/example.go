@@ -29,6 +29,29 @@ records:
   - {source: "subnet 10.1.2.0/24", destination: "pool POOL1", score: 30}
 `
 
+// ExampleTMSH is the worked example as an operator pastes it: the records as tmsh list gtm
+// topology prints them (multi-line form, written in the reverse of the walk order), the region,
+// and a query line from inside the /24. Delete the region record and POOL2 wins 40 to 30.
+const ExampleTMSH = `gtm topology ldns: subnet 0.0.0.0/0 server: pool /Common/POOL2 {
+    order 1
+    score 40
+}
+gtm topology ldns: region /Common/around-10-1 server: pool /Common/POOL2 {
+    order 2
+    score 20
+}
+gtm topology ldns: subnet 10.1.2.0/24 server: pool /Common/POOL1 {
+    order 3
+    score 30
+}
+gtm region /Common/around-10-1 {
+    region-members {
+        subnet 10.1.0.0/16 { }
+    }
+}
+source ip=10.1.2.7
+`
+
 // ExampleQuery is a query from inside the example's /24.
 func ExampleQuery() Query {
 	return Query{LDNS: netip.MustParseAddr("10.1.2.7")}

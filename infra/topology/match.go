@@ -2,6 +2,7 @@ package topology
 
 import (
 	"net/netip"
+	"slices"
 )
 
 // classify returns the geo entry of a: the longest subnet in the table containing it. ok is
@@ -16,8 +17,8 @@ func (s *Set) classify(a netip.Addr) (GeoEntry, bool) {
 	return best, found
 }
 
-// geoMatches reports whether a statement of kind ISP, country or continent names what the
-// geo table says about an address.
+// geoMatches reports whether a statement of kind ISP, state, country or continent names what
+// the geo table says about an address.
 func geoMatches(st Statement, g GeoEntry, ok bool) bool {
 	if !ok {
 		return false
@@ -25,6 +26,8 @@ func geoMatches(st Statement, g GeoEntry, ok bool) bool {
 	switch st.Kind {
 	case KindISP:
 		return g.ISP != "" && g.ISP == st.Name
+	case KindState:
+		return g.State != "" && g.State == st.Name
 	case KindCountry:
 		return g.Country == st.Name
 	case KindContinent:
@@ -33,16 +36,42 @@ func geoMatches(st Statement, g GeoEntry, ok bool) bool {
 	return false
 }
 
-// place is what one address is, for matching: the address and its geo classification.
+// place is what one address is, for matching: the address and its geo classification, and,
+// for a query that declares them, the regions it is in.
 type place struct {
-	addr  netip.Addr
-	geo   GeoEntry
-	geoOK bool
+	addr    netip.Addr
+	geo     GeoEntry
+	geoOK   bool
+	regions []string
+	// declared is true for a query classified by declaration; without an address it is
+	// inside the wildcard subnet only.
+	declared bool
 }
 
 func (s *Set) place(a netip.Addr) place {
 	g, ok := s.classify(a)
 	return place{addr: a, geo: g, geoOK: ok}
+}
+
+// declare lays a query's declared classification over what the geo table said: each declared
+// field replaces the table's.
+func (p *place) declare(d *Declared) {
+	if d == nil {
+		return
+	}
+	p.declared = true
+	p.regions = d.Regions
+	for _, f := range []struct {
+		to   *string
+		from string
+	}{
+		{&p.geo.Country, d.Country}, {&p.geo.Continent, d.Continent}, {&p.geo.ISP, d.ISP}, {&p.geo.State, d.State},
+	} {
+		if f.from != "" {
+			*f.to = f.from
+			p.geoOK = true
+		}
+	}
 }
 
 // sourceMatches reports whether a source statement matches the query's classified address,
@@ -62,10 +91,16 @@ func (s *Set) sourceMatches(st Statement, p place) (bool, string) {
 func (s *Set) addressMatches(st Statement, p place, seen map[string]bool) (bool, string) {
 	switch st.Kind {
 	case KindSubnet:
-		return p.addr.IsValid() && st.Subnet.Contains(p.addr), ""
-	case KindISP, KindCountry, KindContinent:
+		if !p.addr.IsValid() {
+			return p.declared && st.Subnet.Bits() == 0, ""
+		}
+		return st.Subnet.Contains(p.addr), ""
+	case KindISP, KindState, KindCountry, KindContinent:
 		return geoMatches(st, p.geo, p.geoOK), ""
 	case KindRegion:
+		if slices.Contains(p.regions, st.Name) {
+			return true, "declared"
+		}
 		return s.regionMatches(st.Name, seen, func(m Statement, seen map[string]bool) (bool, string) {
 			return s.addressMatches(m, p, seen)
 		})
@@ -84,7 +119,8 @@ type Candidate struct {
 	DataCenter string     `json:"datacenter,omitempty"`
 }
 
-// Candidates are the destinations in competition, in file order (the round-robin order).
+// Candidates are the destinations in competition, in file order (the round-robin order); a
+// member marked down is none.
 func (s *Set) Candidates() []Candidate {
 	var out []Candidate
 	for _, p := range s.Pools {
@@ -96,6 +132,9 @@ func (s *Set) Candidates() []Candidate {
 				continue
 			}
 			for _, m := range p.Members {
+				if m.Down {
+					continue // unavailable: no candidate
+				}
 				out = append(out, Candidate{Name: m.Name, Pool: p.Name, Address: m.Address, DataCenter: m.DataCenter})
 			}
 		}
@@ -136,7 +175,7 @@ func (s *Set) candidateMatches(st Statement, c Candidate, seen map[string]bool) 
 		return ok
 	case KindDataCenter:
 		return c.DataCenter != "" && c.DataCenter == st.Name
-	case KindSubnet, KindISP, KindCountry, KindContinent:
+	case KindSubnet, KindISP, KindState, KindCountry, KindContinent:
 		if !c.Address.IsValid() {
 			return false
 		}

@@ -138,7 +138,7 @@ func (s *Set) Sorted() []Ranked {
 		}
 		_, d := compareRecords(above, r)
 		out[pos].Tie = d == byFileOrder
-		out[pos].Why = why(d, above, r, idx[pos-1])
+		out[pos].Why = why(d, above, r, s.recordName(idx[pos-1]))
 	}
 	return out
 }
@@ -154,8 +154,10 @@ func keyWords(r Record) string {
 
 // statementKey is a statement's place in the hierarchy in words.
 func statementKey(st Statement) string {
-	rank := fmt.Sprintf("rank %d of 6", st.Kind.rank()+1)
+	rank := fmt.Sprintf("rank %d of 6", st.Kind.ladder())
 	switch st.Kind {
+	case KindState:
+		return "state (not on the documented ladder: placed between ISP and country, unconfirmed)"
 	case KindSubnet:
 		return fmt.Sprintf("IP subnet /%d (%s, longer mask first)", st.Subnet.Bits(), rank)
 	case KindRegion:
@@ -164,9 +166,8 @@ func statementKey(st Statement) string {
 	return fmt.Sprintf("%s (%s)", st.Kind.words(), rank)
 }
 
-// why says what put r below above (records[aboveIndex]).
-func why(d decider, above, r Record, aboveIndex int) string {
-	ref := fmt.Sprintf("records[%d]", aboveIndex)
+// why says what put r below above (the record named ref).
+func why(d decider, above, r Record, ref string) string {
 	switch d {
 	case byGroup:
 		g := groupOf(r)
@@ -189,4 +190,13 @@ func sideWords(st Statement) string {
 		return fmt.Sprintf("IP subnet /%d", st.Subnet.Bits())
 	}
 	return st.Kind.words()
+}
+
+// recordName is how texts name records[i]: RecordNames[i] when the set has them (a front end
+// with its own numbering), else "records[i]".
+func (s *Set) recordName(i int) string {
+	if i < len(s.RecordNames) {
+		return s.RecordNames[i]
+	}
+	return fmt.Sprintf("records[%d]", i)
 }

@@ -30,6 +30,7 @@ type fileGeo struct {
 	Country   string `yaml:"country"`
 	Continent string `yaml:"continent"`
 	ISP       string `yaml:"isp"`
+	State     string `yaml:"state"`
 }
 
 type filePool struct {
@@ -115,7 +116,11 @@ func Parse(r io.Reader) (*Set, error) {
 }
 
 // validator turns the file into a Set, collecting every error instead of stopping at one.
-type validator struct{ errs []error }
+type validator struct {
+	errs []error
+	// recordField names records[i] in errors; nil for "records[i]".
+	recordField func(i int) string
+}
 
 func (v *validator) fail(field, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
@@ -170,9 +175,9 @@ func (v *validator) geo(in []fileGeo) []GeoEntry {
 			continue
 		}
 		seen[p] = i
-		e := GeoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " ")}
-		if e.Country == "" && e.Continent == "" && e.ISP == "" {
-			v.fail(field, "%s classifies nothing: give a country, a continent or an isp", p)
+		e := GeoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " "), State: strings.Join(strings.Fields(g.State), " ")}
+		if e.Country == "" && e.Continent == "" && e.ISP == "" && e.State == "" {
+			v.fail(field, "%s classifies nothing: give a country, a continent, an isp or a state", p)
 		}
 		if e.Country != "" && !isCountryCode(e.Country) {
 			v.fail(field+".country", "%q is not a two-letter code (e.g. PT)", g.Country)
@@ -277,6 +282,9 @@ func (v *validator) records(in []fileRecord, regions map[string][]Statement) []R
 	var out []Record
 	for i, fr := range in {
 		field := fmt.Sprintf("records[%d]", i)
+		if v.recordField != nil {
+			field = v.recordField(i)
+		}
 		r := Record{Score: DefaultScore, DefaultScore: fr.Score == nil}
 		if fr.Score != nil {
 			r.Score = *fr.Score

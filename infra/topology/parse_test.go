@@ -1,8 +1,10 @@
 package topology
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -84,7 +86,6 @@ records:
 	for _, want := range []string{
 		"regions.a: region cycle a → b → a",
 		`regions.c[0]: region "nowhere" is not defined under regions`,
-		`regions.c[1]: "not country ES": region members cannot be negated`,
 		`geo[0].subnet: "10.0.0.0/33" is not CIDR`,
 		"geo[1]: 10.0.0.0/8 classifies nothing",
 		`geo[2].continent: "Europe" is not one of AF AN AS EU NA OC SA`,
@@ -188,5 +189,35 @@ func TestExampleYAMLParses(t *testing.T) {
 	}
 	if w := s.Warnings(); len(w) != 0 {
 		t.Fatalf("the worked example should need no warning: %v", w)
+	}
+}
+
+// The YAML takes the same statements as a tmsh paste: state (off the ladder, flagged) and
+// negated region members (flagged).
+func TestTopologyYAMLTakesStateAndNegatedRegionMembers(t *testing.T) {
+	s, err := Parse(strings.NewReader(`regions:
+  europe-but-gb: ["continent EU", "not country GB"]
+geo:
+  - {subnet: 10.44.0.0/16, country: GB, continent: EU}
+  - {subnet: 10.33.0.0/16, country: FR, continent: EU, state: "FR/Ile-de-France"}
+pools: [{name: EU}, {name: PARIS}]
+records:
+  - {source: "region europe-but-gb", destination: "pool EU", score: 10}
+  - {source: "state FR/Ile-de-France", destination: "pool PARIS", score: 20}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb := s.Score(Query{LDNS: netip.MustParseAddr("10.44.0.1")}, 0)
+	fr := s.Score(Query{LDNS: netip.MustParseAddr("10.33.0.1")}, 0)
+	if !gb.NoMatch || fr.Winner != "PARIS" || fr.Candidates[0].Score != 10 {
+		t.Fatalf("GB: no match %v; FR: winner %s, EU %+v", gb.NoMatch, fr.Winner, fr.Candidates[0])
+	}
+	var rules []string
+	for _, w := range fr.Warnings {
+		rules = append(rules, w.Rule)
+	}
+	if !slices.Contains(rules, RuleNegatedMember) || !slices.Contains(rules, RuleRankUnconfirmed) {
+		t.Fatalf("want the negated member and the state rank flagged: %v", rules)
 	}
 }

@@ -55,7 +55,8 @@ type Set struct {
 	WideIPLoadBalancing string `json:"wideip_load_balancing"`
 	// Pool names the pool whose members compete at LevelPool; empty at LevelWideIP.
 	Pool string `json:"pool,omitempty"`
-	// Regions are the user-defined regions by name. Members are never negated.
+	// Regions are the user-defined regions by name; a member may be negated (see
+	// regionMatches).
 	Regions map[string][]Statement `json:"regions,omitempty"`
 	// Geo is the geolocation table; the longest subnet containing an address classifies it.
 	Geo []GeoEntry `json:"geo,omitempty"`
@@ -64,6 +65,12 @@ type Set struct {
 	// Records are the topology records in file order; "records[i]" everywhere is an index
 	// into this slice.
 	Records []Record `json:"records"`
+	// RecordNames, when set, is how warnings and explanations name Records[i] instead of
+	// "records[i]" (the tmsh front end numbers records from 1, as pasted).
+	RecordNames []string `json:"-"`
+	// GeoFromQuery says the geo classification comes with each query (Query.Declared), not
+	// from Geo: a country, continent, ISP or state source missing from Geo is then no warning.
+	GeoFromQuery bool `json:"-"`
 }
 
 // Pool is a GTM pool: a candidate at wide-IP level, the owner of the candidates at pool level.
@@ -73,8 +80,11 @@ type Pool struct {
 	LoadBalancing string `json:"load_balancing"`
 	// Fallback is the pool's fallback method (tmsh fallback-mode). With topology at both
 	// levels it must be none, or a query can fall through an empty pool to BIND.
-	Fallback string   `json:"fallback"`
-	Members  []Member `json:"members,omitempty"`
+	Fallback string `json:"fallback"`
+	// Alternate is the pool's alternate method (tmsh alternate-mode), tried when the
+	// preferred method has no answer; empty when not given.
+	Alternate string   `json:"alternate,omitempty"`
+	Members   []Member `json:"members,omitempty"`
 }
 
 // Member is a pool member (a virtual server): a candidate at pool level.
@@ -82,15 +92,18 @@ type Member struct {
 	Name       string     `json:"name"`
 	Address    netip.Addr `json:"address"`
 	DataCenter string     `json:"datacenter,omitempty"`
+	// Down marks a member unavailable: it is no candidate.
+	Down bool `json:"down,omitempty"`
 }
 
-// GeoEntry classifies the addresses of Subnet. Any of Country, Continent and ISP may be
-// empty (unknown), not all three.
+// GeoEntry classifies the addresses of Subnet. Any of Country, Continent, ISP and State may
+// be empty (unknown), not all four.
 type GeoEntry struct {
 	Subnet    netip.Prefix `json:"subnet"`
 	Country   string       `json:"country,omitempty"`
 	Continent string       `json:"continent,omitempty"`
 	ISP       string       `json:"isp,omitempty"`
+	State     string       `json:"state,omitempty"`
 }
 
 // Warning is a case the tool flags instead of deciding silently: a configuration the
@@ -133,6 +146,13 @@ const (
 	// RuleECSIgnored: the query carried an EDNS0 Client Subnet but prefer_edns0_client_subnet
 	// is off, so the LDNS address was classified.
 	RuleECSIgnored = "ecs-ignored"
+	// RuleRankUnconfirmed: a record uses a kind (state) that the sources do not place on the
+	// Longest Match ladder; it sorts between ISP and country.
+	RuleRankUnconfirmed = "rank-unconfirmed"
+	// RuleNegatedMember: a region has negated members; the sources do not say how BIG-IP
+	// combines them (this tool: a plain member matches, or there is none, and no negated one
+	// does).
+	RuleNegatedMember = "negated-region-member"
 	// RuleZeroScore: the winner's score is 0; the sources do not say whether BIG-IP treats a
 	// zero score as a match.
 	RuleZeroScore = "zero-score-winner"

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// regions validates the user-defined regions: one-word names, members that parse and are not
-// negated, region members that are defined, and no region containing itself.
+// regions validates the user-defined regions: one-word names, members that parse, region
+// members that are defined, and no region containing itself. Members may be negated
+// (regionMatches says how they combine; Warnings flags it).
 func (v *validator) regions(in map[string][]string) map[string][]Statement {
 	if len(in) == 0 {
 		return nil
@@ -24,12 +25,8 @@ func (v *validator) regions(in map[string][]string) map[string][]Statement {
 		var members []Statement
 		for i, m := range in[name] {
 			st, err := ParseStatement(m)
-			switch {
-			case err != nil:
+			if err != nil {
 				v.fail(fmt.Sprintf("%s[%d]", field, i), "%v", err)
-				continue
-			case st.Not:
-				v.fail(fmt.Sprintf("%s[%d]", field, i), "%q: region members cannot be negated here: the sources do not say how BIG-IP combines negated members", m)
 				continue
 			}
 			members = append(members, st)
@@ -89,20 +86,40 @@ func (v *validator) cycles(regions map[string][]Statement) {
 	}
 }
 
-// regionMatches reports whether any member of region name matches by test, and names the
-// member that did. seen guards against cycles in a Set that was not built by Parse.
+// regionMatches reports whether region name matches by test, and names the member that
+// decided. test is the plain (un-negated) match of one member. The region matches when a plain
+// member matches (or it has no plain member) and no negated member's plain form matches: "EU,
+// not GB" is Europe without Britain, "not US, not CA" is everywhere else. The sources do not
+// say how BIG-IP combines negated members; Warnings flags every region that has them. seen
+// holds the regions on the current path, guarding against cycles in a Set Parse did not build.
 func (s *Set) regionMatches(name string, seen map[string]bool, test func(Statement, map[string]bool) (bool, string)) (bool, string) {
 	if seen[name] {
 		return false, ""
 	}
 	seen[name] = true
+	defer delete(seen, name)
+	hit, plain := "", false
 	for _, m := range s.Regions[name] {
-		if ok, via := test(m, seen); ok {
-			if via != "" {
-				return true, m.String() + " > " + via
+		ok, via := test(m, seen)
+		if !m.Not {
+			plain = true
+			if ok && hit == "" {
+				hit = m.String()
+				if via != "" {
+					hit += " > " + via
+				}
 			}
-			return true, m.String()
+			continue
 		}
+		if ok {
+			return false, "" // excluded by a negated member
+		}
+	}
+	switch {
+	case hit != "":
+		return true, hit
+	case !plain:
+		return true, "no negated member matches"
 	}
 	return false, ""
 }
@@ -111,6 +128,9 @@ func (s *Set) regionMatches(name string, seen map[string]bool, test func(Stateme
 // nested regions.
 func (s *Set) regionHoldsPool(name string, seen map[string]bool) bool {
 	ok, _ := s.regionMatches(name, seen, func(m Statement, seen map[string]bool) (bool, string) {
+		if m.Not {
+			return false, ""
+		}
 		if m.Kind == KindRegion {
 			return s.regionHoldsPool(m.Name, seen), ""
 		}

@@ -12,6 +12,20 @@ type Query struct {
 	LDNS netip.Addr `json:"ldns"`
 	// ECS is the EDNS0 Client Subnet; the zero Prefix when the query carries none.
 	ECS netip.Prefix `json:"ecs,omitzero"`
+	// Declared classifies the query without a geolocation table; nil when the table does.
+	Declared *Declared `json:"declared,omitempty"`
+}
+
+// Declared is a classification stated with a query instead of looked up ("source country=PT
+// region=eu-west"): each non-empty field replaces what the geo table says of the address, and
+// the query is inside each of Regions (and so inside every region that contains one of them).
+// A declared query with no address is inside the wildcard subnet and no other.
+type Declared struct {
+	Country   string   `json:"country,omitempty"`
+	Continent string   `json:"continent,omitempty"`
+	ISP       string   `json:"isp,omitempty"`
+	State     string   `json:"state,omitempty"`
+	Regions   []string `json:"regions,omitempty"`
 }
 
 // Where the classified address of a query came from.
@@ -90,7 +104,7 @@ type Result struct {
 // score wins; equal top scores go round robin: rr is the round-robin counter, and the winner is
 // the (rr mod n)th of the n tied candidates in file order, so tests are deterministic. A
 // candidate no record matched has no score and cannot win; when none has one, Result.NoMatch.
-// An invalid query address matches no source at all.
+// An invalid query address matches no source at all, unless the query is Declared.
 func (s *Set) Score(q Query, rr uint64) Result {
 	res := Result{
 		Query: q, Level: s.Level, Pool: s.Pool, LongestMatch: s.LongestMatch, RoundRobin: rr,
@@ -108,6 +122,7 @@ func (s *Set) Score(q Query, rr uint64) Result {
 	}
 	res.Address = res.Address.Unmap()
 	p := s.place(res.Address)
+	p.declare(q.Declared)
 	if p.geoOK {
 		g := p.geo
 		res.Geo = &g
@@ -120,7 +135,7 @@ func (s *Set) Score(q Query, rr uint64) Result {
 	}
 	for _, r := range s.Sorted() {
 		step := Step{Ranked: r}
-		if res.Address.IsValid() {
+		if res.Address.IsValid() || p.declared {
 			step.SourceMatches, step.Via = s.sourceMatches(r.Record.Source, p)
 		}
 		for i, c := range cands {
@@ -197,16 +212,16 @@ func (s *Set) shadowWarnings(shadows []Shadow) []Warning {
 		switch _, d := compareRecords(by, r); d {
 		case byFileOrder:
 			out = append(out, Warning{Rule: RuleTieFileOrder, Text: fmt.Sprintf(
-				"records[%d] (%s) shadows records[%d] (%s) for %s, but the two tie on every documented sort key "+
+				"%s (%s) shadows %s (%s) for %s, but the two tie on every documented sort key "+
 					"(group, source, destination, score): only their order in the file decided which one gives the "+
 					"score (the same score either way)",
-				k.by, by, k.record, r, names)})
+				s.recordName(k.by), by, s.recordName(k.record), r, names)})
 		case byScore:
 			out = append(out, Warning{Rule: RuleWeightDirection, Text: fmt.Sprintf(
-				"records[%d] (%s) shadows records[%d] (%s) for %s only because the higher weight sorts first; the "+
+				"%s (%s) shadows %s (%s) for %s only because the higher weight sorts first; the "+
 					"sources name weight as the last sort key without stating its direction: were it lower first, "+
 					"%s would score %d",
-				k.by, by, k.record, r, names, names, r.Score)})
+				s.recordName(k.by), by, s.recordName(k.record), r, names, names, r.Score)})
 		}
 	}
 	return out

@@ -18,17 +18,20 @@ const (
 	KindPool       Kind = "pool"
 	KindRegion     Kind = "region"
 	KindISP        Kind = "isp"
-	KindCountry    Kind = "country"
-	KindContinent  Kind = "continent"
+	// KindState is a state or province ("US/California"). BIG-IP has it, but the sources do
+	// not place it in the hierarchy: it sorts between ISPs and countries (a state is inside a
+	// country) and every record using it is flagged (RuleRankUnconfirmed).
+	KindState     Kind = "state"
+	KindCountry   Kind = "country"
+	KindContinent Kind = "continent"
 )
 
 // kinds lists every kind in hierarchy order (the order error messages name them in).
-var kinds = [...]Kind{KindSubnet, KindDataCenter, KindPool, KindRegion, KindISP, KindCountry, KindContinent}
+var kinds = [...]Kind{KindSubnet, KindDataCenter, KindPool, KindRegion, KindISP, KindState, KindCountry, KindContinent}
 
 // outsideHierarchy are BIG-IP kinds the sources do not place in the Longest Match hierarchy.
 // They are refused, with this reason, instead of being sorted by a guess.
 var outsideHierarchy = map[string]string{
-	"state":     "BIG-IP has state statements but the sources do not place them in the Longest Match hierarchy",
 	"geoip-isp": "BIG-IP has geoip-isp statements but the sources do not place them in the Longest Match hierarchy",
 }
 
@@ -38,8 +41,9 @@ var continents = map[string]string{
 	"NA": "North America", "OC": "Oceania", "SA": "South America",
 }
 
-// rank is the kind's place in the hierarchy, 0 first. Data centers and pools share a rank: the
-// sources put them at the same level.
+// rank is the kind's place in the sort, 0 first. Data centers and pools share a rank: the
+// sources put them at the same level. State is not on the documented ladder (confirmed is
+// false); it is placed between ISPs and countries.
 func (k Kind) rank() int {
 	switch k {
 	case KindSubnet:
@@ -50,12 +54,31 @@ func (k Kind) rank() int {
 		return 2
 	case KindISP:
 		return 3
-	case KindCountry:
+	case KindState:
 		return 4
-	case KindContinent:
+	case KindCountry:
 		return 5
+	case KindContinent:
+		return 6
 	}
-	return 6 // unreachable for a parsed statement
+	return unknownRank // unreachable for a parsed statement
+}
+
+const unknownRank = 7
+
+// confirmed reports whether the sources place the kind on the Longest Match ladder.
+func (k Kind) confirmed() bool { return k != KindState }
+
+// ladder is the kind's place on the documented six-step ladder, 1 first; 0 for a kind the
+// sources do not place.
+func (k Kind) ladder() int {
+	switch {
+	case !k.confirmed():
+		return 0
+	case k.rank() > KindState.rank():
+		return k.rank()
+	}
+	return k.rank() + 1
 }
 
 // words is how the kind reads in an explanation.
@@ -87,9 +110,9 @@ type Statement struct {
 }
 
 // ParseStatement reads "[not] KIND VALUE". KIND is one of subnet, datacenter, pool, region,
-// isp, country, continent (case-insensitive). A subnet is CIDR with no host bits set; a
-// country is two letters; a continent is one of AF AN AS EU NA OC SA; an ISP may be several
-// words; every other name is one word. Whitespace between words does not matter.
+// isp, state, country, continent (case-insensitive). A subnet is CIDR with no host bits set; a
+// country is two letters; a continent is one of AF AN AS EU NA OC SA; an ISP or a state may be
+// several words; every other name is one word. Whitespace between words does not matter.
 func ParseStatement(s string) (Statement, error) {
 	words := strings.Fields(s)
 	var st Statement
@@ -105,14 +128,14 @@ func ParseStatement(s string) (Statement, error) {
 		return Statement{}, fmt.Errorf("%q: kind %q is refused: %s", s, kw, why)
 	}
 	st.Kind = Kind(kw)
-	if st.Kind.rank() == 6 {
+	if st.Kind.rank() == unknownRank {
 		return Statement{}, fmt.Errorf("%q: unknown kind %q (known: %s)", s, words[0], kindList())
 	}
 	value := words[1:]
 	if len(value) == 0 {
 		return Statement{}, fmt.Errorf("%q: %s with no value", s, st.Kind)
 	}
-	if st.Kind != KindISP && len(value) > 1 {
+	if st.Kind != KindISP && st.Kind != KindState && len(value) > 1 {
 		return Statement{}, fmt.Errorf("%q: a %s is one word, got %d", s, st.Kind.words(), len(value))
 	}
 	v := value[0]
@@ -136,7 +159,7 @@ func ParseStatement(s string) (Statement, error) {
 			return Statement{}, fmt.Errorf("%q: continent %q is not one of AF AN AS EU NA OC SA", s, v)
 		}
 		st.Name = strings.ToUpper(v)
-	case KindISP:
+	case KindISP, KindState:
 		st.Name = strings.Join(value, " ")
 	default:
 		st.Name = v

@@ -20,6 +20,7 @@ func TestParseStatementReadsTmshForms(t *testing.T) {
 		{"region eu-west", Statement{Kind: KindRegion, Name: "eu-west"}},
 		{"pool /Common/POOL1", Statement{Kind: KindPool, Name: "/Common/POOL1"}},
 		{"datacenter DC1", Statement{Kind: KindDataCenter, Name: "DC1"}},
+		{"not state US/New  York", Statement{Not: true, Kind: KindState, Name: "US/New York"}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := ParseStatement(tc.in)
@@ -38,7 +39,7 @@ func TestParseStatementRefusesWithTheRule(t *testing.T) {
 		{"", "[not] KIND VALUE"},
 		{"not", "[not] KIND VALUE"},
 		{"planet Mars", `unknown kind "planet"`},
-		{"state CA", "not place them in the Longest Match hierarchy"},
+		{"geoip-isp x", "not place them in the Longest Match hierarchy"},
 		{"not not country PT", `unknown kind "not"`},
 		{"subnet", "subnet with no value"},
 		{"subnet 10.1.2.0", "is not CIDR"},

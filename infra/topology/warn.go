@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Warnings are the cases in the set itself that the tool flags instead of deciding silently,
@@ -29,8 +30,21 @@ func (s *Set) Warnings() []Warning {
 	for i, p := range s.Pools {
 		pools[i] = p.Name
 	}
+	for _, name := range sortedKeys(s.Regions) {
+		var negated []string
+		for _, m := range s.Regions[name] {
+			if m.Not {
+				negated = append(negated, m.String())
+			}
+		}
+		if len(negated) > 0 {
+			add(RuleNegatedMember, "region %s has negated members (%s): the sources do not say how BIG-IP combines "+
+				"them; here the region matches when a plain member matches (or it has none) and no negated member does",
+				name, strings.Join(negated, ", "))
+		}
+	}
 	for i, r := range s.Records {
-		ref := fmt.Sprintf("records[%d] (%s)", i, r)
+		ref := fmt.Sprintf("%s (%s)", s.recordName(i), r)
 		d := r.Destination
 		if s.Level == LevelWideIP && !appliesAtWideIP(d.Kind) {
 			if d.Kind == KindDataCenter {
@@ -60,6 +74,13 @@ func (s *Set) Warnings() []Warning {
 			add(RuleDefaultScore, "%s has no score and weighs the default %d, which is rarely what a weighted design "+
 				"means: give every intended record an explicit score", ref, DefaultScore)
 		}
+		for _, st := range []Statement{r.Source, d} {
+			if !st.Kind.confirmed() {
+				add(RuleRankUnconfirmed, "%s uses a %s statement: the sources do not place %s on the Longest Match "+
+					"ladder; it is sorted between ISP and country (a state is inside a country), unconfirmed", ref, st.Kind, st.Kind)
+				break
+			}
+		}
 		if never := s.neverMatches(r.Source); never != "" {
 			add(RuleNeverMatches, "%s: source never matches: %s", ref, never)
 		}
@@ -76,7 +97,10 @@ func (s *Set) neverMatches(st Statement) string {
 		return ""
 	}
 	switch st.Kind {
-	case KindISP, KindCountry, KindContinent:
+	case KindISP, KindState, KindCountry, KindContinent:
+		if s.GeoFromQuery {
+			return ""
+		}
 		for _, g := range s.Geo {
 			if geoMatches(st, g, true) {
 				return ""

@@ -1,0 +1,93 @@
+package topology
+
+import (
+	"strings"
+)
+
+// Paste is what an operator pasted from a BIG-IP terminal (`tmsh list gtm …`), read by
+// ParseTMSH: the topology records and regions, the longest-match setting, the wide IPs, pools
+// and servers that make the two levels, and the query lines that make it one self-contained
+// case. Decide turns it into a Decision.
+type Paste struct {
+	// Records are the topology records in the order pasted; Records[i] is "record i+1".
+	Records []PastedRecord
+	// Regions are the user-defined regions by name (partition removed).
+	Regions map[string][]Statement
+	// LongestMatch is topology-longest-match (default yes); PreferECS is
+	// topology-prefer-edns0-client-subnet.
+	LongestMatch bool
+	PreferECS    bool
+	WideIPs      []WideIP
+	// Pools are the gtm pool stanzas in the order pasted, members resolved through the gtm
+	// server stanzas (data center, address).
+	Pools []Pool
+	// Query is the "source" line; nil when there is none (sorted-only).
+	Query *Query
+	// Candidates is the "candidates" line; Down names the members the "down" line marks down.
+	Candidates []string
+	Down       []string
+	// Ignored are the stanzas read past because they do not bear on topology.
+	Ignored []string
+}
+
+// PastedRecord is one gtm topology record with what the paste said of it.
+type PastedRecord struct {
+	Record
+	// Text is the record as pasted, on one line.
+	Text string
+	// Order is the tmsh "order" line; 0 when the record has none.
+	Order int
+	Line  int
+}
+
+// WideIP is a gtm wideip stanza: its pools in order and how it chooses among them.
+type WideIP struct {
+	Name string
+	// LoadBalancing is pool-lb-mode (BIG-IP's default is round-robin).
+	LoadBalancing string
+	Pools         []string
+}
+
+// TMSHShape is the shape a tmsh paste is expected in; every error about a paste ends with it.
+const TMSHShape = `want tmsh text as BIG-IP prints it (tmsh list gtm topology / gtm region / gtm wideip / gtm pool), e.g.:
+  gtm topology ldns: subnet 10.1.2.0/24 server: pool /Common/POOL1 { score 30 }
+  gtm topology ldns: region /Common/near server: pool /Common/POOL2 {
+      order 2
+      score 20
+  }
+  gtm region /Common/near { region-members { subnet 10.1.0.0/16 { } } }
+  source ip=10.1.2.7        (or: source country=PT continent=EU isp="Example Net" state="US/Ohio" region=near)
+  candidates POOL1 POOL2    (optional: else the record destinations, or the wide IP's pools)
+  down vs1                  (optional: members marked down)`
+
+// LooksLikeTMSH reports whether text reads as a tmsh paste rather than YAML: its first word
+// (past comments and blank lines) starts a gtm stanza or a query line.
+func LooksLikeTMSH(text string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch f[0] {
+		case "gtm", "source", "candidates", "down":
+			return true
+		}
+		if promptLine(line) {
+			continue
+		}
+		return false
+	}
+	return false
+}
+
+// bare is a tmsh object name without its partition and folder: /Common/POOL1 is POOL1, and a
+// pool member /Common/dc1-server:/Common/vs1 is dc1-server:vs1.
+func bare(name string) string {
+	parts := strings.Split(name, ":")
+	for i, p := range parts {
+		if j := strings.LastIndexByte(p, '/'); j >= 0 && j < len(p)-1 {
+			parts[i] = p[j+1:]
+		}
+	}
+	return strings.Join(parts, ":")
+}
