@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/edgepick"
 )
@@ -27,7 +28,7 @@ type Agent struct {
 	// origin asks for a client certificate.
 	TLS *tls.Config
 	// Backoff is the wait after a real failure.
-	Backoff Backoff
+	Backoff backoff.Backoff
 	// DialTimeout bounds one address's connect and handshake; 0 is DefaultDialTimeout.
 	DialTimeout time.Duration
 	// Outbox holds the messages (required: NewOutbox).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edgepick"
 )
 
@@ -22,7 +23,7 @@ func newAgent(t *testing.T, client *tls.Config, edges []netip.AddrPort, state st
 			Logger: testLogger(t)},
 		Watcher: edgepick.Watcher{Interval: time.Hour},
 		TLS:     client,
-		Backoff: Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
+		Backoff: backoff.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
 		Outbox:  NewOutbox(0),
 		Events:  ev.add,
 	}
@@ -208,21 +209,6 @@ func TestAReplayedMessageIsAcknowledgedButAppliedOnce(t *testing.T) {
 	}
 }
 
-func TestBackoffIsExponentialWithFullJitterAndACap(t *testing.T) {
-	b := Backoff{Base: 100 * time.Millisecond, Cap: time.Second, Rand: maxRand{}}
-	for failure, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
-		if got := b.Delay(failure); got != want*time.Millisecond {
-			t.Errorf("failure %d: the longest wait is %s, want %s", failure, got, want*time.Millisecond)
-		}
-	}
-	if got := b.Delay(1000); got != time.Second {
-		t.Errorf("failure 1000: %s, want the cap", got)
-	}
-	if got := (Backoff{Base: 100 * time.Millisecond, Cap: time.Second, Rand: zeroRand{}}).Delay(3); got != 0 {
-		t.Errorf("full jitter starts at 0, got %s", got)
-	}
-}
-
 func TestTheOutboxIsBounded(t *testing.T) {
 	o := NewOutbox(2)
 	a, _ := o.Send("a")
@@ -239,12 +225,3 @@ func TestTheOutboxIsBounded(t *testing.T) {
 		t.Fatalf("after an ack there is room: %v", err)
 	}
 }
-
-// maxRand draws the top of every range, zeroRand the bottom.
-type maxRand struct{}
-
-func (maxRand) Int64N(n int64) int64 { return n - 1 }
-
-type zeroRand struct{}
-
-func (zeroRand) Int64N(int64) int64 { return 0 }

@@ -1,17 +1,19 @@
-package agent
+// Package backoff is zero502's one retry wait: exponential, with full jitter and a cap. The agent
+// session's reconnects and the alert webhook's retries both use it.
+package backoff
 
 import (
 	"math/rand/v2"
 	"time"
 )
 
-// Defaults of the reconnect Backoff.
+// Defaults of a Backoff's fields when they are zero.
 const (
-	DefaultBackoffBase = 500 * time.Millisecond
-	DefaultBackoffCap  = time.Minute
+	DefaultBase = 500 * time.Millisecond
+	DefaultCap  = time.Minute
 )
 
-// Backoff is the wait before a reconnect after a real failure: exponential with full jitter
+// Backoff is the wait before a retry after a real failure: exponential with full jitter
 // and a cap. The n-th failure in a row (n from 0) waits a duration drawn uniformly from
 // [0, min(Cap, Base·2ⁿ)], so a fleet cut off at once does not come back at once.
 type Backoff struct {
@@ -24,10 +26,10 @@ type Backoff struct {
 func (b Backoff) Delay(failure int) time.Duration {
 	base, ceiling := b.Base, b.Cap
 	if base <= 0 {
-		base = DefaultBackoffBase
+		base = DefaultBase
 	}
 	if ceiling <= 0 {
-		ceiling = DefaultBackoffCap
+		ceiling = DefaultCap
 	}
 	limit := base
 	for i := 0; i < failure && limit < ceiling; i++ {
