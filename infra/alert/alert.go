@@ -14,7 +14,7 @@ type Alert struct {
 	// From is the state it left.
 	From string `json:"from,omitempty"`
 	// Summary says what happened, in a sentence; Suggestion what to do, when there is something.
-	Summary    string `json:"summary"`
-	Suggestion string `json:"suggestion,omitempty"`
+	Summary    string    `json:"summary"`
+	Suggestion string    `json:"suggestion,omitempty"`
 	At         time.Time `json:"at"`
 }
