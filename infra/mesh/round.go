@@ -10,11 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
-	"slices"
 	"sync"
+	"time"
 )
 
 // round is one tick of a Node: probe every peer, check itself, record the bulletin, post it to
