@@ -27,6 +27,7 @@ ciphertext (TLS stays end to end, so the origin still authenticates clients by c
 
   zero502 edge forward   on each disposable edge VM
   zero502 edge origin    on the origin, in front of the local server
+  zero502 edge firewall  the DOCKER-USER rules for an edge in a container
 
 The origin side sniffs rather than requires: connections without a header (TLS, plain) pass
 through untouched, so it can be installed before the edges send headers. Every connection log
@@ -34,7 +35,7 @@ line carries claimed (the header's client: a claim) and measured (the socket's p
 JSON on stderr. Exit status: 0 after a clean drain, 1 a listener failed, 2 bad flags or config.`,
 	}
 	exitTwoOnBadFlags(cmd)
-	cmd.AddCommand(newEdgeForwardCmd(), newEdgeOriginCmd())
+	cmd.AddCommand(newEdgeForwardCmd(), newEdgeOriginCmd(), newEdgeFirewallCmd())
 	return cmd
 }
 
