@@ -20,7 +20,7 @@ import (
 func newEdgeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "edge",
-		Short: "Run the L4 edge: a PROXY v2 TCP forwarder (forward) or the origin side that reads it (origin)",
+		Short: "Run the L4 edge: a PROXY v2 TCP forwarder (forward), the origin side that reads it (origin), its firewall rules (firewall)",
 		Long: `The edge hides the origin's address: clients resolve the edges' A set, each edge forwards
 TCP to the origin with a PROXY protocol v2 header carrying the client's address, and sees only
 ciphertext (TLS stays end to end, so the origin still authenticates clients by certificate).

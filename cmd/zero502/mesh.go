@@ -30,10 +30,11 @@ neighbours is ignored; a failing pair without a quorum only marks the entry poin
 a verdict; a route is never empty; everything heals by itself.
 
   zero502 mesh serve      on each server
-  zero502 mesh verdicts   ask any server for its view`,
+  zero502 mesh verdicts   ask any server for its view
+  zero502 mesh lb-sync    make zero502 lb take its backends from the route`,
 	}
 	exitTwoOnBadFlags(cmd)
-	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd())
+	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd(), newMeshLBSyncCmd())
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/backoff"
+	"github.com/zero502/zero502/infra/lb"
 )
 
 // blockable is a server's real service: an HTTP listener that, like a firewall on the path,
@@ -222,9 +223,66 @@ func (m *serviceMesh) alerted(t *testing.T, want ...string) {
 	}
 }
 
+// startLB runs the in-house balancer over the mesh's services and syncs it from a's route
+// through its admin API; it returns a function reading the balancer's backends.
+func startLB(t *testing.T, m *serviceMesh, names ...string) func() map[string]lbBackend {
+	t.Helper()
+	var backends []string
+	for _, n := range names {
+		backends = append(backends, m.services[n].Addr().String())
+	}
+	set := lb.LabSettings("127.0.0.1:0", backends)
+	set.Admin = "127.0.0.1:0"
+	srv, err := lb.New(set, lb.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(ctx) })
+	syncer := &LBSync{Mesh: "http://" + m.nodes["a"].Addr(), Admin: "http://" + srv.AdminAddr(), Every: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)}
+	wg.Go(func() { syncer.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return func() map[string]lbBackend {
+		var got struct {
+			Backends []lbBackend `json:"backends"`
+		}
+		if err := syncer.admin(context.Background(), http.MethodGet, "/admin/backends", &got); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]lbBackend{}
+		for _, b := range got.Backends {
+			out[b.Address] = b
+		}
+		return out
+	}
+}
+
+// poll waits for ok, failing after 20 s with what.
+func poll(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	end := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
 func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHealed(t *testing.T) {
 	m := startServiceMesh(t, "", "a", "b", "c")
 	c := m.services["c"]
+	lbBackends := startLB(t, m, "a", "b", "c")
+	cAddr := c.Addr().String()
+	poll(t, "all three in the balancer's rotation", func() bool {
+		bs := lbBackends()
+		return len(bs) == 3 && bs[cAddr].InRotation && !bs[cAddr].AdminDrained
+	})
 	c.block(true) // c's service refuses everyone but c itself; its mesh port stays up
 
 	m.wait(t, "c unreachable", func(s Snapshot) bool {
@@ -241,6 +299,12 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 		}
 	}
 	m.alerted(t, "c unreachable")
+	poll(t, "c drained in the balancer by the mesh", func() bool { return lbBackends()[cAddr].AdminDrained })
+	for addr, b := range lbBackends() {
+		if addr != cAddr && (b.AdminDrained || !b.InRotation) {
+			t.Errorf("balancer backend %s %+v; only c may leave the rotation", addr, b)
+		}
+	}
 	m.settle()
 	if got := m.recv.list(); !slices.Equal(got, []string{"c unreachable"}) {
 		t.Errorf("alerts %v; want exactly one: c unreachable (a standing verdict is not alerted again)", got)
@@ -256,6 +320,10 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 	if rv := route(t, m.nodes["b"]); len(rv.Addresses) != 3 {
 		t.Errorf("route %+v; want all three back", rv)
 	}
+	poll(t, "c back in the balancer's rotation", func() bool {
+		b := lbBackends()[cAddr]
+		return !b.AdminDrained && b.InRotation
+	})
 
 	// Metrics travel with the reports, with their age.
 	s, err := FetchSnapshot(m.nodes["a"].Addr(), 2*time.Second)
