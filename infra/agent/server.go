@@ -41,6 +41,7 @@ type Server struct {
 
 // Counts are what a Server saw.
 type Counts struct {
+	// Sessions are connections that sent at least one frame (an edge probe only handshakes).
 	Sessions   int `json:"sessions"`
 	Applied    int `json:"applied"`
 	Duplicates int `json:"duplicates"`
@@ -95,12 +96,17 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 	if oc, ok := c.NetConn().(*edge.OriginConn); ok {
 		peer = oc.Peer()
 	}
-	s.mu.Lock()
-	s.counts.Sessions++
-	s.mu.Unlock()
 	var applied, dups int
-	for {
+	for frames := 0; ; frames++ {
 		f, err := readFrame(c)
+		if err != nil && frames == 0 {
+			return // a probe: a full handshake and nothing else (edgepick measures this way)
+		}
+		if frames == 0 {
+			s.mu.Lock()
+			s.counts.Sessions++
+			s.mu.Unlock()
+		}
 		if err != nil {
 			log.Info("agent server: session ended", "claimed", peer.Claimed.String(), "measured", peer.Measured.String(),
 				"applied", applied, "duplicates", dups, "why", err.Error())
