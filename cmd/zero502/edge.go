@@ -20,13 +20,14 @@ import (
 func newEdgeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "edge",
-		Short: "Run the L4 edge: a PROXY v2 TCP forwarder (forward) or the origin side that reads it (origin)",
+		Short: "Run the L4 edge: a PROXY v2 TCP forwarder (forward), the origin side that reads it (origin), its firewall rules (firewall)",
 		Long: `The edge hides the origin's address: clients resolve the edges' A set, each edge forwards
 TCP to the origin with a PROXY protocol v2 header carrying the client's address, and sees only
 ciphertext (TLS stays end to end, so the origin still authenticates clients by certificate).
 
   zero502 edge forward   on each disposable edge VM
   zero502 edge origin    on the origin, in front of the local server
+  zero502 edge firewall  the DOCKER-USER rules for an edge in a container
 
 The origin side sniffs rather than requires: connections without a header (TLS, plain) pass
 through untouched, so it can be installed before the edges send headers. Every connection log
@@ -34,7 +35,7 @@ line carries claimed (the header's client: a claim) and measured (the socket's p
 JSON on stderr. Exit status: 0 after a clean drain, 1 a listener failed, 2 bad flags or config.`,
 	}
 	exitTwoOnBadFlags(cmd)
-	cmd.AddCommand(newEdgeForwardCmd(), newEdgeOriginCmd())
+	cmd.AddCommand(newEdgeForwardCmd(), newEdgeOriginCmd(), newEdgeFirewallCmd())
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,30 +30,40 @@ neighbours is ignored; a failing pair without a quorum only marks the entry poin
 a verdict; a route is never empty; everything heals by itself.
 
   zero502 mesh serve      on each server
-  zero502 mesh verdicts   ask any server for its view`,
+  zero502 mesh verdicts   ask any server for its view
+  zero502 mesh lb-sync    make zero502 lb take its backends from the route`,
 	}
 	exitTwoOnBadFlags(cmd)
-	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd())
+	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd(), newMeshLBSyncCmd())
 	return cmd
 }
 
 func newMeshServeCmd() *cobra.Command {
 	var (
-		n     mesh.Node
-		peers []string
+		n               mesh.Node
+		peers           []string
+		service, source string
+		al              alertFlags
 	)
 	th := mesh.DefaultThresholds()
 	cmd := &cobra.Command{
 		Use:   "serve --name NAME --listen ADDR --peers NAME=HOST:PORT,... [--checker] [flags]",
 		Short: "Run one mesh server: probe the peers, exchange reports, serve the verdicts",
-		Long: `Listen on --listen (HTTP): GET /health is what peers probe, POST /mesh/bulletin takes a
-peer's report and probes, GET /mesh/verdicts serves this server's view. Every --probe-every the
-server probes each peer's /health (a fresh connection, 200 within --probe-timeout), checks its own
-listener, and sends its report and probes to every peer. Verdict changes are JSON log lines on
+		Long: `Listen on --listen (HTTP): POST /mesh/bulletin takes a peer's report and probes, GET
+/mesh/verdicts serves this server's view, GET /route the never-empty rotation (addresses and why
+each is in or out), GET /metrics Prometheus metrics with their age. Every --probe-every the server
+checks its own --service (and --check-command), reports with its metrics (load, connections, the
+check's latency), probes each peer's service the way a user's app would (the service the peer
+advertised; a peer without one: its /health), and sends its report and probes to every peer.
+
+Alerts (--alert-webhook, --alert-command) go out once per confirmed verdict change that needs a
+person: unreachable (a quorum), blocked (a checker: change its IP), unavailable, recovered. Give
+every server the same alert flags: only one of them (the first by name that is up) sends each. Verdict changes are JSON log lines on
 stderr. --name must be the name the other servers give this one in their --peers.
 
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
-		Example: `  zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checker
+		Example: `  zero502 mesh serve --name a --listen 10.0.0.5:7946 --service tls://203.0.113.5:443 --check-command 'systemctl is-active --quiet openvpn' --peers b=10.0.0.6:7946,c=10.0.0.7:7946 --alert-webhook https://hooks.example.com/mesh
+  zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checker
   zero502 mesh serve --name b --listen 127.0.0.1:7002 --peers a=127.0.0.1:7001,c=127.0.0.1:7003 --probe-every 2s --probe-timeout 1s
   zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --probe-every 2s --probe-timeout 1s`,
 		Args: cobra.NoArgs,
@@ -66,6 +77,19 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			}
 			n.Thresholds = th
 			n.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			if service != "" {
+				if n.Service, err = mesh.ParseService("service", service); err != nil {
+					return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+				}
+			}
+			if source != "" {
+				if n.Source, err = netip.ParseAddr(source); err != nil {
+					return exitCode(2, fmt.Errorf("mesh serve: --source %q: must be an IP address of this server, e.g. 10.0.0.5 (%v)", source, err))
+				}
+			}
+			if n.Alerts, n.Tracker, err = al.build(n.Logger); err != nil {
+				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+			}
 			if err := n.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 			}
@@ -84,6 +108,10 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.StringVar(&n.Name, "name", "", "this server's name, as its peers list it (required)")
 	fl.StringVar(&n.Listen, "listen", "", "HTTP address for /health and /mesh/*, e.g. 127.0.0.1:7001 (required)")
 	fl.StringSliceVar(&peers, "peers", nil, "every other server as name=host:port, comma-separated or repeated (required)")
+	fl.StringVar(&service, "service", "", "this server's real service as users reach it: tcp://, tls:// or http(s)://host:port[/path]; the self-report checks it and peers probe it (default: the mesh's own /health)")
+	fl.StringVar(&n.CheckCommand, "check-command", "", "local check run through sh -c each round, exit 0 = running, e.g. 'systemctl is-active --quiet openvpn'")
+	fl.StringVar(&source, "source", "", "local IP address probes leave from (default: chosen by the kernel)")
+	al.register(cmd)
 	fl.BoolVar(&n.Checker, "checker", false, "trust this server to judge others: when it cannot reach an ordinary server, that server's address is likely blocked")
 	fl.DurationVar(&n.ProbeEvery, "probe-every", mesh.DefaultProbeEvery, "one round: probe every peer, report, send the bulletin")
 	fl.DurationVar(&n.ProbeTimeout, "probe-timeout", mesh.DefaultProbeTimeout, "timeout of each probe and each bulletin (below --probe-every)")

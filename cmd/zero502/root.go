@@ -32,6 +32,8 @@ number lives in one config file and is checked against the others (zero502 invar
 		newProvisionCmd(),
 		newEdgeCmd(),
 		newEdgePickCmd(),
+		newAgentCmd(),
+		newAgentServerCmd(),
 		newMeshCmd(),
 		newTopologyCmd(),
 		newHostCmd(),

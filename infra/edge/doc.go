@@ -27,6 +27,11 @@
 //     address (the peer the backend sees) in an InnerMap, removed on close, so the backend can
 //     Lookup the real client.
 //
+// Firewall is the fifth, for an edge whose forwarder runs in a container with a published port:
+// the rules belong in DOCKER-USER, not INPUT (published ports never traverse INPUT), with an
+// ESTABLISHED,RELATED accept first (the chain sees both directions, so replies to the host's own
+// outbound probes on the same port would be dropped), then the allow list, then a drop.
+//
 // A connection that opens and closes without the client sending a byte (health checks do this
 // constantly) writes no log line; it is only counted (Counts.Empty).
 //

@@ -39,7 +39,10 @@
 // ladder.
 //
 // Survey is the platform's side: resolve the name the way the agent does and probe every edge,
-// both numbers from one socket, health from the handshake.
+// both numbers from one socket, health from the handshake. The Surveyor runs it every interval,
+// keeps the last round for Prometheus metrics, and alerts (package infra/alert) once per
+// confirmed transition into EdgeBackendDead (TCP connects, the handshake fails: a forwarder up
+// with a dead backend) and once when such an edge recovers.
 //
 // Known gaps, accepted and not fixed here:
 //

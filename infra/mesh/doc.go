@@ -21,7 +21,18 @@
 // in it is bad it keeps the best of them.
 //
 // The Evaluator is the pure core: observations in, Verdicts out, time from an injected
-// infra/clock. The Node is the small real-network part behind `zero502 mesh serve`: it probes
-// its peers with an HTTPProber (GET /health), sends its report and probes to every peer as a
-// Bulletin over HTTP, and serves the verdicts it derives on GET /mesh/verdicts.
+// infra/clock. The Node is the small real-network part behind `zero502 mesh serve`:
+//
+//   - The service, not the mesh port: a Node's self-report checks its real Service (a tcp://,
+//     tls:// or http(s):// target such as the VPN's :443) and an optional local check command,
+//     and carries Metrics (load, connections, the check's latency). Its peers probe the service
+//     it advertised the way a user's app would, from their own Source address; only a peer that
+//     advertised no service is probed on the mesh's GET /health.
+//   - It sends its report and probes to every peer as a Bulletin over HTTP and serves the
+//     verdicts on GET /mesh/verdicts (metrics with their age and a stale badge), the route on
+//     GET /route (RouteView: addresses in rotation, never empty, and why each server is in or
+//     out) and Prometheus metrics on GET /metrics.
+//   - Alerts (package infra/alert): one per confirmed change of a verdict that needs a person
+//     (unreachable by quorum, blocked by a checker with the suggestion to change the IP,
+//     unavailable, and recovered), sent by one node only: the first by name that is up.
 package mesh

@@ -151,3 +151,10 @@ func (e *Evaluator) freshStreak(w, t string, now time.Time) (*streak, bool) {
 	s := e.pairs[pair{w, t}]
 	return s, s != nil && s.fresh(now, e.th)
 }
+
+// LastService is the service URL server s advertised in its last report ("" when none).
+func (e *Evaluator) LastService(s string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.reports[s].Service
+}

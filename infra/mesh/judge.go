@@ -23,7 +23,10 @@ func (e *Evaluator) judge(t string, now time.Time) Verdict {
 
 	r, fresh := e.freshReport(t, now)
 	if last, ok := e.reports[t]; ok {
-		v.LastReport = last.At
+		v.LastReport, v.Service, v.Metrics = last.At, last.Service, last.Metrics
+		if last.Metrics != nil {
+			v.MetricsAge = now.Sub(last.At).Seconds()
+		}
 	}
 	switch {
 	case !fresh && v.LastReport.IsZero():

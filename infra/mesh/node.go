@@ -8,12 +8,14 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/clock"
 )
 
@@ -43,6 +45,20 @@ type Node struct {
 	Peers    map[string]string // name → host:port of every other server
 	Checker  bool              // this server judges others' blocking (see Report.Checker)
 
+	// Service is this server's real service as its users reach it: the self-report checks it
+	// and the peers probe it. Zero: the self-report checks the mesh listener and peers probe
+	// the mesh's /health.
+	Service Service
+	// CheckCommand, when set, is a local check run through sh -c each round ("is the VPN
+	// service running", e.g. systemctl is-active --quiet openvpn): exit 0 is running.
+	CheckCommand string
+	// Source, when valid, is the local address probes leave from (the server's own address).
+	Source netip.Addr
+	// Alerts, when set, delivers one alert per confirmed verdict transition that needs a person
+	// (see alerting.go); Tracker confirms them (nil: alert.DefaultConfirm rounds).
+	Alerts  *alert.Sender
+	Tracker *alert.Tracker
+
 	ProbeEvery   time.Duration // one round of probes, report and bulletins; default DefaultProbeEvery
 	ProbeTimeout time.Duration // each probe and each bulletin post; default DefaultProbeTimeout
 	Thresholds   Thresholds    // zero: DefaultThresholds
@@ -55,8 +71,9 @@ type Node struct {
 	client    *http.Client
 	reachable atomic.Bool
 
-	mu   sync.Mutex
-	last map[string]State // for logging transitions
+	mu     sync.Mutex
+	last   map[string]State // for logging transitions
+	alerts chan alert.Alert
 }
 
 // Snapshot is a node's view: every verdict and the route over the whole mesh.
@@ -170,6 +187,11 @@ func (n *Node) Open() error {
 	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	n.reachable.Store(true)
 	n.last = map[string]State{}
+	n.alerts = make(chan alert.Alert, 64)
+	if n.Tracker == nil {
+		n.Tracker = &alert.Tracker{}
+	}
+	n.Tracker.Initial = alertOK
 	return nil
 }
 
@@ -183,6 +205,9 @@ func (n *Node) SetReachable(ok bool) { n.reachable.Store(ok) }
 // Snapshot is the node's current view of the mesh.
 func (n *Node) Snapshot() Snapshot {
 	vs := n.eval.Verdicts()
+	for i := range vs {
+		vs[i].MetricsStale = vs[i].Metrics != nil && vs[i].MetricsAge > n.staleMetrics().Seconds()
+	}
 	return Snapshot{Server: n.Name, At: n.Clock.Now().UTC(), Verdicts: vs, Route: Route(n.eval.Servers(), vs)}
 }
 
@@ -199,6 +224,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	rounds, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { n.loop(rounds) })
+	wg.Go(func() { n.deliver(rounds) })
 	var err error
 	select {
 	case <-ctx.Done():
@@ -224,3 +250,7 @@ func (n *Node) loop(ctx context.Context) {
 		}
 	}
 }
+
+// staleMetrics is the age past which a report's metrics get the "stale" badge: two missed
+// rounds, a round being the wait plus its two phases (probes, bulletins) bounded by the timeout.
+func (n *Node) staleMetrics() time.Duration { return 2 * (n.ProbeEvery + 2*n.ProbeTimeout) }

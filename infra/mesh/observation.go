@@ -13,6 +13,11 @@ type Report struct {
 	// Checker marks a server its operator trusts to judge others ("use this server to check
 	// whether other servers are blocked"). The role travels with the report.
 	Checker bool `json:"checker,omitempty"`
+	// Service is the server's service URL as its users reach it (see Service): the other
+	// servers probe it. Empty: they probe the mesh's own /health.
+	Service string `json:"service,omitempty"`
+	// Metrics are the server's basic numbers at the time of the report.
+	Metrics *Metrics `json:"metrics,omitempty"`
 }
 
 // Probe is one attempt of a witness (Prober) to reach a neighbour (Target) the way a client

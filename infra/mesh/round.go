@@ -9,8 +9,12 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // round is one tick of a Node: probe every peer, check itself, record the bulletin, post it to
@@ -22,7 +26,7 @@ func (n *Node) round(ctx context.Context) {
 	for i, peer := range peers {
 		wg.Go(func() {
 			p := Probe{Prober: n.Name, Target: peer, OK: true}
-			if err := n.prober.Probe(ctx, n.Peers[peer]); err != nil {
+			if err := n.probePeer(ctx, peer); err != nil {
 				p.OK, p.Err = false, err.Error()
 			}
 			probes[i] = p
@@ -51,11 +55,46 @@ func (n *Node) round(ctx context.Context) {
 	}
 	wg.Wait()
 	n.logChanges()
+	n.alertChanges()
 }
 
-// selfCheck is the node's report about itself: does its own listener accept a connection.
+// probePeer reaches peer the way a user's app would: its service as its last report
+// advertised it, or, before any report or without a service, the mesh's /health.
+func (n *Node) probePeer(ctx context.Context, peer string) error {
+	if raw := n.eval.LastService(peer); raw != "" {
+		svc, err := ParseService("service of "+peer, raw)
+		if err != nil {
+			return err
+		}
+		_, err = svc.Check(ctx, n.Source, n.ProbeTimeout)
+		return err
+	}
+	return n.prober.Probe(ctx, n.Peers[peer])
+}
+
+// selfCheck is the node's report about itself: is its service reachable and is the check
+// command happy (without a service: does its own listener accept a connection), with its
+// metrics.
 func (n *Node) selfCheck(ctx context.Context) Report {
 	r := Report{Server: n.Name, Healthy: true, Checker: n.Checker}
+	if !n.Service.IsZero() {
+		r.Service = n.Service.URL
+		latency, err := n.Service.Check(ctx, n.Source, n.ProbeTimeout)
+		if err != nil {
+			r.Healthy, r.Detail = false, "own service: "+err.Error()
+		}
+		_, port, _ := net.SplitHostPort(n.Service.Addr())
+		p, _ := strconv.Atoi(port)
+		r.Metrics = collectMetrics(p, latency)
+	}
+	if n.CheckCommand != "" && r.Healthy {
+		if err := runCheck(ctx, n.CheckCommand, n.ProbeTimeout); err != nil {
+			r.Healthy, r.Detail = false, err.Error()
+		}
+	}
+	if !n.Service.IsZero() || !r.Healthy {
+		return r
+	}
 	d := net.Dialer{Timeout: n.ProbeTimeout}
 	conn, err := d.DialContext(ctx, "tcp", n.Addr())
 	if err != nil {
@@ -105,4 +144,15 @@ func (n *Node) logChanges() {
 			n.Logger.Warn("address likely blocked; consider changing its IP", "server", n.Name, "target", v.Server, "checker", v.BlockedBy)
 		}
 	}
+}
+
+// runCheck runs the local check command: exit 0 is running.
+func runCheck(ctx context.Context, command string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("check command %q: %v: %s", command, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

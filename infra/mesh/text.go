@@ -5,13 +5,14 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteText renders a snapshot for people: a short table first (one line per server), the route,
 // then each server's reason.
 func (s Snapshot) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SERVER\tSTATE\tIN ROTATION\tCONDITIONS\tFAILING\n")
+	fmt.Fprintf(tw, "SERVER\tSTATE\tIN ROTATION\tCONDITIONS\tFAILING\tLOAD\tCONNS\tSVC LATENCY\tMETRICS AGE\n")
 	for _, v := range s.Verdicts {
 		name := v.Server
 		if v.Checker {
@@ -21,8 +22,8 @@ func (s Snapshot) WriteText(w io.Writer) error {
 		for _, c := range v.Conditions {
 			conds = append(conds, string(c))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", name, v.State, v.InRotation, orDash(strings.Join(conds, ",")),
-			fmt.Sprintf("%d of %d (quorum %d)", len(v.Failing), len(v.Failing)+len(v.Seeing), v.Quorum))
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", name, v.State, v.InRotation, orDash(strings.Join(conds, ",")),
+			fmt.Sprintf("%d of %d (quorum %d)", len(v.Failing), len(v.Failing)+len(v.Seeing), v.Quorum), metricsText(v))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -61,4 +62,18 @@ func ParsePeers(entries []string) (map[string]string, error) {
 		peers[name] = addr
 	}
 	return peers, nil
+}
+
+// metricsText is a verdict's metrics columns: load, connections, service latency and age, with
+// the "stale" badge when they missed two rounds.
+func metricsText(v Verdict) string {
+	if v.Metrics == nil {
+		return "-\t-\t-\t-"
+	}
+	age := time.Duration(v.MetricsAge * float64(time.Second)).Round(time.Millisecond).String()
+	if v.MetricsStale {
+		age += " [stale]"
+	}
+	return fmt.Sprintf("%.2f\t%d\t%s\t%s", v.Metrics.Load1, v.Metrics.Connections,
+		time.Duration(v.Metrics.ServiceLatency*float64(time.Second)).Round(time.Microsecond), age)
 }

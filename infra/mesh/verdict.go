@@ -76,6 +76,14 @@ type Verdict struct {
 	Marks     []Mark `json:"marks,omitempty"`
 	// LastReport is when its last report (fresh or not) was received; zero when never.
 	LastReport time.Time `json:"last_report,omitzero"`
+	// Service is the server's service URL from its last report.
+	Service string `json:"service,omitempty"`
+	// Metrics are from its last report (fresh or not); MetricsAge is that report's age in
+	// seconds, and MetricsStale the panel's "stale" badge: the report missed two
+	// rounds (set by the Node, which knows the round).
+	Metrics      *Metrics `json:"metrics,omitempty"`
+	MetricsAge   float64  `json:"metrics_age_seconds,omitempty"`
+	MetricsStale bool     `json:"metrics_stale,omitempty"`
 	// Reason says why, naming the witnesses, their streaks and the quorum.
 	Reason string `json:"reason"`
 }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/infra/agent"
+	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/edgepick"
+)
+
+// newAgentCmd runs the agent session (package infra/agent): one long-lived TLS session to the
+// origin through the chosen edge, with the failback watcher beside it.
+func newAgentCmd() *cobra.Command {
+	var (
+		name, serverName, caFile, certFile, keyFile, state string
+		addrs                                              []string
+		every, budget, interval                            time.Duration
+		outbox                                             int
+		insecure                                           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "agent (--name HOST:PORT | --addrs IP:PORT,...) --server-name NAME [--ca FILE] [--cert FILE --key FILE] --state FILE",
+		Short: "Hold a session to the origin through the best edge; fail over, fail back, replay what was not acknowledged",
+		Long: `Choose an edge the way 'zero502 edgepick' does (the state file first, else a full TLS handshake
+to every address of --name's A set), dial the choice first, then the rest of the ranking, or the
+name through the system resolver when there is nothing to choose, and hold one TLS session. Each
+line read from stdin, and a "tick N" every --every, is a message with its own id; it waits in a
+bounded outbox (--outbox) until the server acknowledges it and is replayed after a reconnect.
+
+The failback watcher runs beside the session (a fully jittered --interval, a streak of two, 20 ms
+and 25 %). A switch ends the session cleanly and the next dial goes to the new edge at once; a
+real failure backs off exponentially with full jitter, up to a minute. Logs are JSON on stderr.
+Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
+		Example: `  zero502 agent --name edge.example.com:443 --server-name origin.example.com --ca ca.pem --state /var/lib/agent/edgepick.json
+  zero502 agent --addrs 127.0.0.1:8443,127.0.0.1:8444 --server-name localhost --ca ca.pem --state /tmp/agent.json --every 1s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			p := &edgepick.Picker{StatePath: state, Logger: log}
+			var err error
+			if p.Name, p.Addrs, serverName, err = edgePickTarget(name, addrs, serverName, insecure); err != nil {
+				return exitCode(2, fmt.Errorf("agent: %w", err))
+			}
+			if err := requireFlags(cmd, "state"); err != nil {
+				return err
+			}
+			conf, err := agentTLS(serverName, caFile, certFile, keyFile, insecure)
+			if err != nil {
+				return exitCode(2, fmt.Errorf("agent: %w", err))
+			}
+			switch {
+			case budget <= 0:
+				return exitCode(2, fmt.Errorf("agent: --budget %s: must be more than 0, e.g. 3s", budget))
+			case interval <= 0:
+				return exitCode(2, fmt.Errorf("agent: --interval %s: must be more than 0, e.g. 5m", interval))
+			case every < 0:
+				return exitCode(2, fmt.Errorf("agent: --every %s: must be 0 (no ticks) or more", every))
+			case outbox <= 0:
+				return exitCode(2, fmt.Errorf("agent: --outbox %d: must be 1 or more messages", outbox))
+			}
+			p.Probe = edgepick.TLSProbe(conf, budget)
+			a := &agent.Agent{Picker: p, TLS: conf, Outbox: agent.NewOutbox(outbox),
+				Watcher: edgepick.Watcher{Interval: interval}}
+
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			go agentFeed(ctx, a, cmd.InOrStdin(), every, log)
+			_ = a.Run(ctx)
+			log.Info("agent: stopped", "unacknowledged", a.Pending())
+			return nil
+		},
+	}
+	exitTwoOnBadFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&name, "name", "", "edge name host:port, resolved through the system resolver (its A set is the edge list)")
+	fl.StringSliceVar(&addrs, "addrs", nil, "edge addresses IP:PORT instead of --name: no DNS (labs)")
+	fl.StringVar(&serverName, "server-name", "", "name the origin's certificate is issued for (default: the host of --name)")
+	fl.StringVar(&caFile, "ca", "", "PEM file of the CA that issued the origin's certificate (default: the system roots)")
+	fl.StringVar(&certFile, "cert", "", "PEM client certificate, when the origin asks for one (with --key)")
+	fl.StringVar(&keyFile, "key", "", "PEM key of --cert")
+	fl.StringVar(&state, "state", "", "edge choice state file, kept across restarts (required)")
+	fl.DurationVar(&every, "every", 0, "send a \"tick N\" message this often (0: only stdin lines)")
+	fl.DurationVar(&budget, "budget", edgepick.DefaultBudget, "per-edge probe budget: TCP connect plus full TLS handshake")
+	fl.DurationVar(&interval, "interval", edgepick.DefaultInterval, "failback rounds: each wait is drawn from [0, interval] (full jitter)")
+	fl.IntVar(&outbox, "outbox", agent.DefaultOutbox, "messages waiting for an acknowledgement, at most")
+	fl.BoolVar(&insecure, "insecure-skip-verify", false, "do not verify the origin's certificate (labs only)")
+	return cmd
+}
+
+// agentTLS is the agent's TLS configuration from the flags.
+func agentTLS(serverName, caFile, certFile, keyFile string, insecure bool) (*tls.Config, error) {
+	conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca %s: %w", caFile, err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca %s: holds no PEM certificate; give the CA that issued the origin's certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("--cert %q and --key %q: give both or neither", certFile, keyFile)
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cert %s --key %s: %w", certFile, keyFile, err)
+		}
+		conf.Certificates = []tls.Certificate{pair}
+	}
+	return conf, nil
+}
+
+// agentFeed turns stdin lines and ticks into messages.
+func agentFeed(ctx context.Context, a *agent.Agent, in interface{ Read([]byte) (int, error) }, every time.Duration, log *slog.Logger) {
+	send := func(body string) {
+		if id, err := a.Send(body); err != nil {
+			log.Warn("agent: message dropped", "body", body, "err", err)
+		} else {
+			log.Debug("agent: message queued", "id", id)
+		}
+	}
+	go func() {
+		sc := bufio.NewScanner(in)
+		for sc.Scan() && ctx.Err() == nil {
+			send(sc.Text())
+		}
+	}()
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			send(fmt.Sprintf("tick %d", n))
+		}
+	}
+}
+
+// newAgentServerCmd runs the echo/ack server agents hold their sessions to.
+func newAgentServerCmd() *cobra.Command {
+	var (
+		listen, certFile, keyFile, clientCA string
+		trusted                             []string
+		dedup                               int
+	)
+	cmd := &cobra.Command{
+		Use:   "agent-server --listen ADDR --cert FILE --key FILE [--client-ca FILE] [--trusted CIDR]...",
+		Short: "Serve agent sessions: acknowledge every message, apply each id once, count the duplicates",
+		Long: `The origin end of 'zero502 agent': accept TLS on --listen (directly, or from edges: a PROXY
+header from --trusted edges is read and logged, as 'zero502 edge origin' does), apply every
+message whose id is new to the dedup store (a log line) and acknowledge every message, saying
+whether it was a duplicate: a replay after a reconnect is harmless. One log line per session with
+the agent's claimed and measured address and its counts; the totals on exit.
+Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
+		Example: `  zero502 agent-server --listen 127.0.0.1:9443 --cert origin.pem --key origin-key.pem
+  zero502 agent-server --listen :9443 --cert origin.pem --key origin-key.pem --client-ca agents-ca.pem --trusted 10.0.0.0/8`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "listen", "cert", "key"); err != nil {
+				return err
+			}
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return exitCode(2, fmt.Errorf("agent-server: --cert %s --key %s: %w", certFile, keyFile, err))
+			}
+			conf := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+			if clientCA != "" {
+				pem, err := os.ReadFile(clientCA)
+				if err != nil {
+					return exitCode(2, fmt.Errorf("agent-server: --client-ca %s: %w", clientCA, err))
+				}
+				conf.ClientCAs = x509.NewCertPool()
+				if !conf.ClientCAs.AppendCertsFromPEM(pem) {
+					return exitCode(2, fmt.Errorf("agent-server: --client-ca %s: holds no PEM certificate", clientCA))
+				}
+				conf.ClientAuth = tls.RequireAndVerifyClientCert
+			}
+			tr, err := edge.ParseTrusted(trusted)
+			if err != nil {
+				return exitCode(2, fmt.Errorf("agent-server: %w", err))
+			}
+			if dedup <= 0 {
+				return exitCode(2, fmt.Errorf("agent-server: --dedup %d: must be 1 or more ids (more than any agent's --outbox)", dedup))
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return exitCode(1, fmt.Errorf("agent-server: listen on --listen %s: %w", listen, err))
+			}
+			s := &agent.Server{Listener: ln, TLS: conf, Dedup: agent.NewDedupStore(dedup), Logger: log, Trusted: tr,
+				Apply: func(f agent.Frame) { log.Info("agent-server: applied", "id", f.ID, "body", f.Body) }}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			log.Info("agent-server: serving", "listen", ln.Addr().String())
+			err = s.Serve(ctx)
+			c := s.Counts()
+			log.Info("agent-server: stopped", "sessions", c.Sessions, "applied", c.Applied, "duplicates", c.Duplicates)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	exitTwoOnBadFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "", "address agents (through the edges) connect to, e.g. :9443 (required)")
+	fl.StringVar(&certFile, "cert", "", "PEM certificate of the origin (required)")
+	fl.StringVar(&keyFile, "key", "", "PEM key of --cert (required)")
+	fl.StringVar(&clientCA, "client-ca", "", "PEM CA that agents' client certificates must chain to (default: no client certificate)")
+	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs); default any peer")
+	fl.IntVar(&dedup, "dedup", agent.DefaultDedup, "message ids remembered for deduplication")
+	return cmd
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestAgentCommandsRefuseBadFlagsNamingFlagValueAndRule(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no edge", []string{"agent", "--state", "s.json"}, []string{"--name", "--addrs"}},
+		{"no state", []string{"agent", "--addrs", "127.0.0.1:1", "--insecure-skip-verify"}, []string{"--state", "required"}},
+		{"cert without key", []string{"agent", "--addrs", "127.0.0.1:1", "--insecure-skip-verify", "--state", "s", "--cert", "c.pem"}, []string{"--cert", "--key", "both or neither"}},
+		{"ca missing", []string{"agent", "--addrs", "127.0.0.1:1", "--server-name", "o", "--state", "s", "--ca", "/nonexistent.pem"}, []string{"--ca", "/nonexistent.pem"}},
+		{"zero outbox", []string{"agent", "--addrs", "127.0.0.1:1", "--insecure-skip-verify", "--state", "s", "--outbox", "0"}, []string{"--outbox", "0", "1 or more"}},
+		{"server without cert", []string{"agent-server", "--listen", "127.0.0.1:0"}, []string{"--cert", "required"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			root := newRootCmd()
+			root.SetOut(&out)
+			root.SetErr(&errOut)
+			root.SetArgs(tc.args)
+			err := root.Execute()
+			var ex *exitError
+			if !errors.As(err, &ex) || ex.code != 2 {
+				t.Fatalf("err %v, want exit 2\n%s", err, errOut.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the message does not say %q: %v", w, err)
+				}
+			}
+		})
+	}
+}

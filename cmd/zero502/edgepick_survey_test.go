@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/alert"
+	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/edgepick"
+)
+
+func TestEdgePickSurveyReportsAForwarderWithADeadBackendAndAlertsOnce(t *testing.T) {
+	// A real forwarder whose origin nobody listens on: TCP to it succeeds, the handshake fails.
+	f := &edge.Forwarder{Listen: "127.0.0.1:0", Origin: freeAddr(t), ConnectTimeout: time.Second}
+	if err := f.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = f.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	edgeAddr := f.Addr().String()
+	var mu sync.Mutex
+	var alerts []alert.Alert
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a alert.Alert
+		_ = json.NewDecoder(r.Body).Decode(&a)
+		mu.Lock()
+		alerts = append(alerts, a)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+
+	out, errOut, code := runEdgePick(t, "survey", "--name", edgeAddr, "--insecure-skip-verify", "--interval", "50ms",
+		"--budget", "40ms", "--rounds", "3", "--json", "--alert-webhook", hook.URL)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want one JSON line per round:\n%s", len(lines), out)
+	}
+	var r edgepick.SurveyRound
+	if err := json.Unmarshal([]byte(lines[2]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Edges) != 1 || r.Edges[0].State != edgepick.EdgeBackendDead || r.Edges[0].Connect <= 0 {
+		t.Errorf("round %+v; want the edge backend-dead with a connect time", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(alerts) != 1 || alerts[0].Kind != edgepick.EdgeBackendDead || alerts[0].Subject != edgeAddr {
+		t.Errorf("alerts %+v; want exactly one backend-dead alert for %s over three rounds", alerts, edgeAddr)
+	}
+}
+
+func TestEdgePickSurveyRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"survey"}, "--name"},
+		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--interval", "0s"}, "--interval"},
+		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-webhook", "hooks.example.com"}, "http:// or https://"},
+		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-confirm", "0"}, "--alert-confirm 0"},
+	} {
+		_, errOut, code := runEdgePick(t, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %s; want 2 naming %s", tc.args, code, errOut, tc.want)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/infra/mesh"
+)
+
+// newMeshLBSyncCmd makes `zero502 lb` take its backends from a mesh route, through the
+// balancer's admin API.
+func newMeshLBSyncCmd() *cobra.Command {
+	var (
+		s         mesh.LBSync
+		tokenFile string
+		once      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "lb-sync --from URL --admin URL [--admin-token-file FILE] [--every D]",
+		Short: "Make the in-house balancer take its backends from a mesh route (admin API only)",
+		Long: `Every --every, read the mesh's GET /route from --from and bring 'zero502 lb' (its admin API at
+--admin) in line: every address in rotation is added or undrained (PUT /admin/backends/ADDR), then
+every server the mesh ruled out is drained (POST /admin/backends/ADDR/drain). A server the mesh
+rules out leaves the balancer's rotation without a restart and comes back when it heals.
+Backends the mesh does not know are never touched; a route is never empty and additions go
+before drains, so the balancer never has an empty pool because of the mesh.
+Exit status: 0 after SIGTERM or Ctrl-C (or after one round with --once), 1 a --once round
+failed, 2 bad flags.`,
+		Example: `  zero502 mesh lb-sync --from http://127.0.0.1:7001 --admin http://127.0.0.1:18081
+  zero502 mesh lb-sync --from http://10.0.0.5:7946 --admin http://10.0.0.9:18081 --admin-token-file /etc/zero502/admin-token --every 2s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "from", "admin"); err != nil {
+				return err
+			}
+			for flag, v := range map[string]*string{"from": &s.Mesh, "admin": &s.Admin} {
+				u, err := parseHTTPURL(*v)
+				if err != nil {
+					return exitCode(2, fmt.Errorf("mesh lb-sync: --%s %q: %w", flag, *v, err))
+				}
+				*v = u
+			}
+			if s.Every <= 0 {
+				return exitCode(2, fmt.Errorf("mesh lb-sync: --every %s: must be more than 0, e.g. 2s", s.Every))
+			}
+			if tokenFile != "" {
+				data, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return exitCode(2, fmt.Errorf("mesh lb-sync: --admin-token-file %s: %w", tokenFile, err))
+				}
+				s.Token = strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
+			}
+			s.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if once {
+				changes, err := s.Once(ctx)
+				for _, c := range changes {
+					fmt.Fprintln(cmd.OutOrStdout(), c)
+				}
+				if err != nil {
+					return exitCode(1, fmt.Errorf("mesh lb-sync: %w", err))
+				}
+				return nil
+			}
+			s.Run(ctx)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&s.Mesh, "from", "", "a mesh server's base URL, e.g. http://127.0.0.1:7001 (required)")
+	fl.StringVar(&s.Admin, "admin", "", "the balancer's admin base URL, e.g. http://127.0.0.1:18081 (required)")
+	fl.StringVar(&tokenFile, "admin-token-file", "", "file whose first line is the admin API's bearer token (needed off loopback)")
+	fl.DurationVar(&s.Every, "every", 2*time.Second, "time between two syncs")
+	fl.BoolVar(&once, "once", false, "sync once, print the changes and exit")
+	return cmd
+}

@@ -1,0 +1,227 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/backoff"
+	"github.com/zero502/zero502/infra/edgepick"
+)
+
+// newAgent is an agent over edges with a real TLS probe, fast backoff and a fast watcher.
+func newAgent(t *testing.T, client *tls.Config, edges []netip.AddrPort, state string, ev *events) *Agent {
+	t.Helper()
+	return &Agent{
+		Picker: &edgepick.Picker{Addrs: edges, Probe: edgepick.TLSProbe(client, 2*time.Second), StatePath: state,
+			Logger: testLogger(t)},
+		Watcher: edgepick.Watcher{Interval: time.Hour},
+		TLS:     client,
+		Backoff: backoff.Backoff{Base: 20 * time.Millisecond, Cap: 200 * time.Millisecond},
+		Outbox:  NewOutbox(0),
+		Events:  ev.add,
+	}
+}
+
+// sendAll sends n messages and returns their ids.
+func sendAll(t *testing.T, a *Agent, n int, tag string) []string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		id, err := a.Send(fmt.Sprintf("%s %d", tag, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// assertExactlyOnce checks every id was applied exactly once and nothing else was.
+func assertExactlyOnce(t *testing.T, applied map[string]int, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if applied[id] != 1 {
+			t.Errorf("message %s applied %d times, want exactly once", id, applied[id])
+		}
+	}
+	if len(applied) != len(ids) {
+		t.Errorf("server applied %d distinct messages, agent sent %d", len(applied), len(ids))
+	}
+}
+
+func TestKillingTheChosenEdgeMidSessionFailsOverWithoutLosingOrRepeatingAMessage(t *testing.T) {
+	serverConf, client := newPKI(t)
+	srv, origin, applied := startServer(t, serverConf)
+	a, b := startEdge(t, freeAddr(t), origin), startEdge(t, freeAddr(t), origin)
+	edges := map[netip.AddrPort]*edgeProc{a.addr: a, b.addr: b}
+
+	ev := &events{}
+	ag := newAgent(t, client, []netip.AddrPort{a.addr, b.addr}, filepath.Join(t.TempDir(), "state.json"), ev)
+	runAgent(t, ag)
+	waitFor(t, "the first session", func() bool { _, ok := ev.last(Connected); return ok })
+	first, _ := ev.last(Connected)
+
+	ids := sendAll(t, ag, 50, "before")
+	waitFor(t, "the first 50 acknowledged", func() bool { return ag.Pending() == 0 })
+
+	// Kill the chosen edge while messages are still flowing: some are in flight through it.
+	inflight := make(chan []string)
+	go func() { inflight <- sendAll(t, ag, 100, "during") }()
+	edges[first.Edge].kill()
+	ids = append(ids, <-inflight...)
+	ids = append(ids, sendAll(t, ag, 50, "after")...)
+
+	waitFor(t, "every message acknowledged", func() bool { return ag.Pending() == 0 })
+	assertExactlyOnce(t, applied(), ids)
+
+	if _, ok := ev.last(Failed); !ok {
+		t.Errorf("no failure recorded after the edge was killed: %+v", ev.list())
+	}
+	now, _ := ev.last(Connected)
+	if now.Edge == first.Edge || !now.Edge.IsValid() {
+		t.Errorf("the session is on %s after killing %s; want the other edge", now.Edge, first.Edge)
+	}
+	t.Logf("server counts %+v (duplicates are replays the dedup store refused)", srv.Counts())
+	if st, err := edgepick.LoadState(ag.Picker.StatePath); err != nil || st.Chosen != now.Edge {
+		t.Errorf("state file records %s (%v); want the failover to %s", st.Chosen, err, now.Edge)
+	}
+}
+
+func TestABetterEdgeAppearingIsTakenAfterTheStreakAndBothThresholds(t *testing.T) {
+	serverConf, client := newPKI(t)
+	_, origin, applied := startServer(t, serverConf)
+	// Two far edges, within a millisecond of each other: neither may ever replace the other.
+	slow := startSlowPath(t, origin, 60*time.Millisecond)
+	far1, far2 := startEdge(t, freeAddr(t), slow), startEdge(t, freeAddr(t), slow)
+	near := freeAddr(t) // not up yet: it fails the first measurement
+
+	ev := &events{}
+	ag := newAgent(t, client, []netip.AddrPort{far1.addr, far2.addr, near}, "", ev)
+	ag.Picker.MaxAge = 150 * time.Millisecond // re-measure often: that is how a new edge is found
+	ag.Watcher.Interval = 100 * time.Millisecond
+	runAgent(t, ag)
+	waitFor(t, "the first session", func() bool { _, ok := ev.last(Connected); return ok })
+	first, _ := ev.last(Connected)
+	if first.Edge == near {
+		t.Fatalf("connected to %s, which is not up", near)
+	}
+	ids := sendAll(t, ag, 20, "far")
+	waitFor(t, "acknowledged on the far edge", func() bool { return ag.Pending() == 0 })
+
+	startEdge(t, near, origin)
+	waitFor(t, "a planned switch", func() bool { _, ok := ev.last(Switched); return ok })
+	sw, _ := ev.last(Switched)
+	r := sw.Switch
+	if r.To != near || r.From != first.Edge {
+		t.Errorf("switch %s; want %s → %s", r, first.Edge, near)
+	}
+	if r.Streak < edgepick.DefaultStreak {
+		t.Errorf("switched after %d successful probes; the streak is %d", r.Streak, edgepick.DefaultStreak)
+	}
+	if gain := r.FromHandshake - r.ToHandshake; gain < edgepick.DefaultMinGain || float64(gain) < edgepick.DefaultMinGainRatio*float64(r.FromHandshake) {
+		t.Errorf("switched for a gain of %s from %s: below 20 ms or 25 %%", gain, r.FromHandshake)
+	}
+	waitFor(t, "the session on the near edge", func() bool { c, _ := ev.last(Connected); return c.Edge == near })
+	ids = append(ids, sendAll(t, ag, 20, "near")...)
+	waitFor(t, "acknowledged on the near edge", func() bool { return ag.Pending() == 0 })
+	assertExactlyOnce(t, applied(), ids)
+
+	// A planned end is not a failure: nothing was backed off, and the far edges never swapped.
+	for _, e := range ev.list() {
+		switch {
+		case e.Kind == Failed:
+			t.Errorf("a failure was recorded (%v, backoff %s); a switch must not feed the backoff", e.Err, e.Backoff)
+		case e.Kind == Switched && e.Switch.To != near:
+			t.Errorf("switched between the far edges: %s", e.Switch)
+		}
+	}
+}
+
+func TestARestartedAgentReusesItsStateFile(t *testing.T) {
+	serverConf, client := newPKI(t)
+	_, origin, applied := startServer(t, serverConf)
+	a, b := startEdge(t, freeAddr(t), origin), startEdge(t, freeAddr(t), origin)
+	state := filepath.Join(t.TempDir(), "state.json")
+
+	var probes atomic.Int64
+	run := func(tag string) (Event, []string) {
+		ev := &events{}
+		ag := newAgent(t, client, []netip.AddrPort{a.addr, b.addr}, state, ev)
+		probe := ag.Picker.Probe
+		ag.Picker.Probe = func(ctx context.Context, ap netip.AddrPort) edgepick.Measurement {
+			probes.Add(1)
+			return probe(ctx, ap)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = ag.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		waitFor(t, tag+": a session", func() bool { _, ok := ev.last(Connected); return ok })
+		ids := sendAll(t, ag, 10, tag)
+		waitFor(t, tag+": acknowledged", func() bool { return ag.Pending() == 0 })
+		c, _ := ev.last(Connected)
+		return c, ids
+	}
+
+	c1, ids1 := run("first run")
+	if c1.FromState || probes.Load() != 2 {
+		t.Fatalf("first run: from state %v after %d probes; want a measurement of both edges", c1.FromState, probes.Load())
+	}
+	probes.Store(0)
+	c2, ids2 := run("restart")
+	if !c2.FromState || probes.Load() != 0 || c2.Edge != c1.Edge {
+		t.Errorf("restart: on %s, from state %v, %d probes; want %s read from the state file with no probe",
+			c2.Edge, c2.FromState, probes.Load(), c1.Edge)
+	}
+	assertExactlyOnce(t, applied(), append(ids1, ids2...))
+}
+
+func TestAReplayedMessageIsAcknowledgedButAppliedOnce(t *testing.T) {
+	serverConf, client := newPKI(t)
+	srv, origin, applied := startServer(t, serverConf)
+	msg := Frame{Kind: KindMsg, ID: "m-1", Body: "hello"}
+	for i, wantDup := range []bool{false, true} { // the second session replays the message
+		c, err := tls.Dial("tcp", origin, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFrame(c, msg); err != nil {
+			t.Fatal(err)
+		}
+		ack, err := readFrame(c)
+		c.Close()
+		if err != nil || ack.Kind != KindAck || ack.ID != msg.ID || ack.Dup != wantDup {
+			t.Fatalf("session %d: ack %+v (%v); want an ack of %s with dup=%v", i+1, ack, err, msg.ID, wantDup)
+		}
+	}
+	if got := applied()[msg.ID]; got != 1 {
+		t.Errorf("applied %d times, want once", got)
+	}
+	if c := srv.Counts(); c.Applied != 1 || c.Duplicates != 1 {
+		t.Errorf("counts %+v; want 1 applied and 1 duplicate", c)
+	}
+}
+
+func TestTheOutboxIsBounded(t *testing.T) {
+	o := NewOutbox(2)
+	a, _ := o.Send("a")
+	if _, err := o.Send("b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Send("c"); !errors.Is(err, ErrOutboxFull) {
+		t.Fatalf("third message into an outbox of 2: %v, want ErrOutboxFull", err)
+	}
+	if !o.Ack(a) || o.Ack(a) {
+		t.Fatal("the first ack removes a message, the second finds nothing")
+	}
+	if _, err := o.Send("c"); err != nil {
+		t.Fatalf("after an ack there is room: %v", err)
+	}
+}

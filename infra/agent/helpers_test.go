@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// zero502 is the command built once for the package's tests: the edges are real
+// `zero502 edge forward` processes.
+var zero502 string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agent-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	zero502 = filepath.Join(dir, "zero502")
+	if out, err := exec.Command("go", "build", "-o", zero502, "../../cmd/zero502").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build zero502: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const originName = "origin.example.test"
+
+// newPKI is a self-signed certificate for originName and the client config that trusts it.
+func newPKI(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: originName}, DNSNames: []string{originName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}},
+		&tls.Config{RootCAs: pool, ServerName: originName, MinVersion: tls.VersionTLS12}
+}
+
+// startServer runs an echo/ack Server on loopback and records what it applied.
+func startServer(t *testing.T, conf *tls.Config) (*Server, string, func() map[string]int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	applied := map[string]int{}
+	s := &Server{Listener: ln, TLS: conf, Dedup: NewDedupStore(0), Logger: testLogger(t),
+		Apply: func(f Frame) { mu.Lock(); applied[f.ID]++; mu.Unlock() }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	return s, ln.Addr().String(), func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]int, len(applied))
+		for k, v := range applied {
+			out[k] = v
+		}
+		return out
+	}
+}
+
+// edgeProc is a real `zero502 edge forward` process.
+type edgeProc struct {
+	addr netip.AddrPort
+	cmd  *exec.Cmd
+}
+
+// startEdge runs `zero502 edge forward --listen addr --origin origin` and waits until it accepts.
+func startEdge(t *testing.T, addr netip.AddrPort, origin string) *edgeProc {
+	t.Helper()
+	cmd := exec.Command(zero502, "edge", "forward", "--listen", addr.String(), "--origin", origin,
+		"--drain", "0s", "--shutdown", "1s")
+	cmd.Stderr = io.Discard
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e := &edgeProc{addr: addr, cmd: cmd}
+	t.Cleanup(func() { e.kill() })
+	waitFor(t, "edge "+addr.String()+" accepting", func() bool {
+		c, err := net.Dial("tcp", addr.String())
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return e
+}
+
+// kill ends the edge abruptly (SIGKILL): its sessions break mid-stream.
+func (e *edgeProc) kill() {
+	if e.cmd.ProcessState == nil {
+		_ = e.cmd.Process.Signal(syscall.SIGKILL)
+		_ = e.cmd.Wait()
+	}
+}
+
+// freeAddr is a loopback address nobody listens on (yet).
+func freeAddr(t *testing.T) netip.AddrPort {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return netip.MustParseAddrPort(l.Addr().String())
+}
+
+// startSlowPath is a TCP proxy to origin that holds the first bytes coming back from the origin
+// for delay: an edge in front of it is a far edge (its TLS handshake takes delay longer).
+func startSlowPath(t *testing.T, origin string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", origin)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); up.Close() }()
+				buf := make([]byte, 32<<10)
+				for first := true; ; first = false {
+					n, err := up.Read(buf)
+					if n > 0 {
+						if first {
+							time.Sleep(delay) // the far path's latency, not an assertion
+						}
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// waitFor polls ok until it holds, failing the test after 20 s.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// events records an agent's events.
+type events struct {
+	mu  sync.Mutex
+	all []Event
+}
+
+func (e *events) add(ev Event) { e.mu.Lock(); e.all = append(e.all, ev); e.mu.Unlock() }
+
+func (e *events) list() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.all...)
+}
+
+func (e *events) last(kind EventKind) (Event, bool) {
+	l := e.list()
+	for i := len(l) - 1; i >= 0; i-- {
+		if l[i].Kind == kind {
+			return l[i], true
+		}
+	}
+	return Event{}, false
+}
+
+// runAgent runs a until the test ends.
+func runAgent(t *testing.T, a *Agent) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}

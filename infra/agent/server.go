@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/zero502/zero502/infra/edge"
+)
+
+// Server is the origin end of agent sessions: an echo/ack server. For every message it applies
+// it once (Apply, when its id is new to the DedupStore) and acknowledges it either way, saying
+// whether it was a duplicate. It accepts connections from edges (their PROXY headers are read
+// and logged by an edge.OriginListener) or directly.
+type Server struct {
+	// Listener is where agents (through the edges) connect; it is wrapped in an
+	// edge.OriginListener and TLS, and closed when Serve returns.
+	Listener net.Listener
+	// TLS is the server's TLS configuration (its certificate; ClientCAs and ClientAuth to ask
+	// agents for certificates).
+	TLS *tls.Config
+	// Dedup is the store of applied ids (required: NewDedupStore).
+	Dedup *DedupStore
+	// Apply, when set, is called once per new message, in arrival order per session.
+	Apply func(Frame)
+	// Trusted are the edges allowed to send a PROXY header (edge.OriginListener.Trusted); empty:
+	// any peer.
+	Trusted []netip.Prefix
+	// Logger gets a line per session (with the edge's claimed and measured peer); nil is
+	// slog.Default().
+	Logger *slog.Logger
+
+	mu     sync.Mutex
+	counts Counts
+}
+
+// Counts are what a Server saw.
+type Counts struct {
+	// Sessions are connections that sent at least one frame (an edge probe only handshakes).
+	Sessions   int `json:"sessions"`
+	Applied    int `json:"applied"`
+	Duplicates int `json:"duplicates"`
+}
+
+// Counts is a snapshot of the server's counts.
+func (s *Server) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
+}
+
+// Serve accepts sessions until ctx ends, then closes the listener and every open session.
+func (s *Server) Serve(ctx context.Context) error {
+	if s.Listener == nil || s.TLS == nil || s.Dedup == nil {
+		return errors.New("agent server: Listener, TLS and Dedup are required")
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ln := tls.NewListener(&edge.OriginListener{Listener: s.Listener, Logger: log, Trusted: s.Trusted}, s.TLS)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { <-ctx.Done(); ln.Close() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("agent server: accept on %s: %w", s.Listener.Addr(), err)
+		}
+		wg.Go(func() {
+			stop := context.AfterFunc(ctx, func() { c.Close() })
+			defer stop()
+			s.session(c.(*tls.Conn), log)
+		})
+	}
+}
+
+// session serves one connection until it breaks.
+func (s *Server) session(c *tls.Conn, log *slog.Logger) {
+	defer c.Close()
+	var peer edge.Peer
+	if err := c.Handshake(); err != nil {
+		log.Warn("agent server: TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+		return
+	}
+	if oc, ok := c.NetConn().(*edge.OriginConn); ok {
+		peer = oc.Peer()
+	}
+	var applied, dups int
+	for frames := 0; ; frames++ {
+		f, err := readFrame(c)
+		if err != nil && frames == 0 {
+			return // a probe: a full handshake and nothing else (edgepick measures this way)
+		}
+		if frames == 0 {
+			s.mu.Lock()
+			s.counts.Sessions++
+			s.mu.Unlock()
+		}
+		if err != nil {
+			log.Info("agent server: session ended", "claimed", peer.Claimed.String(), "measured", peer.Measured.String(),
+				"applied", applied, "duplicates", dups, "why", err.Error())
+			return
+		}
+		if f.Kind != KindMsg {
+			continue
+		}
+		first := s.Dedup.First(f.ID)
+		s.mu.Lock()
+		if first {
+			s.counts.Applied++
+			applied++
+		} else {
+			s.counts.Duplicates++
+			dups++
+		}
+		s.mu.Unlock()
+		if first && s.Apply != nil {
+			s.Apply(f)
+		}
+		if err := writeFrame(c, Frame{Kind: KindAck, ID: f.ID, Dup: !first}); err != nil {
+			log.Info("agent server: ack not written; the agent replays it", "id", f.ID, "err", err.Error())
+			return
+		}
+	}
+}

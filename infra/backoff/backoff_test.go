@@ -1,0 +1,30 @@
+package backoff
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBackoffIsExponentialWithFullJitterAndACap(t *testing.T) {
+	b := Backoff{Base: 100 * time.Millisecond, Cap: time.Second, Rand: maxRand{}}
+	for failure, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		if got := b.Delay(failure); got != want*time.Millisecond {
+			t.Errorf("failure %d: the longest wait is %s, want %s", failure, got, want*time.Millisecond)
+		}
+	}
+	if got := b.Delay(1000); got != time.Second {
+		t.Errorf("failure 1000: %s, want the cap", got)
+	}
+	if got := (Backoff{Base: 100 * time.Millisecond, Cap: time.Second, Rand: zeroRand{}}).Delay(3); got != 0 {
+		t.Errorf("full jitter starts at 0, got %s", got)
+	}
+}
+
+// maxRand draws the top of every range, zeroRand the bottom.
+type maxRand struct{}
+
+func (maxRand) Int64N(n int64) int64 { return n - 1 }
+
+type zeroRand struct{}
+
+func (zeroRand) Int64N(int64) int64 { return 0 }

@@ -1,0 +1,225 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The firewall helper process: the test binary run inside a network namespace, serving or
+// dialling, selected by ZERO502_FW_HELPER ("serve ADDR" or "dial SRC DST").
+func TestFirewallHelperProcess(t *testing.T) {
+	mode := os.Getenv("ZERO502_FW_HELPER")
+	if mode == "" {
+		t.Skip("a helper process for TestFirewall..., run by it inside a network namespace")
+	}
+	f := strings.Fields(mode)
+	switch f[0] {
+	case "serve":
+		ln, err := net.Listen("tcp", f[1])
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				os.Exit(1)
+			}
+			_, _ = io.WriteString(c, "ok\n")
+			c.Close()
+		}
+	case "dial":
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(f[1])}}
+		c, err := d.Dial("tcp", f[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if line != "ok\n" {
+			fmt.Println("no answer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(2)
+}
+
+// netLab is three network namespaces made by the test, so no rule touches the machine's own
+// chains: "host" (Docker's chain layout, a port published by DNAT), "ctr" (a container behind
+// it) and "out" (the internet, with an allowed and a denied address).
+type netLab struct {
+	t              *testing.T
+	host, ctr, out string
+}
+
+func (l *netLab) sh(ns string, args ...string) {
+	l.t.Helper()
+	argv := append([]string{"netns", "exec", ns}, args...)
+	if out, err := exec.Command("ip", argv...).CombinedOutput(); err != nil {
+		l.t.Fatalf("ip %s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+}
+
+func (l *netLab) ip(args ...string) {
+	l.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		l.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newNetLab(t *testing.T) *netLab {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	for _, tool := range []string{"ip", "iptables"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (apt-get install iproute2 iptables)", tool)
+		}
+	}
+	id := os.Getpid() % 100000
+	l := &netLab{t: t, host: fmt.Sprintf("z5fw-h%d", id), ctr: fmt.Sprintf("z5fw-c%d", id), out: fmt.Sprintf("z5fw-o%d", id)}
+	for _, ns := range []string{l.host, l.ctr, l.out} {
+		l.ip("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		l.sh(ns, "ip", "link", "set", "lo", "up")
+	}
+	hx, ox, hc, cc := fmt.Sprintf("z5hx%d", id), fmt.Sprintf("z5ox%d", id), fmt.Sprintf("z5hc%d", id), fmt.Sprintf("z5cc%d", id)
+	l.ip("link", "add", hx, "netns", l.host, "type", "veth", "peer", "name", ox, "netns", l.out)
+	l.ip("link", "add", hc, "netns", l.host, "type", "veth", "peer", "name", cc, "netns", l.ctr)
+	l.sh(l.host, "ip", "link", "set", hx, "name", "ext0")
+	l.sh(l.host, "ip", "link", "set", hc, "name", "docker0")
+	l.sh(l.host, "ip", "addr", "add", "10.100.0.1/24", "dev", "ext0")
+	l.sh(l.host, "ip", "addr", "add", "10.200.0.1/24", "dev", "docker0")
+	l.sh(l.host, "ip", "link", "set", "ext0", "up")
+	l.sh(l.host, "ip", "link", "set", "docker0", "up")
+	l.sh(l.host, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	l.sh(l.out, "ip", "addr", "add", "10.100.0.2/24", "dev", ox)
+	l.sh(l.out, "ip", "addr", "add", "10.100.0.3/24", "dev", ox)
+	l.sh(l.out, "ip", "link", "set", ox, "up")
+	l.sh(l.ctr, "ip", "addr", "add", "10.200.0.2/24", "dev", cc)
+	l.sh(l.ctr, "ip", "link", "set", cc, "up")
+	l.sh(l.ctr, "ip", "route", "add", "default", "via", "10.200.0.1")
+
+	// Docker's layout: FORWARD jumps to DOCKER-USER first; the published port 443 is DNATed
+	// to the container's 8443; the container's outbound traffic is masqueraded.
+	for _, rule := range [][]string{
+		{"-N", "DOCKER-USER"}, {"-N", "DOCKER"}, {"-P", "FORWARD", "DROP"},
+		{"-A", "FORWARD", "-j", "DOCKER-USER"},
+		{"-A", "FORWARD", "-o", "docker0", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"},
+		{"-A", "FORWARD", "-o", "docker0", "-j", "DOCKER"},
+		{"-A", "FORWARD", "-i", "docker0", "-j", "ACCEPT"},
+		{"-A", "DOCKER", "-d", "10.200.0.2/32", "-i", "ext0", "-o", "docker0", "-p", "tcp", "--dport", "8443", "-j", "ACCEPT"},
+		{"-A", "DOCKER-USER", "-j", "RETURN"},
+		{"-t", "nat", "-A", "PREROUTING", "-i", "ext0", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", "10.200.0.2:8443"},
+		{"-t", "nat", "-A", "POSTROUTING", "-s", "10.200.0.0/24", "-o", "ext0", "-j", "MASQUERADE"},
+	} {
+		l.sh(l.host, append([]string{"iptables"}, rule...)...)
+	}
+	l.serve(l.ctr, "10.200.0.2:8443") // the edge's forwarder, in its container
+	l.serve(l.out, "10.100.0.3:443")  // another edge, which the host's monitor probes
+	return l
+}
+
+// serve runs a helper that answers "ok" on addr inside ns.
+func (l *netLab) serve(ns, addr string) {
+	l.t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestFirewallHelperProcess$")
+	cmd.Env = append(os.Environ(), "ZERO502_FW_HELPER=serve "+addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "ready\n" {
+		l.t.Fatalf("helper serving %s in %s: %q", addr, ns, line)
+	}
+}
+
+// reaches reports whether a connection from src (inside ns) to dst gets its answer.
+func (l *netLab) reaches(ns, src, dst string) bool {
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestFirewallHelperProcess$")
+	cmd.Env = append(os.Environ(), "ZERO502_FW_HELPER=dial "+src+" "+dst)
+	return cmd.Run() == nil
+}
+
+func TestFirewallInDockerUserLetsTheAllowedInDropsTheRestAndKeepsOutboundProbesAnswered(t *testing.T) {
+	l := newNetLab(t)
+	const allowed, denied, published = "10.100.0.2", "10.100.0.3", "10.100.0.1:443"
+	if !l.reaches(l.out, allowed, published) || !l.reaches(l.out, denied, published) {
+		t.Fatal("the lab is broken: without rules both sources must reach the published port")
+	}
+
+	// The first half of the lesson: a rule in INPUT is decorative for a published port.
+	l.sh(l.host, "iptables", "-A", "INPUT", "-p", "tcp", "--dport", "443", "-j", "DROP")
+	if !l.reaches(l.out, denied, published) {
+		t.Error("an INPUT drop stopped a published port; the lesson says it never sees it")
+	}
+
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix(allowed + "/32")}, Port: 443, InInterface: "ext0"}
+	ipt := ExecIPTables("ip", "netns", "exec", l.host)
+	for range 2 { // applying twice is applying once
+		if err := fw.Apply(context.Background(), ipt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ := ipt(context.Background(), "-S", "DOCKER-USER")
+	if n := strings.Count(string(out), "-j "+DefaultFirewallChain); n != 1 {
+		t.Errorf("DOCKER-USER jumps to %s %d times, want once:\n%s", DefaultFirewallChain, n, out)
+	}
+	if !l.reaches(l.out, allowed, published) {
+		t.Error("the allowed source no longer reaches the published port")
+	}
+	if l.reaches(l.out, denied, published) {
+		t.Error("another source still reaches the published port")
+	}
+	if !l.reaches(l.ctr, "10.200.0.2", denied+":443") {
+		t.Error("the host's outbound probe to an edge on the same port lost its reply")
+	}
+
+	// The second half: without the ESTABLISHED,RELATED accept first, the replies to that
+	// probe match the port rule (the chain sees both directions) and are dropped.
+	l.sh(l.host, "iptables", "-D", DefaultFirewallChain, "1")
+	if l.reaches(l.ctr, "10.200.0.2", denied+":443") {
+		t.Error("without the ESTABLISHED,RELATED accept the probe's reply still passed; the rule would be unnecessary")
+	}
+}
+
+func TestFirewallRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
+	err := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}, Port: 0, InInterface: ""}.Validate()
+	for _, want := range []string{"--allow 2001:db8::/32", "IPv4", "--port 0", "--in-interface"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	s := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}, Port: 443, InInterface: "eth0"}.Script()
+	for _, want := range []string{
+		"iptables -A ZERO502-EDGE -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n",
+		"-i eth0 -p tcp -m conntrack --ctorigdstport 443 -s 198.51.100.0/24 -j RETURN\n",
+		"-i eth0 -p tcp -m conntrack --ctorigdstport 443 -j DROP\n",
+		"iptables -I DOCKER-USER 1 -j ZERO502-EDGE",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "INPUT") {
+		t.Errorf("script touches INPUT:\n%s", s)
+	}
+}

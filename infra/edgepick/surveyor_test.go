@@ -1,0 +1,160 @@
+package edgepick
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/alert"
+	"github.com/zero502/zero502/infra/backoff"
+	"github.com/zero502/zero502/infra/edge"
+)
+
+// serveOrigin is a TLS origin behind edges on ln: it reads their PROXY headers and finishes the
+// handshake.
+func serveOrigin(t *testing.T, pki testPKI, ln net.Listener) {
+	t.Helper()
+	cs := &conns{}
+	t.Cleanup(func() { _ = ln.Close(); cs.closeAll() })
+	tln := tls.NewListener(&edge.OriginListener{Listener: ln}, &tls.Config{Certificates: []tls.Certificate{pki.cert}})
+	go func() {
+		for {
+			c, err := tln.Accept()
+			if err != nil {
+				return
+			}
+			cs.add(c)
+			go func() { defer c.Close(); _ = c.(*tls.Conn).Handshake(); _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+}
+
+// startForwarder is a real edge.Forwarder on listen in front of origin.
+func startForwarder(t *testing.T, listen, origin string) {
+	t.Helper()
+	f := &edge.Forwarder{Listen: listen, Origin: origin, ConnectTimeout: time.Second}
+	if err := f.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = f.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// alertReceiver is a real HTTP webhook receiver.
+type alertReceiver struct {
+	mu     sync.Mutex
+	alerts []alert.Alert
+}
+
+func (r *alertReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var a alert.Alert
+	if err := json.NewDecoder(req.Body).Decode(&a); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	r.alerts = append(r.alerts, a)
+	r.mu.Unlock()
+}
+
+func (r *alertReceiver) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, a := range r.alerts {
+		out = append(out, a.Subject+" "+a.Kind)
+	}
+	return out
+}
+
+func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecovers(t *testing.T) {
+	pki := newPKI(t)
+	originLn, _, _ := listenLoopback(t)
+	serveOrigin(t, pki, originLn)
+	deadLn, _, deadOrigin := listenLoopback(t)
+	deadLn.Close() // edge b's backend is dead until the test starts it
+
+	// One name, two edges on the same port: 127.0.0.1 and 127.0.0.2.
+	port := closedPort(t).Port()
+	a, b := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), port)
+	startForwarder(t, a.String(), originLn.Addr().String())
+	startForwarder(t, b.String(), deadOrigin.String())
+
+	recv := &alertReceiver{}
+	hook := httptest.NewServer(recv)
+	defer hook.Close()
+	var lines []SurveyRound
+	var mu sync.Mutex
+	s := &Surveyor{
+		Name:     fmt.Sprintf("edges.example.test:%d", port),
+		Resolver: fixedResolver{ips: []netip.Addr{a.Addr(), b.Addr()}},
+		Probe:    TLSProbe(pki.client(), time.Second),
+		Interval: 20 * time.Millisecond,
+		Alerts:   &alert.Sender{URL: hook.URL, Backoff: backoff.Backoff{Base: time.Millisecond}},
+		OnRound:  func(r SurveyRound) { mu.Lock(); lines = append(lines, r); mu.Unlock() },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	eventually(t, "the backend-dead alert", func() bool { return len(recv.kinds()) >= 1 })
+	if got := recv.kinds(); got[0] != b.String()+" "+EdgeBackendDead {
+		t.Fatalf("alerts %v; want %s backend-dead", got, b)
+	}
+	_, n := s.Last()
+	eventually(t, "three more rounds", func() bool { _, m := s.Last(); return m >= n+3 })
+	if got := recv.kinds(); len(got) != 1 {
+		t.Errorf("alerts %v; a standing state is alerted once", got)
+	}
+	metrics := scrape(t, s)
+	for _, want := range []string{
+		`zero502_edge_backend_dead{name="` + s.Name + `",edge="` + b.String() + `"} 1`,
+		`zero502_edge_healthy{name="` + s.Name + `",edge="` + a.String() + `"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
+
+	ln, err := net.Listen("tcp", deadOrigin.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOrigin(t, pki, ln)
+	eventually(t, "the recovered alert", func() bool { return len(recv.kinds()) >= 2 })
+	if got := recv.kinds(); len(got) != 2 || got[1] != b.String()+" recovered" {
+		t.Errorf("alerts %v; want backend-dead then recovered for %s", got, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := lines[len(lines)-1]
+	if len(last.Edges) != 2 || last.Edges[0].Connect <= 0 || last.Edges[0].Handshake <= 0 {
+		t.Errorf("last round %+v; want both edges with connect and handshake times", last)
+	}
+}
+
+func scrape(t *testing.T, s *Surveyor) string {
+	t.Helper()
+	srv := httptest.NewServer(s.MetricsHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
