@@ -25,6 +25,7 @@ func (n *Node) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.Snapshot())
 	})
+	mux.Handle("GET /metrics", n.metricsHandler())
 	return mux
 }
 
