@@ -47,9 +47,8 @@ func newMeshServeCmd() *cobra.Command {
 		Short: "Run one mesh server: probe the peers, exchange reports, serve the verdicts",
 		Long: `Listen on --listen (HTTP): GET /health is what peers probe, POST /mesh/bulletin takes a
 peer's report and probes, GET /mesh/verdicts serves this server's view (GET /metrics the same, for
-Prometheus). Every --probe-every the
-server probes each peer's /health (a fresh connection, 200 within --probe-timeout), checks its own
-listener, and sends its report and probes to every peer. Verdict changes are JSON log lines on
+Prometheus). Every --probe-every the server probes each peer's /health (a fresh connection, 200
+within --probe-timeout), checks its own listener, and sends its report and probes to every peer. Verdict changes are JSON log lines on
 stderr. --name must be the name the other servers give this one in their --peers.
 
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
