@@ -29,6 +29,15 @@ func (r Report) Result() string {
 	}
 }
 
+// CheckMetricsTextfile checks a textfile path before a deploy, so a bad one is refused before
+// anything changes.
+func CheckMetricsTextfile(path string) error {
+	if filepath.Ext(path) != ".prom" {
+		return fmt.Errorf("metrics textfile %q: must end in .prom, which is what node_exporter's textfile collector reads", path)
+	}
+	return nil
+}
+
 // WriteMetricsTextfile writes the deploy's outcome for node_exporter's textfile collector at
 // path (a name ending .prom in its --collector.textfile.directory): the last deploy's result,
 // start and duration, and per host its outcome, its step's duration and the floor the
@@ -36,8 +45,8 @@ func (r Report) Result() string {
 // replaced atomically through client_golang's WriteToTextfile and readable by every user
 // (0644); a missing directory is created.
 func WriteMetricsTextfile(path string, rep Report) error {
-	if filepath.Ext(path) != ".prom" {
-		return fmt.Errorf("metrics textfile %q: must end in .prom, which is what node_exporter's textfile collector reads", path)
+	if err := CheckMetricsTextfile(path); err != nil {
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	result := prometheus.NewGaugeVec(prometheus.GaugeOpts{

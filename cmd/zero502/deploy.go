@@ -59,6 +59,11 @@ runs which version); 2: refused before anything changed.`,
 			case opts.LockTimeout == 0:
 				opts.NoLockWait = true
 			}
+			if metricsTextfile != "" {
+				if err := deployer.CheckMetricsTextfile(metricsTextfile); err != nil {
+					return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
+				}
+			}
 			cfg, err := infra.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
