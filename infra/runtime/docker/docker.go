@@ -56,7 +56,7 @@ var _ runtime.Runtime = (*Runtime)(nil)
 // local socket. The API version is negotiated, so older engines (API 1.41) work. New does not
 // contact the engine; Ping does.
 func New(endpoint string) (*Runtime, error) {
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	opts := []client.Opt{client.FromEnv} // the API version is negotiated by default
 	if endpoint != "" {
 		opts = append(opts, client.WithHost(endpoint))
 	}
