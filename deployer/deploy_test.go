@@ -137,6 +137,16 @@ func TestNeverHealthyVersionIsRolledBackAndTheRolloutStops(t *testing.T) {
 	if s, err := spec.Read(spec.Path(f.stateDir(1))); err != nil || s.Version != "v1" {
 		t.Errorf("host-b's published spec: %v %v, want v1 untouched", s.Version, err)
 	}
+	textfile := filepath.Join(t.TempDir(), "zero502_deploy.prom")
+	if err := WriteMetricsTextfile(textfile, *rep); err != nil {
+		t.Fatal(err)
+	}
+	requireSamples(t, textfile, map[string]float64{
+		`zero502_deploy_last_result{result="failed",version="v2"}`:         1,
+		`zero502_deploy_last_result{result="succeeded",version="v2"}`:      0,
+		`zero502_deploy_host_outcome{host="host-a",outcome="rolled back"}`: 1,
+		`zero502_deploy_host_outcome{host="host-b",outcome="not reached"}`: 1,
+	})
 }
 
 // The deployer SIGKILLed mid-host: the kernel frees the host lock at once, and a rerun finishes

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -139,7 +141,7 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 	reg := dockertest.NewRegistry(t, "", "")
 	ctx := context.Background()
 	ref := reg.Host + "/shop/web:v1"
-	if err := rt.Client().ImageTag(ctx, dockertest.Image(t, rt), ref); err != nil {
+	if _, err := rt.Client().ImageTag(ctx, client.ImageTagOptions{Source: dockertest.Image(t, rt), Target: ref}); err != nil {
 		t.Fatalf("tag %s: %v", ref, err)
 	}
 	if _, err := rt.PushImage(ctx, ref, io.Discard); err != nil {

@@ -2,46 +2,49 @@ package watchdog
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zero502/zero502/infra/spec"
 )
 
 // MetricsFile is the Prometheus textfile (node_exporter's textfile collector) in a host's state
-// dir, rewritten atomically after every tick that was not skipped.
+// dir, rewritten atomically after every tick that was not skipped. It is readable by every user
+// (0644), so a node_exporter running as its own user reads it.
 const MetricsFile = "zero502_watchdog.prom"
 
-// writeMetrics renders the streaks in the Prometheus text format and replaces the textfile.
+// writeMetrics puts the streaks in a registry of their own and replaces the textfile with it
+// through client_golang's WriteToTextfile (a temp file, chmod 0644, rename).
 func writeMetrics(stateDir string, at time.Time, s streaks) error {
-	names := make([]string, 0, len(s.Services))
-	for n := range s.Services {
-		names = append(names, n)
+	reg := prometheus.NewRegistry()
+	heals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "zero502_watchdog_heals_total",
+		Help: "Services the watchdog recreated from the published spec.",
+	}, []string{"service"})
+	failures := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "zero502_watchdog_consecutive_failures",
+		Help: "Consecutive failed checks of a service (heals at watchdog.heal_after).",
+	}, []string{"service"})
+	lastTick := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "zero502_watchdog_last_tick_timestamp_seconds",
+		Help: "When the watchdog last checked this host (Unix time).",
+	})
+	reg.MustRegister(heals, failures, lastTick)
+	for name, st := range s.Services {
+		heals.WithLabelValues(name).Add(float64(st.Heals))
+		failures.WithLabelValues(name).Set(float64(st.Failures))
 	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("# HELP zero502_watchdog_heals_total Services the watchdog recreated from the published spec.\n")
-	b.WriteString("# TYPE zero502_watchdog_heals_total counter\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "zero502_watchdog_heals_total{service=%s} %d\n", quote(n), s.Services[n].Heals)
-	}
-	b.WriteString("# HELP zero502_watchdog_consecutive_failures Consecutive failed checks of a service (heals at watchdog.heal_after).\n")
-	b.WriteString("# TYPE zero502_watchdog_consecutive_failures gauge\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "zero502_watchdog_consecutive_failures{service=%s} %d\n", quote(n), s.Services[n].Failures)
-	}
-	b.WriteString("# HELP zero502_watchdog_last_tick_timestamp_seconds When the watchdog last checked this host (Unix time).\n")
-	b.WriteString("# TYPE zero502_watchdog_last_tick_timestamp_seconds gauge\n")
-	fmt.Fprintf(&b, "zero502_watchdog_last_tick_timestamp_seconds %s\n",
-		strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64))
-	return spec.WriteAtomic(filepath.Join(stateDir, MetricsFile), []byte(b.String()))
-}
+	lastTick.Set(float64(at.UnixMilli()) / 1000)
 
-// quote escapes a label value as the text format requires.
-func quote(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-	return `"` + r.Replace(v) + `"`
+	if err := os.MkdirAll(stateDir, spec.DirMode); err != nil {
+		return fmt.Errorf("create state dir %s: %w", stateDir, err)
+	}
+	path := filepath.Join(stateDir, MetricsFile)
+	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+		return fmt.Errorf("write metrics textfile %s: %w (check the state dir is writable)", path, err)
+	}
+	return nil
 }

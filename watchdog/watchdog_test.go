@@ -3,7 +3,6 @@ package watchdog_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -63,15 +62,15 @@ func TestHealsOnTheFourthConsecutiveFailureNotTheThird(t *testing.T) {
 	if !strings.Contains(f.logs.String(), `"msg":"heal"`) || !strings.Contains(f.logs.String(), `"service":"web"`) {
 		t.Errorf("no JSON heal line in the log:\n%s", f.logs)
 	}
-	m := readFile(t, metricsPath(f))
-	for _, want := range []string{
-		`zero502_watchdog_heals_total{service="web"} 1`,
-		`zero502_watchdog_heals_total{service="worker"} 1`,
-		`zero502_watchdog_consecutive_failures{service="web"} 0`,
-		fmt.Sprintf("zero502_watchdog_last_tick_timestamp_seconds %d.000", f.clk.Now().Add(-f.cfg.Watchdog.Interval).Unix()),
+	m := samples(t, metricsPath(f))
+	for series, want := range map[string]float64{
+		`zero502_watchdog_heals_total{service="web"}`:          1,
+		`zero502_watchdog_heals_total{service="worker"}`:       1,
+		`zero502_watchdog_consecutive_failures{service="web"}`: 0,
+		"zero502_watchdog_last_tick_timestamp_seconds":         float64(f.clk.Now().Add(-f.cfg.Watchdog.Interval).Unix()),
 	} {
-		if !strings.Contains(m, want) {
-			t.Errorf("textfile lacks %q:\n%s", want, m)
+		if got, ok := m[series]; !ok || got != want {
+			t.Errorf("textfile: %s = %v (present %v), want %v:\n%s", series, got, ok, want, readFile(t, metricsPath(f)))
 		}
 	}
 }

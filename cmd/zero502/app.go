@@ -15,6 +15,7 @@ import (
 
 func newAppCmd() *cobra.Command {
 	var o app.Options
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "app --version V --port P",
 		Short: "Run the demo service: version on /, /health, POST /orders, /slow; drains on SIGTERM",
@@ -34,9 +35,13 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 			if o.Port < 1 || o.Port > 65535 {
 				return exitCode(2, fmt.Errorf("--port %d: give the port to listen on, 1-65535", o.Port))
 			}
+			var err error
+			if o.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			err := app.Run(ctx, o)
+			err = app.Run(ctx, o)
 			if errors.Is(err, app.ErrExitAfter) {
 				return exitCode(1, err)
 			}
@@ -54,6 +59,7 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.FailHealthAfter, "fail-health-after", 0, "answer /health with 503 from this long after start on (0: never)")
 	f.DurationVar(&o.ExitAfter, "exit-after", 0, "exit 1 this long after start, without draining (0: never)")
 	f.StringVar(&o.OrdersLog, "orders-log", "", "file POST /orders appends one JSON line to per execution")
+	logs = addLogFlags(cmd, false)
 	cmd.MarkFlagRequired("version")
 	cmd.MarkFlagRequired("port")
 	return cmd

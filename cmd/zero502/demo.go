@@ -136,6 +136,7 @@ beside the old one (start-first); the load GETs its version file and POSTs to a 
 	f.StringVar(&service, "service", demo.ServiceApp, "what the hosts run: app (zero502 app, the drain handshake) or python "+
 		"(python3 -m http.server, which knows nothing of it: drained at the balancer, start-first; examples/any-service.yaml)")
 	f.StringVar(&dockerHost, "docker-host", "", "Docker Engine endpoint with --runtime docker (default: DOCKER_HOST, then the local socket)")
+	completeDemoService(cmd)
 	return cmd
 }
 

@@ -19,6 +19,7 @@ import (
 func newDeployCmd() *cobra.Command {
 	var (
 		cfgPath, version string
+		metricsTextfile  string
 		asJSON           bool
 		opts             deployer.Options
 	)
@@ -58,6 +59,11 @@ runs which version); 2: refused before anything changed.`,
 			case opts.LockTimeout == 0:
 				opts.NoLockWait = true
 			}
+			if metricsTextfile != "" {
+				if err := deployer.CheckMetricsTextfile(metricsTextfile); err != nil {
+					return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
+				}
+			}
 			cfg, err := infra.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
@@ -67,6 +73,11 @@ runs which version); 2: refused before anything changed.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, version)
+			if metricsTextfile != "" && rep != nil {
+				if werr := deployer.WriteMetricsTextfile(metricsTextfile, *rep); werr != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "zero502: --metrics-textfile:", werr)
+				}
+			}
 			if asJSON {
 				_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
 			} else {
@@ -89,6 +100,8 @@ runs which version); 2: refused before anything changed.`,
 	f := cmd.Flags()
 	f.StringVar(&version, "version", "", "version to deploy (required); fills {version} in images and commands")
 	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
+	f.StringVar(&metricsTextfile, "metrics-textfile", "",
+		"write the outcome for node_exporter's textfile collector, e.g. /var/lib/node_exporter/textfile/zero502_deploy.prom")
 	f.BoolVar(&opts.AcceptDrift, "accept-drift", false,
 		"deploy although the live balancer's settings differ from the config (invariants still apply)")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout,

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -44,6 +43,7 @@ func newEdgeForwardCmd() *cobra.Command {
 		f      edge.Forwarder
 		config string
 	)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "forward --listen ADDR --origin HOST:PORT [flags]",
 		Short: "Forward TCP to the origin behind a PROXY v2 header, draining on SIGTERM",
@@ -77,7 +77,10 @@ then it stops accepting, gives open connections --shutdown and closes the rest. 
 			if err := requireFlags(cmd, "listen", "origin"); err != nil {
 				return err
 			}
-			f.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			var err error
+			if f.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			if err := f.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("edge forward: %w", err))
 			}
@@ -93,11 +96,13 @@ then it stops accepting, gives open connections --shutdown and closes the rest. 
 	fl.StringVar(&f.Listen, "listen", "", "address clients connect to, e.g. 0.0.0.0:443 (required)")
 	fl.StringVar(&f.Origin, "origin", "", "origin host:port every connection is forwarded to (required)")
 	fl.StringVar(&f.Health, "health", "", "TCP health listener (accepts while forwarding, refuses once draining); default none")
+	fl.StringVar(&f.Metrics, "metrics", "", "HTTP listener serving GET /metrics (Prometheus), e.g. 127.0.0.1:9102; default none")
 	fl.DurationVar(&f.Drain, "drain", 30*time.Second, "after SIGTERM: keep forwarding this long while health refuses (config default: edge.drain)")
 	fl.DurationVar(&f.Shutdown, "shutdown", 10*time.Second, "after the drain: how long open connections get before they are closed")
 	fl.DurationVar(&f.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")
 	fl.DurationVar(&f.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to the origin")
 	fl.StringVarP(&config, "config", "c", "", "config file (YAML): --drain defaults to its edge.drain")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }
 
@@ -106,6 +111,7 @@ func newEdgeOriginCmd() *cobra.Command {
 		r       edge.Relay
 		trusted []string
 	)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "origin --listen ADDR --to HOST:PORT [--trusted CIDR]... [flags]",
 		Short: "Accept edge connections, strip their PROXY header, relay to the local server",
@@ -126,7 +132,9 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 			if r.Trusted, err = edge.ParseTrusted(trusted); err != nil {
 				return exitCode(2, fmt.Errorf("edge origin: %w", err))
 			}
-			r.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			if r.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			if err := r.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("edge origin: %w", err))
 			}
@@ -141,12 +149,14 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 	fl := cmd.Flags()
 	fl.StringVar(&r.Listen, "listen", "", "address the edges connect to, e.g. :443 (required)")
 	fl.StringVar(&r.Backend, "to", "", "local server host:port every connection is relayed to (required)")
+	fl.StringVar(&r.Metrics, "metrics", "", "HTTP listener serving GET /metrics (Prometheus), e.g. 127.0.0.1:9103; default none")
 	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs, repeatable or comma-separated); default any peer")
 	fl.DurationVar(&r.HeaderTimeout, "header-timeout", edge.DefaultHeaderTimeout, "wait this long for a connection's first bytes before passing it on without a header")
 	fl.DurationVar(&r.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to --to")
 	fl.DurationVar(&r.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")
 	fl.DurationVar(&r.Drain, "drain", 0, "after SIGTERM: keep accepting this long (0: the origin is not in any rotation)")
 	fl.DurationVar(&r.Shutdown, "shutdown", 10*time.Second, "after the drain: how long open connections get before they are closed")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -151,14 +150,17 @@ changes nothing and takes no lock.`,
 }
 
 func newHostInstallCmd() *cobra.Command {
-	var target, binary, dest, stateDir string
+	var target, binary, dest, stateDir, configDir, unitDir string
 	cmd := &cobra.Command{
 		Use:   "install --ssh user@host [--binary PATH]",
-		Short: "Put the zero502 binary and its state dir on a server, over ssh",
+		Short: "Put the zero502 binary, its state dir and its systemd units on a server, over ssh",
 		Long: `install copies the zero502 binary (--binary, default: this one, which must be built for the
-server's OS and CPU) to --dest on the server through ssh, and creates the state dir and
-/etc/zero502. The user needs to write there (root, or sudo rights given to it beforehand).
-Then, by hand, once per server:
+server's OS and CPU) to --dest on the server through ssh, creates the state dir and
+--config-dir (/etc/zero502), and installs the daemons' systemd units into --unit-dir:
+zero502-lb.service, zero502-edge.service and zero502-mesh.service (hardened: a dynamic user,
+a read-only system, CAP_NET_BIND_SERVICE only for the LB and the edge), then reloads systemd.
+It enables none of them. The user needs to write there (root, or sudo rights given to it
+beforehand). Then, by hand, once per server:
   1. the config: scp zero502.yaml user@host:/etc/zero502/zero502.yaml (for the watchdog; deploys
      send theirs over stdin);
   2. the watchdog: scp watchdog/systemd/zero502-watchdog.service watchdog/systemd/zero502-watchdog.timer
@@ -166,7 +168,10 @@ Then, by hand, once per server:
   3. the runtime: Docker Engine for rollout.runtime docker (the user in the docker group), or
      nothing for process;
   4. in the deployer's config: hosts[].ssh user@host[:port] and hosts[].address (where the
-     balancer reaches it). Check with: zero502 host look over ssh, or zero502 deploy (preflight).`,
+     balancer reaches it). Check with: zero502 host look over ssh, or zero502 deploy (preflight);
+  5. the daemons this server runs, if any: the balancer (systemctl enable --now zero502-lb),
+     an edge (EDGE_ARGS in /etc/zero502/edge.env, then zero502-edge) or a mesh server
+     (MESH_ARGS in /etc/zero502/mesh.env, then zero502-mesh); each unit's comment says how.`,
 		Example: `  zero502 host install --ssh root@10.0.1.12
   GOOS=linux GOARCH=arm64 go build -o /tmp/zero502-arm64 ./cmd/zero502
   zero502 host install --ssh deploy@web-2:2222 --binary /tmp/zero502-arm64 --dest /usr/local/bin/zero502`,
@@ -187,9 +192,10 @@ Then, by hand, once per server:
 				return exitCode(2, fmt.Errorf("--binary %s: %w", binary, err))
 			}
 			defer f.Close()
-			q := deployer.ShellQuote
-			script := fmt.Sprintf("set -e; mkdir -p %s %s /etc/zero502; cat > %s.new; chmod 755 %s.new; mv %s.new %s; %s version",
-				q(filepath.Dir(dest)), q(stateDir), q(dest), q(dest), q(dest), q(dest), q(dest))
+			script, err := installScript(dest, stateDir, configDir, unitDir)
+			if err != nil {
+				return err
+			}
 			ssh, err := deployer.SSHCommand("", target, script)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("--ssh %w", err))
@@ -198,8 +204,8 @@ Then, by hand, once per server:
 			if err := ssh.Run(); err != nil {
 				return exitCode(1, fmt.Errorf("install on %s: %w (ssh's message above)", target, err))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s: now the config and the watchdog units (zero502 host install --help)\n",
-				dest, target, stateDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s, units zero502-lb, zero502-edge and zero502-mesh in %s: "+
+				"now the config and the watchdog units (zero502 host install --help)\n", dest, target, stateDir, unitDir)
 			return nil
 		},
 	}
@@ -208,5 +214,7 @@ Then, by hand, once per server:
 	f.StringVar(&binary, "binary", "", "zero502 binary to copy (default: this executable)")
 	f.StringVar(&dest, "dest", "/usr/local/bin/zero502", "where the binary goes on the server")
 	f.StringVar(&stateDir, "state-dir", "/var/lib/zero502", "the host's state dir (watchdog.state_dir)")
+	f.StringVar(&configDir, "config-dir", "/etc/zero502", "where the config and the units' environment files live")
+	f.StringVar(&unitDir, "unit-dir", "/etc/systemd/system", "where the systemd units go")
 	return cmd
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -22,11 +21,12 @@ import (
 // newLBCmd runs the in-house HTTP/1.1 load balancer (package infra/lb).
 func newLBCmd() *cobra.Command {
 	var (
-		config, listenHost, logFormat string
-		adminTokenFile                string
-		f                             lb.Settings
+		config, listenHost string
+		adminTokenFile     string
+		f                  lb.Settings
 	)
 	lab := lb.LabSettings("", nil)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "lb [flags] PORT BACKEND... | lb --config FILE [flags]",
 		Short: "Run the in-house HTTP/1.1 load balancer (round robin, health checks, drain handshake)",
@@ -49,9 +49,9 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
   zero502 lb --config examples/local.yaml
   curl -s 127.0.0.1:18081/admin/backends`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger, err := newLBLogger(logFormat)
+			logger, err := logs.logger(cmd, cmd.ErrOrStderr())
 			if err != nil {
-				return exitCode(2, err)
+				return err
 			}
 			token, tokenSet, err := lbAdminToken(cmd.Flags(), f.AdminToken, adminTokenFile, os.Getenv)
 			if err != nil {
@@ -103,7 +103,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
 	fl.StringVar(&f.Engine, "engine", lab.Engine, "how connections are served: epoll (event loops, one per CPU) or goroutines (a goroutine per busy connection)")
 	fl.IntVar(&f.Loops, "loops", 0, "event loops of the epoll engine (0: one per CPU, GOMAXPROCS)")
-	fl.StringVar(&logFormat, "log-format", "json", "log format on stderr: json or text")
+	logs = addLogFlags(cmd, true)
 	return cmd
 }
 
@@ -178,14 +178,4 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 		return set, fmt.Errorf("lb: invalid settings:\n%w", err)
 	}
 	return set, nil
-}
-
-func newLBLogger(format string) (*slog.Logger, error) {
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
-	}
-	return nil, fmt.Errorf("lb: --log-format %q: must be json or text", format)
 }

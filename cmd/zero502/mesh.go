@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -46,6 +45,7 @@ func newMeshServeCmd() *cobra.Command {
 		al              alertFlags
 	)
 	th := mesh.DefaultThresholds()
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "serve --name NAME --listen ADDR --peers NAME=HOST:PORT,... [--checker] [flags]",
 		Short: "Run one mesh server: probe the peers, exchange reports, serve the verdicts",
@@ -76,7 +76,9 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 			}
 			n.Thresholds = th
-			n.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			if n.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			if service != "" {
 				if n.Service, err = mesh.ParseService("service", service); err != nil {
 					return exitCode(2, fmt.Errorf("mesh serve: %w", err))
@@ -121,6 +123,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.Float64Var(&th.UnreliableShare, "unreliable-share", th.UnreliableShare, "a witness failing this share of its other neighbours is ignored")
 	fl.DurationVar(&th.ReportStaleAfter, "report-stale", th.ReportStaleAfter, "a report older than this is silence (no data)")
 	fl.DurationVar(&th.ProbeStaleAfter, "probe-stale", th.ProbeStaleAfter, "a witness's last probe older than this is silence")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }
 

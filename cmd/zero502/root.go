@@ -38,6 +38,7 @@ number lives in one config file and is checked against the others (zero502 invar
 		newTopologyCmd(),
 		newHostCmd(),
 	)
+	registerCompletions(root)
 	return root
 }
 

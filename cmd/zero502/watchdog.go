@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 func newWatchdogCmd() *cobra.Command {
 	var configPath, hostName string
 	var loop, asJSON bool
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "watchdog --config FILE [--host NAME] [--loop]",
 		Short: "One watchdog tick: heal a service after heal_after consecutive failed checks",
@@ -36,6 +36,10 @@ Without --host it watches the host named like this machine, else every host with
   flock /tmp/zero502-local/host-a/deploy.lock sleep 30 &  # while held, ticks are skipped`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := logs.logger(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			cfg, err := infra.Load(configPath)
 			if err != nil {
 				return exitCode(2, err)
@@ -44,7 +48,6 @@ Without --host it watches the host named like this machine, else every host with
 			if err != nil {
 				return exitCode(2, err)
 			}
-			logger := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			var ws []*watchdog.Watchdog
 			for _, h := range hosts {
 				w, err := watchdog.New(cfg, h, watchdog.Options{Logger: logger})
@@ -98,5 +101,6 @@ Without --host it watches the host named like this machine, else every host with
 	cmd.Flags().StringVar(&hostName, "host", "", "the host of the config this machine is (default: by hostname, else every host without ssh)")
 	cmd.Flags().BoolVar(&loop, "loop", false, "tick every watchdog.interval until interrupted (development; servers use the systemd timer)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each tick's report as one JSON line")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }

@@ -28,6 +28,9 @@ type Forwarder struct {
 	// edge forwards, and refuses connections once the drain starts, so a TCP check by the DNS
 	// health checker takes the edge out of the A set.
 	Health string
+	// Metrics, when set, is an HTTP listener (--metrics) serving GET /metrics: the Counts and
+	// the drain, in the Prometheus text format.
+	Metrics string
 
 	// ConnectTimeout bounds the dial to the origin and the write of the header; 0 means
 	// DefaultConnectTimeout.
@@ -49,6 +52,7 @@ type Forwarder struct {
 	Logger *slog.Logger
 
 	ln, health net.Listener
+	metrics    *metricsEndpoint
 	healthOnce sync.Once
 	draining   atomic.Bool
 	counts     counters
@@ -60,19 +64,13 @@ func (f *Forwarder) Validate() error {
 	return errors.Join(
 		checkListen("listen", f.Listen),
 		checkDial("origin", f.Origin),
-		f.checkHealth(),
+		checkOptionalListen("health", f.Health),
+		checkOptionalListen("metrics", f.Metrics),
 		checkDuration("connect-timeout", f.ConnectTimeout, fmt.Sprintf("the default, %s", DefaultConnectTimeout)),
 		checkDuration("idle-timeout", f.IdleTimeout, fmt.Sprintf("the default, %s", DefaultIdleTimeout)),
 		checkDuration("drain", f.Drain, "stop forwarding at once, which drops clients still resolving to this edge; it must outlast edge.dns_ttl + edge.check_interval × edge.unhealthy_threshold"),
 		checkDuration("shutdown", f.Shutdown, "close open connections as soon as the drain window ends"),
 	)
-}
-
-func (f *Forwarder) checkHealth() error {
-	if f.Health == "" {
-		return nil
-	}
-	return checkListen("health", f.Health)
 }
 
 // Open validates the settings and opens the listener (and the health listener).
@@ -92,9 +90,18 @@ func (f *Forwarder) Open() error {
 		}
 		f.health = h
 	}
-	f.ln = ln
+	m, err := openMetrics(f.Metrics, "forward", f.Counts, f.Draining)
+	if err != nil {
+		_ = ln.Close()
+		f.closeHealth()
+		return err
+	}
+	f.ln, f.metrics = ln, m
 	return nil
 }
+
+// MetricsAddr is where GET /metrics is served (after Open); nil without Metrics.
+func (f *Forwarder) MetricsAddr() net.Addr { return f.metrics.addr() }
 
 // Addr is the address clients connect to (after Open).
 func (f *Forwarder) Addr() net.Addr { return f.ln.Addr() }
@@ -121,6 +128,8 @@ func (f *Forwarder) Serve(ctx context.Context) error {
 		go acceptAndClose(f.health)
 		defer f.closeHealth()
 	}
+	f.metrics.serve()
+	defer f.metrics.close()
 	log.Info("edge forwarding", "listen", f.ln.Addr().String(), "origin", f.Origin, "health", f.healthString(),
 		"drain", f.Drain.String(), "shutdown", f.Shutdown.String(),
 		"idle_timeout", f.idleTimeout().String(), "connect_timeout", f.connectTimeout().String())

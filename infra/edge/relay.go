@@ -38,6 +38,9 @@ type Relay struct {
 	// Drain is how long the relay keeps accepting after ctx ends (0 for an origin no balancer
 	// or DNS points at directly); Shutdown is how long open connections then get.
 	Drain, Shutdown time.Duration
+	// Metrics, when set, is an HTTP listener (--metrics) serving GET /metrics: the Counts and
+	// the drain, in the Prometheus text format.
+	Metrics string
 
 	// Map is where inner connections are registered; nil: the Relay keeps its own (see InnerMap).
 	Map *InnerMap
@@ -48,6 +51,7 @@ type Relay struct {
 	Logger *slog.Logger
 
 	origin   *OriginListener
+	metrics  *metricsEndpoint
 	draining atomic.Bool
 	counts   counters // empty and unreachable; the listener counts the rest
 }
@@ -58,6 +62,7 @@ func (r *Relay) Validate() error {
 	return errors.Join(
 		checkListen("listen", r.Listen),
 		checkDial("to", r.Backend),
+		checkOptionalListen("metrics", r.Metrics),
 		checkDuration("header-timeout", r.HeaderTimeout, fmt.Sprintf("the default, %s", DefaultHeaderTimeout)),
 		checkDuration("connect-timeout", r.ConnectTimeout, fmt.Sprintf("the default, %s", DefaultConnectTimeout)),
 		checkDuration("idle-timeout", r.IdleTimeout, fmt.Sprintf("the default, %s", DefaultIdleTimeout)),
@@ -80,8 +85,17 @@ func (r *Relay) Open() error {
 	}
 	r.origin = &OriginListener{Listener: ln, HeaderTimeout: r.HeaderTimeout, Trusted: r.Trusted,
 		Logger: r.Logger, Clock: r.Clock}
+	m, err := openMetrics(r.Metrics, "origin", r.Counts, r.Draining)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	r.metrics = m
 	return nil
 }
+
+// MetricsAddr is where GET /metrics is served (after Open); nil without Metrics.
+func (r *Relay) MetricsAddr() net.Addr { return r.metrics.addr() }
 
 // Addr is the address the relay listens on (after Open).
 func (r *Relay) Addr() net.Addr { return r.origin.Addr() }
@@ -106,6 +120,8 @@ func (r *Relay) Serve(ctx context.Context) error {
 			return err
 		}
 	}
+	r.metrics.serve()
+	defer r.metrics.close()
 	log := logger(r.Logger)
 	log.Info("edge origin relaying", "listen", r.Addr().String(), "to", r.Backend, "trusted", fmt.Sprint(r.Trusted),
 		"header_timeout", r.origin.headerTimeout().String(), "idle_timeout", r.idleTimeout().String(),

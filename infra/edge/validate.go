@@ -31,6 +31,14 @@ func checkListen(flag, addr string) error {
 	return nil
 }
 
+// checkOptionalListen is checkListen for a listener that may be left out (an empty addr).
+func checkOptionalListen(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	return checkListen(flag, addr)
+}
+
 // checkDial checks an address to dial (--flag names it in the error): host:port, with a host
 // and a port from 1 to 65535.
 func checkDial(flag, addr string) error {

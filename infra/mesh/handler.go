@@ -29,10 +29,7 @@ func (n *Node) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.RouteView())
 	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		n.WriteMetrics(w)
-	})
+	mux.Handle("GET /metrics", n.metricsHandler())
 	return mux
 }
 

@@ -1,58 +1,90 @@
 package mesh
 
 import (
-	"bufio"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"time"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are the basic numbers a self-report carries (the write-up's panel shows them with a
-// "stale" badge when they are old).
-type Metrics struct {
-	// Load1 is the one-minute load average (/proc/loadavg).
-	Load1 float64 `json:"load1"`
-	// Connections is how many established TCP connections the service's port holds.
-	Connections int `json:"connections"`
-	// ServiceLatency is how long the self-check of the service took, in seconds.
-	ServiceLatency float64 `json:"service_latency_seconds"`
+// metricsHandler serves GET /metrics: the node's view (what GET /mesh/verdicts says) in the
+// Prometheus text format, read at scrape time, on a registry of the node's own (no global
+// state), plus the Go runtime and process collectors.
+func (n *Node) metricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(viewCollector{n},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
-// collectMetrics reads the load and the connections to port from /proc; what cannot be read
-// stays 0 (metrics inform, they never fail a report).
-func collectMetrics(port int, latency time.Duration) *Metrics {
-	m := &Metrics{ServiceLatency: latency.Seconds()}
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			m.Load1, _ = strconv.ParseFloat(f[0], 64)
-		}
+// viewCollector exports a node's Snapshot.
+type viewCollector struct{ n *Node }
+
+var (
+	meshStateDesc = prometheus.NewDesc("zero502_mesh_server_state",
+		"1 for the state this node's verdict gives the server (up, down, unknown), 0 for the others.",
+		[]string{"server", "state"}, nil)
+	meshRotationDesc = prometheus.NewDesc("zero502_mesh_server_in_rotation",
+		"1 when the verdict keeps the server in rotation.", []string{"server"}, nil)
+	meshFailingDesc = prometheus.NewDesc("zero502_mesh_server_failing_witnesses",
+		"Reliable witnesses whose streak says they cannot reach the server.", []string{"server"}, nil)
+	meshFallbackDesc = prometheus.NewDesc("zero502_mesh_route_fallback",
+		"1 when every server of the route was out of rotation and the route keeps the best of them.", nil, nil)
+	meshReachableDesc = prometheus.NewDesc("zero502_mesh_self_reachable",
+		"1 while this node answers its peers' probes (0 during a reachability drill).", nil, nil)
+
+	// The metrics each server's self-report carries, with their age: the write-up's panel,
+	// which shows old ones with a "stale" badge.
+	meshLoadDesc = prometheus.NewDesc("zero502_mesh_load1",
+		"One-minute load average from the server's last report.", []string{"observer", "server"}, nil)
+	meshConnsDesc = prometheus.NewDesc("zero502_mesh_connections",
+		"Established connections to the server's service port, from its last report.", []string{"observer", "server"}, nil)
+	meshLatencyDesc = prometheus.NewDesc("zero502_mesh_service_latency_seconds",
+		"The server's self-check of its service, from its last report.", []string{"observer", "server"}, nil)
+	meshAgeDesc = prometheus.NewDesc("zero502_mesh_metrics_age_seconds",
+		"Age of the server's last report's metrics.", []string{"observer", "server"}, nil)
+	meshStaleDesc = prometheus.NewDesc("zero502_mesh_metrics_stale",
+		"1 when the metrics missed two rounds (the panel's stale badge).", []string{"observer", "server"}, nil)
+	meshInRotationDesc = prometheus.NewDesc("zero502_mesh_in_rotation",
+		"1 when the server is in rotation, as this observer sees it.", []string{"observer", "server"}, nil)
+)
+
+func (c viewCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{meshStateDesc, meshRotationDesc, meshFailingDesc, meshFallbackDesc, meshReachableDesc,
+		meshLoadDesc, meshConnsDesc, meshLatencyDesc, meshAgeDesc, meshStaleDesc, meshInRotationDesc} {
+		ch <- d
 	}
-	if port > 0 {
-		for _, p := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			m.Connections += established(p, port)
-		}
-	}
-	return m
 }
 
-// established counts the ESTABLISHED (state 01) sockets of a /proc/net/tcp file whose local
-// port is port.
-func established(path string, port int) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	want := fmt.Sprintf(":%04X", port)
-	n := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "01" {
-			n++
+func (c viewCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.n.Snapshot()
+	for _, v := range s.Verdicts {
+		for _, st := range []State{Up, Down, Unknown} {
+			ch <- prometheus.MustNewConstMetric(meshStateDesc, prometheus.GaugeValue, one(v.State == st), v.Server, string(st))
+		}
+		ch <- prometheus.MustNewConstMetric(meshRotationDesc, prometheus.GaugeValue, one(v.InRotation), v.Server)
+		ch <- prometheus.MustNewConstMetric(meshFailingDesc, prometheus.GaugeValue, float64(len(v.Failing)), v.Server)
+		ch <- prometheus.MustNewConstMetric(meshInRotationDesc, prometheus.GaugeValue, one(v.InRotation), c.n.Name, v.Server)
+		if m := v.Metrics; m != nil {
+			for _, g := range []struct {
+				desc  *prometheus.Desc
+				value float64
+			}{
+				{meshLoadDesc, m.Load1}, {meshConnsDesc, float64(m.Connections)}, {meshLatencyDesc, m.ServiceLatency},
+				{meshAgeDesc, v.MetricsAge}, {meshStaleDesc, one(v.MetricsStale)},
+			} {
+				ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value, c.n.Name, v.Server)
+			}
 		}
 	}
-	return n
+	ch <- prometheus.MustNewConstMetric(meshFallbackDesc, prometheus.GaugeValue, one(s.Route.Fallback))
+	ch <- prometheus.MustNewConstMetric(meshReachableDesc, prometheus.GaugeValue, one(c.n.reachable.Load()))
+}
+
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -33,6 +33,7 @@ const (
 //	GET  /health          200 while reachable (SetReachable), else 503: what peers probe
 //	POST /mesh/bulletin   a peer's report and probes (JSON Bulletin)
 //	GET  /mesh/verdicts   the verdicts and the route (JSON Snapshot)
+//	GET  /metrics         the same view for Prometheus
 //
 // Times in bulletins are stamped on receipt with the node's clock, so clock skew between
 // servers cannot make data look fresh or stale.

@@ -3,6 +3,7 @@ package mesh
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -105,6 +106,18 @@ func TestMeshOnLoopbackFindsAnUnreachableServerAndHeals(t *testing.T) {
 	if strings.Contains(strings.Join(s.Route.Servers, ","), "c") || len(s.Route.Servers) == 0 {
 		t.Errorf("route %+v, want a non-empty route without c", s.Route)
 	}
+	metrics := scrapeMetrics(t, nodes["a"].Addr())
+	for _, want := range []string{
+		`zero502_mesh_server_in_rotation{server="c"} 0`,
+		`zero502_mesh_server_state{server="c",state="down"} 1`,
+		`zero502_mesh_server_state{server="c",state="up"} 0`,
+		`zero502_mesh_server_failing_witnesses{server="c"} 2`,
+		`zero502_mesh_route_fallback 0`,
+	} {
+		if !strings.Contains(metrics, "\n"+want+"\n") {
+			t.Errorf("a's /metrics lacks %q:\n%s", want, metrics)
+		}
+	}
 	// The witnesses stay up: b failing c (which says it is healthy) makes b an unreliable
 	// witness of a, not a reason against a.
 	waitFor(t, nodes, "a", Up, 20*time.Second)
@@ -112,6 +125,21 @@ func TestMeshOnLoopbackFindsAnUnreachableServerAndHeals(t *testing.T) {
 
 	nodes["c"].SetReachable(true)
 	waitFor(t, nodes, "c", Up, 20*time.Second)
+}
+
+// scrapeMetrics reads GET /metrics from the node at addr.
+func scrapeMetrics(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v\n%s", resp.StatusCode, err, body)
+	}
+	return string(body)
 }
 
 func TestNodeRefusesBulletinsThatSpeakForOthers(t *testing.T) {

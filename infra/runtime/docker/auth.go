@@ -13,7 +13,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
-	registrytypes "github.com/docker/docker/api/types/registry"
+	"github.com/moby/moby/api/pkg/authconfig"
+	registrytypes "github.com/moby/moby/api/types/registry"
 )
 
 // DockerHubServer is the key the docker CLI files Docker Hub's credentials under.
@@ -175,7 +176,7 @@ func registryAuth(ctx context.Context, ref string) (header, host string, err err
 	if err != nil {
 		return "", host, fmt.Errorf("credentials for registry %s: %w", host, err)
 	}
-	header, err = registrytypes.EncodeAuthConfig(ac)
+	header, err = authconfig.Encode(ac)
 	if err != nil {
 		return "", host, fmt.Errorf("credentials for registry %s: %w", host, err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	helperclient "github.com/docker/docker-credential-helpers/client"
 	"github.com/docker/docker-credential-helpers/credentials"
-	registrytypes "github.com/docker/docker/api/types/registry"
+	registrytypes "github.com/moby/moby/api/types/registry"
 )
 
 // helperCredentials asks the docker credential helper docker-credential-<name> (on PATH) for

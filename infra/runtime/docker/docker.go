@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"regexp"
 	"sort"
 	"strconv"
@@ -25,10 +26,9 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-	"github.com/docker/go-connections/nat"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
 
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -56,11 +56,11 @@ var _ runtime.Runtime = (*Runtime)(nil)
 // local socket. The API version is negotiated, so older engines (API 1.41) work. New does not
 // contact the engine; Ping does.
 func New(endpoint string) (*Runtime, error) {
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	opts := []client.Opt{client.FromEnv} // the API version is negotiated by default
 	if endpoint != "" {
 		opts = append(opts, client.WithHost(endpoint))
 	}
-	cli, err := client.NewClientWithOpts(opts...)
+	cli, err := client.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("docker endpoint %q: %w (set rollout.docker_host or DOCKER_HOST to unix:///var/run/docker.sock or tcp://host:2376)", endpoint, err)
 	}
@@ -75,10 +75,9 @@ func (r *Runtime) Close() error { return r.cli.Close() }
 
 // Ping checks that the engine answers and negotiates the API version.
 func (r *Runtime) Ping(ctx context.Context) error {
-	if _, err := r.cli.Ping(ctx); err != nil {
+	if _, err := r.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		return r.unreachable(err)
 	}
-	r.cli.NegotiateAPIVersion(ctx)
 	return nil
 }
 
@@ -124,18 +123,18 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	}
 	hc := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled}}
 	if svc.Port > 0 {
-		port, err := nat.NewPort("tcp", strconv.Itoa(svc.Port))
+		port, err := network.ParsePort(strconv.Itoa(svc.Port) + "/tcp")
 		if err != nil {
 			return runtime.Instance{}, fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
 		}
-		cfg.ExposedPorts = nat.PortSet{port: struct{}{}}
-		hc.PortBindings = nat.PortMap{port: {{HostIP: bindIP(svc.Address), HostPort: strconv.Itoa(svc.Port)}}}
+		cfg.ExposedPorts = network.PortSet{port: struct{}{}}
+		hc.PortBindings = network.PortMap{port: {{HostIP: bindIP(svc.Address), HostPort: strconv.Itoa(svc.Port)}}}
 	}
 	if err := r.EnsureImage(ctx, svc.Image); err != nil {
 		return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 	}
 	name := containerName(host, svc.Name, svc.Version)
-	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return runtime.Instance{}, fmt.Errorf("host %s: service %s: image %s is not on this engine (%w); build it with `zero502 image build --tag %s` (or push it to its registry)",
@@ -143,9 +142,9 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 		}
 		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: create container %s", host, svc.Name, name), err)
 	}
-	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	if _, err := r.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		// Leave nothing half-made behind: a created container that never ran is removed.
-		_ = r.cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
 		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %s (is port %d on %s free?)",
 			host, svc.Name, name, svc.Port, svc.Address), err)
 	}
@@ -158,7 +157,7 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 // instance that had to be killed, or that the kernel OOM-killed, returns Stopped.Killed and an
 // error wrapping runtime.ErrKilled. An instance that had already exited is returned as it is.
 func (r *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Duration) (runtime.Stopped, error) {
-	before, err := r.cli.ContainerInspect(ctx, inst.ID)
+	before, err := r.inspect(ctx, inst.ID)
 	if err != nil {
 		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("stop %s", describe(inst)), err)
 	}
@@ -167,18 +166,18 @@ func (r *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Du
 	}
 	start := time.Now()
 	if grace <= 0 {
-		err = r.cli.ContainerKill(ctx, inst.ID, "KILL")
+		_, err = r.cli.ContainerKill(ctx, inst.ID, client.ContainerKillOptions{Signal: "KILL"})
 		if err == nil {
 			err = r.wait(ctx, inst.ID)
 		}
 	} else {
 		secs := int(math.Ceil(grace.Seconds()))
-		err = r.cli.ContainerStop(ctx, inst.ID, container.StopOptions{Timeout: &secs})
+		_, err = r.cli.ContainerStop(ctx, inst.ID, client.ContainerStopOptions{Timeout: &secs})
 	}
 	if err != nil {
 		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("stop %s", describe(inst)), err)
 	}
-	after, err := r.cli.ContainerInspect(ctx, inst.ID)
+	after, err := r.inspect(ctx, inst.ID)
 	if err != nil {
 		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("inspect %s after stop", describe(inst)), err)
 	}
@@ -201,18 +200,24 @@ func (r *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Du
 
 // wait blocks until the container is not running.
 func (r *Runtime) wait(ctx context.Context, id string) error {
-	okc, errc := r.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	w := r.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {
-	case <-okc:
+	case <-w.Result:
 		return nil
-	case err := <-errc:
+	case err := <-w.Error:
 		return err
 	}
 }
 
+// inspect is the engine's inspect of a container.
+func (r *Runtime) inspect(ctx context.Context, id string) (container.InspectResponse, error) {
+	res, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	return res.Container, err
+}
+
 // Inspect returns the container's current state, Docker health and exit code.
 func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Instance, error) {
-	c, err := r.cli.ContainerInspect(ctx, id)
+	c, err := r.inspect(ctx, id)
 	if err != nil {
 		return runtime.Instance{}, r.engineErr(fmt.Sprintf("inspect container %s", id), err)
 	}
@@ -230,7 +235,7 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Instance, err
 		}
 		inst.ExitCode = c.State.ExitCode
 		if c.State.Health != nil {
-			inst.Health = c.State.Health.Status
+			inst.Health = string(c.State.Health.Status)
 		}
 		if t, err := time.Parse(time.RFC3339Nano, c.State.StartedAt); err == nil && t.Year() > 1 {
 			inst.StartedAt = t
@@ -241,18 +246,18 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Instance, err
 
 // List returns the zero502 containers that match f, running or exited, oldest first.
 func (r *Runtime) List(ctx context.Context, f runtime.Filter) ([]runtime.Instance, error) {
-	args := filters.NewArgs(filters.Arg("label", LabelService))
+	args := make(client.Filters).Add("label", LabelService)
 	for label, v := range map[string]string{LabelHost: f.Host, LabelService: f.Service, LabelVersion: f.Version} {
 		if v != "" {
 			args.Add("label", label+"="+v)
 		}
 	}
-	cs, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+	cs, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: args})
 	if err != nil {
 		return nil, r.engineErr("list containers", err)
 	}
-	out := make([]runtime.Instance, 0, len(cs))
-	for _, c := range cs {
+	out := make([]runtime.Instance, 0, len(cs.Items))
+	for _, c := range cs.Items {
 		inst, err := r.Inspect(ctx, c.ID)
 		if errors.Is(err, runtime.ErrNotFound) {
 			continue // removed between list and inspect
@@ -269,7 +274,7 @@ func (r *Runtime) List(ctx context.Context, f runtime.Filter) ([]runtime.Instanc
 // Remove removes an exited container. A running one is refused (stop it first); one that is
 // already gone is not an error.
 func (r *Runtime) Remove(ctx context.Context, inst runtime.Instance) error {
-	err := r.cli.ContainerRemove(ctx, inst.ID, container.RemoveOptions{RemoveVolumes: true})
+	_, err := r.cli.ContainerRemove(ctx, inst.ID, client.ContainerRemoveOptions{RemoveVolumes: true})
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}
@@ -292,16 +297,16 @@ func describe(inst runtime.Instance) string {
 }
 
 // bindIP is the host IP a service port is published on: the IP of address, or all interfaces
-// when the address is a name (Docker binds IPs, not names).
-func bindIP(address string) string {
+// (the zero Addr) when the address is a name (Docker binds IPs, not names).
+func bindIP(address string) netip.Addr {
 	h, _, err := net.SplitHostPort(address)
 	if err != nil {
 		h = address
 	}
-	if ip := net.ParseIP(h); ip != nil {
-		return ip.String()
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.Unmap()
 	}
-	return ""
+	return netip.Addr{}
 }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)

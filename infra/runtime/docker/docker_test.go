@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -79,7 +82,7 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 		t.Fatalf("instance = %+v, want address 127.0.0.1:%d and a start time", inst, port)
 	}
 	ctx := context.Background()
-	c, err := rt.Client().ContainerInspect(ctx, inst.ID)
+	c, err := inspectContainer(ctx, rt, inst.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,7 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 		t.Errorf("restart policy %q, want no (the watchdog is the healer)", c.HostConfig.RestartPolicy.Name)
 	}
 	for p, bs := range c.HostConfig.PortBindings {
-		if len(c.HostConfig.PortBindings) != 1 || len(bs) != 1 || bs[0].HostIP != "127.0.0.1" || bs[0].HostPort != fmt.Sprint(port) {
+		if len(c.HostConfig.PortBindings) != 1 || len(bs) != 1 || bs[0].HostIP.String() != "127.0.0.1" || bs[0].HostPort != fmt.Sprint(port) {
 			t.Errorf("binding %s → %+v, want only 127.0.0.1:%d", p, bs, port)
 		}
 	}
@@ -245,7 +248,7 @@ func TestTheImageRunsAsNobodyWithAWritableTmp(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST /orders with --orders-log /tmp/orders.jsonl: %s %s; the image's /tmp must be writable", resp.Status, body)
 	}
-	c, err := rt.Client().ContainerInspect(context.Background(), inst.ID)
+	c, err := inspectContainer(context.Background(), rt, inst.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +266,7 @@ func TestAContainerGetsExactlyItsConfiguredEnvNothingOfTheDeployers(t *testing.T
 	port := dockertest.FreePort(t)
 	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
 	ctx := context.Background()
-	c, err := rt.Client().ContainerInspect(ctx, inst.ID)
+	c, err := inspectContainer(ctx, rt, inst.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +306,7 @@ func TestStopSendsTheServicesStopSignal(t *testing.T) {
 	if inst.StopSignal != "SIGQUIT" {
 		t.Fatalf("instance %+v, want stop signal SIGQUIT", inst)
 	}
-	c, err := rt.Client().ContainerInspect(context.Background(), inst.ID)
+	c, err := inspectContainer(context.Background(), rt, inst.ID)
 	if err != nil || c.Config.StopSignal != "SIGQUIT" {
 		t.Fatalf("container stop signal %q (%v), want SIGQUIT", c.Config.StopSignal, err)
 	}
@@ -311,4 +314,10 @@ func TestStopSendsTheServicesStopSignal(t *testing.T) {
 	if err != nil || st.Killed || st.ExitCode != 2 {
 		t.Fatalf("Stop with stop_signal SIGQUIT = %+v, %v; want the Go runtime's SIGQUIT exit 2 (SIGTERM would drain for 15s and exit 0), not killed", st, err)
 	}
+}
+
+// inspectContainer is the engine's own inspect of a container.
+func inspectContainer(ctx context.Context, rt *docker.Runtime, id string) (container.InspectResponse, error) {
+	res, err := rt.Client().ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	return res.Container, err
 }

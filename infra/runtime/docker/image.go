@@ -16,8 +16,8 @@ import (
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/api/types/image"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/client"
 )
 
 // Dockerfile is the image definition BuildImage uses: FROM scratch plus the static binary.
@@ -80,7 +80,7 @@ func (r *Runtime) BuildImage(ctx context.Context, opts BuildOptions) (Built, err
 	if err != nil {
 		return Built{}, err
 	}
-	resp, err := r.cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
+	resp, err := r.cli.ImageBuild(ctx, tarball, client.ImageBuildOptions{
 		Tags:        opts.Tags,
 		Dockerfile:  "Dockerfile",
 		Remove:      true,
@@ -104,7 +104,7 @@ func (r *Runtime) BuildImage(ctx context.Context, opts BuildOptions) (Built, err
 // RemoveImage removes an image tag (and the image once no tag is left). A missing tag is not
 // an error.
 func (r *Runtime) RemoveImage(ctx context.Context, tag string) error {
-	_, err := r.cli.ImageRemove(ctx, tag, image.RemoveOptions{PruneChildren: true})
+	_, err := r.cli.ImageRemove(ctx, tag, client.ImageRemoveOptions{PruneChildren: true})
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}

@@ -38,8 +38,13 @@ func TestBindIPIsTheAddressIPOrEveryInterface(t *testing.T) {
 		"127.0.0.1:8000": "127.0.0.1", "10.0.0.5:80": "10.0.0.5", "[::1]:80": "::1",
 		"app-1.internal:8000": "", "": "",
 	} {
-		if got := bindIP(addr); got != want {
-			t.Errorf("bindIP(%q) = %q, want %q", addr, got, want)
+		got := bindIP(addr)
+		s := "" // every interface: the zero Addr, which the engine gets as ""
+		if got.IsValid() {
+			s = got.String()
+		}
+		if s != want {
+			t.Errorf("bindIP(%q) = %v, want %q", addr, got, want)
 		}
 	}
 }

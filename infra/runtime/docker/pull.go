@@ -9,8 +9,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 )
 
 // EnsureImage makes sure the engine has the image ref: nothing happens when it has it, else it
@@ -49,7 +48,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, progress io.Writer)
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)
 	}
-	body, err := r.cli.ImagePull(ctx, ref, image.PullOptions{RegistryAuth: auth})
+	body, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: auth})
 	if err == nil {
 		err = readStream(body, progress, nil)
 		body.Close()

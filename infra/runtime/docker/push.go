@@ -7,8 +7,7 @@ import (
 	"io"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 )
 
 // Pushed is what PushImage put in the registry.
@@ -37,7 +36,7 @@ func (r *Runtime) PushImage(ctx context.Context, ref string, progress io.Writer)
 		return Pushed{}, r.engineErr("push "+ref, err)
 	}
 	pushed := Pushed{Image: ref, Registry: host}
-	body, err := r.cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: auth})
+	body, err := r.cli.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: auth})
 	if err == nil {
 		err = readStream(body, progress, func(raw json.RawMessage) {
 			var aux struct {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/image"
+	"github.com/moby/moby/client"
 
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
@@ -22,7 +22,7 @@ import (
 func tagForRegistry(t *testing.T, rt *docker.Runtime, reg *dockertest.Registry, tag string) string {
 	t.Helper()
 	ref := reg.Host + "/shop/web:" + tag
-	if err := rt.Client().ImageTag(context.Background(), dockertest.Image(t, rt), ref); err != nil {
+	if _, err := rt.Client().ImageTag(context.Background(), client.ImageTagOptions{Source: dockertest.Image(t, rt), Target: ref}); err != nil {
 		t.Fatalf("tag %s: %v", ref, err)
 	}
 	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), ref) })
@@ -208,12 +208,12 @@ func TestPullImageWithCredentialsFromTheDockerConfig(t *testing.T) {
 // shared with other tests, so only the registry the test made says what the test changed).
 func imagesFrom(t *testing.T, rt *docker.Runtime, host string) []string {
 	t.Helper()
-	imgs, err := rt.Client().ImageList(context.Background(), image.ListOptions{All: true})
+	imgs, err := rt.Client().ImageList(context.Background(), client.ImageListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, im := range imgs {
+	for _, im := range imgs.Items {
 		for _, name := range append(append([]string(nil), im.RepoTags...), im.RepoDigests...) {
 			if strings.HasPrefix(name, host+"/") {
 				out = append(out, fmt.Sprintf("%s %s", im.ID, name))

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/moby/moby/api/types/jsonstream"
 )
 
 // readStream reads one of the engine's JSON progress streams (build, pull, push) to its end. It
@@ -20,7 +20,7 @@ func readStream(body io.Reader, progress io.Writer, aux func(json.RawMessage)) e
 	var failed error
 	last := map[string]string{} // layer id → the last status printed for it
 	for {
-		var m jsonmessage.JSONMessage
+		var m jsonstream.Message
 		if err := dec.Decode(&m); err == io.EOF {
 			return failed
 		} else if err != nil {

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/docker/docker/api/types/image"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/moby/moby/client"
 
 	"github.com/zero502/zero502/infra/runtime/docker"
 )
@@ -132,7 +132,7 @@ func TinyImage(t testing.TB, rt *docker.Runtime, ref string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rc, err := rt.Client().ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{})
+	rc, err := rt.Client().ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref, client.ImageImportOptions{})
 	if err != nil {
 		t.Fatalf("import %s: %v", ref, err)
 	}

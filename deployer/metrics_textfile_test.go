@@ -1,0 +1,98 @@
+package deployer
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// requireSamples parses the textfile at path and fails for each series whose value is not
+// want's (series as name{label="value",…}, labels sorted).
+func requireSamples(t *testing.T, path string, want map[string]float64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("%s is not in the Prometheus text format: %v", path, err)
+	}
+	got := map[string]float64{}
+	for name, fam := range families {
+		for _, m := range fam.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			sort.Strings(labels)
+			series := name
+			if len(labels) > 0 {
+				series += "{" + strings.Join(labels, ",") + "}"
+			}
+			got[series] = m.GetGauge().GetValue()
+		}
+	}
+	for series, v := range want {
+		if g, ok := got[series]; !ok || g != v {
+			data, _ := os.ReadFile(path)
+			t.Errorf("%s = %v (present: %v), want %v\n%s", series, g, ok, v, data)
+		}
+	}
+}
+
+func TestMetricsTextfileOfASucceededDeploy(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	rep := Report{Version: "v2", Started: start, Duration: 42 * time.Second, Hosts: []HostReport{
+		{Host: "web-1", Outcome: OutcomeDeployed, Duration: 15 * time.Second, Floor: 10 * time.Second},
+		{Host: "web-2", Outcome: OutcomeUnchanged, Duration: time.Second},
+	}}
+	path := filepath.Join(t.TempDir(), "textfiles", "zero502_deploy.prom")
+	if err := WriteMetricsTextfile(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	requireSamples(t, path, map[string]float64{
+		`zero502_deploy_last_result{result="succeeded",version="v2"}`:   1,
+		`zero502_deploy_last_result{result="failed",version="v2"}`:      0,
+		`zero502_deploy_last_result{result="refused",version="v2"}`:     0,
+		`zero502_deploy_last_start_timestamp_seconds`:                   1_700_000_000,
+		`zero502_deploy_last_duration_seconds`:                          42,
+		`zero502_deploy_host_outcome{host="web-1",outcome="deployed"}`:  1,
+		`zero502_deploy_host_outcome{host="web-2",outcome="unchanged"}`: 1,
+		`zero502_deploy_host_duration_seconds{host="web-1"}`:            15,
+		`zero502_deploy_host_floor_seconds{host="web-1"}`:               10,
+		`zero502_deploy_host_floor_ratio{host="web-1"}`:                 1.5,
+		`zero502_deploy_host_floor_ratio{host="web-2"}`:                 0,
+	})
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("textfile mode %o, want 644 (node_exporter runs as another user)", st.Mode().Perm())
+	}
+
+	// The next deploy replaces the file: a refused one names no host.
+	if err := WriteMetricsTextfile(path, Report{Version: "v3", Refused: true, Error: "drift"}); err != nil {
+		t.Fatal(err)
+	}
+	requireSamples(t, path, map[string]float64{`zero502_deploy_last_result{result="refused",version="v3"}`: 1})
+	if data, _ := os.ReadFile(path); strings.Contains(string(data), "web-1") {
+		t.Errorf("the refused deploy's textfile still names web-1:\n%s", data)
+	}
+}
+
+func TestMetricsTextfileMustEndInProm(t *testing.T) {
+	err := WriteMetricsTextfile(filepath.Join(t.TempDir(), "deploy.txt"), Report{})
+	if err == nil || !strings.Contains(err.Error(), "deploy.txt") || !strings.Contains(err.Error(), ".prom") {
+		t.Fatalf("err = %v, want the path and the .prom rule named", err)
+	}
+}
