@@ -31,7 +31,6 @@ a verdict; a route is never empty; everything heals by itself.
   zero502 mesh serve      on each server
   zero502 mesh verdicts   ask any server for its view`,
 	}
-	exitTwoOnBadFlags(cmd)
 	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd())
 	return cmd
 }
@@ -64,6 +63,9 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			if n.Peers, err = mesh.ParsePeers(peers); err != nil {
 				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 			}
+			if err := th.ValidateNamed(thresholdFlag); err != nil {
+				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+			}
 			n.Thresholds = th
 			n.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			if err := n.Validate(); err != nil {
@@ -94,6 +96,18 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.DurationVar(&th.ReportStaleAfter, "report-stale", th.ReportStaleAfter, "a report older than this is silence (no data)")
 	fl.DurationVar(&th.ProbeStaleAfter, "probe-stale", th.ProbeStaleAfter, "a witness's last probe older than this is silence")
 	return cmd
+}
+
+// thresholdFlag names a mesh threshold by the flag of mesh serve that sets it.
+func thresholdFlag(field string) string {
+	flag := map[string]string{
+		"FailStreak": "--fail-streak", "HealStreak": "--heal-streak", "Quorum": "--quorum",
+		"UnreliableShare": "--unreliable-share", "ReportStaleAfter": "--report-stale", "ProbeStaleAfter": "--probe-stale",
+	}[field]
+	if flag == "" {
+		return "threshold " + field
+	}
+	return flag
 }
 
 func newMeshVerdictsCmd() *cobra.Command {

@@ -33,7 +33,7 @@ func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 		{"peer port out of range", []string{"serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:70000"},
 			[]string{"--peers b", "70000", "1 to 65535"}},
 		{"quorum of one", append(serve, "--quorum", "1"), []string{"Quorum 1", "one server's opinion is not a verdict"}},
-		{"streak of one", append(serve, "--fail-streak", "1"), []string{"FailStreak 1", "one failed probe means nothing"}},
+		{"streak of one", append(serve, "--fail-streak", "1"), []string{"--fail-streak 1", "one failed probe means nothing"}},
 		{"timeout not below the round", append(serve, "--probe-every", "1s", "--probe-timeout", "2s"),
 			[]string{"--probe-timeout 2s", "below --probe-every 1s"}},
 		{"not a duration", append(serve, "--probe-every", "often"), []string{"--probe-every", `"often"`, "invalid"}},

@@ -35,7 +35,14 @@ number lives in one config file and is checked against the others (zero502 invar
 		newMeshCmd(),
 		newTopologyCmd(),
 		newHostCmd(),
+		newStatusCmd(),
+		newStopCmd(),
+		newLogsCmd(),
 	)
+	root.Version = buildVersion()
+	root.Flags().BoolP("version", "v", false, "print zero502's version and commit")
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	exitTwoOnUsageErrors(root)
 	return root
 }
 
