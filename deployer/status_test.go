@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,11 +75,26 @@ func TestStatusAgreesWithARealFleetBeforeAndAfterADeployAndAfterACrash(t *testin
 	if code != 1 || !strings.Contains(out, "no published spec") {
 		t.Fatalf("status of a fleet never deployed: exit %d, want 1 saying no published spec\n%s", code, out)
 	}
+	report := filepath.Join(t.TempDir(), "deploy.html")
 	for _, v := range []string{"v1", "v2"} {
-		if out, code := runDeploy(t, time.Minute, "--config", path, "--version", v); code != 0 {
+		if out, code := runDeploy(t, time.Minute, "--config", path, "--version", v, "--report", report); code != 0 {
 			t.Fatalf("deploy %s: exit %d\n%s", v, code, out)
 		}
 		requireAgrees(t, path, v)
+	}
+	// deploy --report: the demo's self-contained page, from the real v1 → v2 deploy.
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<title>zero502 deploy v2</title>", "<svg", ">host-a</text>", ">host-b</text>",
+		"host-a drain +", "host-b left +", "host-b back +", "RESULT: every host runs v2", "v1 → v2"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("deploy --report page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "<script") || strings.Contains(string(page), "http://") && !strings.Contains(string(page), `xmlns="http://www.w3.org/2000/svg"`) {
+		t.Errorf("deploy --report page is not self-contained")
 	}
 	out, code = runZero502(t, "status", "--config", path)
 	if code != 0 || !strings.Contains(out, "every host agrees with its published spec") || strings.Count(out, "healthy, in rotation") != 2 {
