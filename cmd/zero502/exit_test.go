@@ -6,6 +6,10 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/hostlock"
 )
 
 // Every flag or argument error exits 2 on every command, with a message in the flag's terms.
@@ -136,9 +140,43 @@ func TestConfigErrorsSpeakTheConfigsLanguage(t *testing.T) {
 	}
 }
 
-// --lock-timeout 0 refuses at once (it never means the 10-minute default).
+// --lock-timeout 0 refuses at once when another deploy holds the fleet lock (it never means the
+// 10-minute default), naming the holder; a negative one is a flag error.
 func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
-	out, code := runCLI(t, "deploy", "--config", filepath.Join("..", "..", "examples", "local.yaml"), "--version", "v1", "--lock-timeout", "-1s")
+	dir := t.TempDir()
+	local, err := os.ReadFile(filepath.Join("..", "..", "examples", "local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "z.yaml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-local", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := infra.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: "ops@test", Command: "zero502 deploy --version v0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	done := make(chan struct{})
+	var out string
+	var code int
+	go func() {
+		defer close(done)
+		out, code = runCLI(t, "deploy", "--config", path, "--version", "v1", "--lock-timeout", "0")
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a bound on a hang, not a timing claim
+		t.Fatal("deploy --lock-timeout 0 waited for the held fleet lock")
+	}
+	if code != 2 || !strings.Contains(out, "ops@test") || !strings.Contains(out, cfg.FleetLockPath()) {
+		t.Errorf("--lock-timeout 0 with the fleet lock held: exit %d, want 2 naming the holder and the lock\n%s", code, out)
+	}
+	out, code = runCLI(t, "deploy", "--config", path, "--version", "v1", "--lock-timeout", "-1s")
 	if code != 2 || !strings.Contains(out, "--lock-timeout -1s: must not be negative") {
 		t.Errorf("--lock-timeout -1s: exit %d, %q", code, out)
 	}
