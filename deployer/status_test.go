@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -123,6 +124,23 @@ func TestStatusAgreesWithARealFleetBeforeAndAfterADeployAndAfterACrash(t *testin
 		}
 		return nil
 	})
+	// The host lock's holder and the watchdog's streak show; the lock is only looked at.
+	cfg := f.load(path)
+	held, err := hostlock.TryAcquire(cfg.HostLockPath(cfg.Hosts[1]), hostlock.Holder{Who: "ops@test", Command: "bootstrap.sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runZero502(t, "watchdog", "--config", path, "--host", "host-a"); code != 0 || !strings.Contains(out, "web failing 1×") {
+		t.Fatalf("a watchdog tick after the crash: exit %d\n%s", code, out)
+	}
+	st, _, code := statusJSON(t, path)
+	held.Release()
+	if code != 1 || !strings.Contains(st.Hosts[1].LockHeldBy, "ops@test (bootstrap.sh") || st.Hosts[0].LockHeldBy != "" {
+		t.Errorf("status with host-b's lock held: exit %d, holders %q and %q", code, st.Hosts[0].LockHeldBy, st.Hosts[1].LockHeldBy)
+	}
+	if w := st.Hosts[0].Services[0].Watchdog; w == nil || w.Failures != 1 || !strings.Contains(w.LastError, "health") {
+		t.Errorf("status of host-a/web after one failing tick: watchdog %+v, want a streak of 1 with its reason", w)
+	}
 }
 
 // stop drains every instance, leaves nothing running, marks the specs stopped; the watchdog then
