@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -199,4 +200,45 @@ func TestStopLeavesNothingRunningAndTheWatchdogDoesNotHealIt(t *testing.T) {
 		t.Fatalf("deploy v2 after stop: exit %d\n%s", code, out)
 	}
 	requireAgrees(t, path, "v2")
+}
+
+// stop --host drains a service that knows nothing of the handshake at the balancer first (drain:
+// balancer, start-first: python3 -m http.server, which dies at once on SIGTERM), so the load
+// through the LB loses no request while one host leaves; status then agrees.
+func TestStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
+	f := newFleet(t, 2)
+	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
+	f.startLB(path)
+	ctx := context.Background()
+	var ev1 eventLog
+	if _, err := f.deployer(f.load(path), &ev1, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v\nevents:\n%s", err, &ev1)
+	}
+	m := startMeasure(t, f.listen, "/cgi-bin/orders")
+	eventually(t, 10*time.Second, "the load gets answers through the LB", func() error {
+		if got := servedVersion(t, f.listen); got != "v1" {
+			return fmt.Errorf("serves %q", got)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond) // some load before host-a leaves (as deployUnderLoad does)
+	var ev eventLog
+	opts := Options{Self: bin, Events: ev.add, Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }}
+	err := Stop(ctx, f.load(path), StopTarget{Host: "host-a"}, opts)
+	time.Sleep(300 * time.Millisecond) // and some after: host-b alone serves it
+	res := m.stop(t)
+	if err != nil {
+		t.Fatalf("stop --host host-a: %v\nevents:\n%s", err, &ev)
+	}
+	requireNoFailure(t, res)
+	if !strings.Contains(ev.String(), "drained at the balancer by the deployer") {
+		t.Errorf("stop did not drain at the balancer first:\n%s", &ev)
+	}
+	if got := f.versions(); got["host-a"] != "" || got["host-b"] != "v1" {
+		t.Errorf("after stop --host host-a: %v, want nothing on host-a and v1 on host-b", got)
+	}
+	st, err := Status(ctx, f.load(path), opts)
+	if err != nil || !st.OK() {
+		t.Errorf("status after stop --host host-a: %v, %+v; want agreement", err, st)
+	}
 }
