@@ -23,6 +23,8 @@ func TestExitTwoOnEveryUsageError(t *testing.T) {
 		{[]string{"topology", "--bogus"}, []string{"unknown flag: --bogus"}},
 		{[]string{"measure"}, []string{"zero502 measure: accepts 1 arg(s), received 0", "usage: zero502 measure"}},
 		{[]string{"status", "extra"}, []string{"zero502 status", "unknown command"}},
+		{[]string{"bogus"}, []string{`unknown command "bogus" for zero502 (see zero502 --help)`}},
+		{[]string{"mesh", "bogus"}, []string{`unknown command "bogus" for zero502 mesh`}},
 		{[]string{"app", "--port", "abc"}, []string{`--port "abc": must be a whole number`}},
 		{[]string{"deploy", "--lock-timeout", "soon"}, []string{`--lock-timeout "soon": must be a duration with a unit`}},
 		{[]string{"mesh", "serve", "--name", "a", "--listen", "127.0.0.1:1", "--peers", "b=127.0.0.1:2,c=127.0.0.1:3", "--quorum", "1"},

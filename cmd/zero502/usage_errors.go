@@ -11,13 +11,24 @@ import (
 
 // exitTwoOnUsageErrors makes every flag or argument error of cmd and its subcommands exit 2
 // (the help defines 1 as "rollout failed" or "violated"): the root's flag error function, which
-// cobra hands down to every subcommand, and each command's argument check, wrapped once here.
+// cobra hands down to every subcommand, each command's argument check, wrapped once here, and
+// an unknown subcommand of a command group.
 func exitTwoOnUsageErrors(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitCode(2, fmt.Errorf("%s: %s (see %s --help)", c.CommandPath(), flagMessage(err), c.CommandPath()))
 	})
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && c.Args == nil && !c.Runnable() {
+			// A group (zero502, zero502 mesh…): its help without arguments, else an unknown command.
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return cmd.Help()
+				}
+				return exitCode(2, fmt.Errorf("unknown command %q for %s (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath()))
+			}
+		}
 		if check := c.Args; check != nil {
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if err := check(cmd, args); err != nil {
