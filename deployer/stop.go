@@ -41,8 +41,8 @@ func (t StopTarget) Check(cfg *infra.Config) error {
 // services marked stopped, then each running instance drained its way (the handshake watched at
 // the balancer, or drain: balancer played by the deployer) and signalled with drain.stop_grace.
 // The next zero502 deploy starts them again. A host without a published spec has its running
-// instances stopped the same way and gets a spec that says so. Hosts reached over ssh are
-// refused: run zero502 stop on them.
+// instances stopped the same way and gets a spec that says so (a corrupt spec is set aside
+// first, as a deploy does). Hosts reached over ssh are refused: run zero502 stop on them.
 func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Options) error {
 	d := New(cfg, opts)
 	d.action = "zero502 stop"
@@ -79,8 +79,16 @@ func (d *Deployer) stopHost(ctx context.Context, h infra.Host, only string) erro
 	rt := d.runtimes[h.Name]
 	path := spec.Path(d.cfg.HostStateDir(h))
 	s, err := spec.Read(path)
+	if errors.Is(err, spec.ErrCorrupt) {
+		to, aerr := spec.SetAside(path) // kept for a look, as a deploy does
+		if aerr != nil {
+			return fmt.Errorf("host %s: %w; %v", h.Name, err, aerr)
+		}
+		d.emit(Event{Host: h.Name, Step: StepPublish, Message: fmt.Sprintf("the published spec was corrupt: set aside as %s", to)})
+		err = spec.ErrNone
+	}
 	switch {
-	case errors.Is(err, spec.ErrNone) || errors.Is(err, spec.ErrCorrupt):
+	case errors.Is(err, spec.ErrNone):
 		// Stop what runs by the config's word for it; the version is whatever runs.
 		s = spec.Render(d.cfg, h, "", d.self)
 		for i, svc := range s.Services {

@@ -27,8 +27,9 @@ version that runs, the instance (pid or container id) and since when, its health
 the balancer (in rotation or not), the host lock's holder if any, and the watchdog's streak and
 last heal. It changes nothing (no lock taken, no file written).
 Exit 0: every host agrees with its spec (one healthy instance of the spec's version per service,
-in rotation; nothing of a service the spec marks stopped); 1: it does not, each disagreement
-listed; 2: bad flags or config.`,
+in rotation; nothing of a service the spec marks stopped); 1: it does not (a host never deployed
+has no spec to agree with; a host reached over ssh is not looked at from here), each
+disagreement listed; 2: bad flags or config.`,
 		Example: `  zero502 status --config examples/local.yaml
   zero502 status --config examples/local.yaml --json | jq '.hosts[].services[].problems'`,
 		Args: cobra.NoArgs,
