@@ -23,6 +23,7 @@ func TestExitTwoOnEveryUsageError(t *testing.T) {
 		{[]string{"topology", "--bogus"}, []string{"unknown flag: --bogus"}},
 		{[]string{"measure"}, []string{"zero502 measure: accepts 1 arg(s), received 0", "usage: zero502 measure"}},
 		{[]string{"status", "extra"}, []string{"zero502 status", "unknown command"}},
+		{[]string{"stop", "--config", filepath.Join("..", "..", "examples", "local.yaml"), "--lock-timeout", "-1s"}, []string{"--lock-timeout -1s: must not be negative"}},
 		{[]string{"bogus"}, []string{`unknown command "bogus" for zero502 (see zero502 --help)`}},
 		{[]string{"mesh", "bogus"}, []string{`unknown command "bogus" for zero502 mesh`}},
 		{[]string{"app", "--port", "abc"}, []string{`--port "abc": must be a whole number`}},

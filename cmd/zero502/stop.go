@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,6 +32,12 @@ Exit 0: everything selected is stopped; 1: a host failed (the message names it);
   zero502 stop --config examples/local.yaml --host host-a --service web`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case opts.LockTimeout < 0:
+				return exitCode(2, fmt.Errorf("--lock-timeout %s: must not be negative (0 refuses at once when another command holds a host lock)", opts.LockTimeout))
+			case opts.LockTimeout == 0:
+				opts.NoLockWait = true
+			}
 			cfg, err := infra.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
@@ -51,6 +58,6 @@ Exit 0: everything selected is stopped; 1: a host failed (the message names it);
 	f := cmd.Flags()
 	f.StringVar(&target.Host, "host", "", "stop on this host only (default: every host)")
 	f.StringVar(&target.Service, "service", "", "stop this service only (default: every service)")
-	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for a host lock another command holds")
+	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for a host lock another command holds (0: refuse at once, naming the holder)")
 	return cmd
 }
