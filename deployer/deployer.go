@@ -77,6 +77,8 @@ type Deployer struct {
 	backs    map[string]*spec.Spec // each deployed host's last good spec, for a later rollback
 	started  time.Time
 	emitMu   sync.Mutex
+	// action names what holds the locks when it is not a deploy (zero502 stop).
+	action string
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.

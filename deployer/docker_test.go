@@ -196,3 +196,48 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 		t.Errorf("the v1 container was drained although v2 could not be pulled:\n%s", &ev2)
 	}
 }
+
+// With the Docker runtime: status sees the containers (id, version) and agrees, logs prints a
+// container's output (docker logs), stop drains and stops every container and marks the specs
+// stopped, and status agrees again with nothing running.
+func TestDockerStatusLogsAndStop(t *testing.T) {
+	t.Parallel()
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}
+	dir := t.TempDir()
+	path := dockerConfig(t, dir, hosts, image, []int{dockertest.FreePort(t), dockertest.FreePort(t)})
+	if out, code := runDeploy(t, 3*time.Minute, "--config", path, "--version", "v1"); code != 0 {
+		t.Fatalf("deploy v1: exit %d\n%s", code, out)
+	}
+	st, ok, code := statusJSON(t, path)
+	if code != 0 || !ok {
+		t.Fatalf("status after v1: exit %d: %+v", code, st)
+	}
+	for _, h := range st.Hosts {
+		if in := h.Services[0].Instances; len(in) != 1 || in[0].Version != "v1" || !in[0].Healthy || strings.HasPrefix(in[0].ID, "pid:") {
+			t.Errorf("%s: instances %+v; want one healthy v1 container", h.Host, in)
+		}
+	}
+	out, code := runZero502(t, "logs", "--config", path, "--host", hosts[0], "--service", "web")
+	if code != 0 || !strings.Contains(out, "app started") || !strings.Contains(out, `"version":"v1"`) {
+		t.Fatalf("logs of %s/web: exit %d\n%s", hosts[0], code, out)
+	}
+	if out, code := runZero502(t, "stop", "--config", path); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, out)
+	}
+	for _, h := range hosts {
+		insts, err := rt.List(context.Background(), runtime.Filter{Host: h, Service: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range insts {
+			if in.Running() {
+				t.Errorf("%s: container %s still runs after stop", h, in.ID)
+			}
+		}
+	}
+	if out, code := runZero502(t, "status", "--config", path); code != 0 || strings.Count(out, "v1 (stopped)") != 2 {
+		t.Fatalf("status after stop: exit %d\n%s", code, out)
+	}
+}

@@ -56,5 +56,9 @@ func (d *Deployer) fleetLock(ctx context.Context, version string) (*hostlock.Loc
 // holder names this deploy in lock records.
 func (d *Deployer) holder(version string) hostlock.Holder {
 	who, _, _ := strings.Cut(spec.Holder(), " pid ")
-	return hostlock.Holder{Who: who, Command: "zero502 deploy --version " + version, PID: os.Getpid()}
+	command := "zero502 deploy --version " + version
+	if d.action != "" {
+		command = d.action
+	}
+	return hostlock.Holder{Who: who, Command: command, PID: os.Getpid()}
 }

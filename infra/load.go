@@ -26,6 +26,9 @@ const DefaultPath = "./zero502.yaml"
 // EnvPrefix prefixes environment overrides: ZERO502_DRAIN_WINDOW=20s sets drain.window.
 const EnvPrefix = "ZERO502"
 
+// ErrNoDefaultConfig is Load's error when no --config was given and ./zero502.yaml is missing.
+var ErrNoDefaultConfig = errors.New("no " + DefaultPath + "; pass --config FILE (examples/local.yaml runs on this machine)")
+
 // Defaults returns the embedded defaults (the source's numbers, no services, no hosts).
 func Defaults() *Config {
 	c, err := LoadBytes(nil, "defaults")
@@ -37,8 +40,8 @@ func Defaults() *Config {
 
 // Load reads the config file at path over the embedded defaults, applies ZERO502_* environment
 // overrides (refusing a ZERO502_* variable that names no config key: see envUnknown), decodes
-// strictly and validates. A missing file is an error unless path is
-// DefaultPath, in which case the embedded defaults stand alone.
+// strictly and validates. A missing file is an error, DefaultPath too (ErrNoDefaultConfig): a
+// command never goes on with an empty fleet because the file was not where it looked.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		path = DefaultPath
@@ -46,7 +49,7 @@ func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
-			return LoadBytes(nil, "embedded defaults")
+			return nil, ErrNoDefaultConfig
 		}
 		return nil, fmt.Errorf("config %s: %w (pass --config FILE; examples/ has two)", path, err)
 	}
@@ -82,6 +85,9 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
 
+	if err := envValuesAreText(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
 	var c Config
 	err := v.UnmarshalExact(&c, func(dc *mapstructure.DecoderConfig) {
 		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, intHook)
@@ -89,7 +95,11 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 		dc.ErrorUnused = true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, cleanDecodeError(err))
+		problems, fromEnv := decodeProblems(err, os.Environ())
+		if fromEnv {
+			return nil, problems
+		}
+		return nil, fmt.Errorf("config %s: %w", name, problems)
 	}
 	if err := keepEnvCase(&c, data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
@@ -177,14 +187,6 @@ func intHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%q is not a whole number", data)
 	}
 	return n, nil
-}
-
-// cleanDecodeError strips mapstructure's preamble so the message starts with the key.
-func cleanDecodeError(err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "decoding failed due to the following error(s):\n\n")
-	msg = strings.ReplaceAll(msg, "\n", "; ")
-	return fmt.Errorf("%s", msg)
 }
 
 // unknownKeys walks what the file set and refuses any key Config does not have, naming the

@@ -76,3 +76,38 @@ func saveStreaks(stateDir string, s streaks) error {
 	}
 	return spec.WriteAtomic(filepath.Join(stateDir, StateFile), append(data, '\n'))
 }
+
+// Streak is one service's watchdog state as another command shows it (zero502 status): its
+// consecutive failed checks, the last failure, and the last heal (the watchdog's only action).
+type Streak struct {
+	Failures  int       `json:"consecutive_failures"`
+	LastError string    `json:"last_error,omitempty"`
+	LastCheck time.Time `json:"last_check,omitzero"`
+	Heals     int       `json:"heals_total"`
+	LastHeal  time.Time `json:"last_heal,omitzero"`
+}
+
+// ReadStreaks reads the state file of the host whose state dir is stateDir, read-only: each
+// service's streak, and when the last tick wrote it. A host the watchdog never ticked on has
+// none (no error); a corrupt file is an error that names it.
+func ReadStreaks(stateDir string) (map[string]Streak, time.Time, error) {
+	path := filepath.Join(stateDir, StateFile)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, time.Time{}, nil
+	}
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("watchdog state %s: %w", path, err)
+	}
+	var s streaks
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, time.Time{}, fmt.Errorf("watchdog state %s is corrupt (%v); the next tick starts every streak from zero", path, err)
+	}
+	out := make(map[string]Streak, len(s.Services))
+	for name, st := range s.Services {
+		if st != nil {
+			out[name] = Streak{Failures: st.Failures, LastError: st.LastError, LastCheck: st.LastCheck, Heals: st.Heals, LastHeal: st.LastHeal}
+		}
+	}
+	return out, s.UpdatedAt, nil
+}

@@ -83,7 +83,6 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 			return nil
 		},
 	}
-	exitTwoOnBadFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "edge name host:port, resolved through the system resolver (its A set is the edge list)")
 	fl.StringSliceVar(&addrs, "addrs", nil, "edge addresses IP:PORT instead of --name: no DNS (labs)")
@@ -221,7 +220,6 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			return nil
 		},
 	}
-	exitTwoOnBadFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "", "address agents (through the edges) connect to, e.g. :9443 (required)")
 	fl.StringVar(&certFile, "cert", "", "PEM certificate of the origin (required)")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ func newDeployCmd() *cobra.Command {
 	var (
 		cfgPath, version string
 		metricsTextfile  string
+		reportPath       string
 		asJSON           bool
 		opts             deployer.Options
 	)
@@ -47,7 +49,8 @@ runs which version); 2: refused before anything changed.`,
 		Example: `  zero502 lb --config examples/local.yaml &          # the balancer, in its own terminal
   zero502 deploy --config examples/local.yaml --version v1
   zero502 deploy --config examples/local.yaml --version v2 --json > deploy.jsonl
-  zero502 deploy --config examples/local.yaml --version v3 --lock-timeout 30s`,
+  zero502 deploy --config examples/local.yaml --version v3 --lock-timeout 30s
+  zero502 deploy --config examples/local.yaml --version v4 --report deploy.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if version == "" {
@@ -68,6 +71,13 @@ runs which version); 2: refused before anything changed.`,
 			if err != nil {
 				return exitCode(2, err)
 			}
+			var report *os.File
+			if reportPath != "" {
+				if report, err = os.Create(reportPath); err != nil {
+					return exitCode(2, fmt.Errorf("--report %s: %w; give a file zero502 can write, e.g. --report deploy.html", reportPath, err))
+				}
+				defer report.Close()
+			}
 			out := cmd.OutOrStdout()
 			opts.Events = progress(out, asJSON)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -84,6 +94,12 @@ runs which version); 2: refused before anything changed.`,
 				fmt.Fprintln(out)
 				_ = rep.WriteText(out)
 			}
+			if report != nil {
+				if werr := writeDeployHTML(report, rep); werr != nil {
+					return exitCode(1, errors.Join(err, fmt.Errorf("--report %s: %w", reportPath, werr)))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", reportPath)
+			}
 			if err == nil {
 				return nil
 			}
@@ -99,6 +115,7 @@ runs which version); 2: refused before anything changed.`,
 	configFlag(cmd, &cfgPath)
 	f := cmd.Flags()
 	f.StringVar(&version, "version", "", "version to deploy (required); fills {version} in images and commands")
+	f.StringVar(&reportPath, "report", "", "also write a self-contained HTML report (SVG timeline per host) to this file, e.g. deploy.html")
 	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
 	f.StringVar(&metricsTextfile, "metrics-textfile", "",
 		"write the outcome for node_exporter's textfile collector, e.g. /var/lib/node_exporter/textfile/zero502_deploy.prom")
@@ -131,4 +148,11 @@ func progress(w io.Writer, asJSON bool) func(deployer.Event) {
 		}
 		fmt.Fprintf(w, "%8s  %-14s %-13s %s\n", (e.Elapsed()).Round(10*time.Millisecond), host, e.Step, e.Message)
 	}
+}
+
+// writeDeployHTML writes rep as the self-contained HTML report demo --report writes.
+func writeDeployHTML(w io.Writer, rep *deployer.Report) error {
+	intro := fmt.Sprintf("A rolling deploy to %s, host by host through the drain: each host's handshake as the deployer saw it "+
+		"(drain, left rotation, stopped, new started, healthy, back in rotation), seconds from the deploy's start.", html.EscapeString(rep.Version))
+	return deployer.WriteHTML(w, "zero502 deploy "+rep.Version, intro, rep.ReportHTML())
 }

@@ -33,7 +33,6 @@ through untouched, so it can be installed before the edges send headers. Every c
 line carries claimed (the header's client: a claim) and measured (the socket's peer). Logs are
 JSON on stderr. Exit status: 0 after a clean drain, 1 a listener failed, 2 bad flags or config.`,
 	}
-	exitTwoOnBadFlags(cmd)
 	cmd.AddCommand(newEdgeForwardCmd(), newEdgeOriginCmd(), newEdgeFirewallCmd())
 	return cmd
 }
@@ -158,14 +157,6 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 	fl.DurationVar(&r.Shutdown, "shutdown", 10*time.Second, "after the drain: how long open connections get before they are closed")
 	logs = addLogFlags(cmd, false)
 	return cmd
-}
-
-// exitTwoOnBadFlags makes a flag that does not parse (for cmd and its subcommands) exit 2, the
-// code of invalid input, naming the command.
-func exitTwoOnBadFlags(cmd *cobra.Command) {
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exitCode(2, fmt.Errorf("%s: %w (see --help; durations look like 3s or 5m)", c.CommandPath(), err))
-	})
 }
 
 // requireFlags is a bad-flag error (exit 2) naming the first of the flags left empty.

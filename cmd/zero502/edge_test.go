@@ -31,7 +31,7 @@ func TestEdgeCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 		{"negative idle timeout", []string{"forward", "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:443", "--idle-timeout", "-1s"},
 			[]string{"--idle-timeout", "-1s", "0 or more"}},
 		{"not a duration", []string{"forward", "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:443", "--drain", "soon"},
-			[]string{"--drain", `"soon"`, "invalid duration"}},
+			[]string{"--drain", `"soon"`, "must be a duration with a unit"}},
 		{"missing origin", []string{"forward", "--listen", "127.0.0.1:0"},
 			[]string{"--origin is required"}},
 		{"config without an edge layer", []string{"forward", "--config", noEdge, "--listen", "127.0.0.1:0", "--origin", "10.0.0.5:443"},

@@ -83,7 +83,6 @@ handshake), 2 bad flags.`,
 			return nil
 		},
 	}
-	exitTwoOnBadFlags(cmd)
 	cmd.AddCommand(newEdgePickSurveyCmd())
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "edge name host:port, resolved through the system resolver (its A set is the edge list)")

@@ -95,7 +95,6 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 			return nil
 		},
 	}
-	exitTwoOnBadFlags(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&name, "name", "", "edge name host:port, resolved through the system resolver (required)")
 	fl.StringVar(&serverName, "server-name", "", "name the origin's certificate is checked against (default: the host of --name)")

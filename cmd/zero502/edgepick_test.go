@@ -45,7 +45,7 @@ func TestEdgePickRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 		{"addrs not an IP", []string{"--addrs", "edge:443", "--insecure-skip-verify"}, []string{"--addrs", `"edge:443"`, "IP:PORT"}},
 		{"addrs without a server name", []string{"--addrs", "127.0.0.1:1,127.0.0.1:2"}, []string{"--server-name", "--insecure-skip-verify"}},
 		{"zero budget", []string{"--addrs", "127.0.0.1:1", "--insecure-skip-verify", "--budget", "0s"}, []string{"--budget", "0s", "more than 0"}},
-		{"not a duration", []string{"--addrs", "127.0.0.1:1", "--budget", "soon"}, []string{"--budget", `"soon"`, "invalid duration"}},
+		{"not a duration", []string{"--addrs", "127.0.0.1:1", "--budget", "soon"}, []string{"--budget", `"soon"`, "must be a duration with a unit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runEdgePick(t, tc.args...)

@@ -32,7 +32,6 @@ a verdict; a route is never empty; everything heals by itself.
   zero502 mesh verdicts   ask any server for its view
   zero502 mesh lb-sync    make zero502 lb take its backends from the route`,
 	}
-	exitTwoOnBadFlags(cmd)
 	cmd.AddCommand(newMeshServeCmd(), newMeshVerdictsCmd(), newMeshLBSyncCmd())
 	return cmd
 }
@@ -73,6 +72,9 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			}
 			var err error
 			if n.Peers, err = mesh.ParsePeers(peers); err != nil {
+				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+			}
+			if err := th.ValidateNamed(thresholdFlag); err != nil {
 				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 			}
 			n.Thresholds = th
@@ -125,6 +127,18 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.DurationVar(&th.ProbeStaleAfter, "probe-stale", th.ProbeStaleAfter, "a witness's last probe older than this is silence")
 	logs = addLogFlags(cmd, false)
 	return cmd
+}
+
+// thresholdFlag names a mesh threshold by the flag of mesh serve that sets it.
+func thresholdFlag(field string) string {
+	flag := map[string]string{
+		"FailStreak": "--fail-streak", "HealStreak": "--heal-streak", "Quorum": "--quorum",
+		"UnreliableShare": "--unreliable-share", "ReportStaleAfter": "--report-stale", "ProbeStaleAfter": "--probe-stale",
+	}[field]
+	if flag == "" {
+		return "threshold " + field
+	}
+	return flag
 }
 
 func newMeshVerdictsCmd() *cobra.Command {

@@ -15,7 +15,13 @@ number lives in one config file and is checked against the others (zero502 invar
 		Example: `  zero502 demo                                   # the whole loop on this machine, under load
   zero502 invariants --config examples/production.yaml
   zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002 127.0.0.1:9003
-  zero502 deploy --config examples/local.yaml --version v2`,
+  zero502 deploy --config examples/local.yaml --version v2
+  zero502 status --config examples/local.yaml     # what runs where; exit 1 when it disagrees with the specs
+  zero502 logs --config examples/local.yaml --host host-a --service web -f
+  zero502 stop --config examples/local.yaml       # through the drain; the watchdog leaves it down
+
+Exit status: 0 success; 1 the command's own failure (a rollout failed, an invariant violated, the
+fleet disagrees with its specs); 2 bad flags, arguments or config.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -37,7 +43,14 @@ number lives in one config file and is checked against the others (zero502 invar
 		newMeshCmd(),
 		newTopologyCmd(),
 		newHostCmd(),
+		newStatusCmd(),
+		newStopCmd(),
+		newLogsCmd(),
 	)
+	root.Version = buildVersion()
+	root.Flags().BoolP("version", "v", false, "print zero502's version and commit")
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	exitTwoOnUsageErrors(root)
 	registerCompletions(root)
 	return root
 }

@@ -91,24 +91,18 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 }
 
-// HostMarks are one host's handshake marks (offsets from the load's start; absent marks are
-// not in the map) and its deploy duration against its floor.
-type HostMarks struct {
-	Host     string                   `json:"host"`
-	Marks    map[string]time.Duration `json:"marks_ns"`
-	Duration time.Duration            `json:"duration_ns"`
-	Floor    time.Duration            `json:"floor_ns"`
-	Ratio    float64                  `json:"ratio"`
-}
+// HostMarks are one host's handshake marks (offsets from the load's start) and its deploy
+// duration against its floor: the deployer's, which the HTML report draws.
+type HostMarks = deployer.HostMarks
 
 // Mark names, in timeline order.
 const (
-	MarkDrain   = "drain"
-	MarkLeft    = "left"
-	MarkStopped = "stopped"
-	MarkStarted = "started"
-	MarkHealthy = "healthy"
-	MarkBack    = "back"
+	MarkDrain   = deployer.MarkDrain
+	MarkLeft    = deployer.MarkLeft
+	MarkStopped = deployer.MarkStopped
+	MarkStarted = deployer.MarkStarted
+	MarkHealthy = deployer.MarkHealthy
+	MarkBack    = deployer.MarkBack
 )
 
 // OrderTime is how long each POST /orders of the load takes on the app: real requests take
@@ -278,7 +272,7 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	finish()
 	origin := load.Started()
 	res.Deploy, res.DeployFrom, res.DeployTo = rep, started.Sub(origin), ended.Sub(origin)
-	res.Marks = marks(rep, origin)
+	res.Marks = rep.Marks(origin)
 	if rep != nil {
 		res.Versions = rep.Versions()
 	}
@@ -287,28 +281,6 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		return fmt.Errorf("demo: rollout %s → %s: %w", From, To, deployErr)
 	}
 	return ctx.Err()
-}
-
-// marks turns a report's timelines into offsets from origin.
-func marks(rep *deployer.Report, origin time.Time) []HostMarks {
-	if rep == nil {
-		return nil
-	}
-	var out []HostMarks
-	for _, h := range rep.Hosts {
-		m := HostMarks{Host: h.Host, Marks: map[string]time.Duration{}, Duration: h.Duration, Floor: h.Floor, Ratio: h.Ratio()}
-		tl := h.Timeline
-		for name, at := range map[string]time.Time{
-			MarkDrain: tl.DrainStarted, MarkLeft: tl.LeftRotation, MarkStopped: tl.Stopped,
-			MarkStarted: tl.NewStarted, MarkHealthy: tl.HealthyDirect, MarkBack: tl.BackInRotation,
-		} {
-			if !at.IsZero() {
-				m.Marks[name] = at.Sub(origin)
-			}
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -2,159 +2,26 @@ package demo
 
 import (
 	"fmt"
-	"html"
 	"io"
-	"math"
 	"strings"
-	"time"
 
-	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/deployer"
 )
 
-// classColour is each class's colour in the chart; failures are warm, the rest cool.
-var classColour = map[measure.Class]string{
-	measure.OK: "#43a047", measure.Health503: "#90a4ae", measure.C4xx: "#8d6e63",
-	measure.C502: "#d32f2f", measure.C503: "#f57c00", measure.C504: "#7b1fa2", measure.C5xx: "#c2185b",
-	measure.Refused: "#b71c1c", measure.Reset: "#e91e63", measure.Timeout: "#512da8", measure.ErrOther: "#212121",
-}
-
-// markColour is each handshake mark's colour.
-var markColour = map[string]string{
-	MarkDrain: "#f57c00", MarkLeft: "#1e88e5", MarkStopped: "#6d4c41",
-	MarkStarted: "#8e24aa", MarkHealthy: "#00897b", MarkBack: "#2e7d32",
-}
-
-// WriteHTML writes a self-contained HTML page (no scripts, no external files) with, per run, the
-// summary and an inline SVG timeline: requests per second by class over time, and each host's
-// drain / left rotation / back in rotation marks.
+// WriteHTML writes the demo's self-contained HTML page: per run the summary and the SVG
+// timeline of deployer.WriteHTML, with the load's requests per second by class.
 func WriteHTML(w io.Writer, rs ...*Result) error {
-	var b strings.Builder
-	b.WriteString(`<!doctype html><html><head><meta charset="utf-8"><title>zero502 demo</title><style>
-body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:1000px}
-pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}
-h2{margin-top:2em}.clean{color:#2e7d32}.failed{color:#c62828}
-</style></head><body><h1>zero502 demo</h1>
-<p>A rolling deploy ` + From + ` → ` + To + ` of three local hosts behind the in-house LB, under a steady load.
-Counted per request: what users feel. A 503 of the health endpoint is the drain at work, not a failure.</p>
-`)
+	runs := make([]deployer.HTMLRun, 0, len(rs))
 	for _, r := range rs {
-		cls := "clean"
-		if !r.Clean() {
-			cls = "failed"
-		}
-		fmt.Fprintf(&b, "<h2>%s</h2>\n<p class=%q><b>%s</b></p>\n", html.EscapeString(mode(r)), cls, html.EscapeString(verdict(r)))
-		b.WriteString(svg(r))
 		var t strings.Builder
 		WriteSummary(&t, r)
-		fmt.Fprintf(&b, "<pre>%s</pre>\n", html.EscapeString(t.String()))
+		runs = append(runs, deployer.HTMLRun{
+			Heading: mode(r), Verdict: verdict(r), Clean: r.Clean(), Marks: r.Marks, Load: r.Load,
+			RolloutFrom: r.DeployFrom, RolloutTo: r.DeployTo, Rollout: fmt.Sprintf("rollout %s → %s", From, To),
+			Summary: t.String(),
+		})
 	}
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// svg draws one run's timeline.
-func svg(r *Result) string {
-	const (
-		width, chartH   = 960.0, 260.0
-		left, top, lane = 60.0, 20.0, 22.0
-	)
-	if r.Load == nil || len(r.Load.Series) == 0 {
-		return "<p>(no load recorded)</p>\n"
-	}
-	bucket := r.Load.Bucket
-	span := time.Duration(len(r.Load.Series)) * bucket
-	plotW := width - left - 20
-	x := func(d time.Duration) float64 { return left + plotW*float64(d)/float64(span) }
-	peak := 1.0
-	for _, p := range r.Load.Series {
-		total := 0
-		for _, n := range p.Counts {
-			total += n
-		}
-		peak = math.Max(peak, float64(total)/bucket.Seconds())
-	}
-	peak = niceCeil(peak)
-	y := func(rate float64) float64 { return top + chartH - chartH*rate/peak }
-	height := top + chartH + 40 + lane*float64(len(r.Marks)) + 40
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-size="11" font-family="sans-serif">`+"\n",
-		width, height, width, height)
-	// Axes and grid.
-	for i := 0; i <= 4; i++ {
-		v := peak * float64(i) / 4
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e0e0e0"/><text x="%.1f" y="%.1f" text-anchor="end">%.0f/s</text>`+"\n",
-			left, left+plotW, y(v), y(v), left-4, y(v)+4, v)
-	}
-	for s := time.Duration(0); s <= span; s += time.Second {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%ds</text>`+"\n", x(s), top+chartH+14, int(s.Seconds()))
-	}
-	// The rollout's span.
-	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fff8e1"><title>rollout %s → %s</title></rect>`+"\n",
-		x(r.DeployFrom), top, math.Max(1, x(r.DeployTo)-x(r.DeployFrom)), chartH, From, To)
-	// Stacked bars: ok at the bottom, failures on top so they catch the eye.
-	bw := math.Max(1, plotW*float64(bucket)/float64(span)-1)
-	for _, p := range r.Load.Series {
-		base := 0.0
-		for _, c := range measure.Classes {
-			n := p.Counts[c]
-			if n == 0 {
-				continue
-			}
-			rate := float64(n) / bucket.Seconds()
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>+%.2fs %s: %d</title></rect>`+"\n",
-				x(p.At), y(base+rate), bw, y(base)-y(base+rate), classColour[c], p.At.Seconds(), c, n)
-			base += rate
-		}
-	}
-	// Per host: vertical marks over the chart and a lane below it.
-	laneTop := top + chartH + 30
-	for i, h := range r.Marks {
-		ly := laneTop + lane*float64(i)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-4, ly+12, html.EscapeString(h.Host))
-		from, ok := h.Marks[MarkDrain]
-		if !ok {
-			from, ok = h.Marks[MarkStopped]
-		}
-		if back, okBack := h.Marks[MarkBack]; ok && okBack {
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="12" fill="#eceff1"/>`+"\n", x(from), ly+2, math.Max(1, x(back)-x(from)))
-		}
-		for _, name := range []string{MarkDrain, MarkLeft, MarkStopped, MarkStarted, MarkHealthy, MarkBack} {
-			at, ok := h.Marks[name]
-			if !ok {
-				continue
-			}
-			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"><title>%s %s +%.2fs</title></line>`+"\n",
-				x(at), x(at), ly, ly+16, markColour[name], html.EscapeString(h.Host), name, at.Seconds())
-			if name == MarkDrain || name == MarkLeft || name == MarkBack {
-				fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="3,3" opacity="0.7"/>`+"\n",
-					x(at), x(at), top, top+chartH, markColour[name])
-			}
-		}
-	}
-	// Legend.
-	ly := laneTop + lane*float64(len(r.Marks)) + 12
-	lx := left
-	for _, c := range measure.Classes {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`+"\n", lx, ly-9, classColour[c], lx+13, ly, c)
-		lx += 13 + 7*float64(len(c)) + 12
-	}
-	lx, ly = left, ly+16
-	for _, name := range []string{MarkDrain, MarkLeft, MarkStopped, MarkStarted, MarkHealthy, MarkBack} {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`+"\n", lx, ly-5, markColour[name], lx+13, ly, name)
-		lx += 13 + 7*float64(len(name)) + 12
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
+	intro := `A rolling deploy ` + From + ` → ` + To + ` of three local hosts behind the in-house LB, under a steady load.
+Counted per request: what users feel. A 503 of the health endpoint is the drain at work, not a failure.`
+	return deployer.WriteHTML(w, "zero502 demo", intro, runs...)
 }

@@ -46,24 +46,30 @@ func DefaultThresholds() Thresholds {
 
 // Validate returns every violated rule, each naming the field, its value and the rule.
 func (t Thresholds) Validate() error {
+	return t.ValidateNamed(func(field string) string { return "threshold " + field })
+}
+
+// ValidateNamed is Validate with each field named as its caller knows it: name gets the field
+// (FailStreak, Quorum…) and returns the word the message starts with (the CLI's --quorum).
+func (t Thresholds) ValidateNamed(name func(field string) string) error {
 	var errs []error
 	if t.FailStreak < 2 {
-		errs = append(errs, fmt.Errorf("threshold FailStreak %d: must be 2 or more (one failed probe means nothing; only a streak counts)", t.FailStreak))
+		errs = append(errs, fmt.Errorf("%s %d: must be 2 or more (one failed probe means nothing; only a streak counts)", name("FailStreak"), t.FailStreak))
 	}
 	if t.HealStreak < 1 {
-		errs = append(errs, fmt.Errorf("threshold HealStreak %d: must be 1 or more (a failing streak must be able to heal)", t.HealStreak))
+		errs = append(errs, fmt.Errorf("%s %d: must be 1 or more (a failing streak must be able to heal)", name("HealStreak"), t.HealStreak))
 	}
 	if t.Quorum < 2 {
-		errs = append(errs, fmt.Errorf("threshold Quorum %d: must be 2 or more (one server's opinion is not a verdict)", t.Quorum))
+		errs = append(errs, fmt.Errorf("%s %d: must be 2 or more (one server's opinion is not a verdict)", name("Quorum"), t.Quorum))
 	}
 	if !(t.UnreliableShare > 0 && t.UnreliableShare <= 1) {
-		errs = append(errs, fmt.Errorf("threshold UnreliableShare %g: must be above 0 and at most 1 (0.5: failing half of its neighbours makes a witness unreliable)", t.UnreliableShare))
+		errs = append(errs, fmt.Errorf("%s %g: must be above 0 and at most 1 (0.5: failing half of its neighbours makes a witness unreliable)", name("UnreliableShare"), t.UnreliableShare))
 	}
 	if t.ReportStaleAfter <= 0 {
-		errs = append(errs, fmt.Errorf("threshold ReportStaleAfter %s: must be above 0 (longer than the report interval)", t.ReportStaleAfter))
+		errs = append(errs, fmt.Errorf("%s %s: must be above 0 (longer than the report interval)", name("ReportStaleAfter"), t.ReportStaleAfter))
 	}
 	if t.ProbeStaleAfter <= 0 {
-		errs = append(errs, fmt.Errorf("threshold ProbeStaleAfter %s: must be above 0 (longer than the probe interval)", t.ProbeStaleAfter))
+		errs = append(errs, fmt.Errorf("%s %s: must be above 0 (longer than the probe interval)", name("ProbeStaleAfter"), t.ProbeStaleAfter))
 	}
 	return errors.Join(errs...)
 }

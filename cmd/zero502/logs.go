@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra"
+)
+
+func newLogsCmd() *cobra.Command {
+	var (
+		cfgPath, host, service string
+		follow                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "logs --config FILE --host H --service S [-f]",
+		Short: "Print a service's output on a host (process log file, or docker logs), -f to follow",
+		Long: `logs prints what service S wrote on host H: with the process runtime, its log under the
+host's state dir (every start is marked by a "== zero502" line); with the Docker runtime, the
+output of its newest container (through the docker client). -f keeps printing new output until
+Ctrl-C. Exit 0; 1 when there is nothing to show; 2: bad flags or config.`,
+		Example: `  zero502 logs --config examples/local.yaml --host host-a --service web
+  zero502 logs --config examples/local.yaml --host host-b --service web -f`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "host", "service"); err != nil {
+				return err
+			}
+			cfg, err := infra.Load(cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := deployer.Logs(ctx, cfg, host, service, follow, cmd.OutOrStdout()); err != nil {
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	f := cmd.Flags()
+	f.StringVar(&host, "host", "", "the host, as the config names it (required)")
+	f.StringVar(&service, "service", "", "the service, as the config names it (required)")
+	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output until Ctrl-C")
+	return cmd
+}

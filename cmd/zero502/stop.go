@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra"
+)
+
+func newStopCmd() *cobra.Command {
+	var (
+		cfgPath string
+		target  deployer.StopTarget
+		opts    deployer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "stop --config FILE [--host H] [--service S]",
+		Short: "Stop services through the drain and mark them stopped, so the watchdog leaves them down",
+		Long: `stop ends the services of the config (or only --service S) on every host (or only --host H)
+through the same drain as a deploy: per host it takes the host lock, republishes the spec with the
+services marked stopped (the watchdog never starts a stopped service, and status then expects
+nothing to run), and drains each running instance its way (the handshake, watched at the
+balancer, or drain: balancer played by zero502) before the signal, with drain.stop_grace.
+The next zero502 deploy starts them again.
+Exit 0: everything selected is stopped; 1: a host failed (the message names it); 2: bad flags or config.`,
+		Example: `  zero502 stop --config examples/local.yaml
+  zero502 stop --config examples/local.yaml --host host-a --service web`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case opts.LockTimeout < 0:
+				return exitCode(2, fmt.Errorf("--lock-timeout %s: must not be negative (0 refuses at once when another command holds a host lock)", opts.LockTimeout))
+			case opts.LockTimeout == 0:
+				opts.NoLockWait = true
+			}
+			cfg, err := infra.Load(cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if err := target.Check(cfg); err != nil {
+				return exitCode(2, err)
+			}
+			opts.Events = progress(cmd.OutOrStdout(), false)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if err := deployer.Stop(ctx, cfg, target, opts); err != nil {
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	f := cmd.Flags()
+	f.StringVar(&target.Host, "host", "", "stop on this host only (default: every host)")
+	f.StringVar(&target.Service, "service", "", "stop this service only (default: every service)")
+	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for a host lock another command holds (0: refuse at once, naming the holder)")
+	return cmd
+}

@@ -1,0 +1,196 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/watchdog"
+)
+
+// FleetStatus is what runs where, against what each host's published spec asks: `zero502 status`.
+type FleetStatus struct {
+	// Balancer names the balancer whose view InRotation comes from.
+	Balancer string       `json:"balancer"`
+	Hosts    []HostStatus `json:"hosts"`
+}
+
+// HostStatus is one host: its published spec, its lock, its services.
+type HostStatus struct {
+	Host string `json:"host"`
+	// Published is the published spec's version ("" when none), PublishedAt when it was written.
+	Published   string    `json:"published"`
+	PublishedAt time.Time `json:"published_at,omitzero"`
+	// LockHeldBy names the host lock's holder ("" when free).
+	LockHeldBy string          `json:"lock_held_by,omitempty"`
+	Services   []ServiceStatus `json:"services"`
+	// Problems are the host's own disagreements (no spec, unreadable state), before its services'.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// ServiceStatus is one service on one host.
+type ServiceStatus struct {
+	Service string `json:"service"`
+	// Want is the version the spec asks for; Stopped says the spec marks it stopped.
+	Want      string           `json:"want"`
+	Stopped   bool             `json:"stopped,omitempty"`
+	Instances []InstanceStatus `json:"instances"`
+	// Watchdog is the watchdog's streak and last heal for the service (nil: it never ticked).
+	Watchdog *watchdog.Streak `json:"watchdog,omitempty"`
+	// Problems say where the service disagrees with its spec; empty when it agrees.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// InstanceStatus is one running instance: which version, since when, healthy directly and at
+// the balancer.
+type InstanceStatus struct {
+	ID      string    `json:"id"`
+	Version string    `json:"version"`
+	Address string    `json:"address,omitempty"`
+	Since   time.Time `json:"since"`
+	// Healthy is the direct health check (for a service without a port: the runtime's view);
+	// HealthError says why not.
+	Healthy     bool   `json:"healthy"`
+	HealthError string `json:"health_error,omitempty"`
+	// Balancer is the balancer's view of the instance's target (nil: no view, not balanced).
+	Balancer *TargetState `json:"balancer,omitempty"`
+}
+
+// OK reports whether every host agrees with its published spec.
+func (s *FleetStatus) OK() bool {
+	for _, h := range s.Hosts {
+		if len(h.Problems) > 0 {
+			return false
+		}
+		for _, svc := range h.Services {
+			if len(svc.Problems) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Status reads every host's published spec, lock, watchdog state and running instances, checks
+// each instance's health directly and its target at the balancer, and says where the fleet
+// disagrees with its specs. It changes nothing: no lock is taken, no file written. Hosts reached
+// over ssh are reported as not looked at (run zero502 status on them).
+func Status(ctx context.Context, cfg *infra.Config, opts Options) (*FleetStatus, error) {
+	d := New(cfg, opts)
+	if err := d.setup(); err != nil {
+		return nil, err
+	}
+	out := &FleetStatus{Balancer: d.bal.Name()}
+	for _, h := range cfg.Hosts {
+		out.Hosts = append(out.Hosts, d.hostStatus(ctx, h))
+	}
+	return out, nil
+}
+
+func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
+	hs := HostStatus{Host: h.Name}
+	if h.SSH != "" {
+		hs.Problems = append(hs.Problems, fmt.Sprintf("reached over ssh (%s): not looked at from here; run zero502 status on the host", h.SSH))
+		return hs
+	}
+	if held, who, err := hostlock.Held(d.cfg.HostLockPath(h)); err != nil {
+		hs.Problems = append(hs.Problems, err.Error())
+	} else if held {
+		hs.LockHeldBy = who.String()
+	}
+	dir := d.cfg.HostStateDir(h)
+	published, err := spec.Read(spec.Path(dir))
+	switch {
+	case errors.Is(err, spec.ErrNone):
+		hs.Problems = append(hs.Problems, "no published spec: never deployed (zero502 deploy --version V)")
+	case err != nil:
+		hs.Problems = append(hs.Problems, err.Error())
+	default:
+		hs.Published, hs.PublishedAt = published.Version, published.PublishedAt
+	}
+	streaks, _, err := watchdog.ReadStreaks(dir)
+	if err != nil {
+		hs.Problems = append(hs.Problems, err.Error())
+	}
+	rt := d.runtimes[h.Name]
+	for _, svc := range d.cfg.Services {
+		want, inSpec := published.Service(svc.Name)
+		ss := ServiceStatus{Service: svc.Name, Want: want.Version, Stopped: want.Stopped}
+		if st, ok := streaks[svc.Name]; ok {
+			ss.Watchdog = &st
+		}
+		insts, err := running(ctx, rt, h.Name, svc.Name)
+		if err != nil {
+			ss.Problems = append(ss.Problems, err.Error())
+			hs.Services = append(hs.Services, ss)
+			continue
+		}
+		for _, in := range insts {
+			is := InstanceStatus{ID: in.ID, Version: in.Version, Address: in.Address, Since: in.StartedAt}
+			switch {
+			case in.Address != "" && inSpec:
+				check := checkOf(want)
+				if _, _, err := d.checkHealth(ctx, in.Address, check); err != nil {
+					is.HealthError = fmt.Sprintf("GET %s on %s: %v", check.Path, in.Address, err)
+				} else {
+					is.Healthy = true
+				}
+			case in.Health == "unhealthy":
+				is.HealthError = "the runtime's health check says unhealthy"
+			default:
+				is.Healthy = true
+			}
+			if bsvc, ok := d.cfg.BalancedService(); ok && bsvc.Name == svc.Name && d.view && in.Address != "" {
+				if st, err := d.bal.TargetState(ctx, in.Address); err == nil {
+					is.Balancer = &st
+				} else {
+					is.Balancer = &TargetState{State: "unknown: " + err.Error()}
+				}
+			}
+			ss.Instances = append(ss.Instances, is)
+		}
+		ss.Problems = append(ss.Problems, disagreements(want, inSpec, ss.Instances)...)
+		hs.Services = append(hs.Services, ss)
+	}
+	return hs
+}
+
+// disagreements says where a service's running instances differ from its published spec: the
+// same rules as a deploy's verify (one instance, of the spec's version, on its address, healthy,
+// in rotation where the balancer has a view), and nothing running when the spec says stopped.
+func disagreements(want spec.Service, inSpec bool, insts []InstanceStatus) []string {
+	var out []string
+	switch {
+	case !inSpec && len(insts) > 0:
+		return []string{fmt.Sprintf("%d instance(s) run but no published spec asks for this service", len(insts))}
+	case !inSpec:
+		return nil // the host's own problem (no spec) says it
+	case want.Stopped && len(insts) > 0:
+		return []string{fmt.Sprintf("stopped by the spec, but %d instance(s) run", len(insts))}
+	case want.Stopped:
+		return nil
+	case len(insts) == 0:
+		return []string{fmt.Sprintf("the spec asks for %s, nothing runs (the watchdog heals it after watchdog.heal_after failed ticks)", want.Version)}
+	case len(insts) > 1:
+		out = append(out, fmt.Sprintf("%d instances run, the spec asks for one", len(insts)))
+	}
+	for _, in := range insts {
+		if in.Version != want.Version {
+			out = append(out, fmt.Sprintf("%s runs %s, the spec asks for %s", in.ID, in.Version, want.Version))
+		}
+		if in.Address != "" && want.Address != "" && in.Address != want.Address {
+			out = append(out, fmt.Sprintf("%s answers on %s, the spec publishes %s", in.ID, in.Address, want.Address))
+		}
+		if !in.Healthy {
+			out = append(out, fmt.Sprintf("%s unhealthy: %s", in.ID, in.HealthError))
+		}
+		if in.Balancer != nil && !in.Balancer.InRotation {
+			out = append(out, fmt.Sprintf("%s not in rotation at the balancer (%s)", in.ID, in.Balancer.State))
+		}
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// StopTarget selects what Stop stops: one host or every host (Host ""), one service or every
+// service (Service "").
+type StopTarget struct {
+	Host, Service string
+}
+
+// Check refuses a host or service the config does not name.
+func (t StopTarget) Check(cfg *infra.Config) error {
+	target := t
+	if target.Host != "" && !slices.ContainsFunc(cfg.Hosts, func(h infra.Host) bool { return h.Name == target.Host }) {
+		return fmt.Errorf("--host %q: no such host in the config (hosts: %s)", target.Host, hostNames(cfg.Hosts))
+	}
+	if target.Service != "" && !slices.ContainsFunc(cfg.Services, func(s infra.Service) bool { return s.Name == target.Service }) {
+		var names []string
+		for _, s := range cfg.Services {
+			names = append(names, s.Name)
+		}
+		return fmt.Errorf("--service %q: no such service in the config (services: %s)", target.Service, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// Stop ends the selected services through their drain, host by host, and marks them stopped in
+// each host's published spec, so the watchdog never brings them back (it starts nothing the spec
+// marks stopped) and status agrees that nothing should run. Per host: the host lock (waiting up
+// to Options.LockTimeout, or refusing at once with NoLockWait), the spec republished with the
+// services marked stopped, then each running instance drained its way (the handshake watched at
+// the balancer, or drain: balancer played by the deployer) and signalled with drain.stop_grace.
+// The next zero502 deploy starts them again. A host without a published spec has its running
+// instances stopped the same way and gets a spec that says so (a corrupt spec is set aside
+// first, as a deploy does). Hosts reached over ssh are refused: run zero502 stop on them.
+func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Options) error {
+	d := New(cfg, opts)
+	d.action = "zero502 stop"
+	if err := target.Check(cfg); err != nil {
+		return err
+	}
+	if err := d.setup(); err != nil {
+		return err
+	}
+	d.started = d.clock.Now()
+	var errs []error
+	for _, h := range cfg.Hosts {
+		if target.Host != "" && h.Name != target.Host {
+			continue
+		}
+		if h.SSH != "" {
+			errs = append(errs, fmt.Errorf("host %s: reached over ssh (%s): run zero502 stop on the host", h.Name, h.SSH))
+			continue
+		}
+		if err := d.stopHost(ctx, h, target.Service); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopHost is Stop on one host, under its lock.
+func (d *Deployer) stopHost(ctx context.Context, h infra.Host, only string) error {
+	lock, err := d.lock(ctx, h, "")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	rt := d.runtimes[h.Name]
+	path := spec.Path(d.cfg.HostStateDir(h))
+	s, err := spec.Read(path)
+	if errors.Is(err, spec.ErrCorrupt) {
+		to, aerr := spec.SetAside(path) // kept for a look, as a deploy does
+		if aerr != nil {
+			return fmt.Errorf("host %s: %w; %v", h.Name, err, aerr)
+		}
+		d.emit(Event{Host: h.Name, Step: StepPublish, Message: fmt.Sprintf("the published spec was corrupt: set aside as %s", to)})
+		err = spec.ErrNone
+	}
+	switch {
+	case errors.Is(err, spec.ErrNone):
+		// Stop what runs by the config's word for it; the version is whatever runs.
+		s = spec.Render(d.cfg, h, "", d.self)
+		for i, svc := range s.Services {
+			insts, err := running(ctx, rt, h.Name, svc.Name)
+			if err != nil {
+				return err
+			}
+			if len(insts) > 0 {
+				s.Services[i].Version, s.Version = insts[0].Version, insts[0].Version
+			}
+		}
+	case err != nil:
+		return fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	for i := range s.Services {
+		if only == "" || s.Services[i].Name == only {
+			s.Services[i].Stopped = true
+		}
+	}
+	s.PublishedAt, s.PublishedBy = time.Time{}, ""
+	if err := spec.Publish(path, s); err != nil {
+		return fmt.Errorf("host %s: publish the spec with the stopped services: %w; nothing was stopped", h.Name, err)
+	}
+	d.emit(Event{Host: h.Name, Step: StepPublish, Version: s.Version, Message: "spec marks " + stoppedNames(s) + " stopped: the watchdog leaves them down"})
+	bsvc, balanced := d.cfg.BalancedService()
+	for _, svc := range s.Services {
+		if !svc.Stopped {
+			continue
+		}
+		insts, err := running(ctx, rt, h.Name, svc.Name)
+		if err != nil {
+			return err
+		}
+		watch := balanced && svc.Name == bsvc.Name && d.view
+		for _, in := range insts {
+			if err := d.stop(ctx, h, rt, in, svc, watch, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func stoppedNames(s spec.Spec) string {
+	var names []string
+	for _, svc := range s.Services {
+		if svc.Stopped {
+			names = append(names, svc.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
