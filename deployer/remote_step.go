@@ -30,6 +30,9 @@ type HostLook struct {
 	Detail  string `json:"detail,omitempty"`
 	// Running is what every service runs, read from the host's runtime (as Report's Running).
 	Running string `json:"running"`
+	// Status is the host's status as `zero502 status` shows it, read on the host (without the
+	// balancer's view, which the caller adds from where it runs).
+	Status *HostStatus `json:"status,omitempty"`
 }
 
 // onHost returns a Deployer of cfg reduced to the one host named name, taken as local: the
@@ -89,6 +92,7 @@ func Look(ctx context.Context, cfg *infra.Config, name, version string, opts Opt
 	}
 	all := &Report{Hosts: []HostReport{{Host: name}}}
 	d.readBack(ctx, all)
+	st := d.hostStatus(ctx, h)
 	return HostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,
-		Detail: v.detail, Running: all.Hosts[0].Running}, nil
+		Detail: v.detail, Running: all.Hosts[0].Running, Status: &st}, nil
 }

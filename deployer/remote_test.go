@@ -234,6 +234,17 @@ func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
 			t.Errorf("%s runs %q, want v2", host, v)
 		}
 	}
+	// status reads the hosts over ssh there, and their targets at the balancer from here.
+	st, err := Status(ctx, cfg, Options{RemoteBinary: bin, Self: bin})
+	if err != nil || !st.OK() {
+		t.Errorf("status after the deploy: %v, %+v; want every host agreeing", err, st)
+	}
+	for _, hs := range st.Hosts {
+		if hs.Published != "v2" || len(hs.Services) == 0 || len(hs.Services[0].Instances) != 1 ||
+			hs.Services[0].Instances[0].Version != "v2" || hs.Services[0].Instances[0].Balancer == nil {
+			t.Errorf("status of %s: %+v; want v2 published and running, with the balancer's view", hs.Host, hs)
+		}
+	}
 	log := ev2.String()
 	for _, want := range []string{"host-a/ locked", "host-a/web drain", "host-b/web start", "host-b/ verified", "host-c/ verified"} {
 		if !strings.Contains(log, want) {

@@ -94,8 +94,7 @@ func Status(ctx context.Context, cfg *infra.Config, opts Options) (*FleetStatus,
 func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
 	hs := HostStatus{Host: h.Name}
 	if h.SSH != "" {
-		hs.Problems = append(hs.Problems, fmt.Sprintf("reached over ssh (%s): not looked at from here; run zero502 status on the host", h.SSH))
-		return hs
+		return d.remoteHostStatus(ctx, h)
 	}
 	if held, who, err := hostlock.Held(d.cfg.HostLockPath(h)); err != nil {
 		hs.Problems = append(hs.Problems, err.Error())
@@ -155,6 +154,43 @@ func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
 		}
 		ss.Problems = append(ss.Problems, disagreements(want, inSpec, ss.Instances)...)
 		hs.Services = append(hs.Services, ss)
+	}
+	return hs
+}
+
+// remoteHostStatus is hostStatus for a host reached over ssh: everything the host knows is read
+// there by `zero502 host look`; the balancer's view of its instances is added from here, as the
+// balancer sees them.
+func (d *Deployer) remoteHostStatus(ctx context.Context, h infra.Host) HostStatus {
+	l, err := d.lookRemote(ctx, h, "none")
+	switch {
+	case err != nil:
+		return HostStatus{Host: h.Name, Problems: []string{fmt.Sprintf("reached over ssh (%s): %v", h.SSH, err)}}
+	case l.Status == nil:
+		return HostStatus{Host: h.Name, Problems: []string{fmt.Sprintf("reached over ssh (%s): its zero502 reports no status: "+
+			"install this version there (zero502 host install)", h.SSH)}}
+	}
+	hs := *l.Status
+	bsvc, balanced := d.cfg.BalancedService()
+	for i := range hs.Services {
+		ss := &hs.Services[i]
+		if !balanced || ss.Service != bsvc.Name || !d.view {
+			continue
+		}
+		for j := range ss.Instances {
+			in := &ss.Instances[j]
+			if in.Address == "" {
+				continue
+			}
+			st, err := d.bal.TargetState(ctx, in.Address)
+			if err != nil {
+				st = TargetState{State: "unknown: " + err.Error()}
+			}
+			in.Balancer = &st
+			if !st.InRotation && !ss.Stopped {
+				ss.Problems = append(ss.Problems, fmt.Sprintf("%s not in rotation at the balancer (%s)", in.ID, st.State))
+			}
+		}
 	}
 	return hs
 }

@@ -28,7 +28,7 @@ the balancer (in rotation or not), the host lock's holder if any, and the watchd
 last heal. It changes nothing (no lock taken, no file written).
 Exit 0: every host agrees with its spec (one healthy instance of the spec's version per service,
 in rotation; nothing of a service the spec marks stopped); 1: it does not (a host never deployed
-has no spec to agree with; a host reached over ssh is not looked at from here), each
+has no spec to agree with; a host reached over ssh is read there over ssh), each
 disagreement listed; 2: bad flags or config.`,
 		Example: `  zero502 status --config examples/local.yaml
   zero502 status --config examples/local.yaml --json | jq '.hosts[].services[].problems'`,
