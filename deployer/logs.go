@@ -22,7 +22,9 @@ const LogFollowPoll = 200 * time.Millisecond
 // under the host's state dir (every instance appends to it, each start marked by a "== zero502"
 // line); with the Docker runtime, `docker logs` of its newest container (the docker client on
 // PATH, pointed at rollout.docker_host). With follow it keeps copying new output until ctx ends.
-func Logs(ctx context.Context, cfg *infra.Config, host, service string, follow bool, w io.Writer) error {
+// A host reached over ssh shows them there (zero502 host logs; opts.RemoteBinary and opts.SSH
+// as for a deploy).
+func Logs(ctx context.Context, cfg *infra.Config, host, service string, follow bool, w io.Writer, opts Options) error {
 	i := slices.IndexFunc(cfg.Hosts, func(h infra.Host) bool { return h.Name == host })
 	if i < 0 {
 		return fmt.Errorf("--host %q: no such host in the config (hosts: %s)", host, hostNames(cfg.Hosts))
@@ -32,8 +34,7 @@ func Logs(ctx context.Context, cfg *infra.Config, host, service string, follow b
 		return fmt.Errorf("--service %q: no such service in the config", service)
 	}
 	if h.SSH != "" {
-		return fmt.Errorf("host %s is reached over ssh (%s): run zero502 logs on it (ssh %s zero502 logs --host %s --service %s)",
-			h.Name, h.SSH, h.SSH, h.Name, service)
+		return New(cfg, opts).remoteLogs(ctx, h, service, follow, w) // zero502 host logs, over ssh
 	}
 	switch cfg.Rollout.Runtime {
 	case infra.RuntimeProcess:

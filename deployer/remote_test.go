@@ -245,6 +245,28 @@ func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
 			t.Errorf("status of %s: %+v; want v2 published and running, with the balancer's view", hs.Host, hs)
 		}
 	}
+	// logs and stop of a host reached over ssh run there (zero502 host logs / host stop).
+	var remote string
+	for _, h := range cfg.Hosts {
+		if h.SSH != "" {
+			remote = h.Name
+			break
+		}
+	}
+	var out strings.Builder
+	if err := Logs(ctx, cfg, remote, "web", false, &out, Options{RemoteBinary: bin}); err != nil || !strings.Contains(out.String(), "== zero502") {
+		t.Errorf("logs of %s over ssh: %v\n%.300s", remote, err, out.String())
+	}
+	var evStop eventLog
+	if err := Stop(ctx, cfg, StopTarget{Host: remote}, Options{RemoteBinary: bin, Events: evStop.add}); err != nil {
+		t.Fatalf("stop %s over ssh: %v\nevents:\n%s", remote, err, &evStop)
+	}
+	if v := f.versions()[remote]; v != "" {
+		t.Errorf("%s still runs %q after stop over ssh\nevents:\n%s", remote, v, &evStop)
+	}
+	if !strings.Contains(evStop.String(), remote+"/web drain") {
+		t.Errorf("stop over ssh relayed no drain event:\n%s", &evStop)
+	}
 	log := ev2.String()
 	for _, want := range []string{"host-a/ locked", "host-a/web drain", "host-b/web start", "host-b/ verified", "host-c/ verified"} {
 		if !strings.Contains(log, want) {

@@ -42,7 +42,7 @@ func (t StopTarget) Check(cfg *infra.Config) error {
 // the balancer, or drain: balancer played by the deployer) and signalled with drain.stop_grace.
 // The next zero502 deploy starts them again. A host without a published spec has its running
 // instances stopped the same way and gets a spec that says so (a corrupt spec is set aside
-// first, as a deploy does). Hosts reached over ssh are refused: run zero502 stop on them.
+// first, as a deploy does). A host reached over ssh runs its part there (zero502 host stop).
 func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Options) error {
 	d := New(cfg, opts)
 	d.action = "zero502 stop"
@@ -59,7 +59,9 @@ func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Option
 			continue
 		}
 		if h.SSH != "" {
-			errs = append(errs, fmt.Errorf("host %s: reached over ssh (%s): run zero502 stop on the host", h.Name, h.SSH))
+			if err := d.remoteStop(ctx, h, target.Service); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		if err := d.stopHost(ctx, h, target.Service); err != nil {

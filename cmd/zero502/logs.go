@@ -13,16 +13,16 @@ import (
 
 func newLogsCmd() *cobra.Command {
 	var (
-		cfgPath, host, service string
-		follow                 bool
+		cfgPath, host, service, remoteBinary string
+		follow                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "logs --config FILE --host H --service S [-f]",
 		Short: "Print a service's output on a host (process log file, or docker logs), -f to follow",
 		Long: `logs prints what service S wrote on host H: with the process runtime, its log under the
 host's state dir (every start is marked by a "== zero502" line); with the Docker runtime, the
-output of its newest container (through the docker client). -f keeps printing new output until
-Ctrl-C. Exit 0; 1 when there is nothing to show; 2: bad flags or config.`,
+output of its newest container (through the docker client). A host reached over ssh is read
+there (zero502 host logs). -f keeps printing new output until Ctrl-C. Exit 0; 1 when there is nothing to show; 2: bad flags or config.`,
 		Example: `  zero502 logs --config examples/local.yaml --host host-a --service web
   zero502 logs --config examples/local.yaml --host host-b --service web -f`,
 		Args: cobra.NoArgs,
@@ -36,7 +36,7 @@ Ctrl-C. Exit 0; 1 when there is nothing to show; 2: bad flags or config.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			if err := deployer.Logs(ctx, cfg, host, service, follow, cmd.OutOrStdout()); err != nil {
+			if err := deployer.Logs(ctx, cfg, host, service, follow, cmd.OutOrStdout(), deployer.Options{RemoteBinary: remoteBinary}); err != nil {
 				return exitCode(1, err)
 			}
 			return nil
@@ -47,5 +47,6 @@ Ctrl-C. Exit 0; 1 when there is nothing to show; 2: bad flags or config.`,
 	f.StringVar(&host, "host", "", "the host, as the config names it (required)")
 	f.StringVar(&service, "service", "", "the service, as the config names it (required)")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output until Ctrl-C")
+	f.StringVar(&remoteBinary, "remote-binary", "zero502", "zero502 binary on hosts with ssh: (their logs are read there, with zero502 host logs)")
 	return cmd
 }

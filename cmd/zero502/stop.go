@@ -58,6 +58,7 @@ Exit 0: everything selected is stopped; 1: a host failed (the message names it);
 	f := cmd.Flags()
 	f.StringVar(&target.Host, "host", "", "stop on this host only (default: every host)")
 	f.StringVar(&target.Service, "service", "", "stop this service only (default: every service)")
+	f.StringVar(&opts.RemoteBinary, "remote-binary", "zero502", "zero502 binary on hosts with ssh: (their stop runs there, as zero502 host stop)")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for a host lock another command holds (0: refuse at once, naming the holder)")
 	return cmd
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+)
+
+// The host's side of `zero502 stop` and `zero502 logs` for a host reached over ssh: what they
+// run there, with the config on stdin, as `host step` does for a deploy.
+
+func newHostStopCmd() *cobra.Command {
+	var (
+		cfgPath, name, service string
+		opts                   deployer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "stop --config - --host NAME [--service S]",
+		Short: "Run one host's part of zero502 stop here: lock, spec marks stopped, drain",
+		Long: `stop runs host NAME's part of zero502 stop on this machine: its own lock, the spec marking
+the services stopped, each instance drained its way. It prints one JSON event per line, then
+{"stopped":true} or {"error":"…"}. Exit 0: stopped; 1: failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				return exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
+			}
+			cfg, _, _, err := hostConfig(cmd, cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
+			defer stop()
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			opts.Events = func(e deployer.Event) { _ = enc.Encode(e) }
+			if opts.LockTimeout == 0 {
+				opts.NoLockWait = true
+			}
+			err = deployer.HostStop(ctx, cfg, name, service, opts)
+			res := deployer.StopResult{Stopped: err == nil}
+			if err != nil {
+				res.Error = err.Error()
+			}
+			_ = enc.Encode(res)
+			if err != nil {
+				return exitCode(1, nil) // the result line says why
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what zero502 stop sends)")
+	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
+	f.StringVar(&service, "service", "", "stop this service only (default: every service)")
+	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock (0: refuse at once)")
+	return cmd
+}
+
+func newHostLogsCmd() *cobra.Command {
+	var (
+		cfgPath, name, service string
+		follow                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "logs --config - --host NAME --service S [-f]",
+		Short: "Print one host's service output here (what zero502 logs runs over ssh)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "host", "service"); err != nil {
+				return err
+			}
+			cfg, _, _, err := hostConfig(cmd, cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
+			defer stop()
+			if err := deployer.HostLogs(ctx, cfg, name, service, follow, cmd.OutOrStdout()); err != nil {
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what zero502 logs sends)")
+	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
+	f.StringVar(&service, "service", "", "the service, as the config names it")
+	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output until the connection ends")
+	return cmd
+}
