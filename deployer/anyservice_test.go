@@ -85,7 +85,7 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 		v.StopSignal = "SIGTERM"
 	}
 	if v.Window == 0 {
-		v.Window = time.Second
+		v.Window = 1500 * time.Millisecond // > interval × unhealthy_threshold (I1)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `balancer:
@@ -94,8 +94,8 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
   admin: %s
   service: web
   health_path: /version.txt
-  interval: 200ms
-  timeout: 150ms
+  interval: 500ms  # http.server is slow to answer on a loaded 2-core machine
+  timeout: 400ms
   unhealthy_threshold: 2
   healthy_threshold: 2
   idle_timeout: 5s
@@ -116,7 +116,7 @@ rollout:
   runtime: process
   strategy: %s
   healthy_deadline: 5s
-  bake: 500ms
+  bake: 1s
 services:
   - name: web
     command: %s
@@ -154,7 +154,7 @@ func startMeasure(t *testing.T, listen, postPath string) *measuring {
 func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) *measuring {
 	t.Helper()
 	m := &measuring{}
-	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "150", "--duration", "0", "--json",
+	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "100", "--duration", "0", "--json",
 		"--get-path", getPath, "--post-path", postPath, "--health-path", healthPath, "--post-share", "0.25",
 		"--new-conn-share", "0.2", "--allow-failures")
 	m.cmd.Stdout = &m.out

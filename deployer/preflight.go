@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/spec"
@@ -151,8 +152,29 @@ func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (host
 }
 
 // serving reports whether the balanced service on h answers its health check directly and is
-// in rotation at the balancer, and if not, says what each one said.
+// in rotation at the balancer, and if not, says what each one said. It has the balancer's
+// patience: a target that fails is looked at again until the balancer's own detection plus
+// recovery plus one check have passed (interval × (unhealthy_threshold + healthy_threshold + 1)),
+// so one check that timed out on a loaded machine neither refuses a deploy nor counts a healthy
+// host as down.
 func (d *Deployer) serving(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
+	deadline := d.clock.Now().Add(d.patience())
+	for {
+		ok, detail := d.servingNow(ctx, h, svc)
+		if ok || !d.clock.Now().Before(deadline) || d.sleep(ctx, d.pollEvery()) != nil {
+			return ok, detail
+		}
+	}
+}
+
+// patience is how long a failing look at a target that should serve is repeated before it
+// counts: the balancer's detection plus its recovery plus one check.
+func (d *Deployer) patience() time.Duration {
+	return d.cfg.Balancer.Detection() + d.cfg.Balancer.Recovery() + d.cfg.Balancer.Interval
+}
+
+// servingNow is one look of serving.
+func (d *Deployer) servingNow(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
 	target := d.currentTarget(ctx, h, svc)
 	_, _, direct := d.checkHealth(ctx, target, configCheck(svc))
 	var problems []string

@@ -70,7 +70,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 // (interval × (unhealthy_threshold + healthy_threshold + 1)) before the host counts as failed, so
 // a check that timed out on a loaded machine does not roll back a healthy host.
 func (d *Deployer) stillVerifies(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
-	deadline := d.clock.Now().Add(d.cfg.Balancer.Detection() + d.cfg.Balancer.Recovery() + d.cfg.Balancer.Interval)
+	deadline := d.clock.Now().Add(d.patience())
 	for {
 		err := d.verify(ctx, h, rt, s)
 		if err == nil || errors.Is(err, errNotRunning) || d.clock.Now().After(deadline) {
