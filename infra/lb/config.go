@@ -46,11 +46,18 @@ type Settings struct {
 	AccessLog bool
 	// Engine is how connections are served: "epoll" (event loops, one per CPU; the default) or
 	// "goroutines" (a goroutine per busy connection, for systems without epoll); "" is epoll.
-	// See loop.go.
+	// See loop_linux.go.
 	Engine string
 	// Loops is the number of event loops of the epoll engine; 0 is one per P (GOMAXPROCS).
 	Loops int
 }
+
+// Engines (Settings.Engine). Only Linux has the event loops; elsewhere every connection is
+// served on the goroutine path whatever the setting says.
+const (
+	EngineEpoll      = "epoll"
+	EngineGoroutines = "goroutines"
+)
 
 // ReserveSpareP is for a process that runs one LB (the zero502 lb command): it fixes Loops at
 // the current GOMAXPROCS and raises GOMAXPROCS by one. While every loop waits in epoll_wait the

@@ -89,6 +89,14 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 	}
 }
 
+// closeConn ends a goroutine-path client connection.
+func (s *Server) closeConn(cc *clientConn) {
+	cc.in.r, cc.in.w = 0, 0
+	cc.in.release()
+	_ = cc.conn.Close()
+	s.forget(cc)
+}
+
 // hotWindow is how long a client connection keeps its goroutine and read buffer waiting for
 // the next request before it is parked.
 const hotWindow = 250 * time.Millisecond
@@ -128,13 +136,13 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 	if s.closing.Load() {
 		return waitDone
 	}
-	cc.in.release()
 	_ = cc.conn.SetReadDeadline(now.Add(idle))
 	cc.idle.Store(true)
 	if s.closing.Load() {
+		cc.in.release()
 		return waitDone
 	}
-	err = waitReadable(cc.raw)
+	err = awaitReadable(cc, s.set.MaxHeaderBytes)
 	cc.idle.Store(false)
 	if err != nil {
 		return waitDone

@@ -24,6 +24,12 @@ var exchanges = sync.Pool{New: func() any {
 	return &exchange{out: make([]byte, 0, outFlush+smallBuf), copy: make([]byte, 32<<10)}
 }}
 
+func putExchange(x *exchange) {
+	x.req.reset()
+	x.resp.Head = nil
+	exchanges.Put(x)
+}
+
 // outcome of one attempt to get a response head from a backend.
 type attemptError int
 

@@ -9,9 +9,10 @@
 //
 // Connections are served by one of two engines (Settings.Engine). The default, epoll, runs one
 // event loop per CPU that forwards the common case itself with non-blocking system calls and
-// hands the rest to the goroutine path (loop.go); an idle keep-alive client there costs about
-// 0.6 KiB of RSS. The goroutines engine gives a connection a goroutine while a request is in
-// progress or just after one and parks idle connections in an epoll set (idle.go). Request
+// hands the rest to the goroutine path (loop_linux.go); an idle keep-alive client there costs
+// about 0.6 KiB of RSS. The goroutines engine gives a connection a goroutine while a request is
+// in progress or just after one and parks idle connections in an epoll set (idle_linux.go).
+// Systems without epoll (macOS, Windows) serve every connection on the goroutine path. Request
 // scratch memory comes from pools, so neither forwarding path allocates.
 package lb
 
@@ -128,7 +129,7 @@ func (s *Server) Listen() error {
 		}
 		s.adminLn = aln
 	}
-	if s.set.Engine == EngineGoroutines {
+	if s.set.Engine == EngineGoroutines || !eventLoopsAvailable {
 		if p, err := newParking(); err == nil {
 			s.parking = p
 		} else {

@@ -35,11 +35,8 @@ import (
 // loop when it goes idle (park). Timeouts, retries, passive ejection and the drain follow the
 // same rules on both paths; the tests run against both engines.
 
-// Engines.
-const (
-	EngineEpoll      = "epoll"
-	EngineGoroutines = "goroutines"
-)
+// eventLoopsAvailable reports whether this system has the event loops (see loop_other.go).
+const eventLoopsAvailable = true
 
 // loopBodyLimit is the largest request body the loop forwards itself (once all of it arrived).
 const loopBodyLimit = 16 << 10

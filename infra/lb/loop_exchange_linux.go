@@ -941,20 +941,6 @@ func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
 	return cc, true
 }
 
-// closeConn ends a goroutine-path client connection.
-func (s *Server) closeConn(cc *clientConn) {
-	cc.in.r, cc.in.w = 0, 0
-	cc.in.release()
-	_ = cc.conn.Close()
-	s.forget(cc)
-}
-
-func putExchange(x *exchange) {
-	x.req.reset()
-	x.resp.Head = nil
-	exchanges.Put(x)
-}
-
 // sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up
 // at its first connection). Each call returns a new Sockaddr: connect(2) writes into it.
 func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
