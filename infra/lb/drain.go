@@ -8,7 +8,9 @@ import (
 // (docs/ARCHITECTURE.md, "The drain contract"): for the drain window its health (/_lb/health on
 // the proxy listener, /admin/health on the admin one) answers 503 while it keeps proxying, every
 // response carrying Connection: close; then it stops accepting, closes idle client connections,
-// lets in-flight requests finish within the shutdown budget and closes whatever is left.
+// lets in-flight requests finish within the shutdown budget and closes whatever is left. Upgraded
+// connections (WebSockets) get the budget too, then a FIN each way and tunnelLinger for their
+// peers to close before they are cut.
 func (s *Server) drain() error {
 	s.draining.Store(true)
 	s.log.Info("lb drain started", "phase", "draining", "drain", s.set.Drain.String())
@@ -37,6 +39,17 @@ func (s *Server) drain() error {
 		case <-tick.C:
 			continue
 		case <-budget:
+		}
+		if n := s.tunnels.count(); n > 0 {
+			// upgraded connections had the budget: a FIN each way, a moment for the peers' own
+			s.log.Info("lb ends upgraded connections", "phase", "shutdown", "upgraded", n)
+			s.tunnels.shut(tunnelLinger)
+			for end := time.Now().Add(tunnelLinger); s.clients() > 0 && time.Now().Before(end); {
+				<-tick.C
+			}
+			if s.clients() == 0 {
+				break
+			}
 		}
 		s.aborting.Store(true)
 		left := s.clients()

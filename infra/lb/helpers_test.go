@@ -78,6 +78,7 @@ func startBackend(t *testing.T, name string) *testBackend {
 		n, _ := io.Copy(h, r.Body)
 		fmt.Fprintf(w, "%d %s", n, hex.EncodeToString(h.Sum(nil)))
 	})
+	mux.HandleFunc("/ws", wsEcho(name))
 	mux.HandleFunc("/orders", func(w http.ResponseWriter, r *http.Request) {
 		b.posts.Add(1)
 		w.WriteHeader(201)

@@ -89,5 +89,8 @@ func appendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string)
 		dst = append(dst, clientIP...)
 		dst = append(dst, "\r\n"...)
 	}
+	if r.upgrade {
+		dst = append(dst, "Connection: Upgrade\r\n"...) // its Upgrade header went in its place
+	}
 	return append(dst, "\r\n"...)
 }

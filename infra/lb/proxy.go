@@ -100,6 +100,12 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 		}
 		switch aerr {
 		case attemptOK:
+			if x.resp.Status == 101 {
+				consumed()
+				b.inFlight.Add(-1) // the exchange is over; the tunnel is counted on its own
+				s.tunnel(cc, x, b, u, start)
+				return false
+			}
 			keep := s.relay(cc, x, b, u, start)
 			b.inFlight.Add(-1)
 			consumed()
@@ -228,8 +234,15 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			return attemptBad
 		}
 		if n > 0 {
-			if err := ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
+			if err := ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil {
 				return attemptBad
+			}
+			if x.resp.Status == 101 {
+				if !req.upgrade {
+					return attemptBad // switching protocols nobody asked for
+				}
+				u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
+				return attemptOK
 			}
 			if x.resp.Status >= 100 && x.resp.Status < 200 {
 				// interim response (100 Continue, 103 Early Hints): pass it on, wait for the final one

@@ -20,7 +20,11 @@ type Request struct {
 	hasHost bool
 	// expect is true for Expect: 100-continue: the LB answers it itself (the header is not
 	// forwarded) when it is ready to read the body.
-	expect         bool
+	expect bool
+	// upgrade is true for a request that asks to switch protocols (Upgrade, with Connection
+	// naming it, HTTP/1.1, no body): its Upgrade header is forwarded, and a 101 answer turns the
+	// connection into a tunnel (tunnel.go).
+	upgrade        bool
 	method, target span
 	fields         []field
 	// hop marks fields that are hop-by-hop (fixed list or named in Connection).
@@ -64,7 +68,7 @@ func (r *Request) IsHead() bool { return string(r.Method()) == "HEAD" }
 
 func (r *Request) reset() {
 	r.Head = nil
-	r.Minor, r.ContentLength, r.Close, r.hasHost, r.expect = 0, 0, false, false, false
+	r.Minor, r.ContentLength, r.Close, r.hasHost, r.expect, r.upgrade = 0, 0, false, false, false, false
 	r.fields = r.fields[:0]
 	r.hop = r.hop[:0]
 }
@@ -127,6 +131,8 @@ func ParseRequest(head []byte, r *Request) error {
 
 	var (
 		hosts, cls, tes int
+		upgradeField    = -1
+		connUpgrade     bool
 	)
 	r.Close = r.Minor == 0
 	for k := range r.fields {
@@ -147,12 +153,19 @@ func ParseRequest(head []byte, r *Request) error {
 		case asciiEqualFold(name, "Expect") && asciiEqualFold(value, "100-continue"):
 			r.expect = true
 			hop = true
+		case asciiEqualFold(name, "Upgrade"):
+			if upgradeField < 0 && len(value) > 0 {
+				upgradeField = k
+			}
 		case asciiEqualFold(name, "Connection"):
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
-				if asciiEqualFold(tok, "close") {
+				switch {
+				case asciiEqualFold(tok, "close"):
 					r.Close = true
+				case asciiEqualFold(tok, "upgrade"):
+					connUpgrade = true
 				}
 			}
 		}
@@ -172,6 +185,10 @@ func ParseRequest(head []byte, r *Request) error {
 	}
 	r.hasHost = hosts == 1
 	markConnectionNamed(r.Head, r.fields, r.hop)
+	if upgradeField >= 0 && connUpgrade && r.Minor == 1 && r.ContentLength == 0 && !r.Close {
+		r.upgrade = true
+		r.hop[upgradeField] = false
+	}
 	return nil
 }
 

@@ -51,6 +51,7 @@ type Server struct {
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
 	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
 	slow         *slowBodies   // max_slow_bodies_per_ip
+	tunnels      tunnels       // upgraded connections (WebSockets)
 
 	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
 	closing  atomic.Bool // listener closed: idle client connections leave
