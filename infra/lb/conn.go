@@ -191,7 +191,7 @@ func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool
 		return false
 	}
 	req := &x.req
-	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
+	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && !req.HasBody() {
 		cc.in.consume(n)
 		status := 200
 		if s.draining.Load() || s.closing.Load() {

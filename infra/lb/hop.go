@@ -92,5 +92,8 @@ func appendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string)
 	if r.upgrade {
 		dst = append(dst, "Connection: Upgrade\r\n"...) // its Upgrade header went in its place
 	}
+	if r.Chunked {
+		dst = append(dst, "Transfer-Encoding: chunked\r\n"...) // the body is relayed in its framing
+	}
 	return append(dst, "\r\n"...)
 }

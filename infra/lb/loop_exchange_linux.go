@@ -192,7 +192,7 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 		return true
 	}
 	req := &x.req
-	if req.expect || req.upgrade || req.ContentLength > loopBodyLimit {
+	if req.expect || req.upgrade || req.Chunked || req.ContentLength > loopBodyLimit {
 		putExchange(x)
 		l.handOff(c)
 		return true

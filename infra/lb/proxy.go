@@ -12,10 +12,11 @@ import (
 // exchange is the scratch memory of one request in progress, pooled: an idle client
 // connection holds none of it.
 type exchange struct {
-	req  Request
-	resp Response
-	out  []byte
-	copy []byte
+	req   Request
+	resp  Response
+	out   []byte
+	copy  []byte
+	chunk chunkFramer // a chunked request body's framing, as far as it was relayed
 }
 
 const outFlush = 16 << 10
@@ -34,14 +35,15 @@ func putExchange(x *exchange) {
 type attemptError int
 
 const (
-	attemptOK          attemptError = iota
-	attemptConnect                  // could not connect: nothing was sent
-	attemptNoAnswer                 // sent (maybe partly), not one byte came back: refused, reset, closed
-	attemptTimeout                  // no response head within header_timeout, or the request not taken within body_timeout: 504
-	attemptBad                      // a broken or partial response head: 502
-	attemptClientGone               // the client closed or broke the connection during its body: no answer possible
-	attemptClientStall              // the client sent no body bytes for client_header_timeout: 408, close
-	attemptSlowBody                 // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
+	attemptOK            attemptError = iota
+	attemptConnect                    // could not connect: nothing was sent
+	attemptNoAnswer                   // sent (maybe partly), not one byte came back: refused, reset, closed
+	attemptTimeout                    // no response head within header_timeout, or the request not taken within body_timeout: 504
+	attemptBad                        // a broken or partial response head: 502
+	attemptClientGone                 // the client closed or broke the connection during its body: no answer possible
+	attemptClientStall                // the client sent no body bytes for client_header_timeout: 408, close
+	attemptSlowBody                   // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
+	attemptClientFraming              // the client's chunked body has broken framing: 400, close
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
@@ -69,6 +71,18 @@ func (d *deadline) touch(now time.Time) {
 // the response. It returns whether the client connection may carry another request.
 func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time) bool {
 	req := &x.req
+	if req.Chunked {
+		// the body streams from the read buffer through x.chunk (streamChunked); what already
+		// arrived must be well framed before any of it goes to a backend
+		cc.in.consume(headLen)
+		headLen = 0
+		x.chunk.reset()
+		var probe chunkFramer
+		if _, err := probe.scan(cc.in.buffered()); err != nil {
+			s.refuse(cc, 400)
+			return false
+		}
+	}
 	body := cc.in.buffered()[headLen:]
 	if int64(len(body)) > req.ContentLength {
 		body = body[:req.ContentLength]
@@ -133,7 +147,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			b.count(0)
 			b.inFlight.Add(-1)
 			consumed()
-			if rest > 0 {
+			if rest > 0 || req.Chunked && !x.chunk.done() {
 				req.Close = true // the body was not read to its end: the connection cannot go on
 			}
 			status := 502
@@ -151,6 +165,8 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				s.refuse(cc, 408)
 			case attemptSlowBody:
 				s.refuse(cc, 429)
+			case attemptClientFraming:
+				s.refuse(cc, 400)
 			}
 			return false
 		}
@@ -214,7 +230,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			return backendWriteFailed(err)
 		}
 	}
-	if *rest > 0 {
+	if *rest > 0 || req.Chunked {
 		if req.expect {
 			req.expect = false
 			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
@@ -222,7 +238,11 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 				return attemptClientGone
 			}
 		}
-		if aerr := s.streamBody(cc, x, u, &uw, rest, start); aerr != attemptOK {
+		stream := s.streamBody
+		if req.Chunked {
+			stream = s.streamChunked
+		}
+		if aerr := stream(cc, x, u, &uw, rest, start); aerr != attemptOK {
 			return aerr
 		}
 	}
@@ -308,6 +328,9 @@ func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, uw *deadli
 // clientBody), or, when the client waits for 100 Continue (and may never send it), marks the
 // connection to close. False when the body did not come: the connection closes unanswered.
 func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64, start time.Time) bool {
+	if x.req.Chunked {
+		return s.skipChunked(cc, x, start)
+	}
 	if rest == 0 {
 		return true
 	}

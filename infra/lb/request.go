@@ -11,8 +11,11 @@ type Request struct {
 	Head []byte
 	// Minor is the HTTP/1.x minor version (0 or 1).
 	Minor int
-	// ContentLength is the body length; 0 when there is no body.
+	// ContentLength is the body length; 0 when there is no body or it is chunked.
 	ContentLength int64
+	// Chunked is true for a body in chunked coding (Transfer-Encoding: chunked, the only coding
+	// accepted): its length is known only when it ends (see chunkFramer).
+	Chunked bool
 	// Close is true when the client wants the connection closed after the response
 	// (Connection: close, or HTTP/1.0 without keep-alive; the LB closes every HTTP/1.0 conn).
 	Close bool
@@ -56,11 +59,14 @@ func (r *Request) Get(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// HasBody reports whether a body follows the head.
+func (r *Request) HasBody() bool { return r.ContentLength > 0 || r.Chunked }
+
 // Idempotent reports whether the request may be replayed on another backend: GET or HEAD
 // without a body.
 func (r *Request) Idempotent() bool {
 	m := r.Method()
-	return r.ContentLength == 0 && (string(m) == "GET" || string(m) == "HEAD")
+	return !r.HasBody() && (string(m) == "GET" || string(m) == "HEAD")
 }
 
 // IsHead reports whether the method is HEAD (its response has no body).
@@ -68,15 +74,15 @@ func (r *Request) IsHead() bool { return string(r.Method()) == "HEAD" }
 
 func (r *Request) reset() {
 	r.Head = nil
-	r.Minor, r.ContentLength, r.Close, r.hasHost, r.expect, r.upgrade = 0, 0, false, false, false, false
+	r.Minor, r.ContentLength, r.Chunked, r.Close, r.hasHost, r.expect, r.upgrade = 0, 0, false, false, false, false, false
 	r.fields = r.fields[:0]
 	r.hop = r.hop[:0]
 }
 
 // ParseRequest parses a whole request head (as found by headEnd) into r, enforcing the RFC 9112
 // §6.3 framing rules a proxy needs against request smuggling:
-//   - Transfer-Encoding in a request: 501 (chunked request bodies are not forwarded), and 400
-//     when Content-Length is present too;
+//   - Transfer-Encoding in a request: only one, saying exactly chunked, in HTTP/1.1, without
+//     Content-Length; anything else is 400 (an unknown or stacked coding, repeated, both);
 //   - Content-Length that is repeated, a list, signed or not a number: 400;
 //   - obs-fold, whitespace before the colon, bare LF, control characters: 400;
 //   - HTTP/1.1 without exactly one Host: 400.
@@ -131,6 +137,7 @@ func ParseRequest(head []byte, r *Request) error {
 
 	var (
 		hosts, cls, tes int
+		teChunked       bool
 		upgradeField    = -1
 		connUpgrade     bool
 	)
@@ -150,6 +157,7 @@ func ParseRequest(head []byte, r *Request) error {
 			r.ContentLength = n
 		case asciiEqualFold(name, "Transfer-Encoding"):
 			tes++
+			teChunked = asciiEqualFold(value, "chunked")
 		case asciiEqualFold(name, "Expect") && asciiEqualFold(value, "100-continue"):
 			r.expect = true
 			hop = true
@@ -174,8 +182,12 @@ func ParseRequest(head []byte, r *Request) error {
 	switch {
 	case tes > 0 && cls > 0:
 		return badRequest("both Transfer-Encoding and Content-Length")
-	case tes > 0:
-		return &ParseError{Status: 501, Reason: "Transfer-Encoding in a request is not supported"}
+	case tes > 1:
+		return badRequest("repeated Transfer-Encoding")
+	case tes > 0 && !teChunked:
+		return badRequest("Transfer-Encoding other than chunked")
+	case tes > 0 && r.Minor == 0:
+		return badRequest("Transfer-Encoding in an HTTP/1.0 request")
 	case cls > 1:
 		return badRequest("repeated Content-Length")
 	case r.Minor == 1 && hosts != 1:
@@ -184,8 +196,9 @@ func ParseRequest(head []byte, r *Request) error {
 		return badRequest("repeated Host header")
 	}
 	r.hasHost = hosts == 1
+	r.Chunked = tes == 1
 	markConnectionNamed(r.Head, r.fields, r.hop)
-	if upgradeField >= 0 && connUpgrade && r.Minor == 1 && r.ContentLength == 0 && !r.Close {
+	if upgradeField >= 0 && connUpgrade && r.Minor == 1 && !r.HasBody() && !r.Close {
 		r.upgrade = true
 		r.hop[upgradeField] = false
 	}

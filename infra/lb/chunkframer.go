@@ -1,0 +1,181 @@
+package lb
+
+import "errors"
+
+// chunkFramer finds where a chunked message body ends (RFC 9112 §7.1) while its bytes stream
+// through, without holding any of them: scan is given the next bytes as they arrive, in pieces
+// of any size, and says how many belong to the body. Its rules are strict, since a proxy and
+// the server behind it must agree on where a request ends (request smuggling): a hex size of
+// at most 15 digits; extensions only after ';' or whitespace, without control characters but
+// HTAB; CRLF line ends (a bare CR or LF is broken framing); CRLF after the data; trailer lines
+// without control characters; at most maxChunkLine bytes per line and maxTrailer for the
+// trailer section.
+type chunkFramer struct {
+	state  chunkState
+	size   int64 // of the current chunk while reading its size; data bytes left in it after
+	digits int
+	line   int // bytes of the current size or trailer line
+	trail  int // bytes of the trailer section
+}
+
+type chunkState uint8
+
+const (
+	csSize        chunkState = iota // the hex size
+	csExt                           // extensions, up to CR
+	csSizeLF                        // LF after the size line
+	csData                          // size bytes of data
+	csDataCR                        // CR after the data
+	csDataLF                        // LF after the data
+	csTrailer                       // the start of a trailer line, or the final CRLF
+	csTrailerText                   // inside a trailer line
+	csTrailerLF                     // LF after a trailer line
+	csEndLF                         // LF of the final empty line
+	csDone                          // the body ended
+)
+
+const (
+	maxChunkLine = 4 << 10
+	maxTrailer   = 16 << 10
+)
+
+var errChunkFraming = errors.New("broken chunked framing")
+
+// reset makes f ready for a new body.
+func (f *chunkFramer) reset() { *f = chunkFramer{} }
+
+// done reports whether the body ended.
+func (f *chunkFramer) done() bool { return f.state == csDone }
+
+// dataLeft is how many bytes the framer takes next without looking at them (chunk data), 0
+// when it is inside framing. Reading at most that much never reads past the body's end.
+func (f *chunkFramer) dataLeft() int64 {
+	if f.state == csData {
+		return f.size
+	}
+	return 0
+}
+
+// scan consumes the bytes of p that belong to the body and returns how many that is: all of p,
+// or fewer when the body ended inside p (the rest is the next message). errChunkFraming when the
+// framing is broken.
+func (f *chunkFramer) scan(p []byte) (int, error) {
+	i := 0
+	for i < len(p) && f.state != csDone {
+		if f.state == csData {
+			k := int(min(int64(len(p)-i), f.size))
+			f.size -= int64(k)
+			i += k
+			if f.size == 0 {
+				f.state = csDataCR
+			}
+			continue
+		}
+		c := p[i]
+		i++
+		if err := f.step(c); err != nil {
+			return i, err
+		}
+	}
+	return i, nil
+}
+
+// step takes one framing byte.
+func (f *chunkFramer) step(c byte) error {
+	switch f.state {
+	case csSize:
+		if d, ok := hexValue(c); ok {
+			if f.digits == 15 {
+				return errChunkFraming
+			}
+			f.size = f.size<<4 | int64(d)
+			f.digits++
+			f.line++
+			return nil
+		}
+		if f.digits == 0 {
+			return errChunkFraming
+		}
+		switch c {
+		case ';', ' ', '\t':
+			f.state = csExt
+		case '\r':
+			f.state = csSizeLF
+		default:
+			return errChunkFraming
+		}
+	case csExt:
+		if c == '\r' {
+			f.state = csSizeLF
+			return nil
+		}
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return errChunkFraming
+		}
+	case csSizeLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.line, f.digits = 0, 0
+		if f.size == 0 {
+			f.state = csTrailer
+		} else {
+			f.state = csData
+		}
+		return nil
+	case csDataCR:
+		if c != '\r' {
+			return errChunkFraming
+		}
+		f.state = csDataLF
+		return nil
+	case csDataLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.state, f.size = csSize, 0
+		return nil
+	case csTrailer:
+		if c == '\r' {
+			f.state = csEndLF
+			return nil
+		}
+		f.state = csTrailerText
+		return f.trailerByte(c)
+	case csTrailerText:
+		if c == '\r' {
+			f.state = csTrailerLF
+			return nil
+		}
+		return f.trailerByte(c)
+	case csTrailerLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.line = 0
+		f.state = csTrailer
+		return nil
+	case csEndLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.state = csDone
+		return nil
+	}
+	if f.line++; f.line > maxChunkLine {
+		return errChunkFraming
+	}
+	return nil
+}
+
+func (f *chunkFramer) trailerByte(c byte) error {
+	if c < ' ' && c != '\t' || c == 0x7f {
+		return errChunkFraming
+	}
+	f.line++
+	f.trail++
+	if f.line > maxChunkLine || f.trail > maxTrailer {
+		return errChunkFraming
+	}
+	return nil
+}
