@@ -103,6 +103,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
 	fl.StringVar(&f.Engine, "engine", lab.Engine, "how connections are served: epoll (event loops, one per CPU) or goroutines (a goroutine per busy connection)")
 	fl.IntVar(&f.Loops, "loops", 0, "event loops of the epoll engine (0: one per CPU, GOMAXPROCS)")
+	fl.StringArrayVar(&f.AcceptProxyFrom, "accept-proxy-from", nil, "a peer (IP address or CIDR range) whose PROXY v1/v2 header gives the client address; repeatable; a header from any other peer closes the connection (config: balancer.accept_proxy_from)")
 	fl.StringVar(&logFormat, "log-format", "json", "log format on stderr: json or text")
 	return cmd
 }
@@ -173,6 +174,9 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 	dur("shutdown", &set.Shutdown, f.Shutdown)
 	str("engine", &set.Engine, f.Engine)
 	num("loops", &set.Loops, f.Loops)
+	if changed("accept-proxy-from") {
+		set.AcceptProxyFrom = f.AcceptProxyFrom
+	}
 	set.AccessLog = f.AccessLog
 	if err := set.Validate(); err != nil {
 		return set, fmt.Errorf("lb: invalid settings:\n%w", err)

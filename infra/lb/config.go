@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/edge"
 )
 
 // Settings are every number and address the LB runs with. Durations and counts are the
@@ -50,6 +51,10 @@ type Settings struct {
 	Engine string
 	// Loops is the number of event loops of the epoll engine; 0 is one per P (GOMAXPROCS).
 	Loops int
+	// AcceptProxyFrom are the peers (IP addresses or CIDR ranges) whose PROXY v1/v2 header sets
+	// a connection's client address (X-Forwarded-For, the access log); a header from any other
+	// peer closes the connection; connections without one pass. Empty: no sniffing at all.
+	AcceptProxyFrom []string
 }
 
 // Engines (Settings.Engine). Only Linux has the event loops; elsewhere every connection is
@@ -102,6 +107,7 @@ func FromConfig(cfg *infra.Config) Settings {
 	s.UnhealthyThreshold, s.HealthyThreshold = b.UnhealthyThreshold, b.HealthyThreshold
 	s.IdleTimeout, s.ConnectTimeout, s.HeaderTimeout = b.IdleTimeout, b.ConnectTimeout, b.HeaderTimeout
 	s.MaxHeaderBytes = b.MaxHeaderBytes
+	s.AcceptProxyFrom = b.AcceptProxyFrom
 	s.Drain, s.Shutdown = cfg.Drain.Window, cfg.Drain.Shutdown
 	return s
 }
@@ -168,6 +174,9 @@ func (s Settings) Validate() error {
 		} else if !loopback(s.Admin) && s.AdminToken == "" {
 			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
+	}
+	if _, err := edge.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if len(s.Backends) == 0 {
 		errs = append(errs, errors.New("no backends: give at least one host:port (config: the balanced service on every host)"))

@@ -106,6 +106,9 @@ func (s *Server) newLoops() (*loops, error) {
 	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
 		return nil, err
 	}
+	if s.proxyFrom != nil {
+		lfd = -1 // new connections are sniffed on the goroutine path first (proxyheader.go)
+	}
 	ls := &loops{}
 	n := s.set.Loops
 	if n == 0 {
@@ -145,11 +148,11 @@ func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
 	if err == nil {
 		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
 	}
-	if err == nil {
+	if err == nil && listenFD >= 0 {
 		l.lfd, err = unix.FcntlInt(uintptr(listenFD), unix.F_DUPFD_CLOEXEC, 0)
-	}
-	if err == nil {
-		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+		if err == nil {
+			err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+		}
 	}
 	if err != nil {
 		l.closeAll()

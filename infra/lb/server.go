@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/edge"
 )
 
 // Server is one running load balancer.
@@ -39,6 +41,8 @@ type Server struct {
 	log       *slog.Logger
 	access    *slog.Logger // nil unless Settings.AccessLog: one JSON line per request
 	accessOut io.Writer
+
+	proxyFrom []netip.Prefix // Settings.AcceptProxyFrom: connections are sniffed for a PROXY header
 
 	members *backendSet // the current backends (the admin API changes them)
 	rot     *rotation
@@ -50,6 +54,7 @@ type Server struct {
 
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
 	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
+	proxyRefused atomic.Uint64 // connections closed over a PROXY header from an untrusted peer
 	slow         *slowBodies   // max_slow_bodies_per_ip
 	tunnels      tunnels       // upgraded connections (WebSockets)
 
@@ -90,6 +95,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	if set.AccessLog {
 		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
 	}
+	s.proxyFrom, _ = edge.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {
@@ -191,7 +197,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "backends", s.set.Backends,
 		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "engine", s.set.Engine)
-	if s.loops == nil {
+	if s.loops == nil || s.proxyFrom != nil {
+		// the goroutine path accepts: every connection, or (sniffing for PROXY headers) every new
+		// one, which goes to an event loop once it is idle
 		go func() { acceptErr <- s.accept() }()
 	}
 	select {
@@ -231,6 +239,10 @@ func (s *Server) accept() error {
 		cc := newClientConn(c.(*net.TCPConn))
 		if !s.track(cc) {
 			_ = c.Close()
+			continue
+		}
+		if s.proxyFrom != nil {
+			go s.serveProxied(cc)
 			continue
 		}
 		go s.serveConn(cc, false)
