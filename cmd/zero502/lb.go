@@ -64,8 +64,8 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			if err != nil {
 				return exitCode(2, err)
 			}
-			set.ReserveSpareP() // this process runs one LB
-			srv, err := lb.New(set, lb.WithLogger(logger))
+			reserveSpareP(&set) // this process runs one LB
+			srv, err := lb.New(set, lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory))
 			if err != nil {
 				return exitCode(2, fmt.Errorf("lb: %w", err))
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -63,21 +62,6 @@ const (
 	EngineEpoll      = "epoll"
 	EngineGoroutines = "goroutines"
 )
-
-// ReserveSpareP is for a process that runs one LB (the zero502 lb command): it fixes Loops at
-// the current GOMAXPROCS and raises GOMAXPROCS by one. While every loop waits in epoll_wait the
-// runtime then has an idle P for other goroutines (health checks, the admin API) and sees no
-// reason to take the loops' Ps away during their waits; without it the scheduler's monitor
-// retakes a waiting loop's P and wakes itself up to do so thousands of times a second,
-// measured the largest avoidable kernel cost of the loops (bench/lb.sh: about 8% of req/s).
-// It does nothing for the goroutines engine or when Loops is set.
-func (s *Settings) ReserveSpareP() {
-	if s.Engine == EngineGoroutines || s.Loops > 0 {
-		return
-	}
-	s.Loops = runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(s.Loops + 1)
-}
 
 // LabSettings are the defaults of lab mode (`zero502 lb PORT BACKEND...`): the reverse-proxy
 // lab's timing with no flags. Checks every 500 ms with a 400 ms timeout and thresholds of 2:

@@ -95,8 +95,8 @@ type adoptee struct {
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
-// and its own duplicate of the listener; start runs them. See Settings.ReserveSpareP for why
-// the zero502 lb command leaves the runtime one P more than it has loops.
+// and its own duplicate of the listener; start runs them. The zero502 lb command fixes Loops and
+// leaves the runtime one P more than it has loops (its process settings, not the library's).
 func (s *Server) newLoops() (*loops, error) {
 	raw, err := s.ln.(*net.TCPListener).SyscallConn()
 	if err != nil {

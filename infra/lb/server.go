@@ -40,6 +40,7 @@ type Server struct {
 	clock     clock.Clock
 	log       *slog.Logger
 	access    *slog.Logger // nil unless Settings.AccessLog: one JSON line per request
+	trim      func()       // WithMemoryTrim: shrinks the process after many connections went idle
 	accessOut io.Writer
 
 	proxyFrom []netip.Prefix // Settings.AcceptProxyFrom: connections are sniffed for a PROXY header
@@ -79,6 +80,13 @@ func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 
 // WithLogger sends the LB's logs (and access log) to l.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithMemoryTrim gives the goroutine path a way to shrink the process when many client
+// connections appeared and went idle: Go shrinks goroutine stacks and frees released buffers
+// only during garbage collections, which a forwarding path that allocates nothing never
+// triggers (see trimStacks). The zero502 lb command passes forced collections; a library user
+// decides for its own process (without it nothing is forced).
+func WithMemoryTrim(trim func()) Option { return func(s *Server) { s.trim = trim } }
 
 // WithAccessLogOutput sends the access log (JSON, when Settings.AccessLog) to w instead of stderr.
 func WithAccessLogOutput(w io.Writer) Option { return func(s *Server) { s.accessOut = w } }
@@ -186,7 +194,9 @@ func (s *Server) Run(ctx context.Context) error {
 			s.loops.wg.Wait() // every loop closed its connections
 		}()
 	} else {
-		go s.trimStacks(checks, time.Second, 500)
+		if s.trim != nil {
+			go s.trimStacks(checks, time.Second, 500)
+		}
 		if s.parking != nil {
 			go s.runParking(checks)
 		}
