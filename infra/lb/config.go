@@ -193,21 +193,6 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// SettingsView is the wire form of GET /admin/settings (README: Admin API): the config's YAML key
-// names, durations as Go duration strings. Clients (the deployer's drift check) decode it too.
-type SettingsView struct {
-	Listen             string `json:"listen"`
-	HealthPath         string `json:"health_path"`
-	Interval           string `json:"interval"`
-	Timeout            string `json:"timeout"`
-	UnhealthyThreshold int    `json:"unhealthy_threshold"`
-	HealthyThreshold   int    `json:"healthy_threshold"`
-	IdleTimeout        string `json:"idle_timeout"`
-	ConnectTimeout     string `json:"connect_timeout"`
-	HeaderTimeout      string `json:"header_timeout"`
-	MaxHeaderBytes     int    `json:"max_header_bytes"`
-}
-
 func (s Settings) view() SettingsView {
 	return SettingsView{
 		Listen: s.Listen, HealthPath: s.HealthPath, Interval: s.Interval.String(), Timeout: s.Timeout.String(),
