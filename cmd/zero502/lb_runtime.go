@@ -15,10 +15,10 @@ import (
 // (health checks, the admin API) and sees no reason to take the loops' Ps away during their
 // waits; without it the scheduler's monitor retakes a waiting loop's P and wakes itself up to do
 // so thousands of times a second, measured the largest avoidable kernel cost of the loops
-// (bench/lb.sh: about 8% of req/s). It does nothing for the goroutines engine or when --loops
-// is set.
+// (bench/lb.sh: about 8% of req/s). It does nothing without event loops (not Linux) or when
+// --loops is set.
 func reserveSpareP(s *lb.Settings) {
-	if s.Engine == lb.EngineGoroutines || s.Loops > 0 {
+	if !lb.EventLoopsAvailable || s.Loops > 0 {
 		return
 	}
 	s.Loops = runtime.GOMAXPROCS(0)

@@ -44,24 +44,17 @@ type Settings struct {
 	Shutdown time.Duration // in-flight budget after the window
 	// AccessLog turns on one JSON log line per request.
 	AccessLog bool
-	// Engine is how connections are served: "epoll" (event loops, one per CPU; the default) or
-	// "goroutines" (a goroutine per busy connection, for systems without epoll); "" is epoll.
-	// See loop_linux.go.
-	Engine string
-	// Loops is the number of event loops of the epoll engine; 0 is one per P (GOMAXPROCS).
+	// Loops is the number of event loops (Linux); 0 is one per P (GOMAXPROCS).
 	Loops int
 	// AcceptProxyFrom are the peers (IP addresses or CIDR ranges) whose PROXY v1/v2 header sets
 	// a connection's client address (X-Forwarded-For, the access log); a header from any other
 	// peer closes the connection; connections without one pass. Empty: no sniffing at all.
 	AcceptProxyFrom []string
-}
 
-// Engines (Settings.Engine). Only Linux has the event loops; elsewhere every connection is
-// served on the goroutine path whatever the setting says.
-const (
-	EngineEpoll      = "epoll"
-	EngineGoroutines = "goroutines"
-)
+	// slowPathOnly serves every connection on the goroutine path, as on systems without the
+	// event loops: the tests' switch (ZERO502_TEST_LB_ENGINE=goroutines), never the user's.
+	slowPathOnly bool
+}
 
 // LabSettings are the defaults of lab mode (`zero502 lb PORT BACKEND...`): the reverse-proxy
 // lab's timing with no flags. Checks every 500 ms with a 400 ms timeout and thresholds of 2:
@@ -77,7 +70,7 @@ func LabSettings(listen string, backends []string) Settings {
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
 		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
-		Drain: 0, Shutdown: 10 * time.Second, Engine: EngineEpoll,
+		Drain: 0, Shutdown: 10 * time.Second,
 	}
 }
 
@@ -130,9 +123,6 @@ func (s Settings) Validate() error {
 	}
 	if s.MaxHeaderBytes < 1024 || s.MaxHeaderBytes > 1<<20 {
 		bad("max-header-bytes", s.MaxHeaderBytes, "must be from 1024 to 1048576")
-	}
-	if s.Engine != "" && s.Engine != EngineEpoll && s.Engine != EngineGoroutines {
-		bad("engine", fmt.Sprintf("%q", s.Engine), "must be epoll or goroutines")
 	}
 	if s.Loops < 0 || s.Loops > 1024 {
 		bad("loops", s.Loops, "must be from 0 (one per CPU) to 1024")

@@ -10,11 +10,11 @@ import (
 )
 
 // Without epoll there are no event loops: Listen serves every connection on the goroutine
-// path (conn.go, proxy.go, relay.go), whatever Settings.Engine says. These stubs keep the
+// path (conn.go, proxy.go, relay.go). These stubs keep the
 // Server's fields and calls the same on every system.
 
-// eventLoopsAvailable reports whether this system has the event loops (loop_linux.go).
-const eventLoopsAvailable = false
+// EventLoopsAvailable reports whether this system has the event loops (loop_linux.go).
+const EventLoopsAvailable = false
 
 var errNoEventLoops = errors.New("the event loops need Linux epoll")
 
@@ -29,3 +29,5 @@ func (s *Server) newLoops() (*loops, error)   { return nil, errNoEventLoops }
 func (ls *loops) start(context.Context)       {}
 func (ls *loops) wakeAll()                    {}
 func (s *Server) parkInLoop(*clientConn) bool { return false }
+
+func (s *Server) loopCount() int { return 0 }

@@ -7,13 +7,15 @@
 // drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The drain contract"). The admin API is
 // documented in the README (Admin API).
 //
-// Connections are served by one of two engines (Settings.Engine). The default, epoll, runs one
-// event loop per CPU that forwards the common case itself with non-blocking system calls and
-// hands the rest to the goroutine path (loop_linux.go); an idle keep-alive client there costs
-// about 0.6 KiB of RSS. The goroutines engine gives a connection a goroutine while a request is
-// in progress or just after one and parks idle connections in an epoll set (idle_linux.go).
-// Systems without epoll (macOS, Windows) serve every connection on the goroutine path. Request
-// scratch memory comes from pools, so neither forwarding path allocates.
+// The event loops (loop_linux.go, one per CPU) are the fast path: they forward the common case
+// themselves with non-blocking system calls, and an idle keep-alive client there costs about
+// 0.5 KiB of RSS. The goroutine path (conn.go, proxy.go, relay.go) is the slow path for what
+// they hand off: a large, slow or chunked request body, Expect: 100-continue, an Upgrade
+// (WebSockets, tunnel.go), a close-delimited response, a new connection on a listener that
+// accepts PROXY headers. Systems without epoll (macOS, Windows) serve everything on the slow
+// path, parking nothing; tests run every case through the slow path too
+// (ZERO502_TEST_LB_ENGINE=goroutines). Request scratch memory comes from pools, so neither
+// path allocates per request.
 package lb
 
 import (
@@ -68,8 +70,8 @@ type Server struct {
 
 	ln      net.Listener
 	adminLn net.Listener
-	parking *parking // goroutines engine: nil when epoll is unavailable (idle connections keep their goroutine)
-	loops   *loops   // epoll engine: the event loops; nil in the goroutines engine
+	parking *parking // without event loops: idle connections (nil without epoll: they keep their goroutine)
+	loops   *loops   // the event loops; nil where there are none (slow path only)
 }
 
 // Option changes how New builds a Server.
@@ -80,6 +82,10 @@ func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 
 // WithLogger sends the LB's logs (and access log) to l.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithSlowPathOnly serves every connection on the goroutine path, as on a system without the
+// event loops: for tests, which run every case through both paths.
+func WithSlowPathOnly() Option { return func(s *Server) { s.set.slowPathOnly = true } }
 
 // WithMemoryTrim gives the goroutine path a way to shrink the process when many client
 // connections appeared and went idle: Go shrinks goroutine stacks and frees released buffers
@@ -128,8 +134,8 @@ func New(set Settings, opts ...Option) (*Server, error) {
 // API added. The slice is a snapshot; do not modify it.
 func (s *Server) Backends() []*Backend { return s.members.all() }
 
-// Listen opens the proxy listener, the admin listener when configured, and the engine's
-// event loops (epoll) or parking (goroutines); Run starts serving on them.
+// Listen opens the proxy listener, the admin listener when configured, and the event loops
+// (or, without them, the parking of idle connections); Run starts serving on them.
 func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.set.Listen)
 	if err != nil {
@@ -144,20 +150,16 @@ func (s *Server) Listen() error {
 		}
 		s.adminLn = aln
 	}
-	if s.set.Engine == EngineGoroutines || !eventLoopsAvailable {
-		if p, err := newParking(); err == nil {
-			s.parking = p
-		} else {
-			s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
+	if !s.set.slowPathOnly && EventLoopsAvailable {
+		if s.loops, err = s.newLoops(); err == nil {
+			return nil
 		}
-		return nil
+		s.log.Warn("the event loops did not start; every connection is served on the goroutine path", "err", err)
 	}
-	if s.loops, err = s.newLoops(); err != nil {
-		_ = ln.Close()
-		if s.adminLn != nil {
-			_ = s.adminLn.Close()
-		}
-		return fmt.Errorf("start the event loops (--engine %s; --engine %s needs no epoll): %w", EngineEpoll, EngineGoroutines, err)
+	if p, err := newParking(); err == nil {
+		s.parking = p
+	} else {
+		s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
 	}
 	return nil
 }
@@ -206,7 +208,7 @@ func (s *Server) Run(ctx context.Context) error {
 		admin = s.serveAdmin(s.adminLn)
 	}
 	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "backends", s.set.Backends,
-		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "engine", s.set.Engine)
+		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "event_loops", s.loopCount())
 	if s.loops == nil || s.proxyFrom != nil {
 		// the goroutine path accepts: every connection, or (sniffing for PROXY headers) every new
 		// one, which goes to an event loop once it is idle
