@@ -3,7 +3,8 @@ package lb
 import "errors"
 
 // chunkFramer finds where a chunked message body ends (RFC 9112 §7.1) while its bytes stream
-// through, without holding any of them: scan is given the next bytes as they arrive, in pieces
+// through, without holding any of them; it is the one framer of request bodies (streamChunked)
+// and of responses on both paths (sink.chunked, loop.relayChunked): scan is given the next bytes as they arrive, in pieces
 // of any size, and says how many belong to the body. Its rules are strict, since a proxy and
 // the server behind it must agree on where a request ends (request smuggling): a hex size of
 // at most 15 digits; extensions only after ';' or whitespace, without control characters but
@@ -63,14 +64,24 @@ func (f *chunkFramer) scan(p []byte) (int, error) {
 	i := 0
 	for i < len(p) && f.state != csDone {
 		if f.state == csData {
-			k := int(min(int64(len(p)-i), f.size))
-			f.size -= int64(k)
-			i += k
-			if f.size == 0 {
-				f.state = csDataCR
-			}
+			i += f.data(len(p) - i)
 			continue
 		}
+		n, err := f.frame(p[i:])
+		i += n
+		if err != nil {
+			return i, err
+		}
+	}
+	return i, nil
+}
+
+// frame consumes the framing bytes at the start of p, up to the next chunk data or the body's
+// end, and returns how many (see scan for the error). A relay that decodes the coding drops
+// them and keeps the data.
+func (f *chunkFramer) frame(p []byte) (int, error) {
+	i := 0
+	for i < len(p) && f.state != csDone && f.state != csData {
 		c := p[i]
 		i++
 		if err := f.step(c); err != nil {
@@ -78,6 +89,16 @@ func (f *chunkFramer) scan(p []byte) (int, error) {
 		}
 	}
 	return i, nil
+}
+
+// data takes up to n bytes of chunk data (at most dataLeft) and returns how many it took.
+func (f *chunkFramer) data(n int) int {
+	k := int(min(int64(n), f.size))
+	f.size -= int64(k)
+	if f.size == 0 && f.state == csData {
+		f.state = csDataCR
+	}
+	return k
 }
 
 // step takes one framing byte.

@@ -58,7 +58,7 @@ func TestChunkFramer(t *testing.T) {
 }
 
 // FuzzChunkFramer: however the bytes are split, the framer finds the same end, and a size line
-// it accepts is one chunkSize (the response relay's parser) accepts with the same size.
+// it accepts holds the size its hex digits say.
 func FuzzChunkFramer(f *testing.F) {
 	for _, s := range []string{"0\r\n\r\n", "5;a=b\r\nhello\r\n0\r\nX: y\r\n\r\nrest", "5\nhello", "ff\r\n", "0\r\nX\x01\r\n\r\n"} {
 		f.Add([]byte(s), uint8(1))
@@ -69,20 +69,6 @@ func FuzzChunkFramer(f *testing.F) {
 		if done1 != done2 || broken1 != broken2 || (!broken1 && n1 != n2) {
 			t.Fatalf("whole: %d %v %v; in pieces of %d: %d %v %v", n1, done1, broken1, int(step)%7+1, n2, done2, broken2)
 		}
-		// the first size line, as far as the framer went past it
-		for i := 0; i+1 < len(p); i++ {
-			if p[i] == '\r' && p[i+1] == '\n' {
-				var f chunkFramer
-				n, err := f.scan(p[:i+2])
-				size, ok := chunkSize(p[:i+2])
-				if (err == nil && n == i+2) != ok {
-					t.Fatalf("size line %q: framer ok %v, chunkSize ok %v", p[:i+2], err == nil, ok)
-				}
-				if ok && size > 0 && f.dataLeft() != size {
-					t.Fatalf("size line %q: framer %d, chunkSize %d", p[:i+2], f.dataLeft(), size)
-				}
-				break
-			}
-		}
+		checkSizeLine(t, p)
 	})
 }

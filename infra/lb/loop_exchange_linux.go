@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"bytes"
 	"errors"
 	"net"
 	"time"
@@ -59,8 +58,9 @@ type lclient struct {
 	u       *lup
 	t       tried
 	retried bool
-	left    int64 // response body bytes still to relay (of the current chunk, when chunked)
-	chunk   chunkPhase
+	left    int64 // response body bytes still to relay (Content-Length framing)
+	chunked bool  // the response body is chunked: cf finds its end
+	cf      chunkFramer
 	keep    bool // the connection may carry another request after this response
 	status  int
 }
@@ -404,12 +404,13 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	u.in.consume(len(resp.Head))
 	u.b.count(resp.Status)
 	c.status, c.keep = resp.Status, !closeClient
-	c.left, c.chunk = 0, chunkNone
+	c.left, c.chunked = 0, false
 	switch resp.Framing {
 	case ContentLength:
 		c.left = resp.ContentLength
 	case Chunked:
-		c.chunk = chunkAtSize
+		c.chunked = true
+		c.cf.reset()
 	}
 	if b := u.in.buffered(); len(b) > 0 && c.left > 0 {
 		k := min(int64(len(b)), c.left)
@@ -429,7 +430,7 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 // relayBody copies body bytes from u to c while c takes them (backpressure: nothing is read
 // from the backend while bytes for the client wait).
 func (l *loop) relayBody(c *lclient, u *lup) {
-	if c.chunk != chunkNone {
+	if c.chunked {
 		l.relayChunked(c, u)
 		return
 	}
@@ -467,57 +468,26 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 	l.finish(c)
 }
 
-// chunkPhase is where a chunked response body stands (RFC 9112 §7.1).
-type chunkPhase uint8
-
-const (
-	chunkNone    chunkPhase = iota // not chunked
-	chunkAtSize                    // expecting a chunk-size line
-	chunkData                      // c.left bytes of chunk data to go
-	chunkDataEnd                   // expecting the CRLF after the chunk data
-	chunkTrailer                   // after the last chunk: trailer lines up to the empty one
-	chunkDone                      // the whole body went to the client (or waits in pend)
-)
-
-// relayChunked relays a chunked body byte for byte, parsing the framing only to find where the
-// message ends, like the goroutine path's chunked; backpressure as in relayBody.
+// relayChunked relays a chunked body byte for byte, its framing checked by the chunkFramer
+// only to find where the message ends, as on the goroutine path; backpressure as in relayBody.
 func (l *loop) relayChunked(c *lclient, u *lup) {
 	for {
 		if c.pendOff < len(c.pend) {
 			return // the client first; the next writable event resumes here
 		}
-		if c.chunk == chunkDone {
-			c.chunk = chunkNone
+		if c.cf.done() {
+			c.chunked = false
 			l.finish(c)
 			return
 		}
-		b := u.in.buffered()
-		if c.chunk == chunkData && len(b) > 0 {
-			k := min(int64(len(b)), c.left)
-			if !l.writeClient(c, b[:k]) {
-				l.closeClient(c)
+		if b := u.in.buffered(); len(b) > 0 {
+			k, err := c.cf.scan(b)
+			if err != nil || !l.writeClient(c, b[:k]) {
+				l.closeClient(c) // a broken framing or a gone client: no whole response possible
 				return
 			}
-			u.in.consume(int(k))
-			if c.left -= k; c.left == 0 {
-				c.chunk = chunkDataEnd
-			}
+			u.in.consume(k)
 			continue
-		}
-		if c.chunk != chunkData {
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				line := b[:i+1]
-				if !l.chunkLine(c, line) || !l.writeClient(c, line) {
-					l.closeClient(c) // a broken framing or a gone client: no whole response possible
-					return
-				}
-				u.in.consume(len(line))
-				continue
-			}
-			if len(b) > 4<<10 {
-				l.closeClient(c)
-				return
-			}
 		}
 		if !u.canRead {
 			return
@@ -543,36 +513,6 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			return
 		}
 	}
-}
-
-// chunkLine moves c's chunk phase past one framing line (CRLF-terminated); false when the line
-// breaks the chunked framing.
-func (l *loop) chunkLine(c *lclient, line []byte) bool {
-	if len(line) < 2 || line[len(line)-2] != '\r' {
-		return false
-	}
-	switch c.chunk {
-	case chunkAtSize:
-		size, ok := chunkSize(line)
-		if !ok {
-			return false
-		}
-		if size == 0 {
-			c.chunk = chunkTrailer
-		} else {
-			c.chunk, c.left = chunkData, size
-		}
-	case chunkDataEnd:
-		if len(line) != 2 {
-			return false
-		}
-		c.chunk = chunkAtSize
-	case chunkTrailer:
-		if len(line) == 2 {
-			c.chunk = chunkDone
-		}
-	}
-	return true
 }
 
 // writeClient writes p to the client, keeping what the socket does not take; false when the
