@@ -45,6 +45,8 @@ type lclient struct {
 	in       reader // conn is nil: the loop reads with read(2)
 	closed   bool
 	phase    phase
+	chunked  bool // the response body is chunked: x.chunk finds its end (requests here never are)
+	keep     bool // the connection may carry another request after this response
 	deadline time.Time
 
 	pend    []byte // bytes for the client that a write could not take yet
@@ -59,9 +61,6 @@ type lclient struct {
 	t       tried
 	retried bool
 	left    int64 // response body bytes still to relay (Content-Length framing)
-	chunked bool  // the response body is chunked: cf finds its end
-	cf      chunkFramer
-	keep    bool // the connection may carry another request after this response
 	status  int
 }
 
@@ -410,7 +409,7 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 		c.left = resp.ContentLength
 	case Chunked:
 		c.chunked = true
-		c.cf.reset()
+		x.chunk.reset()
 	}
 	if b := u.in.buffered(); len(b) > 0 && c.left > 0 {
 		k := min(int64(len(b)), c.left)
@@ -468,20 +467,20 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 	l.finish(c)
 }
 
-// relayChunked relays a chunked body byte for byte, its framing checked by the chunkFramer
-// only to find where the message ends, as on the goroutine path; backpressure as in relayBody.
+// relayChunked relays a chunked body byte for byte, its framing checked by the exchange's
+// chunkFramer only to find where the message ends, as on the goroutine path; backpressure as in relayBody.
 func (l *loop) relayChunked(c *lclient, u *lup) {
 	for {
 		if c.pendOff < len(c.pend) {
 			return // the client first; the next writable event resumes here
 		}
-		if c.cf.done() {
+		if c.x.chunk.done() {
 			c.chunked = false
 			l.finish(c)
 			return
 		}
 		if b := u.in.buffered(); len(b) > 0 {
-			k, err := c.cf.scan(b)
+			k, err := c.x.chunk.scan(b)
 			if err != nil || !l.writeClient(c, b[:k]) {
 				l.closeClient(c) // a broken framing or a gone client: no whole response possible
 				return

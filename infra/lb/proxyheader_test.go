@@ -64,7 +64,7 @@ func forwardedFor(t *testing.T, c net.Conn, br *bufio.Reader) string {
 }
 
 // needHAProxy is the haproxy binary (PATH, then /usr/sbin), or skips the test.
-func needHAProxy(t *testing.T) string {
+func needHAProxy(t testing.TB) string {
 	t.Helper()
 	if bin, err := exec.LookPath("haproxy"); err == nil {
 		return bin
@@ -76,48 +76,51 @@ func needHAProxy(t *testing.T) string {
 	return ""
 }
 
-// startHAProxy runs haproxy in tcp mode listening on front, sending to the LB at lbAddr with
-// send-proxy-v2, until the test ends.
-func startHAProxy(t *testing.T, bin, front, lbAddr string) {
-	t.Helper()
+// startHAProxy runs haproxy with defaults in mode (tcp or http) and one frontend on front
+// whose backend has the server line given, until the test ends.
+func startHAProxy(tb testing.TB, bin, mode, front, server string) {
+	tb.Helper()
 	text := fmt.Sprintf(`global
-    maxconn 64
+    maxconn 256
 defaults
-    mode tcp
+    mode %s
     timeout connect 5s
     timeout client 30s
     timeout server 30s
+    timeout tunnel 1h
 frontend clients
     bind %s
-    default_backend lb
-backend lb
-    server lb %s send-proxy-v2
-`, front, lbAddr)
-	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+    default_backend servers
+backend servers
+    %s
+`, mode, front, server)
+	cfg := filepath.Join(tb.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var out lockedBuffer
 	cmd := exec.Command(bin, "-db", "-f", cfg)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
+		tb.Fatalf("start haproxy: %v", err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	eventually(t, 10*time.Second, "haproxy listens on "+front, func() bool {
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		select {
 		case <-exited:
-			t.Fatalf("haproxy exited:\n%s", out.String())
+			tb.Fatalf("haproxy exited:\n%s", out.String())
 		default:
 		}
-		c, err := net.DialTimeout("tcp", front, time.Second)
-		if err == nil {
+		if c, err := net.DialTimeout("tcp", front, time.Second); err == nil {
 			c.Close()
+			return
 		}
-		return err == nil
-	})
+		if time.Now().After(end) {
+			tb.Fatalf("haproxy does not listen on %s:\n%s", front, out.String())
+		}
+	}
 }
 
 func TestHAProxySendProxyV2SetsTheClientAddress(t *testing.T) {
@@ -129,7 +132,7 @@ func TestHAProxySendProxyV2SetsTheClientAddress(t *testing.T) {
 	var access lockedBuffer
 	l := startLB(t, set, WithAccessLogOutput(&access))
 	front := deadAddr(t)
-	startHAProxy(t, haproxy, front, l.Addr())
+	startHAProxy(t, haproxy, "tcp", front, "server lb "+l.Addr()+" send-proxy-v2")
 
 	c := dialFrom(t, "127.0.0.2", front)
 	br := bufio.NewReader(c)
