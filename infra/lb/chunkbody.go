@@ -11,9 +11,9 @@ import "time"
 func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *deadline, _ *int64, start time.Time) attemptError {
 	body := s.newClientBody(cc, 0, start)
 	defer body.close()
-	for !x.chunk.done() {
+	for !x.chunk.Done() {
 		if p := cc.in.buffered(); len(p) > 0 {
-			n, err := x.chunk.scan(p)
+			n, err := x.chunk.Scan(p)
 			if err != nil {
 				return attemptClientFraming
 			}
@@ -24,11 +24,11 @@ func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *dea
 			cc.in.consume(n)
 			continue
 		}
-		if left := x.chunk.dataLeft(); left > 0 {
+		if left := x.chunk.DataLeft(); left > 0 {
 			body.rest = left
 			n, aerr := body.read(x.copy)
 			if n > 0 {
-				_, _ = x.chunk.scan(x.copy[:n]) // chunk data: no framing to break
+				_, _ = x.chunk.Scan(x.copy[:n]) // chunk data: no framing to break
 				uw.touch(time.Now())
 				if _, err := u.conn.Write(x.copy[:n]); err != nil {
 					return backendWriteFailed(err)
@@ -50,23 +50,23 @@ func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *dea
 // reads and drops up to 1 MiB of it; beyond that, or when the client waits for 100 Continue,
 // the connection closes after the answer. False when the body did not come or broke.
 func (s *Server) skipChunked(cc *clientConn, x *exchange, start time.Time) bool {
-	if x.chunk.done() {
+	if x.chunk.Done() {
 		return true
 	}
-	if x.req.expect {
+	if x.req.ExpectContinue {
 		x.req.Close = true
 		return true
 	}
 	body := s.newClientBody(cc, 0, start)
 	defer body.close()
-	for dropped := 0; !x.chunk.done(); {
+	for dropped := 0; !x.chunk.Done(); {
 		if p := cc.in.buffered(); len(p) > 0 {
-			n, err := x.chunk.scan(p)
+			n, err := x.chunk.Scan(p)
 			if err != nil {
 				return false
 			}
 			cc.in.consume(n)
-			if dropped += n; dropped > 1<<20 && !x.chunk.done() {
+			if dropped += n; dropped > 1<<20 && !x.chunk.Done() {
 				x.req.Close = true
 				return true
 			}

@@ -42,7 +42,7 @@ func (b *clientBody) read(buf []byte) (int, attemptError) {
 }
 
 // fill reads more of a chunked body into the connection's read buffer, where its framing
-// decides how much of it is body (see chunkFramer).
+// decides how much of it is body (see http1.ChunkFramer).
 func (b *clientBody) fill() attemptError {
 	if aerr := b.admit(); aerr != attemptOK {
 		return aerr

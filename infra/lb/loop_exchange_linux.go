@@ -2,6 +2,7 @@ package lb
 
 import (
 	"errors"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
 	"time"
 
@@ -112,22 +113,22 @@ func (l *loop) readRequest(c *lclient) {
 	s := l.s
 	maxHead := s.set.MaxHeaderBytes
 	for {
-		if k := skipEmptyLines(c.in.buffered()); k > 0 {
+		if k := http1.SkipEmptyLines(c.in.buffered()); k > 0 {
 			c.in.consume(k)
 		}
 		buf := c.in.buffered()
 		if len(buf) > 0 {
-			n, err := headEnd(buf)
+			n, err := http1.HeadEnd(buf)
 			if err != nil {
 				l.refuse(c, err)
 				return
 			}
 			if n > maxHead || n < 0 && len(buf) >= maxHead {
-				l.refuse(c, &ParseError{Status: 431, Reason: "request header block too large"})
+				l.refuse(c, &http1.ParseError{Status: 431, Reason: "request header block too large"})
 				return
 			}
 			if n < 0 {
-				if err := checkPartialRequestLine(buf); err != nil {
+				if err := http1.CheckPartialRequestLine(buf); err != nil {
 					l.refuse(c, err)
 					return
 				}
@@ -153,7 +154,7 @@ func (l *loop) readRequest(c *lclient) {
 		}
 		free, err := c.in.space(maxHead + loopBodyLimit)
 		if err != nil {
-			l.refuse(c, &ParseError{Status: 431, Reason: "request header block too large"})
+			l.refuse(c, &http1.ParseError{Status: 431, Reason: "request header block too large"})
 			return
 		}
 		n, err := unix.Read(c.fd, free)
@@ -185,13 +186,13 @@ func (l *loop) readRequest(c *lclient) {
 func (l *loop) haveRequest(c *lclient, n int) bool {
 	x := exchanges.Get().(*exchange)
 	buf := c.in.buffered()
-	if err := ParseRequest(buf[:n], &x.req); err != nil {
+	if err := http1.ParseRequest(buf[:n], &x.req); err != nil {
 		putExchange(x)
 		l.refuse(c, err)
 		return true
 	}
 	req := &x.req
-	if req.expect || req.upgrade || req.Chunked || req.ContentLength > loopBodyLimit {
+	if req.ExpectContinue || req.Upgrade || req.Chunked || req.ContentLength > loopBodyLimit {
 		putExchange(x)
 		l.handOff(c)
 		return true
@@ -251,7 +252,7 @@ func (l *loop) pick(c *lclient) {
 func (l *loop) bind(c *lclient, u *lup) {
 	req := &c.x.req
 	u.c, c.u = c, u
-	out := appendUpstreamHead(c.x.out[:0], req, c.ip, u.b.Address)
+	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, u.b.Address)
 	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
 	c.x.out = out
 	u.out, u.outOff, u.got = out, 0, false
@@ -337,13 +338,13 @@ func writeSome(fd int, p []byte, r *readiness) (int, bool) {
 func (l *loop) readHead(c *lclient, u *lup) {
 	x := c.x
 	for {
-		n, err := headEnd(u.in.buffered())
+		n, err := http1.HeadEnd(u.in.buffered())
 		if err != nil {
 			l.failed(c, u, attemptBad)
 			return
 		}
 		if n > 0 {
-			if err := ParseResponse(u.in.buffered()[:n], x.req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
+			if err := http1.ParseResponse(u.in.buffered()[:n], x.req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
 				l.failed(c, u, attemptBad)
 				return
 			}
@@ -394,22 +395,22 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	s := l.s
 	x := c.x
 	resp := &x.resp
-	if resp.Framing == UntilClose || resp.Framing == Chunked && x.req.Minor == 0 {
+	if resp.Framing == http1.UntilClose || resp.Framing == http1.Chunked && x.req.Minor == 0 {
 		l.handOffRelay(c, u) // rare: close-delimited, or chunked decoded for an HTTP/1.0 client
 		return
 	}
 	closeClient := x.req.Close || s.draining.Load() || s.closing.Load()
-	out := appendClientHead(x.out[:0], resp, closeClient, false)
+	out := http1.AppendClientHead(x.out[:0], resp, closeClient, false)
 	u.in.consume(len(resp.Head))
 	u.b.count(resp.Status)
 	c.status, c.keep = resp.Status, !closeClient
 	c.left, c.chunked = 0, false
 	switch resp.Framing {
-	case ContentLength:
+	case http1.ContentLength:
 		c.left = resp.ContentLength
-	case Chunked:
+	case http1.Chunked:
 		c.chunked = true
-		x.chunk.reset()
+		x.chunk.Reset()
 	}
 	if b := u.in.buffered(); len(b) > 0 && c.left > 0 {
 		k := min(int64(len(b)), c.left)
@@ -468,19 +469,20 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 }
 
 // relayChunked relays a chunked body byte for byte, its framing checked by the exchange's
-// chunkFramer only to find where the message ends, as on the goroutine path; backpressure as in relayBody.
+// http1.ChunkFramer only to find where the message ends, as on the goroutine path;
+// backpressure as in relayBody.
 func (l *loop) relayChunked(c *lclient, u *lup) {
 	for {
 		if c.pendOff < len(c.pend) {
 			return // the client first; the next writable event resumes here
 		}
-		if c.x.chunk.done() {
+		if c.x.chunk.Done() {
 			c.chunked = false
 			l.finish(c)
 			return
 		}
 		if b := u.in.buffered(); len(b) > 0 {
-			k, err := c.x.chunk.scan(b)
+			k, err := c.x.chunk.Scan(b)
 			if err != nil || !l.writeClient(c, b[:k]) {
 				l.closeClient(c) // a broken framing or a gone client: no whole response possible
 				return
@@ -652,9 +654,9 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 func (l *loop) expired(c *lclient) {
 	switch c.phase {
 	case phHead:
-		l.refuse(c, &ParseError{Status: 408, Reason: "request head not complete in time"})
+		l.refuse(c, &http1.ParseError{Status: 408, Reason: "request head not complete in time"})
 	case phBodyWait:
-		l.refuse(c, &ParseError{Status: 408, Reason: "request body stalled"})
+		l.refuse(c, &http1.ParseError{Status: 408, Reason: "request body stalled"})
 	case phConnect:
 		l.failed(c, c.u, attemptConnect)
 	case phSend: // the backend took no byte of the request for body_timeout: slow, not broken
@@ -782,7 +784,7 @@ func (l *loop) dropPooled(u *lup) {
 // refuse hands a request the parser refused (or a head that timed out) to the goroutine path,
 // which answers it and closes the connection gracefully.
 func (l *loop) refuse(c *lclient, err error) {
-	var pe *ParseError
+	var pe *http1.ParseError
 	if !errors.As(err, &pe) {
 		l.closeClient(c)
 		return

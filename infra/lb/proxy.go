@@ -2,6 +2,7 @@ package lb
 
 import (
 	"errors"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"net"
 	"os"
@@ -12,11 +13,11 @@ import (
 // exchange is the scratch memory of one request in progress, pooled: an idle client
 // connection holds none of it.
 type exchange struct {
-	req   Request
-	resp  Response
+	req   http1.Request
+	resp  http1.Response
 	out   []byte
 	copy  []byte
-	chunk chunkFramer // a chunked request body's framing, as far as it was relayed
+	chunk http1.ChunkFramer // a chunked request body's framing, as far as it was relayed
 }
 
 const outFlush = 16 << 10
@@ -26,7 +27,7 @@ var exchanges = sync.Pool{New: func() any {
 }}
 
 func putExchange(x *exchange) {
-	x.req.reset()
+	x.req.Reset()
 	x.resp.Head = nil
 	exchanges.Put(x)
 }
@@ -76,9 +77,9 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 		// arrived must be well framed before any of it goes to a backend
 		cc.in.consume(headLen)
 		headLen = 0
-		x.chunk.reset()
-		var probe chunkFramer
-		if _, err := probe.scan(cc.in.buffered()); err != nil {
+		x.chunk.Reset()
+		var probe http1.ChunkFramer
+		if _, err := probe.Scan(cc.in.buffered()); err != nil {
 			s.refuse(cc, 400)
 			return false
 		}
@@ -147,7 +148,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			b.count(0)
 			b.inFlight.Add(-1)
 			consumed()
-			if rest > 0 || req.Chunked && !x.chunk.done() {
+			if rest > 0 || req.Chunked && !x.chunk.Done() {
 				req.Close = true // the body was not read to its end: the connection cannot go on
 			}
 			status := 502
@@ -214,7 +215,7 @@ func (s *Server) dial(b *Backend) (*upstream, error) {
 // out on silence (body_timeout without progress), never on the total duration of the body.
 func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64, start time.Time) attemptError {
 	req := &x.req
-	out := appendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
+	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
 	if len(body) <= smallBuf {
 		out = append(out, body...)
 		body = nil
@@ -231,8 +232,8 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 		}
 	}
 	if *rest > 0 || req.Chunked {
-		if req.expect {
-			req.expect = false
+		if req.ExpectContinue {
+			req.ExpectContinue = false
 			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
 			if _, err := io.WriteString(cc.conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 				return attemptClientGone
@@ -249,16 +250,16 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 	t0 := time.Now()
 	_ = u.conn.SetReadDeadline(t0.Add(s.set.HeaderTimeout))
 	for {
-		n, err := headEnd(u.in.buffered())
+		n, err := http1.HeadEnd(u.in.buffered())
 		if err != nil {
 			return attemptBad
 		}
 		if n > 0 {
-			if err := ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil {
+			if err := http1.ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil {
 				return attemptBad
 			}
 			if x.resp.Status == 101 {
-				if !req.upgrade {
+				if !req.Upgrade {
 					return attemptBad // switching protocols nobody asked for
 				}
 				u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
@@ -334,7 +335,7 @@ func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64, start time.Ti
 	if rest == 0 {
 		return true
 	}
-	if x.req.expect || rest > 1<<20 {
+	if x.req.ExpectContinue || rest > 1<<20 {
 		x.req.Close = true
 		return true
 	}

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"time"
 )
@@ -11,10 +12,10 @@ import (
 func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, start time.Time) bool {
 	resp := &x.resp
 	req := &x.req
-	closeClient := req.Close || s.draining.Load() || s.closing.Load() || resp.Framing == UntilClose
-	dechunk := req.Minor == 0 && resp.Framing == Chunked
+	closeClient := req.Close || s.draining.Load() || s.closing.Load() || resp.Framing == http1.UntilClose
+	dechunk := req.Minor == 0 && resp.Framing == http1.Chunked
 	closeClient = closeClient || dechunk
-	out := appendClientHead(x.out[:0], resp, closeClient, dechunk)
+	out := http1.AppendClientHead(x.out[:0], resp, closeClient, dechunk)
 	u.in.consume(len(resp.Head))
 	b.count(resp.Status)
 	status := resp.Status
@@ -25,20 +26,20 @@ func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, sta
 
 	// the header deadline is still set: from here on only silence counts
 	ur := deadline{conn: u.conn, silence: s.set.BodyTimeout, at: now}
-	if resp.Framing != NoBody {
+	if resp.Framing != http1.NoBody {
 		_ = u.conn.SetReadDeadline(now.Add(s.set.BodyTimeout))
 	}
 	w := sink{cc: cc, out: out, cw: cw}
 
 	var ok bool
 	switch resp.Framing {
-	case NoBody:
+	case http1.NoBody:
 		ok = w.flush()
-	case ContentLength:
+	case http1.ContentLength:
 		ok = w.copyN(u, &ur, resp.ContentLength, x.copy)
-	case Chunked:
+	case http1.Chunked:
 		ok = w.chunked(u, &ur, dechunk)
-	case UntilClose:
+	case http1.UntilClose:
 		ok = w.copyUntilEOF(u, &ur, x.copy)
 	}
 	x.out = w.out[:0]
@@ -163,25 +164,25 @@ func (w *sink) copyUntilEOF(u *upstream, ur *deadline, buf []byte) bool {
 	}
 }
 
-// chunked relays a chunked body as it came, its framing checked by a chunkFramer only to find
+// chunked relays a chunked body as it came, its framing checked by an http1.ChunkFramer only to find
 // where the message ends (the last chunk and the trailer section). With dechunk only the data
 // goes out (for an HTTP/1.0 client, which cannot read chunked coding; its connection closes
 // after).
 func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
-	var f chunkFramer
-	for !f.done() {
+	var f http1.ChunkFramer
+	for !f.Done() {
 		b := u.in.buffered()
 		switch {
 		case len(b) == 0:
 			if !w.fill(u, ur) {
 				return false
 			}
-		case f.dataLeft() > 0:
-			k := f.data(len(b))
+		case f.DataLeft() > 0:
+			k := f.Data(len(b))
 			w.write(b[:k])
 			u.in.consume(k)
 		default:
-			k, err := f.frame(b)
+			k, err := f.Frame(b)
 			if err != nil {
 				return false
 			}
@@ -192,16 +193,4 @@ func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
 		}
 	}
 	return w.flush()
-}
-
-func hexValue(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"log/slog"
 	"net"
@@ -316,7 +317,7 @@ func (s *Server) reapIdle(ctx context.Context) {
 	}
 }
 
-func (s *Server) logAccess(ip []byte, req *Request, status int, b *Backend, start time.Time) {
+func (s *Server) logAccess(ip []byte, req *http1.Request, status int, b *Backend, start time.Time) {
 	if s.access == nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"net"
 	"sync"
@@ -68,16 +69,13 @@ const tunnelLinger = 2 * time.Second
 // keeps the end-to-end headers and says Connection: Upgrade with the backend's Upgrade.
 func (s *Server) tunnel(cc *clientConn, x *exchange, b *Backend, u *upstream, start time.Time) {
 	resp := &x.resp
-	out := appendClientHead(x.out[:0], resp, false, false)
+	out := http1.AppendClientHead(x.out[:0], resp, false, false)
 	out = out[:len(out)-2] // before the empty line
 	out = append(out, "Connection: Upgrade\r\n"...)
-	for _, f := range resp.fields {
-		if asciiEqualFold(f.name.of(resp.Head), "Upgrade") {
-			out = append(out, "Upgrade: "...)
-			out = append(out, f.value.of(resp.Head)...)
-			out = append(out, "\r\n"...)
-			break
-		}
+	if v, ok := resp.Get("Upgrade"); ok {
+		out = append(out, "Upgrade: "...)
+		out = append(out, v...)
+		out = append(out, "\r\n"...)
 	}
 	out = append(out, "\r\n"...)
 	u.in.consume(len(resp.Head))

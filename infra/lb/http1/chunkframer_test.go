@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"testing"
@@ -7,17 +7,17 @@ import (
 // scanAll runs a fresh framer over p in pieces of step bytes and returns how many bytes were
 // the body, whether it ended, and whether the framing broke.
 func scanAll(p []byte, step int) (int, bool, bool) {
-	var f chunkFramer
+	var f ChunkFramer
 	used := 0
-	for used < len(p) && !f.done() {
+	for used < len(p) && !f.Done() {
 		end := min(used+step, len(p))
-		n, err := f.scan(p[used:end])
+		n, err := f.Scan(p[used:end])
 		used += n
 		if err != nil {
 			return used, false, true
 		}
 	}
-	return used, f.done(), false
+	return used, f.Done(), false
 }
 
 func TestChunkFramer(t *testing.T) {

@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ type Request struct {
 	// ContentLength is the body length; 0 when there is no body or it is chunked.
 	ContentLength int64
 	// Chunked is true for a body in chunked coding (Transfer-Encoding: chunked, the only coding
-	// accepted): its length is known only when it ends (see chunkFramer).
+	// accepted): its length is known only when it ends (see ChunkFramer).
 	Chunked bool
 	// Close is true when the client wants the connection closed after the response
 	// (Connection: close, or HTTP/1.0 without keep-alive; the LB closes every HTTP/1.0 conn).
@@ -23,11 +23,11 @@ type Request struct {
 	hasHost bool
 	// expect is true for Expect: 100-continue: the LB answers it itself (the header is not
 	// forwarded) when it is ready to read the body.
-	expect bool
+	ExpectContinue bool
 	// upgrade is true for a request that asks to switch protocols (Upgrade, with Connection
 	// naming it, HTTP/1.1, no body): its Upgrade header is forwarded, and a 101 answer turns the
 	// connection into a tunnel (tunnel.go).
-	upgrade        bool
+	Upgrade        bool
 	method, target span
 	fields         []field
 	// hop marks fields that are hop-by-hop (fixed list or named in Connection).
@@ -52,7 +52,7 @@ func (r *Request) Field(i int) (name, value []byte) {
 // Get returns the first value of the header named name (case-insensitive).
 func (r *Request) Get(name string) ([]byte, bool) {
 	for _, f := range r.fields {
-		if asciiEqualFold(f.name.of(r.Head), name) {
+		if EqualFold(f.name.of(r.Head), name) {
 			return f.value.of(r.Head), true
 		}
 	}
@@ -72,14 +72,14 @@ func (r *Request) Idempotent() bool {
 // IsHead reports whether the method is HEAD (its response has no body).
 func (r *Request) IsHead() bool { return string(r.Method()) == "HEAD" }
 
-func (r *Request) reset() {
+func (r *Request) Reset() {
 	r.Head = nil
-	r.Minor, r.ContentLength, r.Chunked, r.Close, r.hasHost, r.expect, r.upgrade = 0, 0, false, false, false, false, false
+	r.Minor, r.ContentLength, r.Chunked, r.Close, r.hasHost, r.ExpectContinue, r.Upgrade = 0, 0, false, false, false, false, false
 	r.fields = r.fields[:0]
 	r.hop = r.hop[:0]
 }
 
-// ParseRequest parses a whole request head (as found by headEnd) into r, enforcing the RFC 9112
+// ParseRequest parses a whole request head (as found by HeadEnd) into r, enforcing the RFC 9112
 // §6.3 framing rules a proxy needs against request smuggling:
 //   - Transfer-Encoding in a request: only one, saying exactly chunked, in HTTP/1.1, without
 //     Content-Length; anything else is 400 (an unknown or stacked coding, repeated, both);
@@ -87,9 +87,9 @@ func (r *Request) reset() {
 //   - obs-fold, whitespace before the colon, bare LF, control characters: 400;
 //   - HTTP/1.1 without exactly one Host: 400.
 func ParseRequest(head []byte, r *Request) error {
-	r.reset()
+	r.Reset()
 	r.Head = head
-	i := skipEmptyLines(head)
+	i := SkipEmptyLines(head)
 	eol := bytes.IndexByte(head[i:], '\n')
 	if eol < 0 {
 		return errIncomplete
@@ -146,33 +146,33 @@ func ParseRequest(head []byte, r *Request) error {
 		name, value := r.Field(k)
 		hop := isHopByHop(name)
 		switch {
-		case asciiEqualFold(name, "Host"):
+		case EqualFold(name, "Host"):
 			hosts++
-		case asciiEqualFold(name, "Content-Length"):
+		case EqualFold(name, "Content-Length"):
 			cls++
 			n, ok := parseContentLength(value)
 			if !ok {
 				return badRequest("Content-Length is not a non-negative decimal number")
 			}
 			r.ContentLength = n
-		case asciiEqualFold(name, "Transfer-Encoding"):
+		case EqualFold(name, "Transfer-Encoding"):
 			tes++
-			teChunked = asciiEqualFold(value, "chunked")
-		case asciiEqualFold(name, "Expect") && asciiEqualFold(value, "100-continue"):
-			r.expect = true
+			teChunked = EqualFold(value, "chunked")
+		case EqualFold(name, "Expect") && EqualFold(value, "100-continue"):
+			r.ExpectContinue = true
 			hop = true
-		case asciiEqualFold(name, "Upgrade"):
+		case EqualFold(name, "Upgrade"):
 			if upgradeField < 0 && len(value) > 0 {
 				upgradeField = k
 			}
-		case asciiEqualFold(name, "Connection"):
+		case EqualFold(name, "Connection"):
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
 				switch {
-				case asciiEqualFold(tok, "close"):
+				case EqualFold(tok, "close"):
 					r.Close = true
-				case asciiEqualFold(tok, "upgrade"):
+				case EqualFold(tok, "upgrade"):
 					connUpgrade = true
 				}
 			}
@@ -199,7 +199,7 @@ func ParseRequest(head []byte, r *Request) error {
 	r.Chunked = tes == 1
 	markConnectionNamed(r.Head, r.fields, r.hop)
 	if upgradeField >= 0 && connUpgrade && r.Minor == 1 && !r.HasBody() && !r.Close {
-		r.upgrade = true
+		r.Upgrade = true
 		r.hop[upgradeField] = false
 	}
 	return nil
@@ -221,8 +221,8 @@ func nextToken(v []byte) (tok, rest []byte) {
 	return tok, rest
 }
 
-// asciiEqualFold compares b and s ignoring ASCII case, without allocating.
-func asciiEqualFold(b []byte, s string) bool {
+// EqualFold compares b and s ignoring ASCII case, without allocating.
+func EqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

@@ -1,8 +1,8 @@
-package lb
+package http1
 
 import "errors"
 
-// chunkFramer finds where a chunked message body ends (RFC 9112 §7.1) while its bytes stream
+// ChunkFramer finds where a chunked message body ends (RFC 9112 §7.1) while its bytes stream
 // through, without holding any of them; it is the one framer of request bodies (streamChunked)
 // and of responses on both paths (sink.chunked, loop.relayChunked): scan is given the next bytes as they arrive, in pieces
 // of any size, and says how many belong to the body. Its rules are strict, since a proxy and
@@ -11,7 +11,7 @@ import "errors"
 // HTAB; CRLF line ends (a bare CR or LF is broken framing); CRLF after the data; trailer lines
 // without control characters; at most maxChunkLine bytes per line and maxTrailer for the
 // trailer section.
-type chunkFramer struct {
+type ChunkFramer struct {
 	state  chunkState
 	size   int64 // of the current chunk while reading its size; data bytes left in it after
 	digits int
@@ -43,14 +43,14 @@ const (
 var errChunkFraming = errors.New("broken chunked framing")
 
 // reset makes f ready for a new body.
-func (f *chunkFramer) reset() { *f = chunkFramer{} }
+func (f *ChunkFramer) Reset() { *f = ChunkFramer{} }
 
 // done reports whether the body ended.
-func (f *chunkFramer) done() bool { return f.state == csDone }
+func (f *ChunkFramer) Done() bool { return f.state == csDone }
 
 // dataLeft is how many bytes the framer takes next without looking at them (chunk data), 0
 // when it is inside framing. Reading at most that much never reads past the body's end.
-func (f *chunkFramer) dataLeft() int64 {
+func (f *ChunkFramer) DataLeft() int64 {
 	if f.state == csData {
 		return f.size
 	}
@@ -60,14 +60,14 @@ func (f *chunkFramer) dataLeft() int64 {
 // scan consumes the bytes of p that belong to the body and returns how many that is: all of p,
 // or fewer when the body ended inside p (the rest is the next message). errChunkFraming when the
 // framing is broken.
-func (f *chunkFramer) scan(p []byte) (int, error) {
+func (f *ChunkFramer) Scan(p []byte) (int, error) {
 	i := 0
 	for i < len(p) && f.state != csDone {
 		if f.state == csData {
-			i += f.data(len(p) - i)
+			i += f.Data(len(p) - i)
 			continue
 		}
-		n, err := f.frame(p[i:])
+		n, err := f.Frame(p[i:])
 		i += n
 		if err != nil {
 			return i, err
@@ -79,7 +79,7 @@ func (f *chunkFramer) scan(p []byte) (int, error) {
 // frame consumes the framing bytes at the start of p, up to the next chunk data or the body's
 // end, and returns how many (see scan for the error). A relay that decodes the coding drops
 // them and keeps the data.
-func (f *chunkFramer) frame(p []byte) (int, error) {
+func (f *ChunkFramer) Frame(p []byte) (int, error) {
 	i := 0
 	for i < len(p) && f.state != csDone && f.state != csData {
 		c := p[i]
@@ -92,7 +92,7 @@ func (f *chunkFramer) frame(p []byte) (int, error) {
 }
 
 // data takes up to n bytes of chunk data (at most dataLeft) and returns how many it took.
-func (f *chunkFramer) data(n int) int {
+func (f *ChunkFramer) Data(n int) int {
 	k := int(min(int64(n), f.size))
 	f.size -= int64(k)
 	if f.size == 0 && f.state == csData {
@@ -102,7 +102,7 @@ func (f *chunkFramer) data(n int) int {
 }
 
 // step takes one framing byte.
-func (f *chunkFramer) step(c byte) error {
+func (f *ChunkFramer) step(c byte) error {
 	switch f.state {
 	case csSize:
 		if d, ok := hexValue(c); ok {
@@ -189,7 +189,7 @@ func (f *chunkFramer) step(c byte) error {
 	return nil
 }
 
-func (f *chunkFramer) trailerByte(c byte) error {
+func (f *ChunkFramer) trailerByte(c byte) error {
 	if c < ' ' && c != '\t' || c == 0x7f {
 		return errChunkFraming
 	}
@@ -199,4 +199,16 @@ func (f *chunkFramer) trailerByte(c byte) error {
 		return errChunkFraming
 	}
 	return nil
+}
+
+func hexValue(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

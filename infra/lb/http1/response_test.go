@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"strconv"
@@ -47,7 +47,7 @@ func FuzzParseResponse(f *testing.F) {
 	}
 	f.Add([]byte(responseSeeds[0]), true)
 	f.Fuzz(func(t *testing.T, data []byte, reqHead bool) {
-		n, err := headEnd(data)
+		n, err := HeadEnd(data)
 		if err != nil || n < 0 {
 			return
 		}
@@ -64,7 +64,7 @@ func FuzzParseResponse(f *testing.F) {
 		if r.Framing == UntilClose && r.KeepAlive {
 			t.Fatalf("a close-delimited body on a kept-alive connection from %q", data[:n])
 		}
-		out := appendClientHead(nil, &r, false, false)
+		out := AppendClientHead(nil, &r, false, false)
 		var again Response
 		if err := ParseResponse(out, reqHead, &again); err != nil {
 			t.Fatalf("the head for the client %q (from %q) does not parse: %v", out, data[:n], err)
@@ -99,8 +99,8 @@ func checkSizeLine(t *testing.T, body []byte) {
 	if i < 0 {
 		return
 	}
-	var f chunkFramer
-	if n, err := f.frame(body[:i+2]); err != nil || n != i+2 {
+	var f ChunkFramer
+	if n, err := f.Frame(body[:i+2]); err != nil || n != i+2 {
 		return
 	}
 	digits := string(body[:i])
@@ -111,7 +111,7 @@ func checkSizeLine(t *testing.T, body []byte) {
 	if err != nil || want < 0 {
 		t.Fatalf("chunk size line %q accepted, but its size %q is not a hex number: %v", body[:i+2], digits, err)
 	}
-	if got := f.dataLeft(); got != want {
+	if got := f.DataLeft(); got != want {
 		t.Fatalf("chunk size line %q read as %d, want %d", body[:i+2], got, want)
 	}
 }
