@@ -164,10 +164,10 @@ func (w *sink) copyUntilEOF(u *upstream, ur *deadline, buf []byte) bool {
 	}
 }
 
-// chunked relays a chunked body as it came, its framing checked by an http1.ChunkFramer only to find
-// where the message ends (the last chunk and the trailer section). With dechunk only the data
-// goes out (for an HTTP/1.0 client, which cannot read chunked coding; its connection closes
-// after).
+// chunked relays a chunked body as it came, its framing checked by an http1.ChunkFramer only
+// to find where the message ends (the last chunk and the trailer section). With dechunk only
+// the data goes out (for an HTTP/1.0 client, which cannot read chunked coding; its connection
+// closes after).
 func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
 	var f http1.ChunkFramer
 	for !f.Done() {

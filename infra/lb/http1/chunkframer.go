@@ -3,14 +3,14 @@ package http1
 import "errors"
 
 // ChunkFramer finds where a chunked message body ends (RFC 9112 §7.1) while its bytes stream
-// through, without holding any of them; it is the one framer of request bodies (streamChunked)
-// and of responses on both paths (sink.chunked, loop.relayChunked): scan is given the next bytes as they arrive, in pieces
-// of any size, and says how many belong to the body. Its rules are strict, since a proxy and
-// the server behind it must agree on where a request ends (request smuggling): a hex size of
-// at most 15 digits; extensions only after ';' or whitespace, without control characters but
-// HTAB; CRLF line ends (a bare CR or LF is broken framing); CRLF after the data; trailer lines
-// without control characters; at most maxChunkLine bytes per line and maxTrailer for the
-// trailer section.
+// through, without holding any of them; the LB frames chunked request bodies and chunked
+// responses, on both of its paths, with it alone. Scan is given the next bytes as they arrive,
+// in pieces of any size, and says how many belong to the body. Its rules are strict, since a
+// proxy and the server behind it must agree on where a request ends (request smuggling): a hex
+// size of at most 15 digits; extensions only after ';' or whitespace, without control
+// characters but HTAB; CRLF line ends (a bare CR or LF is broken framing); CRLF after the data;
+// trailer lines without control characters; at most maxChunkLine bytes per line and maxTrailer
+// for the trailer section.
 type ChunkFramer struct {
 	state  chunkState
 	size   int64 // of the current chunk while reading its size; data bytes left in it after
