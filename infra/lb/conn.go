@@ -192,12 +192,8 @@ func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool
 		return false
 	}
 	req := &x.req
-	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && !req.HasBody() {
+	if status, ok := s.ownHealth(req); ok {
 		cc.in.consume(n)
-		status := 200
-		if s.draining.Load() || s.closing.Load() {
-			status = 503
-		}
 		return s.answer(cc, req, status, start, nil)
 	}
 	return s.proxy(cc, x, n, start)

@@ -18,7 +18,7 @@ func (s *Server) drain() error {
 	d := &lbDrain{s: s, stop: make(chan struct{})}
 	defer d.stopWatching()
 	return drain.Drive(s.Addr(), d, drain.Handshake{
-		Window: s.set.Drain, Shutdown: s.set.Shutdown, HealthPath: "/_lb/health", Clock: s.clock, Logger: s.log,
+		Window: s.set.Drain, Shutdown: s.set.Shutdown, HealthPath: ownHealthPath, Clock: s.clock, Logger: s.log,
 	})
 }
 

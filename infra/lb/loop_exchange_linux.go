@@ -210,11 +210,7 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 		c.start = l.now
 	}
 	c.x, c.reqLen = x, n+int(req.ContentLength)
-	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
-		status := 200
-		if l.s.draining.Load() || l.s.closing.Load() {
-			status = 503
-		}
+	if status, ok := l.s.ownHealth(req); ok {
 		l.answer(c, status, nil)
 		return true
 	}
@@ -617,7 +613,7 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	if u != nil {
 		c.u, u.c = nil, nil
 	}
-	if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
+	if u != nil && staleRetry(req, aerr, u.reused) {
 		l.closeUpstream(u)
 		nu, err := l.dial(b)
 		if err == nil {
@@ -632,22 +628,16 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	b.count(0)
 	b.inFlight.Add(-1)
 	c.b = nil
-	switch aerr {
-	case attemptConnect, attemptNoAnswer:
-		if aerr == attemptConnect || u == nil || !u.reused {
-			l.s.eject(b, aerr)
-		}
-		if req.Idempotent() {
-			c.retried = true
-			l.pick(c)
-			return
-		}
-		l.answer(c, 502, b)
-	case attemptTimeout:
-		l.answer(c, 504, b)
-	default:
-		l.answer(c, 502, b)
+	eject, next, status := failure(req, aerr, u != nil && u.reused)
+	if eject {
+		l.s.eject(b, aerr)
 	}
+	if next {
+		c.retried = true
+		l.pick(c)
+		return
+	}
+	l.answer(c, status, b)
 }
 
 // expired acts on a passed deadline.

@@ -108,8 +108,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 		}
 		b.inFlight.Add(1)
 		u, aerr := s.attempt(cc, x, b, body, &rest, start)
-		if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
-			// the pooled connection was stale: same backend, fresh connection
+		if u != nil && staleRetry(req, aerr, u.reused) {
 			u.close()
 			u, aerr = s.attemptFresh(cc, x, b, body, &rest, start)
 		}
@@ -125,36 +124,30 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			b.inFlight.Add(-1)
 			consumed()
 			return keep
-		case attemptConnect, attemptNoAnswer:
+		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad:
+			reused := u != nil && u.reused
 			if u != nil {
 				u.close()
 			}
 			b.count(0)
 			b.inFlight.Add(-1)
-			if u == nil || !u.reused {
+			eject, next, status := failure(req, aerr, reused)
+			if eject {
 				s.eject(b, aerr)
 			}
-			if req.Idempotent() {
+			if next {
 				retried = true
 				continue
 			}
-			if !s.skipBody(cc, x, rest, start) {
-				return false
-			}
-			consumed()
-			return s.answer(cc, req, 502, start, b)
-		case attemptTimeout, attemptBad:
-			u.close()
-			b.count(0)
-			b.inFlight.Add(-1)
-			consumed()
-			if rest > 0 || req.Chunked && !x.chunk.Done() {
+			if aerr == attemptConnect || aerr == attemptNoAnswer {
+				// nothing of the request may have been taken: get past the body to go on
+				if !s.skipBody(cc, x, rest, start) {
+					return false
+				}
+			} else if rest > 0 || req.Chunked && !x.chunk.Done() {
 				req.Close = true // the body was not read to its end: the connection cannot go on
 			}
-			status := 502
-			if aerr == attemptTimeout {
-				status = 504
-			}
+			consumed()
 			return s.answer(cc, req, status, start, b)
 		default: // the client's fault: the backend is not blamed, its counters untouched
 			if u != nil {
