@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // InHouse is the client of the in-house LB's admin API (zero502 lb): GET /admin/backends for the
@@ -33,7 +33,7 @@ func (b *InHouse) Name() string { return "inhouse " + b.admin }
 // TargetState returns the LB's view of target, matched by its configured address.
 func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, error) {
 	var body struct {
-		Backends []lb.BackendStatus `json:"backends"`
+		Backends []adminapi.BackendStatus `json:"backends"`
 	}
 	if err := b.get(ctx, "/admin/backends", &body); err != nil {
 		return TargetState{}, err
@@ -54,7 +54,7 @@ func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, 
 
 // Settings returns the LB's live numbers.
 func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
-	var raw lb.SettingsView
+	var raw adminapi.SettingsView
 	if err := b.get(ctx, "/admin/settings", &raw); err != nil {
 		return Settings{}, err
 	}

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 var _ Rotation = (*InHouse)(nil)
@@ -34,7 +34,7 @@ func (b *InHouse) Remove(ctx context.Context, target string) error {
 // Drained is true when target is out of rotation with nothing in flight, or gone from the LB.
 func (b *InHouse) Drained(ctx context.Context, target string) (bool, error) {
 	var body struct {
-		Backends []lb.BackendStatus `json:"backends"`
+		Backends []adminapi.BackendStatus `json:"backends"`
 	}
 	if err := b.get(ctx, "/admin/backends", &body); err != nil {
 		return false, fmt.Errorf("target %s: %w", target, err)

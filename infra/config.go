@@ -74,6 +74,10 @@ type Balancer struct {
 	// MaxHeaderBytes is the largest request header block the in-house LB accepts (then 431).
 	// Default 65536.
 	MaxHeaderBytes int `mapstructure:"max_header_bytes"`
+	// AcceptProxyFrom are the peers (IP addresses or CIDR ranges) whose PROXY v1/v2 header the
+	// in-house LB accepts on its listener, for the client address; a header from anyone else
+	// closes the connection, and connections without one pass. Default none.
+	AcceptProxyFrom []string `mapstructure:"accept_proxy_from"`
 	// TargetGroupARN is the ALB target group the fleet is registered in (kind alb).
 	TargetGroupARN string `mapstructure:"target_group_arn"`
 	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.

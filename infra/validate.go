@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zero502/zero502/infra/edge"
 )
 
 // FieldError is one refused value: the key, the value and the rule it breaks.
@@ -82,6 +84,11 @@ func (c *Config) Validate() error {
 	positive("balancer.connect_timeout", b.ConnectTimeout)
 	positive("balancer.header_timeout", b.HeaderTimeout)
 	atLeast("balancer.max_header_bytes", b.MaxHeaderBytes, 1024)
+	for _, e := range b.AcceptProxyFrom {
+		if _, err := edge.ParseRanges("balancer.accept_proxy_from", []string{e}); err != nil {
+			bad("balancer.accept_proxy_from", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
+		}
+	}
 	nonNegative("balancer.deregistration_delay", b.DeregistrationDelay)
 	nonNegative("balancer.slow_start", b.SlowStart)
 

@@ -5,18 +5,16 @@ import (
 
 	"github.com/zero502/zero502/deployer/demo"
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/lb"
 )
 
 // registerCompletions gives shell completion (zero502 completion bash|zsh|fish) the values of
-// flags by their name, on every command that has them: --runtime, --engine, --log-format and
+// flags by their name, on every command that has them: --runtime, --log-format and
 // --log-level their choices, --config the YAML files, and --host and --service on a command
 // with --config the names in that config. Commands whose flag of the same name means something
 // else (demo --service) register their own first, and are left alone.
 func registerCompletions(cmd *cobra.Command) {
 	fixed := map[string][]string{
 		"runtime":    {infra.RuntimeProcess, infra.RuntimeDocker},
-		"engine":     {lb.EngineEpoll, lb.EngineGoroutines},
 		"log-format": logFormats,
 		"log-level":  logLevels,
 	}

@@ -45,7 +45,6 @@ hosts:
 		args []string
 		want string
 	}{
-		{[]string{"lb", "--engine", ""}, "epoll goroutines :4"},
 		{[]string{"lb", "--log-format", ""}, "json text :4"},
 		{[]string{"mesh", "serve", "--log-level", ""}, "debug info warn error :4"},
 		{[]string{"demo", "--runtime", ""}, "process docker :4"},

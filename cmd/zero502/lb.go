@@ -23,6 +23,7 @@ func newLBCmd() *cobra.Command {
 	var (
 		config, listenHost string
 		adminTokenFile     string
+		slowPathOnly       bool
 		f                  lb.Settings
 	)
 	lab := lb.LabSettings("", nil)
@@ -64,8 +65,12 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			if err != nil {
 				return exitCode(2, err)
 			}
-			set.ReserveSpareP() // this process runs one LB
-			srv, err := lb.New(set, lb.WithLogger(logger))
+			reserveSpareP(&set) // this process runs one LB
+			opts := []lb.Option{lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory)}
+			if slowPathOnly {
+				opts = append(opts, lb.WithSlowPathOnly())
+			}
+			srv, err := lb.New(set, opts...)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("lb: %w", err))
 			}
@@ -101,8 +106,10 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.DurationVar(&f.Drain, "drain", lab.Drain, "after SIGTERM: how long /_lb/health answers 503 while still proxying (config default: drain.window)")
 	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
-	fl.StringVar(&f.Engine, "engine", lab.Engine, "how connections are served: epoll (event loops, one per CPU) or goroutines (a goroutine per busy connection)")
-	fl.IntVar(&f.Loops, "loops", 0, "event loops of the epoll engine (0: one per CPU, GOMAXPROCS)")
+	fl.BoolVar(&slowPathOnly, "slow-path-only", false, "serve every connection on the goroutine path (tests)")
+	_ = fl.MarkHidden("slow-path-only")
+	fl.IntVar(&f.Loops, "loops", 0, "event loops, the fast path on Linux (0: one per CPU, GOMAXPROCS)")
+	fl.StringArrayVar(&f.AcceptProxyFrom, "accept-proxy-from", nil, "a peer (IP address or CIDR range) whose PROXY v1/v2 header gives the client address; repeatable; a header from any other peer closes the connection (config: balancer.accept_proxy_from)")
 	logs = addLogFlags(cmd, true)
 	return cmd
 }
@@ -171,8 +178,10 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 	num("max-slow-bodies-per-ip", &set.MaxSlowBodiesPerIP, f.MaxSlowBodiesPerIP)
 	dur("drain", &set.Drain, f.Drain)
 	dur("shutdown", &set.Shutdown, f.Shutdown)
-	str("engine", &set.Engine, f.Engine)
 	num("loops", &set.Loops, f.Loops)
+	if changed("accept-proxy-from") {
+		set.AcceptProxyFrom = f.AcceptProxyFrom
+	}
 	set.AccessLog = f.AccessLog
 	if err := set.Validate(); err != nil {
 		return set, fmt.Errorf("lb: invalid settings:\n%w", err)

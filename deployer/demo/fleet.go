@@ -286,7 +286,7 @@ func (f *fleet) startLB(ctx context.Context, self string) error {
 	// its own drain window (which protects balancers in front of it) is skipped.
 	cmd := exec.Command(self, "lb", "--config", f.configPath, "--drain", "0s")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownProcessGroup()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("demo: start the LB (%s lb): %w", self, err)
@@ -421,7 +421,7 @@ func (f *fleet) sweep(self string) []int {
 		}
 		for i := 2; i+1 < len(args); i++ {
 			if args[i] == "--port" && ports[args[i+1]] {
-				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				if killProcess(pid) == nil {
 					killed = append(killed, pid)
 				}
 				break

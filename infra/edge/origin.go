@@ -90,11 +90,13 @@ func (l *OriginListener) headerTimeout() time.Duration {
 }
 
 func (l *OriginListener) trusted(a netip.Addr) bool {
-	if len(l.Trusted) == 0 {
-		return true
-	}
+	return len(l.Trusted) == 0 || Trusts(l.Trusted, a)
+}
+
+// Trusts reports whether a is in one of ranges (an IPv4-mapped address counts as IPv4).
+func Trusts(ranges []netip.Prefix, a netip.Addr) bool {
 	a = a.Unmap()
-	for _, p := range l.Trusted {
+	for _, p := range ranges {
 		if p.Contains(a) {
 			return true
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 
 	"github.com/pires/go-proxyproto"
@@ -32,6 +33,31 @@ var ErrMalformedHeader = errors.New("malformed PROXY header")
 // sniffBufferSize is the read buffer of a sniffed connection: a v1 line (at most 107 bytes) or a
 // v2 header with its TLVs (at most proxyproto.MaxV2HeaderSize past the 16-byte prefix) fits.
 const sniffBufferSize = 4096 + 16
+
+// SniffBufferSize is the size a bufio.Reader given to SniffHeader needs.
+const SniffBufferSize = sniffBufferSize
+
+// Sniffed is what SniffHeader found at the start of a connection.
+type Sniffed struct {
+	// Kind is what the connection opened with.
+	Kind HeaderKind
+	// Claimed is the client address a header carries (see Peer.Claimed); invalid without one.
+	Claimed netip.AddrPort
+	// Empty: the stream ended before its first byte.
+	Empty bool
+}
+
+// SniffHeader is the sniff OriginConn runs, for servers that read their connections themselves
+// (the in-house LB): it reads from br (at least SniffBufferSize bytes) only as far as it takes
+// to tell a PROXY v1 or v2 header from anything else, parses and strips a header, and leaves
+// the rest of the stream in br, the sniffed bytes included when there was no header. Set a read
+// deadline on the connection first: a client that sends nothing before it passes as no header.
+// A header that does not parse is ErrMalformedHeader; whether the peer may send one at all is
+// the caller's decision (see Trusts).
+func SniffHeader(br *bufio.Reader) (Sniffed, error) {
+	s, err := sniff(br)
+	return Sniffed{Kind: s.kind, Claimed: claimedAddr(s), Empty: s.empty}, err
+}
 
 // sniffed is what the first bytes of a connection turned out to be.
 type sniffed struct {

@@ -83,7 +83,11 @@ func checkDuration(flag string, d time.Duration, zeroMeans string) error {
 
 // ParseTrusted parses the trusted edges (the --trusted flag): each entry an IP address
 // (10.0.0.7, a single edge) or a CIDR range (10.0.0.0/8).
-func ParseTrusted(entries []string) ([]netip.Prefix, error) {
+func ParseTrusted(entries []string) ([]netip.Prefix, error) { return ParseRanges("--trusted", entries) }
+
+// ParseRanges parses the peers allowed to send a PROXY header, named what in errors (a flag or
+// a config key): each entry an IP address (10.0.0.7) or a CIDR range (10.0.0.0/8).
+func ParseRanges(what string, entries []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, e := range entries {
 		e = strings.TrimSpace(e)
@@ -93,7 +97,7 @@ func ParseTrusted(entries []string) ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(e)
 		if err != nil {
-			return nil, fmt.Errorf("--trusted %q: must be an IP address or a CIDR range such as 10.0.0.0/8 (the edges allowed to send a PROXY header)", e)
+			return nil, fmt.Errorf("%s %q: must be an IP address or a CIDR range such as 10.0.0.0/8 (the peers allowed to send a PROXY header)", what, e)
 		}
 		a = a.Unmap()
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))

@@ -6,7 +6,7 @@ import (
 )
 
 // The admin write API (README: Admin API). Every change applies at once, without a restart and
-// without dropping a request, on both engines; GET never changes anything.
+// without dropping a request, on both paths; GET never changes anything.
 //
 //	PUT    /admin/backends/{addr}        add (201, joining) or undrain (200); known: no-op (200)
 //	POST   /admin/backends/{addr}/drain  admin drain (200): out of rotation until undrained

@@ -7,34 +7,26 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
-// State is where a backend stands with the LB.
-type State string
+// The admin API's wire types live in package adminapi (clients such as the deployer import
+// that, not the LB); the LB uses them under the same names.
+type (
+	State         = adminapi.State
+	Transition    = adminapi.Transition
+	BackendStatus = adminapi.BackendStatus
+	SettingsView  = adminapi.SettingsView
+)
 
 // Backend states (README: Admin API).
 const (
-	// Healthy: in rotation.
-	Healthy State = "healthy"
-	// Draining: its health check answered 503; no new requests at once, in-flight ones finish,
-	// idle pooled connections to it are closed.
-	Draining State = "draining"
-	// Unhealthy: out after unhealthy_threshold failed checks, or ejected passively when a
-	// connection to it was refused or broke.
-	Unhealthy State = "unhealthy"
-	// Joining: added through the admin API (or undrained before its checks passed); out of
-	// rotation until healthy_threshold consecutive good checks.
-	Joining State = "joining"
+	Healthy   = adminapi.Healthy
+	Draining  = adminapi.Draining
+	Unhealthy = adminapi.Unhealthy
+	Joining   = adminapi.Joining
 )
-
-// Transition is one change of a backend's state. From is empty for a backend the admin API
-// just added; Reason is "admin" for a change the admin API made.
-type Transition struct {
-	At     time.Time `json:"at"`
-	From   State     `json:"from"`
-	To     State     `json:"to"`
-	Reason string    `json:"reason"`
-}
 
 const keptTransitions = 20
 
@@ -117,24 +109,6 @@ func (b *Backend) count(status int) {
 
 // idleConns is how many idle keep-alive connections to b the LB keeps, on either path.
 func (b *Backend) idleConns() int { return b.pool.idleCount() + int(b.loopIdle.Load()) }
-
-// BackendStatus is the admin API's view of one backend (README: Admin API).
-type BackendStatus struct {
-	Address              string    `json:"address"`
-	State                State     `json:"state"`
-	InRotation           bool      `json:"in_rotation"`
-	Since                time.Time `json:"since"`
-	ConsecutiveFailures  int       `json:"consecutive_failures"`
-	ConsecutiveSuccesses int       `json:"consecutive_successes"`
-	LastCheck            time.Time `json:"last_check"`
-	LastError            string    `json:"last_error"`
-	InFlight             int64     `json:"in_flight"`
-	// AdminDrained is true while the admin API holds the backend drained (state draining),
-	// whatever its health checks say.
-	AdminDrained bool              `json:"admin_drained"`
-	Requests     map[string]uint64 `json:"requests"`
-	Transitions  []Transition      `json:"transitions"`
-}
 
 // Status is a consistent snapshot of b.
 func (b *Backend) Status() BackendStatus {

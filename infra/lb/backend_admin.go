@@ -67,7 +67,7 @@ func (s *Server) AddBackend(addr string) (st BackendStatus, created bool, err er
 
 // DrainBackend takes addr out of rotation at once and keeps it out (health checks do not bring
 // it back) until AddBackend undrains it: no new requests, in-flight ones finish, idle pooled
-// connections to it are closed (on both engines; busy ones as they go idle).
+// connections to it are closed (on both paths; busy ones as they go idle).
 func (s *Server) DrainBackend(addr string) (BackendStatus, error) {
 	if err := checkBackendAddr(addr); err != nil {
 		return BackendStatus{}, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"log/slog"
 	"net"
@@ -167,14 +168,14 @@ func BenchmarkDirectKeepAlive(b *testing.B) {
 func BenchmarkParseRequest(b *testing.B) {
 	head := []byte("GET /some/path?x=1 HTTP/1.1\r\nHost: example.test\r\nUser-Agent: bench/1.0\r\nAccept: */*\r\n" +
 		"Accept-Encoding: gzip\r\nConnection: keep-alive\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n")
-	var r Request
+	var r http1.Request
 	out := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if err := ParseRequest(head, &r); err != nil {
+		if err := http1.ParseRequest(head, &r); err != nil {
 			b.Fatal(err)
 		}
-		out = appendUpstreamHead(out[:0], &r, []byte("127.0.0.1"), "b:1")
+		out = http1.AppendUpstreamHead(out[:0], &r, []byte("127.0.0.1"), "b:1")
 	}
 }
 

@@ -27,26 +27,50 @@ func (s *Server) newClientBody(cc *clientConn, rest int64, start time.Time) clie
 // read reads the next part of the body into buf (at most what is left of it) and says why the
 // body cannot go on, if it cannot: attemptOK otherwise.
 func (b *clientBody) read(buf []byte) (int, attemptError) {
-	now := time.Now()
-	if !b.slow && now.Sub(b.start) >= SlowBodyAfter {
-		if !b.s.slow.acquire(b.cc.ip) {
-			return 0, attemptSlowBody
-		}
-		b.slow = true
+	if aerr := b.admit(); aerr != attemptOK {
+		return 0, aerr
 	}
-	b.rd.touch(now)
 	if int64(len(buf)) > b.rest {
 		buf = buf[:b.rest]
 	}
 	n, err := b.cc.conn.Read(buf)
 	b.rest -= int64(n)
-	switch {
-	case err == nil || b.rest == 0:
+	if err == nil || b.rest == 0 {
 		return n, attemptOK
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return n, attemptClientStall
 	}
-	return n, attemptClientGone
+	return n, readFailed(err)
+}
+
+// fill reads more of a chunked body into the connection's read buffer, where its framing
+// decides how much of it is body (see http1.ChunkFramer).
+func (b *clientBody) fill() attemptError {
+	if aerr := b.admit(); aerr != attemptOK {
+		return aerr
+	}
+	if err := b.cc.in.fill(smallBuf); err != nil {
+		return readFailed(err)
+	}
+	return attemptOK
+}
+
+// admit applies the slow-body cap and refreshes the silence deadline before a read.
+func (b *clientBody) admit() attemptError {
+	now := time.Now()
+	if !b.slow && now.Sub(b.start) >= SlowBodyAfter {
+		if !b.s.slow.acquire(b.cc.ip) {
+			return attemptSlowBody
+		}
+		b.slow = true
+	}
+	b.rd.touch(now)
+	return attemptOK
+}
+
+func readFailed(err error) attemptError {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return attemptClientStall
+	}
+	return attemptClientGone
 }
 
 // close gives back the body's slow-body slot, if it took one.

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/edge"
 )
 
 // Settings are every number and address the LB runs with. Durations and counts are the
@@ -44,27 +44,16 @@ type Settings struct {
 	Shutdown time.Duration // in-flight budget after the window
 	// AccessLog turns on one JSON log line per request.
 	AccessLog bool
-	// Engine is how connections are served: "epoll" (event loops, one per CPU; the default) or
-	// "goroutines" (a goroutine per busy connection, for systems without epoll); "" is epoll.
-	// See loop.go.
-	Engine string
-	// Loops is the number of event loops of the epoll engine; 0 is one per P (GOMAXPROCS).
+	// Loops is the number of event loops (Linux); 0 is one per P (GOMAXPROCS).
 	Loops int
-}
+	// AcceptProxyFrom are the peers (IP addresses or CIDR ranges) whose PROXY v1/v2 header sets
+	// a connection's client address (X-Forwarded-For, the access log); a header from any other
+	// peer closes the connection; connections without one pass. Empty: no sniffing at all.
+	AcceptProxyFrom []string
 
-// ReserveSpareP is for a process that runs one LB (the zero502 lb command): it fixes Loops at
-// the current GOMAXPROCS and raises GOMAXPROCS by one. While every loop waits in epoll_wait the
-// runtime then has an idle P for other goroutines (health checks, the admin API) and sees no
-// reason to take the loops' Ps away during their waits; without it the scheduler's monitor
-// retakes a waiting loop's P and wakes itself up to do so thousands of times a second,
-// measured the largest avoidable kernel cost of the loops (bench/lb.sh: about 8% of req/s).
-// It does nothing for the goroutines engine or when Loops is set.
-func (s *Settings) ReserveSpareP() {
-	if s.Engine == EngineGoroutines || s.Loops > 0 {
-		return
-	}
-	s.Loops = runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(s.Loops + 1)
+	// slowPathOnly serves every connection on the goroutine path, as on systems without the
+	// event loops: the tests' switch (ZERO502_TEST_LB_ENGINE=goroutines), never the user's.
+	slowPathOnly bool
 }
 
 // LabSettings are the defaults of lab mode (`zero502 lb PORT BACKEND...`): the reverse-proxy
@@ -81,7 +70,7 @@ func LabSettings(listen string, backends []string) Settings {
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
 		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
-		Drain: 0, Shutdown: 10 * time.Second, Engine: EngineEpoll,
+		Drain: 0, Shutdown: 10 * time.Second,
 	}
 }
 
@@ -95,6 +84,7 @@ func FromConfig(cfg *infra.Config) Settings {
 	s.UnhealthyThreshold, s.HealthyThreshold = b.UnhealthyThreshold, b.HealthyThreshold
 	s.IdleTimeout, s.ConnectTimeout, s.HeaderTimeout = b.IdleTimeout, b.ConnectTimeout, b.HeaderTimeout
 	s.MaxHeaderBytes = b.MaxHeaderBytes
+	s.AcceptProxyFrom = b.AcceptProxyFrom
 	s.Drain, s.Shutdown = cfg.Drain.Window, cfg.Drain.Shutdown
 	return s
 }
@@ -134,9 +124,6 @@ func (s Settings) Validate() error {
 	if s.MaxHeaderBytes < 1024 || s.MaxHeaderBytes > 1<<20 {
 		bad("max-header-bytes", s.MaxHeaderBytes, "must be from 1024 to 1048576")
 	}
-	if s.Engine != "" && s.Engine != EngineEpoll && s.Engine != EngineGoroutines {
-		bad("engine", fmt.Sprintf("%q", s.Engine), "must be epoll or goroutines")
-	}
 	if s.Loops < 0 || s.Loops > 1024 {
 		bad("loops", s.Loops, "must be from 0 (one per CPU) to 1024")
 	}
@@ -161,6 +148,9 @@ func (s Settings) Validate() error {
 		} else if !loopback(s.Admin) && s.AdminToken == "" {
 			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
+	}
+	if _, err := edge.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
+		errs = append(errs, err)
 	}
 	if len(s.Backends) == 0 {
 		errs = append(errs, errors.New("no backends: give at least one host:port (config: the balanced service on every host)"))
@@ -191,21 +181,6 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// SettingsView is the wire form of GET /admin/settings (README: Admin API): the config's YAML key
-// names, durations as Go duration strings. Clients (the deployer's drift check) decode it too.
-type SettingsView struct {
-	Listen             string `json:"listen"`
-	HealthPath         string `json:"health_path"`
-	Interval           string `json:"interval"`
-	Timeout            string `json:"timeout"`
-	UnhealthyThreshold int    `json:"unhealthy_threshold"`
-	HealthyThreshold   int    `json:"healthy_threshold"`
-	IdleTimeout        string `json:"idle_timeout"`
-	ConnectTimeout     string `json:"connect_timeout"`
-	HeaderTimeout      string `json:"header_timeout"`
-	MaxHeaderBytes     int    `json:"max_header_bytes"`
 }
 
 func (s Settings) view() SettingsView {

@@ -1,7 +1,6 @@
 package lb
 
 import (
-	"runtime"
 	"testing"
 	"time"
 
@@ -44,29 +43,6 @@ func TestLabDefaultsMeetTheLabTiming(t *testing.T) {
 		s.ConnectTimeout != time.Second || s.HeaderTimeout != 3*time.Second {
 		t.Fatalf("lab defaults: interval %s, out within %s (lab: 4s), back within %s (lab: 5s), connect %s, header %s",
 			s.Interval, out, back, s.ConnectTimeout, s.HeaderTimeout)
-	}
-}
-
-func TestReserveSpareP(t *testing.T) {
-	procs := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(procs)
-
-	s := LabSettings("127.0.0.1:0", []string{"127.0.0.1:9001"})
-	s.ReserveSpareP()
-	if s.Loops != procs || runtime.GOMAXPROCS(0) != procs+1 {
-		t.Fatalf("epoll: loops %d, GOMAXPROCS %d; want %d loops and one P more", s.Loops, runtime.GOMAXPROCS(0), procs)
-	}
-	s.ReserveSpareP() // Loops is set now: nothing changes again
-	if runtime.GOMAXPROCS(0) != procs+1 {
-		t.Fatalf("a second call raised GOMAXPROCS to %d", runtime.GOMAXPROCS(0))
-	}
-
-	runtime.GOMAXPROCS(procs)
-	g := LabSettings("127.0.0.1:0", []string{"127.0.0.1:9001"})
-	g.Engine = EngineGoroutines
-	g.ReserveSpareP()
-	if g.Loops != 0 || runtime.GOMAXPROCS(0) != procs {
-		t.Fatalf("goroutines engine: loops %d, GOMAXPROCS %d; want both untouched", g.Loops, runtime.GOMAXPROCS(0))
 	}
 }
 

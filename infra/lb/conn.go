@@ -2,6 +2,7 @@ package lb
 
 import (
 	"errors"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
 	"os"
 	"strconv"
@@ -72,7 +73,7 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 		_ = cc.conn.SetReadDeadline(start.Add(s.set.ClientHeaderTimeout))
 		n, err := s.readHead(cc)
 		if err != nil {
-			var pe *ParseError
+			var pe *http1.ParseError
 			if errors.As(err, &pe) {
 				s.refuse(cc, pe.Status)
 			} else if errors.Is(err, os.ErrDeadlineExceeded) && len(cc.in.buffered()) > 0 {
@@ -87,6 +88,14 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 			return false
 		}
 	}
+}
+
+// closeConn ends a goroutine-path client connection.
+func (s *Server) closeConn(cc *clientConn) {
+	cc.in.r, cc.in.w = 0, 0
+	cc.in.release()
+	_ = cc.conn.Close()
+	s.forget(cc)
 }
 
 // hotWindow is how long a client connection keeps its goroutine and read buffer waiting for
@@ -128,13 +137,13 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 	if s.closing.Load() {
 		return waitDone
 	}
-	cc.in.release()
 	_ = cc.conn.SetReadDeadline(now.Add(idle))
 	cc.idle.Store(true)
 	if s.closing.Load() {
+		cc.in.release()
 		return waitDone
 	}
-	err = waitReadable(cc.raw)
+	err = awaitReadable(cc, s.set.MaxHeaderBytes)
 	cc.idle.Store(false)
 	if err != nil {
 		return waitDone
@@ -146,26 +155,26 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 func (s *Server) readHead(cc *clientConn) (int, error) {
 	max := s.set.MaxHeaderBytes
 	for {
-		if k := skipEmptyLines(cc.in.buffered()); k > 0 {
+		if k := http1.SkipEmptyLines(cc.in.buffered()); k > 0 {
 			cc.in.consume(k)
 		}
 		buf := cc.in.buffered()
-		n, err := headEnd(buf)
+		n, err := http1.HeadEnd(buf)
 		if err != nil {
 			return 0, err
 		}
 		if n > max || n < 0 && len(buf) >= max {
-			return 0, &ParseError{Status: 431, Reason: "request header block larger than " + strconv.Itoa(max) + " bytes"}
+			return 0, &http1.ParseError{Status: 431, Reason: "request header block larger than " + strconv.Itoa(max) + " bytes"}
 		}
 		if n > 0 {
 			return n, nil
 		}
-		if err := checkPartialRequestLine(buf); err != nil {
+		if err := http1.CheckPartialRequestLine(buf); err != nil {
 			return 0, err
 		}
 		if err := cc.in.fill(max); err != nil {
 			if errors.Is(err, errBufferFull) {
-				return 0, &ParseError{Status: 431, Reason: "request header block too large"}
+				return 0, &http1.ParseError{Status: 431, Reason: "request header block too large"}
 			}
 			return 0, err
 		}
@@ -175,20 +184,16 @@ func (s *Server) readHead(cc *clientConn) (int, error) {
 // serve handles one parsed-or-refused request head of n bytes.
 func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool {
 	head := cc.in.buffered()[:n]
-	if err := ParseRequest(head, &x.req); err != nil {
-		var pe *ParseError
+	if err := http1.ParseRequest(head, &x.req); err != nil {
+		var pe *http1.ParseError
 		if errors.As(err, &pe) {
 			s.refuse(cc, pe.Status)
 		}
 		return false
 	}
 	req := &x.req
-	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
+	if status, ok := s.ownHealth(req); ok {
 		cc.in.consume(n)
-		status := 200
-		if s.draining.Load() || s.closing.Load() {
-			status = 503
-		}
 		return s.answer(cc, req, status, start, nil)
 	}
 	return s.proxy(cc, x, n, start)
@@ -196,7 +201,7 @@ func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool
 
 // answer writes a response the LB makes itself (its own health, 502, 503, 504) and returns
 // whether the client connection may carry another request.
-func (s *Server) answer(cc *clientConn, req *Request, status int, start time.Time, b *Backend) bool {
+func (s *Server) answer(cc *clientConn, req *http1.Request, status int, start time.Time, b *Backend) bool {
 	out, closeClient := s.ownAnswer(make([]byte, 0, 160), cc.ip, req, status, start, b)
 	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
 	_, err := cc.conn.Write(out)
@@ -205,7 +210,7 @@ func (s *Server) answer(cc *clientConn, req *Request, status int, start time.Tim
 
 // ownAnswer appends a response the LB makes itself to dst, counts and logs it, and says whether
 // the client connection closes after it.
-func (s *Server) ownAnswer(dst, ip []byte, req *Request, status int, start time.Time, b *Backend) ([]byte, bool) {
+func (s *Server) ownAnswer(dst, ip []byte, req *http1.Request, status int, start time.Time, b *Backend) ([]byte, bool) {
 	closeClient := req.Close || s.draining.Load() || s.closing.Load()
 	body := statusBody(status, s.draining.Load() || s.closing.Load())
 	out := append(dst, "HTTP/1.1 "...)

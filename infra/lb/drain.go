@@ -1,21 +1,38 @@
 package lb
 
 import (
+	"sync"
 	"time"
+
+	"github.com/zero502/zero502/infra/drain"
 )
 
-// drain is the LB's own drain handshake, the same contract as every server zero502 rolls
-// (docs/ARCHITECTURE.md, "The drain contract"): for the drain window its health (/_lb/health on
-// the proxy listener, /admin/health on the admin one) answers 503 while it keeps proxying, every
-// response carrying Connection: close; then it stops accepting, closes idle client connections,
-// lets in-flight requests finish within the shutdown budget and closes whatever is left.
+// drain is the LB's drain handshake, infra/drain's (docs/ARCHITECTURE.md, "The drain
+// contract"), with the same phases and log lines as every server zero502 runs: for the drain
+// window its health (/_lb/health on the proxy listener, /admin/health on the admin one) answers
+// 503 while it keeps proxying, every response carrying Connection: close; then it stops
+// accepting, closes idle client connections, lets in-flight requests finish within the shutdown
+// budget and closes whatever is left. Upgraded connections (WebSockets) get the budget too, then
+// a FIN each way and tunnelLinger for their peers to close before they are cut.
 func (s *Server) drain() error {
-	s.draining.Store(true)
-	s.log.Info("lb drain started", "phase", "draining", "drain", s.set.Drain.String())
-	if s.set.Drain > 0 {
-		<-s.clock.After(s.set.Drain)
-	}
-	s.log.Info("lb stops accepting", "phase", "shutdown", "shutdown", s.set.Shutdown.String())
+	d := &lbDrain{s: s, stop: make(chan struct{})}
+	defer d.stopWatching()
+	return drain.Drive(s.Addr(), d, drain.Handshake{
+		Window: s.set.Drain, Shutdown: s.set.Shutdown, HealthPath: ownHealthPath, Clock: s.clock, Logger: s.log,
+	})
+}
+
+// lbDrain is the Server the handshake drives.
+type lbDrain struct {
+	s    *Server
+	stop chan struct{}
+	once sync.Once
+}
+
+func (d *lbDrain) Draining() { d.s.draining.Store(true) }
+
+func (d *lbDrain) StopAccepting() {
+	s := d.s
 	s.mu.Lock()
 	s.closing.Store(true)
 	_ = s.ln.Close()
@@ -29,30 +46,52 @@ func (s *Server) drain() error {
 		s.loops.wakeAll() // they stop accepting and close their idle connections
 	}
 	s.closeParked(func(*clientConn) bool { return true })
-	budget := s.clock.After(s.set.Shutdown)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for s.clients() > 0 {
-		select {
-		case <-tick.C:
-			continue
-		case <-budget:
+}
+
+// Idle watches the client connections of both paths (the loops count theirs in an atomic).
+func (d *lbDrain) Idle() <-chan struct{} {
+	idle := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for d.s.clients() > 0 {
+			select {
+			case <-tick.C:
+			case <-d.stop:
+				return
+			}
 		}
-		s.aborting.Store(true)
-		left := s.clients()
-		if s.loops != nil {
-			s.loops.wakeAll()
+		close(idle)
+	}()
+	return idle
+}
+
+func (d *lbDrain) stopWatching() { d.once.Do(func() { close(d.stop) }) }
+
+func (d *lbDrain) Cut() int {
+	s := d.s
+	if n := s.tunnels.count(); n > 0 {
+		// upgraded connections had the budget: a FIN each way, a moment for the peers' own
+		s.log.Info("lb ends upgraded connections", "upgraded", n, "linger", tunnelLinger.String())
+		s.tunnels.shut(tunnelLinger)
+		for end := time.Now().Add(tunnelLinger); s.clients() > 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
 		}
-		s.mu.Lock()
-		for cc := range s.conns {
-			_ = cc.conn.Close()
-		}
-		s.mu.Unlock()
-		s.log.Warn("lb stopped with requests cut off by the shutdown budget", "phase", "stopped", "in_flight_left", left)
-		return nil
 	}
-	s.log.Info("lb stopped", "phase", "stopped", "in_flight_left", 0)
-	return nil
+	left := s.clients()
+	if left == 0 {
+		return 0
+	}
+	s.aborting.Store(true)
+	if s.loops != nil {
+		s.loops.wakeAll()
+	}
+	s.mu.Lock()
+	for cc := range s.conns {
+		_ = cc.conn.Close()
+	}
+	s.mu.Unlock()
+	return left
 }
 
 // clients is how many client connections are open, on either path.

@@ -175,7 +175,6 @@ func TestInvalidSettingsAreRefusedNamingTheFlag(t *testing.T) {
 		{"no backends", func(s *Settings) { s.Backends = nil }, "no backends"},
 		{"health path", func(s *Settings) { s.HealthPath = "health" }, "--health-path"},
 		{"negative drain", func(s *Settings) { s.Drain = -time.Second }, "--drain"},
-		{"unknown engine", func(s *Settings) { s.Engine = "io_uring" }, `--engine "io_uring": must be epoll or goroutines`},
 		{"negative loops", func(s *Settings) { s.Loops = -1 }, "--loops -1"},
 		{"no connections", func(s *Settings) { s.MaxConns = 0 }, "--max-conns 0: must be at least 1"},
 		{"no slow bodies", func(s *Settings) { s.MaxSlowBodiesPerIP = 0 }, "--max-slow-bodies-per-ip 0: must be at least 1"},

@@ -3,6 +3,7 @@ package lb
 import (
 	"context"
 	"fmt"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
 	"strconv"
 	"time"
@@ -152,11 +153,11 @@ func httpProbe(path string, timeout time.Duration) func(ctx context.Context, b *
 		}
 		rd := reader{conn: conn, buf: make([]byte, 1024)}
 		for {
-			if n, err := headEnd(rd.buffered()); err != nil {
+			if n, err := http1.HeadEnd(rd.buffered()); err != nil {
 				return Verdict{Err: fmt.Errorf("bad response: %w", err)}
 			} else if n > 0 {
-				var resp Response
-				if err := ParseResponse(rd.buffered()[:n], false, &resp); err != nil {
+				var resp http1.Response
+				if err := http1.ParseResponse(rd.buffered()[:n], false, &resp); err != nil {
 					return Verdict{Err: err}
 				}
 				return Verdict{Status: resp.Status}

@@ -78,6 +78,7 @@ func startBackend(t *testing.T, name string) *testBackend {
 		n, _ := io.Copy(h, r.Body)
 		fmt.Fprintf(w, "%d %s", n, hex.EncodeToString(h.Sum(nil)))
 	})
+	mux.HandleFunc("/ws", wsEcho(name))
 	mux.HandleFunc("/orders", func(w http.ResponseWriter, r *http.Request) {
 		b.posts.Add(1)
 		w.WriteHeader(201)
@@ -95,17 +96,13 @@ var bigBody = func() []byte {
 	return b
 }()
 
-// testEngine is the engine the tests run against: ZERO502_TEST_LB_ENGINE (epoll or
-// goroutines), epoll by default; .ci/run runs the package once with each.
-func testEngine() string {
-	if e := os.Getenv("ZERO502_TEST_LB_ENGINE"); e != "" {
-		return e
-	}
-	return EngineEpoll
-}
+// testSlowPathOnly says the tests run every connection through the goroutine path:
+// ZERO502_TEST_LB_ENGINE=goroutines (.ci/run runs the package once that way, once with the
+// event loops).
+func testSlowPathOnly() bool { return os.Getenv("ZERO502_TEST_LB_ENGINE") == "goroutines" }
 
 // parked is how many client connections wait without a goroutine: in the parking
-// (goroutines engine) or in an event loop (epoll engine).
+// (slow path only) or in an event loop.
 func parked(s *Server) int {
 	if s.loops != nil {
 		return int(s.loops.clients.Load())
@@ -116,7 +113,7 @@ func parked(s *Server) int {
 // fastSettings are quick numbers for tests.
 func fastSettings(backends ...string) Settings {
 	s := LabSettings("127.0.0.1:0", backends)
-	s.Engine = testEngine()
+	s.slowPathOnly = testSlowPathOnly()
 	s.Interval, s.Timeout = 100*time.Millisecond, 80*time.Millisecond
 	s.Admin = "127.0.0.1:0"
 	return s

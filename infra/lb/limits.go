@@ -3,7 +3,6 @@ package lb
 import (
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -18,11 +17,11 @@ const descriptorReserve = 256
 // since every client connection in flight also holds a backend connection, and at most 1<<20.
 // Without a readable limit it is 10000.
 func DefaultMaxConns() int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+	nofile, ok := descriptorLimit()
+	if !ok {
 		return 10000
 	}
-	return maxConnsFor(lim.Cur)
+	return maxConnsFor(nofile)
 }
 
 func maxConnsFor(nofile uint64) int {

@@ -105,13 +105,19 @@ var (
 		"Client connections closed at accept because max_conns were open.", nil, nil)
 	slowBodiesDesc = prometheus.NewDesc("zero502_lb_slow_request_bodies",
 		"Request bodies still arriving a second after their request began, all client IPs.", nil, nil)
+	proxyRefusedDesc = prometheus.NewDesc("zero502_lb_proxy_headers_refused_total",
+		"Client connections closed because a peer outside accept_proxy_from sent a PROXY header.", nil, nil)
+	upgradedDesc = prometheus.NewDesc("zero502_lb_upgraded_connections",
+		"Upgraded connections (101 Switching Protocols: WebSockets) open now.", nil, nil)
+	upgradesDesc = prometheus.NewDesc("zero502_lb_upgrades_total",
+		"Connections upgraded (101 Switching Protocols relayed) since the start.", nil, nil)
 	slowRefusedDesc = prometheus.NewDesc("zero502_lb_slow_body_refusals_total",
 		"Requests answered 429 because their client IP had max_slow_bodies_per_ip slow bodies already.", nil, nil)
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
-		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc} {
+		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc} {
 		ch <- d
 	}
 }
@@ -142,4 +148,7 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connsRefusedDesc, prometheus.CounterValue, float64(c.s.connsRefused.Load()))
 	ch <- prometheus.MustNewConstMetric(slowBodiesDesc, prometheus.GaugeValue, float64(c.s.slow.active.Load()))
 	ch <- prometheus.MustNewConstMetric(slowRefusedDesc, prometheus.CounterValue, float64(c.s.slow.refused.Load()))
+	ch <- prometheus.MustNewConstMetric(upgradedDesc, prometheus.GaugeValue, float64(c.s.tunnels.count()))
+	ch <- prometheus.MustNewConstMetric(proxyRefusedDesc, prometheus.CounterValue, float64(c.s.proxyRefused.Load()))
+	ch <- prometheus.MustNewConstMetric(upgradesDesc, prometheus.CounterValue, float64(c.s.tunnels.total.Load()))
 }

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"errors"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"net"
 	"os"
@@ -12,10 +13,11 @@ import (
 // exchange is the scratch memory of one request in progress, pooled: an idle client
 // connection holds none of it.
 type exchange struct {
-	req  Request
-	resp Response
-	out  []byte
-	copy []byte
+	req   http1.Request
+	resp  http1.Response
+	out   []byte
+	copy  []byte
+	chunk http1.ChunkFramer // a chunked request body's framing, as far as it was relayed
 }
 
 const outFlush = 16 << 10
@@ -24,18 +26,25 @@ var exchanges = sync.Pool{New: func() any {
 	return &exchange{out: make([]byte, 0, outFlush+smallBuf), copy: make([]byte, 32<<10)}
 }}
 
+func putExchange(x *exchange) {
+	x.req.Reset()
+	x.resp.Head = nil
+	exchanges.Put(x)
+}
+
 // outcome of one attempt to get a response head from a backend.
 type attemptError int
 
 const (
-	attemptOK          attemptError = iota
-	attemptConnect                  // could not connect: nothing was sent
-	attemptNoAnswer                 // sent (maybe partly), not one byte came back: refused, reset, closed
-	attemptTimeout                  // no response head within header_timeout, or the request not taken within body_timeout: 504
-	attemptBad                      // a broken or partial response head: 502
-	attemptClientGone               // the client closed or broke the connection during its body: no answer possible
-	attemptClientStall              // the client sent no body bytes for client_header_timeout: 408, close
-	attemptSlowBody                 // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
+	attemptOK            attemptError = iota
+	attemptConnect                    // could not connect: nothing was sent
+	attemptNoAnswer                   // sent (maybe partly), not one byte came back: refused, reset, closed
+	attemptTimeout                    // no response head within header_timeout, or the request not taken within body_timeout: 504
+	attemptBad                        // a broken or partial response head: 502
+	attemptClientGone                 // the client closed or broke the connection during its body: no answer possible
+	attemptClientStall                // the client sent no body bytes for client_header_timeout: 408, close
+	attemptSlowBody                   // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
+	attemptClientFraming              // the client's chunked body has broken framing: 400, close
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
@@ -63,6 +72,18 @@ func (d *deadline) touch(now time.Time) {
 // the response. It returns whether the client connection may carry another request.
 func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time) bool {
 	req := &x.req
+	if req.Chunked {
+		// the body streams from the read buffer through x.chunk (streamChunked); what already
+		// arrived must be well framed before any of it goes to a backend
+		cc.in.consume(headLen)
+		headLen = 0
+		x.chunk.Reset()
+		var probe http1.ChunkFramer
+		if _, err := probe.Scan(cc.in.buffered()); err != nil {
+			s.refuse(cc, 400)
+			return false
+		}
+	}
 	body := cc.in.buffered()[headLen:]
 	if int64(len(body)) > req.ContentLength {
 		body = body[:req.ContentLength]
@@ -87,47 +108,46 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 		}
 		b.inFlight.Add(1)
 		u, aerr := s.attempt(cc, x, b, body, &rest, start)
-		if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
-			// the pooled connection was stale: same backend, fresh connection
+		if u != nil && staleRetry(req, aerr, u.reused) {
 			u.close()
 			u, aerr = s.attemptFresh(cc, x, b, body, &rest, start)
 		}
 		switch aerr {
 		case attemptOK:
+			if x.resp.Status == 101 {
+				consumed()
+				b.inFlight.Add(-1) // the exchange is over; the tunnel is counted on its own
+				s.tunnel(cc, x, b, u, start)
+				return false
+			}
 			keep := s.relay(cc, x, b, u, start)
 			b.inFlight.Add(-1)
 			consumed()
 			return keep
-		case attemptConnect, attemptNoAnswer:
+		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad:
+			reused := u != nil && u.reused
 			if u != nil {
 				u.close()
 			}
 			b.count(0)
 			b.inFlight.Add(-1)
-			if u == nil || !u.reused {
+			eject, next, status := failure(req, aerr, reused)
+			if eject {
 				s.eject(b, aerr)
 			}
-			if req.Idempotent() {
+			if next {
 				retried = true
 				continue
 			}
-			if !s.skipBody(cc, x, rest, start) {
-				return false
-			}
-			consumed()
-			return s.answer(cc, req, 502, start, b)
-		case attemptTimeout, attemptBad:
-			u.close()
-			b.count(0)
-			b.inFlight.Add(-1)
-			consumed()
-			if rest > 0 {
+			if aerr == attemptConnect || aerr == attemptNoAnswer {
+				// nothing of the request may have been taken: get past the body to go on
+				if !s.skipBody(cc, x, rest, start) {
+					return false
+				}
+			} else if rest > 0 || req.Chunked && !x.chunk.Done() {
 				req.Close = true // the body was not read to its end: the connection cannot go on
 			}
-			status := 502
-			if aerr == attemptTimeout {
-				status = 504
-			}
+			consumed()
 			return s.answer(cc, req, status, start, b)
 		default: // the client's fault: the backend is not blamed, its counters untouched
 			if u != nil {
@@ -139,6 +159,8 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				s.refuse(cc, 408)
 			case attemptSlowBody:
 				s.refuse(cc, 429)
+			case attemptClientFraming:
+				s.refuse(cc, 400)
 			}
 			return false
 		}
@@ -186,7 +208,7 @@ func (s *Server) dial(b *Backend) (*upstream, error) {
 // out on silence (body_timeout without progress), never on the total duration of the body.
 func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64, start time.Time) attemptError {
 	req := &x.req
-	out := appendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
+	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
 	if len(body) <= smallBuf {
 		out = append(out, body...)
 		body = nil
@@ -202,28 +224,39 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			return backendWriteFailed(err)
 		}
 	}
-	if *rest > 0 {
-		if req.expect {
-			req.expect = false
+	if *rest > 0 || req.Chunked {
+		if req.ExpectContinue {
+			req.ExpectContinue = false
 			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
 			if _, err := io.WriteString(cc.conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 				return attemptClientGone
 			}
 		}
-		if aerr := s.streamBody(cc, x, u, &uw, rest, start); aerr != attemptOK {
+		stream := s.streamBody
+		if req.Chunked {
+			stream = s.streamChunked
+		}
+		if aerr := stream(cc, x, u, &uw, rest, start); aerr != attemptOK {
 			return aerr
 		}
 	}
 	t0 := time.Now()
 	_ = u.conn.SetReadDeadline(t0.Add(s.set.HeaderTimeout))
 	for {
-		n, err := headEnd(u.in.buffered())
+		n, err := http1.HeadEnd(u.in.buffered())
 		if err != nil {
 			return attemptBad
 		}
 		if n > 0 {
-			if err := ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
+			if err := http1.ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil {
 				return attemptBad
+			}
+			if x.resp.Status == 101 {
+				if !req.Upgrade {
+					return attemptBad // switching protocols nobody asked for
+				}
+				u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
+				return attemptOK
 			}
 			if x.resp.Status >= 100 && x.resp.Status < 200 {
 				// interim response (100 Continue, 103 Early Hints): pass it on, wait for the final one
@@ -289,10 +322,13 @@ func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, uw *deadli
 // clientBody), or, when the client waits for 100 Continue (and may never send it), marks the
 // connection to close. False when the body did not come: the connection closes unanswered.
 func (s *Server) skipBody(cc *clientConn, x *exchange, rest int64, start time.Time) bool {
+	if x.req.Chunked {
+		return s.skipChunked(cc, x, start)
+	}
 	if rest == 0 {
 		return true
 	}
-	if x.req.expect || rest > 1<<20 {
+	if x.req.ExpectContinue || rest > 1<<20 {
 		x.req.Close = true
 		return true
 	}

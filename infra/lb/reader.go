@@ -30,6 +30,16 @@ func (b *reader) consume(n int) {
 	}
 }
 
+// preload puts p in the empty reader, as if it had been read from the connection.
+func (b *reader) preload(p []byte) {
+	b.acquire()
+	if len(p) > len(b.buf) {
+		b.putBack()
+		b.buf = make([]byte, len(p))
+	}
+	b.r, b.w = 0, copy(b.buf, p)
+}
+
 // acquire makes sure the reader has a buffer.
 func (b *reader) acquire() {
 	if b.buf == nil {

@@ -1,7 +1,7 @@
 package lb
 
 import (
-	"bytes"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"time"
 )
@@ -12,10 +12,10 @@ import (
 func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, start time.Time) bool {
 	resp := &x.resp
 	req := &x.req
-	closeClient := req.Close || s.draining.Load() || s.closing.Load() || resp.Framing == UntilClose
-	dechunk := req.Minor == 0 && resp.Framing == Chunked
+	closeClient := req.Close || s.draining.Load() || s.closing.Load() || resp.Framing == http1.UntilClose
+	dechunk := req.Minor == 0 && resp.Framing == http1.Chunked
 	closeClient = closeClient || dechunk
-	out := appendClientHead(x.out[:0], resp, closeClient, dechunk)
+	out := http1.AppendClientHead(x.out[:0], resp, closeClient, dechunk)
 	u.in.consume(len(resp.Head))
 	b.count(resp.Status)
 	status := resp.Status
@@ -26,20 +26,20 @@ func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, sta
 
 	// the header deadline is still set: from here on only silence counts
 	ur := deadline{conn: u.conn, silence: s.set.BodyTimeout, at: now}
-	if resp.Framing != NoBody {
+	if resp.Framing != http1.NoBody {
 		_ = u.conn.SetReadDeadline(now.Add(s.set.BodyTimeout))
 	}
 	w := sink{cc: cc, out: out, cw: cw}
 
 	var ok bool
 	switch resp.Framing {
-	case NoBody:
+	case http1.NoBody:
 		ok = w.flush()
-	case ContentLength:
+	case http1.ContentLength:
 		ok = w.copyN(u, &ur, resp.ContentLength, x.copy)
-	case Chunked:
+	case http1.Chunked:
 		ok = w.chunked(u, &ur, dechunk)
-	case UntilClose:
+	case http1.UntilClose:
 		ok = w.copyUntilEOF(u, &ur, x.copy)
 	}
 	x.out = w.out[:0]
@@ -164,115 +164,33 @@ func (w *sink) copyUntilEOF(u *upstream, ur *deadline, buf []byte) bool {
 	}
 }
 
-// chunked relays a chunked body as it came, parsing the chunk sizes only to find where the
-// message ends (the last chunk and the trailer section). With dechunk only the data goes out
-// (for an HTTP/1.0 client, which cannot read chunked coding; its connection closes after).
+// chunked relays a chunked body as it came, its framing checked by an http1.ChunkFramer only
+// to find where the message ends (the last chunk and the trailer section). With dechunk only
+// the data goes out (for an HTTP/1.0 client, which cannot read chunked coding; its connection
+// closes after).
 func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
-	frame := func(p []byte) {
-		if !dechunk {
-			w.write(p)
-		}
-	}
-	line := func() ([]byte, bool) {
-		for {
-			b := u.in.buffered()
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				if i == 0 || b[i-1] != '\r' {
-					return nil, false
-				}
-				return b[:i+1], true
+	var f http1.ChunkFramer
+	for !f.Done() {
+		b := u.in.buffered()
+		switch {
+		case len(b) == 0:
+			if !w.fill(u, ur) {
+				return false
 			}
-			if len(b) > 4<<10 || !w.fill(u, ur) {
-				return nil, false
-			}
-		}
-	}
-	for {
-		l, ok := line()
-		if !ok {
-			return false
-		}
-		size, ok := chunkSize(l)
-		if !ok {
-			return false
-		}
-		frame(l)
-		u.in.consume(len(l))
-		if size == 0 {
-			for { // trailer section, up to the empty line
-				t, ok := line()
-				if !ok {
-					return false
-				}
-				frame(t)
-				u.in.consume(len(t))
-				if len(t) == 2 {
-					return w.flush()
-				}
-			}
-		}
-		for rest := size; rest > 0; { // chunk data
-			b := u.in.buffered()
-			if len(b) == 0 {
-				if !w.fill(u, ur) {
-					return false
-				}
-				continue
-			}
-			k := min(int64(len(b)), rest)
+		case f.DataLeft() > 0:
+			k := f.Data(len(b))
 			w.write(b[:k])
-			u.in.consume(int(k))
-			rest -= k
-		}
-		crlf, ok := line()
-		if !ok || len(crlf) != 2 {
-			return false
-		}
-		frame(crlf)
-		u.in.consume(2)
-	}
-}
-
-// chunkSize parses a chunk-size line: hex size (at most 15 digits), optional extensions
-// (starting with ';' or whitespace, no control characters but HTAB), CRLF. Anything else, a
-// bare CR included, is broken framing.
-func chunkSize(l []byte) (int64, bool) {
-	var n int64
-	i := 0
-	for ; i < len(l); i++ {
-		d, ok := hexValue(l[i])
-		if !ok {
-			break
-		}
-		if i == 15 {
-			return 0, false
-		}
-		n = n<<4 | int64(d)
-	}
-	rest := l[i:]
-	if i == 0 || len(rest) < 2 || rest[len(rest)-2] != '\r' || rest[len(rest)-1] != '\n' {
-		return 0, false
-	}
-	ext := rest[:len(rest)-2]
-	if len(ext) > 0 && ext[0] != ';' && ext[0] != ' ' && ext[0] != '\t' {
-		return 0, false
-	}
-	for _, c := range ext {
-		if c < ' ' && c != '\t' || c == 0x7f {
-			return 0, false
+			u.in.consume(k)
+		default:
+			k, err := f.Frame(b)
+			if err != nil {
+				return false
+			}
+			if !dechunk {
+				w.write(b[:k])
+			}
+			u.in.consume(k)
 		}
 	}
-	return n, true
-}
-
-func hexValue(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	return w.flush()
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // deadAddr is a loopback address nobody listens on (connect is refused).
-func deadAddr(t *testing.T) string {
+func deadAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

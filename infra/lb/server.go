@@ -7,21 +7,26 @@
 // drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The drain contract"). The admin API is
 // documented in the README (Admin API).
 //
-// Connections are served by one of two engines (Settings.Engine). The default, epoll, runs one
-// event loop per CPU that forwards the common case itself with non-blocking system calls and
-// hands the rest to the goroutine path (loop.go); an idle keep-alive client there costs about
-// 0.6 KiB of RSS. The goroutines engine gives a connection a goroutine while a request is in
-// progress or just after one and parks idle connections in an epoll set (idle.go). Request
-// scratch memory comes from pools, so neither forwarding path allocates.
+// The event loops (loop_linux.go, one per CPU) are the fast path: they forward the common case
+// themselves with non-blocking system calls, and an idle keep-alive client there costs about
+// 0.5 KiB of RSS. The goroutine path (conn.go, proxy.go, relay.go) is the slow path for what
+// they hand off: a large, slow or chunked request body, Expect: 100-continue, an Upgrade
+// (WebSockets, tunnel.go), a close-delimited response, a new connection on a listener that
+// accepts PROXY headers. Systems without epoll (macOS, Windows) serve everything on the slow
+// path, parking nothing; tests run every case through the slow path too
+// (ZERO502_TEST_LB_ENGINE=goroutines). Request scratch memory comes from pools, so neither
+// path allocates per request.
 package lb
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -29,6 +34,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/edge"
 )
 
 // Server is one running load balancer.
@@ -37,7 +43,10 @@ type Server struct {
 	clock     clock.Clock
 	log       *slog.Logger
 	access    *slog.Logger // nil unless Settings.AccessLog: one JSON line per request
+	trim      func()       // WithMemoryTrim: shrinks the process after many connections went idle
 	accessOut io.Writer
+
+	proxyFrom []netip.Prefix // Settings.AcceptProxyFrom: connections are sniffed for a PROXY header
 
 	members *backendSet // the current backends (the admin API changes them)
 	rot     *rotation
@@ -49,7 +58,9 @@ type Server struct {
 
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
 	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
+	proxyRefused atomic.Uint64 // connections closed over a PROXY header from an untrusted peer
 	slow         *slowBodies   // max_slow_bodies_per_ip
+	tunnels      tunnels       // upgraded connections (WebSockets)
 
 	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
 	closing  atomic.Bool // listener closed: idle client connections leave
@@ -60,8 +71,8 @@ type Server struct {
 
 	ln      net.Listener
 	adminLn net.Listener
-	parking *parking // goroutines engine: nil when epoll is unavailable (idle connections keep their goroutine)
-	loops   *loops   // epoll engine: the event loops; nil in the goroutines engine
+	parking *parking // without event loops: idle connections (nil without epoll: they keep their goroutine)
+	loops   *loops   // the event loops; nil where there are none (slow path only)
 }
 
 // Option changes how New builds a Server.
@@ -72,6 +83,17 @@ func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 
 // WithLogger sends the LB's logs (and access log) to l.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithSlowPathOnly serves every connection on the goroutine path, as on a system without the
+// event loops: for tests, which run every case through both paths.
+func WithSlowPathOnly() Option { return func(s *Server) { s.set.slowPathOnly = true } }
+
+// WithMemoryTrim gives the goroutine path a way to shrink the process when many client
+// connections appeared and went idle: Go shrinks goroutine stacks and frees released buffers
+// only during garbage collections, which a forwarding path that allocates nothing never
+// triggers (see trimStacks). The zero502 lb command passes forced collections; a library user
+// decides for its own process (without it nothing is forced).
+func WithMemoryTrim(trim func()) Option { return func(s *Server) { s.trim = trim } }
 
 // WithAccessLogOutput sends the access log (JSON, when Settings.AccessLog) to w instead of stderr.
 func WithAccessLogOutput(w io.Writer) Option { return func(s *Server) { s.accessOut = w } }
@@ -88,6 +110,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	if set.AccessLog {
 		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
 	}
+	s.proxyFrom, _ = edge.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {
@@ -112,8 +135,8 @@ func New(set Settings, opts ...Option) (*Server, error) {
 // API added. The slice is a snapshot; do not modify it.
 func (s *Server) Backends() []*Backend { return s.members.all() }
 
-// Listen opens the proxy listener, the admin listener when configured, and the engine's
-// event loops (epoll) or parking (goroutines); Run starts serving on them.
+// Listen opens the proxy listener, the admin listener when configured, and the event loops
+// (or, without them, the parking of idle connections); Run starts serving on them.
 func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.set.Listen)
 	if err != nil {
@@ -128,20 +151,16 @@ func (s *Server) Listen() error {
 		}
 		s.adminLn = aln
 	}
-	if s.set.Engine == EngineGoroutines {
-		if p, err := newParking(); err == nil {
-			s.parking = p
-		} else {
-			s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
+	if !s.set.slowPathOnly && EventLoopsAvailable {
+		if s.loops, err = s.newLoops(); err == nil {
+			return nil
 		}
-		return nil
+		s.log.Warn("the event loops did not start; every connection is served on the goroutine path", "err", err)
 	}
-	if s.loops, err = s.newLoops(); err != nil {
-		_ = ln.Close()
-		if s.adminLn != nil {
-			_ = s.adminLn.Close()
-		}
-		return fmt.Errorf("start the event loops (--engine %s; --engine %s needs no epoll): %w", EngineEpoll, EngineGoroutines, err)
+	if p, err := newParking(); err == nil {
+		s.parking = p
+	} else {
+		s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
 	}
 	return nil
 }
@@ -178,7 +197,9 @@ func (s *Server) Run(ctx context.Context) error {
 			s.loops.wg.Wait() // every loop closed its connections
 		}()
 	} else {
-		go s.trimStacks(checks, time.Second, 500)
+		if s.trim != nil {
+			go s.trimStacks(checks, time.Second, 500)
+		}
 		if s.parking != nil {
 			go s.runParking(checks)
 		}
@@ -188,8 +209,10 @@ func (s *Server) Run(ctx context.Context) error {
 		admin = s.serveAdmin(s.adminLn)
 	}
 	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "backends", s.set.Backends,
-		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "engine", s.set.Engine)
-	if s.loops == nil {
+		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "event_loops", s.loopCount())
+	if s.loops == nil || s.proxyFrom != nil {
+		// the goroutine path accepts: every connection, or (sniffing for PROXY headers) every new
+		// one, which goes to an event loop once it is idle
 		go func() { acceptErr <- s.accept() }()
 	}
 	select {
@@ -229,6 +252,10 @@ func (s *Server) accept() error {
 		cc := newClientConn(c.(*net.TCPConn))
 		if !s.track(cc) {
 			_ = c.Close()
+			continue
+		}
+		if s.proxyFrom != nil {
+			go s.serveProxied(cc)
 			continue
 		}
 		go s.serveConn(cc, false)
@@ -290,7 +317,7 @@ func (s *Server) reapIdle(ctx context.Context) {
 	}
 }
 
-func (s *Server) logAccess(ip []byte, req *Request, status int, b *Backend, start time.Time) {
+func (s *Server) logAccess(ip []byte, req *http1.Request, status int, b *Backend, start time.Time) {
 	if s.access == nil {
 		return
 	}

@@ -21,11 +21,11 @@ func StopSignal(name string) (syscall.Signal, error) {
 	case "SIGHUP":
 		return syscall.SIGHUP, nil
 	case "SIGUSR1":
-		return syscall.SIGUSR1, nil
+		return sigUSR1, nil
 	case "SIGUSR2":
-		return syscall.SIGUSR2, nil
+		return sigUSR2, nil
 	case "SIGWINCH":
-		return syscall.SIGWINCH, nil
+		return sigWINCH, nil
 	}
 	return 0, fmt.Errorf("stop_signal %q: not a signal zero502 stops services with (SIGTERM, SIGQUIT, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGWINCH); fix services[].stop_signal and redeploy", name)
 }

@@ -38,8 +38,8 @@ func startLB(t *testing.T, backends []*backendProc, flags ...string) *lbProc {
 		port, adminPort := freePort(t), freePort(t)
 		l.addr, l.admin = "127.0.0.1:"+port, "127.0.0.1:"+adminPort
 		args := append([]string{"lb", "--admin", l.admin}, flags...)
-		if e := os.Getenv("ZERO502_TEST_LB_ENGINE"); e != "" { // .ci/run runs the suite with each engine
-			args = append(args, "--engine", e)
+		if os.Getenv("ZERO502_TEST_LB_ENGINE") == "goroutines" { // .ci/run runs the suite through the slow path too
+			args = append(args, "--slow-path-only")
 		}
 		args = append(args, port)
 		for _, b := range backends {

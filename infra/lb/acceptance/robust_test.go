@@ -191,7 +191,8 @@ func TestSmugglingDefences(t *testing.T) {
 		req  string
 		want int
 	}{
-		{"Transfer-Encoding chunked is not forwarded", requestLine("POST", "/smuggled", "Transfer-Encoding: chunked") + "5\r\nhello\r\n0\r\n\r\n", 501},
+		{"Transfer-Encoding other than chunked", requestLine("POST", "/smuggled", "Transfer-Encoding: gzip, chunked") + "5\r\nhello\r\n0\r\n\r\n", 400},
+		{"broken chunk size", requestLine("POST", "/smuggled", "Transfer-Encoding: chunked") + "5x\r\nhello\r\n0\r\n\r\n", 400},
 		{"Transfer-Encoding with Content-Length", requestLine("POST", "/smuggled", "Content-Length: 5", "Transfer-Encoding: chunked") + "0\r\n\r\n", 400},
 		{"non-numeric Content-Length", requestLine("POST", "/smuggled", "Content-Length: abc") + "abc", 400},
 		{"signed Content-Length", requestLine("POST", "/smuggled", "Content-Length: +5") + "hello", 400},

@@ -143,7 +143,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	cmd := &exec.Cmd{Args: svc.Command, Env: env}
 	cmd.Path, cmd.Err = lookPath(svc.Command[0], env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = ownSession()
 	if err := cmd.Start(); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: start %q: %w", host, svc.Name, svc.Command[0], err)
 	}
@@ -159,7 +159,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 		close(c.done)
 	}()
 	if statErr != nil {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		killGroup(pid)
 		<-c.done
 		close(c.noted) // no record to note the exit in
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: read /proc/%d/stat of the new process: %w; its log:\n%s",
@@ -168,7 +168,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	rec := record{Slot: slot, PID: pid, ProcStart: st.Start, Host: host, Service: svc.Name, Version: svc.Version,
 		Address: svc.Address, Command: svc.Command, StopSignal: svc.StopSignal, StartedAt: time.Now().UTC(), Log: logPath}
 	if err := rt.writeRecord(rec); err != nil {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		killGroup(pid)
 		close(c.noted) // no record to note the exit in
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: killed pid %d, its record could not be written: %w", host, svc.Name, pid, err)
 	}

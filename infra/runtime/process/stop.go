@@ -47,7 +47,7 @@ func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.D
 	if sigName == "" {
 		sigName = runtime.DefaultStopSignal
 	}
-	if err := syscall.Kill(r.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signal(r.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return runtime.Stopped{}, fmt.Errorf("stop %s %s: %s: %w", r.Service, r.id(), sigName, err)
 	}
 	gone, code, err := rt.waitExit(ctx, r, grace)
@@ -57,7 +57,7 @@ func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.D
 	}
 	if gone {
 		// Whatever the service left in its process group goes with it.
-		syscall.Kill(-r.PID, syscall.SIGKILL)
+		killGroup(r.PID)
 		return runtime.Stopped{ExitCode: code, Took: time.Since(begin)}, nil
 	}
 	code, err = rt.kill(ctx, r)
@@ -71,7 +71,7 @@ func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.D
 
 // kill SIGKILLs r's process group and waits for the process to be gone; the exit code is 137.
 func (rt *Runtime) kill(ctx context.Context, r record) (int, error) {
-	if err := syscall.Kill(-r.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := killGroup(r.PID); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return 0, fmt.Errorf("stop %s %s: SIGKILL: %w", r.Service, r.id(), err)
 	}
 	gone, code, err := rt.waitExit(ctx, r, killWait)

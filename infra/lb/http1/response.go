@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"bytes"
@@ -66,31 +66,31 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 	r.ContentLength = -1
 	for k, f := range r.fields {
 		name, value := f.name.of(head), f.value.of(head)
-		r.hop = append(r.hop, isHopByHop(name) && !asciiEqualFold(name, "Transfer-Encoding"))
+		r.hop = append(r.hop, isHopByHop(name) && !EqualFold(name, "Transfer-Encoding"))
 		switch {
-		case asciiEqualFold(name, "Content-Length"):
+		case EqualFold(name, "Content-Length"):
 			n, ok := parseContentLength(value)
 			if !ok || (cls > 0 && n != r.ContentLength) {
 				return errBadResponse
 			}
 			cls++
 			r.ContentLength = n
-		case asciiEqualFold(name, "Transfer-Encoding"):
+		case EqualFold(name, "Transfer-Encoding"):
 			tes++
 			chunkedLast = false
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
-				chunkedLast = asciiEqualFold(tok, "chunked")
+				chunkedLast = EqualFold(tok, "chunked")
 			}
-		case asciiEqualFold(name, "Connection"):
+		case EqualFold(name, "Connection"):
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
 				switch {
-				case asciiEqualFold(tok, "close"):
+				case EqualFold(tok, "close"):
 					r.KeepAlive = false
-				case asciiEqualFold(tok, "keep-alive") && r.Minor == 0:
+				case EqualFold(tok, "keep-alive") && r.Minor == 0:
 					r.KeepAlive = true
 				}
 			}
@@ -120,18 +120,28 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 	return nil
 }
 
-// appendClientHead appends the head the LB sends to its client: the backend's status line as
+// Get returns the first value of the header named name (case-insensitive).
+func (r *Response) Get(name string) ([]byte, bool) {
+	for _, f := range r.fields {
+		if EqualFold(f.name.of(r.Head), name) {
+			return f.value.of(r.Head), true
+		}
+	}
+	return nil, false
+}
+
+// AppendClientHead appends the head the LB sends to its client: the backend's status line as
 // HTTP/1.1, the end-to-end headers byte for byte (Transfer-Encoding stays: the chunked framing
 // is relayed as it came, except to an HTTP/1.0 client, which gets the body decoded and
 // close-delimited: dechunk), and Connection: close when the LB will close the client connection.
-func appendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte {
+func AppendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte {
 	dst = append(dst, "HTTP/1.1 "...)
 	dst = append(dst, r.Head[9:12]...)
 	dst = append(dst, ' ')
 	dst = append(dst, r.reason.of(r.Head)...)
 	dst = append(dst, "\r\n"...)
 	for k, f := range r.fields {
-		if r.hop[k] || dechunk && asciiEqualFold(f.name.of(r.Head), "Transfer-Encoding") {
+		if r.hop[k] || dechunk && EqualFold(f.name.of(r.Head), "Transfer-Encoding") {
 			continue
 		}
 		dst = append(dst, f.name.of(r.Head)...)

@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"bytes"
@@ -11,8 +11,11 @@ type Request struct {
 	Head []byte
 	// Minor is the HTTP/1.x minor version (0 or 1).
 	Minor int
-	// ContentLength is the body length; 0 when there is no body.
+	// ContentLength is the body length; 0 when there is no body or it is chunked.
 	ContentLength int64
+	// Chunked is true for a body in chunked coding (Transfer-Encoding: chunked, the only coding
+	// accepted): its length is known only when it ends (see ChunkFramer).
+	Chunked bool
 	// Close is true when the client wants the connection closed after the response
 	// (Connection: close, or HTTP/1.0 without keep-alive; the LB closes every HTTP/1.0 conn).
 	Close bool
@@ -20,7 +23,11 @@ type Request struct {
 	hasHost bool
 	// expect is true for Expect: 100-continue: the LB answers it itself (the header is not
 	// forwarded) when it is ready to read the body.
-	expect         bool
+	ExpectContinue bool
+	// upgrade is true for a request that asks to switch protocols (Upgrade, with Connection
+	// naming it, HTTP/1.1, no body): its Upgrade header is forwarded, and a 101 answer turns the
+	// connection into a tunnel (tunnel.go).
+	Upgrade        bool
 	method, target span
 	fields         []field
 	// hop marks fields that are hop-by-hop (fixed list or named in Connection).
@@ -45,41 +52,44 @@ func (r *Request) Field(i int) (name, value []byte) {
 // Get returns the first value of the header named name (case-insensitive).
 func (r *Request) Get(name string) ([]byte, bool) {
 	for _, f := range r.fields {
-		if asciiEqualFold(f.name.of(r.Head), name) {
+		if EqualFold(f.name.of(r.Head), name) {
 			return f.value.of(r.Head), true
 		}
 	}
 	return nil, false
 }
 
+// HasBody reports whether a body follows the head.
+func (r *Request) HasBody() bool { return r.ContentLength > 0 || r.Chunked }
+
 // Idempotent reports whether the request may be replayed on another backend: GET or HEAD
 // without a body.
 func (r *Request) Idempotent() bool {
 	m := r.Method()
-	return r.ContentLength == 0 && (string(m) == "GET" || string(m) == "HEAD")
+	return !r.HasBody() && (string(m) == "GET" || string(m) == "HEAD")
 }
 
 // IsHead reports whether the method is HEAD (its response has no body).
 func (r *Request) IsHead() bool { return string(r.Method()) == "HEAD" }
 
-func (r *Request) reset() {
+func (r *Request) Reset() {
 	r.Head = nil
-	r.Minor, r.ContentLength, r.Close, r.hasHost, r.expect = 0, 0, false, false, false
+	r.Minor, r.ContentLength, r.Chunked, r.Close, r.hasHost, r.ExpectContinue, r.Upgrade = 0, 0, false, false, false, false, false
 	r.fields = r.fields[:0]
 	r.hop = r.hop[:0]
 }
 
-// ParseRequest parses a whole request head (as found by headEnd) into r, enforcing the RFC 9112
+// ParseRequest parses a whole request head (as found by HeadEnd) into r, enforcing the RFC 9112
 // §6.3 framing rules a proxy needs against request smuggling:
-//   - Transfer-Encoding in a request: 501 (chunked request bodies are not forwarded), and 400
-//     when Content-Length is present too;
+//   - Transfer-Encoding in a request: only one, saying exactly chunked, in HTTP/1.1, without
+//     Content-Length; anything else is 400 (an unknown or stacked coding, repeated, both);
 //   - Content-Length that is repeated, a list, signed or not a number: 400;
 //   - obs-fold, whitespace before the colon, bare LF, control characters: 400;
 //   - HTTP/1.1 without exactly one Host: 400.
 func ParseRequest(head []byte, r *Request) error {
-	r.reset()
+	r.Reset()
 	r.Head = head
-	i := skipEmptyLines(head)
+	i := SkipEmptyLines(head)
 	eol := bytes.IndexByte(head[i:], '\n')
 	if eol < 0 {
 		return errIncomplete
@@ -127,32 +137,43 @@ func ParseRequest(head []byte, r *Request) error {
 
 	var (
 		hosts, cls, tes int
+		teChunked       bool
+		upgradeField    = -1
+		connUpgrade     bool
 	)
 	r.Close = r.Minor == 0
 	for k := range r.fields {
 		name, value := r.Field(k)
 		hop := isHopByHop(name)
 		switch {
-		case asciiEqualFold(name, "Host"):
+		case EqualFold(name, "Host"):
 			hosts++
-		case asciiEqualFold(name, "Content-Length"):
+		case EqualFold(name, "Content-Length"):
 			cls++
 			n, ok := parseContentLength(value)
 			if !ok {
 				return badRequest("Content-Length is not a non-negative decimal number")
 			}
 			r.ContentLength = n
-		case asciiEqualFold(name, "Transfer-Encoding"):
+		case EqualFold(name, "Transfer-Encoding"):
 			tes++
-		case asciiEqualFold(name, "Expect") && asciiEqualFold(value, "100-continue"):
-			r.expect = true
+			teChunked = EqualFold(value, "chunked")
+		case EqualFold(name, "Expect") && EqualFold(value, "100-continue"):
+			r.ExpectContinue = true
 			hop = true
-		case asciiEqualFold(name, "Connection"):
+		case EqualFold(name, "Upgrade"):
+			if upgradeField < 0 && len(value) > 0 {
+				upgradeField = k
+			}
+		case EqualFold(name, "Connection"):
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
-				if asciiEqualFold(tok, "close") {
+				switch {
+				case EqualFold(tok, "close"):
 					r.Close = true
+				case EqualFold(tok, "upgrade"):
+					connUpgrade = true
 				}
 			}
 		}
@@ -161,8 +182,12 @@ func ParseRequest(head []byte, r *Request) error {
 	switch {
 	case tes > 0 && cls > 0:
 		return badRequest("both Transfer-Encoding and Content-Length")
-	case tes > 0:
-		return &ParseError{Status: 501, Reason: "Transfer-Encoding in a request is not supported"}
+	case tes > 1:
+		return badRequest("repeated Transfer-Encoding")
+	case tes > 0 && !teChunked:
+		return badRequest("Transfer-Encoding other than chunked")
+	case tes > 0 && r.Minor == 0:
+		return badRequest("Transfer-Encoding in an HTTP/1.0 request")
 	case cls > 1:
 		return badRequest("repeated Content-Length")
 	case r.Minor == 1 && hosts != 1:
@@ -171,7 +196,12 @@ func ParseRequest(head []byte, r *Request) error {
 		return badRequest("repeated Host header")
 	}
 	r.hasHost = hosts == 1
+	r.Chunked = tes == 1
 	markConnectionNamed(r.Head, r.fields, r.hop)
+	if upgradeField >= 0 && connUpgrade && r.Minor == 1 && !r.HasBody() && !r.Close {
+		r.Upgrade = true
+		r.hop[upgradeField] = false
+	}
 	return nil
 }
 
@@ -191,8 +221,8 @@ func nextToken(v []byte) (tok, rest []byte) {
 	return tok, rest
 }
 
-// asciiEqualFold compares b and s ignoring ASCII case, without allocating.
-func asciiEqualFold(b []byte, s string) bool {
+// EqualFold compares b and s ignoring ASCII case, without allocating.
+func EqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

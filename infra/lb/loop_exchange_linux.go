@@ -1,8 +1,8 @@
 package lb
 
 import (
-	"bytes"
 	"errors"
+	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
 	"time"
 
@@ -46,6 +46,8 @@ type lclient struct {
 	in       reader // conn is nil: the loop reads with read(2)
 	closed   bool
 	phase    phase
+	chunked  bool // the response body is chunked: x.chunk finds its end (requests here never are)
+	keep     bool // the connection may carry another request after this response
 	deadline time.Time
 
 	pend    []byte // bytes for the client that a write could not take yet
@@ -59,9 +61,7 @@ type lclient struct {
 	u       *lup
 	t       tried
 	retried bool
-	left    int64 // response body bytes still to relay (of the current chunk, when chunked)
-	chunk   chunkPhase
-	keep    bool // the connection may carry another request after this response
+	left    int64 // response body bytes still to relay (Content-Length framing)
 	status  int
 }
 
@@ -113,22 +113,22 @@ func (l *loop) readRequest(c *lclient) {
 	s := l.s
 	maxHead := s.set.MaxHeaderBytes
 	for {
-		if k := skipEmptyLines(c.in.buffered()); k > 0 {
+		if k := http1.SkipEmptyLines(c.in.buffered()); k > 0 {
 			c.in.consume(k)
 		}
 		buf := c.in.buffered()
 		if len(buf) > 0 {
-			n, err := headEnd(buf)
+			n, err := http1.HeadEnd(buf)
 			if err != nil {
 				l.refuse(c, err)
 				return
 			}
 			if n > maxHead || n < 0 && len(buf) >= maxHead {
-				l.refuse(c, &ParseError{Status: 431, Reason: "request header block too large"})
+				l.refuse(c, &http1.ParseError{Status: 431, Reason: "request header block too large"})
 				return
 			}
 			if n < 0 {
-				if err := checkPartialRequestLine(buf); err != nil {
+				if err := http1.CheckPartialRequestLine(buf); err != nil {
 					l.refuse(c, err)
 					return
 				}
@@ -154,7 +154,7 @@ func (l *loop) readRequest(c *lclient) {
 		}
 		free, err := c.in.space(maxHead + loopBodyLimit)
 		if err != nil {
-			l.refuse(c, &ParseError{Status: 431, Reason: "request header block too large"})
+			l.refuse(c, &http1.ParseError{Status: 431, Reason: "request header block too large"})
 			return
 		}
 		n, err := unix.Read(c.fd, free)
@@ -186,13 +186,13 @@ func (l *loop) readRequest(c *lclient) {
 func (l *loop) haveRequest(c *lclient, n int) bool {
 	x := exchanges.Get().(*exchange)
 	buf := c.in.buffered()
-	if err := ParseRequest(buf[:n], &x.req); err != nil {
+	if err := http1.ParseRequest(buf[:n], &x.req); err != nil {
 		putExchange(x)
 		l.refuse(c, err)
 		return true
 	}
 	req := &x.req
-	if req.expect || req.ContentLength > loopBodyLimit {
+	if req.ExpectContinue || req.Upgrade || req.Chunked || req.ContentLength > loopBodyLimit {
 		putExchange(x)
 		l.handOff(c)
 		return true
@@ -210,11 +210,7 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 		c.start = l.now
 	}
 	c.x, c.reqLen = x, n+int(req.ContentLength)
-	if string(req.Target()) == "/_lb/health" && string(req.Method()) == "GET" && req.ContentLength == 0 {
-		status := 200
-		if l.s.draining.Load() || l.s.closing.Load() {
-			status = 503
-		}
+	if status, ok := l.s.ownHealth(req); ok {
 		l.answer(c, status, nil)
 		return true
 	}
@@ -252,7 +248,7 @@ func (l *loop) pick(c *lclient) {
 func (l *loop) bind(c *lclient, u *lup) {
 	req := &c.x.req
 	u.c, c.u = c, u
-	out := appendUpstreamHead(c.x.out[:0], req, c.ip, u.b.Address)
+	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, u.b.Address)
 	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
 	c.x.out = out
 	u.out, u.outOff, u.got = out, 0, false
@@ -338,13 +334,13 @@ func writeSome(fd int, p []byte, r *readiness) (int, bool) {
 func (l *loop) readHead(c *lclient, u *lup) {
 	x := c.x
 	for {
-		n, err := headEnd(u.in.buffered())
+		n, err := http1.HeadEnd(u.in.buffered())
 		if err != nil {
 			l.failed(c, u, attemptBad)
 			return
 		}
 		if n > 0 {
-			if err := ParseResponse(u.in.buffered()[:n], x.req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
+			if err := http1.ParseResponse(u.in.buffered()[:n], x.req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
 				l.failed(c, u, attemptBad)
 				return
 			}
@@ -395,21 +391,22 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	s := l.s
 	x := c.x
 	resp := &x.resp
-	if resp.Framing == UntilClose || resp.Framing == Chunked && x.req.Minor == 0 {
+	if resp.Framing == http1.UntilClose || resp.Framing == http1.Chunked && x.req.Minor == 0 {
 		l.handOffRelay(c, u) // rare: close-delimited, or chunked decoded for an HTTP/1.0 client
 		return
 	}
 	closeClient := x.req.Close || s.draining.Load() || s.closing.Load()
-	out := appendClientHead(x.out[:0], resp, closeClient, false)
+	out := http1.AppendClientHead(x.out[:0], resp, closeClient, false)
 	u.in.consume(len(resp.Head))
 	u.b.count(resp.Status)
 	c.status, c.keep = resp.Status, !closeClient
-	c.left, c.chunk = 0, chunkNone
+	c.left, c.chunked = 0, false
 	switch resp.Framing {
-	case ContentLength:
+	case http1.ContentLength:
 		c.left = resp.ContentLength
-	case Chunked:
-		c.chunk = chunkAtSize
+	case http1.Chunked:
+		c.chunked = true
+		x.chunk.Reset()
 	}
 	if b := u.in.buffered(); len(b) > 0 && c.left > 0 {
 		k := min(int64(len(b)), c.left)
@@ -429,7 +426,7 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 // relayBody copies body bytes from u to c while c takes them (backpressure: nothing is read
 // from the backend while bytes for the client wait).
 func (l *loop) relayBody(c *lclient, u *lup) {
-	if c.chunk != chunkNone {
+	if c.chunked {
 		l.relayChunked(c, u)
 		return
 	}
@@ -467,57 +464,27 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 	l.finish(c)
 }
 
-// chunkPhase is where a chunked response body stands (RFC 9112 §7.1).
-type chunkPhase uint8
-
-const (
-	chunkNone    chunkPhase = iota // not chunked
-	chunkAtSize                    // expecting a chunk-size line
-	chunkData                      // c.left bytes of chunk data to go
-	chunkDataEnd                   // expecting the CRLF after the chunk data
-	chunkTrailer                   // after the last chunk: trailer lines up to the empty one
-	chunkDone                      // the whole body went to the client (or waits in pend)
-)
-
-// relayChunked relays a chunked body byte for byte, parsing the framing only to find where the
-// message ends, like the goroutine path's chunked; backpressure as in relayBody.
+// relayChunked relays a chunked body byte for byte, its framing checked by the exchange's
+// http1.ChunkFramer only to find where the message ends, as on the goroutine path;
+// backpressure as in relayBody.
 func (l *loop) relayChunked(c *lclient, u *lup) {
 	for {
 		if c.pendOff < len(c.pend) {
 			return // the client first; the next writable event resumes here
 		}
-		if c.chunk == chunkDone {
-			c.chunk = chunkNone
+		if c.x.chunk.Done() {
+			c.chunked = false
 			l.finish(c)
 			return
 		}
-		b := u.in.buffered()
-		if c.chunk == chunkData && len(b) > 0 {
-			k := min(int64(len(b)), c.left)
-			if !l.writeClient(c, b[:k]) {
-				l.closeClient(c)
+		if b := u.in.buffered(); len(b) > 0 {
+			k, err := c.x.chunk.Scan(b)
+			if err != nil || !l.writeClient(c, b[:k]) {
+				l.closeClient(c) // a broken framing or a gone client: no whole response possible
 				return
 			}
-			u.in.consume(int(k))
-			if c.left -= k; c.left == 0 {
-				c.chunk = chunkDataEnd
-			}
+			u.in.consume(k)
 			continue
-		}
-		if c.chunk != chunkData {
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				line := b[:i+1]
-				if !l.chunkLine(c, line) || !l.writeClient(c, line) {
-					l.closeClient(c) // a broken framing or a gone client: no whole response possible
-					return
-				}
-				u.in.consume(len(line))
-				continue
-			}
-			if len(b) > 4<<10 {
-				l.closeClient(c)
-				return
-			}
 		}
 		if !u.canRead {
 			return
@@ -543,36 +510,6 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			return
 		}
 	}
-}
-
-// chunkLine moves c's chunk phase past one framing line (CRLF-terminated); false when the line
-// breaks the chunked framing.
-func (l *loop) chunkLine(c *lclient, line []byte) bool {
-	if len(line) < 2 || line[len(line)-2] != '\r' {
-		return false
-	}
-	switch c.chunk {
-	case chunkAtSize:
-		size, ok := chunkSize(line)
-		if !ok {
-			return false
-		}
-		if size == 0 {
-			c.chunk = chunkTrailer
-		} else {
-			c.chunk, c.left = chunkData, size
-		}
-	case chunkDataEnd:
-		if len(line) != 2 {
-			return false
-		}
-		c.chunk = chunkAtSize
-	case chunkTrailer:
-		if len(line) == 2 {
-			c.chunk = chunkDone
-		}
-	}
-	return true
 }
 
 // writeClient writes p to the client, keeping what the socket does not take; false when the
@@ -676,7 +613,7 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	if u != nil {
 		c.u, u.c = nil, nil
 	}
-	if aerr == attemptNoAnswer && u != nil && u.reused && req.Idempotent() {
+	if u != nil && staleRetry(req, aerr, u.reused) {
 		l.closeUpstream(u)
 		nu, err := l.dial(b)
 		if err == nil {
@@ -691,31 +628,25 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	b.count(0)
 	b.inFlight.Add(-1)
 	c.b = nil
-	switch aerr {
-	case attemptConnect, attemptNoAnswer:
-		if aerr == attemptConnect || u == nil || !u.reused {
-			l.s.eject(b, aerr)
-		}
-		if req.Idempotent() {
-			c.retried = true
-			l.pick(c)
-			return
-		}
-		l.answer(c, 502, b)
-	case attemptTimeout:
-		l.answer(c, 504, b)
-	default:
-		l.answer(c, 502, b)
+	eject, next, status := failure(req, aerr, u != nil && u.reused)
+	if eject {
+		l.s.eject(b, aerr)
 	}
+	if next {
+		c.retried = true
+		l.pick(c)
+		return
+	}
+	l.answer(c, status, b)
 }
 
 // expired acts on a passed deadline.
 func (l *loop) expired(c *lclient) {
 	switch c.phase {
 	case phHead:
-		l.refuse(c, &ParseError{Status: 408, Reason: "request head not complete in time"})
+		l.refuse(c, &http1.ParseError{Status: 408, Reason: "request head not complete in time"})
 	case phBodyWait:
-		l.refuse(c, &ParseError{Status: 408, Reason: "request body stalled"})
+		l.refuse(c, &http1.ParseError{Status: 408, Reason: "request body stalled"})
 	case phConnect:
 		l.failed(c, c.u, attemptConnect)
 	case phSend: // the backend took no byte of the request for body_timeout: slow, not broken
@@ -843,7 +774,7 @@ func (l *loop) dropPooled(u *lup) {
 // refuse hands a request the parser refused (or a head that timed out) to the goroutine path,
 // which answers it and closes the connection gracefully.
 func (l *loop) refuse(c *lclient, err error) {
-	var pe *ParseError
+	var pe *http1.ParseError
 	if !errors.As(err, &pe) {
 		l.closeClient(c)
 		return
@@ -939,20 +870,6 @@ func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
 		return nil, false
 	}
 	return cc, true
-}
-
-// closeConn ends a goroutine-path client connection.
-func (s *Server) closeConn(cc *clientConn) {
-	cc.in.r, cc.in.w = 0, 0
-	cc.in.release()
-	_ = cc.conn.Close()
-	s.forget(cc)
-}
-
-func putExchange(x *exchange) {
-	x.req.reset()
-	x.resp.Head = nil
-	exchanges.Put(x)
 }
 
 // sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The epoll engine (Settings.Engine "epoll", the default on Linux) forwards the common case
+// The event loops (the fast path, on Linux) forward the common case
 // without a goroutine per connection: one event loop per CPU, each with its own epoll set,
 // accepting from the shared listener (EPOLLEXCLUSIVE), reading and writing its client and
 // backend sockets with plain non-blocking system calls. Sockets are registered once,
@@ -33,13 +33,11 @@ import (
 // chunked one decoded for an HTTP/1.0 client. After the
 // hand-off the connection stays with the goroutine path while it is busy and comes back to a
 // loop when it goes idle (park). Timeouts, retries, passive ejection and the drain follow the
-// same rules on both paths; the tests run against both engines.
+// same rules on both paths; the tests run every case through both.
 
-// Engines.
-const (
-	EngineEpoll      = "epoll"
-	EngineGoroutines = "goroutines"
-)
+// EventLoopsAvailable reports whether this system has the event loops (Linux; see
+// loop_other.go).
+const EventLoopsAvailable = true
 
 // loopBodyLimit is the largest request body the loop forwards itself (once all of it arrived).
 const loopBodyLimit = 16 << 10
@@ -98,8 +96,8 @@ type adoptee struct {
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
-// and its own duplicate of the listener; start runs them. See Settings.ReserveSpareP for why
-// the zero502 lb command leaves the runtime one P more than it has loops.
+// and its own duplicate of the listener; start runs them. The zero502 lb command fixes Loops and
+// leaves the runtime one P more than it has loops (its process settings, not the library's).
 func (s *Server) newLoops() (*loops, error) {
 	raw, err := s.ln.(*net.TCPListener).SyscallConn()
 	if err != nil {
@@ -108,6 +106,9 @@ func (s *Server) newLoops() (*loops, error) {
 	lfd := -1
 	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
 		return nil, err
+	}
+	if s.proxyFrom != nil {
+		lfd = -1 // new connections are sniffed on the goroutine path first (proxyheader.go)
 	}
 	ls := &loops{}
 	n := s.set.Loops
@@ -125,6 +126,14 @@ func (s *Server) newLoops() (*loops, error) {
 		ls.all = append(ls.all, l)
 	}
 	return ls, nil
+}
+
+// loopCount is how many event loops run (0: slow path only).
+func (s *Server) loopCount() int {
+	if s.loops == nil {
+		return 0
+	}
+	return len(s.loops.all)
 }
 
 // start runs the loops until ctx ends; wg.Wait waits for them to close their connections.
@@ -148,11 +157,11 @@ func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
 	if err == nil {
 		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
 	}
-	if err == nil {
+	if err == nil && listenFD >= 0 {
 		l.lfd, err = unix.FcntlInt(uintptr(listenFD), unix.F_DUPFD_CLOEXEC, 0)
-	}
-	if err == nil {
-		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+		if err == nil {
+			err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+		}
 	}
 	if err != nil {
 		l.closeAll()
@@ -499,7 +508,7 @@ func (l *loop) netConn(fd int) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-// park, in the epoll engine, hands an idle client connection from the goroutine path back to
+// park, with event loops, hands an idle client connection from the goroutine path back to
 // a loop: its descriptor is duplicated for the loop and the goroutine's copy closed.
 func (s *Server) parkInLoop(cc *clientConn) bool {
 	if s.loops == nil || len(cc.in.buffered()) > 0 {

@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"strconv"
@@ -47,7 +47,7 @@ func FuzzParseResponse(f *testing.F) {
 	}
 	f.Add([]byte(responseSeeds[0]), true)
 	f.Fuzz(func(t *testing.T, data []byte, reqHead bool) {
-		n, err := headEnd(data)
+		n, err := HeadEnd(data)
 		if err != nil || n < 0 {
 			return
 		}
@@ -64,7 +64,7 @@ func FuzzParseResponse(f *testing.F) {
 		if r.Framing == UntilClose && r.KeepAlive {
 			t.Fatalf("a close-delimited body on a kept-alive connection from %q", data[:n])
 		}
-		out := appendClientHead(nil, &r, false, false)
+		out := AppendClientHead(nil, &r, false, false)
 		var again Response
 		if err := ParseResponse(out, reqHead, &again); err != nil {
 			t.Fatalf("the head for the client %q (from %q) does not parse: %v", out, data[:n], err)
@@ -80,50 +80,38 @@ func FuzzParseResponse(f *testing.F) {
 	})
 }
 
-// walkChunked runs the event loop's chunked framing over body and checks every chunk size line
-// against strconv's reading of its hex digits.
+// walkChunked runs the chunked framing (the one both paths relay responses with) over body
+// whole and byte by byte: both find the same end, and every size line it accepts holds the
+// size strconv reads from its hex digits.
 func walkChunked(t *testing.T, body []byte) {
-	var l loop
-	c := &lclient{chunk: chunkAtSize}
-	for len(body) > 0 && c.chunk != chunkDone {
-		if c.chunk == chunkData {
-			k := min(int64(len(body)), c.left)
-			body = body[k:]
-			if c.left -= k; c.left == 0 {
-				c.chunk = chunkDataEnd
-			}
-			continue
-		}
-		i := strings.IndexByte(string(body), '\n')
-		if i < 0 {
-			return // needs more bytes
-		}
-		line := body[:i+1]
-		at := c.chunk
-		if !l.chunkLine(c, line) {
-			return // broken framing: the LB closes the connection
-		}
-		if at == chunkAtSize {
-			checkChunkSize(t, line, c)
-		}
-		body = body[i+1:]
+	n1, done1, broken1 := scanAll(body, len(body)+1)
+	n2, done2, broken2 := scanAll(body, 1)
+	if done1 != done2 || broken1 != broken2 || (!broken1 && n1 != n2) {
+		t.Fatalf("chunked body %q: whole %d %v %v, byte by byte %d %v %v", body, n1, done1, broken1, n2, done2, broken2)
 	}
+	checkSizeLine(t, body)
 }
 
-func checkChunkSize(t *testing.T, line []byte, c *lclient) {
-	digits := strings.TrimRight(string(line), "\r\n")
-	if i := strings.IndexAny(digits, "; \t"); i >= 0 {
-		digits = digits[:i]
+// checkSizeLine checks the first line of body, when the framer takes it whole as a chunk size
+// line, against strconv's reading of its hex digits.
+func checkSizeLine(t *testing.T, body []byte) {
+	i := strings.Index(string(body), "\r\n")
+	if i < 0 {
+		return
+	}
+	var f ChunkFramer
+	if n, err := f.Frame(body[:i+2]); err != nil || n != i+2 {
+		return
+	}
+	digits := string(body[:i])
+	if k := strings.IndexAny(digits, "; \t"); k >= 0 {
+		digits = digits[:k]
 	}
 	want, err := strconv.ParseInt(digits, 16, 64)
 	if err != nil || want < 0 {
-		t.Fatalf("chunk size line %q accepted, but its size %q is not a hex number: %v", line, digits, err)
+		t.Fatalf("chunk size line %q accepted, but its size %q is not a hex number: %v", body[:i+2], digits, err)
 	}
-	got := c.left
-	if c.chunk == chunkTrailer {
-		got = 0
-	}
-	if got != want {
-		t.Fatalf("chunk size line %q read as %d, want %d", line, got, want)
+	if got := f.DataLeft(); got != want {
+		t.Fatalf("chunk size line %q read as %d, want %d", body[:i+2], got, want)
 	}
 }

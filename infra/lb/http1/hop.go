@@ -1,4 +1,4 @@
-package lb
+package http1
 
 // hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
 // plus Proxy-Connection. They are never forwarded, in either direction; neither are the headers
@@ -9,7 +9,7 @@ var hopByHop = []string{
 
 func isHopByHop(name []byte) bool {
 	for _, h := range hopByHop {
-		if asciiEqualFold(name, h) {
+		if EqualFold(name, h) {
 			return true
 		}
 	}
@@ -24,17 +24,17 @@ func isHopByHop(name []byte) bool {
 // client reading until the close of a kept-alive connection.
 func markConnectionNamed(head []byte, fields []field, hop []bool) {
 	for _, f := range fields {
-		if !asciiEqualFold(f.name.of(head), "Connection") {
+		if !EqualFold(f.name.of(head), "Connection") {
 			continue
 		}
 		for v := f.value.of(head); len(v) > 0; {
 			var tok []byte
 			tok, v = nextToken(v)
-			if asciiEqualFold(tok, "Content-Length") || asciiEqualFold(tok, "Transfer-Encoding") || asciiEqualFold(tok, "Host") {
+			if EqualFold(tok, "Content-Length") || EqualFold(tok, "Transfer-Encoding") || EqualFold(tok, "Host") {
 				continue
 			}
 			for k, g := range fields {
-				if asciiEqualFold(g.name.of(head), string(tok)) {
+				if EqualFold(g.name.of(head), string(tok)) {
 					hop[k] = true
 				}
 			}
@@ -42,12 +42,12 @@ func markConnectionNamed(head []byte, fields []field, hop []bool) {
 	}
 }
 
-// appendUpstreamHead appends the head the LB sends to a backend for r: the request line as the
+// AppendUpstreamHead appends the head the LB sends to a backend for r: the request line as the
 // client sent it but always HTTP/1.1 (the upstream connection is the LB's, kept alive), every
 // end-to-end header in order (Host untouched), and X-Forwarded-For with clientIP appended to
 // whatever the client sent (several X-Forwarded-For lines are joined in order, in the place of
 // the first). An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1 needs one.
-func appendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string) []byte {
+func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string) []byte {
 	dst = append(dst, r.Method()...)
 	dst = append(dst, ' ')
 	dst = append(dst, r.Target()...)
@@ -63,14 +63,14 @@ func appendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string)
 			continue
 		}
 		name, value := r.Field(k)
-		if asciiEqualFold(name, "X-Forwarded-For") {
+		if EqualFold(name, "X-Forwarded-For") {
 			if xff {
 				continue
 			}
 			xff = true
 			dst = append(dst, "X-Forwarded-For: "...)
 			for j := k; j < len(r.fields); j++ {
-				if n, v := r.Field(j); !r.hop[j] && asciiEqualFold(n, "X-Forwarded-For") && len(v) > 0 {
+				if n, v := r.Field(j); !r.hop[j] && EqualFold(n, "X-Forwarded-For") && len(v) > 0 {
 					dst = append(dst, v...)
 					dst = append(dst, ", "...)
 				}
@@ -88,6 +88,12 @@ func appendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string)
 		dst = append(dst, "X-Forwarded-For: "...)
 		dst = append(dst, clientIP...)
 		dst = append(dst, "\r\n"...)
+	}
+	if r.Upgrade {
+		dst = append(dst, "Connection: Upgrade\r\n"...) // its Upgrade header went in its place
+	}
+	if r.Chunked {
+		dst = append(dst, "Transfer-Encoding: chunked\r\n"...) // the body is relayed in its framing
 	}
 	return append(dst, "\r\n"...)
 }

@@ -1,4 +1,4 @@
-package lb
+package http1
 
 import (
 	"bytes"
@@ -44,11 +44,11 @@ var tchar = func() (t [256]bool) {
 	return t
 }()
 
-// headEnd returns the length of the head in b (through the empty line), or -1 when b does not
+// HeadEnd returns the length of the head in b (through the empty line), or -1 when b does not
 // hold a whole head yet. A bare LF anywhere in the head is an error (RFC 9112 §2.2 allows
 // recipients to accept it; a proxy that does so disagrees with strict backends, which is how
 // requests are smuggled).
-func headEnd(b []byte) (int, error) {
+func HeadEnd(b []byte) (int, error) {
 	for i := 0; ; {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
@@ -65,9 +65,9 @@ func headEnd(b []byte) (int, error) {
 	}
 }
 
-// checkPartialRequestLine refuses early what can never become a request line, so garbage gets
+// CheckPartialRequestLine refuses early what can never become a request line, so garbage gets
 // its 400 without waiting for a header timeout or the size limit.
-func checkPartialRequestLine(b []byte) error {
+func CheckPartialRequestLine(b []byte) error {
 	for i, c := range b {
 		switch {
 		case c == ' ':
@@ -87,8 +87,8 @@ func checkPartialRequestLine(b []byte) error {
 	return nil
 }
 
-// skipEmptyLines returns how many leading CRLFs to ignore before a request line (RFC 9112 §2.2).
-func skipEmptyLines(b []byte) int {
+// SkipEmptyLines returns how many leading CRLFs to ignore before a request line (RFC 9112 §2.2).
+func SkipEmptyLines(b []byte) int {
 	n := 0
 	for len(b) >= n+2 && b[n] == '\r' && b[n+1] == '\n' {
 		n += 2

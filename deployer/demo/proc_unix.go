@@ -1,0 +1,11 @@
+//go:build unix
+
+package demo
+
+import "syscall"
+
+// ownProcessGroup starts the demo's LB in its own process group.
+func ownProcessGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// killProcess SIGKILLs pid.
+func killProcess(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

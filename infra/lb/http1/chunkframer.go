@@ -1,0 +1,214 @@
+package http1
+
+import "errors"
+
+// ChunkFramer finds where a chunked message body ends (RFC 9112 §7.1) while its bytes stream
+// through, without holding any of them; the LB frames chunked request bodies and chunked
+// responses, on both of its paths, with it alone. Scan is given the next bytes as they arrive,
+// in pieces of any size, and says how many belong to the body. Its rules are strict, since a
+// proxy and the server behind it must agree on where a request ends (request smuggling): a hex
+// size of at most 15 digits; extensions only after ';' or whitespace, without control
+// characters but HTAB; CRLF line ends (a bare CR or LF is broken framing); CRLF after the data;
+// trailer lines without control characters; at most maxChunkLine bytes per line and maxTrailer
+// for the trailer section.
+type ChunkFramer struct {
+	state  chunkState
+	size   int64 // of the current chunk while reading its size; data bytes left in it after
+	digits int
+	line   int // bytes of the current size or trailer line
+	trail  int // bytes of the trailer section
+}
+
+type chunkState uint8
+
+const (
+	csSize        chunkState = iota // the hex size
+	csExt                           // extensions, up to CR
+	csSizeLF                        // LF after the size line
+	csData                          // size bytes of data
+	csDataCR                        // CR after the data
+	csDataLF                        // LF after the data
+	csTrailer                       // the start of a trailer line, or the final CRLF
+	csTrailerText                   // inside a trailer line
+	csTrailerLF                     // LF after a trailer line
+	csEndLF                         // LF of the final empty line
+	csDone                          // the body ended
+)
+
+const (
+	maxChunkLine = 4 << 10
+	maxTrailer   = 16 << 10
+)
+
+var errChunkFraming = errors.New("broken chunked framing")
+
+// reset makes f ready for a new body.
+func (f *ChunkFramer) Reset() { *f = ChunkFramer{} }
+
+// done reports whether the body ended.
+func (f *ChunkFramer) Done() bool { return f.state == csDone }
+
+// dataLeft is how many bytes the framer takes next without looking at them (chunk data), 0
+// when it is inside framing. Reading at most that much never reads past the body's end.
+func (f *ChunkFramer) DataLeft() int64 {
+	if f.state == csData {
+		return f.size
+	}
+	return 0
+}
+
+// scan consumes the bytes of p that belong to the body and returns how many that is: all of p,
+// or fewer when the body ended inside p (the rest is the next message). errChunkFraming when the
+// framing is broken.
+func (f *ChunkFramer) Scan(p []byte) (int, error) {
+	i := 0
+	for i < len(p) && f.state != csDone {
+		if f.state == csData {
+			i += f.Data(len(p) - i)
+			continue
+		}
+		n, err := f.Frame(p[i:])
+		i += n
+		if err != nil {
+			return i, err
+		}
+	}
+	return i, nil
+}
+
+// frame consumes the framing bytes at the start of p, up to the next chunk data or the body's
+// end, and returns how many (see scan for the error). A relay that decodes the coding drops
+// them and keeps the data.
+func (f *ChunkFramer) Frame(p []byte) (int, error) {
+	i := 0
+	for i < len(p) && f.state != csDone && f.state != csData {
+		c := p[i]
+		i++
+		if err := f.step(c); err != nil {
+			return i, err
+		}
+	}
+	return i, nil
+}
+
+// data takes up to n bytes of chunk data (at most dataLeft) and returns how many it took.
+func (f *ChunkFramer) Data(n int) int {
+	k := int(min(int64(n), f.size))
+	f.size -= int64(k)
+	if f.size == 0 && f.state == csData {
+		f.state = csDataCR
+	}
+	return k
+}
+
+// step takes one framing byte.
+func (f *ChunkFramer) step(c byte) error {
+	switch f.state {
+	case csSize:
+		if d, ok := hexValue(c); ok {
+			if f.digits == 15 {
+				return errChunkFraming
+			}
+			f.size = f.size<<4 | int64(d)
+			f.digits++
+			f.line++
+			return nil
+		}
+		if f.digits == 0 {
+			return errChunkFraming
+		}
+		switch c {
+		case ';', ' ', '\t':
+			f.state = csExt
+		case '\r':
+			f.state = csSizeLF
+		default:
+			return errChunkFraming
+		}
+	case csExt:
+		if c == '\r' {
+			f.state = csSizeLF
+			return nil
+		}
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return errChunkFraming
+		}
+	case csSizeLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.line, f.digits = 0, 0
+		if f.size == 0 {
+			f.state = csTrailer
+		} else {
+			f.state = csData
+		}
+		return nil
+	case csDataCR:
+		if c != '\r' {
+			return errChunkFraming
+		}
+		f.state = csDataLF
+		return nil
+	case csDataLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.state, f.size = csSize, 0
+		return nil
+	case csTrailer:
+		if c == '\r' {
+			f.state = csEndLF
+			return nil
+		}
+		f.state = csTrailerText
+		return f.trailerByte(c)
+	case csTrailerText:
+		if c == '\r' {
+			f.state = csTrailerLF
+			return nil
+		}
+		return f.trailerByte(c)
+	case csTrailerLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.line = 0
+		f.state = csTrailer
+		return nil
+	case csEndLF:
+		if c != '\n' {
+			return errChunkFraming
+		}
+		f.state = csDone
+		return nil
+	}
+	if f.line++; f.line > maxChunkLine {
+		return errChunkFraming
+	}
+	return nil
+}
+
+func (f *ChunkFramer) trailerByte(c byte) error {
+	if c < ' ' && c != '\t' || c == 0x7f {
+		return errChunkFraming
+	}
+	f.line++
+	f.trail++
+	if f.line > maxChunkLine || f.trail > maxTrailer {
+		return errChunkFraming
+	}
+	return nil
+}
+
+func hexValue(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

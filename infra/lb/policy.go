@@ -1,0 +1,49 @@
+package lb
+
+import "github.com/zero502/zero502/infra/lb/http1"
+
+// ownHealthPath is the LB's own health on its proxy listener (its drain handshake's health).
+const ownHealthPath = "/_lb/health"
+
+// ownHealth says whether req asks for the LB's own health, and its answer: 200, or 503 from the
+// start of the drain on (both paths answer it themselves).
+func (s *Server) ownHealth(req *http1.Request) (int, bool) {
+	if string(req.Target()) != ownHealthPath || string(req.Method()) != "GET" || req.HasBody() {
+		return 0, false
+	}
+	if s.draining.Load() || s.closing.Load() {
+		return 503, true
+	}
+	return 200, true
+}
+
+// The exchange policy after a failed attempt at a backend, one for both paths (proxy.go and the
+// event loops' failed): whether to try the same backend again on a fresh connection, whether
+// the backend leaves rotation at once, and whether the request goes to the next backend or the
+// client gets the LB's own answer. A request with a body is never replayed: it gets 502.
+
+// staleRetry says a request that got nothing back on a pooled connection goes to the same
+// backend again on a fresh one: the pooled connection was most likely closed by the backend
+// while it sat idle (see pool). Only a request without a body is sent twice.
+func staleRetry(req *http1.Request, aerr attemptError, reused bool) bool {
+	return aerr == attemptNoAnswer && reused && req.Idempotent()
+}
+
+// failure is what follows a failed attempt that was not a stale-pool retry (nor the client's
+// fault, which the caller handles): eject takes the backend out of rotation at once (passive
+// ejection: a refused connect, or a fresh connection that broke before the response); next
+// sends the request to another backend; otherwise the client gets status (502, or 504 for a
+// backend that took too long).
+func failure(req *http1.Request, aerr attemptError, reused bool) (eject, next bool, status int) {
+	switch aerr {
+	case attemptConnect, attemptNoAnswer:
+		eject = aerr == attemptConnect || !reused
+		if req.Idempotent() {
+			return eject, true, 0
+		}
+		return eject, false, 502
+	case attemptTimeout:
+		return false, false, 504
+	}
+	return false, false, 502
+}

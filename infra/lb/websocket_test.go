@@ -1,0 +1,139 @@
+package lb
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// metricValue is the value of the unlabelled series name on the LB's /metrics, as text.
+func metricValue(t *testing.T, l *testLB, name string) string {
+	t.Helper()
+	_, body := adminCall(t, l.AdminAddr(), "GET", "/metrics", "")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return ""
+}
+
+func TestWebSocketEchoesBothWaysAndIsCounted(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	ws, err := wsDial(l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.backend != "a" {
+		t.Fatalf("server's first message %q", ws.backend)
+	}
+	for _, msg := range [][]byte{[]byte("hello"), bytes.Repeat([]byte("x"), 300), bigBody[:256<<10]} {
+		got, err := ws.echo(msg)
+		if err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("echo of %d bytes: got %d bytes, %v", len(msg), len(got), err)
+		}
+	}
+	if v := metricValue(t, l, "zero502_lb_upgraded_connections"); v != "1" {
+		t.Fatalf("upgraded connections while one is open: %s", v)
+	}
+	if err := ws.close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the upgraded connection is no longer counted", func() bool {
+		return metricValue(t, l, "zero502_lb_upgraded_connections") == "0"
+	})
+	if v := metricValue(t, l, "zero502_lb_upgrades_total"); v != "1" {
+		t.Fatalf("upgrades total: %s", v)
+	}
+	// the upgraded backend connection left the pool for good: plain requests still work
+	if code, body, _ := get(t, client(), l.url("/")); code != 200 || body != "a" {
+		t.Fatalf("a plain request after the WebSocket: %d %q", code, body)
+	}
+}
+
+func TestWebSocketOutlivesItsBackendsDrain(t *testing.T) {
+	a, b := startBackend(t, "a"), startBackend(t, "b")
+	l := startLB(t, fastSettings(a.addr(), b.addr()))
+	ws, err := wsDial(l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.c.Close()
+	busy, other := a, b
+	if ws.backend == "b" {
+		busy, other = b, a
+	}
+	busy.health.Store(503) // its drain: out of rotation at the next check
+	eventually(t, 5*time.Second, "the draining backend leaves rotation", func() bool {
+		for _, be := range l.Backends() {
+			if be.Address == busy.addr() {
+				return !be.healthy.Load()
+			}
+		}
+		return false
+	})
+	for i := 0; i < 3; i++ {
+		if code, body, _ := get(t, client(), l.url("/")); code != 200 || body != other.name {
+			t.Fatalf("a new request during the drain went to %q (%d), want %s", body, code, other.name)
+		}
+	}
+	got, err := ws.echo([]byte("still here"))
+	if err != nil || string(got) != "still here" {
+		t.Fatalf("the WebSocket on the draining backend: %q %v", got, err)
+	}
+	if err := ws.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLBDrainGivesWebSocketsTheBudgetThenAFIN(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.Shutdown = 500 * time.Millisecond
+	l := startLB(t, set)
+	ws, err := wsDial(l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.c.Close()
+	stopped := make(chan struct{})
+	go func() { l.stop(); close(stopped) }()
+	eventually(t, 5*time.Second, "the LB stops accepting", func() bool { return l.closing.Load() })
+	if got, err := ws.echo([]byte("in the budget")); err != nil || string(got) != "in the budget" {
+		t.Fatalf("the WebSocket during the shutdown budget: %q %v", got, err)
+	}
+	// the budget runs out: the LB ends the tunnel with a FIN (EOF here, not a reset)
+	_ = ws.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := ws.br.ReadByte(); err != io.EOF {
+		t.Fatalf("the client's end of the tunnel after the budget: %v, want EOF", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
+
+func TestUpgradeRefusedByTheBackendIsAPlainExchange(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	// the backend answers 400 to an Upgrade it does not speak; the connection stays HTTP
+	out := raw(t, l.Addr(), "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"+
+		"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.1 400 ") || !strings.HasSuffix(out, "\r\n\r\na") {
+		t.Fatalf("refused upgrade, then a plain request: %q", out)
+	}
+}
+
+func TestUpgradeHeaderWithoutConnectionUpgradeIsDropped(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	out := raw(t, l.Addr(), "GET /headers HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: close\r\n\r\n", 5*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.1 200 ") || strings.Contains(out, "Upgrade") {
+		t.Fatalf("an Upgrade not named in Connection is hop-by-hop, never forwarded: %q", out)
+	}
+}

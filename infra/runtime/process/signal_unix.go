@@ -1,0 +1,15 @@
+//go:build unix
+
+package process
+
+import "syscall"
+
+// ownSession starts a service in its own session and process group, so stopping it reaches
+// whatever it forked.
+func ownSession() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
+// signal sends sig to the process pid.
+func signal(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
+
+// killGroup SIGKILLs the process group led by pid.
+func killGroup(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }
