@@ -16,6 +16,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/infra/mesh"
 )
 
 // newLBCmd runs the in-house HTTP/1.1 load balancer (package infra/lb).
@@ -23,6 +24,7 @@ func newLBCmd() *cobra.Command {
 	var (
 		config, listenHost string
 		adminTokenFile     string
+		fromMesh           string
 		slowPathOnly       bool
 		f                  lb.Settings
 	)
@@ -65,6 +67,9 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			if err != nil {
 				return exitCode(2, err)
 			}
+			if fromMesh != "" && set.Admin == "" {
+				return exitCode(2, fmt.Errorf("--backends-from-mesh %s: needs the admin listener (--admin host:port, or balancer.admin in --config): the route is applied through it", fromMesh))
+			}
 			reserveSpareP(&set) // this process runs one LB
 			opts := []lb.Option{lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory)}
 			if slowPathOnly {
@@ -79,6 +84,13 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			if fromMesh != "" {
+				// The mesh's route drives this LB's own admin API: a server the mesh rules out is
+				// drained here without a restart, and the mesh never empties the pool.
+				sync := &mesh.LBSync{Mesh: fromMesh, Admin: "http://" + srv.AdminAddr(), Token: set.AdminToken,
+					Every: set.Interval, Logger: logger}
+				go sync.Run(ctx)
+			}
 			return srv.Run(ctx)
 		},
 	}
@@ -106,6 +118,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.DurationVar(&f.Drain, "drain", lab.Drain, "after SIGTERM: how long /_lb/health answers 503 while still proxying (config default: drain.window)")
 	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
+	fl.StringVar(&fromMesh, "backends-from-mesh", "", "a mesh node's base URL (http://host:port): follow its GET /route every health interval, through this LB's admin API (zero502 mesh lb-sync, built in)")
 	fl.BoolVar(&slowPathOnly, "slow-path-only", false, "serve every connection on the goroutine path (tests)")
 	_ = fl.MarkHidden("slow-path-only")
 	fl.IntVar(&f.Loops, "loops", 0, "event loops, the fast path on Linux (0: one per CPU, GOMAXPROCS)")

@@ -85,3 +85,10 @@ func TestLBCapFlagsReachTheSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestLBBackendsFromMeshNeedsTheAdminListener(t *testing.T) {
+	out, code := runCLI(t, "lb", "--backends-from-mesh", "http://127.0.0.1:7001", "0", "127.0.0.1:1")
+	if code != 2 || !strings.Contains(out, "--backends-from-mesh") || !strings.Contains(out, "--admin") {
+		t.Fatalf("lb --backends-from-mesh without an admin listener: exit %d %q, want 2 naming --admin", code, out)
+	}
+}
