@@ -82,7 +82,7 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 
 	err = d.converge(ctx, h, rt, plan.want, plan.resume, &rep.Timeline)
 	if err == nil {
-		err = d.verify(ctx, h, rt, plan.want)
+		err = d.stillVerifies(ctx, h, rt, plan.want)
 	}
 	if err == nil {
 		d.setBack(h, plan.back)
@@ -379,7 +379,7 @@ func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back 
 			err = d.forgetTargets(rctx, failed, restored)
 		}
 		if err == nil {
-			err = d.verify(rctx, h, rt, restored)
+			err = d.stillVerifies(rctx, h, rt, restored)
 		}
 	}
 	if err != nil {

@@ -64,7 +64,8 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 	return errors.Join(errs...)
 }
 
-// stillVerifies is verify for a host finished earlier, with the balancer's patience: an instance
+// stillVerifies is verify with the balancer's patience, for a host's last look before it counts
+// as deployed (or rolled back) and for a host finished earlier: an instance
 // the runtime no longer runs fails at once, but a failed health check or a target the balancer
 // has out of rotation must persist for the balancer's own detection plus recovery plus one check
 // (interval × (unhealthy_threshold + healthy_threshold + 1)) before the host counts as failed, so
