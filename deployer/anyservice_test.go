@@ -193,7 +193,7 @@ func (m *measuring) stop(t *testing.T) loadResult {
 // requireNoFailure fails the test when any request of res went nowhere.
 func requireNoFailure(t *testing.T, res loadResult) {
 	t.Helper()
-	if res.Failures > 0 || res.Sent < 50 {
+	if res.Failures > 0 || res.Sent < 20 { // 60 req/s: a short stop sees a few dozen
 		t.Errorf("load: %d sent, %d failed; want many, none failed (by class: %v)", res.Sent, res.Failures, res.Counts)
 	}
 }
