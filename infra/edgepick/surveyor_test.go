@@ -3,7 +3,6 @@ package edgepick
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/alert"
+	"github.com/zero502/zero502/infra/alert/alerttest"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edge"
 )
@@ -52,33 +52,6 @@ func startForwarder(t *testing.T, listen, origin string) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// alertReceiver is a real HTTP webhook receiver.
-type alertReceiver struct {
-	mu     sync.Mutex
-	alerts []alert.Alert
-}
-
-func (r *alertReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var a alert.Alert
-	if err := json.NewDecoder(req.Body).Decode(&a); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	r.alerts = append(r.alerts, a)
-	r.mu.Unlock()
-}
-
-func (r *alertReceiver) kinds() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, a := range r.alerts {
-		out = append(out, a.Subject+" "+a.Kind)
-	}
-	return out
-}
-
 func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecovers(t *testing.T) {
 	pki := newPKI(t)
 	originLn, _, _ := listenLoopback(t)
@@ -92,7 +65,7 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 	startForwarder(t, a.String(), originLn.Addr().String())
 	startForwarder(t, b.String(), deadOrigin.String())
 
-	recv := &alertReceiver{}
+	recv := &alerttest.Receiver{}
 	hook := httptest.NewServer(recv)
 	defer hook.Close()
 	var lines []SurveyRound
@@ -110,13 +83,13 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 	go func() { defer close(done); s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	eventually(t, "the backend-dead alert", func() bool { return len(recv.kinds()) >= 1 })
-	if got := recv.kinds(); got[0] != b.String()+" "+EdgeBackendDead {
+	eventually(t, "the backend-dead alert", func() bool { return len(recv.List()) >= 1 })
+	if got := recv.List(); got[0] != b.String()+" "+EdgeBackendDead {
 		t.Fatalf("alerts %v; want %s backend-dead", got, b)
 	}
 	_, n := s.Last()
 	eventually(t, "three more rounds", func() bool { _, m := s.Last(); return m >= n+3 })
-	if got := recv.kinds(); len(got) != 1 {
+	if got := recv.List(); len(got) != 1 {
 		t.Errorf("alerts %v; a standing state is alerted once", got)
 	}
 	metrics := scrape(t, s)
@@ -134,8 +107,8 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 		t.Fatal(err)
 	}
 	serveOrigin(t, pki, ln)
-	eventually(t, "the recovered alert", func() bool { return len(recv.kinds()) >= 2 })
-	if got := recv.kinds(); len(got) != 2 || got[1] != b.String()+" recovered" {
+	eventually(t, "the recovered alert", func() bool { return len(recv.List()) >= 2 })
+	if got := recv.List(); len(got) != 2 || got[1] != b.String()+" recovered" {
 		t.Errorf("alerts %v; want backend-dead then recovered for %s", got, b)
 	}
 	mu.Lock()

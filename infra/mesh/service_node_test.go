@@ -2,7 +2,6 @@ package mesh
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/alert"
+	"github.com/zero502/zero502/infra/alert/alerttest"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/lb"
 )
@@ -57,56 +57,18 @@ func (b *blockable) block(all bool, from ...netip.Addr) {
 	}
 }
 
-// receiver is a real webhook receiver.
-type receiver struct {
-	mu     sync.Mutex
-	alerts []alert.Alert
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var a alert.Alert
-	if err := json.NewDecoder(req.Body).Decode(&a); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	r.alerts = append(r.alerts, a)
-	r.mu.Unlock()
-}
-
-func (r *receiver) list() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, a := range r.alerts {
-		out = append(out, a.Subject+" "+a.Kind)
-	}
-	return out
-}
-
-func (r *receiver) find(subject, kind string) (alert.Alert, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, a := range r.alerts {
-		if a.Subject == subject && a.Kind == kind {
-			return a, true
-		}
-	}
-	return alert.Alert{}, false
-}
-
 // serviceMesh is one Node per name, name i on 127.0.0.(i+1), each with a real service listener
 // on its own address, probes leaving from its own address, and alerts to one receiver.
 type serviceMesh struct {
 	nodes    map[string]*Node
 	services map[string]*blockable
 	ips      map[string]netip.Addr
-	recv     *receiver
+	recv     *alerttest.Receiver
 }
 
 func startServiceMesh(t *testing.T, checker string, names ...string) *serviceMesh {
 	t.Helper()
-	m := &serviceMesh{nodes: map[string]*Node{}, services: map[string]*blockable{}, ips: map[string]netip.Addr{}, recv: &receiver{}}
+	m := &serviceMesh{nodes: map[string]*Node{}, services: map[string]*blockable{}, ips: map[string]netip.Addr{}, recv: &alerttest.Receiver{}}
 	hook := httptest.NewServer(m.recv)
 	t.Cleanup(hook.Close)
 	lns := map[string]net.Listener{}
@@ -215,9 +177,9 @@ func (m *serviceMesh) settle() { time.Sleep(1500 * time.Millisecond) }
 func (m *serviceMesh) alerted(t *testing.T, want ...string) {
 	t.Helper()
 	end := time.Now().Add(20 * time.Second)
-	for !slices.Equal(m.recv.list(), want) {
+	for !slices.Equal(m.recv.List(), want) {
 		if time.Now().After(end) {
-			t.Fatalf("alerts %v; want %v", m.recv.list(), want)
+			t.Fatalf("alerts %v; want %v", m.recv.List(), want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -306,7 +268,7 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 		}
 	}
 	m.settle()
-	if got := m.recv.list(); !slices.Equal(got, []string{"c unreachable"}) {
+	if got := m.recv.List(); !slices.Equal(got, []string{"c unreachable"}) {
 		t.Errorf("alerts %v; want exactly one: c unreachable (a standing verdict is not alerted again)", got)
 	}
 
@@ -314,7 +276,7 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 	m.wait(t, "c up again", func(s Snapshot) bool { return verdictOf(s, "c").State == Up })
 	m.alerted(t, "c unreachable", "c recovered")
 	m.settle()
-	if got := m.recv.list(); !slices.Equal(got, []string{"c unreachable", "c recovered"}) {
+	if got := m.recv.List(); !slices.Equal(got, []string{"c unreachable", "c recovered"}) {
 		t.Errorf("alerts %v; want c unreachable then c recovered, once each", got)
 	}
 	if rv := route(t, m.nodes["b"]); len(rv.Addresses) != 3 {
@@ -356,11 +318,11 @@ func TestACheckerThatCannotReachAServerBlocksItAndSuggestsANewIP(t *testing.T) {
 	})
 	m.alerted(t, "b "+alertBlocked)
 	m.settle()
-	a, ok := m.recv.find("b", alertBlocked)
+	a, ok := m.recv.Find("b", alertBlocked)
 	if !ok || !strings.Contains(a.Suggestion, "change b's IP") {
-		t.Errorf("alerts %v; want one 'blocked' alert for b suggesting a new IP, got %+v", m.recv.list(), a)
+		t.Errorf("alerts %v; want one 'blocked' alert for b suggesting a new IP, got %+v", m.recv.List(), a)
 	}
-	if got := m.recv.list(); len(got) != 1 {
+	if got := m.recv.List(); len(got) != 1 {
 		t.Errorf("alerts %v; want exactly one", got)
 	}
 	if rv := route(t, m.nodes["c"]); slices.Contains(rv.Addresses, m.services["b"].Addr().String()) {
@@ -389,7 +351,7 @@ func TestAnUnreliableWitnessIsIgnored(t *testing.T) {
 			t.Errorf("%s's route %+v; want all four in rotation", name, rv)
 		}
 	}
-	if got := m.recv.list(); len(got) != 0 {
+	if got := m.recv.List(); len(got) != 0 {
 		t.Errorf("alerts %v; an unreliable witness alerts nobody", got)
 	}
 }
