@@ -3,50 +3,16 @@ package deployer
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/zero502/zero502/infra/promtest"
 )
 
-// requireSamples parses the textfile at path and fails for each series whose value is not
-// want's (series as name{label="value",…}, labels sorted).
+// requireSamples fails for each series whose value in the textfile at path is not want's.
 func requireSamples(t *testing.T, path string, want map[string]float64) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("%s is not in the Prometheus text format: %v", path, err)
-	}
-	got := map[string]float64{}
-	for name, fam := range families {
-		for _, m := range fam.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
-			}
-			sort.Strings(labels)
-			series := name
-			if len(labels) > 0 {
-				series += "{" + strings.Join(labels, ",") + "}"
-			}
-			got[series] = m.GetGauge().GetValue()
-		}
-	}
-	for series, v := range want {
-		if g, ok := got[series]; !ok || g != v {
-			data, _ := os.ReadFile(path)
-			t.Errorf("%s = %v (present: %v), want %v\n%s", series, g, ok, v, data)
-		}
-	}
+	promtest.Require(t, path, want)
 }
 
 func TestMetricsTextfileOfASucceededDeploy(t *testing.T) {
