@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"time"
 
@@ -42,10 +43,17 @@ func encodeValue(v reflect.Value) (any, error) {
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Type().Field(i)
 			name := f.Tag.Get("mapstructure")
+			fv, err := encodeValue(v.Field(i))
+			if f.Anonymous && name == ",squash" { // its keys sit at this level (balancer's numbers)
+				if err != nil {
+					return nil, err
+				}
+				maps.Copy(out, fv.(map[string]any))
+				continue
+			}
 			if name == "" || name == "-" || !f.IsExported() {
 				continue
 			}
-			fv, err := encodeValue(v.Field(i))
 			if err != nil {
 				return nil, fmt.Errorf("%s.%w", name, err)
 			}

@@ -42,7 +42,7 @@ const (
 	BalancerNone    = "none"    // no balancer: the deployer only checks services directly
 )
 
-// Balancer is the load balancer in front of the fleet.
+// Balancer is the load balancer in front of the fleet: which one, where, and its numbers.
 type Balancer struct {
 	// Kind is inhouse, alb or none. Default inhouse.
 	Kind string `mapstructure:"kind"`
@@ -54,26 +54,9 @@ type Balancer struct {
 	AdminToken string `mapstructure:"admin_token"`
 	// Service names the service that sits behind the balancer. Default: the first service with a port.
 	Service string `mapstructure:"service"`
-	// HealthPath is the path of the balancer's health check. Default /health.
-	HealthPath string `mapstructure:"health_path"`
-	// Interval is the time between two health checks of one target. Default 5s (ALB: 5s–300s).
-	Interval time.Duration `mapstructure:"interval"`
-	// Timeout is how long one health check may take. Default 2s; must be below Interval (I4).
-	Timeout time.Duration `mapstructure:"timeout"`
-	// UnhealthyThreshold is how many consecutive failed checks take a target out. Default 2.
-	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
-	// HealthyThreshold is how many consecutive good checks put it back. Default 2.
-	HealthyThreshold int `mapstructure:"healthy_threshold"`
-	// IdleTimeout is how long the balancer keeps an idle upstream keep-alive connection. Default
-	// 60s; must be below the app's keep-alive idle timeout (I7).
-	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-	// ConnectTimeout bounds the in-house LB's connect to a backend. Default 1s.
-	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
-	// HeaderTimeout bounds the wait for a backend's response headers (then 504). Default 3s.
-	HeaderTimeout time.Duration `mapstructure:"header_timeout"`
-	// MaxHeaderBytes is the largest request header block the in-house LB accepts (then 431).
-	// Default 65536.
-	MaxHeaderBytes int `mapstructure:"max_header_bytes"`
+	// BalancerNumbers are its health-check numbers and timeouts (balancer.health_path,
+	// balancer.interval, …), the same type the LB, the ALB adapter and the drift check use.
+	BalancerNumbers `mapstructure:",squash"`
 	// AcceptProxyFrom are the peers (IP addresses or CIDR ranges) whose PROXY v1/v2 header the
 	// in-house LB accepts on its listener, for the client address; a header from anyone else
 	// closes the connection, and connections without one pass. Default none.
@@ -82,21 +65,6 @@ type Balancer struct {
 	TargetGroupARN string `mapstructure:"target_group_arn"`
 	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.
 	Region string `mapstructure:"region"`
-	// DeregistrationDelay is the ALB target group's deregistration_delay.timeout_seconds. Default 30s.
-	DeregistrationDelay time.Duration `mapstructure:"deregistration_delay"`
-	// SlowStart is the ALB target group's slow_start.duration_seconds; 0 leaves it off.
-	SlowStart time.Duration `mapstructure:"slow_start"`
-}
-
-// Detection is how long the balancer needs, at worst, to take a failing target out of rotation:
-// Interval × UnhealthyThreshold.
-func (b Balancer) Detection() time.Duration {
-	return b.Interval * time.Duration(b.UnhealthyThreshold)
-}
-
-// Recovery is how long a healthy target needs to be back in rotation: Interval × HealthyThreshold.
-func (b Balancer) Recovery() time.Duration {
-	return b.Interval * time.Duration(b.HealthyThreshold)
 }
 
 // Drain holds the numbers of the drain handshake (docs/ARCHITECTURE.md, "The drain contract").

@@ -141,8 +141,7 @@ func envUnknown(environ []string) error {
 // lists of sections skipped: services and hosts are set in the file only).
 func envKeys(prefix string, t reflect.Type) []string {
 	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for _, f := range keyFields(t) {
 		name := prefix + "_" + strings.ToUpper(f.Tag.Get("mapstructure"))
 		switch {
 		case f.Type.Kind() == reflect.Struct && f.Type != durationType:
@@ -156,6 +155,22 @@ func envKeys(prefix string, t reflect.Type) []string {
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
+
+// keyFields are the fields of struct type t that are config keys, in order, with the fields of
+// an embedded struct tagged mapstructure:",squash" (Balancer's BalancerNumbers) in its place:
+// squashed, they sit at t's own level of the YAML.
+func keyFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Tag.Get("mapstructure") == ",squash" {
+			out = append(out, keyFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
 
 // durationHook turns "15s" into a time.Duration and refuses bare numbers, whose unit would be a
 // guess. Environment overrides arrive as strings and go through the same path.
@@ -193,8 +208,7 @@ func intHook(from, to reflect.Type, data any) (any, error) {
 // closest known key: a typo like drian: must never be silently ignored.
 func unknownKeys(m map[string]any, prefix string, t reflect.Type) error {
 	known := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for _, f := range keyFields(t) {
 		known[f.Tag.Get("mapstructure")] = f.Type
 	}
 	keys := make([]string, 0, len(m))

@@ -1,0 +1,167 @@
+package infra
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// BalancerNumbers are the balancer's numbers: how it checks a target's health, how long it waits
+// on one, and how a target leaves and joins. They are one type wherever they appear: the config
+// (balancer.*, the keys below), the in-house LB's settings and its admin API (GET
+// /admin/settings), the ALB target group zero502 provisions, and the live view the drift check
+// compares with the config. Not every balancer has every number: the in-house LB has no
+// deregistration delay or slow start, an ALB target group no connect, header or idle timeout
+// (those are its listener's); a balancer says which numbers it reports, and the drift check
+// and the overlay of live numbers (Drift, Overlay) look at those only.
+//
+// The JSON form (json tags) is Go's: durations in nanoseconds; the admin API writes durations as
+// Go duration strings (package adminapi).
+type BalancerNumbers struct {
+	// HealthPath is the path of the balancer's health check. Default /health.
+	HealthPath string `mapstructure:"health_path" json:"health_path,omitempty"`
+	// Interval is the time between two health checks of one target. Default 5s (ALB: 5s–300s).
+	Interval time.Duration `mapstructure:"interval" json:"interval,omitempty"`
+	// Timeout is how long one health check may take. Default 2s; must be below Interval (I4).
+	Timeout time.Duration `mapstructure:"timeout" json:"timeout,omitempty"`
+	// UnhealthyThreshold is how many consecutive failed checks take a target out. Default 2.
+	UnhealthyThreshold int `mapstructure:"unhealthy_threshold" json:"unhealthy_threshold,omitempty"`
+	// HealthyThreshold is how many consecutive good checks put it back. Default 2.
+	HealthyThreshold int `mapstructure:"healthy_threshold" json:"healthy_threshold,omitempty"`
+	// IdleTimeout is how long the balancer keeps an idle upstream keep-alive connection. Default
+	// 60s; must be below the app's keep-alive idle timeout (I7).
+	IdleTimeout time.Duration `mapstructure:"idle_timeout" json:"idle_timeout,omitempty"`
+	// ConnectTimeout bounds the in-house LB's connect to a backend. Default 1s.
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout" json:"connect_timeout,omitempty"`
+	// HeaderTimeout bounds the wait for a backend's response headers (then 504). Default 3s.
+	HeaderTimeout time.Duration `mapstructure:"header_timeout" json:"header_timeout,omitempty"`
+	// MaxHeaderBytes is the largest request header block the in-house LB accepts (then 431).
+	// Default 65536.
+	MaxHeaderBytes int `mapstructure:"max_header_bytes" json:"max_header_bytes,omitempty"`
+	// DeregistrationDelay is the ALB target group's deregistration_delay.timeout_seconds. Default 30s.
+	DeregistrationDelay time.Duration `mapstructure:"deregistration_delay" json:"deregistration_delay,omitempty"`
+	// SlowStart is the ALB target group's slow_start.duration_seconds; 0 leaves it off.
+	SlowStart time.Duration `mapstructure:"slow_start" json:"slow_start,omitempty"`
+}
+
+// Detection is how long the balancer needs, at worst, to take a failing target out of rotation:
+// Interval × UnhealthyThreshold.
+func (n BalancerNumbers) Detection() time.Duration {
+	return n.Interval * time.Duration(n.UnhealthyThreshold)
+}
+
+// Recovery is how long a healthy target needs to be back in rotation: Interval × HealthyThreshold.
+func (n BalancerNumbers) Recovery() time.Duration {
+	return n.Interval * time.Duration(n.HealthyThreshold)
+}
+
+// BalancerNumberKeys are the config keys of every number (health_path, interval, …; under
+// balancer. in the file), in the order of the type.
+func BalancerNumberKeys() []string {
+	t := reflect.TypeOf(BalancerNumbers{})
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		keys = append(keys, t.Field(i).Tag.Get("mapstructure"))
+	}
+	return keys
+}
+
+// number is the field of n under key; false when key is not one of the numbers.
+func (n *BalancerNumbers) number(key string) (reflect.Value, bool) {
+	v := reflect.ValueOf(n).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("mapstructure") == key {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// Value is the number under key as a person writes it in the config (5s, 2, /health); false
+// when key is not one of the numbers.
+func (n BalancerNumbers) Value(key string) (string, bool) {
+	f, ok := n.number(key)
+	switch {
+	case !ok:
+		return "", false
+	case f.Type() == durationType:
+		return time.Duration(f.Int()).String(), true
+	case f.Kind() == reflect.Int:
+		return strconv.FormatInt(f.Int(), 10), true
+	}
+	return f.String(), true
+}
+
+// SetValue sets the number under key from value as Value writes it: a Go duration (250ms) for
+// a duration, a whole number for a count, the text itself for the health path.
+func (n *BalancerNumbers) SetValue(key, value string) error {
+	f, ok := n.number(key)
+	switch {
+	case !ok:
+		return fmt.Errorf("balancer.%s: not one of the balancer's numbers (%v)", key, BalancerNumberKeys())
+	case f.Type() == durationType:
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return fmt.Errorf("balancer.%s %q: not a duration; write it with a unit, e.g. 5s or 250ms", key, value)
+		}
+		f.SetInt(int64(d))
+	case f.Kind() == reflect.Int:
+		i, err := strconv.Atoi(value)
+		if err != nil {
+			return fmt.Errorf("balancer.%s %q: not a whole number", key, value)
+		}
+		f.SetInt(int64(i))
+	default:
+		f.SetString(value)
+	}
+	return nil
+}
+
+// Drift is one balancer setting whose live value differs from the config.
+type Drift struct {
+	// Field is the config key (balancer.interval).
+	Field string `json:"field"`
+	// Config and Live are the two values as people write them.
+	Config string `json:"config"`
+	Live   string `json:"live"`
+}
+
+func (d Drift) String() string {
+	return fmt.Sprintf("%s: config %s, live balancer %s", d.Field, d.Config, d.Live)
+}
+
+// Drift lists, in the order of the type, every number of reported (config keys) where live
+// differs from n, the config: someone changed the interval in the console, or started the LB
+// with other flags. Numbers the balancer does not report are not compared. Equal durations
+// written differently (5000ms, 5s) are equal.
+func (n BalancerNumbers) Drift(live BalancerNumbers, reported []string) []Drift {
+	var out []Drift
+	for _, key := range BalancerNumberKeys() {
+		if !slices.Contains(reported, key) {
+			continue
+		}
+		c, _ := n.Value(key)
+		l, _ := live.Value(key)
+		if c != l {
+			out = append(out, Drift{Field: "balancer." + key, Config: c, Live: l})
+		}
+	}
+	return out
+}
+
+// Overlay returns n with every number of reported (config keys) taken from live: the numbers
+// a deploy really runs through, for the invariants (zero502 invariants --live, a deploy's
+// preflight with --accept-drift).
+func (n BalancerNumbers) Overlay(live BalancerNumbers, reported []string) BalancerNumbers {
+	for _, key := range reported {
+		dst, ok := n.number(key)
+		if !ok {
+			continue
+		}
+		src, _ := live.number(key)
+		dst.Set(src)
+	}
+	return n
+}
