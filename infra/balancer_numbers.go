@@ -2,9 +2,10 @@ package infra
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
 )
 
@@ -79,42 +80,65 @@ func (n *BalancerNumbers) number(key string) (reflect.Value, bool) {
 	return reflect.Value{}, false
 }
 
-// Value is the number under key as a person writes it in the config (5s, 2, /health); false
-// when key is not one of the numbers.
-func (n BalancerNumbers) Value(key string) (string, bool) {
+// Text is the number under key as it is written in the config and in the admin API's JSON: a
+// string for the health path and for a duration (a Go duration: 5s, 250ms), an int for a
+// count; false when key is not one of the numbers.
+func (n BalancerNumbers) Text(key string) (any, bool) {
 	f, ok := n.number(key)
 	switch {
 	case !ok:
-		return "", false
+		return nil, false
 	case f.Type() == durationType:
 		return time.Duration(f.Int()).String(), true
 	case f.Kind() == reflect.Int:
-		return strconv.FormatInt(f.Int(), 10), true
+		return int(f.Int()), true
 	}
 	return f.String(), true
 }
 
-// SetValue sets the number under key from value as Value writes it: a Go duration (250ms) for
-// a duration, a whole number for a count, the text itself for the health path.
-func (n *BalancerNumbers) SetValue(key, value string) error {
+// Value is Text as a person reads it: 5s, 2, /health.
+func (n BalancerNumbers) Value(key string) (string, bool) {
+	v, ok := n.Text(key)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprint(v), true
+}
+
+// SetText sets the number under key from v as Text gives it: a Go duration string for a
+// duration, a whole number (an int, or a float64 as encoding/json decodes it) for a count, a
+// string for the health path.
+func (n *BalancerNumbers) SetText(key string, v any) error {
 	f, ok := n.number(key)
+	if !ok {
+		return fmt.Errorf("balancer.%s: not one of the balancer's numbers (%s)", key, strings.Join(BalancerNumberKeys(), ", "))
+	}
 	switch {
-	case !ok:
-		return fmt.Errorf("balancer.%s: not one of the balancer's numbers (%v)", key, BalancerNumberKeys())
 	case f.Type() == durationType:
-		d, err := time.ParseDuration(value)
+		s, _ := v.(string)
+		d, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("balancer.%s %q: not a duration; write it with a unit, e.g. 5s or 250ms", key, value)
+			return fmt.Errorf("balancer.%s %#v: not a duration; write it as a string with a unit, e.g. \"5s\" or \"250ms\"", key, v)
 		}
 		f.SetInt(int64(d))
 	case f.Kind() == reflect.Int:
-		i, err := strconv.Atoi(value)
-		if err != nil {
-			return fmt.Errorf("balancer.%s %q: not a whole number", key, value)
+		switch i := v.(type) {
+		case int:
+			f.SetInt(int64(i))
+		case float64:
+			if i != math.Trunc(i) || math.Abs(i) > 1<<53 {
+				return fmt.Errorf("balancer.%s %v: not a whole number", key, v)
+			}
+			f.SetInt(int64(i))
+		default:
+			return fmt.Errorf("balancer.%s %#v: not a whole number", key, v)
 		}
-		f.SetInt(int64(i))
 	default:
-		f.SetString(value)
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("balancer.%s %#v: not a string", key, v)
+		}
+		f.SetString(s)
 	}
 	return nil
 }

@@ -34,31 +34,44 @@ func TestBalancerNumberKeysAreTheConfigKeys(t *testing.T) {
 	}
 }
 
-func TestBalancerNumberValuesRoundTrip(t *testing.T) {
+func TestBalancerNumberTextsRoundTrip(t *testing.T) {
 	n := Defaults().Balancer.BalancerNumbers
 	var back BalancerNumbers
 	for _, key := range BalancerNumberKeys() {
-		v, ok := n.Value(key)
+		v, ok := n.Text(key)
 		if !ok {
-			t.Fatalf("Value(%q): not a number", key)
+			t.Fatalf("Text(%q): not a number", key)
 		}
-		if err := back.SetValue(key, v); err != nil {
-			t.Fatalf("SetValue(%q, %q): %v", key, v, err)
+		if err := back.SetText(key, v); err != nil {
+			t.Fatalf("SetText(%q, %#v): %v", key, v, err)
 		}
 	}
 	if back != n {
 		t.Fatalf("round trip %+v, want %+v", back, n)
 	}
-	if v, _ := n.Value("interval"); v != "5s" {
-		t.Errorf("interval written %q, want 5s", v)
+	if v, _ := n.Text("interval"); v != "5s" {
+		t.Errorf("interval written %#v, want \"5s\"", v)
 	}
-	for _, tc := range []struct{ key, value, wants string }{
-		{"interval", "5", "balancer.interval \"5\": not a duration"},
-		{"healthy_threshold", "two", "balancer.healthy_threshold \"two\": not a whole number"},
+	if v, _ := n.Text("max_header_bytes"); v != 65536 {
+		t.Errorf("max_header_bytes written %#v, want 65536", v)
+	}
+	if err := back.SetText("healthy_threshold", 3.0); err != nil || back.HealthyThreshold != 3 {
+		t.Errorf("a JSON number 3 for healthy_threshold: %v, %d", err, back.HealthyThreshold)
+	}
+	for _, tc := range []struct {
+		key   string
+		value any
+		wants string
+	}{
+		{"interval", 5.0, "balancer.interval 5: not a duration"},
+		{"interval", "5", `balancer.interval "5": not a duration`},
+		{"healthy_threshold", "two", `balancer.healthy_threshold "two": not a whole number`},
+		{"healthy_threshold", 2.5, "balancer.healthy_threshold 2.5: not a whole number"},
+		{"health_path", 1.0, "balancer.health_path 1: not a string"},
 		{"listen", ":80", "balancer.listen: not one of the balancer's numbers"},
 	} {
-		if err := back.SetValue(tc.key, tc.value); err == nil || !strings.Contains(err.Error(), tc.wants) {
-			t.Errorf("SetValue(%q, %q): %v, want %q", tc.key, tc.value, err, tc.wants)
+		if err := back.SetText(tc.key, tc.value); err == nil || !strings.Contains(err.Error(), tc.wants) {
+			t.Errorf("SetText(%q, %#v): %v, want %q", tc.key, tc.value, err, tc.wants)
 		}
 	}
 }

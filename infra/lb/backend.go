@@ -17,7 +17,6 @@ type (
 	State         = adminapi.State
 	Transition    = adminapi.Transition
 	BackendStatus = adminapi.BackendStatus
-	SettingsView  = adminapi.SettingsView
 )
 
 // Backend states (README: Admin API).

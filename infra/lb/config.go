@@ -10,25 +10,21 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
-// Settings are every number and address the LB runs with. Durations and counts are the
-// balancer.* keys of the infra config; the admin API shows them back (GET /admin/settings).
+// Settings are every number and address the LB runs with. The balancer's numbers are the
+// config's own type (infra.BalancerNumbers); the admin API shows them back (GET
+// /admin/settings, adminapi.Settings).
 type Settings struct {
 	Listen     string   // proxy listener host:port
 	Admin      string   // admin listener host:port; "" disables it
 	AdminToken string   // bearer token, required when Admin is not on loopback
 	Backends   []string // host:port, in order
 
-	HealthPath         string
-	Interval           time.Duration
-	Timeout            time.Duration
-	UnhealthyThreshold int
-	HealthyThreshold   int
-	IdleTimeout        time.Duration // upstream keep-alive idle timeout
-	ConnectTimeout     time.Duration
-	HeaderTimeout      time.Duration // backend response headers, then 504
-	MaxHeaderBytes     int           // client request head, then 431
+	// BalancerNumbers are the health checks and backend timeouts: the config's balancer.* numbers,
+	// under the same names (the LB has no use for the ALB's DeregistrationDelay and SlowStart).
+	infra.BalancerNumbers
 
 	ClientHeaderTimeout time.Duration // a client's request head (and silence in its body)
 	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
@@ -63,10 +59,12 @@ type Settings struct {
 func LabSettings(listen string, backends []string) Settings {
 	return Settings{
 		Listen: listen, Backends: backends,
-		HealthPath: "/health", Interval: 500 * time.Millisecond, Timeout: 400 * time.Millisecond,
-		UnhealthyThreshold: 2, HealthyThreshold: 2,
-		IdleTimeout: 4 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second,
-		MaxHeaderBytes:      64 << 10,
+		BalancerNumbers: infra.BalancerNumbers{
+			HealthPath: "/health", Interval: 500 * time.Millisecond, Timeout: 400 * time.Millisecond,
+			UnhealthyThreshold: 2, HealthyThreshold: 2,
+			IdleTimeout: 4 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second,
+			MaxHeaderBytes: 64 << 10,
+		},
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
 		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
@@ -80,10 +78,7 @@ func FromConfig(cfg *infra.Config) Settings {
 	b := cfg.Balancer
 	s := LabSettings(b.Listen, cfg.Targets())
 	s.Admin, s.AdminToken = b.Admin, b.AdminToken
-	s.HealthPath, s.Interval, s.Timeout = b.HealthPath, b.Interval, b.Timeout
-	s.UnhealthyThreshold, s.HealthyThreshold = b.UnhealthyThreshold, b.HealthyThreshold
-	s.IdleTimeout, s.ConnectTimeout, s.HeaderTimeout = b.IdleTimeout, b.ConnectTimeout, b.HeaderTimeout
-	s.MaxHeaderBytes = b.MaxHeaderBytes
+	s.BalancerNumbers = b.BalancerNumbers
 	s.AcceptProxyFrom = b.AcceptProxyFrom
 	s.Drain, s.Shutdown = cfg.Drain.Window, cfg.Drain.Shutdown
 	return s
@@ -183,11 +178,7 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (s Settings) view() SettingsView {
-	return SettingsView{
-		Listen: s.Listen, HealthPath: s.HealthPath, Interval: s.Interval.String(), Timeout: s.Timeout.String(),
-		UnhealthyThreshold: s.UnhealthyThreshold, HealthyThreshold: s.HealthyThreshold,
-		IdleTimeout: s.IdleTimeout.String(), ConnectTimeout: s.ConnectTimeout.String(),
-		HeaderTimeout: s.HeaderTimeout.String(), MaxHeaderBytes: s.MaxHeaderBytes,
-	}
+// view is the answer of GET /admin/settings: the listen address and the numbers.
+func (s Settings) view() adminapi.Settings {
+	return adminapi.Settings{Listen: s.Listen, BalancerNumbers: s.BalancerNumbers}
 }

@@ -17,17 +17,13 @@ func TestFromConfigTakesEverythingFromTheInfraConfig(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatalf("local.yaml gives invalid LB settings: %v", err)
 	}
-	want := Settings{Listen: "127.0.0.1:18080", Admin: "127.0.0.1:18081", HealthPath: "/health",
+	want := infra.BalancerNumbers{HealthPath: "/health",
 		Interval: 250 * time.Millisecond, Timeout: 100 * time.Millisecond, UnhealthyThreshold: 2, HealthyThreshold: 2,
 		IdleTimeout: 5 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second, MaxHeaderBytes: 65536,
-		Drain: 1500 * time.Millisecond, Shutdown: time.Second}
-	got := s
-	got.Backends, got.ClientHeaderTimeout, got.ClientIdleTimeout, got.BodyTimeout, got.MaxIdlePerBackend = nil, 0, 0, 0, 0
-	if got.Listen != want.Listen || got.Admin != want.Admin || got.Interval != want.Interval || got.Timeout != want.Timeout ||
-		got.IdleTimeout != want.IdleTimeout || got.Drain != want.Drain || got.Shutdown != want.Shutdown ||
-		got.UnhealthyThreshold != want.UnhealthyThreshold || got.HealthyThreshold != want.HealthyThreshold ||
-		got.HeaderTimeout != want.HeaderTimeout || got.MaxHeaderBytes != want.MaxHeaderBytes {
-		t.Fatalf("settings from local.yaml:\n got %+v\nwant %+v", got, want)
+		DeregistrationDelay: 30 * time.Second}
+	if s.Listen != "127.0.0.1:18080" || s.Admin != "127.0.0.1:18081" || s.BalancerNumbers != want ||
+		s.Drain != 1500*time.Millisecond || s.Shutdown != time.Second {
+		t.Fatalf("settings from local.yaml:\n got %+v\nwant listen 127.0.0.1:18080, admin 127.0.0.1:18081, drain 1.5s, shutdown 1s, %+v", s, want)
 	}
 	if len(s.Backends) != 3 || s.Backends[0] != "127.0.0.1:19001" || s.Backends[2] != "127.0.0.1:19201" {
 		t.Fatalf("backends: %v, want the web service on the three hosts", s.Backends)

@@ -3,7 +3,14 @@
 // deployer's rotation wait and drift check) import this package, not the LB itself.
 package adminapi
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
 
 // State is where a backend stands with the LB.
 type State string
@@ -50,17 +57,69 @@ type BackendStatus struct {
 	Transitions  []Transition      `json:"transitions"`
 }
 
-// SettingsView is the wire form of GET /admin/settings (README: Admin API): the config's YAML key
-// names, durations as Go duration strings. Clients (the deployer's drift check) decode it too.
-type SettingsView struct {
-	Listen             string `json:"listen"`
-	HealthPath         string `json:"health_path"`
-	Interval           string `json:"interval"`
-	Timeout            string `json:"timeout"`
-	UnhealthyThreshold int    `json:"unhealthy_threshold"`
-	HealthyThreshold   int    `json:"healthy_threshold"`
-	IdleTimeout        string `json:"idle_timeout"`
-	ConnectTimeout     string `json:"connect_timeout"`
-	HeaderTimeout      string `json:"header_timeout"`
-	MaxHeaderBytes     int    `json:"max_header_bytes"`
+// Settings is the answer of GET /admin/settings (README: Admin API): the LB's listen address
+// and the numbers it runs by, under the config's key names (listen, health_path, interval, …),
+// durations as Go duration strings ("250ms"), counts as JSON numbers. Clients (the deployer's
+// drift check) decode it too.
+type Settings struct {
+	Listen string
+	infra.BalancerNumbers
+	// Reported are the keys of the numbers the JSON carried, set by UnmarshalJSON: the ones the
+	// drift check compares. MarshalJSON always writes every key of InHouseNumbers.
+	Reported []string
+}
+
+// InHouseNumbers are the config keys of the numbers the in-house LB runs by, the ones GET
+// /admin/settings carries: all of infra.BalancerNumbers but the ALB's deregistration_delay and
+// slow_start.
+func InHouseNumbers() []string {
+	return []string{"health_path", "interval", "timeout", "unhealthy_threshold", "healthy_threshold",
+		"idle_timeout", "connect_timeout", "header_timeout", "max_header_bytes"}
+}
+
+// MarshalJSON writes listen, then every number of InHouseNumbers, in that order.
+func (s Settings) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"listen":`)
+	listen, _ := json.Marshal(s.Listen)
+	b.Write(listen)
+	for _, key := range InHouseNumbers() {
+		v, _ := s.Text(key)
+		value, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("admin settings %s: %w", key, err)
+		}
+		fmt.Fprintf(&b, ",%q:%s", key, value)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads listen and every number the JSON carries, in the form MarshalJSON writes,
+// and lists those numbers in Reported. Keys it does not know are ignored (a newer LB may report
+// more); a number of the wrong form is an error naming it.
+func (s *Settings) UnmarshalJSON(data []byte) error {
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*s = Settings{}
+	if v, ok := raw["listen"]; ok {
+		listen, isString := v.(string)
+		if !isString {
+			return fmt.Errorf("admin settings listen %#v: not a string (host:port)", v)
+		}
+		s.Listen = listen
+	}
+	for _, key := range infra.BalancerNumberKeys() {
+		v, ok := raw[key]
+		if !ok {
+			continue
+		}
+		if err := s.SetText(key, v); err != nil {
+			return fmt.Errorf("admin settings: %w", err)
+		}
+		s.Reported = append(s.Reported, key)
+	}
+	return nil
 }
