@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/alb"
 )
 
 // Balancer is what the deployer needs of the load balancer in front of the fleet: its own view
@@ -20,8 +21,8 @@ type Balancer interface {
 	// TargetState is the balancer's current view of target (host:port, as configured). A
 	// balancer without a view (None) returns an error wrapping ErrNoView.
 	TargetState(ctx context.Context, target string) (TargetState, error)
-	// Settings are the balancer's live health-check and timeout numbers. A balancer without
-	// live settings returns an error wrapping ErrNoView.
+	// Settings are the balancer's live numbers (the ones it has, listed in Settings.Reported).
+	// A balancer without live settings returns an error wrapping ErrNoView.
 	Settings(ctx context.Context) (Settings, error)
 }
 
@@ -61,112 +62,45 @@ type TargetState struct {
 	Since time.Time `json:"since"`
 }
 
-// Settings are a balancer's live numbers, named as the balancer.* keys of the config. A zero
-// field is one the balancer does not report; the drift check skips it.
+// Settings are what a balancer runs now, named as the config names it: the balancer's numbers
+// it has, its listen address (in-house LB) and its health-check matcher (ALB).
 type Settings struct {
-	Listen             string        `json:"listen,omitempty"`
-	HealthPath         string        `json:"health_path,omitempty"`
-	Interval           time.Duration `json:"interval,omitempty"`
-	Timeout            time.Duration `json:"timeout,omitempty"`
-	UnhealthyThreshold int           `json:"unhealthy_threshold,omitempty"`
-	HealthyThreshold   int           `json:"healthy_threshold,omitempty"`
-	IdleTimeout        time.Duration `json:"idle_timeout,omitempty"`
-	ConnectTimeout     time.Duration `json:"connect_timeout,omitempty"`
-	HeaderTimeout      time.Duration `json:"header_timeout,omitempty"`
-	MaxHeaderBytes     int           `json:"max_header_bytes,omitempty"`
+	// Listen is the in-house LB's listener; "" for a balancer without one of its own (ALB).
+	Listen string `json:"listen,omitempty"`
+	// BalancerNumbers are the live numbers; only those in Reported mean anything.
+	infra.BalancerNumbers
+	// Reported are the config keys of the numbers this balancer has (in-house:
+	// adminapi.InHouseNumbers; ALB: alb.Numbers). The drift check and the overlay of live
+	// numbers onto the config (infra.BalancerNumbers.Overlay) look at these only.
+	Reported []string `json:"-"`
+	// Matcher is an ALB target group's health-check success codes; "" for the in-house LB.
+	Matcher string `json:"matcher,omitempty"`
 }
 
-// Drift is one balancer setting whose live value differs from the config.
-type Drift struct {
-	// Field is the config key (balancer.interval).
-	Field string `json:"field"`
-	// Config and Live are the two values as people write them.
-	Config string `json:"config"`
-	Live   string `json:"live"`
-}
-
-func (d Drift) String() string {
-	return fmt.Sprintf("%s: config %s, live balancer %s", d.Field, d.Config, d.Live)
-}
-
-// CompareSettings returns every reported live setting that differs from cfg, in key order.
-func CompareSettings(cfg infra.Balancer, live Settings) []Drift {
-	var out []Drift
-	str := func(field, c, l string) {
-		if l != "" && c != l {
-			out = append(out, Drift{Field: "balancer." + field, Config: c, Live: l})
-		}
+// Drift lists every setting of live that differs from the config cfg: the listen address,
+// every reported number (infra's one comparison of the numbers, in the order of the type), and
+// the matcher, which must be alb.Matcher (200 only, so a draining server's 503 takes it out).
+// One comparison for every kind of balancer; what a balancer does not have is not compared.
+func (live Settings) Drift(cfg infra.Balancer) []infra.Drift {
+	var out []infra.Drift
+	if live.Listen != "" && live.Listen != cfg.Listen {
+		out = append(out, infra.Drift{Field: "balancer.listen", Config: cfg.Listen, Live: live.Listen})
 	}
-	dur := func(field string, c, l time.Duration) {
-		if l != 0 && c != l {
-			out = append(out, Drift{Field: "balancer." + field, Config: c.String(), Live: l.String()})
-		}
+	out = append(out, cfg.Drift(live.BalancerNumbers, live.Reported)...)
+	if live.Matcher != "" && live.Matcher != alb.Matcher {
+		out = append(out, infra.Drift{Field: alb.MatcherKey, Config: alb.Matcher, Live: live.Matcher})
 	}
-	num := func(field string, c, l int) {
-		if l != 0 && c != l {
-			out = append(out, Drift{Field: "balancer." + field, Config: fmt.Sprint(c), Live: fmt.Sprint(l)})
-		}
-	}
-	str("listen", cfg.Listen, live.Listen)
-	str("health_path", cfg.HealthPath, live.HealthPath)
-	dur("interval", cfg.Interval, live.Interval)
-	dur("timeout", cfg.Timeout, live.Timeout)
-	num("unhealthy_threshold", cfg.UnhealthyThreshold, live.UnhealthyThreshold)
-	num("healthy_threshold", cfg.HealthyThreshold, live.HealthyThreshold)
-	dur("idle_timeout", cfg.IdleTimeout, live.IdleTimeout)
-	dur("connect_timeout", cfg.ConnectTimeout, live.ConnectTimeout)
-	dur("header_timeout", cfg.HeaderTimeout, live.HeaderTimeout)
-	num("max_header_bytes", cfg.MaxHeaderBytes, live.MaxHeaderBytes)
 	return out
 }
 
-// LiveDrift reads bal's live settings and lists every one that differs from cfg: CompareSettings,
-// plus the ExtraDrift of a balancer with settings Settings cannot carry (ALB). A balancer without
-// live settings returns an error wrapping ErrNoView.
-func LiveDrift(ctx context.Context, bal Balancer, cfg infra.Balancer) (Settings, []Drift, error) {
+// LiveDrift reads bal's live settings and lists every one that differs from cfg (Settings.Drift).
+// A balancer without live settings returns an error wrapping ErrNoView.
+func LiveDrift(ctx context.Context, bal Balancer, cfg infra.Balancer) (Settings, []infra.Drift, error) {
 	live, err := bal.Settings(ctx)
 	if err != nil {
 		return Settings{}, nil, err
 	}
-	drifts := CompareSettings(cfg, live)
-	if x, ok := bal.(ExtraDrifter); ok {
-		extra, err := x.ExtraDrift(ctx, cfg)
-		if err != nil {
-			return Settings{}, nil, err
-		}
-		drifts = append(drifts, extra...)
-	}
-	return live, drifts, nil
-}
-
-// ApplySettings returns cfg's balancer with every reported live setting in place of the
-// configured one: the balancer the deploy really runs through, for the invariants.
-func ApplySettings(cfg infra.Balancer, live Settings) infra.Balancer {
-	if live.Listen != "" {
-		cfg.Listen = live.Listen
-	}
-	if live.HealthPath != "" {
-		cfg.HealthPath = live.HealthPath
-	}
-	setDur := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setNum := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setDur(&cfg.Interval, live.Interval)
-	setDur(&cfg.Timeout, live.Timeout)
-	setNum(&cfg.UnhealthyThreshold, live.UnhealthyThreshold)
-	setNum(&cfg.HealthyThreshold, live.HealthyThreshold)
-	setDur(&cfg.IdleTimeout, live.IdleTimeout)
-	setDur(&cfg.ConnectTimeout, live.ConnectTimeout)
-	setDur(&cfg.HeaderTimeout, live.HeaderTimeout)
-	setNum(&cfg.MaxHeaderBytes, live.MaxHeaderBytes)
-	return cfg
+	return live, live.Drift(cfg), nil
 }
 
 // BalancerFor builds the balancer cfg describes: the in-house LB's admin API client, the ALB

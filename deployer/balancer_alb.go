@@ -28,13 +28,6 @@ type DrainGuarder interface {
 	DrainGuard(ctx context.Context, target string) error
 }
 
-// ExtraDrifter is a Balancer with live settings that Settings cannot carry (the ALB's matcher,
-// deregistration delay and slow start); LiveDrift compares those too.
-type ExtraDrifter interface {
-	// ExtraDrift lists each such setting whose live value differs from cfg.
-	ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, error)
-}
-
 // PacedViewer is a Balancer whose view costs an API call that its provider throttles (the
 // ALB: DescribeTargetHealth). While a new instance comes up the deployer then asks it every
 // pollEvery (interval/5, at most once a second per host) instead of every startPoll.
@@ -153,40 +146,16 @@ func (b *ALB) TargetState(ctx context.Context, target string) (TargetState, erro
 	return TargetState{State: state, InRotation: state == alb.StateHealthy, Since: s.since}, nil
 }
 
-// Settings are the target group's live health-check numbers under their balancer.* names:
-// health_path, interval, timeout and the two thresholds. The listener's numbers (listen,
-// idle_timeout, …) are not the target group's, so they stay zero and the drift check skips them.
+// Settings are the target group's live numbers under their balancer.* names (the ones a target
+// group has, alb.Numbers: health check, deregistration delay, slow start) and its matcher. The
+// listener's numbers (listen, idle_timeout, …) are not the target group's, so they are not
+// reported and the drift check skips them.
 func (b *ALB) Settings(ctx context.Context) (Settings, error) {
 	t, err := alb.Live(ctx, b.api, b.arn)
 	if err != nil {
 		return Settings{}, err
 	}
-	return Settings{
-		HealthPath: t.HealthPath, Interval: t.Interval, Timeout: t.Timeout,
-		UnhealthyThreshold: t.UnhealthyThreshold, HealthyThreshold: t.HealthyThreshold,
-	}, nil
-}
-
-// settingsKeys are the alb.Drift keys Settings already carries.
-var settingsKeys = map[string]bool{
-	"balancer.health_path": true, "balancer.interval": true, "balancer.timeout": true,
-	"balancer.healthy_threshold": true, "balancer.unhealthy_threshold": true,
-}
-
-// ExtraDrift compares what Settings cannot carry: the matcher (zero502 runs 200 only, so a
-// draining server's 503 takes it out), balancer.deregistration_delay and balancer.slow_start.
-func (b *ALB) ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, error) {
-	t, err := alb.Live(ctx, b.api, b.arn)
-	if err != nil {
-		return nil, err
-	}
-	var out []Drift
-	for _, d := range alb.Drift(cfg, t) {
-		if !settingsKeys[d.Key] {
-			out = append(out, Drift{Field: d.Key, Config: d.Config, Live: d.Live})
-		}
-	}
-	return out, nil
+	return Settings{BalancerNumbers: t.BalancerNumbers, Reported: alb.Numbers(), Matcher: t.Matcher}, nil
 }
 
 // DrainGuard is the fail-open guard: nil only when every other registered target of the group
@@ -239,5 +208,4 @@ var (
 	_ Rotation     = (*ALB)(nil)
 	_ Balancer     = (*ALB)(nil)
 	_ DrainGuarder = (*ALB)(nil)
-	_ ExtraDrifter = (*ALB)(nil)
 )

@@ -211,7 +211,7 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 	for _, d := range drifts {
 		got = append(got, d.Field+"="+d.Config+"→"+d.Live)
 	}
-	want := "balancer.interval=5s→10s matcher (HttpCode, fixed)=200→200-499 balancer.deregistration_delay=30s→5m0s"
+	want := "balancer.interval=5s→10s balancer.deregistration_delay=30s→5m0s matcher (HttpCode, fixed)=200→200-499"
 	if strings.Join(got, " ") != want {
 		t.Errorf("drift after console changes:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}

@@ -52,35 +52,14 @@ func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, 
 		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "))
 }
 
-// Settings returns the LB's live numbers.
+// Settings returns the LB's live listen address and numbers (GET /admin/settings): the ones it
+// reports, adminapi.InHouseNumbers.
 func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
-	var raw adminapi.SettingsView
+	var raw adminapi.Settings
 	if err := b.get(ctx, "/admin/settings", &raw); err != nil {
 		return Settings{}, err
 	}
-	s := Settings{Listen: raw.Listen, HealthPath: raw.HealthPath, UnhealthyThreshold: raw.UnhealthyThreshold,
-		HealthyThreshold: raw.HealthyThreshold, MaxHeaderBytes: raw.MaxHeaderBytes}
-	for _, f := range []struct {
-		name string
-		raw  string
-		dst  *time.Duration
-	}{
-		{"interval", raw.Interval, &s.Interval},
-		{"timeout", raw.Timeout, &s.Timeout},
-		{"idle_timeout", raw.IdleTimeout, &s.IdleTimeout},
-		{"connect_timeout", raw.ConnectTimeout, &s.ConnectTimeout},
-		{"header_timeout", raw.HeaderTimeout, &s.HeaderTimeout},
-	} {
-		if f.raw == "" {
-			continue
-		}
-		d, err := time.ParseDuration(f.raw)
-		if err != nil {
-			return Settings{}, fmt.Errorf("in-house LB at %s: /admin/settings %s %q is not a duration: %w", b.admin, f.name, f.raw, err)
-		}
-		*f.dst = d
-	}
-	return s, nil
+	return Settings{Listen: raw.Listen, BalancerNumbers: raw.BalancerNumbers, Reported: raw.Reported}, nil
 }
 
 func (b *InHouse) get(ctx context.Context, path string, into any) error {

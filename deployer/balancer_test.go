@@ -1,38 +1,48 @@
 package deployer
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
-func TestCompareSettingsNamesEachDriftedField(t *testing.T) {
+func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
 	cfg := infra.Defaults().Balancer
-	live := Settings{Listen: cfg.Listen, HealthPath: "/healthz", Interval: 10 * time.Second, Timeout: cfg.Timeout,
-		UnhealthyThreshold: 3, HealthyThreshold: cfg.HealthyThreshold, MaxHeaderBytes: cfg.MaxHeaderBytes}
-	got := CompareSettings(cfg, live)
-	want := []Drift{
-		{Field: "balancer.health_path", Config: "/health", Live: "/healthz"},
-		{Field: "balancer.interval", Config: "5s", Live: "10s"},
-		{Field: "balancer.unhealthy_threshold", Config: "2", Live: "3"},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("drift %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("drift[%d] = %v, want %v", i, got[i], want[i])
-		}
-	}
-	// A field the balancer does not report (zero) is not drift; equal durations written
-	// differently are equal.
-	if d := CompareSettings(cfg, Settings{Interval: 5000 * time.Millisecond}); len(d) != 0 {
-		t.Errorf("5000ms against 5s: %v, want no drift", d)
-	}
-	applied := ApplySettings(cfg, live)
-	if applied.Interval != 10*time.Second || applied.UnhealthyThreshold != 3 || applied.IdleTimeout != cfg.IdleTimeout {
-		t.Errorf("ApplySettings: %+v", applied)
+	inHouse := Settings{Listen: "127.0.0.1:9999", BalancerNumbers: cfg.BalancerNumbers, Reported: adminapi.InHouseNumbers()}
+	inHouse.HealthPath, inHouse.Interval, inHouse.UnhealthyThreshold = "/healthz", 10*time.Second, 3
+	inHouse.DeregistrationDelay, inHouse.SlowStart = 0, 0 // the LB has none: not drift
+	targetGroup := Settings{BalancerNumbers: infra.BalancerNumbers{HealthPath: cfg.HealthPath, Interval: cfg.Interval,
+		Timeout: cfg.Timeout, UnhealthyThreshold: cfg.UnhealthyThreshold, HealthyThreshold: 5,
+		DeregistrationDelay: 300 * time.Second, SlowStart: 0}, // no idle, connect, header timeouts: not drift
+		Reported: alb.Numbers(), Matcher: "200-499"}
+	for _, tc := range []struct {
+		name string
+		live Settings
+		want []infra.Drift
+	}{
+		{"in-house LB started with other flags", inHouse, []infra.Drift{
+			{Field: "balancer.listen", Config: "127.0.0.1:8080", Live: "127.0.0.1:9999"},
+			{Field: "balancer.health_path", Config: "/health", Live: "/healthz"},
+			{Field: "balancer.interval", Config: "5s", Live: "10s"},
+			{Field: "balancer.unhealthy_threshold", Config: "2", Live: "3"},
+		}},
+		{"ALB changed in the console", targetGroup, []infra.Drift{
+			{Field: "balancer.healthy_threshold", Config: "2", Live: "5"},
+			{Field: "balancer.deregistration_delay", Config: "30s", Live: "5m0s"},
+			{Field: "matcher (HttpCode, fixed)", Config: "200", Live: "200-499"},
+		}},
+		{"equal durations written differently", Settings{BalancerNumbers: infra.BalancerNumbers{Interval: 5000 * time.Millisecond},
+			Reported: []string{"interval"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.live.Drift(cfg); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("drift\n got %v\nwant %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -98,7 +98,7 @@ func (d *Deployer) checkDrift(ctx context.Context) []string {
 		d.emit(Event{Step: StepPreflight, Message: "drift accepted: " + dr.String()})
 	}
 	liveCfg := *d.cfg
-	liveCfg.Balancer = ApplySettings(d.cfg.Balancer, live)
+	liveCfg.Balancer.BalancerNumbers = d.cfg.Balancer.Overlay(live.BalancerNumbers, live.Reported)
 	for _, v := range invariants.Check(&liveCfg) {
 		reasons = append(reasons, "with the live balancer's numbers, invariant "+v.Error())
 	}

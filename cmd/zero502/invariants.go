@@ -58,7 +58,7 @@ the balancer cannot be read (unreachable, no credentials, kind none).`,
 					return exitCode(2, err)
 				}
 				evaluated := *cfg
-				evaluated.Balancer = deployer.ApplySettings(cfg.Balancer, lv.Settings)
+				evaluated.Balancer.BalancerNumbers = cfg.Balancer.Overlay(lv.Settings.BalancerNumbers, lv.Settings.Reported)
 				cfg = &evaluated
 			}
 			verdicts := invariants.Evaluate(cfg)
@@ -114,7 +114,7 @@ the balancer cannot be read (unreachable, no credentials, kind none).`,
 type liveView struct {
 	Balancer string            `json:"balancer"`
 	Settings deployer.Settings `json:"settings"`
-	Drift    []deployer.Drift  `json:"drift"`
+	Drift    []infra.Drift     `json:"drift"`
 }
 
 // readLive reads cfg's balancer (the deployer's view of it) and compares it with the config.
@@ -133,7 +133,7 @@ func readLive(ctx context.Context, cfg *infra.Config) (*liveView, error) {
 		return nil, fmt.Errorf("--live: reading %s: %w", bal.Name(), err)
 	}
 	if drift == nil {
-		drift = []deployer.Drift{}
+		drift = []infra.Drift{}
 	}
 	return &liveView{Balancer: bal.Name(), Settings: settings, Drift: drift}, nil
 }

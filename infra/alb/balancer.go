@@ -41,9 +41,6 @@ func NewBalancer(api API, arn string) *Balancer { return &Balancer{api: api, arn
 // Name says which balancer this is, for output.
 func (b *Balancer) Name() string { return "alb " + b.arn }
 
-// Timing reads what the target group runs now (see Live).
-func (b *Balancer) Timing(ctx context.Context) (Timing, error) { return Live(ctx, b.api, b.arn) }
-
 // TargetID is host h's target in the target group for service s: "id:port", where id is the
 // host's target (an instance id or IP) when set, else its address, and port the service's
 // port on that host.

@@ -92,17 +92,12 @@ func Provision(ctx context.Context, api API, b infra.Balancer, dryRun bool) (Dif
 	if err != nil {
 		return Diff{}, err
 	}
-	d := Diff{TargetGroupARN: b.TargetGroupARN, DryRun: dryRun, Calls: []string{}}
-	want, have := Wanted(b).fields(), live.fields()
-	for i := range want {
-		d.Fields = append(d.Fields, Change{Key: want[i].key, Live: have[i].value, Config: want[i].value,
-			Differs: want[i].value != have[i].value})
-	}
+	wanted := Wanted(b)
+	d := Diff{TargetGroupARN: b.TargetGroupARN, DryRun: dryRun, Calls: []string{}, Fields: wanted.diff(live)}
 	if dryRun || d.NoChanges() {
 		return d, nil
 	}
 
-	wanted := Wanted(b)
 	if healthCheckDiffers(wanted, live) {
 		_, err := api.ModifyTargetGroup(ctx, &elbv2.ModifyTargetGroupInput{
 			TargetGroupArn:             aws.String(b.TargetGroupARN),
@@ -143,9 +138,11 @@ func Provision(ctx context.Context, api API, b infra.Balancer, dryRun bool) (Dif
 	if err != nil {
 		return d, fmt.Errorf("applied %s but could not read the target group back: %w", strings.Join(d.Calls, ", "), err)
 	}
-	if drift := Drift(b, after); len(drift) > 0 {
-		return d, fmt.Errorf("applied %s but target group %s still differs: %s",
-			strings.Join(d.Calls, ", "), b.TargetGroupARN, drift[0])
+	for _, c := range wanted.diff(after) {
+		if c.Differs {
+			return d, fmt.Errorf("applied %s but target group %s still differs: %s: config %s, live target group %s",
+				strings.Join(d.Calls, ", "), b.TargetGroupARN, c.Key, c.Config, c.Live)
+		}
 	}
 	return d, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 )
@@ -172,8 +173,8 @@ func TestDriftIsReportedAfterAConsoleClick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if drift := alb.Drift(f.cfg, live); len(drift) != 0 {
-		t.Fatalf("drift right after provision: %v", drift)
+	if drift := f.cfg.Drift(live.BalancerNumbers, alb.Numbers()); len(drift) != 0 || live.Matcher != alb.Matcher {
+		t.Fatalf("drift right after provision: %v, matcher %q", drift, live.Matcher)
 	}
 
 	f.double.Console(f.arn, func(s *elbv2double.Settings) { s.Interval = 30 * time.Second })
@@ -181,13 +182,15 @@ func TestDriftIsReportedAfterAConsoleClick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drift := alb.Drift(f.cfg, live)
-	want := []alb.FieldDrift{{Key: "balancer.interval", Config: "5s", Live: "30s"}}
+	drift := f.cfg.Drift(live.BalancerNumbers, alb.Numbers())
+	want := []infra.Drift{{Field: "balancer.interval", Config: "5s", Live: "30s"}}
 	if !slices.Equal(drift, want) {
 		t.Fatalf("drift %v, want %v", drift, want)
 	}
-	if got := live.Apply(f.cfg); got.Interval != 30*time.Second || got.Detection() != 60*time.Second {
-		t.Fatalf("live balancer interval %s detection %s, want 30s and 60s", got.Interval, got.Detection())
+	got := f.cfg.Overlay(live.BalancerNumbers, alb.Numbers())
+	if got.Interval != 30*time.Second || got.Detection() != 60*time.Second || got.IdleTimeout != f.cfg.IdleTimeout {
+		t.Fatalf("live balancer interval %s detection %s idle %s, want 30s, 60s and the config's idle timeout %s",
+			got.Interval, got.Detection(), got.IdleTimeout, f.cfg.IdleTimeout)
 	}
 
 	d, err := alb.Provision(ctx, f.api, f.cfg, false) // provisioning again repairs it

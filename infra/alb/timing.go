@@ -24,80 +24,49 @@ const (
 // server's 503 takes it out of rotation.
 const Matcher = "200"
 
-// Timing is what a target group runs, in the config's terms: its health-check numbers and
-// the attributes zero502 manages. Live reads it from AWS; Wanted derives it from the config.
+// Timing is what a target group runs, in the config's terms: the balancer's numbers a target
+// group has (Numbers: its health check, deregistration delay and slow start; the others stay
+// zero) and its health-check matcher. Live reads it from AWS; Wanted derives it from the config.
 type Timing struct {
-	TargetGroupARN      string
-	HealthPath          string
-	Interval            time.Duration
-	Timeout             time.Duration
-	HealthyThreshold    int
-	UnhealthyThreshold  int
-	Matcher             string
-	DeregistrationDelay time.Duration
-	SlowStart           time.Duration
+	TargetGroupARN string
+	infra.BalancerNumbers
+	Matcher string
 }
 
-// Wanted is the timing the config asks for.
+// Numbers are the config keys of the numbers a target group has: its health check
+// (health_path, interval, timeout, the two thresholds), deregistration_delay and slow_start.
+// The idle timeout is its load balancer's, and connect_timeout, header_timeout and
+// max_header_bytes are the in-house LB's only.
+func Numbers() []string {
+	return []string{"health_path", "interval", "timeout", "unhealthy_threshold", "healthy_threshold",
+		"deregistration_delay", "slow_start"}
+}
+
+// MatcherKey names the matcher in provision's diff and in drift: it is no config key, zero502
+// always sets Matcher.
+const MatcherKey = "matcher (HttpCode, fixed)"
+
+// Wanted is the timing the config asks for: its numbers a target group has, and Matcher.
 func Wanted(b infra.Balancer) Timing {
-	return Timing{
-		TargetGroupARN: b.TargetGroupARN, HealthPath: b.HealthPath,
-		Interval: b.Interval, Timeout: b.Timeout,
-		HealthyThreshold: b.HealthyThreshold, UnhealthyThreshold: b.UnhealthyThreshold,
-		Matcher: Matcher, DeregistrationDelay: b.DeregistrationDelay, SlowStart: b.SlowStart,
+	t := Timing{TargetGroupARN: b.TargetGroupARN, Matcher: Matcher}
+	t.BalancerNumbers = t.Overlay(b.BalancerNumbers, Numbers())
+	return t
+}
+
+// diff is every managed setting, in a fixed order (the numbers, then the matcher), with what t
+// (the config) and live say and whether they differ: the numbers by infra's drift comparison.
+func (t Timing) diff(live Timing) []Change {
+	drifted := map[string]bool{}
+	for _, d := range t.Drift(live.BalancerNumbers, Numbers()) {
+		drifted[d.Field] = true
 	}
-}
-
-// Apply returns b with the live numbers in place of the configured ones: the balancer a
-// deploy really runs through, for the invariants (zero502 invariants --live).
-func (t Timing) Apply(b infra.Balancer) infra.Balancer {
-	b.HealthPath, b.Interval, b.Timeout = t.HealthPath, t.Interval, t.Timeout
-	b.HealthyThreshold, b.UnhealthyThreshold = t.HealthyThreshold, t.UnhealthyThreshold
-	b.DeregistrationDelay, b.SlowStart = t.DeregistrationDelay, t.SlowStart
-	return b
-}
-
-// field is one managed setting: its config key and its value as a person writes it.
-type field struct {
-	key   string
-	value string
-}
-
-func (t Timing) fields() []field {
-	return []field{
-		{"balancer.health_path", t.HealthPath},
-		{"balancer.interval", t.Interval.String()},
-		{"balancer.timeout", t.Timeout.String()},
-		{"balancer.healthy_threshold", strconv.Itoa(t.HealthyThreshold)},
-		{"balancer.unhealthy_threshold", strconv.Itoa(t.UnhealthyThreshold)},
-		{"matcher (HttpCode, fixed)", t.Matcher},
-		{"balancer.deregistration_delay", t.DeregistrationDelay.String()},
-		{"balancer.slow_start", t.SlowStart.String()},
+	var out []Change
+	for _, key := range Numbers() {
+		c, _ := t.Value(key)
+		l, _ := live.Value(key)
+		out = append(out, Change{Key: "balancer." + key, Live: l, Config: c, Differs: drifted["balancer."+key]})
 	}
-}
-
-// FieldDrift is one setting whose live value differs from the config.
-type FieldDrift struct {
-	Key    string `json:"key"`
-	Config string `json:"config"`
-	Live   string `json:"live"`
-}
-
-func (d FieldDrift) String() string {
-	return fmt.Sprintf("%s: config %s, live target group %s", d.Key, d.Config, d.Live)
-}
-
-// Drift lists, in a fixed order, every managed setting where what AWS runs differs from what
-// the config says (someone changed the interval in the console).
-func Drift(cfg infra.Balancer, live Timing) []FieldDrift {
-	want, have := Wanted(cfg).fields(), live.fields()
-	var out []FieldDrift
-	for i := range want {
-		if want[i].value != have[i].value {
-			out = append(out, FieldDrift{Key: want[i].key, Config: want[i].value, Live: have[i].value})
-		}
-	}
-	return out
+	return append(out, Change{Key: MatcherKey, Live: live.Matcher, Config: t.Matcher, Differs: live.Matcher != t.Matcher})
 }
 
 // Live reads what the target group arn runs now (DescribeTargetGroups and
@@ -112,14 +81,13 @@ func Live(ctx context.Context, api API, arn string) (Timing, error) {
 			arn, len(out.TargetGroups))
 	}
 	tg := out.TargetGroups[0]
-	t := Timing{
-		TargetGroupARN:     arn,
+	t := Timing{TargetGroupARN: arn, BalancerNumbers: infra.BalancerNumbers{
 		HealthPath:         aws.ToString(tg.HealthCheckPath),
 		Interval:           time.Duration(aws.ToInt32(tg.HealthCheckIntervalSeconds)) * time.Second,
 		Timeout:            time.Duration(aws.ToInt32(tg.HealthCheckTimeoutSeconds)) * time.Second,
 		HealthyThreshold:   int(aws.ToInt32(tg.HealthyThresholdCount)),
 		UnhealthyThreshold: int(aws.ToInt32(tg.UnhealthyThresholdCount)),
-	}
+	}}
 	if tg.Matcher != nil {
 		t.Matcher = aws.ToString(tg.Matcher.HttpCode)
 	}
