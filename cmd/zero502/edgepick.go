@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -10,16 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newEdgePickCmd shows the agent's edge choice (package infra/edgepick): resolve the edges' A
@@ -66,7 +63,7 @@ handshake), 2 bad flags.`,
 			conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
 			p.Probe = edgepick.TLSProbe(conf, budget)
 
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			c, ok := p.Choose(ctx)
 			if asJSON {

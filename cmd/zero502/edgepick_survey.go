@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -11,9 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newEdgePickSurveyCmd is the platform-side monitor: every edge of the name, every interval.
@@ -79,7 +76,7 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 				Alerts: sender, Tracker: tracker, Logger: log,
 				OnRound: onRound}
 
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if metrics != "" {
 				ln, err := net.Listen("tcp", metrics)

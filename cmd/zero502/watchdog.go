@@ -3,13 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -56,7 +54,7 @@ Without --host it watches the host named like this machine, else every host with
 				}
 				ws = append(ws, w)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			out := cmd.OutOrStdout()
 			failed, healsFailed := 0, 0
