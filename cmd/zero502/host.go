@@ -193,7 +193,8 @@ beforehand). Then, by hand, once per server:
 				return exitCode(2, fmt.Errorf("--binary %s: %w", binary, err))
 			}
 			defer f.Close()
-			script, err := installScript(dest, stateDir, configDir, unitDir)
+			script, err := deployer.Install{Binary: dest, StateDir: stateDir, ConfigDir: configDir, UnitDir: unitDir,
+				Units: shippedUnits()}.Script()
 			if err != nil {
 				return err
 			}
