@@ -49,14 +49,15 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			p := &edgepick.Picker{StatePath: state, Logger: log}
-			var err error
-			if p.Name, p.Addrs, serverName, err = edgePickTarget(name, addrs, serverName, insecure); err != nil {
+			target, err := edgepick.ParseTarget(name, addrs, serverName, insecure)
+			if err != nil {
 				return exitCode(2, fmt.Errorf("agent: %w", err))
 			}
+			p.Name, p.Addrs = target.Name, target.Addrs
 			if err := requireFlags(cmd, "state"); err != nil {
 				return err
 			}
-			conf, err := agentTLS(serverName, caFile, certFile, keyFile, insecure)
+			conf, err := agentTLS(target.ServerName, caFile, certFile, keyFile, insecure)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("agent: %w", err))
 			}

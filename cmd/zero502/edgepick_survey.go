@@ -48,8 +48,8 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 			if err := requireFlags(cmd, "name"); err != nil {
 				return err
 			}
-			var err error
-			if _, _, serverName, err = edgePickTarget(name, nil, serverName, insecure); err != nil {
+			target, err := edgepick.ParseTarget(name, nil, serverName, insecure)
+			if err != nil {
 				return exitCode(2, fmt.Errorf("edgepick survey: %w", err))
 			}
 			switch {
@@ -66,7 +66,7 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 				return exitCode(2, fmt.Errorf("edgepick survey: %w", err))
 			}
 			tracker.Initial = edgepick.EdgeHealthy
-			conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
+			conf := &tls.Config{ServerName: target.ServerName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
 			out := json.NewEncoder(cmd.OutOrStdout())
 			onRound := func(r edgepick.SurveyRound) { _ = out.Encode(r) }
 			if !asJSON {
