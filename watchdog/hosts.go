@@ -45,3 +45,16 @@ func Hosts(cfg *infra.Config, name string) ([]infra.Host, error) {
 	}
 	return local, nil
 }
+
+// ForHosts returns the watchdog of each of hosts, in order, all with opts.
+func ForHosts(cfg *infra.Config, hosts []infra.Host, opts Options) ([]*Watchdog, error) {
+	ws := make([]*Watchdog, 0, len(hosts))
+	for _, h := range hosts {
+		w, err := New(cfg, h, opts)
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}

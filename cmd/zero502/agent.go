@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/agent"
 	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newAgentCmd runs the agent session (package infra/agent): one long-lived TLS session to the
@@ -50,14 +49,15 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			p := &edgepick.Picker{StatePath: state, Logger: log}
-			var err error
-			if p.Name, p.Addrs, serverName, err = edgePickTarget(name, addrs, serverName, insecure); err != nil {
+			target, err := edgepick.ParseTarget(name, addrs, serverName, insecure)
+			if err != nil {
 				return exitCode(2, fmt.Errorf("agent: %w", err))
 			}
+			p.Name, p.Addrs = target.Name, target.Addrs
 			if err := requireFlags(cmd, "state"); err != nil {
 				return err
 			}
-			conf, err := agentTLS(serverName, caFile, certFile, keyFile, insecure)
+			conf, err := agentTLS(target.ServerName, caFile, certFile, keyFile, insecure)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("agent: %w", err))
 			}
@@ -75,7 +75,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 			a := &agent.Agent{Picker: p, TLS: conf, Outbox: agent.NewOutbox(outbox),
 				Watcher: edgepick.Watcher{Interval: interval}}
 
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			go agentFeed(ctx, a, cmd.InOrStdin(), every, log)
 			_ = a.Run(ctx)
@@ -208,7 +208,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			}
 			s := &agent.Server{Listener: ln, TLS: conf, Dedup: agent.NewDedupStore(dedup), Logger: log, Trusted: tr,
 				Apply: func(f agent.Frame) { log.Info("agent-server: applied", "id", f.ID, "body", f.Body) }}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			log.Info("agent-server: serving", "listen", ln.Addr().String())
 			err = s.Serve(ctx)

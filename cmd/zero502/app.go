@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/app"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newAppCmd() *cobra.Command {
@@ -39,7 +36,7 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 			if o.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			err = app.Run(ctx, o)
 			if errors.Is(err, app.ErrExitAfter) {

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer/demo"
 	"github.com/zero502/zero502/infra/runtime/docker"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -72,7 +71,7 @@ beside the old one (start-first); the load GETs its version file and POSTs to a 
 				defer f.Close()
 				reportFile = f
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			out := cmd.OutOrStdout()
 			var live io.Writer = out

@@ -7,14 +7,13 @@ import (
 	"html"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newDeployCmd() *cobra.Command {
@@ -80,7 +79,7 @@ runs which version); 2: refused before anything changed.`,
 			}
 			out := cmd.OutOrStdout()
 			opts.Events = progress(out, asJSON)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, version)
 			if metricsTextfile != "" && rep != nil {

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newEdgeCmd runs the L4 edge (package infra/edge): forwarders in front of the origin, and the
@@ -86,7 +83,7 @@ then it stops accepting, gives open connections --shutdown and closes the rest. 
 			if err := f.Open(); err != nil {
 				return exitCode(1, err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			return f.Serve(ctx)
 		},
@@ -140,7 +137,7 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 			if err := r.Open(); err != nil {
 				return exitCode(1, err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			return r.Serve(ctx)
 		},

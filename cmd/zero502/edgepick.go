@@ -1,25 +1,19 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
-	"os"
-	"os/signal"
-	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newEdgePickCmd shows the agent's edge choice (package infra/edgepick): resolve the edges' A
@@ -53,20 +47,21 @@ handshake), 2 bad flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p := &edgepick.Picker{StatePath: state, MaxAge: maxAge,
 				Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-			var err error
-			if p.Name, p.Addrs, serverName, err = edgePickTarget(name, addrs, serverName, insecure); err != nil {
+			target, err := edgepick.ParseTarget(name, addrs, serverName, insecure)
+			if err != nil {
 				return exitCode(2, fmt.Errorf("edgepick: %w", err))
 			}
+			p.Name, p.Addrs = target.Name, target.Addrs
 			if budget <= 0 {
 				return exitCode(2, fmt.Errorf("edgepick: --budget %s: must be more than 0, e.g. 3s", budget))
 			}
 			if maxAge < 0 {
 				return exitCode(2, fmt.Errorf("edgepick: --max-age %s: must be 0 (the default, %s) or more", maxAge, edgepick.DefaultMaxAge))
 			}
-			conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
+			conf := &tls.Config{ServerName: target.ServerName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
 			p.Probe = edgepick.TLSProbe(conf, budget)
 
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			c, ok := p.Choose(ctx)
 			if asJSON {
@@ -94,52 +89,6 @@ handshake), 2 bad flags.`,
 	fl.DurationVar(&budget, "budget", edgepick.DefaultBudget, "per-edge probe budget: TCP connect plus full TLS handshake")
 	fl.DurationVar(&maxAge, "max-age", edgepick.DefaultMaxAge, "a state file measured longer ago than this is measured again")
 	return cmd
-}
-
-// edgePickTarget checks --name / --addrs / --server-name and returns the candidates' source and
-// the TLS server name.
-func edgePickTarget(name string, addrs []string, serverName string, insecure bool) (string, []netip.AddrPort, string, error) {
-	switch {
-	case name == "" && len(addrs) == 0:
-		return "", nil, "", errors.New("give --name HOST:PORT (resolved through the system resolver) or --addrs IP:PORT,... (no DNS)")
-	case name != "" && len(addrs) > 0:
-		return "", nil, "", fmt.Errorf("--name %q and --addrs %v: give one of them, not both", name, addrs)
-	}
-	if name != "" {
-		host, port, err := net.SplitHostPort(name)
-		if err == nil && host == "" {
-			err = errors.New("no host")
-		}
-		if err == nil {
-			if n, perr := strconv.ParseUint(port, 10, 16); perr != nil || n == 0 {
-				err = fmt.Errorf("port %q is not from 1 to 65535", port)
-			}
-		}
-		if err != nil {
-			return "", nil, "", fmt.Errorf("--name %q: must be host:port with a port from 1 to 65535, e.g. edge.example.com:443 (%v)", name, err)
-		}
-		if serverName == "" {
-			if _, ipErr := netip.ParseAddr(host); ipErr != nil {
-				serverName = host
-			}
-		}
-	}
-	var list []netip.AddrPort
-	for _, a := range addrs {
-		ap, err := netip.ParseAddrPort(a)
-		if err == nil && ap.Port() == 0 {
-			err = errors.New("port 0")
-		}
-		if err != nil {
-			return "", nil, "", fmt.Errorf("--addrs %q: each must be IP:PORT with a port from 1 to 65535, e.g. 127.0.0.1:8443 (%v)", a, err)
-		}
-		list = append(list, ap)
-	}
-	if serverName == "" && !insecure {
-		return "", nil, "", errors.New("--server-name is empty: give the name the origin's certificate is issued for " +
-			"(it cannot come from an IP address), or --insecure-skip-verify in a lab")
-	}
-	return name, list, serverName, nil
 }
 
 // edgePickJSON is the --json output.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -11,9 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newEdgePickSurveyCmd is the platform-side monitor: every edge of the name, every interval.
@@ -51,8 +48,8 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 			if err := requireFlags(cmd, "name"); err != nil {
 				return err
 			}
-			var err error
-			if _, _, serverName, err = edgePickTarget(name, nil, serverName, insecure); err != nil {
+			target, err := edgepick.ParseTarget(name, nil, serverName, insecure)
+			if err != nil {
 				return exitCode(2, fmt.Errorf("edgepick survey: %w", err))
 			}
 			switch {
@@ -69,7 +66,7 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 				return exitCode(2, fmt.Errorf("edgepick survey: %w", err))
 			}
 			tracker.Initial = edgepick.EdgeHealthy
-			conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
+			conf := &tls.Config{ServerName: target.ServerName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
 			out := json.NewEncoder(cmd.OutOrStdout())
 			onRound := func(r edgepick.SurveyRound) { _ = out.Encode(r) }
 			if !asJSON {
@@ -79,7 +76,7 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 				Alerts: sender, Tracker: tracker, Logger: log,
 				OnRound: onRound}
 
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if metrics != "" {
 				ln, err := net.Listen("tcp", metrics)

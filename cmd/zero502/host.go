@@ -16,6 +16,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newHostCmd() *cobra.Command {
@@ -77,7 +78,7 @@ fails and rolls back, and its exit releases the lock. Exit 0: verified; 1: faile
 			// A gone deployer must not kill the step by SIGPIPE on its next event: the step
 			// notices through stdin instead, and rolls back.
 			signal.Ignore(syscall.SIGPIPE)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
+			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
 			if framed {
 				var cancel context.CancelFunc
@@ -192,7 +193,8 @@ beforehand). Then, by hand, once per server:
 				return exitCode(2, fmt.Errorf("--binary %s: %w", binary, err))
 			}
 			defer f.Close()
-			script, err := installScript(dest, stateDir, configDir, unitDir)
+			script, err := deployer.Install{Binary: dest, StateDir: stateDir, ConfigDir: configDir, UnitDir: unitDir,
+				Units: shippedUnits()}.Script()
 			if err != nil {
 				return err
 			}

@@ -3,13 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // The host's side of `zero502 stop` and `zero502 logs` for a host reached over ssh: what they
@@ -35,7 +34,7 @@ the services stopped, each instance drained its way. It prints one JSON event pe
 			if err != nil {
 				return exitCode(2, err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
+			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			opts.Events = func(e deployer.Event) { _ = enc.Encode(e) }
@@ -79,7 +78,7 @@ func newHostLogsCmd() *cobra.Command {
 			if err != nil {
 				return exitCode(2, err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
+			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
 			if err := deployer.HostLogs(ctx, cfg, name, service, follow, cmd.OutOrStdout()); err != nil {
 				return exitCode(1, err)

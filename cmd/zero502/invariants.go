@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -61,44 +60,22 @@ the balancer cannot be read (unreachable, no credentials, kind none).`,
 				evaluated.Balancer.BalancerNumbers = cfg.Balancer.Overlay(lv.Settings.BalancerNumbers, lv.Settings.Reported)
 				cfg = &evaluated
 			}
-			verdicts := invariants.Evaluate(cfg)
+			sum := invariants.Summary{Verdicts: invariants.Evaluate(cfg), Live: lv != nil, Drifted: lv.drifted()}
 			if asJSON {
-				err = writeVerdictsJSON(out, path, lv, verdicts)
+				err = writeVerdictsJSON(out, path, lv, sum)
 			} else {
 				if lv != nil {
 					err = writeDrift(out, lv)
 				}
 				if err == nil {
-					err = writeVerdicts(out, verdicts)
+					err = writeVerdicts(out, sum.Verdicts)
 				}
 			}
 			if err != nil {
 				return err
 			}
-			var bad []string
-			for _, v := range verdicts {
-				if v.Status == invariants.Violated {
-					bad = append(bad, v.ID)
-				}
-			}
-			var problems []string
-			if lv != nil && len(lv.Drift) > 0 {
-				fields := make([]string, 0, len(lv.Drift))
-				for _, d := range lv.Drift {
-					fields = append(fields, d.Field)
-				}
-				problems = append(problems, fmt.Sprintf("%d live setting(s) drifted from the config: %s (run zero502 provision, "+
-					"restart the balancer from this config, or change the config to match)", len(lv.Drift), strings.Join(fields, ", ")))
-			}
-			if len(bad) > 0 {
-				on := ""
-				if lv != nil {
-					on = " on the live balancer's numbers"
-				}
-				problems = append(problems, fmt.Sprintf("%d invariant(s) violated%s: %s", len(bad), on, strings.Join(bad, ", ")))
-			}
-			if len(problems) > 0 {
-				return exitCode(1, fmt.Errorf("%s: %s", path, strings.Join(problems, "; ")))
+			if err := sum.Err(); err != nil {
+				return exitCode(1, fmt.Errorf("%s: %w", path, err))
 			}
 			return nil
 		},
@@ -115,6 +92,18 @@ type liveView struct {
 	Balancer string            `json:"balancer"`
 	Settings deployer.Settings `json:"settings"`
 	Drift    []infra.Drift     `json:"drift"`
+}
+
+// drifted names the drifted fields; none without a live reading.
+func (lv *liveView) drifted() []string {
+	if lv == nil {
+		return nil
+	}
+	fields := make([]string, 0, len(lv.Drift))
+	for _, d := range lv.Drift {
+		fields = append(fields, d.Field)
+	}
+	return fields
 }
 
 // readLive reads cfg's balancer (the deployer's view of it) and compares it with the config.
@@ -180,13 +169,7 @@ func writeVerdicts(w io.Writer, verdicts []invariants.Verdict) error {
 	return nil
 }
 
-func writeVerdictsJSON(w io.Writer, path string, lv *liveView, verdicts []invariants.Verdict) error {
-	violated := 0
-	for _, v := range verdicts {
-		if v.Status == invariants.Violated {
-			violated++
-		}
-	}
+func writeVerdictsJSON(w io.Writer, path string, lv *liveView, sum invariants.Summary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -195,5 +178,5 @@ func writeVerdictsJSON(w io.Writer, path string, lv *liveView, verdicts []invari
 		Live       *liveView            `json:"live,omitempty"`
 		Violated   int                  `json:"violated"`
 		Invariants []invariants.Verdict `json:"invariants"`
-	}{path, lv, violated, verdicts})
+	}{path, lv, len(sum.Violated()), sum.Verdicts})
 }

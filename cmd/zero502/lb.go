@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +14,7 @@ import (
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/infra/mesh"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newLBCmd runs the in-house HTTP/1.1 load balancer (package infra/lb).
@@ -82,7 +80,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			if err := srv.Listen(); err != nil {
 				return exitCode(1, err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if fromMesh != "" {
 				// The mesh's route drives this LB's own admin API: a server the mesh rules out is

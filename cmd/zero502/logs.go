@@ -1,14 +1,11 @@
 package main
 
 import (
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -34,7 +31,7 @@ there (zero502 host logs). -f keeps printing new output until Ctrl-C. Exit 0; 1 
 			if err != nil {
 				return exitCode(2, err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if err := deployer.Logs(ctx, cfg, host, service, follow, cmd.OutOrStdout(), deployer.Options{RemoteBinary: remoteBinary}); err != nil {
 				return exitCode(1, err)

@@ -2,13 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newMeasureCmd() *cobra.Command {
@@ -34,7 +33,7 @@ Exits 1 when any request failed (unless --allow-failures); Ctrl-C ends the load 
 			if err != nil {
 				return exitCode(2, err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			res := l.Run(ctx)
 			out := cmd.OutOrStdout()

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/mesh"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newMeshCmd runs mesh monitoring (package infra/mesh): servers report about themselves, probe
@@ -100,7 +97,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			if err := n.Open(); err != nil {
 				return exitCode(1, err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if err := n.Serve(ctx); err != nil {
 				return exitCode(1, err)

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/mesh"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newMeshLBSyncCmd makes `zero502 lb` take its backends from a mesh route, through the
@@ -59,7 +57,7 @@ failed, 2 bad flags.`,
 				s.Token = strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
 			}
 			s.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if once {
 				changes, err := s.Once(ctx)

@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 func newStopCmd() *cobra.Command {
@@ -46,7 +44,7 @@ Exit 0: everything selected is stopped; 1: a host failed (the message names it);
 				return exitCode(2, err)
 			}
 			opts.Events = progress(cmd.OutOrStdout(), false)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if err := deployer.Stop(ctx, cfg, target, opts); err != nil {
 				return exitCode(1, err)

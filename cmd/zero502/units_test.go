@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/deployer"
 )
 
 var daemonUnitNames = []string{"zero502-edge.service", "zero502-lb.service", "zero502-mesh.service"}
@@ -71,14 +73,15 @@ func TestDaemonUnitsAreHardened(t *testing.T) {
 	}
 }
 
-// host install's script, run by a real shell into temporary dirs: the binary arrives on stdin
+// host install's script of the shipped units, run by a real shell into temporary dirs: the binary arrives on stdin
 // and lands executable at --dest, the units land readable in --unit-dir naming --dest and
 // --config-dir, and the installed units pass systemd-analyze verify.
 func TestHostInstallScriptInstallsTheBinaryAndTheUnits(t *testing.T) {
 	root := t.TempDir()
 	dest := filepath.Join(root, "bin", "zero502")
 	stateDir, configDir, unitDir := filepath.Join(root, "state"), filepath.Join(root, "etc"), filepath.Join(root, "units")
-	script, err := installScript(dest, stateDir, configDir, unitDir)
+	script, err := deployer.Install{Binary: dest, StateDir: stateDir, ConfigDir: configDir, UnitDir: unitDir,
+		Units: shippedUnits()}.Script()
 	if err != nil {
 		t.Fatal(err)
 	}

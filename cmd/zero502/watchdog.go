@@ -3,13 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"io"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -48,51 +48,19 @@ Without --host it watches the host named like this machine, else every host with
 			if err != nil {
 				return exitCode(2, err)
 			}
-			var ws []*watchdog.Watchdog
-			for _, h := range hosts {
-				w, err := watchdog.New(cfg, h, watchdog.Options{Logger: logger})
-				if err != nil {
-					return exitCode(2, err)
-				}
-				ws = append(ws, w)
+			ws, err := watchdog.ForHosts(cfg, hosts, watchdog.Options{Logger: logger})
+			if err != nil {
+				return exitCode(2, err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
-			out := cmd.OutOrStdout()
-			failed, healsFailed := 0, 0
-			show := func(rep watchdog.Report, err error) {
-				if err != nil {
-					failed++
-					logger.Error("tick failed", "host", rep.Host, "error", err.Error())
-				} else if rep.Err() != nil {
-					healsFailed++
-				}
-				if asJSON {
-					line := struct {
-						watchdog.Report
-						Error string `json:"error,omitempty"`
-					}{Report: rep}
-					if err != nil {
-						line.Error = err.Error()
-					}
-					data, _ := json.Marshal(line)
-					fmt.Fprintln(out, string(data))
-				} else if err == nil {
-					fmt.Fprintln(out, rep)
-				}
-			}
+			show := tickWriter(cmd.OutOrStdout(), logger, asJSON)
 			if loop {
 				watchdog.Loop(ctx, ws, cfg.Watchdog.Interval, show)
 				return nil
 			}
-			for _, w := range ws {
-				show(w.Tick(ctx))
-			}
-			if failed > 0 {
-				return exitCode(1, fmt.Errorf("watchdog: %d of %d hosts could not be checked (see the log above)", failed, len(ws)))
-			}
-			if healsFailed > 0 {
-				return exitCode(1, fmt.Errorf("watchdog: a heal failed on %d of %d hosts (see the log above)", healsFailed, len(ws)))
+			if err := watchdog.TickEach(ctx, ws, show); err != nil {
+				return exitCode(1, err)
 			}
 			return nil
 		},
@@ -103,4 +71,27 @@ Without --host it watches the host named like this machine, else every host with
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each tick's report as one JSON line")
 	logs = addLogFlags(cmd, false)
 	return cmd
+}
+
+// tickWriter renders each tick: the report as a line of text (or of JSON with --json), and a
+// host that could not be checked as an error log line (and its JSON line's error).
+func tickWriter(out io.Writer, logger *slog.Logger, asJSON bool) func(watchdog.Report, error) {
+	return func(rep watchdog.Report, err error) {
+		if err != nil {
+			logger.Error("tick failed", "host", rep.Host, "error", err.Error())
+		}
+		if asJSON {
+			line := struct {
+				watchdog.Report
+				Error string `json:"error,omitempty"`
+			}{Report: rep}
+			if err != nil {
+				line.Error = err.Error()
+			}
+			data, _ := json.Marshal(line)
+			fmt.Fprintln(out, string(data))
+		} else if err == nil {
+			fmt.Fprintln(out, rep)
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 )
 
 // Resolver looks a name up. *net.Resolver implements it; net.DefaultResolver is the system
@@ -17,18 +16,15 @@ type Resolver interface {
 
 // Resolve turns name (host:port) into the candidate set: one address per record of the host's
 // A set (and AAAA, if the system resolver returns them), each with the name's port. An IP literal
-// host resolves to itself. A nil r is net.DefaultResolver.
+// host resolves to itself. The name is checked as ParseTarget checks --name. A nil r is
+// net.DefaultResolver.
 func Resolve(ctx context.Context, r Resolver, name string) (Set, error) {
-	host, portStr, err := net.SplitHostPort(name)
+	host, port, err := parseName("edge name", name)
 	if err != nil {
-		return nil, fmt.Errorf("edge name %q: must be host:port, e.g. edge.example.com:443: %w", name, err)
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil || port == 0 {
-		return nil, fmt.Errorf("edge name %q: port %q must be a number from 1 to 65535", name, portStr)
+		return nil, err
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return SetOf([]netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}), nil
+		return SetOf([]netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}), nil
 	}
 	if r == nil {
 		r = net.DefaultResolver
@@ -39,7 +35,7 @@ func Resolve(ctx context.Context, r Resolver, name string) (Set, error) {
 	}
 	addrs := make([]netip.AddrPort, 0, len(ips))
 	for _, ip := range ips {
-		addrs = append(addrs, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+		addrs = append(addrs, netip.AddrPortFrom(ip.Unmap(), port))
 	}
 	return SetOf(addrs), nil
 }

@@ -22,10 +22,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 const (
@@ -38,7 +39,7 @@ const (
 func main() {
 	parallel := flag.Int("parallel", 2, "mutants run at once")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopsignal.Context(context.Background())
 	defer stop()
 	code, err := run(ctx, os.Stdout, *parallel)
 	if err != nil {
