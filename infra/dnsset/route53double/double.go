@@ -82,7 +82,7 @@ func New(opts Options) *Server {
 // CreateHostedZone does, and returns its ID (Z…, without the /hostedzone/ prefix).
 func (s *Server) AddHostedZone(name string) string {
 	name = canonical(name)
-	id := fmt.Sprintf("Z%019X", rand.Uint64())[:21]
+	id := fmt.Sprintf("Z%020X", rand.Uint64()) // Route 53's shape: Z and 20 characters
 	z := &hostedZone{id: id, name: name}
 	z.rrsets = []RecordSet{
 		{Name: name, Type: "NS", TTL: 172800, Values: []string{
