@@ -46,6 +46,7 @@ fleet disagrees with its specs); 2 bad flags, arguments or config.`,
 		newStatusCmd(),
 		newStopCmd(),
 		newLogsCmd(),
+		newDNSCmd(),
 	)
 	root.Version = buildVersion()
 	root.Flags().BoolP("version", "v", false, "print zero502's version and commit")

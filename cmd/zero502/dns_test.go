@@ -1,0 +1,62 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDNSCommandRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
+	zone := filepath.Join(t.TempDir(), "edge.zone")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"missing zone", []string{"dns", "add", "--name", "edge.example.test", "192.0.2.1"}, 2, []string{"--zone is required"}},
+		{"missing name", []string{"dns", "list", "--zone", zone}, 2, []string{"--name is required"}},
+		{"not an address", []string{"dns", "add", "--zone", zone, "--name", "edge.example.test", "edge-1"}, 2,
+			[]string{"ADDR", `"edge-1"`, "IPv4"}},
+		{"IPv6 in an A set", []string{"dns", "remove", "--zone", zone, "--name", "edge.example.test", "2001:db8::1"}, 2,
+			[]string{"ADDR", "2001:db8::1", "A record holds IPv4"}},
+		{"ttl not whole seconds", []string{"dns", "add", "--zone", zone, "--name", "edge.example.test", "--ttl", "1500ms", "192.0.2.1"}, 2,
+			[]string{"ttl", "1.5s", "whole seconds"}},
+		{"bad name", []string{"dns", "add", "--zone", zone, "--name", "edge example", "192.0.2.1"}, 2,
+			[]string{"name", `"edge example"`, "letters, digits"}},
+		{"no address", []string{"dns", "add", "--zone", zone, "--name", "edge.example.test"}, 2, []string{"accepts 1 arg"}},
+		{"list of a missing file", []string{"dns", "list", "--zone", zone, "--name", "edge.example.test"}, 1, []string{zone}},
+		{"serve without listen", []string{"dns", "serve", "--zone", zone}, 2, []string{"--listen is required"}},
+		{"serve on a bad address", []string{"dns", "serve", "--zone", zone, "--listen", "localhost"}, 1,
+			[]string{`"localhost"`, "host:port"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("output does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestDNSAddRemoveListRoundTrip(t *testing.T) {
+	zone := filepath.Join(t.TempDir(), "edge.zone")
+	set := []string{"--zone", zone, "--name", "edge.example.test"}
+	for _, a := range []string{"192.0.2.2", "192.0.2.1", "192.0.2.1"} {
+		if out, code := runCLI(t, append(append([]string{"dns", "add"}, set...), a)...); code != 0 {
+			t.Fatalf("add %s: exit %d\n%s", a, code, out)
+		}
+	}
+	if out, code := runCLI(t, append(append([]string{"dns", "remove"}, set...), "192.0.2.2")...); code != 0 {
+		t.Fatalf("remove: exit %d\n%s", code, out)
+	}
+	out, code := runCLI(t, append(append([]string{"dns", "list"}, set...), "--json")...)
+	if code != 0 || strings.TrimSpace(out) != `{"name":"edge.example.test.","addresses":["192.0.2.1"]}` {
+		t.Fatalf("list --json: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,224 @@
+// Package route53double is a local stand-in for the Amazon Route 53 API, for tests only: no AWS
+// is reachable from where zero502 is built, so the real aws-sdk-go-v2 Route 53 client is pointed
+// (BaseEndpoint) at this double instead. It speaks the real wire protocol, REST-XML of API
+// version 2013-04-01 (paths /2013-04-01/…, XML bodies in the
+// https://route53.amazonaws.com/doc/2013-04-01/ namespace, SigV4 for service route53, XML
+// ErrorResponse documents with the documented codes and HTTP statuses, and Route 53's own
+// <InvalidChangeBatch><Messages> document), for the calls zero502 makes:
+//
+//   - POST /2013-04-01/hostedzone/{Id}/rrset: ChangeResourceRecordSets. A batch is checked
+//     whole and applied atomically, as Route 53 does: CREATE of an existing record, DELETE of a
+//     missing one or with values that differ, a name outside the zone, mixing a simple record
+//     with a multivalue or weighted one at the same name and type, all refused with
+//     InvalidChangeBatch and nothing changed.
+//   - GET /2013-04-01/change/{Id}: GetChange. A change is PENDING until Options.Propagation has
+//     passed on the double's clock since it was submitted, then INSYNC.
+//   - GET /2013-04-01/hostedzone/{Id}/rrset: ListResourceRecordSets, in Route 53's order (names
+//     compared label by label from the right, then type, then set identifier), paginated with
+//     maxitems and NextRecordName/NextRecordType/NextRecordIdentifier.
+//
+// It counts every call by operation so tests can prove a wait polled and a no-op changed nothing.
+package route53double
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// Namespace is the XML namespace of every Route 53 request and response body.
+const Namespace = "https://route53.amazonaws.com/doc/2013-04-01/"
+
+// Version is the path prefix of every Route 53 API call.
+const Version = "/2013-04-01"
+
+// Options configure a Server.
+type Options struct {
+	// Clock decides when a change is INSYNC. Default clock.Real.
+	Clock clock.Clock
+	// Propagation is how long a change stays PENDING after it was submitted. Zero: the first
+	// GetChange already reports INSYNC.
+	Propagation time.Duration
+}
+
+// Server is the Route 53 API double; it is an http.Handler (use it with httptest.NewServer).
+type Server struct {
+	clock       clock.Clock
+	propagation time.Duration
+
+	mu      sync.Mutex
+	zones   map[string]*hostedZone // by ID
+	changes map[string]*change     // by ID, without /change/
+	calls   map[string]int         // by operation
+}
+
+type hostedZone struct {
+	id, name string
+	rrsets   []RecordSet
+}
+
+type change struct {
+	id, comment string
+	submitted   time.Time
+}
+
+// New returns a double without hosted zones; add them with AddHostedZone.
+func New(opts Options) *Server {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &Server{
+		clock: opts.Clock, propagation: opts.Propagation,
+		zones: map[string]*hostedZone{}, changes: map[string]*change{}, calls: map[string]int{},
+	}
+}
+
+// AddHostedZone creates a public hosted zone for name with its SOA and NS records, as
+// CreateHostedZone does, and returns its ID (Z…, without the /hostedzone/ prefix).
+func (s *Server) AddHostedZone(name string) string {
+	name = canonical(name)
+	id := fmt.Sprintf("Z%020X", rand.Uint64()) // Route 53's shape: Z and 20 characters
+	z := &hostedZone{id: id, name: name}
+	z.rrsets = []RecordSet{
+		{Name: name, Type: "NS", TTL: 172800, Values: []string{
+			"ns-1.awsdns-01.org.", "ns-2.awsdns-02.co.uk.", "ns-3.awsdns-03.com.", "ns-4.awsdns-04.net."}},
+		{Name: name, Type: "SOA", TTL: 900, Values: []string{
+			"ns-1.awsdns-01.org. awsdns-hostmaster.amazon.com. 1 7200 900 1209600 86400"}},
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zones[id] = z
+	return id
+}
+
+// RecordSet is one resource record set as the double holds it.
+type RecordSet struct {
+	Name, Type, SetIdentifier string
+	MultiValueAnswer          bool
+	Weight                    *int64
+	TTL                       int64
+	Values                    []string
+	HealthCheckID             string
+}
+
+// RecordSets returns the zone's record sets in Route 53's order.
+func (s *Server) RecordSets(zoneID string) []RecordSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, ok := s.zones[zoneID]
+	if !ok {
+		return nil
+	}
+	out := make([]RecordSet, 0, len(z.rrsets))
+	for _, r := range sortedRRSets(z.rrsets) {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Calls is how many requests of operation (e.g. "GetChange") the double answered, successfully
+// or not.
+func (s *Server) Calls(operation string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[operation]
+}
+
+// ServeHTTP routes one REST-XML request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := newRequestID()
+	w.Header().Set("x-amzn-RequestId", reqID)
+	path := strings.TrimPrefix(r.URL.Path, Version+"/")
+	parts := strings.Split(path, "/")
+	var op string
+	switch {
+	case len(parts) == 3 && parts[0] == "hostedzone" && parts[2] == "rrset" && r.Method == http.MethodPost:
+		op = "ChangeResourceRecordSets"
+	case len(parts) == 3 && parts[0] == "hostedzone" && parts[2] == "rrset" && r.Method == http.MethodGet:
+		op = "ListResourceRecordSets"
+	case len(parts) == 2 && parts[0] == "change" && r.Method == http.MethodGet:
+		op = "GetChange"
+	default:
+		writeError(w, reqID, &apiError{http.StatusNotFound, "UnknownOperationException",
+			fmt.Sprintf("no Route 53 operation for %s %s", r.Method, r.URL.Path)})
+		return
+	}
+	s.mu.Lock()
+	s.calls[op]++
+	s.mu.Unlock()
+	if !strings.HasPrefix(r.URL.Path, Version+"/") {
+		writeError(w, reqID, &apiError{http.StatusNotFound, "UnknownOperationException",
+			fmt.Sprintf("path %s is not under API version %s", r.URL.Path, Version)})
+		return
+	}
+	if err := authenticate(r); err != nil {
+		writeError(w, reqID, err)
+		return
+	}
+	var result any
+	var err error
+	switch op {
+	case "ChangeResourceRecordSets":
+		result, err = s.changeResourceRecordSets(parts[1], r)
+	case "ListResourceRecordSets":
+		result, err = s.listResourceRecordSets(parts[1], r.URL.Query())
+	case "GetChange":
+		result, err = s.getChange(parts[1])
+	}
+	if err != nil {
+		writeError(w, reqID, err)
+		return
+	}
+	writeResult(w, result)
+}
+
+// authenticate requires a SigV4 Authorization header for service route53 (the signature itself
+// is not verified: the double has no secret to check it with).
+func authenticate(r *http.Request) error {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return &apiError{http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token"}
+	}
+	const prefix = "AWS4-HMAC-SHA256 Credential="
+	if !strings.HasPrefix(auth, prefix) {
+		return &apiError{http.StatusForbidden, "IncompleteSignature", "Authorization header is not AWS Signature Version 4"}
+	}
+	cred, _, _ := strings.Cut(strings.TrimPrefix(auth, prefix), ",")
+	parts := strings.Split(cred, "/") // AKID/date/region/service/aws4_request
+	if len(parts) != 5 || parts[3] != "route53" || parts[4] != "aws4_request" {
+		return &apiError{http.StatusForbidden, "IncompleteSignature",
+			fmt.Sprintf("credential scope %q is not for service route53", cred)}
+	}
+	return nil
+}
+
+func (s *Server) getChange(id string) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.changes[id]
+	if !ok {
+		return nil, &apiError{http.StatusNotFound, "NoSuchChange",
+			fmt.Sprintf("A change with the specified change ID does not exist: %s", id)}
+	}
+	return getChangeResponse{Xmlns: Namespace, ChangeInfo: s.changeInfo(c)}, nil
+}
+
+// changeInfo is c's ChangeInfo now; s.mu is held.
+func (s *Server) changeInfo(c *change) xmlChangeInfo {
+	status := "PENDING"
+	if !s.clock.Now().Before(c.submitted.Add(s.propagation)) {
+		status = "INSYNC"
+	}
+	return xmlChangeInfo{Id: "/change/" + c.id, Status: status,
+		SubmittedAt: c.submitted.UTC().Format("2006-01-02T15:04:05.000Z"), Comment: c.comment}
+}
+
+func newRequestID() string {
+	b, c := rand.Uint64(), rand.Uint64()
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", uint32(b>>32), uint16(b>>16), uint16(b), uint16(c>>48), c&0xffffffffffff)
+}

@@ -1,0 +1,156 @@
+package zonefile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/miekg/dns"
+
+	"github.com/zero502/zero502/infra/dnsset"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// lockRetry is how often a writer retries a held zone lock.
+const lockRetry = 20 * time.Millisecond
+
+// Options adjust a Set.
+type Options struct {
+	// TTL of the A records Add writes, and the time Remove promises resolvers may still hold
+	// the old answer. Zero is dnsset.DefaultTTL.
+	TTL time.Duration
+	// Origin is the apex of a zone file that Add creates because none exists yet. Empty is the
+	// record name itself (a zone that holds just the A set). An existing file keeps its apex.
+	Origin string
+}
+
+// Set is the A set of one name in a zone file. Add and Remove are read-modify-write under an
+// exclusive flock on Path+".lock" (two writers never lose each other's change) and replace the
+// file atomically (temp file, fsync, rename), so a reader sees either the old or the new zone.
+// A change is visible to Server at the next query after the write returns.
+type Set struct {
+	path, name, origin string
+	ttl                time.Duration
+}
+
+// NewSet checks its arguments (nothing is read yet: the file may not exist before the first Add).
+func NewSet(path, name string, opts Options) (*Set, error) {
+	if path == "" {
+		return nil, fmt.Errorf("zone file path is empty: give --zone FILE")
+	}
+	n, err := dnsset.Name("name", name)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := dnsset.TTL("ttl", opts.TTL)
+	if err != nil {
+		return nil, err
+	}
+	origin := n
+	if opts.Origin != "" {
+		if origin, err = dnsset.Name("origin", opts.Origin); err != nil {
+			return nil, err
+		}
+		if !dns.IsSubDomain(origin, n) {
+			return nil, fmt.Errorf("name %s is not inside origin %s: the origin is the zone's apex, the name or one of its parents", n, origin)
+		}
+	}
+	return &Set{path: path, name: n, origin: origin, ttl: ttl}, nil
+}
+
+// Name is the record name, fully qualified.
+func (s *Set) Name() string { return s.name }
+
+// TTL is the TTL Add writes and Remove waits for.
+func (s *Set) TTL() time.Duration { return s.ttl }
+
+// List returns the set's addresses, sorted. A missing file is an error: nothing serves it.
+func (s *Set) List(ctx context.Context) ([]netip.Addr, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	z, err := Load(s.path)
+	if err != nil {
+		return nil, err
+	}
+	if err := z.checkName(s.name); err != nil {
+		return nil, fmt.Errorf("zone file %s: %w", s.path, err)
+	}
+	addrs, _ := z.A(s.name)
+	return addrs, nil
+}
+
+// Add puts addr in the set; it is a no-op when addr is there with the set's TTL. It creates the
+// zone file (apex Options.Origin) when there is none. All of the name's A records get the set's
+// TTL: an RRset has one TTL.
+func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
+	if err := dnsset.CheckAddr("address", addr); err != nil {
+		return err
+	}
+	return s.edit(ctx, true, func(z *Zone, have []netip.Addr, haveTTL time.Duration) ([]netip.Addr, error) {
+		if slices.Contains(have, addr) && haveTTL == s.ttl {
+			return nil, nil
+		}
+		return append(have, addr), nil
+	})
+}
+
+// Remove takes addr out of the set; it is a no-op when addr is not there. It refuses to remove
+// the last address (dnsset.ErrLastAddress) and an address whose record carries a TTL longer
+// than the set's (resolvers would outlast the rollout's wait).
+func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
+	if err := dnsset.CheckAddr("address", addr); err != nil {
+		return err
+	}
+	return s.edit(ctx, false, func(z *Zone, have []netip.Addr, haveTTL time.Duration) ([]netip.Addr, error) {
+		change, err := dnsset.CheckRemove(s.name, have, addr)
+		if err != nil || !change {
+			return nil, err
+		}
+		if err := dnsset.CheckCachedTTL(s.name, addr, haveTTL, s.ttl); err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(slices.Clone(have), func(a netip.Addr) bool { return a == addr }), nil
+	})
+}
+
+// edit runs change on the current A set under the zone lock and writes the result, unless
+// change returns nil (nothing to do). create allows a missing file to start as a new zone.
+func (s *Set) edit(ctx context.Context, create bool,
+	change func(z *Zone, have []netip.Addr, haveTTL time.Duration) ([]netip.Addr, error)) error {
+	fl := flock.New(s.path+".lock", flock.SetPermissions(spec.FileMode))
+	locked, err := fl.TryLockContext(ctx, lockRetry)
+	if err != nil {
+		return fmt.Errorf("zone file %s: waiting for its lock %s.lock: %w", s.path, s.path, err)
+	}
+	if !locked {
+		return fmt.Errorf("zone file %s: lock %s.lock not taken", s.path, s.path)
+	}
+	defer fl.Unlock()
+
+	z, err := Load(s.path)
+	switch {
+	case err != nil && create && errors.Is(err, fs.ErrNotExist):
+		z = New(s.origin, s.ttl)
+	case err != nil:
+		return err
+	}
+	if err := z.checkName(s.name); err != nil {
+		return fmt.Errorf("zone file %s: %w", s.path, err)
+	}
+	have, haveTTL := z.A(s.name)
+	want, err := change(z, have, haveTTL)
+	if err != nil || want == nil {
+		return err
+	}
+	z.SetA(s.name, want, s.ttl)
+	if err := spec.WriteAtomic(s.path, z.Bytes()); err != nil {
+		return fmt.Errorf("zone file %s: %w", s.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+// Package zonefile owns the file-backed DNS zone for local rollouts and tests: a standard
+// RFC 1035 master file (parsed with miekg/dns), the A set of one name inside it that Set
+// changes (atomically, under a flock beside the file), and Server, a small authoritative DNS
+// server (UDP and TCP) that answers from the file's newest content. A change is visible at the
+// next query after the write: the server checks the file (inode, size, mtime) on every query
+// and reloads it when it changed.
+package zonefile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/zero502/zero502/infra/dnsset"
+)
+
+// Zone is one parsed zone file: the apex (the SOA's owner) and every record in it, names
+// lower case. Comments and the file's layout are not kept; Bytes writes one record a line.
+type Zone struct {
+	Origin  string
+	Records []dns.RR
+}
+
+// Parse reads a master file. It must hold exactly one SOA, whose owner is the zone's apex, and
+// nothing outside that apex; $INCLUDE is refused. file names the source in errors.
+func Parse(r io.Reader, file string) (*Zone, error) {
+	zp := dns.NewZoneParser(r, "", file)
+	var recs []dns.RR
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		rr.Header().Name = dns.CanonicalName(rr.Header().Name)
+		recs = append(recs, rr)
+	}
+	if err := zp.Err(); err != nil {
+		return nil, fmt.Errorf("zone file %s: %w", file, err)
+	}
+	var soa *dns.SOA
+	for _, rr := range recs {
+		if s, ok := rr.(*dns.SOA); ok {
+			if soa != nil {
+				return nil, fmt.Errorf("zone file %s: two SOA records (%s and %s); a zone has exactly one",
+					file, soa.Hdr.Name, s.Hdr.Name)
+			}
+			soa = s
+		}
+	}
+	if soa == nil {
+		return nil, fmt.Errorf("zone file %s: no SOA record; a zone file starts with the apex's SOA, e.g. "+
+			"\"example.test. 3600 IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 60\"", file)
+	}
+	z := &Zone{Origin: soa.Hdr.Name, Records: recs}
+	for _, rr := range recs {
+		if !dns.IsSubDomain(z.Origin, rr.Header().Name) {
+			return nil, fmt.Errorf("zone file %s: record %q is outside the zone %s (its SOA's owner)",
+				file, rr.String(), z.Origin)
+		}
+	}
+	return z, nil
+}
+
+// Load reads and parses the zone file at path.
+func Load(path string) (*Zone, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("zone file: %w", err)
+	}
+	return Parse(bytes.NewReader(data), path)
+}
+
+// New returns a zone holding only a SOA for origin, the start of a fresh file. Its negative
+// caching TTL (the SOA minimum) is ttl, so a removed name is not remembered longer than a
+// removed address.
+func New(origin string, ttl time.Duration) *Zone {
+	secs := uint32(ttl / time.Second)
+	return &Zone{Origin: origin, Records: []dns.RR{&dns.SOA{
+		Hdr:     dns.RR_Header{Name: origin, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: secs},
+		Ns:      "ns." + origin,
+		Mbox:    "hostmaster." + origin,
+		Serial:  1,
+		Refresh: 3600, Retry: 600, Expire: 86400, Minttl: secs,
+	}}}
+}
+
+// SOA is the zone's SOA record.
+func (z *Zone) SOA() *dns.SOA {
+	for _, rr := range z.Records {
+		if s, ok := rr.(*dns.SOA); ok {
+			return s
+		}
+	}
+	return nil
+}
+
+// Bytes is the zone as a master file: $ORIGIN, then one record a line, SOA first.
+func (z *Zone) Bytes() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "$ORIGIN %s\n; written by zero502 dns: one record a line; comments are not kept\n", z.Origin)
+	recs := slices.Clone(z.Records)
+	slices.SortStableFunc(recs, func(a, b dns.RR) int {
+		_, aSOA := a.(*dns.SOA)
+		_, bSOA := b.(*dns.SOA)
+		switch {
+		case aSOA && !bSOA:
+			return -1
+		case bSOA && !aSOA:
+			return 1
+		}
+		return 0
+	})
+	for _, rr := range recs {
+		b.WriteString(rr.String())
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// A returns the addresses of name's A records, sorted, and the longest TTL among them.
+func (z *Zone) A(name string) ([]netip.Addr, time.Duration) {
+	var out []netip.Addr
+	var ttl time.Duration
+	for _, rr := range z.Records {
+		a, ok := rr.(*dns.A)
+		if !ok || a.Hdr.Name != name {
+			continue
+		}
+		if addr, ok := netip.AddrFromSlice(a.A); ok {
+			out = append(out, addr.Unmap())
+		}
+		ttl = max(ttl, time.Duration(a.Hdr.Ttl)*time.Second)
+	}
+	return dnsset.Sorted(out), ttl
+}
+
+// SetA replaces name's A records with addrs, all with ttl (RFC 2181 §5.2: one TTL per RRset),
+// and bumps the SOA serial so secondaries and caches can tell the zone changed.
+func (z *Zone) SetA(name string, addrs []netip.Addr, ttl time.Duration) {
+	recs := z.Records[:0:0]
+	for _, rr := range z.Records {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == name {
+			continue
+		}
+		recs = append(recs, rr)
+	}
+	for _, addr := range dnsset.Sorted(addrs) {
+		recs = append(recs, &dns.A{
+			Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: uint32(ttl / time.Second)},
+			A:   addr.AsSlice(),
+		})
+	}
+	z.Records = recs
+	if soa := z.SOA(); soa != nil {
+		soa.Serial++
+	}
+}
+
+// checkName refuses a name outside the zone.
+func (z *Zone) checkName(name string) error {
+	if !dns.IsSubDomain(z.Origin, name) {
+		return fmt.Errorf("name %s is outside the zone %s of this file; use a name under %s or a file "+
+			"for that zone", name, z.Origin, z.Origin)
+	}
+	return nil
+}
+
