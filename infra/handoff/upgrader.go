@@ -26,8 +26,6 @@ type Options struct {
 	PIDFile string
 	// Timeout is how long a new process gets to report ready; 0 is DefaultTimeout.
 	Timeout time.Duration
-	// Logger gets a line per upgrade attempt and its outcome; nil logs nothing.
-	Logger *slog.Logger
 }
 
 // Upgrader is this process's side of the hand-off: it opens listeners (inherited ones when the
@@ -49,10 +47,7 @@ func New(opts Options) (*Upgrader, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	u := &Upgrader{opts: opts, log: opts.Logger}
-	if u.log == nil {
-		u.log = slog.New(slog.DiscardHandler)
-	}
+	u := &Upgrader{opts: opts, log: slog.New(slog.DiscardHandler)}
 	upg, err := tableflip.New(tableflip.Options{UpgradeTimeout: opts.Timeout})
 	switch {
 	case errors.Is(err, tableflip.ErrNotSupported):
@@ -137,11 +132,14 @@ func (u *Upgrader) Fail(reason error) {
 
 // UpgradeOnHangup starts upgrading on SIGHUP and returns a context that ends when ctx ends or
 // once a new process is ready: the caller then drains, as on SIGTERM, and exits. After ctx
-// ended, no upgrade starts. Call it before Ready, so a SIGHUP never finds the default action
-// (which ends the process).
-func (u *Upgrader) UpgradeOnHangup(ctx context.Context) context.Context {
+// ended, no upgrade starts. Each attempt and its outcome get a line on log. Call it before
+// Ready, so a SIGHUP never finds the default action (which ends the process).
+func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) context.Context {
 	if u.upg == nil {
 		return ctx
+	}
+	if log != nil {
+		u.log = log
 	}
 	serve, handedOff := context.WithCancel(ctx)
 	hup := make(chan os.Signal, 1)
