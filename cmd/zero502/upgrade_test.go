@@ -471,4 +471,3 @@ func (l *load) stopAndCheck(t *testing.T) {
 		t.Fatalf("%d failures, want none; first: %s", len(l.failures), strings.Join(l.failures[:min(5, len(l.failures))], "; "))
 	}
 }
-

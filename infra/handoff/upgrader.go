@@ -192,7 +192,7 @@ func (u *Upgrader) upgrade() bool {
 	a.State, a.Reason = Failed, u.explain(err)
 	if path != "" {
 		if child, rerr := readAttempt(path); rerr == nil && child.Seq == a.Seq && child.Reason != "" {
-			a.NewPID, a.Reason = child.NewPID, child.Reason+" ("+a.Reason+")"
+			a.NewPID, a.Reason = child.NewPID, fmt.Sprintf("the new process (pid %d) gave up: %s", child.NewPID, child.Reason)
 		}
 	}
 	u.record(path, a)
