@@ -35,6 +35,7 @@ JSON on stderr. Exit status: 0 after a clean drain, 1 a listener failed, 2 bad f
 }
 
 func newEdgeForwardCmd() *cobra.Command {
+	var up *handoffFlags // set below, with the flags (the in-place upgrade)
 	var (
 		f      edge.Forwarder
 		config string
@@ -52,7 +53,12 @@ On SIGTERM the edge drains: for --drain it keeps forwarding and accepting while 
 listener the DNS health checker connects to) refuses connections, long enough for the edge to
 leave the A set (edge.drain, invariant I6: drain > dns_ttl + check_interval × unhealthy_threshold);
 then it stops accepting, gives open connections --shutdown and closes the rest. With --config,
---drain defaults to the config's edge.drain.`,
+--drain defaults to the config's edge.drain.
+
+On SIGHUP the edge hands its listening sockets (--listen, --health, --metrics) to a new process
+of its executable as it is on disk, with the same arguments, and drains as on SIGTERM once that
+one forwards; nothing is refused meanwhile. If the new process fails, this one keeps forwarding.
+zero502 lb upgrade --pid-file FILE (this command's --pid-file) sends it and waits for the outcome.`,
 		Example: `  zero502 edge forward --listen 0.0.0.0:443 --origin 10.0.0.5:443 --health 0.0.0.0:8443
   zero502 edge forward --listen 127.0.0.1:8443 --origin 10.0.0.5:443 --drain 30s --shutdown 10s
   zero502 edge forward --config prod.yaml --listen :443 --origin 10.0.0.5:443`,
@@ -80,11 +86,16 @@ then it stops accepting, gives open connections --shutdown and closes the rest. 
 			if err := f.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("edge forward: %w", err))
 			}
+			f.ListenFunc = up.Listen
 			if err := f.Open(); err != nil {
 				return exitCode(1, err)
 			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
+			ctx = up.UpgradeOnHangup(ctx, f.Logger)
+			if err := up.Ready(); err != nil {
+				return exitCode(1, err)
+			}
 			return f.Serve(ctx)
 		},
 	}
@@ -99,6 +110,7 @@ then it stops accepting, gives open connections --shutdown and closes the rest. 
 	fl.DurationVar(&f.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to the origin")
 	fl.StringVarP(&config, "config", "c", "", "config file (YAML): --drain defaults to its edge.drain")
 	logs = addLogFlags(cmd, false)
+	up = withHandoff(cmd, "edge")
 	return cmd
 }
 

@@ -26,6 +26,7 @@ func newLBCmd() *cobra.Command {
 		slowPathOnly       bool
 		f                  lb.Settings
 	)
+	var up *handoffFlags // set below, with the flags (the in-place upgrade)
 	lab := lb.LabSettings("", nil)
 	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
@@ -44,7 +45,12 @@ drain.shutdown). Any flag given explicitly overrides the file.
 
 On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin/health answer
 503 for --drain while it keeps proxying, then it stops accepting and in-flight requests get
---shutdown to finish. Logs go to stderr.`,
+--shutdown to finish. Logs go to stderr.
+
+On SIGHUP (or zero502 lb upgrade) the LB hands its listening sockets to a new process of its
+executable as it is on disk, with the same arguments, and drains as on SIGTERM once that one
+serves: a new binary, or changed backends and numbers in the config, without a refused
+connection. If the new process fails, this one keeps serving.`,
 		Example: `  zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002 127.0.0.1:9003
   zero502 lb --admin 127.0.0.1:8081 --health-interval 250ms --health-timeout 100ms 8080 127.0.0.1:9001
   zero502 lb --config examples/local.yaml
@@ -69,7 +75,7 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 				return exitCode(2, fmt.Errorf("--backends-from-mesh %s: needs the admin listener (--admin host:port, or balancer.admin in --config): the route is applied through it", fromMesh))
 			}
 			reserveSpareP(&set) // this process runs one LB
-			opts := []lb.Option{lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory)}
+			opts := []lb.Option{lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen)}
 			if slowPathOnly {
 				opts = append(opts, lb.WithSlowPathOnly())
 			}
@@ -82,6 +88,10 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
+			ctx = up.UpgradeOnHangup(ctx, logger)
+			if err := up.Ready(); err != nil {
+				return exitCode(1, err)
+			}
 			if fromMesh != "" {
 				// The mesh's route drives this LB's own admin API: a server the mesh rules out is
 				// drained here without a restart, and the mesh never empties the pool.
@@ -122,6 +132,8 @@ On SIGTERM the LB drains like every server zero502 rolls: /_lb/health and /admin
 	fl.IntVar(&f.Loops, "loops", 0, "event loops, the fast path on Linux (0: one per CPU, GOMAXPROCS)")
 	fl.StringArrayVar(&f.AcceptProxyFrom, "accept-proxy-from", nil, "a peer (IP address or CIDR range) whose PROXY v1/v2 header gives the client address; repeatable; a header from any other peer closes the connection (config: balancer.accept_proxy_from)")
 	logs = addLogFlags(cmd, true)
+	up = withHandoff(cmd, "lb")
+	cmd.AddCommand(newLBUpgradeCmd())
 	return cmd
 }
 

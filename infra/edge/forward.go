@@ -45,6 +45,11 @@ type Forwarder struct {
 	// what is still open then is closed.
 	Shutdown time.Duration
 
+	// ListenFunc opens the listener, the health listener and the metrics listener; nil is
+	// net.Listen. The zero502 edge forward command passes infra/handoff's, so an upgraded process
+	// forwards on the sockets of the one it replaces.
+	ListenFunc func(network, addr string) (net.Listener, error)
+
 	// Clock drives Drain and Shutdown; nil is the wall clock.
 	Clock clock.Clock
 	// Logger gets a line per non-empty connection, per unreachable origin and per drain phase;
@@ -78,19 +83,23 @@ func (f *Forwarder) Open() error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.Listen)
+	listen := f.ListenFunc
+	if listen == nil {
+		listen = net.Listen
+	}
+	ln, err := listen("tcp", f.Listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen on %s (--listen): %w", f.Listen, err)
 	}
 	if f.Health != "" {
-		h, err := net.Listen("tcp", f.Health)
+		h, err := listen("tcp", f.Health)
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("edge: health listener on %s (--health): %w", f.Health, err)
 		}
 		f.health = h
 	}
-	m, err := openMetrics(f.Metrics, "forward", f.Counts, f.Draining)
+	m, err := openMetrics(listen, f.Metrics, "forward", f.Counts, f.Draining)
 	if err != nil {
 		_ = ln.Close()
 		f.closeHealth()

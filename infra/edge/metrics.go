@@ -22,12 +22,12 @@ type metricsEndpoint struct {
 	srv *http.Server
 }
 
-// openMetrics listens on addr (the --metrics flag); an empty addr is no endpoint (nil).
-func openMetrics(addr, role string, counts func() Counts, draining func() bool) (*metricsEndpoint, error) {
+// openMetrics listens on addr (the --metrics flag) with listen; an empty addr is no endpoint (nil).
+func openMetrics(listen listenFunc, addr, role string, counts func() Counts, draining func() bool) (*metricsEndpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("edge: metrics listener on %s (--metrics): %w", addr, err)
 	}
@@ -38,6 +38,9 @@ func openMetrics(addr, role string, counts func() Counts, draining func() bool) 
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return &metricsEndpoint{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
 }
+
+// listenFunc opens a listener, as net.Listen does.
+type listenFunc = func(network, addr string) (net.Listener, error)
 
 // addr is where the endpoint listens; nil without one.
 func (m *metricsEndpoint) addr() net.Addr {

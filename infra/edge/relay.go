@@ -85,7 +85,7 @@ func (r *Relay) Open() error {
 	}
 	r.origin = &OriginListener{Listener: ln, HeaderTimeout: r.HeaderTimeout, Trusted: r.Trusted,
 		Logger: r.Logger, Clock: r.Clock}
-	m, err := openMetrics(r.Metrics, "origin", r.Counts, r.Draining)
+	m, err := openMetrics(net.Listen, r.Metrics, "origin", r.Counts, r.Draining)
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -73,6 +73,9 @@ type Server struct {
 	adminLn net.Listener
 	parking *parking // without event loops: idle connections (nil without epoll: they keep their goroutine)
 	loops   *loops   // the event loops; nil where there are none (slow path only)
+
+	// listen opens the listeners (WithListen); nil is net.Listen
+	listen func(network, addr string) (net.Listener, error)
 }
 
 // Option changes how New builds a Server.
@@ -83,6 +86,13 @@ func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 
 // WithLogger sends the LB's logs (and access log) to l.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithListen opens the proxy and admin listeners with listen instead of net.Listen: the zero502
+// lb command passes infra/handoff's, so an upgraded process serves on the sockets of the one it
+// replaces.
+func WithListen(listen func(network, addr string) (net.Listener, error)) Option {
+	return func(s *Server) { s.listen = listen }
+}
 
 // WithSlowPathOnly serves every connection on the goroutine path, as on a system without the
 // event loops: for tests, which run every case through both paths.
@@ -138,13 +148,17 @@ func (s *Server) Backends() []*Backend { return s.members.all() }
 // Listen opens the proxy listener, the admin listener when configured, and the event loops
 // (or, without them, the parking of idle connections); Run starts serving on them.
 func (s *Server) Listen() error {
-	ln, err := net.Listen("tcp", s.set.Listen)
+	listen := s.listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	ln, err := listen("tcp", s.set.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (--listen/PORT): %w", s.set.Listen, err)
 	}
 	s.ln = ln
 	if s.set.Admin != "" {
-		aln, err := net.Listen("tcp", s.set.Admin)
+		aln, err := listen("tcp", s.set.Admin)
 		if err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("admin listener on %s (--admin): %w", s.set.Admin, err)

@@ -1,0 +1,95 @@
+package handoff
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The states of an Attempt.
+const (
+	Starting = "starting" // the new process was started; it is not ready yet
+	Ready    = "ready"    // the new process serves; the old one drains and exits
+	Failed   = "failed"   // the new process did not become ready; the old one keeps serving
+)
+
+// Attempt is the record of the last upgrade, in the attempt file beside the pid file.
+type Attempt struct {
+	// Seq numbers the attempts on this pid file, across processes: each one is the last plus one.
+	Seq int `json:"seq"`
+	// PID is the process that was asked to upgrade (the old one).
+	PID int `json:"pid"`
+	// State is Starting, Ready or Failed.
+	State string `json:"state"`
+	// NewPID is the new process (0 until it was started).
+	NewPID int `json:"new_pid,omitempty"`
+	// Reason says why a Failed attempt failed; while Starting, the new process's own error
+	// once it gave up (the old one adds it to its reason).
+	Reason string `json:"reason,omitempty"`
+	// At is when the state was written.
+	At time.Time `json:"at"`
+}
+
+// AttemptPath is the attempt file that belongs to pidFile.
+func AttemptPath(pidFile string) string { return pidFile + ".handoff.json" }
+
+// Final reports whether the attempt ended (Ready or Failed).
+func (a Attempt) Final() bool { return a.State == Ready || a.State == Failed }
+
+// readAttempt reads the attempt file; a missing file is the zero Attempt (no upgrade yet).
+func readAttempt(path string) (Attempt, error) {
+	var a Attempt
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return a, nil
+	}
+	if err != nil {
+		return a, fmt.Errorf("read the upgrade record %s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, &a); err != nil {
+		return a, fmt.Errorf("upgrade record %s is not valid JSON (%w); remove it, the next upgrade writes a new one", path, err)
+	}
+	return a, nil
+}
+
+// writeAttempt replaces the attempt file atomically.
+func writeAttempt(path string, a Attempt) error {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(data, '\n'))
+}
+
+// writeAtomic writes data to a temporary file beside path and renames it over path, so a reader
+// sees the old content or the new one, never a part.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The helper server: this test binary, started by a test (and then again by its own upgrade,
+// which runs os.Args again), serving its pid over HTTP on a listener it hands on.
+const (
+	helperEnv   = "ZERO502_HANDOFF_HELPER"  // pid file path
+	helperAddr  = "ZERO502_HANDOFF_ADDR"    // where it listens
+	helperBreak = "ZERO502_HANDOFF_BREAKER" // a file whose presence makes a new process give up
+)
+
+func TestHandoffHelperProcess(t *testing.T) {
+	pidFile := os.Getenv(helperEnv)
+	if pidFile == "" {
+		t.Skip("the helper server of the hand-off tests")
+	}
+	os.Exit(helperMain(pidFile, os.Getenv(helperAddr), os.Getenv(helperBreak)))
+}
+
+func helperMain(pidFile, addr, breaker string) int {
+	u, err := New(Options{PIDFile: pidFile, Timeout: 10 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer u.Close()
+	if _, err := os.Stat(breaker); err == nil {
+		err := errors.New("config says no: broken on purpose")
+		u.Fail(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ln, err := u.Listen("tcp", addr)
+	if err != nil {
+		u.Fail(err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	ctx = u.UpgradeOnHangup(ctx, nil)
+	if err := u.Ready(); err != nil {
+		return 1
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, strconv.Itoa(os.Getpid()))
+	}), ReadHeaderTimeout: time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	<-ctx.Done()
+	_ = srv.Shutdown(context.Background())
+	return 0
+}
+
+// whoServes is the pid that answered on addr, 0 when nothing did.
+func whoServes(addr string) int {
+	c := &http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + addr + "/")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	pid, _ := strconv.Atoi(string(b))
+	return pid
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
+}
+
+// A SIGHUP starts the executable again with the listener; once it is ready the old process
+// exits and the pid file names the new one. A new process that gives up leaves the serving one
+// in place, and the request names its reason.
+func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	breaker := filepath.Join(dir, "broken")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperBreak+"="+breaker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = cmd.Process.Kill()
+	})
+	first := cmd.Process.Pid
+	poll(t, "the helper serves", func() bool { return whoServes(addr) == first })
+
+	out, err := Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if out.OldPID != first || out.NewPID == first || out.NewPID == 0 || out.Seq != 1 {
+		t.Fatalf("outcome %+v: want old %d, a new pid, seq 1", out, first)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the old process exited with %v, want 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old process did not exit after the hand-off")
+	}
+	if pid := whoServes(addr); pid != out.NewPID {
+		t.Fatalf("pid %d answers on %s, want the new %d", pid, addr, out.NewPID)
+	}
+	if pid, _ := ReadPID(pidFile); pid != out.NewPID {
+		t.Fatalf("pid file names %d, want %d", pid, out.NewPID)
+	}
+
+	if err := os.WriteFile(breaker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// the new process may still wait for its parent's exit to be seen; until then an upgrade
+	// is refused with that reason, and then it goes through to the broken successor
+	var failed error
+	poll(t, "an upgrade that reaches the broken successor", func() bool {
+		_, failed = Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+		return failed == nil || strings.Contains(failed.Error(), "broken on purpose")
+	})
+	if !errors.Is(failed, ErrFailed) || !strings.Contains(failed.Error(), fmt.Sprintf("pid %d keeps serving", out.NewPID)) {
+		t.Fatalf("upgrade to a broken successor: %v; want ErrFailed naming the reason and the serving pid", failed)
+	}
+	if pid := whoServes(addr); pid != out.NewPID {
+		t.Fatalf("after the failed upgrade pid %d answers, want %d still", pid, out.NewPID)
+	}
+	a, err := readAttempt(AttemptPath(pidFile))
+	if err != nil || a.State != Failed || a.Seq < 2 || a.PID != out.NewPID {
+		t.Fatalf("attempt record %+v, %v; want a failed attempt by %d", a, err, out.NewPID)
+	}
+}
+
+func TestRequestNamesWhatIsWrongBeforeSignalling(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.pid")
+	if err := os.WriteFile(garbage, []byte("twelve\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "stale.pid")
+	if err := os.WriteFile(stale, []byte(strconv.Itoa(done.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, pidFile string
+		timeout       time.Duration
+		wants         []string
+	}{
+		{"no pid file", filepath.Join(dir, "none.pid"), time.Second, []string{"none.pid", "does not exist", "--pid-file"}},
+		{"not a pid", garbage, time.Second, []string{"garbage.pid", `"twelve"`, "not a process id"}},
+		{"process gone", stale, time.Second, []string{strconv.Itoa(done.Process.Pid), "not running", "stale pid file"}},
+		{"no timeout", stale, 0, []string{"timeout 0s", "must be positive"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Request{PIDFile: tc.pidFile, Timeout: tc.timeout}.Do(context.Background())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultPIDFilePrefersTheUnitsRuntimeDirectory(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"systemd RuntimeDirectory=", map[string]string{"RUNTIME_DIRECTORY": "/run/zero502", "XDG_RUNTIME_DIR": "/run/user/1000"}, "/run/zero502/lb.pid"},
+		{"several runtime directories: the first", map[string]string{"RUNTIME_DIRECTORY": "/run/a:/run/b"}, "/run/a/lb.pid"},
+		{"a user session", map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000"}, "/run/user/1000/zero502/lb.pid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DefaultPIDFile("lb", env(tc.env)); got != filepath.FromSlash(tc.want) {
+				t.Fatalf("DefaultPIDFile = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	bare := DefaultPIDFile("edge", env(nil))
+	if filepath.Base(bare) != "edge.pid" || !filepath.IsAbs(bare) {
+		t.Fatalf("without a runtime directory: %q, want an absolute path to edge.pid", bare)
+	}
+}

@@ -1,0 +1,50 @@
+package handoff
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DefaultPIDFile is where a server called name keeps its pid file unless told otherwise: the
+// runtime directory systemd made for the unit ($RUNTIME_DIRECTORY, RuntimeDirectory=zero502),
+// else the user's ($XDG_RUNTIME_DIR/zero502), else /run/zero502 for root, else a directory of
+// the user's own under the temporary directory.
+func DefaultPIDFile(name string, getenv func(string) string) string {
+	file := name + ".pid"
+	if d := getenv("RUNTIME_DIRECTORY"); d != "" {
+		return filepath.Join(strings.Split(d, ":")[0], file)
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "zero502", file)
+	}
+	if os.Geteuid() == 0 {
+		return filepath.Join("/run/zero502", file)
+	}
+	return filepath.Join(os.TempDir(), "zero502-"+strconv.Itoa(os.Geteuid()), file)
+}
+
+// ReadPID is the pid in the pid file at path.
+func ReadPID(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("pid file %s does not exist: is the server running, and with this --pid-file? (%w)", path, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the pid file %s: %w", path, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pid file %s holds %q, not a process id; remove it and restart the server", path, strings.TrimSpace(string(data)))
+	}
+	return pid, nil
+}
+
+// writePID writes this process's pid to path, atomically.
+func writePID(path string) error {
+	return writeAtomic(path, []byte(strconv.Itoa(os.Getpid())+"\n"))
+}

@@ -1,0 +1,102 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+// ErrFailed is wrapped by Request.Do when the new process did not become ready: the old one
+// keeps serving.
+var ErrFailed = errors.New("upgrade failed")
+
+// pollEvery is how often Request reads the attempt file while it waits.
+const pollEvery = 50 * time.Millisecond
+
+// Request asks the server named by a pid file to upgrade, and waits for the outcome.
+type Request struct {
+	// PIDFile is the server's pid file (its --pid-file).
+	PIDFile string
+	// Timeout bounds the wait for the outcome; it should exceed the server's upgrade timeout
+	// (DefaultTimeout) so the server's own verdict arrives first.
+	Timeout time.Duration
+	// Clock paces the wait; nil is the wall clock.
+	Clock clock.Clock
+}
+
+// Outcome is a finished upgrade.
+type Outcome struct {
+	OldPID, NewPID int
+	Seq            int
+	Took           time.Duration
+}
+
+// Do sends SIGHUP to the process in the pid file and waits until its attempt file records that
+// the new process is ready (the old one now drains) or failed (ErrFailed, with the reason; the
+// old one keeps serving).
+func (r Request) Do(ctx context.Context) (Outcome, error) {
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if runtime.GOOS == "windows" {
+		return Outcome{}, errors.New("upgrade is not supported on Windows: listening sockets cannot be handed to a new process there; restart the server instead")
+	}
+	if r.Timeout <= 0 {
+		return Outcome{}, fmt.Errorf("timeout %s: must be positive (longer than the server's upgrade timeout, %s by default)", r.Timeout, DefaultTimeout)
+	}
+	pid, err := ReadPID(r.PIDFile)
+	if err != nil {
+		return Outcome{}, err
+	}
+	proc, err := os.FindProcess(pid)
+	if err == nil {
+		err = proc.Signal(syscall.Signal(0))
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("pid %d (from %s) is not running (%w); start the server, or remove the stale pid file", pid, r.PIDFile, err)
+	}
+	path := AttemptPath(r.PIDFile)
+	before, err := readAttempt(path)
+	if err != nil {
+		return Outcome{}, err
+	}
+	start := clk.Now()
+	if err := proc.Signal(syscall.SIGHUP); err != nil {
+		return Outcome{}, fmt.Errorf("send SIGHUP to pid %d (from %s): %w", pid, r.PIDFile, err)
+	}
+	deadline := clk.After(r.Timeout)
+	for {
+		a, err := readAttempt(path)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if a.Seq > before.Seq && a.PID == pid && a.Final() {
+			out := Outcome{OldPID: pid, NewPID: a.NewPID, Seq: a.Seq, Took: clk.Now().Sub(start)}
+			if a.State == Failed {
+				return out, fmt.Errorf("%w: pid %d keeps serving: %s", ErrFailed, pid, a.Reason)
+			}
+			return out, nil
+		}
+		if proc.Signal(syscall.Signal(0)) != nil {
+			if a, err := readAttempt(path); err == nil && a.Seq > before.Seq && a.State == Ready {
+				return Outcome{OldPID: pid, NewPID: a.NewPID, Seq: a.Seq, Took: clk.Now().Sub(start)}, nil
+			}
+			return Outcome{OldPID: pid}, fmt.Errorf("%w: pid %d exited during the upgrade without recording an outcome; see its log", ErrFailed, pid)
+		}
+		select {
+		case <-ctx.Done():
+			return Outcome{OldPID: pid}, ctx.Err()
+		case <-deadline:
+			return Outcome{OldPID: pid}, fmt.Errorf("%w: no outcome recorded in %s within %s (last state %q); see the server's log",
+				ErrFailed, path, r.Timeout, a.State)
+		case <-clk.After(pollEvery):
+		}
+	}
+}

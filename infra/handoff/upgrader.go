@@ -1,0 +1,238 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cloudflare/tableflip"
+)
+
+// DefaultTimeout is how long a new process gets to report ready before the old one kills it
+// and keeps serving.
+const DefaultTimeout = time.Minute
+
+// Options configure this process's side of the hand-off.
+type Options struct {
+	// PIDFile is written with this process's pid once it is ready (and the attempt file beside
+	// it records each upgrade); "" writes neither, and only SIGHUP can start an upgrade.
+	PIDFile string
+	// Timeout is how long a new process gets to report ready; 0 is DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Upgrader is this process's side of the hand-off: it opens listeners (inherited ones when the
+// process was started by an upgrade), reports ready, and on SIGHUP starts the new process.
+// A process has at most one.
+type Upgrader struct {
+	opts  Options
+	log   *slog.Logger
+	upg   *tableflip.Upgrader // nil where sockets cannot be handed on (Windows)
+	ready bool
+}
+
+// New prepares the hand-off; call it before opening any listener. In a process started by an
+// upgrade it takes over the sockets the old process passed.
+func New(opts Options) (*Upgrader, error) {
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("upgrade timeout %s: must not be negative (0 is the default, %s)", opts.Timeout, DefaultTimeout)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	u := &Upgrader{opts: opts, log: slog.New(slog.DiscardHandler)}
+	upg, err := tableflip.New(tableflip.Options{UpgradeTimeout: opts.Timeout})
+	switch {
+	case errors.Is(err, tableflip.ErrNotSupported):
+		return u, nil
+	case err != nil:
+		return nil, fmt.Errorf("take over the listeners of the process that started this one: %w", err)
+	}
+	// The new process is this executable as it is on disk now (a replaced binary is the new
+	// version); tableflip starts os.Args[0], so it names the executable's path.
+	if exe, err := os.Executable(); err == nil {
+		os.Args[0] = exe
+	}
+	u.upg = upg
+	return u, nil
+}
+
+// Supported reports whether this platform can hand listening sockets to a new process.
+func (u *Upgrader) Supported() bool { return u.upg != nil }
+
+// Inherited reports whether this process was started by an upgrade (its listeners are the old
+// process's sockets).
+func (u *Upgrader) Inherited() bool { return u.upg != nil && u.upg.HasParent() }
+
+// Listen is net.Listen for a listener the next process inherits: the old process's socket for
+// the same network and address when there is one, else a new one.
+func (u *Upgrader) Listen(network, addr string) (net.Listener, error) {
+	if u.upg == nil {
+		return net.Listen(network, addr)
+	}
+	ln, err := u.upg.Listen(network, addr)
+	if err != nil {
+		return nil, unwrapTableflip(err)
+	}
+	return ln, nil
+}
+
+// unwrapTableflip turns tableflip's "can't create new listener: <err>" (which does not wrap)
+// back into the net error, so callers' messages read as for net.Listen.
+func unwrapTableflip(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "can't create new listener: ")
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// Ready says this process serves: it writes the pid file and, in a process started by an
+// upgrade, tells the old process to drain. Listeners opened from now on are not inherited.
+func (u *Upgrader) Ready() error {
+	u.ready = true
+	if u.opts.PIDFile != "" {
+		if err := writePID(u.opts.PIDFile); err != nil {
+			return fmt.Errorf("pid file (--pid-file): %w", err)
+		}
+	}
+	if u.upg == nil {
+		return nil
+	}
+	if err := u.upg.Ready(); err != nil {
+		return fmt.Errorf("tell the old process this one is ready: %w", err)
+	}
+	return nil
+}
+
+// Fail records why a process started by an upgrade gives up before it was ready (a config
+// error, a listener it cannot open), so the old process, which keeps serving, and
+// `zero502 lb upgrade` can name the reason. Elsewhere it does nothing.
+func (u *Upgrader) Fail(reason error) {
+	if reason == nil || u.ready || !u.Inherited() || u.opts.PIDFile == "" {
+		return
+	}
+	path := AttemptPath(u.opts.PIDFile)
+	a, err := readAttempt(path)
+	if err != nil || a.PID != os.Getppid() || a.State != Starting {
+		return
+	}
+	a.NewPID, a.Reason, a.At = os.Getpid(), reason.Error(), time.Now().UTC()
+	if err := writeAttempt(path, a); err != nil {
+		u.log.Warn("could not record why this new process failed", "err", err)
+	}
+}
+
+// UpgradeOnHangup starts upgrading on SIGHUP and returns a context that ends when ctx ends or
+// once a new process is ready: the caller then drains, as on SIGTERM, and exits. After ctx
+// ended, no upgrade starts. Each attempt and its outcome get a line on log. Call it before
+// Ready, so a SIGHUP never finds the default action (which ends the process).
+func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) context.Context {
+	if u.upg == nil {
+		return ctx
+	}
+	if log != nil {
+		u.log = log
+	}
+	serve, handedOff := context.WithCancel(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				u.upg.Stop()
+				return
+			case <-hup:
+				if u.upgrade() {
+					handedOff()
+					return
+				}
+			}
+		}
+	}()
+	return serve
+}
+
+// upgrade runs one attempt and records it; true once the new process is ready.
+func (u *Upgrader) upgrade() bool {
+	start := time.Now()
+	path := ""
+	a := Attempt{PID: os.Getpid(), State: Starting, At: start.UTC()}
+	if u.opts.PIDFile != "" {
+		path = AttemptPath(u.opts.PIDFile)
+		prev, err := readAttempt(path)
+		if err != nil {
+			u.log.Warn("upgrade record unreadable; numbering starts again", "err", err)
+		}
+		a.Seq = prev.Seq + 1
+		u.record(path, a)
+	}
+	u.log.Info("upgrade: starting a new process with the listening sockets", "seq", a.Seq, "timeout", u.opts.Timeout.String())
+	err := u.upg.Upgrade()
+	a.At = time.Now().UTC()
+	if err == nil {
+		a.State = Ready
+		if u.opts.PIDFile != "" {
+			a.NewPID, _ = ReadPID(u.opts.PIDFile)
+		}
+		u.record(path, a)
+		u.log.Info("upgrade: the new process is ready; this one drains and exits", "seq", a.Seq, "new_pid", a.NewPID,
+			"took", time.Since(start).String())
+		return true
+	}
+	a.State, a.Reason = Failed, u.explain(err)
+	if path != "" {
+		if child, rerr := readAttempt(path); rerr == nil && child.Seq == a.Seq && child.Reason != "" {
+			a.NewPID, a.Reason = child.NewPID, fmt.Sprintf("the new process (pid %d) gave up: %s", child.NewPID, child.Reason)
+		}
+	}
+	u.record(path, a)
+	u.log.Error("upgrade failed; this process keeps serving", "seq", a.Seq, "reason", a.Reason)
+	return false
+}
+
+func (u *Upgrader) record(path string, a Attempt) {
+	if path == "" {
+		return
+	}
+	if err := writeAttempt(path, a); err != nil {
+		u.log.Warn("could not record the upgrade", "err", err)
+	}
+}
+
+// explain turns tableflip's errors into what an operator does about them.
+func (u *Upgrader) explain(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "parent hasn't exited"):
+		return "the process this one replaced is still draining; upgrade again once it exited"
+	case strings.Contains(msg, "not ready yet"):
+		return "this process is not ready yet; upgrade again once it serves"
+	case strings.Contains(msg, "timed out"):
+		return fmt.Sprintf("the new process was not ready within %s and was killed (%s)", u.opts.Timeout, msg)
+	}
+	return "the new process did not become ready: " + msg
+}
+
+// Close ends the hand-off as the process exits: no upgrade starts any more, and the pid file is
+// removed while it still names this process (after a hand-off it names the new one).
+func (u *Upgrader) Close() {
+	if u.upg != nil {
+		u.upg.Stop()
+	}
+	if u.opts.PIDFile == "" {
+		return
+	}
+	if pid, err := ReadPID(u.opts.PIDFile); err == nil && pid == os.Getpid() {
+		_ = os.Remove(u.opts.PIDFile)
+	}
+}
