@@ -175,13 +175,17 @@ func ApplySettings(cfg infra.Balancer, live Settings) infra.Balancer {
 func BalancerFor(cfg *infra.Config) (Balancer, error) {
 	switch cfg.Balancer.Kind {
 	case infra.BalancerInHouse:
-		return NewInHouse(cfg.Balancer.Admin, cfg.Balancer.AdminToken), nil
+		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return NewInHouse(a, cfg.Balancer.AdminToken) }), nil
+	case infra.BalancerEdges:
+		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return NewEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
+	case infra.BalancerDNS:
+		return dnsSetFor(cfg)
 	case infra.BalancerNone:
 		return None{}, nil
 	case infra.BalancerALB:
 		return newALBFromEnv(cfg)
 	}
-	return nil, fmt.Errorf("balancer.kind %q: must be inhouse, alb or none", cfg.Balancer.Kind)
+	return nil, fmt.Errorf("balancer.kind %q: must be inhouse, alb, edges, dns or none", cfg.Balancer.Kind)
 }
 
 // None is the balancer of kind none: no view, so the deployer checks services directly only.

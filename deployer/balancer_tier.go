@@ -1,0 +1,132 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// Tier is several instances of one balancer seen as one: the LB instances in front of an app
+// (balancer.kind inhouse with balancer.admins), or the edges in front of the LB instances
+// (balancer.kind edges). A target is in rotation only when every instance has it in; Add, Drain
+// and Remove go to every instance; a target is drained when every instance says so. Every
+// instance must be a Rotation.
+type Tier []Balancer
+
+var (
+	_ Balancer     = Tier(nil)
+	_ Rotation     = Tier(nil)
+	_ ExtraDrifter = Tier(nil)
+)
+
+// Name lists the instances.
+func (t Tier) Name() string {
+	names := make([]string, len(t))
+	for i, b := range t {
+		names[i] = b.Name()
+	}
+	return strings.Join(names, " + ")
+}
+
+// TargetState is in rotation only when every instance has target in rotation; otherwise it is
+// the first instance's state that keeps it out, named after that instance.
+func (t Tier) TargetState(ctx context.Context, target string) (TargetState, error) {
+	var all TargetState
+	for i, b := range t {
+		st, err := b.TargetState(ctx, target)
+		if err != nil {
+			return TargetState{}, err
+		}
+		switch {
+		case i == 0:
+			all = st
+		case all.InRotation && !st.InRotation:
+			all = TargetState{State: st.State + " at " + b.Name(), Since: st.Since}
+		case all.InRotation == st.InRotation && st.Since.After(all.Since):
+			all.Since = st.Since
+		}
+	}
+	return all, nil
+}
+
+// Settings are the first instance's; ExtraDrift compares every other instance's with the config.
+func (t Tier) Settings(ctx context.Context) (Settings, error) {
+	if len(t) == 0 {
+		return Settings{}, fmt.Errorf("a tier of no balancer: %w", ErrNoView)
+	}
+	return t[0].Settings(ctx)
+}
+
+// ExtraDrift is every setting of the second and later instances that differs from the config,
+// named after the instance: instances of one tier must run the same numbers.
+func (t Tier) ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, error) {
+	var out []Drift
+	for _, b := range t[min(1, len(t)):] {
+		live, err := b.Settings(ctx)
+		if errors.Is(err, ErrNoView) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range CompareSettings(cfg, live) {
+			d.Field += " (" + b.Name() + ")"
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (t Tier) each(ctx context.Context, what string, do func(Rotation) error) error {
+	for _, b := range t {
+		rot, ok := b.(Rotation)
+		if !ok {
+			return fmt.Errorf("%s: %s cannot change its rotation", what, b.Name())
+		}
+		if err := do(rot); err != nil {
+			return fmt.Errorf("%s at %s: %w", what, b.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Add adds target at every instance.
+func (t Tier) Add(ctx context.Context, target string) error {
+	return t.each(ctx, "add "+target, func(r Rotation) error { return r.Add(ctx, target) })
+}
+
+// Drain drains target at every instance.
+func (t Tier) Drain(ctx context.Context, target string) error {
+	return t.each(ctx, "drain "+target, func(r Rotation) error { return r.Drain(ctx, target) })
+}
+
+// Remove removes target at every instance.
+func (t Tier) Remove(ctx context.Context, target string) error {
+	return t.each(ctx, "remove "+target, func(r Rotation) error { return r.Remove(ctx, target) })
+}
+
+// Drained is true when every instance has nothing in flight to target.
+func (t Tier) Drained(ctx context.Context, target string) (bool, error) {
+	all := true
+	err := t.each(ctx, "drained "+target, func(r Rotation) error {
+		ok, err := r.Drained(ctx, target)
+		all = all && ok
+		return err
+	})
+	return all && err == nil, err
+}
+
+// tierFor builds the balancer of one instance or a Tier of several.
+func tierFor(addrs []string, one func(addr string) Balancer) Balancer {
+	if len(addrs) == 1 {
+		return one(addrs[0])
+	}
+	t := make(Tier, len(addrs))
+	for i, a := range addrs {
+		t[i] = one(a)
+	}
+	return t
+}
