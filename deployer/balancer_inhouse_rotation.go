@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
 )
 
 var _ Rotation = (*InHouse)(nil)
