@@ -50,6 +50,10 @@ func TestEncodeRoundTripsEveryShippedConfigAndTheDefaults(t *testing.T) {
 			t.Fatalf("%s: %v", n, err)
 		}
 		roundTrip(t, n, cfg)
+		// What the deployer sends a remote host: an ssh host, env names in mixed case.
+		cfg.Hosts[0].SSH = "deploy@web-1:2222"
+		cfg.Services[0].Env = map[string]string{"PATH_PREFIX": "/x", "mode": "a b"}
+		roundTrip(t, n+" over ssh", cfg)
 	}
 }
 
