@@ -247,8 +247,8 @@ type Service struct {
 	// Image is the container image (docker runtime); {version} is replaced by the deployed version.
 	Image string `mapstructure:"image"`
 	// Command is the program and arguments (process runtime; docker: the container's command).
-	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host}, {drain},
-	// {shutdown}, {idle_timeout}.
+	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host} (the host's name),
+	// {address} (the host's address), {drain}, {shutdown}, {idle_timeout}.
 	Command []string `mapstructure:"command"`
 	// Port is the port the service listens on (before the host's port offset); 0 for a service
 	// without a port (a worker), which is checked by its process or container state instead.
