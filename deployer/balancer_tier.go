@@ -52,12 +52,15 @@ func (t Tier) TargetState(ctx context.Context, target string) (TargetState, erro
 	return all, nil
 }
 
-// Settings are the first instance's; ExtraDrift compares every other instance's with the config.
+// Settings are the first instance's, without its listen address (each instance listens on its
+// own); ExtraDrift compares every other instance's with the config.
 func (t Tier) Settings(ctx context.Context) (Settings, error) {
 	if len(t) == 0 {
 		return Settings{}, fmt.Errorf("a tier of no balancer: %w", ErrNoView)
 	}
-	return t[0].Settings(ctx)
+	s, err := t[0].Settings(ctx)
+	s.Listen = ""
+	return s, err
 }
 
 // ExtraDrift is every setting of the second and later instances that differs from the config,
@@ -72,6 +75,7 @@ func (t Tier) ExtraDrift(ctx context.Context, cfg infra.Balancer) ([]Drift, erro
 		if err != nil {
 			return nil, err
 		}
+		live.Listen = "" // each instance listens on its own address
 		for _, d := range CompareSettings(cfg, live) {
 			d.Field += " (" + b.Name() + ")"
 			out = append(out, d)
