@@ -93,9 +93,13 @@ func (live Settings) Drift(cfg infra.Balancer) []infra.Drift {
 	return out
 }
 
-// LiveDrift reads bal's live settings and lists every one that differs from cfg (Settings.Drift).
-// A balancer without live settings returns an error wrapping ErrNoView.
+// LiveDrift reads bal's live settings and lists every one that differs from cfg (Settings.Drift);
+// for a Tier, every instance's. A balancer without live settings returns an error wrapping
+// ErrNoView.
 func LiveDrift(ctx context.Context, bal Balancer, cfg infra.Balancer) (Settings, []infra.Drift, error) {
+	if t, ok := bal.(Tier); ok {
+		return t.drift(ctx, cfg)
+	}
 	live, err := bal.Settings(ctx)
 	if err != nil {
 		return Settings{}, nil, err
@@ -109,13 +113,17 @@ func LiveDrift(ctx context.Context, bal Balancer, cfg infra.Balancer) (Settings,
 func BalancerFor(cfg *infra.Config) (Balancer, error) {
 	switch cfg.Balancer.Kind {
 	case infra.BalancerInHouse:
-		return NewInHouse(cfg.Balancer.Admin, cfg.Balancer.AdminToken), nil
+		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return NewInHouse(a, cfg.Balancer.AdminToken) }), nil
+	case infra.BalancerEdges:
+		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return NewEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
+	case infra.BalancerDNS:
+		return dnsSetFor(cfg)
 	case infra.BalancerNone:
 		return None{}, nil
 	case infra.BalancerALB:
 		return newALBFromEnv(cfg)
 	}
-	return nil, fmt.Errorf("balancer.kind %q: must be inhouse, alb or none", cfg.Balancer.Kind)
+	return nil, fmt.Errorf("balancer.kind %q: must be inhouse, alb, edges, dns or none", cfg.Balancer.Kind)
 }
 
 // None is the balancer of kind none: no view, so the deployer checks services directly only.

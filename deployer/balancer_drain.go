@@ -16,11 +16,16 @@ import (
 // waits until the balancer has nothing in flight to it, and only then sends the stop signal.
 
 // BalancerDrainWindow is how long the deployer waits, at most, for a target drained at the
-// balancer to have nothing in flight: drain.window for the in-house LB, the target group's
-// deregistration delay for an ALB (which holds the target in draining that long).
+// balancer to have nothing in flight: drain.window for the in-house LB and the edges, the
+// target group's deregistration delay for an ALB (which holds the target in draining that
+// long), edge.drain for the edges' DNS A record set (I6 keeps it above the TTL plus the
+// monitor's detection, which is what DNSSet waits for).
 func BalancerDrainWindow(cfg *infra.Config) time.Duration {
-	if cfg.Balancer.Kind == infra.BalancerALB {
+	switch cfg.Balancer.Kind {
+	case infra.BalancerALB:
 		return cfg.Balancer.DeregistrationDelay
+	case infra.BalancerDNS:
+		return cfg.Edge.Drain
 	}
 	return cfg.Drain.Window
 }

@@ -19,43 +19,77 @@ type InHouse struct {
 	admin  string // host:port
 	token  string
 	client *http.Client
+	// what is the admin API's collection of targets: /admin/backends on an LB,
+	// /admin/upstreams on an edge (the same wire types and semantics).
+	what string
+	// kind names the balancer in output and errors: "in-house LB" or "edge".
+	kind string
 }
 
 // NewInHouse returns a client of the admin API at admin (host:port). token, when not empty, is
 // sent as a bearer token (required when the admin listener is not on loopback).
 func NewInHouse(admin, token string) *InHouse {
-	return &InHouse{admin: admin, token: token, client: &http.Client{Timeout: 3 * time.Second}}
+	return &InHouse{admin: admin, token: token, client: &http.Client{Timeout: 3 * time.Second},
+		what: "/admin/backends", kind: "in-house LB"}
+}
+
+// NewEdgeAdmin returns a client of an edge's admin API at admin (zero502 edge forward
+// --admin): the LB instances behind it are its upstreams (GET /admin/upstreams), with the same
+// wire types and write API as an LB's backends.
+func NewEdgeAdmin(admin, token string) *InHouse {
+	b := NewInHouse(admin, token)
+	b.what, b.kind = "/admin/upstreams", "edge"
+	return b
 }
 
 // Name says which admin API this reads.
-func (b *InHouse) Name() string { return "inhouse " + b.admin }
+func (b *InHouse) Name() string {
+	if b.kind == "edge" {
+		return "edge " + b.admin
+	}
+	return "inhouse " + b.admin
+}
 
 // TargetState returns the LB's view of target, matched by its configured address.
 func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, error) {
-	var body struct {
-		Backends []adminapi.BackendStatus `json:"backends"`
-	}
-	if err := b.get(ctx, "/admin/backends", &body); err != nil {
+	all, err := b.targets(ctx)
+	if err != nil {
 		return TargetState{}, err
 	}
-	for _, be := range body.Backends {
+	for _, be := range all {
 		if be.Address == target {
 			return TargetState{State: string(be.State), InRotation: be.InRotation, Since: be.Since}, nil
 		}
 	}
-	known := make([]string, 0, len(body.Backends))
-	for _, be := range body.Backends {
+	known := make([]string, 0, len(all))
+	for _, be := range all {
 		known = append(known, be.Address)
 	}
-	return TargetState{}, fmt.Errorf("in-house LB at %s: target %s: %w (it has %s); "+
-		"start the LB with the same config (zero502 lb --config FILE) or add the target (PUT /admin/backends/%[2]s)",
-		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "))
+	return TargetState{}, fmt.Errorf("%s at %s: target %s: %w (it has %s); "+
+		"start it with the same config or add the target (PUT %s/%[3]s)",
+		b.kind, b.admin, target, ErrUnknownTarget, strings.Join(known, ", "), b.what)
+}
+
+// targets reads the admin API's list of targets: {"backends": […]} on an LB, {"upstreams":
+// […]} on an edge.
+func (b *InHouse) targets(ctx context.Context) ([]adminapi.BackendStatus, error) {
+	var body struct {
+		Backends  []adminapi.BackendStatus `json:"backends"`
+		Upstreams []adminapi.BackendStatus `json:"upstreams"`
+	}
+	if err := b.get(ctx, b.what, &body); err != nil {
+		return nil, err
+	}
+	return append(body.Backends, body.Upstreams...), nil
 }
 
 // Settings returns the LB's live listen address and numbers (GET /admin/settings): the ones it
 // reports, adminapi.InHouseNumbers.
 func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
 	var raw adminapi.Settings
+	if b.kind == "edge" {
+		return Settings{}, fmt.Errorf("edge %s: its upstream check numbers are not compared: %w", b.admin, ErrNoView)
+	}
 	if err := b.get(ctx, "/admin/settings", &raw); err != nil {
 		return Settings{}, err
 	}
@@ -68,10 +102,10 @@ func (b *InHouse) get(ctx context.Context, path string, into any) error {
 		return err
 	}
 	if code != http.StatusOK {
-		return fmt.Errorf("in-house LB admin %s%s: %d %s: %.200s", b.admin, path, code, http.StatusText(code), data)
+		return fmt.Errorf("%s admin %s%s: %d %s: %.200s", b.kind, b.admin, path, code, http.StatusText(code), data)
 	}
 	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("in-house LB admin %s%s: not the admin API's JSON: %w", b.admin, path, err)
+		return fmt.Errorf("%s admin %s%s: not the admin API's JSON: %w", b.kind, b.admin, path, err)
 	}
 	return nil
 }
@@ -81,22 +115,22 @@ func (b *InHouse) get(ctx context.Context, path string, into any) error {
 func (b *InHouse) do(ctx context.Context, method, path string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+b.admin+path, nil)
 	if err != nil {
-		return 0, nil, fmt.Errorf("in-house LB admin %s: %w", b.admin, err)
+		return 0, nil, fmt.Errorf("%s admin %s: %w", b.kind, b.admin, err)
 	}
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("in-house LB admin API at %s (balancer.admin) does not answer: %w; is zero502 lb running with this config?", b.admin, err)
+		return 0, nil, fmt.Errorf("%s admin API at %s (balancer.admin) does not answer: %w; is it running with this config?", b.kind, b.admin, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return 0, nil, fmt.Errorf("in-house LB admin %s %s%s: %w", method, b.admin, path, err)
+		return 0, nil, fmt.Errorf("%s admin %s %s%s: %w", b.kind, method, b.admin, path, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		return 0, nil, fmt.Errorf("in-house LB admin %s %s%s: %s: set balancer.admin_token to the LB's token", method, b.admin, path, resp.Status)
+		return 0, nil, fmt.Errorf("%s admin %s %s%s: %s: set balancer.admin_token to its token", b.kind, method, b.admin, path, resp.Status)
 	}
 	return resp.StatusCode, data, nil
 }

@@ -101,7 +101,7 @@ func ShellQuote(s string) string { return shellQuote(s) }
 // runRemote runs `zero502 ARGS…` on host h with the config on stdin, handing each line of its
 // stdout to line. When ctx ends, stdin is closed: the host's step notices, rolls back and ends.
 func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, line func([]byte)) error {
-	cfgYAML, err := EncodeConfig(d.cfg)
+	cfgYAML, err := infra.Encode(d.cfg)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", h.Name, err)
 	}

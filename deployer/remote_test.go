@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,30 +16,6 @@ import (
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/hostlock"
 )
-
-func TestEncodedConfigLoadsBackTheSame(t *testing.T) {
-	for _, name := range []string{"../examples/local.yaml", "../examples/production.yaml"} {
-		cfg, err := infra.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Hosts[0].SSH = "deploy@web-1:2222"
-		if len(cfg.Services) > 0 {
-			cfg.Services[0].Env = map[string]string{"PATH_PREFIX": "/x", "mode": "a b"}
-		}
-		data, err := EncodeConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := infra.LoadBytes(data, name+" encoded")
-		if err != nil {
-			t.Fatalf("%s: encoded config does not load: %v\n%s", name, err, data)
-		}
-		if !reflect.DeepEqual(cfg, back) {
-			t.Errorf("%s: encoded and loaded back differs:\n%+v\n%+v", name, *cfg, *back)
-		}
-	}
-}
 
 func TestSSHTargetsAndRefusals(t *testing.T) {
 	for in, want := range map[string][2]string{

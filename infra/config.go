@@ -40,6 +40,11 @@ const (
 	BalancerInHouse = "inhouse" // zero502's own HTTP/1.1 load balancer (zero502 lb)
 	BalancerALB     = "alb"     // an AWS Application Load Balancer target group
 	BalancerNone    = "none"    // no balancer: the deployer only checks services directly
+	// BalancerEdges is zero502's own edge forwarders (zero502 edge forward) in front of LB
+	// instances: the balancer of a tier of services of kind lb.
+	BalancerEdges = "edges"
+	// BalancerDNS is the edges' DNS A record set: the balancer of a tier of services of kind edge.
+	BalancerDNS = "dns"
 )
 
 // Balancer is the load balancer in front of the fleet: which one, where, and its numbers.
@@ -50,8 +55,17 @@ type Balancer struct {
 	Listen string `mapstructure:"listen"`
 	// Admin is the in-house LB's admin API listener (host:port). Default 127.0.0.1:8081.
 	Admin string `mapstructure:"admin"`
+	// Admins are the admin APIs (host:port) of every instance of the balancer when there are
+	// several: kind inhouse, every LB instance; kind edges, every edge forwarder (its
+	// /admin/upstreams). The deployer drains a target at each, and counts it in rotation only
+	// when every one has it in. Default: [admin] for kind inhouse; required for kind edges.
+	Admins []string `mapstructure:"admins"`
 	// AdminToken is the bearer token the admin API requires when Admin is not on loopback.
 	AdminToken string `mapstructure:"admin_token"`
+	// Record is the edges' DNS A record set (kind dns): the deployer takes an edge out of it,
+	// waits edge.dns_ttl plus the monitor's detection (edge.check_interval ×
+	// edge.unhealthy_threshold), and only then stops it.
+	Record DNSRecord `mapstructure:"record"`
 	// Service names the service that sits behind the balancer. Default: the first service with a port.
 	Service string `mapstructure:"service"`
 	// BalancerNumbers are its health-check numbers and timeouts (balancer.health_path,
@@ -65,6 +79,32 @@ type Balancer struct {
 	TargetGroupARN string `mapstructure:"target_group_arn"`
 	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.
 	Region string `mapstructure:"region"`
+}
+
+// AdminAddrs are the admin APIs of every instance of the balancer: Admins, else Admin alone
+// (kind inhouse).
+func (b Balancer) AdminAddrs() []string {
+	if len(b.Admins) > 0 {
+		return b.Admins
+	}
+	if b.Kind == BalancerInHouse {
+		return []string{b.Admin}
+	}
+	return nil
+}
+
+// DNSRecord is an A record set that holds one address per edge.
+type DNSRecord struct {
+	// Name is the record's fully qualified name, e.g. edge.example.com. (the trailing dot is
+	// added when missing).
+	Name string `mapstructure:"name"`
+	// ZoneFile is a zone file (RFC 1035) that zero502 dns serve answers from: the local
+	// provider. Set this or Route53ZoneID.
+	ZoneFile string `mapstructure:"zone_file"`
+	// Route53ZoneID is the Route 53 hosted zone that holds the record set (multivalue answer
+	// records, one per edge, health checks off). Credentials and region: the AWS SDK's default
+	// chain and balancer.region.
+	Route53ZoneID string `mapstructure:"route53_zone_id"`
 }
 
 // Drain holds the numbers of the drain handshake (docs/ARCHITECTURE.md, "The drain contract").
@@ -166,11 +206,17 @@ const (
 type Service struct {
 	// Name identifies the service on a host (api, gateway, worker…). Required.
 	Name string `mapstructure:"name"`
+	// Kind is what the service is: app (default: anything behind the balancer), lb (an instance
+	// of zero502 lb, behind zero502 edges: balancer.kind edges; its health path defaults to
+	// /_lb/health, which answers 503 while it drains) or edge (an instance of zero502 edge
+	// forward, in the edges' DNS A record set: balancer.kind dns, drain balancer). The traffic
+	// layer is rolled like any service, through the tier in front of it.
+	Kind string `mapstructure:"kind"`
 	// Image is the container image (docker runtime); {version} is replaced by the deployed version.
 	Image string `mapstructure:"image"`
 	// Command is the program and arguments (process runtime; docker: the container's command).
-	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host}, {drain},
-	// {shutdown}, {idle_timeout}.
+	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host} (the host's name),
+	// {address} (the host's address), {drain}, {shutdown}, {idle_timeout}.
 	Command []string `mapstructure:"command"`
 	// Port is the port the service listens on (before the host's port offset); 0 for a service
 	// without a port (a worker), which is checked by its process or container state instead.
@@ -203,6 +249,17 @@ type Service struct {
 
 // StopSignals are the signal names services[].stop_signal accepts.
 var StopSignals = []string{"SIGTERM", "SIGQUIT", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
+
+// Kinds of service (services[].kind).
+const (
+	KindApp  = "app"  // anything behind the balancer
+	KindLB   = "lb"   // an instance of zero502 lb, behind the edges
+	KindEdge = "edge" // an instance of zero502 edge forward, in the DNS A record set
+)
+
+// LBHealthPath is the in-house LB's own health endpoint: 200 while it serves, 503 from the
+// moment it drains. The default health path of a service of kind lb.
+const LBHealthPath = "/_lb/health"
 
 // Drain modes of a service (services[].drain).
 const (

@@ -301,8 +301,14 @@ func (c *Config) applyListDefaults() {
 			c.Services[i].StopSignal = "SIGTERM"
 		}
 		s := &c.Services[i]
+		if s.Kind == "" {
+			s.Kind = KindApp
+		}
 		if s.Health.Path == "" {
 			s.Health.Path = s.HealthPath
+		}
+		if s.Health.Path == "" && s.Kind == KindLB {
+			s.Health.Path = LBHealthPath
 		}
 		if s.Health.Path == "" {
 			s.Health.Path = c.Balancer.HealthPath

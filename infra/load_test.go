@@ -71,7 +71,7 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"negative duration", "drain:\n  window: -3s\n", []string{"drain.window", "-3s", "positive"}},
 		{"bare number for a duration", "balancer:\n  interval: 5\n", []string{"interval", "unit"}},
 		{"wrong type", "balancer:\n  unhealthy_threshold: two\n", []string{"unhealthy_threshold"}},
-		{"unknown balancer kind", "balancer:\n  kind: nginx\n", []string{"balancer.kind", `"nginx"`, "inhouse, alb or none"}},
+		{"unknown balancer kind", "balancer:\n  kind: nginx\n", []string{"balancer.kind", `"nginx"`, "inhouse, alb, edges, dns or none"}},
 		{"alb without target group", "balancer:\n  kind: alb\n", []string{"balancer.target_group_arn", "required"}},
 		{"service without a name", "services:\n  - image: x\n", []string{"services[0].name", "required"}},
 		{"duplicate host", "hosts:\n  - name: a\n  - name: a\n", []string{"hosts[1].name", "unique"}},

@@ -67,13 +67,34 @@ func (c *Config) Validate() error {
 	case BalancerInHouse:
 		hostPort("balancer.listen", b.Listen)
 		hostPort("balancer.admin", b.Admin)
+		for i, a := range b.Admins {
+			hostPort(fmt.Sprintf("balancer.admins[%d]", i), a)
+		}
+	case BalancerEdges:
+		if len(b.Admins) == 0 {
+			bad("balancer.admins", "[]", "is required when balancer.kind is edges: the admin API (host:port) of every edge")
+		}
+		for i, a := range b.Admins {
+			hostPort(fmt.Sprintf("balancer.admins[%d]", i), a)
+		}
+	case BalancerDNS:
+		if b.Record.Name == "" {
+			bad("balancer.record.name", `""`, "is required when balancer.kind is dns: the edges' A record, e.g. edge.example.com.")
+		}
+		if (b.Record.ZoneFile == "") == (b.Record.Route53ZoneID == "") {
+			bad("balancer.record", fmt.Sprintf("zone_file %q, route53_zone_id %q", b.Record.ZoneFile, b.Record.Route53ZoneID),
+				"set exactly one of zone_file (served by zero502 dns serve) and route53_zone_id")
+		}
+		if !c.Edge.Configured() {
+			bad("edge.drain", c.Edge.Drain, "must be set when balancer.kind is dns: how long an edge keeps forwarding after it leaves the A set (I6)")
+		}
 	case BalancerALB:
 		if b.TargetGroupARN == "" {
 			bad("balancer.target_group_arn", `""`, "is required when balancer.kind is alb")
 		}
 	case BalancerNone:
 	default:
-		bad("balancer.kind", fmt.Sprintf("%q", b.Kind), "must be inhouse, alb or none")
+		bad("balancer.kind", fmt.Sprintf("%q", b.Kind), "must be inhouse, alb, edges, dns or none")
 	}
 	path("balancer.health_path", b.HealthPath)
 	positive("balancer.interval", b.Interval)
@@ -160,6 +181,23 @@ func (c *Config) Validate() error {
 		nonNegative(key+".health.timeout", s.Health.Timeout)
 		if s.Drain != DrainHandshake && s.Drain != DrainBalancer {
 			bad(key+".drain", fmt.Sprintf("%q", s.Drain), "must be handshake or balancer")
+		}
+		switch s.Kind {
+		case KindApp:
+		case KindLB:
+			if b.Kind != BalancerEdges {
+				bad(key+".kind", `"lb"`, fmt.Sprintf("needs balancer.kind edges (the edges in front of the LB instances), not %q", b.Kind))
+			}
+		case KindEdge:
+			if b.Kind != BalancerDNS {
+				bad(key+".kind", `"edge"`, fmt.Sprintf("needs balancer.kind dns (the A record set the edges are in), not %q", b.Kind))
+			}
+			if s.Drain != DrainBalancer {
+				bad(key+".drain", fmt.Sprintf("%q", s.Drain), "must be balancer for a service of kind edge: "+
+					"the deployer takes the edge out of the A set and waits out the TTL before its stop signal")
+			}
+		default:
+			bad(key+".kind", fmt.Sprintf("%q", s.Kind), "must be app, lb or edge")
 		}
 		if s.Verify.VersionPath != "" {
 			path(key+".verify.version_path", s.Verify.VersionPath)

@@ -17,6 +17,7 @@ import (
 func newDemoCmd() *cobra.Command {
 	var (
 		naive, compare, asJSON, keep  bool
+		trafficLayer                  bool
 		report, rt, image, dockerHost string
 		service                       string
 		rate                          int
@@ -78,6 +79,34 @@ beside the old one (start-first); the load GETs its version file and POSTs to a 
 			if asJSON {
 				live = cmd.ErrOrStderr()
 			}
+			if trafficLayer {
+				if compare || rt != demo.RuntimeProcess || service != demo.ServiceApp || report != "" {
+					return exitCode(2, errors.New("--traffic-layer runs the process runtime and zero502 app alone; it takes --naive, --rate, --json and --keep"))
+				}
+				topts := demo.TrafficOptions{Naive: naive, Progress: live, Keep: keep}
+				if cmd.Flags().Changed("rate") {
+					topts.Rate = rate
+				}
+				r, err := demo.RunTraffic(ctx, topts)
+				if r != nil {
+					if asJSON {
+						enc := json.NewEncoder(out)
+						enc.SetIndent("", "  ")
+						_ = enc.Encode(r)
+					} else {
+						demo.WriteTrafficSummary(out, r)
+					}
+				}
+				switch {
+				case err != nil:
+					return exitCode(1, err)
+				case naive && r.Load != nil && r.Load.Failed():
+					return nil // the naive run shows what it loses
+				case naive || !r.Clean():
+					return exitCode(1, nil)
+				}
+				return nil
+			}
 			if service != demo.ServiceApp && service != demo.ServicePython {
 				return exitCode(2, fmt.Errorf("--service %q: must be %s or %s", service, demo.ServiceApp, demo.ServicePython))
 			}
@@ -126,6 +155,7 @@ beside the old one (start-first); the load GETs its version file and POSTs to a 
 	f := cmd.Flags()
 	f.BoolVar(&naive, "naive", false, "roll without the drain handshake (SIGKILL at once): the failures it removes")
 	f.BoolVar(&compare, "compare", false, "run with the handshake, then naive, and print both side by side")
+	f.BoolVar(&trafficLayer, "traffic-layer", false, "the whole chain: DNS → 2 edges → 2 LB instances → 3 apps under load; roll apps, LB instances, edges, then upgrade one LB in place")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (progress goes to stderr)")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
 	f.IntVar(&rate, "rate", 400, "load in requests per second (--service python: 150 unless set)")

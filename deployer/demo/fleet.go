@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra"
@@ -109,109 +107,90 @@ type containers struct {
 	RunID string
 }
 
-// rewrite returns local.yaml with free loopback ports and every state dir under dir; with ctr,
-// for the docker runtime: each service runs ctr.Image with its command made the container's
-// ({self} → /zero502, the app listening on 0.0.0.0 inside), host names carry ctr.RunID.
-func rewrite(local []byte, dir string, ctr *containers) ([]byte, error) {
-	var doc map[string]any
-	if err := yaml.Unmarshal(local, &doc); err != nil {
-		return nil, err
-	}
-	hosts, _ := doc["hosts"].([]any)
-	services, _ := doc["services"].([]any)
-	bal, _ := doc["balancer"].(map[string]any)
-	wd, _ := doc["watchdog"].(map[string]any)
-	if len(hosts) == 0 || len(services) == 0 || bal == nil || wd == nil {
-		return nil, errors.New("examples/local.yaml lost its balancer, watchdog, services or hosts section")
-	}
-	ports, err := freePorts(2 + len(hosts))
+// rewrite returns the config source (local.yaml, or any-service.yaml) with free loopback ports
+// and every state dir under dir, encoded: it loads source into the typed infra.Config, edits
+// that, and writes it with infra.Encode. With ctr, for the docker runtime: each service runs
+// ctr.Image with its command made the container's ({self} → /zero502, the app listening on
+// 0.0.0.0 inside), host names carry ctr.RunID.
+func rewrite(source []byte, dir string, ctr *containers) ([]byte, error) {
+	cfg, err := infra.LoadBytes(source, "the demo's config")
 	if err != nil {
 		return nil, err
 	}
-	bal["listen"] = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	bal["admin"] = fmt.Sprintf("127.0.0.1:%d", ports[1])
-	wd["state_dir"] = dir
-	delete(wd, "lock_path") // each host locks <its state_dir>/deploy.lock
+	if err := cfg.RequireFleet(); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2 + len(cfg.Hosts))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Balancer.Listen = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	cfg.Balancer.Admin = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	cfg.Watchdog.StateDir = dir
+	cfg.Watchdog.LockPath = infra.Defaults().Watchdog.LockPath // each host locks <its state_dir>/deploy.lock
 	svcPorts := ports[2:]
 	sort.Ints(svcPorts)
 	// Every host's balanced service listens on base + port_offset, so the offsets are what
 	// separates the hosts: base is the lowest free port, each offset the distance to its own.
-	for i, s := range services {
-		m, ok := s.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("examples/local.yaml: services[%d] is not a section", i)
+	for i := range cfg.Services {
+		s := &cfg.Services[i]
+		if s.Port > 0 {
+			s.Port = svcPorts[0]
 		}
-		if p, _ := m["port"].(int); p > 0 {
-			m["port"] = svcPorts[0]
-		}
-		if ports, _ := m["ports"].([]any); len(ports) == 2 {
+		if len(s.Ports) == 2 {
 			// start-first: the second port must be free at every host's offset too
 			second, err := freeAtOffsets(svcPorts)
 			if err != nil {
 				return nil, err
 			}
-			m["ports"] = []any{svcPorts[0], second}
+			s.Ports = []int{svcPorts[0], second}
 		}
-		if cmd, ok := m["command"].([]any); ok {
-			for j, a := range cmd {
-				if s, ok := a.(string); ok {
-					cmd[j] = strings.ReplaceAll(s, "/tmp/zero502-any", dir) // any-service.yaml's files
-				}
-			}
+		for j, a := range s.Command {
+			s.Command[j] = strings.ReplaceAll(a, "/tmp/zero502-any", dir) // any-service.yaml's files
 		}
 		if ctr != nil {
-			cmd, err := containerCommand(m["command"])
+			cmd, err := containerCommand(s.Command)
 			if err != nil {
-				return nil, fmt.Errorf("examples/local.yaml: services[%d].command: %w", i, err)
+				return nil, fmt.Errorf("services[%d].command: %w", i, err)
 			}
-			m["command"], m["image"] = cmd, ctr.Image
+			s.Command, s.Image = cmd, ctr.Image
 		}
 	}
-	for i, h := range hosts {
-		m, ok := h.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("examples/local.yaml: hosts[%d] is not a section", i)
-		}
-		m["port_offset"] = svcPorts[i] - svcPorts[0]
-		m["state_dir"] = filepath.Join(dir, fmt.Sprint(m["name"]))
-		m["address"] = "127.0.0.1"
-		delete(m, "lock_path")
+	for i := range cfg.Hosts {
+		h := &cfg.Hosts[i]
+		h.PortOffset = svcPorts[i] - svcPorts[0]
+		h.StateDir = filepath.Join(dir, h.Name)
+		h.Address = "127.0.0.1"
+		h.LockPath = ""
 		if ctr != nil {
-			m["name"] = fmt.Sprintf("%v-%s", m["name"], ctr.RunID)
+			h.Name = fmt.Sprintf("%s-%s", h.Name, ctr.RunID)
 		}
 	}
 	if ctr != nil {
-		ro, _ := doc["rollout"].(map[string]any)
-		if ro == nil {
-			ro = map[string]any{}
-			doc["rollout"] = ro
-		}
-		ro["runtime"] = infra.RuntimeDocker
-		ro["docker_host"] = ctr.Endpoint
+		cfg.Rollout.Runtime = infra.RuntimeDocker
+		cfg.Rollout.DockerHost = ctr.Endpoint
 	}
-	return yaml.Marshal(doc)
+	return infra.Encode(cfg)
 }
 
 // containerCommand turns a process-runtime command into the container's: {self} is the
 // image's /zero502, and `app` listens on 0.0.0.0 so the port published on 127.0.0.1 reaches it.
-func containerCommand(v any) ([]any, error) {
-	args, _ := v.([]any)
+func containerCommand(args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, errors.New("is empty")
 	}
-	out := make([]any, 0, len(args)+2)
+	out := make([]string, 0, len(args)+2)
 	for i, a := range args {
-		s := fmt.Sprint(a)
-		if i == 0 && s == "{self}" {
-			s = "/zero502"
+		if i == 0 && a == "{self}" {
+			a = "/zero502"
 		}
-		out = append(out, s)
-		if i == 1 && s == "app" && !slices.Contains(args, any("--host")) {
+		out = append(out, a)
+		if i == 1 && a == "app" && !slices.Contains(args, "--host") {
 			out = append(out, "--host", "0.0.0.0")
 		}
 	}
 	if out[0] != "/zero502" {
-		return nil, fmt.Errorf("%v: the demo's containers run /zero502; want a command starting with {self}", args)
+		return nil, fmt.Errorf("%q: the demo's containers run /zero502; want a command starting with {self}", args)
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,6 +51,21 @@ type Options struct {
 	Bucket time.Duration
 	// Clock paces the load; default the wall clock.
 	Clock clock.Clock
+	// DNS, when set, is the DNS server (host:port) that resolves Target's name for every new
+	// connection (the edges' A record set); the load spreads over the addresses it answers.
+	DNS string
+	// IdleConnTimeout is how long the load keeps an idle keep-alive connection. Default 90s.
+	IdleConnTimeout time.Duration
+	// Sessions is how many long-lived WebSocket sessions the load holds open beside its requests
+	// (GET SessionPath, one message every SessionEvery, each echoed back). A session the server
+	// ends cleanly (a close frame, or the connection closed between two messages) is reopened and
+	// its unanswered message sent again; a session that is reset, times out or cannot reopen is a
+	// failure. Default 0.
+	Sessions int
+	// SessionPath is the WebSocket echo endpoint. Default /ws.
+	SessionPath string
+	// SessionEvery is the time between two messages of a session. Default 100ms.
+	SessionEvery time.Duration
 }
 
 func (o *Options) defaults() {
@@ -70,6 +86,15 @@ func (o *Options) defaults() {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
+	}
+	if o.IdleConnTimeout == 0 {
+		o.IdleConnTimeout = 90 * time.Second
+	}
+	if o.SessionPath == "" {
+		o.SessionPath = "/ws"
+	}
+	if o.SessionEvery == 0 {
+		o.SessionEvery = 100 * time.Millisecond
 	}
 }
 
@@ -105,6 +130,14 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: must be a path starting with /, e.g. /orders?ms=150", p.name, p.v))
 		}
 	}
+	if o.DNS != "" {
+		if _, _, err := net.SplitHostPort(o.DNS); err != nil {
+			errs = append(errs, fmt.Errorf("dns %q: must be the DNS server's host:port, e.g. 127.0.0.1:5353", o.DNS))
+		}
+	}
+	if o.Sessions < 0 || o.Sessions > 10000 {
+		errs = append(errs, fmt.Errorf("sessions %d: must be from 0 to 10000", o.Sessions))
+	}
 	if o.Timeout < 0 || o.Bucket < 0 {
 		errs = append(errs, fmt.Errorf("timeout %s, bucket %s: must not be negative", o.Timeout, o.Bucket))
 	}
@@ -123,6 +156,8 @@ type Load struct {
 
 	mu  sync.Mutex
 	rec *recorder
+
+	sessions *sessions // nil without Options.Sessions
 }
 
 // New validates opts and prepares a load; Run starts it.
@@ -145,16 +180,27 @@ func New(opts Options) (*Load, error) {
 	if idle < 64 {
 		idle = 64
 	}
-	reused := &http.Transport{MaxIdleConns: idle, MaxIdleConnsPerHost: idle, IdleConnTimeout: 90 * time.Second}
-	fresh := &http.Transport{DisableKeepAlives: true}
+	dial := newDialer(opts.DNS)
+	reused := &http.Transport{MaxIdleConns: idle, MaxIdleConnsPerHost: idle, IdleConnTimeout: opts.IdleConnTimeout,
+		DialContext: dial.DialContext}
+	fresh := &http.Transport{DisableKeepAlives: true, DialContext: dial.DialContext}
+	var ss *sessions
+	if opts.Sessions > 0 {
+		ws := *base
+		ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[base.Scheme]
+		ws.Path = strings.TrimSuffix(base.Path, "/") + opts.SessionPath
+		ss = &sessions{url: ws.String(), every: opts.SessionEvery, timeout: opts.Timeout,
+			client: &http.Client{Transport: &http.Transport{DialContext: dial.DialContext, DisableKeepAlives: true}}}
+	}
 	return &Load{
-		opts:   opts,
-		urls:   urls,
-		paths:  paths,
-		runID:  hex.EncodeToString(id),
-		reused: &http.Client{Transport: reused, CheckRedirect: noRedirect},
-		fresh:  &http.Client{Transport: fresh, CheckRedirect: noRedirect},
-		rec:    newRecorder(opts.Bucket),
+		sessions: ss,
+		opts:     opts,
+		urls:     urls,
+		paths:    paths,
+		runID:    hex.EncodeToString(id),
+		reused:   &http.Client{Transport: reused, CheckRedirect: noRedirect},
+		fresh:    &http.Client{Transport: fresh, CheckRedirect: noRedirect},
+		rec:      newRecorder(opts.Bucket),
 	}, nil
 }
 
@@ -175,6 +221,15 @@ func (l *Load) Run(ctx context.Context) *Result {
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(start.UnixNano()), 0x5eed))
 	var wg sync.WaitGroup
+	sessCtx, stopSessions := context.WithCancel(ctx)
+	defer stopSessions()
+	if l.sessions != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.sessions.run(sessCtx, l.opts.Sessions)
+		}()
+	}
 	sent := 0
 	elapsed := time.Duration(0)
 	for done := false; !done; {
@@ -197,6 +252,7 @@ func (l *Load) Run(ctx context.Context) *Result {
 			}()
 		}
 	}
+	stopSessions()
 	wg.Wait()
 	l.reused.CloseIdleConnections()
 	return l.result(elapsed)

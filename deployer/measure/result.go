@@ -33,6 +33,8 @@ type Result struct {
 	Series []Point
 	// Errors are a few transport error messages by class, for diagnosis.
 	Errors map[Class][]string
+	// Sessions are the long-lived WebSocket sessions' outcome (Options.Sessions); nil without.
+	Sessions *SessionStats
 }
 
 // Point is one bucket of the time series.
@@ -43,7 +45,7 @@ type Point struct {
 }
 
 // Failed reports whether any request went nowhere.
-func (r *Result) Failed() bool { return r.Failures > 0 }
+func (r *Result) Failed() bool { return r.Failures > 0 || r.Sessions != nil && r.Sessions.Lost > 0 }
 
 // FailureCounts returns the non-zero failure classes.
 func (r *Result) FailureCounts() map[Class]int {
@@ -165,6 +167,10 @@ func (l *Load) result(elapsed time.Duration) *Result {
 	}
 	res.Series = append(res.Series, r.series...)
 	res.P50, res.P99 = percentile(r.lat, 0.50), percentile(r.lat, 0.99)
+	if l.sessions != nil {
+		st := l.sessions.snapshot()
+		res.Sessions = &st
+	}
 	return res
 }
 
@@ -214,6 +220,17 @@ func (r *Result) WriteTable(w io.Writer) {
 		r.Target, r.Rate, r.Elapsed.Round(time.Millisecond), float64(r.Sent)/math.Max(r.Elapsed.Seconds(), 1e-9),
 		KindGet, r.Kinds[KindGet], KindPost, r.Kinds[KindPost], KindHealth, r.Kinds[KindHealth], r.NewConn, r.Retried)
 	fmt.Fprintf(w, "latency: p50 %s, p99 %s, max %s\n", r.P50.Round(time.Microsecond*10), r.P99.Round(time.Microsecond*10), r.Max.Round(time.Microsecond*10))
+	if st := r.Sessions; st != nil {
+		fmt.Fprintf(w, "sessions: %d opened, %d ended cleanly by the server and reopened, %d messages echoed, %d lost",
+			st.Opened, st.EndedClean, st.Echoed, st.Lost)
+		if st.Lost > 0 {
+			fmt.Fprint(w, "  FAILED")
+		}
+		fmt.Fprintln(w)
+		for _, e := range st.Errors {
+			fmt.Fprintf(w, "  e.g. session: %s\n", e)
+		}
+	}
 	if vs := r.VersionSwitches(); len(vs) > 0 {
 		parts := make([]string, len(vs))
 		for i, v := range vs {
@@ -263,8 +280,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		BucketMS int64              `json:"bucket_ms"`
 		Series   []point            `json:"series"`
 		Errors   map[Class][]string `json:"errors,omitempty"`
+		Sessions *SessionStats      `json:"sessions,omitempty"`
 	}{r.Target, r.Rate, r.Elapsed.String(), r.Sent, r.Failures, r.Counts, r.Kinds, r.NewConn, r.Retried,
-		r.P50.String(), r.P99.String(), r.Max.String(), r.VersionSwitches(), r.Bucket.Milliseconds(), pts, r.Errors})
+		r.P50.String(), r.P99.String(), r.Max.String(), r.VersionSwitches(), r.Bucket.Milliseconds(), pts, r.Errors, r.Sessions})
 }
 
 func nonZero(m map[Class]int) map[Class]int {

@@ -64,9 +64,10 @@ var ErrExitAfter = errors.New("exiting as told by --exit-after")
 
 // App is one app process's state: its options, health and orders.
 type App struct {
-	opts    Options
-	started time.Time
-	orders  *orderBook
+	opts     Options
+	started  time.Time
+	orders   *orderBook
+	sessions sessions
 }
 
 // New checks opts and opens the orders log; Close releases it.
@@ -145,6 +146,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		Shutdown: a.opts.Shutdown,
 		Clock:    a.opts.Clock,
 		Logger:   log.With("version", a.opts.Version),
+		OnPhase: func(p drain.Phase, _ time.Time) {
+			if p == drain.PhaseStoppedAccepting {
+				go a.sessions.end()
+			}
+		},
 	}
 	log.Info("app started", "version", a.opts.Version, "port", portOf(addr), "addr", addr,
 		"pid", os.Getpid(), "drain", a.opts.Drain.String(), "shutdown", a.opts.Shutdown.String(),

@@ -19,6 +19,7 @@ func (a *App) Handler(backend string) http.Handler {
 	mux.HandleFunc("/health", a.health)
 	mux.HandleFunc("/orders", a.ordersRoute)
 	mux.HandleFunc("/slow", a.slow)
+	mux.HandleFunc("/ws", a.ws)
 	version := a.opts.Version
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Version", version)

@@ -110,6 +110,7 @@ func RenderOn(cfg *infra.Config, h infra.Host, version, self string, on map[stri
 			"{version}", version,
 			"{port}", fmt.Sprint(port),
 			"{host}", h.Name,
+			"{address}", h.Address,
 			"{drain}", cfg.Drain.Window.String(),
 			"{shutdown}", cfg.Drain.Shutdown.String(),
 			"{idle_timeout}", cfg.App.KeepAliveIdleTimeout.String(),

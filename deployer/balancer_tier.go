@@ -1,0 +1,147 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// Tier is several instances of one balancer seen as one: the LB instances in front of an app
+// (balancer.kind inhouse with balancer.admins), or the edges in front of the LB instances
+// (balancer.kind edges). A target is in rotation only when every instance has it in; Add, Drain
+// and Remove go to every instance; a target is drained when every instance says so. Every
+// instance must be a Rotation.
+type Tier []Balancer
+
+var (
+	_ Balancer = Tier(nil)
+	_ Rotation = Tier(nil)
+)
+
+// Name lists the instances.
+func (t Tier) Name() string {
+	names := make([]string, len(t))
+	for i, b := range t {
+		names[i] = b.Name()
+	}
+	return strings.Join(names, " + ")
+}
+
+// TargetState is in rotation only when every instance has target in rotation; otherwise it is
+// the first instance's state that keeps it out, named after that instance.
+func (t Tier) TargetState(ctx context.Context, target string) (TargetState, error) {
+	var all TargetState
+	for i, b := range t {
+		st, err := b.TargetState(ctx, target)
+		if err != nil {
+			return TargetState{}, err
+		}
+		switch {
+		case i == 0:
+			all = st
+		case all.InRotation && !st.InRotation:
+			all = TargetState{State: st.State + " at " + b.Name(), Since: st.Since}
+		case all.InRotation == st.InRotation && st.Since.After(all.Since):
+			all.Since = st.Since
+		}
+	}
+	return all, nil
+}
+
+// Settings are the first instance's, without its listen address (each instance listens on its
+// own); LiveDrift compares every instance's with the config.
+func (t Tier) Settings(ctx context.Context) (Settings, error) {
+	if len(t) == 0 {
+		return Settings{}, fmt.Errorf("a tier of no balancer: %w", ErrNoView)
+	}
+	s, err := t[0].Settings(ctx)
+	s.Listen = ""
+	return s, err
+}
+
+// drift is every setting of every instance that differs from the config, those of the second
+// and later instances named after them (instances of one tier must run the same numbers), with
+// the first instance's settings. Instances without live settings (edges) are skipped; a tier
+// where none has them wraps ErrNoView.
+func (t Tier) drift(ctx context.Context, cfg infra.Balancer) (Settings, []infra.Drift, error) {
+	var first Settings
+	var out []infra.Drift
+	seen := false
+	for i, b := range t {
+		live, err := b.Settings(ctx)
+		if errors.Is(err, ErrNoView) {
+			continue
+		}
+		if err != nil {
+			return Settings{}, nil, err
+		}
+		live.Listen = "" // each instance listens on its own address
+		if !seen {
+			first, seen = live, true
+		}
+		for _, d := range live.Drift(cfg) {
+			if i > 0 {
+				d.Field += " (" + b.Name() + ")"
+			}
+			out = append(out, d)
+		}
+	}
+	if !seen {
+		return Settings{}, nil, fmt.Errorf("%s: %w", t.Name(), ErrNoView)
+	}
+	return first, out, nil
+}
+
+func (t Tier) each(ctx context.Context, what string, do func(Rotation) error) error {
+	for _, b := range t {
+		rot, ok := b.(Rotation)
+		if !ok {
+			return fmt.Errorf("%s: %s cannot change its rotation", what, b.Name())
+		}
+		if err := do(rot); err != nil {
+			return fmt.Errorf("%s at %s: %w", what, b.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Add adds target at every instance.
+func (t Tier) Add(ctx context.Context, target string) error {
+	return t.each(ctx, "add "+target, func(r Rotation) error { return r.Add(ctx, target) })
+}
+
+// Drain drains target at every instance.
+func (t Tier) Drain(ctx context.Context, target string) error {
+	return t.each(ctx, "drain "+target, func(r Rotation) error { return r.Drain(ctx, target) })
+}
+
+// Remove removes target at every instance.
+func (t Tier) Remove(ctx context.Context, target string) error {
+	return t.each(ctx, "remove "+target, func(r Rotation) error { return r.Remove(ctx, target) })
+}
+
+// Drained is true when every instance has nothing in flight to target.
+func (t Tier) Drained(ctx context.Context, target string) (bool, error) {
+	all := true
+	err := t.each(ctx, "drained "+target, func(r Rotation) error {
+		ok, err := r.Drained(ctx, target)
+		all = all && ok
+		return err
+	})
+	return all && err == nil, err
+}
+
+// tierFor builds the balancer of one instance or a Tier of several.
+func tierFor(addrs []string, one func(addr string) Balancer) Balancer {
+	if len(addrs) == 1 {
+		return one(addrs[0])
+	}
+	t := make(Tier, len(addrs))
+	for i, a := range addrs {
+		t[i] = one(a)
+	}
+	return t
+}

@@ -1,0 +1,109 @@
+package deployer
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// TestTierOfTwoRealLBs drives two real in-house LB instances as one balancer: a target is in
+// rotation only when both have it in, a drain reaches both, and it is drained only when both
+// say so.
+func TestTierOfTwoRealLBs(t *testing.T) {
+	app := healthyApp(t)
+	lb1, a := inHouseLB(t, app)
+	_, b := inHouseLB(t, app)
+	tier := Tier{a, b}
+	ctx := context.Background()
+	if !strings.Contains(tier.Name(), a.admin) || !strings.Contains(tier.Name(), b.admin) {
+		t.Errorf("Name %q: want both admin addresses", tier.Name())
+	}
+	waitFor(t, 5*time.Second, "the app in rotation at both", func() (bool, error) {
+		st, err := tier.TargetState(ctx, app)
+		return st.InRotation, err
+	})
+
+	// Drained at one instance only: out of rotation for the tier, named after that instance.
+	if err := a.Drain(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tier.TargetState(ctx, app)
+	if err != nil || st.InRotation || st.State != "draining" {
+		t.Fatalf("drained at the first only: %+v, %v; want draining and out of rotation", st, err)
+	}
+	if err := a.Add(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lb1.AddBackend(app); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the app back in rotation at both", func() (bool, error) {
+		st, err := tier.TargetState(ctx, app)
+		return st.InRotation, err
+	})
+	if err := b.Drain(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	st, err = tier.TargetState(ctx, app)
+	if err != nil || st.InRotation || !strings.Contains(st.State, b.admin) {
+		t.Fatalf("drained at the second only: %+v, %v; want out of rotation, naming %s", st, err, b.admin)
+	}
+
+	// The tier's own drain reaches both, and it is drained when both say so.
+	if err := tier.Drain(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	for _, one := range []*InHouse{a, b} {
+		if st, err := one.TargetState(ctx, app); err != nil || st.InRotation {
+			t.Errorf("%s after the tier's drain: %+v, %v", one.Name(), st, err)
+		}
+	}
+	waitFor(t, 5*time.Second, "drained at both", func() (bool, error) { return tier.Drained(ctx, app) })
+	if err := tier.Remove(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	for _, one := range []*InHouse{a, b} {
+		if _, err := one.TargetState(ctx, app); err == nil {
+			t.Errorf("%s still knows %s after the tier removed it", one.Name(), app)
+		}
+	}
+}
+
+// TestTierComparesEveryInstancesSettings: instances of one tier must run the config's numbers;
+// the second one's drift is named after it.
+func TestTierComparesEveryInstancesSettings(t *testing.T) {
+	app := healthyApp(t)
+	_, a := inHouseLB(t, app)
+	_, b := inHouseLB(t, app)
+	live, err := a.Settings(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := infra.Defaults().Balancer
+	cfg.Listen, cfg.HealthPath, cfg.Interval, cfg.Timeout = live.Listen, live.HealthPath, live.Interval, live.Timeout
+	cfg.UnhealthyThreshold, cfg.HealthyThreshold = live.UnhealthyThreshold, live.HealthyThreshold
+	cfg.IdleTimeout, cfg.ConnectTimeout, cfg.HeaderTimeout, cfg.MaxHeaderBytes = live.IdleTimeout, live.ConnectTimeout, live.HeaderTimeout, live.MaxHeaderBytes
+	cfg.Interval = 3 * time.Second // both LBs check every 100ms: both drift, each named
+	_, drifts, err := LiveDrift(context.Background(), Tier{a, b}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second bool
+	for _, d := range drifts {
+		if d.Field == "balancer.interval" {
+			first = true
+		}
+		if d.Field == "balancer.interval ("+b.Name()+")" {
+			second = true
+		}
+		if strings.HasPrefix(d.Field, "balancer.listen") {
+			t.Errorf("drift %v: instances of a tier listen on their own addresses; listen is not compared", d)
+		}
+	}
+	if !first || !second {
+		t.Errorf("drifts %v: want balancer.interval for the first instance and for %s", drifts, b.Name())
+	}
+}

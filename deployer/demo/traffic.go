@@ -1,0 +1,570 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/examples"
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/runtime/process"
+)
+
+// The traffic-layer demo (zero502 demo --traffic-layer) runs the whole chain on this machine's
+// loopback: a client that resolves the edges' name through a local DNS server (zero502 dns
+// serve, a zone file), two edges (zero502 edge forward, PROXY v2 on), two LB instances
+// (zero502 lb, PROXY accepted from the edges) and three app hosts (zero502 app). Under steady
+// load through the whole chain (GET, POST and long-lived WebSocket sessions), it rolls the
+// apps, then the LB instances, then the edges, each tier an ordinary deploy through the tier in
+// front of it, and finally upgrades one LB instance in place by handing its sockets to a new
+// process. Every number of every tier keeps the invariants.
+
+// TrafficOptions configure one traffic-layer demo run.
+type TrafficOptions struct {
+	// Self is the zero502 binary every tier runs (os.Executable()).
+	Self string
+	// Naive rolls every tier without the drain handshake: SIGKILL at once, no balancer watch.
+	Naive bool
+	// Rate is the load in requests per second; default 200.
+	Rate int
+	// Sessions is how many long-lived WebSocket sessions the load holds; default 4.
+	Sessions int
+	// Before and After are how long the load runs before the first rollout and after the last;
+	// defaults 1s and 1.5s.
+	Before, After time.Duration
+	// Progress receives live progress lines; nil: none.
+	Progress io.Writer
+	// Keep leaves the temp dir (configs, zone, state dirs, logs) in place and names it.
+	Keep bool
+}
+
+// Stage is one step of the run: a tier's rollout, or the in-place upgrade.
+type Stage struct {
+	// Tier is apps, lbs, edges or upgrade.
+	Tier string `json:"tier"`
+	// What says what the stage did, for people.
+	What string `json:"what"`
+	// From and To bound it, as offsets from the load's start.
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+	// Deploy is the tier's deploy report (nil for the upgrade).
+	Deploy *deployer.Report `json:"deploy,omitempty"`
+	// Marks are each host's handshake marks, as offsets from the load's start.
+	Marks []HostMarks `json:"marks,omitempty"`
+}
+
+// TrafficResult is one traffic-layer demo run.
+type TrafficResult struct {
+	Naive bool          `json:"naive"`
+	Took  time.Duration `json:"took_ns"`
+	// Load is what the client saw through the whole chain.
+	Load   *measure.Result `json:"load"`
+	Stages []Stage         `json:"stages"`
+	// Versions says which version every host of every tier runs at the end.
+	Versions map[string]string `json:"versions"`
+	Dir      string            `json:"dir,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// Clean reports whether the run kept the promise: it ran through, no request failed and no
+// session was lost, every host of every tier runs v2.
+func (r *TrafficResult) Clean() bool {
+	if r.Error != "" || r.Load == nil || r.Load.Failed() || len(r.Versions) == 0 {
+		return false
+	}
+	for _, v := range r.Versions {
+		if v != To {
+			return false
+		}
+	}
+	return true
+}
+
+// EdgeName is the name the demo's client resolves: the edges' A record set.
+const EdgeName = "edge.zero502.test."
+
+// Loopback addresses of the demo's hosts: each LB instance and each edge has its own, so the A
+// record set can hold one address per edge and every instance listens on the same port.
+var (
+	lbAddrs   = []string{"127.0.0.11", "127.0.0.12"}
+	edgeAddrs = []string{"127.0.0.21", "127.0.0.22"}
+)
+
+// tier is one layer of the chain: its config (written to a file, as a user would keep it), and
+// one process runtime per host for the whole run.
+type tier struct {
+	name     string
+	path     string
+	cfg      *infra.Config
+	runtimes map[string]deployer.Runtime
+}
+
+// newTier writes cfg into dir as NAME.yaml, loads it back (the loader validates it) and makes
+// the hosts' runtimes.
+func newTier(name, dir string, cfg *infra.Config) (*tier, error) {
+	data, err := infra.Encode(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %s config: %w", name, err)
+	}
+	t := &tier{name: name, path: filepath.Join(dir, name+".yaml"), runtimes: map[string]deployer.Runtime{}}
+	if err := os.WriteFile(t.path, data, 0o644); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if t.cfg, err = infra.Load(t.path); err != nil {
+		return nil, fmt.Errorf("demo: %s config: %w", name, err)
+	}
+	for _, h := range t.cfg.Hosts {
+		rt, err := process.New(t.cfg.HostStateDir(h))
+		if err != nil {
+			return nil, fmt.Errorf("demo: %s: %w", name, err)
+		}
+		rt.EarlyExitWindow = deployer.EarlyExitWindow
+		t.runtimes[h.Name] = rt
+	}
+	return t, nil
+}
+
+func (t *tier) runtime(h infra.Host) (deployer.Runtime, error) {
+	rt, ok := t.runtimes[h.Name]
+	if !ok {
+		return nil, fmt.Errorf("demo: %s: no runtime for host %q", t.name, h.Name)
+	}
+	return rt, nil
+}
+
+// deploy rolls the tier to version. bal, when set, replaces the tier's balancer (the first
+// deploys run before the tier in front exists: direct checks only).
+func (t *tier) deploy(ctx context.Context, self, version string, naive bool, bal deployer.Balancer, events func(deployer.Event)) (*deployer.Report, error) {
+	d := deployer.New(t.cfg, deployer.Options{Self: self, Naive: naive, Runtime: t.runtime, Balancer: bal, Events: events})
+	return d.Deploy(ctx, version)
+}
+
+// stop kills every instance the tier's runtimes know of.
+func (t *tier) stop(ctx context.Context) error {
+	var errs []error
+	for _, h := range t.cfg.Hosts {
+		rt := t.runtimes[h.Name]
+		insts, err := rt.List(ctx, runtime.Filter{Host: h.Name})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, in := range insts {
+			if in.Running() {
+				if _, err := rt.Stop(ctx, in, 0); err != nil {
+					errs = append(errs, fmt.Errorf("stop %s on %s: %w", in.ID, h.Name, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// chain is the demo's traffic layer: the DNS server, the three tiers, their ports.
+type chain struct {
+	dir                   string
+	dns                   string // DNS server host:port
+	zone                  string // zone file
+	dnsCmd                *exec.Cmd
+	dnsExited             chan struct{}
+	apps, lbs, edges      *tier
+	lbPort, lbAdminPort   int
+	edgePort, edgeAdminPt int
+}
+
+// newChain lays out the three tiers' configs in a new temp dir: the apps from
+// examples/local.yaml behind both LB instances, the LB instances behind both edges, the edges in
+// the A record set of a zone file.
+func newChain(self string) (*chain, error) {
+	dir, err := os.MkdirTemp("", "zero502-traffic-")
+	if err != nil {
+		return nil, fmt.Errorf("demo: temp dir: %w (is $TMPDIR writable?)", err)
+	}
+	c := &chain{dir: dir, zone: filepath.Join(dir, "edge.zone")}
+	if err := c.layout(self); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *chain) layout(self string) error {
+	ports, err := freePorts(8)
+	if err != nil {
+		return err
+	}
+	c.lbPort, c.lbAdminPort, c.edgePort, c.edgeAdminPt = ports[0], ports[1], ports[2], ports[3]
+	c.dns = fmt.Sprintf("127.0.0.1:%d", ports[4])
+	appPorts := ports[5:]
+
+	// The apps: local.yaml's fleet and numbers, behind both LB instances.
+	apps, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	if err != nil {
+		return err
+	}
+	lbAdmins := hostPorts(lbAddrs, c.lbAdminPort)
+	apps.Balancer.Listen = hostPorts(lbAddrs, c.lbPort)[0]
+	apps.Balancer.Admin, apps.Balancer.Admins = lbAdmins[0], lbAdmins
+	apps.Balancer.AcceptProxyFrom = []string{"127.0.0.0/8"}
+	apps.Watchdog.StateDir = c.dir
+	apps.Watchdog.LockPath = infra.Defaults().Watchdog.LockPath
+	base := min(appPorts[0], appPorts[1], appPorts[2])
+	apps.Services[0].Port = base
+	for i := range apps.Hosts {
+		h := &apps.Hosts[i]
+		h.PortOffset, h.StateDir, h.Address, h.LockPath = appPorts[i]-base, filepath.Join(c.dir, "apps", h.Name), "127.0.0.1", ""
+	}
+	if c.apps, err = newTier("apps", c.dir, apps); err != nil {
+		return err
+	}
+
+	// The LB instances: each is `zero502 lb --config apps.yaml` on its own address, drained by
+	// the handshake (its /_lb/health answers 503) that the edges' checks see.
+	lbs := tierConfig(apps, c.dir)
+	lbs.Balancer.Kind = infra.BalancerEdges
+	lbs.Balancer.Admins = hostPorts(edgeAddrs, c.edgeAdminPt)
+	lbs.Balancer.HealthPath = infra.LBHealthPath
+	lbs.Services = []infra.Service{{
+		Name: "lb", Kind: infra.KindLB, Port: c.lbPort,
+		Command: []string{"{self}", "lb", "--config", c.apps.path, "--listen", "{address}:{port}",
+			"--admin", "{address}:" + strconv.Itoa(c.lbAdminPort), "--drain", "{drain}", "--shutdown", "{shutdown}",
+			"--pid-file", filepath.Join(c.dir, "lbs", "{host}", "lb.pid")},
+	}}
+	lbs.Hosts = tierHosts("lb", lbAddrs, filepath.Join(c.dir, "lbs"))
+	if c.lbs, err = newTier("lbs", c.dir, lbs); err != nil {
+		return err
+	}
+
+	// The edges: each is `zero502 edge forward` in front of both LB instances, checking them
+	// with the LB tier's numbers through the PROXY header, in the A record set of the zone file.
+	edges := tierConfig(apps, c.dir)
+	edges.Balancer.Kind = infra.BalancerDNS
+	edges.Balancer.Record = infra.DNSRecord{Name: EdgeName, ZoneFile: c.zone}
+	edges.Edge = infra.Edge{Drain: 2500 * time.Millisecond, DNSTTL: time.Second, CheckInterval: 250 * time.Millisecond, UnhealthyThreshold: 2}
+	b := lbs.Balancer
+	edges.Services = []infra.Service{{
+		Name: "edge", Kind: infra.KindEdge, Port: c.edgePort, Drain: infra.DrainBalancer,
+		Health: infra.ServiceHealth{Path: infra.LBHealthPath},
+		Command: append([]string{"{self}", "edge", "forward", "--listen", "{address}:{port}",
+			"--admin", "{address}:" + strconv.Itoa(c.edgeAdminPt),
+			"--check-path", infra.LBHealthPath, "--check-interval", b.Interval.String(), "--check-timeout", b.Timeout.String(),
+			"--healthy-threshold", strconv.Itoa(b.HealthyThreshold), "--unhealthy-threshold", strconv.Itoa(b.UnhealthyThreshold),
+			"--drain", "0s", "--shutdown", "{shutdown}",
+			"--pid-file", filepath.Join(c.dir, "edges", "{host}", "edge.pid")},
+			originFlags(hostPorts(lbAddrs, c.lbPort))...),
+	}}
+	edges.Hosts = tierHosts("edge", edgeAddrs, filepath.Join(c.dir, "edges"))
+	if c.edges, err = newTier("edges", c.dir, edges); err != nil {
+		return err
+	}
+	_ = self
+	return nil
+}
+
+// tierConfig is a tier's config with apps' numbers and nothing else: the same drain, shutdown,
+// stop grace and check numbers keep every tier within the invariants.
+func tierConfig(apps *infra.Config, dir string) *infra.Config {
+	c := *apps
+	c.Balancer.Admins, c.Balancer.AcceptProxyFrom, c.Balancer.Service = nil, nil, ""
+	c.Rollout.LockPath = ""
+	c.Watchdog.StateDir = dir
+	return &c
+}
+
+func tierHosts(prefix string, addrs []string, dir string) []infra.Host {
+	hs := make([]infra.Host, len(addrs))
+	for i, a := range addrs {
+		name := fmt.Sprintf("%s-%d", prefix, i+1)
+		hs[i] = infra.Host{Name: name, Address: a, StateDir: filepath.Join(dir, name)}
+	}
+	return hs
+}
+
+func hostPorts(addrs []string, port int) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = fmt.Sprintf("%s:%d", a, port)
+	}
+	return out
+}
+
+func originFlags(origins []string) []string {
+	var out []string
+	for _, o := range origins {
+		out = append(out, "--origin", o)
+	}
+	return out
+}
+
+// startDNS writes the zone with both edges and starts `self dns serve` on it.
+func (c *chain) startDNS(ctx context.Context, self string) error {
+	args := []string{"dns", "add", "--zone", c.zone, "--name", EdgeName, "--ttl", c.edges.cfg.Edge.DNSTTL.String()}
+	for _, a := range edgeAddrs {
+		if out, err := exec.CommandContext(ctx, self, append(args, a)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("demo: put %s in the zone: %w: %s", a, err, out)
+		}
+	}
+	logf, err := os.Create(filepath.Join(c.dir, "dns.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "dns", "serve", "--zone", c.zone, "--listen", c.dns)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = ownProcessGroup()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("demo: start the DNS server: %w", err)
+	}
+	c.dnsCmd, c.dnsExited = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(c.dnsExited) }()
+	return nil
+}
+
+// stop ends everything the chain started, the front first.
+func (c *chain) stop(self string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	for _, t := range []*tier{c.edges, c.lbs, c.apps} {
+		if t != nil {
+			errs = append(errs, t.stop(ctx))
+		}
+	}
+	// An LB upgraded in place runs as a process the runtime did not start: find it by its pid file.
+	for _, h := range c.lbs.cfg.Hosts {
+		if pid, err := readPID(filepath.Join(c.dir, "lbs", h.Name, "lb.pid")); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if c.dnsCmd != nil && c.dnsCmd.Process != nil {
+		_ = c.dnsCmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.dnsExited:
+		case <-time.After(5 * time.Second):
+			_ = c.dnsCmd.Process.Kill()
+			<-c.dnsExited
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func readPID(path string) (int, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(raw)))
+}
+
+// RunTraffic runs the traffic-layer demo once. Like Run, failed requests are in the result; the
+// error is non-nil only when the demo could not run.
+func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error) {
+	if opts.Rate == 0 {
+		opts.Rate = 200
+	}
+	if opts.Sessions == 0 {
+		opts.Sessions = 4
+	}
+	if opts.Before == 0 {
+		opts.Before = time.Second
+	}
+	if opts.After == 0 {
+		opts.After = 1500 * time.Millisecond
+	}
+	if opts.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("demo: find the zero502 binary: %w", err)
+		}
+		opts.Self = self
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	p := &progress{w: opts.Progress, start: time.Now()}
+	c, err := newChain(opts.Self)
+	if err != nil {
+		return nil, err
+	}
+	res := &TrafficResult{Naive: opts.Naive, Versions: map[string]string{}}
+	runErr := c.run(ctx, opts, p, res)
+	stopErr := c.stop(opts.Self)
+	res.Took = time.Since(p.start)
+	if err := errors.Join(runErr, stopErr); err != nil {
+		res.Error = err.Error()
+	}
+	if opts.Keep || res.Error != "" {
+		res.Dir = c.dir
+		p.line("kept %s (configs, zone, state dirs and logs)", c.dir)
+	} else {
+		os.RemoveAll(c.dir)
+	}
+	return res, runErr
+}
+
+func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *TrafficResult) error {
+	self := opts.Self
+	p.line("DNS %s serves %s from %s; edges %v; LB instances %v; apps %v",
+		c.dns, EdgeName, c.zone, c.edges.cfg.Targets(), c.lbs.cfg.Targets(), c.apps.cfg.Targets())
+	if err := c.startDNS(ctx, self); err != nil {
+		return err
+	}
+	// The first deploys build the chain from the back: nothing is in front of a tier yet, so
+	// each is checked directly.
+	for _, t := range []*tier{c.apps, c.lbs, c.edges} {
+		p.line("deploy %s onto the %s tier (%d hosts), checked directly", From, t.name, len(t.cfg.Hosts))
+		if rep, err := t.deploy(ctx, self, From, false, deployer.None{}, nil); err != nil {
+			return fmt.Errorf("demo: first deploy of the %s tier: %w\n%s", t.name, err, text(rep))
+		}
+	}
+	for _, t := range []*tier{c.apps, c.lbs} {
+		if err := waitTierInRotation(ctx, t); err != nil {
+			return err
+		}
+	}
+	load, err := measure.New(measure.Options{
+		Target:          fmt.Sprintf("http://%s:%d", strings.TrimSuffix(EdgeName, "."), c.edgePort),
+		DNS:             c.dns,
+		Rate:            opts.Rate,
+		PostShare:       0.25,
+		PostPath:        fmt.Sprintf("/orders?ms=%d", OrderTime.Milliseconds()),
+		NewConnShare:    0.2,
+		IdleConnTimeout: time.Second,
+		Sessions:        opts.Sessions,
+		Timeout:         3 * time.Second,
+		Bucket:          250 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	p.line("load %d req/s and %d WebSocket sessions through DNS → edges → LB instances → apps", opts.Rate, opts.Sessions)
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	loaded := make(chan *measure.Result, 1)
+	go func() { loaded <- load.Run(loadCtx) }()
+	finish := func() {
+		stopLoad()
+		res.Load = <-loaded
+	}
+	if err := sleep(ctx, opts.Before); err != nil {
+		finish()
+		return err
+	}
+	mode := "with the drain handshake"
+	if opts.Naive {
+		mode = "NAIVE: no drain, SIGKILL at once"
+	}
+	var runErr error
+	for _, t := range []*tier{c.apps, c.lbs, c.edges} {
+		p.line("roll the %s tier %s → %s (%s)", t.name, From, To, mode)
+		started := time.Now()
+		rep, err := t.deploy(ctx, self, To, opts.Naive, nil, p.event(load))
+		ended := time.Now()
+		origin := load.Started()
+		res.Stages = append(res.Stages, Stage{Tier: t.name, What: fmt.Sprintf("%s → %s through %s", From, To, balancerWords(t.cfg)),
+			From: started.Sub(origin), To: ended.Sub(origin), Deploy: rep, Marks: rep.Marks(origin)})
+		if err != nil {
+			runErr = fmt.Errorf("demo: rollout of the %s tier: %w", t.name, err)
+			break
+		}
+	}
+	if runErr == nil && !opts.Naive {
+		runErr = c.upgradeInPlace(ctx, self, p, load, res)
+	}
+	if runErr == nil {
+		_ = sleep(ctx, opts.After)
+	}
+	finish()
+	for _, t := range []*tier{c.apps, c.lbs, c.edges} {
+		for h, v := range c.versions(ctx, t) {
+			res.Versions[t.name+"/"+h] = v
+		}
+	}
+	p.line("load stopped: %d requests, %d failed", res.Load.Sent, res.Load.Failures)
+	if runErr != nil {
+		return runErr
+	}
+	return ctx.Err()
+}
+
+// upgradeInPlace hands the first LB instance's sockets to a new process (zero502 lb upgrade):
+// the single-box upgrade, with no gap.
+func (c *chain) upgradeInPlace(ctx context.Context, self string, p *progress, load *measure.Load, res *TrafficResult) error {
+	h := c.lbs.cfg.Hosts[0]
+	pidFile := filepath.Join(c.dir, "lbs", h.Name, "lb.pid")
+	before, _ := readPID(pidFile)
+	p.line("upgrade %s in place: zero502 lb upgrade (its sockets go to a new process)", h.Name)
+	started := time.Now()
+	out, err := exec.CommandContext(ctx, self, "lb", "upgrade", "--pid-file", pidFile).CombinedOutput()
+	ended := time.Now()
+	after, _ := readPID(pidFile)
+	origin := load.Started()
+	res.Stages = append(res.Stages, Stage{Tier: "upgrade", From: started.Sub(origin), To: ended.Sub(origin),
+		What: fmt.Sprintf("%s upgraded in place: pid %d → %d, its listening sockets handed over", h.Name, before, after)})
+	if err != nil {
+		return fmt.Errorf("demo: in-place upgrade of %s: %w: %s", h.Name, err, strings.TrimSpace(string(out)))
+	}
+	p.line("%s", strings.TrimSpace(string(out)))
+	return nil
+}
+
+func balancerWords(cfg *infra.Config) string {
+	switch cfg.Balancer.Kind {
+	case infra.BalancerEdges:
+		return "both edges"
+	case infra.BalancerDNS:
+		return "the A record set"
+	}
+	return "both LB instances"
+}
+
+// versions reads which version each host of t runs.
+func (c *chain) versions(ctx context.Context, t *tier) map[string]string {
+	out := map[string]string{}
+	for _, h := range t.cfg.Hosts {
+		insts, err := t.runtimes[h.Name].List(ctx, runtime.Filter{Host: h.Name})
+		v := "nothing"
+		if err == nil {
+			for _, in := range insts {
+				if in.Running() {
+					v = in.Version
+				}
+			}
+		}
+		out[h.Name] = v
+	}
+	return out
+}
+
+// waitTierInRotation polls the tier's balancer until every target is in rotation.
+func waitTierInRotation(ctx context.Context, t *tier) error {
+	bal, err := deployer.BalancerFor(t.cfg)
+	if err != nil {
+		return err
+	}
+	var last error
+	err = poll(ctx, 15*time.Second, func() (bool, error) {
+		for _, target := range t.cfg.Targets() {
+			st, err := bal.TargetState(ctx, target)
+			if err != nil || !st.InRotation {
+				last = fmt.Errorf("%s: %+v %v", target, st, err)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("demo: waiting for the %s tier in rotation at %s: %w (last: %v)", t.name, bal.Name(), err, last)
+	}
+	return nil
+}
