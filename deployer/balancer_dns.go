@@ -4,24 +4,32 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/dnsset/route53set"
+	"github.com/zero502/zero502/infra/dnsset/zonefile"
 )
 
 // RecordSet is what the deployer needs of the edges' DNS A record set (balancer.kind dns): the
-// zone file zero502 dns serve answers from, or a Route 53 hosted zone. Addresses are IPs.
+// zone file zero502 dns serve answers from (zonefile.Set), or a Route 53 hosted zone
+// (route53set.Set).
 type RecordSet interface {
 	// List returns the addresses in the set.
-	List(ctx context.Context) ([]string, error)
-	// Add puts addr in the set; an address already there is left as it is.
-	Add(ctx context.Context, addr string) error
-	// Remove takes addr out of the set; an address not there is not an error. The provider
-	// refuses to remove the last address.
-	Remove(ctx context.Context, addr string) error
+	List(ctx context.Context) ([]netip.Addr, error)
+	// Add puts addr in the set and returns once the change is visible; an address already there
+	// is left as it is.
+	Add(ctx context.Context, addr netip.Addr) error
+	// Remove takes addr out of the set and returns once the change is visible; an address not
+	// there is not an error. The provider refuses to remove the last address.
+	Remove(ctx context.Context, addr netip.Addr) error
+	// TTL is how long resolvers may keep an answer.
+	TTL() time.Duration
 }
 
 // DNSSet is the balancer of a tier of edges: their A record set. An edge is in rotation while
@@ -36,7 +44,7 @@ type DNSSet struct {
 	clock clock.Clock
 
 	mu      sync.Mutex
-	removed map[string]time.Time // address → when the deployer removed it
+	removed map[netip.Addr]time.Time // address → when the deployer removed it
 }
 
 var (
@@ -44,13 +52,15 @@ var (
 	_ Rotation = (*DNSSet)(nil)
 )
 
-// NewDNSSet returns the rotation of the record set name held by set, with edge's numbers.
+// NewDNSSet returns the rotation of the record set name held by set, with edge's numbers: the
+// wait after a removal is the longer of edge.dns_ttl and the set's own TTL, plus the monitor's
+// detection.
 func NewDNSSet(name string, set RecordSet, edge infra.Edge, clk clock.Clock) *DNSSet {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &DNSSet{name: name, set: set, clock: clk, removed: map[string]time.Time{},
-		gone: edge.DNSTTL + edge.CheckInterval*time.Duration(edge.UnhealthyThreshold)}
+	return &DNSSet{name: name, set: set, clock: clk, removed: map[netip.Addr]time.Time{},
+		gone: max(edge.DNSTTL, set.TTL()) + edge.CheckInterval*time.Duration(edge.UnhealthyThreshold)}
 }
 
 // Name is "dns NAME".
@@ -61,15 +71,16 @@ func (s *DNSSet) Name() string { return "dns " + s.name }
 func (s *DNSSet) Gone() time.Duration { return s.gone }
 
 // recordAddr is the A record's address of target (host:port): its host.
-func recordAddr(target string) (string, error) {
+func recordAddr(target string) (netip.Addr, error) {
 	host, _, err := net.SplitHostPort(target)
 	if err != nil {
 		host = target
 	}
-	if net.ParseIP(host) == nil {
-		return "", fmt.Errorf("edge target %q: an A record holds an IP address; give the edge host an IP address (hosts[].address)", target)
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("edge target %q: an A record holds an IPv4 address; give the edge host one (hosts[].address)", target)
 	}
-	return host, nil
+	return a, nil
 }
 
 // TargetState is healthy and in rotation while target's address is in the set.
@@ -153,7 +164,31 @@ func (s *DNSSet) Remove(ctx context.Context, target string) error {
 	return s.Drain(ctx, target)
 }
 
-// dnsSetFor builds the DNSSet of balancer.record: the zone file or the Route 53 hosted zone.
+// EnvRoute53Endpoint names the environment variable that, when set, replaces Route 53's endpoint:
+// a local double in tests.
+const EnvRoute53Endpoint = "ZERO502_ROUTE53_ENDPOINT"
+
+// dnsSetFor builds the DNSSet of balancer.record: the zone file (zero502 dns serve answers from
+// it), or the Route 53 hosted zone (the AWS SDK's default credential chain; endpoint from
+// EnvRoute53Endpoint when set, for a local double). Records the deployer adds get
+// edge.dns_ttl.
 func dnsSetFor(cfg *infra.Config) (Balancer, error) {
-	return nil, fmt.Errorf("balancer.kind dns: record set providers are not wired yet")
+	r := cfg.Balancer.Record
+	ttl := cfg.Edge.DNSTTL
+	if r.ZoneFile != "" {
+		set, err := zonefile.NewSet(r.ZoneFile, r.Name, zonefile.Options{TTL: ttl})
+		if err != nil {
+			return nil, fmt.Errorf("balancer.record: %w", err)
+		}
+		return NewDNSSet(set.Name(), set, cfg.Edge, nil), nil
+	}
+	api, err := route53set.NewClient(context.Background(), route53set.ClientOptions{Endpoint: os.Getenv(EnvRoute53Endpoint)})
+	if err != nil {
+		return nil, fmt.Errorf("balancer.record.route53_zone_id %s: %w", r.Route53ZoneID, err)
+	}
+	set, err := route53set.New(api, r.Route53ZoneID, r.Name, route53set.Options{TTL: ttl})
+	if err != nil {
+		return nil, fmt.Errorf("balancer.record: %w", err)
+	}
+	return NewDNSSet(set.Name(), set, cfg.Edge, nil), nil
 }
