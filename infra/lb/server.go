@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/standing"
 	"io"
 	"log/slog"
 	"net"
@@ -124,7 +125,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	s.metrics = newMetrics(s)
 	s.check = &checker{
 		clock: s.clock, path: set.HealthPath, every: set.Interval, timeout: set.Timeout,
-		th:      thresholds{unhealthy: set.UnhealthyThreshold, healthy: set.HealthyThreshold},
+		th:      standing.Thresholds{Unhealthy: set.UnhealthyThreshold, Healthy: set.HealthyThreshold},
 		probe:   httpProbe(set.HealthPath, set.Timeout),
 		changed: s.changed,
 	}
