@@ -27,7 +27,9 @@ import (
 // upstream and tries the next one: a TCP connection carries no request until it is relayed, so
 // retrying the dial is always safe.
 
-// Defaults of the upstream checks (config edge.upstream_check, whose shipped defaults are these).
+// Defaults of the upstream checks, for a Forwarder whose Check leaves a number at zero. They are
+// the shipped config's edge.upstream_check values (infra/defaults.yaml; a test in infra keeps
+// the two equal), which is where the command takes its defaults from.
 const (
 	DefaultCheckInterval      = 2 * time.Second
 	DefaultCheckTimeout       = time.Second

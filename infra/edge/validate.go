@@ -15,6 +15,10 @@ const (
 	DefaultIdleTimeout    = 5 * time.Minute
 )
 
+// DefaultShutdown is the commands' default budget for open connections once a drain window is
+// over (the Forwarder's and the Relay's Shutdown; 0 there closes them at once).
+const DefaultShutdown = 10 * time.Second
+
 // checkListen checks a listen address (--flag names it in the error): host:port, the host may
 // be empty (every interface), the port 0 to 65535 (0: any free port).
 func checkListen(flag, addr string) error {
