@@ -16,9 +16,36 @@ import (
 // targets' states and GET /admin/settings for the live numbers, and the write API for Rotation
 // (balancer_inhouse_rotation.go) (README: Admin API).
 type InHouse struct {
+	// Targets is the path of the admin API's target collection: /admin/backends (an LB; empty
+	// means that) or /admin/upstreams (an edge: zero502 edge forward --admin, same wire type and
+	// write semantics), so the same client rolls LB instances behind edges.
+	Targets string
+
 	admin  string // host:port
 	token  string
 	client *http.Client
+}
+
+// DefaultTargets is the LB's target collection.
+const DefaultTargets = "/admin/backends"
+
+func (b *InHouse) targets() string {
+	if b.Targets == "" {
+		return DefaultTargets
+	}
+	return b.Targets
+}
+
+// list is every target's view. An LB answers {"backends": [...]}, an edge {"upstreams": [...]}.
+func (b *InHouse) list(ctx context.Context) ([]adminapi.BackendStatus, error) {
+	var body struct {
+		Backends  []adminapi.BackendStatus `json:"backends"`
+		Upstreams []adminapi.BackendStatus `json:"upstreams"`
+	}
+	if err := b.get(ctx, b.targets(), &body); err != nil {
+		return nil, err
+	}
+	return append(body.Backends, body.Upstreams...), nil
 }
 
 // NewInHouse returns a client of the admin API at admin (host:port). token, when not empty, is
@@ -32,24 +59,22 @@ func (b *InHouse) Name() string { return "inhouse " + b.admin }
 
 // TargetState returns the LB's view of target, matched by its configured address.
 func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, error) {
-	var body struct {
-		Backends []adminapi.BackendStatus `json:"backends"`
-	}
-	if err := b.get(ctx, "/admin/backends", &body); err != nil {
+	all, err := b.list(ctx)
+	if err != nil {
 		return TargetState{}, err
 	}
-	for _, be := range body.Backends {
+	for _, be := range all {
 		if be.Address == target {
 			return TargetState{State: string(be.State), InRotation: be.InRotation, Since: be.Since}, nil
 		}
 	}
-	known := make([]string, 0, len(body.Backends))
-	for _, be := range body.Backends {
+	known := make([]string, 0, len(all))
+	for _, be := range all {
 		known = append(known, be.Address)
 	}
 	return TargetState{}, fmt.Errorf("in-house LB at %s: target %s: %w (it has %s); "+
-		"start the LB with the same config (zero502 lb --config FILE) or add the target (PUT /admin/backends/%[2]s)",
-		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "))
+		"start the LB with the same config (zero502 lb --config FILE) or add the target (PUT %s/%[2]s)",
+		b.admin, target, ErrUnknownTarget, strings.Join(known, ", "), b.targets())
 }
 
 // Settings returns the LB's live numbers.

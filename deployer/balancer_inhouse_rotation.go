@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 var _ Rotation = (*InHouse)(nil)
@@ -33,13 +31,11 @@ func (b *InHouse) Remove(ctx context.Context, target string) error {
 
 // Drained is true when target is out of rotation with nothing in flight, or gone from the LB.
 func (b *InHouse) Drained(ctx context.Context, target string) (bool, error) {
-	var body struct {
-		Backends []adminapi.BackendStatus `json:"backends"`
-	}
-	if err := b.get(ctx, "/admin/backends", &body); err != nil {
+	all, err := b.list(ctx)
+	if err != nil {
 		return false, fmt.Errorf("target %s: %w", target, err)
 	}
-	for _, be := range body.Backends {
+	for _, be := range all {
 		if be.Address == target {
 			return !be.InRotation && be.InFlight == 0, nil
 		}
@@ -49,7 +45,7 @@ func (b *InHouse) Drained(ctx context.Context, target string) (bool, error) {
 
 // write sends one change for target and accepts the statuses in ok.
 func (b *InHouse) write(ctx context.Context, method, target, suffix string, ok ...int) error {
-	path := "/admin/backends/" + url.PathEscape(target) + suffix
+	path := b.targets() + "/" + url.PathEscape(target) + suffix
 	code, data, err := b.do(ctx, method, path)
 	if err != nil {
 		return fmt.Errorf("target %s: %w", target, err)
