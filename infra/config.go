@@ -156,6 +156,28 @@ type Edge struct {
 	CheckInterval time.Duration `mapstructure:"check_interval"`
 	// UnhealthyThreshold is how many failed checks remove an edge from the A set.
 	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
+	// Origins are the upstreams an edge forwards to (`zero502 edge forward --config`): the
+	// origin, or its in-house LB instances; host:port each. --origin replaces them.
+	Origins []string `mapstructure:"origins"`
+	// UpstreamCheck is how an edge checks its upstreams.
+	UpstreamCheck EdgeUpstreamCheck `mapstructure:"upstream_check"`
+}
+
+// EdgeUpstreamCheck is how an edge checks each of its upstreams (infra/edge.UpstreamCheck): a TCP
+// connect, or with Path an HTTP GET behind a PROXY v2 header, every Interval within Timeout;
+// HealthyThreshold good checks in a row bring an upstream (back) in, UnhealthyThreshold failed
+// ones take it out, a 503 takes it out at once (an LB instance draining).
+type EdgeUpstreamCheck struct {
+	// Path is the HTTP path checked, e.g. /_lb/health; empty: TCP connect only. Default "".
+	Path string `mapstructure:"path"`
+	// Interval is the time between two checks of an upstream. Default 2s.
+	Interval time.Duration `mapstructure:"interval"`
+	// Timeout bounds one check, below Interval. Default 1s.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// HealthyThreshold: good checks in a row that put an upstream in rotation. Default 2.
+	HealthyThreshold int `mapstructure:"healthy_threshold"`
+	// UnhealthyThreshold: failed checks in a row that take it out. Default 2.
+	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
 }
 
 // Configured reports whether an edge layer is configured at all.

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/zero502/zero502/infra/edge"
 )
 
 // FieldError is one refused value: the key, the value and the rule it breaks.
@@ -106,7 +104,7 @@ func (c *Config) Validate() error {
 	positive("balancer.header_timeout", b.HeaderTimeout)
 	atLeast("balancer.max_header_bytes", b.MaxHeaderBytes, 1024)
 	for _, e := range b.AcceptProxyFrom {
-		if _, err := edge.ParseRanges("balancer.accept_proxy_from", []string{e}); err != nil {
+		if _, err := ParseRanges("balancer.accept_proxy_from", []string{e}); err != nil {
 			bad("balancer.accept_proxy_from", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
 		}
 	}
@@ -138,6 +136,20 @@ func (c *Config) Validate() error {
 		positive("edge.check_interval", c.Edge.CheckInterval)
 		atLeast("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 1)
 	}
+	for i, o := range c.Edge.Origins {
+		hostPort(fmt.Sprintf("edge.origins[%d]", i), o)
+	}
+	uc := c.Edge.UpstreamCheck
+	if uc.Path != "" {
+		path("edge.upstream_check.path", uc.Path)
+	}
+	positive("edge.upstream_check.interval", uc.Interval)
+	positive("edge.upstream_check.timeout", uc.Timeout)
+	if uc.Timeout > 0 && uc.Interval > 0 && uc.Timeout >= uc.Interval {
+		bad("edge.upstream_check.timeout", uc.Timeout, fmt.Sprintf("must be below edge.upstream_check.interval (%s): a check ends before the next starts", uc.Interval))
+	}
+	atLeast("edge.upstream_check.healthy_threshold", uc.HealthyThreshold, 1)
+	atLeast("edge.upstream_check.unhealthy_threshold", uc.UnhealthyThreshold, 1)
 
 	atLeast("rollout.batch", c.Rollout.Batch, 1)
 	if c.Rollout.Runtime != RuntimeProcess && c.Rollout.Runtime != RuntimeDocker {

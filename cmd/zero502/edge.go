@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -42,42 +41,52 @@ func newEdgeForwardCmd() *cobra.Command {
 	)
 	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
-		Use:   "forward --listen ADDR --origin HOST:PORT [flags]",
-		Short: "Forward TCP to the origin behind a PROXY v2 header, draining on SIGTERM",
-		Long: `Accept TCP on --listen, dial --origin, write a PROXY protocol v2 header (source: the client's
-address; destination: the address it connected to) and copy bytes both ways, passing half-closes
-on, until both directions end or nothing moves either way for --idle-timeout. If the origin cannot
-be reached within --connect-timeout, the client connection is closed (and logged).
+		Use:   "forward --listen ADDR --origin HOST:PORT [--origin HOST:PORT]... [flags]",
+		Short: "Forward TCP to the origin's upstreams behind a PROXY v2 header, with checks and failover, draining on SIGTERM",
+		Long: `Accept TCP on --listen and forward each connection to one of the upstreams (--origin, repeatable:
+the origin, or its in-house LB instances): dial it, write a PROXY protocol v2 header (source: the
+client's address; destination: the address it connected to) and copy bytes both ways, passing
+half-closes on, until both directions end or nothing moves either way for --idle-timeout.
 
-On SIGTERM the edge drains: for --drain it keeps forwarding and accepting while --health (a TCP
-listener the DNS health checker connects to) refuses connections, long enough for the edge to
-leave the A set (edge.drain, invariant I6: drain > dns_ttl + check_interval × unhealthy_threshold);
-then it stops accepting, gives open connections --shutdown and closes the rest. With --config,
---drain defaults to the config's edge.drain.
+Upstreams: a new connection goes to the in-rotation upstream with the fewest open connections. A
+dial that fails (refused, or nothing within --connect-timeout) takes that upstream out at once
+and tries the next; the client sees nothing of it. Every --check-interval each upstream is
+checked: a TCP connect, or with --check-path an HTTP GET of the path sent after a PROXY v2 header
+(the LB must accept PROXY from the edge: zero502 lb --accept-proxy-from). --unhealthy-threshold
+failures in a row take it out, --healthy-threshold good checks bring it back, a 503 takes it out
+at once (an LB instance that drains answers its /_lb/health with 503).
 
-On SIGHUP the edge hands its listening sockets (--listen, --health, --metrics) to a new process
-of its executable as it is on disk, with the same arguments, and drains as on SIGTERM once that
-one forwards; nothing is refused meanwhile. If the new process fails, this one keeps forwarding.
-zero502 lb upgrade --pid-file FILE (this command's --pid-file) sends it and waits for the outcome.`,
-		Example: `  zero502 edge forward --listen 0.0.0.0:443 --origin 10.0.0.5:443 --health 0.0.0.0:8443
-  zero502 edge forward --listen 127.0.0.1:8443 --origin 10.0.0.5:443 --drain 30s --shutdown 10s
-  zero502 edge forward --config prod.yaml --listen :443 --origin 10.0.0.5:443`,
+--admin serves the upstreams' view and changes, with the in-house LB's admin API wire type and
+semantics: GET /admin/upstreams[/{addr}], PUT /admin/upstreams/{addr} (add, joining),
+POST /admin/upstreams/{addr}/drain (out of rotation, open connections go on), DELETE (once out of
+rotation). Off loopback it needs --admin-token. --metrics adds each upstream's state and open
+connections.
+
+--health (a TCP listener the DNS health checker connects to) accepts while the edge forwards and
+an upstream is in rotation; it refuses while none is, and from SIGTERM on. On SIGTERM the edge
+drains: for --drain it keeps forwarding and accepting while --health refuses, long enough to leave
+the A set (edge.drain, invariant I6: drain > dns_ttl + check_interval × unhealthy_threshold); then
+it stops accepting, gives open connections --shutdown and closes the rest. Every default is the
+shipped config's (edge.*); with --config, the file's edge.* values are the defaults.
+
+On SIGHUP the edge hands its listening sockets (--listen, --metrics, --admin; --health opens its
+own with SO_REUSEPORT) to a new process of its executable as it is on disk, with the same
+arguments, and drains as on SIGTERM once that one forwards; nothing is refused meanwhile. If the
+new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE (this command's
+--pid-file) sends it and waits for the outcome.`,
+		Example: `  zero502 edge forward --listen 0.0.0.0:443 --origin 10.0.0.5:443 --health 0.0.0.0:8443 --drain 30s
+  zero502 edge forward --listen :443 --origin 10.0.0.5:8080 --origin 10.0.0.6:8080 --check-path /_lb/health --admin 127.0.0.1:9104
+  zero502 edge forward --config prod.yaml --listen :443`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if config != "" && !cmd.Flags().Changed("drain") {
-				cfg, err := infra.Load(config)
-				if err != nil {
-					return exitCode(2, err)
-				}
-				if !cfg.Edge.Configured() {
-					return exitCode(2, fmt.Errorf("config %s: edge.drain is %s, which means no edge layer; set edge.drain "+
-						"(longer than edge.dns_ttl + edge.check_interval × edge.unhealthy_threshold, invariant I6) or pass --drain",
-						config, cfg.Edge.Drain))
-				}
-				f.Drain = cfg.Edge.Drain
-			}
-			if err := requireFlags(cmd, "listen", "origin"); err != nil {
+			if err := edgeForwardConfig(cmd, config, &f); err != nil {
 				return err
+			}
+			if err := requireFlags(cmd, "listen"); err != nil {
+				return err
+			}
+			if len(f.Origins) == 0 {
+				return exitCode(2, fmt.Errorf("%s: --origin is required (repeatable; or edge.origins in --config; see --help)", cmd.CommandPath()))
 			}
 			var err error
 			if f.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
@@ -99,19 +108,65 @@ zero502 lb upgrade --pid-file FILE (this command's --pid-file) sends it and wait
 			return f.Serve(ctx)
 		},
 	}
+	d := infra.Defaults().Edge
 	fl := cmd.Flags()
 	fl.StringVar(&f.Listen, "listen", "", "address clients connect to, e.g. 0.0.0.0:443 (required)")
-	fl.StringVar(&f.Origin, "origin", "", "origin host:port every connection is forwarded to (required)")
-	fl.StringVar(&f.Health, "health", "", "TCP health listener (accepts while forwarding, refuses once draining); default none")
+	fl.StringArrayVar(&f.Origins, "origin", nil, "an upstream host:port (the origin, or an LB instance); repeatable (required; config: edge.origins)")
+	fl.StringVar(&f.Check.Path, "check-path", d.UpstreamCheck.Path, "HTTP path of the upstream check, sent after a PROXY v2 header, e.g. /_lb/health; empty: TCP connect (config: edge.upstream_check.path)")
+	fl.DurationVar(&f.Check.Interval, "check-interval", d.UpstreamCheck.Interval, "time between two checks of an upstream (config: edge.upstream_check.interval)")
+	fl.DurationVar(&f.Check.Timeout, "check-timeout", d.UpstreamCheck.Timeout, "how long one check may take, below --check-interval (config: edge.upstream_check.timeout)")
+	fl.IntVar(&f.Check.HealthyThreshold, "healthy-threshold", d.UpstreamCheck.HealthyThreshold, "good checks in a row that put an upstream in rotation (config: edge.upstream_check.healthy_threshold)")
+	fl.IntVar(&f.Check.UnhealthyThreshold, "unhealthy-threshold", d.UpstreamCheck.UnhealthyThreshold, "failed checks in a row that take it out (config: edge.upstream_check.unhealthy_threshold)")
+	fl.StringVar(&f.Health, "health", "", "TCP health listener (accepts while an upstream is in rotation, refuses otherwise and once draining); default none")
 	fl.StringVar(&f.Metrics, "metrics", "", "HTTP listener serving GET /metrics (Prometheus), e.g. 127.0.0.1:9102; default none")
-	fl.DurationVar(&f.Drain, "drain", 30*time.Second, "after SIGTERM: keep forwarding this long while health refuses (config default: edge.drain)")
-	fl.DurationVar(&f.Shutdown, "shutdown", 10*time.Second, "after the drain: how long open connections get before they are closed")
+	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (GET/PUT/POST .../drain/DELETE /admin/upstreams); default none")
+	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token of the admin API (required when --admin is not on loopback)")
+	fl.DurationVar(&f.Drain, "drain", d.Drain, "after SIGTERM: keep forwarding this long while health refuses (config: edge.drain)")
+	fl.DurationVar(&f.Shutdown, "shutdown", edge.DefaultShutdown, "after the drain: how long open connections get before they are closed")
 	fl.DurationVar(&f.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")
-	fl.DurationVar(&f.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to the origin")
-	fl.StringVarP(&config, "config", "c", "", "config file (YAML): --drain defaults to its edge.drain")
+	fl.DurationVar(&f.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to an upstream")
+	fl.StringVarP(&config, "config", "c", "", "config file (YAML): its edge.* values are the defaults of the flags above")
 	logs = addLogFlags(cmd, false)
 	up = withHandoff(cmd, "edge")
 	return cmd
+}
+
+// edgeForwardConfig takes, with --config, every edge.* value for the flags left unset; without
+// it the flags' defaults are the shipped config's already.
+func edgeForwardConfig(cmd *cobra.Command, config string, f *edge.Forwarder) error {
+	if config == "" {
+		return nil
+	}
+	cfg, err := infra.Load(config)
+	if err != nil {
+		return exitCode(2, err)
+	}
+	fl := cmd.Flags()
+	e := cfg.Edge
+	if !fl.Changed("drain") {
+		if !e.Configured() {
+			return exitCode(2, fmt.Errorf("config %s: edge.drain is %s, which means no edge layer; set edge.drain "+
+				"(longer than edge.dns_ttl + edge.check_interval × edge.unhealthy_threshold, invariant I6) or pass --drain",
+				config, e.Drain))
+		}
+		f.Drain = e.Drain
+	}
+	if !fl.Changed("origin") {
+		f.Origins = e.Origins
+	}
+	uc := e.UpstreamCheck
+	for name, set := range map[string]func(){
+		"check-path":          func() { f.Check.Path = uc.Path },
+		"check-interval":      func() { f.Check.Interval = uc.Interval },
+		"check-timeout":       func() { f.Check.Timeout = uc.Timeout },
+		"healthy-threshold":   func() { f.Check.HealthyThreshold = uc.HealthyThreshold },
+		"unhealthy-threshold": func() { f.Check.UnhealthyThreshold = uc.UnhealthyThreshold },
+	} {
+		if !fl.Changed(name) {
+			set()
+		}
+	}
+	return nil
 }
 
 func newEdgeOriginCmd() *cobra.Command {
@@ -163,17 +218,7 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 	fl.DurationVar(&r.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to --to")
 	fl.DurationVar(&r.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")
 	fl.DurationVar(&r.Drain, "drain", 0, "after SIGTERM: keep accepting this long (0: the origin is not in any rotation)")
-	fl.DurationVar(&r.Shutdown, "shutdown", 10*time.Second, "after the drain: how long open connections get before they are closed")
+	fl.DurationVar(&r.Shutdown, "shutdown", edge.DefaultShutdown, "after the drain: how long open connections get before they are closed")
 	logs = addLogFlags(cmd, false)
 	return cmd
-}
-
-// requireFlags is a bad-flag error (exit 2) naming the first of the flags left empty.
-func requireFlags(cmd *cobra.Command, names ...string) error {
-	for _, name := range names {
-		if v := cmd.Flags().Lookup(name).Value.String(); v == "" || v == "[]" {
-			return exitCode(2, fmt.Errorf("%s: --%s is required (see --help)", cmd.CommandPath(), name))
-		}
-	}
-	return nil
 }

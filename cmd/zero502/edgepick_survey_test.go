@@ -17,7 +17,7 @@ import (
 
 func TestEdgePickSurveyReportsAForwarderWithADeadBackendAndAlertsOnce(t *testing.T) {
 	// A real forwarder whose origin nobody listens on: TCP to it succeeds, the handshake fails.
-	f := &edge.Forwarder{Listen: "127.0.0.1:0", Origin: freeAddr(t), ConnectTimeout: time.Second}
+	f := &edge.Forwarder{Listen: "127.0.0.1:0", Origins: []string{freeAddr(t)}, ConnectTimeout: time.Second}
 	if err := f.Open(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,31 +6,41 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pires/go-proxyproto"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/standing"
 )
 
-// Forwarder is one edge: a TCP forwarder in front of the origin that prepends a PROXY protocol v2
-// header to every connection. It sees ciphertext and never parses the payload.
+// Forwarder is one edge: a TCP forwarder in front of the origin's upstreams (its LB instances)
+// that prepends a PROXY protocol v2 header to every connection. It sees ciphertext and never
+// parses the payload. It checks its upstreams and fails over between them (upstream.go).
 //
 // Set the fields, then Open (or let Serve open). Do not change them afterwards.
 type Forwarder struct {
 	// Listen is where clients connect (--listen), e.g. 0.0.0.0:443; port 0 picks a free port.
 	Listen string
-	// Origin is where every connection goes (--origin), host:port.
-	Origin string
+	// Origins are the upstreams connections go to (--origin, repeatable; config edge.origins),
+	// host:port each, at least one: the origin, or its LB instances.
+	Origins []string
+	// Check is how the upstreams are checked.
+	Check UpstreamCheck
 	// Health, when set, is a TCP health listener (--health): it accepts and closes while the
-	// edge forwards, and refuses connections once the drain starts, so a TCP check by the DNS
-	// health checker takes the edge out of the A set.
+	// edge forwards and an upstream is in rotation; it refuses connections while none is, and
+	// once the drain starts, so a TCP check by the DNS health checker takes the edge out of the
+	// A set.
 	Health string
-	// Metrics, when set, is an HTTP listener (--metrics) serving GET /metrics: the Counts and
-	// the drain, in the Prometheus text format.
+	// Metrics, when set, is an HTTP listener (--metrics) serving GET /metrics: the Counts, the
+	// drain and each upstream's state and connections, in the Prometheus text format.
 	Metrics string
+	// Admin, when set, is the admin API's listener (--admin): GET, PUT, POST .../drain and
+	// DELETE on /admin/upstreams (admin.go).
+	Admin string
+	// AdminToken is the admin API's bearer token, required when Admin is not on loopback.
+	AdminToken string
 
 	// ConnectTimeout bounds the dial to the origin and the write of the header; 0 means
 	// DefaultConnectTimeout.
@@ -56,33 +66,55 @@ type Forwarder struct {
 	// nil logs nothing.
 	Logger *slog.Logger
 
-	ln, health net.Listener
-	metrics    *metricsEndpoint
-	healthOnce sync.Once
-	draining   atomic.Bool
-	counts     counters
+	ln       net.Listener
+	health   *healthGate
+	metrics  *metricsEndpoint
+	admin    *adminEndpoint
+	ups      *upstreams
+	draining atomic.Bool
+	counts   counters
 }
 
 // Validate checks the addresses and durations; each error names the flag, the value and the
 // rule.
 func (f *Forwarder) Validate() error {
-	return errors.Join(
+	errs := []error{
 		checkListen("listen", f.Listen),
-		checkDial("origin", f.Origin),
 		checkOptionalListen("health", f.Health),
 		checkOptionalListen("metrics", f.Metrics),
+		checkOptionalListen("admin", f.Admin),
+		f.Check.validate(),
+	}
+	if len(f.Origins) == 0 {
+		errs = append(errs, errors.New("--origin: at least one upstream host:port is required (repeat --origin for several)"))
+	}
+	seen := map[string]bool{}
+	for _, o := range f.Origins {
+		if err := checkDial("origin", o); err != nil {
+			errs = append(errs, err)
+		} else if seen[o] {
+			errs = append(errs, fmt.Errorf("--origin %q: given twice: each upstream once", o))
+		}
+		seen[o] = true
+	}
+	if f.Admin != "" && f.AdminToken == "" && !onLoopback(f.Admin) {
+		errs = append(errs, fmt.Errorf("--admin %q: not on loopback, so the admin API needs a token: set --admin-token-file (or --admin-token)", f.Admin))
+	}
+	return errors.Join(append(errs,
 		checkDuration("connect-timeout", f.ConnectTimeout, fmt.Sprintf("the default, %s", DefaultConnectTimeout)),
 		checkDuration("idle-timeout", f.IdleTimeout, fmt.Sprintf("the default, %s", DefaultIdleTimeout)),
 		checkDuration("drain", f.Drain, "stop forwarding at once, which drops clients still resolving to this edge; it must outlast edge.dns_ttl + edge.check_interval × edge.unhealthy_threshold"),
 		checkDuration("shutdown", f.Shutdown, "close open connections as soon as the drain window ends"),
-	)
+	)...)
 }
 
-// Open validates the settings and opens the listener (and the health listener).
+// Open validates the settings and opens the listeners: clients', and the health, metrics and
+// admin ones when set. Every upstream starts in rotation (its checks start with Serve).
 func (f *Forwarder) Open() error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
+	f.ups = newUpstreams(f.Origins, clockOr(f.Clock).Now())
 	listen := f.ListenFunc
 	if listen == nil {
 		listen = net.Listen
@@ -91,23 +123,40 @@ func (f *Forwarder) Open() error {
 	if err != nil {
 		return fmt.Errorf("edge: listen on %s (--listen): %w", f.Listen, err)
 	}
-	if f.Health != "" {
-		h, err := listen("tcp", f.Health)
-		if err != nil {
-			_ = ln.Close()
-			return fmt.Errorf("edge: health listener on %s (--health): %w", f.Health, err)
-		}
-		f.health = h
-	}
-	m, err := openMetrics(listen, f.Metrics, "forward", f.Counts, f.Draining)
+	h, err := openHealth(f.Health)
 	if err != nil {
 		_ = ln.Close()
-		f.closeHealth()
+		return fmt.Errorf("edge: health listener on %s (--health): %w", f.Health, err)
+	}
+	m, err := openMetrics(listen, f.Metrics, "forward", f.Counts, f.Draining, upstreamsCollector{f.ups})
+	if err != nil {
+		_ = ln.Close()
+		h.close()
 		return err
 	}
-	f.ln, f.metrics = ln, m
+	a, err := openAdmin(listen, f.Admin, f.AdminToken, f)
+	if err != nil {
+		_ = ln.Close()
+		h.close()
+		m.close()
+		return err
+	}
+	if h != nil {
+		h.log = logger(f.Logger)
+	}
+	f.ln, f.health, f.metrics, f.admin = ln, h, m, a
 	return nil
 }
+
+func (f *Forwarder) adminString() string {
+	if a := f.admin.addr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// AdminAddr is where the admin API listens (after Open); nil without Admin.
+func (f *Forwarder) AdminAddr() net.Addr { return f.admin.addr() }
 
 // MetricsAddr is where GET /metrics is served (after Open); nil without Metrics.
 func (f *Forwarder) MetricsAddr() net.Addr { return f.metrics.addr() }
@@ -133,58 +182,111 @@ func (f *Forwarder) Serve(ctx context.Context) error {
 		}
 	}
 	log := logger(f.Logger)
-	if f.health != nil {
-		go acceptAndClose(f.health)
-		defer f.closeHealth()
-	}
+	defer f.health.close()
 	f.metrics.serve()
 	defer f.metrics.close()
-	log.Info("edge forwarding", "listen", f.ln.Addr().String(), "origin", f.Origin, "health", f.healthString(),
+	f.admin.serve()
+	defer f.admin.close()
+	checks, stopChecks := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopChecks()
+	f.ups.start(checks, f.watch)
+	log.Info("edge forwarding", "listen", f.ln.Addr().String(), "origins", f.Origins, "health", f.healthString(),
+		"admin", f.adminString(), "check_path", f.Check.Path, "check_interval", f.Check.interval().String(),
+		"check_timeout", f.Check.timeout().String(), "healthy_threshold", f.Check.thresholds().Healthy,
+		"unhealthy_threshold", f.Check.thresholds().Unhealthy,
 		"drain", f.Drain.String(), "shutdown", f.Shutdown.String(),
 		"idle_timeout", f.idleTimeout().String(), "connect_timeout", f.connectTimeout().String())
 	err := serveDrained(ctx, f.ln, f.forward, f.Drain, f.Shutdown, clockOr(f.Clock), log, "edge", func() {
 		f.draining.Store(true)
-		f.closeHealth()
+		f.health.close()
 	})
 	c := f.Counts()
 	log.Info("edge stopped", "accepted", c.Accepted, "empty", c.Empty, "unreachable", c.Unreachable)
 	return err
 }
 
-// forward relays one client connection to the origin behind a PROXY v2 header.
+// forward relays one client connection to an upstream behind a PROXY v2 header. An upstream
+// that cannot be reached (or refuses the header) is ejected and the next one is tried: nothing
+// of the client's has been sent yet.
 func (f *Forwarder) forward(client *pairedConn) {
 	start := time.Now()
 	f.counts.accepted.Add(1)
 	measured := addrPort(client.RemoteAddr())
 	log := logger(f.Logger)
-	origin, err := net.DialTimeout("tcp", f.Origin, f.connectTimeout())
+	var tried []*upstream
+	for {
+		u := f.ups.pick(tried)
+		if u == nil {
+			f.counts.unreachable.Add(1)
+			log.Warn("edge: no upstream reachable; client connection closed", "measured", addrString(measured),
+				"tried", len(tried), "in_rotation", f.ups.inRotation())
+			return
+		}
+		tried = append(tried, u)
+		origin, err := f.connect(client, u)
+		if err != nil {
+			log.Warn("edge: upstream unreachable; ejected, trying the next", "measured", addrString(measured),
+				"origin", u.addr, "error", err.Error())
+			f.eject(u, err)
+			continue
+		}
+		if origin == nil {
+			return // the client went away meanwhile
+		}
+		u.open.Add(1)
+		fl := splice(client, origin, f.idleTimeout())
+		u.open.Add(-1)
+		if fl.up == 0 {
+			f.counts.empty.Add(1)
+			return
+		}
+		log.Info("edge connection closed", "measured", addrString(measured), "origin", u.addr,
+			"local", origin.LocalAddr().String(), "up_bytes", fl.up, "down_bytes", fl.down,
+			"duration", time.Since(start).String(), "end", fl.end())
+		return
+	}
+}
+
+// connect dials u and writes the PROXY v2 header (source: the client as this edge measured it;
+// destination: the address the client dialled). A nil conn without an error: the client closed
+// meanwhile.
+func (f *Forwarder) connect(client *pairedConn, u *upstream) (net.Conn, error) {
+	origin, err := net.DialTimeout("tcp", u.addr, f.connectTimeout())
 	if err != nil {
-		f.counts.unreachable.Add(1)
-		log.Warn("edge: origin unreachable; client connection closed", "measured", addrString(measured),
-			"origin", f.Origin, "error", err.Error())
-		return
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if !client.pair(origin) {
-		return
-	}
-	// Source: the client as this edge measured it. Destination: the address the client dialled.
 	header := proxyproto.HeaderProxyFromAddrs(2, client.RemoteAddr(), client.LocalAddr())
 	_ = origin.SetWriteDeadline(time.Now().Add(f.connectTimeout()))
 	if _, err := header.WriteTo(origin); err != nil {
-		f.counts.unreachable.Add(1)
-		log.Warn("edge: could not send the PROXY header to the origin; client connection closed",
-			"measured", addrString(measured), "origin", f.Origin, "error", err.Error())
-		return
+		_ = origin.Close()
+		return nil, fmt.Errorf("send the PROXY header: %w", err)
 	}
 	_ = origin.SetWriteDeadline(time.Time{})
-	fl := splice(client, origin, f.idleTimeout())
-	if fl.up == 0 {
-		f.counts.empty.Add(1)
-		return
+	if !client.pair(origin) {
+		return nil, nil
 	}
-	log.Info("edge connection closed", "measured", addrString(measured), "origin", f.Origin,
-		"local", origin.LocalAddr().String(), "up_bytes", fl.up, "down_bytes", fl.down,
-		"duration", time.Since(start).String(), "end", fl.end())
+	return origin, nil
+}
+
+// eject takes u out of rotation after a failed connect (passive health).
+func (f *Forwarder) eject(u *upstream, err error) {
+	if t, ok := u.Eject(standing.UnwrapOp(errors.Unwrap(err)).Error(), clockOr(f.Clock).Now()); ok {
+		f.changed(u, t)
+	}
+}
+
+// watch runs u's active checks until ctx ends.
+func (f *Forwarder) watch(ctx context.Context, u *upstream) {
+	c := standing.Checks{Clock: clockOr(f.Clock), Every: f.Check.interval(), Thresholds: f.Check.thresholds()}
+	u.Watch(ctx, c, func(ctx context.Context) standing.Verdict { return f.Check.probe(ctx, u.addr) },
+		func(t standing.Transition) { f.changed(u, t) })
+}
+
+// changed logs a transition of u and opens or closes the health listener accordingly.
+func (f *Forwarder) changed(u *upstream, t standing.Transition) {
+	logger(f.Logger).Info("edge upstream transition", "origin", u.addr, "from", string(t.From), "to", string(t.To),
+		"reason", t.Reason, "in_rotation", f.ups.inRotation())
+	f.health.set(f.Healthy)
 }
 
 func (f *Forwarder) connectTimeout() time.Duration {

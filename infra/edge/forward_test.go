@@ -26,7 +26,7 @@ func startChain(t *testing.T) chain {
 	log, lines := newLogs()
 	m := &InnerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, Logger: log})
-	fwd := startForwarder(t, &Forwarder{Origin: relay.Addr().String(), Logger: log})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}, Logger: log})
 	return chain{fwd: fwd, relay: relay, logs: lines}
 }
 
@@ -87,13 +87,13 @@ func TestForwarderCarriesBytesIntactBothWaysWithHalfCloseAndTheOriginSeesClaimAn
 
 func TestForwarderClosesTheClientWhenTheOriginIsUnreachable(t *testing.T) {
 	log, lines := newLogs()
-	fwd := startForwarder(t, &Forwarder{Origin: freeAddr(t), ConnectTimeout: time.Second, Logger: log})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{freeAddr(t)}, ConnectTimeout: time.Second, Logger: log})
 	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	if !closedByPeer(client) {
 		t.Fatal("the client connection stayed open with no origin behind it")
 	}
 	waitFor(t, "the unreachable count", func() bool { return fwd.Counts().Unreachable == 1 })
-	if len(lines.withMsg(t, "edge: origin unreachable; client connection closed")) != 1 {
+	if len(lines.withMsg(t, "edge: no upstream reachable; client connection closed")) != 1 {
 		t.Fatalf("want one line for the unreachable origin, got:\n%s", lines)
 	}
 }
@@ -118,7 +118,7 @@ func TestForwarderIdleTimeoutIsSilenceInBothDirectionsNotDuration(t *testing.T) 
 	// The idle timeout is well above the 100ms pace, so a writer delayed by a loaded machine does
 	// not look like silence; the connection still lives for three of them.
 	const idle = 750 * time.Millisecond
-	fwd := startForwarder(t, &Forwarder{Origin: sink.Addr().String(), IdleTimeout: idle})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{sink.Addr().String()}, IdleTimeout: idle})
 	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	// One direction busy every 100ms for three idle timeouts: the connection lives on.
 	for end := time.Now().Add(3 * idle); time.Now().Before(end); {
@@ -145,7 +145,7 @@ func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
 	relay := startRelay(t, &Relay{Backend: startBackend(t, nil)})
 	clk := clock.NewFake(time.Unix(0, 0))
-	fwd := &Forwarder{Listen: "127.0.0.1:0", Health: "127.0.0.1:0", Origin: relay.Addr().String(),
+	fwd := &Forwarder{Listen: "127.0.0.1:0", Health: "127.0.0.1:0", Origins: []string{relay.Addr().String()},
 		Drain: drainWindow, Shutdown: shutdown, Clock: clk}
 	if err := fwd.Open(); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,8 @@ func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 	}
 
 	cancel()
-	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 1 })
+	// Two timers: the drain's and the upstream check loop's.
+	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	if !fwd.Draining() {
 		t.Fatal("Draining is false during the drain window")
 	}
@@ -200,7 +201,7 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 	m := &InnerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m})
 	clk := clock.NewFake(time.Unix(0, 0))
-	fwd := &Forwarder{Listen: "127.0.0.1:0", Origin: relay.Addr().String(), Drain: drainWindow, Shutdown: shutdown, Clock: clk}
+	fwd := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: clk}
 	if err := fwd.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -215,9 +216,10 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 		t.Fatal("the held connection is not in the inner map")
 	}
 	cancel()
-	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 1 })
+	// Two timers each time: the drain's, and the upstream check loop's (it goes on in the drain).
+	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	clk.Advance(drainWindow)
-	waitFor(t, "the shutdown budget timer", func() bool { return clk.Waiters() == 1 })
+	waitFor(t, "the shutdown budget timer", func() bool { return clk.Waiters() == 2 })
 	clk.Advance(shutdown)
 	select {
 	case err := <-done:

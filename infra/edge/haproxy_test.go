@@ -55,7 +55,7 @@ frontend edges
 backend origin
     server origin %s send-proxy-v2
 `, front, relay.Addr()))
-	fwd := startForwarder(t, &Forwarder{Origin: front})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{front}})
 
 	// client → our forwarder (PROXY v2) → HAProxy accept-proxy → HAProxy send-proxy-v2 → our origin.
 	client := dialFrom(t, "127.0.0.2", fwd.Addr().String())

@@ -157,15 +157,30 @@ func startRelay(t *testing.T, r *Relay) *Relay {
 }
 
 // startForwarder opens f (Listen 127.0.0.1:0 unless set) and serves it until the test ends.
+// startForwarder opens and serves f. Unless the test sets one, the check interval is an hour:
+// each upstream is checked once at the start (a TCP connect, which the origin counts as an empty
+// connection), and startForwarder returns after that check, so counts taken afterwards see
+// only the test's own connections.
 func startForwarder(t *testing.T, f *Forwarder) *Forwarder {
 	t.Helper()
 	if f.Listen == "" {
 		f.Listen = "127.0.0.1:0"
 	}
+	if f.Check.Interval == 0 {
+		f.Check.Interval = time.Hour
+	}
 	if err := f.Open(); err != nil {
 		t.Fatal(err)
 	}
 	serveUntilCleanup(t, f.Serve)
+	waitFor(t, "the first check of every upstream", func() bool {
+		for _, u := range f.Upstreams() {
+			if u.LastCheck.IsZero() || u.LastCheck.Equal(time.Time{}.UTC()) {
+				return false
+			}
+		}
+		return true
+	})
 	return f
 }
 

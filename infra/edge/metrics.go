@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zero502/zero502/infra/standing"
 )
 
 // metricsEndpoint is the optional HTTP listener (--metrics) that serves GET /metrics in the
@@ -22,8 +24,9 @@ type metricsEndpoint struct {
 	srv *http.Server
 }
 
-// openMetrics listens on addr (the --metrics flag) with listen; an empty addr is no endpoint (nil).
-func openMetrics(listen listenFunc, addr, role string, counts func() Counts, draining func() bool) (*metricsEndpoint, error) {
+// openMetrics listens on addr (the --metrics flag) with listen; an empty addr is no endpoint
+// (nil). extra collectors add what only one component has (the forwarder's upstreams).
+func openMetrics(listen listenFunc, addr, role string, counts func() Counts, draining func() bool, extra ...prometheus.Collector) (*metricsEndpoint, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -34,6 +37,7 @@ func openMetrics(listen listenFunc, addr, role string, counts func() Counts, dra
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&countsCollector{role: role, counts: counts, draining: draining},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return &metricsEndpoint{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}, nil
@@ -107,9 +111,43 @@ func (c *countsCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(edgeConnsDesc, prometheus.CounterValue, float64(o.v), c.role, o.outcome)
 	}
-	d := 0.0
-	if c.draining() {
-		d = 1
+	ch <- prometheus.MustNewConstMetric(edgeDrainingDesc, prometheus.GaugeValue, one(c.draining()), c.role)
+}
+
+// upstreamsCollector reads the forwarder's upstreams at scrape time: each one's state (1 for the
+// state it is in, 0 for the others), whether it is in rotation, and its open connections.
+type upstreamsCollector struct{ ups *upstreams }
+
+var (
+	edgeUpstreamStateDesc = prometheus.NewDesc("zero502_edge_upstream_state",
+		"1 for the state the upstream is in (healthy, draining, unhealthy, joining), 0 for the others.",
+		[]string{"upstream", "state"}, nil)
+	edgeUpstreamInRotationDesc = prometheus.NewDesc("zero502_edge_upstream_in_rotation",
+		"1 while the upstream takes new connections, else 0.", []string{"upstream"}, nil)
+	edgeUpstreamConnsDesc = prometheus.NewDesc("zero502_edge_upstream_connections",
+		"Connections open to the upstream now.", []string{"upstream"}, nil)
+)
+
+func (c upstreamsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- edgeUpstreamStateDesc
+	ch <- edgeUpstreamInRotationDesc
+	ch <- edgeUpstreamConnsDesc
+}
+
+func (c upstreamsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, u := range c.ups.all() {
+		st := u.State()
+		for _, s := range []standing.State{standing.Healthy, standing.Draining, standing.Unhealthy, standing.Joining} {
+			ch <- prometheus.MustNewConstMetric(edgeUpstreamStateDesc, prometheus.GaugeValue, one(st == s), u.addr, string(s))
+		}
+		ch <- prometheus.MustNewConstMetric(edgeUpstreamInRotationDesc, prometheus.GaugeValue, one(st == standing.Healthy), u.addr)
+		ch <- prometheus.MustNewConstMetric(edgeUpstreamConnsDesc, prometheus.GaugeValue, float64(u.open.Load()), u.addr)
 	}
-	ch <- prometheus.MustNewConstMetric(edgeDrainingDesc, prometheus.GaugeValue, d, c.role)
+}
+
+func one(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

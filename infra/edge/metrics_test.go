@@ -32,7 +32,7 @@ func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 	m := &InnerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, Logger: log,
 		Metrics: "127.0.0.1:0"})
-	fwd := startForwarder(t, &Forwarder{Origin: relay.Addr().String(), Logger: log, Metrics: "127.0.0.1:0"})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}, Logger: log, Metrics: "127.0.0.1:0"})
 
 	c := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	echoLine(t, c, bufio.NewReader(c), "x")
@@ -48,9 +48,15 @@ func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 			`zero502_edge_connections_total{outcome="accepted",role="forward"} 1`,
 			`zero502_edge_connections_total{outcome="unreachable",role="forward"} 0`,
 			`zero502_edge_draining{role="forward"} 0`,
+			`zero502_edge_upstream_state{state="healthy",upstream="` + relay.Addr().String() + `"} 1`,
+			`zero502_edge_upstream_state{state="draining",upstream="` + relay.Addr().String() + `"} 0`,
+			`zero502_edge_upstream_in_rotation{upstream="` + relay.Addr().String() + `"} 1`,
+			`zero502_edge_upstream_connections{upstream="` + relay.Addr().String() + `"} 0`,
 		}},
 		{"origin", relay.MetricsAddr(), []string{
-			`zero502_edge_connections_total{outcome="accepted",role="origin"} 1`,
+			// the edge's first TCP check of its upstream, then the client's connection
+			`zero502_edge_connections_total{outcome="accepted",role="origin"} 2`,
+			`zero502_edge_connections_total{outcome="empty",role="origin"} 1`,
 			`zero502_edge_connections_total{outcome="proxy_header",role="origin"} 1`,
 			`zero502_edge_draining{role="origin"} 0`,
 			"go_goroutines ",
@@ -66,11 +72,11 @@ func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 }
 
 func TestMetricsListenIsValidated(t *testing.T) {
-	err := (&Forwarder{Listen: ":0", Origin: "10.0.0.5:443", Metrics: "nonsense"}).Validate()
+	err := (&Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}, Metrics: "nonsense"}).Validate()
 	if err == nil || !strings.Contains(err.Error(), `--metrics "nonsense"`) {
 		t.Fatalf("Validate = %v, want an error naming --metrics and its value", err)
 	}
-	if (&Forwarder{Listen: ":0", Origin: "10.0.0.5:443"}).MetricsAddr() != nil {
+	if (&Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}}).MetricsAddr() != nil {
 		t.Error("MetricsAddr without --metrics is not nil")
 	}
 }

@@ -129,7 +129,7 @@ func TestOriginPassesTLSThroughUntouchedAndBehindTheEdge(t *testing.T) {
 		}
 	})
 	t.Run("a TLS client through the edge", func(t *testing.T) {
-		fwd := startForwarder(t, &Forwarder{Origin: e.addr()})
+		fwd := startForwarder(t, &Forwarder{Origins: []string{e.addr()}})
 		raw := dialFrom(t, "127.0.0.2", fwd.Addr().String())
 		c := tls.Client(raw, clientCfg)
 		r := bufio.NewReader(c)

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"github.com/zero502/zero502/infra"
 	"net"
 	"net/netip"
 	"strconv"
@@ -14,6 +15,10 @@ const (
 	DefaultConnectTimeout = 3 * time.Second
 	DefaultIdleTimeout    = 5 * time.Minute
 )
+
+// DefaultShutdown is the commands' default budget for open connections once a drain window is
+// over (the Forwarder's and the Relay's Shutdown; 0 there closes them at once).
+const DefaultShutdown = 10 * time.Second
 
 // checkListen checks a listen address (--flag names it in the error): host:port, the host may
 // be empty (every interface), the port 0 to 65535 (0: any free port).
@@ -83,24 +88,6 @@ func checkDuration(flag string, d time.Duration, zeroMeans string) error {
 
 // ParseTrusted parses the trusted edges (the --trusted flag): each entry an IP address
 // (10.0.0.7, a single edge) or a CIDR range (10.0.0.0/8).
-func ParseTrusted(entries []string) ([]netip.Prefix, error) { return ParseRanges("--trusted", entries) }
-
-// ParseRanges parses the peers allowed to send a PROXY header, named what in errors (a flag or
-// a config key): each entry an IP address (10.0.0.7) or a CIDR range (10.0.0.0/8).
-func ParseRanges(what string, entries []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if p, err := netip.ParsePrefix(e); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(e)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: must be an IP address or a CIDR range such as 10.0.0.0/8 (the peers allowed to send a PROXY header)", what, e)
-		}
-		a = a.Unmap()
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
+func ParseTrusted(entries []string) ([]netip.Prefix, error) {
+	return infra.ParseRanges("--trusted", entries)
 }

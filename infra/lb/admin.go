@@ -2,14 +2,14 @@ package lb
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
@@ -44,7 +44,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	s.adminWrites(mux)
 	var h http.Handler = mux
 	if !loopback(ln.Addr().String()) || s.set.AdminToken != "" && !loopback(s.set.Admin) {
-		h = bearer(s.set.AdminToken, mux)
+		h = adminapi.RequireBearer(s.set.AdminToken, "zero502 lb admin", "balancer.admin_token", mux)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
 	go func() { _ = srv.Serve(ln) }()
@@ -55,30 +55,6 @@ func (a *adminServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = a.srv.Shutdown(ctx)
-}
-
-// bearer lets a request through when its Authorization header carries token. The scheme is
-// case-insensitive (RFC 7235 §2.1: "bearer", "BEARER"); the token is compared in constant time.
-func bearer(token string, next http.Handler) http.Handler {
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := bearerToken(r.Header.Get("Authorization"))
-		if token == "" || !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="zero502 lb admin"`)
-			http.Error(w, "admin API needs Authorization: Bearer <balancer.admin_token>", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// bearerToken is the token of an Authorization header of the Bearer scheme, in any case.
-func bearerToken(h string) (string, bool) {
-	const scheme = "bearer "
-	if len(h) <= len(scheme) || !strings.EqualFold(h[:len(scheme)], scheme) {
-		return "", false
-	}
-	return strings.TrimLeft(h[len(scheme):], " "), true
 }
 
 // Statuses is every current backend's admin view: the configured ones in order, then those the

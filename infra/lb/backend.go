@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/standing"
 )
 
 // The admin API's wire types live in package adminapi (clients such as the deployer import
@@ -27,8 +28,6 @@ const (
 	Joining   = adminapi.Joining
 )
 
-const keptTransitions = 20
-
 // Status classes of the per-backend request counters.
 const (
 	class2xx = iota
@@ -41,30 +40,18 @@ const (
 
 var classNames = [classes]string{"2xx", "3xx", "4xx", "5xx", "errors"}
 
-// Backend is one target of the LB: its health state, its upstream connection pool and its
-// counters.
+// Backend is one target of the LB: its health standing (package infra/standing: state,
+// thresholds, admin holds; InRotation is the forwarding path's check), its upstream connection
+// pool and its counters.
 type Backend struct {
 	// Address is the backend as configured (host:port).
 	Address string
 	index   int
 
-	mu          sync.Mutex
-	state       State
-	since       time.Time
-	failures    int
-	successes   int
-	lastCheck   time.Time
-	lastErr     string
-	transitions []Transition
-	// adminDrained: the admin API drained it; health checks keep it out of rotation until an
-	// admin PUT undrains it.
-	adminDrained bool
-	// removed: the admin API took it out of the set; nothing changes its state any more.
-	removed bool
+	standing.Standing
 	// stopChecks ends its health checks (nil before they started); under the backend set's lock.
 	stopChecks func()
 
-	healthy  atomic.Bool
 	inFlight atomic.Int64
 	counts   [classes]atomic.Uint64
 
@@ -81,8 +68,8 @@ type Backend struct {
 
 // newBackend is a configured backend: in rotation from the start, as the LB has always begun.
 func newBackend(addr string, index int, now time.Time) *Backend {
-	b := &Backend{Address: addr, index: index, state: Healthy, since: now}
-	b.healthy.Store(true)
+	b := &Backend{Address: addr, index: index}
+	b.StartInRotation(now)
 	b.pool.backend = b
 	return b
 }
@@ -90,9 +77,9 @@ func newBackend(addr string, index int, now time.Time) *Backend {
 // newJoiningBackend is a backend the admin API added: out of rotation until its health checks
 // pass healthy_threshold times.
 func newJoiningBackend(addr string, index int, now time.Time) *Backend {
-	b := &Backend{Address: addr, index: index, state: Joining, since: now}
+	b := &Backend{Address: addr, index: index}
+	b.StartJoining(now)
 	b.pool.backend = b
-	b.transitions = []Transition{{At: now.UTC(), To: Joining, Reason: reasonAdmin}}
 	return b
 }
 
@@ -111,14 +98,8 @@ func (b *Backend) idleConns() int { return b.pool.idleCount() + int(b.loopIdle.L
 
 // Status is a consistent snapshot of b.
 func (b *Backend) Status() BackendStatus {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	st := BackendStatus{
-		Address: b.Address, State: b.state, InRotation: b.state == Healthy, Since: b.since.UTC(),
-		ConsecutiveFailures: b.failures, ConsecutiveSuccesses: b.successes,
-		LastCheck: b.lastCheck.UTC(), LastError: b.lastErr, InFlight: b.inFlight.Load(), AdminDrained: b.adminDrained,
-		Requests: make(map[string]uint64, classes), Transitions: append([]Transition{}, b.transitions...),
-	}
+	st := b.Standing.Status(b.Address, b.inFlight.Load())
+	st.Requests = make(map[string]uint64, classes)
 	for i, n := range classNames {
 		st.Requests[n] = b.counts[i].Load()
 	}

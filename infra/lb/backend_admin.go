@@ -2,12 +2,15 @@ package lb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/zero502/zero502/infra/standing"
 )
 
 // reasonAdmin is the reason of every transition the admin API makes.
-const reasonAdmin = "admin"
+const reasonAdmin = standing.ReasonAdmin
 
 // Admin actions, the action label of zero502_lb_admin_changes_total.
 const (
@@ -49,7 +52,7 @@ func (s *Server) AddBackend(addr string) (st BackendStatus, created bool, err er
 	s.members.mu.Lock()
 	defer s.members.mu.Unlock()
 	if b := s.members.find(addr); b != nil {
-		if t, ok := b.undrain(s.clock.Now()); ok {
+		if t, ok := b.Undrain(s.clock.Now()); ok {
 			s.adminChanged(b, actionUndrain, t)
 		}
 		return b.Status(), false, nil
@@ -78,7 +81,7 @@ func (s *Server) DrainBackend(addr string) (BackendStatus, error) {
 	if b == nil {
 		return BackendStatus{}, fmt.Errorf("drain %s: %w", addr, ErrUnknownBackend)
 	}
-	if t, ok := b.adminDrain(s.clock.Now()); ok {
+	if t, ok := b.AdminDrain(s.clock.Now()); ok {
 		s.adminChanged(b, actionDrain, t)
 	}
 	return b.Status(), nil
@@ -96,9 +99,9 @@ func (s *Server) RemoveBackend(addr string) error {
 	if b == nil {
 		return fmt.Errorf("remove %s: %w", addr, ErrUnknownBackend)
 	}
-	from, err := b.markRemoved()
-	if err != nil {
-		return fmt.Errorf("remove %s: %w", addr, err)
+	from, err := b.MarkRemoved()
+	if errors.Is(err, standing.ErrInRotation) {
+		return fmt.Errorf("remove %s: %w: drain it first (POST /admin/backends/%s/drain), then remove it once its in_flight is 0", addr, ErrInRotation, addr)
 	}
 	all := make([]*Backend, 0, len(s.members.all()))
 	for _, o := range s.members.all() {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
@@ -144,7 +143,7 @@ func (s Settings) Validate() error {
 			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
 	}
-	if _, err := edge.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
+	if _, err := infra.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
 		errs = append(errs, err)
 	}
 	if len(s.Backends) == 0 {

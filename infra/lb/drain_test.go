@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 func TestOwnDrainHandshake(t *testing.T) {
@@ -139,7 +141,7 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	if _, err := New(set); err != nil {
 		t.Fatalf("with a token: %v", err)
 	}
-	h := bearer("s3cret", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	h := adminapi.RequireBearer("s3cret", "zero502 lb admin", "balancer.admin_token", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	for _, tc := range []struct {
 		auth string
 		want int

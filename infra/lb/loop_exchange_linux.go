@@ -747,7 +747,7 @@ func (l *loop) poolGet(b *Backend, probe bool) *lup {
 
 func (l *loop) poolPut(u *lup) {
 	p := l.pool(u.b)
-	if !u.b.healthy.Load() || len(p) >= l.s.set.MaxIdlePerBackend {
+	if !u.b.InRotation() || len(p) >= l.s.set.MaxIdlePerBackend {
 		l.closeUpstream(u)
 		return
 	}

@@ -443,7 +443,7 @@ func (l *loop) closeUnhealthyIdle() {
 	for i, p := range l.pools {
 		keep := p[:0]
 		for _, u := range p {
-			if u.b.healthy.Load() {
+			if u.b.InRotation() {
 				keep = append(keep, u)
 				continue
 			}

@@ -129,7 +129,7 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(b.inFlight.Load()), b.Address)
 		rot := 0.0
-		if b.healthy.Load() {
+		if b.InRotation() {
 			rot = 1
 		}
 		ch <- prometheus.MustNewConstMetric(inRotationDesc, prometheus.GaugeValue, rot, b.Address)

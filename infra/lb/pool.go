@@ -71,7 +71,7 @@ func (p *pool) get(now time.Time, maxAge time.Duration, probe bool) *upstream {
 
 // put parks u for reuse, unless the backend left rotation or the pool is full.
 func (p *pool) put(u *upstream, now time.Time) {
-	if !p.backend.healthy.Load() {
+	if !p.backend.InRotation() {
 		u.close()
 		return
 	}

@@ -347,7 +347,7 @@ func (s *Server) eject(b *Backend, aerr attemptError) {
 	if aerr == attemptConnect {
 		reason = "connect failed"
 	}
-	if t, ok := b.eject(reason, s.clock.Now()); ok {
+	if t, ok := b.Eject(reason, s.clock.Now()); ok {
 		s.ejections.Add(1)
 		s.changed(b, t)
 	}

@@ -40,7 +40,7 @@ func (r *rotation) replace(all []*Backend) {
 func (r *rotation) rebuildLocked() {
 	h := make([]*Backend, 0, len(r.all))
 	for _, b := range r.all {
-		if b.healthy.Load() {
+		if b.InRotation() {
 			h = append(h, b)
 		}
 	}
@@ -80,7 +80,7 @@ func (r *rotation) pick(t *tried) *Backend {
 	n := r.next.Add(1) - 1
 	for i := 0; i < len(h); i++ {
 		b := h[(n+uint64(i))%uint64(len(h))]
-		if !t.has(b) && b.healthy.Load() {
+		if !t.has(b) && b.InRotation() {
 			return b
 		}
 	}

@@ -71,7 +71,7 @@ func TestRotationSkipsTriedAndUnhealthy(t *testing.T) {
 		bs = append(bs, newBackend(fmt.Sprint(i), i, zeroTime))
 	}
 	r := newRotation(bs)
-	bs[1].healthy.Store(false)
+	bs[1].Eject("test", zeroTime)
 	r.rebuild()
 	counts := map[string]int{}
 	for i := 0; i < 100; i++ {

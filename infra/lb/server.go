@@ -22,7 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/standing"
 	"io"
 	"log/slog"
 	"net"
@@ -34,7 +36,6 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/edge"
 )
 
 // Server is one running load balancer.
@@ -120,7 +121,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	if set.AccessLog {
 		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
 	}
-	s.proxyFrom, _ = edge.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
+	s.proxyFrom, _ = infra.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {
@@ -134,7 +135,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	s.metrics = newMetrics(s)
 	s.check = &checker{
 		clock: s.clock, path: set.HealthPath, every: set.Interval, timeout: set.Timeout,
-		th:      thresholds{unhealthy: set.UnhealthyThreshold, healthy: set.HealthyThreshold},
+		th:      standing.Thresholds{Unhealthy: set.UnhealthyThreshold, Healthy: set.HealthyThreshold},
 		probe:   httpProbe(set.HealthPath, set.Timeout),
 		changed: s.changed,
 	}

@@ -71,7 +71,7 @@ func TestWebSocketOutlivesItsBackendsDrain(t *testing.T) {
 	eventually(t, 5*time.Second, "the draining backend leaves rotation", func() bool {
 		for _, be := range l.Backends() {
 			if be.Address == busy.addr() {
-				return !be.healthy.Load()
+				return !be.InRotation()
 			}
 		}
 		return false

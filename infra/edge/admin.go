@@ -1,0 +1,190 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/standing"
+)
+
+// The edge's admin API (--admin) speaks the in-house LB's admin API over its upstreams, with the
+// same wire type (adminapi.BackendStatus, in_flight being open connections) and the same write
+// semantics, so one client drives both by path prefix:
+//
+//	GET    /admin/upstreams               {"upstreams": [BackendStatus...]}
+//	GET    /admin/upstreams/{addr}        BackendStatus; unknown: 404
+//	PUT    /admin/upstreams/{addr}        add (201, joining) or undrain (200); known: no-op (200)
+//	POST   /admin/upstreams/{addr}/drain  admin drain (200): out of rotation, open connections go on
+//	DELETE /admin/upstreams/{addr}        remove (204); in rotation: 409; unknown: 404
+//
+// Off loopback, every request needs Authorization: Bearer <token>.
+type adminEndpoint struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// onLoopback reports whether addr's host is a loopback address (or localhost).
+func onLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// openAdmin listens on addr with listen; an empty addr is no admin API (nil).
+func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpoint, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("edge: admin listener on %s (--admin): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/upstreams", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"upstreams": f.Upstreams()})
+	})
+	mux.HandleFunc("GET /admin/upstreams/{addr}", func(w http.ResponseWriter, r *http.Request) {
+		u := f.ups.find(r.PathValue("addr"))
+		if u == nil {
+			adminError(w, fmt.Errorf("%s: %w", r.PathValue("addr"), ErrUnknownUpstream))
+			return
+		}
+		writeJSON(w, http.StatusOK, u.status())
+	})
+	mux.HandleFunc("PUT /admin/upstreams/{addr}", func(w http.ResponseWriter, r *http.Request) {
+		st, created, err := f.AddUpstream(r.PathValue("addr"))
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		code := http.StatusOK
+		if created {
+			code = http.StatusCreated
+		}
+		writeJSON(w, code, st)
+	})
+	mux.HandleFunc("POST /admin/upstreams/{addr}/drain", func(w http.ResponseWriter, r *http.Request) {
+		st, err := f.DrainUpstream(r.PathValue("addr"))
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("DELETE /admin/upstreams/{addr}", func(w http.ResponseWriter, r *http.Request) {
+		if err := f.RemoveUpstream(r.PathValue("addr")); err != nil {
+			adminError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	var h http.Handler = mux
+	if token != "" || !onLoopback(ln.Addr().String()) {
+		h = adminapi.RequireBearer(token, "zero502 edge admin", "--admin-token", mux)
+	}
+	return &adminEndpoint{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+func (a *adminEndpoint) addr() net.Addr {
+	if a == nil {
+		return nil
+	}
+	return a.ln.Addr()
+}
+
+func (a *adminEndpoint) serve() {
+	if a == nil {
+		return
+	}
+	go func() { _ = a.srv.Serve(a.ln) }()
+}
+
+func (a *adminEndpoint) close() {
+	if a == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = a.srv.Shutdown(ctx)
+	_ = a.ln.Close()
+}
+
+// Upstreams is every upstream's view in the admin API's wire type: the configured ones in order,
+// then those the admin API added (after Open).
+func (f *Forwarder) Upstreams() []adminapi.BackendStatus {
+	all := f.ups.all()
+	out := make([]adminapi.BackendStatus, 0, len(all))
+	for _, u := range all {
+		out = append(out, u.status())
+	}
+	return out
+}
+
+// AddUpstream puts addr in the set, out of rotation until healthy_threshold good checks
+// (created is true), or undrains one the admin API drained: it joins like a new one. Any other
+// known upstream is left as it is.
+func (f *Forwarder) AddUpstream(addr string) (st adminapi.BackendStatus, created bool, err error) {
+	u, t, moved, created, err := f.ups.add(addr, clockOr(f.Clock).Now())
+	if err != nil {
+		return st, false, err
+	}
+	if moved {
+		f.changed(u, t)
+	}
+	return u.status(), created, nil
+}
+
+// DrainUpstream takes addr out of rotation at once and keeps it out (checks do not bring it
+// back) until AddUpstream undrains it: no new connections, open ones go on.
+func (f *Forwarder) DrainUpstream(addr string) (adminapi.BackendStatus, error) {
+	u, t, moved, err := f.ups.drain(addr, clockOr(f.Clock).Now())
+	if err != nil {
+		return adminapi.BackendStatus{}, err
+	}
+	if moved {
+		f.changed(u, t)
+	}
+	return u.status(), nil
+}
+
+// RemoveUpstream forgets addr, which must be out of rotation (drain it first): its checks stop,
+// its open connections go on until they end.
+func (f *Forwarder) RemoveUpstream(addr string) error {
+	u, from, err := f.ups.remove(addr)
+	if err != nil {
+		return err
+	}
+	logger(f.Logger).Info("edge upstream removed", "origin", addr, "from", string(from), "to", "removed",
+		"reason", standing.ReasonAdmin, "open", u.open.Load())
+	return nil
+}
+
+// adminError answers a refused change: 404 unknown upstream, 409 still in rotation, 400 for a
+// bad address.
+func adminError(w http.ResponseWriter, err error) {
+	code := http.StatusBadRequest
+	switch {
+	case errors.Is(err, ErrUnknownUpstream):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrInRotation):
+		code = http.StatusConflict
+	}
+	http.Error(w, err.Error(), code)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,247 @@
+// Package standing owns a target's health standing with whoever sends it traffic: an in-house
+// LB's backend or an edge's upstream (an LB instance). One state machine for both: the states
+// (healthy, draining, unhealthy, joining), the thresholds that move a target between them, the
+// passive ejection after a failed connection, the admin API's drain and remove holds, the last
+// transitions, and the loop that runs the active checks on a clock. It also owns the checks
+// themselves (Probe: a TCP connect, or an HTTP GET, optionally behind a preamble such as a PROXY
+// header), so the LB and the edge judge targets by the same rules.
+//
+// The wire types (State, Transition, BackendStatus) are the LB admin API's, package
+// infra/lb/adminapi: a client reads an LB's backends and an edge's upstreams with one decoder.
+package standing
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
+)
+
+// The states and transitions are the admin API's wire types.
+type (
+	State      = adminapi.State
+	Transition = adminapi.Transition
+)
+
+// States (README: Admin API).
+const (
+	Healthy   = adminapi.Healthy
+	Draining  = adminapi.Draining
+	Unhealthy = adminapi.Unhealthy
+	Joining   = adminapi.Joining
+)
+
+// ReasonAdmin is the reason of every transition the admin API makes.
+const ReasonAdmin = "admin"
+
+// keptTransitions is how many of the last transitions a Standing keeps for the admin view.
+const keptTransitions = 20
+
+// ErrInRotation refuses to remove a target that still takes traffic: drain it first.
+var ErrInRotation = errors.New("still in rotation")
+
+// Verdict is the result of one active check: Status is the HTTP status (0 when there was none,
+// which a TCP check never has) and Err says why it failed.
+type Verdict struct {
+	Status int
+	Err    error
+}
+
+// OK reports whether the check counts as healthy: a 200, or a TCP check that connected
+// (no status, no error).
+func (v Verdict) OK() bool { return v.Err == nil && (v.Status == 200 || v.Status == 0) }
+
+// Reason says why a failed verdict failed, for logs and the admin view.
+func (v Verdict) Reason() string {
+	switch {
+	case v.Err != nil:
+		return v.Err.Error()
+	case v.Status != 0:
+		return "health " + strconv.Itoa(v.Status)
+	}
+	return "no answer"
+}
+
+// good names a good verdict's kind in a transition's reason.
+func (v Verdict) good() string {
+	if v.Status == 0 {
+		return "connects"
+	}
+	return "health " + strconv.Itoa(v.Status)
+}
+
+// Thresholds are the numbers the state machine needs: consecutive failed checks that take a
+// target out, consecutive good ones that bring it back.
+type Thresholds struct {
+	Unhealthy, Healthy int
+}
+
+// Standing is one target's place in rotation. The zero value is not ready: start it with
+// StartInRotation or StartJoining. It is safe for concurrent use; InRotation is a lock-free read
+// for the forwarding path.
+type Standing struct {
+	mu          sync.Mutex
+	state       State
+	since       time.Time
+	failures    int
+	successes   int
+	lastCheck   time.Time
+	lastErr     string
+	transitions []Transition
+	// adminDrained: the admin API drained it; checks keep it out of rotation until the admin
+	// API undrains it.
+	adminDrained bool
+	// removed: the admin API took it out of the set; nothing changes its state any more.
+	removed bool
+
+	inRotation atomic.Bool
+}
+
+// StartInRotation sets s healthy as of now, without a transition: a configured target, in
+// rotation from the start.
+func (s *Standing) StartInRotation(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state, s.since = Healthy, now
+	s.inRotation.Store(true)
+}
+
+// StartJoining sets s joining as of now: a target the admin API added, out of rotation until its
+// checks pass the healthy threshold.
+func (s *Standing) StartJoining(now time.Time) Transition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state, s.since = Joining, now
+	t := Transition{At: now.UTC(), To: Joining, Reason: ReasonAdmin}
+	s.transitions = []Transition{t}
+	return t
+}
+
+// InRotation reports whether the target takes new traffic (state healthy).
+func (s *Standing) InRotation() bool { return s.inRotation.Load() }
+
+// State is the target's current state.
+func (s *Standing) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Record applies one check verdict taken at now and returns the transition it caused, if any.
+// The rules:
+//   - a good verdict counts toward the healthy threshold; reaching it puts a draining, unhealthy
+//     or joining target back in rotation;
+//   - a 503 from a target that is not already draining takes it to draining at once (it asked
+//     to leave: the drain handshake);
+//   - any other failure (another status, refused, timeout) counts toward the unhealthy
+//     threshold; reaching it takes a healthy or draining target to unhealthy (a joining one
+//     stays joining);
+//   - a target the admin API drained or removed keeps its state: the verdicts are only recorded.
+func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastCheck = now
+	held := s.adminDrained || s.removed
+	if v.OK() {
+		s.lastErr = ""
+		s.successes++
+		s.failures = 0
+		if !held && s.state != Healthy && s.successes >= th.Healthy {
+			return s.moveLocked(Healthy, now, fmt.Sprintf("%d consecutive %s", s.successes, v.good())), true
+		}
+		return Transition{}, false
+	}
+	s.lastErr = v.Reason()
+	s.failures++
+	s.successes = 0
+	switch {
+	case held:
+	case v.Err == nil && v.Status == 503 && s.state != Draining:
+		return s.moveLocked(Draining, now, "health 503"), true
+	case v.Status != 503 && s.state != Unhealthy && s.state != Joining && s.failures >= th.Unhealthy:
+		return s.moveLocked(Unhealthy, now, fmt.Sprintf("%d consecutive failed checks, last: %s", s.failures, v.Reason())), true
+	}
+	return Transition{}, false
+}
+
+// Eject takes the target out of rotation at once after a connection to it was refused or broke
+// (passive health): it comes back only through the healthy threshold of good checks.
+func (s *Standing) Eject(reason string, now time.Time) (Transition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.successes = 0
+	if s.state != Healthy {
+		return Transition{}, false
+	}
+	return s.moveLocked(Unhealthy, now, "passive: "+reason), true
+}
+
+// AdminDrain holds the target drained: state draining, out of rotation, whatever its checks say.
+// Draining one already held drained changes nothing.
+func (s *Standing) AdminDrain(now time.Time) (Transition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.adminDrained {
+		return Transition{}, false
+	}
+	s.adminDrained = true
+	return s.moveLocked(Draining, now, ReasonAdmin), true
+}
+
+// Undrain releases an admin drain: the target joins, out of rotation until the healthy
+// threshold of checks pass from now on. Checks from before are not counted: behind an undrain
+// there is usually a new process on the same address (a stop-first deploy drained at the
+// balancer), and the old one's answers say nothing of it. A target not held drained is left as
+// it is.
+func (s *Standing) Undrain(now time.Time) (Transition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.adminDrained {
+		return Transition{}, false
+	}
+	s.adminDrained = false
+	s.successes = 0
+	return s.moveLocked(Joining, now, ReasonAdmin), true
+}
+
+// MarkRemoved takes the target out of the state machine for good, unless it is still in
+// rotation (ErrInRotation: drain it first); from is its last state.
+func (s *Standing) MarkRemoved() (from State, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == Healthy {
+		return s.state, ErrInRotation
+	}
+	s.removed = true
+	return s.state, nil
+}
+
+func (s *Standing) moveLocked(to State, now time.Time, reason string) Transition {
+	t := Transition{At: now.UTC(), From: s.state, To: to, Reason: reason}
+	s.state, s.since = to, now
+	s.inRotation.Store(to == Healthy)
+	if len(s.transitions) == keptTransitions {
+		copy(s.transitions, s.transitions[1:])
+		s.transitions = s.transitions[:keptTransitions-1]
+	}
+	s.transitions = append(s.transitions, t)
+	return t
+}
+
+// Status is a consistent snapshot of the standing in the admin API's wire type, for the target
+// at address with inFlight requests (LB) or open connections (edge). Requests is left to the
+// caller.
+func (s *Standing) Status(address string, inFlight int64) adminapi.BackendStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return adminapi.BackendStatus{
+		Address: address, State: s.state, InRotation: s.state == Healthy, Since: s.since.UTC(),
+		ConsecutiveFailures: s.failures, ConsecutiveSuccesses: s.successes,
+		LastCheck: s.lastCheck.UTC(), LastError: s.lastErr, InFlight: inFlight, AdminDrained: s.adminDrained,
+		Transitions: append([]Transition{}, s.transitions...),
+	}
+}

@@ -1,0 +1,301 @@
+package standing
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/clock"
+)
+
+var zeroTime = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+
+func inRotation() *Standing {
+	s := &Standing{}
+	s.StartInRotation(zeroTime)
+	return s
+}
+
+func TestStateMachine(t *testing.T) {
+	ok := Verdict{Status: 200}
+	connected := Verdict{}
+	s503 := Verdict{Status: 503}
+	s500 := Verdict{Status: 500}
+	refused := Verdict{Err: errors.New("connect: connection refused")}
+	th := Thresholds{Unhealthy: 2, Healthy: 2}
+	for _, tc := range []struct {
+		name     string
+		verdicts []Verdict
+		want     State
+	}{
+		{"healthy stays healthy", []Verdict{ok, ok}, Healthy},
+		{"one failure is not enough", []Verdict{refused}, Healthy},
+		{"two failures take it out", []Verdict{refused, s500}, Unhealthy},
+		{"a success resets the streak", []Verdict{refused, ok, refused}, Healthy},
+		{"503 drains at once", []Verdict{s503}, Draining},
+		{"503 keeps draining", []Verdict{s503, s503, s503}, Draining},
+		{"draining then refused twice is unhealthy", []Verdict{s503, refused, refused}, Unhealthy},
+		{"one 200 is not enough to come back", []Verdict{refused, refused, ok}, Unhealthy},
+		{"two 200 bring it back", []Verdict{refused, refused, ok, ok}, Healthy},
+		{"two TCP connects bring it back", []Verdict{refused, refused, connected, connected}, Healthy},
+		{"drained target comes back after two 200", []Verdict{s503, ok, ok}, Healthy},
+		{"unhealthy then 503 is draining", []Verdict{refused, refused, s503}, Draining},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := inRotation()
+			now := zeroTime
+			for _, v := range tc.verdicts {
+				now = now.Add(time.Second)
+				s.Record(v, now, th)
+			}
+			if got := s.State(); got != tc.want {
+				t.Fatalf("after %v: %s, want %s", tc.verdicts, got, tc.want)
+			}
+			if s.InRotation() != (tc.want == Healthy) {
+				t.Fatalf("rotation flag disagrees with state %s", tc.want)
+			}
+		})
+	}
+}
+
+func TestPassiveEjectionNeedsHealthyThresholdToReturn(t *testing.T) {
+	s := inRotation()
+	th := Thresholds{Unhealthy: 2, Healthy: 2}
+	tr, moved := s.Eject("connect failed", zeroTime.Add(time.Second))
+	if !moved || tr.To != Unhealthy || tr.Reason != "passive: connect failed" {
+		t.Fatalf("eject: %+v %v", tr, moved)
+	}
+	s.Record(Verdict{Status: 200}, zeroTime.Add(2*time.Second), th)
+	if s.State() != Unhealthy {
+		t.Fatal("one 200 after a passive ejection must not be enough")
+	}
+	s.Record(Verdict{Status: 200}, zeroTime.Add(3*time.Second), th)
+	st := s.Status("x", 3)
+	if st.State != Healthy || !st.InRotation || len(st.Transitions) != 2 || !st.Since.Equal(zeroTime.Add(3*time.Second)) ||
+		st.Address != "x" || st.InFlight != 3 {
+		t.Fatalf("status after recovery: %+v", st)
+	}
+}
+
+func TestTransitionsKeepTheLastTwenty(t *testing.T) {
+	s := inRotation()
+	th := Thresholds{Unhealthy: 1, Healthy: 1}
+	now := zeroTime
+	for i := 0; i < 30; i++ {
+		now = now.Add(time.Second)
+		s.Record(Verdict{Status: 500}, now, th)
+		now = now.Add(time.Second)
+		s.Record(Verdict{Status: 200}, now, th)
+	}
+	st := s.Status("x", 0)
+	if len(st.Transitions) != 20 || !st.Transitions[19].At.Equal(now) {
+		t.Fatalf("transitions: %d, last %v", len(st.Transitions), st.Transitions[len(st.Transitions)-1])
+	}
+}
+
+// TestAdminHolds: a drained target stays out whatever its checks say, rejoins only through the
+// healthy threshold counted from the undrain, and can be removed only once out of rotation.
+func TestAdminHolds(t *testing.T) {
+	s := inRotation()
+	th := Thresholds{Unhealthy: 1, Healthy: 2}
+	if _, err := s.MarkRemoved(); !errors.Is(err, ErrInRotation) {
+		t.Fatalf("remove in rotation: %v, want ErrInRotation", err)
+	}
+	if tr, ok := s.AdminDrain(zeroTime); !ok || tr.To != Draining || tr.Reason != ReasonAdmin {
+		t.Fatalf("drain: %+v %v", tr, ok)
+	}
+	if _, ok := s.AdminDrain(zeroTime); ok {
+		t.Fatal("a second drain changed something")
+	}
+	for i := 0; i < 3; i++ {
+		s.Record(Verdict{Status: 200}, zeroTime, th)
+	}
+	if s.InRotation() {
+		t.Fatal("checks brought an admin-drained target back")
+	}
+	if tr, ok := s.Undrain(zeroTime); !ok || tr.To != Joining {
+		t.Fatalf("undrain: %+v %v", tr, ok)
+	}
+	s.Record(Verdict{Status: 200}, zeroTime, th)
+	if s.InRotation() {
+		t.Fatal("one check after the undrain was enough: checks from before the undrain counted")
+	}
+	s.Record(Verdict{Status: 200}, zeroTime, th)
+	if !s.InRotation() {
+		t.Fatal("not back after the healthy threshold")
+	}
+	s.AdminDrain(zeroTime)
+	if from, err := s.MarkRemoved(); err != nil || from != Draining {
+		t.Fatalf("remove drained: %s %v", from, err)
+	}
+	s.Record(Verdict{Status: 200}, zeroTime, th)
+	s.Record(Verdict{Status: 200}, zeroTime, th)
+	if s.State() != Draining {
+		t.Fatalf("a removed target moved: %s", s.State())
+	}
+}
+
+func TestJoiningStaysOutUntilHealthy(t *testing.T) {
+	s := &Standing{}
+	s.StartJoining(zeroTime)
+	th := Thresholds{Unhealthy: 1, Healthy: 2}
+	s.Record(Verdict{Err: errors.New("refused")}, zeroTime, th)
+	if s.State() != Joining {
+		t.Fatalf("a failed check moved a joining target to %s", s.State())
+	}
+	s.Record(Verdict{}, zeroTime, th)
+	s.Record(Verdict{}, zeroTime, th)
+	if !s.InRotation() {
+		t.Fatal("joining target not in rotation after two good checks")
+	}
+}
+
+// TestWatchRunsOnTheClock drives the check loop with a fake clock: one check at start, one per
+// interval, also while the target is out.
+func TestWatchRunsOnTheClock(t *testing.T) {
+	fc := clock.NewFake(zeroTime)
+	var mu sync.Mutex
+	answers := []Verdict{{Status: 500}, {Status: 500}, {Status: 200}, {Status: 200}}
+	checks := 0
+	var moves []Transition
+	s := inRotation()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Watch(ctx, Checks{Clock: fc, Every: time.Second, Thresholds: Thresholds{Unhealthy: 2, Healthy: 2}},
+		func(context.Context) Verdict {
+			mu.Lock()
+			defer mu.Unlock()
+			v := answers[min(checks, len(answers)-1)]
+			checks++
+			return v
+		},
+		func(tr Transition) {
+			mu.Lock()
+			defer mu.Unlock()
+			moves = append(moves, tr)
+		})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return checks }
+	for want := 1; want <= 4; want++ {
+		waitFor(t, "the check loop waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
+		if want == 2 && s.State() != Unhealthy {
+			t.Fatalf("after two 500s: %s", s.State())
+		}
+		fc.Advance(time.Second)
+	}
+	waitFor(t, "back in rotation", func() bool { return s.State() == Healthy })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(moves) != 2 || moves[0].To != Unhealthy || moves[1].To != Healthy || !moves[1].At.Equal(zeroTime.Add(3*time.Second)) {
+		t.Fatalf("transitions: %+v", moves)
+	}
+}
+
+// TestProbesAgainstRealSockets: TCP connects or is refused; HTTP reads the status behind an
+// optional preamble, which the server sees first.
+func TestProbesAgainstRealSockets(t *testing.T) {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var firstLine string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/drain" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})}
+	// A tiny front that records the preamble line, then hands the rest to the HTTP server.
+	go func() { _ = srv.Serve(&preambleListener{Listener: ln, mu: &mu, first: &firstLine}) }()
+	defer srv.Close()
+	addr := ln.Addr().String()
+
+	if v := TCPProbe(ctx, addr, time.Second); !v.OK() {
+		t.Fatalf("TCP probe of a listener: %+v", v)
+	}
+	if v := HTTPProbe(ctx, addr, "/health", "test", time.Second, nil); !v.OK() || v.Status != 200 {
+		t.Fatalf("HTTP probe: %+v", v)
+	}
+	v := HTTPProbe(ctx, addr, "/drain", "test", time.Second, func(net.Conn) ([]byte, error) { return []byte("HELLO\r\n"), nil })
+	if v.OK() || v.Status != 503 {
+		t.Fatalf("HTTP probe of a 503: %+v", v)
+	}
+	mu.Lock()
+	if firstLine != "HELLO" {
+		t.Errorf("the preamble did not come first: %q", firstLine)
+	}
+	mu.Unlock()
+
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadAddr := dead.Addr().String()
+	_ = dead.Close()
+	if v := TCPProbe(ctx, deadAddr, time.Second); v.OK() || !strings.Contains(v.Reason(), "refused") {
+		t.Fatalf("TCP probe of a closed port: %+v %s", v, v.Reason())
+	}
+	if v := HTTPProbe(ctx, deadAddr, "/", "test", time.Second, nil); v.OK() || !strings.Contains(v.Reason(), "connect") {
+		t.Fatalf("HTTP probe of a closed port: %+v %s", v, v.Reason())
+	}
+}
+
+// preambleListener strips a first line starting with HELLO, recording it.
+type preambleListener struct {
+	net.Listener
+	mu    *sync.Mutex
+	first *string
+}
+
+func (l *preambleListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &preambleConn{Conn: c, l: l}, nil
+}
+
+type preambleConn struct {
+	net.Conn
+	l    *preambleListener
+	done bool
+	rest []byte
+}
+
+func (c *preambleConn) Read(p []byte) (int, error) {
+	if !c.done {
+		c.done = true
+		buf := make([]byte, 4096)
+		n, err := c.Conn.Read(buf)
+		if err != nil {
+			return 0, err
+		}
+		buf = buf[:n]
+		if line, rest, ok := strings.Cut(string(buf), "\r\n"); ok && strings.HasPrefix(line, "HELLO") {
+			c.l.mu.Lock()
+			*c.l.first = line
+			c.l.mu.Unlock()
+			buf = []byte(rest)
+		}
+		c.rest = buf
+	}
+	if len(c.rest) > 0 {
+		n := copy(p, c.rest)
+		c.rest = c.rest[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
