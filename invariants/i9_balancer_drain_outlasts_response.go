@@ -25,6 +25,10 @@ func evaluateI9(c *infra.Config) Verdict {
 	if reason, skip := noBalancer(c); skip {
 		return skipped(inv, reason)
 	}
+	if c.Balancer.Kind == infra.BalancerDNS {
+		return skipped(inv, "balancer.kind dns: the edges forward bytes, and a request through them is answered by "+
+			"the LB behind; the wait after an edge leaves the A set is I6's")
+	}
 	_, services := drainModes(c)
 	if len(services) == 0 {
 		return skipped(inv, "no service uses drain: balancer: every service drains itself by the handshake")

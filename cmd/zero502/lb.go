@@ -105,6 +105,7 @@ connection. If the new process fails, this one keeps serving.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&config, "config", "c", "", "config file (YAML): listen, admin, backends and numbers from balancer.*")
 	fl.StringVar(&listenHost, "listen-host", "127.0.0.1", "lab mode: address to listen on with PORT")
+	fl.StringVar(&f.Listen, "listen", "", "proxy listener host:port (config default: balancer.listen; one config serves several LB instances, each on its own --listen)")
 	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (lab default: off; config default: balancer.admin; \"\" disables)")
 	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token for the admin API (required when --admin is not on loopback; visible in ps: prefer --admin-token-file or $"+lbAdminTokenEnv+")")
 	fl.StringVar(&adminTokenFile, "admin-token-file", "", "file whose first line is the admin API's bearer token")
@@ -180,6 +181,7 @@ func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f l
 			*dst = v
 		}
 	}
+	str("listen", &set.Listen, f.Listen)
 	str("admin", &set.Admin, f.Admin)
 	if tokenSet {
 		set.AdminToken = f.AdminToken

@@ -250,18 +250,21 @@ func (c *chain) layout(self string) error {
 	edges := tierConfig(apps, c.dir)
 	edges.Balancer.Kind = infra.BalancerDNS
 	edges.Balancer.Record = infra.DNSRecord{Name: EdgeName, ZoneFile: c.zone}
-	edges.Edge = infra.Edge{Drain: 2500 * time.Millisecond, DNSTTL: time.Second, CheckInterval: 250 * time.Millisecond, UnhealthyThreshold: 2}
 	b := lbs.Balancer
+	edges.Edge.Drain, edges.Edge.DNSTTL = 2500*time.Millisecond, time.Second
+	edges.Edge.CheckInterval, edges.Edge.UnhealthyThreshold = 250*time.Millisecond, 2
+	edges.Edge.Origins = hostPorts(lbAddrs, c.lbPort)
+	edges.Edge.UpstreamCheck = infra.EdgeUpstreamCheck{Path: infra.LBHealthPath, Interval: b.Interval, Timeout: b.Timeout,
+		HealthyThreshold: b.HealthyThreshold, UnhealthyThreshold: b.UnhealthyThreshold}
+	edgesPath := filepath.Join(c.dir, "edges.yaml")
 	edges.Services = []infra.Service{{
 		Name: "edge", Kind: infra.KindEdge, Port: c.edgePort, Drain: infra.DrainBalancer,
 		Health: infra.ServiceHealth{Path: infra.LBHealthPath},
-		Command: append([]string{"{self}", "edge", "forward", "--listen", "{address}:{port}",
-			"--admin", "{address}:" + strconv.Itoa(c.edgeAdminPt),
-			"--check-path", infra.LBHealthPath, "--check-interval", b.Interval.String(), "--check-timeout", b.Timeout.String(),
-			"--healthy-threshold", strconv.Itoa(b.HealthyThreshold), "--unhealthy-threshold", strconv.Itoa(b.UnhealthyThreshold),
-			"--drain", "0s", "--shutdown", "{shutdown}",
+		// Its upstreams and their checks come from this config's edge.* keys; the deployer has
+		// waited the A set's TTL out before the stop signal, so the edge's own drain is 0.
+		Command: []string{"{self}", "edge", "forward", "--config", edgesPath, "--listen", "{address}:{port}",
+			"--admin", "{address}:" + strconv.Itoa(c.edgeAdminPt), "--drain", "0s", "--shutdown", "{shutdown}",
 			"--pid-file", filepath.Join(c.dir, "edges", "{host}", "edge.pid")},
-			originFlags(hostPorts(lbAddrs, c.lbPort))...),
 	}}
 	edges.Hosts = tierHosts("edge", edgeAddrs, filepath.Join(c.dir, "edges"))
 	if c.edges, err = newTier("edges", c.dir, edges); err != nil {
@@ -298,13 +301,6 @@ func hostPorts(addrs []string, port int) []string {
 	return out
 }
 
-func originFlags(origins []string) []string {
-	var out []string
-	for _, o := range origins {
-		out = append(out, "--origin", o)
-	}
-	return out
-}
 
 // startDNS writes the zone with both edges and starts `self dns serve` on it.
 func (c *chain) startDNS(ctx context.Context, self string) error {
@@ -419,11 +415,17 @@ func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *
 	if err := c.startDNS(ctx, self); err != nil {
 		return err
 	}
-	// The first deploys build the chain from the back: nothing is in front of a tier yet, so
-	// each is checked directly.
+	// The first deploys build the chain from the back: the apps and the LB instances have
+	// nothing in front of them yet, so they are checked directly; the edges go into the A set,
+	// which holds them already.
 	for _, t := range []*tier{c.apps, c.lbs, c.edges} {
-		p.line("deploy %s onto the %s tier (%d hosts), checked directly", From, t.name, len(t.cfg.Hosts))
-		if rep, err := t.deploy(ctx, self, From, false, deployer.None{}, nil); err != nil {
+		var bal deployer.Balancer = deployer.None{}
+		how := "checked directly"
+		if t == c.edges {
+			bal, how = nil, "through the A set"
+		}
+		p.line("deploy %s onto the %s tier (%d hosts), %s", From, t.name, len(t.cfg.Hosts), how)
+		if rep, err := t.deploy(ctx, self, From, false, bal, nil); err != nil {
 			return fmt.Errorf("demo: first deploy of the %s tier: %w\n%s", t.name, err, text(rep))
 		}
 	}

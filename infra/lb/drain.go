@@ -12,8 +12,10 @@ import (
 // window its health (/_lb/health on the proxy listener, /admin/health on the admin one) answers
 // 503 while it keeps proxying, every response carrying Connection: close; then it stops
 // accepting, closes idle client connections, lets in-flight requests finish within the shutdown
-// budget and closes whatever is left. Upgraded connections (WebSockets) get the budget too, then
-// a FIN each way and tunnelLinger for their peers to close before they are cut.
+// budget and closes whatever is left. Upgraded connections (WebSockets) get the budget too: a
+// linger before it ends (tunnelLinger, at most half the budget) each gets a FIN each way, so its
+// peers close it cleanly before the budget is over, and what is still open then is cut with the
+// rest. Nothing outlasts the window plus the budget, which I2 keeps below the stop grace.
 func (s *Server) drain() error {
 	d := &lbDrain{s: s, stop: make(chan struct{})}
 	defer d.stopWatching()
@@ -33,6 +35,18 @@ func (d *lbDrain) Draining() { d.s.draining.Store(true) }
 
 func (d *lbDrain) StopAccepting() {
 	s := d.s
+	linger := min(tunnelLinger, s.set.Shutdown/2)
+	go func() {
+		select {
+		case <-s.clock.After(s.set.Shutdown - linger):
+		case <-d.stop:
+			return
+		}
+		if n := s.tunnels.count(); n > 0 {
+			s.log.Info("lb ends upgraded connections", "upgraded", n, "linger", linger.String())
+			s.tunnels.shut(linger)
+		}
+	}()
 	s.mu.Lock()
 	s.closing.Store(true)
 	_ = s.ln.Close()
@@ -70,14 +84,6 @@ func (d *lbDrain) stopWatching() { d.once.Do(func() { close(d.stop) }) }
 
 func (d *lbDrain) Cut() int {
 	s := d.s
-	if n := s.tunnels.count(); n > 0 {
-		// upgraded connections had the budget: a FIN each way, a moment for the peers' own
-		s.log.Info("lb ends upgraded connections", "upgraded", n, "linger", tunnelLinger.String())
-		s.tunnels.shut(tunnelLinger)
-		for end := time.Now().Add(tunnelLinger); s.clients() > 0 && time.Now().Before(end); {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	left := s.clients()
 	if left == 0 {
 		return 0
