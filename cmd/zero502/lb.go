@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -138,78 +137,34 @@ connection. If the new process fails, this one keeps serving.`,
 	return cmd
 }
 
-// lbSettings builds the LB's settings: lab mode from PORT BACKEND..., config mode from the file,
-// then every flag the user set explicitly on top.
-// tokenSet says f.AdminToken was given (flag, file or environment, see lbAdminToken).
+// lbSettings loads the config (config mode) or reads PORT BACKEND... (lab mode) and resolves
+// the LB's settings with every flag the user set on top (lb.Resolve). tokenSet says
+// f.AdminToken was given (flag, file or environment, see lbAdminToken).
 func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f lb.Settings, tokenSet bool) (lb.Settings, error) {
-	var set lb.Settings
+	given := func(flag string) bool { return fl.Changed(flag) || flag == "admin-token" && tokenSet }
 	if config != "" {
 		if len(args) > 0 {
-			return set, fmt.Errorf("lb: --config takes no PORT or BACKEND arguments (got %q); backends come from the config's hosts", args)
+			return lb.Settings{}, fmt.Errorf("lb: --config takes no PORT or BACKEND arguments (got %q); backends come from the config's hosts", args)
 		}
 		cfg, err := infra.Load(config)
 		if err != nil {
-			return set, err
+			return lb.Settings{}, err
 		}
-		set = lb.FromConfig(cfg)
-		if len(set.Backends) == 0 {
-			return set, fmt.Errorf("config %s: no backends: the balanced service (balancer.service) needs a port and the config needs hosts", config)
+		set, err := lb.Resolve(cfg, "", nil, f, given)
+		if err != nil {
+			return set, fmt.Errorf("lb: config %s: %w", config, err)
 		}
-	} else {
-		if len(args) < 2 {
-			return set, errors.New("lb: need PORT and at least one BACKEND (host:port), e.g. zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002; or --config FILE")
-		}
-		port, err := strconv.Atoi(args[0])
-		if err != nil || port < 0 || port > 65535 {
-			return set, fmt.Errorf("lb: PORT %q: must be a number from 0 to 65535", args[0])
-		}
-		set = lb.LabSettings(net.JoinHostPort(listenHost, args[0]), args[1:])
+		return set, nil
 	}
-	changed := func(name string) bool { return fl.Changed(name) }
-	str := func(name string, dst *string, v string) {
-		if changed(name) {
-			*dst = v
-		}
+	if len(args) < 2 {
+		return lb.Settings{}, errors.New("lb: need PORT and at least one BACKEND (host:port), e.g. zero502 lb 8080 127.0.0.1:9001 127.0.0.1:9002; or --config FILE")
 	}
-	dur := func(name string, dst *time.Duration, v time.Duration) {
-		if changed(name) {
-			*dst = v
-		}
+	if port, err := strconv.Atoi(args[0]); err != nil || port < 0 || port > 65535 {
+		return lb.Settings{}, fmt.Errorf("lb: PORT %q: must be a number from 0 to 65535", args[0])
 	}
-	num := func(name string, dst *int, v int) {
-		if changed(name) {
-			*dst = v
-		}
-	}
-	str("listen", &set.Listen, f.Listen)
-	str("admin", &set.Admin, f.Admin)
-	if tokenSet {
-		set.AdminToken = f.AdminToken
-	}
-	str("health-path", &set.HealthPath, f.HealthPath)
-	dur("health-interval", &set.Interval, f.Interval)
-	dur("health-timeout", &set.Timeout, f.Timeout)
-	num("unhealthy-threshold", &set.UnhealthyThreshold, f.UnhealthyThreshold)
-	num("healthy-threshold", &set.HealthyThreshold, f.HealthyThreshold)
-	dur("connect-timeout", &set.ConnectTimeout, f.ConnectTimeout)
-	dur("header-timeout", &set.HeaderTimeout, f.HeaderTimeout)
-	dur("idle-timeout", &set.IdleTimeout, f.IdleTimeout)
-	num("max-header-bytes", &set.MaxHeaderBytes, f.MaxHeaderBytes)
-	dur("client-header-timeout", &set.ClientHeaderTimeout, f.ClientHeaderTimeout)
-	dur("client-idle-timeout", &set.ClientIdleTimeout, f.ClientIdleTimeout)
-	dur("body-timeout", &set.BodyTimeout, f.BodyTimeout)
-	num("max-idle-per-backend", &set.MaxIdlePerBackend, f.MaxIdlePerBackend)
-	num("max-conns", &set.MaxConns, f.MaxConns)
-	num("max-slow-bodies-per-ip", &set.MaxSlowBodiesPerIP, f.MaxSlowBodiesPerIP)
-	dur("drain", &set.Drain, f.Drain)
-	dur("shutdown", &set.Shutdown, f.Shutdown)
-	num("loops", &set.Loops, f.Loops)
-	if changed("accept-proxy-from") {
-		set.AcceptProxyFrom = f.AcceptProxyFrom
-	}
-	set.AccessLog = f.AccessLog
-	if err := set.Validate(); err != nil {
-		return set, fmt.Errorf("lb: invalid settings:\n%w", err)
+	set, err := lb.Resolve(nil, net.JoinHostPort(listenHost, args[0]), args[1:], f, given)
+	if err != nil {
+		return set, fmt.Errorf("lb: %w", err)
 	}
 	return set, nil
 }
