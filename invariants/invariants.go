@@ -3,7 +3,8 @@
 // stop grace, recovery, health-check timeout, the watchdog's patience, the edge's drain,
 // keep-alive idle timeouts, the rollout batch and the balancer-side drain against the wait for a
 // response. Evaluate gives every invariant's verdict (holds, violated or skipped) with its
-// numbers; Check returns only the violations, each with a sentence a person can act on.
+// numbers; Check returns only the violations, each with a sentence a person can act on; Summary
+// counts the violations (and the live settings that drifted) and says them in one error.
 //
 // Each invariant lives in its own file (i1_…go to i9_…go) and keeps its relation in one small
 // function named relationIn, so the mutation harness (invariants/mutate) can find and mutate
