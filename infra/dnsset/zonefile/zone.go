@@ -166,4 +166,3 @@ func (z *Zone) checkName(name string) error {
 	}
 	return nil
 }
-
