@@ -27,6 +27,8 @@ func TestDNSCommandRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
 		{"no address", []string{"dns", "add", "--zone", zone, "--name", "edge.example.test"}, 2, []string{"accepts 1 arg"}},
 		{"list of a missing file", []string{"dns", "list", "--zone", zone, "--name", "edge.example.test"}, 1, []string{zone}},
 		{"serve without listen", []string{"dns", "serve", "--zone", zone}, 2, []string{"--listen is required"}},
+		{"serve with an unknown log level", []string{"dns", "serve", "--zone", zone, "--listen", "127.0.0.1:0", "--log-level", "loud"}, 2,
+			[]string{`--log-level "loud": must be one of`}},
 		{"serve on a bad address", []string{"dns", "serve", "--zone", zone, "--listen", "localhost"}, 1,
 			[]string{`"localhost"`, "host:port"}},
 	} {
