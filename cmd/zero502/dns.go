@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/dnsset"
+	"github.com/zero502/zero502/infra/dnsset/route53set"
 	"github.com/zero502/zero502/infra/dnsset/zonefile"
 )
 
@@ -30,7 +32,9 @@ back. For local use and tests the set lives in a standard RFC 1035 zone file:
   zero502 dns list     the addresses in the set
 
 A change is written atomically under a lock (FILE.lock) and is answered from the next query on.
-In production the same set is kept in Route 53 (package infra/dnsset/route53set).`,
+In production the same set is kept in Route 53: add, remove and list take --route53-zone ID
+instead of --zone (one multivalue answer record per address, health checks off), and a change
+returns once Route 53 reports it INSYNC.`,
 	}
 	cmd.AddCommand(newDNSServeCmd(), newDNSEditCmd("add"), newDNSEditCmd("remove"), newDNSListCmd())
 	return cmd
@@ -82,26 +86,58 @@ first line says the address it listens on (useful with port 0).`,
 	return cmd
 }
 
-// dnsSetFlags are the flags that name one A set in a zone file.
+// dnsSetFlags are the flags that name one A set: in a zone file (--zone) or in a Route 53
+// hosted zone (--route53-zone).
 type dnsSetFlags struct {
-	zone, name, origin string
-	ttl                time.Duration
+	zone, name, origin           string
+	route53Zone, route53Endpoint string
+	ttl                          time.Duration
+}
+
+// aSet is what the dns commands need of an A set provider.
+type aSet interface {
+	Name() string
+	TTL() time.Duration
+	List(context.Context) ([]netip.Addr, error)
+	Add(context.Context, netip.Addr) error
+	Remove(context.Context, netip.Addr) error
 }
 
 func addDNSSetFlags(cmd *cobra.Command) *dnsSetFlags {
 	f := &dnsSetFlags{}
-	cmd.Flags().StringVar(&f.zone, "zone", "", "zone file (required)")
+	cmd.Flags().StringVar(&f.zone, "zone", "", "zone file (this or --route53-zone is required)")
+	cmd.Flags().StringVar(&f.route53Zone, "route53-zone", "", "Route 53 hosted zone ID instead of a zone file "+
+		"(credentials from the AWS SDK's default chain); changes return once INSYNC")
+	cmd.Flags().StringVar(&f.route53Endpoint, "route53-endpoint", "", "Route 53 API endpoint (default: AWS's)")
+	_ = cmd.Flags().MarkHidden("route53-endpoint") // for tests against the Route 53 double
 	cmd.Flags().StringVar(&f.name, "name", "", "the A set's record name, e.g. edge.example.test (required)")
 	cmd.Flags().DurationVar(&f.ttl, "ttl", dnsset.DefaultTTL, "TTL of the records add writes; remove refuses a record cached longer")
 	cmd.Flags().StringVar(&f.origin, "origin", "", "apex of a zone file add creates (default: the name itself)")
 	return f
 }
 
-func (f *dnsSetFlags) set(cmd *cobra.Command) (*zonefile.Set, error) {
-	if err := requireFlags(cmd, "zone", "name"); err != nil {
+func (f *dnsSetFlags) set(cmd *cobra.Command) (aSet, error) {
+	if err := requireFlags(cmd, "name"); err != nil {
 		return nil, err
 	}
-	s, err := zonefile.NewSet(f.zone, f.name, zonefile.Options{TTL: f.ttl, Origin: f.origin})
+	var s aSet
+	var err error
+	switch {
+	case f.zone != "" && f.route53Zone != "":
+		return nil, exitCode(2, fmt.Errorf("%s: --zone %s and --route53-zone %s both given: the set lives in one place; "+
+			"give one of them", cmd.CommandPath(), f.zone, f.route53Zone))
+	case f.route53Zone != "":
+		client, cerr := route53set.NewClient(cmd.Context(), route53set.ClientOptions{Endpoint: f.route53Endpoint})
+		if cerr != nil {
+			return nil, exitCode(1, fmt.Errorf("%s: %w", cmd.CommandPath(), cerr))
+		}
+		s, err = route53set.New(client, f.route53Zone, f.name, route53set.Options{TTL: f.ttl})
+	case f.zone != "":
+		s, err = zonefile.NewSet(f.zone, f.name, zonefile.Options{TTL: f.ttl, Origin: f.origin})
+	default:
+		return nil, exitCode(2, fmt.Errorf("%s: --zone is required (or --route53-zone for a Route 53 hosted zone; see --help)",
+			cmd.CommandPath()))
+	}
 	if err != nil {
 		return nil, exitCode(2, fmt.Errorf("%s: %w", cmd.CommandPath(), err))
 	}
@@ -115,10 +151,11 @@ func newDNSEditCmd(verb string) *cobra.Command {
 		"remove": "Take ADDR out of the A set (a no-op when it is not there); never the last address",
 	}[verb]
 	cmd := &cobra.Command{
-		Use:     verb + " --zone FILE --name NAME ADDR",
-		Short:   short,
-		Example: fmt.Sprintf("  zero502 dns %s --zone edge.zone --name edge.example.test 192.0.2.10", verb),
-		Args:    cobra.ExactArgs(1),
+		Use:   verb + " (--zone FILE | --route53-zone ID) --name NAME ADDR",
+		Short: short,
+		Example: fmt.Sprintf("  zero502 dns %[1]s --zone edge.zone --name edge.example.test 192.0.2.10\n"+
+			"  zero502 dns %[1]s --route53-zone Z0123456789ABCDEFGHIJ --name edge.example.com --ttl 30s 203.0.113.10", verb),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.set(cmd)
 			if err != nil {
@@ -151,7 +188,7 @@ func newDNSListCmd() *cobra.Command {
 	var f *dnsSetFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "list --zone FILE --name NAME",
+		Use:     "list (--zone FILE | --route53-zone ID) --name NAME",
 		Short:   "Print the A set's addresses, one a line",
 		Example: "  zero502 dns list --zone edge.zone --name edge.example.test --json",
 		Args:    cobra.NoArgs,

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/infra/dnsset/route53double"
 )
 
 func TestDNSCommandRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
@@ -27,6 +30,10 @@ func TestDNSCommandRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
 		{"no address", []string{"dns", "add", "--zone", zone, "--name", "edge.example.test"}, 2, []string{"accepts 1 arg"}},
 		{"list of a missing file", []string{"dns", "list", "--zone", zone, "--name", "edge.example.test"}, 1, []string{zone}},
 		{"serve without listen", []string{"dns", "serve", "--zone", zone}, 2, []string{"--listen is required"}},
+		{"both providers", []string{"dns", "list", "--zone", zone, "--route53-zone", "Z1", "--name", "edge.example.test"}, 2,
+			[]string{"--zone", "--route53-zone Z1", "give one of them"}},
+		{"serve with an unknown log level", []string{"dns", "serve", "--zone", zone, "--listen", "127.0.0.1:0", "--log-level", "loud"}, 2,
+			[]string{`--log-level "loud": must be one of`}},
 		{"serve on a bad address", []string{"dns", "serve", "--zone", zone, "--listen", "localhost"}, 1,
 			[]string{`"localhost"`, "host:port"}},
 	} {
@@ -58,5 +65,36 @@ func TestDNSAddRemoveListRoundTrip(t *testing.T) {
 	out, code := runCLI(t, append(append([]string{"dns", "list"}, set...), "--json")...)
 	if code != 0 || strings.TrimSpace(out) != `{"name":"edge.example.test.","addresses":["192.0.2.1"]}` {
 		t.Fatalf("list --json: exit %d\n%s", code, out)
+	}
+}
+
+func TestDNSCommandsKeepTheSetInRoute53(t *testing.T) {
+	d := route53double.New(route53double.Options{})
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	zone := d.AddHostedZone("example.test")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	set := []string{"--route53-zone", zone, "--route53-endpoint", srv.URL, "--name", "edge.example.test", "--ttl", "30s"}
+	for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
+		if out, code := runCLI(t, append(append([]string{"dns", "add"}, set...), a)...); code != 0 {
+			t.Fatalf("add %s: exit %d\n%s", a, code, out)
+		}
+	}
+	if out, code := runCLI(t, append(append([]string{"dns", "remove"}, set...), "192.0.2.1")...); code != 0 {
+		t.Fatalf("remove: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, append(append([]string{"dns", "remove"}, set...), "192.0.2.2")...); code != 1 ||
+		!strings.Contains(out, "last address") {
+		t.Fatalf("remove of the last address: exit %d\n%s", code, out)
+	}
+	out, code := runCLI(t, append(append([]string{"dns", "list"}, set...), "--json")...)
+	if code != 0 || strings.TrimSpace(out) != `{"name":"edge.example.test.","addresses":["192.0.2.2"]}` {
+		t.Fatalf("list --json: exit %d\n%s", code, out)
+	}
+	if d.Calls("GetChange") < 3 {
+		t.Fatalf("GetChange called %d times for 3 changes: the commands did not wait for INSYNC", d.Calls("GetChange"))
 	}
 }

@@ -47,13 +47,13 @@ var ErrLastAddress = errors.New("refusing to remove the last address of the A se
 func Name(field, name string) (string, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if n == "" {
-		return "", fmt.Errorf("%s is empty: give the A set's record name, e.g. edge.example.test.", field)
+		return "", fmt.Errorf("%s is empty: give the A set's record name, e.g. edge.example.test", field)
 	}
 	if !strings.HasSuffix(n, ".") {
 		n += "."
 	}
 	if n == "." {
-		return "", fmt.Errorf("%s %q is the root: give the A set's record name, e.g. edge.example.test.", field, name)
+		return "", fmt.Errorf("%s %q is the root: give the A set's record name, e.g. edge.example.test", field, name)
 	}
 	if len(n) > 254 {
 		return "", fmt.Errorf("%s %q is %d characters; a DNS name has at most 253", field, name, len(n)-1)

@@ -114,11 +114,7 @@ func (s *Server) RecordSets(zoneID string) []RecordSet {
 	if !ok {
 		return nil
 	}
-	out := make([]RecordSet, 0, len(z.rrsets))
-	for _, r := range sortedRRSets(z.rrsets) {
-		out = append(out, r)
-	}
-	return out
+	return sortedRRSets(z.rrsets) // a copy: the caller cannot change the zone
 }
 
 // Calls is how many requests of operation (e.g. "GetChange") the double answered, successfully

@@ -53,11 +53,22 @@ func Parse(r io.Reader, file string) (*Zone, error) {
 		return nil, fmt.Errorf("zone file %s: no SOA record; a zone file starts with the apex's SOA, e.g. "+
 			"\"example.test. 3600 IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 60\"", file)
 	}
+	if soa.Hdr.Name == "." || soa.Ns == "" || soa.Mbox == "" {
+		return nil, fmt.Errorf("zone file %s: SOA %q needs a zone apex other than the root and a primary server "+
+			"and mailbox, e.g. \"example.test. 3600 IN SOA ns.example.test. hostmaster.example.test. 1 3600 600 86400 60\"",
+			file, soa.String())
+	}
 	z := &Zone{Origin: soa.Hdr.Name, Records: recs}
 	for _, rr := range recs {
 		if !dns.IsSubDomain(z.Origin, rr.Header().Name) {
 			return nil, fmt.Errorf("zone file %s: record %q is outside the zone %s (its SOA's owner)",
 				file, rr.String(), z.Origin)
+		}
+		// Set rewrites the file from the parsed records: refuse one that would not come back.
+		back, err := dns.NewRR(rr.String())
+		if err != nil || back == nil || !dns.IsDuplicate(rr, back) {
+			return nil, fmt.Errorf("zone file %s: record %q would not survive being written back (%v); "+
+				"write it in its usual presentation form", file, rr.String(), err)
 		}
 	}
 	return z, nil
