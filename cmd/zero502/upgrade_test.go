@@ -11,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +30,9 @@ import (
 func TestUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds zero502 and runs processes under load")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
 	}
 	bin := buildZero502(t)
 	t.Run("lb under load, config reload, broken config", func(t *testing.T) { testUpgradeLB(t, bin) })
@@ -249,7 +252,9 @@ func startServer(t *testing.T, bin, logPath, pidFile string, args ...string) *se
 	}()
 	t.Cleanup(func() {
 		if pid, err := handoff.ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
 		}
 		_ = cmd.Process.Kill()
 		<-s.exited
