@@ -11,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +30,9 @@ import (
 func TestUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds zero502 and runs processes under load")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
 	}
 	bin := buildZero502(t)
 	t.Run("lb under load, config reload, broken config", func(t *testing.T) { testUpgradeLB(t, bin) })
@@ -97,6 +100,7 @@ func testUpgradeLB(t *testing.T, bin string) {
 	if code != 0 || !strings.Contains(out, "upgraded: pid") {
 		t.Fatalf("lb upgrade: exit %d, %q; want 0 and the new pid\n%s", code, out, readLog(t, dir, "lb.log"))
 	}
+	t.Logf("zero502 lb upgrade: %s", strings.TrimSpace(out))
 	newPID := readPID(t, pidFile)
 	if newPID == old.Process.Pid {
 		t.Fatalf("pid file still names pid %d after the upgrade", newPID)
@@ -127,6 +131,11 @@ func testUpgradeLB(t *testing.T, bin string) {
 		t.Fatal("the LB stopped serving its admin API after a failed upgrade")
 	}
 	l.stopAndCheck(t)
+	// Each keep-alive worker's connection began on the old process; its drain ended every one
+	// with a Connection: close response, never by closing it under a request.
+	if n := l.closedBy.Load(); n < keepAliveWorkers {
+		t.Errorf("%d keep-alive connections ended by Connection: close, want at least %d (one per keep-alive worker)", n, keepAliveWorkers)
+	}
 }
 
 func testUpgradeEdge(t *testing.T, bin string) {
@@ -243,7 +252,9 @@ func startServer(t *testing.T, bin, logPath, pidFile string, args ...string) *se
 	}()
 	t.Cleanup(func() {
 		if pid, err := handoff.ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
 		}
 		_ = cmd.Process.Kill()
 		<-s.exited
@@ -341,7 +352,7 @@ func writeFile(t *testing.T, path, s string) {
 	}
 }
 
-func readLog(t *testing.T, dir, name string) string {
+func readLog(_ *testing.T, dir, name string) string {
 	data, _ := os.ReadFile(filepath.Join(dir, name))
 	return string(data)
 }
@@ -355,17 +366,21 @@ type load struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	ok       atomic.Int64
+	closedBy atomic.Int64 // keep-alive connections the server ended with Connection: close
 	mu       sync.Mutex
 	failures []string
 }
 
+// keepAliveWorkers keep their connection; as many more open one per request.
+const keepAliveWorkers = 4
+
 func startLoad(t *testing.T, addr string, perConn int) *load {
 	l := &load{stop: make(chan struct{})}
-	for w := range 8 {
+	for w := range 2 * keepAliveWorkers {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			l.worker(addr, w%2 == 0, perConn)
+			l.worker(addr, w < keepAliveWorkers, perConn)
 		}()
 	}
 	t.Cleanup(func() { l.halt() })
@@ -447,6 +462,9 @@ func (l *load) worker(addr string, keepAlive bool, perConn int) {
 		default:
 			l.ok.Add(1)
 		}
+		if err == nil && !last && resp.Close {
+			l.closedBy.Add(1)
+		}
 		if err != nil || last || resp.Close {
 			_ = conn.Close()
 			conn = nil
@@ -466,7 +484,8 @@ func (l *load) stopAndCheck(t *testing.T) {
 	l.halt()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t.Logf("load: %d requests answered 2xx, %d failures", l.ok.Load(), len(l.failures))
+	t.Logf("load: %d requests answered 2xx, %d failures; %d keep-alive connections ended by the server with Connection: close",
+		l.ok.Load(), len(l.failures), l.closedBy.Load())
 	if len(l.failures) > 0 {
 		t.Fatalf("%d failures, want none; first: %s", len(l.failures), strings.Join(l.failures[:min(5, len(l.failures))], "; "))
 	}

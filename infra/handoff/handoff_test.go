@@ -116,7 +116,9 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
 		}
 		_ = cmd.Process.Kill()
 	})

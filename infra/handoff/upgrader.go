@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,20 +49,40 @@ func New(opts Options) (*Upgrader, error) {
 		opts.Timeout = DefaultTimeout
 	}
 	u := &Upgrader{opts: opts, log: slog.New(slog.DiscardHandler)}
-	upg, err := tableflip.New(tableflip.Options{UpgradeTimeout: opts.Timeout})
+	upg, err := processUpgrader(opts.Timeout)
 	switch {
 	case errors.Is(err, tableflip.ErrNotSupported):
 		return u, nil
 	case err != nil:
 		return nil, fmt.Errorf("take over the listeners of the process that started this one: %w", err)
 	}
-	// The new process is this executable as it is on disk now (a replaced binary is the new
-	// version); tableflip starts os.Args[0], so it names the executable's path.
-	if exe, err := os.Executable(); err == nil {
-		os.Args[0] = exe
-	}
 	u.upg = upg
 	return u, nil
+}
+
+// thisProcess holds the process's tableflip.Upgrader. The inherited sockets and the pipe to the
+// old process belong to the process, and tableflip allows one Upgrader per process, so every
+// Upgrader shares it: the first one's Timeout counts, and once one was closed, later ones in the
+// same process (tests that run a command twice) open listeners but cannot upgrade.
+var thisProcess struct {
+	once sync.Once
+	upg  *tableflip.Upgrader
+	err  error
+}
+
+func processUpgrader(timeout time.Duration) (*tableflip.Upgrader, error) {
+	thisProcess.once.Do(func() {
+		thisProcess.upg, thisProcess.err = tableflip.New(tableflip.Options{UpgradeTimeout: timeout})
+		if thisProcess.err != nil {
+			return
+		}
+		// The new process is this executable as it is on disk now (a replaced binary is the
+		// new version); tableflip starts os.Args[0], so it names the executable's path.
+		if exe, err := os.Executable(); err == nil {
+			os.Args[0] = exe
+		}
+	})
+	return thisProcess.upg, thisProcess.err
 }
 
 // Supported reports whether this platform can hand listening sockets to a new process.
