@@ -15,17 +15,26 @@ import (
 // serveDrained runs the drain handshake (infra/drain.ServeTCP, the contract every zero502 server
 // follows) over ln, calling relay for each accepted connection as a *pairedConn. When ctx ends,
 // onDraining runs, ln keeps accepting for the drain window, then it is closed and open
-// connections get the shutdown budget; what is still open then is closed, both sides of it.
+// connections get the shutdown budget. A linger before the budget ends (at most 2 s, at most
+// half the budget) each still open gets a FIN both ways, so both peers close it cleanly within
+// the budget (a chat's WebSocket reconnects; nobody reads a reset); what is still open when the
+// budget runs out is closed, both sides of it.
 // Each phase gets a log line of its own (who names the server in it): drain's own lines speak
 // of an HTTP health path a TCP server does not have.
 func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), window, shutdown time.Duration,
 	clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
 	var open atomic.Int64
 	var began time.Time
+	conns := &openConns{set: map[*pairedConn]struct{}{}}
+	done := make(chan struct{})
+	defer close(done)
 	return drain.ServeTCP(ctx, pairingListener{ln}, func(c net.Conn) {
 		open.Add(1)
 		defer open.Add(-1)
-		relay(c.(*pairedConn))
+		pc := c.(*pairedConn)
+		conns.add(pc)
+		defer conns.remove(pc)
+		relay(pc)
 	}, drain.Handshake{
 		Window:   window,
 		Shutdown: shutdown,
@@ -38,6 +47,16 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 				log.Info(who+" drain started: reporting draining, still forwarding and accepting",
 					"phase", string(p), "addr", ln.Addr().String(), "window", window.String(), "open", open.Load())
 			case drain.PhaseStoppedAccepting:
+				linger := min(finLinger, shutdown/2)
+				go func() {
+					select {
+					case <-clk.After(shutdown - linger):
+						if n := conns.finish(); n > 0 {
+							log.Info(who+" ends open connections cleanly: a FIN both ways", "open", n, "linger", linger.String())
+						}
+					case <-done:
+					}
+				}()
 				log.Info(who+" drain window over: stopped accepting, open connections get the shutdown budget",
 					"phase", string(p), "addr", ln.Addr().String(), "after", at.Sub(began).String(),
 					"shutdown", shutdown.String(), "open", open.Load())
@@ -47,6 +66,44 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 			}
 		},
 	})
+}
+
+// finLinger is how long before the shutdown budget ends the drain half-closes what is still
+// open, for the peers to close their side.
+const finLinger = 2 * time.Second
+
+// openConns are the connections being relayed, for the drain's FINs.
+type openConns struct {
+	mu  sync.Mutex
+	set map[*pairedConn]struct{}
+}
+
+func (o *openConns) add(c *pairedConn) {
+	o.mu.Lock()
+	o.set[c] = struct{}{}
+	o.mu.Unlock()
+}
+
+func (o *openConns) remove(c *pairedConn) {
+	o.mu.Lock()
+	delete(o.set, c)
+	o.mu.Unlock()
+}
+
+// finish half-closes both sides of every open connection and says how many there were.
+func (o *openConns) finish() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for c := range o.set {
+		_ = c.CloseWrite()
+		c.mu.Lock()
+		other := c.other
+		c.mu.Unlock()
+		if cw, ok := other.(closeWriter); ok {
+			_ = cw.CloseWrite()
+		}
+	}
+	return len(o.set)
 }
 
 // pairingListener hands out accepted connections as *pairedConn.
