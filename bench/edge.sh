@@ -4,13 +4,16 @@
 # Usage (as root; installs haproxy, nginx and wrk with apt-get when missing):
 #   bench/edge.sh
 #   DURATION=10s CONNS=64 ROUNDS=3 bench/edge.sh
+#   BEFORE_BIN=/path/to/old/zero502 bench/edge.sh   # also run an older build, side by side
 #
 # The origin is nginx reading the PROXY v2 header (`listen ... proxy_protocol`) and answering a
 # 3-byte "ok". wrk runs against: nginx directly (a listener without proxy_protocol), zero502 edge
 # forward, and HAProxy in mode tcp with send-proxy-v2, each ROUNDS times in turn, twice: with
 # keep-alive (the forwarders copy bytes on long connections) and with `Connection: close` (a new
 # TCP connection, a dial to the origin and a header per request). It prints the median req/s and
-# p99 per target and the ratios zero502/HAProxy. Not part of CI: compare the ratios.
+# p99 per target and the ratios zero502/HAProxy. With BEFORE_BIN, a second edge runs that binary
+# in the same rounds (target "before"), and the ratios zero502/before show what a change bought.
+# Not part of CI: compare the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,6 +49,7 @@ ORIGIN_PP=$((BASE_PORT))     # nginx, PROXY protocol required
 ORIGIN_PLAIN=$((BASE_PORT + 1)) # nginx, no PROXY protocol: the direct baseline
 EDGE_PORT=$((BASE_PORT + 10))
 HA_PORT=$((BASE_PORT + 11))
+BEFORE_PORT=$((BASE_PORT + 12))
 
 echo "== building zero502 into $work"
 if [ -n "${ZERO502_BIN:-}" ]; then cp "$ZERO502_BIN" "$work/zero502"; else go build -o "$work/zero502" ./cmd/zero502; fi
@@ -74,6 +78,14 @@ pids+=($!)
 "$work/zero502" edge forward --listen "127.0.0.1:$EDGE_PORT" --origin "127.0.0.1:$ORIGIN_PP" --drain 0s 2>"$work/edge.log" &
 pids+=($!)
 
+ports=("$ORIGIN_PP" "$ORIGIN_PLAIN" "$EDGE_PORT" "$HA_PORT")
+if [ -n "${BEFORE_BIN:-}" ]; then
+  cp "$BEFORE_BIN" "$work/zero502-before"
+  "$work/zero502-before" edge forward --listen "127.0.0.1:$BEFORE_PORT" --origin "127.0.0.1:$ORIGIN_PP" --drain 0s 2>"$work/edge-before.log" &
+  pids+=($!)
+  ports+=("$BEFORE_PORT")
+fi
+
 cat >"$work/haproxy.cfg" <<EOF
 global
   maxconn $maxconn
@@ -91,7 +103,7 @@ EOF
 haproxy -db -f "$work/haproxy.cfg" >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 
-for p in "$ORIGIN_PP" "$ORIGIN_PLAIN" "$EDGE_PORT" "$HA_PORT"; do wait_port "$p"; done
+for p in "${ports[@]}"; do wait_port "$p"; done
 
 to_ms() {
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
@@ -115,11 +127,12 @@ for mode in keepalive close; do
   args=()
   [ "$mode" = close ] && args=(-H "Connection: close")
   echo "== $mode: wrk -t$THREADS -c$CONNS -d$DURATION ${args[*]}"
-  wrk -t"$THREADS" -c"$CONNS" -d1s "${args[@]}" "http://127.0.0.1:$EDGE_PORT/" >/dev/null # warm-up
+  for p in "${ports[@]:2}"; do wrk -t"$THREADS" -c"$CONNS" -d1s "${args[@]}" "http://127.0.0.1:$p/" >/dev/null; done # warm-up
   run_wrk "$mode" direct "$ORIGIN_PLAIN" "${args[@]}"
   for _ in $(seq "$ROUNDS"); do
     run_wrk "$mode" zero502 "$EDGE_PORT" "${args[@]}"
     run_wrk "$mode" haproxy "$HA_PORT" "${args[@]}"
+    if [ -n "${BEFORE_BIN:-}" ]; then run_wrk "$mode" before "$BEFORE_PORT" "${args[@]}"; fi
   done
 done
 
@@ -141,4 +154,8 @@ awk '
     }
     printf "\nkeep-alive: zero502/haproxy req/s %.2fx, p99 %.2fx\n", rps["keepalive zero502"] / rps["keepalive haproxy"], p99["keepalive zero502"] / p99["keepalive haproxy"]
     printf "new connection per request: zero502/haproxy req/s %.2fx, p99 %.2fx\n", rps["close zero502"] / rps["close haproxy"], p99["close zero502"] / p99["close haproxy"]
+    if (("keepalive before") in rps) {
+      printf "keep-alive: zero502/before req/s %.2fx, before/haproxy %.2fx\n", rps["keepalive zero502"] / rps["keepalive before"], rps["keepalive before"] / rps["keepalive haproxy"]
+      printf "new connection per request: zero502/before req/s %.2fx, before/haproxy %.2fx\n", rps["close zero502"] / rps["close before"], rps["close before"] / rps["close haproxy"]
+    }
   }' "$work/results"

@@ -78,7 +78,7 @@ func (f *Forwarder) Open() error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.Listen)
+	ln, err := listenTCP(f.Listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen on %s (--listen): %w", f.Listen, err)
 	}
@@ -148,7 +148,7 @@ func (f *Forwarder) forward(client *pairedConn) {
 	f.counts.accepted.Add(1)
 	measured := addrPort(client.RemoteAddr())
 	log := logger(f.Logger)
-	origin, err := net.DialTimeout("tcp", f.Origin, f.connectTimeout())
+	origin, err := dialTCP(f.Origin, f.connectTimeout())
 	if err != nil {
 		f.counts.unreachable.Add(1)
 		log.Warn("edge: origin unreachable; client connection closed", "measured", addrString(measured),
@@ -160,15 +160,15 @@ func (f *Forwarder) forward(client *pairedConn) {
 	}
 	// Source: the client as this edge measured it. Destination: the address the client dialled.
 	header := proxyproto.HeaderProxyFromAddrs(2, client.RemoteAddr(), client.LocalAddr())
-	_ = origin.SetWriteDeadline(time.Now().Add(f.connectTimeout()))
-	if _, err := header.WriteTo(origin); err != nil {
+	first, err := sendHeader(client, origin, header, f.connectTimeout())
+	if err != nil {
 		f.counts.unreachable.Add(1)
 		log.Warn("edge: could not send the PROXY header to the origin; client connection closed",
 			"measured", addrString(measured), "origin", f.Origin, "error", err.Error())
 		return
 	}
-	_ = origin.SetWriteDeadline(time.Time{})
 	fl := splice(client, origin, f.idleTimeout())
+	fl.up += int64(first)
 	if fl.up == 0 {
 		f.counts.empty.Add(1)
 		return
