@@ -47,9 +47,11 @@ func (f flow) end() string {
 // waiting as long as the other moved bytes within idle (0: no limit). Any other error, or the
 // idle timeout, closes both connections at once.
 //
-// The byte path is a plain read/write loop per direction with no deadline on any read or write:
-// silence is watched by one timer per connection (see watch) that reads a shared counter, so a
-// request costs the read, the write and the read that finds the socket empty, nothing more.
+// The byte path has no deadline on any read or write: silence is watched by one timer per
+// connection (see watch) that reads a shared counter, so a request costs, per direction, the
+// read, the write and the read that finds the socket empty. (Skipping that last read, as HAProxy
+// does, needs the poller's event mask: a short read does not say whether a FIN came with it, and
+// Go's poller does not tell.)
 func splice(client, server net.Conn, idle time.Duration) flow {
 	s := &splicer{client: client, server: server}
 	if idle > 0 {
@@ -138,40 +140,54 @@ func (s *splicer) abort(cause error) {
 	})
 }
 
-// pump copies src to dst until src ends; it returns the bytes written to dst.
+// pump copies src to dst until src ends, then half-closes dst; it returns the bytes written to
+// dst.
 func (s *splicer) pump(dst, src net.Conn) (int64, error) {
 	pb := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(pb)
-	buf := *pb
+	n, err := s.copy(dst, src, *pb)
+	if err != nil {
+		s.abort(err)
+		return n, err
+	}
+	// The last direction to end skips the half-close: both sides are closed right after, and
+	// the close sends the same FIN (the other side's bytes were all read).
+	if s.ended.Add(1) == 1 {
+		closeWrite(dst)
+	}
+	return n, nil
+}
+
+// copy copies src to dst with Read and Write until src's EOF (nil) or an error.
+func (s *splicer) copy(dst, src net.Conn, buf []byte) (int64, error) {
 	var n int64
 	for {
 		k, rerr := src.Read(buf)
 		if k > 0 {
-			s.moved.Add(1)
-			w, err := dst.Write(buf[:k])
-			n += int64(w)
-			if err != nil {
-				err = fmt.Errorf("write to %s: %w", dst.RemoteAddr(), err)
-				s.abort(err)
+			if err := s.write(dst, buf[:k], &n); err != nil {
 				return n, err
 			}
-			s.moved.Add(1)
 		}
 		switch {
 		case rerr == nil:
 			continue
 		case errors.Is(rerr, io.EOF):
-			// The last direction to end skips the half-close: both sides are closed right after,
-			// and the close sends the same FIN (the other side's bytes were all read).
-			if s.ended.Add(1) == 1 {
-				closeWrite(dst)
-			}
 			return n, nil
 		}
-		err := fmt.Errorf("read from %s: %w", src.RemoteAddr(), rerr)
-		s.abort(err)
-		return n, err
+		return n, fmt.Errorf("read from %s: %w", src.RemoteAddr(), rerr)
 	}
+}
+
+// write writes all of p to dst, counting into n and into the watchdog's evidence.
+func (s *splicer) write(dst net.Conn, p []byte, n *int64) error {
+	s.moved.Add(1)
+	w, err := dst.Write(p)
+	*n += int64(w)
+	s.moved.Add(1)
+	if err != nil {
+		return fmt.Errorf("write to %s: %w", dst.RemoteAddr(), err)
+	}
+	return nil
 }
 
 // closeWriter is a connection that can half-close (*net.TCPConn, *OriginConn).

@@ -12,11 +12,11 @@ func readReady(c net.Conn, p []byte) int {
 	if pc, ok := c.(*pairedConn); ok {
 		c = pc.Conn
 	}
-	sc, ok := c.(syscall.Conn)
+	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return 0
 	}
-	rc, err := sc.SyscallConn()
+	rc, err := tc.SyscallConn()
 	if err != nil {
 		return 0
 	}
