@@ -130,7 +130,7 @@ run_wrk() {
   reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
   if [ -n "$pid" ]; then
     t1=$(cpu_ticks "$pid")
-    cpu=$(awk -v d=$((t1 - t0)) -v r="$reqs" -v hz="$TICK" 'BEGIN { printf "%.1f", r > 0 ? d * 1e6 / hz / r : -1 }')
+    cpu=$(awk -v d=$((t1 - t0)) -v r="$reqs" -v hz="$TICK" 'BEGIN { printf "%.1f", (r > 0 ? d * 1e6 / hz / r : -1) }')
   fi
   echo "   $mode $name: $rps req/s, p99 $p99 ms, $( [ "$cpu" = -1 ] && echo "CPU not measured" || echo "$cpu µs CPU per request")"
   echo "$mode $name $rps $p99 $cpu" >>"$work/results"
@@ -172,7 +172,7 @@ awk '
       split("", a); for (i = 1; i <= c; i++) a[i] = R[k, i]; rps[k] = median(a, c)
       split("", a); for (i = 1; i <= c; i++) a[i] = P[k, i]; p99[k] = median(a, c)
       split("", a); for (i = 1; i <= c; i++) a[i] = C[k, i]; cpu[k] = median(a, c)
-      printf "%-20s %12.0f %10.3f %14s\n", k, rps[k], p99[k], cpu[k] > 0 ? sprintf("%.1f", cpu[k]) : "-"
+      printf "%-20s %12.0f %10.3f %14s\n", k, rps[k], p99[k], (cpu[k] > 0 ? sprintf("%.1f", cpu[k]) : "-")
     }
     printf "\n"
     ratio("keepalive", "zero502", "haproxy")
