@@ -117,7 +117,7 @@ func (f *Forwarder) Open() error {
 	f.ups = newUpstreams(f.Origins, clockOr(f.Clock).Now())
 	listen := f.ListenFunc
 	if listen == nil {
-		listen = net.Listen
+		listen = func(_, addr string) (net.Listener, error) { return listenTCP(addr) }
 	}
 	ln, err := listen("tcp", f.Listen)
 	if err != nil {
@@ -223,7 +223,13 @@ func (f *Forwarder) forward(client *pairedConn) {
 			return
 		}
 		tried = append(tried, u)
-		origin, err := f.connect(client, u)
+		origin, first, err := f.connect(client, u)
+		if errors.Is(err, errHeaderNotSent) {
+			f.counts.unreachable.Add(1)
+			log.Warn("edge: upstream took the connection but not the PROXY header; client connection closed",
+				"measured", addrString(measured), "origin", u.addr, "error", err.Error())
+			return
+		}
 		if err != nil {
 			log.Warn("edge: upstream unreachable; ejected, trying the next", "measured", addrString(measured),
 				"origin", u.addr, "error", err.Error())
@@ -235,6 +241,7 @@ func (f *Forwarder) forward(client *pairedConn) {
 		}
 		u.open.Add(1)
 		fl := splice(client, origin, f.idleTimeout())
+		fl.up += int64(first)
 		u.open.Add(-1)
 		if fl.up == 0 {
 			f.counts.empty.Add(1)
@@ -248,25 +255,29 @@ func (f *Forwarder) forward(client *pairedConn) {
 }
 
 // connect dials u and writes the PROXY v2 header (source: the client as this edge measured it;
-// destination: the address the client dialled). A nil conn without an error: the client closed
-// meanwhile.
-func (f *Forwarder) connect(client *pairedConn, u *upstream) (net.Conn, error) {
-	origin, err := net.DialTimeout("tcp", u.addr, f.connectTimeout())
+// destination: the address the client dialled), with the client's first bytes when they have
+// already arrived (first counts them). A nil conn without an error: the client closed meanwhile.
+func (f *Forwarder) connect(client *pairedConn, u *upstream) (net.Conn, int, error) {
+	origin, err := dialTCP(u.addr, f.connectTimeout())
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, 0, fmt.Errorf("connect: %w", err)
 	}
 	header := proxyproto.HeaderProxyFromAddrs(2, client.RemoteAddr(), client.LocalAddr())
-	_ = origin.SetWriteDeadline(time.Now().Add(f.connectTimeout()))
-	if _, err := header.WriteTo(origin); err != nil {
-		_ = origin.Close()
-		return nil, fmt.Errorf("send the PROXY header: %w", err)
-	}
-	_ = origin.SetWriteDeadline(time.Time{})
 	if !client.pair(origin) {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return origin, nil
+	first, err := sendHeader(client, origin, header, f.connectTimeout())
+	if err != nil {
+		_ = origin.Close()
+		return nil, 0, fmt.Errorf("%w: %w", errHeaderNotSent, err)
+	}
+	return origin, first, nil
 }
+
+// errHeaderNotSent: the PROXY header (perhaps with the client's first bytes) could not be sent
+// to an upstream that accepted the connection; the client's bytes may be gone with it, so the
+// connection is not tried on another upstream.
+var errHeaderNotSent = errors.New("send the PROXY header")
 
 // eject takes u out of rotation after a failed connect (passive health).
 func (f *Forwarder) eject(u *upstream, err error) {

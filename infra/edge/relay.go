@@ -76,7 +76,7 @@ func (r *Relay) Open() error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", r.Listen)
+	ln, err := listenTCP(r.Listen)
 	if err != nil {
 		return fmt.Errorf("edge origin: listen on %s (--listen): %w", r.Listen, err)
 	}
@@ -147,7 +147,7 @@ func (r *Relay) relay(client *pairedConn) {
 	}
 	peer := oc.Peer()
 	log := logger(r.Logger)
-	backend, err := net.DialTimeout("tcp", r.Backend, r.connectTimeout())
+	backend, err := dialTCP(r.Backend, r.connectTimeout())
 	if err != nil {
 		r.counts.unreachable.Add(1)
 		log.Warn("edge origin: backend unreachable; connection closed", "claimed", addrString(peer.Claimed),
