@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
+	"github.com/zero502/zero502/internal/testrig/lbprocess"
 )
 
 // bin is the real zero502 binary, built once for the whole package's tests: the LB, the app
@@ -230,35 +230,7 @@ func (f *fleet) load(path string) *infra.Config {
 // startLB runs `zero502 lb --config path` (plus extra flags) until the test ends.
 func (f *fleet) startLB(path string, extra ...string) {
 	f.t.Helper()
-	logf, err := os.Create(filepath.Join(f.dir, "lb.log"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd := exec.Command(bin, append([]string{"lb", "--config", path}, extra...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-		if f.t.Failed() {
-			data, _ := os.ReadFile(logf.Name())
-			f.t.Logf("lb log (tail):\n%s", tail(string(data), 3000))
-		}
-	})
-	eventually(f.t, 20*time.Second, "the LB's admin API answers", func() error {
-		resp, err := http.Get("http://" + f.admin + "/admin/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("admin health %s", resp.Status)
-		}
-		return nil
-	})
+	lbprocess.Start(f.t, bin, path, f.admin, filepath.Join(f.dir, "lb.log"), extra...)
 }
 
 // killInstances stops every app instance the test started, at once, and removes the fleet's

@@ -24,6 +24,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/lbprocess"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -137,31 +138,7 @@ func (f *dockerFleet) load(path string) *infra.Config {
 // startLB runs `zero502 lb --config path` until the test ends.
 func (f *dockerFleet) startLB(path string) {
 	f.t.Helper()
-	logf, err := os.Create(filepath.Join(f.dir, "lb.log"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd := exec.Command(f.bin, "lb", "--config", path)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + f.admin + "/admin/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.t.Fatal("the LB's admin API never answered")
+	lbprocess.Start(f.t, f.bin, path, f.admin, filepath.Join(f.dir, "lb.log"))
 }
 
 // deploy rolls cfg's fleet to version in this process, on the docker runtime.
