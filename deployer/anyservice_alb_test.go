@@ -2,14 +2,12 @@ package deployer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 )
@@ -23,52 +21,13 @@ func TestALBStartFirstThirdPartyServerDrainedAtTheBalancer(t *testing.T) {
 		Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: time.Second})
 	f := newFleet(t, 2)
 	second := f.gatewayBase()
-	quoted, _ := json.Marshal(pythonServer(t, f.dir, false))
-	var b strings.Builder
-	fmt.Fprintf(&b, `balancer:
-  kind: alb
-  target_group_arn: %s
-  region: eu-west-1
-  service: web
-  health_path: /version.txt
-  interval: 2s
-  timeout: 1s
-  unhealthy_threshold: 2
-  healthy_threshold: 2
-  idle_timeout: 5s
-  header_timeout: 800ms
-  deregistration_delay: 1s
-drain:
-  window: 7s
-  shutdown: 1s
-  stop_grace: 10s
-  max_recovery: 5s
-watchdog:
-  interval: 3s
-  heal_after: 4
-  state_dir: %s
-app:
-  keepalive_idle_timeout: 10s
-rollout:
-  runtime: process
-  strategy: start-first
-  healthy_deadline: 30s
-services:
-  - name: web
-    command: %s
-    ports: [%d, %d]
-    drain: balancer
-    health: {path: /version.txt}
-    verify: {version_path: /version.txt}
-hosts:
-`, a.arn, f.dir, quoted, f.base, second)
-	for i := range f.hosts {
-		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
-	}
-	path := filepath.Join(f.dir, "alb-any.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	spec := f.albFleetConfig(a.arn)
+	spec.Balancer.HealthPath = "/version.txt"
+	spec.Balancer.HeaderTimeout = 800 * time.Millisecond
+	spec.Rollout.Strategy = infra.StartFirst
+	spec.Services = []infra.Service{{Name: "web", Command: pythonServer(t, f.dir, false), Port: f.base, Ports: []int{f.base, second},
+		Drain: infra.DrainBalancer, Health: infra.ServiceHealth{Path: "/version.txt"}, Verify: infra.ServiceVerify{VersionPath: "/version.txt"}}}
+	path := f.write("alb-any.yaml", spec)
 	cfg := f.load(path)
 	ctx := context.Background()
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra"
 )
 
 // Services that know nothing of zero502: Python's http.server (dies at once on SIGTERM, never
@@ -79,65 +81,26 @@ type anyValues struct {
 // host (gatewayBase: free at every host's offset).
 func (f *fleet) anyConfig(name string, v anyValues) string {
 	f.t.Helper()
-	quoted, _ := json.Marshal(v.Command)
-	ports := fmt.Sprintf("port: %d", f.base)
-	if v.Strategy == "start-first" {
-		ports = fmt.Sprintf("ports: [%d, %d]", f.base, f.gatewayBase())
-	}
-	if v.StopSignal == "" {
-		v.StopSignal = "SIGTERM"
-	}
 	if v.Window == 0 {
 		v.Window = 1500 * time.Millisecond // > interval × unhealthy_threshold (I1)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `balancer:
-  kind: inhouse
-  listen: %s
-  admin: %s
-  service: web
-  health_path: /version.txt
-  interval: 500ms  # http.server is slow to answer on a loaded 2-core machine
-  timeout: 400ms
-  unhealthy_threshold: 2
-  healthy_threshold: 2
-  idle_timeout: 5s
-  connect_timeout: 3s  # past one SYN retransmit (1s): http.server's listen backlog is 5
-  header_timeout: 800ms
-drain:
-  window: %s
-  shutdown: 1s
-  stop_grace: 4s
-  max_recovery: 2s
-watchdog:
-  interval: 1s
-  heal_after: 4
-  state_dir: %s
-app:
-  keepalive_idle_timeout: 10s
-rollout:
-  runtime: process
-  strategy: %s
-  healthy_deadline: 5s
-  bake: 1s
-services:
-  - name: web
-    command: %s
-    %s
-    drain: balancer
-    stop_signal: %s
-    health: {path: /version.txt}
-    verify: {version_path: /version.txt}
-hosts:
-`, f.listen, f.admin, v.Window, f.dir, v.Strategy, quoted, ports, v.StopSignal)
-	for i := range f.hosts {
-		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
+	cfg := f.fleetConfig()
+	cfg.Balancer.HealthPath = "/version.txt"
+	cfg.Balancer.Interval = 500 * time.Millisecond // http.server is slow to answer on a loaded 2-core machine
+	cfg.Balancer.Timeout = 400 * time.Millisecond
+	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
+	cfg.Balancer.HeaderTimeout = 800 * time.Millisecond
+	cfg.Drain.Window = v.Window
+	cfg.Rollout.Strategy = v.Strategy
+	cfg.Rollout.HealthyDeadline = 5 * time.Second
+	cfg.Rollout.Bake = time.Second
+	web := infra.Service{Name: "web", Command: v.Command, Port: f.base, Drain: infra.DrainBalancer, StopSignal: v.StopSignal,
+		Health: infra.ServiceHealth{Path: "/version.txt"}, Verify: infra.ServiceVerify{VersionPath: "/version.txt"}}
+	if v.Strategy == infra.StartFirst {
+		web.Ports = []int{f.base, f.gatewayBase()}
 	}
-	path := filepath.Join(f.dir, name)
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-	return path
+	cfg.Services = []infra.Service{web}
+	return f.write(name, cfg)
 }
 
 // measuring is a running `zero502 measure` process.

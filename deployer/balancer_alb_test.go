@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,13 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/spec"
@@ -33,6 +29,7 @@ import (
 // the environment, no profile, no IMDS) and ZERO502_ALB_ENDPOINT at it, as CI would point them
 // at AWS.
 type albDouble struct {
+	rig    *albtest.Double
 	double *elbv2double.Server
 	url    string
 	arn    string
@@ -41,60 +38,14 @@ type albDouble struct {
 
 func newALBDouble(t *testing.T, clk clock.Clock, settings elbv2double.Settings) *albDouble {
 	t.Helper()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": "AKIDZERO502TEST", "AWS_SECRET_ACCESS_KEY": "not-a-secret",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_PROFILE": "", "AWS_REGION": "",
-	} {
-		t.Setenv(k, v)
-	}
-	d := elbv2double.New(elbv2double.Options{Clock: clk, Region: "eu-west-1"})
-	t.Cleanup(d.Close)
-	srv := httptest.NewServer(d)
-	t.Cleanup(srv.Close)
-	t.Setenv(EnvALBEndpoint, srv.URL)
-	a := &albDouble{double: d, url: srv.URL}
-	a.arn = d.AddTargetGroup(elbv2double.TargetGroup{Name: "web", Port: 8000, Settings: settings})
-	api, err := alb.NewClient(context.Background(), infra.Balancer{Region: "eu-west-1"}, alb.ClientOptions{
-		Endpoint: srv.URL, Credentials: credentials.NewStaticCredentialsProvider("AKIDZERO502TEST", "not-a-secret", ""),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.api = api
-	return a
+	d := albtest.Start(t, clk, elbv2double.TargetGroup{Name: "web", Port: 8000, Settings: settings})
+	t.Setenv(EnvALBEndpoint, d.URL)
+	return &albDouble{rig: d, double: d.Server, url: d.URL, arn: d.ARN, api: d.API}
 }
 
-func ipTarget(t *testing.T, addr string) types.TargetDescription {
-	t.Helper()
-	host, port, err := net.SplitHostPort(addr)
-	p, perr := strconv.Atoi(port)
-	if err != nil || perr != nil {
-		t.Fatalf("target %q: want ip:port", addr)
-	}
-	return types.TargetDescription{Id: aws.String(host), Port: aws.Int32(int32(p))}
-}
+func (a *albDouble) register(t *testing.T, addrs ...string) { a.rig.Register(t, addrs...) }
 
-func (a *albDouble) register(t *testing.T, addrs ...string) {
-	t.Helper()
-	var ts []types.TargetDescription
-	for _, addr := range addrs {
-		ts = append(ts, ipTarget(t, addr))
-	}
-	if _, err := a.api.RegisterTargets(context.Background(), &elbv2.RegisterTargetsInput{TargetGroupArn: aws.String(a.arn), Targets: ts}); err != nil {
-		t.Fatalf("RegisterTargets %v: %v", addrs, err)
-	}
-}
-
-func (a *albDouble) deregister(t *testing.T, addr string) {
-	t.Helper()
-	if _, err := a.api.DeregisterTargets(context.Background(), &elbv2.DeregisterTargetsInput{
-		TargetGroupArn: aws.String(a.arn), Targets: []types.TargetDescription{ipTarget(t, addr)},
-	}); err != nil {
-		t.Fatalf("DeregisterTargets %s: %v", addr, err)
-	}
-}
+func (a *albDouble) deregister(t *testing.T, addr string) { a.rig.Deregister(t, addr) }
 
 // state is the double's state of target id:port, through the SDK.
 func (a *albDouble) state(addr string) (string, error) {
@@ -217,56 +168,30 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 	}
 }
 
-// albFleetBalancer is the ALB fleet's config, in real time: interval 2s (below AWS's 5s
-// minimum, which the double does not enforce when set up directly), whole seconds as the API reports,
-// and a drain window (7s) well past the detection (4s) so a loaded machine cannot make it flaky.
-const albFleetBalancer = `balancer:
-  kind: alb
-  target_group_arn: %s
-  region: eu-west-1
-  service: web
-  health_path: /health
-  interval: 2s
-  timeout: 1s
-  unhealthy_threshold: 2
-  healthy_threshold: 2
-  idle_timeout: 5s
-  deregistration_delay: 1s
-drain:
-  window: 7s
-  shutdown: 1s
-  stop_grace: 10s
-  max_recovery: 5s
-watchdog:
-  interval: 3s
-  heal_after: 4
-  state_dir: %s
-app:
-  keepalive_idle_timeout: 10s
-rollout:
-  batch: 1
-  runtime: process
-  healthy_deadline: 30s
-services:
-  - name: web
-    command: ["{self}", "app", "--version", "{version}", "--port", "{port}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]
-    port: %d
-    verify: {version_header: X-Version}
-hosts:
-`
+// albFleetConfig is the ALB fleet's config, in real time: interval 2s (below AWS's 5s minimum,
+// which the double does not enforce when set up directly), whole seconds as the API reports, and
+// a drain window (7s) well past the detection (4s) so a loaded machine cannot make it flaky. It
+// has no service yet.
+func (f *fleet) albFleetConfig(arn string) *infra.Config {
+	cfg := f.fleetConfig()
+	b := &cfg.Balancer
+	b.Kind, b.TargetGroupARN, b.Region = infra.BalancerALB, arn, albtest.Region
+	b.Interval, b.Timeout = 2*time.Second, time.Second
+	b.DeregistrationDelay = time.Second
+	cfg.Drain = infra.Drain{Window: 7 * time.Second, Shutdown: time.Second, StopGrace: 10 * time.Second, MaxRecovery: 5 * time.Second}
+	cfg.Watchdog.Interval = 3 * time.Second
+	cfg.Rollout.HealthyDeadline = 30 * time.Second
+	return cfg
+}
 
+// albConfig writes the ALB fleet's config with the web service (zero502 app) and returns its path.
 func (f *fleet) albConfig(arn string) string {
 	f.t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, albFleetBalancer, arn, f.dir, f.base)
-	for i := range f.hosts {
-		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
-	}
-	path := filepath.Join(f.dir, "alb.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-	return path
+	cfg := f.albFleetConfig(arn)
+	cfg.Services = []infra.Service{{Name: "web", Port: f.base, Verify: infra.ServiceVerify{VersionHeader: "X-Version"},
+		Command: []string{"{self}", "app", "--version", "{version}", "--port", "{port}", "--drain", "{drain}",
+			"--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"}}}
+	return f.write("alb.yaml", cfg)
 }
 
 // A full deploy through the real SDK against the ELBv2 double, whose target group really
@@ -350,20 +275,8 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 	_ = rep.WriteText(&text)
 	t.Logf("report:\n%s\nevents:\n%s", &text, &ev4)
 	for _, h := range rep.Hosts {
-		tl := h.Timeline
-		if h.From != "v1" || h.Outcome != OutcomeDeployed || h.Running != "v2" {
-			t.Errorf("%s: %s → %s %s, runs %q; want v1 → v2 deployed", h.Host, h.From, h.To, h.Outcome, h.Running)
-		}
-		marks := []time.Time{tl.DrainStarted, tl.LeftRotation, tl.Stopped, tl.NewStarted, tl.HealthyDirect, tl.BackInRotation}
-		for i := 1; i < len(marks); i++ {
-			if marks[i].IsZero() || marks[i].Before(marks[i-1]) {
-				t.Errorf("%s: timeline out of order or incomplete: %s", h.Host, tl)
-				break
-			}
-		}
-		if left := tl.LeftRotation.Sub(tl.DrainStarted); left >= cfg.Drain.Window {
-			t.Errorf("%s left rotation +%s after SIGTERM, not within drain.window %s", h.Host, left, cfg.Drain.Window)
-		}
+		requireDeployed(t, h, "v1", "v2")
+		requireHandshakeInOrder(t, h, cfg)
 	}
 	events := ev4.String()
 	for _, target := range targets {

@@ -49,20 +49,8 @@ func TestFreshFleetStartsThenRollsUnderLoadWithNoFailedRequest(t *testing.T) {
 	rep.WriteText(&text)
 	t.Logf("report:\n%s", &text)
 	for _, h := range rep.Hosts {
-		tl := h.Timeline
-		if h.From != "v1" || h.Outcome != OutcomeDeployed || h.Running != "v2" {
-			t.Errorf("%s: %s → %s %s, runs %q; want v1 → v2 deployed", h.Host, h.From, h.To, h.Outcome, h.Running)
-		}
-		marks := []time.Time{tl.DrainStarted, tl.LeftRotation, tl.Stopped, tl.NewStarted, tl.HealthyDirect, tl.BackInRotation}
-		for i := 1; i < len(marks); i++ {
-			if marks[i].IsZero() || marks[i].Before(marks[i-1]) {
-				t.Errorf("%s: timeline out of order or incomplete: %s", h.Host, tl)
-				break
-			}
-		}
-		if left := tl.LeftRotation.Sub(tl.DrainStarted); left >= cfg.Drain.Window {
-			t.Errorf("%s left rotation +%s after SIGTERM, not within drain.window %s", h.Host, left, cfg.Drain.Window)
-		}
+		requireDeployed(t, h, "v1", "v2")
+		requireHandshakeInOrder(t, h, cfg)
 		if h.Floor != cfg.Drain.Window+cfg.Balancer.Recovery() || h.Duration <= 0 {
 			t.Errorf("%s: took %s, floor %s: want a duration and floor = drain.window + recovery", h.Host, h.Duration, h.Floor)
 		}

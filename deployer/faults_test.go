@@ -246,7 +246,7 @@ func TestChangedConfigUnderTheSameVersionIsRolledOut(t *testing.T) {
 		t.Fatalf("deploy v1: %v", err)
 	}
 	before := f.instances("host-a")["web"]
-	v.Env = "{FEATURE_X: on}"
+	v.Env = map[string]string{"FEATURE_X": "on"}
 	load := startMeasureOf(t, f.listen, "/", "/orders", "/health")
 	rep, err := f.deployer(f.load(f.config("changed.yaml", v)), nil, Options{}).Deploy(ctx, "v1")
 	requireNoFailure(t, load.stop(t))

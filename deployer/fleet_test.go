@@ -2,14 +2,13 @@ package deployer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
+	"github.com/zero502/zero502/internal/testrig/lbprocess"
 )
 
 // bin is the real zero502 binary, built once for the whole package's tests: the LB, the app
@@ -69,9 +69,9 @@ type fleetValues struct {
 	Unhealthy       int    // balancer.unhealthy_threshold
 	Window          time.Duration
 	HealthyDeadline time.Duration
-	Interval        time.Duration // balancer.interval
-	Bake            time.Duration // rollout.bake
-	Env             string        // the web service's env, as a YAML flow map ("{A: b}"), or ""
+	Interval        time.Duration     // balancer.interval
+	Bake            time.Duration     // rollout.bake
+	Env             map[string]string // the web service's env
 	AppFlags        []string
 	// Gateway, when not nil, adds a second service "gateway" (the app too, on its own port,
 	// not behind the balancer) with these extra flags.
@@ -126,72 +126,66 @@ func freePorts(t *testing.T, n int) []int {
 	return out
 }
 
-func envLine(env string) string {
-	if env == "" {
-		return ""
-	}
-	return "    env: " + env + "\n"
-}
-
 func hostName(i int) string { return fmt.Sprintf("host-%c", 'a'+i) }
 
 func (f *fleet) stateDir(i int) string { return filepath.Join(f.dir, hostName(i)) }
 
-// config writes a config file named name with values v and returns its path.
+// fleetConfig is the typed config every fleet test starts from: the in-house LB on f's ports in
+// front of f's hosts, fast numbers that satisfy every invariant, the process runtime, no service
+// yet. A test's config edits it and writes it with f.write.
+func (f *fleet) fleetConfig() *infra.Config {
+	cfg := infra.Defaults()
+	cfg.Balancer.Kind = infra.BalancerInHouse
+	cfg.Balancer.Listen, cfg.Balancer.Admin = f.listen, f.admin
+	cfg.Balancer.Service = "web"
+	cfg.Balancer.Interval, cfg.Balancer.Timeout = 200*time.Millisecond, 150*time.Millisecond
+	cfg.Balancer.UnhealthyThreshold, cfg.Balancer.HealthyThreshold = 2, 2
+	cfg.Balancer.IdleTimeout = 5 * time.Second
+	cfg.Drain = infra.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
+	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.StateDir = time.Second, 4, f.dir
+	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
+	cfg.Rollout.Runtime = infra.RuntimeProcess
+	for i := range f.hosts {
+		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: hostName(i), PortOffset: f.offsets[i], StateDir: f.stateDir(i)})
+	}
+	return cfg
+}
+
+// write encodes cfg into the config file name in f's dir and returns its path.
+func (f *fleet) write(name string, cfg *infra.Config) string {
+	f.t.Helper()
+	data, err := infra.Encode(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	path := filepath.Join(f.dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return path
+}
+
+// config writes a config file named name with values v and returns its path: the web service
+// (zero502 app) behind the balancer, and the gateway beside it when v asks for one.
 func (f *fleet) config(name string, v fleetValues) string {
 	f.t.Helper()
 	cmd := []string{"{self}", "app", "--version", "{version}", "--port", "{port}", "--drain", "{drain}",
 		"--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}", "--orders-log", f.orders}
-	cmd = append(cmd, v.AppFlags...)
-	quoted, _ := json.Marshal(cmd)
-	gateway := ""
+	cfg := f.fleetConfig()
+	cfg.Balancer.Kind = v.Kind
+	cfg.Balancer.Interval = v.Interval
+	cfg.Balancer.UnhealthyThreshold = v.Unhealthy
+	cfg.Drain.Window = v.Window
+	cfg.Rollout.Batch = v.Batch
+	cfg.Rollout.HealthyDeadline = v.HealthyDeadline
+	cfg.Rollout.Bake = v.Bake
+	verify := infra.ServiceVerify{VersionHeader: "X-Version"}
+	cfg.Services = []infra.Service{{Name: "web", Command: append(slices.Clip(cmd), v.AppFlags...), Port: f.base, Verify: verify, Env: v.Env}}
 	if v.Gateway != nil {
-		gw, _ := json.Marshal(append(cmd[:len(cmd)-len(v.AppFlags):len(cmd)-len(v.AppFlags)], v.Gateway...))
-		gateway = fmt.Sprintf("  - name: gateway\n    command: %s\n    port: %d\n    verify: {version_header: X-Version}\n", gw, f.gatewayBase())
+		cfg.Services = append(cfg.Services, infra.Service{Name: "gateway", Command: append(slices.Clip(cmd), v.Gateway...),
+			Port: f.gatewayBase(), Verify: verify})
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `balancer:
-  kind: %s
-  listen: %s
-  admin: %s
-  service: web
-  interval: %s
-  timeout: 150ms
-  unhealthy_threshold: %d
-  healthy_threshold: 2
-  idle_timeout: 5s
-drain:
-  window: %s
-  shutdown: 1s
-  stop_grace: 4s
-  max_recovery: 2s
-watchdog:
-  interval: 1s
-  heal_after: 4
-  state_dir: %s
-app:
-  keepalive_idle_timeout: 10s
-rollout:
-  batch: %d
-  runtime: process
-  healthy_deadline: %s
-  bake: %s
-services:
-  - name: web
-    command: %s
-    port: %d
-    verify: {version_header: X-Version}
-%s%shosts:
-`, v.Kind, f.listen, f.admin, v.Interval, v.Unhealthy, v.Window, f.dir, v.Batch, v.HealthyDeadline,
-		v.Bake, quoted, f.base, envLine(v.Env), gateway)
-	for i := range f.hosts {
-		fmt.Fprintf(&b, "  - name: %s\n    port_offset: %d\n    state_dir: %s\n", hostName(i), f.offsets[i], f.stateDir(i))
-	}
-	path := filepath.Join(f.dir, name)
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-	return path
+	return f.write(name, cfg)
 }
 
 // gatewayBase is the gateway's port before the hosts' offsets: chosen once per fleet so that
@@ -236,35 +230,7 @@ func (f *fleet) load(path string) *infra.Config {
 // startLB runs `zero502 lb --config path` (plus extra flags) until the test ends.
 func (f *fleet) startLB(path string, extra ...string) {
 	f.t.Helper()
-	logf, err := os.Create(filepath.Join(f.dir, "lb.log"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd := exec.Command(bin, append([]string{"lb", "--config", path}, extra...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-		if f.t.Failed() {
-			data, _ := os.ReadFile(logf.Name())
-			f.t.Logf("lb log (tail):\n%s", tail(string(data), 3000))
-		}
-	})
-	eventually(f.t, 20*time.Second, "the LB's admin API answers", func() error {
-		resp, err := http.Get("http://" + f.admin + "/admin/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("admin health %s", resp.Status)
-		}
-		return nil
-	})
+	lbprocess.Start(f.t, bin, path, f.admin, filepath.Join(f.dir, "lb.log"), extra...)
 }
 
 // killInstances stops every app instance the test started, at once, and removes the fleet's

@@ -197,9 +197,7 @@ func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
 	t.Logf("report:\n%s", &text)
 	for _, h := range rep.Hosts {
 		tl := h.Timeline
-		if h.From != "v1" || h.Outcome != OutcomeDeployed || h.Running != "v2" {
-			t.Errorf("%s: %s → %s %s, runs %q; want v1 → v2 deployed", h.Host, h.From, h.To, h.Outcome, h.Running)
-		}
+		requireDeployed(t, h, "v1", "v2")
 		if tl.DrainStarted.IsZero() || tl.LeftRotation.IsZero() || tl.BackInRotation.IsZero() {
 			t.Errorf("%s: handshake timeline incomplete: %s\nevents:\n%s", h.Host, tl, &ev2)
 		}

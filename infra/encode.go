@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
@@ -23,11 +24,16 @@ func Encode(cfg *Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := yaml.Marshal(n)
-	if err != nil {
+	var out bytes.Buffer
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2) // as the shipped configs are written
+	if err := enc.Encode(n); err != nil {
 		return nil, fmt.Errorf("encode the config: %w", err)
 	}
-	return out, nil
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode the config: %w", err)
+	}
+	return out.Bytes(), nil
 }
 
 // encodeNode is the YAML node of v, found at key (for error messages).

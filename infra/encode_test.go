@@ -66,7 +66,7 @@ func TestEncodeWritesConfigNamesAndGoDurations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\n    window: 1.5s\n", "\n    keepalive_idle_timeout: 1m15s\n", "\n    unhealthy_threshold: 2\n",
+	for _, want := range []string{"\n  window: 1.5s\n", "\n  keepalive_idle_timeout: 1m15s\n", "\n  unhealthy_threshold: 2\n",
 		"PATH_PREFIX: /x", `EMPTY: ""`, "accept_proxy_from: []"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("encoded config lacks %q:\n%s", want, data)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/lbprocess"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -91,35 +93,31 @@ func (f *dockerFleet) config(name string, gateway bool, gatewayFlags ...string) 
 	f.t.Helper()
 	app := []string{"/zero502", "app", "--host", "0.0.0.0", "--port", "{port}", "--version", "{version}",
 		"--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"}
-	webCmd, _ := json.Marshal(app)
-	var b strings.Builder
-	fmt.Fprintf(&b, `balancer:
-  kind: inhouse
-  listen: %s
-  admin: %s
-  service: web
-  interval: 200ms
-  timeout: 150ms
-  unhealthy_threshold: 2
-  healthy_threshold: 2
-  idle_timeout: 5s
-drain: {window: 1s, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
-watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: %s}
-app: {keepalive_idle_timeout: 10s}
-rollout: {batch: 1, runtime: docker, healthy_deadline: 30s}
-services:
-  - {name: web, image: %q, port: %d, command: %s}
-`, f.listen, f.admin, f.dir, f.image, f.base, webCmd)
+	cfg := infra.Defaults()
+	b := &cfg.Balancer
+	b.Kind, b.Listen, b.Admin, b.Service = infra.BalancerInHouse, f.listen, f.admin, "web"
+	b.Interval, b.Timeout = 200*time.Millisecond, 150*time.Millisecond
+	b.UnhealthyThreshold, b.HealthyThreshold = 2, 2
+	b.IdleTimeout = 5 * time.Second
+	cfg.Drain = infra.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
+	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.CheckTimeout = time.Second, 4, 500*time.Millisecond
+	cfg.Watchdog.StateDir = f.dir
+	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
+	cfg.Rollout.Batch, cfg.Rollout.Runtime, cfg.Rollout.HealthyDeadline = 1, infra.RuntimeDocker, 30*time.Second
+	cfg.Services = []infra.Service{{Name: "web", Image: f.image, Port: f.base, Command: app}}
 	if gateway {
-		gwCmd, _ := json.Marshal(append(append([]string(nil), app...), gatewayFlags...))
-		fmt.Fprintf(&b, "  - {name: gateway, image: %q, port: %d, command: %s}\n", f.image, f.base+1, gwCmd)
+		cfg.Services = append(cfg.Services, infra.Service{Name: "gateway", Image: f.image, Port: f.base + 1,
+			Command: append(slices.Clip(app), gatewayFlags...)})
 	}
-	b.WriteString("hosts:\n")
 	for i, h := range f.hosts {
-		fmt.Fprintf(&b, "  - {name: %s, address: 127.0.0.1, port_offset: %d, state_dir: %s}\n", h, 10*i, filepath.Join(f.dir, h))
+		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: h, Address: "127.0.0.1", PortOffset: 10 * i, StateDir: filepath.Join(f.dir, h)})
+	}
+	data, err := infra.Encode(cfg)
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	path := filepath.Join(f.dir, name)
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		f.t.Fatal(err)
 	}
 	return path
@@ -137,31 +135,7 @@ func (f *dockerFleet) load(path string) *infra.Config {
 // startLB runs `zero502 lb --config path` until the test ends.
 func (f *dockerFleet) startLB(path string) {
 	f.t.Helper()
-	logf, err := os.Create(filepath.Join(f.dir, "lb.log"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd := exec.Command(f.bin, "lb", "--config", path)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + f.admin + "/admin/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.t.Fatal("the LB's admin API never answered")
+	lbprocess.Start(f.t, f.bin, path, f.admin, filepath.Join(f.dir, "lb.log"))
 }
 
 // deploy rolls cfg's fleet to version in this process, on the docker runtime.

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/internal/testrig/lbprocess"
 )
 
 // buildZero502 builds this command into a temp dir: the tests run the real `zero502 lb`.
@@ -65,30 +65,7 @@ func TestInvariantsLiveInHouseDrift(t *testing.T) {
 		t.Fatalf("no LB running: exit %d, want 2 naming %s\n%s", code, admin, out)
 	}
 
-	lb := exec.Command(bin, "lb", "--config", path, "--health-interval", "800ms")
-	var logs strings.Builder
-	lb.Stdout, lb.Stderr = &logs, &logs
-	if err := lb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = lb.Process.Kill()
-		_ = lb.Wait()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + admin + "/admin/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("zero502 lb admin %s does not answer: %v\n%s", admin, err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	lbprocess.Start(t, bin, path, admin, filepath.Join(t.TempDir(), "lb.log"), "--health-interval", "800ms")
 
 	out, code := runCLI(t, "invariants", "--live", "--config", path)
 	if code != 1 {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 func TestClassifyStatusesAndErrors(t *testing.T) {
@@ -113,25 +115,13 @@ func TestHealth503IsNotAFailureButA503OnARealPathIs(t *testing.T) {
 // resetServer accepts connections, reads the request and resets the connection (SO_LINGER 0).
 func resetServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				buf := make([]byte, 4096)
-				_, _ = c.Read(buf)
-				c.(*net.TCPConn).SetLinger(0)
-				c.Close()
-			}()
-		}
-	}()
+	ln := tcpserver.Listen(t)
+	tcpserver.ServeOn(t, ln, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf)
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	})
 	return "http://" + ln.Addr().String()
 }
 

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // zero502 is the command built once for the package's tests: the edges are real
@@ -153,44 +155,29 @@ func freeAddr(t *testing.T) netip.AddrPort {
 // for delay: an edge in front of it is a far edge (its TLS handshake takes delay longer).
 func startSlowPath(t *testing.T, origin string, delay time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
+	return tcpserver.Serve(t, func(c net.Conn) {
+		up, err := net.Dial("tcp", origin)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go func() { _, _ = io.Copy(up, c); up.Close() }()
+		buf := make([]byte, 32<<10)
+		for first := true; ; first = false {
+			n, err := up.Read(buf)
+			if n > 0 {
+				if first {
+					time.Sleep(delay) // the far path's latency, not an assertion
+				}
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				up, err := net.Dial("tcp", origin)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { _, _ = io.Copy(up, c); up.Close() }()
-				buf := make([]byte, 32<<10)
-				for first := true; ; first = false {
-					n, err := up.Read(buf)
-					if n > 0 {
-						if first {
-							time.Sleep(delay) // the far path's latency, not an assertion
-						}
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // waitFor polls ok until it holds, failing the test after 20 s.

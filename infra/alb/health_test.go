@@ -15,6 +15,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 )
 
@@ -137,7 +138,7 @@ func TestDeregisteredTargetDrainsForTheDeregistrationDelay(t *testing.T) {
 	f.step(t)
 
 	if _, err := f.api.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{
-		TargetGroupArn: aws.String(f.arn), Targets: []types.TargetDescription{target(t, app.addr())},
+		TargetGroupArn: aws.String(f.arn), Targets: []types.TargetDescription{albtest.Target(t, app.addr())},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,22 +1,17 @@
 package alb_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
 )
@@ -24,6 +19,7 @@ import (
 // fixture is the real aws-sdk-go-v2 ELBv2 client talking over loopback to the ELBv2 double,
 // with static credentials and no AWS configuration from the machine.
 type fixture struct {
+	rig    *albtest.Double
 	double *elbv2double.Server
 	api    *elbv2.Client
 	arn    string
@@ -41,32 +37,9 @@ func newFixture(t *testing.T, settings elbv2double.Settings) *fixture {
 // newFixtureOf is newFixture with the whole target group given (an instance-type one, say).
 func newFixtureOf(t *testing.T, tg elbv2double.TargetGroup) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_REGION", "")
-	t.Setenv("AWS_PROFILE", "")
-
 	clk := clock.NewFake(time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC))
-	d := elbv2double.New(elbv2double.Options{Clock: clk, Region: "eu-west-1"})
-	t.Cleanup(d.Close)
-	srv := httptest.NewServer(d)
-	t.Cleanup(srv.Close)
-	arn := d.AddTargetGroup(tg)
-
-	cfg := infra.Defaults().Balancer
-	cfg.Kind = infra.BalancerALB
-	cfg.TargetGroupARN = arn
-	cfg.Region = "eu-west-1"
-	api, err := alb.NewClient(context.Background(), cfg, alb.ClientOptions{
-		Endpoint:    srv.URL,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDZERO502TEST", "not-a-secret", ""),
-	})
-	if err != nil {
-		t.Fatalf("NewClient: %v", err)
-	}
-	return &fixture{double: d, api: api, arn: arn, cfg: cfg, clock: clk}
+	d := albtest.Start(t, clk, tg)
+	return &fixture{rig: d, double: d.Server, api: d.API, arn: d.ARN, cfg: d.Balancer, clock: clk}
 }
 
 // step lets exactly one health-check round happen: it waits until the double's checker is
@@ -81,31 +54,7 @@ func (f *fixture) step(t *testing.T) {
 }
 
 // register puts targets (ip:port) into the target group through the SDK.
-func (f *fixture) register(t *testing.T, addrs ...string) {
-	t.Helper()
-	var targets []types.TargetDescription
-	for _, a := range addrs {
-		targets = append(targets, target(t, a))
-	}
-	if _, err := f.api.RegisterTargets(context.Background(), &elbv2.RegisterTargetsInput{
-		TargetGroupArn: aws.String(f.arn), Targets: targets,
-	}); err != nil {
-		t.Fatalf("RegisterTargets: %v", err)
-	}
-}
-
-func target(t *testing.T, addr string) types.TargetDescription {
-	t.Helper()
-	host, port, ok := strings.Cut(addr, ":")
-	if !ok {
-		t.Fatalf("target %q has no port", addr)
-	}
-	var p int32
-	for _, c := range port {
-		p = p*10 + int32(c-'0')
-	}
-	return types.TargetDescription{Id: aws.String(host), Port: aws.Int32(p)}
-}
+func (f *fixture) register(t *testing.T, addrs ...string) { f.rig.Register(t, addrs...) }
 
 // backend is a real HTTP server whose /health answers with a status the test sets.
 type backend struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // chain is client → Forwarder → Relay (OriginListener) → backend, all on real loopback sockets.
@@ -101,24 +102,11 @@ func TestForwarderClosesTheClientWhenTheOriginIsUnreachable(t *testing.T) {
 func TestForwarderIdleTimeoutIsSilenceInBothDirectionsNotDuration(t *testing.T) {
 	// The origin only reads (a sink): the origin→client direction is silent throughout, so only
 	// the client's bytes keep the connection alive.
-	sink, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	go func() {
-		for {
-			c, err := sink.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); _, _ = io.Copy(io.Discard, c) }()
-		}
-	}()
+	sink := tcpserver.Serve(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	// The idle timeout is well above the 100ms pace, so a writer delayed by a loaded machine does
 	// not look like silence; the connection still lives for three of them.
 	const idle = 750 * time.Millisecond
-	fwd := startForwarder(t, &Forwarder{Origins: []string{sink.Addr().String()}, IdleTimeout: idle})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{sink}, IdleTimeout: idle})
 	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	// One direction busy every 100ms for three idle timeouts: the connection lives on.
 	for end := time.Now().Add(3 * idle); time.Now().Before(end); {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // deadline bounds every wait for a state; the tests poll, they never sleep a fixed time.
@@ -93,21 +95,7 @@ const trailer = "after-eof\n"
 // and half-closes.
 func startBackend(t *testing.T, m *InnerMap) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveBackendConn(c, m)
-		}
-	}()
-	return ln.Addr().String()
+	return tcpserver.Serve(t, func(c net.Conn) { serveBackendConn(c, m) })
 }
 
 type whoAnswer struct {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pires/go-proxyproto"
+
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // originEcho serves an OriginListener on 127.0.0.1:0 with a line echo (through TLS when cfg is
@@ -28,42 +30,28 @@ type originEcho struct {
 
 func startOriginEcho(t *testing.T, ol *OriginListener, cfg *tls.Config) *originEcho {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ol.Listener = ln
+	ol.Listener = tcpserver.Listen(t)
 	e := &originEcho{ln: ol, peers: make(chan Peer, 16)}
-	t.Cleanup(func() { ol.Close() })
-	go func() {
-		for {
-			c, err := ol.Accept()
+	tcpserver.ServeOn(t, ol, func(c net.Conn) {
+		oc := c.(*OriginConn)
+		var rw io.ReadWriter = oc
+		if cfg != nil {
+			rw = tls.Server(oc, cfg)
+		}
+		r := bufio.NewReader(rw)
+		for first := true; ; first = false {
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				oc := c.(*OriginConn)
-				var rw io.ReadWriter = oc
-				if cfg != nil {
-					rw = tls.Server(oc, cfg)
-				}
-				r := bufio.NewReader(rw)
-				for first := true; ; first = false {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if first {
-						e.peers <- oc.Peer()
-					}
-					if _, err := io.WriteString(rw, line); err != nil {
-						return
-					}
-				}
-			}()
+			if first {
+				e.peers <- oc.Peer()
+			}
+			if _, err := io.WriteString(rw, line); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	return e
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"io"
 	"log/slog"
 	"net"
@@ -18,44 +19,29 @@ import (
 // fastBackend answers every request with a fixed 13-byte response, so a benchmark measures the
 // LB, not the backend.
 func fastBackend(b testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
 	resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 13\r\nContent-Type: text/plain\r\n\r\nhello, world\n")
-	go func() {
+	return tcpserver.Serve(b, func(c net.Conn) {
+		buf := make([]byte, 8<<10)
+		have := 0
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf[have:])
 			if err != nil {
 				return
 			}
-			go func(c net.Conn) {
-				defer c.Close()
-				buf := make([]byte, 8<<10)
-				have := 0
-				for {
-					n, err := c.Read(buf[have:])
-					if err != nil {
-						return
-					}
-					have += n
-					for {
-						i := bytes.Index(buf[:have], []byte("\r\n\r\n"))
-						if i < 0 {
-							break
-						}
-						if _, err := c.Write(resp); err != nil {
-							return
-						}
-						copy(buf, buf[i+4:have])
-						have -= i + 4
-					}
+			have += n
+			for {
+				i := bytes.Index(buf[:have], []byte("\r\n\r\n"))
+				if i < 0 {
+					break
 				}
-			}(c)
+				if _, err := c.Write(resp); err != nil {
+					return
+				}
+				copy(buf, buf[i+4:have])
+				have -= i + 4
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func benchLB(b *testing.B) *testLB {

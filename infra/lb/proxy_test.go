@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 func TestProxyRelaysBodiesIntact(t *testing.T) {
@@ -46,32 +48,19 @@ func TestProxyRelaysBodiesIntact(t *testing.T) {
 }
 
 func TestProxyRelaysCloseDelimitedResponse(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				if req.URL.Path == "/health" {
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Framing: close\r\n\r\nuntil the end")
-			}(c)
+	ln := tcpserver.Listen(t)
+	tcpserver.ServeOn(t, ln, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
 		}
-	}()
+		if req.URL.Path == "/health" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Framing: close\r\n\r\nuntil the end")
+	})
 	l := startLB(t, fastSettings(ln.Addr().String()))
 	out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second)
 	if !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(out, "\r\n\r\nuntil the end") || !strings.Contains(out, "Connection: close") {
@@ -437,38 +426,23 @@ func TestMixedTrafficOnManyConnections(t *testing.T) {
 // scriptedBackend answers every request on a connection with the same raw bytes.
 func scriptedBackend(t *testing.T, answer string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return tcpserver.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					if req.URL.Path == "/health" {
-						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-						continue
-					}
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			}()
+			_, _ = io.Copy(io.Discard, req.Body)
+			if req.URL.Path == "/health" {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				continue
+			}
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // A chunked response goes to an HTTP/1.1 client byte for byte: chunk extensions and trailers

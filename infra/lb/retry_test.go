@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // deadAddr is a loopback address nobody listens on (connect is refused).
@@ -72,37 +73,22 @@ func TestKilledBackendCostsNoClientErrors(t *testing.T) {
 // orderTaker is a backend that executes POST /orders (counts it) and then dies without
 // answering: the worst case for a retrying proxy.
 func orderTaker(t *testing.T, executed *atomic.Int64) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return tcpserver.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func(c net.Conn) {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if req.URL.Path == "/health" {
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-						continue
-					}
-					executed.Add(1)
-					return // executed, then the connection breaks before any response byte
-				}
-			}(c)
+			io.Copy(io.Discard, req.Body)
+			if req.URL.Path == "/health" {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				continue
+			}
+			executed.Add(1)
+			return // executed, then the connection breaks before any response byte
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func TestPOSTIsNeverExecutedTwice(t *testing.T) {
