@@ -42,7 +42,7 @@ func serveOrigin(t *testing.T, pki testPKI, ln net.Listener) {
 // startForwarder is a real edge.Forwarder on listen in front of origin.
 func startForwarder(t *testing.T, listen, origin string) {
 	t.Helper()
-	f := &edge.Forwarder{Listen: listen, Origin: origin, ConnectTimeout: time.Second}
+	f := &edge.Forwarder{Listen: listen, Origins: []string{origin}, ConnectTimeout: time.Second}
 	if err := f.Open(); err != nil {
 		t.Fatal(err)
 	}
