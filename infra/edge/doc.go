@@ -2,15 +2,21 @@
 // origin's address never appears on the path clients use, and the origin-side half that reads
 // who the client was. It owns four things:
 //
-//   - The Forwarder (edge side) accepts TCP, dials the origin, writes a PROXY protocol v2 header
-//     (source: the client's address as the edge measured it; destination: the address the client
-//     connected to) and then copies bytes both ways until both directions end, propagating
+//   - The Forwarder (edge side) accepts TCP, picks one of its upstreams (the origin, or its LB
+//     instances: the in-rotation one with the fewest open connections), dials it, writes a
+//     PROXY protocol v2 header (source: the client's address as the edge measured it;
+//     destination: the address the client connected to) and then copies bytes both ways until both directions end, propagating
 //     half-close and closing on silence in both directions (IdleTimeout). It sees ciphertext and
 //     never parses the payload. On ctx cancel it drains like every zero502 server
 //     (docs/ARCHITECTURE.md, "The drain contract"): it keeps forwarding for Drain while it
 //     reports draining (Draining, and its optional TCP health listener refuses connections),
 //     long enough to leave the DNS A set (invariant I6); then it stops accepting and lets open
-//     connections finish within Shutdown.
+//     connections finish within Shutdown. Each upstream has a health standing (infra/standing,
+//     the LB's state machine for its backends): active checks (TCP, or HTTP behind a PROXY
+//     header, where a 503 means the LB instance drains), passive ejection when a dial fails
+//     (the next upstream is tried: no client byte was sent yet), and an admin API with the LB's
+//     wire type and write semantics (/admin/upstreams). Its health listener refuses while no
+//     upstream is in rotation.
 //   - The OriginListener (origin side) sniffs, it does not require: the first bytes of each
 //     connection are peeked; a PROXY v2 (or v1) header is parsed and stripped, anything else (a
 //     TLS ClientHello, plain text) is given back to the stream untouched, so installing the
