@@ -178,6 +178,7 @@ type chain struct {
 	dnsCmd                *exec.Cmd
 	dnsExited             chan struct{}
 	apps, lbs, edges      *tier
+	upgraded              map[string]int // host → pid of the LB that took over in place
 	lbPort, lbAdminPort   int
 	edgePort, edgeAdminPt int
 }
@@ -510,6 +511,10 @@ func (c *chain) upgradeInPlace(ctx context.Context, self string, p *progress, lo
 	out, err := exec.CommandContext(ctx, self, "lb", "upgrade", "--pid-file", pidFile).CombinedOutput()
 	ended := time.Now()
 	after, _ := readPID(pidFile)
+	if c.upgraded == nil {
+		c.upgraded = map[string]int{}
+	}
+	c.upgraded[h.Name] = after
 	origin := load.Started()
 	res.Stages = append(res.Stages, Stage{Tier: "upgrade", From: started.Sub(origin), To: ended.Sub(origin),
 		What: fmt.Sprintf("%s upgraded in place: pid %d → %d, its listening sockets handed over", h.Name, before, after)})
@@ -530,18 +535,24 @@ func balancerWords(cfg *infra.Config) string {
 	return "both LB instances"
 }
 
-// versions reads which version each host of t runs.
+// versions reads which version each host of t runs. An LB upgraded in place runs as a process
+// the runtime did not start (its pid file names it): it runs the version of the instance it
+// took over from.
 func (c *chain) versions(ctx context.Context, t *tier) map[string]string {
 	out := map[string]string{}
 	for _, h := range t.cfg.Hosts {
 		insts, err := t.runtimes[h.Name].List(ctx, runtime.Filter{Host: h.Name})
-		v := "nothing"
+		v, last := "nothing", ""
 		if err == nil {
 			for _, in := range insts {
+				last = in.Version
 				if in.Running() {
 					v = in.Version
 				}
 			}
+		}
+		if pid, ok := c.upgraded[h.Name]; ok && v == "nothing" && syscall.Kill(pid, 0) == nil {
+			v = last
 		}
 		out[h.Name] = v
 	}
