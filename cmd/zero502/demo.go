@@ -42,12 +42,21 @@ container the demo started is removed at its end.
 --service python deploys an ordinary third-party server instead (python3 -m http.server from
 the embedded examples/any-service.yaml): it exits at once on SIGTERM and never answers 503, so
 the deployer drains each target at the LB first (drain: balancer) and starts the new version
-beside the old one (start-first); the load GETs its version file and POSTs to a CGI script.`,
+beside the old one (start-first); the load GETs its version file and POSTs to a CGI script.
+
+--traffic-layer runs the whole chain on this machine's loopback: a client that resolves the edges'
+name through a local DNS server (zero502 dns serve), two edges (zero502 edge forward), two LB
+instances (zero502 lb) and three apps. Under steady load (GET, POST and long-lived WebSocket
+sessions) it rolls the apps through both LB instances, the LB instances through both edges, the
+edges through the A record set, and upgrades one LB in place by handing its sockets to a new
+process. Exit 0 only when no request failed and no session was lost; with --naive, exit 0 when
+the failures the handshake removes were seen.`,
 		Example: `  zero502 demo
   zero502 demo --naive
   zero502 demo --compare --report demo.html
   zero502 demo --runtime docker
   zero502 demo --service python       # a third-party server: drained at the balancer, start-first
+  zero502 demo --traffic-layer        # DNS → edges → LB instances → apps, every tier rolled
   zero502 demo --runtime docker --image zero502/app:dev --docker-host unix:///var/run/docker.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
