@@ -286,7 +286,7 @@ func (s *Server) forget(cc *clientConn) {
 func (s *Server) changed(b *Backend, t Transition) {
 	s.rot.rebuild()
 	if t.To != Healthy {
-		b.pool.closeIdle(time.Time{}, 0)
+		b.pool.evict(time.Time{}, 0)
 	}
 	if s.loops != nil {
 		s.loops.wakeAll() // the loops close their idle connections to it
@@ -305,13 +305,13 @@ func (s *Server) reapIdle(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			for _, b := range s.members.all() {
-				b.pool.closeIdle(time.Time{}, 0)
+				b.pool.evict(time.Time{}, 0)
 			}
 			return
 		case <-t.C:
 			now := s.clock.Now()
 			for _, b := range s.members.all() {
-				b.pool.closeIdle(now, s.set.IdleTimeout)
+				b.pool.evict(now, s.set.IdleTimeout)
 			}
 		}
 	}
