@@ -62,6 +62,9 @@ type Backend struct {
 	adminDrained bool
 	// removed: the admin API took it out of the set; nothing changes its state any more.
 	removed bool
+	// first: a configured backend's way to its first good check (see firstChecks); 0 for a
+	// backend the admin API added.
+	first int
 	// stopChecks ends its health checks (nil before they started); under the backend set's lock.
 	stopChecks func()
 
@@ -80,10 +83,18 @@ type Backend struct {
 	headerSeconds  prometheus.Observer
 }
 
-// newBackend is a configured backend: in rotation from the start, as the LB has always begun.
+// newBackend is a backend in rotation.
 func newBackend(addr string, index int, now time.Time) *Backend {
 	b := &Backend{Address: addr, index: index, state: Healthy, since: now}
 	b.healthy.Store(true)
+	b.pool.backend = b
+	return b
+}
+
+// newConfiguredBackend is a backend of the configuration: out of rotation until its first
+// health check, which the LB runs when it starts (see firstChecks).
+func newConfiguredBackend(addr string, index int, now time.Time) *Backend {
+	b := &Backend{Address: addr, index: index, state: Unhealthy, since: now, first: firstAwaited, lastErr: reasonNotChecked}
 	b.pool.backend = b
 	return b
 }

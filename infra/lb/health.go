@@ -122,7 +122,7 @@ func (c *checker) run(ctx context.Context, b *Backend) {
 		if ctx.Err() != nil {
 			return
 		}
-		if t, ok := b.record(v, c.clock.Now(), c.th); ok {
+		if t, ok := b.apply(v, c.clock.Now(), c.th); ok {
 			c.changed(b, t)
 		}
 		select {

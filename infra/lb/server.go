@@ -114,7 +114,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {
-		b := newBackend(a, i, now)
+		b := newConfiguredBackend(a, i, now)
 		b.pool.max = set.MaxIdlePerBackend
 		all = append(all, b)
 	}
@@ -185,6 +185,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	s.firstChecks(ctx) // before the first connection is accepted
 	checks, stopChecks := context.WithCancel(context.Background())
 	defer stopChecks()
 	s.startChecks(checks)
