@@ -13,6 +13,8 @@
 #     `zero502 lb`, HAProxy (http-reuse always) and nginx (upstream keepalive), each on the same
 #     backends, ROUNDS times in turn (so a noisy neighbour hurts every target alike), and prints
 #     the median req/s, p50 and p99 per target and the ratios zero502/HAProxy and zero502/nginx;
+#     with CLOSE=1 (default) each round also measures zero502 and HAProxy with a new client
+#     connection per request (wrk -H "Connection: close"), reported as zero502-close/haproxy-close;
 #  4. opens IDLE idle keep-alive client connections (each sent one request first) to zero502 lb
 #     and to HAProxy and prints the RSS growth per connection in KiB.
 # Everything listens on 127.0.0.1 and ends when the script ends. Not part of CI: the numbers
@@ -29,6 +31,7 @@ CONNS=${CONNS:-64}
 IDLE=${IDLE:-10000}
 BASE_PORT=${BASE_PORT:-27100}   # backends BASE_PORT.., LBs BASE_PORT+50..
 PATH_UNDER_TEST=${PATH_UNDER_TEST:-/}
+CLOSE=${CLOSE:-1}
 
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin"
 need=()
@@ -162,12 +165,14 @@ sleep 1 # let every balancer see its backends healthy
 to_ms() {
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
 }
-# run_wrk NAME PORT: a 2 s warm-up, then the measured run; appends "NAME req/s p50 p99" to results.
+# run_wrk NAME PORT [WRK ARGS...]: a 2 s warm-up, then the measured run; appends
+# "NAME req/s p50 p99" to results.
 run_wrk() {
   local name=$1 port=$2 url="http://127.0.0.1:$2$PATH_UNDER_TEST" out rps p50 p99
-  echo "== $name: wrk -t$THREADS -c$CONNS -d$DURATION --latency $url"
-  wrk -t"$THREADS" -c"$CONNS" -d2s "$url" >/dev/null
-  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$url")
+  shift 2
+  echo "== $name: wrk -t$THREADS -c$CONNS -d$DURATION --latency $* $url"
+  wrk -t"$THREADS" -c"$CONNS" -d2s "$@" "$url" >/dev/null
+  out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
   echo "$out" | grep -E 'Requests/sec|Non-2xx|Socket errors| 50%| 99%' | sed 's/^/   /'
   if echo "$out" | grep -q 'Non-2xx'; then echo "   WARNING: $name answered non-2xx responses" >&2; fi
   rps=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
@@ -183,6 +188,10 @@ for round in $(seq "$ROUNDS"); do
   run_wrk zero502 "$LB_PORT"
   run_wrk haproxy "$HA_PORT"
   run_wrk nginx "$NG_PORT"
+  if [ "$CLOSE" = 1 ]; then
+    run_wrk zero502-close "$LB_PORT" -H "Connection: close"
+    run_wrk haproxy-close "$HA_PORT" -H "Connection: close"
+  fi
 done
 
 # idle_kib NAME PID PORT: RSS growth of PID per idle keep-alive client connection, for IDLE
@@ -262,7 +271,9 @@ awk '
     }
     printf "%-10s %12s %10s %10s   (medians of the rounds)\n", "target", "req/s", "p50 ms", "p99 ms"
     for (t = 1; t <= targets; t++) { name = order[t]; printf "%-10s %12.0f %10.3f %10.3f\n", name, rps[name], p50[name], p99[name] }
-    printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.0x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"]
+    printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.3x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"]
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
+    if (rps["haproxy-close"] > 0)
+      printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"]
   }' "$work/results"
 cat "$work/idle"

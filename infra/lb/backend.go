@@ -55,8 +55,8 @@ type Backend struct {
 	inFlight atomic.Int64
 	counts   [classes]atomic.Uint64
 
-	pool     pool
-	loopIdle atomic.Int64 // idle connections in the event loops' pools
+	pool lockedPool   // the goroutine path's idle connections (the event loops keep their own)
+	idle atomic.Int64 // idle connections to it in every pool, of both paths
 
 	saOnce sync.Once // sockaddr: the address for the event loops' connect(2)
 	sa     netip.AddrPort
@@ -66,10 +66,19 @@ type Backend struct {
 	headerSeconds  prometheus.Observer
 }
 
-// newBackend is a configured backend: in rotation from the start, as the LB has always begun.
+// newBackend is a backend in rotation.
 func newBackend(addr string, index int, now time.Time) *Backend {
 	b := &Backend{Address: addr, index: index}
 	b.StartInRotation(now)
+	b.pool.backend = b
+	return b
+}
+
+// newConfiguredBackend is a backend of the configuration: out of rotation until its first
+// health check, which the LB runs when it starts (see firstChecks).
+func newConfiguredBackend(addr string, index int, now time.Time) *Backend {
+	b := &Backend{Address: addr, index: index}
+	b.StartAwaitingFirstCheck(now)
 	b.pool.backend = b
 	return b
 }
@@ -94,7 +103,7 @@ func (b *Backend) count(status int) {
 }
 
 // idleConns is how many idle keep-alive connections to b the LB keeps, on either path.
-func (b *Backend) idleConns() int { return b.pool.idleCount() + int(b.loopIdle.Load()) }
+func (b *Backend) idleConns() int { return int(b.idle.Load()) }
 
 // Status is a consistent snapshot of b.
 func (b *Backend) Status() BackendStatus {

@@ -114,7 +114,7 @@ func (s *Server) RemoveBackend(addr string) error {
 	if b.stopChecks != nil {
 		b.stopChecks()
 	}
-	b.pool.closeIdle(time.Time{}, 0)
+	b.pool.evict(time.Time{}, 0)
 	if s.loops != nil {
 		s.loops.wakeAll() // the loops close their idle connections to it
 	}

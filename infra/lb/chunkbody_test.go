@@ -133,7 +133,7 @@ func TestChunkedPOSTToNoBackendIs503AndTheConnectionGoesOn(t *testing.T) {
 	out := raw(t, l.Addr(), "POST /orders HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+
 		"GET /_lb/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5*time.Second)
 	got := readResponses(t, bufio.NewReader(strings.NewReader(out)), 2, "POST")
-	if !strings.HasPrefix(got[0], "502 ") || got[1] != "200 ok" {
+	if !strings.HasPrefix(got[0], "503 ") || got[1] != "200 ok" {
 		t.Fatalf("chunked POST to an unreachable backend, then the next request: %q", got)
 	}
 }

@@ -155,26 +155,17 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 func (s *Server) readHead(cc *clientConn) (int, error) {
 	max := s.set.MaxHeaderBytes
 	for {
-		if k := http1.SkipEmptyLines(cc.in.buffered()); k > 0 {
-			cc.in.consume(k)
-		}
-		buf := cc.in.buffered()
-		n, err := http1.HeadEnd(buf)
+		skip, n, err := requestHead(cc.in.buffered(), max)
+		cc.in.consume(skip)
 		if err != nil {
 			return 0, err
-		}
-		if n > max || n < 0 && len(buf) >= max {
-			return 0, &http1.ParseError{Status: 431, Reason: "request header block larger than " + strconv.Itoa(max) + " bytes"}
 		}
 		if n > 0 {
 			return n, nil
 		}
-		if err := http1.CheckPartialRequestLine(buf); err != nil {
-			return 0, err
-		}
 		if err := cc.in.fill(max); err != nil {
 			if errors.Is(err, errBufferFull) {
-				return 0, &http1.ParseError{Status: 431, Reason: "request header block too large"}
+				return 0, headTooLarge(max)
 			}
 			return 0, err
 		}

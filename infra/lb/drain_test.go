@@ -94,7 +94,8 @@ func TestAdminAPI(t *testing.T) {
 	if req := got.Backends[0]["requests"].(map[string]any); req["2xx"] != float64(2) {
 		t.Fatalf("a requests: %v", req)
 	}
-	tr := bb["transitions"].([]any)[0].(map[string]any)
+	trs := bb["transitions"].([]any)
+	tr := trs[len(trs)-1].(map[string]any)
 	if tr["from"] != "healthy" || tr["to"] != "draining" || tr["reason"] != "health 503" {
 		t.Fatalf("transition: %v", tr)
 	}
@@ -104,7 +105,7 @@ func TestAdminAPI(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &set); code != 200 || err != nil {
 		t.Fatalf("/admin/settings: %d %v", code, err)
 	}
-	want := map[string]any{"health_path": "/health", "interval": "100ms", "timeout": "80ms", "unhealthy_threshold": float64(2),
+	want := map[string]any{"health_path": "/health", "interval": "500ms", "timeout": "400ms", "unhealthy_threshold": float64(2),
 		"healthy_threshold": float64(2), "idle_timeout": "4s", "connect_timeout": "1s", "header_timeout": "3s", "max_header_bytes": float64(65536), "listen": l.Addr()}
 	for k, v := range want {
 		if set[k] != v {

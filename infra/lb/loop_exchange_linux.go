@@ -68,6 +68,7 @@ type lclient struct {
 // lup is an upstream (backend) connection held by a loop.
 type lup struct {
 	readiness
+	l         *loop
 	fd        int
 	b         *Backend
 	in        reader
@@ -75,7 +76,6 @@ type lup struct {
 	connected bool
 	reused    bool // came from the pool: the backend may have closed it meanwhile
 	got       bool // a byte of the response arrived
-	idleSince time.Time
 	dialed    time.Time
 	sent      time.Time
 	out       []byte // the request, from x.out
@@ -113,28 +113,15 @@ func (l *loop) readRequest(c *lclient) {
 	s := l.s
 	maxHead := s.set.MaxHeaderBytes
 	for {
-		if k := http1.SkipEmptyLines(c.in.buffered()); k > 0 {
-			c.in.consume(k)
-		}
+		skip, n, err := requestHead(c.in.buffered(), maxHead)
+		c.in.consume(skip)
 		buf := c.in.buffered()
-		if len(buf) > 0 {
-			n, err := http1.HeadEnd(buf)
-			if err != nil {
-				l.refuse(c, err)
-				return
-			}
-			if n > maxHead || n < 0 && len(buf) >= maxHead {
-				l.refuse(c, &http1.ParseError{Status: 431, Reason: "request header block too large"})
-				return
-			}
-			if n < 0 {
-				if err := http1.CheckPartialRequestLine(buf); err != nil {
-					l.refuse(c, err)
-					return
-				}
-			} else if l.haveRequest(c, n) {
-				return
-			}
+		if err != nil {
+			l.refuse(c, err)
+			return
+		}
+		if n > 0 && l.haveRequest(c, n) {
+			return
 		}
 		if s.closing.Load() && len(buf) == 0 {
 			l.closeClient(c)
@@ -154,10 +141,10 @@ func (l *loop) readRequest(c *lclient) {
 		}
 		free, err := c.in.space(maxHead + loopBodyLimit)
 		if err != nil {
-			l.refuse(c, &http1.ParseError{Status: 431, Reason: "request header block too large"})
+			l.refuse(c, headTooLarge(maxHead))
 			return
 		}
-		n, err := unix.Read(c.fd, free)
+		n, err = unix.Read(c.fd, free)
 		switch {
 		case n > 0:
 			c.in.w += n
@@ -233,7 +220,7 @@ func (l *loop) pick(c *lclient) {
 	}
 	b.inFlight.Add(1)
 	c.b = b
-	u := l.poolGet(b, c.x.req.ContentLength > 0)
+	u := l.poolGet(b, probeBeforeReuse(&c.x.req))
 	if u == nil {
 		var err error
 		if u, err = l.dial(b); err != nil {
@@ -334,24 +321,18 @@ func writeSome(fd int, p []byte, r *readiness) (int, bool) {
 func (l *loop) readHead(c *lclient, u *lup) {
 	x := c.x
 	for {
-		n, err := http1.HeadEnd(u.in.buffered())
-		if err != nil {
+		switch n, step := responseHead(u.in.buffered(), &x.req, &x.resp); step {
+		case headBad: // (the loops never carry an upgrade: a 101 is unasked)
 			l.failed(c, u, attemptBad)
 			return
-		}
-		if n > 0 {
-			if err := http1.ParseResponse(u.in.buffered()[:n], x.req.IsHead(), &x.resp); err != nil || x.resp.Status == 101 {
-				l.failed(c, u, attemptBad)
+		case headInterim:
+			if x.req.Minor == 1 && !l.writeClient(c, u.in.buffered()[:n]) {
+				l.closeClient(c)
 				return
 			}
-			if x.resp.Status >= 100 && x.resp.Status < 200 {
-				if x.req.Minor == 1 && !l.writeClient(c, u.in.buffered()[:n]) {
-					l.closeClient(c)
-					return
-				}
-				u.in.consume(n)
-				continue
-			}
+			u.in.consume(n)
+			continue
+		case headFinal:
 			u.b.headerSeconds.Observe(l.now.Sub(u.sent).Seconds())
 			l.startRelay(c, u)
 			return
@@ -573,8 +554,8 @@ func (l *loop) answer(c *lclient, status int, b *Backend) {
 func (l *loop) finish(c *lclient) {
 	if u := c.u; u != nil {
 		c.u, u.c = nil, nil
-		if c.x.resp.KeepAlive && u.in.r == u.in.w && !u.hup {
-			l.poolPut(u)
+		if c.x.resp.KeepAlive {
+			l.pool(u.b).put(u, l.now, l.s.set.MaxIdlePerBackend)
 		} else {
 			l.closeUpstream(u)
 		}
@@ -695,7 +676,7 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 		return nil, err
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	u := &lup{fd: fd, b: b, dialed: l.now, in: reader{buf: make([]byte, 8<<10)}}
+	u := &lup{l: l, fd: fd, b: b, dialed: l.now, in: reader{buf: make([]byte, 8<<10)}}
 	err = unix.Connect(fd, sa)
 	switch {
 	case err == nil:
@@ -724,52 +705,29 @@ func (l *loop) closeUpstream(u *lup) {
 	u.in.buf = nil
 }
 
-// poolGet returns an idle connection to b, or nil. With probe (a request with a body) it
-// checks the connection is still open first (see pool for why).
+// poolGet returns an idle connection to b, or nil (see idlePool.get).
 func (l *loop) poolGet(b *Backend, probe bool) *lup {
-	p := l.pool(b)
-	for len(p) > 0 {
-		u := p[len(p)-1]
-		p[len(p)-1] = nil
-		p = p[:len(p)-1]
-		u.b.loopIdle.Add(-1)
-		if u.b != b || l.now.Sub(u.idleSince) >= l.s.set.IdleTimeout || u.hup || probe && !peekAlive(u.fd) {
-			l.closeUpstream(u)
-			continue
-		}
-		l.pools[b.index] = p
-		u.reused = true
-		return u
+	u, ok := l.pool(b).get(b, l.now, l.s.set.IdleTimeout, probe)
+	if !ok {
+		return nil
 	}
-	l.pools[b.index] = p
-	return nil
-}
-
-func (l *loop) poolPut(u *lup) {
-	p := l.pool(u.b)
-	if !u.b.InRotation() || len(p) >= l.s.set.MaxIdlePerBackend {
-		l.closeUpstream(u)
-		return
-	}
-	u.idleSince, u.reused = l.now, false
-	l.pools[u.b.index] = append(p, u)
-	u.b.loopIdle.Add(1)
+	u.reused = true
+	return u
 }
 
 // dropPooled closes a pooled connection the backend closed (or wrote to unasked).
 func (l *loop) dropPooled(u *lup) {
-	p := l.pools[u.b.index]
-	for i, v := range p {
-		if v == u {
-			copy(p[i:], p[i+1:])
-			p[len(p)-1] = nil
-			l.pools[u.b.index] = p[:len(p)-1]
-			u.b.loopIdle.Add(-1)
-			break
-		}
+	if u.b.index < len(l.pools) {
+		l.pools[u.b.index].remove(u)
 	}
 	l.closeUpstream(u)
 }
+
+func (u *lup) target() *Backend { return u.b }
+func (u *lup) peerClosed() bool { return u.hup }
+func (u *lup) unread() bool     { return u.in.r != u.in.w }
+func (u *lup) alive() bool      { return peekAlive(u.fd) }
+func (u *lup) close()           { u.l.closeUpstream(u) }
 
 // refuse hands a request the parser refused (or a head that timed out) to the goroutine path,
 // which answers it and closes the connection gracefully.

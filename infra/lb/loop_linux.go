@@ -71,7 +71,7 @@ type loop struct {
 	wake  int // eventfd: another goroutine has news (adopted connections, drain, health change)
 	lfd   int // the loop's own duplicate of the listener; -1 once it stopped accepting
 	slots []slot
-	pools [][]*lup // idle upstream connections by backend index, most recent last (see loop.pool)
+	pools []idlePool[*lup] // idle upstream connections by backend index (see loop.pool)
 	ready []*lclient
 	buf   []byte // scratch for relaying body bytes
 	now   time.Time
@@ -152,7 +152,7 @@ func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
 	}
-	l := &loop{s: s, ls: ls, epfd: epfd, wake: -1, lfd: -1, buf: make([]byte, 32<<10), pools: make([][]*lup, len(s.members.all()))}
+	l := &loop{s: s, ls: ls, epfd: epfd, wake: -1, lfd: -1, buf: make([]byte, 32<<10), pools: make([]idlePool[*lup], len(s.members.all()))}
 	l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err == nil {
 		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
@@ -385,7 +385,7 @@ func (l *loop) woken() {
 	for _, a := range adopted {
 		l.addClient(a.fd, a.ip)
 	}
-	l.closeUnhealthyIdle()
+	l.evictIdle()
 	if l.s.closing.Load() {
 		l.stopAccepting()
 		for fd := range l.slots {
@@ -421,37 +421,14 @@ func (l *loop) sweep() {
 			l.handOff(c) // a slow body: the goroutine path streams it and counts it per client IP
 		}
 	}
-	for i, p := range l.pools {
-		keep := p[:0]
-		for _, u := range p {
-			if l.now.Sub(u.idleSince) >= l.s.set.IdleTimeout {
-				u.b.loopIdle.Add(-1)
-				l.closeUpstream(u)
-			} else {
-				keep = append(keep, u)
-			}
-		}
-		clear(p[len(keep):])
-		l.pools[i] = keep
-	}
+	l.evictIdle()
 }
 
-// closeUnhealthyIdle closes the pooled connections to backends out of rotation (drained,
-// ejected, removed). Each connection is judged by its own backend: after a removal the index
-// may already belong to a new one.
-func (l *loop) closeUnhealthyIdle() {
-	for i, p := range l.pools {
-		keep := p[:0]
-		for _, u := range p {
-			if u.b.InRotation() {
-				keep = append(keep, u)
-				continue
-			}
-			u.b.loopIdle.Add(-1)
-			l.closeUpstream(u)
-		}
-		clear(p[len(keep):])
-		l.pools[i] = keep
+// evictIdle closes the pooled connections past idle_timeout or to backends out of rotation
+// (drained, ejected, removed).
+func (l *loop) evictIdle() {
+	for i := range l.pools {
+		l.pools[i].evict(l.now, l.s.set.IdleTimeout)
 	}
 }
 
@@ -462,10 +439,8 @@ func (l *loop) closeAll() {
 			l.closeClient(c)
 		}
 	}
-	for _, p := range l.pools {
-		for _, u := range p {
-			u.b.loopIdle.Add(-1)
-		}
+	for i := range l.pools {
+		l.pools[i].evict(l.now, 0)
 	}
 	for fd := range l.slots {
 		if u := l.slots[fd].u; u != nil {

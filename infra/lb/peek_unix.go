@@ -9,14 +9,14 @@ import (
 
 // alive peeks at u without blocking: EAGAIN means open and quiet; EOF, an error or unexpected
 // bytes mean it must not be used.
-func alive(u *upstream) bool {
+func (u *upstream) alive() bool {
 	ok := false
 	err := u.raw.Control(func(fd uintptr) { ok = peekAlive(int(fd)) })
 	return err == nil && ok
 }
 
 // peekAlive peeks at fd without blocking: EAGAIN means open and quiet; EOF, an error or
-// unexpected bytes mean the connection must not be used (alive, and the event loops' pools).
+// unexpected bytes mean the connection must not be used (both paths' pool probe).
 func peekAlive(fd int) bool {
 	var b [1]byte
 	n, _, err := syscall.Recvfrom(fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)

@@ -4,7 +4,7 @@ package lb
 
 // alive says no: a request with a body never goes on a pooled connection (a fresh one is as
 // safe, only slower), since the pool's probe (see pool) cannot run here.
-func alive(*upstream) bool { return false }
+func (*upstream) alive() bool { return false }
 
 // awaitReadable waits for the next request of an idle client connection by reading into its
 // buffer, which it keeps while idle.

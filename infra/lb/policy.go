@@ -29,6 +29,10 @@ func staleRetry(req *http1.Request, aerr attemptError, reused bool) bool {
 	return aerr == attemptNoAnswer && reused && req.Idempotent()
 }
 
+// probeBeforeReuse says a pooled connection must pass the MSG_PEEK probe before req goes on
+// it: req would not be sent again if the connection turned out closed (see idlePool).
+func probeBeforeReuse(req *http1.Request) bool { return !req.Idempotent() }
+
 // failure is what follows a failed attempt that was not a stale-pool retry (nor the client's
 // fault, which the caller handles): eject takes the backend out of rotation at once (passive
 // ejection: a refused connect, or a fresh connection that broke before the response); next

@@ -172,7 +172,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 // start is when the request began (slow bodies count from it).
 func (s *Server) attempt(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, start time.Time) (*upstream, attemptError) {
 	now := s.clock.Now()
-	if u := b.pool.get(now, s.set.IdleTimeout, !x.req.Idempotent()); u != nil {
+	if u := b.pool.get(now, s.set.IdleTimeout, probeBeforeReuse(&x.req)); u != nil {
 		return u, s.exchange(cc, x, u, body, rest, start)
 	}
 	return s.attemptFresh(cc, x, b, body, rest, start)
@@ -243,32 +243,19 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 	t0 := time.Now()
 	_ = u.conn.SetReadDeadline(t0.Add(s.set.HeaderTimeout))
 	for {
-		n, err := http1.HeadEnd(u.in.buffered())
-		if err != nil {
+		switch n, step := responseHead(u.in.buffered(), req, &x.resp); step {
+		case headBad:
 			return attemptBad
-		}
-		if n > 0 {
-			if err := http1.ParseResponse(u.in.buffered()[:n], req.IsHead(), &x.resp); err != nil {
-				return attemptBad
-			}
-			if x.resp.Status == 101 {
-				if !req.Upgrade {
-					return attemptBad // switching protocols nobody asked for
+		case headInterim:
+			if req.Minor == 1 {
+				_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+				if _, err := cc.conn.Write(u.in.buffered()[:n]); err != nil {
+					return attemptClientGone
 				}
-				u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
-				return attemptOK
 			}
-			if x.resp.Status >= 100 && x.resp.Status < 200 {
-				// interim response (100 Continue, 103 Early Hints): pass it on, wait for the final one
-				if req.Minor == 1 {
-					_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
-					if _, err := cc.conn.Write(u.in.buffered()[:n]); err != nil {
-						return attemptClientGone
-					}
-				}
-				u.in.consume(n)
-				continue
-			}
+			u.in.consume(n)
+			continue
+		case headFinal:
 			u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
 			return attemptOK
 		}

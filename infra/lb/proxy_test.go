@@ -467,7 +467,7 @@ func TestChunkedResponseIsRelayedAsItCame(t *testing.T) {
 		t.Fatalf("reading two chunked responses: %v (got %q)", err, got)
 	}
 	if string(got) != want+want {
-		t.Fatalf("relayed:\n%q\nwant twice:\n%q", got, want)
+		t.Fatalf("relayed:\n%q\nwant twice:\n%q\n%+v", got, want, l.Backends()[0].Status())
 	}
 
 	broken := scriptedBackend(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")

@@ -58,10 +58,6 @@ func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, sta
 
 func (s *Server) putUpstream(b *Backend, u *upstream) {
 	_ = u.conn.SetReadDeadline(time.Time{})
-	if u.in.r != u.in.w {
-		u.close() // the backend sent more than the response: never reuse
-		return
-	}
 	b.pool.put(u, s.clock.Now())
 }
 

@@ -31,16 +31,18 @@ func slowChecks() Option { return WithClock(clock.NewFake(zeroTime)) }
 
 func TestGETIsRetriedOnTheNextBackendAndTheDeadOneEjectedAtOnce(t *testing.T) {
 	a := startBackend(t, "a")
-	dead := deadAddr(t)
-	l := startLB(t, fastSettings(dead, a.addr()), slowChecks())
+	dying := startBackend(t, "dying")
+	l := startLB(t, fastSettings(dying.addr(), a.addr()), slowChecks())
 	c := client()
+	get(t, c, l.url("/_lb/health")) // the first checks are done: both in rotation
+	dying.srv.Close()               // from here its connections are refused
 	for i := 0; i < 6; i++ {
 		if code, body, _ := get(t, c, l.url("/")); code != 200 || body != "a" {
 			t.Fatalf("request %d: %d %q, want 200 from a", i, code, body)
 		}
 	}
 	st := l.Backends()[0].Status()
-	if st.State != Unhealthy || len(st.Transitions) != 1 || !strings.HasPrefix(st.Transitions[0].Reason, "passive:") {
+	if st.State != Unhealthy || len(st.Transitions) != 2 || !strings.HasPrefix(st.Transitions[1].Reason, "passive:") {
 		t.Fatalf("dead backend: %+v", st)
 	}
 	if l.retries.Load() != 1 || l.ejections.Load() != 1 {
@@ -109,7 +111,10 @@ func TestPOSTIsNeverExecutedTwice(t *testing.T) {
 
 func TestPOSTToAnUnreachableBackendIs502NotReplayed(t *testing.T) {
 	a := startBackend(t, "a")
-	l := startLB(t, fastSettings(deadAddr(t), a.addr()), slowChecks())
+	dying := startBackend(t, "dying")
+	l := startLB(t, fastSettings(dying.addr(), a.addr()), slowChecks())
+	get(t, client(), l.url("/_lb/health")) // the first checks are done: both in rotation
+	dying.srv.Close()                      // from here its connections are refused
 	resp, err := client().Post(l.url("/orders"), "text/plain", strings.NewReader("x"))
 	if err != nil {
 		t.Fatal(err)

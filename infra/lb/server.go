@@ -125,7 +125,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {
-		b := newBackend(a, i, now)
+		b := newConfiguredBackend(a, i, now)
 		b.pool.max = set.MaxIdlePerBackend
 		all = append(all, b)
 	}
@@ -200,6 +200,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	s.firstChecks(ctx) // before the first connection is accepted
 	checks, stopChecks := context.WithCancel(context.Background())
 	defer stopChecks()
 	s.startChecks(checks)
@@ -301,7 +302,7 @@ func (s *Server) forget(cc *clientConn) {
 func (s *Server) changed(b *Backend, t Transition) {
 	s.rot.rebuild()
 	if t.To != Healthy {
-		b.pool.closeIdle(time.Time{}, 0)
+		b.pool.evict(time.Time{}, 0)
 	}
 	if s.loops != nil {
 		s.loops.wakeAll() // the loops close their idle connections to it
@@ -320,13 +321,13 @@ func (s *Server) reapIdle(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			for _, b := range s.members.all() {
-				b.pool.closeIdle(time.Time{}, 0)
+				b.pool.evict(time.Time{}, 0)
 			}
 			return
 		case <-t.C:
 			now := s.clock.Now()
 			for _, b := range s.members.all() {
-				b.pool.closeIdle(now, s.set.IdleTimeout)
+				b.pool.evict(now, s.set.IdleTimeout)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -15,7 +16,10 @@ import (
 //
 //	go test -run XXX -bench WebSocketEcho -benchtime 5s ./infra/lb
 func BenchmarkWebSocketEcho(b *testing.B) {
-	echo := httptest.NewServer(wsEcho("echo"))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(http.ResponseWriter, *http.Request) {}) // 200: in rotation from the first check
+	mux.HandleFunc("/", wsEcho("echo"))
+	echo := httptest.NewServer(mux)
 	b.Cleanup(echo.Close)
 	set := LabSettings("127.0.0.1:0", []string{echo.Listener.Addr().String()})
 	set.Interval, set.Timeout = time.Hour, time.Second

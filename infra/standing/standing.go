@@ -97,9 +97,22 @@ type Standing struct {
 	adminDrained bool
 	// removed: the admin API took it out of the set; nothing changes its state any more.
 	removed bool
+	// first: a configured target's way to its first good check (StartAwaitingFirstCheck); 0 for
+	// a target started otherwise.
+	first int
 
 	inRotation atomic.Bool
 }
+
+// Where a configured target stands with respect to its first good check.
+const (
+	firstAwaited = iota + 1 // no verdict yet
+	firstFailed             // checked, never in rotation yet: the next good verdict puts it in
+	firstDone               // in rotation once: Record's thresholds decide
+)
+
+// ReasonNotChecked is a configured target's last error until its first check.
+const ReasonNotChecked = "not checked yet: the first check runs when the balancer starts"
 
 // StartInRotation sets s healthy as of now, without a transition: a configured target, in
 // rotation from the start.
@@ -108,6 +121,20 @@ func (s *Standing) StartInRotation(now time.Time) {
 	defer s.mu.Unlock()
 	s.state, s.since = Healthy, now
 	s.inRotation.Store(true)
+}
+
+// StartAwaitingFirstCheck sets s unhealthy as of now, until its first check: a configured
+// target, as with HAProxy's init-state down. Its first verdict places it (a good one in
+// rotation at once, not after the healthy threshold: a configured target is expected to be
+// there; a 503 draining; anything else unhealthy), and until it has been in rotation once, its
+// first good verdict puts it in. From then on Record's thresholds apply. With start-first
+// deploys a balancer's configuration names both ports of a service and only one runs: a
+// balancer that began with every target in rotation sent requests to the idle one until its
+// checks failed.
+func (s *Standing) StartAwaitingFirstCheck(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state, s.since, s.first, s.lastErr = Unhealthy, now, firstAwaited, ReasonNotChecked
 }
 
 // StartJoining sets s joining as of now: a target the admin API added, out of rotation until its
@@ -146,6 +173,9 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 	defer s.mu.Unlock()
 	s.lastCheck = now
 	held := s.adminDrained || s.removed
+	if t, changed, placed := s.placeFirstLocked(v, now, held); placed {
+		return t, changed
+	}
 	if v.OK() {
 		s.lastErr = ""
 		s.successes++
@@ -166,6 +196,35 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 		return s.moveLocked(Unhealthy, now, fmt.Sprintf("%d consecutive failed checks, last: %s", s.failures, v.Reason())), true
 	}
 	return Transition{}, false
+}
+
+// placeFirstLocked applies v to a configured target that has not been in rotation yet
+// (StartAwaitingFirstCheck); placed is false when the verdict is Record's to apply.
+func (s *Standing) placeFirstLocked(v Verdict, now time.Time, held bool) (t Transition, changed, placed bool) {
+	if s.first == 0 || s.first == firstDone || held {
+		return Transition{}, false, false
+	}
+	if s.first == firstFailed && !v.OK() {
+		return Transition{}, false, false // Record counts it
+	}
+	reason := "first check: " + v.Reason()
+	switch {
+	case s.first == firstFailed:
+		reason = "first good check: " + v.good()
+	case v.OK():
+		reason = "first check: " + v.good()
+	}
+	s.lastErr = ""
+	to := Unhealthy
+	switch {
+	case v.OK():
+		to, s.successes, s.failures, s.first = Healthy, 1, 0, firstDone
+	case v.Err == nil && v.Status == 503:
+		to, s.failures, s.lastErr, s.first = Draining, 1, v.Reason(), firstFailed
+	default:
+		s.failures, s.lastErr, s.first = 1, v.Reason(), firstFailed
+	}
+	return s.moveLocked(to, now, reason), true, true
 }
 
 // Eject takes the target out of rotation at once after a connection to it was refused or broke

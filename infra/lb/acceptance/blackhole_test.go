@@ -11,9 +11,11 @@ import (
 // The lab's "blocking connect" mistake: a backend that never answers the SYN must cost one
 // request the 1 s connect timeout (then the GET goes to the next backend), and nobody else.
 
-// blackhole is a loopback address where connects hang: a listener with a full accept queue that
-// never accepts, so the kernel drops further SYNs. It skips t where the kernel does not do that.
-func blackhole(t *testing.T) string {
+// blackhole is a loopback address that answers one health check 200 (the LB's first, which
+// puts it in rotation) and where connects hang after hole: a listener with a full accept queue
+// that no longer accepts, so the kernel drops further SYNs. hole skips t where the kernel does
+// not do that.
+func blackhole(t *testing.T) (addr string, hole func()) {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -30,25 +32,45 @@ func blackhole(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
-	for i := 0; i < 8; i++ { // fill the accept queue
-		c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	addr = "127.0.0.1:" + strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
+	checked := make(chan struct{})
+	go func() { // the first health check: read the request, answer 200, accept nothing more
+		defer close(checked)
+		cfd, _, err := syscall.Accept(fd)
 		if err != nil {
-			return addr // this connect hung: the queue is full
+			return
 		}
-		t.Cleanup(func() { c.Close() })
+		defer syscall.Close(cfd)
+		var buf [4096]byte
+		_, _ = syscall.Read(cfd, buf[:])
+		_, _ = syscall.Write(cfd, []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+	}()
+	return addr, func() {
+		select {
+		case <-checked:
+		case <-time.After(15 * time.Second):
+			t.Fatal("the LB never checked the backend")
+		}
+		for i := 0; i < 8; i++ { // fill the accept queue
+			c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+			if err != nil {
+				return // this connect hung: the queue is full
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+		t.Skip("cannot make a black-hole listener here: connects to a full accept queue still succeed")
 	}
-	t.Skip("cannot make a black-hole listener here: connects to a full accept queue still succeed")
-	return ""
 }
 
 func TestBlackholedBackendCostsOneConnectTimeout(t *testing.T) {
 	t.Parallel()
 	needLB(t)
-	hole := &backendProc{t: t, name: "hole", addr: blackhole(t)}
+	holeAddr, makeHole := blackhole(t)
+	hole := &backendProc{t: t, name: "hole", addr: holeAddr}
 	a := startBackend(t, "a")
 	// Slow health checks: until the proxy itself meets the hung connect, the hole stays in rotation.
 	l := startLB(t, []*backendProc{hole, a}, "--health-interval", "10s", "--health-timeout", "3s")
+	makeHole() // its first check put it in rotation; from now on its connects hang
 
 	start := time.Now()
 	var slowest time.Duration

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestSlowUploadsEjectNoBackend(t *testing.T) {
 		}
 	}
 	for addr, st := range l.status(t) {
-		if !st.InRotation || len(st.Transitions) != 0 {
+		if !st.InRotation || len(st.Transitions) != 1 || !strings.HasPrefix(st.Transitions[0].Reason, "first health check: ") {
 			t.Errorf("backend %s after slow uploads: state %s, transitions %+v; want in rotation, untouched", addr, st.State, st.Transitions)
 		}
 	}
