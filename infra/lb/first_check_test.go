@@ -3,7 +3,6 @@ package lb
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // The start-first case after an LB restart: the configuration names both ports of a service
