@@ -380,8 +380,8 @@ type load struct {
 	// freshResets are resets of a connection's first request (see testUpgradeLB); failures
 	// hold every other failure
 	freshResets atomic.Int64
-	mu       sync.Mutex
-	failures []string
+	mu          sync.Mutex
+	failures    []string
 }
 
 // keepAliveWorkers keep their connection; as many more open one per request.
