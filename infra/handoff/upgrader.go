@@ -36,11 +36,13 @@ type Upgrader struct {
 	opts  Options
 	log   *slog.Logger
 	upg   *tableflip.Upgrader // nil where sockets cannot be handed on (Windows)
+	hup   chan os.Signal      // SIGHUP, caught from New on so it never ends the process
 	ready bool
 }
 
 // New prepares the hand-off; call it before opening any listener. In a process started by an
-// upgrade it takes over the sockets the old process passed.
+// upgrade it takes over the sockets the old process passed. From now until Close, SIGHUP no
+// longer ends the process: it asks for an upgrade (see UpgradeOnHangup).
 func New(opts Options) (*Upgrader, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("upgrade timeout %s: must not be negative (0 is the default, %s)", opts.Timeout, DefaultTimeout)
@@ -57,6 +59,8 @@ func New(opts Options) (*Upgrader, error) {
 		return nil, fmt.Errorf("take over the listeners of the process that started this one: %w", err)
 	}
 	u.upg = upg
+	u.hup = make(chan os.Signal, 1)
+	signal.Notify(u.hup, syscall.SIGHUP)
 	return u, nil
 }
 
@@ -153,8 +157,8 @@ func (u *Upgrader) Fail(reason error) {
 
 // UpgradeOnHangup starts upgrading on SIGHUP and returns a context that ends when ctx ends or
 // once a new process is ready: the caller then drains, as on SIGTERM, and exits. After ctx
-// ended, no upgrade starts. Each attempt and its outcome get a line on log. Call it before
-// Ready, so a SIGHUP never finds the default action (which ends the process).
+// ended, no upgrade starts. Each attempt and its outcome get a line on log. A SIGHUP that
+// arrived before (after New) starts an attempt now, which fails while the process is not Ready.
 func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) context.Context {
 	if u.upg == nil {
 		return ctx
@@ -163,10 +167,8 @@ func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) contex
 		u.log = log
 	}
 	serve, handedOff := context.WithCancel(ctx)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	hup := u.hup
 	go func() {
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():
@@ -249,6 +251,7 @@ func (u *Upgrader) explain(err error) string {
 func (u *Upgrader) Close() {
 	if u.upg != nil {
 		u.upg.Stop()
+		signal.Stop(u.hup)
 	}
 	if u.opts.PIDFile == "" {
 		return
