@@ -139,21 +139,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Rate == 0 {
 		opts.Rate = 400
 	}
-	if opts.Before == 0 {
-		opts.Before = time.Second
-	}
-	if opts.After == 0 {
-		opts.After = 1500 * time.Millisecond
-	}
-	if opts.Self == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("demo: find the zero502 binary: %w", err)
-		}
-		opts.Self = self
-	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
+	if err := fillCommon(&opts.Self, &opts.Progress, &opts.Before, &opts.After); err != nil {
+		return nil, err
 	}
 	if opts.Runtime == "" {
 		opts.Runtime = RuntimeProcess
@@ -281,6 +268,28 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		return fmt.Errorf("demo: rollout %s → %s: %w", From, To, deployErr)
 	}
 	return ctx.Err()
+}
+
+// fillCommon sets the defaults both demos share: the zero502 binary (this one), no progress
+// output, 1s of load before the first rollout and 1.5s after the last.
+func fillCommon(self *string, progress *io.Writer, before, after *time.Duration) error {
+	if *before == 0 {
+		*before = time.Second
+	}
+	if *after == 0 {
+		*after = 1500 * time.Millisecond
+	}
+	if *self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("demo: find the zero502 binary: %w", err)
+		}
+		*self = exe
+	}
+	if *progress == nil {
+		*progress = io.Discard
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

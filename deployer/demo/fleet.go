@@ -334,28 +334,13 @@ func (f *fleet) waitInRotation(ctx context.Context) error {
 // over; containers are also removed, running or exited) and the LB (SIGTERM, then SIGKILL after
 // a bound). It keeps going past errors.
 func (f *fleet) stop(self string) error {
-	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, h := range f.cfg.Hosts {
-		rt := f.runtimes[h.Name]
-		insts, err := rt.List(ctx, runtime.Filter{Host: h.Name})
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, in := range insts {
-			if in.Running() {
-				if _, err := rt.Stop(ctx, in, 0); err != nil {
-					errs = append(errs, fmt.Errorf("stop %s on %s: %w", in.ID, h.Name, err))
-				}
-			}
-			if f.engine != nil {
-				if err := f.engine.Remove(ctx, in); err != nil {
-					errs = append(errs, fmt.Errorf("remove container %s of %s: %w", in.ID, h.Name, err))
-				}
-			}
-		}
+	var remove func(context.Context, runtime.Instance) error
+	if f.engine != nil {
+		remove = f.engine.Remove
 	}
+	errs := killInstances(ctx, f.cfg.Hosts, f.runtimes, remove)
 	if f.engine == nil {
 		if pids := f.sweep(self); len(pids) > 0 {
 			errs = append(errs, fmt.Errorf("the process runtime had lost track of app pids %v on the demo's ports; killed them", pids))
@@ -371,6 +356,33 @@ func (f *fleet) stop(self string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// killInstances kills every instance the hosts' runtimes know of (the load is over) and, with
+// remove, removes each one too (containers, running or exited). It keeps going past errors.
+func killInstances(ctx context.Context, hosts []infra.Host, runtimes map[string]deployer.Runtime,
+	remove func(context.Context, runtime.Instance) error) []error {
+	var errs []error
+	for _, h := range hosts {
+		rt := runtimes[h.Name]
+		insts, err := rt.List(ctx, runtime.Filter{Host: h.Name})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, in := range insts {
+			if in.Running() {
+				if _, err := rt.Stop(ctx, in, 0); err != nil {
+					errs = append(errs, fmt.Errorf("stop %s on %s: %w", in.ID, h.Name, err))
+				}
+			}
+			if remove != nil {
+				if err := remove(ctx, in); err != nil {
+					errs = append(errs, fmt.Errorf("remove container %s of %s: %w", in.ID, h.Name, err))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // sweep kills any `self app ... --port P` process on one of the fleet's service ports that is

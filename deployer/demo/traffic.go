@@ -152,22 +152,7 @@ func (t *tier) deploy(ctx context.Context, self, version string, naive bool, bal
 
 // stop kills every instance the tier's runtimes know of.
 func (t *tier) stop(ctx context.Context) error {
-	var errs []error
-	for _, h := range t.cfg.Hosts {
-		rt := t.runtimes[h.Name]
-		insts, err := rt.List(ctx, runtime.Filter{Host: h.Name})
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, in := range insts {
-			if in.Running() {
-				if _, err := rt.Stop(ctx, in, 0); err != nil {
-					errs = append(errs, fmt.Errorf("stop %s on %s: %w", in.ID, h.Name, err))
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(killInstances(ctx, t.cfg.Hosts, t.runtimes, nil)...)
 }
 
 // chain is the demo's traffic layer: the DNS server, the three tiers, their ports.
@@ -372,21 +357,8 @@ func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error
 	if opts.Sessions == 0 {
 		opts.Sessions = 4
 	}
-	if opts.Before == 0 {
-		opts.Before = time.Second
-	}
-	if opts.After == 0 {
-		opts.After = 1500 * time.Millisecond
-	}
-	if opts.Self == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("demo: find the zero502 binary: %w", err)
-		}
-		opts.Self = self
-	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
+	if err := fillCommon(&opts.Self, &opts.Progress, &opts.Before, &opts.After); err != nil {
+		return nil, err
 	}
 	p := &progress{w: opts.Progress, start: time.Now()}
 	c, err := newChain(opts.Self)

@@ -2,8 +2,6 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,43 +48,17 @@ func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpo
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/upstreams", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"upstreams": f.Upstreams()})
+		adminapi.WriteJSON(w, http.StatusOK, map[string]any{"upstreams": f.Upstreams()})
 	})
 	mux.HandleFunc("GET /admin/upstreams/{addr}", func(w http.ResponseWriter, r *http.Request) {
 		u := f.ups.find(r.PathValue("addr"))
 		if u == nil {
-			adminError(w, fmt.Errorf("%s: %w", r.PathValue("addr"), ErrUnknownUpstream))
+			adminapi.WriteError(w, fmt.Errorf("%s: %w", r.PathValue("addr"), ErrUnknownUpstream))
 			return
 		}
-		writeJSON(w, http.StatusOK, u.status())
+		adminapi.WriteJSON(w, http.StatusOK, u.status())
 	})
-	mux.HandleFunc("PUT /admin/upstreams/{addr}", func(w http.ResponseWriter, r *http.Request) {
-		st, created, err := f.AddUpstream(r.PathValue("addr"))
-		if err != nil {
-			adminError(w, err)
-			return
-		}
-		code := http.StatusOK
-		if created {
-			code = http.StatusCreated
-		}
-		writeJSON(w, code, st)
-	})
-	mux.HandleFunc("POST /admin/upstreams/{addr}/drain", func(w http.ResponseWriter, r *http.Request) {
-		st, err := f.DrainUpstream(r.PathValue("addr"))
-		if err != nil {
-			adminError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	})
-	mux.HandleFunc("DELETE /admin/upstreams/{addr}", func(w http.ResponseWriter, r *http.Request) {
-		if err := f.RemoveUpstream(r.PathValue("addr")); err != nil {
-			adminError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
+	adminapi.HandleWrites(mux, "/admin/upstreams", adminWrites{f})
 	var h http.Handler = mux
 	if token != "" || !onLoopback(ln.Addr().String()) {
 		h = adminapi.RequireBearer(token, "zero502 edge admin", "--admin-token", mux)
@@ -168,23 +140,13 @@ func (f *Forwarder) RemoveUpstream(addr string) error {
 	return nil
 }
 
-// adminError answers a refused change: 404 unknown upstream, 409 still in rotation, 400 for a
-// bad address.
-func adminError(w http.ResponseWriter, err error) {
-	code := http.StatusBadRequest
-	switch {
-	case errors.Is(err, ErrUnknownUpstream):
-		code = http.StatusNotFound
-	case errors.Is(err, ErrInRotation):
-		code = http.StatusConflict
-	}
-	http.Error(w, err.Error(), code)
-}
+// adminWrites are the admin write API over the edge's upstreams, adminapi's.
+type adminWrites struct{ f *Forwarder }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+func (a adminWrites) Add(addr string) (adminapi.BackendStatus, bool, error) {
+	return a.f.AddUpstream(addr)
 }
+func (a adminWrites) Drain(addr string) (adminapi.BackendStatus, error) {
+	return a.f.DrainUpstream(addr)
+}
+func (a adminWrites) Remove(addr string) error { return a.f.RemoveUpstream(addr) }

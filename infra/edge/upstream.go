@@ -122,9 +122,9 @@ func (u *upstream) status() adminapi.BackendStatus {
 // Errors of the admin API's changes.
 var (
 	// ErrUnknownUpstream: no upstream has this address.
-	ErrUnknownUpstream = errors.New("no upstream with this address (GET /admin/upstreams lists them)")
+	ErrUnknownUpstream = fmt.Errorf("%w (GET /admin/upstreams lists them)", adminapi.ErrUnknownTarget)
 	// ErrInRotation: the upstream still takes new connections.
-	ErrInRotation = errors.New("upstream is still in rotation")
+	ErrInRotation = fmt.Errorf("upstream is %w", adminapi.ErrInRotation)
 )
 
 // upstreams is the edge's set: read lock-free by every new connection, changed under mu by the

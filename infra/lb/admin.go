@@ -2,7 +2,6 @@ package lb
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"time"
@@ -41,7 +40,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /{$}", s.statusPage)
-	s.adminWrites(mux)
+	adminapi.HandleWrites(mux, "/admin/backends", adminWrites{s})
 	var h http.Handler = mux
 	if !loopback(ln.Addr().String()) || s.set.AdminToken != "" && !loopback(s.set.Admin) {
 		h = adminapi.RequireBearer(s.set.AdminToken, "zero502 lb admin", "balancer.admin_token", mux)
@@ -68,12 +67,4 @@ func (s *Server) Statuses() []BackendStatus {
 	return out
 }
 
-func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }
-
-func writeJSONStatus(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
+func writeJSON(w http.ResponseWriter, v any) { adminapi.WriteJSON(w, http.StatusOK, v) }

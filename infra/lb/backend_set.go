@@ -2,12 +2,13 @@ package lb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // backendSet is the LB's current backends in order: the configured ones, then those the admin
@@ -58,9 +59,9 @@ func (bs *backendSet) storeLocked(all []*Backend) { bs.list.Store(&all) }
 // Errors of the admin write API; the HTTP layer maps them to 404 and 409.
 var (
 	// ErrUnknownBackend: no backend has this address.
-	ErrUnknownBackend = errors.New("no backend with this address (GET /admin/backends lists them)")
+	ErrUnknownBackend = fmt.Errorf("%w (GET /admin/backends lists them)", adminapi.ErrUnknownTarget)
 	// ErrInRotation: a backend must be drained before it is removed.
-	ErrInRotation = errors.New("backend is still in rotation")
+	ErrInRotation = fmt.Errorf("backend is %w", adminapi.ErrInRotation)
 )
 
 // checkBackendAddr is the rule for a backend address, from the config or the admin API:
