@@ -287,7 +287,6 @@ func hostPorts(addrs []string, port int) []string {
 	return out
 }
 
-
 // startDNS writes the zone with both edges and starts `self dns serve` on it.
 func (c *chain) startDNS(ctx context.Context, self string) error {
 	args := []string{"dns", "add", "--zone", c.zone, "--name", EdgeName, "--ttl", c.edges.cfg.Edge.DNSTTL.String()}
