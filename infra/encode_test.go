@@ -185,6 +185,9 @@ func randomConfig(r *rand.Rand) *Config {
 	c := Defaults()
 	b := &c.Balancer
 	b.Kind = pick(BalancerInHouse, BalancerALB, BalancerNone)
+	if b.Kind == BalancerInHouse && r.Intn(3) == 0 {
+		b.Admins = []string{fmt.Sprintf("127.0.0.11:%d", r.Intn(65536)), fmt.Sprintf("127.0.0.12:%d", r.Intn(65536))}
+	}
 	b.Listen = fmt.Sprintf("127.0.0.%d:%d", 1+r.Intn(250), r.Intn(65536))
 	b.Admin = fmt.Sprintf("[::1]:%d", r.Intn(65536))
 	b.AdminToken = text()
@@ -219,7 +222,9 @@ func randomConfig(r *rand.Rand) *Config {
 	}
 	c.App.KeepAliveIdleTimeout = dur(time.Hour)
 	if r.Intn(2) == 0 {
-		c.Edge = Edge{Drain: dur(time.Minute), DNSTTL: dur(time.Minute) - 1, CheckInterval: dur(10 * time.Second), UnhealthyThreshold: 1 + r.Intn(5)}
+		c.Edge.Drain, c.Edge.DNSTTL = dur(time.Minute), dur(time.Minute)-1
+		c.Edge.CheckInterval, c.Edge.UnhealthyThreshold = dur(10*time.Second), 1+r.Intn(5)
+		c.Edge.Origins = []string{fmt.Sprintf("10.0.1.%d:8080", 1+r.Intn(250))}
 	}
 	c.Rollout = Rollout{Batch: 1 + r.Intn(4), Runtime: pick(RuntimeProcess, RuntimeDocker), HealthyDeadline: dur(5 * time.Minute),
 		DockerHost: pick("", "unix:///var/run/docker.sock", "tcp://127.0.0.1:2375"), Strategy: pick(StopFirst, StartFirst),
@@ -227,7 +232,7 @@ func randomConfig(r *rand.Rand) *Config {
 
 	services := r.Intn(4)
 	for i := range services {
-		s := Service{Name: fmt.Sprintf("svc-%d", i), Image: pick("app:{version}", "registry.local:5000/app:{version}"),
+		s := Service{Name: fmt.Sprintf("svc-%d", i), Kind: KindApp, Image: pick("app:{version}", "registry.local:5000/app:{version}"),
 			Drain: pick(DrainHandshake, DrainBalancer), StopSignal: pick(StopSignals...)}
 		switch r.Intn(8) {
 		case 0: // nil: left out, read back nil
