@@ -22,16 +22,24 @@ func TestForwarderSendsTheHeaderAloneWhenTheServerSpeaksFirst(t *testing.T) {
 	defer origin.Close()
 	claimed := make(chan netip.AddrPort, 1)
 	go func() {
-		c, err := origin.Accept()
-		if err != nil {
-			return
+		for { // the forwarder's upstream checks connect too, and send nothing
+			c, err := origin.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				peer := c.(*OriginConn).Peer() // waits for the header
+				if !peer.Claimed.IsValid() {
+					return // a check: no header
+				}
+				claimed <- peer.Claimed
+				if _, err := io.WriteString(c, "220 greeting\n"); err != nil {
+					return
+				}
+				_, _ = io.Copy(c, c) // then echo
+			}()
 		}
-		defer c.Close()
-		claimed <- c.(*OriginConn).Peer().Claimed // waits for the header
-		if _, err := io.WriteString(c, "220 greeting\n"); err != nil {
-			return
-		}
-		_, _ = io.Copy(c, c) // then echo
 	}()
 	fwd := startForwarder(t, &Forwarder{Origins: []string{origin.Addr().String()}})
 	client := dialFrom(t, "127.0.0.2", fwd.Addr().String())

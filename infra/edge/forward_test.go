@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -204,10 +205,11 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 		t.Fatal("the held connection is not in the inner map")
 	}
 	cancel()
-	// Two timers each time: the drain's, and the upstream check loop's (it goes on in the drain).
+	// Two timers in the window: the drain's, and the upstream check loop's (it goes on in the
+	// drain); three in the budget: the FIN a linger before its end as well.
 	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	clk.Advance(drainWindow)
-	waitFor(t, "the shutdown budget timer", func() bool { return clk.Waiters() == 2 })
+	waitFor(t, "the shutdown budget timer", func() bool { return clk.Waiters() == 3 })
 	clk.Advance(shutdown)
 	select {
 	case err := <-done:
@@ -225,3 +227,50 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 
 // loopback is the trusted edge range of the tests: every forwarder dials from 127.0.0.1.
 var loopback = netip.MustParsePrefix("127.0.0.0/8")
+
+// A linger before the shutdown budget ends, the drain half-closes what is still open: the client
+// reads a clean end (EOF) while the budget still runs, not a reset when it is over.
+func TestForwarderDrainEndsOpenConnectionsWithAFINBeforeTheBudget(t *testing.T) {
+	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
+	m := &InnerMap{}
+	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m})
+	clk := clock.NewFake(time.Unix(0, 0))
+	fwd := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: clk}
+	if err := fwd.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fwd.Serve(ctx) }()
+
+	held := dialFrom(t, "127.0.0.1", fwd.Addr().String())
+	heldR := bufio.NewReader(held)
+	if a := ask(t, held, heldR); !a.Found {
+		t.Fatal("the held connection is not in the inner map")
+	}
+	cancel()
+	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
+	clk.Advance(drainWindow)
+	waitFor(t, "the shutdown budget's timers", func() bool { return clk.Waiters() == 3 })
+	clk.Advance(shutdown - finLinger)
+	_ = held.SetReadDeadline(time.Now().Add(deadline))
+	if _, err := heldR.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("read after the FIN: %v, want a clean EOF while the budget still runs", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned (%v) before the budget ran out", err)
+	default:
+	}
+	_ = held.Close() // the client closes its side, as a WebSocket client does
+	clk.Advance(finLinger)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve = %v, want nil", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("Serve did not return when the budget ran out")
+	}
+}
