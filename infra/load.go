@@ -29,9 +29,10 @@ const EnvPrefix = "ZERO502"
 // ErrNoDefaultConfig is Load's error when no --config was given and ./zero502.yaml is missing.
 var ErrNoDefaultConfig = errors.New("no " + DefaultPath + "; pass --config FILE (examples/local.yaml runs on this machine)")
 
-// Defaults returns the embedded defaults (the source's numbers, no services, no hosts).
+// Defaults returns the embedded defaults (the source's numbers, no services, no hosts), whatever
+// the environment says: the shipped numbers, which flags take as their defaults.
 func Defaults() *Config {
-	c, err := LoadBytes(nil, "defaults")
+	c, err := loadBytes(nil, "defaults", false)
 	if err != nil {
 		panic(fmt.Sprintf("embedded defaults do not load: %v", err))
 	}
@@ -58,6 +59,11 @@ func Load(path string) (*Config, error) {
 
 // LoadBytes is Load on YAML already in memory; name is used in error messages.
 func LoadBytes(data []byte, name string) (*Config, error) {
+	return loadBytes(data, name, true)
+}
+
+// loadBytes is LoadBytes, with the ZERO502_* environment overrides or without them.
+func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	v := viper.New()
 	v.SetConfigType("yaml")
 	if err := v.ReadConfig(bytes.NewReader(defaultsYAML)); err != nil {
@@ -78,12 +84,14 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 		}
 		lockSetIn = lockPathSetBy(fv)
 	}
-	if err := envUnknown(os.Environ()); err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
+	if withEnv {
+		if err := envUnknown(os.Environ()); err != nil {
+			return nil, fmt.Errorf("config %s: %w", name, err)
+		}
+		v.SetEnvPrefix(EnvPrefix)
+		v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+		v.AutomaticEnv()
 	}
-	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AutomaticEnv()
 
 	if err := envValuesAreText(data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)

@@ -207,12 +207,12 @@ func (s *Standing) placeFirstLocked(v Verdict, now time.Time, held bool) (t Tran
 	if s.first == firstFailed && !v.OK() {
 		return Transition{}, false, false // Record counts it
 	}
-	reason := "first check: " + v.Reason()
+	reason := "first health check: " + v.Reason()
 	switch {
 	case s.first == firstFailed:
-		reason = "first good check: " + v.good()
+		reason = "first good health check: " + v.good()
 	case v.OK():
-		reason = "first check: " + v.good()
+		reason = "first health check: " + v.good()
 	}
 	s.lastErr = ""
 	to := Unhealthy
