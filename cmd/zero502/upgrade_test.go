@@ -142,7 +142,7 @@ func testUpgradeLB(t *testing.T, bin string) {
 	// closed): 0 to 5 of ~1200 requests in about one run in three. The shared socket makes that
 	// moment busy; a lone LB on SIGTERM is out of rotation by then. Refused connections,
 	// non-2xx answers and failures on reused connections must still be zero.
-	l.stopAndCheck(t, 10)
+	l.stopAndCheck(t)
 	// Each keep-alive worker's connection began on the old process; its drain ended every one
 	// with a Connection: close response, never by closing it under a request.
 	if n := l.closedBy.Load(); n < keepAliveWorkers {
@@ -176,7 +176,7 @@ func testUpgradeEdge(t *testing.T, bin string) {
 		t.Fatalf("the old edge exited %d after its drain, want 0\n%s", code, readLog(t, dir, "edge.log"))
 	}
 	l.waitOK(t, l.ok.Load()+300)
-	l.stopAndCheck(t, 0)
+	l.stopAndCheck(t)
 	// The health and metrics sockets went over too: they still answer with the old process gone.
 	c, err := net.DialTimeout("tcp", health, time.Second)
 	if err != nil {
@@ -496,9 +496,10 @@ func (l *load) waitOK(t *testing.T, n int64) {
 	waitFor(t, 30*time.Second, fmt.Sprintf("%d successful requests", n), func() bool { return l.ok.Load() >= n })
 }
 
-// stopAndCheck ends the load and fails the test on any failure but up to freshResets resets
-// of a connection's first request.
-func (l *load) stopAndCheck(t *testing.T, freshResets int64) {
+// stopAndCheck ends the load and fails the test on any failure: a refused connection, a reset
+// or a close under a request (a new connection's first one included: the old process serves
+// what it accepted before it stopped accepting), an answer other than 2xx.
+func (l *load) stopAndCheck(t *testing.T) {
 	t.Helper()
 	l.halt()
 	l.mu.Lock()
@@ -506,11 +507,6 @@ func (l *load) stopAndCheck(t *testing.T, freshResets int64) {
 	t.Logf("load: %d requests answered 2xx, %d failures (%d of them a new connection reset or closed under its first request); "+
 		"%d keep-alive connections ended by the server with Connection: close",
 		l.ok.Load(), len(l.failures), l.freshResets.Load(), l.closedBy.Load())
-	if n := l.freshResets.Load(); n > 0 && n <= freshResets && int64(len(l.failures)) == n {
-		t.Logf("KNOWN ISSUE (infra/lb): %d new connections accepted by the old LB as it stopped accepting were reset or closed: %s",
-			n, strings.Join(l.failures, "; "))
-		return
-	}
 	if len(l.failures) > 0 {
 		t.Fatalf("%d failures, want none; first: %s", len(l.failures), strings.Join(l.failures[:min(5, len(l.failures))], "; "))
 	}

@@ -20,6 +20,8 @@ type clientConn struct {
 	in   reader
 	ip   []byte
 	idle atomic.Bool // waiting for a request on its own goroutine
+	// used: a request began on it (see freshGrace).
+	used atomic.Bool
 	// since is when the buffered request began, for a connection an event loop handed over
 	// mid-request (zero otherwise): slow bodies count from it.
 	since time.Time
@@ -66,6 +68,7 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 			}
 		}
 		ready = false
+		cc.used.Store(true)
 		start := time.Now()
 		if !cc.since.IsZero() {
 			start, cc.since = cc.since, time.Time{}
@@ -118,6 +121,14 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 	idle := s.set.ClientIdleTimeout
 	cc.in.acquire()
 	_ = cc.conn.SetReadDeadline(now.Add(min(hotWindow, idle)))
+	if s.closing.Load() && !cc.used.Load() {
+		// accepted just before the LB stopped accepting: its first request is on its way
+		_ = cc.conn.SetReadDeadline(now.Add(freshGrace))
+		if cc.in.fill(s.set.MaxHeaderBytes) == nil {
+			return waitData
+		}
+		return waitDone
+	}
 	cc.idle.Store(true)
 	if s.closing.Load() {
 		return waitDone

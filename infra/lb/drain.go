@@ -33,6 +33,13 @@ type lbDrain struct {
 
 func (d *lbDrain) Draining() { d.s.draining.Store(true) }
 
+// freshGrace is how long a client connection accepted just before the LB stopped accepting, and
+// not used yet, gets for its first request once the drain closes idle connections: it was
+// opened to send one (a listener handed to a new process, a balancer in front that had not
+// seen the drain yet), and closing it under that request would reset it. As net/http's
+// Shutdown does with new connections, it is closed only when nothing came.
+const freshGrace = time.Second
+
 func (d *lbDrain) StopAccepting() {
 	s := d.s
 	linger := min(tunnelLinger, s.set.Shutdown/2)
@@ -51,7 +58,7 @@ func (d *lbDrain) StopAccepting() {
 	s.closing.Store(true)
 	_ = s.ln.Close()
 	for cc := range s.conns {
-		if cc.idle.Load() {
+		if cc.idle.Load() && cc.used.Load() {
 			_ = cc.conn.SetReadDeadline(time.Unix(1, 0))
 		}
 	}

@@ -41,10 +41,14 @@ func (r *readiness) note(ev uint32) {
 // lclient is a client connection held by a loop.
 type lclient struct {
 	readiness
-	fd       int
-	ip       []byte
-	in       reader // conn is nil: the loop reads with read(2)
-	closed   bool
+	fd     int
+	ip     []byte
+	in     reader // conn is nil: the loop reads with read(2)
+	closed bool
+	// used: a request began on it. A connection accepted before the LB stopped accepting and not
+	// used yet carries a request on its way: the drain serves it (Connection: close) instead of
+	// closing the connection under it (freshGrace).
+	used     bool
 	phase    phase
 	chunked  bool // the response body is chunked: x.chunk finds its end (requests here never are)
 	keep     bool // the connection may carry another request after this response
@@ -123,7 +127,7 @@ func (l *loop) readRequest(c *lclient) {
 		if n > 0 && l.haveRequest(c, n) {
 			return
 		}
-		if s.closing.Load() && len(buf) == 0 {
+		if s.closing.Load() && len(buf) == 0 && c.used {
 			l.closeClient(c)
 			return
 		}
@@ -153,7 +157,7 @@ func (l *loop) readRequest(c *lclient) {
 			}
 			switch c.phase {
 			case phIdle:
-				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
+				c.phase, c.deadline, c.used = phHead, l.now.Add(s.set.ClientHeaderTimeout), true
 			case phBodyWait: // the body moves: only silence counts
 				c.deadline = l.now.Add(s.set.ClientHeaderTimeout)
 			}

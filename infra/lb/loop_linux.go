@@ -353,9 +353,9 @@ func (l *loop) addClient(fd int, ip []byte) {
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c := &lclient{readiness: readiness{canWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
 	if l.s.closing.Load() {
-		_ = unix.Close(fd)
-		l.count(-1)
-		return
+		// accepted before the listener closed (or adopted from another loop): its first
+		// request is on its way; it gets freshGrace to arrive
+		c.deadline = l.now.Add(freshGrace)
 	}
 	if err := l.register(fd); err != nil {
 		l.s.log.Error("epoll_ctl add failed", "err", err)
@@ -389,8 +389,13 @@ func (l *loop) woken() {
 	if l.s.closing.Load() {
 		l.stopAccepting()
 		for fd := range l.slots {
-			if c := l.slots[fd].c; c != nil && (c.phase == phIdle || l.s.aborting.Load()) {
+			c := l.slots[fd].c
+			switch {
+			case c == nil:
+			case l.s.aborting.Load() || c.phase == phIdle && c.used:
 				l.closeClient(c)
+			case c.phase == phIdle && c.deadline.After(l.now.Add(freshGrace)):
+				c.deadline = l.now.Add(freshGrace) // never used: its first request is on its way
 			}
 		}
 	}

@@ -281,7 +281,7 @@ func (s *Server) accept() error {
 func (s *Server) track(cc *clientConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing.Load() {
+	if s.aborting.Load() {
 		return false
 	}
 	s.conns[cc] = struct{}{}
