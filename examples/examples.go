@@ -19,3 +19,14 @@ var Local []byte
 //
 //go:embed any-service.yaml
 var AnyService []byte
+
+// The traffic layer's three tiers (`zero502 demo --traffic-layer` runs them): the apps behind two
+// LB instances, the LB instances behind two edges, the edges in a DNS A record set.
+var (
+	//go:embed traffic-apps.yaml
+	TrafficApps []byte
+	//go:embed traffic-lbs.yaml
+	TrafficLBs []byte
+	//go:embed traffic-edges.yaml
+	TrafficEdges []byte
+)

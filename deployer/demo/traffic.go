@@ -94,13 +94,6 @@ func (r *TrafficResult) Clean() bool {
 // EdgeName is the name the demo's client resolves: the edges' A record set.
 const EdgeName = "edge.zero502.test."
 
-// Loopback addresses of the demo's hosts: each LB instance and each edge has its own, so the A
-// record set can hold one address per edge and every instance listens on the same port.
-var (
-	lbAddrs   = []string{"127.0.0.11", "127.0.0.12"}
-	edgeAddrs = []string{"127.0.0.21", "127.0.0.22"}
-)
-
 // tier is one layer of the chain: its config (written to a file, as a user would keep it), and
 // one process runtime per host for the whole run.
 type tier struct {
@@ -110,14 +103,14 @@ type tier struct {
 	runtimes map[string]deployer.Runtime
 }
 
-// newTier writes cfg into dir as NAME.yaml, loads it back (the loader validates it) and makes
-// the hosts' runtimes.
-func newTier(name, dir string, cfg *infra.Config) (*tier, error) {
+// newTier writes cfg into dir as FILE.yaml (the name the tiers' commands use), loads it back
+// (the loader validates it) and makes the hosts' runtimes.
+func newTier(name, file, dir string, cfg *infra.Config) (*tier, error) {
 	data, err := infra.Encode(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %s config: %w", name, err)
 	}
-	t := &tier{name: name, path: filepath.Join(dir, name+".yaml"), runtimes: map[string]deployer.Runtime{}}
+	t := &tier{name: name, path: filepath.Join(dir, file+".yaml"), runtimes: map[string]deployer.Runtime{}}
 	if err := os.WriteFile(t.path, data, 0o644); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -176,7 +169,7 @@ func newChain(self string) (*chain, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: temp dir: %w (is $TMPDIR writable?)", err)
 	}
-	c := &chain{dir: dir, zone: filepath.Join(dir, "edge.zone")}
+	c := &chain{dir: dir}
 	if err := c.layout(self); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -184,6 +177,17 @@ func newChain(self string) (*chain, error) {
 	return c, nil
 }
 
+// The shipped tiers' paths and ports, which layout moves into the run's temp dir and onto free
+// ports.
+const (
+	shippedDir                     = "/tmp/zero502-traffic"
+	shippedLBPort, shippedLBAdmin  = 18080, 18081
+	shippedEdgePort, shippedEdgeAd = 18443, 18581
+)
+
+// layout loads the shipped tiers (examples/traffic-*.yaml) and moves them into the run's temp
+// dir and onto free ports: the apps' three hosts, each LB instance's listener and admin API,
+// each edge's listener and admin API, the DNS server.
 func (c *chain) layout(self string) error {
 	ports, err := freePorts(8)
 	if err != nil {
@@ -192,105 +196,78 @@ func (c *chain) layout(self string) error {
 	c.lbPort, c.lbAdminPort, c.edgePort, c.edgeAdminPt = ports[0], ports[1], ports[2], ports[3]
 	c.dns = fmt.Sprintf("127.0.0.1:%d", ports[4])
 	appPorts := ports[5:]
+	move := strings.NewReplacer(shippedDir, c.dir,
+		":"+strconv.Itoa(shippedLBPort), ":"+strconv.Itoa(c.lbPort), ":"+strconv.Itoa(shippedLBAdmin), ":"+strconv.Itoa(c.lbAdminPort),
+		":"+strconv.Itoa(shippedEdgePort), ":"+strconv.Itoa(c.edgePort), ":"+strconv.Itoa(shippedEdgeAd), ":"+strconv.Itoa(c.edgeAdminPt))
+	load := func(name string, data []byte) (*infra.Config, error) {
+		cfg, err := infra.LoadBytes(data, "examples/"+name)
+		if err != nil {
+			return nil, err
+		}
+		relocate(cfg, move)
+		return cfg, nil
+	}
 
-	// The apps: local.yaml's fleet and numbers, behind both LB instances.
-	apps, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	apps, err := load("traffic-apps.yaml", examples.TrafficApps)
 	if err != nil {
 		return err
 	}
-	lbAdmins := hostPorts(lbAddrs, c.lbAdminPort)
-	apps.Balancer.Listen = hostPorts(lbAddrs, c.lbPort)[0]
-	apps.Balancer.Admin, apps.Balancer.Admins = lbAdmins[0], lbAdmins
-	apps.Balancer.AcceptProxyFrom = []string{"127.0.0.0/8"}
-	apps.Watchdog.StateDir = c.dir
-	apps.Watchdog.LockPath = infra.Defaults().Watchdog.LockPath
 	base := min(appPorts[0], appPorts[1], appPorts[2])
 	apps.Services[0].Port = base
 	for i := range apps.Hosts {
-		h := &apps.Hosts[i]
-		h.PortOffset, h.StateDir, h.Address, h.LockPath = appPorts[i]-base, filepath.Join(c.dir, "apps", h.Name), "127.0.0.1", ""
+		apps.Hosts[i].PortOffset = appPorts[i] - base
 	}
-	if c.apps, err = newTier("apps", c.dir, apps); err != nil {
+	if c.apps, err = newTier("apps", "traffic-apps", c.dir, apps); err != nil {
 		return err
 	}
-
-	// The LB instances: each is `zero502 lb --config apps.yaml` on its own address, drained by
-	// the handshake (its /_lb/health answers 503) that the edges' checks see.
-	lbs := tierConfig(apps, c.dir)
-	lbs.Balancer.Kind = infra.BalancerEdges
-	lbs.Balancer.Admins = hostPorts(edgeAddrs, c.edgeAdminPt)
-	lbs.Balancer.HealthPath = infra.LBHealthPath
-	lbs.Services = []infra.Service{{
-		Name: "lb", Kind: infra.KindLB, Port: c.lbPort,
-		Command: []string{"{self}", "lb", "--config", c.apps.path, "--listen", "{address}:{port}",
-			"--admin", "{address}:" + strconv.Itoa(c.lbAdminPort), "--drain", "{drain}", "--shutdown", "{shutdown}",
-			"--pid-file", filepath.Join(c.dir, "lbs", "{host}", "lb.pid")},
-	}}
-	lbs.Hosts = tierHosts("lb", lbAddrs, filepath.Join(c.dir, "lbs"))
-	if c.lbs, err = newTier("lbs", c.dir, lbs); err != nil {
+	lbs, err := load("traffic-lbs.yaml", examples.TrafficLBs)
+	if err != nil {
 		return err
 	}
-
-	// The edges: each is `zero502 edge forward` in front of both LB instances, checking them
-	// with the LB tier's numbers through the PROXY header, in the A record set of the zone file.
-	edges := tierConfig(apps, c.dir)
-	edges.Balancer.Kind = infra.BalancerDNS
-	edges.Balancer.Record = infra.DNSRecord{Name: EdgeName, ZoneFile: c.zone}
-	b := lbs.Balancer
-	edges.Edge.Drain, edges.Edge.DNSTTL = 2500*time.Millisecond, time.Second
-	edges.Edge.CheckInterval, edges.Edge.UnhealthyThreshold = 250*time.Millisecond, 2
-	edges.Edge.Origins = hostPorts(lbAddrs, c.lbPort)
-	edges.Edge.UpstreamCheck = infra.EdgeUpstreamCheck{Path: infra.LBHealthPath, Interval: b.Interval, Timeout: b.Timeout,
-		HealthyThreshold: b.HealthyThreshold, UnhealthyThreshold: b.UnhealthyThreshold}
-	edgesPath := filepath.Join(c.dir, "edges.yaml")
-	edges.Services = []infra.Service{{
-		Name: "edge", Kind: infra.KindEdge, Port: c.edgePort, Drain: infra.DrainBalancer,
-		Health: infra.ServiceHealth{Path: infra.LBHealthPath},
-		// Its upstreams and their checks come from this config's edge.* keys; the deployer has
-		// waited the A set's TTL out before the stop signal, so the edge's own drain is 0.
-		Command: []string{"{self}", "edge", "forward", "--config", edgesPath, "--listen", "{address}:{port}",
-			"--admin", "{address}:" + strconv.Itoa(c.edgeAdminPt), "--drain", "0s", "--shutdown", "{shutdown}",
-			"--pid-file", filepath.Join(c.dir, "edges", "{host}", "edge.pid")},
-	}}
-	edges.Hosts = tierHosts("edge", edgeAddrs, filepath.Join(c.dir, "edges"))
-	if c.edges, err = newTier("edges", c.dir, edges); err != nil {
+	lbs.Services[0].Port = c.lbPort
+	if c.lbs, err = newTier("lbs", "traffic-lbs", c.dir, lbs); err != nil {
 		return err
 	}
+	edges, err := load("traffic-edges.yaml", examples.TrafficEdges)
+	if err != nil {
+		return err
+	}
+	edges.Services[0].Port = c.edgePort
+	if c.edges, err = newTier("edges", "traffic-edges", c.dir, edges); err != nil {
+		return err
+	}
+	c.zone = edges.Balancer.Record.ZoneFile
 	_ = self
 	return nil
 }
 
-// tierConfig is a tier's config with apps' numbers and nothing else: the same drain, shutdown,
-// stop grace and check numbers keep every tier within the invariants.
-func tierConfig(apps *infra.Config, dir string) *infra.Config {
-	c := *apps
-	c.Balancer.Admins, c.Balancer.AcceptProxyFrom, c.Balancer.Service = nil, nil, ""
-	c.Rollout.LockPath = ""
-	c.Watchdog.StateDir = dir
-	return &c
-}
-
-func tierHosts(prefix string, addrs []string, dir string) []infra.Host {
-	hs := make([]infra.Host, len(addrs))
-	for i, a := range addrs {
-		name := fmt.Sprintf("%s-%d", prefix, i+1)
-		hs[i] = infra.Host{Name: name, Address: a, StateDir: filepath.Join(dir, name)}
+// relocate rewrites every path and address of cfg with move: the state dirs, the zone file, the
+// balancer's addresses, the edges' upstreams and the services' commands.
+func relocate(cfg *infra.Config, move *strings.Replacer) {
+	b := &cfg.Balancer
+	b.Listen, b.Admin, b.Record.ZoneFile = move.Replace(b.Listen), move.Replace(b.Admin), move.Replace(b.Record.ZoneFile)
+	for i := range b.Admins {
+		b.Admins[i] = move.Replace(b.Admins[i])
 	}
-	return hs
-}
-
-func hostPorts(addrs []string, port int) []string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		out[i] = fmt.Sprintf("%s:%d", a, port)
+	for i := range cfg.Edge.Origins {
+		cfg.Edge.Origins[i] = move.Replace(cfg.Edge.Origins[i])
 	}
-	return out
+	cfg.Watchdog.StateDir = move.Replace(cfg.Watchdog.StateDir)
+	for i := range cfg.Services {
+		for j, a := range cfg.Services[i].Command {
+			cfg.Services[i].Command[j] = move.Replace(a)
+		}
+	}
+	for i := range cfg.Hosts {
+		cfg.Hosts[i].StateDir = move.Replace(cfg.Hosts[i].StateDir)
+	}
 }
 
 // startDNS writes the zone with both edges and starts `self dns serve` on it.
 func (c *chain) startDNS(ctx context.Context, self string) error {
 	args := []string{"dns", "add", "--zone", c.zone, "--name", EdgeName, "--ttl", c.edges.cfg.Edge.DNSTTL.String()}
-	for _, a := range edgeAddrs {
+	for _, h := range c.edges.cfg.Hosts { // each edge has a loopback address of its own
+		a := h.Address
 		if out, err := exec.CommandContext(ctx, self, append(args, a)...).CombinedOutput(); err != nil {
 			return fmt.Errorf("demo: put %s in the zone: %w: %s", a, err, out)
 		}
