@@ -38,6 +38,7 @@ func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 	echoLine(t, c, bufio.NewReader(c), "x")
 	c.Close()
 	waitFor(t, "the relay to count the header", func() bool { return relay.Counts().Headers == 1 })
+	waitFor(t, "the edge to see the connection end", func() bool { return fwd.Upstreams()[0].InFlight == 0 })
 
 	for _, tc := range []struct {
 		role string
