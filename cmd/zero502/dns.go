@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +12,7 @@ import (
 	"github.com/zero502/zero502/infra/dnsset"
 	"github.com/zero502/zero502/infra/dnsset/route53set"
 	"github.com/zero502/zero502/infra/dnsset/zonefile"
+	"github.com/zero502/zero502/infra/stopsignal"
 )
 
 // newDNSCmd serves and edits the edges' A set in a zone file (package infra/dnsset/zonefile).
@@ -68,7 +66,7 @@ first line says the address it listens on (useful with port 0).`,
 				return exitCode(1, err)
 			}
 			log.Info("dns serving", "listen", l.Addr, "zone", zone)
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			<-ctx.Done()
 			log.Info("dns stopping", "listen", l.Addr)

@@ -186,25 +186,8 @@ func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 }
 
 func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
-	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
-	m := &InnerMap{}
-	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m})
-	clk := clock.NewFake(time.Unix(0, 0))
-	fwd := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: clk}
-	if err := fwd.Open(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fwd.Serve(ctx) }()
-
-	held := dialFrom(t, "127.0.0.1", fwd.Addr().String())
-	heldR := bufio.NewReader(held)
-	if a := ask(t, held, heldR); !a.Found {
-		t.Fatal("the held connection is not in the inner map")
-	}
-	cancel()
+	d := startDraining(t)
+	clk, held, m, done := d.clk, d.held, d.m, d.done
 	// Two timers in the window: the drain's, and the upstream check loop's (it goes on in the
 	// drain); three in the budget: the FIN a linger before its end as well.
 	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
@@ -231,25 +214,8 @@ var loopback = netip.MustParsePrefix("127.0.0.0/8")
 // A linger before the shutdown budget ends, the drain half-closes what is still open: the client
 // reads a clean end (EOF) while the budget still runs, not a reset when it is over.
 func TestForwarderDrainEndsOpenConnectionsWithAFINBeforeTheBudget(t *testing.T) {
-	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
-	m := &InnerMap{}
-	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m})
-	clk := clock.NewFake(time.Unix(0, 0))
-	fwd := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: clk}
-	if err := fwd.Open(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fwd.Serve(ctx) }()
-
-	held := dialFrom(t, "127.0.0.1", fwd.Addr().String())
-	heldR := bufio.NewReader(held)
-	if a := ask(t, held, heldR); !a.Found {
-		t.Fatal("the held connection is not in the inner map")
-	}
-	cancel()
+	d := startDraining(t)
+	clk, held, heldR, done := d.clk, d.held, d.heldR, d.done
 	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	clk.Advance(drainWindow)
 	waitFor(t, "the shutdown budget's timers", func() bool { return clk.Waiters() == 3 })
@@ -273,4 +239,37 @@ func TestForwarderDrainEndsOpenConnectionsWithAFINBeforeTheBudget(t *testing.T) 
 	case <-time.After(deadline):
 		t.Fatal("Serve did not return when the budget ran out")
 	}
+}
+
+// The drain tests' timings: a window and a budget the fake clock advances through.
+const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
+
+// draining is a forwarder on a fake clock whose drain has begun, with one connection held open
+// through it to a relay and its backend.
+type draining struct {
+	clk   *clock.Fake
+	held  net.Conn
+	heldR *bufio.Reader
+	m     *InnerMap
+	done  chan error
+}
+
+func startDraining(t *testing.T) draining {
+	t.Helper()
+	d := draining{m: &InnerMap{}, clk: clock.NewFake(time.Unix(0, 0)), done: make(chan error, 1)}
+	relay := startRelay(t, &Relay{Backend: startBackend(t, d.m), Map: d.m})
+	fwd := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: d.clk}
+	if err := fwd.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { d.done <- fwd.Serve(ctx) }()
+	d.held = dialFrom(t, "127.0.0.1", fwd.Addr().String())
+	d.heldR = bufio.NewReader(d.held)
+	if a := ask(t, d.held, d.heldR); !a.Found {
+		t.Fatal("the held connection is not in the inner map")
+	}
+	cancel()
+	return d
 }
