@@ -232,14 +232,9 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		return err
 	}
 	p.line("all %d hosts in rotation; load %d req/s through the LB (%s; 20%% new connections)", len(cfg.Hosts), opts.Rate, what)
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	stopLoad := runLoad(ctx, load)
 	defer stopLoad()
-	loaded := make(chan *measure.Result, 1)
-	go func() { loaded <- load.Run(loadCtx) }()
-	finish := func() {
-		stopLoad()
-		res.Load = <-loaded
-	}
+	finish := func() { res.Load = stopLoad() }
 	if err := sleep(ctx, opts.Before); err != nil {
 		finish()
 		return err
@@ -268,6 +263,22 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		return fmt.Errorf("demo: rollout %s → %s: %w", From, To, deployErr)
 	}
 	return ctx.Err()
+}
+
+// runLoad runs load until stop is called (or ctx ends) and stop returns what it saw; calling
+// stop again returns the same result.
+func runLoad(ctx context.Context, load *measure.Load) (stop func() *measure.Result) {
+	loadCtx, cancel := context.WithCancel(ctx)
+	loaded := make(chan *measure.Result, 1)
+	go func() { loaded <- load.Run(loadCtx) }()
+	var res *measure.Result
+	return func() *measure.Result {
+		cancel()
+		if res == nil {
+			res = <-loaded
+		}
+		return res
+	}
 }
 
 // fillCommon sets the defaults both demos share: the zero502 binary (this one), no progress

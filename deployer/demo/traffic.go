@@ -399,14 +399,9 @@ func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *
 		return err
 	}
 	p.line("load %d req/s and %d WebSocket sessions through DNS → edges → LB instances → apps", opts.Rate, opts.Sessions)
-	loadCtx, stopLoad := context.WithCancel(ctx)
+	stopLoad := runLoad(ctx, load)
 	defer stopLoad()
-	loaded := make(chan *measure.Result, 1)
-	go func() { loaded <- load.Run(loadCtx) }()
-	finish := func() {
-		stopLoad()
-		res.Load = <-loaded
-	}
+	finish := func() { res.Load = stopLoad() }
 	if err := sleep(ctx, opts.Before); err != nil {
 		finish()
 		return err
