@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -211,8 +210,9 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 // loopback is the trusted edge range of the tests: every forwarder dials from 127.0.0.1.
 var loopback = netip.MustParsePrefix("127.0.0.0/8")
 
-// A linger before the shutdown budget ends, the drain half-closes what is still open: the client
-// reads a clean end (EOF) while the budget still runs, not a reset when it is over.
+// A linger before the shutdown budget ends, the drain half-closes what is still open toward its
+// server: the server closes, and the client reads a clean end (EOF) while the budget still runs,
+// not a reset when it is over.
 func TestForwarderDrainEndsOpenConnectionsWithAFINBeforeTheBudget(t *testing.T) {
 	d := startDraining(t)
 	clk, held, heldR, done := d.clk, d.held, d.heldR, d.done
@@ -221,8 +221,10 @@ func TestForwarderDrainEndsOpenConnectionsWithAFINBeforeTheBudget(t *testing.T) 
 	waitFor(t, "the shutdown budget's timers", func() bool { return clk.Waiters() == 3 })
 	clk.Advance(shutdown - finLinger)
 	_ = held.SetReadDeadline(time.Now().Add(deadline))
-	if _, err := heldR.ReadByte(); !errors.Is(err, io.EOF) {
-		t.Fatalf("read after the FIN: %v, want a clean EOF while the budget still runs", err)
+	// the backend answers its last words (the trailer) on the FIN, then closes: the client reads
+	// them, then a clean end
+	if rest, err := io.ReadAll(heldR); err != nil || string(rest) != trailer {
+		t.Fatalf("read after the FIN: %q, %v; want the server's last answer %q, then a clean EOF while the budget still runs", rest, err, trailer)
 	}
 	select {
 	case err := <-done:

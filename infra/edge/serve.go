@@ -16,9 +16,11 @@ import (
 // follows) over ln, calling relay for each accepted connection as a *pairedConn. When ctx ends,
 // onDraining runs, ln keeps accepting for the drain window, then it is closed and open
 // connections get the shutdown budget. A linger before the budget ends (at most 2 s, at most
-// half the budget) each still open gets a FIN both ways, so both peers close it cleanly within
-// the budget (a chat's WebSocket reconnects; nobody reads a reset); what is still open when the
-// budget runs out is closed, both sides of it.
+// half the budget) each still open gets a FIN toward its server: the server finishes what it was
+// answering and closes, and its FIN reaches the client after the answer, so the connection ends
+// cleanly within the budget (an HTTP server behind closes after its response; a chat's
+// WebSocket reconnects; nobody reads a reset). What is still open when the budget runs out is
+// closed, both sides of it.
 // Each phase gets a log line of its own (who names the server in it): drain's own lines speak
 // of an HTTP health path a TCP server does not have.
 func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), window, shutdown time.Duration,
@@ -52,7 +54,7 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 					select {
 					case <-clk.After(shutdown - linger):
 						if n := conns.finish(); n > 0 {
-							log.Info(who+" ends open connections cleanly: a FIN both ways", "open", n, "linger", linger.String())
+							log.Info(who+" ends open connections cleanly: a FIN to each server", "open", n, "linger", linger.String())
 						}
 					case <-done:
 					}
@@ -90,12 +92,12 @@ func (o *openConns) remove(c *pairedConn) {
 	o.mu.Unlock()
 }
 
-// finish half-closes both sides of every open connection and says how many there were.
+// finish half-closes every open connection toward its server (the client's side stays open for
+// the server's last answer and its FIN) and says how many there were.
 func (o *openConns) finish() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for c := range o.set {
-		_ = c.CloseWrite()
 		c.mu.Lock()
 		other := c.other
 		c.mu.Unlock()
