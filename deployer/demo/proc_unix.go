@@ -9,3 +9,6 @@ func ownProcessGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgi
 
 // killProcess SIGKILLs pid.
 func killProcess(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+// processAlive reports whether pid is a live process.
+func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil }

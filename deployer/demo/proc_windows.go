@@ -16,3 +16,13 @@ func killProcess(pid int) error {
 	}
 	return p.Kill()
 }
+
+// processAlive reports whether pid is a live process.
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	_ = p.Release()
+	return true
+}

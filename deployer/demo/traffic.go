@@ -301,7 +301,7 @@ func (c *chain) stop(self string) error {
 	// An LB upgraded in place runs as a process the runtime did not start: find it by its pid file.
 	for _, h := range c.lbs.cfg.Hosts {
 		if pid, err := readPID(filepath.Join(c.dir, "lbs", h.Name, "lb.pid")); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = killProcess(pid)
 		}
 	}
 	if c.dnsCmd != nil && c.dnsCmd.Process != nil {
@@ -494,7 +494,7 @@ func (c *chain) versions(ctx context.Context, t *tier) map[string]string {
 				}
 			}
 		}
-		if pid, ok := c.upgraded[h.Name]; ok && v == "nothing" && syscall.Kill(pid, 0) == nil {
+		if pid, ok := c.upgraded[h.Name]; ok && v == "nothing" && processAlive(pid) {
 			v = last
 		}
 		out[h.Name] = v
