@@ -164,13 +164,13 @@ type chain struct {
 // newChain lays out the three tiers' configs in a new temp dir: the apps from
 // examples/local.yaml behind both LB instances, the LB instances behind both edges, the edges in
 // the A record set of a zone file.
-func newChain(self string) (*chain, error) {
+func newChain() (*chain, error) {
 	dir, err := os.MkdirTemp("", "zero502-traffic-")
 	if err != nil {
 		return nil, fmt.Errorf("demo: temp dir: %w (is $TMPDIR writable?)", err)
 	}
 	c := &chain{dir: dir}
-	if err := c.layout(self); err != nil {
+	if err := c.layout(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -188,7 +188,7 @@ const (
 // layout loads the shipped tiers (examples/traffic-*.yaml) and moves them into the run's temp
 // dir and onto free ports: the apps' three hosts, each LB instance's listener and admin API,
 // each edge's listener and admin API, the DNS server.
-func (c *chain) layout(self string) error {
+func (c *chain) layout() error {
 	ports, err := freePorts(8)
 	if err != nil {
 		return err
@@ -237,7 +237,6 @@ func (c *chain) layout(self string) error {
 		return err
 	}
 	c.zone = edges.Balancer.Record.ZoneFile
-	_ = self
 	return nil
 }
 
@@ -289,7 +288,7 @@ func (c *chain) startDNS(ctx context.Context, self string) error {
 }
 
 // stop ends everything the chain started, the front first.
-func (c *chain) stop(self string) error {
+func (c *chain) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var errs []error
@@ -337,13 +336,13 @@ func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error
 		return nil, err
 	}
 	p := &progress{w: opts.Progress, start: time.Now()}
-	c, err := newChain(opts.Self)
+	c, err := newChain()
 	if err != nil {
 		return nil, err
 	}
 	res := &TrafficResult{Naive: opts.Naive, Versions: map[string]string{}}
 	runErr := c.run(ctx, opts, p, res)
-	stopErr := c.stop(opts.Self)
+	stopErr := c.stop()
 	res.Took = time.Since(p.start)
 	if err := errors.Join(runErr, stopErr); err != nil {
 		res.Error = err.Error()
