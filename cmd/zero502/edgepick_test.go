@@ -106,12 +106,16 @@ func TestEdgePickWithOneCandidateHasNothingToChoose(t *testing.T) {
 
 func TestEdgePickWithNoEdgeAnsweringExitsOne(t *testing.T) {
 	var closed []string
-	for range 2 {
+	var open []net.Listener
+	for range 2 { // both held open until both ports are known, so the kernel cannot hand out one twice
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		closed = append(closed, ln.Addr().String())
+		open = append(open, ln)
+	}
+	for _, ln := range open {
 		_ = ln.Close()
 	}
 	out, errOut, code := runEdgePick(t, "--addrs", strings.Join(closed, ","), "--insecure-skip-verify")
