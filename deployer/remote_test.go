@@ -127,23 +127,15 @@ func (s *sshd) target() string { return "root@127.0.0.1:" + strconv.Itoa(s.port)
 // remoteConfig writes fleet f's config with its first `remote` hosts reached over ssh.
 func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *infra.Config) {
 	f.t.Helper()
-	path := f.config(name, defaultValues())
-	data, err := os.ReadFile(path)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	text := string(data)
+	cfg := f.load(f.config(name, defaultValues()))
 	for i := range remote {
-		item := "  - name: " + hostName(i) + "\n"
-		text = strings.Replace(text, item, item+"    ssh: "+s.target()+"\n    address: 127.0.0.1\n", 1)
+		cfg.Hosts[i].SSH, cfg.Hosts[i].Address = s.target(), "127.0.0.1"
 	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-	cfg := f.load(path)
+	path := f.write(name, cfg)
+	cfg = f.load(path)
 	for i := range remote {
 		if cfg.Hosts[i].SSH == "" {
-			f.t.Fatalf("host %s has no ssh in:\n%s", hostName(i), text)
+			f.t.Fatalf("host %s has no ssh in %s", hostName(i), path)
 		}
 	}
 	return path, cfg
