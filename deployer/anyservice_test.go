@@ -82,12 +82,15 @@ type anyValues struct {
 func (f *fleet) anyConfig(name string, v anyValues) string {
 	f.t.Helper()
 	if v.Window == 0 {
-		v.Window = 1500 * time.Millisecond // > interval × unhealthy_threshold (I1)
+		v.Window = 1600 * time.Millisecond // > interval × unhealthy_threshold (I1), and I5 holds
 	}
 	cfg := f.fleetConfig()
 	cfg.Balancer.HealthPath = "/version.txt"
 	cfg.Balancer.Interval = 500 * time.Millisecond // http.server is slow to answer on a loaded 2-core machine
 	cfg.Balancer.Timeout = 400 * time.Millisecond
+	// Its listen backlog is 5 and a CGI request forks: under load one check in a row can miss
+	// (a SYN waits for its retransmit); three in a row take a target out.
+	cfg.Balancer.UnhealthyThreshold = 3
 	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
 	cfg.Balancer.HeaderTimeout = 800 * time.Millisecond
 	cfg.Drain.Window = v.Window
@@ -122,7 +125,10 @@ func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) 
 	m := &measuring{}
 	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "60", "--duration", "0", "--json",
 		"--get-path", getPath, "--post-path", postPath, "--health-path", healthPath, "--post-share", "0.25",
-		"--new-conn-share", "0.2", "--allow-failures")
+		"--new-conn-share", "0.2", "--allow-failures",
+		// longer than the LB's worst case (connect_timeout 3s past a SYN retransmit, then
+		// header_timeout): a request the LB still answers in time is slow, not lost
+		"--timeout", "5s")
 	m.cmd.Stdout = &m.out
 	m.cmd.Stderr = os.Stderr
 	if err := m.cmd.Start(); err != nil {
