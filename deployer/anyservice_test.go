@@ -46,7 +46,7 @@ func pythonServer(t *testing.T, dir string, broken bool) []string {
 	}
 	script := `d=` + www + `; mkdir -p $d/cgi-bin ` + serve + ` && echo {version} > $d/version.txt && ` +
 		`printf '#!/bin/sh\nhead -c "${CONTENT_LENGTH:-0}" >/dev/null\nprintf "Content-Type: text/plain\\r\\n\\r\\norder taken by {version}\\n"\n' > $d/cgi-bin/orders && ` +
-		`chmod +x $d/cgi-bin/orders && cd ` + serve + ` && exec python3 -m http.server {port} --cgi --bind 127.0.0.1 --directory ` + serve
+		`chmod +x $d/cgi-bin/orders && cd ` + serve + ` && exec python3 -c "import runpy, socketserver, sys; socketserver.TCPServer.request_queue_size = 128; sys.argv[0] = 'http.server'; runpy.run_module('http.server', run_name='__main__', alter_sys=True)" {port} --cgi --bind 127.0.0.1 --directory ` + serve
 	return []string{"sh", "-c", script}
 }
 
@@ -92,7 +92,7 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	// (a SYN waits for its retransmit); three in a row take a target out.
 	cfg.Balancer.UnhealthyThreshold = 3
 	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
-	cfg.Balancer.HeaderTimeout = 800 * time.Millisecond
+	cfg.Balancer.HeaderTimeout = 1500 * time.Millisecond // a CGI request forks: slow on a loaded machine (I9: < drain.window)
 	cfg.Drain.Window = v.Window
 	cfg.Rollout.Strategy = v.Strategy
 	cfg.Rollout.HealthyDeadline = 5 * time.Second
@@ -123,7 +123,7 @@ func startMeasure(t *testing.T, listen, postPath string) *measuring {
 func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) *measuring {
 	t.Helper()
 	m := &measuring{}
-	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "60", "--duration", "0", "--json",
+	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "30", "--duration", "0", "--json",
 		"--get-path", getPath, "--post-path", postPath, "--health-path", healthPath, "--post-share", "0.25",
 		"--new-conn-share", "0.2", "--allow-failures",
 		// longer than the LB's worst case (connect_timeout 3s past a SYN retransmit, then
@@ -162,7 +162,7 @@ func (m *measuring) stop(t *testing.T) loadResult {
 // requireNoFailure fails the test when any request of res went nowhere.
 func requireNoFailure(t *testing.T, res loadResult) {
 	t.Helper()
-	if res.Failures > 0 || res.Sent < 20 { // 60 req/s: a short stop sees a few dozen
+	if res.Failures > 0 || res.Sent < 10 { // 30 req/s: a short stop still sees a dozen or more
 		t.Errorf("load: %d sent, %d failed; want many, none failed (by class: %v)", res.Sent, res.Failures, res.Counts)
 	}
 }

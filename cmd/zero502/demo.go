@@ -167,7 +167,7 @@ the failures the handshake removes were seen.`,
 	f.BoolVar(&trafficLayer, "traffic-layer", false, "the whole chain: DNS → 2 edges → 2 LB instances → 3 apps under load; roll apps, LB instances, edges, then upgrade one LB in place")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (progress goes to stderr)")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
-	f.IntVar(&rate, "rate", 400, "load in requests per second (--service python: 60 unless set)")
+	f.IntVar(&rate, "rate", 400, "load in requests per second (--service python: 30 unless set)")
 	f.BoolVar(&keep, "keep", false, "keep the temp dir (config, host state, logs) and print its path")
 	f.StringVar(&rt, "runtime", demo.RuntimeProcess, "what the hosts run on: process or docker (containers)")
 	f.StringVar(&image, "image", docker.DefaultTag, "image of the apps with --runtime docker; built when missing")

@@ -59,7 +59,7 @@ const (
 
 // PythonRate is the demo's load with ServicePython unless told otherwise: python3 -m
 // http.server (threads, a listen backlog of 5, a fork per CGI request) is a modest server.
-const PythonRate = 60
+const PythonRate = 30
 
 // Versions the demo rolls between.
 const (

@@ -152,7 +152,7 @@ func TestPythonDemoRollsAThirdPartyServerWithNoFailedRequest(t *testing.T) {
 			t.Fatalf("host %s runs %v after the demo, want %s", h, v, To)
 		}
 	}
-	if !strings.Contains(stderr, "drained at the balancer by the deployer") || !strings.Contains(stderr, "python3 -m http.server") {
+	if !strings.Contains(stderr, "drained at the balancer by the deployer") || !strings.Contains(stderr, "runpy.run_module('http.server'") {
 		t.Fatalf("the progress shows no balancer-side drain of http.server:\n%s", stderr)
 	}
 }
