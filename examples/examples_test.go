@@ -47,7 +47,7 @@ func TestAnyServiceIsStartFirstBalancerDrainedBesideLocal(t *testing.T) {
 		t.Fatalf("any-service.yaml: strategy %s, service %+v; want start-first, drain balancer, two ports, /version.txt",
 			c.Rollout.Strategy, svc)
 	}
-	if !strings.Contains(strings.Join(svc.Command, " "), "python3 -m http.server {port}") {
+	if !strings.Contains(strings.Join(svc.Command, " "), "runpy.run_module('http.server', run_name='__main__', alter_sys=True)\" {port}") {
 		t.Errorf("command %q does not run python3's http.server on {port}", svc.Command)
 	}
 	targets := c.Targets()
