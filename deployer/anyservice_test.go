@@ -91,7 +91,7 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	// Its listen backlog is 5 and a CGI request forks: under load one check in a row can miss
 	// (a SYN waits for its retransmit); three in a row take a target out.
 	cfg.Balancer.UnhealthyThreshold = 3
-	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
+	cfg.Balancer.ConnectTimeout = 3 * time.Second        // past one SYN retransmit (1s): http.server's listen backlog is 5
 	cfg.Balancer.HeaderTimeout = 1500 * time.Millisecond // a CGI request forks: slow on a loaded machine (I9: < drain.window)
 	cfg.Drain.Window = v.Window
 	cfg.Rollout.Strategy = v.Strategy
