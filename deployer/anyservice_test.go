@@ -82,7 +82,7 @@ type anyValues struct {
 func (f *fleet) anyConfig(name string, v anyValues) string {
 	f.t.Helper()
 	if v.Window == 0 {
-		v.Window = 1600 * time.Millisecond // > interval × unhealthy_threshold (I1), and I5 holds
+		v.Window = 3100 * time.Millisecond // > header_timeout (I9) and interval × unhealthy_threshold (I1)
 	}
 	cfg := f.fleetConfig()
 	cfg.Balancer.HealthPath = "/version.txt"
@@ -91,8 +91,9 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	// Its listen backlog is 5 and a CGI request forks: under load one check in a row can miss
 	// (a SYN waits for its retransmit); three in a row take a target out.
 	cfg.Balancer.UnhealthyThreshold = 3
-	cfg.Balancer.ConnectTimeout = 3 * time.Second        // past one SYN retransmit (1s): http.server's listen backlog is 5
-	cfg.Balancer.HeaderTimeout = 1500 * time.Millisecond // a CGI request forks: slow on a loaded machine (I9: < drain.window)
+	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
+	cfg.Balancer.HeaderTimeout = 3 * time.Second  // a CGI request forks: slow on a loaded machine (I9: < drain.window)
+	cfg.Watchdog.HealAfter = 6                    // (6 − 1) × interval > drain.window + drain.shutdown (I5)
 	cfg.Drain.Window = v.Window
 	cfg.Rollout.Strategy = v.Strategy
 	cfg.Rollout.HealthyDeadline = 5 * time.Second
@@ -128,7 +129,7 @@ func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) 
 		"--new-conn-share", "0.2", "--allow-failures",
 		// longer than the LB's worst case (connect_timeout 3s past a SYN retransmit, then
 		// header_timeout): a request the LB still answers in time is slow, not lost
-		"--timeout", "5s")
+		"--timeout", "8s")
 	m.cmd.Stdout = &m.out
 	m.cmd.Stderr = os.Stderr
 	if err := m.cmd.Start(); err != nil {
