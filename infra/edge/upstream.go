@@ -175,17 +175,23 @@ func (s *upstreams) inRotation() int {
 }
 
 // pick is the in-rotation upstream not in tried with the fewest open connections, ties broken
-// round-robin; nil when none is left.
+// round-robin; nil when none is left. While no upstream is in rotation it fails open as the LB
+// does (standing.FailsOpen): it picks among the upstreams that left by failed checks after they
+// had served, never one that drains, is held by the admin API or never passed a check.
 func (s *upstreams) pick(tried []*upstream) *upstream {
 	all := s.all()
 	if len(all) == 0 {
 		return nil
 	}
+	takes := (*upstream).InRotation
+	if s.inRotation() == 0 {
+		takes = (*upstream).FailsOpen
+	}
 	start := int(s.next.Add(1) % uint64(len(all)))
 	var best *upstream
 	for i := range all {
 		u := all[(start+i)%len(all)]
-		if !u.InRotation() || slices.Contains(tried, u) {
+		if !takes(u) || slices.Contains(tried, u) {
 			continue
 		}
 		if best == nil || u.open.Load() < best.open.Load() {

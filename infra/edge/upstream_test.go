@@ -377,3 +377,19 @@ func TestUpstreamSettingsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// With no upstream in rotation, the edge fails open as the LB does: it forwards to the upstreams
+// that left by failed checks after they had served, never to one that drains (503).
+func TestNoUpstreamInRotationFailsOpenToTheOnesThatLeftByChecks(t *testing.T) {
+	a, b := startUpstream(t, "a"), startUpstream(t, "b")
+	fwd := startForwarder(t, &Forwarder{Origins: []string{a.addr, b.addr}, Check: withPath(looseChecks, "/_lb/health")})
+	b.setHealth(http.StatusServiceUnavailable)
+	waitFor(t, "b to drain on its 503", func() bool { return upstreamState(fwd, b.addr).State == adminapi.Draining })
+	a.setHealth(http.StatusInternalServerError)
+	waitFor(t, "a out by failed checks", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Unhealthy })
+	for i := 0; i < 10; i++ {
+		if got := through(t, fwd.Addr().String()); got != "a" {
+			t.Fatalf("connection %d with no upstream in rotation: answered by %q, want a (fails open; b drains)", i, got)
+		}
+	}
+}

@@ -613,7 +613,7 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	b.count(0)
 	b.inFlight.Add(-1)
 	c.b = nil
-	eject, next, status := failure(req, aerr, u != nil && u.reused)
+	eject, next, status := failure(req, aerr, u != nil && u.reused, b.InRotation())
 	if eject {
 		l.s.eject(b, aerr)
 	}

@@ -91,6 +91,8 @@ var (
 		"Requests in progress at a backend.", []string{"backend"}, nil)
 	inRotationDesc = prometheus.NewDesc("zero502_lb_backend_in_rotation",
 		"1 when the backend is healthy and in rotation.", []string{"backend"}, nil)
+	failOpenDesc = prometheus.NewDesc("zero502_lb_failing_open",
+		"1 while no backend is healthy and requests go to the ones that left rotation by failed checks.", nil, nil)
 	idleDesc = prometheus.NewDesc("zero502_lb_upstream_idle_connections",
 		"Idle keep-alive connections pooled to the backend.", []string{"backend"}, nil)
 	retriesDesc = prometheus.NewDesc("zero502_lb_retries_total",
@@ -116,7 +118,7 @@ var (
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
+	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, failOpenDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
 		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc} {
 		ch <- d
 	}
@@ -135,6 +137,11 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(inRotationDesc, prometheus.GaugeValue, rot, b.Address)
 		ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(b.idleConns()), b.Address)
 	}
+	failing := 0.0
+	if c.s.rot.failingOpen() {
+		failing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(failOpenDesc, prometheus.GaugeValue, failing)
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(c.s.retries.Load()))
 	ch <- prometheus.MustNewConstMetric(ejectionsDesc, prometheus.CounterValue, float64(c.s.ejections.Load()))
 	c.s.mu.Lock()

@@ -37,13 +37,18 @@ func probeBeforeReuse(req *http1.Request) bool { return !req.Idempotent() }
 // fault, which the caller handles): eject takes the backend out of rotation at once (passive
 // ejection: a refused connect, or a fresh connection that broke before the response); next
 // sends the request to another backend; otherwise the client gets status (502, or 504 for a
-// backend that took too long).
-func failure(req *http1.Request, aerr attemptError, reused bool) (eject, next bool, status int) {
+// backend that took too long). inRotation is whether the backend was in rotation when the
+// attempt failed: a refused connect to one that was not (the rotation failing open) says what
+// the checks said, no backend is healthy, so a request that cannot go on gets 503.
+func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (eject, next bool, status int) {
 	switch aerr {
 	case attemptConnect, attemptNoAnswer:
 		eject = aerr == attemptConnect || !reused
 		if req.Idempotent() {
 			return eject, true, 0
+		}
+		if aerr == attemptConnect && !inRotation {
+			return eject, false, 503
 		}
 		return eject, false, 502
 	case attemptTimeout:

@@ -23,24 +23,28 @@ func TestExchangePolicy(t *testing.T) {
 		aerr   attemptError
 		reused bool
 		stale  bool
+		out    bool // the backend was out of rotation (the rotation failing open)
 		eject  bool
 		next   bool
 		status int
 	}{
-		{"GET, connect refused", get, attemptConnect, false, false, true, true, 0},
-		{"GET, fresh connection broke", get, attemptNoAnswer, false, false, true, true, 0},
-		{"GET, pooled connection broke", get, attemptNoAnswer, true, true, false, true, 0},
-		{"POST, connect refused", post, attemptConnect, false, false, true, false, 502},
-		{"POST, pooled connection broke", post, attemptNoAnswer, true, false, false, false, 502},
-		{"POST, fresh connection broke", post, attemptNoAnswer, false, false, true, false, 502},
-		{"chunked GET is never replayed", chunked, attemptNoAnswer, true, false, false, false, 502},
-		{"GET, no head in time", get, attemptTimeout, false, false, false, false, 504},
-		{"GET, broken head", get, attemptBad, true, false, false, false, 502},
+		{"GET, connect refused", get, attemptConnect, false, false, false, true, true, 0},
+		{"GET, fresh connection broke", get, attemptNoAnswer, false, false, false, true, true, 0},
+		{"GET, pooled connection broke", get, attemptNoAnswer, true, true, false, false, true, 0},
+		{"POST, connect refused", post, attemptConnect, false, false, false, true, false, 502},
+		{"POST, pooled connection broke", post, attemptNoAnswer, true, false, false, false, false, 502},
+		{"POST, fresh connection broke", post, attemptNoAnswer, false, false, false, true, false, 502},
+		{"chunked GET is never replayed", chunked, attemptNoAnswer, true, false, false, false, false, 502},
+		{"GET, no head in time", get, attemptTimeout, false, false, false, false, false, 504},
+		{"GET, broken head", get, attemptBad, true, false, false, false, false, 502},
+		{"GET, refused by a fail-open backend", get, attemptConnect, false, false, true, true, true, 0},
+		{"POST, refused by a fail-open backend: no backend is healthy", post, attemptConnect, false, false, true, true, false, 503},
+		{"POST, fail-open backend broke after connect", post, attemptNoAnswer, false, false, true, true, false, 502},
 	} {
 		if got := staleRetry(tc.req, tc.aerr, tc.reused); got != tc.stale {
 			t.Errorf("%s: stale retry %v, want %v", tc.name, got, tc.stale)
 		}
-		eject, next, status := failure(tc.req, tc.aerr, tc.reused)
+		eject, next, status := failure(tc.req, tc.aerr, tc.reused, !tc.out)
 		if eject != tc.eject || next != tc.next || status != tc.status {
 			t.Errorf("%s: eject %v, next %v, status %d; want %v, %v, %d", tc.name, eject, next, status, tc.eject, tc.next, tc.status)
 		}

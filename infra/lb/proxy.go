@@ -131,7 +131,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			}
 			b.count(0)
 			b.inFlight.Add(-1)
-			eject, next, status := failure(req, aerr, reused)
+			eject, next, status := failure(req, aerr, reused, b.InRotation())
 			if eject {
 				s.eject(b, aerr)
 			}

@@ -300,6 +300,7 @@ func (s *Server) forget(cc *clientConn) {
 // API): log it, count it, rebuild the rotation and, when the backend left rotation, close its
 // idle pooled connections (in-flight ones finish).
 func (s *Server) changed(b *Backend, t Transition) {
+	was := s.rot.failingOpen()
 	s.rot.rebuild()
 	if t.To != Healthy {
 		b.pool.evict(time.Time{}, 0)
@@ -309,6 +310,15 @@ func (s *Server) changed(b *Backend, t Transition) {
 	}
 	s.metrics.transition(b, t)
 	s.log.Info("backend transition", "backend", b.Address, "from", string(t.From), "to", string(t.To), "reason", t.Reason)
+	sn := s.rot.cur.Load()
+	switch now := sn.failOpen && len(sn.list) > 0; {
+	case now && !was:
+		s.log.Warn("no backend is healthy: failing open to the backends that left rotation by failed checks", "backends", len(sn.list))
+	case was && !now && !sn.failOpen:
+		s.log.Info("a backend is healthy again: no longer failing open", "in_rotation", len(sn.list))
+	case was && !now:
+		s.log.Warn("no backend is healthy and none fails open: requests get 503")
+	}
 }
 
 // reapIdle closes pooled upstream connections once they reach idle_timeout, so the LB, not the

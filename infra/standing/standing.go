@@ -101,7 +101,12 @@ type Standing struct {
 	// a target started otherwise.
 	first int
 
+	// served: it has been in rotation at least once (a fail-open candidate when it leaves by
+	// failed checks).
+	served bool
+
 	inRotation atomic.Bool
+	failsOpen  atomic.Bool
 }
 
 // Where a configured target stands with respect to its first good check.
@@ -119,7 +124,7 @@ const ReasonNotChecked = "not checked yet: the first check runs when the balance
 func (s *Standing) StartInRotation(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state, s.since = Healthy, now
+	s.state, s.since, s.served = Healthy, now, true
 	s.inRotation.Store(true)
 }
 
@@ -150,6 +155,16 @@ func (s *Standing) StartJoining(now time.Time) Transition {
 
 // InRotation reports whether the target takes new traffic (state healthy).
 func (s *Standing) InRotation() bool { return s.inRotation.Load() }
+
+// FailsOpen reports whether the target takes traffic while no target of its set is in rotation:
+// it was in rotation once and left by failed checks or a passive ejection (state unhealthy). When
+// every target fails its checks at once, the likelier cause is the checker's side (a stalled
+// host, a congested network) rather than every target at once, so the balancer sends to these
+// rather than answer 503 to every request, as an AWS ALB fails open. A target that asked to leave
+// (a 503 from its health: the drain handshake), one the admin API drained or removed, and one
+// that never passed a check never take traffic this way. A lock-free read for the forwarding
+// path.
+func (s *Standing) FailsOpen() bool { return s.failsOpen.Load() }
 
 // State is the target's current state.
 func (s *Standing) State() State {
@@ -276,13 +291,16 @@ func (s *Standing) MarkRemoved() (from State, err error) {
 		return s.state, ErrInRotation
 	}
 	s.removed = true
+	s.failsOpen.Store(false)
 	return s.state, nil
 }
 
 func (s *Standing) moveLocked(to State, now time.Time, reason string) Transition {
 	t := Transition{At: now.UTC(), From: s.state, To: to, Reason: reason}
 	s.state, s.since = to, now
+	s.served = s.served || to == Healthy
 	s.inRotation.Store(to == Healthy)
+	s.failsOpen.Store(to == Unhealthy && s.served && !s.adminDrained && !s.removed)
 	if len(s.transitions) == keptTransitions {
 		copy(s.transitions, s.transitions[1:])
 		s.transitions = s.transitions[:keptTransitions-1]

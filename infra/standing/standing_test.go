@@ -299,3 +299,63 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// FailsOpen: only a target that served and left by failed checks or an ejection.
+func TestFailsOpenOnlyAfterServingAndLeavingByChecks(t *testing.T) {
+	ok := Verdict{Status: 200}
+	s503 := Verdict{Status: 503}
+	refused := Verdict{Err: errors.New("connect: connection refused")}
+	th := Thresholds{Unhealthy: 2, Healthy: 2}
+	now := zeroTime
+	record := func(s *Standing, vs ...Verdict) {
+		for _, v := range vs {
+			now = now.Add(time.Second)
+			s.Record(v, now, th)
+		}
+	}
+	check := func(what string, s *Standing, want bool) {
+		t.Helper()
+		if got := s.FailsOpen(); got != want {
+			t.Errorf("%s (state %s): fails open %v, want %v", what, s.State(), got, want)
+		}
+	}
+
+	s := inRotation()
+	check("in rotation", s, false)
+	record(s, refused, refused)
+	check("served, then two failed checks", s, true)
+	record(s, ok, ok)
+	check("back in rotation", s, false)
+	record(s, s503)
+	check("asked to leave (503)", s, false)
+	record(s, refused, refused)
+	check("draining, then two failed checks", s, true)
+
+	e := inRotation()
+	e.Eject("connect: connection refused", now)
+	check("ejected", e, true)
+	e.AdminDrain(now)
+	check("ejected, then drained by the admin API", e, false)
+	e.Undrain(now)
+	check("undrained: joining", e, false)
+
+	r := inRotation()
+	record(r, refused, refused)
+	if _, err := r.MarkRemoved(); err != nil {
+		t.Fatal(err)
+	}
+	check("removed", r, false)
+
+	first := &Standing{}
+	first.StartAwaitingFirstCheck(zeroTime)
+	record(first, refused, refused, refused)
+	check("never passed a check", first, false)
+	record(first, ok)
+	record(first, refused, refused)
+	check("passed its first check, then failed", first, true)
+
+	j := &Standing{}
+	j.StartJoining(zeroTime)
+	record(j, refused, refused)
+	check("joining, never in rotation", j, false)
+}
