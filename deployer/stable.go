@@ -56,11 +56,14 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 					h.Name, f.svc.Name, f.inst.ID, err)
 			}
 			up := now.Sub(f.at)
-			if !cur.Running() {
+			exited := func(cur runtime.Instance) error {
 				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its first healthy answer, within its bake of %s "+
 					"(rollout.bake, at least balancer.healthy_threshold %d × interval %s): it must stay up that long before the host counts as deployed%s",
-					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), round(up), window,
+					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), round(d.clock.Now().Sub(f.at)), window,
 					d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, logHint(rt, cur))
+			}
+			if !cur.Running() {
+				return exited(cur)
 			}
 			if cur.Version != f.svc.Version {
 				return fmt.Errorf("host %s: service %s: instance %s runs version %q, want %q", h.Name, f.svc.Name, f.inst.ID, cur.Version, f.svc.Version)
@@ -70,6 +73,9 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 				if _, _, err := d.checkHealth(ctx, f.svc.Address, checkOf(f.svc)); err != nil {
 					failures[i]++
 					if failures[i] >= d.cfg.Balancer.UnhealthyThreshold {
+						if cur, ok := d.exitsWithin(ctx, rt, f.inst.ID, d.cfg.Balancer.Interval); ok {
+							return exited(cur) // the checks failed because it is exiting: say so
+						}
 						return fmt.Errorf("host %s: service %s: new version %s failed its health check %d times in a row +%s into its bake of %s "+
 							"(balancer.unhealthy_threshold %d): %w", h.Name, f.svc.Name, f.svc.Version, failures[i], round(up), window,
 							d.cfg.Balancer.UnhealthyThreshold, err)
@@ -95,6 +101,22 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 		"%s up and healthy for the bake %s (rollout.bake %s, at least healthy_threshold %d × interval %s), re-inspected (%s of it after the wait for health)",
 		strings.Join(names, ", "), window, d.cfg.Rollout.Bake, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, round(d.clock.Now().Sub(begin)))})
 	return nil
+}
+
+// exitsWithin re-inspects instance id until the runtime reports it ended or within has passed:
+// a health streak that ends because the instance is exiting (its socket closed a moment before
+// the runtime saw the exit) is reported as that exit, the cause, not as failed checks.
+func (d *Deployer) exitsWithin(ctx context.Context, rt Runtime, id string, within time.Duration) (runtime.Instance, bool) {
+	deadline := d.clock.Now().Add(within)
+	for {
+		cur, err := rt.Inspect(ctx, id)
+		if err == nil && !cur.Running() {
+			return cur, true
+		}
+		if err != nil || !d.clock.Now().Before(deadline) || d.sleep(ctx, min(within, d.pollEvery())) != nil {
+			return runtime.Instance{}, false
+		}
+	}
 }
 
 // exitedWith says how an instance ended: "exited with code N" ("exited" when the runtime
