@@ -3,8 +3,6 @@ package deployer
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
@@ -108,22 +107,14 @@ func newFleet(t *testing.T, hosts int) *fleet {
 	return f
 }
 
+// freePorts is n loopback ports free now, below the ephemeral range (infra/ports).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ls []net.Listener
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	ps, err := ports.Free(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
+	return ps
 }
 
 func hostName(i int) string { return fmt.Sprintf("host-%c", 'a'+i) }
@@ -195,27 +186,16 @@ func (f *fleet) gatewayBase() int {
 	if f.gateway != 0 {
 		return f.gateway
 	}
-	top := 65535 - f.offsets[len(f.offsets)-1]
-	for try := 0; try < 200; try++ {
-		base := 20000 + rand.IntN(max(top-20000, 1))
-		var ls []net.Listener
-		for _, off := range f.offsets {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off))
-			if err != nil {
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if len(ls) == len(f.offsets) {
-			f.gateway = base
-			return base
-		}
+	var hostPorts []int
+	for _, off := range f.offsets {
+		hostPorts = append(hostPorts, f.base+off)
 	}
-	f.t.Fatal("found no gateway port base with every host's offset free")
-	return 0
+	base, err := ports.FreeAtOffsets(f.offsets, hostPorts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.gateway = base
+	return base
 }
 
 func (f *fleet) load(path string) *infra.Config {

@@ -22,6 +22,7 @@ import (
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/process"
@@ -120,15 +121,15 @@ func rewrite(source []byte, dir string, ctr *containers) ([]byte, error) {
 	if err := cfg.RequireFleet(); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2 + len(cfg.Hosts))
+	free, err := ports.Free(2 + len(cfg.Hosts))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	cfg.Balancer.Listen = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	cfg.Balancer.Admin = fmt.Sprintf("127.0.0.1:%d", ports[1])
+	cfg.Balancer.Listen = fmt.Sprintf("127.0.0.1:%d", free[0])
+	cfg.Balancer.Admin = fmt.Sprintf("127.0.0.1:%d", free[1])
 	cfg.Watchdog.StateDir = dir
 	cfg.Watchdog.LockPath = infra.Defaults().Watchdog.LockPath // each host locks <its state_dir>/deploy.lock
-	svcPorts := ports[2:]
+	svcPorts := free[2:]
 	sort.Ints(svcPorts)
 	// Every host's balanced service listens on base + port_offset, so the offsets are what
 	// separates the hosts: base is the lowest free port, each offset the distance to its own.
@@ -139,9 +140,13 @@ func rewrite(source []byte, dir string, ctr *containers) ([]byte, error) {
 		}
 		if len(s.Ports) == 2 {
 			// start-first: the second port must be free at every host's offset too
-			second, err := freeAtOffsets(svcPorts)
+			offsets := make([]int, len(svcPorts))
+			for k, p := range svcPorts {
+				offsets[k] = p - svcPorts[0]
+			}
+			second, err := ports.FreeAtOffsets(offsets, svcPorts)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("demo: %w", err)
 			}
 			s.Ports = []int{svcPorts[0], second}
 		}
@@ -200,58 +205,6 @@ func runID() string {
 	var b [2]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// freePorts returns n distinct loopback ports free right now (held open together so none
-// repeats).
-func freePorts(n int) ([]int, error) {
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("demo: find a free port on 127.0.0.1: %w", err)
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
-
-// freeAtOffsets finds a port base b such that b + (p - ports[0]) is free for every p in ports
-// (each host's offset) and none of them is in ports: a start-first service's second port.
-func freeAtOffsets(ports []int) (int, error) {
-	top := 65535 - (ports[len(ports)-1] - ports[0])
-	for try := 0; try < 200; try++ {
-		base := 20000 + int(randUint16())%max(top-20000, 1)
-		ok := true
-		var held []net.Listener
-		for _, p := range ports {
-			port := base + p - ports[0]
-			if slices.Contains(ports, port) {
-				ok = false
-				break
-			}
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, ln)
-		}
-		for _, ln := range held {
-			ln.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, errors.New("demo: found no free second port at every host's offset on 127.0.0.1")
-}
-
-func randUint16() uint16 {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return uint16(b[0])<<8 | uint16(b[1])
 }
 
 // startLB starts `self lb --config` as a child in its own process group (Ctrl-C is the demo's

@@ -17,6 +17,7 @@ import (
 	"github.com/zero502/zero502/deployer/measure"
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
 )
@@ -189,13 +190,13 @@ const (
 // dir and onto free ports: the apps' three hosts, each LB instance's listener and admin API,
 // each edge's listener and admin API, the DNS server.
 func (c *chain) layout() error {
-	ports, err := freePorts(8)
+	free, err := ports.Free(8)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: %w", err)
 	}
-	c.lbPort, c.lbAdminPort, c.edgePort, c.edgeAdminPt = ports[0], ports[1], ports[2], ports[3]
-	c.dns = fmt.Sprintf("127.0.0.1:%d", ports[4])
-	appPorts := ports[5:]
+	c.lbPort, c.lbAdminPort, c.edgePort, c.edgeAdminPt = free[0], free[1], free[2], free[3]
+	c.dns = fmt.Sprintf("127.0.0.1:%d", free[4])
+	appPorts := free[5:]
 	move := strings.NewReplacer(shippedDir, c.dir,
 		":"+strconv.Itoa(shippedLBPort), ":"+strconv.Itoa(c.lbPort), ":"+strconv.Itoa(shippedLBAdmin), ":"+strconv.Itoa(c.lbAdminPort),
 		":"+strconv.Itoa(shippedEdgePort), ":"+strconv.Itoa(c.edgePort), ":"+strconv.Itoa(shippedEdgeAd), ":"+strconv.Itoa(c.edgeAdminPt))

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra/ports"
 )
 
 // logBuffer collects a process's stderr for the failure report.
@@ -209,13 +211,13 @@ func stablePort(t *testing.T) string {
 	return ""
 }
 
-// freePort picks a free loopback port (the kernel's choice, released for the child to bind).
+// freePort picks a free loopback port below the ephemeral range (infra/ports), released for the
+// child to bind.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return strconv.Itoa(ps[0])
 }

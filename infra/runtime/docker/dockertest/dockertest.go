@@ -10,13 +10,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 )
@@ -167,15 +167,15 @@ func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 	}
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral
+// range (infra/ports).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ps[0]
 }
 
 func randHex(n int) string {
