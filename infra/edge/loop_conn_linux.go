@@ -1,0 +1,421 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lconn is one client connection on an event loop, from its accept to its close: the upstream
+// connect (with failover), the PROXY header, then the relay both ways.
+type lconn struct {
+	client, server side // server.fd is -1 before a connect started
+	state          connState
+
+	measured netip.AddrPort // the client, as the socket says
+	local    netip.AddrPort // the address the client connected to
+	start    time.Time      // accepted
+	tried    []*upstream
+	u        *upstream // the upstream connected to, or being connected to
+	deadline time.Time // of the connect
+	moved    time.Time // bytes last moved either way: the idle timeout's evidence
+
+	up, down half // client→server, server→client
+	ended    int  // directions that reached EOF and were passed on
+}
+
+type connState uint8
+
+const (
+	stNew        connState = iota // accepted, no upstream picked yet
+	stResolving                   // the upstream's name is being resolved (off the loop)
+	stConnecting                  // a non-blocking connect is under way
+	stRelaying                    // the header went out: bytes are copied both ways
+	stClosed
+)
+
+// side is one socket of a connection and what its last events said.
+type side struct {
+	fd       int
+	readable bool // a read may find bytes (or the EOF): an edge came since the last short read
+	writable bool // a write may go through: no short write since the last EPOLLOUT
+	rdhup    bool // the peer sent its FIN (or reset): read until the EOF, never stop at a short read
+}
+
+// half is one direction of a relayed connection: bytes read but not written yet (a short
+// write), whether its source ended, and how many bytes it moved.
+type half struct {
+	pend     *[]byte // from copyBuffers, only while bytes are pending
+	off, end int
+	eof      bool  // the source reached EOF
+	n        int64 // bytes written to the destination (the header not counted)
+}
+
+// addClient takes a new (or handed-over) client connection; l.n and the loops' open count
+// include it already.
+func (l *loop) addClient(fd int, sa unix.Sockaddr) {
+	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: sockaddrAddrPort(sa), start: l.now, moved: l.now}
+	if lsa, err := unix.Getsockname(fd); err == nil {
+		c.local = sockaddrAddrPort(lsa)
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := l.register(fd, c); err != nil {
+		l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())
+		_ = unix.Close(fd)
+		c.client.fd = -1
+		c.state = stClosed
+		l.closed()
+		return
+	}
+	l.dial(c)
+}
+
+// dial connects c to the next upstream; when none is left (counted and logged by
+// nextUpstream) it closes c.
+func (l *loop) dial(c *lconn) {
+	for {
+		u := l.f.nextUpstream(c.measured, c.tried)
+		if u == nil {
+			l.end(c, nil)
+			return
+		}
+		c.tried = append(c.tried, u)
+		c.u = u
+		ap, err := netip.ParseAddrPort(u.addr)
+		if err != nil {
+			l.resolve(c, u)
+			return
+		}
+		if err := l.connect(c, ap); err != nil {
+			l.f.dialFailed(c.measured, u, dialError(u.addr, err))
+			continue
+		}
+		return
+	}
+}
+
+// resolve looks the name of u up off the loop, then connects c to its first address.
+func (l *loop) resolve(c *lconn, u *upstream) {
+	c.state = stResolving
+	timeout := l.f.connectTimeout()
+	go func() {
+		host, port, _ := net.SplitHostPort(u.addr) // checkDial validated it
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		var ap netip.AddrPort
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err == nil {
+			var p uint64
+			if p, err = strconv.ParseUint(port, 10, 16); err == nil {
+				ap = netip.AddrPortFrom(ips[0].Unmap(), uint16(p))
+			}
+		}
+		l.post(func() {
+			if c.state != stResolving {
+				return // closed meanwhile
+			}
+			if err == nil {
+				err = l.connect(c, ap)
+			}
+			if err != nil {
+				l.f.dialFailed(c.measured, u, dialError(u.addr, err))
+				l.dial(c)
+			}
+		})
+	}()
+}
+
+// connect starts a non-blocking connect of c to ap; the loop finishes it on EPOLLOUT.
+func (l *loop) connect(c *lconn, ap netip.AddrPort) error {
+	family, sa := unix.AF_INET, unix.Sockaddr(nil)
+	if ap.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	} else {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socket", err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	err = unix.Connect(fd, sa)
+	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
+		_ = unix.Close(fd)
+		return os.NewSyscallError("connect", err)
+	}
+	if rerr := l.register(fd, c); rerr != nil {
+		_ = unix.Close(fd)
+		return rerr
+	}
+	c.server = side{fd: fd}
+	c.state = stConnecting
+	c.deadline = l.now.Add(l.f.connectTimeout())
+	return nil
+}
+
+// dialError is a failed connect as the goroutine path reports it: "connect: dial tcp ADDR: ...".
+func dialError(addr string, err error) error {
+	return fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Addr: stringAddr(addr), Err: err})
+}
+
+// stringAddr is an upstream's address as a net.Addr, for errors.
+type stringAddr string
+
+func (a stringAddr) Network() string { return "tcp" }
+func (a stringAddr) String() string  { return string(a) }
+
+// connectFailed drops c's server socket after a failed connect (cause: the socket's error or
+// the timeout), ejects the upstream and tries the next.
+func (l *loop) connectFailed(c *lconn, cause error) {
+	l.closeServer(c)
+	if errors.Is(cause, os.ErrDeadlineExceeded) {
+		l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, cause))
+	} else {
+		l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, os.NewSyscallError("connect", cause)))
+	}
+	l.dial(c)
+}
+
+func (l *loop) closeServer(c *lconn) {
+	if c.server.fd >= 0 {
+		l.slots[c.server.fd] = nil
+		_ = unix.Close(c.server.fd)
+		c.server.fd = -1
+	}
+}
+
+// ready handles the events ev of descriptor fd of c.
+func (l *loop) ready(c *lconn, fd int, ev uint32) {
+	s := &c.client
+	if fd == c.server.fd {
+		s = &c.server
+	}
+	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.readable = true
+	}
+	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.rdhup = true
+	}
+	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		s.writable = true
+	}
+	switch c.state {
+	case stConnecting:
+		if s == &c.server && s.writable {
+			soerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			switch {
+			case err != nil:
+				l.connectFailed(c, err)
+			case soerr != 0:
+				l.connectFailed(c, unix.Errno(soerr))
+			default:
+				l.connected(c)
+			}
+		}
+	case stRelaying:
+		l.relay(c)
+	}
+}
+
+// connected writes the PROXY header to the upstream, with the client's bytes that have already
+// arrived (one segment, as sendHeader does), and starts the relay. An upstream that does not
+// take the header closes the client connection (errHeaderNotSent: its bytes may be gone).
+func (l *loop) connected(c *lconn) {
+	hb, err := proxyHeader(net.TCPAddrFromAddrPort(c.measured), net.TCPAddrFromAddrPort(c.local))
+	if err == nil {
+		err = l.sendHeader(c, hb)
+	}
+	if err != nil {
+		l.f.headerRefused(c.measured, c.u, fmt.Errorf("%w: %w", errHeaderNotSent, err))
+		l.end(c, err)
+		return
+	}
+	l.relay(c)
+}
+
+// sendHeader writes hb and the client's first bytes, if any have arrived, to the server;
+// whatever the socket does not take at once stays pending. It starts the relay.
+func (l *loop) sendHeader(c *lconn, hb []byte) error {
+	buf := l.buf
+	k := copy(buf, hb)
+	n := 0
+	if c.client.readable {
+		r, err := unix.Read(c.client.fd, buf[k:])
+		if err == nil && r > 0 {
+			n = r
+			if k+r < len(buf) && !c.client.rdhup {
+				c.client.readable = false
+			}
+		} else if errors.Is(err, unix.EAGAIN) {
+			c.client.readable = false
+		}
+		// an EOF or an error is read again by the relay
+	}
+	w, err := unix.Write(c.server.fd, buf[:k+n])
+	if errors.Is(err, unix.EAGAIN) {
+		w, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("write the PROXY header to %s: %w", c.u.addr, os.NewSyscallError("write", err))
+	}
+	c.state = stRelaying
+	c.u.open.Add(1)
+	c.moved = l.now
+	c.up.n = int64(n) // the client's bytes count as written once the header is: the rest is pending
+	if w < k+n {
+		c.server.writable = false
+		c.up.stash(buf[w : k+n])
+	}
+	return nil
+}
+
+// stash keeps p, which the destination did not take yet.
+func (h *half) stash(p []byte) {
+	h.pend = copyBuffers.Get().(*[]byte)
+	h.off, h.end = 0, copy(*h.pend, p)
+}
+
+// relay moves what it can both ways, and ends c when both directions have ended or one failed.
+func (l *loop) relay(c *lconn) {
+	err := l.pump(c, &c.up, &c.client, &c.server, true)
+	if err == nil {
+		err = l.pump(c, &c.down, &c.server, &c.client, false)
+	}
+	if err != nil || c.ended == 2 {
+		l.end(c, err)
+	}
+}
+
+// pump copies from src to dst until src has nothing more or dst takes nothing more; at src's
+// EOF it passes the half-close on (unless the other direction ended already: both sockets are
+// about to close). It returns why the connection must end, or nil.
+func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
+	for {
+		if h.pend != nil {
+			if !dst.writable {
+				return nil
+			}
+			w, err := unix.Write(dst.fd, (*h.pend)[h.off:h.end])
+			if err != nil && !errors.Is(err, unix.EAGAIN) {
+				return writeError(up, err)
+			}
+			if w > 0 {
+				h.off += w
+				h.n += int64(w)
+				c.moved = l.now
+			}
+			if h.off < h.end {
+				dst.writable = false
+				return nil
+			}
+			copyBuffers.Put(h.pend)
+			h.pend = nil
+		}
+		if h.eof {
+			return nil
+		}
+		if !src.readable {
+			return nil
+		}
+		k, err := unix.Read(src.fd, l.buf)
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			src.readable = false
+			return nil
+		case err != nil:
+			return readError(up, err)
+		case k == 0:
+			h.eof = true
+			if c.ended++; c.ended == 1 {
+				_ = unix.Shutdown(dst.fd, unix.SHUT_WR)
+			}
+			return nil
+		}
+		c.moved = l.now
+		if k < len(l.buf) && !src.rdhup {
+			src.readable = false // drained: the next byte (or the FIN) raises a new edge
+		}
+		w := 0
+		if dst.writable {
+			w, err = unix.Write(dst.fd, l.buf[:k])
+			if err != nil && !errors.Is(err, unix.EAGAIN) {
+				return writeError(up, err)
+			}
+			w = max(w, 0)
+			h.n += int64(w)
+		}
+		if w < k {
+			dst.writable = false
+			h.stash(l.buf[w:k])
+			return nil
+		}
+	}
+}
+
+func readError(up bool, err error) error {
+	if up {
+		return fmt.Errorf("read from the client: %w", os.NewSyscallError("read", err))
+	}
+	return fmt.Errorf("read from the server: %w", os.NewSyscallError("read", err))
+}
+
+func writeError(up bool, err error) error {
+	if up {
+		return fmt.Errorf("write to the server: %w", os.NewSyscallError("write", err))
+	}
+	return fmt.Errorf("write to the client: %w", os.NewSyscallError("write", err))
+}
+
+// end closes both sides of c, once, with cause (nil: both directions finished), and accounts
+// for it as the goroutine path does (relayed) when it was relayed.
+func (l *loop) end(c *lconn, cause error) {
+	if c.state == stClosed {
+		return
+	}
+	relayed := c.state == stRelaying
+	c.state = stClosed
+	var local net.Addr
+	if relayed && c.up.n > 0 {
+		if sa, err := unix.Getsockname(c.server.fd); err == nil {
+			local = net.TCPAddrFromAddrPort(sockaddrAddrPort(sa))
+		}
+	}
+	l.closeServer(c)
+	if c.client.fd >= 0 {
+		l.slots[c.client.fd] = nil
+		_ = unix.Close(c.client.fd)
+		c.client.fd = -1
+	}
+	for _, h := range []*half{&c.up, &c.down} {
+		if h.pend != nil {
+			copyBuffers.Put(h.pend)
+			h.pend = nil
+		}
+	}
+	if relayed {
+		if local == nil {
+			local = stringAddr("")
+		}
+		l.f.relayed(c.measured, c.u, local, flow{up: c.up.n, down: c.down.n, err: cause}, c.start)
+	}
+	l.closed()
+}
+
+// sockaddrAddrPort is sa as an address and port.
+func sockaddrAddrPort(sa unix.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package edge
+
+import "context"
+
+// serveLoops serves nothing where there are no event loops (they are Linux's, loop_linux.go):
+// the goroutine path serves.
+func (f *Forwarder) serveLoops(context.Context, *drainPhases) (served bool, err error) {
+	return false, nil
+}
