@@ -54,6 +54,11 @@ type Forwarder struct {
 	// what is still open then is closed.
 	Shutdown time.Duration
 
+	// Loops is the number of event loops, the fast path on Linux; 0 is one per P (GOMAXPROCS).
+	// The zero502 edge forward command sets it to the CPUs and gives the runtime one P more,
+	// so a loop waiting in epoll_wait keeps its P (see cmd/zero502's reserveSpareP).
+	Loops int
+
 	// ListenFunc opens the listener, the health listener and the metrics listener; nil is
 	// net.Listen. The zero502 edge forward command passes infra/handoff's, so an upgraded process
 	// forwards on the sockets of the one it replaces.
@@ -99,6 +104,9 @@ func (f *Forwarder) Validate() error {
 			errs = append(errs, fmt.Errorf("--origin %q: given twice: each upstream once", o))
 		}
 		seen[o] = true
+	}
+	if f.Loops < 0 || f.Loops > 1024 {
+		errs = append(errs, fmt.Errorf("--loops %d: must be from 0 (one per CPU) to 1024", f.Loops))
 	}
 	if f.Admin != "" && f.AdminToken == "" && !onLoopback(f.Admin) {
 		errs = append(errs, fmt.Errorf("--admin %q: not on loopback, so the admin API needs a token: set --admin-token-file (or --admin-token)", f.Admin))

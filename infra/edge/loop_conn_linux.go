@@ -60,15 +60,18 @@ type half struct {
 
 // addClient takes a new (or handed-over) client connection; l.n and the loops' open count
 // include it already.
-func (l *loop) addClient(fd int, sa unix.Sockaddr) {
-	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: sockaddrAddrPort(sa), start: l.now, moved: l.now}
-	if lsa, err := unix.Getsockname(fd); err == nil {
-		c.local = sockaddrAddrPort(lsa)
+func (l *loop) addClient(fd int, peer netip.AddrPort) {
+	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: peer, start: l.now, moved: l.now,
+		local: l.ls.local}
+	if !c.local.IsValid() {
+		c.local = rawLocalAddr(fd)
 	}
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	rawNoDelay(fd)
 	if err := l.register(fd, c); err != nil {
-		l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())
-		_ = unix.Close(fd)
+		if l.epfd >= 0 { // not when the loop has ended: the connection arrived too late
+			l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())
+		}
+		rawClose(fd)
 		c.client.fd = -1
 		c.state = stClosed
 		l.closed()
@@ -134,25 +137,12 @@ func (l *loop) resolve(c *lconn, u *upstream) {
 
 // connect starts a non-blocking connect of c to ap; the loop finishes it on EPOLLOUT.
 func (l *loop) connect(c *lconn, ap netip.AddrPort) error {
-	family, sa := unix.AF_INET, unix.Sockaddr(nil)
-	if ap.Addr().Is4() {
-		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
-	} else {
-		family = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return os.NewSyscallError("socket", err)
-	}
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	err = unix.Connect(fd, sa)
+	fd, err := rawConnect(ap)
 	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
-		_ = unix.Close(fd)
 		return os.NewSyscallError("connect", err)
 	}
 	if rerr := l.register(fd, c); rerr != nil {
-		_ = unix.Close(fd)
+		rawClose(fd)
 		return rerr
 	}
 	c.server = side{fd: fd}
@@ -187,7 +177,7 @@ func (l *loop) connectFailed(c *lconn, cause error) {
 func (l *loop) closeServer(c *lconn) {
 	if c.server.fd >= 0 {
 		l.slots[c.server.fd] = nil
-		_ = unix.Close(c.server.fd)
+		rawClose(c.server.fd)
 		c.server.fd = -1
 	}
 }
@@ -210,13 +200,9 @@ func (l *loop) ready(c *lconn, fd int, ev uint32) {
 	switch c.state {
 	case stConnecting:
 		if s == &c.server && s.writable {
-			soerr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
-			switch {
-			case err != nil:
+			if err := rawSocketError(fd); err != nil {
 				l.connectFailed(c, err)
-			case soerr != 0:
-				l.connectFailed(c, unix.Errno(soerr))
-			default:
+			} else {
 				l.connected(c)
 			}
 		}
@@ -248,7 +234,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	k := copy(buf, hb)
 	n := 0
 	if c.client.readable {
-		r, err := unix.Read(c.client.fd, buf[k:])
+		r, err := rawRead(c.client.fd, buf[k:])
 		if err == nil && r > 0 {
 			n = r
 			if k+r < len(buf) && !c.client.rdhup {
@@ -259,7 +245,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 		}
 		// an EOF or an error is read again by the relay
 	}
-	w, err := unix.Write(c.server.fd, buf[:k+n])
+	w, err := rawWrite(c.server.fd, buf[:k+n])
 	if errors.Is(err, unix.EAGAIN) {
 		w, err = 0, nil
 	}
@@ -303,7 +289,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			if !dst.writable {
 				return nil
 			}
-			w, err := unix.Write(dst.fd, (*h.pend)[h.off:h.end])
+			w, err := rawWrite(dst.fd, (*h.pend)[h.off:h.end])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
 			}
@@ -325,7 +311,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		if !src.readable {
 			return nil
 		}
-		k, err := unix.Read(src.fd, l.buf)
+		k, err := rawRead(src.fd, l.buf)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			src.readable = false
@@ -335,7 +321,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		case k == 0:
 			h.eof = true
 			if c.ended++; c.ended == 1 {
-				_ = unix.Shutdown(dst.fd, unix.SHUT_WR)
+				rawShutdownWrite(dst.fd)
 			}
 			return nil
 		}
@@ -345,7 +331,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		}
 		w := 0
 		if dst.writable {
-			w, err = unix.Write(dst.fd, l.buf[:k])
+			w, err = rawWrite(dst.fd, l.buf[:k])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
 			}
@@ -384,14 +370,12 @@ func (l *loop) end(c *lconn, cause error) {
 	c.state = stClosed
 	var local net.Addr
 	if relayed && c.up.n > 0 {
-		if sa, err := unix.Getsockname(c.server.fd); err == nil {
-			local = net.TCPAddrFromAddrPort(sockaddrAddrPort(sa))
-		}
+		local = net.TCPAddrFromAddrPort(rawLocalAddr(c.server.fd))
 	}
 	l.closeServer(c)
 	if c.client.fd >= 0 {
 		l.slots[c.client.fd] = nil
-		_ = unix.Close(c.client.fd)
+		rawClose(c.client.fd)
 		c.client.fd = -1
 	}
 	for _, h := range []*half{&c.up, &c.down} {
@@ -407,15 +391,4 @@ func (l *loop) end(c *lconn, cause error) {
 		l.f.relayed(c.measured, c.u, local, flow{up: c.up.n, down: c.down.n, err: cause}, c.start)
 	}
 	l.closed()
-}
-
-// sockaddrAddrPort is sa as an address and port.
-func sockaddrAddrPort(sa unix.Sockaddr) netip.AddrPort {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
-	}
-	return netip.AddrPort{}
 }

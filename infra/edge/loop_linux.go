@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -36,6 +37,10 @@ import (
 // ConnectTimeout on the connect. Tests run the package through the goroutine path too
 // (ZERO502_TEST_EDGE_ENGINE=goroutines).
 
+// EventLoopsAvailable reports whether this system has the Forwarder's event loops (Linux; see
+// loop_other.go).
+const EventLoopsAvailable = true
+
 // loopSweep is the longest time between two looks at the loops' deadlines (connect, idle).
 const loopSweep = 100 * time.Millisecond
 
@@ -59,7 +64,8 @@ type loops struct {
 	f     *Forwarder
 	log   *slog.Logger
 	all   []*loop
-	every time.Duration // the sweep's period
+	every time.Duration  // the sweep's period
+	local netip.AddrPort // the listener's address, when it is not a wildcard: every client's destination
 
 	open     atomic.Int64 // client connections accepted and not closed yet
 	stopping atomic.Bool  // StopAccepting ran: the last close signals idle
@@ -101,9 +107,9 @@ func (f *Forwarder) serveLoops(ctx context.Context, phases *drainPhases) (served
 
 // newLoops creates one loop per P, each with its own epoll set and duplicate of f's listener.
 func (f *Forwarder) newLoops(log *slog.Logger) (*loops, error) {
-	tl, ok := f.ln.(*net.TCPListener)
-	if !ok {
-		return nil, fmt.Errorf("listener %T is not a TCP listener", f.ln)
+	tl, ok := f.ln.(syscall.Conn) // a *net.TCPListener, also as an upgrade hands it over
+	if !ok || f.ln.Addr().Network() != "tcp" {
+		return nil, fmt.Errorf("listener %T is not a TCP socket", f.ln)
 	}
 	raw, err := tl.SyscallConn()
 	if err != nil {
@@ -113,9 +119,16 @@ func (f *Forwarder) newLoops(log *slog.Logger) (*loops, error) {
 	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
 		return nil, fmt.Errorf("listener: %w", err)
 	}
-	ls := &loops{f: f, log: log, idle: make(chan struct{}),
+	ls := &loops{f: f, log: log, idle: make(chan struct{}), local: addrPort(f.ln.Addr()),
 		every: min(loopSweep, max(f.idleTimeout()/idleChecks, time.Millisecond), max(f.connectTimeout()/idleChecks, time.Millisecond))}
-	for range runtime.GOMAXPROCS(0) {
+	if ls.local.Addr().IsUnspecified() {
+		ls.local = netip.AddrPort{} // each connection asks its socket
+	}
+	n := f.Loops
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	for range n {
 		l, err := ls.newLoop(lfd)
 		if err != nil {
 			for _, l := range ls.all {
@@ -278,7 +291,7 @@ func (l *loop) accept() {
 		return
 	}
 	for range loopAcceptBatch {
-		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, peer, err := rawAccept(l.lfd)
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.EAGAIN):
@@ -299,13 +312,13 @@ func (l *loop) accept() {
 		l.f.counts.accepted.Add(1)
 		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
 			t.n.Add(1)
-			if t.post(func() { t.addClient(fd, sa) }) {
+			if t.post(func() { t.addClient(fd, peer) }) {
 				continue
 			}
 			t.n.Add(-1)
 		}
 		l.n.Add(1)
-		l.addClient(fd, sa)
+		l.addClient(fd, peer)
 	}
 	l.post(l.accept) // more may wait: after the connections that are ready
 }
@@ -426,7 +439,7 @@ func (ls *loops) finish() int {
 		l.call(func() {
 			for fd, c := range l.slots {
 				if c != nil && c.client.fd == fd && c.state == stRelaying {
-					_ = unix.Shutdown(c.server.fd, unix.SHUT_WR)
+					rawShutdownWrite(c.server.fd)
 				}
 			}
 		})
