@@ -85,6 +85,10 @@ func (f *Forwarder) serveLoops(ctx context.Context, phases *drainPhases) (served
 	}
 	phases.open = ls.open.Load
 	phases.finish = ls.finish
+	// The loops accept on their own duplicates of the listening socket; Go's copy is closed so
+	// that the runtime's poller, which also watches it, does not wake up for every connection
+	// (an upgrade's hand-off keeps a duplicate of its own: infra/handoff).
+	_ = f.ln.Close()
 	loopCtx, stop := context.WithCancel(context.Background())
 	for _, l := range ls.all {
 		ls.wg.Add(1)
@@ -284,8 +288,10 @@ func (l *loop) register(fd int, c *lconn) error {
 	return nil
 }
 
-// accept takes the connections waiting on the listener; each goes to the loop holding the
-// fewest, so the loops share the work whichever of them the kernel woke.
+// accept takes the connections waiting on the listener; one goes to the loop holding the
+// fewest when this one holds clearly more (a quarter more, and one), so the loops share the work
+// whichever of them the kernel woke, without a hand-off (a wake-up of the other loop) for every
+// short connection.
 func (l *loop) accept() {
 	if l.lfd < 0 {
 		return
@@ -310,7 +316,7 @@ func (l *loop) accept() {
 		}
 		l.ls.open.Add(1)
 		l.f.counts.accepted.Add(1)
-		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
+		if t := l.ls.leastLoaded(); t != l && t.n.Load()*5/4+1 < l.n.Load() {
 			t.n.Add(1)
 			if t.post(func() { t.addClient(fd, peer) }) {
 				continue
@@ -406,7 +412,6 @@ func (ls *loops) StopAccepting() {
 	for _, l := range ls.all {
 		l.call(l.stopAccepting)
 	}
-	_ = ls.f.ln.Close()
 	ls.stopping.Store(true)
 	if ls.open.Load() == 0 {
 		ls.idleOnce.Do(func() { close(ls.idle) })
