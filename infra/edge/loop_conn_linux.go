@@ -23,9 +23,10 @@ type lconn struct {
 	local    netip.AddrPort // the address the client connected to
 	start    time.Time      // accepted
 	tried    []*upstream
-	u        *upstream // the upstream connected to, or being connected to
-	deadline time.Time // of the connect
-	moved    time.Time // bytes last moved either way: the idle timeout's evidence
+	u        *upstream        // the upstream connected to, or being connected to
+	addrs    []netip.AddrPort // the upstream's resolved addresses not tried yet (an upstream by name)
+	deadline time.Time        // of the connect
+	moved    time.Time        // bytes last moved either way: the idle timeout's evidence
 
 	up, down half // client→server, server→client
 	ended    int  // directions that reached EOF and were passed on
@@ -104,7 +105,8 @@ func (l *loop) dial(c *lconn) {
 	}
 }
 
-// resolve looks the name of u up off the loop, then connects c to its first address.
+// resolve looks the name of u up off the loop, then connects c to its addresses in turn, as
+// net.Dial does (the upstream failed when none of them took the connection).
 func (l *loop) resolve(c *lconn, u *upstream) {
 	c.state = stResolving
 	timeout := l.f.connectTimeout()
@@ -112,27 +114,47 @@ func (l *loop) resolve(c *lconn, u *upstream) {
 		host, port, _ := net.SplitHostPort(u.addr) // checkDial validated it
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		var ap netip.AddrPort
+		var addrs []netip.AddrPort
 		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		if err == nil {
 			var p uint64
 			if p, err = strconv.ParseUint(port, 10, 16); err == nil {
-				ap = netip.AddrPortFrom(ips[0].Unmap(), uint16(p))
+				for _, ip := range ips {
+					addrs = append(addrs, netip.AddrPortFrom(ip.Unmap(), uint16(p)))
+				}
 			}
+		}
+		if err == nil && len(addrs) == 0 {
+			err = fmt.Errorf("lookup %s: no address", host)
 		}
 		l.post(func() {
 			if c.state != stResolving {
 				return // closed meanwhile
 			}
-			if err == nil {
-				err = l.connect(c, ap)
-			}
 			if err != nil {
 				l.f.dialFailed(c.measured, u, dialError(u.addr, err))
 				l.dial(c)
+				return
 			}
+			c.addrs = addrs
+			l.connectNext(c, nil)
 		})
 	}()
+}
+
+// connectNext connects c to the next of its upstream's resolved addresses; when none is left
+// the upstream failed (with the last address's error) and the next upstream is tried.
+func (l *loop) connectNext(c *lconn, last error) {
+	for len(c.addrs) > 0 {
+		ap := c.addrs[0]
+		c.addrs = c.addrs[1:]
+		if last = l.connect(c, ap); last == nil {
+			return
+		}
+	}
+	c.state = stNew
+	l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, last))
+	l.dial(c)
 }
 
 // connect starts a non-blocking connect of c to ap; the loop finishes it on EPOLLOUT.
@@ -163,15 +185,14 @@ func (a stringAddr) Network() string { return "tcp" }
 func (a stringAddr) String() string  { return string(a) }
 
 // connectFailed drops c's server socket after a failed connect (cause: the socket's error or
-// the timeout), ejects the upstream and tries the next.
+// the timeout); the next resolved address of the upstream is tried, or else the upstream is
+// ejected and the next one tried.
 func (l *loop) connectFailed(c *lconn, cause error) {
 	l.closeServer(c)
-	if errors.Is(cause, os.ErrDeadlineExceeded) {
-		l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, cause))
-	} else {
-		l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, os.NewSyscallError("connect", cause)))
+	if !errors.Is(cause, os.ErrDeadlineExceeded) {
+		cause = os.NewSyscallError("connect", cause)
 	}
-	l.dial(c)
+	l.connectNext(c, cause)
 }
 
 func (l *loop) closeServer(c *lconn) {
