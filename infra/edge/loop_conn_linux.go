@@ -276,7 +276,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	c.state = stRelaying
 	c.u.open.Add(1)
 	c.moved = l.now
-	c.up.n = int64(n) // the client's bytes count as written once the header is: the rest is pending
+	c.up.n = int64(w - k) // the client's bytes written (below 0 while the header is not): the pending rest adds up to n
 	if w < k+n {
 		c.server.writable = false
 		c.up.stash(buf[w : k+n])
