@@ -38,6 +38,12 @@
 // ESTABLISHED,RELATED accept first (the chain sees both directions, so replies to the host's own
 // outbound probes on the same port would be dropped), then the allow list, then a drop.
 //
+// The Forwarder has two engines with one policy: on Linux, event loops (loop_linux.go: epoll,
+// one loop per P, non-blocking connect, raw non-blocking reads and writes, no goroutine per
+// connection); elsewhere, and in the tests under ZERO502_TEST_EDGE_ENGINE=goroutines, a
+// goroutine per connection and one per direction (forward.go, copy.go). Both call the same
+// upstream pick, ejection, counts, log lines and drain phases.
+//
 // A connection that opens and closes without the client sending a byte (health checks do this
 // constantly) writes no log line; it is only counted (Counts.Empty).
 //

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
-
-	"github.com/pires/go-proxyproto"
 
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/standing"
@@ -55,6 +54,11 @@ type Forwarder struct {
 	// what is still open then is closed.
 	Shutdown time.Duration
 
+	// Loops is the number of event loops, the fast path on Linux; 0 is one per P (GOMAXPROCS).
+	// The zero502 edge forward command sets it to the CPUs and gives the runtime one P more,
+	// so a loop waiting in epoll_wait keeps its P (see cmd/zero502's reserveSpareP).
+	Loops int
+
 	// ListenFunc opens the listener, the health listener and the metrics listener; nil is
 	// net.Listen. The zero502 edge forward command passes infra/handoff's, so an upgraded process
 	// forwards on the sockets of the one it replaces.
@@ -65,6 +69,10 @@ type Forwarder struct {
 	// Logger gets a line per non-empty connection, per unreachable origin and per drain phase;
 	// nil logs nothing.
 	Logger *slog.Logger
+
+	// goroutines serves every connection on the goroutine path, as on systems without the event
+	// loops: the tests' switch (ZERO502_TEST_EDGE_ENGINE=goroutines), never the user's.
+	goroutines bool
 
 	ln       net.Listener
 	health   *healthGate
@@ -96,6 +104,9 @@ func (f *Forwarder) Validate() error {
 			errs = append(errs, fmt.Errorf("--origin %q: given twice: each upstream once", o))
 		}
 		seen[o] = true
+	}
+	if f.Loops < 0 || f.Loops > 1024 {
+		errs = append(errs, fmt.Errorf("--loops %d: must be from 0 (one per CPU) to 1024", f.Loops))
 	}
 	if f.Admin != "" && f.AdminToken == "" && !onLoopback(f.Admin) {
 		errs = append(errs, fmt.Errorf("--admin %q: not on loopback, so the admin API needs a token: set --admin-token-file (or --admin-token)", f.Admin))
@@ -196,44 +207,51 @@ func (f *Forwarder) Serve(ctx context.Context) error {
 		"unhealthy_threshold", f.Check.thresholds().Unhealthy,
 		"drain", f.Drain.String(), "shutdown", f.Shutdown.String(),
 		"idle_timeout", f.idleTimeout().String(), "connect_timeout", f.connectTimeout().String())
-	err := serveDrained(ctx, f.ln, f.forward, f.Drain, f.Shutdown, clockOr(f.Clock), log, "edge", func() {
-		f.draining.Store(true)
-		f.health.close()
-	})
+	err := f.serveConns(ctx, log)
 	c := f.Counts()
 	log.Info("edge stopped", "accepted", c.Accepted, "empty", c.Empty, "unreachable", c.Unreachable)
 	return err
 }
 
+// serveConns forwards until ctx ends, then drains: on the event loops where they run (Linux,
+// loop_linux.go), else with a goroutine per connection (serveDrained, forward).
+func (f *Forwarder) serveConns(ctx context.Context, log *slog.Logger) error {
+	onDraining := func() {
+		f.draining.Store(true)
+		f.health.close()
+	}
+	if !f.goroutines {
+		phases := &drainPhases{addr: f.ln.Addr().String(), window: f.Drain, shutdown: f.Shutdown, clk: clockOr(f.Clock),
+			log: log, who: "edge", onDraining: onDraining, done: make(chan struct{})}
+		if served, err := f.serveLoops(ctx, phases); served {
+			return err
+		}
+	}
+	return serveDrained(ctx, f.ln, f.forward, f.Drain, f.Shutdown, clockOr(f.Clock), log, "edge", onDraining)
+}
+
 // forward relays one client connection to an upstream behind a PROXY v2 header. An upstream
 // that cannot be reached (or refuses the header) is ejected and the next one is tried: nothing
-// of the client's has been sent yet.
+// of the client's has been sent yet. It is the goroutine path; the event loops (Linux,
+// loop_linux.go) take the same steps through the same policy functions below.
 func (f *Forwarder) forward(client *pairedConn) {
 	start := time.Now()
 	f.counts.accepted.Add(1)
 	measured := addrPort(client.RemoteAddr())
-	log := logger(f.Logger)
 	var tried []*upstream
 	for {
-		u := f.ups.pick(tried)
+		u := f.nextUpstream(measured, tried)
 		if u == nil {
-			f.counts.unreachable.Add(1)
-			log.Warn("edge: no upstream reachable; client connection closed", "measured", addrString(measured),
-				"tried", len(tried), "in_rotation", f.ups.inRotation())
 			return
 		}
 		tried = append(tried, u)
 		origin, first, err := f.connect(client, u)
 		if errors.Is(err, errHeaderNotSent) {
-			f.counts.unreachable.Add(1)
-			log.Warn("edge: upstream took the connection but not the PROXY header; client connection closed",
-				"measured", addrString(measured), "origin", u.addr, "error", err.Error())
+			f.headerRefused(measured, u, err)
 			return
 		}
 		if err != nil {
-			log.Warn("edge: upstream unreachable; ejected, trying the next", "measured", addrString(measured),
-				"origin", u.addr, "error", err.Error())
-			f.eject(u, err)
+			f.dialFailed(measured, u, err)
 			continue
 		}
 		if origin == nil {
@@ -242,16 +260,50 @@ func (f *Forwarder) forward(client *pairedConn) {
 		u.open.Add(1)
 		fl := splice(client, origin, f.idleTimeout())
 		fl.up += int64(first)
-		u.open.Add(-1)
-		if fl.up == 0 {
-			f.counts.empty.Add(1)
-			return
-		}
-		log.Info("edge connection closed", "measured", addrString(measured), "origin", u.addr,
-			"local", origin.LocalAddr().String(), "up_bytes", fl.up, "down_bytes", fl.down,
-			"duration", time.Since(start).String(), "end", fl.end())
+		f.relayed(measured, u, origin.LocalAddr(), fl, start)
 		return
 	}
+}
+
+// nextUpstream is the upstream a client connection goes to next (least connections, skipping
+// those already tried); nil, counted and logged as unreachable, when none is left.
+func (f *Forwarder) nextUpstream(measured netip.AddrPort, tried []*upstream) *upstream {
+	u := f.ups.pick(tried)
+	if u == nil {
+		f.counts.unreachable.Add(1)
+		logger(f.Logger).Warn("edge: no upstream reachable; client connection closed", "measured", addrString(measured),
+			"tried", len(tried), "in_rotation", f.ups.inRotation())
+	}
+	return u
+}
+
+// dialFailed logs a failed connect to u and ejects it; the caller tries the next upstream.
+func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) {
+	logger(f.Logger).Warn("edge: upstream unreachable; ejected, trying the next", "measured", addrString(measured),
+		"origin", u.addr, "error", err.Error())
+	f.eject(u, err)
+}
+
+// headerRefused counts and logs an upstream that took the connection but not the header; the
+// client connection is closed, not tried elsewhere (errHeaderNotSent).
+func (f *Forwarder) headerRefused(measured netip.AddrPort, u *upstream, err error) {
+	f.counts.unreachable.Add(1)
+	logger(f.Logger).Warn("edge: upstream took the connection but not the PROXY header; client connection closed",
+		"measured", addrString(measured), "origin", u.addr, "error", err.Error())
+}
+
+// relayed ends a connection relayed to u (whose open count the caller raised when the relay
+// began): it lowers the count, and counts an empty connection or logs its line. local is the
+// edge's address on the upstream side.
+func (f *Forwarder) relayed(measured netip.AddrPort, u *upstream, local net.Addr, fl flow, start time.Time) {
+	u.open.Add(-1)
+	if fl.up == 0 {
+		f.counts.empty.Add(1)
+		return
+	}
+	logger(f.Logger).Info("edge connection closed", "measured", addrString(measured), "origin", u.addr,
+		"local", local.String(), "up_bytes", fl.up, "down_bytes", fl.down,
+		"duration", time.Since(start).String(), "end", fl.end())
 }
 
 // connect dials u and writes the PROXY v2 header (source: the client as this edge measured it;
@@ -262,7 +314,11 @@ func (f *Forwarder) connect(client *pairedConn, u *upstream) (net.Conn, int, err
 	if err != nil {
 		return nil, 0, fmt.Errorf("connect: %w", err)
 	}
-	header := proxyproto.HeaderProxyFromAddrs(2, client.RemoteAddr(), client.LocalAddr())
+	header, err := proxyHeader(client.RemoteAddr(), client.LocalAddr())
+	if err != nil {
+		_ = origin.Close()
+		return nil, 0, fmt.Errorf("%w: %w", errHeaderNotSent, err)
+	}
 	if !client.pair(origin) {
 		return nil, 0, nil
 	}

@@ -135,6 +135,7 @@ func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
 	fwd := &Forwarder{Listen: "127.0.0.1:0", Health: "127.0.0.1:0", Origins: []string{relay.Addr().String()},
 		Drain: drainWindow, Shutdown: shutdown, Clock: clk}
+	ForTests(fwd)
 	if err := fwd.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func startDraining(t *testing.T) draining {
 	t.Helper()
 	d := draining{m: &InnerMap{}, clk: clock.NewFake(time.Unix(0, 0)), done: make(chan error, 1)}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, d.m), Map: d.m})
-	fwd := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: d.clk}
+	fwd := ForTests(&Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: d.clk})
 	if err := fwd.Open(); err != nil {
 		t.Fatal(err)
 	}

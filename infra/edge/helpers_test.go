@@ -157,6 +157,7 @@ func startForwarder(t *testing.T, f *Forwarder) *Forwarder {
 	if f.Check.Interval == 0 {
 		f.Check.Interval = time.Hour
 	}
+	ForTests(f)
 	if err := f.Open(); err != nil {
 		t.Fatal(err)
 	}

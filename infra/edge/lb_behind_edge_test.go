@@ -33,6 +33,7 @@ func TestDrainingLBInstanceLeavesTheEdgeWithZeroFailures(t *testing.T) {
 		// Checks loose enough for a loaded test machine: a timed-out check of the healthy instance
 		// must not take it out.
 		Check: edge.UpstreamCheck{Path: "/_lb/health", Interval: 200 * time.Millisecond, Timeout: 150 * time.Millisecond, UnhealthyThreshold: 3}}
+	edge.ForTests(fwd)
 	if err := fwd.Open(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,10 @@ import (
 func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), window, shutdown time.Duration,
 	clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
 	var open atomic.Int64
-	var began time.Time
 	conns := &openConns{set: map[*pairedConn]struct{}{}}
-	done := make(chan struct{})
-	defer close(done)
+	phases := drainPhases{addr: ln.Addr().String(), window: window, shutdown: shutdown, clk: clk, log: log, who: who,
+		onDraining: onDraining, open: open.Load, finish: conns.finish, done: make(chan struct{})}
+	defer close(phases.done)
 	return drain.ServeTCP(ctx, pairingListener{ln}, func(c net.Conn) {
 		open.Add(1)
 		defer open.Add(-1)
@@ -37,37 +37,52 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 		conns.add(pc)
 		defer conns.remove(pc)
 		relay(pc)
-	}, drain.Handshake{
-		Window:   window,
-		Shutdown: shutdown,
-		Clock:    clk,
-		OnPhase: func(p drain.Phase, at time.Time) {
-			switch p {
-			case drain.PhaseDraining:
-				began = at
-				onDraining()
-				log.Info(who+" drain started: reporting draining, still forwarding and accepting",
-					"phase", string(p), "addr", ln.Addr().String(), "window", window.String(), "open", open.Load())
-			case drain.PhaseStoppedAccepting:
-				linger := min(finLinger, shutdown/2)
-				go func() {
-					select {
-					case <-clk.After(shutdown - linger):
-						if n := conns.finish(); n > 0 {
-							log.Info(who+" ends open connections cleanly: a FIN to each server", "open", n, "linger", linger.String())
-						}
-					case <-done:
-					}
-				}()
-				log.Info(who+" drain window over: stopped accepting, open connections get the shutdown budget",
-					"phase", string(p), "addr", ln.Addr().String(), "after", at.Sub(began).String(),
-					"shutdown", shutdown.String(), "open", open.Load())
-			case drain.PhaseDone:
-				log.Info(who+" drain done", "phase", string(p), "addr", ln.Addr().String(),
-					"took", at.Sub(began).String(), "closed_by_budget", open.Load())
+	}, drain.Handshake{Window: window, Shutdown: shutdown, Clock: clk, OnPhase: phases.enter})
+}
+
+// drainPhases is what a forwarder does at each phase of the drain handshake, whichever engine
+// forwards (the goroutines of serveDrained, or the event loops): the onDraining hook, a log line
+// per phase, and the FINs toward the servers a linger before the shutdown budget ends.
+type drainPhases struct {
+	addr             string
+	window, shutdown time.Duration
+	clk              clock.Clock
+	log              *slog.Logger
+	who              string
+	onDraining       func()
+	open             func() int64  // connections open now
+	finish           func() int    // half-closes every open connection toward its server; how many
+	done             chan struct{} // closed when the server returns: the linger's FINs are moot
+
+	began time.Time
+}
+
+// enter is the handshake's OnPhase.
+func (d *drainPhases) enter(p drain.Phase, at time.Time) {
+	switch p {
+	case drain.PhaseDraining:
+		d.began = at
+		d.onDraining()
+		d.log.Info(d.who+" drain started: reporting draining, still forwarding and accepting",
+			"phase", string(p), "addr", d.addr, "window", d.window.String(), "open", d.open())
+	case drain.PhaseStoppedAccepting:
+		linger := min(finLinger, d.shutdown/2)
+		go func() {
+			select {
+			case <-d.clk.After(d.shutdown - linger):
+				if n := d.finish(); n > 0 {
+					d.log.Info(d.who+" ends open connections cleanly: a FIN to each server", "open", n, "linger", linger.String())
+				}
+			case <-d.done:
 			}
-		},
-	})
+		}()
+		d.log.Info(d.who+" drain window over: stopped accepting, open connections get the shutdown budget",
+			"phase", string(p), "addr", d.addr, "after", at.Sub(d.began).String(),
+			"shutdown", d.shutdown.String(), "open", d.open())
+	case drain.PhaseDone:
+		d.log.Info(d.who+" drain done", "phase", string(p), "addr", d.addr,
+			"took", at.Sub(d.began).String(), "closed_by_budget", d.open())
+	}
 }
 
 // finLinger is how long before the shutdown budget ends the drain half-closes what is still

@@ -28,11 +28,7 @@ func dialTCP(addr string, timeout time.Duration) (net.Conn, error) {
 // header goes alone, so a protocol in which the server speaks first still works. It returns how
 // many client bytes went with the header; a client that already failed is left for the splice to
 // find.
-func sendHeader(client, server net.Conn, header *proxyproto.Header, timeout time.Duration) (int, error) {
-	hb, err := header.Format()
-	if err != nil {
-		return 0, fmt.Errorf("format the PROXY header: %w", err)
-	}
+func sendHeader(client, server net.Conn, hb []byte, timeout time.Duration) (int, error) {
 	pb := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(pb)
 	buf := *pb
@@ -44,4 +40,14 @@ func sendHeader(client, server net.Conn, header *proxyproto.Header, timeout time
 	}
 	_ = server.SetWriteDeadline(time.Time{})
 	return n, nil
+}
+
+// proxyHeader is the PROXY v2 header of a connection from src (the client as the edge measured
+// it) to dst (the address the client dialled), encoded.
+func proxyHeader(src, dst net.Addr) ([]byte, error) {
+	hb, err := proxyproto.HeaderProxyFromAddrs(2, src, dst).Format()
+	if err != nil {
+		return nil, fmt.Errorf("format the PROXY header: %w", err)
+	}
+	return hb, nil
 }

@@ -1,0 +1,16 @@
+package edge
+
+import "os"
+
+// testGoroutinesOnly says the tests run every connection through the goroutine path:
+// ZERO502_TEST_EDGE_ENGINE=goroutines (.ci/run runs the package once that way, once with the
+// event loops).
+func testGoroutinesOnly() bool { return os.Getenv("ZERO502_TEST_EDGE_ENGINE") == "goroutines" }
+
+// ForTests sets f up as the tests want it: on the goroutine path under
+// ZERO502_TEST_EDGE_ENGINE=goroutines. The package's external tests call it on every Forwarder
+// they build; the internal ones go through startForwarder or set the field.
+func ForTests(f *Forwarder) *Forwarder {
+	f.goroutines = testGoroutinesOnly()
+	return f
+}

@@ -1,0 +1,132 @@
+package edge
+
+import (
+	"net/netip"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The event loops' system calls on their non-blocking sockets, as raw system calls: none of
+// them can block, so they need none of the scheduler's bookkeeping around a system call that
+// syscall.Syscall does (entersyscall, exitsyscall), and the address calls skip the extra
+// getsockopt(SO_PROTOCOL) that x/sys/unix makes to decode an address. Errors are the bare
+// errno (unix.EAGAIN and friends compare with errors.Is).
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+// rawRead is read(2).
+func rawRead(fd int, p []byte) (int, error) {
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// rawWrite is write(2).
+func rawWrite(fd int, p []byte) (int, error) {
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// rawClose is close(2) of a socket without SO_LINGER: it never waits.
+func rawClose(fd int) {
+	_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+}
+
+// rawShutdownWrite is shutdown(2) of the sending side: the peer reads EOF.
+func rawShutdownWrite(fd int) {
+	_, _, _ = unix.RawSyscall(unix.SYS_SHUTDOWN, uintptr(fd), unix.SHUT_WR, 0)
+}
+
+// rawNoDelay turns Nagle's algorithm off on fd, as Go does on every TCP connection.
+func rawNoDelay(fd int) {
+	one := int32(1)
+	_, _, _ = unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, uintptr(unsafe.Pointer(&one)), 4, 0)
+}
+
+// rawSocketError is getsockopt(SO_ERROR): how a non-blocking connect ended.
+func rawSocketError(fd int) error {
+	var v int32
+	l := uint32(4)
+	if _, _, e := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_ERROR, uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
+		return e
+	}
+	return errnoErr(syscall.Errno(v))
+}
+
+// rawAccept accepts a connection on lfd, non-blocking and close-on-exec, with its peer address.
+func rawAccept(lfd int) (int, netip.AddrPort, error) {
+	var rsa unix.RawSockaddrAny
+	l := uint32(unix.SizeofSockaddrAny)
+	fd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(lfd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)),
+		unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+	if e != 0 {
+		return -1, netip.AddrPort{}, e
+	}
+	return int(fd), rawAddrPort(&rsa), nil
+}
+
+// rawLocalAddr is getsockname(2): the local address of fd.
+func rawLocalAddr(fd int) netip.AddrPort {
+	var rsa unix.RawSockaddrAny
+	l := uint32(unix.SizeofSockaddrAny)
+	if _, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l))); e != 0 {
+		return netip.AddrPort{}
+	}
+	return rawAddrPort(&rsa)
+}
+
+// rawConnect opens a non-blocking TCP socket with Nagle off and starts its connect to ap; the
+// error is nil or EINPROGRESS when the connect is under way.
+func rawConnect(ap netip.AddrPort) (int, error) {
+	family := unix.AF_INET
+	if !ap.Addr().Is4() {
+		family = unix.AF_INET6
+	}
+	fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(family), unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if e != 0 {
+		return -1, e
+	}
+	rawNoDelay(int(fd))
+	port := [2]byte{byte(ap.Port() >> 8), byte(ap.Port())}
+	if family == unix.AF_INET {
+		sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ap.Addr().As4()}
+		*(*[2]byte)(unsafe.Pointer(&sa.Port)) = port
+		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet4)
+	} else {
+		sa := unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: ap.Addr().As16()}
+		*(*[2]byte)(unsafe.Pointer(&sa.Port)) = port
+		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet6)
+	}
+	if e != 0 && e != unix.EINPROGRESS {
+		rawClose(int(fd))
+		return -1, e
+	}
+	return int(fd), errnoErr(e)
+}
+
+// rawAddrPort decodes an IPv4 or IPv6 socket address (an IPv4-mapped one as IPv4).
+func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(p[0])<<8|uint16(p[1]))
+	}
+	return netip.AddrPort{}
+}
