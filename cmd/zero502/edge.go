@@ -96,7 +96,7 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 				return exitCode(2, fmt.Errorf("edge forward: %w", err))
 			}
 			f.ListenFunc = up.Listen
-			reserveEdgeSpareP(&f) // this process runs one edge
+			reserveSpareP(edge.EventLoopsAvailable, &f.Loops) // this process runs one edge
 			if err := f.Open(); err != nil {
 				return exitCode(1, err)
 			}

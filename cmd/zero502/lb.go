@@ -73,7 +73,7 @@ connection. If the new process fails, this one keeps serving.`,
 			if fromMesh != "" && set.Admin == "" {
 				return exitCode(2, fmt.Errorf("--backends-from-mesh %s: needs the admin listener (--admin host:port, or balancer.admin in --config): the route is applied through it", fromMesh))
 			}
-			reserveSpareP(&set) // this process runs one LB
+			reserveSpareP(lb.EventLoopsAvailable, &set.Loops) // this process runs one LB
 			opts := []lb.Option{lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen)}
 			if slowPathOnly {
 				opts = append(opts, lb.WithSlowPathOnly())

@@ -3,26 +3,25 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
-
-	"github.com/zero502/zero502/infra/lb"
 )
 
-// The process settings of the lb command: the library (infra/lb) changes nothing about the
-// process it runs in; this command runs one LB and decides for its own.
+// The process settings of the lb and edge commands: the libraries (infra/lb, infra/edge) change
+// nothing about the process they run in; each command runs one server and decides for its own.
 
-// reserveSpareP fixes the event loops at the current GOMAXPROCS and raises GOMAXPROCS by one.
-// While every loop waits in epoll_wait the runtime then has an idle P for other goroutines
-// (health checks, the admin API) and sees no reason to take the loops' Ps away during their
-// waits; without it the scheduler's monitor retakes a waiting loop's P and wakes itself up to do
-// so thousands of times a second, measured the largest avoidable kernel cost of the loops
-// (bench/lb.sh: about 8% of req/s). It does nothing without event loops (not Linux) or when
-// --loops is set.
-func reserveSpareP(s *lb.Settings) {
-	if !lb.EventLoopsAvailable || s.Loops > 0 {
+// reserveSpareP fixes a server's event loops (*loops: lb.Settings.Loops, edge.Forwarder.Loops)
+// at the current GOMAXPROCS and raises GOMAXPROCS by one. While every loop waits in epoll_wait
+// the runtime then has an idle P for other goroutines (health checks, the admin API) and sees no
+// reason to take the loops' Ps away during their waits; without it the scheduler's monitor
+// retakes a waiting loop's P and wakes itself up to do so thousands of times a second, measured
+// the largest avoidable kernel cost of the loops (bench/lb.sh: about 8% of req/s; bench/edge.sh
+// with a new connection per request: among the largest costs). It does nothing without event
+// loops (available false: not Linux) or when the loops are set (--loops).
+func reserveSpareP(available bool, loops *int) {
+	if !available || *loops > 0 {
 		return
 	}
-	s.Loops = runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(s.Loops + 1)
+	*loops = runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(*loops + 1)
 }
 
 // trimMemory is the LB's lb.WithMemoryTrim: a few collections (a stack shrinks by half at most

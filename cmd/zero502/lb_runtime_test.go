@@ -15,11 +15,11 @@ func TestReserveSpareP(t *testing.T) {
 		t.Skip("no event loops on this system: nothing to reserve")
 	}
 	s := lb.LabSettings("127.0.0.1:0", []string{"127.0.0.1:9001"})
-	reserveSpareP(&s)
+	reserveSpareP(lb.EventLoopsAvailable, &s.Loops)
 	if s.Loops != procs || runtime.GOMAXPROCS(0) != procs+1 {
 		t.Fatalf("loops %d, GOMAXPROCS %d; want %d loops and one P more", s.Loops, runtime.GOMAXPROCS(0), procs)
 	}
-	reserveSpareP(&s) // Loops is set now: nothing changes again
+	reserveSpareP(lb.EventLoopsAvailable, &s.Loops) // Loops is set now: nothing changes again
 	if runtime.GOMAXPROCS(0) != procs+1 {
 		t.Fatalf("a second call raised GOMAXPROCS to %d", runtime.GOMAXPROCS(0))
 	}
