@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/zero502/zero502/internal/rawsys"
 )
 
 // lconn is one client connection on an event loop, from its accept to its close: the upstream
@@ -65,14 +67,14 @@ func (l *loop) addClient(fd int, peer netip.AddrPort) {
 	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: peer, start: l.now, moved: l.now,
 		local: l.ls.local}
 	if !c.local.IsValid() {
-		c.local = rawLocalAddr(fd)
+		c.local = rawsys.LocalAddr(fd)
 	}
-	rawNoDelay(fd)
+	rawsys.NoDelay(fd)
 	if err := l.register(fd, c); err != nil {
 		if l.epfd >= 0 { // not when the loop has ended: the connection arrived too late
 			l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())
 		}
-		rawClose(fd)
+		rawsys.Close(fd)
 		c.client.fd = -1
 		c.state = stClosed
 		l.closed()
@@ -159,12 +161,12 @@ func (l *loop) connectNext(c *lconn, last error) {
 
 // connect starts a non-blocking connect of c to ap; the loop finishes it on EPOLLOUT.
 func (l *loop) connect(c *lconn, ap netip.AddrPort) error {
-	fd, err := rawConnect(ap)
+	fd, err := rawsys.Connect(ap)
 	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
 		return os.NewSyscallError("connect", err)
 	}
 	if rerr := l.register(fd, c); rerr != nil {
-		rawClose(fd)
+		rawsys.Close(fd)
 		return rerr
 	}
 	c.server = side{fd: fd}
@@ -198,7 +200,7 @@ func (l *loop) connectFailed(c *lconn, cause error) {
 func (l *loop) closeServer(c *lconn) {
 	if c.server.fd >= 0 {
 		l.slots[c.server.fd] = nil
-		rawClose(c.server.fd)
+		rawsys.Close(c.server.fd)
 		c.server.fd = -1
 	}
 }
@@ -221,7 +223,7 @@ func (l *loop) ready(c *lconn, fd int, ev uint32) {
 	switch c.state {
 	case stConnecting:
 		if s == &c.server && s.writable {
-			if err := rawSocketError(fd); err != nil {
+			if err := rawsys.SocketError(fd); err != nil {
 				l.connectFailed(c, err)
 			} else {
 				l.connected(c)
@@ -255,7 +257,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	k := copy(buf, hb)
 	n := 0
 	if c.client.readable {
-		r, err := rawRead(c.client.fd, buf[k:])
+		r, err := rawsys.Read(c.client.fd, buf[k:])
 		if err == nil && r > 0 {
 			n = r
 			if k+r < len(buf) && !c.client.rdhup {
@@ -266,7 +268,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 		}
 		// an EOF or an error is read again by the relay
 	}
-	w, err := rawWrite(c.server.fd, buf[:k+n])
+	w, err := rawsys.Write(c.server.fd, buf[:k+n])
 	if errors.Is(err, unix.EAGAIN) {
 		w, err = 0, nil
 	}
@@ -310,7 +312,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			if !dst.writable {
 				return nil
 			}
-			w, err := rawWrite(dst.fd, (*h.pend)[h.off:h.end])
+			w, err := rawsys.Write(dst.fd, (*h.pend)[h.off:h.end])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
 			}
@@ -332,7 +334,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		if !src.readable {
 			return nil
 		}
-		k, err := rawRead(src.fd, l.buf)
+		k, err := rawsys.Read(src.fd, l.buf)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			src.readable = false
@@ -342,7 +344,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		case k == 0:
 			h.eof = true
 			if c.ended++; c.ended == 1 {
-				rawShutdownWrite(dst.fd)
+				rawsys.ShutdownWrite(dst.fd)
 			}
 			return nil
 		}
@@ -352,7 +354,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		}
 		w := 0
 		if dst.writable {
-			w, err = rawWrite(dst.fd, l.buf[:k])
+			w, err = rawsys.Write(dst.fd, l.buf[:k])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
 			}
@@ -391,12 +393,12 @@ func (l *loop) end(c *lconn, cause error) {
 	c.state = stClosed
 	var local net.Addr
 	if relayed && c.up.n > 0 {
-		local = net.TCPAddrFromAddrPort(rawLocalAddr(c.server.fd))
+		local = net.TCPAddrFromAddrPort(rawsys.LocalAddr(c.server.fd))
 	}
 	l.closeServer(c)
 	if c.client.fd >= 0 {
 		l.slots[c.client.fd] = nil
-		rawClose(c.client.fd)
+		rawsys.Close(c.client.fd)
 		c.client.fd = -1
 	}
 	for _, h := range []*half{&c.up, &c.down} {

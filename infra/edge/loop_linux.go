@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zero502/zero502/infra/drain"
+	"github.com/zero502/zero502/internal/rawsys"
 )
 
 // The event loops are the Forwarder's fast path on Linux, built like the in-house LB's
@@ -297,7 +298,9 @@ func (l *loop) accept() {
 		return
 	}
 	for range loopAcceptBatch {
-		fd, peer, err := rawAccept(l.lfd)
+		var rsa unix.RawSockaddrAny
+		fd, err := rawsys.Accept(l.lfd, &rsa)
+		peer := rawsys.AddrPort(&rsa)
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.EAGAIN):
@@ -444,7 +447,7 @@ func (ls *loops) finish() int {
 		l.call(func() {
 			for fd, c := range l.slots {
 				if c != nil && c.client.fd == fd && c.state == stRelaying {
-					rawShutdownWrite(c.server.fd)
+					rawsys.ShutdownWrite(c.server.fd)
 				}
 			}
 		})

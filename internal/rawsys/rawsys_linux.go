@@ -1,4 +1,6 @@
-package edge
+//go:build linux
+
+package rawsys
 
 import (
 	"net/netip"
@@ -8,12 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The event loops' system calls on their non-blocking sockets, as raw system calls: none of
-// them can block, so they need none of the scheduler's bookkeeping around a system call that
-// syscall.Syscall does (entersyscall, exitsyscall), and the address calls skip the extra
-// getsockopt(SO_PROTOCOL) that x/sys/unix makes to decode an address. Errors are the bare
-// errno (unix.EAGAIN and friends compare with errors.Is).
-
 func errnoErr(e syscall.Errno) error {
 	if e == 0 {
 		return nil
@@ -21,8 +17,8 @@ func errnoErr(e syscall.Errno) error {
 	return e
 }
 
-// rawRead is read(2).
-func rawRead(fd int, p []byte) (int, error) {
+// Read is read(2).
+func Read(fd int, p []byte) (int, error) {
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
@@ -30,8 +26,8 @@ func rawRead(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
-// rawWrite is write(2).
-func rawWrite(fd int, p []byte) (int, error) {
+// Write is write(2).
+func Write(fd int, p []byte) (int, error) {
 	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
@@ -39,24 +35,24 @@ func rawWrite(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
-// rawClose is close(2) of a socket without SO_LINGER: it never waits.
-func rawClose(fd int) {
+// Close is close(2) of a socket without SO_LINGER: it never waits.
+func Close(fd int) {
 	_, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }
 
-// rawShutdownWrite is shutdown(2) of the sending side: the peer reads EOF.
-func rawShutdownWrite(fd int) {
+// ShutdownWrite is shutdown(2) of the sending side: the peer reads EOF.
+func ShutdownWrite(fd int) {
 	_, _, _ = unix.RawSyscall(unix.SYS_SHUTDOWN, uintptr(fd), unix.SHUT_WR, 0)
 }
 
-// rawNoDelay turns Nagle's algorithm off on fd, as Go does on every TCP connection.
-func rawNoDelay(fd int) {
+// NoDelay turns Nagle's algorithm off on fd, as Go does on every TCP connection.
+func NoDelay(fd int) {
 	one := int32(1)
 	_, _, _ = unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, uintptr(unsafe.Pointer(&one)), 4, 0)
 }
 
-// rawSocketError is getsockopt(SO_ERROR): how a non-blocking connect ended.
-func rawSocketError(fd int) error {
+// SocketError is getsockopt(SO_ERROR): how a non-blocking connect ended.
+func SocketError(fd int) error {
 	var v int32
 	l := uint32(4)
 	if _, _, e := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_ERROR, uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
@@ -65,31 +61,42 @@ func rawSocketError(fd int) error {
 	return errnoErr(syscall.Errno(v))
 }
 
-// rawAccept accepts a connection on lfd, non-blocking and close-on-exec, with its peer address.
-func rawAccept(lfd int) (int, netip.AddrPort, error) {
-	var rsa unix.RawSockaddrAny
-	l := uint32(unix.SizeofSockaddrAny)
-	fd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(lfd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)),
+// Accept is accept4(2) on the non-blocking listener lfd, the new descriptor non-blocking and
+// close-on-exec, its peer's address in rsa (AddrPort decodes it). unix.Accept4 also asks the
+// listener for its protocol with a getsockopt per connection, to tell L2TP from TCP, and
+// allocates the address.
+func Accept(lfd int, rsa *unix.RawSockaddrAny) (int, error) {
+	size := uint32(unix.SizeofSockaddrAny)
+	fd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(lfd), uintptr(unsafe.Pointer(rsa)), uintptr(unsafe.Pointer(&size)),
 		unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
-		return -1, netip.AddrPort{}, e
+		return -1, e
 	}
-	return int(fd), rawAddrPort(&rsa), nil
+	return int(fd), nil
 }
 
-// rawLocalAddr is getsockname(2): the local address of fd.
-func rawLocalAddr(fd int) netip.AddrPort {
+// EpollCtl is epoll_ctl(2); ev may be nil for EPOLL_CTL_DEL.
+func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd), uintptr(unsafe.Pointer(ev)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// LocalAddr is getsockname(2): the local address of fd.
+func LocalAddr(fd int) netip.AddrPort {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
 	if _, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l))); e != 0 {
 		return netip.AddrPort{}
 	}
-	return rawAddrPort(&rsa)
+	return AddrPort(&rsa)
 }
 
-// rawConnect opens a non-blocking TCP socket with Nagle off and starts its connect to ap; the
+// Connect opens a non-blocking TCP socket with Nagle off and starts its connect to ap; the
 // error is nil or EINPROGRESS when the connect is under way.
-func rawConnect(ap netip.AddrPort) (int, error) {
+func Connect(ap netip.AddrPort) (int, error) {
 	family := unix.AF_INET
 	if !ap.Addr().Is4() {
 		family = unix.AF_INET6
@@ -98,7 +105,7 @@ func rawConnect(ap netip.AddrPort) (int, error) {
 	if e != 0 {
 		return -1, e
 	}
-	rawNoDelay(int(fd))
+	NoDelay(int(fd))
 	port := [2]byte{byte(ap.Port() >> 8), byte(ap.Port())}
 	if family == unix.AF_INET {
 		sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ap.Addr().As4()}
@@ -110,14 +117,14 @@ func rawConnect(ap netip.AddrPort) (int, error) {
 		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet6)
 	}
 	if e != 0 && e != unix.EINPROGRESS {
-		rawClose(int(fd))
+		Close(int(fd))
 		return -1, e
 	}
 	return int(fd), errnoErr(e)
 }
 
-// rawAddrPort decodes an IPv4 or IPv6 socket address (an IPv4-mapped one as IPv4).
-func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
+// AddrPort decodes an IPv4 or IPv6 socket address (an IPv4-mapped one as IPv4).
+func AddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 	switch rsa.Addr.Family {
 	case unix.AF_INET:
 		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
