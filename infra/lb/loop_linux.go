@@ -60,6 +60,9 @@ type loops struct {
 	clients  atomic.Int64  // client connections the loops hold
 	handoffs atomic.Uint64 // connections handed to the goroutine path
 	wg       sync.WaitGroup
+	// nodelayInherited: the listener has TCP_NODELAY, so the connections the loops accept
+	// have it from birth (see newLoops)
+	nodelayInherited bool
 }
 
 // loop is one event loop. Everything but the adopt queue and the wake-up is touched only by
@@ -75,6 +78,7 @@ type loop struct {
 	ready []*lclient
 	buf   []byte // scratch for relaying body bytes
 	now   time.Time
+	peers peerNames // the text of the client addresses the loop accepted from
 
 	acceptPaused time.Time // accept failed for lack of descriptors: retry after this
 
@@ -111,6 +115,12 @@ func (s *Server) newLoops() (*loops, error) {
 		lfd = -1 // new connections are sniffed on the goroutine path first (proxyheader.go)
 	}
 	ls := &loops{}
+	if lfd >= 0 {
+		// Linux copies a listener's TCP_NODELAY into every connection it accepts: set once
+		// here, it saves the loops a setsockopt per connection (the goroutine path sets it on
+		// its own connections, as Go does)
+		ls.nodelayInherited = unix.SetsockoptInt(lfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) == nil
+	}
 	n := s.set.Loops
 	if n == 0 {
 		n = runtime.GOMAXPROCS(0)
@@ -308,15 +318,16 @@ func (l *loop) setSlot(fd int, sl slot) {
 
 // register adds fd to the loop's epoll set, edge-triggered for reading and writing.
 func (l *loop) register(fd int) error {
-	return unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
+	return epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
 }
 
 func (l *loop) accept() {
 	if l.lfd < 0 || l.s.closing.Load() {
 		return
 	}
+	var rsa unix.RawSockaddrAny
 	for i := 0; i < 128; i++ {
-		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, err := sysAccept(l.lfd, &rsa)
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.EAGAIN):
@@ -326,7 +337,7 @@ func (l *loop) accept() {
 		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
 			// out of descriptors: stop listening for a moment (level-triggered, it would spin)
 			l.s.log.Warn("accept failed, pausing accepts", "err", err, "for", loopSweep.String())
-			_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+			_ = epollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
 			l.acceptPaused = l.now.Add(loopSweep)
 			return
 		default:
@@ -334,46 +345,65 @@ func (l *loop) accept() {
 			return
 		}
 		if l.s.atConnCap() {
-			_ = unix.Close(fd) // max_conns: accept and close
+			sysClose(fd) // max_conns: accept and close
 			continue
 		}
+		if !l.ls.nodelayInherited {
+			_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		}
+		ip := l.peers.name(&rsa)
 		// connections go to the loop with the fewest, so the loops share the work evenly
-		// whichever of them the kernel woke for the accept
-		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
-			t.adopt(fd, sockaddrIP(sa))
+		// whichever of them the kernel woke for the accept; within adoptSlack of the fewest a
+		// loop keeps its own (a hand-over costs both loops a wake-up and a few system calls)
+		if t := l.ls.leastLoaded(); t != l && t.n.Load()+adoptSlack(l.n.Load()) < l.n.Load() {
+			t.adopt(fd, ip)
 			continue
 		}
 		l.count(1)
-		l.addClient(fd, sockaddrIP(sa))
+		// the request usually arrived with the connection (a client writes it as soon as its
+		// connect returns): read it now, and register the socket only when the loop has to
+		// wait for it (see watch); a connection that carries one request and is closed after
+		// its response never enters the epoll set
+		c := l.addClient(fd, ip)
+		c.canRead = true
+		l.readRequest(c)
 	}
 }
 
-// addClient takes a new or adopted client connection; the loops' client count includes it.
-func (l *loop) addClient(fd int, ip []byte) {
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+// adoptSlack is how many more client connections than the loop with the fewest a loop holding
+// n keeps accepting for itself: an eighth, at least two, so that the loops stay within about
+// 12% of each other while short connections (one request each) rarely change loops.
+func adoptSlack(n int64) int64 { return max(2, n/8) }
+
+// addClient takes a new or adopted client connection, not registered yet (see watch); the
+// loops' client count includes it.
+func (l *loop) addClient(fd int, ip []byte) *lclient {
 	c := &lclient{readiness: readiness{canWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
 	if l.s.closing.Load() {
 		// accepted before the listener closed (or adopted from another loop): its first
 		// request is on its way; it gets freshGrace to arrive
 		c.deadline = l.now.Add(freshGrace)
 	}
-	if err := l.register(fd); err != nil {
-		l.s.log.Error("epoll_ctl add failed", "err", err)
-		_ = unix.Close(fd)
-		l.count(-1)
-		return
-	}
 	l.setSlot(fd, slot{c: c})
+	return c
 }
 
-func sockaddrIP(sa unix.Sockaddr) []byte {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return []byte(net.IP(a.Addr[:]).String())
-	case *unix.SockaddrInet6:
-		return []byte(net.IP(a.Addr[:]).String())
+// watch registers c in the loop's epoll set before the loop waits for it to become readable or
+// writable; false when that failed (c is closed). The socket's readiness at that moment counts:
+// epoll_ctl reports an edge that came before it, so none is missed. Until then the loop has no
+// use for its events (it reads and writes c until EAGAIN, and times it out in sweep), and the
+// kernel does no epoll work for it.
+func (l *loop) watch(c *lclient) bool {
+	if c.watched {
+		return true
 	}
-	return []byte("unknown")
+	if err := l.register(c.fd); err != nil {
+		l.s.log.Error("epoll_ctl add failed", "err", err)
+		l.closeClient(c)
+		return false
+	}
+	c.watched = true
+	return true
 }
 
 // woken handles news from other goroutines: adopted connections, the drain, health changes.
@@ -383,7 +413,7 @@ func (l *loop) woken() {
 	l.adopted = nil
 	l.mu.Unlock()
 	for _, a := range adopted {
-		l.addClient(a.fd, a.ip)
+		l.watch(l.addClient(a.fd, a.ip))
 	}
 	l.evictIdle()
 	if l.s.closing.Load() {
@@ -472,7 +502,7 @@ func (l *loop) closeAll() {
 // netConn turns a descriptor the loop owned into a *net.TCPConn for the goroutine path; the
 // loop forgets the descriptor (it is duplicated, then closed).
 func (l *loop) netConn(fd int) (*net.TCPConn, error) {
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = epollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	l.slots[fd] = slot{}
 	f := os.NewFile(uintptr(fd), "tcp")
 	c, err := net.FileConn(f)
