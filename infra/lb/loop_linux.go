@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -81,6 +82,8 @@ type loop struct {
 	peers peerNames // the text of the client addresses the loop accepted from
 
 	acceptPaused time.Time // accept failed for lack of descriptors: retry after this
+	handedTo     []*loop   // loops acceptSome queued connections for, to wake (accept)
+	adoptedSpare []adoptee // the adopted list woken took last, for reuse
 
 	n atomic.Int64 // client connections this loop holds or has queued (adopted)
 
@@ -95,8 +98,9 @@ type slot struct {
 }
 
 type adoptee struct {
-	fd int
-	ip []byte
+	fd    int
+	ip    []byte
+	fresh bool // just accepted by another loop: its first request is probably there to read
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
@@ -200,7 +204,9 @@ func (l *loop) poke() {
 
 // adopt hands a client connection (its own descriptor) to the loop with the fewest.
 func (ls *loops) adopt(fd int, ip []byte) {
-	ls.leastLoaded().adopt(fd, ip)
+	if t := ls.leastLoaded(); t.enqueue(adoptee{fd: fd, ip: ip}) {
+		t.poke()
+	}
 }
 
 // leastLoaded is the loop holding the fewest client connections.
@@ -220,17 +226,18 @@ func (l *loop) count(d int64) {
 	l.ls.clients.Add(d)
 }
 
-func (l *loop) adopt(fd int, ip []byte) {
+// enqueue queues a client connection for the loop without waking it (see poke); false when
+// the loop has ended (the connection is closed).
+func (l *loop) enqueue(a adoptee) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.ended {
-		l.mu.Unlock()
-		_ = unix.Close(fd) // the LB is stopping
-		return
+		sysClose(a.fd) // the LB is stopping
+		return false
 	}
 	l.count(1)
-	l.adopted = append(l.adopted, adoptee{fd, ip})
-	l.mu.Unlock()
-	l.poke()
+	l.adopted = append(l.adopted, a)
+	return true
 }
 
 func (l *loop) run(ctx context.Context) {
@@ -321,7 +328,20 @@ func (l *loop) register(fd int) error {
 	return epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
 }
 
+// accept takes the connections waiting on the listener (see acceptSome), then wakes the loops
+// it handed some to: once each, however many they got.
 func (l *loop) accept() {
+	l.acceptSome()
+	for _, t := range l.handedTo {
+		t.poke()
+	}
+	clear(l.handedTo)
+	l.handedTo = l.handedTo[:0]
+}
+
+// acceptSome accepts up to 128 connections, keeping each or queueing it for a loop with fewer
+// (handedTo lists those to wake).
+func (l *loop) acceptSome() {
 	if l.lfd < 0 || l.s.closing.Load() {
 		return
 	}
@@ -356,7 +376,9 @@ func (l *loop) accept() {
 		// whichever of them the kernel woke for the accept; within adoptSlack of the fewest a
 		// loop keeps its own (a hand-over costs both loops a wake-up and a few system calls)
 		if t := l.ls.leastLoaded(); t != l && t.n.Load()+adoptSlack(l.n.Load()) < l.n.Load() {
-			t.adopt(fd, ip)
+			if t.enqueue(adoptee{fd: fd, ip: ip, fresh: true}) && !slices.Contains(l.handedTo, t) {
+				l.handedTo = append(l.handedTo, t)
+			}
 			continue
 		}
 		l.count(1)
@@ -410,11 +432,19 @@ func (l *loop) watch(c *lclient) bool {
 func (l *loop) woken() {
 	l.mu.Lock()
 	adopted := l.adopted
-	l.adopted = nil
+	l.adopted = l.adoptedSpare[:0]
 	l.mu.Unlock()
 	for _, a := range adopted {
-		l.watch(l.addClient(a.fd, a.ip))
+		c := l.addClient(a.fd, a.ip)
+		if a.fresh { // as in acceptSome: read its request now
+			c.canRead = true
+			l.readRequest(c)
+			continue
+		}
+		l.watch(c)
 	}
+	clear(adopted)
+	l.adoptedSpare = adopted[:0]
 	l.evictIdle()
 	if l.s.closing.Load() {
 		l.stopAccepting()
