@@ -144,6 +144,14 @@ func (s *Server) newLoops() (*loops, error) {
 		}
 		ls.all = append(ls.all, l)
 	}
+	if lfd >= 0 {
+		own := map[int]bool{}
+		for _, l := range ls.all {
+			own[l.epfd] = true
+		}
+		n := unpollListener(lfd, own)
+		s.log.Debug("the listener left the runtime's poller (the loops accept)", "registrations", n)
+	}
 	return ls, nil
 }
 

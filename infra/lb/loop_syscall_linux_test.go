@@ -1,6 +1,11 @@
 package lb
 
 import (
+	"bufio"
+	"net"
+	"os"
+	"slices"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -46,5 +51,64 @@ func TestPeerNames(t *testing.T) {
 	}
 	if len(p.names) > peerNamesMax {
 		t.Errorf("%d addresses remembered, at most %d wanted", len(p.names), peerNamesMax)
+	}
+}
+
+// TestUnpollListener: with event loops, the listening socket is in no epoll set of the process
+// but the loops' (unpollListener), and the LB still accepts and answers.
+func TestUnpollListener(t *testing.T) {
+	set := LabSettings("127.0.0.1:0", []string{fastBackend(t)})
+	set.slowPathOnly = testSlowPathOnly()
+	l := startLB(t, set)
+	if l.loops == nil {
+		t.Skip("no event loops")
+	}
+	var st unix.Stat_t
+	raw, err := l.ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Control(func(fd uintptr) { err = unix.Fstat(int(fd), &st) }); err != nil {
+		t.Fatal(err)
+	}
+	own := map[int]bool{}
+	for _, lp := range l.loops.all {
+		own[lp.epfd] = true
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	for _, e := range ents {
+		n, _ := strconv.Atoi(e.Name())
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil || own[n] {
+			continue
+		}
+		if fds := epollTargets(info, st.Ino); len(fds) > 0 {
+			t.Errorf("epoll set %d still watches the listener (descriptors %v)", n, fds)
+		}
+	}
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	o := &oneConn{c: c, br: bufio.NewReader(c)}
+	if err := o.roundTrip(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEpollTargets(t *testing.T) {
+	info := []byte("pos:\t0\nflags:\t02000002\nmnt_id:\t16\nino:\t1057\n" +
+		"tfd:        5 events: 8000201d data: 3f9e3370af000003  pos:0 ino:13f03ef sdev:9\n" +
+		"tfd:        7 events:       19 data:          1eb8730  pos:0 ino:40e sdev:10\n" +
+		"tfd:        8 events: 8000201d data: 3f9e3370ae000001  pos:0 ino:13f03ef sdev:9\n")
+	if got := epollTargets(info, 0x13f03ef); !slices.Equal(got, []int{5, 8}) {
+		t.Errorf("got %v, want [5 8]", got)
+	}
+	if got := epollTargets(info, 0x40f); len(got) != 0 {
+		t.Errorf("got %v for an inode not watched", got)
 	}
 }
