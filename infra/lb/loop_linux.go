@@ -386,9 +386,10 @@ func (l *loop) acceptSome() {
 		}
 		ip := l.peers.name(&rsa)
 		// connections go to the loop with the fewest, so the loops share the work evenly
-		// whichever of them the kernel woke for the accept; within adoptSlack of the fewest a
-		// loop keeps its own (a hand-over costs both loops a wake-up and a few system calls)
-		if t := l.ls.leastLoaded(); t != l && t.n.Load()+adoptSlack(l.n.Load()) < l.n.Load() {
+		// whichever of them the kernel woke for the accept (a slack of an eighth was tried:
+		// it saved no CPU, hand-overs being batched per accept round, and it left long
+		// keep-alive connections unevenly spread)
+		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
 			if t.enqueue(adoptee{fd: fd, ip: ip, fresh: true}) && !slices.Contains(l.handedTo, t) {
 				l.handedTo = append(l.handedTo, t)
 			}
@@ -404,11 +405,6 @@ func (l *loop) acceptSome() {
 		l.readRequest(c)
 	}
 }
-
-// adoptSlack is how many more client connections than the loop with the fewest a loop holding
-// n keeps accepting for itself: an eighth, at least two, so that the loops stay within about
-// 12% of each other while short connections (one request each) rarely change loops.
-func adoptSlack(n int64) int64 { return max(2, n/8) }
 
 // addClient takes a new or adopted client connection, not registered yet (see watch); the
 // loops' client count includes it.
