@@ -48,7 +48,9 @@ type lclient struct {
 	// used: a request began on it. A connection accepted before the LB stopped accepting and not
 	// used yet carries a request on its way: the drain serves it (Connection: close) instead of
 	// closing the connection under it (freshGrace).
-	used     bool
+	used bool
+	// watched: the socket is in the loop's epoll set (see loop.watch)
+	watched  bool
 	phase    phase
 	chunked  bool // the response body is chunked: x.chunk finds its end (requests here never are)
 	keep     bool // the connection may carry another request after this response
@@ -141,6 +143,7 @@ func (l *loop) readRequest(c *lclient) {
 			case c.phase == phIdle: // the start of a pipelined request: the head timeout runs
 				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
 			}
+			l.watch(c) // the rest of the request (or the next one) comes with an event
 			return
 		}
 		free, err := c.in.space(maxHead + loopBodyLimit)
@@ -148,7 +151,7 @@ func (l *loop) readRequest(c *lclient) {
 			l.refuse(c, headTooLarge(maxHead))
 			return
 		}
-		n, err = unix.Read(c.fd, free)
+		n, err = sysRead(c.fd, free)
 		switch {
 		case n > 0:
 			c.in.w += n
@@ -304,7 +307,7 @@ func (l *loop) send(c *lclient, u *lup) {
 func writeSome(fd int, p []byte, r *readiness) (int, bool) {
 	n := 0
 	for r.canWrite && n < len(p) {
-		k, err := unix.Write(fd, p[n:])
+		k, err := sysWrite(fd, p[n:])
 		switch {
 		case k > 0:
 			n += k
@@ -349,7 +352,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.failed(c, u, attemptBad)
 			return
 		}
-		k, err := unix.Read(u.fd, free)
+		k, err := sysRead(u.fd, free)
 		switch {
 		case k > 0:
 			u.in.w += k
@@ -423,7 +426,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		if int64(len(buf)) > c.left {
 			buf = buf[:c.left]
 		}
-		k, err := unix.Read(u.fd, buf)
+		k, err := sysRead(u.fd, buf)
 		switch {
 		case k > 0:
 			c.left -= int64(k)
@@ -479,7 +482,7 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			l.closeClient(c)
 			return
 		}
-		k, err := unix.Read(u.fd, free)
+		k, err := sysRead(u.fd, free)
 		switch {
 		case k > 0:
 			u.in.w += k
@@ -511,6 +514,7 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 	if n < len(p) {
 		c.pend = append(c.pend[:0], p[n:]...)
 		c.pendOff = 0
+		return l.watch(c) // the rest goes when the socket is writable again
 	}
 	return true
 }
@@ -584,7 +588,9 @@ func (l *loop) finish(c *lclient) {
 		c.in.release()
 		if l.s.closing.Load() {
 			l.closeClient(c)
+			return
 		}
+		l.watch(c) // the next request comes with an event
 	}
 }
 
@@ -665,7 +671,7 @@ func (l *loop) closeClient(c *lclient) {
 	c.in.release()
 	c.pend = nil
 	l.slots[c.fd] = slot{}
-	_ = unix.Close(c.fd)
+	sysClose(c.fd)
 	l.count(-1)
 }
 
@@ -688,11 +694,11 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 		b.connectSeconds.Observe(time.Since(l.now).Seconds())
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
-		_ = unix.Close(fd)
+		sysClose(fd)
 		return nil, err
 	}
 	if err := l.register(fd); err != nil {
-		_ = unix.Close(fd)
+		sysClose(fd)
 		return nil, err
 	}
 	l.setSlot(fd, slot{u: u})
@@ -704,7 +710,7 @@ func (l *loop) closeUpstream(u *lup) {
 		return
 	}
 	l.slots[u.fd] = slot{}
-	_ = unix.Close(u.fd)
+	sysClose(u.fd)
 	u.fd = -1
 	u.in.buf = nil
 }

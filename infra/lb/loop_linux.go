@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -42,8 +43,13 @@ const EventLoopsAvailable = true
 // loopBodyLimit is the largest request body the loop forwards itself (once all of it arrived).
 const loopBodyLimit = 16 << 10
 
-// yieldEvery is how often a busy loop passes through the Go scheduler (see run).
-const yieldEvery = 5 * time.Millisecond
+// yieldEvery is how often a busy loop passes through the Go scheduler (see run): as seldom as
+// the runtime allows without preempting it (its monitor does after 10 ms without a pass, counted
+// from when it noticed the last one, so never sooner), with 2 ms for the events of one round. A
+// pass is not cheap: runtime.Gosched queues the loop on the global run queue and wakes a thread
+// for the spare P (lb_runtime.go in cmd/zero502), which often takes the loop over while this
+// thread goes to sleep; profiled, the passes every 5 ms cost about 8% of a loop's CPU.
+const yieldEvery = 8 * time.Millisecond
 
 // loopSweep is how often a loop looks for expired deadlines and old pooled connections.
 const loopSweep = 100 * time.Millisecond
@@ -60,6 +66,9 @@ type loops struct {
 	clients  atomic.Int64  // client connections the loops hold
 	handoffs atomic.Uint64 // connections handed to the goroutine path
 	wg       sync.WaitGroup
+	// nodelayInherited: the listener has TCP_NODELAY, so the connections the loops accept
+	// have it from birth (see newLoops)
+	nodelayInherited bool
 }
 
 // loop is one event loop. Everything but the adopt queue and the wake-up is touched only by
@@ -75,8 +84,11 @@ type loop struct {
 	ready []*lclient
 	buf   []byte // scratch for relaying body bytes
 	now   time.Time
+	peers peerNames // the text of the client addresses the loop accepted from
 
 	acceptPaused time.Time // accept failed for lack of descriptors: retry after this
+	handedTo     []*loop   // loops acceptSome queued connections for, to wake (accept)
+	adoptedSpare []adoptee // the adopted list woken took last, for reuse
 
 	n atomic.Int64 // client connections this loop holds or has queued (adopted)
 
@@ -91,8 +103,9 @@ type slot struct {
 }
 
 type adoptee struct {
-	fd int
-	ip []byte
+	fd    int
+	ip    []byte
+	fresh bool // just accepted by another loop: its first request is probably there to read
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
@@ -111,6 +124,12 @@ func (s *Server) newLoops() (*loops, error) {
 		lfd = -1 // new connections are sniffed on the goroutine path first (proxyheader.go)
 	}
 	ls := &loops{}
+	if lfd >= 0 {
+		// Linux copies a listener's TCP_NODELAY into every connection it accepts: set once
+		// here, it saves the loops a setsockopt per connection (the goroutine path sets it on
+		// its own connections, as Go does)
+		ls.nodelayInherited = unix.SetsockoptInt(lfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) == nil
+	}
 	n := s.set.Loops
 	if n == 0 {
 		n = runtime.GOMAXPROCS(0)
@@ -124,6 +143,14 @@ func (s *Server) newLoops() (*loops, error) {
 			return nil, err
 		}
 		ls.all = append(ls.all, l)
+	}
+	if lfd >= 0 {
+		own := map[int]bool{}
+		for _, l := range ls.all {
+			own[l.epfd] = true
+		}
+		n := unpollListener(lfd, own)
+		s.log.Debug("the listener left the runtime's poller (the loops accept)", "registrations", n)
 	}
 	return ls, nil
 }
@@ -190,7 +217,9 @@ func (l *loop) poke() {
 
 // adopt hands a client connection (its own descriptor) to the loop with the fewest.
 func (ls *loops) adopt(fd int, ip []byte) {
-	ls.leastLoaded().adopt(fd, ip)
+	if t := ls.leastLoaded(); t.enqueue(adoptee{fd: fd, ip: ip}) {
+		t.poke()
+	}
 }
 
 // leastLoaded is the loop holding the fewest client connections.
@@ -210,17 +239,18 @@ func (l *loop) count(d int64) {
 	l.ls.clients.Add(d)
 }
 
-func (l *loop) adopt(fd int, ip []byte) {
+// enqueue queues a client connection for the loop without waking it (see poke); false when
+// the loop has ended (the connection is closed).
+func (l *loop) enqueue(a adoptee) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.ended {
-		l.mu.Unlock()
-		_ = unix.Close(fd) // the LB is stopping
-		return
+		sysClose(a.fd) // the LB is stopping
+		return false
 	}
 	l.count(1)
-	l.adopted = append(l.adopted, adoptee{fd, ip})
-	l.mu.Unlock()
-	l.poke()
+	l.adopted = append(l.adopted, a)
+	return true
 }
 
 func (l *loop) run(ctx context.Context) {
@@ -308,15 +338,29 @@ func (l *loop) setSlot(fd int, sl slot) {
 
 // register adds fd to the loop's epoll set, edge-triggered for reading and writing.
 func (l *loop) register(fd int) error {
-	return unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
+	return epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
 }
 
+// accept takes the connections waiting on the listener (see acceptSome), then wakes the loops
+// it handed some to: once each, however many they got.
 func (l *loop) accept() {
+	l.acceptSome()
+	for _, t := range l.handedTo {
+		t.poke()
+	}
+	clear(l.handedTo)
+	l.handedTo = l.handedTo[:0]
+}
+
+// acceptSome accepts up to 128 connections, keeping each or queueing it for a loop with fewer
+// (handedTo lists those to wake).
+func (l *loop) acceptSome() {
 	if l.lfd < 0 || l.s.closing.Load() {
 		return
 	}
+	var rsa unix.RawSockaddrAny
 	for i := 0; i < 128; i++ {
-		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, err := sysAccept(l.lfd, &rsa)
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.EAGAIN):
@@ -326,7 +370,7 @@ func (l *loop) accept() {
 		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
 			// out of descriptors: stop listening for a moment (level-triggered, it would spin)
 			l.s.log.Warn("accept failed, pausing accepts", "err", err, "for", loopSweep.String())
-			_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+			_ = epollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
 			l.acceptPaused = l.now.Add(loopSweep)
 			return
 		default:
@@ -334,57 +378,82 @@ func (l *loop) accept() {
 			return
 		}
 		if l.s.atConnCap() {
-			_ = unix.Close(fd) // max_conns: accept and close
+			sysClose(fd) // max_conns: accept and close
 			continue
 		}
+		if !l.ls.nodelayInherited {
+			_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		}
+		ip := l.peers.name(&rsa)
 		// connections go to the loop with the fewest, so the loops share the work evenly
-		// whichever of them the kernel woke for the accept
+		// whichever of them the kernel woke for the accept (a slack of an eighth was tried:
+		// it saved no CPU, hand-overs being batched per accept round, and it left long
+		// keep-alive connections unevenly spread)
 		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
-			t.adopt(fd, sockaddrIP(sa))
+			if t.enqueue(adoptee{fd: fd, ip: ip, fresh: true}) && !slices.Contains(l.handedTo, t) {
+				l.handedTo = append(l.handedTo, t)
+			}
 			continue
 		}
 		l.count(1)
-		l.addClient(fd, sockaddrIP(sa))
+		// the request usually arrived with the connection (a client writes it as soon as its
+		// connect returns): read it now, and register the socket only when the loop has to
+		// wait for it (see watch); a connection that carries one request and is closed after
+		// its response never enters the epoll set
+		c := l.addClient(fd, ip)
+		c.canRead = true
+		l.readRequest(c)
 	}
 }
 
-// addClient takes a new or adopted client connection; the loops' client count includes it.
-func (l *loop) addClient(fd int, ip []byte) {
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+// addClient takes a new or adopted client connection, not registered yet (see watch); the
+// loops' client count includes it.
+func (l *loop) addClient(fd int, ip []byte) *lclient {
 	c := &lclient{readiness: readiness{canWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
 	if l.s.closing.Load() {
 		// accepted before the listener closed (or adopted from another loop): its first
 		// request is on its way; it gets freshGrace to arrive
 		c.deadline = l.now.Add(freshGrace)
 	}
-	if err := l.register(fd); err != nil {
-		l.s.log.Error("epoll_ctl add failed", "err", err)
-		_ = unix.Close(fd)
-		l.count(-1)
-		return
-	}
 	l.setSlot(fd, slot{c: c})
+	return c
 }
 
-func sockaddrIP(sa unix.Sockaddr) []byte {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return []byte(net.IP(a.Addr[:]).String())
-	case *unix.SockaddrInet6:
-		return []byte(net.IP(a.Addr[:]).String())
+// watch registers c in the loop's epoll set before the loop waits for it to become readable or
+// writable; false when that failed (c is closed). The socket's readiness at that moment counts:
+// epoll_ctl reports an edge that came before it, so none is missed. Until then the loop has no
+// use for its events (it reads and writes c until EAGAIN, and times it out in sweep), and the
+// kernel does no epoll work for it.
+func (l *loop) watch(c *lclient) bool {
+	if c.watched {
+		return true
 	}
-	return []byte("unknown")
+	if err := l.register(c.fd); err != nil {
+		l.s.log.Error("epoll_ctl add failed", "err", err)
+		l.closeClient(c)
+		return false
+	}
+	c.watched = true
+	return true
 }
 
 // woken handles news from other goroutines: adopted connections, the drain, health changes.
 func (l *loop) woken() {
 	l.mu.Lock()
 	adopted := l.adopted
-	l.adopted = nil
+	l.adopted = l.adoptedSpare[:0]
 	l.mu.Unlock()
 	for _, a := range adopted {
-		l.addClient(a.fd, a.ip)
+		c := l.addClient(a.fd, a.ip)
+		if a.fresh { // as in acceptSome: read its request now
+			c.canRead = true
+			l.readRequest(c)
+			continue
+		}
+		l.watch(c)
 	}
+	clear(adopted)
+	l.adoptedSpare = adopted[:0]
 	l.evictIdle()
 	if l.s.closing.Load() {
 		l.stopAccepting()
@@ -472,7 +541,7 @@ func (l *loop) closeAll() {
 // netConn turns a descriptor the loop owned into a *net.TCPConn for the goroutine path; the
 // loop forgets the descriptor (it is duplicated, then closed).
 func (l *loop) netConn(fd int) (*net.TCPConn, error) {
-	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = epollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	l.slots[fd] = slot{}
 	f := os.NewFile(uintptr(fd), "tcp")
 	c, err := net.FileConn(f)
