@@ -2,9 +2,11 @@ package lb
 
 import (
 	"errors"
-	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
 	"time"
+
+	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/internal/rawsys"
 
 	"golang.org/x/sys/unix"
 )
@@ -151,7 +153,7 @@ func (l *loop) readRequest(c *lclient) {
 			l.refuse(c, headTooLarge(maxHead))
 			return
 		}
-		n, err = sysRead(c.fd, free)
+		n, err = rawsys.Read(c.fd, free)
 		switch {
 		case n > 0:
 			c.in.w += n
@@ -307,7 +309,7 @@ func (l *loop) send(c *lclient, u *lup) {
 func writeSome(fd int, p []byte, r *readiness) (int, bool) {
 	n := 0
 	for r.canWrite && n < len(p) {
-		k, err := sysWrite(fd, p[n:])
+		k, err := rawsys.Write(fd, p[n:])
 		switch {
 		case k > 0:
 			n += k
@@ -352,7 +354,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.failed(c, u, attemptBad)
 			return
 		}
-		k, err := sysRead(u.fd, free)
+		k, err := rawsys.Read(u.fd, free)
 		switch {
 		case k > 0:
 			u.in.w += k
@@ -426,7 +428,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		if int64(len(buf)) > c.left {
 			buf = buf[:c.left]
 		}
-		k, err := sysRead(u.fd, buf)
+		k, err := rawsys.Read(u.fd, buf)
 		switch {
 		case k > 0:
 			c.left -= int64(k)
@@ -482,7 +484,7 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			l.closeClient(c)
 			return
 		}
-		k, err := sysRead(u.fd, free)
+		k, err := rawsys.Read(u.fd, free)
 		switch {
 		case k > 0:
 			u.in.w += k
@@ -671,7 +673,7 @@ func (l *loop) closeClient(c *lclient) {
 	c.in.release()
 	c.pend = nil
 	l.slots[c.fd] = slot{}
-	sysClose(c.fd)
+	rawsys.Close(c.fd)
 	l.count(-1)
 }
 
@@ -694,11 +696,11 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 		b.connectSeconds.Observe(time.Since(l.now).Seconds())
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
-		sysClose(fd)
+		rawsys.Close(fd)
 		return nil, err
 	}
 	if err := l.register(fd); err != nil {
-		sysClose(fd)
+		rawsys.Close(fd)
 		return nil, err
 	}
 	l.setSlot(fd, slot{u: u})
@@ -710,7 +712,7 @@ func (l *loop) closeUpstream(u *lup) {
 		return
 	}
 	l.slots[u.fd] = slot{}
-	sysClose(u.fd)
+	rawsys.Close(u.fd)
 	u.fd = -1
 	u.in.buf = nil
 }

@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/zero502/zero502/internal/rawsys"
 )
 
 // The event loops (the fast path, on Linux) forward the common case
@@ -245,7 +247,7 @@ func (l *loop) enqueue(a adoptee) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
-		sysClose(a.fd) // the LB is stopping
+		rawsys.Close(a.fd) // the LB is stopping
 		return false
 	}
 	l.count(1)
@@ -338,7 +340,7 @@ func (l *loop) setSlot(fd int, sl slot) {
 
 // register adds fd to the loop's epoll set, edge-triggered for reading and writing.
 func (l *loop) register(fd int) error {
-	return epollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
+	return rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
 }
 
 // accept takes the connections waiting on the listener (see acceptSome), then wakes the loops
@@ -360,7 +362,7 @@ func (l *loop) acceptSome() {
 	}
 	var rsa unix.RawSockaddrAny
 	for i := 0; i < 128; i++ {
-		fd, err := sysAccept(l.lfd, &rsa)
+		fd, err := rawsys.Accept(l.lfd, &rsa)
 		switch {
 		case err == nil:
 		case errors.Is(err, unix.EAGAIN):
@@ -370,7 +372,7 @@ func (l *loop) acceptSome() {
 		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
 			// out of descriptors: stop listening for a moment (level-triggered, it would spin)
 			l.s.log.Warn("accept failed, pausing accepts", "err", err, "for", loopSweep.String())
-			_ = epollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+			_ = rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
 			l.acceptPaused = l.now.Add(loopSweep)
 			return
 		default:
@@ -378,7 +380,7 @@ func (l *loop) acceptSome() {
 			return
 		}
 		if l.s.atConnCap() {
-			sysClose(fd) // max_conns: accept and close
+			rawsys.Close(fd) // max_conns: accept and close
 			continue
 		}
 		if !l.ls.nodelayInherited {
@@ -541,7 +543,7 @@ func (l *loop) closeAll() {
 // netConn turns a descriptor the loop owned into a *net.TCPConn for the goroutine path; the
 // loop forgets the descriptor (it is duplicated, then closed).
 func (l *loop) netConn(fd int) (*net.TCPConn, error) {
-	_ = epollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	l.slots[fd] = slot{}
 	f := os.NewFile(uintptr(fd), "tcp")
 	c, err := net.FileConn(f)
