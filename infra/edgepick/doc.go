@@ -34,7 +34,10 @@
 // rounds, so a fleet's probes do not synchronise; it wants a Streak of two successes before going
 // back (one success is an edge that just restarted), and a gain past two thresholds, 20 ms AND
 // 25 % (absolute alone would approve 100 → 79 ms, relative alone 4 → 3 ms; two edges in one data
-// centre differ by under a millisecond and would otherwise swap daily). A switch is reported as a
+// centre differ by under a millisecond and would otherwise swap daily), a gain that holds on each
+// probe of the streak: the candidate's slowest of its last Streak probes against the current
+// edge's best of its last three, so one slow probe of the current edge is jitter, not a reason to
+// move. A switch is reported as a
 // SwitchReason, a planned session end and not an error, so it never feeds the reconnect backoff
 // ladder.
 //

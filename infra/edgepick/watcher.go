@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -37,8 +38,17 @@ type watch struct {
 	ranking    Ranking
 	measuredAt time.Time
 	streak     map[netip.AddrPort]int
-	latest     map[netip.AddrPort]time.Duration
+	// recent is each edge's handshake times over its current streak of successful probes, the
+	// last keptHandshakes of them
+	recent map[netip.AddrPort][]time.Duration
 }
+
+// keptHandshakes bounds an edge's recent handshake times; currentSamples is how many of the
+// current edge's the comparison takes the best of.
+const (
+	keptHandshakes = 8
+	currentSamples = 3
+)
 
 // Run watches the session on current.Addr until ctx ends or it decides to switch: then it saves
 // the new choice to the state file, calls onSwitch once with the reason and returns. The caller
@@ -66,7 +76,7 @@ func (w *Watcher) Run(ctx context.Context, current Choice, onSwitch func(SwitchR
 		ranking:    current.Ranking,
 		measuredAt: current.MeasuredAt,
 		streak:     map[netip.AddrPort]int{},
-		latest:     map[netip.AddrPort]time.Duration{},
+		recent:     map[netip.AddrPort][]time.Duration{},
 	}
 	for {
 		select {
@@ -121,12 +131,25 @@ func (w *Watcher) round(ctx context.Context, s *watch) (SwitchReason, bool) {
 
 	cur, curOK := s.ranking.Find(s.current)
 	curOK = curOK && cur.Healthy()
+	current := cur.Handshake
+	if rec := s.recent[s.current]; curOK && len(rec) > 0 {
+		current = slices.Min(rec[max(0, len(rec)-currentSamples):])
+	}
 	h := w.hysteresis()
 	for _, a := range s.ranking.Above(s.current) {
-		if n := s.streak[a]; n > 0 && h.shouldSwitch(cur.Handshake, curOK, s.latest[a], n) {
-			r := SwitchReason{Kind: kind, From: s.current, To: a, ToHandshake: s.latest[a], Streak: n}
+		n := s.streak[a]
+		if n == 0 {
+			continue
+		}
+		// the gain must hold on each of the streak's last h.Streak probes (its slowest of them
+		// against the current edge's best of its last few): one slow sample on the current edge,
+		// or one fast one on a candidate, is jitter, not a better path
+		rec := s.recent[a]
+		candidate := slices.Max(rec[max(0, len(rec)-h.Streak):])
+		if h.shouldSwitch(current, curOK, candidate, n) {
+			r := SwitchReason{Kind: kind, From: s.current, To: a, ToHandshake: candidate, Streak: n}
 			if curOK {
-				r.FromHandshake = cur.Handshake
+				r.FromHandshake = current
 			}
 			return r, true
 		}
@@ -134,15 +157,17 @@ func (w *Watcher) round(ctx context.Context, s *watch) (SwitchReason, bool) {
 	return SwitchReason{}, false
 }
 
-// record counts each probe into its edge's streak: a success extends it, a failure resets it.
+// record counts each probe into its edge's streak: a success extends it (and its recent
+// handshake times), a failure resets it.
 func (s *watch) record(r Ranking) {
 	for _, m := range r {
 		if m.Healthy() {
 			s.streak[m.Addr]++
-			s.latest[m.Addr] = m.Handshake
+			rec := append(s.recent[m.Addr], m.Handshake)
+			s.recent[m.Addr] = rec[max(0, len(rec)-keptHandshakes):]
 		} else {
 			delete(s.streak, m.Addr)
-			delete(s.latest, m.Addr)
+			delete(s.recent, m.Addr)
 		}
 	}
 }

@@ -271,14 +271,38 @@ func TestRemeasureThatFindsTheGainWithAStreakSwitches(t *testing.T) {
 	l.probes.set(l.b, ms(95), ms(95), ms(60))
 	l.run(t, l.a, ms(100), ms(95)) // b ranked above a, within the thresholds: the agent stays on a
 	// Round 1: b 95ms, streak 1. Round 2: b 95ms, streak 2, but 5ms is no gain. Round 3: b 60ms,
-	// streak 3, 40ms and 40 %: switch, decided by the re-measure.
-	for i, want := range []bool{false, false, true} {
+	// but its last two probes were 95 and 60ms: the gain must hold on both. Round 4: b 60ms
+	// twice, 40ms and 40 %: switch, decided by the re-measure.
+	for i, want := range []bool{false, false, false, true} {
 		r, switched := l.round(t)
 		if switched != want {
 			t.Fatalf("round %d: switched %v, want %v", i+1, switched, want)
 		}
 		if switched && r.Kind != Remeasured {
 			t.Errorf("kind %s, want %s", r.Kind, Remeasured)
+		}
+	}
+}
+
+// One slow probe of the current edge is jitter (a loaded machine, a queue on the path), not a
+// better candidate: the current edge counts with its best of its last three, so the agent
+// leaves only once it is slow on all three.
+func TestOneSlowProbeOfTheCurrentEdgeIsNoReasonToSwitch(t *testing.T) {
+	l := newWatchLab(t, "")
+	l.picker.MaxAge = time.Minute // every round re-measures
+	l.probes.set(l.a, ms(60), ms(60), ms(98))
+	l.probes.set(l.b, ms(69))
+	l.run(t, l.a, ms(60), ms(69))
+	// Rounds 1-2: a 60ms, ranked first. Round 3: a 98ms, b 69ms (a gain of 29ms and 30 % over
+	// that one probe), but a's best of its last three is 60ms. Round 4: still 60ms among them.
+	// Round 5: a was 98ms three times in a row: its path is slower now.
+	for i, want := range []bool{false, false, false, false, true} {
+		r, switched := l.round(t)
+		if switched != want {
+			t.Fatalf("round %d: switched %v (%s), want %v", i+1, switched, r, want)
+		}
+		if switched && (r.To != l.b || r.FromHandshake != ms(98) || r.ToHandshake != ms(69)) {
+			t.Errorf("switch %s; want a (98ms) → b (69ms)", r)
 		}
 	}
 }
