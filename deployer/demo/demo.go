@@ -239,11 +239,7 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		finish()
 		return err
 	}
-	mode := "with the drain handshake"
-	if opts.Naive {
-		mode = "NAIVE: no drain, SIGKILL at once"
-	}
-	p.line("roll %s → %s (%s)", From, To, mode)
+	p.line("roll %s → %s (%s)", From, To, modeLine(opts.Naive))
 	started := time.Now()
 	rep, deployErr := newDeployer(opts.Naive, load).Deploy(ctx, To)
 	ended := time.Now()
@@ -319,4 +315,12 @@ func text(rep *deployer.Report) string {
 	var b strings.Builder
 	_ = rep.WriteText(&b)
 	return b.String()
+}
+
+// modeLine names how a demo rolls its hosts, for its progress lines.
+func modeLine(naive bool) string {
+	if naive {
+		return "NAIVE: no drain, SIGKILL at once"
+	}
+	return "with the drain handshake"
 }

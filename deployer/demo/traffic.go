@@ -406,10 +406,7 @@ func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *
 		finish()
 		return err
 	}
-	mode := "with the drain handshake"
-	if opts.Naive {
-		mode = "NAIVE: no drain, SIGKILL at once"
-	}
+	mode := modeLine(opts.Naive)
 	var runErr error
 	for _, t := range []*tier{c.apps, c.lbs, c.edges} {
 		p.line("roll the %s tier %s → %s (%s)", t.name, From, To, mode)

@@ -192,7 +192,7 @@ func (ls *loops) newLoop(listenFD int) (*loop, error) {
 
 // listen adds the loop's listener to its epoll set.
 func (l *loop) listen() error {
-	return unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(l.lfd)})
+	return rawsys.WatchListener(l.epfd, l.lfd)
 }
 
 // post runs fn on the loop's goroutine; false when the loop has ended (fn never runs).
@@ -346,8 +346,7 @@ func (ls *loops) leastLoaded() *loop {
 // stopAccepting closes the loop's listener.
 func (l *loop) stopAccepting() {
 	if l.lfd >= 0 {
-		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
-		_ = unix.Close(l.lfd)
+		rawsys.CloseListener(l.epfd, l.lfd)
 		l.lfd = -1
 	}
 }

@@ -57,9 +57,8 @@ const yieldEvery = 8 * time.Millisecond
 const loopSweep = 100 * time.Millisecond
 
 const (
-	epollET        = unix.EPOLLET
-	epollExclusive = unix.EPOLLEXCLUSIVE
-	connEvents     = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | epollET
+	epollET    = unix.EPOLLET
+	connEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | epollET
 )
 
 // loops are the running event loops of one Server.
@@ -189,7 +188,7 @@ func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
 	if err == nil && listenFD >= 0 {
 		l.lfd, err = unix.FcntlInt(uintptr(listenFD), unix.F_DUPFD_CLOEXEC, 0)
 		if err == nil {
-			err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+			err = rawsys.WatchListener(epfd, l.lfd)
 		}
 	}
 	if err != nil {
@@ -474,8 +473,7 @@ func (l *loop) woken() {
 
 func (l *loop) stopAccepting() {
 	if l.lfd >= 0 {
-		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
-		_ = unix.Close(l.lfd)
+		rawsys.CloseListener(l.epfd, l.lfd)
 		l.lfd = -1
 	}
 }
@@ -484,7 +482,7 @@ func (l *loop) stopAccepting() {
 func (l *loop) sweep() {
 	if !l.acceptPaused.IsZero() && l.now.After(l.acceptPaused) && l.lfd >= 0 {
 		l.acceptPaused = time.Time{}
-		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &unix.EpollEvent{Events: unix.EPOLLIN | epollExclusive, Fd: int32(l.lfd)})
+		_ = rawsys.WatchListener(l.epfd, l.lfd)
 		l.accept()
 	}
 	for fd := range l.slots {

@@ -84,6 +84,20 @@ func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	return nil
 }
 
+// WatchListener adds a loop's copy of the listening socket, lfd, to its epoll set epfd for
+// reading, with EPOLLEXCLUSIVE: of the loops whose sets hold a copy, the kernel wakes one per new
+// connection, not all of them.
+func WatchListener(epfd, lfd int) error {
+	return EpollCtl(epfd, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(lfd)})
+}
+
+// CloseListener takes a loop's copy of the listening socket out of its epoll set and closes
+// it: that loop accepts no more (the other copies, and the socket itself, stay open).
+func CloseListener(epfd, lfd int) {
+	_ = EpollCtl(epfd, unix.EPOLL_CTL_DEL, lfd, nil)
+	Close(lfd)
+}
+
 // LocalAddr is getsockname(2): the local address of fd.
 func LocalAddr(fd int) netip.AddrPort {
 	var rsa unix.RawSockaddrAny
