@@ -165,32 +165,44 @@ sleep 1 # let every balancer see its backends healthy
 to_ms() {
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
 }
-# run_wrk NAME PORT [WRK ARGS...]: a 2 s warm-up, then the measured run; appends
-# "NAME req/s p50 p99" to results.
+# cpu_ticks PID: the user+system CPU time the process has used, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+# run_wrk NAME PORT PID [WRK ARGS...]: a 2 s warm-up, then the measured run; appends
+# "NAME req/s p50 p99 cpu" to results, cpu being the CPU microseconds process PID spent per
+# request (-1 with PID "-"). CPU per request is what a proxy costs whatever it shares the cores
+# with; req/s on a machine where wrk and the backends share the proxy's cores dilutes it.
 run_wrk() {
-  local name=$1 port=$2 url="http://127.0.0.1:$2$PATH_UNDER_TEST" out rps p50 p99
-  shift 2
+  local name=$1 port=$2 pid=$3 url="http://127.0.0.1:$2$PATH_UNDER_TEST" out rps p50 p99 reqs t0=0 t1=0 cpu=-1
+  shift 3
   echo "== $name: wrk -t$THREADS -c$CONNS -d$DURATION --latency $* $url"
   wrk -t"$THREADS" -c"$CONNS" -d2s "$@" "$url" >/dev/null
+  [ "$pid" != - ] && t0=$(cpu_ticks "$pid")
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$@" "$url")
   echo "$out" | grep -E 'Requests/sec|Non-2xx|Socket errors| 50%| 99%' | sed 's/^/   /'
   if echo "$out" | grep -q 'Non-2xx'; then echo "   WARNING: $name answered non-2xx responses" >&2; fi
   rps=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
   p50=$(to_ms "$(echo "$out" | awk '$1 == "50%" { print $2 }')")
   p99=$(to_ms "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
-  echo "$name $rps $p50 $p99" >>"$work/results"
+  reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
+  if [ "$pid" != - ]; then
+    t1=$(cpu_ticks "$pid")
+    cpu=$(awk -v d=$((t1 - t0)) -v r="$reqs" -v hz="$TICK" 'BEGIN { printf "%.1f", (r > 0 ? d * 1e6 / hz / r : -1) }')
+    echo "   $cpu µs CPU per request"
+  fi
+  echo "$name $rps $p50 $p99 $cpu" >>"$work/results"
 }
 
 : >"$work/results"
-run_wrk direct "${backend_addrs[0]##*:}"
+run_wrk direct "${backend_addrs[0]##*:}" -
 for round in $(seq "$ROUNDS"); do
   echo "== round $round of $ROUNDS"
-  run_wrk zero502 "$LB_PORT"
-  run_wrk haproxy "$HA_PORT"
-  run_wrk nginx "$NG_PORT"
+  run_wrk zero502 "$LB_PORT" "$zpid"
+  run_wrk haproxy "$HA_PORT" "$hpid"
+  run_wrk nginx "$NG_PORT" - # a master and its workers: CPU not measured
   if [ "$CLOSE" = 1 ]; then
-    run_wrk zero502-close "$LB_PORT" -H "Connection: close"
-    run_wrk haproxy-close "$HA_PORT" -H "Connection: close"
+    run_wrk zero502-close "$LB_PORT" "$zpid" -H "Connection: close"
+    run_wrk haproxy-close "$HA_PORT" "$hpid" -H "Connection: close"
   fi
 done
 
@@ -261,19 +273,23 @@ awk '
     for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
     return n % 2 ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2
   }
-  { n[$1]++; R[$1, n[$1]] = $2; P50[$1, n[$1]] = $3; P99[$1, n[$1]] = $4; if (n[$1] == 1) order[++targets] = $1 }
+  { n[$1]++; R[$1, n[$1]] = $2; P50[$1, n[$1]] = $3; P99[$1, n[$1]] = $4; C[$1, n[$1]] = $5; if (n[$1] == 1) order[++targets] = $1 }
   END {
     for (t = 1; t <= targets; t++) {
       name = order[t]; k = n[name]
       split("", a); for (i = 1; i <= k; i++) a[i] = R[name, i]; rps[name] = median(a, k)
       split("", a); for (i = 1; i <= k; i++) a[i] = P50[name, i]; p50[name] = median(a, k)
       split("", a); for (i = 1; i <= k; i++) a[i] = P99[name, i]; p99[name] = median(a, k)
+      split("", a); for (i = 1; i <= k; i++) a[i] = C[name, i]; cpu[name] = median(a, k)
     }
-    printf "%-10s %12s %10s %10s   (medians of the rounds)\n", "target", "req/s", "p50 ms", "p99 ms"
-    for (t = 1; t <= targets; t++) { name = order[t]; printf "%-10s %12.0f %10.3f %10.3f\n", name, rps[name], p50[name], p99[name] }
-    printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.3x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"]
+    printf "%-14s %10s %10s %10s %12s   (medians of the rounds)\n", "target", "req/s", "p50 ms", "p99 ms", "CPU µs/req"
+    for (t = 1; t <= targets; t++) {
+      name = order[t]
+      printf "%-14s %10.0f %10.3f %10.3f %12s\n", name, rps[name], p50[name], p99[name], (cpu[name] > 0 ? sprintf("%.1f", cpu[name]) : "-")
+    }
+    printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.3x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"], cpu["zero502"] / cpu["haproxy"]
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
     if (rps["haproxy-close"] > 0)
-      printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"]
+      printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"], cpu["zero502-close"] / cpu["haproxy-close"]
   }' "$work/results"
 cat "$work/idle"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/logsink"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -89,9 +90,11 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 				return exitCode(2, fmt.Errorf("%s: --origin is required (repeatable; or edge.origins in --config; see --help)", cmd.CommandPath()))
 			}
 			var err error
-			if f.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+			var sink *logsink.Sink // a line per connection: batched
+			if f.Logger, sink, err = logs.batchedLogger(cmd, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			defer sink.Close()
 			if err := f.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("edge forward: %w", err))
 			}
@@ -196,9 +199,11 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 			if r.Trusted, err = edge.ParseTrusted(trusted); err != nil {
 				return exitCode(2, fmt.Errorf("edge origin: %w", err))
 			}
-			if r.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+			var sink *logsink.Sink // a line per connection: batched
+			if r.Logger, sink, err = logs.batchedLogger(cmd, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			defer sink.Close()
 			if err := r.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("edge origin: %w", err))
 			}

@@ -55,10 +55,11 @@ connection. If the new process fails, this one keeps serving.`,
   zero502 lb --config examples/local.yaml
   curl -s 127.0.0.1:18081/admin/backends`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger, err := logs.logger(cmd, cmd.ErrOrStderr())
+			logger, sink, err := logs.batchedLogger(cmd, cmd.ErrOrStderr()) // the access log: a line per request
 			if err != nil {
 				return err
 			}
+			defer sink.Close()
 			token, tokenSet, err := lbAdminToken(cmd.Flags(), f.AdminToken, adminTokenFile, os.Getenv)
 			if err != nil {
 				return exitCode(2, err)
@@ -74,7 +75,7 @@ connection. If the new process fails, this one keeps serving.`,
 				return exitCode(2, fmt.Errorf("--backends-from-mesh %s: needs the admin listener (--admin host:port, or balancer.admin in --config): the route is applied through it", fromMesh))
 			}
 			reserveSpareP(lb.EventLoopsAvailable, &set.Loops) // this process runs one LB
-			opts := []lb.Option{lb.WithLogger(logger), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen)}
+			opts := []lb.Option{lb.WithLogger(logger), lb.WithAccessLogOutput(sink), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen)}
 			if slowPathOnly {
 				opts = append(opts, lb.WithSlowPathOnly())
 			}
