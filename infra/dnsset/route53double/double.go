@@ -176,7 +176,7 @@ func (s *Server) getChange(id string) (any, error) {
 		return nil, awsdouble.Errorf(http.StatusNotFound, "NoSuchChange",
 			"A change with the specified change ID does not exist: %s", id)
 	}
-	return getChangeResponse{Xmlns: Namespace, ChangeInfo: s.changeInfo(c)}, nil
+	return changeInfoAnswer("GetChange", s.changeInfo(c)), nil
 }
 
 // changeInfo is c's ChangeInfo now; s.mu is held.

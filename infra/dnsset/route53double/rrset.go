@@ -205,7 +205,7 @@ func (s *Server) changeResourceRecordSets(zoneID string, r *http.Request) (any, 
 	s.changes[c.id] = c
 	info := s.changeInfo(c)
 	info.Status = "PENDING" // a change is never in sync when it is accepted
-	return changeResourceRecordSetsResponse{Xmlns: Namespace, ChangeInfo: info}, nil
+	return changeInfoAnswer("ChangeResourceRecordSets", info), nil
 }
 
 // conflicting is Route 53's refusal to mix routing policies at one name and type.

@@ -47,16 +47,17 @@ type xmlChangeInfo struct {
 	Comment     string `xml:"Comment,omitempty"`
 }
 
-type changeResourceRecordSetsResponse struct {
-	XMLName    xml.Name      `xml:"ChangeResourceRecordSetsResponse"`
+// changeInfoResponse is the answer of the operations that return a ChangeInfo: the document
+// <OperationResponse> (ChangeResourceRecordSetsResponse, GetChangeResponse).
+type changeInfoResponse struct {
+	XMLName    xml.Name
 	Xmlns      string        `xml:"xmlns,attr"`
 	ChangeInfo xmlChangeInfo `xml:"ChangeInfo"`
 }
 
-type getChangeResponse struct {
-	XMLName    xml.Name      `xml:"GetChangeResponse"`
-	Xmlns      string        `xml:"xmlns,attr"`
-	ChangeInfo xmlChangeInfo `xml:"ChangeInfo"`
+// changeInfoAnswer is operation's answer with info.
+func changeInfoAnswer(operation string, info xmlChangeInfo) changeInfoResponse {
+	return changeInfoResponse{XMLName: xml.Name{Local: operation + "Response"}, Xmlns: Namespace, ChangeInfo: info}
 }
 
 type listResourceRecordSetsResponse struct {
