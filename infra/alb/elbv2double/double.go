@@ -14,6 +14,9 @@
 // draining for deregistration_delay after DeregisterTargets, and when no registered target is
 // healthy the target group fails open (routes to all of them), which the double reports.
 // It counts every call by action, so tests can prove that a second provision changed nothing.
+// What it shares with the Route 53 double of the AWS wire (request IDs, the SigV4 check, the
+// ErrorResponse document, the call counts) is package internal/testrig/awsdouble; this package
+// keeps the Query protocol and the target groups.
 package elbv2double
 
 import (

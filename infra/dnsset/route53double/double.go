@@ -18,6 +18,9 @@
 //     maxitems and NextRecordName/NextRecordType/NextRecordIdentifier.
 //
 // It counts every call by operation so tests can prove a wait polled and a no-op changed nothing.
+// What it shares with the ELBv2 double of the AWS wire (request IDs, the SigV4 check, the
+// ErrorResponse document, the call counts) is package internal/testrig/awsdouble; this package
+// keeps REST-XML routing, its documents and the hosted zones.
 package route53double
 
 import (
