@@ -1,6 +1,7 @@
 package dnsset_test
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"slices"
@@ -9,6 +10,22 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/dnsset"
+	"github.com/zero502/zero502/infra/dnsset/route53set"
+	"github.com/zero502/zero502/infra/dnsset/zonefile"
+)
+
+// rotation is what the deployer needs of an A set provider (its RecordSet); every provider
+// must fit it.
+type rotation interface {
+	List(context.Context) ([]netip.Addr, error)
+	Add(context.Context, netip.Addr) error
+	Remove(context.Context, netip.Addr) error
+	TTL() time.Duration
+}
+
+var (
+	_ rotation = (*route53set.Set)(nil)
+	_ rotation = (*zonefile.Set)(nil)
 )
 
 func TestNameIsFullyQualifiedLowerCaseAndAHostName(t *testing.T) {

@@ -93,12 +93,7 @@ func TestHopByHopHeadersAreDroppedAndXFFAppended(t *testing.T) {
 func TestKeepAlivePipeliningAndClose(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialLB(t, l.Addr(), 10*time.Second)
 	// three pipelined requests in one write, then one more on the same connection
 	io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcHEAD /b HTTP/1.1\r\nHost: x\r\n\r\n")
 	br := bufio.NewReader(c)
@@ -159,11 +154,7 @@ func TestSlowClientBlocksNobody(t *testing.T) {
 	l := startLB(t, set)
 	var slow []net.Conn
 	for i := 0; i < 50; i++ {
-		c, err := net.Dial("tcp", l.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dialLB(t, l.Addr(), 0)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHo")
 		slow = append(slow, c)
 	}
@@ -201,12 +192,7 @@ func TestHTTP10ClientGetsChunkedBodyDecoded(t *testing.T) {
 func TestExpectContinueIsAnsweredByTheLB(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialLB(t, l.Addr(), 10*time.Second)
 	io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
 	br := bufio.NewReader(c)
 	line, err := br.ReadString('\n')
@@ -225,10 +211,7 @@ func TestClientLeavingMidResponseBreaksNothing(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
 	for i := 0; i < 20; i++ {
-		c, err := net.Dial("tcp", l.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialLB(t, l.Addr(), 0)
 		io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
 		buf := make([]byte, 1000)
 		io.ReadFull(c, buf)
@@ -282,11 +265,7 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 	set := fastSettings(a.addr())
 	set.ClientIdleTimeout = 1500 * time.Millisecond
 	l := startLB(t, set)
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLB(t, l.Addr(), 0)
 	br := bufio.NewReader(c)
 	for i := 0; i < 2; i++ {
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -313,11 +292,7 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 func TestConnectionMovesBetweenLoopAndGoroutinePath(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialLB(t, l.Addr(), 0)
 	br := bufio.NewReader(c)
 	upload := bigBody[:300_000]
 	sum := sha256.Sum256(upload)
@@ -423,6 +398,21 @@ func TestMixedTrafficOnManyConnections(t *testing.T) {
 	})
 }
 
+// dialLB opens a client connection to the LB at addr, closed when the test ends; when within is
+// not zero, its reads and writes fail after that long.
+func dialLB(t *testing.T, addr string, within time.Duration) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if within > 0 {
+		_ = c.SetDeadline(time.Now().Add(within))
+	}
+	return c
+}
+
 // scriptedBackend answers every request on a connection with the same raw bytes.
 func scriptedBackend(t *testing.T, answer string) string {
 	t.Helper()
@@ -452,12 +442,7 @@ func TestChunkedResponseIsRelayedAsItCame(t *testing.T) {
 	body := "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: yes\r\n\r\n"
 	good := scriptedBackend(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
 	l := startLB(t, fastSettings(good))
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialLB(t, l.Addr(), 10*time.Second)
 	if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}

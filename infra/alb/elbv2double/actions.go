@@ -9,20 +9,51 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
+// handler answers one action: its result (the content of <ActionResult>) or the error to answer.
+// It runs with s.mu held.
 type handler func(form url.Values) (any, error)
 
 func (s *Server) handlers() map[string]handler {
 	return map[string]handler{
 		"DescribeTargetGroups":          s.describeTargetGroups,
-		"DescribeTargetGroupAttributes": s.describeTargetGroupAttributes,
-		"ModifyTargetGroup":             s.modifyTargetGroup,
-		"ModifyTargetGroupAttributes":   s.modifyTargetGroupAttributes,
-		"DescribeTargetHealth":          s.describeTargetHealth,
-		"RegisterTargets":               s.registerTargets,
-		"DeregisterTargets":             s.deregisterTargets,
+		"DescribeTargetGroupAttributes": s.onGroup(describeTargetGroupAttributes),
+		"ModifyTargetGroup":             s.onGroup(modifyTargetGroup),
+		"ModifyTargetGroupAttributes":   s.onGroup(modifyTargetGroupAttributes),
+		"DescribeTargetHealth":          s.onGroup(s.describeTargetHealth),
+		"RegisterTargets":               s.onTargets(s.registerTargets),
+		"DeregisterTargets":             s.onTargets(s.deregisterTargets),
 	}
+}
+
+// onGroup is the handler of an action on the target group named by the required TargetGroupArn
+// parameter.
+func (s *Server) onGroup(act func(g *targetGroup, form url.Values) (any, error)) handler {
+	return func(form url.Values) (any, error) {
+		g, err := s.group(form)
+		if err != nil {
+			return nil, err
+		}
+		return act(g, form)
+	}
+}
+
+// onTargets is the handler of an action on the targets listed in the required Targets
+// parameter, in the target group named by TargetGroupArn.
+func (s *Server) onTargets(act func(g *targetGroup, targets []xmlTarget) (any, error)) handler {
+	return s.onGroup(func(g *targetGroup, form url.Values) (any, error) {
+		targets, err := targetsParam(form, g)
+		if err != nil {
+			return nil, err
+		}
+		if len(targets) == 0 {
+			return nil, validation("1 validation error detected: Value null at 'targets' failed to satisfy constraint: Member must not be null")
+		}
+		return act(g, targets)
+	})
 }
 
 // members reads a Query-protocol list of scalars: Name.member.1, Name.member.2, …
@@ -72,10 +103,8 @@ func (s *Server) group(form url.Values) (*targetGroup, error) {
 }
 
 func (s *Server) describeTargetGroups(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	arns, names := members(form, "TargetGroupArns"), members(form, "Names")
-	var out describeTargetGroupsResult
+	var out targetGroupsResult
 	switch {
 	case len(arns) > 0:
 		for _, arn := range arns {
@@ -95,8 +124,8 @@ func (s *Server) describeTargetGroups(form url.Values) (any, error) {
 				}
 			}
 			if !found {
-				return nil, &apiError{http.StatusBadRequest, "TargetGroupNotFound",
-					fmt.Sprintf("One or more target groups not found: '%s'", name)}
+				return nil, awsdouble.Errorf(http.StatusBadRequest, "TargetGroupNotFound",
+					"One or more target groups not found: '%s'", name)
 			}
 		}
 	default:
@@ -107,23 +136,11 @@ func (s *Server) describeTargetGroups(form url.Values) (any, error) {
 	return out, nil
 }
 
-func (s *Server) describeTargetGroupAttributes(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, err := s.group(form)
-	if err != nil {
-		return nil, err
-	}
-	return describeTargetGroupAttributesResult{Attributes: g.attributes()}, nil
+func describeTargetGroupAttributes(g *targetGroup, _ url.Values) (any, error) {
+	return attributesResult{Attributes: g.attributes()}, nil
 }
 
-func (s *Server) modifyTargetGroup(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, err := s.group(form)
-	if err != nil {
-		return nil, err
-	}
+func modifyTargetGroup(g *targetGroup, form url.Values) (any, error) {
 	next := g.settings
 	ints := []struct {
 		name   string
@@ -161,24 +178,18 @@ func (s *Server) modifyTargetGroup(form url.Values) (any, error) {
 		next.Matcher = v[0]
 	}
 	if p := form.Get("HealthCheckProtocol"); p != "" && p != "HTTP" {
-		return nil, &apiError{http.StatusBadRequest, "InvalidConfigurationRequest",
-			fmt.Sprintf("Health check protocol '%s' is not supported by this double (HTTP only)", p)}
+		return nil, awsdouble.Errorf(http.StatusBadRequest, "InvalidConfigurationRequest",
+			"Health check protocol '%s' is not supported by this double (HTTP only)", p)
 	}
 	if next.Timeout >= next.Interval {
 		return nil, validation("Health check timeout '%d' must be smaller than the interval '%d'",
 			int(next.Timeout/time.Second), int(next.Interval/time.Second))
 	}
 	g.settings = next
-	return modifyTargetGroupResult{TargetGroups: []xmlTargetGroup{g.xml()}}, nil
+	return targetGroupsResult{TargetGroups: []xmlTargetGroup{g.xml()}}, nil
 }
 
-func (s *Server) modifyTargetGroupAttributes(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, err := s.group(form)
-	if err != nil {
-		return nil, err
-	}
+func modifyTargetGroupAttributes(g *targetGroup, form url.Values) (any, error) {
 	if len(form["Attributes.member.1.Key"]) == 0 {
 		return nil, validation("1 validation error detected: Value null at 'attributes' failed to satisfy constraint: Member must not be null")
 	}
@@ -193,8 +204,8 @@ func (s *Server) modifyTargetGroupAttributes(form url.Values) (any, error) {
 		value := form.Get(prefix + "Value")
 		secs, numErr := strconv.Atoi(value)
 		bad := func(rule string) error {
-			return &apiError{http.StatusBadRequest, "InvalidConfigurationRequest",
-				fmt.Sprintf("The value of '%s' must be %s, got '%s'", key[0], rule, value)}
+			return awsdouble.Errorf(http.StatusBadRequest, "InvalidConfigurationRequest",
+				"The value of '%s' must be %s, got '%s'", key[0], rule, value)
 		}
 		switch key[0] {
 		case "deregistration_delay.timeout_seconds":
@@ -218,20 +229,10 @@ func (s *Server) modifyTargetGroupAttributes(form url.Values) (any, error) {
 	for k, v := range extra {
 		g.extra[k] = v
 	}
-	return modifyTargetGroupAttributesResult{Attributes: g.attributes()}, nil
+	return attributesResult{Attributes: g.attributes()}, nil
 }
 
 // targetsParam reads Targets.member.N.Id / .Port; a missing port is the group's traffic port.
-// groupTargets is the target group named in form and the targets form lists (s.mu held).
-func (s *Server) groupTargets(form url.Values) (*targetGroup, []xmlTarget, error) {
-	g, err := s.group(form)
-	if err != nil {
-		return nil, nil, err
-	}
-	targets, err := targetsParam(form, g)
-	return g, targets, err
-}
-
 func targetsParam(form url.Values, g *targetGroup) ([]xmlTarget, error) {
 	var out []xmlTarget
 	for i := 1; ; i++ {
@@ -254,10 +255,8 @@ func targetsParam(form url.Values, g *targetGroup) ([]xmlTarget, error) {
 	}
 }
 
-func (s *Server) describeTargetHealth(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, asked, err := s.groupTargets(form)
+func (s *Server) describeTargetHealth(g *targetGroup, form url.Values) (any, error) {
+	asked, err := targetsParam(form, g)
 	if err != nil {
 		return nil, err
 	}
@@ -288,20 +287,11 @@ func (s *Server) describeTargetHealth(form url.Values) (any, error) {
 	return out, nil
 }
 
-func (s *Server) registerTargets(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, targets, err := s.groupTargets(form)
-	if err != nil {
-		return nil, err
-	}
-	if len(targets) == 0 {
-		return nil, validation("1 validation error detected: Value null at 'targets' failed to satisfy constraint: Member must not be null")
-	}
+func (s *Server) registerTargets(g *targetGroup, targets []xmlTarget) (any, error) {
 	for _, t := range targets {
 		if g.targetType == "ip" && net.ParseIP(t.Id) == nil || g.targetType == "instance" && !strings.HasPrefix(t.Id, "i-") {
-			return nil, &apiError{http.StatusBadRequest, "InvalidTarget",
-				fmt.Sprintf("The following targets are not valid for a target group of type %s: '%s'", g.targetType, t.Id)}
+			return nil, awsdouble.Errorf(http.StatusBadRequest, "InvalidTarget",
+				"The following targets are not valid for a target group of type %s: '%s'", g.targetType, t.Id)
 		}
 	}
 	now := s.clock.Now()
@@ -309,19 +299,10 @@ func (s *Server) registerTargets(form url.Values) (any, error) {
 		g.register(t.Id, t.Port, now)
 	}
 	g.updateFailOpen()
-	return registerTargetsResult{}, nil
+	return struct{}{}, nil
 }
 
-func (s *Server) deregisterTargets(form url.Values) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, targets, err := s.groupTargets(form)
-	if err != nil {
-		return nil, err
-	}
-	if len(targets) == 0 {
-		return nil, validation("1 validation error detected: Value null at 'targets' failed to satisfy constraint: Member must not be null")
-	}
+func (s *Server) deregisterTargets(g *targetGroup, targets []xmlTarget) (any, error) {
 	now := s.clock.Now()
 	g.expire(now)
 	for _, t := range targets {
@@ -332,5 +313,5 @@ func (s *Server) deregisterTargets(form url.Values) (any, error) {
 		}
 	}
 	g.updateFailOpen()
-	return deregisterTargetsResult{}, nil
+	return struct{}{}, nil
 }

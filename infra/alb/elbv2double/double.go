@@ -14,19 +14,23 @@
 // draining for deregistration_delay after DeregisterTargets, and when no registered target is
 // healthy the target group fails open (routes to all of them), which the double reports.
 // It counts every call by action, so tests can prove that a second provision changed nothing.
+// What it shares with the Route 53 double of the AWS wire (request IDs, the SigV4 check, the
+// ErrorResponse document, the call counts) is package internal/testrig/awsdouble; this package
+// keeps the Query protocol and the target groups.
 package elbv2double
 
 import (
 	"context"
+	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 // APIVersion is the only Version the double accepts, as ELBv2 does.
@@ -56,11 +60,12 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	calls awsdouble.Calls // by Action
+
 	mu        sync.Mutex
 	groups    map[string]*targetGroup // by ARN
 	order     []string                // ARNs in creation order
 	instances map[string]string       // instance id → IP the health check goes to
-	calls     map[string]int          // by Action
 	regions   map[string]int          // signing region of each signed request
 }
 
@@ -81,7 +86,7 @@ func New(opts Options) *Server {
 		clock: opts.Clock, region: opts.Region, hc: opts.HTTPClient,
 		ctx: ctx, cancel: cancel,
 		groups: map[string]*targetGroup{}, instances: map[string]string{},
-		calls: map[string]int{}, regions: map[string]int{},
+		regions: map[string]int{},
 	}
 }
 
@@ -201,28 +206,14 @@ func (s *Server) Settings(arn string) (Settings, bool) {
 }
 
 // Calls is how many requests of action the double has answered (successfully or not).
-func (s *Server) Calls(action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[action]
-}
+func (s *Server) Calls(action string) int { return s.calls.Of(action) }
 
 // TotalCalls is how many API requests the double has received, of any action.
-func (s *Server) TotalCalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.calls {
-		n += c
-	}
-	return n
-}
+func (s *Server) TotalCalls() int { return s.calls.Total() }
 
 // ModifyCalls is how many ModifyTargetGroup and ModifyTargetGroupAttributes requests arrived.
 func (s *Server) ModifyCalls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls["ModifyTargetGroup"] + s.calls["ModifyTargetGroupAttributes"]
+	return s.calls.Of("ModifyTargetGroup", "ModifyTargetGroupAttributes")
 }
 
 // SigningRegions are the regions of the SigV4 credential scopes the double has seen, sorted.
@@ -239,69 +230,45 @@ func (s *Server) SigningRegions() []string {
 
 // ServeHTTP answers one Query-protocol request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reqID := newRequestID()
-	w.Header().Set("x-amzn-RequestId", reqID)
+	reqID := awsdouble.NewRequestID(w)
+	if err := s.serve(w, r, reqID); err != nil {
+		awsdouble.WriteError(w, Namespace, reqID, err)
+	}
+}
+
+// serve answers r with its result, or returns the error to answer instead.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, reqID string) error {
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
-		writeError(w, reqID, &apiError{http.StatusMethodNotAllowed, "InvalidAction", "Query API requests are POST or GET"})
-		return
+		return awsdouble.Errorf(http.StatusMethodNotAllowed, "InvalidAction", "Query API requests are POST or GET")
 	}
 	if err := r.ParseForm(); err != nil {
-		writeError(w, reqID, validation("request body is not form-encoded: %v", err))
-		return
+		return validation("request body is not form-encoded: %v", err)
 	}
 	action := r.Form.Get("Action")
-	s.mu.Lock()
-	s.calls[action]++
-	s.mu.Unlock()
-	if err := s.authenticate(r); err != nil {
-		writeError(w, reqID, err)
-		return
+	s.calls.Add(action)
+	region, err := awsdouble.Authenticate(r, "elasticloadbalancing", awsdouble.Errorf(http.StatusForbidden,
+		"MissingAuthenticationToken", "Request is missing Authentication Token"))
+	if err != nil {
+		return err
 	}
+	s.mu.Lock()
+	s.regions[region]++
+	s.mu.Unlock()
 	if v := r.Form.Get("Version"); v != APIVersion {
-		writeError(w, reqID, &apiError{http.StatusBadRequest, "InvalidAction",
-			fmt.Sprintf("Could not find operation %s for version %s", action, v)})
-		return
+		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, v)
 	}
 	handler, ok := s.handlers()[action]
 	if !ok {
-		writeError(w, reqID, &apiError{http.StatusBadRequest, "InvalidAction",
-			fmt.Sprintf("Could not find operation %s for version %s", action, APIVersion)})
-		return
-	}
-	result, err := handler(r.Form)
-	if err != nil {
-		writeError(w, reqID, err)
-		return
-	}
-	writeResult(w, reqID, action, result)
-}
-
-// authenticate requires a SigV4 Authorization header for the elasticloadbalancing service (the
-// signature itself is not verified: the double has no secret to check it with) and records
-// the signing region.
-func (s *Server) authenticate(r *http.Request) error {
-	auth := r.Header.Get("Authorization")
-	if auth == "" {
-		return &apiError{http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token"}
-	}
-	const prefix = "AWS4-HMAC-SHA256 Credential="
-	if !strings.HasPrefix(auth, prefix) {
-		return &apiError{http.StatusForbidden, "IncompleteSignature", "Authorization header is not AWS Signature Version 4"}
-	}
-	cred, _, _ := strings.Cut(strings.TrimPrefix(auth, prefix), ",")
-	parts := strings.Split(cred, "/") // AKID/date/region/service/aws4_request
-	if len(parts) != 5 || parts[3] != "elasticloadbalancing" || parts[4] != "aws4_request" {
-		return &apiError{http.StatusForbidden, "IncompleteSignature",
-			fmt.Sprintf("credential scope %q is not for service elasticloadbalancing", cred)}
+		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, APIVersion)
 	}
 	s.mu.Lock()
-	s.regions[parts[2]]++
+	result, err := handler(r.Form)
 	s.mu.Unlock()
-	return nil
-}
-
-func newRequestID() string {
-	b := rand.Uint64()
-	c := rand.Uint64()
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", uint32(b>>32), uint16(b>>16), uint16(b), uint16(c>>48), c&0xffffffffffff)
+	if err != nil {
+		return err
+	}
+	return awsdouble.WriteXML(w, http.StatusOK, envelope{
+		XMLName: xml.Name{Local: action + "Response"}, Xmlns: Namespace,
+		Result: actionResult{action: action, body: result}, RequestID: reqID,
+	})
 }

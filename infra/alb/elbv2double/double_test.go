@@ -2,7 +2,6 @@ package elbv2double_test
 
 import (
 	"encoding/xml"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 const auth = "AWS4-HMAC-SHA256 Credential=AKIDTEST/20261130/eu-west-1/elasticloadbalancing/aws4_request, " +
@@ -26,16 +26,7 @@ func post(t *testing.T, srv *httptest.Server, form url.Values, signed bool) (int
 	if signed {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if ct := resp.Header.Get("Content-Type"); ct != "text/xml" {
-		t.Fatalf("Content-Type %q, want text/xml", ct)
-	}
-	return resp.StatusCode, string(body)
+	return awsdouble.Call(t, srv.Client(), req)
 }
 
 type errorDoc struct {

@@ -2,8 +2,9 @@ package elbv2double
 
 import (
 	"encoding/xml"
-	"fmt"
 	"net/http"
+
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 // The XML shapes of the responses, named as the API reference names the elements. Lists are
@@ -56,108 +57,46 @@ type xmlTargetHealthDescription struct {
 	TargetHealth    xmlTargetHealth `xml:"TargetHealth"`
 }
 
-type describeTargetGroupsResult struct {
-	XMLName      xml.Name         `xml:"DescribeTargetGroupsResult"`
+// The results of the actions, each the content of its <ActionResult> element (the envelope
+// names it). RegisterTargets and DeregisterTargets have an empty result.
+
+// targetGroupsResult is DescribeTargetGroups' and ModifyTargetGroup's result.
+type targetGroupsResult struct {
 	TargetGroups []xmlTargetGroup `xml:"TargetGroups>member"`
 }
 
-type modifyTargetGroupResult struct {
-	XMLName      xml.Name         `xml:"ModifyTargetGroupResult"`
-	TargetGroups []xmlTargetGroup `xml:"TargetGroups>member"`
-}
-
-type describeTargetGroupAttributesResult struct {
-	XMLName    xml.Name       `xml:"DescribeTargetGroupAttributesResult"`
-	Attributes []xmlAttribute `xml:"Attributes>member"`
-}
-
-type modifyTargetGroupAttributesResult struct {
-	XMLName    xml.Name       `xml:"ModifyTargetGroupAttributesResult"`
+// attributesResult is DescribeTargetGroupAttributes' and ModifyTargetGroupAttributes' result.
+type attributesResult struct {
 	Attributes []xmlAttribute `xml:"Attributes>member"`
 }
 
 type describeTargetHealthResult struct {
-	XMLName                  xml.Name                     `xml:"DescribeTargetHealthResult"`
 	TargetHealthDescriptions []xmlTargetHealthDescription `xml:"TargetHealthDescriptions>member"`
-}
-
-type registerTargetsResult struct {
-	XMLName xml.Name `xml:"RegisterTargetsResult"`
-}
-
-type deregisterTargetsResult struct {
-	XMLName xml.Name `xml:"DeregisterTargetsResult"`
 }
 
 // envelope is <ActionResponse xmlns=…><ActionResult>…</ActionResult><ResponseMetadata>….
 type envelope struct {
 	XMLName   xml.Name
 	Xmlns     string `xml:"xmlns,attr"`
-	Result    any
+	Result    actionResult
 	RequestID string `xml:"ResponseMetadata>RequestId"`
 }
 
-// errorEnvelope is the Query protocol's error document.
-type errorEnvelope struct {
-	XMLName xml.Name `xml:"ErrorResponse"`
-	Xmlns   string   `xml:"xmlns,attr"`
-	Error   struct {
-		Type    string `xml:"Type"`
-		Code    string `xml:"Code"`
-		Message string `xml:"Message"`
-	} `xml:"Error"`
-	RequestID string `xml:"RequestId"`
+// actionResult is an action's result as the element <ActionResult>.
+type actionResult struct {
+	action string
+	body   any
 }
 
-// apiError is an error the API answers with: the HTTP status, the error code and the message.
-type apiError struct {
-	status  int
-	code    string
-	message string
+// MarshalXML writes r.body as the element named after the action.
+func (r actionResult) MarshalXML(e *xml.Encoder, _ xml.StartElement) error {
+	return e.EncodeElement(r.body, xml.StartElement{Name: xml.Name{Local: r.action + "Result"}})
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
-func validation(format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, "ValidationError", fmt.Sprintf(format, args...)}
+func validation(format string, args ...any) *awsdouble.Error {
+	return awsdouble.Errorf(http.StatusBadRequest, "ValidationError", format, args...)
 }
 
-func notFound(arn string) *apiError {
-	return &apiError{http.StatusBadRequest, "TargetGroupNotFound",
-		fmt.Sprintf("Target groups '%s' not found", arn)}
-}
-
-func writeResult(w http.ResponseWriter, reqID, action string, result any) {
-	body, err := xml.Marshal(envelope{
-		XMLName: xml.Name{Local: action + "Response"}, Xmlns: Namespace, Result: result, RequestID: reqID,
-	})
-	if err != nil {
-		writeError(w, reqID, &apiError{http.StatusInternalServerError, "InternalFailure", err.Error()})
-		return
-	}
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(xml.Header))
-	_, _ = w.Write(body)
-}
-
-func writeError(w http.ResponseWriter, reqID string, err error) {
-	ae, ok := err.(*apiError)
-	if !ok {
-		ae = &apiError{http.StatusInternalServerError, "InternalFailure", err.Error()}
-	}
-	var doc errorEnvelope
-	doc.Xmlns = Namespace
-	doc.Error.Type = "Sender"
-	if ae.status >= 500 {
-		doc.Error.Type = "Receiver"
-	}
-	doc.Error.Code = ae.code
-	doc.Error.Message = ae.message
-	doc.RequestID = reqID
-	body, _ := xml.Marshal(doc)
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(ae.status)
-	_, _ = w.Write([]byte(xml.Header))
-	_, _ = w.Write(body)
+func notFound(arn string) *awsdouble.Error {
+	return awsdouble.Errorf(http.StatusBadRequest, "TargetGroupNotFound", "Target groups '%s' not found", arn)
 }

@@ -18,6 +18,9 @@
 //     maxitems and NextRecordName/NextRecordType/NextRecordIdentifier.
 //
 // It counts every call by operation so tests can prove a wait polled and a no-op changed nothing.
+// What it shares with the ELBv2 double of the AWS wire (request IDs, the SigV4 check, the
+// ErrorResponse document, the call counts) is package internal/testrig/awsdouble; this package
+// keeps REST-XML routing, its documents and the hosted zones.
 package route53double
 
 import (
@@ -29,6 +32,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 // Namespace is the XML namespace of every Route 53 request and response body.
@@ -50,11 +54,11 @@ type Options struct {
 type Server struct {
 	clock       clock.Clock
 	propagation time.Duration
+	calls       awsdouble.Calls // by operation
 
 	mu      sync.Mutex
 	zones   map[string]*hostedZone // by ID
 	changes map[string]*change     // by ID, without /change/
-	calls   map[string]int         // by operation
 }
 
 type hostedZone struct {
@@ -74,7 +78,7 @@ func New(opts Options) *Server {
 	}
 	return &Server{
 		clock: opts.Clock, propagation: opts.Propagation,
-		zones: map[string]*hostedZone{}, changes: map[string]*change{}, calls: map[string]int{},
+		zones: map[string]*hostedZone{}, changes: map[string]*change{},
 	}
 }
 
@@ -119,16 +123,11 @@ func (s *Server) RecordSets(zoneID string) []RecordSet {
 
 // Calls is how many requests of operation (e.g. "GetChange") the double answered, successfully
 // or not.
-func (s *Server) Calls(operation string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[operation]
-}
+func (s *Server) Calls(operation string) int { return s.calls.Of(operation) }
 
 // ServeHTTP routes one REST-XML request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reqID := newRequestID()
-	w.Header().Set("x-amzn-RequestId", reqID)
+	reqID := awsdouble.NewRequestID(w)
 	path := strings.TrimPrefix(r.URL.Path, Version+"/")
 	parts := strings.Split(path, "/")
 	var op string
@@ -140,19 +139,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 2 && parts[0] == "change" && r.Method == http.MethodGet:
 		op = "GetChange"
 	default:
-		writeError(w, reqID, &apiError{http.StatusNotFound, "UnknownOperationException",
-			fmt.Sprintf("no Route 53 operation for %s %s", r.Method, r.URL.Path)})
+		writeError(w, reqID, awsdouble.Errorf(http.StatusNotFound, "UnknownOperationException",
+			"no Route 53 operation for %s %s", r.Method, r.URL.Path))
 		return
 	}
-	s.mu.Lock()
-	s.calls[op]++
-	s.mu.Unlock()
+	s.calls.Add(op)
 	if !strings.HasPrefix(r.URL.Path, Version+"/") {
-		writeError(w, reqID, &apiError{http.StatusNotFound, "UnknownOperationException",
-			fmt.Sprintf("path %s is not under API version %s", r.URL.Path, Version)})
+		writeError(w, reqID, awsdouble.Errorf(http.StatusNotFound, "UnknownOperationException",
+			"path %s is not under API version %s", r.URL.Path, Version))
 		return
 	}
-	if err := authenticate(r); err != nil {
+	if _, err := awsdouble.Authenticate(r, "route53", awsdouble.Errorf(http.StatusForbidden,
+		"MissingAuthenticationTokenException", "Missing Authentication Token")); err != nil {
 		writeError(w, reqID, err)
 		return
 	}
@@ -173,35 +171,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeResult(w, result)
 }
 
-// authenticate requires a SigV4 Authorization header for service route53 (the signature itself
-// is not verified: the double has no secret to check it with).
-func authenticate(r *http.Request) error {
-	auth := r.Header.Get("Authorization")
-	if auth == "" {
-		return &apiError{http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token"}
-	}
-	const prefix = "AWS4-HMAC-SHA256 Credential="
-	if !strings.HasPrefix(auth, prefix) {
-		return &apiError{http.StatusForbidden, "IncompleteSignature", "Authorization header is not AWS Signature Version 4"}
-	}
-	cred, _, _ := strings.Cut(strings.TrimPrefix(auth, prefix), ",")
-	parts := strings.Split(cred, "/") // AKID/date/region/service/aws4_request
-	if len(parts) != 5 || parts[3] != "route53" || parts[4] != "aws4_request" {
-		return &apiError{http.StatusForbidden, "IncompleteSignature",
-			fmt.Sprintf("credential scope %q is not for service route53", cred)}
-	}
-	return nil
-}
-
 func (s *Server) getChange(id string) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.changes[id]
 	if !ok {
-		return nil, &apiError{http.StatusNotFound, "NoSuchChange",
-			fmt.Sprintf("A change with the specified change ID does not exist: %s", id)}
+		return nil, awsdouble.Errorf(http.StatusNotFound, "NoSuchChange",
+			"A change with the specified change ID does not exist: %s", id)
 	}
-	return getChangeResponse{Xmlns: Namespace, ChangeInfo: s.changeInfo(c)}, nil
+	return changeInfoAnswer("GetChange", s.changeInfo(c)), nil
 }
 
 // changeInfo is c's ChangeInfo now; s.mu is held.
@@ -212,9 +190,4 @@ func (s *Server) changeInfo(c *change) xmlChangeInfo {
 	}
 	return xmlChangeInfo{Id: "/change/" + c.id, Status: status,
 		SubmittedAt: c.submitted.UTC().Format("2006-01-02T15:04:05.000Z"), Comment: c.comment}
-}
-
-func newRequestID() string {
-	b, c := rand.Uint64(), rand.Uint64()
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", uint32(b>>32), uint16(b>>16), uint16(b), uint16(c>>48), c&0xffffffffffff)
 }

@@ -2,13 +2,13 @@ package route53double_test
 
 import (
 	"encoding/xml"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/zero502/zero502/infra/dnsset/route53double"
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 const auth = "AWS4-HMAC-SHA256 Credential=AKIDTEST/20261201/us-east-1/route53/aws4_request, " +
@@ -24,16 +24,7 @@ func call(t *testing.T, srv *httptest.Server, method, path, body string, signed 
 	if signed {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if ct := resp.Header.Get("Content-Type"); ct != "text/xml" {
-		t.Fatalf("Content-Type %q, want text/xml", ct)
-	}
-	return resp.StatusCode, string(out)
+	return awsdouble.Call(t, srv.Client(), req)
 }
 
 func start(t *testing.T) (*route53double.Server, *httptest.Server, string) {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 // canonical is a name as Route 53 returns it: lower case, with the trailing dot.
@@ -139,7 +141,7 @@ func (s *Server) changeResourceRecordSets(zoneID string, r *http.Request) (any, 
 	defer s.mu.Unlock()
 	z, ok := s.zones[zoneID]
 	if !ok {
-		return nil, &apiError{http.StatusNotFound, "NoSuchHostedZone", fmt.Sprintf("No hosted zone found with ID: %s", zoneID)}
+		return nil, awsdouble.Errorf(http.StatusNotFound, "NoSuchHostedZone", "No hosted zone found with ID: %s", zoneID)
 	}
 	next := slices.Clone(z.rrsets)
 	var msgs []string
@@ -203,7 +205,7 @@ func (s *Server) changeResourceRecordSets(zoneID string, r *http.Request) (any, 
 	s.changes[c.id] = c
 	info := s.changeInfo(c)
 	info.Status = "PENDING" // a change is never in sync when it is accepted
-	return changeResourceRecordSetsResponse{Xmlns: Namespace, ChangeInfo: info}, nil
+	return changeInfoAnswer("ChangeResourceRecordSets", info), nil
 }
 
 // conflicting is Route 53's refusal to mix routing policies at one name and type.
@@ -240,7 +242,7 @@ func (s *Server) listResourceRecordSets(zoneID string, q url.Values) (any, error
 	defer s.mu.Unlock()
 	z, ok := s.zones[zoneID]
 	if !ok {
-		return nil, &apiError{http.StatusNotFound, "NoSuchHostedZone", fmt.Sprintf("No hosted zone found with ID: %s", zoneID)}
+		return nil, awsdouble.Errorf(http.StatusNotFound, "NoSuchHostedZone", "No hosted zone found with ID: %s", zoneID)
 	}
 	all := sortedRRSets(z.rrsets)
 	start := 0

@@ -4,6 +4,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 // The XML shapes of requests and responses, named as the API reference names the elements.
@@ -45,16 +47,17 @@ type xmlChangeInfo struct {
 	Comment     string `xml:"Comment,omitempty"`
 }
 
-type changeResourceRecordSetsResponse struct {
-	XMLName    xml.Name      `xml:"ChangeResourceRecordSetsResponse"`
+// changeInfoResponse is the answer of the operations that return a ChangeInfo: the document
+// <OperationResponse> (ChangeResourceRecordSetsResponse, GetChangeResponse).
+type changeInfoResponse struct {
+	XMLName    xml.Name
 	Xmlns      string        `xml:"xmlns,attr"`
 	ChangeInfo xmlChangeInfo `xml:"ChangeInfo"`
 }
 
-type getChangeResponse struct {
-	XMLName    xml.Name      `xml:"GetChangeResponse"`
-	Xmlns      string        `xml:"xmlns,attr"`
-	ChangeInfo xmlChangeInfo `xml:"ChangeInfo"`
+// changeInfoAnswer is operation's answer with info.
+func changeInfoAnswer(operation string, info xmlChangeInfo) changeInfoResponse {
+	return changeInfoResponse{XMLName: xml.Name{Local: operation + "Response"}, Xmlns: Namespace, ChangeInfo: info}
 }
 
 type listResourceRecordSetsResponse struct {
@@ -68,18 +71,6 @@ type listResourceRecordSetsResponse struct {
 	MaxItems             string                 `xml:"MaxItems"`
 }
 
-// errorResponse is the REST-XML error document.
-type errorResponse struct {
-	XMLName xml.Name `xml:"ErrorResponse"`
-	Xmlns   string   `xml:"xmlns,attr"`
-	Error   struct {
-		Type    string `xml:"Type"`
-		Code    string `xml:"Code"`
-		Message string `xml:"Message"`
-	} `xml:"Error"`
-	RequestID string `xml:"RequestId"`
-}
-
 // invalidChangeBatch is Route 53's own error document for a refused batch: one message per
 // problem, no Error wrapper.
 type invalidChangeBatch struct {
@@ -89,59 +80,28 @@ type invalidChangeBatch struct {
 	RequestID string   `xml:"RequestId"`
 }
 
-// apiError is an error the API answers with: the HTTP status, the code and the message. A
-// batchError is answered with the InvalidChangeBatch document instead.
-type apiError struct {
-	status  int
-	code    string
-	message string
-}
-
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
+// batchError is a refused change batch, answered with the InvalidChangeBatch document instead
+// of an ErrorResponse.
 type batchError struct{ messages []string }
 
 func (e *batchError) Error() string { return fmt.Sprintf("InvalidChangeBatch: %v", e.messages) }
 
-func invalidInput(format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, "InvalidInput", fmt.Sprintf(format, args...)}
+func invalidInput(format string, args ...any) *awsdouble.Error {
+	return awsdouble.Errorf(http.StatusBadRequest, "InvalidInput", format, args...)
 }
 
 func writeResult(w http.ResponseWriter, result any) {
-	body, err := xml.Marshal(result)
-	if err != nil {
-		writeError(w, "", &apiError{http.StatusInternalServerError, "InternalFailure", err.Error()})
-		return
+	if err := awsdouble.WriteXML(w, http.StatusOK, result); err != nil {
+		writeError(w, "", err)
 	}
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(xml.Header))
-	_, _ = w.Write(body)
 }
 
+// writeError answers err: a batchError with the InvalidChangeBatch document, any other as an
+// ErrorResponse.
 func writeError(w http.ResponseWriter, reqID string, err error) {
-	var doc any
-	status := http.StatusBadRequest
-	switch e := err.(type) {
-	case *batchError:
-		doc = invalidChangeBatch{Xmlns: Namespace, Messages: e.messages, RequestID: reqID}
-	default:
-		ae, ok := err.(*apiError)
-		if !ok {
-			ae = &apiError{http.StatusInternalServerError, "InternalFailure", err.Error()}
-		}
-		var d errorResponse
-		d.Xmlns = Namespace
-		d.Error.Type = "Sender"
-		if ae.status >= 500 {
-			d.Error.Type = "Receiver"
-		}
-		d.Error.Code, d.Error.Message, d.RequestID = ae.code, ae.message, reqID
-		doc, status = d, ae.status
+	if e, ok := err.(*batchError); ok {
+		_ = awsdouble.WriteXML(w, http.StatusBadRequest, invalidChangeBatch{Xmlns: Namespace, Messages: e.messages, RequestID: reqID})
+		return
 	}
-	body, _ := xml.Marshal(doc)
-	w.Header().Set("Content-Type", "text/xml")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(xml.Header))
-	_, _ = w.Write(body)
+	awsdouble.WriteError(w, Namespace, reqID, err)
 }

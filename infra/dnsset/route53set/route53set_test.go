@@ -25,16 +25,6 @@ import (
 
 const name = "edge.example.test."
 
-// rotation is what the deployer needs of an A set provider; both providers must fit it.
-type rotation interface {
-	List(context.Context) ([]netip.Addr, error)
-	Add(context.Context, netip.Addr) error
-	Remove(context.Context, netip.Addr) error
-	TTL() time.Duration
-}
-
-var _ rotation = (*route53set.Set)(nil)
-
 type fixture struct {
 	double *route53double.Server
 	client *route53.Client

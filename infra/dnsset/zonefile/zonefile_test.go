@@ -22,16 +22,6 @@ import (
 
 const name = "edge.example.test."
 
-// rotation is what the deployer needs of an A set provider; both providers must fit it.
-type rotation interface {
-	List(context.Context) ([]netip.Addr, error)
-	Add(context.Context, netip.Addr) error
-	Remove(context.Context, netip.Addr) error
-	TTL() time.Duration
-}
-
-var _ rotation = (*zonefile.Set)(nil)
-
 func addrs(ss ...string) []netip.Addr {
 	var out []netip.Addr
 	for _, s := range ss {

@@ -24,7 +24,9 @@ func parseStatus(head string) int {
 	return 0
 }
 
-// smuggling are the RFC 9112 §6.3 cases a proxy must refuse.
+// smuggling are the RFC 9112 §6.3 cases a proxy must refuse, each with the status it is answered
+// with (0: accepted). This is the one table of them: the LB's own test (infra/lb, parser_test.go)
+// covers only what the LB adds, one refusal of each kind sent over the wire.
 var smuggling = []struct {
 	name, head string
 	status     int
