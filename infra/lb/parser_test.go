@@ -5,27 +5,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/smuggling"
 )
 
-// TestARefusedHeadIsAnsweredOverTheWireAndTheConnectionClosed covers what the LB adds to the
-// parser's refusals (package http1's table holds every smuggling case and the status it gets):
-// the refusal's status goes to the client, the connection is closed (a valid request pipelined
-// after it is never answered) and nothing reaches the backend, on both engines, whether the
-// head scanner, the request parser or the version check refuses it.
-func TestARefusedHeadIsAnsweredOverTheWireAndTheConnectionClosed(t *testing.T) {
+// TestSmugglingIsRefusedOverTheWireAndTheConnectionClosed sends every refused head of the one
+// smuggling table (internal/testrig/smuggling; package http1's parser test reads it too) to the
+// LB, with a valid request pipelined after it: the refusal's status goes to the client, the
+// connection is closed (the valid request is never answered) and nothing reaches the backend.
+// CI runs it on both of the LB's paths.
+func TestSmugglingIsRefusedOverTheWireAndTheConnectionClosed(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
-	for _, tc := range []struct {
-		name, head string
-		status     int
-	}{
-		{"by the head scanner (a bare LF)", "GET / HTTP/1.1\r\nHost: x\nX: y\r\n\r\n", 400},
-		{"by the request parser (TE and CL together)", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
-		{"by the version check (HTTP/2 on the wire)", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := raw(t, l.Addr(), tc.head+"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second)
-			want := "HTTP/1.1 " + strconv.Itoa(tc.status) + " "
+	for _, tc := range smuggling.Cases(t) {
+		if tc.Status == 0 {
+			continue
+		}
+		t.Run(tc.Name, func(t *testing.T) {
+			out := raw(t, l.Addr(), tc.Head+"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second)
+			want := "HTTP/1.1 " + strconv.Itoa(tc.Status) + " "
 			if !strings.HasPrefix(out, want) || strings.Count(out, "HTTP/1.1") != 1 {
 				t.Fatalf("got %q, want one %q and close", out, want)
 			}
