@@ -7,28 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // logs -f prints what is there, then what is appended, until cancelled; a missing log says why.
 func TestLogsFollowPrintsWhatIsAppended(t *testing.T) {
@@ -40,7 +23,7 @@ func TestLogsFollowPrintsWhatIsAppended(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out syncbuffer.Buffer
 	done := make(chan error, 1)
 	go func() { done <- copyLog(ctx, path, true, &out) }()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)

@@ -26,6 +26,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -231,7 +232,7 @@ func TestWatchdogBesideADockerDeployUnderLoadTakesNoAction(t *testing.T) {
 		t.Fatalf("first deploy: %v", err)
 	}
 
-	var logs syncBuffer
+	var logs syncbuffer.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	var ws []*watchdog.Watchdog
 	for _, h := range cfg.Hosts {
@@ -431,7 +432,7 @@ func TestSIGKILLedDeployerFreesTheLockAndARerunCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr syncbuffer.Buffer
 	child.Stderr = &stderr
 	if err := child.Start(); err != nil {
 		t.Fatal(err)

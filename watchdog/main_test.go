@@ -1,7 +1,6 @@
 package watchdog_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -83,25 +82,8 @@ type fixture struct {
 	dir  string
 	rt   watchdog.Runtime
 	clk  *clock.Fake
-	logs *syncBuffer
+	logs *syncbuffer.Buffer
 	w    *watchdog.Watchdog
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // processConfig is a process-runtime config of one host running web (a port) and worker (none).
@@ -138,7 +120,7 @@ hosts:
 func newFixture(t *testing.T, cfg *infra.Config, rt watchdog.Runtime) *fixture {
 	t.Helper()
 	f := &fixture{t: t, cfg: cfg, host: cfg.Hosts[0], dir: cfg.HostStateDir(cfg.Hosts[0]), rt: rt,
-		clk: clock.NewFake(time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)), logs: &syncBuffer{}}
+		clk: clock.NewFake(time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)), logs: &syncbuffer.Buffer{}}
 	w, err := watchdog.New(cfg, f.host, watchdog.Options{Runtime: rt, Clock: f.clk,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil))})
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
 )
@@ -22,13 +21,8 @@ func TestAgentCommandsRefuseBadFlagsNamingFlagValueAndRule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			root := newRootCmd()
-			root.SetOut(&out)
-			root.SetErr(&errOut)
-			root.SetArgs(tc.args)
-			err := root.Execute()
-			var ex *exitError
-			if !errors.As(err, &ex) || ex.code != 2 {
+			code, err := execute(nil, &out, &errOut, tc.args...)
+			if code != 2 {
 				t.Fatalf("err %v, want exit 2\n%s", err, errOut.String())
 			}
 			for _, w := range tc.want {

@@ -7,12 +7,6 @@ import (
 	"testing"
 )
 
-// runEdge runs `zero502 edge ARGS...` in-process and returns its output and exit code.
-func runEdge(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	return runCLI(t, append([]string{"edge"}, args...)...)
-}
-
 func TestEdgeCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 	dir := t.TempDir()
 	noEdge := filepath.Join(dir, "no-edge.yaml")
@@ -56,7 +50,7 @@ func TestEdgeCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 			[]string{"--listen", `"localhost"`, "port"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, code := runEdge(t, tc.args...)
+			out, code := runCLI(t, append([]string{"edge"}, tc.args...)...)
 			if code != 2 {
 				t.Fatalf("exit %d, want 2\n%s", code, out)
 			}

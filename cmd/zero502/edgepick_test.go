@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,19 +16,11 @@ import (
 func runEdgePick(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"edgepick"}, args...))
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), errOut.String(), 0
-	case errors.As(err, &ex):
-		return out.String(), errOut.String() + "\n" + err.Error(), ex.code
+	code, err := execute(nil, &out, &errOut, append([]string{"edgepick"}, args...)...)
+	if err != nil {
+		errOut.WriteString("\n" + err.Error())
 	}
-	return out.String(), errOut.String() + "\n" + err.Error(), 1
+	return out.String(), errOut.String(), code
 }
 
 func TestEdgePickRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {

@@ -52,6 +52,51 @@ func hostConfig(cmd *cobra.Command, path string) (cfg *infra.Config, stdin *bufi
 	return cfg, stdin, framed, err
 }
 
+// hostFlags registers the two flags every host subcommand the deployer runs over ssh takes:
+// --config, stdin by default (what sender sends there), and --host, which of the config's hosts
+// this machine is.
+func hostFlags(cmd *cobra.Command, cfgPath, name *string, sender string) {
+	f := cmd.Flags()
+	f.StringVarP(cfgPath, "config", "c", "-", "config file, or - for stdin (what "+sender+" sends)")
+	f.StringVar(name, "host", "", "this host's name in the config (hosts[].name)")
+}
+
+// hostNamedConfig is hostConfig for a subcommand that needs --host and nothing from stdin after
+// the config: a bad-flag error (exit 2) when name is empty or the config does not load.
+func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (*infra.Config, error) {
+	if name == "" {
+		return nil, exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
+	}
+	cfg, _, _, err := hostConfig(cmd, cfgPath)
+	if err != nil {
+		return nil, exitCode(2, err)
+	}
+	return cfg, nil
+}
+
+// hostResult is how a host subcommand that changes the host answers the deployer on the other
+// end of ssh: each of the deployer's events (through opts.Events) as one JSON line on cmd's
+// output while run works, then the result line run returns. When run fails, the exit code is 1
+// and the result line says why.
+func hostResult(cmd *cobra.Command, opts *deployer.Options, run func() (result any, err error)) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	opts.Events = func(e deployer.Event) { _ = enc.Encode(e) }
+	res, err := run()
+	_ = enc.Encode(res)
+	if err != nil {
+		return exitCode(1, nil) // the result line says why
+	}
+	return nil
+}
+
+// errorText is err's message for a result line: empty for no error.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 func newHostStepCmd() *cobra.Command {
 	var (
 		cfgPath, name, version string
@@ -89,24 +134,14 @@ fails and rolls back, and its exit releases the lock. Exit 0: verified; 1: faile
 					cancel() // the deployer is gone
 				}()
 			}
-			out := cmd.OutOrStdout()
-			enc := json.NewEncoder(out)
-			opts.Events = func(e deployer.Event) { _ = enc.Encode(e) }
-			rep, err := deployer.HostStep(ctx, cfg, name, version, opts)
-			res := deployer.StepResult{HostReport: &rep}
-			if err != nil {
-				res.Error = err.Error()
-			}
-			_ = enc.Encode(res)
-			if err != nil {
-				return exitCode(1, nil) // the result line says why
-			}
-			return nil
+			return hostResult(cmd, &opts, func() (any, error) {
+				rep, err := deployer.HostStep(ctx, cfg, name, version, opts)
+				return deployer.StepResult{HostReport: &rep, Error: errorText(err)}, err
+			})
 		},
 	}
+	hostFlags(cmd, &cfgPath, &name, "the deployer")
 	f := cmd.Flags()
-	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what the deployer sends)")
-	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
 	f.StringVar(&version, "version", "", "version to deploy")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock")
 	f.BoolVar(&opts.Naive, "naive", false, "kill at once, no drain, no balancer watch (demos)")
@@ -124,12 +159,9 @@ changes nothing and takes no lock.`,
 		Example: `  zero502 host look --config /etc/zero502/zero502.yaml --host web-1 --version v2`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if name == "" {
-				return exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
-			}
-			cfg, _, _, err := hostConfig(cmd, cfgPath)
+			cfg, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
-				return exitCode(2, err)
+				return err
 			}
 			if version == "" {
 				version = "none"
@@ -143,10 +175,8 @@ changes nothing and takes no lock.`,
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(l)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what the deployer sends)")
-	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
-	f.StringVar(&version, "version", "", "the version about to be deployed (in_progress says whether it is published)")
+	hostFlags(cmd, &cfgPath, &name, "the deployer")
+	cmd.Flags().StringVar(&version, "version", "", "the version about to be deployed (in_progress says whether it is published)")
 	return cmd
 }
 

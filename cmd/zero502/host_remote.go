@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -27,35 +25,23 @@ the services stopped, each instance drained its way. It prints one JSON event pe
 {"stopped":true} or {"error":"…"}. Exit 0: stopped; 1: failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if name == "" {
-				return exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
-			}
-			cfg, _, _, err := hostConfig(cmd, cfgPath)
+			cfg, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
-				return exitCode(2, err)
+				return err
 			}
 			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			opts.Events = func(e deployer.Event) { _ = enc.Encode(e) }
 			if opts.LockTimeout == 0 {
 				opts.NoLockWait = true
 			}
-			err = deployer.HostStop(ctx, cfg, name, service, opts)
-			res := deployer.StopResult{Stopped: err == nil}
-			if err != nil {
-				res.Error = err.Error()
-			}
-			_ = enc.Encode(res)
-			if err != nil {
-				return exitCode(1, nil) // the result line says why
-			}
-			return nil
+			return hostResult(cmd, &opts, func() (any, error) {
+				err := deployer.HostStop(ctx, cfg, name, service, opts)
+				return deployer.StopResult{Stopped: err == nil, Error: errorText(err)}, err
+			})
 		},
 	}
+	hostFlags(cmd, &cfgPath, &name, "zero502 stop")
 	f := cmd.Flags()
-	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what zero502 stop sends)")
-	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
 	f.StringVar(&service, "service", "", "stop this service only (default: every service)")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock (0: refuse at once)")
 	return cmd
@@ -86,9 +72,8 @@ func newHostLogsCmd() *cobra.Command {
 			return nil
 		},
 	}
+	hostFlags(cmd, &cfgPath, &name, "zero502 logs")
 	f := cmd.Flags()
-	f.StringVarP(&cfgPath, "config", "c", "-", "config file, or - for stdin (what zero502 logs sends)")
-	f.StringVar(&name, "host", "", "this host's name in the config (hosts[].name)")
 	f.StringVar(&service, "service", "", "the service, as the config names it")
 	f.BoolVarP(&follow, "follow", "f", false, "keep printing new output until the connection ends")
 	return cmd

@@ -2,35 +2,11 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runCLI runs the real command tree in process and returns its output and exit code.
-func runCLI(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ex):
-		if ex.err != nil {
-			out.WriteString(ex.err.Error())
-		}
-		return out.String(), ex.code
-	default:
-		return out.String() + err.Error(), 1
-	}
-}
 
 // editedProduction writes a copy of examples/production.yaml with one line replaced.
 func editedProduction(t *testing.T, old, new string) string {

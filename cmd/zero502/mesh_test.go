@@ -11,12 +11,6 @@ import (
 	"github.com/zero502/zero502/infra/mesh"
 )
 
-// runMesh runs `zero502 mesh ARGS...` in-process and returns its output and exit code.
-func runMesh(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	return runCLI(t, append([]string{"mesh"}, args...)...)
-}
-
 func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 	serve := []string{"serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:7002,c=127.0.0.1:7003"}
 	for _, tc := range []struct {
@@ -42,7 +36,7 @@ func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 			[]string{"--timeout 0s", "above 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, code := runMesh(t, tc.args...)
+			out, code := runCLI(t, append([]string{"mesh"}, tc.args...)...)
 			if code != 2 {
 				t.Fatalf("exit %d, want 2\n%s", code, out)
 			}
@@ -61,7 +55,7 @@ func TestMeshServeExitsOneWhenItCannotListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	out, code := runMesh(t, "serve", "--name", "a", "--listen", taken.Addr().String(), "--peers", "b=127.0.0.1:7002")
+	out, code := runCLI(t, "mesh", "serve", "--name", "a", "--listen", taken.Addr().String(), "--peers", "b=127.0.0.1:7002")
 	if code != 1 || !strings.Contains(out, "listen on "+taken.Addr().String()) {
 		t.Fatalf("exit %d, want 1 saying it cannot listen:\n%s", code, out)
 	}
@@ -87,7 +81,7 @@ func TestMeshVerdictsPrintsTheViewOfARunningServer(t *testing.T) {
 		}
 	}()
 
-	out, code := runMesh(t, "verdicts", "--from", a.Addr())
+	out, code := runCLI(t, "mesh", "verdicts", "--from", a.Addr())
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
@@ -96,13 +90,13 @@ func TestMeshVerdictsPrintsTheViewOfARunningServer(t *testing.T) {
 			t.Errorf("the table does not say %q:\n%s", w, out)
 		}
 	}
-	out, code = runMesh(t, "verdicts", "--from", a.Addr(), "--json")
+	out, code = runCLI(t, "mesh", "verdicts", "--from", a.Addr(), "--json")
 	var s mesh.Snapshot
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || s.Server != "a" || len(s.Verdicts) != 2 || len(s.Route.Servers) == 0 {
 		t.Fatalf("exit %d, not a snapshot of a's mesh with a route:\n%s", code, out)
 	}
 
-	out, code = runMesh(t, "verdicts", "--from", "127.0.0.1:1", "--timeout", "2s")
+	out, code = runCLI(t, "mesh", "verdicts", "--from", "127.0.0.1:1", "--timeout", "2s")
 	if code != 1 || !strings.Contains(out, "is `zero502 mesh serve` listening there?") {
 		t.Fatalf("exit %d, want 1 saying nothing answers:\n%s", code, out)
 	}

@@ -10,13 +10,8 @@ import (
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 )
 
-// runProvision runs `zero502 provision` in-process against an ELBv2 double; the SDK's default
-// chain finds the test's static credentials in the environment.
-func runProvision(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	return runCLI(t, append([]string{"provision"}, args...)...)
-}
-
+// zero502 provision runs in process against an ELBv2 double; the SDK's default chain finds the
+// test's static credentials in the environment.
 func TestProvisionCommandAppliesThenSaysNoChangesAndRefusesOutOfRange(t *testing.T) {
 	dir := t.TempDir()
 	double, srv := startELBv2Double(t, dir)
@@ -27,19 +22,19 @@ func TestProvisionCommandAppliesThenSaysNoChangesAndRefusesOutOfRange(t *testing
 		t.Fatal(err)
 	}
 
-	out, code := runProvision(t, "--config", cfg, "--endpoint", srv.URL)
+	out, code := runCLI(t, "provision", "--config", cfg, "--endpoint", srv.URL)
 	if code != 0 || !strings.Contains(out, "balancer.interval") || !strings.Contains(out, "applied 5 change(s)") {
 		t.Fatalf("first run: exit %d\n%s", code, out)
 	}
 	t.Setenv("ZERO502_ALB_ENDPOINT", srv.URL) // the second run finds the double as deploy does
-	out, code = runProvision(t, "--config", cfg)
+	out, code = runCLI(t, "provision", "--config", cfg)
 	if code != 0 || !strings.Contains(out, "no changes") || double.ModifyCalls() != 2 {
 		t.Fatalf("second run: exit %d, %d Modify calls in all\n%s", code, double.ModifyCalls(), out)
 	}
 
 	calls := double.TotalCalls()
 	t.Setenv("ZERO502_BALANCER_INTERVAL", "3s")
-	out, code = runProvision(t, "--config", cfg, "--endpoint", srv.URL)
+	out, code = runCLI(t, "provision", "--config", cfg, "--endpoint", srv.URL)
 	if code != 2 || !strings.Contains(out, "balancer.interval: 3s") || double.TotalCalls() != calls {
 		t.Fatalf("out of range: exit %d, calls %d→%d\n%s", code, calls, double.TotalCalls(), out)
 	}

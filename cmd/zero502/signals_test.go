@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,10 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
 // The long-running commands take their context from infra/stopsignal, so SIGTERM means the same
@@ -26,32 +26,15 @@ import (
 type daemon struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *syncbuffer.Buffer
+	stderr *syncbuffer.Buffer
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func startDaemon(t *testing.T, bin string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, cmd: exec.Command(bin, args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{},
+	d := &daemon{t: t, cmd: exec.Command(bin, args...), stdout: &syncbuffer.Buffer{}, stderr: &syncbuffer.Buffer{},
 		exited: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = d.stdout, d.stderr
 	if err := d.cmd.Start(); err != nil {

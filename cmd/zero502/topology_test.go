@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,18 +10,12 @@ import (
 	"github.com/zero502/zero502/infra/topology"
 )
 
-// runTopology runs `zero502 topology` in-process and returns its output and exit code.
-func runTopology(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	return runCLI(t, append([]string{"topology"}, args...)...)
-}
-
 func TestTopologyCommandExampleFlipsWithoutTheRegion(t *testing.T) {
-	out, code := runTopology(t, "--example")
+	out, code := runCLI(t, "topology", "--example")
 	if code != 0 || !strings.HasPrefix(out, "winner: POOL1, score 30") || !strings.Contains(out, "this 40 is never used") {
 		t.Fatalf("--example: exit %d\n%s", code, out)
 	}
-	out, code = runTopology(t, "--example", "--without-region")
+	out, code = runCLI(t, "topology", "--example", "--without-region")
 	if code != 0 || !strings.HasPrefix(out, "winner: POOL2, score 40") {
 		t.Fatalf("--example --without-region: exit %d\n%s", code, out)
 	}
@@ -40,7 +32,7 @@ records:
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runTopology(t, "--file", path, "--ldns", "192.0.2.1", "--ecs", "10.9.0.0/24", "--json")
+	out, code := runCLI(t, "topology", "--file", path, "--ldns", "192.0.2.1", "--ecs", "10.9.0.0/24", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
@@ -73,38 +65,15 @@ func TestTopologyCommandRefusesBadInputWithExit2(t *testing.T) {
 		{[]string{"--example", "--ldns", "10.1.2"}, `--ldns "10.1.2"`},
 		{[]string{"--example", "--ecs", "10.9.0.0"}, "not CIDR"},
 	} {
-		out, code := runTopology(t, tc.args...)
+		out, code := runCLI(t, append([]string{"topology"}, tc.args...)...)
 		if code != 2 || !strings.Contains(out, tc.says) {
 			t.Errorf("%v: exit %d, want 2 saying %q\n%s", tc.args, code, tc.says, out)
 		}
 	}
 }
 
-// runTopologyStdin runs `zero502 topology` in-process with stdin, returning output and exit code.
-func runTopologyStdin(t *testing.T, stdin string, args ...string) (string, int) {
-	t.Helper()
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetIn(strings.NewReader(stdin))
-	root.SetArgs(append([]string{"topology"}, args...))
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ex):
-		if ex.err != nil {
-			out.WriteString(ex.err.Error())
-		}
-		return out.String(), ex.code
-	}
-	return out.String() + err.Error(), 1
-}
-
 func TestTopologyCommandReadsATMSHPaste(t *testing.T) {
-	out, code := runTopologyStdin(t, topology.ExampleTMSH, "--file", "-")
+	out, code := runCLIIn(t, strings.NewReader(topology.ExampleTMSH), "topology", "--file", "-")
 	if code != 0 || !strings.Contains(out, "winner: POOL1, score 30") || !strings.Contains(out, "SHADOWED for POOL2 by record 2 (this 40 is never used)") {
 		t.Fatalf("stdin paste: exit %d\n%s", code, out)
 	}
@@ -113,7 +82,7 @@ func TestTopologyCommandReadsATMSHPaste(t *testing.T) {
 	if err := os.WriteFile(path, []byte(topology.ExampleTMSH), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, code = runTopology(t, "--file", path, "--json")
+	out, code = runCLI(t, "topology", "--file", path, "--json")
 	var d struct {
 		Mode    string `json:"mode"`
 		Records []struct {
@@ -134,7 +103,7 @@ func TestTopologyCommandReadsATMSHPaste(t *testing.T) {
 	}
 
 	// --ldns overrides the paste's source line: from outside the region only the wildcard matches.
-	out, code = runTopology(t, "--file", path, "--ldns", "10.9.9.9")
+	out, code = runCLI(t, "topology", "--file", path, "--ldns", "10.9.9.9")
 	if code != 0 || !strings.Contains(out, "winner: POOL2, score 40") {
 		t.Fatalf("--ldns override: exit %d\n%s", code, out)
 	}
@@ -148,7 +117,7 @@ func TestTopologyCommandRefusesABadPasteWithExit2AndTheShape(t *testing.T) {
 		{"candidates naming nothing known", "gtm topology ldns: country PT server: pool /Common/A { score 5 }\ncandidates NOPE\nsource country=PT\n", "names nothing known"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, code := runTopologyStdin(t, tc.paste, "--file", "-")
+			out, code := runCLIIn(t, strings.NewReader(tc.paste), "topology", "--file", "-")
 			if code != 2 || !strings.Contains(out, tc.says) || !strings.Contains(out, "gtm topology ldns: subnet 10.1.2.0/24 server: pool /Common/POOL1 { score 30 }") {
 				t.Fatalf("exit %d, want 2 saying %q and showing the expected shape\n%s", code, tc.says, out)
 			}

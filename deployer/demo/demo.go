@@ -177,19 +177,24 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	runErr := f.run(ctx, opts, p, res)
 	stopErr := f.stop(opts.Self)
 	res.Took = time.Since(p.start)
+	res.Error, res.Dir = settle(p, f.dir, "config, host state dirs and logs", opts.Keep, runErr, stopErr)
+	return res, runErr
+}
+
+// settle ends a run once it returned (runErr) and everything it started was stopped (stopErr).
+// It gives the result's Error, "" when both went through, and its Dir: the run's temp dir,
+// kept and named on the progress when asked (keep) or when anything failed, else removed and
+// "". holds says what the dir holds, for that progress line.
+func settle(p *progress, dir, holds string, keep bool, runErr, stopErr error) (errText, kept string) {
 	if err := errors.Join(runErr, stopErr); err != nil {
-		res.Error = err.Error()
+		errText = err.Error()
 	}
-	if opts.Keep || res.Error != "" {
-		res.Dir = f.dir
-		p.line("kept %s (config, host state dirs and logs)", f.dir)
-	} else {
-		os.RemoveAll(f.dir)
+	if !keep && errText == "" {
+		os.RemoveAll(dir)
+		return "", ""
 	}
-	if runErr != nil {
-		return res, runErr
-	}
-	return res, nil
+	p.line("kept %s (%s)", dir, holds)
+	return errText, dir
 }
 
 func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result) error {
@@ -232,11 +237,9 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		return err
 	}
 	p.line("all %d hosts in rotation; load %d req/s through the LB (%s; 20%% new connections)", len(cfg.Hosts), opts.Rate, what)
-	stopLoad := runLoad(ctx, load)
-	defer stopLoad()
-	finish := func() { res.Load = stopLoad() }
-	if err := sleep(ctx, opts.Before); err != nil {
-		finish()
+	finish, err := runLoad(ctx, load, opts.Before, &res.Load)
+	defer finish()
+	if err != nil {
 		return err
 	}
 	p.line("roll %s → %s (%s)", From, To, modeLine(opts.Naive))
@@ -261,20 +264,26 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	return ctx.Err()
 }
 
-// runLoad runs load until stop is called (or ctx ends) and stop returns what it saw; calling
-// stop again returns the same result.
-func runLoad(ctx context.Context, load *measure.Load) (stop func() *measure.Result) {
+// runLoad runs load and lets it run for before: the steady traffic a rollout starts under.
+// finish stops it and puts what it saw in *seen; calling it again puts the same result there.
+// The error is ctx's when ctx ended within before; the load is finished then.
+func runLoad(ctx context.Context, load *measure.Load, before time.Duration, seen **measure.Result) (finish func(), err error) {
 	loadCtx, cancel := context.WithCancel(ctx)
 	loaded := make(chan *measure.Result, 1)
 	go func() { loaded <- load.Run(loadCtx) }()
 	var res *measure.Result
-	return func() *measure.Result {
+	finish = func() {
 		cancel()
 		if res == nil {
 			res = <-loaded
 		}
-		return res
+		*seen = res
 	}
+	if err := sleep(ctx, before); err != nil {
+		finish()
+		return finish, err
+	}
+	return finish, nil
 }
 
 // fillCommon sets the defaults both demos share: the zero502 binary (this one), no progress

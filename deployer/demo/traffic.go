@@ -345,15 +345,7 @@ func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error
 	runErr := c.run(ctx, opts, p, res)
 	stopErr := c.stop()
 	res.Took = time.Since(p.start)
-	if err := errors.Join(runErr, stopErr); err != nil {
-		res.Error = err.Error()
-	}
-	if opts.Keep || res.Error != "" {
-		res.Dir = c.dir
-		p.line("kept %s (configs, zone, state dirs and logs)", c.dir)
-	} else {
-		os.RemoveAll(c.dir)
-	}
+	res.Error, res.Dir = settle(p, c.dir, "configs, zone, state dirs and logs", opts.Keep, runErr, stopErr)
 	return res, runErr
 }
 
@@ -399,11 +391,9 @@ func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *
 		return err
 	}
 	p.line("load %d req/s and %d WebSocket sessions through DNS → edges → LB instances → apps", opts.Rate, opts.Sessions)
-	stopLoad := runLoad(ctx, load)
-	defer stopLoad()
-	finish := func() { res.Load = stopLoad() }
-	if err := sleep(ctx, opts.Before); err != nil {
-		finish()
+	finish, err := runLoad(ctx, load, opts.Before, &res.Load)
+	defer finish()
+	if err != nil {
 		return err
 	}
 	mode := modeLine(opts.Naive)

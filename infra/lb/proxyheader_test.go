@@ -2,7 +2,6 @@ package lb
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -10,30 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pires/go-proxyproto"
+
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
-
-// lockedBuffer collects output written from several goroutines (haproxy, the access log).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // dialFrom connects to addr from the loopback address local (127.0.0.2: not the LB's peer
 // HAProxy, 127.0.0.1), so a claimed client address can be told from the measured one.
@@ -98,7 +80,7 @@ backend servers
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	var out lockedBuffer
+	var out syncbuffer.Buffer
 	cmd := exec.Command(bin, "-db", "-f", cfg)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -129,7 +111,7 @@ func TestHAProxySendProxyV2SetsTheClientAddress(t *testing.T) {
 	set := fastSettings(a.addr())
 	set.AcceptProxyFrom = []string{"127.0.0.1/32"}
 	set.AccessLog = true
-	var access lockedBuffer
+	var access syncbuffer.Buffer
 	l := startLB(t, set, WithAccessLogOutput(&access))
 	front := deadAddr(t)
 	startHAProxy(t, haproxy, "tcp", front, "server lb "+l.Addr()+" send-proxy-v2")
