@@ -2,16 +2,16 @@ package edge
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
 // HAProxy is the independent PROXY protocol peer (Debian package haproxy; .ci/run installs it).
@@ -95,7 +95,7 @@ defaults
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out syncbuffer.Buffer
 	cmd := exec.Command(bin, "-db", "-f", cfg)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -123,22 +123,4 @@ defaults
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// lockedBuffer collects a child process's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
 // adminCall sends one admin request (with a bearer token when token is not empty) and returns
@@ -75,7 +77,7 @@ func freeAddr(t *testing.T) string {
 
 func TestAdminWriteEndpoints(t *testing.T) {
 	a, b := startBackend(t, "a"), startBackend(t, "b")
-	var logs syncBuffer
+	var logs syncbuffer.Buffer
 	l := startLB(t, fastSettings(a.addr()), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	admin := l.AdminAddr()
 

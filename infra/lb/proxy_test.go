@@ -11,10 +11,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
@@ -229,7 +229,7 @@ func TestClientLeavingMidResponseBreaksNothing(t *testing.T) {
 
 func TestAccessLogIsOffByDefaultAndJSONWhenOn(t *testing.T) {
 	a := startBackend(t, "a")
-	var buf syncBuffer
+	var buf syncbuffer.Buffer
 	set := fastSettings(a.addr())
 	set.AccessLog = true
 	l := startLB(t, set, WithAccessLogOutput(&buf))
@@ -240,25 +240,13 @@ func TestAccessLogIsOffByDefaultAndJSONWhenOn(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["status"] != float64(200) || rec["backend"] != a.addr() || rec["method"] != "GET" {
 		t.Fatalf("access log line %q: %v %v", line, rec, err)
 	}
-	var quiet syncBuffer
+	var quiet syncbuffer.Buffer
 	l2 := startLB(t, fastSettings(a.addr()), WithAccessLogOutput(&quiet))
 	get(t, client(), l2.url("/"))
 	if quiet.String() != "" {
 		t.Fatalf("access log must be off by default: %q", quiet.String())
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *testing.T) {
 	a := startBackend(t, "a")

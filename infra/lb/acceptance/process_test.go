@@ -2,7 +2,6 @@ package acceptance
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,31 +12,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/ports"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
-
-// logBuffer collects a process's stderr for the failure report.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // tail is the last n bytes of s, for logs that may be long.
 func tail(s string, n int) string {
@@ -50,14 +31,14 @@ func tail(s string, n int) string {
 // process is one started program and the result of its end.
 type process struct {
 	cmd    *exec.Cmd
-	logs   *logBuffer
+	logs   *syncbuffer.Buffer
 	exited chan struct{} // closed when the process has ended; err is then set
 	err    error
 }
 
 func startProcess(t *testing.T, stdout io.Writer, bin string, args ...string) (*process, error) {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), logs: &logBuffer{}, exited: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, args...), logs: &syncbuffer.Buffer{}, exited: make(chan struct{})}
 	p.cmd.Stdout = stdout
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
