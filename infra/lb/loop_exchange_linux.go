@@ -140,10 +140,10 @@ func (l *loop) readRequest(c *lclient) {
 			case len(buf) == 0:
 				c.in.release()
 				if c.phase != phIdle {
-					c.phase, c.deadline = phIdle, l.now.Add(s.set.ClientIdleTimeout)
+					c.phase, c.deadline = phIdle, l.Now().Add(s.set.ClientIdleTimeout)
 				}
 			case c.phase == phIdle: // the start of a pipelined request: the head timeout runs
-				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
+				c.phase, c.deadline = phHead, l.Now().Add(s.set.ClientHeaderTimeout)
 			}
 			l.watch(c) // the rest of the request (or the next one) comes with an event
 			return
@@ -162,9 +162,9 @@ func (l *loop) readRequest(c *lclient) {
 			}
 			switch c.phase {
 			case phIdle:
-				c.phase, c.deadline, c.used = phHead, l.now.Add(s.set.ClientHeaderTimeout), true
+				c.phase, c.deadline, c.used = phHead, l.Now().Add(s.set.ClientHeaderTimeout), true
 			case phBodyWait: // the body moves: only silence counts
-				c.deadline = l.now.Add(s.set.ClientHeaderTimeout)
+				c.deadline = l.Now().Add(s.set.ClientHeaderTimeout)
 			}
 		case errors.Is(err, unix.EAGAIN):
 			c.canRead = false
@@ -198,12 +198,12 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 		if c.phase != phBodyWait {
 			// from here the client's silence counts, not the time since its first byte; the
 			// sweep hands a body still arriving after SlowBodyAfter to the goroutine path
-			c.phase, c.start, c.deadline = phBodyWait, l.now, l.now.Add(l.s.set.ClientHeaderTimeout)
+			c.phase, c.start, c.deadline = phBodyWait, l.Now(), l.Now().Add(l.s.set.ClientHeaderTimeout)
 		}
 		return false
 	}
 	if c.phase != phBodyWait {
-		c.start = l.now
+		c.start = l.Now()
 	}
 	c.x, c.reqLen = x, n+int(req.ContentLength)
 	if status, ok := l.s.ownHealth(req); ok {
@@ -252,7 +252,7 @@ func (l *loop) bind(c *lclient, u *lup) {
 		c.phase, c.deadline = phConnect, u.dialed.Add(l.s.set.ConnectTimeout)
 		return
 	}
-	c.phase, c.deadline = phSend, l.now.Add(l.s.set.BodyTimeout)
+	c.phase, c.deadline = phSend, l.Now().Add(l.s.set.BodyTimeout)
 	l.send(c, u)
 }
 
@@ -275,8 +275,8 @@ func (l *loop) upstreamReady(u *lup) {
 			return
 		}
 		u.connected = true
-		u.b.connectSeconds.Observe(l.now.Sub(u.dialed).Seconds())
-		c.phase, c.deadline = phSend, l.now.Add(l.s.set.BodyTimeout)
+		u.b.connectSeconds.Observe(l.Now().Sub(u.dialed).Seconds())
+		c.phase, c.deadline = phSend, l.Now().Add(l.s.set.BodyTimeout)
 		l.send(c, u)
 	case phSend:
 		l.send(c, u)
@@ -296,11 +296,11 @@ func (l *loop) send(c *lclient, u *lup) {
 		l.failed(c, u, attemptNoAnswer)
 		return
 	case u.outOff < len(u.out):
-		c.deadline = l.now.Add(l.s.set.BodyTimeout) // progress: only silence counts
+		c.deadline = l.Now().Add(l.s.set.BodyTimeout) // progress: only silence counts
 		return                                      // the rest when u is writable again
 	}
-	u.sent = l.now
-	c.phase, c.deadline = phAwait, l.now.Add(l.s.set.HeaderTimeout)
+	u.sent = l.Now()
+	c.phase, c.deadline = phAwait, l.Now().Add(l.s.set.HeaderTimeout)
 	l.readHead(c, u)
 }
 
@@ -342,7 +342,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			u.in.consume(n)
 			continue
 		case headFinal:
-			u.b.headerSeconds.Observe(l.now.Sub(u.sent).Seconds())
+			u.b.headerSeconds.Observe(l.Now().Sub(u.sent).Seconds())
 			l.startRelay(c, u)
 			return
 		}
@@ -405,7 +405,7 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 		c.left -= k
 	}
 	x.out = out[:0]
-	c.phase, c.deadline = phBody, l.now.Add(s.set.BodyTimeout)
+	c.phase, c.deadline = phBody, l.Now().Add(s.set.BodyTimeout)
 	if !l.writeClient(c, out) {
 		l.closeClient(c)
 		return
@@ -432,7 +432,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		switch {
 		case k > 0:
 			c.left -= int64(k)
-			c.deadline = l.now.Add(l.s.set.BodyTimeout)
+			c.deadline = l.Now().Add(l.s.set.BodyTimeout)
 			if k < len(buf) && !u.hup {
 				u.canRead = false
 			}
@@ -488,7 +488,7 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 		switch {
 		case k > 0:
 			u.in.w += k
-			c.deadline = l.now.Add(l.s.set.BodyTimeout)
+			c.deadline = l.Now().Add(l.s.set.BodyTimeout)
 			if k < len(free) && !u.hup {
 				u.canRead = false
 			}
@@ -526,7 +526,7 @@ func (l *loop) flushClient(c *lclient) bool {
 	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.readiness)
 	c.pendOff += n
 	if n > 0 {
-		c.deadline = l.now.Add(l.s.set.BodyTimeout)
+		c.deadline = l.Now().Add(l.s.set.BodyTimeout)
 	}
 	if !ok {
 		l.closeClient(c)
@@ -549,7 +549,7 @@ func (l *loop) answer(c *lclient, status int, b *Backend) {
 	out, closeClient := l.s.ownAnswer(x.out[:0], c.ip, &x.req, status, c.start, b)
 	x.out = out[:0]
 	c.status, c.keep, c.left = status, !closeClient, 0
-	c.phase, c.deadline = phAnswer, l.now.Add(l.s.set.BodyTimeout)
+	c.phase, c.deadline = phAnswer, l.Now().Add(l.s.set.BodyTimeout)
 	if !l.writeClient(c, out) {
 		l.closeClient(c)
 		return
@@ -565,7 +565,7 @@ func (l *loop) finish(c *lclient) {
 	if u := c.u; u != nil {
 		c.u, u.c = nil, nil
 		if c.x.resp.KeepAlive {
-			l.pool(u.b).put(u, l.now, l.s.set.MaxIdlePerBackend)
+			l.pool(u.b).put(u, l.Now(), l.s.set.MaxIdlePerBackend)
 		} else {
 			l.closeUpstream(u)
 		}
@@ -583,7 +583,7 @@ func (l *loop) finish(c *lclient) {
 		l.closeClient(c)
 		return
 	}
-	c.phase, c.deadline = phIdle, l.now.Add(l.s.set.ClientIdleTimeout)
+	c.phase, c.deadline = phIdle, l.Now().Add(l.s.set.ClientIdleTimeout)
 	if len(c.in.buffered()) > 0 || c.canRead {
 		l.ready = append(l.ready, c)
 	} else {
@@ -688,12 +688,12 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 		return nil, err
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	u := &lup{l: l, fd: fd, b: b, dialed: l.now, in: reader{buf: make([]byte, 8<<10)}}
+	u := &lup{l: l, fd: fd, b: b, dialed: l.Now(), in: reader{buf: make([]byte, 8<<10)}}
 	err = unix.Connect(fd, sa)
 	switch {
 	case err == nil:
 		u.connected, u.canWrite = true, true
-		b.connectSeconds.Observe(time.Since(l.now).Seconds())
+		b.connectSeconds.Observe(time.Since(l.Now()).Seconds())
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
 		rawsys.Close(fd)
@@ -719,7 +719,7 @@ func (l *loop) closeUpstream(u *lup) {
 
 // poolGet returns an idle connection to b, or nil (see idlePool.get).
 func (l *loop) poolGet(b *Backend, probe bool) *lup {
-	u, ok := l.pool(b).get(b, l.now, l.s.set.IdleTimeout, probe)
+	u, ok := l.pool(b).get(b, l.Now(), l.s.set.IdleTimeout, probe)
 	if !ok {
 		return nil
 	}
