@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 )
 
@@ -64,14 +65,14 @@ type half struct {
 // addClient takes a new (or handed-over) client connection; l.n and the loops' open count
 // include it already.
 func (l *loop) addClient(fd int, peer netip.AddrPort) {
-	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: peer, start: l.now, moved: l.now,
+	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: peer, start: l.Now(), moved: l.Now(),
 		local: l.ls.local}
 	if !c.local.IsValid() {
 		c.local = rawsys.LocalAddr(fd)
 	}
 	rawsys.NoDelay(fd)
 	if err := l.register(fd, c); err != nil {
-		if l.epfd >= 0 { // not when the loop has ended: the connection arrived too late
+		if !errors.Is(err, evloop.ErrClosed) { // not when the loop has ended: the connection arrived too late
 			l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())
 		}
 		rawsys.Close(fd)
@@ -171,7 +172,7 @@ func (l *loop) connect(c *lconn, ap netip.AddrPort) error {
 	}
 	c.server = side{fd: fd}
 	c.state = stConnecting
-	c.deadline = l.now.Add(l.f.connectTimeout())
+	c.deadline = l.Now().Add(l.f.connectTimeout())
 	return nil
 }
 
@@ -277,7 +278,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	}
 	c.state = stRelaying
 	c.u.open.Add(1)
-	c.moved = l.now
+	c.moved = l.Now()
 	c.up.n = int64(w - k) // the client's bytes written (below 0 while the header is not): the pending rest adds up to n
 	if w < k+n {
 		c.server.writable = false
@@ -319,7 +320,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			if w > 0 {
 				h.off += w
 				h.n += int64(w)
-				c.moved = l.now
+				c.moved = l.Now()
 			}
 			if h.off < h.end {
 				dst.writable = false
@@ -348,7 +349,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			}
 			return nil
 		}
-		c.moved = l.now
+		c.moved = l.Now()
 		if k < len(l.buf) && !src.rdhup {
 			src.readable = false // drained: the next byte (or the FIN) raises a new edge
 		}

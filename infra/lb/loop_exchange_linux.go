@@ -297,7 +297,7 @@ func (l *loop) send(c *lclient, u *lup) {
 		return
 	case u.outOff < len(u.out):
 		c.deadline = l.Now().Add(l.s.set.BodyTimeout) // progress: only silence counts
-		return                                      // the rest when u is writable again
+		return                                        // the rest when u is writable again
 	}
 	u.sent = l.Now()
 	c.phase, c.deadline = phAwait, l.Now().Add(l.s.set.HeaderTimeout)
