@@ -132,13 +132,13 @@ func (f *Forwarder) newLoops(log *slog.Logger) (*loops, error) {
 // loop is one event loop. Everything but the posted work and the wake-up is touched only by the
 // loop's own goroutine.
 type loop struct {
-	*evloop.Loop // its wake-up: another goroutine posted work
-	ls           *loops
-	f            *Forwarder
-	slots        []*lconn
-	buf          []byte // scratch: bytes read are written on at once, and kept only when the write is short
-
-	n atomic.Int64 // client connections this loop holds or was handed
+	// the skeleton: its wake-up says another goroutine posted work; its Hold counts the client
+	// connections it holds or was handed
+	*evloop.Loop
+	ls    *loops
+	f     *Forwarder
+	slots []*lconn
+	buf   []byte // scratch: bytes read are written on at once, and kept only when the write is short
 
 	mu     sync.Mutex
 	posted []func()
@@ -209,26 +209,15 @@ func (l *loop) accept(fd int, rsa *unix.RawSockaddrAny) {
 	peer := rawsys.AddrPort(rsa)
 	l.ls.open.Add(1)
 	l.f.counts.accepted.Add(1)
-	if t := l.ls.leastLoaded(); t != l && t.n.Load()*5/4+1 < l.n.Load() {
-		t.n.Add(1)
+	if t := l.ls.all[l.ls.group.LeastLoaded()]; t != l && t.Held()*5/4+1 < l.Held() {
+		t.Hold(1)
 		if t.post(func() { t.addClient(fd, peer) }) {
 			return
 		}
-		t.n.Add(-1)
+		t.Hold(-1)
 	}
-	l.n.Add(1)
+	l.Hold(1)
 	l.addClient(fd, peer)
-}
-
-// leastLoaded is the loop holding the fewest client connections.
-func (ls *loops) leastLoaded() *loop {
-	best := ls.all[0]
-	for _, l := range ls.all[1:] {
-		if l.n.Load() < best.n.Load() {
-			best = l
-		}
-	}
-	return best
 }
 
 // sweep enforces the connect and idle deadlines.
@@ -324,7 +313,7 @@ func (ls *loops) finish() int {
 
 // closed counts a client connection of l as closed.
 func (l *loop) closed() {
-	l.n.Add(-1)
+	l.Hold(-1)
 	if l.ls.open.Add(-1) == 0 && l.ls.stopping.Load() {
 		l.ls.idleOnce.Do(func() { close(l.ls.idle) })
 	}

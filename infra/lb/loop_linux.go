@@ -65,19 +65,19 @@ type loops struct {
 // loop is one event loop. Everything but the adopt queue and the wake-up is touched only by
 // the loop's own goroutine.
 type loop struct {
-	*evloop.Loop // its wake-up: another goroutine has news (adopted connections, drain, health change)
-	s            *Server
-	ls           *loops
-	slots        []slot
-	pools        []idlePool[*lup] // idle upstream connections by backend index (see loop.pool)
-	ready        []*lclient
-	buf          []byte    // scratch for relaying body bytes
-	peers        peerNames // the text of the client addresses the loop accepted from
+	// the skeleton: its wake-up says another goroutine has news (adopted connections, drain,
+	// health change); its Hold counts the client connections it holds or has queued (adopted)
+	*evloop.Loop
+	s     *Server
+	ls    *loops
+	slots []slot
+	pools []idlePool[*lup] // idle upstream connections by backend index (see loop.pool)
+	ready []*lclient
+	buf   []byte    // scratch for relaying body bytes
+	peers peerNames // the text of the client addresses the loop accepted from
 
 	handedTo     []*loop   // loops accept queued connections for, to wake (accepted)
 	adoptedSpare []adoptee // the adopted list woken took last, for reuse
-
-	n atomic.Int64 // client connections this loop holds or has queued (adopted)
 
 	mu      sync.Mutex
 	adopted []adoptee
@@ -157,25 +157,14 @@ func (ls *loops) wakeAll() { ls.group.PokeAll() }
 
 // adopt hands a client connection (its own descriptor) to the loop with the fewest.
 func (ls *loops) adopt(fd int, ip []byte) {
-	if t := ls.leastLoaded(); t.enqueue(adoptee{fd: fd, ip: ip}) {
+	if t := ls.all[ls.group.LeastLoaded()]; t.enqueue(adoptee{fd: fd, ip: ip}) {
 		t.Poke()
 	}
 }
 
-// leastLoaded is the loop holding the fewest client connections.
-func (ls *loops) leastLoaded() *loop {
-	best := ls.all[0]
-	for _, l := range ls.all[1:] {
-		if l.n.Load() < best.n.Load() {
-			best = l
-		}
-	}
-	return best
-}
-
 // count adds d to the loop's and the loops' client connections.
 func (l *loop) count(d int64) {
-	l.n.Add(d)
+	l.Hold(d)
 	l.ls.clients.Add(d)
 }
 
@@ -265,7 +254,7 @@ func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
 	// whichever of them the kernel woke for the accept (a slack of an eighth was tried:
 	// it saved no CPU, hand-overs being batched per accept round, and it left long
 	// keep-alive connections unevenly spread)
-	if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
+	if t := l.ls.all[l.ls.group.LeastLoaded()]; t != l && t.Held() < l.Held() {
 		if t.enqueue(adoptee{fd: fd, ip: ip, fresh: true}) && !slices.Contains(l.handedTo, t) {
 			l.handedTo = append(l.handedTo, t)
 		}

@@ -47,6 +47,19 @@ func (g *Group) Go(body func(i int)) {
 // Wait waits for the bodies Go started.
 func (g *Group) Wait() { g.wg.Wait() }
 
+// LeastLoaded is the index of the loop holding the fewest connections (see Loop.Hold): where
+// a consumer hands a connection so that the loops share the work whichever of them the kernel
+// woke for it.
+func (g *Group) LeastLoaded() int {
+	best := 0
+	for i, l := range g.Loops[1:] {
+		if l.Held() < g.Loops[best].Held() {
+			best = i + 1
+		}
+	}
+	return best
+}
+
 // PokeAll wakes every loop.
 func (g *Group) PokeAll() {
 	for _, l := range g.Loops {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -110,6 +111,8 @@ type Loop struct {
 	now    time.Time
 	rsa    unix.RawSockaddrAny // accept's peer address, kept here so that it is not allocated
 
+	held atomic.Int64 // connections the consumer holds on the loop (Hold)
+
 	mu   sync.Mutex // Poke against Close: once closed, the wake-up's number may be another file's
 	wake int        // eventfd; -1 once closed
 }
@@ -148,6 +151,13 @@ func (l *Loop) Now() time.Time { return l.now }
 
 // Accepting reports whether the loop still holds its listener copy.
 func (l *Loop) Accepting() bool { return l.lfd >= 0 }
+
+// Hold adds d to the connections the consumer holds on the loop, or has queued for it: the
+// measure Group.LeastLoaded compares. Any goroutine may call it.
+func (l *Loop) Hold(d int64) { l.held.Add(d) }
+
+// Held is the count Hold keeps.
+func (l *Loop) Held() int64 { return l.held.Load() }
 
 // Add registers fd in the loop's epoll set for events, reported to Handler.Event with token
 // (its top bit clear; a consumer usually gives fd itself).
