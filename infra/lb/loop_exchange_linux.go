@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 
 	"golang.org/x/sys/unix"
@@ -25,24 +26,9 @@ const (
 	phAnswer                // writing the LB's own answer: body timeout
 )
 
-// readiness is what the loop knows of a socket registered edge-triggered: an event sets a flag,
-// a short read or write (or EAGAIN) clears it, and the next event sets it again.
-type readiness struct {
-	canRead  bool
-	canWrite bool
-	hup      bool // the peer closed its side (or the socket failed): reads end at EOF
-}
-
-// note records an epoll event.
-func (r *readiness) note(ev uint32) {
-	r.canRead = r.canRead || ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	r.canWrite = r.canWrite || ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	r.hup = r.hup || ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-}
-
 // lclient is a client connection held by a loop.
 type lclient struct {
-	readiness
+	evloop.Readiness
 	fd     int
 	ip     []byte
 	in     reader // conn is nil: the loop reads with read(2)
@@ -75,7 +61,7 @@ type lclient struct {
 
 // lup is an upstream (backend) connection held by a loop.
 type lup struct {
-	readiness
+	evloop.Readiness
 	l         *loop
 	fd        int
 	b         *Backend
@@ -110,7 +96,7 @@ func (l *loop) clientReady(c *lclient) {
 			return
 		}
 	}
-	if c.phase <= phBodyWait && c.canRead {
+	if c.phase <= phBodyWait && c.CanRead {
 		l.readRequest(c)
 	}
 }
@@ -135,7 +121,7 @@ func (l *loop) readRequest(c *lclient) {
 			l.closeClient(c)
 			return
 		}
-		if !c.canRead {
+		if !c.CanRead {
 			switch {
 			case len(buf) == 0:
 				c.in.release()
@@ -157,8 +143,8 @@ func (l *loop) readRequest(c *lclient) {
 		switch {
 		case n > 0:
 			c.in.w += n
-			if n < len(free) && !c.hup {
-				c.canRead = false
+			if n < len(free) && !c.Hup {
+				c.CanRead = false
 			}
 			switch c.phase {
 			case phIdle:
@@ -167,7 +153,7 @@ func (l *loop) readRequest(c *lclient) {
 				c.deadline = l.Now().Add(s.set.ClientHeaderTimeout)
 			}
 		case errors.Is(err, unix.EAGAIN):
-			c.canRead = false
+			c.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		default: // EOF or a broken connection
 			l.closeClient(c)
@@ -260,14 +246,14 @@ func (l *loop) bind(c *lclient, u *lup) {
 func (l *loop) upstreamReady(u *lup) {
 	c := u.c
 	if c == nil { // pooled: the backend closed it or sent something unasked
-		if u.canRead {
+		if u.CanRead {
 			l.dropPooled(u)
 		}
 		return
 	}
 	switch c.phase {
 	case phConnect:
-		if !u.canWrite {
+		if !u.CanWrite {
 			return
 		}
 		if errno, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || errno != 0 {
@@ -289,7 +275,7 @@ func (l *loop) upstreamReady(u *lup) {
 
 // send writes the rest of the request to u, then waits for the response head.
 func (l *loop) send(c *lclient, u *lup) {
-	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.readiness)
+	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.Readiness)
 	u.outOff += n
 	switch {
 	case !ok:
@@ -306,18 +292,18 @@ func (l *loop) send(c *lclient, u *lup) {
 
 // writeSome writes p to fd until it is all written, the socket takes no more (canWrite is
 // cleared: edge-triggered, the next EPOLLOUT sets it) or the write fails (false).
-func writeSome(fd int, p []byte, r *readiness) (int, bool) {
+func writeSome(fd int, p []byte, r *evloop.Readiness) (int, bool) {
 	n := 0
-	for r.canWrite && n < len(p) {
+	for r.CanWrite && n < len(p) {
 		k, err := rawsys.Write(fd, p[n:])
 		switch {
 		case k > 0:
 			n += k
 			if n < len(p) {
-				r.canWrite = false // a short write: the socket buffer is full
+				r.CanWrite = false // a short write: the socket buffer is full
 			}
 		case errors.Is(err, unix.EAGAIN):
-			r.canWrite = false
+			r.CanWrite = false
 		case errors.Is(err, unix.EINTR):
 		default:
 			return n, false
@@ -346,7 +332,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.startRelay(c, u)
 			return
 		}
-		if !u.canRead {
+		if !u.CanRead {
 			return
 		}
 		free, err := u.in.space(maxResponseHead)
@@ -359,11 +345,11 @@ func (l *loop) readHead(c *lclient, u *lup) {
 		case k > 0:
 			u.in.w += k
 			u.got = true
-			if k < len(free) && !u.hup {
-				u.canRead = false
+			if k < len(free) && !u.Hup {
+				u.CanRead = false
 			}
 		case errors.Is(err, unix.EAGAIN):
-			u.canRead = false
+			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		case u.got:
 			l.failed(c, u, attemptBad)
@@ -421,7 +407,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		return
 	}
 	for c.left > 0 {
-		if c.pendOff < len(c.pend) || !u.canRead {
+		if c.pendOff < len(c.pend) || !u.CanRead {
 			return
 		}
 		buf := l.buf
@@ -433,15 +419,15 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		case k > 0:
 			c.left -= int64(k)
 			c.deadline = l.Now().Add(l.s.set.BodyTimeout)
-			if k < len(buf) && !u.hup {
-				u.canRead = false
+			if k < len(buf) && !u.Hup {
+				u.CanRead = false
 			}
 			if !l.writeClient(c, buf[:k]) {
 				l.closeClient(c)
 				return
 			}
 		case errors.Is(err, unix.EAGAIN):
-			u.canRead = false
+			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		default: // the backend broke off the body: the client cannot get a whole response
 			l.closeClient(c)
@@ -476,7 +462,7 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			u.in.consume(k)
 			continue
 		}
-		if !u.canRead {
+		if !u.CanRead {
 			return
 		}
 		free, err := u.in.space(maxResponseHead)
@@ -489,11 +475,11 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 		case k > 0:
 			u.in.w += k
 			c.deadline = l.Now().Add(l.s.set.BodyTimeout)
-			if k < len(free) && !u.hup {
-				u.canRead = false
+			if k < len(free) && !u.Hup {
+				u.CanRead = false
 			}
 		case errors.Is(err, unix.EAGAIN):
-			u.canRead = false
+			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		default: // the backend broke off the body
 			l.closeClient(c)
@@ -509,7 +495,7 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 		c.pend = append(c.pend, p...)
 		return true
 	}
-	n, ok := writeSome(c.fd, p, &c.readiness)
+	n, ok := writeSome(c.fd, p, &c.Readiness)
 	if !ok {
 		return false
 	}
@@ -523,7 +509,7 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 
 // flushClient writes pending bytes; false when the client is gone (it is closed).
 func (l *loop) flushClient(c *lclient) bool {
-	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.readiness)
+	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.Readiness)
 	c.pendOff += n
 	if n > 0 {
 		c.deadline = l.Now().Add(l.s.set.BodyTimeout)
@@ -584,7 +570,7 @@ func (l *loop) finish(c *lclient) {
 		return
 	}
 	c.phase, c.deadline = phIdle, l.Now().Add(l.s.set.ClientIdleTimeout)
-	if len(c.in.buffered()) > 0 || c.canRead {
+	if len(c.in.buffered()) > 0 || c.CanRead {
 		l.ready = append(l.ready, c)
 	} else {
 		c.in.release()
@@ -692,7 +678,7 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 	err = unix.Connect(fd, sa)
 	switch {
 	case err == nil:
-		u.connected, u.canWrite = true, true
+		u.connected, u.CanWrite = true, true
 		b.connectSeconds.Observe(time.Since(l.Now()).Seconds())
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
@@ -736,7 +722,7 @@ func (l *loop) dropPooled(u *lup) {
 }
 
 func (u *lup) target() *Backend { return u.b }
-func (u *lup) peerClosed() bool { return u.hup }
+func (u *lup) peerClosed() bool { return u.Hup }
 func (u *lup) unread() bool     { return u.in.r != u.in.w }
 func (u *lup) alive() bool      { return peekAlive(u.fd) }
 func (u *lup) close()           { u.l.closeUpstream(u) }

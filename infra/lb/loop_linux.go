@@ -190,10 +190,10 @@ func (l *loop) event(token uint64, ev uint32) {
 	}
 	switch sl := l.slots[fd]; {
 	case sl.c != nil:
-		sl.c.note(ev)
+		sl.c.Note(ev)
 		l.clientReady(sl.c)
 	case sl.u != nil:
-		sl.u.note(ev)
+		sl.u.Note(ev)
 		l.upstreamReady(sl.u)
 	}
 }
@@ -266,14 +266,14 @@ func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
 	// wait for it (see watch); a connection that carries one request and is closed after
 	// its response never enters the epoll set
 	c := l.addClient(fd, ip)
-	c.canRead = true
+	c.CanRead = true
 	l.readRequest(c)
 }
 
 // addClient takes a new or adopted client connection, not registered yet (see watch); the
 // loops' client count includes it.
 func (l *loop) addClient(fd int, ip []byte) *lclient {
-	c := &lclient{readiness: readiness{canWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.Now().Add(l.s.set.ClientIdleTimeout)}
+	c := &lclient{Readiness: evloop.Readiness{CanWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.Now().Add(l.s.set.ClientIdleTimeout)}
 	if l.s.closing.Load() {
 		// accepted before the listener closed (or adopted from another loop): its first
 		// request is on its way; it gets freshGrace to arrive
@@ -310,7 +310,7 @@ func (l *loop) woken() {
 	for _, a := range adopted {
 		c := l.addClient(a.fd, a.ip)
 		if a.fresh { // as in acceptSome: read its request now
-			c.canRead = true
+			c.CanRead = true
 			l.readRequest(c)
 			continue
 		}

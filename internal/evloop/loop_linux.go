@@ -22,6 +22,24 @@ import (
 // short read or write (or EAGAIN), and the next edge tells it when to go on.
 const EdgeTriggered = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
+// Readiness is what a loop knows of a socket registered edge-triggered (EdgeTriggered): an
+// event sets a flag (Note), and the consumer clears it on a short read or write, or EAGAIN; the
+// next edge sets it again.
+type Readiness struct {
+	CanRead  bool // a read may find bytes, or the EOF
+	CanWrite bool // a write may go through
+	// Hup: the peer closed its side, or the socket failed: reads go on until the EOF, never
+	// stopping at a short read (no edge would come for the rest)
+	Hup bool
+}
+
+// Note records the events ev of an epoll event.
+func (r *Readiness) Note(ev uint32) {
+	r.CanRead = r.CanRead || ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	r.CanWrite = r.CanWrite || ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	r.Hup = r.Hup || ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+}
+
 // YieldEvery is how often a busy loop passes through the Go scheduler: as seldom as the runtime
 // allows without preempting it (its monitor does after 10 ms without a pass, counted from when
 // it noticed the last one, so never sooner), with 2 ms for the events of one round. A goroutine
