@@ -316,25 +316,22 @@ func TestEventsCarryTheirToken(t *testing.T) {
 	}
 	stop := running(l, Handler{Event: func(tok uint64, ev uint32) { got <- event{tok, ev} }, Woken: func() {}, Sweep: func() {}})
 	defer stop()
-	select { // writable at once
-	case e := <-got:
-		if e.token != token || e.events&unix.EPOLLOUT == 0 {
-			t.Fatalf("first event %#x for token %#x, want EPOLLOUT for %#x", e.events, e.token, uint64(token))
+	want := func(what string, events uint32) {
+		t.Helper()
+		select {
+		case e := <-got:
+			if e.token != token || e.events&events == 0 {
+				t.Fatalf("%s: event %#x for token %#x, want %#x for %#x", what, e.events, e.token, events, uint64(token))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no event", what)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event")
 	}
+	want("a new socket", unix.EPOLLOUT) // writable at once
 	if _, err := rawsys.Write(fds[1], []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case e := <-got:
-		if e.token != token || e.events&unix.EPOLLIN == 0 {
-			t.Fatalf("event %#x for token %#x, want EPOLLIN for %#x", e.events, e.token, uint64(token))
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event for the bytes written")
-	}
+	want("bytes written", unix.EPOLLIN)
 	if err := l.Del(fds[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +342,51 @@ func TestEventsCarryTheirToken(t *testing.T) {
 	case e := <-got:
 		t.Fatalf("event %#x after Del", e.events)
 	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+// LeastLoaded is the loop holding the fewest connections, the first of equals.
+func TestLeastLoaded(t *testing.T) {
+	g, err := NewGroup(3, -1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if i := g.LeastLoaded(); i != 0 {
+		t.Fatalf("LeastLoaded of idle loops: %d, want 0", i)
+	}
+	g.Loops[0].Hold(2)
+	g.Loops[1].Hold(1)
+	g.Loops[2].Hold(1)
+	if i := g.LeastLoaded(); i != 1 {
+		t.Fatalf("LeastLoaded of 2, 1, 1: %d, want 1", i)
+	}
+	g.Loops[1].Hold(1)
+	if i := g.LeastLoaded(); i != 2 || g.Loops[1].Held() != 2 {
+		t.Fatalf("LeastLoaded of 2, 2, 1: %d (held %d), want 2", i, g.Loops[1].Held())
+	}
+}
+
+// Readiness records each kind of event until the consumer clears it.
+func TestReadinessNote(t *testing.T) {
+	var r Readiness
+	r.Note(unix.EPOLLOUT)
+	if !r.CanWrite || r.CanRead || r.Hup {
+		t.Fatalf("EPOLLOUT: %+v", r)
+	}
+	r.Note(unix.EPOLLIN)
+	if !r.CanRead || !r.CanWrite || r.Hup {
+		t.Fatalf("EPOLLIN after EPOLLOUT: %+v", r)
+	}
+	r = Readiness{}
+	r.Note(unix.EPOLLRDHUP)
+	if !r.CanRead || !r.Hup || r.CanWrite {
+		t.Fatalf("EPOLLRDHUP: %+v, want readable to the EOF", r)
+	}
+	r = Readiness{}
+	r.Note(unix.EPOLLERR)
+	if !r.CanRead || !r.CanWrite || !r.Hup {
+		t.Fatalf("EPOLLERR: %+v, want every flag (the next call reports the error)", r)
 	}
 }
 
