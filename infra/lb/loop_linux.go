@@ -96,8 +96,9 @@ type adoptee struct {
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
-// and its own duplicate of the listener (evloop.NewGroup); start runs them. The zero502 lb command fixes Loops and
-// leaves the runtime one P more than it has loops (its process settings, not the library's).
+// and its own duplicate of the listener (evloop.NewGroup); start runs them. The zero502 lb
+// command fixes Loops and leaves the runtime one P more than it has loops (its process
+// settings, not the library's).
 func (s *Server) newLoops() (*loops, error) {
 	raw, err := s.ln.(*net.TCPListener).SyscallConn()
 	if err != nil {
