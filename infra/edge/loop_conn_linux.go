@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 )
 
@@ -46,10 +47,8 @@ const (
 
 // side is one socket of a connection and what its last events said.
 type side struct {
-	fd       int
-	readable bool // a read may find bytes (or the EOF): an edge came since the last short read
-	writable bool // a write may go through: no short write since the last EPOLLOUT
-	rdhup    bool // the peer sent its FIN (or reset): read until the EOF, never stop at a short read
+	fd int
+	evloop.Readiness
 }
 
 // half is one direction of a relayed connection: bytes read but not written yet (a short
@@ -61,17 +60,17 @@ type half struct {
 	n        int64 // bytes written to the destination (the header not counted)
 }
 
-// addClient takes a new (or handed-over) client connection; l.n and the loops' open count
-// include it already.
+// addClient takes a new (or handed-over) client connection; the loop's Hold count and the
+// loops' open count include it already.
 func (l *loop) addClient(fd int, peer netip.AddrPort) {
-	c := &lconn{client: side{fd: fd, writable: true}, server: side{fd: -1}, measured: peer, start: l.now, moved: l.now,
-		local: l.ls.local}
+	c := &lconn{client: side{fd: fd, Readiness: evloop.Readiness{CanWrite: true}}, server: side{fd: -1},
+		measured: peer, start: l.Now(), moved: l.Now(), local: l.ls.local}
 	if !c.local.IsValid() {
 		c.local = rawsys.LocalAddr(fd)
 	}
 	rawsys.NoDelay(fd)
 	if err := l.register(fd, c); err != nil {
-		if l.epfd >= 0 { // not when the loop has ended: the connection arrived too late
+		if !errors.Is(err, evloop.ErrClosed) { // not when the loop has ended: the connection arrived too late
 			l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())
 		}
 		rawsys.Close(fd)
@@ -171,7 +170,7 @@ func (l *loop) connect(c *lconn, ap netip.AddrPort) error {
 	}
 	c.server = side{fd: fd}
 	c.state = stConnecting
-	c.deadline = l.now.Add(l.f.connectTimeout())
+	c.deadline = l.Now().Add(l.f.connectTimeout())
 	return nil
 }
 
@@ -211,18 +210,10 @@ func (l *loop) ready(c *lconn, fd int, ev uint32) {
 	if fd == c.server.fd {
 		s = &c.server
 	}
-	if ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		s.readable = true
-	}
-	if ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		s.rdhup = true
-	}
-	if ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		s.writable = true
-	}
+	s.Note(ev)
 	switch c.state {
 	case stConnecting:
-		if s == &c.server && s.writable {
+		if s == &c.server && s.CanWrite {
 			if err := rawsys.SocketError(fd); err != nil {
 				l.connectFailed(c, err)
 			} else {
@@ -256,15 +247,15 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	buf := l.buf
 	k := copy(buf, hb)
 	n := 0
-	if c.client.readable {
+	if c.client.CanRead {
 		r, err := rawsys.Read(c.client.fd, buf[k:])
 		if err == nil && r > 0 {
 			n = r
-			if k+r < len(buf) && !c.client.rdhup {
-				c.client.readable = false
+			if k+r < len(buf) && !c.client.Hup {
+				c.client.CanRead = false
 			}
 		} else if errors.Is(err, unix.EAGAIN) {
-			c.client.readable = false
+			c.client.CanRead = false
 		}
 		// an EOF or an error is read again by the relay
 	}
@@ -277,10 +268,10 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	}
 	c.state = stRelaying
 	c.u.open.Add(1)
-	c.moved = l.now
+	c.moved = l.Now()
 	c.up.n = int64(w - k) // the client's bytes written (below 0 while the header is not): the pending rest adds up to n
 	if w < k+n {
-		c.server.writable = false
+		c.server.CanWrite = false
 		c.up.stash(buf[w : k+n])
 	}
 	return nil
@@ -309,7 +300,7 @@ func (l *loop) relay(c *lconn) {
 func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 	for {
 		if h.pend != nil {
-			if !dst.writable {
+			if !dst.CanWrite {
 				return nil
 			}
 			w, err := rawsys.Write(dst.fd, (*h.pend)[h.off:h.end])
@@ -319,10 +310,10 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			if w > 0 {
 				h.off += w
 				h.n += int64(w)
-				c.moved = l.now
+				c.moved = l.Now()
 			}
 			if h.off < h.end {
-				dst.writable = false
+				dst.CanWrite = false
 				return nil
 			}
 			copyBuffers.Put(h.pend)
@@ -331,13 +322,13 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		if h.eof {
 			return nil
 		}
-		if !src.readable {
+		if !src.CanRead {
 			return nil
 		}
 		k, err := rawsys.Read(src.fd, l.buf)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
-			src.readable = false
+			src.CanRead = false
 			return nil
 		case err != nil:
 			return readError(up, err)
@@ -348,12 +339,12 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			}
 			return nil
 		}
-		c.moved = l.now
-		if k < len(l.buf) && !src.rdhup {
-			src.readable = false // drained: the next byte (or the FIN) raises a new edge
+		c.moved = l.Now()
+		if k < len(l.buf) && !src.Hup {
+			src.CanRead = false // drained: the next byte (or the FIN) raises a new edge
 		}
 		w := 0
-		if dst.writable {
+		if dst.CanWrite {
 			w, err = rawsys.Write(dst.fd, l.buf[:k])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
@@ -362,7 +353,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			h.n += int64(w)
 		}
 		if w < k {
-			dst.writable = false
+			dst.CanWrite = false
 			h.stash(l.buf[w:k])
 			return nil
 		}

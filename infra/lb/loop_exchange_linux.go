@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 
 	"golang.org/x/sys/unix"
@@ -25,24 +26,9 @@ const (
 	phAnswer                // writing the LB's own answer: body timeout
 )
 
-// readiness is what the loop knows of a socket registered edge-triggered: an event sets a flag,
-// a short read or write (or EAGAIN) clears it, and the next event sets it again.
-type readiness struct {
-	canRead  bool
-	canWrite bool
-	hup      bool // the peer closed its side (or the socket failed): reads end at EOF
-}
-
-// note records an epoll event.
-func (r *readiness) note(ev uint32) {
-	r.canRead = r.canRead || ev&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	r.canWrite = r.canWrite || ev&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0
-	r.hup = r.hup || ev&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-}
-
 // lclient is a client connection held by a loop.
 type lclient struct {
-	readiness
+	evloop.Readiness
 	fd     int
 	ip     []byte
 	in     reader // conn is nil: the loop reads with read(2)
@@ -75,7 +61,7 @@ type lclient struct {
 
 // lup is an upstream (backend) connection held by a loop.
 type lup struct {
-	readiness
+	evloop.Readiness
 	l         *loop
 	fd        int
 	b         *Backend
@@ -110,7 +96,7 @@ func (l *loop) clientReady(c *lclient) {
 			return
 		}
 	}
-	if c.phase <= phBodyWait && c.canRead {
+	if c.phase <= phBodyWait && c.CanRead {
 		l.readRequest(c)
 	}
 }
@@ -135,15 +121,15 @@ func (l *loop) readRequest(c *lclient) {
 			l.closeClient(c)
 			return
 		}
-		if !c.canRead {
+		if !c.CanRead {
 			switch {
 			case len(buf) == 0:
 				c.in.release()
 				if c.phase != phIdle {
-					c.phase, c.deadline = phIdle, l.now.Add(s.set.ClientIdleTimeout)
+					c.phase, c.deadline = phIdle, l.Now().Add(s.set.ClientIdleTimeout)
 				}
 			case c.phase == phIdle: // the start of a pipelined request: the head timeout runs
-				c.phase, c.deadline = phHead, l.now.Add(s.set.ClientHeaderTimeout)
+				c.phase, c.deadline = phHead, l.Now().Add(s.set.ClientHeaderTimeout)
 			}
 			l.watch(c) // the rest of the request (or the next one) comes with an event
 			return
@@ -157,17 +143,17 @@ func (l *loop) readRequest(c *lclient) {
 		switch {
 		case n > 0:
 			c.in.w += n
-			if n < len(free) && !c.hup {
-				c.canRead = false
+			if n < len(free) && !c.Hup {
+				c.CanRead = false
 			}
 			switch c.phase {
 			case phIdle:
-				c.phase, c.deadline, c.used = phHead, l.now.Add(s.set.ClientHeaderTimeout), true
+				c.phase, c.deadline, c.used = phHead, l.Now().Add(s.set.ClientHeaderTimeout), true
 			case phBodyWait: // the body moves: only silence counts
-				c.deadline = l.now.Add(s.set.ClientHeaderTimeout)
+				c.deadline = l.Now().Add(s.set.ClientHeaderTimeout)
 			}
 		case errors.Is(err, unix.EAGAIN):
-			c.canRead = false
+			c.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		default: // EOF or a broken connection
 			l.closeClient(c)
@@ -198,12 +184,12 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 		if c.phase != phBodyWait {
 			// from here the client's silence counts, not the time since its first byte; the
 			// sweep hands a body still arriving after SlowBodyAfter to the goroutine path
-			c.phase, c.start, c.deadline = phBodyWait, l.now, l.now.Add(l.s.set.ClientHeaderTimeout)
+			c.phase, c.start, c.deadline = phBodyWait, l.Now(), l.Now().Add(l.s.set.ClientHeaderTimeout)
 		}
 		return false
 	}
 	if c.phase != phBodyWait {
-		c.start = l.now
+		c.start = l.Now()
 	}
 	c.x, c.reqLen = x, n+int(req.ContentLength)
 	if status, ok := l.s.ownHealth(req); ok {
@@ -252,7 +238,7 @@ func (l *loop) bind(c *lclient, u *lup) {
 		c.phase, c.deadline = phConnect, u.dialed.Add(l.s.set.ConnectTimeout)
 		return
 	}
-	c.phase, c.deadline = phSend, l.now.Add(l.s.set.BodyTimeout)
+	c.phase, c.deadline = phSend, l.Now().Add(l.s.set.BodyTimeout)
 	l.send(c, u)
 }
 
@@ -260,14 +246,14 @@ func (l *loop) bind(c *lclient, u *lup) {
 func (l *loop) upstreamReady(u *lup) {
 	c := u.c
 	if c == nil { // pooled: the backend closed it or sent something unasked
-		if u.canRead {
+		if u.CanRead {
 			l.dropPooled(u)
 		}
 		return
 	}
 	switch c.phase {
 	case phConnect:
-		if !u.canWrite {
+		if !u.CanWrite {
 			return
 		}
 		if errno, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || errno != 0 {
@@ -275,8 +261,8 @@ func (l *loop) upstreamReady(u *lup) {
 			return
 		}
 		u.connected = true
-		u.b.connectSeconds.Observe(l.now.Sub(u.dialed).Seconds())
-		c.phase, c.deadline = phSend, l.now.Add(l.s.set.BodyTimeout)
+		u.b.connectSeconds.Observe(l.Now().Sub(u.dialed).Seconds())
+		c.phase, c.deadline = phSend, l.Now().Add(l.s.set.BodyTimeout)
 		l.send(c, u)
 	case phSend:
 		l.send(c, u)
@@ -289,35 +275,35 @@ func (l *loop) upstreamReady(u *lup) {
 
 // send writes the rest of the request to u, then waits for the response head.
 func (l *loop) send(c *lclient, u *lup) {
-	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.readiness)
+	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.Readiness)
 	u.outOff += n
 	switch {
 	case !ok:
 		l.failed(c, u, attemptNoAnswer)
 		return
 	case u.outOff < len(u.out):
-		c.deadline = l.now.Add(l.s.set.BodyTimeout) // progress: only silence counts
-		return                                      // the rest when u is writable again
+		c.deadline = l.Now().Add(l.s.set.BodyTimeout) // progress: only silence counts
+		return                                        // the rest when u is writable again
 	}
-	u.sent = l.now
-	c.phase, c.deadline = phAwait, l.now.Add(l.s.set.HeaderTimeout)
+	u.sent = l.Now()
+	c.phase, c.deadline = phAwait, l.Now().Add(l.s.set.HeaderTimeout)
 	l.readHead(c, u)
 }
 
 // writeSome writes p to fd until it is all written, the socket takes no more (canWrite is
 // cleared: edge-triggered, the next EPOLLOUT sets it) or the write fails (false).
-func writeSome(fd int, p []byte, r *readiness) (int, bool) {
+func writeSome(fd int, p []byte, r *evloop.Readiness) (int, bool) {
 	n := 0
-	for r.canWrite && n < len(p) {
+	for r.CanWrite && n < len(p) {
 		k, err := rawsys.Write(fd, p[n:])
 		switch {
 		case k > 0:
 			n += k
 			if n < len(p) {
-				r.canWrite = false // a short write: the socket buffer is full
+				r.CanWrite = false // a short write: the socket buffer is full
 			}
 		case errors.Is(err, unix.EAGAIN):
-			r.canWrite = false
+			r.CanWrite = false
 		case errors.Is(err, unix.EINTR):
 		default:
 			return n, false
@@ -342,11 +328,11 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			u.in.consume(n)
 			continue
 		case headFinal:
-			u.b.headerSeconds.Observe(l.now.Sub(u.sent).Seconds())
+			u.b.headerSeconds.Observe(l.Now().Sub(u.sent).Seconds())
 			l.startRelay(c, u)
 			return
 		}
-		if !u.canRead {
+		if !u.CanRead {
 			return
 		}
 		free, err := u.in.space(maxResponseHead)
@@ -359,11 +345,11 @@ func (l *loop) readHead(c *lclient, u *lup) {
 		case k > 0:
 			u.in.w += k
 			u.got = true
-			if k < len(free) && !u.hup {
-				u.canRead = false
+			if k < len(free) && !u.Hup {
+				u.CanRead = false
 			}
 		case errors.Is(err, unix.EAGAIN):
-			u.canRead = false
+			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		case u.got:
 			l.failed(c, u, attemptBad)
@@ -405,7 +391,7 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 		c.left -= k
 	}
 	x.out = out[:0]
-	c.phase, c.deadline = phBody, l.now.Add(s.set.BodyTimeout)
+	c.phase, c.deadline = phBody, l.Now().Add(s.set.BodyTimeout)
 	if !l.writeClient(c, out) {
 		l.closeClient(c)
 		return
@@ -421,7 +407,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		return
 	}
 	for c.left > 0 {
-		if c.pendOff < len(c.pend) || !u.canRead {
+		if c.pendOff < len(c.pend) || !u.CanRead {
 			return
 		}
 		buf := l.buf
@@ -432,16 +418,16 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		switch {
 		case k > 0:
 			c.left -= int64(k)
-			c.deadline = l.now.Add(l.s.set.BodyTimeout)
-			if k < len(buf) && !u.hup {
-				u.canRead = false
+			c.deadline = l.Now().Add(l.s.set.BodyTimeout)
+			if k < len(buf) && !u.Hup {
+				u.CanRead = false
 			}
 			if !l.writeClient(c, buf[:k]) {
 				l.closeClient(c)
 				return
 			}
 		case errors.Is(err, unix.EAGAIN):
-			u.canRead = false
+			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		default: // the backend broke off the body: the client cannot get a whole response
 			l.closeClient(c)
@@ -476,7 +462,7 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			u.in.consume(k)
 			continue
 		}
-		if !u.canRead {
+		if !u.CanRead {
 			return
 		}
 		free, err := u.in.space(maxResponseHead)
@@ -488,12 +474,12 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 		switch {
 		case k > 0:
 			u.in.w += k
-			c.deadline = l.now.Add(l.s.set.BodyTimeout)
-			if k < len(free) && !u.hup {
-				u.canRead = false
+			c.deadline = l.Now().Add(l.s.set.BodyTimeout)
+			if k < len(free) && !u.Hup {
+				u.CanRead = false
 			}
 		case errors.Is(err, unix.EAGAIN):
-			u.canRead = false
+			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
 		default: // the backend broke off the body
 			l.closeClient(c)
@@ -509,7 +495,7 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 		c.pend = append(c.pend, p...)
 		return true
 	}
-	n, ok := writeSome(c.fd, p, &c.readiness)
+	n, ok := writeSome(c.fd, p, &c.Readiness)
 	if !ok {
 		return false
 	}
@@ -523,10 +509,10 @@ func (l *loop) writeClient(c *lclient, p []byte) bool {
 
 // flushClient writes pending bytes; false when the client is gone (it is closed).
 func (l *loop) flushClient(c *lclient) bool {
-	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.readiness)
+	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.Readiness)
 	c.pendOff += n
 	if n > 0 {
-		c.deadline = l.now.Add(l.s.set.BodyTimeout)
+		c.deadline = l.Now().Add(l.s.set.BodyTimeout)
 	}
 	if !ok {
 		l.closeClient(c)
@@ -549,7 +535,7 @@ func (l *loop) answer(c *lclient, status int, b *Backend) {
 	out, closeClient := l.s.ownAnswer(x.out[:0], c.ip, &x.req, status, c.start, b)
 	x.out = out[:0]
 	c.status, c.keep, c.left = status, !closeClient, 0
-	c.phase, c.deadline = phAnswer, l.now.Add(l.s.set.BodyTimeout)
+	c.phase, c.deadline = phAnswer, l.Now().Add(l.s.set.BodyTimeout)
 	if !l.writeClient(c, out) {
 		l.closeClient(c)
 		return
@@ -565,7 +551,7 @@ func (l *loop) finish(c *lclient) {
 	if u := c.u; u != nil {
 		c.u, u.c = nil, nil
 		if c.x.resp.KeepAlive {
-			l.pool(u.b).put(u, l.now, l.s.set.MaxIdlePerBackend)
+			l.pool(u.b).put(u, l.Now(), l.s.set.MaxIdlePerBackend)
 		} else {
 			l.closeUpstream(u)
 		}
@@ -583,8 +569,8 @@ func (l *loop) finish(c *lclient) {
 		l.closeClient(c)
 		return
 	}
-	c.phase, c.deadline = phIdle, l.now.Add(l.s.set.ClientIdleTimeout)
-	if len(c.in.buffered()) > 0 || c.canRead {
+	c.phase, c.deadline = phIdle, l.Now().Add(l.s.set.ClientIdleTimeout)
+	if len(c.in.buffered()) > 0 || c.CanRead {
 		l.ready = append(l.ready, c)
 	} else {
 		c.in.release()
@@ -688,12 +674,12 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 		return nil, err
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	u := &lup{l: l, fd: fd, b: b, dialed: l.now, in: reader{buf: make([]byte, 8<<10)}}
+	u := &lup{l: l, fd: fd, b: b, dialed: l.Now(), in: reader{buf: make([]byte, 8<<10)}}
 	err = unix.Connect(fd, sa)
 	switch {
 	case err == nil:
-		u.connected, u.canWrite = true, true
-		b.connectSeconds.Observe(time.Since(l.now).Seconds())
+		u.connected, u.CanWrite = true, true
+		b.connectSeconds.Observe(time.Since(l.Now()).Seconds())
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
 		rawsys.Close(fd)
@@ -719,7 +705,7 @@ func (l *loop) closeUpstream(u *lup) {
 
 // poolGet returns an idle connection to b, or nil (see idlePool.get).
 func (l *loop) poolGet(b *Backend, probe bool) *lup {
-	u, ok := l.pool(b).get(b, l.now, l.s.set.IdleTimeout, probe)
+	u, ok := l.pool(b).get(b, l.Now(), l.s.set.IdleTimeout, probe)
 	if !ok {
 		return nil
 	}
@@ -736,7 +722,7 @@ func (l *loop) dropPooled(u *lup) {
 }
 
 func (u *lup) target() *Backend { return u.b }
-func (u *lup) peerClosed() bool { return u.hup }
+func (u *lup) peerClosed() bool { return u.Hup }
 func (u *lup) unread() bool     { return u.in.r != u.in.w }
 func (u *lup) alive() bool      { return peekAlive(u.fd) }
 func (u *lup) close()           { u.l.closeUpstream(u) }

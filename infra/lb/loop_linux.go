@@ -3,19 +3,17 @@ package lb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 )
 
@@ -45,28 +43,20 @@ const EventLoopsAvailable = true
 // loopBodyLimit is the largest request body the loop forwards itself (once all of it arrived).
 const loopBodyLimit = 16 << 10
 
-// yieldEvery is how often a busy loop passes through the Go scheduler (see run): as seldom as
-// the runtime allows without preempting it (its monitor does after 10 ms without a pass, counted
-// from when it noticed the last one, so never sooner), with 2 ms for the events of one round. A
-// pass is not cheap: runtime.Gosched queues the loop on the global run queue and wakes a thread
-// for the spare P (lb_runtime.go in cmd/zero502), which often takes the loop over while this
-// thread goes to sleep; profiled, the passes every 5 ms cost about 8% of a loop's CPU.
-const yieldEvery = 8 * time.Millisecond
-
 // loopSweep is how often a loop looks for expired deadlines and old pooled connections.
 const loopSweep = 100 * time.Millisecond
 
-const (
-	epollET    = unix.EPOLLET
-	connEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | epollET
-)
+// loopAcceptBatch bounds the connections one wake-up of a loop accepts.
+const loopAcceptBatch = 128
 
-// loops are the running event loops of one Server.
+// loops are the running event loops of one Server, on the skeleton of internal/evloop (the
+// epoll sets, the wake-ups, the listener copies, the run cycle); this file is what the LB does
+// with their news.
 type loops struct {
+	group    *evloop.Group
 	all      []*loop
 	clients  atomic.Int64  // client connections the loops hold
 	handoffs atomic.Uint64 // connections handed to the goroutine path
-	wg       sync.WaitGroup
 	// nodelayInherited: the listener has TCP_NODELAY, so the connections the loops accept
 	// have it from birth (see newLoops)
 	nodelayInherited bool
@@ -75,27 +65,23 @@ type loops struct {
 // loop is one event loop. Everything but the adopt queue and the wake-up is touched only by
 // the loop's own goroutine.
 type loop struct {
+	// the skeleton: its wake-up says another goroutine has news (adopted connections, drain,
+	// health change); its Hold counts the client connections it holds or has queued (adopted)
+	*evloop.Loop
 	s     *Server
 	ls    *loops
-	epfd  int
-	wake  int // eventfd: another goroutine has news (adopted connections, drain, health change)
-	lfd   int // the loop's own duplicate of the listener; -1 once it stopped accepting
 	slots []slot
 	pools []idlePool[*lup] // idle upstream connections by backend index (see loop.pool)
 	ready []*lclient
-	buf   []byte // scratch for relaying body bytes
-	now   time.Time
+	buf   []byte    // scratch for relaying body bytes
 	peers peerNames // the text of the client addresses the loop accepted from
 
-	acceptPaused time.Time // accept failed for lack of descriptors: retry after this
-	handedTo     []*loop   // loops acceptSome queued connections for, to wake (accept)
+	handedTo     []*loop   // loops accept queued connections for, to wake (accepted)
 	adoptedSpare []adoptee // the adopted list woken took last, for reuse
-
-	n atomic.Int64 // client connections this loop holds or has queued (adopted)
 
 	mu      sync.Mutex
 	adopted []adoptee
-	ended   bool // closeAll ran: no more adoptions or wake-ups
+	ended   bool // closeAll ran: no more adoptions
 }
 
 type slot struct {
@@ -110,8 +96,9 @@ type adoptee struct {
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
-// and its own duplicate of the listener; start runs them. The zero502 lb command fixes Loops and
-// leaves the runtime one P more than it has loops (its process settings, not the library's).
+// and its own duplicate of the listener (evloop.NewGroup); start runs them. The zero502 lb
+// command fixes Loops and leaves the runtime one P more than it has loops (its process
+// settings, not the library's).
 func (s *Server) newLoops() (*loops, error) {
 	raw, err := s.ln.(*net.TCPListener).SyscallConn()
 	if err != nil {
@@ -131,26 +118,15 @@ func (s *Server) newLoops() (*loops, error) {
 		// its own connections, as Go does)
 		ls.nodelayInherited = unix.SetsockoptInt(lfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) == nil
 	}
-	n := s.set.Loops
-	if n == 0 {
-		n = runtime.GOMAXPROCS(0)
+	ls.group, err = evloop.NewGroup(s.set.Loops, lfd, evloop.Options{Sweep: loopSweep, AcceptBatch: loopAcceptBatch, Log: s.log, ErrKey: "err"})
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; i < n; i++ {
-		l, err := s.newLoop(ls, lfd)
-		if err != nil {
-			for _, l := range ls.all {
-				l.closeAll()
-			}
-			return nil, err
-		}
-		ls.all = append(ls.all, l)
+	for _, ev := range ls.group.Loops {
+		ls.all = append(ls.all, &loop{Loop: ev, s: s, ls: ls, buf: make([]byte, 32<<10), pools: make([]idlePool[*lup], len(s.members.all()))})
 	}
 	if lfd >= 0 {
-		own := map[int]bool{}
-		for _, l := range ls.all {
-			own[l.epfd] = true
-		}
-		n := unpollListener(lfd, own)
+		n := unpollListener(lfd, ls.group.EpollFDs())
 		s.log.Debug("the listener left the runtime's poller (the loops accept)", "registrations", n)
 	}
 	return ls, nil
@@ -164,83 +140,36 @@ func (s *Server) loopCount() int {
 	return len(s.loops.all)
 }
 
-// start runs the loops until ctx ends; wg.Wait waits for them to close their connections.
+// start runs the loops until ctx ends; wait waits for them to close their connections.
 func (ls *loops) start(ctx context.Context) {
-	for _, l := range ls.all {
-		ls.wg.Add(1)
-		go func() {
-			defer ls.wg.Done()
-			l.run(ctx)
-		}()
-	}
+	ls.group.Go(func(i int) {
+		l := ls.all[i]
+		defer l.closeAll()
+		l.Run(ctx, evloop.Handler{Accept: l.accepted, MayAccept: l.mayAccept, Accepted: l.wakeHandedTo,
+			Event: l.event, Woken: l.woken, Settle: l.runReady, Sweep: l.sweep})
+	})
 }
 
-func (s *Server) newLoop(ls *loops, listenFD int) (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
-	}
-	l := &loop{s: s, ls: ls, epfd: epfd, wake: -1, lfd: -1, buf: make([]byte, 32<<10), pools: make([]idlePool[*lup], len(s.members.all()))}
-	l.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err == nil {
-		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, l.wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(l.wake)})
-	}
-	if err == nil && listenFD >= 0 {
-		l.lfd, err = unix.FcntlInt(uintptr(listenFD), unix.F_DUPFD_CLOEXEC, 0)
-		if err == nil {
-			err = rawsys.WatchListener(epfd, l.lfd)
-		}
-	}
-	if err != nil {
-		l.closeAll()
-		return nil, fmt.Errorf("event loop: %w", err)
-	}
-	return l, nil
-}
+// wait waits for the loops start ran to end and close their connections.
+func (ls *loops) wait() { ls.group.Wait() }
 
 // wakeAll makes every loop look at the Server's state (drain, health changes) now.
-func (ls *loops) wakeAll() {
-	for _, l := range ls.all {
-		l.poke()
-	}
-}
-
-// poke wakes the loop. Under mu: once the loop has ended its descriptors are closed, and their
-// numbers may already belong to other files.
-func (l *loop) poke() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.ended {
-		one := [8]byte{1}
-		_, _ = unix.Write(l.wake, one[:])
-	}
-}
+func (ls *loops) wakeAll() { ls.group.PokeAll() }
 
 // adopt hands a client connection (its own descriptor) to the loop with the fewest.
 func (ls *loops) adopt(fd int, ip []byte) {
-	if t := ls.leastLoaded(); t.enqueue(adoptee{fd: fd, ip: ip}) {
-		t.poke()
+	if t := ls.all[ls.group.LeastLoaded()]; t.enqueue(adoptee{fd: fd, ip: ip}) {
+		t.Poke()
 	}
-}
-
-// leastLoaded is the loop holding the fewest client connections.
-func (ls *loops) leastLoaded() *loop {
-	best := ls.all[0]
-	for _, l := range ls.all[1:] {
-		if l.n.Load() < best.n.Load() {
-			best = l
-		}
-	}
-	return best
 }
 
 // count adds d to the loop's and the loops' client connections.
 func (l *loop) count(d int64) {
-	l.n.Add(d)
+	l.Hold(d)
 	l.ls.clients.Add(d)
 }
 
-// enqueue queues a client connection for the loop without waking it (see poke); false when
+// enqueue queues a client connection for the loop without waking it (see Poke); false when
 // the loop has ended (the connection is closed).
 func (l *loop) enqueue(a adoptee) bool {
 	l.mu.Lock()
@@ -254,63 +183,18 @@ func (l *loop) enqueue(a adoptee) bool {
 	return true
 }
 
-func (l *loop) run(ctx context.Context) {
-	defer l.closeAll()
-	events := make([]unix.EpollEvent, 256)
-	lastSweep := time.Now()
-	lastYield := lastSweep
-	for ctx.Err() == nil {
-		// Look first without blocking and without telling the scheduler (a busy loop nearly
-		// always finds events); only an empty look blocks, as a system call the scheduler
-		// knows about, so its P serves other goroutines meanwhile.
-		n, err := pollNow(l.epfd, events)
-		if n == 0 && err == nil {
-			n, err = unix.EpollWait(l.epfd, events, int(loopSweep/time.Millisecond))
-		}
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			l.s.log.Error("epoll_wait failed", "err", err)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		l.now = time.Now()
-		if l.now.Sub(lastYield) >= yieldEvery {
-			// A goroutine that has not passed through the scheduler for 10 ms gets preempted
-			// by the runtime's monitor, which then keeps waking up every 20 µs for a while;
-			// yielding now and then costs far less than that.
-			lastYield = l.now
-			runtime.Gosched()
-		}
-		for i := 0; i < n; i++ {
-			l.event(int(events[i].Fd), events[i].Events)
-		}
-		l.runReady()
-		if l.now.Sub(lastSweep) >= loopSweep {
-			lastSweep = l.now
-			l.sweep()
-			l.runReady()
-		}
-	}
-}
-
-func (l *loop) event(fd int, ev uint32) {
-	switch {
-	case fd == l.wake:
-		var b [8]byte
-		_, _ = unix.Read(l.wake, b[:])
-		l.woken()
-		return
-	case fd == l.lfd:
-		l.accept()
-		return
-	case fd >= len(l.slots):
+// event acts on the events ev of a client or upstream socket (its token is its descriptor).
+func (l *loop) event(token uint64, ev uint32) {
+	fd := int(token)
+	if fd >= len(l.slots) {
 		return
 	}
 	switch sl := l.slots[fd]; {
 	case sl.c != nil:
-		sl.c.note(ev)
+		sl.c.Note(ev)
 		l.clientReady(sl.c)
 	case sl.u != nil:
-		sl.u.note(ev)
+		sl.u.Note(ev)
 		l.upstreamReady(sl.u)
 	}
 }
@@ -339,82 +223,62 @@ func (l *loop) setSlot(fd int, sl slot) {
 
 // register adds fd to the loop's epoll set, edge-triggered for reading and writing.
 func (l *loop) register(fd int) error {
-	return rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: connEvents, Fd: int32(fd)})
+	return l.Add(fd, evloop.EdgeTriggered, uint64(fd))
 }
 
-// accept takes the connections waiting on the listener (see acceptSome), then wakes the loops
-// it handed some to: once each, however many they got.
-func (l *loop) accept() {
-	l.acceptSome()
+// mayAccept: once the LB is closing, new connections stay in the listen queue (for the process
+// an upgrade hands the socket to).
+func (l *loop) mayAccept() bool { return !l.s.closing.Load() }
+
+// wakeHandedTo wakes the loops an accept round queued connections for: once each, however many
+// they got.
+func (l *loop) wakeHandedTo() {
 	for _, t := range l.handedTo {
-		t.poke()
+		t.Poke()
 	}
 	clear(l.handedTo)
 	l.handedTo = l.handedTo[:0]
 }
 
-// acceptSome accepts up to 128 connections, keeping each or queueing it for a loop with fewer
-// (handedTo lists those to wake).
-func (l *loop) acceptSome() {
-	if l.lfd < 0 || l.s.closing.Load() {
+// accepted keeps a new connection or queues it for a loop with fewer (handedTo lists those to
+// wake after the round).
+func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
+	if l.s.atConnCap() {
+		rawsys.Close(fd) // max_conns: accept and close
 		return
 	}
-	var rsa unix.RawSockaddrAny
-	for i := 0; i < 128; i++ {
-		fd, err := rawsys.Accept(l.lfd, &rsa)
-		switch {
-		case err == nil:
-		case errors.Is(err, unix.EAGAIN):
-			return
-		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
-			continue
-		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
-			// out of descriptors: stop listening for a moment (level-triggered, it would spin)
-			l.s.log.Warn("accept failed, pausing accepts", "err", err, "for", loopSweep.String())
-			_ = rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
-			l.acceptPaused = l.now.Add(loopSweep)
-			return
-		default:
-			l.s.log.Error("accept failed", "err", err)
-			return
-		}
-		if l.s.atConnCap() {
-			rawsys.Close(fd) // max_conns: accept and close
-			continue
-		}
-		if !l.ls.nodelayInherited {
-			_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		}
-		ip := l.peers.name(&rsa)
-		// connections go to the loop with the fewest, so the loops share the work evenly
-		// whichever of them the kernel woke for the accept (a slack of an eighth was tried:
-		// it saved no CPU, hand-overs being batched per accept round, and it left long
-		// keep-alive connections unevenly spread)
-		if t := l.ls.leastLoaded(); t != l && t.n.Load() < l.n.Load() {
-			if t.enqueue(adoptee{fd: fd, ip: ip, fresh: true}) && !slices.Contains(l.handedTo, t) {
-				l.handedTo = append(l.handedTo, t)
-			}
-			continue
-		}
-		l.count(1)
-		// the request usually arrived with the connection (a client writes it as soon as its
-		// connect returns): read it now, and register the socket only when the loop has to
-		// wait for it (see watch); a connection that carries one request and is closed after
-		// its response never enters the epoll set
-		c := l.addClient(fd, ip)
-		c.canRead = true
-		l.readRequest(c)
+	if !l.ls.nodelayInherited {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
+	ip := l.peers.name(rsa)
+	// connections go to the loop with the fewest, so the loops share the work evenly
+	// whichever of them the kernel woke for the accept (a slack of an eighth was tried:
+	// it saved no CPU, hand-overs being batched per accept round, and it left long
+	// keep-alive connections unevenly spread)
+	if t := l.ls.all[l.ls.group.LeastLoaded()]; t != l && t.Held() < l.Held() {
+		if t.enqueue(adoptee{fd: fd, ip: ip, fresh: true}) && !slices.Contains(l.handedTo, t) {
+			l.handedTo = append(l.handedTo, t)
+		}
+		return
+	}
+	l.count(1)
+	// the request usually arrived with the connection (a client writes it as soon as its
+	// connect returns): read it now, and register the socket only when the loop has to
+	// wait for it (see watch); a connection that carries one request and is closed after
+	// its response never enters the epoll set
+	c := l.addClient(fd, ip)
+	c.CanRead = true
+	l.readRequest(c)
 }
 
 // addClient takes a new or adopted client connection, not registered yet (see watch); the
 // loops' client count includes it.
 func (l *loop) addClient(fd int, ip []byte) *lclient {
-	c := &lclient{readiness: readiness{canWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.now.Add(l.s.set.ClientIdleTimeout)}
+	c := &lclient{Readiness: evloop.Readiness{CanWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.Now().Add(l.s.set.ClientIdleTimeout)}
 	if l.s.closing.Load() {
 		// accepted before the listener closed (or adopted from another loop): its first
 		// request is on its way; it gets freshGrace to arrive
-		c.deadline = l.now.Add(freshGrace)
+		c.deadline = l.Now().Add(freshGrace)
 	}
 	l.setSlot(fd, slot{c: c})
 	return c
@@ -447,7 +311,7 @@ func (l *loop) woken() {
 	for _, a := range adopted {
 		c := l.addClient(a.fd, a.ip)
 		if a.fresh { // as in acceptSome: read its request now
-			c.canRead = true
+			c.CanRead = true
 			l.readRequest(c)
 			continue
 		}
@@ -457,41 +321,29 @@ func (l *loop) woken() {
 	l.adoptedSpare = adopted[:0]
 	l.evictIdle()
 	if l.s.closing.Load() {
-		l.stopAccepting()
+		l.StopAccepting()
 		for fd := range l.slots {
 			c := l.slots[fd].c
 			switch {
 			case c == nil:
 			case l.s.aborting.Load() || c.phase == phIdle && c.used:
 				l.closeClient(c)
-			case c.phase == phIdle && c.deadline.After(l.now.Add(freshGrace)):
-				c.deadline = l.now.Add(freshGrace) // never used: its first request is on its way
+			case c.phase == phIdle && c.deadline.After(l.Now().Add(freshGrace)):
+				c.deadline = l.Now().Add(freshGrace) // never used: its first request is on its way
 			}
 		}
 	}
 }
 
-func (l *loop) stopAccepting() {
-	if l.lfd >= 0 {
-		rawsys.CloseListener(l.epfd, l.lfd)
-		l.lfd = -1
-	}
-}
-
 // sweep enforces the deadlines of the loop's clients and the age of its pooled connections.
 func (l *loop) sweep() {
-	if !l.acceptPaused.IsZero() && l.now.After(l.acceptPaused) && l.lfd >= 0 {
-		l.acceptPaused = time.Time{}
-		_ = rawsys.WatchListener(l.epfd, l.lfd)
-		l.accept()
-	}
 	for fd := range l.slots {
 		c := l.slots[fd].c
 		switch {
 		case c == nil || c.closed:
-		case !c.deadline.IsZero() && l.now.After(c.deadline):
+		case !c.deadline.IsZero() && l.Now().After(c.deadline):
 			l.expired(c)
-		case c.phase == phBodyWait && l.now.Sub(c.start) >= SlowBodyAfter:
+		case c.phase == phBodyWait && l.Now().Sub(c.start) >= SlowBodyAfter:
 			l.handOff(c) // a slow body: the goroutine path streams it and counts it per client IP
 		}
 	}
@@ -502,7 +354,7 @@ func (l *loop) sweep() {
 // (drained, ejected, removed).
 func (l *loop) evictIdle() {
 	for i := range l.pools {
-		l.pools[i].evict(l.now, l.s.set.IdleTimeout)
+		l.pools[i].evict(l.Now(), l.s.set.IdleTimeout)
 	}
 }
 
@@ -514,14 +366,14 @@ func (l *loop) closeAll() {
 		}
 	}
 	for i := range l.pools {
-		l.pools[i].evict(l.now, 0)
+		l.pools[i].evict(l.Now(), 0)
 	}
 	for fd := range l.slots {
 		if u := l.slots[fd].u; u != nil {
 			l.closeUpstream(u)
 		}
 	}
-	l.stopAccepting()
+	l.Close()
 	l.mu.Lock()
 	l.ended = true
 	for _, a := range l.adopted {
@@ -529,19 +381,13 @@ func (l *loop) closeAll() {
 		l.count(-1)
 	}
 	l.adopted = nil
-	for _, fd := range []int{l.wake, l.epfd} {
-		if fd >= 0 {
-			_ = unix.Close(fd)
-		}
-	}
-	l.wake, l.epfd = -1, -1
 	l.mu.Unlock()
 }
 
 // netConn turns a descriptor the loop owned into a *net.TCPConn for the goroutine path; the
 // loop forgets the descriptor (it is duplicated, then closed).
 func (l *loop) netConn(fd int) (*net.TCPConn, error) {
-	_ = rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	_ = l.Del(fd)
 	l.slots[fd] = slot{}
 	f := os.NewFile(uintptr(fd), "tcp")
 	c, err := net.FileConn(f)
@@ -576,14 +422,4 @@ func (s *Server) parkInLoop(cc *clientConn) bool {
 	s.forget(cc)
 	s.loops.adopt(nfd, cc.ip)
 	return true
-}
-
-// pollNow is epoll_wait with a zero timeout as a raw system call: it cannot block, so it needs
-// none of the scheduler's bookkeeping around a system call.
-func pollNow(epfd int, events []unix.EpollEvent) (int, error) {
-	n, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
 }

@@ -5,7 +5,6 @@ package lb
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 )
 
@@ -22,12 +21,12 @@ var errNoEventLoops = errors.New("the event loops need Linux epoll")
 type loops struct {
 	clients  atomic.Int64
 	handoffs atomic.Uint64
-	wg       sync.WaitGroup
 }
 
 func (s *Server) newLoops() (*loops, error)   { return nil, errNoEventLoops }
 func (ls *loops) start(context.Context)       {}
 func (ls *loops) wakeAll()                    {}
+func (ls *loops) wait()                       {}
 func (s *Server) parkInLoop(*clientConn) bool { return false }
 
 func (s *Server) loopCount() int { return 0 }

@@ -71,10 +71,7 @@ func TestUnpollListener(t *testing.T) {
 	if err := raw.Control(func(fd uintptr) { err = unix.Fstat(int(fd), &st) }); err != nil {
 		t.Fatal(err)
 	}
-	own := map[int]bool{}
-	for _, lp := range l.loops.all {
-		own[lp.epfd] = true
-	}
+	own := l.loops.group.EpollFDs()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skip("no /proc")

@@ -210,7 +210,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.loops.start(checks)
 		defer func() {
 			stopChecks()
-			s.loops.wg.Wait() // every loop closed its connections
+			s.loops.wait() // every loop closed its connections
 		}()
 	} else {
 		if s.trim != nil {

@@ -5,6 +5,6 @@
 // monitor may take from a loop in the middle of a call); a loop makes four to seven of them per
 // request. The address calls skip the extra getsockopt(SO_PROTOCOL) that x/sys/unix makes to
 // decode an address. Errors are the bare errno (unix.EAGAIN and friends compare with ==). The
-// only blocking call of a loop, epoll_wait with a timeout, stays a scheduler-aware one in the
-// loops. Linux only; other systems serve on the goroutine paths and never import it.
+// only blocking call of a loop, epoll_wait with a timeout, stays a scheduler-aware one in
+// internal/evloop, which looks with EpollPoll first. Linux only; other systems serve on the goroutine paths and never import it.
 package rawsys

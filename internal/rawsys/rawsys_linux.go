@@ -151,3 +151,14 @@ func AddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 	}
 	return netip.AddrPort{}
 }
+
+// EpollPoll is epoll_wait with a zero timeout: it cannot block, so it needs none of the
+// scheduler's bookkeeping around a system call. A loop looks with it first, and only waits
+// (epoll_wait with a timeout, scheduler-aware) when it found nothing.
+func EpollPoll(epfd int, events []unix.EpollEvent) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
