@@ -4,6 +4,7 @@
 # Usage (as root; installs haproxy, nginx and wrk with apt-get when missing):
 #   bench/lb.sh                       # defaults below
 #   DURATION=20s CONNS=128 bench/lb.sh
+#   ZERO502_BIN=new/zero502 BEFORE_BIN=old/zero502 bench/lb.sh   # two builds side by side
 #
 # What it does, in one go:
 #  1. builds zero502 (and the test backend) from this checkout;
@@ -114,6 +115,12 @@ NG_PORT=$((BASE_PORT + 52))
 echo "== starting zero502 lb on :$LB_PORT, HAProxy on :$HA_PORT, nginx on :$NG_PORT"
 "$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>"$work/zero502.log" &
 zpid=$!; pids+=("$zpid")
+BEFORE_PORT=$((BASE_PORT + 53))
+if [ -n "${BEFORE_BIN:-}" ]; then # BEFORE_BIN=/path/to/older/zero502: that build too, side by side
+  cp "$BEFORE_BIN" "$work/zero502-before"
+  "$work/zero502-before" lb "$BEFORE_PORT" "${backend_addrs[@]}" 2>"$work/zero502-before.log" &
+  bpid=$!; pids+=("$bpid")
+fi
 
 {
   echo "global"
@@ -159,6 +166,7 @@ nginx -p "$work/nginx-lb" -c "$work/nginx-lb/nginx.conf" -g 'daemon off;' &
 pids+=($!)
 
 for p in "$LB_PORT" "$HA_PORT" "$NG_PORT"; do wait_port "$p"; done
+if [ -n "${BEFORE_BIN:-}" ]; then wait_port "$BEFORE_PORT"; fi
 sleep 1 # let every balancer see its backends healthy
 
 # to_ms converts wrk's latency notation (812.00us, 1.23ms, 1.02s) to milliseconds.
@@ -200,9 +208,11 @@ for round in $(seq "$ROUNDS"); do
   run_wrk zero502 "$LB_PORT" "$zpid"
   run_wrk haproxy "$HA_PORT" "$hpid"
   run_wrk nginx "$NG_PORT" - # a master and its workers: CPU not measured
+  if [ -n "${BEFORE_BIN:-}" ]; then run_wrk before "$BEFORE_PORT" "$bpid"; fi
   if [ "$CLOSE" = 1 ]; then
     run_wrk zero502-close "$LB_PORT" "$zpid" -H "Connection: close"
     run_wrk haproxy-close "$HA_PORT" "$hpid" -H "Connection: close"
+    if [ -n "${BEFORE_BIN:-}" ]; then run_wrk before-close "$BEFORE_PORT" "$bpid" -H "Connection: close"; fi
   fi
 done
 
@@ -291,5 +301,9 @@ awk '
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
     if (rps["haproxy-close"] > 0)
       printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"], cpu["zero502-close"] / cpu["haproxy-close"]
+    if (rps["before"] > 0)
+      printf "zero502/before: req/s %.2fx, p99 %.2fx, CPU per request %.2fx\n", rps["zero502"] / rps["before"], p99["zero502"] / p99["before"], cpu["zero502"] / cpu["before"]
+    if (rps["before-close"] > 0)
+      printf "new connection per request, zero502/before: req/s %.2fx, p99 %.2fx, CPU per request %.2fx\n", rps["zero502-close"] / rps["before-close"], p99["zero502-close"] / p99["before-close"], cpu["zero502-close"] / cpu["before-close"]
   }' "$work/results"
 cat "$work/idle"
