@@ -1,7 +1,6 @@
 package edgepick
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
 // originName is the name the test origin's certificate is issued for.
@@ -195,23 +196,8 @@ func (c *counted) Probe(ctx context.Context, a netip.AddrPort) Measurement {
 	return c.probe(ctx, a)
 }
 
-// logs is a slog.Logger writing text lines to a buffer safe for concurrent use.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logs) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(b)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+// logs collects a slog.Logger's text lines (logger) for the test to read.
+type logs struct{ syncbuffer.Buffer }
 
 func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
