@@ -68,7 +68,9 @@ func (l *loop) addClient(fd int, peer netip.AddrPort) {
 	if !c.local.IsValid() {
 		c.local = rawsys.LocalAddr(fd)
 	}
-	rawsys.NoDelay(fd)
+	if !l.ls.group.NoDelayInherited {
+		rawsys.NoDelay(fd)
+	}
 	if err := l.register(fd, c); err != nil {
 		if !errors.Is(err, evloop.ErrClosed) { // not when the loop has ended: the connection arrived too late
 			l.ls.log.Error("edge: event loop cannot watch a connection", "error", err.Error())

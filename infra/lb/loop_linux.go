@@ -57,9 +57,6 @@ type loops struct {
 	all      []*loop
 	clients  atomic.Int64  // client connections the loops hold
 	handoffs atomic.Uint64 // connections handed to the goroutine path
-	// nodelayInherited: the listener has TCP_NODELAY, so the connections the loops accept
-	// have it from birth (see newLoops)
-	nodelayInherited bool
 }
 
 // loop is one event loop. Everything but the adopt queue and the wake-up is touched only by
@@ -112,12 +109,6 @@ func (s *Server) newLoops() (*loops, error) {
 		lfd = -1 // new connections are sniffed on the goroutine path first (proxyheader.go)
 	}
 	ls := &loops{}
-	if lfd >= 0 {
-		// Linux copies a listener's TCP_NODELAY into every connection it accepts: set once
-		// here, it saves the loops a setsockopt per connection (the goroutine path sets it on
-		// its own connections, as Go does)
-		ls.nodelayInherited = unix.SetsockoptInt(lfd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) == nil
-	}
 	ls.group, err = evloop.NewGroup(s.set.Loops, lfd, evloop.Options{Sweep: loopSweep, AcceptBatch: loopAcceptBatch, Log: s.log, ErrKey: "err"})
 	if err != nil {
 		return nil, err
@@ -247,7 +238,7 @@ func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
 		rawsys.Close(fd) // max_conns: accept and close
 		return
 	}
-	if !l.ls.nodelayInherited {
+	if !l.ls.group.NoDelayInherited { // (the goroutine path sets it on its own connections, as Go does)
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
 	ip := l.peers.name(rsa)

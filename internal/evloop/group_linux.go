@@ -5,22 +5,31 @@ package evloop
 import (
 	"runtime"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Group is the loops of one listening socket, each with its own copy of it, and their
 // goroutines.
 type Group struct {
 	Loops []*Loop
-	wg    sync.WaitGroup
+	// NoDelayInherited: the listening socket has TCP_NODELAY, which Linux copies into every
+	// connection it accepts, so a consumer need not set it on each (a setsockopt per
+	// connection saved). NewGroup sets it on the listener it is given.
+	NoDelayInherited bool
+	wg               sync.WaitGroup
 }
 
-// NewGroup creates n loops (0: one per P) accepting from listenFD (-1: none accepts; see New).
-// On an error none is left open.
+// NewGroup creates n loops (0: one per P) accepting from listenFD (-1: none accepts; see New),
+// and sets TCP_NODELAY on listenFD (see NoDelayInherited). On an error none is left open.
 func NewGroup(n, listenFD int, opts Options) (*Group, error) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	g := &Group{}
+	if listenFD >= 0 {
+		g.NoDelayInherited = unix.SetsockoptInt(listenFD, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) == nil
+	}
 	for range n {
 		l, err := New(listenFD, opts)
 		if err != nil {

@@ -144,22 +144,30 @@ func watched(t *testing.T, epfd, fd int) (uint32, bool) {
 }
 
 // Every loop of a running group accepts; each connection is accepted once, with its peer's
-// address, and the Accepted hook follows each batch.
+// address and the listener's TCP_NODELAY, and the Accepted hook follows each batch.
 func TestAGroupAcceptsEveryConnectionOnce(t *testing.T) {
 	ln, lfd := listener(t)
 	g, err := NewGroup(3, lfd, Options{AcceptBatch: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !g.NoDelayInherited {
+		t.Fatal("NoDelayInherited is false: TCP_NODELAY was not set on the listener")
+	}
 	var mu sync.Mutex
 	peers := map[string]int{}
+	withNagle := 0 // accepted connections without TCP_NODELAY
 	var batches atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	g.Go(func(i int) {
 		g.Loops[i].Run(ctx, Handler{
 			Accept: func(fd int, peer *unix.RawSockaddrAny) {
+				nodelay, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
 				mu.Lock()
 				peers[rawsys.AddrPort(peer).String()]++
+				if err != nil || nodelay == 0 {
+					withNagle++
+				}
 				mu.Unlock()
 				rawsys.Close(fd)
 			},
@@ -187,6 +195,9 @@ func TestAGroupAcceptsEveryConnectionOnce(t *testing.T) {
 		if peers[a] != 1 {
 			t.Errorf("connection from %s accepted %d times, want once", a, peers[a])
 		}
+	}
+	if withNagle != 0 {
+		t.Errorf("%d of %d accepted connections without TCP_NODELAY; want every one to inherit the listener's", withNagle, n)
 	}
 	if batches.Load() < n/4 {
 		t.Errorf("%d accept batches for %d connections at 4 a batch", batches.Load(), n)
