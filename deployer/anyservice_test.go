@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // Services that know nothing of zero502: Python's http.server (dies at once on SIGTERM, never
@@ -187,7 +188,7 @@ func deployUnderLoad(t *testing.T, f *fleet, path, postPath string) {
 	if _, err := f.deployer(f.load(path), &ev1, Options{}).Deploy(ctx, "v1"); err != nil {
 		t.Fatalf("deploy v1: %v\nevents:\n%s", err, &ev1)
 	}
-	eventually(t, 10*time.Second, "the LB serves v1", func() error {
+	poll.UntilNil(t, 10*time.Second, "the LB serves v1", func() error {
 		if got := servedVersion(t, f.listen); got != "v1" {
 			return fmt.Errorf("serves %q", got)
 		}

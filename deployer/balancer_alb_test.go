@@ -22,6 +22,7 @@ import (
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // albDouble is the ELBv2 API double on loopback with one target group, and the real SDK client
@@ -84,14 +85,14 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 	step := func() {
 		t.Helper()
 		n := a.double.Rounds(a.arn)
-		eventually(t, 20*time.Second, "the health checker waits on the clock", func() error {
+		poll.UntilNil(t, 20*time.Second, "the health checker waits on the clock", func() error {
 			if clk.Waiters() == 0 {
 				return errors.New("no waiter")
 			}
 			return nil
 		})
 		clk.Advance(5 * time.Second)
-		eventually(t, 20*time.Second, "a health-check round", func() error {
+		poll.UntilNil(t, 20*time.Second, "a health-check round", func() error {
 			if a.double.Rounds(a.arn) <= n {
 				return errors.New("round not done")
 			}
@@ -220,7 +221,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 
 	// Fail-open: draining host-a while the broken target is unhealthy would leave host-b alone,
 	// one failure away from an ALB that routes to every target.
-	eventually(t, 20*time.Second, "the broken target is unhealthy at the ALB", func() error {
+	poll.UntilNil(t, 20*time.Second, "the broken target is unhealthy at the ALB", func() error {
 		if st, err := a.state(broken); err != nil || st != alb.StateUnhealthy {
 			return fmt.Errorf("state %q, %v", st, err)
 		}
@@ -237,7 +238,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 		t.Fatalf("the refused deploy touched a host: %v\nevents:\n%s", f.versions(), &ev2)
 	}
 	a.deregister(t, broken)
-	eventually(t, 20*time.Second, "the broken target's deregistration delay ends", func() error {
+	poll.UntilNil(t, 20*time.Second, "the broken target's deregistration delay ends", func() error {
 		ts, err := alb.NewBalancer(a.api, a.arn).Targets(ctx)
 		if err != nil || len(ts) != 2 {
 			return fmt.Errorf("targets %v, %v", ts, err)
@@ -325,7 +326,7 @@ func port(t *testing.T, addr string) int {
 // waitState polls b until it reports target in state.
 func waitState(t *testing.T, b Balancer, target, state string) {
 	t.Helper()
-	eventually(t, 20*time.Second, target+" "+state+" at the ALB", func() error {
+	poll.UntilNil(t, 20*time.Second, target+" "+state+" at the ALB", func() error {
 		st, err := b.TargetState(context.Background(), target)
 		if err != nil || st.State != state || st.InRotation != (state == alb.StateHealthy) {
 			return fmt.Errorf("state %+v, %v", st, err)
@@ -368,7 +369,7 @@ func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
 	if asked := time.Since(began); asked < delay && (err != nil || st.State != alb.StateDraining || st.InRotation) {
 		t.Fatalf("draining target %s after the drain began: %+v, %v; want draining, out of rotation", asked, st, err)
 	}
-	eventually(t, 20*time.Second, "Drained", func() error {
+	poll.UntilNil(t, 20*time.Second, "Drained", func() error {
 		if ok, err := b.Drained(ctx, app.addr); err != nil || !ok {
 			return fmt.Errorf("drained %v, %v", ok, err)
 		}
@@ -436,7 +437,7 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	if err := b.Drain(ctx, first); err != nil {
 		t.Fatalf("Drain(%s): %v", first, err)
 	}
-	eventually(t, 20*time.Second, first+" drained", func() error {
+	poll.UntilNil(t, 20*time.Second, first+" drained", func() error {
 		if ok, err := b.Drained(ctx, first); err != nil || !ok {
 			return fmt.Errorf("drained %v, %v", ok, err)
 		}

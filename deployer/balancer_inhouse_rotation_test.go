@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // inHouseLB runs a real in-house LB in-process on loopback in front of backends, with fast
@@ -47,23 +48,17 @@ func healthyApp(t *testing.T) string {
 	return srv.Listener.Addr().String()
 }
 
-// waitFor polls cond until it holds or d passes.
+// waitFor polls cond until it holds or d passes; an error from cond fails the test at once, with
+// what and the error, rather than being waited out.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	poll.Until(t, d, what, func() bool {
 		ok, err := cond()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ok
+	})
 }
 
 func TestInHouseRotationAgainstARealLB(t *testing.T) {

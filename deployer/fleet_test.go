@@ -279,22 +279,6 @@ func (l *eventLog) String() string {
 	return b.String()
 }
 
-// eventually polls check until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // runDeploy runs the real `zero502 deploy` with args and returns its combined output and exit code.
 func runDeploy(t *testing.T, timeout time.Duration, args ...string) (string, int) {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
@@ -32,7 +33,7 @@ func TestLogsFollowPrintsWhatIsAppended(t *testing.T) {
 	}
 	defer f.Close()
 	fmt.Fprintln(f, "second, written while following")
-	eventually(t, 10*time.Second, "the appended line is printed", func() error {
+	poll.UntilNil(t, 10*time.Second, "the appended line is printed", func() error {
 		if s := out.String(); !strings.Contains(s, "first\nsecond, written while following\n") {
 			return fmt.Errorf("printed so far: %q", s)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 func TestSSHTargetsAndRefusals(t *testing.T) {
@@ -109,7 +110,7 @@ LogLevel VERBOSE
 	t.Setenv(SSHOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
 		"-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=" + filepath.Join(s.dir, "known_hosts"),
 		"-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR"}, " "))
-	eventually(t, 20*time.Second, "sshd accepts a login", func() error {
+	poll.UntilNil(t, 20*time.Second, "sshd accepts a login", func() error {
 		ssh, err := SSHCommand("", s.target(), "true")
 		if err != nil {
 			return err
@@ -344,14 +345,14 @@ func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
 		t.Errorf("outcomes %s, %s; want failed, not reached", rep.Hosts[0].Outcome, rep.Hosts[1].Outcome)
 	}
 	lockPath := cfg.HostLockPath(cfg.Hosts[0])
-	eventually(t, 60*time.Second, "host-a's lock is free (its step exited)", func() error {
+	poll.UntilNil(t, 60*time.Second, "host-a's lock is free (its step exited)", func() error {
 		l, err := hostlock.TryAcquire(lockPath, hostlock.Holder{Who: "test", PID: os.Getpid()})
 		if err != nil {
 			return err
 		}
 		return l.Release()
 	})
-	eventually(t, 10*time.Second, "host-a runs v1 again (rolled back on the host)", func() error {
+	poll.UntilNil(t, 10*time.Second, "host-a runs v1 again (rolled back on the host)", func() error {
 		if v := f.versions()["host-a"]; v != "v1" {
 			return fmt.Errorf("runs %q", v)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // runZero502 runs the real zero502 with args and returns its combined output and exit code.
@@ -115,7 +116,7 @@ func TestStatusAgreesWithARealFleetBeforeAndAfterADeployAndAfterACrash(t *testin
 			}
 		}
 	}
-	eventually(t, 10*time.Second, "status sees the crash", func() error {
+	poll.UntilNil(t, 10*time.Second, "status sees the crash", func() error {
 		out, code := runZero502(t, "status", "--config", path)
 		if code != 1 || !strings.Contains(out, "host-a/web: the spec asks for v2, nothing runs") {
 			return fmt.Errorf("exit %d\n%s", code, out)
@@ -215,7 +216,7 @@ func TestStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
 		t.Fatalf("deploy v1: %v\nevents:\n%s", err, &ev1)
 	}
 	m := startMeasure(t, f.listen, "/cgi-bin/orders")
-	eventually(t, 10*time.Second, "the load gets answers through the LB", func() error {
+	poll.UntilNil(t, 10*time.Second, "the load gets answers through the LB", func() error {
 		if got := servedVersion(t, f.listen); got != "v1" {
 			return fmt.Errorf("serves %q", got)
 		}

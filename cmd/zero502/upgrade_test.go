@@ -23,6 +23,7 @@ import (
 	"github.com/pires/go-proxyproto"
 
 	"github.com/zero502/zero502/infra/handoff"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // The in-place upgrade, end to end: real zero502 processes handing real listening sockets on,
@@ -91,7 +92,7 @@ func testUpgradeLB(t *testing.T, bin string) {
 	writeFile(t, cfg, lbUpgradeConfig(listen, admin, port, "250ms", "127.0.0.1", "127.0.0.2"))
 	pidFile := filepath.Join(dir, "run", "lb.pid")
 	old := startServer(t, bin, filepath.Join(dir, "lb.log"), pidFile, "lb", "--config", cfg, "--pid-file", pidFile)
-	waitFor(t, 10*time.Second, "the LB serves", func() bool { return get(t, "http://"+listen+"/") == 200 })
+	poll.Until(t, 10*time.Second, "the LB serves", func() bool { return get(t, "http://"+listen+"/") == 200 })
 
 	l := startLoad(t, listen, 0)
 	l.waitOK(t, 300)
@@ -158,7 +159,7 @@ func testUpgradeEdge(t *testing.T, bin string) {
 	old := startServer(t, bin, filepath.Join(dir, "edge.log"), pidFile, "edge", "forward", "--listen", listen,
 		"--origin", origin, "--health", health, "--metrics", metrics, "--drain", "300ms", "--shutdown", "3s",
 		"--pid-file", pidFile)
-	waitFor(t, 10*time.Second, "the edge forwards", func() bool { return get(t, "http://"+listen+"/") == 200 })
+	poll.Until(t, 10*time.Second, "the edge forwards", func() bool { return get(t, "http://"+listen+"/") == 200 })
 
 	// The edge is L4: it cannot end a keep-alive connection between two requests, so each
 	// client connection here carries a bounded number of requests (as clients recycle them);
@@ -310,17 +311,6 @@ func runBin(t *testing.T, bin string, args ...string) (string, int) {
 		t.Fatalf("%s %v: %v", bin, args, err)
 	}
 	return string(out), 0
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // get is the status of GET url, 0 when it fails.
@@ -493,7 +483,7 @@ func (l *load) worker(addr string, keepAlive bool, perConn int) {
 // waitOK waits until n requests succeeded in all.
 func (l *load) waitOK(t *testing.T, n int64) {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d successful requests", n), func() bool { return l.ok.Load() >= n })
+	poll.Until(t, 30*time.Second, fmt.Sprintf("%d successful requests", n), func() bool { return l.ok.Load() >= n })
 }
 
 // stopAndCheck ends the load and fails the test on any failure: a refused connection, a reset

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zero502/zero502/infra/app"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // serveApp runs a real zero502 app on loopback until its context is cancelled (its drain).
@@ -72,7 +73,7 @@ func TestSessionsSurviveABackendDrain(t *testing.T) {
 	defer cancel()
 	res := make(chan *Result, 1)
 	go func() { res <- load.Run(ctx) }()
-	waitUntil(t, 5*time.Second, "every session echoing on the first app", func() bool {
+	poll.Until(t, 5*time.Second, "every session echoing on the first app", func() bool {
 		st := load.sessions.snapshot()
 		return st.Opened >= 3 && st.Echoed >= 30
 	})
@@ -82,7 +83,7 @@ func TestSessionsSurviveABackendDrain(t *testing.T) {
 	if _, _, err := s.AddBackend(second); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "the second app in rotation", func() bool {
+	poll.Until(t, 5*time.Second, "the second app in rotation", func() bool {
 		for _, b := range s.Backends() {
 			if st := b.Status(); st.Address == second && st.InRotation {
 				return true
@@ -92,7 +93,7 @@ func TestSessionsSurviveABackendDrain(t *testing.T) {
 	})
 	stopFirst()
 	before := load.sessions.snapshot().Echoed
-	waitUntil(t, 5*time.Second, "the sessions reopened on the second app and echoing", func() bool {
+	poll.Until(t, 5*time.Second, "the sessions reopened on the second app and echoing", func() bool {
 		st := load.sessions.snapshot()
 		return st.EndedClean >= 3 && st.Echoed >= before+30
 	})
@@ -104,16 +105,5 @@ func TestSessionsSurviveABackendDrain(t *testing.T) {
 	}
 	if st.Opened < 6 {
 		t.Errorf("sessions opened %d times, want the 3 first ones and 3 reopenings at least", st.Opened)
-	}
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

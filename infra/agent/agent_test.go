@@ -13,6 +13,7 @@ import (
 
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // newAgent is an agent over edges with a real TLS probe, fast backoff and a fast watcher.
@@ -65,11 +66,11 @@ func TestKillingTheChosenEdgeMidSessionFailsOverWithoutLosingOrRepeatingAMessage
 	ev := &events{}
 	ag := newAgent(t, client, []netip.AddrPort{a.addr, b.addr}, filepath.Join(t.TempDir(), "state.json"), ev)
 	runAgent(t, ag)
-	waitFor(t, "the first session", func() bool { _, ok := ev.last(Connected); return ok })
+	poll.Until(t, 20*time.Second, "the first session", func() bool { _, ok := ev.last(Connected); return ok })
 	first, _ := ev.last(Connected)
 
 	ids := sendAll(t, ag, 50, "before")
-	waitFor(t, "the first 50 acknowledged", func() bool { return ag.Pending() == 0 })
+	poll.Until(t, 20*time.Second, "the first 50 acknowledged", func() bool { return ag.Pending() == 0 })
 
 	// Kill the chosen edge while messages are still flowing: some are in flight through it.
 	inflight := make(chan []string)
@@ -78,7 +79,7 @@ func TestKillingTheChosenEdgeMidSessionFailsOverWithoutLosingOrRepeatingAMessage
 	ids = append(ids, <-inflight...)
 	ids = append(ids, sendAll(t, ag, 50, "after")...)
 
-	waitFor(t, "every message acknowledged", func() bool { return ag.Pending() == 0 })
+	poll.Until(t, 20*time.Second, "every message acknowledged", func() bool { return ag.Pending() == 0 })
 	assertExactlyOnce(t, applied(), ids)
 
 	if _, ok := ev.last(Failed); !ok {
@@ -107,16 +108,16 @@ func TestABetterEdgeAppearingIsTakenAfterTheStreakAndBothThresholds(t *testing.T
 	ag.Picker.MaxAge = 150 * time.Millisecond // re-measure often: that is how a new edge is found
 	ag.Watcher.Interval = 100 * time.Millisecond
 	runAgent(t, ag)
-	waitFor(t, "the first session", func() bool { _, ok := ev.last(Connected); return ok })
+	poll.Until(t, 20*time.Second, "the first session", func() bool { _, ok := ev.last(Connected); return ok })
 	first, _ := ev.last(Connected)
 	if first.Edge == near {
 		t.Fatalf("connected to %s, which is not up", near)
 	}
 	ids := sendAll(t, ag, 20, "far")
-	waitFor(t, "acknowledged on the far edge", func() bool { return ag.Pending() == 0 })
+	poll.Until(t, 20*time.Second, "acknowledged on the far edge", func() bool { return ag.Pending() == 0 })
 
 	startEdge(t, near, origin)
-	waitFor(t, "a planned switch", func() bool { _, ok := ev.last(Switched); return ok })
+	poll.Until(t, 20*time.Second, "a planned switch", func() bool { _, ok := ev.last(Switched); return ok })
 	sw, _ := ev.last(Switched)
 	r := sw.Switch
 	if r.To != near || r.From != first.Edge {
@@ -128,9 +129,9 @@ func TestABetterEdgeAppearingIsTakenAfterTheStreakAndBothThresholds(t *testing.T
 	if gain := r.FromHandshake - r.ToHandshake; gain < edgepick.DefaultMinGain || float64(gain) < edgepick.DefaultMinGainRatio*float64(r.FromHandshake) {
 		t.Errorf("switched for a gain of %s from %s: below 20 ms or 25 %%", gain, r.FromHandshake)
 	}
-	waitFor(t, "the session on the near edge", func() bool { c, _ := ev.last(Connected); return c.Edge == near })
+	poll.Until(t, 20*time.Second, "the session on the near edge", func() bool { c, _ := ev.last(Connected); return c.Edge == near })
 	ids = append(ids, sendAll(t, ag, 20, "near")...)
-	waitFor(t, "acknowledged on the near edge", func() bool { return ag.Pending() == 0 })
+	poll.Until(t, 20*time.Second, "acknowledged on the near edge", func() bool { return ag.Pending() == 0 })
 	assertExactlyOnce(t, applied(), ids)
 
 	// A planned end is not a failure: nothing was backed off, and the far edges never swapped.
@@ -163,9 +164,9 @@ func TestARestartedAgentReusesItsStateFile(t *testing.T) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = ag.Run(ctx) }()
 		defer func() { cancel(); <-done }()
-		waitFor(t, tag+": a session", func() bool { _, ok := ev.last(Connected); return ok })
+		poll.Until(t, 20*time.Second, tag+": a session", func() bool { _, ok := ev.last(Connected); return ok })
 		ids := sendAll(t, ag, 10, tag)
-		waitFor(t, tag+": acknowledged", func() bool { return ag.Pending() == 0 })
+		poll.Until(t, 20*time.Second, tag+": acknowledged", func() bool { return ag.Pending() == 0 })
 		c, _ := ev.last(Connected)
 		return c, ids
 	}

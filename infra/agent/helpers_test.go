@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
@@ -122,7 +123,7 @@ func startEdge(t *testing.T, addr netip.AddrPort, origin string) *edgeProc {
 	}
 	e := &edgeProc{addr: addr, cmd: cmd}
 	t.Cleanup(func() { e.kill() })
-	waitFor(t, "edge "+addr.String()+" accepting", func() bool {
+	poll.Until(t, 20*time.Second, "edge "+addr.String()+" accepting", func() bool {
 		c, err := net.Dial("tcp", addr.String())
 		if err == nil {
 			c.Close()
@@ -178,18 +179,6 @@ func startSlowPath(t *testing.T, origin string, delay time.Duration) string {
 			}
 		}
 	})
-}
-
-// waitFor polls ok until it holds, failing the test after 20 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func testLogger(t *testing.T) *slog.Logger {

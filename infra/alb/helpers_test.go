@@ -14,6 +14,7 @@ import (
 	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // fixture is the real aws-sdk-go-v2 ELBv2 client talking over loopback to the ELBv2 double,
@@ -48,9 +49,9 @@ func (f *fixture) step(t *testing.T) {
 	t.Helper()
 	s, _ := f.double.Settings(f.arn)
 	n := f.double.Rounds(f.arn)
-	eventually(t, "health checker waiting on the clock", func() bool { return f.clock.Waiters() > 0 })
+	poll.Until(t, 20*time.Second, "health checker waiting on the clock", func() bool { return f.clock.Waiters() > 0 })
 	f.clock.Advance(s.Interval)
-	eventually(t, "health-check round done", func() bool { return f.double.Rounds(f.arn) > n })
+	poll.Until(t, 20*time.Second, "health-check round done", func() bool { return f.double.Rounds(f.arn) > n })
 }
 
 // register puts targets (ip:port) into the target group through the SDK.
@@ -82,18 +83,6 @@ func newBackend(t *testing.T) *backend {
 }
 
 func (b *backend) addr() string { return strings.TrimPrefix(b.srv.URL, "http://") }
-
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // balancerCfg is the config section the tests change.
 type balancerCfg = infra.Balancer

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 const deadline = 10 * time.Second
@@ -80,17 +81,6 @@ func (r *running) do(t *testing.T, method, path string, hdr map[string]string) (
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
 	return resp, string(body)
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestRootAnswersVersionWithHeaders(t *testing.T) {
@@ -168,7 +158,7 @@ func TestSIGTERMDrainsThroughTheHandshake(t *testing.T) {
 		t.Fatalf("GET /health = %d %q, want 200 ok", resp.StatusCode, body)
 	}
 	r.cancel()
-	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 1 })
+	poll.Until(t, deadline, "the drain window timer", func() bool { return clk.Waiters() == 1 })
 	if resp, _ := r.do(t, "GET", "/health", nil); resp.StatusCode != 503 {
 		t.Fatalf("draining: GET /health = %d, want 503", resp.StatusCode)
 	}
@@ -217,7 +207,7 @@ func TestExitAfterEndsServeWithoutDrain(t *testing.T) {
 	clk := clock.NewFake(t0)
 	r := serve(t, Options{Clock: clk, ExitAfter: 2 * time.Second, Drain: time.Hour})
 	r.do(t, "GET", "/", nil)
-	waitFor(t, "the exit-after timer", func() bool { return clk.Waiters() == 1 })
+	poll.Until(t, deadline, "the exit-after timer", func() bool { return clk.Waiters() == 1 })
 	clk.Advance(2 * time.Second)
 	select {
 	case err := <-r.done:

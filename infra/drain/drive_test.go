@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // steps is a Server that records what Drive asked of it.
@@ -47,12 +48,12 @@ func TestDriveRunsThePhasesInOrder(t *testing.T) {
 			OnPhase: func(p Phase, _ time.Time) { mu.Lock(); phases = append(phases, string(p)); mu.Unlock() }}
 		done := make(chan error, 1)
 		go func() { done <- Drive("test", srv, hs) }()
-		waitFor(t, "the window waits on the clock", func() bool { return clk.Waiters() == 1 })
+		poll.Until(t, deadline, "the window waits on the clock", func() bool { return clk.Waiters() == 1 })
 		if got := srv.String(); got != "draining" {
 			t.Fatalf("during the window: %q", got)
 		}
 		clk.Advance(15 * time.Second)
-		waitFor(t, "the budget waits on the clock", func() bool { return clk.Waiters() == 1 })
+		poll.Until(t, deadline, "the budget waits on the clock", func() bool { return clk.Waiters() == 1 })
 		if finishes {
 			close(srv.idle)
 		} else {

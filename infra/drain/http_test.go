@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 const (
@@ -87,18 +88,7 @@ func startServer(t *testing.T) *server {
 func (s *server) startDrain(t *testing.T) {
 	t.Helper()
 	s.cancel()
-	waitFor(t, "the drain window timer", func() bool { return s.clk.Waiters() == 1 })
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, deadline, "the drain window timer", func() bool { return s.clk.Waiters() == 1 })
 }
 
 // conn is one client connection speaking raw HTTP/1.1, so the test controls keep-alive exactly.
@@ -196,7 +186,7 @@ func TestAfterWindowRefusesAndFinishesInFlight(t *testing.T) {
 	<-s.entered
 
 	s.clk.Advance(window)
-	waitFor(t, "the listener to close (connection refused)", func() bool {
+	poll.Until(t, deadline, "the listener to close (connection refused)", func() bool {
 		c, err := net.DialTimeout("tcp", s.addr, time.Second)
 		if err == nil {
 			c.Close()
@@ -247,7 +237,7 @@ func TestShutdownBudgetCutsWhatRemains(t *testing.T) {
 	<-s.entered
 
 	s.clk.Advance(window)
-	waitFor(t, "the shutdown budget timer", func() bool { return s.clk.Waiters() == 1 })
+	poll.Until(t, deadline, "the shutdown budget timer", func() bool { return s.clk.Waiters() == 1 })
 	s.clk.Advance(shutdown)
 	select {
 	case err := <-s.done:

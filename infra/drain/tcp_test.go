@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // tcpServer is ServeTCP with a line echo handler on a real listener and a fake clock.
@@ -77,7 +78,7 @@ func TestTCPDrainKeepsAcceptingThenRefusesAndFinishes(t *testing.T) {
 	echoOnce(t, old, "before")
 
 	s.cancel()
-	waitFor(t, "the drain window timer", func() bool { return s.clk.Waiters() == 1 })
+	poll.Until(t, deadline, "the drain window timer", func() bool { return s.clk.Waiters() == 1 })
 	if !s.unhealthy.Load() {
 		t.Fatal("the draining hook did not run before the window")
 	}
@@ -87,7 +88,7 @@ func TestTCPDrainKeepsAcceptingThenRefusesAndFinishes(t *testing.T) {
 	echoOnce(t, old, "old connection during the window")
 
 	s.clk.Advance(window)
-	waitFor(t, "connections to be refused", func() bool { return refused(s.addr) })
+	poll.Until(t, deadline, "connections to be refused", func() bool { return refused(s.addr) })
 	echoOnce(t, old, "in flight after the window")
 	select {
 	case err := <-s.done:
@@ -110,9 +111,9 @@ func TestTCPShutdownBudgetClosesWhatRemains(t *testing.T) {
 	held := dial(t, s.addr)
 	echoOnce(t, held, "hi")
 	s.cancel()
-	waitFor(t, "the drain window timer", func() bool { return s.clk.Waiters() == 1 })
+	poll.Until(t, deadline, "the drain window timer", func() bool { return s.clk.Waiters() == 1 })
 	s.clk.Advance(window)
-	waitFor(t, "the shutdown budget timer", func() bool { return s.clk.Waiters() == 1 })
+	poll.Until(t, deadline, "the shutdown budget timer", func() bool { return s.clk.Waiters() == 1 })
 	s.clk.Advance(shutdown)
 	select {
 	case err := <-s.done:

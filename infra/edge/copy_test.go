@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // The header rides with the client's first bytes when they are already there, but never waits
@@ -72,7 +74,7 @@ func TestForwarderCountsTheBytesSentWithTheHeader(t *testing.T) {
 		t.Fatalf("echo %q, %v; want %q", got, err, msg)
 	}
 	client.Close()
-	waitFor(t, "the edge's connection line", func() bool { return len(ch.logs.withMsg(t, "edge connection closed")) == 1 })
+	poll.Until(t, deadline, "the edge's connection line", func() bool { return len(ch.logs.withMsg(t, "edge connection closed")) == 1 })
 	line := ch.logs.withMsg(t, "edge connection closed")[0]
 	if up, _ := line["up_bytes"].(float64); int(up) != len(msg) {
 		t.Errorf("up_bytes = %v, want %d (the client's bytes, without the header): %v", line["up_bytes"], len(msg),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
@@ -75,12 +76,12 @@ func TestForwarderCarriesBytesIntactBothWaysWithHalfCloseAndTheOriginSeesClaimAn
 	}
 	client.Close()
 
-	waitFor(t, "the relay's connection line", func() bool { return len(ch.logs.withMsg(t, "origin connection closed")) == 1 })
+	poll.Until(t, deadline, "the relay's connection line", func() bool { return len(ch.logs.withMsg(t, "origin connection closed")) == 1 })
 	line := ch.logs.withMsg(t, "origin connection closed")[0]
 	if line["claimed"] != who.Claimed.String() || line["measured"] != who.Measured.String() {
 		t.Errorf("relay log line: claimed %v measured %v, want %v and %v", line["claimed"], line["measured"], who.Claimed, who.Measured)
 	}
-	waitFor(t, "the edge's connection line", func() bool { return len(ch.logs.withMsg(t, "edge connection closed")) == 1 })
+	poll.Until(t, deadline, "the edge's connection line", func() bool { return len(ch.logs.withMsg(t, "edge connection closed")) == 1 })
 	if line := ch.logs.withMsg(t, "edge connection closed")[0]; line["measured"] != who.Claimed.String() || line["end"] != "closed" {
 		t.Errorf("edge log line: measured %v end %v, want %v and closed", line["measured"], line["end"], who.Claimed)
 	}
@@ -93,7 +94,7 @@ func TestForwarderClosesTheClientWhenTheOriginIsUnreachable(t *testing.T) {
 	if !closedByPeer(client) {
 		t.Fatal("the client connection stayed open with no origin behind it")
 	}
-	waitFor(t, "the unreachable count", func() bool { return fwd.Counts().Unreachable == 1 })
+	poll.Until(t, deadline, "the unreachable count", func() bool { return fwd.Counts().Unreachable == 1 })
 	if len(lines.withMsg(t, "edge: no upstream reachable; client connection closed")) != 1 {
 		t.Fatalf("want one line for the unreachable origin, got:\n%s", lines)
 	}
@@ -154,7 +155,7 @@ func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 
 	cancel()
 	// Two timers: the drain's and the upstream check loop's.
-	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
+	poll.Until(t, deadline, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	if !fwd.Draining() {
 		t.Fatal("Draining is false during the drain window")
 	}
@@ -167,7 +168,7 @@ func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 	echoLine(t, old, oldR, "the old connection during the window")
 
 	clk.Advance(drainWindow)
-	waitFor(t, "new connections to be refused", func() bool { return refused(addr) })
+	poll.Until(t, deadline, "new connections to be refused", func() bool { return refused(addr) })
 	echoLine(t, old, oldR, "in flight after the window")
 	select {
 	case err := <-done:
@@ -190,9 +191,9 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 	clk, held, m, done := d.clk, d.held, d.m, d.done
 	// Two timers in the window: the drain's, and the upstream check loop's (it goes on in the
 	// drain); three in the budget: the FIN a linger before its end as well.
-	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
+	poll.Until(t, deadline, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	clk.Advance(drainWindow)
-	waitFor(t, "the shutdown budget timer", func() bool { return clk.Waiters() == 3 })
+	poll.Until(t, deadline, "the shutdown budget timer", func() bool { return clk.Waiters() == 3 })
 	clk.Advance(shutdown)
 	select {
 	case err := <-done:
@@ -205,7 +206,7 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 	if !closedByPeer(held) {
 		t.Fatal("the held client connection is still open after the budget")
 	}
-	waitFor(t, "the origin side to close too (inner map empty)", func() bool { return m.Len() == 0 })
+	poll.Until(t, deadline, "the origin side to close too (inner map empty)", func() bool { return m.Len() == 0 })
 }
 
 // loopback is the trusted edge range of the tests: every forwarder dials from 127.0.0.1.
@@ -217,9 +218,9 @@ var loopback = netip.MustParsePrefix("127.0.0.0/8")
 func TestForwarderDrainEndsOpenConnectionsWithAFINBeforeTheBudget(t *testing.T) {
 	d := startDraining(t)
 	clk, held, heldR, done := d.clk, d.held, d.heldR, d.done
-	waitFor(t, "the drain window timer", func() bool { return clk.Waiters() == 2 })
+	poll.Until(t, deadline, "the drain window timer", func() bool { return clk.Waiters() == 2 })
 	clk.Advance(drainWindow)
-	waitFor(t, "the shutdown budget's timers", func() bool { return clk.Waiters() == 3 })
+	poll.Until(t, deadline, "the shutdown budget's timers", func() bool { return clk.Waiters() == 3 })
 	clk.Advance(shutdown - finLinger)
 	_ = held.SetReadDeadline(time.Now().Add(deadline))
 	// the backend answers its last words (the trailer) on the FIN, then closes: the client reads

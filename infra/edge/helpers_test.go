@@ -14,22 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // deadline bounds every wait for a state; the tests poll, they never sleep a fixed time.
 const deadline = 10 * time.Second
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // logs captures JSON log lines from every component of a test.
 type logs struct {
@@ -162,7 +152,7 @@ func startForwarder(t *testing.T, f *Forwarder) *Forwarder {
 		t.Fatal(err)
 	}
 	serveUntilCleanup(t, f.Serve)
-	waitFor(t, "the first check of every upstream", func() bool {
+	poll.Until(t, deadline, "the first check of every upstream", func() bool {
 		for _, u := range f.Upstreams() {
 			if u.LastCheck.IsZero() || u.LastCheck.Equal(time.Time{}.UTC()) {
 				return false

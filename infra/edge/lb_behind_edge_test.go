@@ -15,6 +15,7 @@ import (
 	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // TestDrainingLBInstanceLeavesTheEdgeWithZeroFailures runs two real in-house LB instances
@@ -74,15 +75,15 @@ func TestDrainingLBInstanceLeavesTheEdgeWithZeroFailures(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "load through both instances", func() bool { return requests(lbA) > 5 && requests(lbB) > 5 })
+	poll.Until(t, 20*time.Second, "load through both instances", func() bool { return requests(lbA) > 5 && requests(lbB) > 5 })
 
 	stopA() // SIGTERM: /_lb/health 503 for the drain window, still proxying
-	waitFor(t, "the edge to take the draining instance out", func() bool {
+	poll.Until(t, 20*time.Second, "the edge to take the draining instance out", func() bool {
 		st := upstream(fwd, lbA.Addr())
 		return st.State == adminapi.Draining && !st.InRotation
 	})
 	t.Logf("instance A out of the edge's rotation: %+v", upstream(fwd, lbA.Addr()).Transitions)
-	waitFor(t, "instance A to finish its drain and stop", func() bool {
+	poll.Until(t, 20*time.Second, "instance A to finish its drain and stop", func() bool {
 		select {
 		case err := <-doneA:
 			if err != nil {
@@ -94,7 +95,7 @@ func TestDrainingLBInstanceLeavesTheEdgeWithZeroFailures(t *testing.T) {
 		}
 	})
 	beforeB := requests(lbB)
-	waitFor(t, "more load through B after A stopped", func() bool { return requests(lbB) > beforeB+20 })
+	poll.Until(t, 20*time.Second, "more load through B after A stopped", func() bool { return requests(lbB) > beforeB+20 })
 	close(stopLoad)
 	wg.Wait()
 	if n := failed.Load(); n != 0 {
@@ -162,15 +163,4 @@ func httpBackend(t *testing.T) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // scrape reads GET /metrics at addr and returns its lines.
@@ -37,8 +39,8 @@ func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 	c := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	echoLine(t, c, bufio.NewReader(c), "x")
 	c.Close()
-	waitFor(t, "the relay to count the header", func() bool { return relay.Counts().Headers == 1 })
-	waitFor(t, "the edge to see the connection end", func() bool { return fwd.Upstreams()[0].InFlight == 0 })
+	poll.Until(t, deadline, "the relay to count the header", func() bool { return relay.Counts().Headers == 1 })
+	poll.Until(t, deadline, "the edge to see the connection end", func() bool { return fwd.Upstreams()[0].InFlight == 0 })
 
 	for _, tc := range []struct {
 		role string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pires/go-proxyproto"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
@@ -159,7 +160,7 @@ func TestOriginClosesAMalformedHeaderAndOthersGoOn(t *testing.T) {
 				t.Fatal("the connection with a malformed header was not closed")
 			}
 			echoLine(t, good, goodR, "still unaffected")
-			waitFor(t, "the malformed count", func() bool { return e.ln.Counts().Malformed == 1 })
+			poll.Until(t, deadline, "the malformed count", func() bool { return e.ln.Counts().Malformed == 1 })
 			got := lines.withMsg(t, "edge origin: malformed PROXY header; connection closed")
 			if len(got) != 1 || got[0]["measured"] != bad.LocalAddr().String() || !strings.Contains(got[0]["error"].(string), "malformed PROXY header") {
 				t.Fatalf("want one clear line with the measured address, got:\n%s", lines)
@@ -175,7 +176,7 @@ func TestOriginSlowClientDoesNotBlockAcceptForOthers(t *testing.T) {
 	if _, err := slowPartial.Write(proxyproto.SIGV2[:7]); err != nil { // half a signature, then nothing
 		t.Fatal(err)
 	}
-	waitFor(t, "both slow connections accepted", func() bool { return relay.Counts().Accepted == 2 })
+	poll.Until(t, deadline, "both slow connections accepted", func() bool { return relay.Counts().Accepted == 2 })
 	for range 3 {
 		c := dialFrom(t, "127.0.0.1", relay.Addr().String())
 		echoLine(t, c, bufio.NewReader(c), "not held up by the slow ones")
@@ -201,7 +202,7 @@ func TestOriginRejectsAHeaderFromAnUntrustedPeer(t *testing.T) {
 	if !closedByPeer(forged) {
 		t.Fatal("a header from outside the trusted edges was accepted")
 	}
-	waitFor(t, "the untrusted count", func() bool { return e.ln.Counts().Untrusted == 1 })
+	poll.Until(t, deadline, "the untrusted count", func() bool { return e.ln.Counts().Untrusted == 1 })
 	got := lines.withMsg(t, "edge origin: PROXY header from a peer outside the trusted edge ranges; connection closed")
 	if len(got) != 1 || got[0]["claimed"] != "203.0.113.9:4711" || got[0]["measured"] != forged.LocalAddr().String() {
 		t.Fatalf("want one line with the forged claim and the measured peer, got:\n%s", lines)

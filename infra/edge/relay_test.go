@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 func TestEmptyConnectionsAreCountedButNeverLogged(t *testing.T) {
@@ -23,9 +25,9 @@ func TestEmptyConnectionsAreCountedButNeverLogged(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close() // a health check: connect, close
-			waitFor(t, "the relay to count the empty connection", func() bool { return ch.relay.Counts().Empty == relayBefore+1 })
+			poll.Until(t, deadline, "the relay to count the empty connection", func() bool { return ch.relay.Counts().Empty == relayBefore+1 })
 			if tc.addr == ch.fwd.Addr().String() {
-				waitFor(t, "the edge to count the empty connection", func() bool { return ch.fwd.Counts().Empty == fwdBefore+1 })
+				poll.Until(t, deadline, "the edge to count the empty connection", func() bool { return ch.fwd.Counts().Empty == fwdBefore+1 })
 			}
 		})
 	}
@@ -39,7 +41,7 @@ func TestEmptyConnectionsAreCountedButNeverLogged(t *testing.T) {
 	c := dialFrom(t, "127.0.0.1", ch.fwd.Addr().String())
 	echoLine(t, c, bufio.NewReader(c), "x")
 	c.Close()
-	waitFor(t, "the two connection lines", func() bool {
+	poll.Until(t, deadline, "the two connection lines", func() bool {
 		return len(ch.logs.withMsg(t, "edge connection closed")) == 1 && len(ch.logs.withMsg(t, "origin connection closed")) == 1
 	})
 }
@@ -76,7 +78,7 @@ func TestInnerMapEntryLeavesWhenTheConnectionCloses(t *testing.T) {
 		t.Fatalf("Lookup(%s) = %+v %v, want the client %v", inner, p, ok, who.Claimed)
 	}
 	c.Close()
-	waitFor(t, "the entry to leave the map", func() bool {
+	poll.Until(t, deadline, "the entry to leave the map", func() bool {
 		_, ok := ch.relay.Map.Lookup(inner)
 		return !ok && ch.relay.Map.Len() == 0
 	})

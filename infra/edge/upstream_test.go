@@ -16,6 +16,7 @@ import (
 	"github.com/pires/go-proxyproto"
 
 	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // upstreamServer is a stand-in LB instance on a real socket: it reads the edge's PROXY header,
@@ -190,7 +191,7 @@ func TestKilledUpstreamLeavesByChecksAndReturns(t *testing.T) {
 		t.Fatalf("both upstreams in rotation, but the answers were %v", seen)
 	}
 	a.kill()
-	waitFor(t, "the checks to take a out", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Unhealthy })
+	poll.Until(t, deadline, "the checks to take a out", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Unhealthy })
 	if r := upstreamState(fwd, a.addr).Transitions; !strings.Contains(r[len(r)-1].Reason, "consecutive failed checks") {
 		t.Fatalf("a left by %q, want the active checks", r[len(r)-1].Reason)
 	}
@@ -200,7 +201,7 @@ func TestKilledUpstreamLeavesByChecksAndReturns(t *testing.T) {
 		}
 	}
 	a.listen(t, a.addr) // a new instance on the same address
-	waitFor(t, "a back in rotation", func() bool { return upstreamState(fwd, a.addr).InRotation })
+	poll.Until(t, deadline, "a back in rotation", func() bool { return upstreamState(fwd, a.addr).InRotation })
 	if n := fwd.Counts().Unreachable; n != 0 {
 		t.Fatalf("%d client connections failed", n)
 	}
@@ -214,14 +215,14 @@ func TestHTTPCheck503DrainsTheUpstream(t *testing.T) {
 		t.Fatalf("a answered %d checks, %d of them behind a PROXY LOCAL header; want every check behind one", a.checks.Load(), a.locals.Load())
 	}
 	a.setHealth(http.StatusServiceUnavailable)
-	waitFor(t, "a to leave rotation on its 503", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Draining })
+	poll.Until(t, deadline, "a to leave rotation on its 503", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Draining })
 	for i := 0; i < 20; i++ {
 		if got := through(t, fwd.Addr().String()); got != "b" {
 			t.Fatalf("connection %d: answered by %q while a drains, want b", i, got)
 		}
 	}
 	a.setHealth(http.StatusOK)
-	waitFor(t, "a back after two 200", func() bool { return upstreamState(fwd, a.addr).InRotation })
+	poll.Until(t, deadline, "a back after two 200", func() bool { return upstreamState(fwd, a.addr).InRotation })
 }
 
 func TestHealthRefusesWhileNoUpstreamIsInRotation(t *testing.T) {
@@ -233,17 +234,17 @@ func TestHealthRefusesWhileNoUpstreamIsInRotation(t *testing.T) {
 		t.Fatal("health refuses with both upstreams in rotation")
 	}
 	a.kill()
-	waitFor(t, "a out", func() bool { return !upstreamState(fwd, a.addr).InRotation })
+	poll.Until(t, deadline, "a out", func() bool { return !upstreamState(fwd, a.addr).InRotation })
 	if refused(health) {
 		t.Fatal("health refuses with b still in rotation")
 	}
 	b.kill()
-	waitFor(t, "health to refuse with no upstream in rotation", func() bool { return refused(health) })
+	poll.Until(t, deadline, "health to refuse with no upstream in rotation", func() bool { return refused(health) })
 	if fwd.Healthy() {
 		t.Fatal("Healthy with no upstream in rotation")
 	}
 	b.listen(t, b.addr)
-	waitFor(t, "health to accept again once b is back", func() bool { return !refused(health) })
+	poll.Until(t, deadline, "health to accept again once b is back", func() bool { return !refused(health) })
 }
 
 // admin sends one admin API request and returns the status and the body.
@@ -304,7 +305,7 @@ func TestAdminAPIDrainsKeepingOpenConnectionsAddsAndRemoves(t *testing.T) {
 			t.Fatalf("new connection %d after the drain went to %q", i, got)
 		}
 	}
-	waitFor(t, "three good checks of the drained upstream", func() bool {
+	poll.Until(t, deadline, "three good checks of the drained upstream", func() bool {
 		return upstreamState(fwd, target.addr).ConsecutiveSuccesses >= 3
 	})
 	if got := echo(); got != on {
@@ -339,7 +340,7 @@ func TestAdminAPIDrainsKeepingOpenConnectionsAddsAndRemoves(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); code != http.StatusCreated || err != nil || st.State != adminapi.Joining || st.InRotation {
 		t.Fatalf("PUT: %d %s, want 201 joining", code, body)
 	}
-	waitFor(t, "the added upstream in rotation", func() bool { return upstreamState(fwd, target.addr).InRotation })
+	poll.Until(t, deadline, "the added upstream in rotation", func() bool { return upstreamState(fwd, target.addr).InRotation })
 	seen := map[string]bool{}
 	for i := 0; i < 10; i++ {
 		seen[through(t, fwd.Addr().String())] = true
@@ -384,9 +385,9 @@ func TestNoUpstreamInRotationFailsOpenToTheOnesThatLeftByChecks(t *testing.T) {
 	a, b := startUpstream(t, "a"), startUpstream(t, "b")
 	fwd := startForwarder(t, &Forwarder{Origins: []string{a.addr, b.addr}, Check: withPath(looseChecks, "/_lb/health")})
 	b.setHealth(http.StatusServiceUnavailable)
-	waitFor(t, "b to drain on its 503", func() bool { return upstreamState(fwd, b.addr).State == adminapi.Draining })
+	poll.Until(t, deadline, "b to drain on its 503", func() bool { return upstreamState(fwd, b.addr).State == adminapi.Draining })
 	a.setHealth(http.StatusInternalServerError)
-	waitFor(t, "a out by failed checks", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Unhealthy })
+	poll.Until(t, deadline, "a out by failed checks", func() bool { return upstreamState(fwd, a.addr).State == adminapi.Unhealthy })
 	for i := 0; i < 10; i++ {
 		if got := through(t, fwd.Addr().String()); got != "a" {
 			t.Fatalf("connection %d with no upstream in rotation: answered by %q, want a (fails open; b drains)", i, got)

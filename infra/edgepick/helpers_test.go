@@ -201,18 +201,6 @@ type logs struct{ syncbuffer.Buffer }
 
 func (l *logs) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
 func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }

@@ -18,6 +18,7 @@ import (
 	"github.com/zero502/zero502/infra/alert/alerttest"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // serveOrigin is a TLS origin behind edges on ln: it reads their PROXY headers and finishes the
@@ -83,12 +84,12 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 	go func() { defer close(done); s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	eventually(t, "the backend-dead alert", func() bool { return len(recv.List()) >= 1 })
+	poll.Until(t, 10*time.Second, "the backend-dead alert", func() bool { return len(recv.List()) >= 1 })
 	if got := recv.List(); got[0] != b.String()+" "+EdgeBackendDead {
 		t.Fatalf("alerts %v; want %s backend-dead", got, b)
 	}
 	_, n := s.Last()
-	eventually(t, "three more rounds", func() bool { _, m := s.Last(); return m >= n+3 })
+	poll.Until(t, 10*time.Second, "three more rounds", func() bool { _, m := s.Last(); return m >= n+3 })
 	if got := recv.List(); len(got) != 1 {
 		t.Errorf("alerts %v; a standing state is alerted once", got)
 	}
@@ -107,7 +108,7 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 		t.Fatal(err)
 	}
 	serveOrigin(t, pki, ln)
-	eventually(t, "the recovered alert", func() bool { return len(recv.List()) >= 2 })
+	poll.Until(t, 10*time.Second, "the recovered alert", func() bool { return len(recv.List()) >= 2 })
 	if got := recv.List(); len(got) != 2 || got[1] != b.String()+" recovered" {
 		t.Errorf("alerts %v; want backend-dead then recovered for %s", got, b)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 func TestShouldSwitchNeedsTheStreakAndBothThresholds(t *testing.T) {
@@ -156,11 +157,11 @@ func (l *watchLab) run(t *testing.T, current netip.AddrPort, ah, bh time.Duratio
 // round lets exactly one round happen and reports the switch it decided, if any.
 func (l *watchLab) round(t *testing.T) (SwitchReason, bool) {
 	t.Helper()
-	eventually(t, "the watcher to wait for its next round", func() bool { return l.clk.Waiters() == 1 })
+	poll.Until(t, 10*time.Second, "the watcher to wait for its next round", func() bool { return l.clk.Waiters() == 1 })
 	l.clk.Advance(DefaultInterval)
 	var r SwitchReason
 	var switched bool
-	eventually(t, "the round to finish", func() bool {
+	poll.Until(t, 10*time.Second, "the round to finish", func() bool {
 		select {
 		case r = <-l.switched:
 			switched = true
@@ -312,19 +313,19 @@ func TestTheRoundWaitsItsJitteredDelay(t *testing.T) {
 	l.watcher.Rand = fixedRand(int64(90 * time.Second))
 	l.probes.set(l.a, ms(30))
 	l.run(t, l.b, ms(30), ms(100))
-	eventually(t, "the watcher to wait", func() bool { return l.clk.Waiters() == 1 })
+	poll.Until(t, 10*time.Second, "the watcher to wait", func() bool { return l.clk.Waiters() == 1 })
 	l.clk.Advance(90*time.Second - time.Nanosecond)
 	if l.clk.Waiters() != 1 || l.probes.called(l.a) != 0 {
 		t.Fatal("the round ran before its 90s wait")
 	}
 	l.clk.Advance(time.Nanosecond)
-	eventually(t, "the round after 90s", func() bool { return l.probes.called(l.a) == 1 })
+	poll.Until(t, 10*time.Second, "the round after 90s", func() bool { return l.probes.called(l.a) == 1 })
 }
 
 func TestWatcherStopsWithTheSession(t *testing.T) {
 	l := newWatchLab(t, "")
 	l.run(t, l.b, ms(30), ms(100))
-	eventually(t, "the watcher to wait", func() bool { return l.clk.Waiters() == 1 })
+	poll.Until(t, 10*time.Second, "the watcher to wait", func() bool { return l.clk.Waiters() == 1 })
 	l.cancel()
 	select {
 	case <-l.done:

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // The helper server: this test binary, started by a test (and then again by its own upgrade,
@@ -82,15 +84,6 @@ func whoServes(addr string) int {
 	return pid
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-	}
-}
-
 // A SIGHUP starts the executable again with the listener; once it is ready the old process
 // exits and the pid file names the new one. A new process that gives up leaves the serving one
 // in place, and the request names its reason.
@@ -123,7 +116,7 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 		_ = cmd.Process.Kill()
 	})
 	first := cmd.Process.Pid
-	poll(t, "the helper serves", func() bool { return whoServes(addr) == first })
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
 
 	out, err := Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
 	if err != nil {
@@ -153,7 +146,7 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 	// the new process may still wait for its parent's exit to be seen; until then an upgrade
 	// is refused with that reason, and then it goes through to the broken successor
 	var failed error
-	poll(t, "an upgrade that reaches the broken successor", func() bool {
+	poll.Until(t, 10*time.Second, "an upgrade that reaches the broken successor", func() bool {
 		_, failed = Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
 		return failed == nil || strings.Contains(failed.Error(), "broken on purpose")
 	})

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // load is a few client goroutines sending GET and POST through the LB until stopped, on
@@ -92,7 +94,7 @@ func TestAdminDrainUnderLoadLosesNothing(t *testing.T) {
 	admin := l.AdminAddr()
 	const workers = 4
 	ld := startLoad(t, "http://"+l.Addr(), workers)
-	eventually(t, 5*time.Second, "b serving under load with pooled connections", func() bool {
+	poll.Until(t, 5*time.Second, "b serving under load with pooled connections", func() bool {
 		return b.served() > 50 && l.Backends()[1].idleConns() > 0
 	})
 
@@ -102,7 +104,7 @@ func TestAdminDrainUnderLoadLosesNothing(t *testing.T) {
 		t.Fatalf("drain: %d %s", code, body)
 	}
 	// Requests picked before the drain answered finish; at most one per worker.
-	eventually(t, 5*time.Second, "b's in_flight at 0", func() bool {
+	poll.Until(t, 5*time.Second, "b's in_flight at 0", func() bool {
 		st, _ := statusOf(t, admin, b.addr())
 		return st.InFlight == 0
 	})
@@ -110,9 +112,9 @@ func TestAdminDrainUnderLoadLosesNothing(t *testing.T) {
 	if late := afterInFlight - atDrain; late > workers {
 		t.Errorf("b executed %d requests after the drain answered, want at most %d (one in flight per worker)", late, workers)
 	}
-	eventually(t, 5*time.Second, "b's idle pooled connections closed", func() bool { return l.Backends()[1].idleConns() == 0 })
+	poll.Until(t, 5*time.Second, "b's idle pooled connections closed", func() bool { return l.Backends()[1].idleConns() == 0 })
 	servedA := a.served()
-	eventually(t, 5*time.Second, "more load through a alone", func() bool { return a.served() > servedA+100 })
+	poll.Until(t, 5*time.Second, "more load through a alone", func() bool { return a.served() > servedA+100 })
 	if n := b.served(); n != afterInFlight {
 		t.Errorf("b executed %d new requests after its drain and in_flight 0", n-afterInFlight)
 	}
@@ -121,7 +123,7 @@ func TestAdminDrainUnderLoadLosesNothing(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", code, body)
 	}
 	servedA = a.served()
-	eventually(t, 5*time.Second, "more load after the removal", func() bool { return a.served() > servedA+100 })
+	poll.Until(t, 5*time.Second, "more load after the removal", func() bool { return a.served() > servedA+100 })
 	ld.stop()
 	if n := b.served(); n != afterInFlight {
 		t.Errorf("b executed %d requests after its drain", n-afterInFlight)
@@ -139,9 +141,9 @@ func TestRemovedIndexIsReusedSafely(t *testing.T) {
 	l := startLB(t, loadSettings(a.addr(), b.addr()))
 	admin := l.AdminAddr()
 	ld := startLoad(t, "http://"+l.Addr(), 2)
-	eventually(t, 5*time.Second, "b serving", func() bool { return b.served() > 20 })
+	poll.Until(t, 5*time.Second, "b serving", func() bool { return b.served() > 20 })
 	adminCall(t, admin, "POST", "/admin/backends/"+b.addr()+"/drain", "")
-	eventually(t, 5*time.Second, "b's in_flight at 0", func() bool {
+	poll.Until(t, 5*time.Second, "b's in_flight at 0", func() bool {
 		st, _ := statusOf(t, admin, b.addr())
 		return st.InFlight == 0
 	})
@@ -155,7 +157,7 @@ func TestRemovedIndexIsReusedSafely(t *testing.T) {
 	if idx := l.Backends()[1].index; idx != 1 {
 		t.Fatalf("the added backend has index %d, want 1 (the removed one's)", idx)
 	}
-	eventually(t, 5*time.Second, "c serving", func() bool { return c.served() > 50 })
+	poll.Until(t, 5*time.Second, "c serving", func() bool { return c.served() > 50 })
 	ld.stop()
 	if n := b.served(); n != stopped {
 		t.Errorf("the removed backend got %d requests after its removal", n-stopped)
@@ -183,7 +185,7 @@ func TestRemovedBackendFinishesItsInFlightRequest(t *testing.T) {
 			answers <- fmt.Sprintf("%d %s", resp.StatusCode, body)
 		}()
 	}
-	eventually(t, 5*time.Second, "a slow request in flight at b", func() bool {
+	poll.Until(t, 5*time.Second, "a slow request in flight at b", func() bool {
 		st, _ := statusOf(t, admin, b.addr())
 		return st.InFlight == 1
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
@@ -93,7 +94,7 @@ func TestAdminWriteEndpoints(t *testing.T) {
 	if code != 201 || st.State != Joining || st.InRotation || st.Address != b.addr() {
 		t.Fatalf("PUT new backend: %d %+v, want 201 joining, not in rotation", code, st)
 	}
-	eventually(t, 5*time.Second, "the added backend in rotation", func() bool {
+	poll.Until(t, 5*time.Second, "the added backend in rotation", func() bool {
 		st, ok := statusOf(t, admin, b.addr())
 		return ok && st.InRotation && st.State == Healthy
 	})
@@ -126,7 +127,7 @@ func TestAdminWriteEndpoints(t *testing.T) {
 	}
 	// Health checks keep passing; the backend stays drained.
 	checked := st.LastCheck
-	eventually(t, 5*time.Second, "three more health checks", func() bool {
+	poll.Until(t, 5*time.Second, "three more health checks", func() bool {
 		st, _ := statusOf(t, admin, b.addr())
 		if st.State != Draining || st.InRotation {
 			t.Fatalf("admin-drained backend left draining after a good check: %+v", st)
@@ -145,7 +146,7 @@ func TestAdminWriteEndpoints(t *testing.T) {
 	if st := adminStatus(t, body); code != 200 || st.State != Joining || st.InRotation || st.AdminDrained || st.ConsecutiveSuccesses != 0 {
 		t.Fatalf("PUT undrain: %d %+v, want 200 joining, out of rotation, no success counted yet", code, st)
 	}
-	eventually(t, 5*time.Second, "the undrained backend back in rotation after fresh checks", func() bool {
+	poll.Until(t, 5*time.Second, "the undrained backend back in rotation after fresh checks", func() bool {
 		st, _ := statusOf(t, admin, b.addr())
 		return st.State == Healthy && st.InRotation
 	})
@@ -230,7 +231,7 @@ func TestAddedBackendGetsNoRequestBeforeItsChecksPass(t *testing.T) {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
 	c := client()
-	eventually(t, 5*time.Second, "three failed checks of the added backend", func() bool {
+	poll.Until(t, 5*time.Second, "three failed checks of the added backend", func() bool {
 		get(t, c, l.url("/")) // every request goes to a meanwhile (a failure would be fatal in get)
 		st, _ := statusOf(t, l.AdminAddr(), addr)
 		return st.ConsecutiveFailures >= 3
@@ -264,7 +265,7 @@ func TestAddedBackendGetsNoRequestBeforeItsChecksPass(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	eventually(t, 5*time.Second, "the new backend serves traffic", func() bool {
+	poll.Until(t, 5*time.Second, "the new backend serves traffic", func() bool {
 		get(t, c, l.url("/"))
 		return served.Load() > 0
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 func TestOwnDrainHandshake(t *testing.T) {
@@ -27,7 +28,7 @@ func TestOwnDrainHandshake(t *testing.T) {
 	inflight := make(chan string, 1)
 	stopped := make(chan struct{})
 	go func() { l.stop(); close(stopped) }()
-	eventually(t, 5*time.Second, "own health 503", func() bool {
+	poll.Until(t, 5*time.Second, "own health 503", func() bool {
 		code, _, _ := get(t, c, l.url("/_lb/health"))
 		return code == 503
 	})
@@ -70,7 +71,7 @@ func TestAdminAPI(t *testing.T) {
 		get(t, c, l.url("/"))
 	}
 	b.health.Store(503)
-	eventually(t, 5*time.Second, "b draining", func() bool { return l.Backends()[1].State() == Draining })
+	poll.Until(t, 5*time.Second, "b draining", func() bool { return l.Backends()[1].State() == Draining })
 	admin := "http://" + l.AdminAddr()
 	code, body, _ := get(t, c, admin+"/admin/backends")
 	var got struct {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // When every backend that served fails its checks at once (a stalled host fails them all), the
@@ -26,12 +28,12 @@ func TestNoBackendHealthyFailsOpenToTheOnesThatLeftByChecks(t *testing.T) {
 			return true
 		}
 	}
-	eventually(t, 5*time.Second, "a, b, leaving in rotation, never out", states(Healthy, Healthy, Healthy, Unhealthy))
+	poll.Until(t, 5*time.Second, "a, b, leaving in rotation, never out", states(Healthy, Healthy, Healthy, Unhealthy))
 	leaving.health.Store(503)
-	eventually(t, 5*time.Second, "leaving draining", states(Healthy, Healthy, Draining, Unhealthy))
+	poll.Until(t, 5*time.Second, "leaving draining", states(Healthy, Healthy, Draining, Unhealthy))
 	a.health.Store(500)
 	b.health.Store(500)
-	eventually(t, 10*time.Second, "a and b out by failed checks", states(Unhealthy, Unhealthy, Draining, Unhealthy))
+	poll.Until(t, 10*time.Second, "a and b out by failed checks", states(Unhealthy, Unhealthy, Draining, Unhealthy))
 	if !l.rot.failingOpen() {
 		t.Fatal("no backend healthy, two left by checks: the rotation must fail open")
 	}
@@ -78,7 +80,7 @@ func TestNoBackendHealthyFailsOpenToTheOnesThatLeftByChecks(t *testing.T) {
 
 	// a healthy again: the rotation is a alone, the fail-open set is done with
 	a.health.Store(200)
-	eventually(t, 10*time.Second, "a back in rotation", func() bool { return l.Backends()[0].InRotation() })
+	poll.Until(t, 10*time.Second, "a back in rotation", func() bool { return l.Backends()[0].InRotation() })
 	if l.rot.failingOpen() {
 		t.Fatal("a healthy again, still failing open")
 	}
@@ -86,7 +88,7 @@ func TestNoBackendHealthyFailsOpenToTheOnesThatLeftByChecks(t *testing.T) {
 	// every backend that served dead: a refused connect to one that fails open is what the checks
 	// said, no backend healthy: 503 with Retry-After, a POST too (not 502)
 	a.health.Store(500)
-	eventually(t, 10*time.Second, "a out again", states(Unhealthy))
+	poll.Until(t, 10*time.Second, "a out again", states(Unhealthy))
 	a.srv.CloseClientConnections()
 	a.srv.Close()
 	code, _, h := get(t, c, l.url("/"))

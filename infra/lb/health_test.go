@@ -8,6 +8,7 @@ import (
 
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/standing"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 var zeroTime = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
@@ -41,13 +42,13 @@ func TestCheckerRunsOnTheClockAndKeepsCheckingEjectedBackends(t *testing.T) {
 	go c.run(ctx, b)
 	count := func() int { mu.Lock(); defer mu.Unlock(); return checks }
 	for want := 1; want <= 4; want++ {
-		eventually(t, 5*time.Second, "checker waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
+		poll.Until(t, 5*time.Second, "checker waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
 		if want == 2 && b.State() != Unhealthy {
 			t.Fatalf("after two 500s: %s", b.State())
 		}
 		fc.Advance(time.Second)
 	}
-	eventually(t, 5*time.Second, "back in rotation", func() bool { return b.State() == Healthy })
+	poll.Until(t, 5*time.Second, "back in rotation", func() bool { return b.State() == Healthy })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(moves) != 2 || moves[0].To != Unhealthy || moves[1].To != Healthy || !moves[1].At.Equal(zeroTime.Add(3*time.Second)) {

@@ -179,18 +179,6 @@ func get(t *testing.T, c *http.Client, url string) (int, string, http.Header) {
 	return resp.StatusCode, string(body), resp.Header
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // raw sends bytes on a new connection and returns everything the LB answers until it closes
 // (or the timeout).
 func raw(t *testing.T, addr, payload string, timeout time.Duration) string {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
@@ -224,7 +225,7 @@ func TestClientLeavingMidResponseBreaksNothing(t *testing.T) {
 			t.Fatalf("after clients left mid-response: %d %d", code, len(body))
 		}
 	}
-	eventually(t, 5*time.Second, "no request left in flight", func() bool { return l.Backends()[0].inFlight.Load() == 0 })
+	poll.Until(t, 5*time.Second, "no request left in flight", func() bool { return l.Backends()[0].inFlight.Load() == 0 })
 }
 
 func TestAccessLogIsOffByDefaultAndJSONWhenOn(t *testing.T) {
@@ -234,7 +235,7 @@ func TestAccessLogIsOffByDefaultAndJSONWhenOn(t *testing.T) {
 	set.AccessLog = true
 	l := startLB(t, set, WithAccessLogOutput(&buf))
 	get(t, client(), l.url("/x?y=1"))
-	eventually(t, 5*time.Second, "an access log line", func() bool { return strings.Contains(buf.String(), `"target":"/x?y=1"`) })
+	poll.Until(t, 5*time.Second, "an access log line", func() bool { return strings.Contains(buf.String(), `"target":"/x?y=1"`) })
 	line := strings.SplitN(buf.String(), "\n", 2)[0]
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["status"] != float64(200) || rec["backend"] != a.addr() || rec["method"] != "GET" {
@@ -260,7 +261,7 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 		if got := readResponses(t, br, 1, "GET"); got[0] != "200 a" {
 			t.Fatalf("request %d: %q", i, got)
 		}
-		eventually(t, 5*time.Second, "the idle connection parked", func() bool { return parked(l.Server) == 1 })
+		poll.Until(t, 5*time.Second, "the idle connection parked", func() bool { return parked(l.Server) == 1 })
 	}
 	t0 := time.Now()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -270,7 +271,7 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 	if waited := time.Since(t0); waited < time.Second {
 		t.Fatalf("closed after %s, before the 1.5s idle timeout", waited)
 	}
-	eventually(t, 5*time.Second, "parking empty", func() bool { return parked(l.Server) == 0 })
+	poll.Until(t, 5*time.Second, "parking empty", func() bool { return parked(l.Server) == 0 })
 }
 
 // One keep-alive connection whose requests alternate between what the event loops forward
@@ -304,7 +305,7 @@ func TestConnectionMovesBetweenLoopAndGoroutinePath(t *testing.T) {
 		if got := readResponses(t, br, 1, st.method); got[0] != st.want {
 			t.Fatalf("step %d: %.60q, want %.60q", i, got[0], st.want)
 		}
-		eventually(t, 5*time.Second, "the connection waiting without a goroutine", func() bool {
+		poll.Until(t, 5*time.Second, "the connection waiting without a goroutine", func() bool {
 			l.mu.Lock()
 			onGoroutine := len(l.conns)
 			l.mu.Unlock()
@@ -381,7 +382,7 @@ func TestMixedTrafficOnManyConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "no request left in flight", func() bool {
+	poll.Until(t, 5*time.Second, "no request left in flight", func() bool {
 		return l.Backends()[0].Status().InFlight == 0 && l.Backends()[1].Status().InFlight == 0
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pires/go-proxyproto"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
@@ -122,11 +123,11 @@ func TestHAProxySendProxyV2SetsTheClientAddress(t *testing.T) {
 		t.Fatalf("X-Forwarded-For through HAProxy send-proxy-v2: %q, want the client 127.0.0.2", xff)
 	}
 	// the connection goes idle (parked, in an event loop on the epoll engine) and keeps its client
-	eventually(t, 5*time.Second, "the connection is parked", func() bool { return parked(l.Server) > 0 })
+	poll.Until(t, 5*time.Second, "the connection is parked", func() bool { return parked(l.Server) > 0 })
 	if xff := forwardedFor(t, c, br); xff != "127.0.0.2" {
 		t.Fatalf("X-Forwarded-For on the same connection after it idled: %q", xff)
 	}
-	eventually(t, 5*time.Second, "the access log names the client", func() bool {
+	poll.Until(t, 5*time.Second, "the access log names the client", func() bool {
 		return strings.Contains(access.String(), `"client":"127.0.0.2"`)
 	})
 	// a client straight to the LB, without a header, passes with its own address

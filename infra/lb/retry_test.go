@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
@@ -135,7 +136,7 @@ func TestNoHealthyBackendIs503AndServiceResumesByItself(t *testing.T) {
 	a.srv.CloseClientConnections()
 	a.srv.Close()
 	c := client()
-	eventually(t, 10*time.Second, "503 once the only backend is dead", func() bool {
+	poll.Until(t, 10*time.Second, "503 once the only backend is dead", func() bool {
 		t0 := time.Now()
 		resp, err := c.Get(l.url("/"))
 		if err != nil {
@@ -158,7 +159,7 @@ func TestNoHealthyBackendIs503AndServiceResumesByItself(t *testing.T) {
 	back.Listener = ln
 	back.Start()
 	defer back.Close()
-	eventually(t, 10*time.Second, "service resumes", func() bool {
+	poll.Until(t, 10*time.Second, "service resumes", func() bool {
 		resp, err := c.Get(l.url("/"))
 		if err != nil {
 			return false
@@ -176,11 +177,11 @@ func TestDrainingBackendGetsNoNewRequestsAndItsIdleConnsAreClosed(t *testing.T) 
 	for i := 0; i < 4; i++ {
 		get(t, c, l.url("/"))
 	}
-	eventually(t, 5*time.Second, "a pooled connection to b", func() bool { return l.Backends()[1].idleConns() > 0 })
+	poll.Until(t, 5*time.Second, "a pooled connection to b", func() bool { return l.Backends()[1].idleConns() > 0 })
 	b.health.Store(503)
-	eventually(t, 5*time.Second, "b draining", func() bool { return l.Backends()[1].State() == Draining })
+	poll.Until(t, 5*time.Second, "b draining", func() bool { return l.Backends()[1].State() == Draining })
 	// the event loops close theirs as soon as they are woken by the transition
-	eventually(t, time.Second, "no idle pooled conns to the draining backend", func() bool { return l.Backends()[1].idleConns() == 0 })
+	poll.Until(t, time.Second, "no idle pooled conns to the draining backend", func() bool { return l.Backends()[1].idleConns() == 0 })
 	before := b.hits.Load()
 	for i := 0; i < 6; i++ {
 		if _, body, _ := get(t, c, l.url("/")); body != "a" {
@@ -191,5 +192,5 @@ func TestDrainingBackendGetsNoNewRequestsAndItsIdleConnsAreClosed(t *testing.T) 
 		t.Fatal("draining backend got new requests")
 	}
 	b.health.Store(200)
-	eventually(t, 5*time.Second, "b back", func() bool { return l.Backends()[1].State() == Healthy })
+	poll.Until(t, 5*time.Second, "b back", func() bool { return l.Backends()[1].State() == Healthy })
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // upload is one POST /upload whose body a client sends in pieces, pausing between them.
@@ -197,7 +199,7 @@ func TestSlowBodiesAreCappedPerClientIP(t *testing.T) {
 	}
 	run(0, slow)
 	run(1, slow)
-	eventually(t, 5*time.Second, "two slow bodies from 127.0.0.2", func() bool { return l.slow.active.Load() == 2 })
+	poll.Until(t, 5*time.Second, "two slow bodies from 127.0.0.2", func() bool { return l.slow.active.Load() == 2 })
 	run(2, slow)
 	other := slow
 	other.from = "127.0.0.3"
@@ -211,7 +213,7 @@ func TestSlowBodiesAreCappedPerClientIP(t *testing.T) {
 	if got := l.slow.refused.Load(); got != 1 {
 		t.Errorf("slow-body refusals: %d, want 1", got)
 	}
-	eventually(t, 5*time.Second, "slow-body slots given back", func() bool { return l.slow.active.Load() == 0 })
+	poll.Until(t, 5*time.Second, "slow-body slots given back", func() bool { return l.slow.active.Load() == 0 })
 	requireUntouched(t, l.Backends()[0])
 	if m := scrape(t, l); !strings.Contains(m, "zero502_lb_slow_body_refusals_total 1") {
 		t.Errorf("/metrics does not count the refusal:\n%s", grepLines(m, "slow"))
@@ -234,7 +236,7 @@ func TestMaxConnsAcceptsAndClosesTheExtra(t *testing.T) {
 		defer c.Close()
 		held = append(held, c)
 	}
-	eventually(t, 5*time.Second, "3 client connections held", func() bool { return l.clients() == 3 })
+	poll.Until(t, 5*time.Second, "3 client connections held", func() bool { return l.clients() == 3 })
 	extra := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second)
 	if extra != "" {
 		t.Fatalf("a 4th connection with max_conns 3: got %q, want it closed unanswered", extra)
@@ -243,7 +245,7 @@ func TestMaxConnsAcceptsAndClosesTheExtra(t *testing.T) {
 		t.Fatalf("refused connections: %d, want 1", got)
 	}
 	held[0].Close()
-	eventually(t, 5*time.Second, "a connection slot free", func() bool { return l.clients() == 2 })
+	poll.Until(t, 5*time.Second, "a connection slot free", func() bool { return l.clients() == 2 })
 	if code, body, _ := get(t, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}, l.url("/")); code != 200 || body != "a" {
 		t.Fatalf("below the cap again: %d %q", code, body)
 	}
@@ -335,7 +337,7 @@ func TestBackendNotTakingTheBodyIs504NotAnEjection(t *testing.T) {
 	if err != nil || resp.StatusCode != 504 {
 		t.Fatalf("upload to a backend that does not read it: %v %v; want 504", resp, err)
 	}
-	eventually(t, 5*time.Second, "the request no longer in flight", func() bool { return l.Backends()[0].Status().InFlight == 0 })
+	poll.Until(t, 5*time.Second, "the request no longer in flight", func() bool { return l.Backends()[0].Status().InFlight == 0 })
 	st := l.Backends()[0].Status()
 	if st.State != Healthy || !onlyFirstCheck(st.Transitions) || l.ejections.Load() != 0 {
 		t.Fatalf("a slow backend must not be ejected: state %s, transitions %+v, ejections %d", st.State, st.Transitions, l.ejections.Load())
@@ -349,7 +351,7 @@ func TestSlowBodyDroppedBeforeA503IsReadOnSilenceToo(t *testing.T) {
 	set.UnhealthyThreshold = 1
 	set.ClientHeaderTimeout = 500 * time.Millisecond
 	l := startLB(t, set)
-	eventually(t, 5*time.Second, "the dead backend out of rotation", func() bool { return l.Backends()[0].State() == Unhealthy })
+	poll.Until(t, 5*time.Second, "the dead backend out of rotation", func() bool { return l.Backends()[0].State() == Unhealthy })
 	for _, size := range []int{40_000, 3_000} {
 		r := upload{size: size, pieces: 25, every: 50 * time.Millisecond}.send(l.Addr())
 		if r.err != nil || r.status != 503 {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // metricValue is the value of the unlabelled series name on the LB's /metrics, as text.
@@ -43,7 +45,7 @@ func TestWebSocketEchoesBothWaysAndIsCounted(t *testing.T) {
 	if err := ws.close(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the upgraded connection is no longer counted", func() bool {
+	poll.Until(t, 5*time.Second, "the upgraded connection is no longer counted", func() bool {
 		return metricValue(t, l, "zero502_lb_upgraded_connections") == "0"
 	})
 	if v := metricValue(t, l, "zero502_lb_upgrades_total"); v != "1" {
@@ -68,7 +70,7 @@ func TestWebSocketOutlivesItsBackendsDrain(t *testing.T) {
 		busy, other = b, a
 	}
 	busy.health.Store(503) // its drain: out of rotation at the next check
-	eventually(t, 5*time.Second, "the draining backend leaves rotation", func() bool {
+	poll.Until(t, 5*time.Second, "the draining backend leaves rotation", func() bool {
 		for _, be := range l.Backends() {
 			if be.Address == busy.addr() {
 				return !be.InRotation()
@@ -102,7 +104,7 @@ func TestLBDrainGivesWebSocketsTheBudgetThenAFIN(t *testing.T) {
 	defer ws.c.Close()
 	stopped := make(chan struct{})
 	go func() { l.stop(); close(stopped) }()
-	eventually(t, 5*time.Second, "the LB stops accepting", func() bool { return l.closing.Load() })
+	poll.Until(t, 5*time.Second, "the LB stops accepting", func() bool { return l.closing.Load() })
 	if got, err := ws.echo([]byte("in the budget")); err != nil || string(got) != "in the budget" {
 		t.Fatalf("the WebSocket during the shutdown budget: %q %v", got, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // file is a real log file that counts the writes it gets.
@@ -60,18 +61,6 @@ func (f *file) text() string {
 	return string(b)
 }
 
-// eventually polls cond until it holds, or fails the test after 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5 s: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func TestLinesWaitForTheDelayAndLeaveInOneWrite(t *testing.T) {
 	out := newFile(t)
 	clk := clock.NewFake(time.Unix(0, 0))
@@ -89,7 +78,7 @@ func TestLinesWaitForTheDelayAndLeaveInOneWrite(t *testing.T) {
 		t.Fatalf("%d writes 1 ms before the delay; want 0", n)
 	}
 	clk.Advance(time.Millisecond)
-	eventually(t, "the batch is written once the delay has passed", func() bool { return out.count() == 1 })
+	poll.Until(t, 5*time.Second, "the batch is written once the delay has passed", func() bool { return out.count() == 1 })
 	lines := strings.Split(strings.TrimSuffix(out.text(), "\n"), "\n")
 	if len(lines) != 50 || lines[0] != "line 0" || lines[49] != "line 49" {
 		t.Fatalf("file holds %d lines (%q … %q); want line 0 … line 49 in order", len(lines), lines[0], lines[len(lines)-1])
@@ -100,7 +89,7 @@ func TestLinesWaitForTheDelayAndLeaveInOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(100 * time.Millisecond)
-	eventually(t, "the second batch is written after its own delay", func() bool { return out.count() == 2 })
+	poll.Until(t, 5*time.Second, "the second batch is written after its own delay", func() bool { return out.count() == 2 })
 }
 
 func TestAFullBatchIsWrittenAtOnce(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/zero502/zero502/infra/alert/alerttest"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // blockable is a server's real service: an HTTP listener that, like a firewall on the path,
@@ -224,24 +225,12 @@ func startLB(t *testing.T, m *serviceMesh, names ...string) func() map[string]lb
 	}
 }
 
-// poll waits for ok, failing after 20 s with what.
-func poll(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-}
-
 func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHealed(t *testing.T) {
 	m := startServiceMesh(t, "", "a", "b", "c")
 	c := m.services["c"]
 	lbBackends := startLB(t, m, "a", "b", "c")
 	cAddr := c.Addr().String()
-	poll(t, "all three in the balancer's rotation", func() bool {
+	poll.Until(t, 20*time.Second, "all three in the balancer's rotation", func() bool {
 		bs := lbBackends()
 		return len(bs) == 3 && bs[cAddr].InRotation && !bs[cAddr].AdminDrained
 	})
@@ -261,7 +250,7 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 		}
 	}
 	m.alerted(t, "c unreachable")
-	poll(t, "c drained in the balancer by the mesh", func() bool { return lbBackends()[cAddr].AdminDrained })
+	poll.Until(t, 20*time.Second, "c drained in the balancer by the mesh", func() bool { return lbBackends()[cAddr].AdminDrained })
 	for addr, b := range lbBackends() {
 		if addr != cAddr && (b.AdminDrained || !b.InRotation) {
 			t.Errorf("balancer backend %s %+v; only c may leave the rotation", addr, b)
@@ -282,7 +271,7 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 	if rv := route(t, m.nodes["b"]); len(rv.Addresses) != 3 {
 		t.Errorf("route %+v; want all three back", rv)
 	}
-	poll(t, "c back in the balancer's rotation", func() bool {
+	poll.Until(t, 20*time.Second, "c back in the balancer's rotation", func() bool {
 		b := lbBackends()[cAddr]
 		return !b.AdminDrained && b.InRotation
 	})

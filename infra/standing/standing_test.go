@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 var zeroTime = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
@@ -181,13 +182,13 @@ func TestWatchRunsOnTheClock(t *testing.T) {
 		})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return checks }
 	for want := 1; want <= 4; want++ {
-		waitFor(t, "the check loop waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
+		poll.Until(t, 10*time.Second, "the check loop waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
 		if want == 2 && s.State() != Unhealthy {
 			t.Fatalf("after two 500s: %s", s.State())
 		}
 		fc.Advance(time.Second)
 	}
-	waitFor(t, "back in rotation", func() bool { return s.State() == Healthy })
+	poll.Until(t, 10*time.Second, "back in rotation", func() bool { return s.State() == Healthy })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(moves) != 2 || moves[0].To != Unhealthy || moves[1].To != Healthy || !moves[1].At.Equal(zeroTime.Add(3*time.Second)) {
@@ -287,17 +288,6 @@ func (c *preambleConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return c.Conn.Read(p)
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // FailsOpen: only a target that served and left by failed checks or an ejection.

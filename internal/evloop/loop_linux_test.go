@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zero502/zero502/internal/rawsys"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // listener is a TCP listener on 127.0.0.1 and its descriptor.
@@ -60,17 +61,6 @@ func running(l *Loop, h Handler) (stop func()) {
 		cancel()
 		l.Poke()
 		<-done
-	}
-}
-
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -119,7 +109,7 @@ func TestEachLoopAcceptsFromItsOwnListenerCopy(t *testing.T) {
 		var accepted atomic.Int64
 		stop := running(l, closing(&accepted))
 		dial(t, ln)
-		eventually(t, "loop "+strconv.Itoa(i)+" accepts", func() bool { return accepted.Load() == 1 })
+		poll.Until(t, 5*time.Second, "loop "+strconv.Itoa(i)+" accepts", func() bool { return accepted.Load() == 1 })
 		stop()
 	}
 }
@@ -183,7 +173,7 @@ func TestAGroupAcceptsEveryConnectionOnce(t *testing.T) {
 	for range n {
 		locals = append(locals, dial(t, ln).LocalAddr().String())
 	}
-	eventually(t, "every connection accepted", func() bool {
+	poll.Until(t, 5*time.Second, "every connection accepted", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(peers) == n
@@ -223,7 +213,7 @@ func TestConnectionsALoopDoesNotAcceptStayQueued(t *testing.T) {
 	h.MayAccept = func() bool { asked.Add(1); return false }
 	stop := running(l, h)
 	dial(t, ln)
-	eventually(t, "MayAccept asked", func() bool { return asked.Load() > 0 })
+	poll.Until(t, 5*time.Second, "MayAccept asked", func() bool { return asked.Load() > 0 })
 	stop()
 	if accepted.Load() != 0 {
 		t.Fatal("accepted although MayAccept said no")
@@ -293,7 +283,7 @@ func TestSweepAndSettle(t *testing.T) {
 	stop := running(l, Handler{Event: func(uint64, uint32) {}, Woken: func() {},
 		Sweep:  func() { sweeps.Add(1); last.Store(1) },
 		Settle: func() { settles.Add(1); last.Store(0) }})
-	eventually(t, "five sweeps", func() bool { return sweeps.Load() >= 5 })
+	poll.Until(t, 5*time.Second, "five sweeps", func() bool { return sweeps.Load() >= 5 })
 	stop()
 	if settles.Load() < sweeps.Load() || last.Load() != 0 {
 		t.Fatalf("%d sweeps, %d settles (last hook a sweep: %v): want a Settle after each Sweep", sweeps.Load(), settles.Load(), last.Load() == 1)

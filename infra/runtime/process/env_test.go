@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // envDumper writes its environment to file, then runs until stopped.
@@ -23,7 +25,7 @@ func envDumper(file string) []string {
 func readEnv(t *testing.T, file string) map[string]string {
 	t.Helper()
 	var data []byte
-	waitFor(t, "the service to write "+file, func() bool {
+	poll.Until(t, 10*time.Second, "the service to write "+file, func() bool {
 		var err error
 		data, err = os.ReadFile(file)
 		return err == nil

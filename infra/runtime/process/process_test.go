@@ -15,6 +15,7 @@ import (
 
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // helperEnv makes the test binary act as a separate zero502 command that starts an instance
@@ -111,17 +112,6 @@ func groupGone(pgid int) bool {
 	return true
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestStartListStopGracefully(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t, t.TempDir())
@@ -138,7 +128,7 @@ func TestStartListStopGracefully(t *testing.T) {
 	if other, _ := rt.List(ctx, runtime.Filter{Version: "v2"}); len(other) != 0 {
 		t.Fatalf("List version v2 = %+v, want none", other)
 	}
-	waitFor(t, "the env greeting in the log", func() bool {
+	poll.Until(t, 10*time.Second, "the env greeting in the log", func() bool {
 		data, _ := os.ReadFile(rt.LogPath("web"))
 		return strings.Contains(string(data), "hello from env")
 	})
@@ -148,7 +138,7 @@ func TestStartListStopGracefully(t *testing.T) {
 		t.Fatalf("Stop = %+v %v, want exit 0, not killed", st, err)
 	}
 	pid := mustPID(t, inst.ID)
-	waitFor(t, "the process group to be gone", func() bool { return groupGone(pid) })
+	poll.Until(t, 10*time.Second, "the process group to be gone", func() bool { return groupGone(pid) })
 	got, err := rt.Inspect(ctx, inst.ID)
 	if err != nil || got.Running() || got.ExitCode != 0 {
 		t.Fatalf("Inspect after stop = %+v %v, want exited 0", got, err)
@@ -179,7 +169,7 @@ func TestIgnoringSIGTERMIsKilledAndReportedAsI2(t *testing.T) {
 		t.Fatalf("Stop took %s, before the 300ms grace ran out", st.Took)
 	}
 	pid := mustPID(t, inst.ID)
-	waitFor(t, "the group (sh and its sleep) to be gone", func() bool { return groupGone(pid) })
+	poll.Until(t, 10*time.Second, "the group (sh and its sleep) to be gone", func() bool { return groupGone(pid) })
 }
 
 func TestGraceZeroKillsAtOnceWithoutError(t *testing.T) {
@@ -334,7 +324,7 @@ func TestStopSendsTheServicesStopSignal(t *testing.T) {
 	if err != nil || st.Killed || st.ExitCode != 0 {
 		t.Fatalf("Stop with stop_signal SIGQUIT = %+v %v, want exit 0, not killed", st, err)
 	}
-	waitFor(t, "the group to be gone", func() bool { return groupGone(mustPID(t, inst.ID)) })
+	poll.Until(t, 10*time.Second, "the group to be gone", func() bool { return groupGone(mustPID(t, inst.ID)) })
 }
 
 func TestTheDefaultStopSignalIsSIGTERMThenSIGKILL(t *testing.T) {
