@@ -36,16 +36,31 @@ func run(wait func(testing.TB)) string {
 	return r.failed
 }
 
-func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
-	var asks atomic.Int32
-	failed := run(func(tb testing.TB) {
-		Until(tb, 5*time.Second, "the third ask", func() bool { return asks.Add(1) == 3 })
-	})
-	if failed != "" {
-		t.Fatalf("failed with %q", failed)
+// TestBothWaitsReturnOnceTheConditionHolds runs Until and UntilNil on a condition that first holds
+// at its third ask: each returns there, without failing and without asking again.
+func TestBothWaitsReturnOnceTheConditionHolds(t *testing.T) {
+	waits := map[string]func(tb testing.TB, holds func() bool){
+		"Until": func(tb testing.TB, holds func() bool) { Until(tb, 5*time.Second, "the third ask", holds) },
+		"UntilNil": func(tb testing.TB, holds func() bool) {
+			UntilNil(tb, 5*time.Second, "the third ask", func() error {
+				if !holds() {
+					return errors.New("not yet")
+				}
+				return nil
+			})
+		},
 	}
-	if n := asks.Load(); n != 3 {
-		t.Fatalf("asked %d times, want 3", n)
+	for name, wait := range waits {
+		t.Run(name, func(t *testing.T) {
+			var asks atomic.Int32
+			failed := run(func(tb testing.TB) { wait(tb, func() bool { return asks.Add(1) == 3 }) })
+			if failed != "" {
+				t.Fatalf("failed with %q", failed)
+			}
+			if n := asks.Load(); n != 3 {
+				t.Fatalf("asked %d times, want 3", n)
+			}
+		})
 	}
 }
 
@@ -76,24 +91,6 @@ func TestUntilSleepsBetweenAsks(t *testing.T) {
 	// 50 ms at one ask per Interval is about 11 asks; a busy loop would make thousands.
 	if n := asks.Load(); n > 50 {
 		t.Fatalf("asked %d times in 50ms: a busy loop", n)
-	}
-}
-
-func TestUntilNilReturnsOnceTheCheckPasses(t *testing.T) {
-	var asks atomic.Int32
-	failed := run(func(tb testing.TB) {
-		UntilNil(tb, 5*time.Second, "the third ask", func() error {
-			if asks.Add(1) < 3 {
-				return errors.New("not yet")
-			}
-			return nil
-		})
-	})
-	if failed != "" {
-		t.Fatalf("failed with %q", failed)
-	}
-	if n := asks.Load(); n != 3 {
-		t.Fatalf("asked %d times, want 3", n)
 	}
 }
 
