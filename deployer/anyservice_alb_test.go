@@ -17,6 +17,7 @@ import (
 // at the ALB (its real health checks) before the old target is deregistered (draining for the
 // deregistration delay) and its instance stopped; the old port is left unregistered.
 func TestALBStartFirstThirdPartyServerDrainedAtTheBalancer(t *testing.T) {
+	t.Parallel()
 	a := newALBDouble(t, nil, elbv2double.Settings{HealthCheckPath: "/version.txt", Interval: 2 * time.Second,
 		Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: time.Second})
 	f := newFleet(t, 2)
@@ -32,11 +33,11 @@ func TestALBStartFirstThirdPartyServerDrainedAtTheBalancer(t *testing.T) {
 	ctx := context.Background()
 
 	var ev1 eventLog
-	if _, err := f.deployer(cfg, &ev1, Options{}).Deploy(ctx, "v1"); err != nil {
+	if _, err := f.deployer(cfg, &ev1, a.options(cfg)).Deploy(ctx, "v1"); err != nil {
 		t.Fatalf("deploy v1 onto fresh hosts: %v\nevents:\n%s", err, &ev1)
 	}
 	var ev2 eventLog
-	rep, err := f.deployer(cfg, &ev2, Options{}).Deploy(ctx, "v2")
+	rep, err := f.deployer(cfg, &ev2, a.options(cfg)).Deploy(ctx, "v2")
 	if err != nil {
 		t.Fatalf("deploy v2: %v\nevents:\n%s", err, &ev2)
 	}

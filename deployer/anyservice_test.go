@@ -16,6 +16,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // Services that know nothing of zero502: Python's http.server (dies at once on SIGTERM, never
@@ -136,7 +137,7 @@ func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) 
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.cmd.Process.Kill() })
+	testmain.Track(t, func() { _ = m.cmd.Process.Kill() })
 	return m
 }
 
@@ -224,6 +225,7 @@ func deployUnderLoad(t *testing.T, f *fleet, path, postPath string) {
 }
 
 func TestPythonHTTPServerStopFirstDrainedAtTheBalancer(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 3)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "stop-first"})
 	f.startLB(path)
@@ -231,6 +233,7 @@ func TestPythonHTTPServerStopFirstDrainedAtTheBalancer(t *testing.T) {
 }
 
 func TestPythonHTTPServerStartFirst(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)
@@ -240,6 +243,7 @@ func TestPythonHTTPServerStartFirst(t *testing.T) {
 // Start-first serves a one-host fleet: the old instance stays in rotation until the new one is
 // healthy at the balancer, so there is never a moment with no target.
 func TestSingleHostStartFirstLosesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 1)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)
@@ -248,6 +252,7 @@ func TestSingleHostStartFirstLosesNothing(t *testing.T) {
 
 // nginx knows nothing of the handshake either; it stops gracefully on SIGQUIT (stop_signal).
 func TestNginxStopFirstWithSIGQUIT(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("nginx"); err != nil {
 		t.Fatalf("nginx is not installed (apt-get install nginx-light; .ci/run does): %v", err)
 	}
@@ -260,6 +265,7 @@ func TestNginxStopFirstWithSIGQUIT(t *testing.T) {
 // A start-first version that never becomes healthy is rolled back while the old instance never
 // left rotation: no request fails, the host still runs v1, and nothing was drained.
 func TestStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	good := f.anyConfig("good.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(good)

@@ -40,8 +40,13 @@ type albDouble struct {
 func newALBDouble(t *testing.T, clk clock.Clock, settings elbv2double.Settings) *albDouble {
 	t.Helper()
 	d := albtest.Start(t, clk, elbv2double.TargetGroup{Name: "web", Port: 8000, Settings: settings})
-	t.Setenv(EnvALBEndpoint, d.URL)
 	return &albDouble{rig: d, double: d.Server, url: d.URL, arn: d.ARN, api: d.API}
+}
+
+// options are a deploy's Options watching this double through the real SDK (the environment's
+// endpoint is TestALBAdapterStatesSinceDriftAndGuard's: the tests that deploy run in parallel).
+func (a *albDouble) options(cfg *infra.Config) Options {
+	return Options{Balancer: NewALB(a.api, cfg, nil)}
 }
 
 func (a *albDouble) register(t *testing.T, addrs ...string) { a.rig.Register(t, addrs...) }
@@ -102,7 +107,8 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 
 	cfg := &infra.Config{Balancer: infra.Defaults().Balancer}
 	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = infra.BalancerALB, a.arn, "eu-west-1"
-	b, err := BalancerFor(cfg) // the SDK default chain + ZERO502_ALB_ENDPOINT, as in production
+	t.Setenv(EnvALBEndpoint, a.url) // (so this test is not parallel)
+	b, err := BalancerFor(cfg)      // the SDK default chain + ZERO502_ALB_ENDPOINT, as in production
 	if err != nil {
 		t.Fatalf("BalancerFor(kind alb): %v", err)
 	}
@@ -201,6 +207,7 @@ func (f *fleet) albConfig(arn string) string {
 // (someone changed it in the console); then v2 rolls, each host's timeline showing the ALB's
 // unhealthy and healthy marks.
 func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
+	t.Parallel()
 	a := newALBDouble(t, nil, elbv2double.Settings{HealthCheckPath: "/health", Interval: 2 * time.Second,
 		Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: time.Second})
 	f := newFleet(t, 2)
@@ -215,7 +222,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 	ctx := context.Background()
 
 	var ev1 eventLog
-	if _, err := f.deployer(cfg, &ev1, Options{}).Deploy(ctx, "v1"); err != nil {
+	if _, err := f.deployer(cfg, &ev1, a.options(cfg)).Deploy(ctx, "v1"); err != nil {
 		t.Fatalf("deploy v1 onto fresh hosts (nothing drained, so the broken target does not block it): %v\nevents:\n%s", err, &ev1)
 	}
 
@@ -228,7 +235,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 		return nil
 	})
 	var ev2 eventLog
-	rep, err := f.deployer(cfg, &ev2, Options{}).Deploy(ctx, "v2")
+	rep, err := f.deployer(cfg, &ev2, a.options(cfg)).Deploy(ctx, "v2")
 	var refused *RefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "fail-open guard, host host-a") ||
 		!strings.Contains(err.Error(), broken+" is unhealthy") {
@@ -249,7 +256,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 	// Drift: someone set the interval to 3s in the console.
 	a.double.Console(a.arn, func(s *elbv2double.Settings) { s.Interval = 3 * time.Second })
 	var ev3 eventLog
-	_, err = f.deployer(cfg, &ev3, Options{}).Deploy(ctx, "v2")
+	_, err = f.deployer(cfg, &ev3, a.options(cfg)).Deploy(ctx, "v2")
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "balancer.interval: config 2s, live balancer 3s") {
 		t.Fatalf("deploy v2 with the interval drifted: %v; want refused naming balancer.interval", err)
 	}
@@ -260,7 +267,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 
 	var ev4 eventLog
 	looksBefore, began := a.double.Calls("DescribeTargetHealth"), time.Now()
-	rep, err = f.deployer(cfg, &ev4, Options{}).Deploy(ctx, "v2")
+	rep, err = f.deployer(cfg, &ev4, a.options(cfg)).Deploy(ctx, "v2")
 	if err != nil {
 		t.Fatalf("deploy v2: %v\nevents:\n%s", err, &ev4)
 	}
@@ -341,6 +348,7 @@ func waitState(t *testing.T, b Balancer, target, state string) {
 // unknown or already drained target alone without calling DeregisterTargets, and deregisters
 // a registered one.
 func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
+	t.Parallel()
 	a := newALBDouble(t, nil, rotationSettings)
 	app := newHealthServer(t)
 	cfg := rotationConfig(a.arn, []int{port(t, app.addr)}, infra.Host{Name: "host-a", Address: "127.0.0.1"})
@@ -403,6 +411,7 @@ func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
 // ports, and each registers as the host's instance id on that port (not the target group's
 // port, not the first port), so the ALB checks and reports each one on its own.
 func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
+	t.Parallel()
 	a := newALBDouble(t, nil, rotationSettings)
 	arn := a.double.AddTargetGroup(elbv2double.TargetGroup{Name: "web-instances", Port: 8000, TargetType: "instance",
 		Settings: rotationSettings})

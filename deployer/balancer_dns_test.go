@@ -21,6 +21,7 @@ import (
 // from the answers at once, drained only after the TTL plus the monitor's detection, and back
 // after Add; the last edge is never removed.
 func TestDNSSetAgainstARealZoneServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	zone := filepath.Join(dir, "edge.zone")
 	set, err := zonefile.NewSet(zone, "edge.zero502.test.", zonefile.Options{TTL: time.Second})

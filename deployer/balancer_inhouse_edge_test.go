@@ -16,6 +16,7 @@ import (
 // wait until the edge has it in rotation, drain the old one, wait until its open connections
 // end, remove it.
 func TestInHouseRotationDrivesARealEdge(t *testing.T) {
+	t.Parallel()
 	old, fresh := tcpSink(t), tcpSink(t)
 	fwd := &edge.Forwarder{Listen: "127.0.0.1:0", Origins: []string{old}, Admin: "127.0.0.1:0",
 		Check: edge.UpstreamCheck{Interval: 150 * time.Millisecond, Timeout: 120 * time.Millisecond, UnhealthyThreshold: 3}}

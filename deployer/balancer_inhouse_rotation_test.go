@@ -62,6 +62,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, erro
 }
 
 func TestInHouseRotationAgainstARealLB(t *testing.T) {
+	t.Parallel()
 	old, fresh := healthyApp(t), healthyApp(t)
 	_, rot := inHouseLB(t, old)
 	var _ Rotation = rot
@@ -119,6 +120,7 @@ func TestInHouseRotationAgainstARealLB(t *testing.T) {
 }
 
 func TestInHouseRotationErrorsWhenTheLBIsDown(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
+	t.Parallel()
 	cfg := infra.Defaults().Balancer
 	inHouse := Settings{Listen: "127.0.0.1:9999", BalancerNumbers: cfg.BalancerNumbers, Reported: adminapi.InHouseNumbers()}
 	inHouse.HealthPath, inHouse.Interval, inHouse.UnhealthyThreshold = "/healthz", 10*time.Second, 3
@@ -47,6 +48,7 @@ func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
 }
 
 func TestSummarizeNamesOneVersionOrEachService(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		versions map[string]string
 		services int

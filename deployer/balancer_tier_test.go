@@ -13,6 +13,7 @@ import (
 // rotation only when both have it in, a drain reaches both, and it is drained only when both
 // say so.
 func TestTierOfTwoRealLBs(t *testing.T) {
+	t.Parallel()
 	app := healthyApp(t)
 	lb1, a := inHouseLB(t, app)
 	_, b := inHouseLB(t, app)
@@ -75,6 +76,7 @@ func TestTierOfTwoRealLBs(t *testing.T) {
 // TestTierComparesEveryInstancesSettings: instances of one tier must run the config's numbers;
 // the second one's drift is named after it.
 func TestTierComparesEveryInstancesSettings(t *testing.T) {
+	t.Parallel()
 	app := healthyApp(t)
 	_, a := inHouseLB(t, app)
 	_, b := inHouseLB(t, app)

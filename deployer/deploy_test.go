@@ -20,6 +20,7 @@ import (
 // A first deploy onto empty hosts simply starts v1; the next rolls v1 → v2 under load without a
 // failed request, each POST executed exactly once; a rerun verifies and redeploys nothing.
 func TestFreshFleetStartsThenRollsUnderLoadWithNoFailedRequest(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 3)
 	path := f.config("fleet.yaml", defaultValues())
 	cfg := f.load(path)
@@ -90,6 +91,7 @@ func TestFreshFleetStartsThenRollsUnderLoadWithNoFailedRequest(t *testing.T) {
 // A version that never becomes healthy: the first host is rolled back, the rollout stops with
 // an error, the second host is not touched, and the load sees no failure.
 func TestNeverHealthyVersionIsRolledBackAndTheRolloutStops(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	good := f.config("good.yaml", defaultValues())
 	f.startLB(good)

@@ -175,7 +175,7 @@ func TestDockerStartFirstRunsTheNewContainerBesideTheOld(t *testing.T) {
 	f := newDockerFleet(t)
 	second := []int{dockertest.FreePort(t), dockertest.FreePort(t)}
 	cmd := `["/zero502", "app", "--host", "0.0.0.0", "--version", "{version}", "--port", "{port}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]`
-	body := fmt.Sprintf(`balancer: {kind: none, interval: 200ms, timeout: 150ms, unhealthy_threshold: 2, healthy_threshold: 2, idle_timeout: 5s}
+	body := fmt.Sprintf(`balancer: {kind: none, interval: 400ms, timeout: 300ms, unhealthy_threshold: 2, healthy_threshold: 2, idle_timeout: 5s}
 drain: {window: 1s, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
 watchdog: {interval: 1s, heal_after: 4}
 app: {keepalive_idle_timeout: 10s}

@@ -15,32 +15,28 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
-// bin is the real zero502 binary, built once for the whole package's tests: the LB, the app
-// instances and the deploy command under test are all this binary.
+// bin is the real zero502 binary, built once for the whole package's tests (static: the Docker
+// tests' image holds the same build): the LB, the app instances and the deploy command under test
+// are all this binary.
 var bin string
 
+// The tests mostly wait on real timers (health intervals, drain windows, bakes), not on the CPU:
+// more of them run at once than GOMAXPROCS (testmain), each on its own ports and state dirs.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "zero502-deployer-test-")
-	if err != nil {
+	if err := albtest.SetProcessEnv(); err != nil { // the ALB tests' SDK environment, once: they run in parallel
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "zero502")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/zero502").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build zero502: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := dockertest.Main(m) // m.Run, then the docker tests' containers and image are removed
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: 6}))
 }
 
 // fleet is a local fleet for one test: N "hosts" on loopback (free ports, own state dirs), one
@@ -103,7 +99,7 @@ func newFleet(t *testing.T, hosts int) *fleet {
 		}
 		f.runtimes[hostName(i)] = rt
 	}
-	t.Cleanup(f.killInstances)
+	testmain.Track(t, f.killInstances) // at the test's end, or before a -timeout ends the binary
 	return f
 }
 

@@ -13,6 +13,7 @@ import (
 // balancer still sends it traffic. The deployer's watch sees the target still in rotation when
 // the instance exits, stops the rollout with that finding and rolls the host back.
 func TestServerGoneBeforeLeavingRotationStopsTheRollout(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	v := defaultValues()
 	v.AppFlags = []string{"--drain", "0s"} // the app ignores the drain window

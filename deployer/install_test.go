@@ -39,6 +39,7 @@ func installRun(t *testing.T, in Install) (string, error) {
 // Binary and answers `version`; the dirs exist; every unit (and nothing else) lands readable in
 // UnitDir, byte for byte but for the binary's and the config dir's paths; no temporary file stays.
 func TestInstallScriptPutsTheBinaryTheDirsAndTheUnitsInPlace(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "it's a server")
 	in := Install{
 		Binary:    filepath.Join(root, "opt bin", "zero502"),
@@ -89,6 +90,7 @@ func TestInstallScriptPutsTheBinaryTheDirsAndTheUnitsInPlace(t *testing.T) {
 
 // A step that fails stops the script: nothing after it runs, and it exits non-zero.
 func TestInstallScriptStopsAtTheFirstFailure(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	blocker := filepath.Join(root, "bin")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {

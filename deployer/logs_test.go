@@ -16,6 +16,7 @@ import (
 
 // logs -f prints what is there, then what is appended, until cancelled; a missing log says why.
 func TestLogsFollowPrintsWhatIsAppended(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "web.log")
 	if err := copyLog(context.Background(), path, false, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "never started on this host") {
 		t.Fatalf("missing log: %v, want an error saying the service never started", err)

@@ -16,6 +16,7 @@ func requireSamples(t *testing.T, path string, want map[string]float64) {
 }
 
 func TestMetricsTextfileOfASucceededDeploy(t *testing.T) {
+	t.Parallel()
 	start := time.Unix(1_700_000_000, 0)
 	rep := Report{Version: "v2", Started: start, Duration: 42 * time.Second, Hosts: []HostReport{
 		{Host: "web-1", Outcome: OutcomeDeployed, Duration: 15 * time.Second, Floor: 10 * time.Second},
@@ -57,6 +58,7 @@ func TestMetricsTextfileOfASucceededDeploy(t *testing.T) {
 }
 
 func TestMetricsTextfileMustEndInProm(t *testing.T) {
+	t.Parallel()
 	err := WriteMetricsTextfile(filepath.Join(t.TempDir(), "deploy.txt"), Report{})
 	if err == nil || !strings.Contains(err.Error(), "deploy.txt") || !strings.Contains(err.Error(), ".prom") {
 		t.Fatalf("err = %v, want the path and the .prom rule named", err)

@@ -16,9 +16,11 @@ import (
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 func TestSSHTargetsAndRefusals(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string][2]string{
 		"root@127.0.0.1:2222": {"root@127.0.0.1", "2222"},
 		"deploy@web-1":        {"deploy@web-1", ""},
@@ -98,7 +100,7 @@ LogLevel VERBOSE
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	testmain.Track(t, func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		logf.Close()

@@ -9,6 +9,7 @@ import (
 
 // disagreements holds a service to its published spec by the rules of a deploy's verify.
 func TestStatusDisagreementsFollowTheSpec(t *testing.T) {
+	t.Parallel()
 	want := spec.Service{Name: "web", Version: "v2", Address: "127.0.0.1:9001"}
 	ok := InstanceStatus{ID: "pid:1", Version: "v2", Address: "127.0.0.1:9001", Healthy: true, Balancer: &TargetState{State: "healthy", InRotation: true}}
 	stopped := want

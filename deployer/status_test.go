@@ -70,6 +70,7 @@ func requireAgrees(t *testing.T, path, version string) {
 // deploy (no spec), 0 after v1 and after v2 with what runs where, 1 after an instance crashed,
 // naming the host and service.
 func TestStatusAgreesWithARealFleetBeforeAndAfterADeployAndAfterACrash(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	path := f.config("zero502.yaml", defaultValues())
 	f.startLB(path)
@@ -149,6 +150,7 @@ func TestStatusAgreesWithARealFleetBeforeAndAfterADeployAndAfterACrash(t *testin
 // leaves the service down however many ticks fail, status agrees (exit 0), the logs are there,
 // and the next deploy starts it again.
 func TestStopLeavesNothingRunningAndTheWatchdogDoesNotHealIt(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	path := f.config("zero502.yaml", defaultValues())
 	f.startLB(path)
@@ -207,6 +209,7 @@ func TestStopLeavesNothingRunningAndTheWatchdogDoesNotHealIt(t *testing.T) {
 // balancer, start-first: python3 -m http.server, which dies at once on SIGTERM), so the load
 // through the LB loses no request while one host leaves; status then agrees.
 func TestStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t, 2)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)

@@ -23,6 +23,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	}
 	os.Setenv(fuseEnv, fmt.Sprint(os.Getpid()))
-	os.Exit(dockertest.Main(m))
+	os.Exit(dockertest.Main(m, testmain.Options{}))
 }
 
 func waitForSignal() {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,27 +13,14 @@ import (
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // bin is the zero502 binary built once for the end-to-end tests.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "zero502-demo-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	bin = filepath.Join(dir, "zero502")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/zero502")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build zero502:", err)
-		os.Exit(2)
-	}
-	code := dockertest.Main(m) // m.Run, then the docker test's image tag is removed
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin}))
 }
 
 func TestRewriteGivesEveryRunItsOwnPortsAndStateDirs(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -45,16 +46,15 @@ type Double struct {
 
 // Start starts the double on clk (nil: real time) with target group tg, until the test ends.
 // The SDK's default chain sees only the static credentials in the environment: no profile,
-// config file or instance metadata of the machine.
+// config file or instance metadata of the machine. Start sets that environment for the test
+// (t.Setenv, so the test cannot be parallel) unless the test binary's TestMain set it for the
+// whole process with SetProcessEnv.
 func Start(t testing.TB, clk clock.Clock, tg elbv2double.TargetGroup) *Double {
 	t.Helper()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID": AccessKeyID, "AWS_SECRET_ACCESS_KEY": SecretAccessKey,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"), "AWS_PROFILE": "", "AWS_REGION": "",
-	} {
-		t.Setenv(k, v)
+	if os.Getenv(processEnvMarker) == "" {
+		for k, v := range sdkEnv(t.TempDir()) {
+			t.Setenv(k, v)
+		}
 	}
 	s := elbv2double.New(elbv2double.Options{Clock: clk, Region: Region})
 	t.Cleanup(s.Close)
@@ -73,6 +73,34 @@ func Start(t testing.TB, clk clock.Clock, tg elbv2double.TargetGroup) *Double {
 	}
 	d.API = api
 	return d
+}
+
+// processEnvMarker is set by SetProcessEnv.
+const processEnvMarker = "ZERO502_ALBTEST_PROCESS_ENV"
+
+// sdkEnv is the environment the SDK's default chain reads, pointing at nothing of the machine's
+// but files in dir (which need not exist).
+func sdkEnv(dir string) map[string]string {
+	return map[string]string{
+		"AWS_ACCESS_KEY_ID": AccessKeyID, "AWS_SECRET_ACCESS_KEY": SecretAccessKey,
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": filepath.Join(dir, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"), "AWS_PROFILE": "", "AWS_REGION": "",
+	}
+}
+
+// SetProcessEnv sets Start's environment for the whole test binary, from its TestMain, so tests
+// that start doubles can run in parallel. Every test of that binary then sees it.
+func SetProcessEnv() error {
+	dir, err := os.MkdirTemp("", "albtest-")
+	if err != nil {
+		return err
+	}
+	for k, v := range sdkEnv(dir) {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	return os.Setenv(processEnvMarker, dir)
 }
 
 // Target is the SDK's description of target ip:port.

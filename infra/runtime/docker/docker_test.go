@@ -18,9 +18,10 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
-func TestMain(m *testing.M) { os.Exit(dockertest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(dockertest.Main(m, testmain.Options{})) }
 
 // appService is a spec for `zero502 app` in the test image, published on 127.0.0.1:port.
 func appService(image, name, version string, port int, drain, shutdown time.Duration, extra ...string) spec.Service {

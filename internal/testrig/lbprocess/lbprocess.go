@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // ready bounds the wait for the admin API of a starting LB (a loaded CI machine is slow to start
@@ -33,7 +35,7 @@ func Start(t testing.TB, bin, config, admin, logPath string, extra ...string) {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	testmain.Track(t, func() { // at the test's end, or before a -timeout ends the test binary
 		_ = cmd.Process.Kill()
 		<-exited
 		logf.Close()

@@ -1,7 +1,8 @@
 // Package dockertest gives tests the real Docker Engine this machine runs: Engine connects (a
 // test is skipped when the engine is unreachable, and fails instead when CI=true), Image builds
 // the zero502 image FROM scratch once per test binary under a tag of its own, and Main removes
-// that tag and every container the tests labelled when the run ends.
+// that tag and every container of the tests' hosts when the run ends, or before its -timeout,
+// and at its start whatever an earlier run whose test binary died left behind (stale.go).
 package dockertest
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // suite holds what one test binary built on the engine, for Main to clean up.
@@ -33,21 +35,30 @@ type suite struct {
 
 var s suite // one per test binary: the image is built once and removed once
 
-// Main runs the tests, then removes every container of the hosts the tests named (HostName) and
-// the image tag Image built. Call it from TestMain: os.Exit(dockertest.Main(m)).
-func Main(m *testing.M) int {
-	code := m.Run()
+// Main runs the tests through testmain (o: the binary, -parallel), after removing what earlier
+// runs left on the engine (containers of test hosts and test image tags whose test binary is no
+// longer running: one that hit its -timeout); when the tests end, or just before this run's
+// -timeout, it removes every container of the hosts the tests named (HostName) and the image tag
+// Image built. Call it from TestMain: os.Exit(dockertest.Main(m, testmain.Options{…})).
+func Main(m *testing.M, o testmain.Options) int {
+	sweepStale()
+	testmain.AtExit(cleanup)
+	return testmain.Run(m, o)
+}
+
+// cleanup removes this run's containers and image tag.
+func cleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.bin != "" {
+	if s.bin != "" && s.bin != testmain.StaticBinary() {
 		os.RemoveAll(filepath.Dir(s.bin))
 	}
 	if s.tag == "" && len(s.hosts) == 0 {
-		return code
+		return
 	}
 	rt, err := docker.New("")
 	if err != nil {
-		return code
+		return
 	}
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -60,7 +71,6 @@ func Main(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "dockertest: cleanup:", err)
 		}
 	}
-	return code
 }
 
 // Engine returns a runtime on the engine DOCKER_HOST or the local socket names. When the engine
@@ -99,22 +109,25 @@ func Image(t testing.TB, rt *docker.Runtime) string {
 			s.err = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "zero502-dockertest-")
-		if err != nil {
-			s.err = err
-			return
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		bin := testmain.StaticBinary() // the package's own build, when its TestMain made one
+		if bin == "" {
+			dir, err := os.MkdirTemp("", "zero502-dockertest-")
+			if err != nil {
+				s.err = err
+				return
+			}
+			bin = filepath.Join(dir, "zero502")
+			if err := docker.BuildBinary(ctx, root, bin, io.Discard); err != nil {
+				s.err = err
+				return
+			}
 		}
-		bin := filepath.Join(dir, "zero502")
 		s.mu.Lock()
 		s.bin = bin
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		if err := docker.BuildBinary(ctx, root, bin, io.Discard); err != nil {
-			s.err = err
-			return
-		}
-		tag := "zero502/app:test-" + randHex(4)
+		tag := "zero502/app:" + owned("test-")
 		if _, err := rt.BuildImage(ctx, docker.BuildOptions{Tags: []string{tag}, Binary: bin}); err != nil {
 			s.err = err
 			return
@@ -141,7 +154,7 @@ func Binary(t testing.TB, rt *docker.Runtime) string {
 // when the test ends (and again by Main, should a test have been killed midway).
 func HostName(t testing.TB, rt *docker.Runtime) string {
 	t.Helper()
-	h := "t" + randHex(4)
+	h := owned("t")
 	s.mu.Lock()
 	s.hosts = append(s.hosts, h)
 	s.mu.Unlock()

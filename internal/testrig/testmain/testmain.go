@@ -1,0 +1,179 @@
+// Package testmain is the tests' one TestMain: it builds the zero502 binary once per test binary
+// (static, so the same build runs as a process and inside a Docker image FROM scratch), runs more
+// of the tests at once than GOMAXPROCS when they mostly wait on real timers (unless -parallel was
+// given), and runs every cleanup registered with Track or AtExit both when a test ends and shortly
+// before the test binary's -timeout fires, so a run that times out leaves no process or container
+// behind for the next one.
+package testmain
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Options say what a package's TestMain wants.
+type Options struct {
+	// Binary, when not nil, is set to the path of the zero502 binary built for this test binary
+	// (removed when the tests end). The build is static (CGO_ENABLED=0).
+	Binary *string
+	// Parallel is the -parallel used when the caller gave none (0: Go's default, GOMAXPROCS).
+	Parallel int
+}
+
+var (
+	mu       sync.Mutex
+	cleanups = map[int]func(){}
+	next     int
+	binary   string
+)
+
+// Run parses the test flags, builds the binary when asked, arms the cleanup before the timeout,
+// runs the tests and the remaining cleanups, and returns the exit code for os.Exit.
+func Run(m *testing.M, o Options) int {
+	flag.Parse()
+	if o.Parallel > 0 && !given("test.parallel") {
+		_ = flag.Set("test.parallel", fmt.Sprint(o.Parallel))
+	}
+	if o.Binary != nil {
+		dir, err := os.MkdirTemp("", "zero502-test-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testmain:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "zero502")
+		if err := build(path); err != nil {
+			fmt.Fprintln(os.Stderr, "testmain:", err)
+			return 1
+		}
+		mu.Lock()
+		binary = path
+		mu.Unlock()
+		*o.Binary = path
+	}
+	stop := armDeadline()
+	defer stop()
+	code := m.Run()
+	runAll("the tests ended")
+	return code
+}
+
+// StaticBinary is the binary Run built ("" when the package's TestMain asked for none).
+func StaticBinary() string {
+	mu.Lock()
+	defer mu.Unlock()
+	return binary
+}
+
+// AtExit registers fn to run once: when the tests end, or before the timeout, whichever is first.
+func AtExit(fn func()) {
+	register(fn)
+}
+
+// Track registers fn to run once: when t ends (t.Cleanup), or before the test binary's timeout
+// should the test still be running then.
+func Track(t testing.TB, fn func()) {
+	id := register(fn)
+	t.Cleanup(func() { take(id)() })
+}
+
+func register(fn func()) int {
+	mu.Lock()
+	defer mu.Unlock()
+	next++
+	var once sync.Once
+	cleanups[next] = func() { once.Do(fn) }
+	return next
+}
+
+// take removes the cleanup id and returns it (a no-op when it ran already).
+func take(id int) func() {
+	mu.Lock()
+	defer mu.Unlock()
+	fn, ok := cleanups[id]
+	if !ok {
+		return func() {}
+	}
+	delete(cleanups, id)
+	return fn
+}
+
+// runAll runs every registered cleanup, the newest first (as t.Cleanup does).
+func runAll(why string) {
+	mu.Lock()
+	ids := make([]int, 0, len(cleanups))
+	for id := range cleanups {
+		ids = append(ids, id)
+	}
+	mu.Unlock()
+	if len(ids) > 0 && why != "the tests ended" {
+		fmt.Fprintf(os.Stderr, "testmain: %s: stopping the %d processes and containers the running tests started\n", why, len(ids))
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Backward(ids) {
+		take(id)()
+	}
+}
+
+// armDeadline runs every cleanup a margin before -test.timeout (the tests then fail, as they
+// would have, but leave nothing running), and on SIGINT or SIGTERM before exiting.
+func armDeadline() (stop func()) {
+	timeout := time.Duration(0)
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			timeout, _ = g.Get().(time.Duration)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	var fire <-chan time.Time
+	if timeout > 0 {
+		margin := min(30*time.Second, timeout/10)
+		fire = time.After(timeout - margin)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-fire:
+			runAll(fmt.Sprintf("the test binary's -timeout %s is near", timeout))
+		case s := <-sig:
+			runAll("got " + s.String())
+			os.Exit(1)
+		}
+	}()
+	return func() { signal.Stop(sig); cancel() }
+}
+
+// given reports whether the flag was set on the command line.
+func given(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// build compiles ./cmd/zero502 of this module, statically, into path.
+func build(path string) error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("find the module root (go list -m): %w", err)
+	}
+	root := string(out[:len(out)-1])
+	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/zero502")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/zero502 in %s: %w\n%s", root, err, msg)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package testmain_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/testmain"
+)
+
+// childEnv turns TestChildStartsAProcessAndHangs on in the child test binary the tests run.
+const childEnv = "ZERO502_TESTMAIN_CHILD_PIDFILE"
+
+func TestMain(m *testing.M) {
+	os.Exit(testmain.Run(m, testmain.Options{Parallel: 5}))
+}
+
+// In the child only: starts a long sleep the way a test starts a service (Track kills it), then
+// hangs past the test binary's -timeout.
+func TestChildStartsAProcessAndHangs(t *testing.T) {
+	pidFile := os.Getenv(childEnv)
+	if pidFile == "" {
+		t.Skip("run by TestATimedOutTestBinaryLeavesNoProcessBehind")
+	}
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testmain.Track(t, func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {} // until the -timeout panic ends the binary
+}
+
+func TestATimedOutTestBinaryLeavesNoProcessBehind(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestChildStartsAProcessAndHangs$", "-test.timeout", "3s")
+	cmd.Env = append(os.Environ(), childEnv+"="+pidFile)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "test timed out after 3s") {
+		t.Fatalf("the child test binary did not time out: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "-timeout 3s is near") {
+		t.Errorf("the child did not say it stopped what its tests started before the timeout:\n%s", out)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the child never started its process: %v\n%s", err, out)
+	}
+	pid, _ := strconv.Atoi(string(data))
+	poll.UntilNil(t, 5*time.Second, "the timed-out binary's process is gone", func() error {
+		if running(pid) {
+			return fmt.Errorf("pid %d (sleep 600) still runs", pid)
+		}
+		return nil
+	})
+}
+
+// running reports whether pid is a live process (a zombie waiting for its reaper is not).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+func TestTrackRunsAtTheTestsEndOnce(t *testing.T) {
+	runs := 0
+	t.Run("inner", func(t *testing.T) { testmain.Track(t, func() { runs++ }) })
+	if runs != 1 {
+		t.Fatalf("Track's cleanup ran %d times when its test ended, want 1", runs)
+	}
+}
+
+func TestParallelIsRaisedWhenNotGiven(t *testing.T) {
+	f := flagValue(t, "test.parallel")
+	if f != "5" {
+		t.Errorf("-test.parallel is %s, want the 5 TestMain asked for", f)
+	}
+}
+
+func flagValue(t *testing.T, name string) string {
+	t.Helper()
+	f := flag.Lookup(name)
+	if f == nil {
+		t.Fatalf("no flag %s", name)
+	}
+	return f.Value.String()
+}
