@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/zero502/zero502/infra/healthcheck"
 )
 
 // Config is the whole of zero502's configuration. The YAML keys are the mapstructure tags; the
@@ -297,6 +299,11 @@ type ServiceHealth struct {
 	ExpectStatus int `mapstructure:"expect_status"`
 	// Timeout bounds one check. Default balancer.timeout.
 	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// Rule is the configured health check as the one HTTP health rule every checker runs.
+func (h ServiceHealth) Rule() healthcheck.Rule {
+	return healthcheck.Rule{Path: h.Path, Status: h.ExpectStatus, Timeout: h.Timeout}
 }
 
 // ServiceVerify is what the deployer checks, beyond the runtime (the running instance is the one
