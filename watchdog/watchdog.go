@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -53,7 +52,6 @@ type Watchdog struct {
 	rt    Runtime
 	clock clock.Clock
 	log   *slog.Logger
-	http  *http.Client
 }
 
 // New returns the watchdog of host h.
@@ -73,14 +71,6 @@ func New(cfg *infra.Config, h infra.Host, opts Options) (*Watchdog, error) {
 		w.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	w.log = w.log.With("host", h.Name)
-	// A fresh connection per check: a pooled socket must not hide a dead listener.
-	w.http = &http.Client{
-		Timeout:   cfg.Watchdog.CheckTimeout,
-		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
 	return w, nil
 }
 
