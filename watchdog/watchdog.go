@@ -1,13 +1,13 @@
 // Package watchdog owns the self-healing watchdog of a host: one tick per run (a systemd timer
 // runs it every minute). A tick takes the host lock without waiting and skips when a deploy, or
 // any flock(1) script, holds it, leaving every failure counter untouched; it reads the host's
-// published spec (never writes it), checks every service (HTTP GET on its health path, or the
-// instance's state for a service without a port), counts consecutive failures in a state file,
-// and on the heal_after-th consecutive failure recreates the service from the spec. A service the
-// spec marks stopped is never started. Each heal is one JSON log line and a counter in a
-// Prometheus textfile. A heal that fails makes the tick fail (Report.Err, a non-zero exit that
-// systemd flags) without stopping the heals of the host's other services. Invariant I5 says why
-// a draining service is never healed.
+// published spec (never writes it), checks every service (by its own health rule from the spec,
+// package healthcheck, or by the instance's state for a service without a port), counts
+// consecutive failures in a state file, and on the heal_after-th consecutive failure recreates
+// the service from the spec. A service the spec marks stopped is never started. Each heal is one
+// JSON log line and a counter in a Prometheus textfile. A heal that fails makes the tick fail
+// (Report.Err, a non-zero exit that systemd flags) without stopping the heals of the host's other
+// services. Invariant I5 says why a draining service is never healed.
 package watchdog
 
 import (
