@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"regexp"
 	"sort"
@@ -63,13 +62,15 @@ const DefaultLockTimeout = 10 * time.Minute
 
 // Deployer rolls one config's fleet to a version. Use one Deployer per Deploy call.
 type Deployer struct {
-	cfg    *infra.Config
-	opts   Options
-	clock  clock.Clock
-	bal    Balancer
-	view   bool // the balancer can see targets (not kind none)
-	self   string
-	client *http.Client
+	cfg   *infra.Config
+	opts  Options
+	clock clock.Clock
+	bal   Balancer
+	view  bool // the balancer can see targets (not kind none)
+	self  string
+	// checkTimeout bounds a direct GET whose rule has no timeout (a spec published before
+	// services[].health.timeout was carried) and a services[].verify version path.
+	checkTimeout time.Duration
 
 	runtimes map[string]Runtime
 	fleet    *hostlock.Lock // the fleet deploy lock, held from preflight to the read-back
@@ -90,8 +91,7 @@ func New(cfg *infra.Config, opts Options) *Deployer {
 	if d.opts.LockTimeout <= 0 {
 		d.opts.LockTimeout = DefaultLockTimeout
 	}
-	timeout := max(2*cfg.Balancer.Timeout, 2*time.Second)
-	d.client = &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	d.checkTimeout = max(2*cfg.Balancer.Timeout, 2*time.Second)
 	return d
 }
 

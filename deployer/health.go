@@ -4,72 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// healthCheck is a service's direct health check (services[].health).
-type healthCheck struct {
-	Path    string
-	Status  int
-	Timeout time.Duration
+// checkHealth runs a service's health rule against addr directly (no balancer): one GET of its
+// path on a fresh connection, never following a redirect, wanting exactly its status, within its
+// timeout (d.checkTimeout when the rule has none). The answer (status, header, bounded body) is
+// returned for a version check.
+func (d *Deployer) checkHealth(ctx context.Context, addr string, rule healthcheck.Rule) (healthcheck.Answer, error) {
+	if rule.Timeout <= 0 {
+		rule.Timeout = d.checkTimeout
+	}
+	return healthcheck.Check(ctx, addr, rule, "")
 }
 
-// checkOf is the health check of a published service.
-func checkOf(svc spec.Service) healthCheck {
-	return healthCheck{Path: svc.HealthPath, Status: svc.HealthStatus, Timeout: svc.HealthTimeout}
-}
-
-// configCheck is the health check of a configured service.
-func configCheck(svc infra.Service) healthCheck {
-	return healthCheck{Path: svc.Health.Path, Status: svc.Health.ExpectStatus, Timeout: svc.Health.Timeout}
-}
-
-// checkHealth GETs http://addr+path directly (no balancer), within the check's timeout, and
-// wants its status (200 unless the config says otherwise). The response (body read) is returned
-// for a version check.
-func (d *Deployer) checkHealth(ctx context.Context, addr string, hc healthCheck) (*http.Response, []byte, error) {
-	if hc.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, hc.Timeout)
-		defer cancel()
-	}
-	resp, body, err := d.get(ctx, addr, hc.Path)
-	if err != nil {
-		return nil, nil, err
-	}
-	want := hc.Status
-	if want == 0 {
-		want = http.StatusOK
-	}
-	if resp.StatusCode != want {
-		return resp, body, fmt.Errorf("answered %s, want %d", resp.Status, want)
-	}
-	return resp, body, nil
-}
-
-// get is one direct GET on a fresh connection; the body (up to 1 MiB) is read and closed.
-func (d *Deployer) get(ctx context.Context, addr, path string) (*http.Response, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the answer of GET %s on %s: %w", path, addr, err)
-	}
-	return resp, body, nil
+// get is one direct GET of path on addr, the way a health check asks (healthcheck.Get), within
+// d.checkTimeout.
+func (d *Deployer) get(ctx context.Context, addr, path string) (healthcheck.Answer, error) {
+	return healthcheck.Get(ctx, addr, path, "", d.checkTimeout)
 }
 
 // waitHealthy waits until inst answers its health check directly and, when watch is set, the
@@ -98,7 +57,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 		case cur.Health == "unhealthy":
 			last = fmt.Errorf("the runtime's health check says unhealthy")
 		case !direct && svc.Port > 0:
-			if _, _, err := d.checkHealth(ctx, svc.Address, checkOf(svc)); err != nil {
+			if _, err := d.checkHealth(ctx, svc.Address, svc.HealthRule()); err != nil {
 				last = fmt.Errorf("direct %s on %s: %w", svc.HealthPath, svc.Address, err)
 				break
 			}
@@ -150,7 +109,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, in
 
 func healthyMessage(svc spec.Service) string {
 	if svc.Port > 0 {
-		return fmt.Sprintf("%s answers %s %d", svc.Address, svc.HealthPath, max(svc.HealthStatus, 200))
+		return fmt.Sprintf("%s answers %s %d", svc.Address, svc.HealthPath, svc.HealthRule().Want())
 	}
 	return "running (no port: checked by its runtime state)"
 }
@@ -193,24 +152,24 @@ func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.
 			}
 			continue
 		}
-		resp, _, err := d.checkHealth(ctx, svc.Address, checkOf(svc))
+		answer, err := d.checkHealth(ctx, svc.Address, svc.HealthRule())
 		if err != nil {
 			return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.HealthPath, svc.Address, err)
 		}
 		if svc.VersionHeader != "" {
-			if got := resp.Header.Get(svc.VersionHeader); got != svc.Version {
+			if got := answer.Header.Get(svc.VersionHeader); got != svc.Version {
 				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %s %q, want %q (services[].verify.version_header)",
 					h.Name, svc.Name, svc.HealthPath, svc.Address, svc.VersionHeader, got, svc.Version)
 			}
 		}
 		if svc.VersionPath != "" {
-			resp, body, err := d.get(ctx, svc.Address, svc.VersionPath)
+			a, err := d.get(ctx, svc.Address, svc.VersionPath)
 			switch {
 			case err != nil:
 				return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.VersionPath, svc.Address, err)
-			case resp.StatusCode != http.StatusOK || !strings.Contains(string(body), svc.ExpectBody):
-				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %s %.80q, want 200 with %q (services[].verify)",
-					h.Name, svc.Name, svc.VersionPath, svc.Address, resp.Status, body, svc.ExpectBody)
+			case a.Status != http.StatusOK || !strings.Contains(string(a.Body), svc.ExpectBody):
+				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %d %.80q, want 200 with %q (services[].verify)",
+					h.Name, svc.Name, svc.VersionPath, svc.Address, a.Status, a.Body, svc.ExpectBody)
 			}
 		}
 		if balanced && svc.Name == bsvc.Name && d.view && !d.opts.Naive {

@@ -176,7 +176,7 @@ func (d *Deployer) patience() time.Duration {
 // servingNow is one look of serving.
 func (d *Deployer) servingNow(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
 	target := d.currentTarget(ctx, h, svc)
-	_, _, direct := d.checkHealth(ctx, target, configCheck(svc))
+	_, direct := d.checkHealth(ctx, target, svc.Health.Rule())
 	var problems []string
 	if direct != nil {
 		problems = append(problems, fmt.Sprintf("target %s: direct %s: %v", target, svc.Health.Path, direct))

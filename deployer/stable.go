@@ -70,7 +70,7 @@ func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started
 			}
 			if f.svc.Port > 0 && !d.opts.Naive && now.Sub(checked[i]) >= d.cfg.Balancer.Interval {
 				checked[i] = now
-				if _, _, err := d.checkHealth(ctx, f.svc.Address, checkOf(f.svc)); err != nil {
+				if _, err := d.checkHealth(ctx, f.svc.Address, f.svc.HealthRule()); err != nil {
 					failures[i]++
 					if failures[i] >= d.cfg.Balancer.UnhealthyThreshold {
 						if cur, ok := d.exitsWithin(ctx, rt, f.inst.ID, d.cfg.Balancer.Interval); ok {

@@ -132,8 +132,8 @@ func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
 			is := InstanceStatus{ID: in.ID, Version: in.Version, Address: in.Address, Since: in.StartedAt}
 			switch {
 			case in.Address != "" && inSpec:
-				check := checkOf(want)
-				if _, _, err := d.checkHealth(ctx, in.Address, check); err != nil {
+				check := want.HealthRule()
+				if _, err := d.checkHealth(ctx, in.Address, check); err != nil {
 					is.HealthError = fmt.Sprintf("GET %s on %s: %v", check.Path, in.Address, err)
 				} else {
 					is.Healthy = true

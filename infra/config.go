@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/zero502/zero502/infra/healthcheck"
 )
 
 // Config is the whole of zero502's configuration. The YAML keys are the mapstructure tags; the
@@ -129,7 +131,9 @@ type Watchdog struct {
 	// HealAfter is how many consecutive failed checks a service needs before it is healed.
 	// Default 4; (HealAfter − 1) × Interval must exceed drain window + shutdown (I5).
 	HealAfter int `mapstructure:"heal_after"`
-	// CheckTimeout bounds one health check. Default 2s.
+	// CheckTimeout bounds one health check of a service whose published spec carries no
+	// health timeout (one published before it did); otherwise services[].health.timeout does.
+	// Default 2s.
 	CheckTimeout time.Duration `mapstructure:"check_timeout"`
 	// LockPath is the host's deploy lock (flock), shared with the deployer and bootstrap scripts.
 	// Default /run/lock/zero502.lock; a host may override it.
@@ -251,7 +255,8 @@ type Service struct {
 	// HealthPath is the service's health endpoint. Default balancer.health_path. Shorthand for
 	// health.path (set one of the two).
 	HealthPath string `mapstructure:"health_path"`
-	// Health is how the deployer checks the service directly.
+	// Health is the service's HTTP health rule, run the same way by the deployer (directly),
+	// the watchdog and zero502 status.
 	Health ServiceHealth `mapstructure:"health"`
 	// Drain is how the service leaves rotation when it is replaced: handshake (default: it
 	// answers 503 on its health path after the stop signal while it keeps serving, and the
@@ -289,14 +294,21 @@ const (
 	DrainBalancer  = "balancer"  // the deployer drains its target at the balancer first
 )
 
-// ServiceHealth is the direct health check of a service.
+// ServiceHealth is the HTTP health rule of a service (package healthcheck): GET Path on a fresh
+// connection, never following a redirect, answers ExpectStatus within Timeout.
 type ServiceHealth struct {
 	// Path is the path to GET. Default: health_path, else balancer.health_path.
 	Path string `mapstructure:"path"`
-	// ExpectStatus is the status code a healthy service answers. Default 200.
+	// ExpectStatus is the one status code a healthy service answers (a 301 passes only 301).
+	// Default 200.
 	ExpectStatus int `mapstructure:"expect_status"`
 	// Timeout bounds one check. Default balancer.timeout.
 	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// Rule is the configured health check as the one HTTP health rule every checker runs.
+func (h ServiceHealth) Rule() healthcheck.Rule {
+	return healthcheck.Rule{Path: h.Path, Status: h.ExpectStatus, Timeout: h.Timeout}
 }
 
 // ServiceVerify is what the deployer checks, beyond the runtime (the running instance is the one

@@ -3,15 +3,16 @@ package watchdog
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 
+	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
 
 // check returns "" when svc is healthy, else why not. A service with an address is checked by
-// HTTP GET on its health path (any 2xx passes) within watchdog.check_timeout; one without is
+// its own health rule as the spec publishes it (healthcheck: GET its health path on a fresh
+// connection, never following a redirect, wanting exactly its expected status, within its
+// health timeout; watchdog.check_timeout only when the spec carries no timeout); one without is
 // checked by its instance's state and, where the runtime has one, its own health verdict.
 func (w *Watchdog) check(ctx context.Context, svc spec.Service) string {
 	if svc.Address != "" {
@@ -21,24 +22,15 @@ func (w *Watchdog) check(ctx context.Context, svc spec.Service) string {
 }
 
 func (w *Watchdog) checkHTTP(ctx context.Context, svc spec.Service) string {
-	path := svc.HealthPath
-	if path == "" {
-		path = w.cfg.Balancer.HealthPath
+	rule := svc.HealthRule()
+	if rule.Path == "" {
+		rule.Path = w.cfg.Balancer.HealthPath
 	}
-	url := "http://" + svc.Address + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Sprintf("health %s: %v", url, err)
+	if rule.Timeout <= 0 {
+		rule.Timeout = w.cfg.Watchdog.CheckTimeout
 	}
-	req.Header.Set("User-Agent", "zero502-watchdog")
-	resp, err := w.http.Do(req)
-	if err != nil {
-		return fmt.Sprintf("health %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Sprintf("health %s: status %d", url, resp.StatusCode)
+	if _, err := healthcheck.Check(ctx, svc.Address, rule, "zero502-watchdog"); err != nil {
+		return fmt.Sprintf("health http://%s%s: %v", svc.Address, rule.Path, err)
 	}
 	return ""
 }

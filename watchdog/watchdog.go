@@ -1,13 +1,13 @@
 // Package watchdog owns the self-healing watchdog of a host: one tick per run (a systemd timer
 // runs it every minute). A tick takes the host lock without waiting and skips when a deploy, or
 // any flock(1) script, holds it, leaving every failure counter untouched; it reads the host's
-// published spec (never writes it), checks every service (HTTP GET on its health path, or the
-// instance's state for a service without a port), counts consecutive failures in a state file,
-// and on the heal_after-th consecutive failure recreates the service from the spec. A service the
-// spec marks stopped is never started. Each heal is one JSON log line and a counter in a
-// Prometheus textfile. A heal that fails makes the tick fail (Report.Err, a non-zero exit that
-// systemd flags) without stopping the heals of the host's other services. Invariant I5 says why
-// a draining service is never healed.
+// published spec (never writes it), checks every service (by its own health rule from the spec,
+// package healthcheck, or by the instance's state for a service without a port), counts
+// consecutive failures in a state file, and on the heal_after-th consecutive failure recreates
+// the service from the spec. A service the spec marks stopped is never started. Each heal is one
+// JSON log line and a counter in a Prometheus textfile. A heal that fails makes the tick fail
+// (Report.Err, a non-zero exit that systemd flags) without stopping the heals of the host's other
+// services. Invariant I5 says why a draining service is never healed.
 package watchdog
 
 import (
@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 
@@ -53,7 +52,6 @@ type Watchdog struct {
 	rt    Runtime
 	clock clock.Clock
 	log   *slog.Logger
-	http  *http.Client
 }
 
 // New returns the watchdog of host h.
@@ -73,14 +71,6 @@ func New(cfg *infra.Config, h infra.Host, opts Options) (*Watchdog, error) {
 		w.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	w.log = w.log.With("host", h.Name)
-	// A fresh connection per check: a pooled socket must not hide a dead listener.
-	w.http = &http.Client{
-		Timeout:   cfg.Watchdog.CheckTimeout,
-		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
 	return w, nil
 }
 

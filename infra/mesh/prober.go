@@ -2,57 +2,32 @@ package mesh
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"time"
+
+	"github.com/zero502/zero502/infra/healthcheck"
 )
 
-// HTTPProber reaches a peer the way a client would: a fresh TCP connection and GET Path, which
-// must answer 200 within Timeout. Anything else (refused, timed out, another status) fails.
+// HTTPProber reaches a peer the way a client would, by the one health rule every checker runs
+// (package healthcheck): a fresh TCP connection and GET of the rule's path, which must answer
+// its status (200) within its timeout, without following a redirect. Anything else (refused,
+// timed out, another status) fails.
 type HTTPProber struct {
-	Path    string
-	Timeout time.Duration
-	client  *http.Client
+	Rule healthcheck.Rule
 }
 
-// NewHTTPProber returns a prober of path (e.g. /health) with the given timeout. It keeps no
+// NewHTTPProber returns a prober of path (e.g. /health) wanting 200 within timeout. It keeps no
 // connection between probes: a pooled connection would hide a peer that stopped accepting.
 func NewHTTPProber(path string, timeout time.Duration) *HTTPProber {
-	return &HTTPProber{Path: path, Timeout: timeout, client: &http.Client{
-		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}}
+	return &HTTPProber{Rule: healthcheck.Rule{Path: path, Status: healthcheck.DefaultStatus, Timeout: timeout}}
 }
 
-// Probe checks addr (host:port) once and says why it failed, or nil.
+// Probe checks addr (host:port) once and says why it failed ("GET /health answered 503, want
+// 200", "connect: connection refused", "no answer within 1s"), or nil.
 func (p *HTTPProber) Probe(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+p.Path, nil)
-	if err != nil {
-		return fmt.Errorf("bad probe address %q: %w", addr, err)
+	a, err := healthcheck.Check(ctx, addr, p.Rule, "zero502-mesh-probe")
+	if err != nil && a.Status != 0 {
+		return fmt.Errorf("GET %s %w", p.Rule.Path, err)
 	}
-	req.Header.Set("User-Agent", "zero502-mesh-probe")
-	resp, err := p.client.Do(req)
-	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("no answer within %s", p.Timeout)
-		}
-		var op *net.OpError
-		if errors.As(err, &op) && op.Err != nil {
-			return op.Err // e.g. "connect: connection refused"
-		}
-		return err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s answered %d", p.Path, resp.StatusCode)
-	}
-	return nil
+	return err
 }

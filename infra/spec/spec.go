@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/healthcheck"
 )
 
 // FileName is the spec's file name inside a host's state dir.
@@ -70,6 +71,14 @@ type Service struct {
 	StopSignal string `json:"stop_signal,omitempty"`
 	// Stopped marks a service that must not run; the watchdog never starts it.
 	Stopped bool `json:"stopped,omitempty"`
+}
+
+// HealthRule is the service's HTTP health rule as published (services[].health): GET HealthPath
+// answers HealthStatus (200 when the spec names none) within HealthTimeout (0 when the spec
+// carries none: the checker's own bound applies). The deployer, the watchdog and the status
+// view all check a published service by it.
+func (s Service) HealthRule() healthcheck.Rule {
+	return healthcheck.Rule{Path: s.HealthPath, Status: s.HealthStatus, Timeout: s.HealthTimeout}
 }
 
 // Service returns the service named name.

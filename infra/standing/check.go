@@ -52,7 +52,10 @@ func TCPProbe(ctx context.Context, addr string, timeout time.Duration) Verdict {
 
 // HTTPProbe sends GET path to addr over a fresh connection and reads the status line, all within
 // timeout. preamble, when not nil, gives bytes written before the request on the new connection
-// (the edge's PROXY header). userAgent names the checker.
+// (the edge's PROXY header). userAgent names the checker. It is the LB's and the edge's
+// transport: a raw socket for the preamble and the status line only, where a service's checks
+// (package healthcheck) need the header and body too; the Verdict is judged by Verdict.OK, the
+// same pass rule with the lab's status.
 func HTTPProbe(ctx context.Context, addr, path, userAgent string, timeout time.Duration, preamble func(net.Conn) ([]byte, error)) Verdict {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -4,7 +4,8 @@
 // passive ejection after a failed connection, the admin API's drain and remove holds, the last
 // transitions, and the loop that runs the active checks on a clock. It also owns the checks
 // themselves (Probe: a TCP connect, or an HTTP GET, optionally behind a preamble such as a PROXY
-// header), so the LB and the edge judge targets by the same rules.
+// header), so the LB and the edge judge targets by the same rules: the one pass rule of package
+// healthcheck, with the lab's status for them, healthcheck.LBStatus.
 //
 // The wire types (State, Transition, BackendStatus) are the LB admin API's, package
 // infra/lb/adminapi: a client reads an LB's backends and an edge's upstreams with one decoder.
@@ -18,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
@@ -51,9 +53,12 @@ type Verdict struct {
 	Err    error
 }
 
-// OK reports whether the check counts as healthy: a 200, or a TCP check that connected
-// (no status, no error).
-func (v Verdict) OK() bool { return v.Err == nil && (v.Status == 200 || v.Status == 0) }
+// OK reports whether the check counts as healthy: an answer that passes the lab's rule of the
+// LB and the edge (healthcheck.LBStatus: 200 only, by healthcheck.Passes), or a TCP check that
+// connected (no status, no error).
+func (v Verdict) OK() bool {
+	return v.Err == nil && (v.Status == 0 || healthcheck.Passes(v.Status, healthcheck.LBStatus))
+}
 
 // Reason says why a failed verdict failed, for logs and the admin view.
 func (v Verdict) Reason() string {
