@@ -256,4 +256,9 @@ func TestASlowBackendsLatencyLandsInAHigherBucket(t *testing.T) {
 		t.Fatalf("slow backend's latency sum %gs, want at least 5 × 50ms", ws.Latency.SumSeconds)
 	}
 	hasSeries(t, scrape(t, l), `zero502_lb_upstream_header_seconds_bucket{backend="`+slow+`",le="0.025"} 0`)
+	// the status page's p99 column: the slow backend's only answers are the window's
+	if code, page := adminCall(t, l.AdminAddr(), "GET", "/", ""); code != 200 || !strings.Contains(page, "<td>"+ws.P99.String()+"</td>") ||
+		!strings.Contains(page, "</table>") {
+		t.Fatalf("status page: %d, want a whole table with the slow backend's p99 %v:\n%s", code, ws.P99, page)
+	}
 }
