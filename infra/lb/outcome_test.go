@@ -25,6 +25,22 @@ func handlerBackend(t *testing.T, h http.HandlerFunc) string {
 	return srv.Listener.Addr().String()
 }
 
+// startSteadyLB is an LB on backends whose first health check places them and no check
+// follows (slowChecks), with a health timeout long enough that the first check passes on a
+// loaded machine; it returns once the first checks put every backend in rotation.
+func startSteadyLB(t *testing.T, set Settings) *testLB {
+	t.Helper()
+	set.Interval, set.Timeout = 10*time.Second, 5*time.Second
+	l := startLB(t, set, slowChecks())
+	get(t, client(), l.url("/_lb/health")) // accepted once the first checks are done
+	for _, b := range l.Backends() {
+		if !b.InRotation() {
+			t.Fatalf("backend %s not in rotation after its first check: %+v", b.Address, b.Status())
+		}
+	}
+	return l
+}
+
 // outcomesOf reads addr's status over the admin API.
 func outcomesOf(t *testing.T, l *testLB, addr string) BackendStatus {
 	t.Helper()
@@ -69,7 +85,7 @@ func TestABackendAnswering500IsCountedWithItsErrorRate(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	l := startLB(t, fastSettings(broken), slowChecks())
+	l := startSteadyLB(t, fastSettings(broken))
 	c := client()
 	get(t, c, l.url("/_lb/health"))
 	before := outcomesOf(t, l, broken)
@@ -104,17 +120,16 @@ func TestABackendAnswering500IsCountedWithItsErrorRate(t *testing.T) {
 
 func TestHealth503OfADrainingBackendIsNotAnError(t *testing.T) {
 	a := startBackend(t, "a")
-	l := startLB(t, fastSettings(a.addr()), slowChecks()) // only the first check: a stays in rotation
+	l := startSteadyLB(t, fastSettings(a.addr())) // only the first check: a stays in rotation
 	c := client()
 	get(t, c, l.url("/_lb/health"))
 	before := outcomesOf(t, l, a.addr())
 	a.health.Store(503) // the drain handshake: /health says 503, real requests go on
 	for i := 0; i < 3; i++ {
-		if code, _, _ := get(t, c, l.url("/health")); code != 503 {
-			t.Fatalf("/health through the LB: %d, want the backend's 503", code)
-		}
-		if code, _, _ := get(t, c, l.url("/health?probe=1")); code != 503 {
-			t.Fatalf("/health?probe=1 through the LB: %d, want the backend's 503", code)
+		for _, path := range []string{"/health", "/health?probe=1"} {
+			if code, body, _ := get(t, c, l.url(path)); code != 503 || body != "" {
+				t.Fatalf("%s through the LB: %d %q, want the backend's 503 (no body)", path, code, body)
+			}
 		}
 		if code, body, _ := get(t, c, l.url("/")); code != 200 || body != "a" {
 			t.Fatalf("a real request to the draining backend: %d %q", code, body)
@@ -132,7 +147,7 @@ func TestHealth503OfADrainingBackendIsNotAnError(t *testing.T) {
 
 	// a 503 to any other path is the backend failing
 	sick := handlerBackend(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) })
-	l2 := startLB(t, fastSettings(sick), slowChecks())
+	l2 := startSteadyLB(t, fastSettings(sick))
 	get(t, c, l2.url("/_lb/health"))
 	before = outcomesOf(t, l2, sick)
 	get(t, c, l2.url("/orders"))
@@ -148,7 +163,7 @@ func TestARefusedBackendsFailuresAreChargedToIt(t *testing.T) {
 	a := startBackend(t, "a")
 	dying := startBackend(t, "dying")
 	dead := dying.addr()
-	l := startLB(t, fastSettings(dead, a.addr()), slowChecks())
+	l := startSteadyLB(t, fastSettings(dead, a.addr()))
 	c := client()
 	get(t, c, l.url("/_lb/health")) // both in rotation
 	beforeDead, beforeA := outcomesOf(t, l, dead), outcomesOf(t, l, a.addr())
@@ -178,7 +193,7 @@ func TestLBMade502And504AreChargedToTheTargetTheyName(t *testing.T) {
 	var executed atomic.Int64
 	breaker := orderTaker(t, &executed) // takes the POST, closes without a byte back
 	set := fastSettings(breaker)
-	l := startLB(t, set, slowChecks())
+	l := startSteadyLB(t, set)
 	c := client()
 	get(t, c, l.url("/_lb/health"))
 	before := outcomesOf(t, l, breaker)
@@ -200,7 +215,7 @@ func TestLBMade502And504AreChargedToTheTargetTheyName(t *testing.T) {
 	a := startBackend(t, "a") // /hang answers nothing for 30s
 	set = fastSettings(a.addr())
 	set.HeaderTimeout = 300 * time.Millisecond
-	l2 := startLB(t, set, slowChecks())
+	l2 := startSteadyLB(t, set)
 	get(t, c, l2.url("/_lb/health"))
 	before = outcomesOf(t, l2, a.addr())
 	if code, _, _ := get(t, c, l2.url("/hang")); code != 504 {
@@ -228,7 +243,7 @@ func TestASlowBackendsLatencyLandsInAHigherBucket(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		io.WriteString(w, "slow")
 	})
-	l := startLB(t, fastSettings(fast, slow), slowChecks())
+	l := startSteadyLB(t, fastSettings(fast, slow))
 	c := client()
 	get(t, c, l.url("/_lb/health"))
 	beforeFast, beforeSlow := outcomesOf(t, l, fast), outcomesOf(t, l, slow)
