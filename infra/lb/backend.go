@@ -30,7 +30,8 @@ const (
 
 // Status classes of the per-backend request counters.
 const (
-	class2xx = iota
+	class1xx = iota // 101 Switching Protocols: an upgrade
+	class2xx
 	class3xx
 	class4xx
 	class5xx
@@ -38,7 +39,7 @@ const (
 	classes
 )
 
-var classNames = [classes]string{"2xx", "3xx", "4xx", "5xx", "errors"}
+var classNames = [classes]string{"1xx", "2xx", "3xx", "4xx", "5xx", "errors"}
 
 // Backend is one target of the LB: its health standing (package infra/standing: state,
 // thresholds, admin holds; InRotation is the forwarding path's check), its upstream connection
@@ -53,7 +54,13 @@ type Backend struct {
 	stopChecks func()
 
 	inFlight atomic.Int64
-	counts   [classes]atomic.Uint64
+	counts   [classes]atomic.Uint64 // answers by status class; classErrors: failed attempts
+	// what users got (adminapi.Outcomes), changed only by record
+	serverErrors      atomic.Uint64
+	healthUnavailable atomic.Uint64
+	failures          [failureKinds]atomic.Uint64
+	lbAnswers         [len(lbAnswerCodes)]atomic.Uint64
+	latency           latency
 
 	pool lockedPool   // the goroutine path's idle connections (the event loops keep their own)
 	idle atomic.Int64 // idle connections to it in every pool, of both paths
@@ -63,7 +70,6 @@ type Backend struct {
 	saErr  error
 
 	connectSeconds prometheus.Observer
-	headerSeconds  prometheus.Observer
 }
 
 // newBackend is a backend in rotation.
@@ -92,12 +98,12 @@ func newJoiningBackend(addr string, index int, now time.Time) *Backend {
 	return b
 }
 
-// count records one request outcome: a status code, or 0 for a request that got no response
-// from this backend.
+// count counts one attempt by status class: a status code, or 0 for an attempt that got no
+// response from this backend (see record, its one caller).
 func (b *Backend) count(status int) {
 	c := classErrors
-	if status >= 200 && status < 600 {
-		c = status/100 - 2
+	if status >= 100 && status < 600 {
+		c = status/100 - 1
 	}
 	b.counts[c].Add(1)
 }
@@ -112,5 +118,6 @@ func (b *Backend) Status() BackendStatus {
 	for i, n := range classNames {
 		st.Requests[n] = b.counts[i].Load()
 	}
+	st.Outcomes = b.outcomes()
 	return st
 }

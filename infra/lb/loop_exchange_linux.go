@@ -328,7 +328,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			u.in.consume(n)
 			continue
 		case headFinal:
-			u.b.headerSeconds.Observe(l.Now().Sub(u.sent).Seconds())
+			l.s.answered(u.b, &x.req, x.resp.Status, l.Now().Sub(u.sent))
 			l.startRelay(c, u)
 			return
 		}
@@ -374,7 +374,6 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	closeClient := x.req.Close || s.draining.Load() || s.closing.Load()
 	out := http1.AppendClientHead(x.out[:0], resp, closeClient, false)
 	u.in.consume(len(resp.Head))
-	u.b.count(resp.Status)
 	c.status, c.keep = resp.Status, !closeClient
 	c.left, c.chunked = 0, false
 	switch resp.Framing {
@@ -604,13 +603,8 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	if u != nil {
 		l.closeUpstream(u)
 	}
-	b.count(0)
-	b.inFlight.Add(-1)
 	c.b = nil
-	eject, next, status := failure(req, aerr, u != nil && u.reused, b.InRotation())
-	if eject {
-		l.s.eject(b, aerr)
-	}
+	next, status := l.s.attemptFailed(req, b, aerr, u != nil && u.reused)
 	if next {
 		c.retried = true
 		l.pick(c)
@@ -768,8 +762,7 @@ func (l *loop) handOffRelay(c *lclient, u *lup) {
 	tc, err := l.netConn(u.fd)
 	u.fd = -1
 	c.x, c.b = nil, nil
-	if err != nil {
-		b.count(0)
+	if err != nil { // the backend's answer is counted (readHead); the LB could not pass it on
 		b.inFlight.Add(-1)
 		putExchange(x)
 		l.closeClient(c)

@@ -1,13 +1,16 @@
 package lb
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the LB's Prometheus metrics, on its own registry (no global state). Request
-// counters are read at scrape time from the backends' own atomics, so the hot path pays for
-// no label lookups; the latency histograms are resolved per backend once.
+// counters and the response-head latency histograms are read at scrape time from the
+// backends' own atomics (the ones the admin API reports), so the hot path pays for no label
+// lookups; the connect histograms are resolved per backend once.
 type metrics struct {
 	reg         *prometheus.Registry
 	transitions *prometheus.CounterVec
@@ -15,7 +18,6 @@ type metrics struct {
 	refused     *prometheus.CounterVec
 	admins      *prometheus.CounterVec
 	connect     *prometheus.HistogramVec
-	header      *prometheus.HistogramVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -44,32 +46,25 @@ func newMetrics(s *Server) *metrics {
 		Help:    "Time to open a connection to a backend.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 	}, []string{"backend"})
-	m.header = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "zero502_lb_upstream_header_seconds",
-		Help:    "Time from the request sent to the backend's response head.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	}, []string{"backend"})
 	for _, b := range s.members.all() {
 		m.attach(b)
 	}
-	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, m.admins, m.connect, m.header, &counters{s: s},
+	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, m.admins, m.connect, &counters{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// attach gives b its latency histograms and transition series.
+// attach gives b its connect histogram and transition series.
 func (m *metrics) attach(b *Backend) {
 	b.connectSeconds = m.connect.WithLabelValues(b.Address)
-	b.headerSeconds = m.header.WithLabelValues(b.Address)
 	m.transitions.WithLabelValues(b.Address, string(Healthy), string(Unhealthy))
 }
 
-// detach drops the series of a removed backend (its histograms keep working for the requests
+// detach drops the series of a removed backend (its histogram keeps working for the requests
 // still in flight, unexported).
 func (m *metrics) detach(b *Backend) {
 	labels := prometheus.Labels{"backend": b.Address}
 	m.connect.DeletePartialMatch(labels)
-	m.header.DeletePartialMatch(labels)
 	m.transitions.DeletePartialMatch(labels)
 }
 
@@ -85,7 +80,7 @@ type counters struct{ s *Server }
 
 var (
 	requestsDesc = prometheus.NewDesc("zero502_lb_requests_total",
-		"Requests forwarded, by backend and status class (errors: no response from that backend).",
+		"Answers of a backend by status class (1xx: upgrades), and attempts at it that got no response (errors).",
 		[]string{"backend", "class"}, nil)
 	inFlightDesc = prometheus.NewDesc("zero502_lb_in_flight_requests",
 		"Requests in progress at a backend.", []string{"backend"}, nil)
@@ -113,13 +108,24 @@ var (
 		"Upgraded connections (101 Switching Protocols: WebSockets) open now.", nil, nil)
 	upgradesDesc = prometheus.NewDesc("zero502_lb_upgrades_total",
 		"Connections upgraded (101 Switching Protocols relayed) since the start.", nil, nil)
+	headerDesc = prometheus.NewDesc("zero502_lb_upstream_header_seconds",
+		"Time from the request sent to the backend's response head.", []string{"backend"}, nil)
+	backendErrorsDesc = prometheus.NewDesc("zero502_lb_backend_errors_total",
+		"What counts against a backend: its 5xx answers (kind 5xx; a 503 to the health path excluded) and its failed attempts "+
+			"(connect: refused or not connected in time; reset: nothing came back; timeout: no response head in time; bad_response).",
+		[]string{"backend", "kind"}, nil)
+	backendOwnDesc = prometheus.NewDesc("zero502_lb_backend_own_responses_total",
+		"The LB's own answers (502, 503, 504) caused by a failed attempt at the backend.", []string{"backend", "code"}, nil)
+	healthUnavailableDesc = prometheus.NewDesc("zero502_lb_backend_health_unavailable_total",
+		"503 answers of a backend to requests for the health path: the drain at work, not errors.", []string{"backend"}, nil)
 	slowRefusedDesc = prometheus.NewDesc("zero502_lb_slow_body_refusals_total",
 		"Requests answered 429 because their client IP had max_slow_bodies_per_ip slow bodies already.", nil, nil)
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, failOpenDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
-		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc} {
+		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc,
+		headerDesc, backendErrorsDesc, backendOwnDesc, healthUnavailableDesc} {
 		ch <- d
 	}
 }
@@ -136,6 +142,7 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(inRotationDesc, prometheus.GaugeValue, rot, b.Address)
 		ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(b.idleConns()), b.Address)
+		collectOutcomes(ch, b)
 	}
 	failing := 0.0
 	if c.s.rot.failingOpen() {
@@ -158,4 +165,25 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(upgradedDesc, prometheus.GaugeValue, float64(c.s.tunnels.count()))
 	ch <- prometheus.MustNewConstMetric(proxyRefusedDesc, prometheus.CounterValue, float64(c.s.proxyRefused.Load()))
 	ch <- prometheus.MustNewConstMetric(upgradesDesc, prometheus.CounterValue, float64(c.s.tunnels.total.Load()))
+}
+
+// collectOutcomes exports b's outcome counters and its response-head histogram.
+func collectOutcomes(ch chan<- prometheus.Metric, b *Backend) {
+	o := b.outcomes()
+	ch <- prometheus.MustNewConstMetric(backendErrorsDesc, prometheus.CounterValue, float64(o.ServerErrors), b.Address, "5xx")
+	for i, n := range failureNames {
+		ch <- prometheus.MustNewConstMetric(backendErrorsDesc, prometheus.CounterValue, float64(b.failures[i].Load()), b.Address, n)
+	}
+	for i, code := range lbAnswerCodes {
+		ch <- prometheus.MustNewConstMetric(backendOwnDesc, prometheus.CounterValue, float64(b.lbAnswers[i].Load()), b.Address, strconv.Itoa(code))
+	}
+	ch <- prometheus.MustNewConstMetric(healthUnavailableDesc, prometheus.CounterValue, float64(o.HealthUnavailable), b.Address)
+	le := make(map[float64]uint64, len(latencyBounds))
+	var n uint64
+	for i, bound := range latencyBounds {
+		n += o.Latency.Counts[i]
+		le[bound] = n
+	}
+	n += o.Latency.Counts[len(latencyBounds)]
+	ch <- prometheus.MustNewConstHistogram(headerDesc, n, o.Latency.SumSeconds, le, b.Address)
 }

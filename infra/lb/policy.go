@@ -18,7 +18,7 @@ func (s *Server) ownHealth(req *http1.Request) (int, bool) {
 }
 
 // The exchange policy after a failed attempt at a backend, one for both paths (proxy.go and the
-// event loops' failed): whether to try the same backend again on a fresh connection, whether
+// event loops' failed, through attemptFailed, which also records the failure): whether to try the same backend again on a fresh connection, whether
 // the backend leaves rotation at once, and whether the request goes to the next backend or the
 // client gets the LB's own answer. A request with a body is never replayed: it gets 502.
 

@@ -129,12 +129,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			if u != nil {
 				u.close()
 			}
-			b.count(0)
-			b.inFlight.Add(-1)
-			eject, next, status := failure(req, aerr, reused, b.InRotation())
-			if eject {
-				s.eject(b, aerr)
-			}
+			next, status := s.attemptFailed(req, b, aerr, reused)
 			if next {
 				retried = true
 				continue
@@ -256,7 +251,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			u.in.consume(n)
 			continue
 		case headFinal:
-			u.backend.headerSeconds.Observe(time.Since(t0).Seconds())
+			s.answered(u.backend, req, x.resp.Status, time.Since(t0))
 			return attemptOK
 		}
 		got := u.in.w > 0

@@ -17,7 +17,6 @@ func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, sta
 	closeClient = closeClient || dechunk
 	out := http1.AppendClientHead(x.out[:0], resp, closeClient, dechunk)
 	u.in.consume(len(resp.Head))
-	b.count(resp.Status)
 	status := resp.Status
 
 	now := time.Now()

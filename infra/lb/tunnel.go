@@ -83,7 +83,6 @@ func (s *Server) tunnel(cc *clientConn, x *exchange, b *Backend, u *upstream, st
 	u.in.consume(len(u.in.buffered()))
 	early := append([]byte(nil), cc.in.buffered()...) // what the client sent after its request
 	cc.in.consume(len(early))
-	b.count(101)
 	s.logAccess(cc.ip, &x.req, 101, b, start)
 
 	t := &tunnel{client: cc.conn, backend: u.conn}

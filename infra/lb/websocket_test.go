@@ -51,6 +51,10 @@ func TestWebSocketEchoesBothWaysAndIsCounted(t *testing.T) {
 	if v := metricValue(t, l, "zero502_lb_upgrades_total"); v != "1" {
 		t.Fatalf("upgrades total: %s", v)
 	}
+	// the 101 is the backend's answer, not a failure charged to it
+	if st := l.Backends()[0].Status(); st.Requests["1xx"] != 1 || st.Requests["errors"] != 0 || st.Outcomes.Failures.Total() != 0 {
+		t.Fatalf("a relayed 101 counted as %v, failures %+v; want 1xx 1 and no errors", st.Requests, st.Outcomes.Failures)
+	}
 	// the upgraded backend connection left the pool for good: plain requests still work
 	if code, body, _ := get(t, client(), l.url("/")); code != 200 || body != "a" {
 		t.Fatalf("a plain request after the WebSocket: %d %q", code, body)

@@ -52,9 +52,14 @@ type BackendStatus struct {
 	InFlight             int64     `json:"in_flight"`
 	// AdminDrained is true while the admin API holds the backend drained (state draining),
 	// whatever its health checks say.
-	AdminDrained bool              `json:"admin_drained"`
-	Requests     map[string]uint64 `json:"requests"`
-	Transitions  []Transition      `json:"transitions"`
+	AdminDrained bool `json:"admin_drained"`
+	// Requests are the answers the backend gave, by status class (1xx: upgrades), and under
+	// "errors" the attempts at it that got no response (Outcomes.Failures, by kind).
+	Requests    map[string]uint64 `json:"requests"`
+	Transitions []Transition      `json:"transitions"`
+	// Outcomes are the cumulative evidence of what users got from this backend: diff two
+	// snapshots with Window.
+	Outcomes Outcomes `json:"outcomes"`
 }
 
 // Settings is the answer of GET /admin/settings (README: Admin API): the LB's listen address
