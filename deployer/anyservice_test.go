@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ import (
 // temp dirs, 0700) are opened to others so nobody can reach the script.
 func pythonServer(t *testing.T, dir string, broken bool) []string {
 	t.Helper()
+	if _, held := pythonTests.LoadOrStore(t, true); !held { // one python fleet at a time: see pythonFleets
+		pythonFleets <- struct{}{}
+		t.Cleanup(func() { pythonTests.Delete(t); <-pythonFleets })
+	}
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -51,6 +56,14 @@ func pythonServer(t *testing.T, dir string, broken bool) []string {
 		`chmod +x $d/cgi-bin/orders && cd ` + serve + ` && exec python3 -c "import runpy, socketserver, sys; socketserver.TCPServer.request_queue_size = 128; sys.argv[0] = 'http.server'; runpy.run_module('http.server', run_name='__main__', alter_sys=True)" {port} --cgi --bind 127.0.0.1 --directory ` + serve
 	return []string{"sh", "-c", script}
 }
+
+// pythonFleets lets one test at a time run python http.servers: each answers slowly on a loaded
+// 2-core machine (one interpreter, a fork per CGI request), and two such fleets beside the
+// package's other parallel tests made one miss its checks for seconds.
+var (
+	pythonFleets = make(chan struct{}, 1)
+	pythonTests  sync.Map // the tests holding it
+)
 
 // nginxServer runs nginx in the foreground on {port}: version.txt names the version, POST
 // /orders answers 201. Stopped gracefully with SIGQUIT.
@@ -88,8 +101,10 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	}
 	cfg := f.fleetConfig()
 	cfg.Balancer.HealthPath = "/version.txt"
-	cfg.Balancer.Interval = 500 * time.Millisecond // http.server is slow to answer on a loaded 2-core machine
-	cfg.Balancer.Timeout = 400 * time.Millisecond
+	// http.server answers one request at a time and forks for CGI: on a loaded 2-core machine (the
+	// package's tests run in parallel, beside other packages) a check may wait most of a second.
+	cfg.Balancer.Interval = time.Second
+	cfg.Balancer.Timeout = 900 * time.Millisecond
 	// Its listen backlog is 5 and a CGI request forks: under load one check in a row can miss
 	// (a SYN waits for its retransmit); three in a row take a target out.
 	cfg.Balancer.UnhealthyThreshold = 3
@@ -98,7 +113,7 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	cfg.Watchdog.HealAfter = 6                    // (6 − 1) × interval > drain.window + drain.shutdown (I5)
 	cfg.Drain.Window = v.Window
 	cfg.Rollout.Strategy = v.Strategy
-	cfg.Rollout.HealthyDeadline = 5 * time.Second
+	cfg.Rollout.HealthyDeadline = 8 * time.Second
 	cfg.Rollout.Bake = time.Second
 	web := infra.Service{Name: "web", Command: v.Command, Port: f.base, Drain: infra.DrainBalancer, StopSignal: v.StopSignal,
 		Health: infra.ServiceHealth{Path: "/version.txt"}, Verify: infra.ServiceVerify{VersionPath: "/version.txt"}}

@@ -83,6 +83,23 @@ func (b *InHouse) targets(ctx context.Context) ([]adminapi.BackendStatus, error)
 	return append(body.Backends, body.Upstreams...), nil
 }
 
+// Outcomes is every target's cumulative outcomes at the LB (OutcomeViewer). An edge publishes
+// none: its snapshot is empty.
+func (b *InHouse) Outcomes(ctx context.Context) (Outcomes, error) {
+	all, err := b.targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := Outcomes{}
+	if b.kind == "edge" {
+		return out, nil
+	}
+	for _, be := range all {
+		out[be.Address] = append(out[be.Address], be)
+	}
+	return out, nil
+}
+
 // Settings returns the LB's live listen address and numbers (GET /admin/settings): the ones it
 // reports, adminapi.InHouseNumbers.
 func (b *InHouse) Settings(ctx context.Context) (Settings, error) {

@@ -51,6 +51,26 @@ func (t Tier) TargetState(ctx context.Context, target string) (TargetState, erro
 	return all, nil
 }
 
+// Outcomes are every instance's, a target's entries in the instances' order; an instance that
+// publishes none adds nothing.
+func (t Tier) Outcomes(ctx context.Context) (Outcomes, error) {
+	out := Outcomes{}
+	for _, b := range t {
+		ov, ok := b.(OutcomeViewer)
+		if !ok {
+			continue
+		}
+		o, err := ov.Outcomes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for addr, sts := range o {
+			out[addr] = append(out[addr], sts...)
+		}
+	}
+	return out, nil
+}
+
 // Settings are the first instance's, without its listen address (each instance listens on its
 // own); LiveDrift compares every instance's with the config.
 func (t Tier) Settings(ctx context.Context) (Settings, error) {

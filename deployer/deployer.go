@@ -177,6 +177,13 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
+		if err := d.analyse(ctx, version, rep, start, end, d.cfg.Rollout.Analysis.Window); err != nil {
+			var verdict *VerdictError
+			if !errors.As(err, &verdict) {
+				return err
+			}
+			return d.rollBackFleet(ctx, version, rep, start, end, err)
+		}
 	}
 	if d.opts.Naive {
 		return nil

@@ -17,6 +17,8 @@ const (
 	StepInRotation   = "in-rotation"   // the balancer put the target back in rotation
 	StepStable       = "stable"        // every new instance stayed up for its stability window
 	StepVerified     = "verified"      // every service on the host runs the right version
+	StepAnalysis     = "analysis"      // a batch is being judged by what users get (rollout.analysis)
+	StepVerdict      = "verdict"       // the analysis passed, with its numbers
 	StepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only
 	StepRollback     = "rollback"      // the host is being rolled back to its previous spec
 	StepRolledBack   = "rolled-back"   // the host runs its previous version again

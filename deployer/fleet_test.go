@@ -30,13 +30,13 @@ import (
 var bin string
 
 // The tests mostly wait on real timers (health intervals, drain windows, bakes), not on the CPU:
-// more of them run at once than GOMAXPROCS (testmain), each on its own ports and state dirs.
+// four of them run at once (testmain), each on its own ports and state dirs.
 func TestMain(m *testing.M) {
 	if err := albtest.SetProcessEnv(); err != nil { // the ALB tests' SDK environment, once: they run in parallel
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: 6}))
+	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: 4}))
 }
 
 // fleet is a local fleet for one test: N "hosts" on loopback (free ports, own state dirs), one
@@ -132,6 +132,7 @@ func (f *fleet) fleetConfig() *infra.Config {
 	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.StateDir = time.Second, 4, f.dir
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
 	cfg.Rollout.Runtime = infra.RuntimeProcess
+	cfg.Rollout.Analysis.Window = 500 * time.Millisecond // judged on what users got, briefly (analysis tests set their own)
 	for i := range f.hosts {
 		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: hostName(i), PortOffset: f.offsets[i], StateDir: f.stateDir(i)})
 	}

@@ -54,7 +54,7 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 	if plan.resume {
 		if err := d.verify(ctx, h, rt, plan.want); err == nil {
 			d.setBack(h, plan.back)
-			rep.Outcome, rep.Running = OutcomeUnchanged, version
+			rep.Outcome, rep.Running, rep.Target = OutcomeUnchanged, version, d.targetOf(plan.want)
 			d.emit(Event{Host: h.Name, Step: StepUnchanged, Version: version,
 				Message: "already runs " + version + " as published, healthy and in rotation: verified, not redeployed"})
 			return nil
@@ -86,7 +86,7 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 	}
 	if err == nil {
 		d.setBack(h, plan.back)
-		rep.Outcome, rep.Running = OutcomeDeployed, version
+		rep.Outcome, rep.Running, rep.Target = OutcomeDeployed, version, d.targetOf(plan.want)
 		rep.Floor = d.StabilityWindow()
 		if bsvc, ok := d.cfg.BalancedService(); !rep.Timeline.DrainStarted.IsZero() && (!ok || bsvc.Drain == infra.DrainHandshake) {
 			rep.Floor += d.cfg.Drain.Window // the handshake waits its window out; a balancer-side drain only until nothing is in flight

@@ -43,7 +43,13 @@ type HostReport struct {
 	// ("" when nothing runs).
 	Running string `json:"running"`
 	// Error says why the host failed or was rolled back.
-	Error    string   `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Target is the balanced service's address on the host once its step is done (the new
+	// version's target), "" before.
+	Target string `json:"target,omitempty"`
+	// Verdict is the analysis of the host's batch with its numbers (rollout.analysis), "" when
+	// it was not analysed.
+	Verdict  string   `json:"verdict,omitempty"`
 	Timeline Timeline `json:"timeline"`
 	// Duration is the host's step from lock to verified; Floor is what the handshake itself
 	// needs: the bake (rollout.bake, at least healthy_threshold × interval), plus drain.window when the

@@ -220,7 +220,51 @@ type Rollout struct {
 	// (--lock-timeout) or is refused, naming the holder. It lives on the machine deploys run
 	// from. Default: fleet.lock in the first host's state dir.
 	LockPath string `mapstructure:"lock_path"`
+	// Analysis judges each batch, once it is in rotation and baked, by what users got from it
+	// through the balancer (its error rate and p99 against the old version's targets) before
+	// the rollout moves on: health is not what users get. On by default; the in-house LB
+	// publishes the evidence (a balancer that does not, such as an ALB, is not analysed).
+	Analysis Analysis `mapstructure:"analysis"`
+	// OnFailure is what a failed analysis verdict does: rollback (default: every host this
+	// deploy moved to the new version goes back to what it ran, through the same drain, and
+	// the deploy exits 1) or stop (only the judged batch goes back; hosts done before stay).
+	OnFailure string `mapstructure:"on_failure"`
 }
+
+// Analysis is rollout.analysis: how a batch's new version is judged by what users got.
+type Analysis struct {
+	// Enabled turns the analysis on (default true).
+	Enabled bool `mapstructure:"enabled"`
+	// Window is how long each batch is watched once it is in rotation and baked. Default 30s.
+	Window time.Duration `mapstructure:"window"`
+	// MinRequests is how many requests the new version's targets must get in the window for a
+	// verdict on the numbers; fewer is the verdict "not enough traffic" (OnNoTraffic).
+	// Default 20.
+	MinRequests int `mapstructure:"min_requests"`
+	// MaxErrorRate is the highest share of the new version's requests that may fail (a 5xx
+	// answer but a 503 of the health path, or no answer), absolute, 0..1. Default 0.05.
+	MaxErrorRate float64 `mapstructure:"max_error_rate"`
+	// MaxErrorRateIncrease is how far the new version's error rate may exceed the old version's
+	// over the same window, 0..1 (0.01: one point). Default 0.02.
+	MaxErrorRateIncrease float64 `mapstructure:"max_error_rate_increase"`
+	// MaxP99Increase is how much slower the new version's p99 time to the response head may be
+	// than the old version's, as a share (0.5: 50 % slower); 0 turns the latency rule off. It
+	// applies once both sides got at least 100 requests in the window (a p99 of fewer is one
+	// cold connection's noise). Default 1 (twice as slow fails).
+	MaxP99Increase float64 `mapstructure:"max_p99_increase"`
+	// OnNoTraffic is the verdict when fewer than MinRequests reached the new version: pass
+	// (default; the event and the report say so) or fail.
+	OnNoTraffic string `mapstructure:"on_no_traffic"`
+}
+
+// Verdicts on too little traffic (rollout.analysis.on_no_traffic) and what a failed verdict does
+// (rollout.on_failure).
+const (
+	OnNoTrafficPass   = "pass"
+	OnNoTrafficFail   = "fail"
+	OnFailureRollback = "rollback"
+	OnFailureStop     = "stop"
+)
 
 // Rollout strategies (rollout.strategy).
 const (

@@ -160,6 +160,26 @@ func (c *Config) Validate() error {
 	if c.Rollout.Strategy != StopFirst && c.Rollout.Strategy != StartFirst {
 		bad("rollout.strategy", fmt.Sprintf("%q", c.Rollout.Strategy), "must be stop-first or start-first")
 	}
+	an := c.Rollout.Analysis
+	positive("rollout.analysis.window", an.Window)
+	atLeast("rollout.analysis.min_requests", an.MinRequests, 0)
+	for _, r := range []struct {
+		key string
+		v   float64
+	}{{"rollout.analysis.max_error_rate", an.MaxErrorRate}, {"rollout.analysis.max_error_rate_increase", an.MaxErrorRateIncrease}} {
+		if r.v < 0 || r.v > 1 || r.v != r.v {
+			bad(r.key, r.v, "must be a share from 0 to 1 (0.05: 5 %)")
+		}
+	}
+	if an.MaxP99Increase < 0 || an.MaxP99Increase != an.MaxP99Increase {
+		bad("rollout.analysis.max_p99_increase", an.MaxP99Increase, "must be 0 (off) or a positive share (0.5: 50 % slower)")
+	}
+	if an.OnNoTraffic != OnNoTrafficPass && an.OnNoTraffic != OnNoTrafficFail {
+		bad("rollout.analysis.on_no_traffic", fmt.Sprintf("%q", an.OnNoTraffic), "must be pass or fail")
+	}
+	if c.Rollout.OnFailure != OnFailureRollback && c.Rollout.OnFailure != OnFailureStop {
+		bad("rollout.on_failure", fmt.Sprintf("%q", c.Rollout.OnFailure), "must be rollback or stop")
+	}
 
 	seen := map[string]bool{}
 	for i, s := range c.Services {

@@ -56,6 +56,8 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.FailHealthAfter, "fail-health-after", 0, "answer /health with 503 from this long after start on (0: never)")
 	f.DurationVar(&o.ExitAfter, "exit-after", 0, "exit 1 this long after start, without draining (0: never)")
 	f.StringVar(&o.OrdersLog, "orders-log", "", "file POST /orders appends one JSON line to per execution")
+	f.IntVar(&o.FailEvery, "fail-every", 0, "answer 500 to every Nth request but /health, which stays 200 (1: every request; 0: never): a bad version")
+	f.DurationVar(&o.Delay, "delay", 0, "wait this long before every answer but /health's: a slow version")
 	logs = addLogFlags(cmd, false)
 	cmd.MarkFlagRequired("version")
 	cmd.MarkFlagRequired("port")

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
@@ -46,6 +47,11 @@ type Options struct {
 	ExitAfter time.Duration
 	// OrdersLog is the file POST /orders appends one JSON line to; "" records in memory only.
 	OrdersLog string
+	// FailEvery > 0 makes every FailEvery-th request but /health answer 500 (1: every one), while
+	// /health keeps answering 200: a bad version only what users get can tell.
+	FailEvery int
+	// Delay is added before every answer but /health's: a slow version.
+	Delay time.Duration
 	// Clock defaults to clock.Real{}; Logger to a JSON logger on stderr.
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -65,6 +71,7 @@ var ErrExitAfter = errors.New("exiting as told by --exit-after")
 // App is one app process's state: its options, health and orders.
 type App struct {
 	opts     Options
+	served   atomic.Uint64 // requests but /health, for FailEvery
 	started  time.Time
 	orders   *orderBook
 	sessions sessions
@@ -103,6 +110,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("app: --shutdown %s is negative; use 0 or more", o.Shutdown)
 	case o.IdleTimeout <= 0:
 		return fmt.Errorf("app: --idle-timeout %s must be positive and above the balancer's idle timeout (invariant I7)", o.IdleTimeout)
+	case o.FailEvery < 0:
+		return fmt.Errorf("app: --fail-every %d is negative; use 0 (never), 1 (every request) or N (every Nth)", o.FailEvery)
+	case o.Delay < 0:
+		return fmt.Errorf("app: --delay %s is negative; use 0 or more", o.Delay)
 	case o.FailHealthAfter < 0:
 		return fmt.Errorf("app: --fail-health-after %s is negative; use 0 (never) or more", o.FailHealthAfter)
 	case o.ExitAfter < 0:

@@ -24,8 +24,24 @@ func (a *App) Handler(backend string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Version", version)
 		w.Header().Set("X-Backend", backend)
+		if r.URL.Path != "/health" && a.misbehave(w) {
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// misbehave plays a bad version (Options.FailEvery, Options.Delay) on a request but /health's;
+// it reports whether it answered the request itself.
+func (a *App) misbehave(w http.ResponseWriter) bool {
+	if a.opts.Delay > 0 {
+		time.Sleep(a.opts.Delay)
+	}
+	if n := a.opts.FailEvery; n > 0 && a.served.Add(1)%uint64(n) == 0 {
+		text(w, http.StatusInternalServerError, "version "+a.opts.Version+" failed this request (--fail-every)\n")
+		return true
+	}
+	return false
 }
 
 func (a *App) root(w http.ResponseWriter, r *http.Request) {

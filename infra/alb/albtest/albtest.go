@@ -76,7 +76,7 @@ func Start(t testing.TB, clk clock.Clock, tg elbv2double.TargetGroup) *Double {
 }
 
 // processEnvMarker is set by SetProcessEnv.
-const processEnvMarker = "ZERO502_ALBTEST_PROCESS_ENV"
+const processEnvMarker = "ALBTEST_PROCESS_ENV" // not ZERO502_*: the config refuses unknown ones
 
 // sdkEnv is the environment the SDK's default chain reads, pointing at nothing of the machine's
 // but files in dir (which need not exist).

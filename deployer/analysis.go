@@ -1,0 +1,234 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// OutcomeViewer is a Balancer that publishes, per target, what the requests it sent there got
+// (the in-house LB: the outcomes in GET /admin/backends). The analysis reads it: health is not
+// what users get.
+type OutcomeViewer interface {
+	// Outcomes is a snapshot of every target's cumulative outcomes, one entry per balancer
+	// instance that has the target (one LB, or each LB of a tier).
+	Outcomes(ctx context.Context) (Outcomes, error)
+}
+
+// Outcomes are a snapshot of the balancer's per-target evidence: target address → its status at
+// each balancer instance (in the instances' order).
+type Outcomes map[string][]adminapi.BackendStatus
+
+// Evidence is what the requests sent to a set of targets got over one window, pooled.
+type Evidence struct {
+	Targets  []string
+	Requests uint64
+	Errors   uint64
+	// ServerErrors are the 5xx answers among Errors; Failures the attempts with no answer.
+	ServerErrors uint64
+	Failures     uint64
+	// LBAnswers are the 502/503/504 the balancer made itself because of these targets.
+	LBAnswers uint64
+	P99       time.Duration
+	latency   adminapi.Histogram
+}
+
+// ErrorRate is Errors / Requests (0 with no request).
+func (e Evidence) ErrorRate() float64 {
+	if e.Requests == 0 {
+		return 0
+	}
+	return float64(e.Errors) / float64(e.Requests)
+}
+
+// String is the evidence with its numbers, for a verdict's message.
+func (e Evidence) String() string {
+	return fmt.Sprintf("%d requests, %d errors (%.1f%%: %d 5xx, %d with no answer, %d answered by the balancer itself), p99 %s",
+		e.Requests, e.Errors, 100*e.ErrorRate(), e.ServerErrors, e.Failures, e.LBAnswers, e.P99.Round(100*time.Microsecond))
+}
+
+// pool adds up what targets got between the snapshots before and after. A target missing from
+// either snapshot (added or removed meanwhile) counts nothing.
+func pool(before, after Outcomes, targets []string) (Evidence, error) {
+	e := Evidence{Targets: targets}
+	for _, t := range targets {
+		b, a := before[t], after[t]
+		for i := range min(len(b), len(a)) {
+			w, err := adminapi.Window(b[i], a[i])
+			if errors.Is(err, adminapi.ErrNotOneWindow) {
+				continue // re-added or restarted meanwhile: this instance has no window of it
+			}
+			if err != nil {
+				return Evidence{}, err
+			}
+			e.Requests += w.Requests
+			e.Errors += w.Errors
+			e.ServerErrors += w.ServerErrors
+			e.Failures += w.Failures.Total()
+			e.LBAnswers += w.LBAnswers.Total()
+			if e.latency.Bounds == nil {
+				e.latency = adminapi.Histogram{Bounds: w.Latency.Bounds, Counts: make([]uint64, len(w.Latency.Counts))}
+			}
+			if slices.Equal(e.latency.Bounds, w.Latency.Bounds) && len(e.latency.Counts) == len(w.Latency.Counts) {
+				for j, c := range w.Latency.Counts {
+					e.latency.Counts[j] += c
+				}
+				e.latency.SumSeconds += w.Latency.SumSeconds
+			}
+		}
+	}
+	e.P99 = e.latency.Quantile(0.99)
+	return e, nil
+}
+
+// Verdict is the analysis of one batch of new targets against the old version's (the baseline).
+type Verdict struct {
+	// Pass is false when the new version must not go on.
+	Pass bool
+	// NoTraffic: too few requests reached the new targets to judge them (rollout.analysis
+	// min_requests); Pass is then rollout.analysis.on_no_traffic.
+	NoTraffic bool
+	New       Evidence
+	Baseline  Evidence
+	// Reason says why, with the numbers and the rule.
+	Reason string
+}
+
+// p99Requests is how many requests each side needs before its p99 is compared: below 100 the
+// "99th percentile" is the slowest request or two, one cold connection's worth of noise.
+const p99Requests = 100
+
+// judge applies rollout.analysis to what the new targets and the baseline got over window.
+func judge(a infra.Analysis, window time.Duration, fresh, base Evidence) Verdict {
+	v := Verdict{Pass: true, New: fresh, Baseline: base}
+	baseline := "no baseline (no target of the old version served)"
+	comparable := base.Requests >= uint64(a.MinRequests) && a.MinRequests > 0 || base.Requests > 0 && a.MinRequests == 0
+	if base.Requests > 0 {
+		baseline = "baseline (the old version's targets): " + base.String()
+	}
+	switch {
+	case fresh.Requests < uint64(a.MinRequests):
+		v.NoTraffic = true
+		v.Pass = a.OnNoTraffic == infra.OnNoTrafficPass
+		v.Reason = fmt.Sprintf("not enough traffic to judge: %d requests reached the new version in %s, rollout.analysis.min_requests is %d; "+
+			"rollout.analysis.on_no_traffic %s", fresh.Requests, window, a.MinRequests, a.OnNoTraffic)
+	case fresh.ErrorRate() > a.MaxErrorRate:
+		v.Pass = false
+		v.Reason = fmt.Sprintf("error rate %.1f%% over %s is above rollout.analysis.max_error_rate %.1f%%: new version: %s; %s",
+			100*fresh.ErrorRate(), window, 100*a.MaxErrorRate, fresh, baseline)
+	case comparable && fresh.ErrorRate()-base.ErrorRate() > a.MaxErrorRateIncrease:
+		v.Pass = false
+		v.Reason = fmt.Sprintf("error rate %.1f%% is %.1f points above the old version's %.1f%%, more than rollout.analysis.max_error_rate_increase %.1f: new version: %s; %s",
+			100*fresh.ErrorRate(), 100*(fresh.ErrorRate()-base.ErrorRate()), 100*base.ErrorRate(), 100*a.MaxErrorRateIncrease, fresh, baseline)
+	case comparable && a.MaxP99Increase > 0 && fresh.Requests >= p99Requests && base.Requests >= p99Requests && base.P99 > 0 &&
+		float64(fresh.P99) > float64(base.P99)*(1+a.MaxP99Increase):
+		v.Pass = false
+		v.Reason = fmt.Sprintf("p99 %s is %.0f%% above the old version's %s, more than rollout.analysis.max_p99_increase %.0f%%: new version: %s; %s",
+			fresh.P99.Round(100*time.Microsecond), 100*(float64(fresh.P99)/float64(base.P99)-1), base.P99.Round(100*time.Microsecond),
+			100*a.MaxP99Increase, fresh, baseline)
+	default:
+		v.Reason = fmt.Sprintf("what users got over %s holds: new version: %s; %s", window, fresh, baseline)
+	}
+	return v
+}
+
+// VerdictError is a failed analysis: the batch's new version served users worse than the rules
+// allow.
+type VerdictError struct {
+	Hosts   []string
+	Verdict Verdict
+}
+
+func (e *VerdictError) Error() string {
+	return fmt.Sprintf("analysis of %s failed: %s", strings.Join(e.Hosts, ", "), e.Verdict.Reason)
+}
+
+// analyse judges the hosts of one batch (first..end, just deployed, in rotation and baked) by what
+// users got through the balancer over window, against the targets the old version still serves
+// on. It returns nil when the verdict passes (the verdict is an event either way), a
+// *VerdictError when it fails, and nil at once when there is nothing to read (analysis off, a
+// balancer that publishes no outcomes, a naive deploy).
+func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, first, end int, window time.Duration) error {
+	ov, ok := d.bal.(OutcomeViewer)
+	a := d.cfg.Rollout.Analysis
+	if !a.Enabled || !ok || d.opts.Naive || !d.view {
+		return nil
+	}
+	var fresh, hosts []string
+	newVersion := map[string]bool{} // every target this deploy put the new version on
+	for i, hr := range rep.Hosts {
+		if hr.Target == "" || hr.Outcome != OutcomeDeployed && hr.Outcome != OutcomeUnchanged {
+			continue
+		}
+		newVersion[hr.Target] = true
+		if i >= first && i < end && hr.Outcome == OutcomeDeployed {
+			fresh = append(fresh, hr.Target)
+			hosts = append(hosts, hr.Host)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	d.emit(Event{Step: StepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
+		strings.Join(hosts, ", "), d.bal.Name(), window)})
+	before, err := ov.Outcomes(ctx)
+	if err != nil {
+		return fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
+	}
+	if err := d.sleep(ctx, window); err != nil {
+		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
+	}
+	after, err := ov.Outcomes(ctx)
+	if err != nil {
+		return fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
+	}
+	var base []string // the baseline: every other target the balancer sent users to
+	for t := range after {
+		if !newVersion[t] {
+			base = append(base, t)
+		}
+	}
+	slices.Sort(base)
+	fe, err := pool(before, after, fresh)
+	if err != nil {
+		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
+	}
+	be, err := pool(before, after, base)
+	if err != nil {
+		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
+	}
+	v := judge(a, window, fe, be)
+	for i := first; i < end; i++ {
+		if slices.Contains(hosts, rep.Hosts[i].Host) {
+			rep.Hosts[i].Verdict = v.Reason
+		}
+	}
+	step := StepVerdict
+	if !v.Pass {
+		step = StepFailed
+	}
+	d.emit(Event{Step: step, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
+	if !v.Pass {
+		return &VerdictError{Hosts: hosts, Verdict: v}
+	}
+	return nil
+}
+
+// targetOf is the address of host h's balanced service in spec s ("" when it has none).
+func (d *Deployer) targetOf(s spec.Spec) string {
+	bsvc, ok := d.cfg.BalancedService()
+	if !ok {
+		return ""
+	}
+	if svc, ok := s.Service(bsvc.Name); ok {
+		return svc.Address
+	}
+	return ""
+}

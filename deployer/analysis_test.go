@@ -1,0 +1,203 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/internal/testrig/poll"
+)
+
+// analysisFleet is a three-host fleet of zero502 app behind the LB, on v1, with load through the
+// LB and rollout.analysis judging each batch for window; bad are v2's app flags.
+func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet, good, v2 string) {
+	t.Helper()
+	f = newFleet(t, 3)
+	values := defaultValues()
+	good = f.config("good.yaml", values)
+	cfg := f.load(good)
+	cfg.Rollout.Analysis.Window, cfg.Rollout.Analysis.MinRequests = window, 10
+	good = f.write("good.yaml", cfg)
+	values.AppFlags = bad
+	v2cfg := f.load(f.config("v2.yaml", values))
+	v2cfg.Rollout.Analysis = cfg.Rollout.Analysis
+	v2 = f.write("v2.yaml", v2cfg)
+	f.startLB(good)
+	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
+		for _, h := range f.load(good).Targets() {
+			if st, err := NewInHouse(f.admin, "").TargetState(context.Background(), h); err != nil || !st.InRotation {
+				return fmt.Errorf("%s: %+v %v", h, st, err)
+			}
+		}
+		return nil
+	})
+	return f, good, v2
+}
+
+// A version whose /health answers 200 while every real request gets 500 is stopped by the
+// analysis of its first host: the deploy fails naming the verdict's numbers, every host runs v1
+// again, and the 500s users got came only from the one host for its bake and window.
+func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing.T) {
+	t.Parallel()
+	f, _, v2 := analysisFleet(t, 2*time.Second, "--fail-every", "1")
+	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	time.Sleep(300 * time.Millisecond)
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
+	res := m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) {
+		t.Fatalf("deploy of a version failing every request: %v; want a failed analysis verdict\nevents:\n%s", err, &ev)
+	}
+	for _, want := range []string{"analysis of host-a failed", "above rollout.analysis.max_error_rate 5.0%", "5xx", "rolled back (host-a runs v1)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	if v := verdict.Verdict; v.Pass || v.New.Requests < 10 || v.New.ErrorRate() < 0.99 || v.Baseline.Requests == 0 || v.Baseline.Errors != 0 {
+		t.Errorf("verdict %+v: want every new request failed and a clean baseline", v)
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q after the failed verdict, want v1", host, v)
+		}
+	}
+	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" || !strings.Contains(a.Verdict, "error rate") {
+		t.Errorf("host-a: %s, runs %q, verdict %q; want rolled back to v1 with the verdict", a.Outcome, a.Running, a.Verdict)
+	}
+	for _, h := range rep.Hosts[1:] {
+		if h.Outcome != OutcomeNotReached || h.Running != "v1" {
+			t.Errorf("%s: %s, runs %q; want not reached, v1", h.Host, h.Outcome, h.Running)
+		}
+	}
+	if res.Counts["500"]+res.Counts["other_5xx"] == 0 && res.Failures == 0 {
+		t.Errorf("load saw no 500 at all (%v): the bad version never served, so the test proves nothing", res.Counts)
+	}
+	t.Logf("load during the deploy: %d sent, %d failed (%v)", res.Sent, res.Failures, res.Counts)
+}
+
+// A version failing one request in four is stopped the same way: 25 % is above max_error_rate.
+func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
+	t.Parallel()
+	f, _, v2 := analysisFleet(t, 2*time.Second, "--fail-every", "4")
+	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	time.Sleep(300 * time.Millisecond)
+	var ev eventLog
+	_, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
+	m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) {
+		t.Fatalf("deploy of a version failing 1 in 4: %v; want a failed verdict\nevents:\n%s", err, &ev)
+	}
+	if r := verdict.Verdict.New.ErrorRate(); r < 0.1 || r > 0.4 {
+		t.Errorf("new version's error rate %.2f, want about 0.25: %s", r, verdict.Verdict.Reason)
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q, want v1", host, v)
+		}
+	}
+}
+
+// A good version under the same analysis passes with zero failed requests, each batch's verdict
+// an event with its numbers, and each host's report carrying it.
+func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
+	t.Parallel()
+	f, _, v2 := analysisFleet(t, time.Second)
+	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	time.Sleep(300 * time.Millisecond)
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
+	res := m.stop(t)
+	if err != nil {
+		t.Fatalf("deploy v2: %v\nevents:\n%s", err, &ev)
+	}
+	requireNoFailure(t, res)
+	verdicts := 0
+	for _, e := range ev.events {
+		if e.Step == StepVerdict && strings.Contains(e.Message, "what users got over 1s holds") {
+			verdicts++
+		}
+	}
+	if verdicts != 3 {
+		t.Errorf("%d passing verdicts, want one per batch (3)\nevents:\n%s", verdicts, &ev)
+	}
+	for _, h := range rep.Hosts {
+		if h.Outcome != OutcomeDeployed || !strings.Contains(h.Verdict, "requests") {
+			t.Errorf("%s: %s, verdict %q", h.Host, h.Outcome, h.Verdict)
+		}
+	}
+}
+
+func TestJudgeRules(t *testing.T) {
+	a := infra.Defaults().Rollout.Analysis
+	a.MinRequests = 20
+	ev := func(req, errs uint64, p99 time.Duration) Evidence {
+		return Evidence{Requests: req, Errors: errs, ServerErrors: errs, P99: p99}
+	}
+	for _, tc := range []struct {
+		name        string
+		fresh, base Evidence
+		onNoTraffic string
+		pass, none  bool
+		says        string
+	}{
+		{"clean", ev(100, 0, 10*time.Millisecond), ev(200, 0, 10*time.Millisecond), "pass", true, false, "holds"},
+		{"every request fails", ev(100, 100, time.Millisecond), ev(200, 0, time.Millisecond), "pass", false, false, "above rollout.analysis.max_error_rate 5.0%"},
+		{"at the absolute limit", ev(100, 5, time.Millisecond), ev(100, 4, time.Millisecond), "pass", true, false, "holds"},
+		{"just above it", ev(100, 6, time.Millisecond), ev(100, 5, time.Millisecond), "pass", false, false, "max_error_rate"},
+		{"an increase over a noisy baseline", ev(100, 4, time.Millisecond), ev(100, 1, time.Millisecond), "pass", false, false, "max_error_rate_increase"},
+		{"the same noise as the baseline", ev(100, 4, time.Millisecond), ev(100, 3, time.Millisecond), "pass", true, false, "holds"},
+		{"twice as slow is still allowed", ev(100, 0, 20*time.Millisecond), ev(100, 0, 10*time.Millisecond), "pass", true, false, "holds"},
+		{"more than twice as slow", ev(100, 0, 21*time.Millisecond), ev(100, 0, 10*time.Millisecond), "pass", false, false, "max_p99_increase"},
+		{"slower, but too few requests for a p99", ev(99, 0, 50*time.Millisecond), ev(100, 0, 10*time.Millisecond), "pass", true, false, "holds"},
+		{"too little traffic, pass", ev(19, 19, 0), ev(100, 0, 0), "pass", true, true, "not enough traffic"},
+		{"too little traffic, fail", ev(19, 0, 0), ev(100, 0, 0), "fail", false, true, "not enough traffic"},
+		{"no baseline: the absolute rule alone", ev(100, 3, 50*time.Millisecond), Evidence{}, "pass", true, false, "no baseline"},
+		{"a baseline too small to compare", ev(100, 4, 50*time.Millisecond), ev(5, 0, time.Millisecond), "pass", true, false, "holds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := a
+			a.OnNoTraffic = tc.onNoTraffic
+			v := judge(a, 10*time.Second, tc.fresh, tc.base)
+			if v.Pass != tc.pass || v.NoTraffic != tc.none || !strings.Contains(v.Reason, tc.says) {
+				t.Errorf("judge = pass %v, no traffic %v, %q; want pass %v, no traffic %v, saying %q", v.Pass, v.NoTraffic, v.Reason, tc.pass, tc.none, tc.says)
+			}
+		})
+	}
+}
+
+func TestPoolAddsEveryTargetAndInstanceOfTheWindow(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	st := func(addr string, answered, errs uint64, counts ...uint64) adminapi.BackendStatus {
+		return adminapi.BackendStatus{Address: addr, Outcomes: adminapi.Outcomes{Answered: answered, ServerErrors: errs,
+			Latency: adminapi.Histogram{Bounds: bounds, Counts: counts}}}
+	}
+	before := Outcomes{
+		"a": {st("a", 10, 1, 10, 0, 0, 0), st("a", 5, 0, 5, 0, 0, 0)},
+		"b": {st("b", 7, 0, 7, 0, 0, 0)},
+	}
+	after := Outcomes{
+		"a": {st("a", 30, 11, 10, 20, 0, 0), st("a", 25, 0, 5, 0, 20, 0)},
+		"b": {st("b", 9, 0, 9, 0, 0, 0)},
+		"c": {st("c", 100, 100, 100, 0, 0, 0)}, // not asked for
+	}
+	e, err := pool(before, after, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Requests != 42 || e.Errors != 10 || e.ServerErrors != 10 {
+		t.Errorf("pooled %d requests, %d errors; want 20+20+2 = 42 and 10", e.Requests, e.Errors)
+	}
+	if e.P99 < 10*time.Millisecond || e.P99 > 100*time.Millisecond {
+		t.Errorf("p99 %s: want it in the slowest bucket holding requests (10–100ms)", e.P99)
+	}
+}

@@ -1,0 +1,103 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// rollBackFleet answers a failed verdict on the batch first..end: with rollout.on_failure
+// rollback (the default) every host this deploy moved to the new version goes back to the spec
+// it ran before, newest first, each under its host lock and through the same drain; with stop,
+// only the judged batch does. It returns the error the deploy ends with: the verdict, and which
+// host runs what now.
+func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *Report, first, end int, verdict error) error {
+	from := first
+	if d.cfg.Rollout.OnFailure == infra.OnFailureRollback {
+		from = 0
+	}
+	var back, failed []string
+	var errs []error
+	for i := end - 1; i >= from; i-- {
+		hr := &rep.Hosts[i]
+		if hr.Outcome != OutcomeDeployed {
+			continue // unchanged hosts ran the version before this deploy; the rest never got it
+		}
+		h := d.cfg.Hosts[i]
+		if err := d.rollBackHost(ctx, h, version, hr, verdict); err != nil {
+			errs = append(errs, err)
+			failed = append(failed, h.Name)
+			continue
+		}
+		back = append(back, fmt.Sprintf("%s runs %s", h.Name, orNothing(hr.Running)))
+	}
+	msg := fmt.Sprintf("%v; rollout.on_failure %s: ", verdict, d.cfg.Rollout.OnFailure)
+	if len(back) > 0 {
+		msg += "rolled back (" + strings.Join(back, ", ") + ")"
+	} else {
+		msg += "no host to roll back"
+	}
+	if len(failed) > 0 {
+		msg += "; the rollback failed on " + strings.Join(failed, ", ") + ": look at them"
+	}
+	return errors.Join(&rolledBackError{msg: msg, verdict: verdict}, errors.Join(errs...))
+}
+
+// rolledBackError is a failed verdict after the rollback it caused; errors.As finds the
+// *VerdictError in it.
+type rolledBackError struct {
+	msg     string
+	verdict error
+}
+
+func (e *rolledBackError) Error() string { return e.msg }
+func (e *rolledBackError) Unwrap() error { return e.verdict }
+
+// rollBackHost returns one host that finished its step on version to its last good spec: a
+// local host under its lock through rollback; a host over ssh by a step to the version it ran
+// before, on the host.
+func (d *Deployer) rollBackHost(ctx context.Context, h infra.Host, version string, hr *HostReport, cause error) error {
+	if h.SSH != "" {
+		if hr.From == "" {
+			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)
+		}
+		prev := *hr
+		if err := d.remoteStep(ctx, h, hr.From, hr); err != nil {
+			return fmt.Errorf("host %s: roll back to %s: %w", h.Name, prev.From, err)
+		}
+		hr.From, hr.To, hr.Outcome, hr.Error, hr.Verdict = prev.From, prev.To, OutcomeRolledBack, cause.Error(), prev.Verdict
+		return nil
+	}
+	rt := d.runtimes[h.Name]
+	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
+	if err != nil {
+		published = spec.Render(d.cfg, h, version, d.self)
+	}
+	lock, err := d.lock(ctx, h, version)
+	if err != nil {
+		hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, err)
+		return fmt.Errorf("host %s: %s", h.Name, hr.Error)
+	}
+	defer lock.Release()
+	d.backsMu.Lock()
+	back := d.backs[h.Name]
+	d.backsMu.Unlock()
+	verdict := hr.Verdict
+	err = d.rollback(ctx, h, rt, back, published, hr, cause)
+	hr.Verdict = verdict
+	if hr.Outcome == OutcomeRolledBack {
+		return nil
+	}
+	return err
+}
+
+func orNothing(v string) string {
+	if v == "" {
+		return "nothing"
+	}
+	return v
+}
