@@ -176,12 +176,16 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 	if len(fresh) == 0 {
 		return nil
 	}
-	d.emit(Event{Step: StepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
-		strings.Join(hosts, ", "), d.bal.Name(), window)})
 	before, err := ov.Outcomes(ctx)
+	if errors.Is(err, ErrNoView) {
+		d.emit(Event{Step: StepVerdict, Version: version, Message: strings.Join(hosts, ", ") + ": not analysed: " + err.Error()})
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
 	}
+	d.emit(Event{Step: StepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
+		strings.Join(hosts, ", "), d.bal.Name(), window)})
 	if err := d.sleep(ctx, window); err != nil {
 		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
 	}

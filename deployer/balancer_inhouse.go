@@ -84,16 +84,16 @@ func (b *InHouse) targets(ctx context.Context) ([]adminapi.BackendStatus, error)
 }
 
 // Outcomes is every target's cumulative outcomes at the LB (OutcomeViewer). An edge publishes
-// none: its snapshot is empty.
+// none (an L4 forwarder sees no status): ErrNoView.
 func (b *InHouse) Outcomes(ctx context.Context) (Outcomes, error) {
+	if b.kind == "edge" {
+		return nil, fmt.Errorf("edge %s forwards bytes and sees no answers: %w", b.admin, ErrNoView)
+	}
 	all, err := b.targets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := Outcomes{}
-	if b.kind == "edge" {
-		return out, nil
-	}
 	for _, be := range all {
 		out[be.Address] = append(out[be.Address], be)
 	}

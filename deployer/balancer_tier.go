@@ -52,21 +52,28 @@ func (t Tier) TargetState(ctx context.Context, target string) (TargetState, erro
 }
 
 // Outcomes are every instance's, a target's entries in the instances' order; an instance that
-// publishes none adds nothing.
+// publishes none adds nothing, and a tier none of whose instances does has ErrNoView.
 func (t Tier) Outcomes(ctx context.Context) (Outcomes, error) {
-	out := Outcomes{}
+	out, seen := Outcomes{}, false
 	for _, b := range t {
 		ov, ok := b.(OutcomeViewer)
 		if !ok {
 			continue
 		}
 		o, err := ov.Outcomes(ctx)
+		if errors.Is(err, ErrNoView) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
+		seen = true
 		for addr, sts := range o {
 			out[addr] = append(out[addr], sts...)
 		}
+	}
+	if !seen {
+		return nil, fmt.Errorf("no instance of %s publishes outcomes: %w", t.Name(), ErrNoView)
 	}
 	return out, nil
 }

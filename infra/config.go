@@ -225,10 +225,28 @@ type Rollout struct {
 	// the rollout moves on: health is not what users get. On by default; the in-house LB
 	// publishes the evidence (a balancer that does not, such as an ALB, is not analysed).
 	Analysis Analysis `mapstructure:"analysis"`
+	// Canary is the first step of every deploy behind the in-house LB: the first Hosts hosts get
+	// the new version and only Weight % of the traffic, for Duration with the analysis, before
+	// the rest rolls batch by batch (each batch analysed too).
+	Canary Canary `mapstructure:"canary"`
 	// OnFailure is what a failed analysis verdict does: rollback (default: every host this
 	// deploy moved to the new version goes back to what it ran, through the same drain, and
 	// the deploy exits 1) or stop (only the judged batch goes back; hosts done before stay).
 	OnFailure string `mapstructure:"on_failure"`
+}
+
+// Canary is rollout.canary.
+type Canary struct {
+	// Hosts is how many hosts form the canary, the first ones of hosts[]; 0 turns the canary
+	// off (the first batch is then an ordinary batch). Default 1.
+	Hosts int `mapstructure:"hosts"`
+	// Weight is the share of the traffic, in percent (1..100), the canary's targets get
+	// together while it is judged, set as per-target weights at the in-house LB; the other
+	// targets share the rest. Default 10.
+	Weight int `mapstructure:"weight"`
+	// Duration is how long the canary is judged (rollout.analysis over this window instead of
+	// analysis.window). Default 60s.
+	Duration time.Duration `mapstructure:"duration"`
 }
 
 // Analysis is rollout.analysis: how a batch's new version is judged by what users got.

@@ -177,6 +177,15 @@ func (c *Config) Validate() error {
 	if an.OnNoTraffic != OnNoTrafficPass && an.OnNoTraffic != OnNoTrafficFail {
 		bad("rollout.analysis.on_no_traffic", fmt.Sprintf("%q", an.OnNoTraffic), "must be pass or fail")
 	}
+	ca := c.Rollout.Canary
+	atLeast("rollout.canary.hosts", ca.Hosts, 0)
+	if ca.Hosts > 0 && len(c.Hosts) > 0 && ca.Hosts >= len(c.Hosts) && len(c.Hosts) > 1 {
+		bad("rollout.canary.hosts", ca.Hosts, fmt.Sprintf("must be fewer than the %d hosts (the rest is what a canary is compared with); 0 turns the canary off", len(c.Hosts)))
+	}
+	if ca.Weight < 1 || ca.Weight > 100 {
+		bad("rollout.canary.weight", ca.Weight, "must be a share of the traffic in percent, from 1 to 100")
+	}
+	positive("rollout.canary.duration", ca.Duration)
 	if c.Rollout.OnFailure != OnFailureRollback && c.Rollout.OnFailure != OnFailureStop {
 		bad("rollout.on_failure", fmt.Sprintf("%q", c.Rollout.OnFailure), "must be rollback or stop")
 	}
