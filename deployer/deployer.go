@@ -153,9 +153,8 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	for i := range rep.Hosts {
 		rep.Hosts[i].From = views[i].from
 	}
-	batch := max(d.cfg.Rollout.Batch, 1)
-	for start := 0; start < len(d.cfg.Hosts); start += batch {
-		end := min(start+batch, len(d.cfg.Hosts))
+	for _, b := range d.batches() {
+		start, end := b.first, b.end
 		if start > 0 && !d.opts.Naive { // a naive deploy does not wait for rotation, nor look
 			if err := d.reverify(ctx, version, rep, start); err != nil {
 				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
@@ -177,7 +176,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		if err := d.analyse(ctx, version, rep, start, end, d.cfg.Rollout.Analysis.Window); err != nil {
+		if err := d.judgeBatch(ctx, version, rep, b); err != nil {
 			var verdict *VerdictError
 			if !errors.As(err, &verdict) {
 				return err

@@ -17,6 +17,7 @@ const (
 	StepInRotation   = "in-rotation"   // the balancer put the target back in rotation
 	StepStable       = "stable"        // every new instance stayed up for its stability window
 	StepVerified     = "verified"      // every service on the host runs the right version
+	StepCanary       = "canary"        // the first hosts are the canary (rollout.canary)
 	StepAnalysis     = "analysis"      // a batch is being judged by what users get (rollout.analysis)
 	StepVerdict      = "verdict"       // the analysis passed, with its numbers
 	StepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only

@@ -133,6 +133,7 @@ func (f *fleet) fleetConfig() *infra.Config {
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
 	cfg.Rollout.Runtime = infra.RuntimeProcess
 	cfg.Rollout.Analysis.Window = 500 * time.Millisecond // judged on what users got, briefly (analysis tests set their own)
+	cfg.Rollout.Canary.Duration = time.Second
 	for i := range f.hosts {
 		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: hostName(i), PortOffset: f.offsets[i], StateDir: f.stateDir(i)})
 	}

@@ -53,10 +53,8 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 		}
 	}
 	if len(reasons) == 0 {
-		batch := max(d.cfg.Rollout.Batch, 1)
-		for start := 0; start < len(d.cfg.Hosts); start += batch {
-			end := min(start+batch, len(d.cfg.Hosts))
-			if err := d.batchLeavesHealthy(ctx, version, start, end, views); err != nil {
+		for _, b := range d.batches() {
+			if err := d.batchLeavesHealthy(ctx, version, b.first, b.end, views); err != nil {
 				reasons = append(reasons, err.Error())
 				break
 			}
