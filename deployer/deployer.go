@@ -80,6 +80,8 @@ type Deployer struct {
 	emitMu   sync.Mutex
 	// action names what holds the locks when it is not a deploy (zero502 stop).
 	action string
+	// held are the targets held out at the balancer until a new instance's smoke passed.
+	held heldOut
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.

@@ -14,6 +14,7 @@ const (
 	StepStopped      = "stopped"       // the old instance exited
 	StepStart        = "start"         // the new instance runs
 	StepHealthy      = "healthy"       // the new instance answers its health check directly
+	StepSmoke        = "smoke"         // the new instance answered its smoke requests (services[].smoke)
 	StepInRotation   = "in-rotation"   // the balancer put the target back in rotation
 	StepStable       = "stable"        // every new instance stayed up for its stability window
 	StepVerified     = "verified"      // every service on the host runs the right version

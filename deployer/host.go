@@ -80,7 +80,7 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 	}
 	d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: "spec published at " + specPath})
 
-	err = d.converge(ctx, h, rt, plan.want, plan.resume, &rep.Timeline)
+	err = d.converge(ctx, h, rt, plan.want, plan.resume, true, &rep.Timeline)
 	if err == nil {
 		err = d.stillVerifies(ctx, h, rt, plan.want)
 	}
@@ -268,9 +268,11 @@ func (d *Deployer) takeLock(ctx context.Context, h infra.Host, version string) (
 // is added at the balancer and waited for until it is in rotation, and only then does the old
 // one drain and stop, and its target is removed. With keep, an instance already at its spec
 // (an interrupted deploy, or a rollback to what still runs) is kept and waited for. Then every
-// new instance must outlast its bake (stable) before converge returns. tl, when not nil,
-// records the balanced service's handshake.
-func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, keep bool, tl *Timeline) error {
+// new instance must outlast its bake (stable) before converge returns. With smokeNew, a new
+// instance answers its services[].smoke requests before the balancer sends it users (held out
+// at the balancer meanwhile when it would otherwise come back by its health alone). tl, when not
+// nil, records the balanced service's handshake.
+func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, keep, smokeNew bool, tl *Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
 	rot, canRotate := d.bal.(Rotation)
 	var started []fresh
@@ -304,6 +306,19 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 		if svc.Stopped {
 			continue
 		}
+		var smoke []infra.SmokeRequest
+		if smokeNew {
+			smoke = d.smokeOf(svc.Name)
+		}
+		addsItself := sideBySide || svc.Drain == infra.DrainBalancer // the deployer adds the target once started
+		if watch && canRotate && kept == nil && len(smoke) > 0 && !addsItself {
+			// In place (stop-first, handshake): the balancer would take the new instance back by
+			// its health checks alone; hold the target out until the smoke requests passed.
+			if err := rot.Drain(ctx, svc.Address); err != nil {
+				return fmt.Errorf("host %s: service %s: hold %s out at %s until its smoke requests pass: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
+			}
+			d.held.hold(svc.Address)
+		}
 		inst := kept
 		if inst == nil {
 			began, err := rt.Start(ctx, h.Name, svc)
@@ -317,7 +332,15 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepStart, Version: svc.Version,
 				Message: fmt.Sprintf("started %s (%s)", inst.ID, strings.Join(svc.Command, " "))})
 		}
-		if watch && canRotate && (sideBySide || svc.Drain == infra.DrainBalancer) {
+		if len(smoke) > 0 && kept == nil && !d.opts.Naive {
+			if _, err := d.waitHealthy(ctx, h, rt, *inst, svc, false, nil); err != nil {
+				return err
+			}
+			if err := d.smoke(ctx, h, svc, smoke); err != nil {
+				return err
+			}
+		}
+		if held := d.held.release(svc.Address); watch && canRotate && (addsItself || held) {
 			if err := rot.Add(ctx, svc.Address); err != nil {
 				return fmt.Errorf("host %s: service %s: add %s at %s: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
@@ -373,7 +396,7 @@ func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back 
 			err = d.clearExtra(rctx, h, rt, failed, restored)
 		}
 		if err == nil {
-			err = d.converge(rctx, h, rt, restored, true, nil)
+			err = d.converge(rctx, h, rt, restored, true, false, nil) // the old version is not smoke-tested: its smoke may be the new one's
 		}
 		if err == nil {
 			err = d.forgetTargets(rctx, failed, restored)

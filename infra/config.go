@@ -330,6 +330,12 @@ type Service struct {
 	Verify ServiceVerify `mapstructure:"verify"`
 	// Env is extra environment for the service; values may use the same placeholders.
 	Env map[string]string `mapstructure:"env"`
+	// Smoke are requests sent straight to a new instance once it answers its health check and
+	// before the balancer sends it users (CodeDeploy's BeforeAllowTraffic): each must get its
+	// expected answer, else the host is rolled back and the old version never left rotation
+	// (start-first) or the target stays held out at the balancer (stop-first). A redirect is an
+	// answer, never followed.
+	Smoke []SmokeRequest `mapstructure:"smoke"`
 	// StopSignal is the signal that asks the service to stop gracefully: SIGTERM (default),
 	// SIGQUIT (nginx's graceful stop), SIGINT, SIGHUP, SIGUSR1, SIGUSR2 or SIGWINCH. The runtime
 	// still SIGKILLs it when drain.stop_grace runs out.
@@ -371,6 +377,22 @@ type ServiceHealth struct {
 // Rule is the configured health check as the one HTTP health rule every checker runs.
 func (h ServiceHealth) Rule() healthcheck.Rule {
 	return healthcheck.Rule{Path: h.Path, Status: h.ExpectStatus, Timeout: h.Timeout}
+}
+
+// SmokeRequest is one of services[].smoke.
+type SmokeRequest struct {
+	// Method is the request's method. Default GET.
+	Method string `mapstructure:"method"`
+	// Path is the request's path and query, e.g. /orders?dry-run=1. Required.
+	Path string `mapstructure:"path"`
+	// Body is the request's body ("" for none).
+	Body string `mapstructure:"body"`
+	// ExpectStatus is the status the answer must have. Default 200.
+	ExpectStatus int `mapstructure:"expect_status"`
+	// ExpectBody, when set, must appear in the answer's body; {version} is the version deployed.
+	ExpectBody string `mapstructure:"expect_body"`
+	// Timeout bounds the request. Default balancer.timeout.
+	Timeout time.Duration `mapstructure:"timeout"`
 }
 
 // ServiceVerify is what the deployer checks, beyond the runtime (the running instance is the one

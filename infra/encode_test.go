@@ -255,6 +255,10 @@ func randomConfig(r *rand.Rand) *Config {
 		}
 		s.HealthPath = "/" + pick("health", "version.txt", "up")
 		s.Health = ServiceHealth{Path: s.HealthPath, ExpectStatus: 100 + r.Intn(500), Timeout: dur(10 * time.Second)}
+		if r.Intn(3) == 0 {
+			s.Smoke = []SmokeRequest{{Method: pick("GET", "POST"), Path: "/" + pick("orders", "a b", "x?y=1"), Body: text(),
+				ExpectStatus: 100 + r.Intn(500), ExpectBody: text(), Timeout: dur(10 * time.Second)}}
+		}
 		if r.Intn(2) == 0 {
 			s.Verify = ServiceVerify{VersionHeader: pick("", "X-Version"), VersionPath: "/version", ExpectBody: text() + "{version}"}
 		}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"reflect"
 	"slices"
@@ -326,6 +327,17 @@ func (c *Config) applyListDefaults() {
 		}
 		if s.Health.ExpectStatus == 0 {
 			s.Health.ExpectStatus = 200
+		}
+		for j := range s.Smoke {
+			if s.Smoke[j].Method == "" {
+				s.Smoke[j].Method = http.MethodGet
+			}
+			if s.Smoke[j].ExpectStatus == 0 {
+				s.Smoke[j].ExpectStatus = http.StatusOK
+			}
+			if s.Smoke[j].Timeout == 0 {
+				s.Smoke[j].Timeout = c.Balancer.Timeout
+			}
 		}
 		if s.Health.Timeout == 0 {
 			s.Health.Timeout = c.Balancer.Timeout

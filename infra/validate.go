@@ -220,6 +220,21 @@ func (c *Config) Validate() error {
 			bad(key+".health.expect_status", s.Health.ExpectStatus, "must be an HTTP status from 100 to 599")
 		}
 		nonNegative(key+".health.timeout", s.Health.Timeout)
+		for j, sm := range s.Smoke {
+			sk := fmt.Sprintf("%s.smoke[%d]", key, j)
+			if sm.Path == "" {
+				bad(sk+".path", `""`, "is required: the path of the request to send, e.g. /orders?dry-run=1")
+			} else {
+				path(sk+".path", sm.Path)
+			}
+			if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, sm.Method) {
+				bad(sk+".method", fmt.Sprintf("%q", sm.Method), "must be GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS")
+			}
+			if sm.ExpectStatus < 100 || sm.ExpectStatus > 599 {
+				bad(sk+".expect_status", sm.ExpectStatus, "must be an HTTP status from 100 to 599")
+			}
+			nonNegative(sk+".timeout", sm.Timeout)
+		}
 		if s.Drain != DrainHandshake && s.Drain != DrainBalancer {
 			bad(key+".drain", fmt.Sprintf("%q", s.Drain), "must be handshake or balancer")
 		}

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -100,15 +101,25 @@ var client = &http.Client{
 // following a redirect, reading at most MaxBody of the body, all within timeout (0: only ctx
 // bounds it). Any status is an answer; the error says why there was none.
 func Get(ctx context.Context, addr, path, agent string, timeout time.Duration) (Answer, error) {
+	return Do(ctx, addr, http.MethodGet, path, "", agent, timeout)
+}
+
+// Do is Get with another method and a body (the deployer's smoke requests): the same fresh
+// connection, no redirect followed, bounded body and timeout.
+func Do(ctx context.Context, addr, method, path, body, agent string, timeout time.Duration) (Answer, error) {
 	cctx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, "http://"+addr+path, nil)
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(cctx, method, "http://"+addr+path, rd)
 	if err != nil {
-		return Answer{}, fmt.Errorf("bad health check address %q or path %q: %w", addr, path, err)
+		return Answer{}, fmt.Errorf("bad check address %q or path %q: %w", addr, path, err)
 	}
 	if agent != "" {
 		req.Header.Set("User-Agent", agent)
@@ -118,11 +129,11 @@ func Get(ctx context.Context, addr, path, agent string, timeout time.Duration) (
 		return Answer{}, why(ctx, cctx, timeout, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
+	got, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
 	if err != nil {
 		return Answer{}, fmt.Errorf("answered %d but the body broke off: %w", resp.StatusCode, why(ctx, cctx, timeout, err))
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: got}, nil
 }
 
 // why says what kept a check from its answer: its own timeout, the caller's end, or the

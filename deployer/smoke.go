@@ -1,0 +1,73 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/healthcheck"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// smoke sends the service's services[].smoke requests straight to its new instance (no
+// balancer), one after another, and fails at the first answer that is not the expected one. It
+// runs once the instance answers its health check and before the balancer sends it users.
+func (d *Deployer) smoke(ctx context.Context, h infra.Host, svc spec.Service, checks []infra.SmokeRequest) error {
+	for i, c := range checks {
+		want := strings.ReplaceAll(c.ExpectBody, "{version}", svc.Version)
+		a, err := healthcheck.Do(ctx, svc.Address, c.Method, c.Path, c.Body, "zero502-smoke", c.Timeout)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("no answer: %w", err)
+		case a.Status != c.ExpectStatus:
+			err = fmt.Errorf("answered %d, want %d", a.Status, c.ExpectStatus)
+		case want != "" && !strings.Contains(string(a.Body), want):
+			err = fmt.Errorf("answered %d without %q in its body (%.80q)", a.Status, want, a.Body)
+		}
+		if err != nil {
+			return fmt.Errorf("host %s: service %s: new version %s failed services[].smoke[%d] %s %s on %s before taking traffic: %w",
+				h.Name, svc.Name, svc.Version, i, c.Method, c.Path, svc.Address, err)
+		}
+	}
+	d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepSmoke, Version: svc.Version,
+		Message: fmt.Sprintf("%d smoke request(s) answered as expected on %s before it takes traffic", len(checks), svc.Address)})
+	return nil
+}
+
+// smokeOf is the configured smoke requests of service name.
+func (d *Deployer) smokeOf(name string) []infra.SmokeRequest {
+	for _, s := range d.cfg.Services {
+		if s.Name == name {
+			return s.Smoke
+		}
+	}
+	return nil
+}
+
+// heldOut are the targets the deployer drained at the balancer to keep a new instance from users
+// until its smoke requests passed; whichever instance runs there next is added back once it
+// started (the rollback's old one too).
+type heldOut struct {
+	mu      sync.Mutex
+	targets map[string]bool
+}
+
+func (o *heldOut) hold(target string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.targets == nil {
+		o.targets = map[string]bool{}
+	}
+	o.targets[target] = true
+}
+
+// release reports whether target was held and forgets it.
+func (o *heldOut) release(target string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	held := o.targets[target]
+	delete(o.targets, target)
+	return held
+}
