@@ -1,6 +1,6 @@
 // Package lb is zero502's own HTTP/1.1 load balancer: a reverse proxy whose forwarding path,
 // message framing, header handling and timeouts are its own code on package net (net/http
-// serves only the admin API, metrics and status page). It owns strict round robin over healthy
+// serves only the admin API, metrics and status page). It owns smooth weighted round robin over healthy
 // backends, active health checks with the drain state (a backend whose health answers 503
 // leaves rotation at once), passive ejection and safe retries (a request with a body is never
 // replayed), an upstream keep-alive pool, RFC 9112 §6.3 smuggling defences, and the LB's own
