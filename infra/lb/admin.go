@@ -13,7 +13,7 @@ import (
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
 // /metrics and the HTML status page on / (README: Admin API), and the write API that adds,
-// drains and removes backends (adminWrites). When it is not bound to loopback every request,
+// drains and removes backends and sets their weights (adminWrites). When it is not bound to loopback every request,
 // read or write, needs Authorization: Bearer <token>.
 type adminServer struct{ srv *http.Server }
 
@@ -41,6 +41,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	adminapi.HandleWrites(mux, "/admin/backends", adminWrites{s})
+	adminapi.HandleWeightWrites(mux, "/admin/backends", adminWrites{s})
 	var h http.Handler = mux
 	if !loopback(ln.Addr().String()) || s.set.AdminToken != "" && !loopback(s.set.Admin) {
 		h = adminapi.RequireBearer(s.set.AdminToken, "zero502 lb admin", "balancer.admin_token", mux)

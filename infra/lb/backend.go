@@ -53,6 +53,10 @@ type Backend struct {
 	// stopChecks ends its health checks (nil before they started); under the backend set's lock.
 	stopChecks func()
 
+	// weight is its share of new requests relative to the others in rotation (adminapi's
+	// MinWeight to MaxWeight, DefaultWeight at first); the rotation reads it on a rebuild.
+	weight atomic.Int32
+
 	inFlight atomic.Int64
 	counts   [classes]atomic.Uint64 // answers by status class; classErrors: failed attempts
 	// what users got (adminapi.Outcomes), changed only by record
@@ -74,29 +78,37 @@ type Backend struct {
 
 // newBackend is a backend in rotation.
 func newBackend(addr string, index int, now time.Time) *Backend {
-	b := &Backend{Address: addr, index: index}
+	b := blankBackend(addr, index)
 	b.StartInRotation(now)
-	b.pool.backend = b
 	return b
 }
 
 // newConfiguredBackend is a backend of the configuration: out of rotation until its first
 // health check, which the LB runs when it starts (see firstChecks).
 func newConfiguredBackend(addr string, index int, now time.Time) *Backend {
-	b := &Backend{Address: addr, index: index}
+	b := blankBackend(addr, index)
 	b.StartAwaitingFirstCheck(now)
-	b.pool.backend = b
 	return b
 }
 
 // newJoiningBackend is a backend the admin API added: out of rotation until its health checks
 // pass healthy_threshold times.
 func newJoiningBackend(addr string, index int, now time.Time) *Backend {
-	b := &Backend{Address: addr, index: index}
+	b := blankBackend(addr, index)
 	b.StartJoining(now)
+	return b
+}
+
+// blankBackend is addr at index with the default weight, before its standing starts.
+func blankBackend(addr string, index int) *Backend {
+	b := &Backend{Address: addr, index: index}
+	b.weight.Store(adminapi.DefaultWeight)
 	b.pool.backend = b
 	return b
 }
+
+// Weight is b's share of new requests relative to the other backends in rotation.
+func (b *Backend) Weight() int { return int(b.weight.Load()) }
 
 // count counts one attempt by status class: a status code, or 0 for an attempt that got no
 // response from this backend (see record, its one caller).
@@ -119,5 +131,6 @@ func (b *Backend) Status() BackendStatus {
 		st.Requests[n] = b.counts[i].Load()
 	}
 	st.Outcomes = b.outcomes()
+	st.Weight = b.Weight()
 	return st
 }

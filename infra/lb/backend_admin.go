@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/infra/standing"
 )
 
@@ -18,6 +19,7 @@ const (
 	actionUndrain = "undrain"
 	actionDrain   = "drain"
 	actionRemove  = "remove"
+	actionWeight  = "weight"
 )
 
 // startChecks starts the health checks of every current backend under ctx, and of every one
@@ -123,6 +125,33 @@ func (s *Server) RemoveBackend(addr string) error {
 	s.log.Info("backend removed", "backend", addr, "from", string(from), "to", "removed", "reason", reasonAdmin,
 		"in_flight", b.inFlight.Load())
 	return nil
+}
+
+// SetBackendWeight gives addr weight (adminapi.MinWeight to MaxWeight): its share of new
+// requests relative to the other backends in rotation, from the next pick on, on both paths.
+// The weight stays through every state change (drain, ejection, undrain) until it is set
+// again or the backend is removed; the same weight again changes nothing. Requests in flight
+// and the health checks are not touched.
+func (s *Server) SetBackendWeight(addr string, weight int) (BackendStatus, error) {
+	if err := checkBackendAddr(addr); err != nil {
+		return BackendStatus{}, err
+	}
+	if err := adminapi.CheckWeight(weight); err != nil {
+		return BackendStatus{}, fmt.Errorf("backend %s: %w", addr, err)
+	}
+	s.members.mu.Lock()
+	defer s.members.mu.Unlock()
+	b := s.members.find(addr)
+	if b == nil {
+		return BackendStatus{}, fmt.Errorf("weight %s: %w", addr, ErrUnknownBackend)
+	}
+	if from := b.weight.Swap(int32(weight)); int(from) != weight {
+		s.rot.rebuild()
+		s.metrics.admin(actionWeight)
+		s.log.Info("backend weight changed", "backend", addr, "from", from, "to", weight, "reason", reasonAdmin,
+			"state", string(b.State()))
+	}
+	return b.Status(), nil
 }
 
 // adminChanged applies, counts and logs a transition the admin API made.

@@ -36,9 +36,9 @@ func newMetrics(s *Server) *metrics {
 	}, []string{"code"})
 	m.admins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zero502_lb_admin_changes_total",
-		Help: "Changes of the backend set made through the admin API, by action (add, undrain, drain, remove).",
+		Help: "Changes of the backend set made through the admin API, by action (add, undrain, drain, remove, weight).",
 	}, []string{"action"})
-	for _, a := range []string{actionAdd, actionUndrain, actionDrain, actionRemove} {
+	for _, a := range []string{actionAdd, actionUndrain, actionDrain, actionRemove, actionWeight} {
 		m.admins.WithLabelValues(a)
 	}
 	m.connect = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -88,6 +88,9 @@ var (
 		"1 when the backend is healthy and in rotation.", []string{"backend"}, nil)
 	failOpenDesc = prometheus.NewDesc("zero502_lb_failing_open",
 		"1 while no backend is healthy and requests go to the ones that left rotation by failed checks.", nil, nil)
+	weightDesc = prometheus.NewDesc("zero502_lb_backend_weight",
+		"The backend's weight (1 to 1000, default 100): its share of new requests is its weight over the sum of the weights in rotation.",
+		[]string{"backend"}, nil)
 	idleDesc = prometheus.NewDesc("zero502_lb_upstream_idle_connections",
 		"Idle keep-alive connections pooled to the backend.", []string{"backend"}, nil)
 	retriesDesc = prometheus.NewDesc("zero502_lb_retries_total",
@@ -123,7 +126,7 @@ var (
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, failOpenDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
+	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, weightDesc, failOpenDesc, idleDesc, retriesDesc, ejectionsDesc, clientsDesc,
 		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc,
 		headerDesc, backendErrorsDesc, backendOwnDesc, healthUnavailableDesc} {
 		ch <- d
@@ -141,6 +144,7 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 			rot = 1
 		}
 		ch <- prometheus.MustNewConstMetric(inRotationDesc, prometheus.GaugeValue, rot, b.Address)
+		ch <- prometheus.MustNewConstMetric(weightDesc, prometheus.GaugeValue, float64(b.Weight()), b.Address)
 		ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(b.idleConns()), b.Address)
 		collectOutcomes(ch, b)
 	}

@@ -5,10 +5,12 @@ import (
 	"sync/atomic"
 )
 
-// rotation is strict round robin over the healthy backends. The in-rotation list is an
-// immutable snapshot swapped atomically on every state change, and the position is one atomic
-// counter, so concurrent requests never skew the split: 30 sequential requests over three
-// backends give 10/10/10 in order.
+// rotation is smooth weighted round robin over the healthy backends: each gets new requests in
+// proportion to its weight (Backend.Weight; all DefaultWeight at first), spread evenly over
+// the cycle, and with equal weights it is strict round robin: 30 sequential requests over three
+// backends give 10/10/10 in order. The in-rotation list and its weighted order are an immutable
+// snapshot swapped atomically on every state or weight change, and the position is one atomic
+// counter, so concurrent requests never skew the split and a pick takes no lock.
 //
 // When no backend is healthy, the rotation fails open: it goes round the backends that left by
 // failed checks after they had served (standing.FailsOpen), rather than answer 503 to every
@@ -22,10 +24,13 @@ type rotation struct {
 }
 
 // snapshot is the list pick goes round: the healthy backends, or when there are none, the
-// fail-open ones (failOpen).
+// fail-open ones (failOpen), with their weights' order.
 type snapshot struct {
 	list     []*Backend
 	failOpen bool
+	// order is one cycle of the weighted rotation, positions in list (smoothOrder); nil when
+	// every weight is the same, which is plain rotation over list.
+	order []int32
 }
 
 // takes reports whether b may still take a request from this snapshot (its state may have
@@ -73,7 +78,61 @@ func (r *rotation) rebuildLocked() {
 			}
 		}
 	}
+	weights := make([]int, len(sn.list))
+	for i, b := range sn.list {
+		weights[i] = b.Weight()
+	}
+	sn.order = smoothOrder(weights)
 	r.cur.Store(sn)
+}
+
+// smoothOrder is one cycle of smooth weighted round robin (nginx's) over weights, as positions
+// in weights: every step adds each weight to its current value, picks the largest current (the
+// first of equals) and takes the sum of the weights off the one picked. Each position appears
+// weight/g times in a cycle of sum/g steps (g the weights' greatest common divisor), spread as
+// evenly as the weights allow, and the cycle repeats exactly: after it every current is 0
+// again. It is nil when every weight is the same (plain rotation). It costs a cycle's steps
+// times len(weights), on a rebuild only: at most 1000·n² for n backends.
+func smoothOrder(weights []int) []int32 {
+	if len(weights) < 2 {
+		return nil
+	}
+	g := weights[0]
+	equal := true
+	for _, w := range weights[1:] {
+		g = gcd(g, w)
+		equal = equal && w == weights[0]
+	}
+	if equal {
+		return nil
+	}
+	step := make([]int, len(weights))
+	total := 0
+	for i, w := range weights {
+		step[i] = w / g
+		total += step[i]
+	}
+	current := make([]int, len(weights))
+	order := make([]int32, total)
+	for k := range order {
+		best := 0
+		for i, w := range step {
+			current[i] += w
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		order[k] = int32(best)
+	}
+	return order
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // failingOpen reports whether no backend is healthy and some fail open.
@@ -107,7 +166,10 @@ func (t *tried) has(b *Backend) bool {
 }
 
 // pick returns the next backend of the snapshot not yet tried (a healthy one, or while failing
-// open a fail-open one), or nil when none is left.
+// open a fail-open one), or nil when none is left. The weighted order names the candidate; when
+// that one was tried or has just left, the others follow in list order whatever their weights,
+// so a retry goes to another backend even when its weight is small. It is both engines' one
+// selection (proxy.go, the event loops' pick) and allocates nothing.
 func (r *rotation) pick(t *tried) *Backend {
 	sn := r.cur.Load()
 	h := sn.list
@@ -115,6 +177,9 @@ func (r *rotation) pick(t *tried) *Backend {
 		return nil
 	}
 	n := r.next.Add(1) - 1
+	if sn.order != nil {
+		n = uint64(sn.order[n%uint64(len(sn.order))])
+	}
 	for i := 0; i < len(h); i++ {
 		b := h[(n+uint64(i))%uint64(len(h))]
 		if !t.has(b) && sn.takes(b) {

@@ -1,11 +1,11 @@
 // Package lb is zero502's own HTTP/1.1 load balancer: a reverse proxy whose forwarding path,
 // message framing, header handling and timeouts are its own code on package net (net/http
-// serves only the admin API, metrics and status page). It owns strict round robin over healthy
-// backends, active health checks with the drain state (a backend whose health answers 503
-// leaves rotation at once), passive ejection and safe retries (a request with a body is never
-// replayed), an upstream keep-alive pool, RFC 9112 §6.3 smuggling defences, and the LB's own
-// drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The drain contract"). The admin API is
-// documented in the README (Admin API).
+// serves only the admin API, metrics and status page). It owns smooth weighted round robin over
+// healthy backends (strict round robin at equal weights), active health checks with the drain
+// state (a backend whose health answers 503 leaves rotation at once), passive ejection and safe
+// retries (a request with a body is never replayed), an upstream keep-alive pool, RFC 9112 §6.3
+// smuggling defences, and the LB's own drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The
+// drain contract"). The admin API is documented in the README (Admin API).
 //
 // The event loops (loop_linux.go, one per CPU) are the fast path: they forward the common case
 // themselves with non-blocking system calls, and an idle keep-alive client there costs about

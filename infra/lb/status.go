@@ -16,10 +16,10 @@ td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
 <p>listen {{.Settings.Listen}} · health {{.Settings.HealthPath}} every {{.Settings.Interval}}
 (timeout {{.Settings.Timeout}}, out after {{.Settings.UnhealthyThreshold}}, back after
 {{.Settings.HealthyThreshold}}) · connect {{.Settings.ConnectTimeout}} · headers {{.Settings.HeaderTimeout}}</p>
-<table><tr><th>backend</th><th>state</th><th>since</th><th>fails</th><th>oks</th><th>in flight</th>
+<table><tr><th>backend</th><th>state</th><th>weight</th><th>since</th><th>fails</th><th>oks</th><th>in flight</th>
 <th>2xx</th><th>3xx</th><th>4xx</th><th>5xx</th><th>errors</th><th>health 503</th><th>lb answers</th><th>p99 head</th>
 <th>last error</th></tr>
-{{range .Backends}}<tr><td>{{.Address}}</td><td class="{{.State}}">{{.State}}</td>
+{{range .Backends}}<tr><td>{{.Address}}</td><td class="{{.State}}">{{.State}}</td><td class="weight">{{.Weight}}</td>
 <td>{{.Since.Format "15:04:05.000"}}</td><td>{{.ConsecutiveFailures}}</td><td>{{.ConsecutiveSuccesses}}</td>
 <td>{{.InFlight}}</td><td>{{index .Requests "2xx"}}</td><td>{{index .Requests "3xx"}}</td>
 <td>{{index .Requests "4xx"}}</td><td>{{index .Requests "5xx"}}</td><td>{{index .Requests "errors"}}</td>

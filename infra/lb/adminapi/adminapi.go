@@ -53,6 +53,10 @@ type BackendStatus struct {
 	// AdminDrained is true while the admin API holds the backend drained (state draining),
 	// whatever its health checks say.
 	AdminDrained bool `json:"admin_drained"`
+	// Weight is the backend's share of new requests relative to the others in rotation, from
+	// MinWeight to MaxWeight (DefaultWeight until the write API sets it); absent (0) where the
+	// balancer has no weights (an edge's upstreams).
+	Weight int `json:"weight,omitempty"`
 	// Requests are the answers the backend gave, by status class (1xx: upgrades), and under
 	// "errors" the attempts at it that got no response (Outcomes.Failures, by kind).
 	Requests    map[string]uint64 `json:"requests"`
