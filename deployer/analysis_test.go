@@ -13,8 +13,16 @@ import (
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
+// analysisRate is the analysis tests' load (requests per second through the LB): the canary's
+// 10 % of it over canaryFor is 30 requests, enough for min_requests 10.
+const (
+	analysisRate = 100
+	canaryFor    = 3 * time.Second
+)
+
 // analysisFleet is a three-host fleet of zero502 app behind the LB, on v1, with load through the
-// LB and rollout.analysis judging each batch for window; bad are v2's app flags.
+// LB and rollout.analysis judging each batch for window (the canary, host-a with 10 % of the
+// traffic, for canaryFor); bad are v2's app flags.
 func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet, good, v2 string) {
 	t.Helper()
 	f = newFleet(t, 3)
@@ -22,10 +30,11 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 	good = f.config("good.yaml", values)
 	cfg := f.load(good)
 	cfg.Rollout.Analysis.Window, cfg.Rollout.Analysis.MinRequests = window, 10
+	cfg.Rollout.Canary = infra.Canary{Hosts: 1, Weight: 10, Duration: canaryFor}
 	good = f.write("good.yaml", cfg)
 	values.AppFlags = bad
 	v2cfg := f.load(f.config("v2.yaml", values))
-	v2cfg.Rollout.Analysis = cfg.Rollout.Analysis
+	v2cfg.Rollout.Analysis, v2cfg.Rollout.Canary = cfg.Rollout.Analysis, cfg.Rollout.Canary
 	v2 = f.write("v2.yaml", v2cfg)
 	f.startLB(good)
 	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
@@ -48,7 +57,7 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing.T) {
 	t.Parallel()
 	f, _, v2 := analysisFleet(t, 2*time.Second, "--fail-every", "1")
-	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
 	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
@@ -81,14 +90,24 @@ func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing
 	if res.Counts["500"]+res.Counts["other_5xx"] == 0 && res.Failures == 0 {
 		t.Errorf("load saw no 500 at all (%v): the bad version never served, so the test proves nothing", res.Counts)
 	}
-	t.Logf("load during the deploy: %d sent, %d failed (%v)", res.Sent, res.Failures, res.Counts)
+	// The bound: the canary's share of the load for as long as the bad version serves it (its
+	// bake, the canary's window, its drain when rolled back), README: "What a bad version costs".
+	cfg := f.load(v2)
+	serves := cfg.Rollout.Canary.Duration + max(cfg.Rollout.Bake, time.Duration(cfg.Balancer.HealthyThreshold)*cfg.Balancer.Interval) + cfg.Drain.Window
+	bound := float64(cfg.Rollout.Canary.Weight) / 100 * analysisRate * serves.Seconds()
+	if float64(res.Failures) > 1.5*bound+5 {
+		t.Errorf("%d requests failed, more than the canary's bound %.0f (weight %d%% × %d req/s × %s) with margin",
+			res.Failures, bound, cfg.Rollout.Canary.Weight, analysisRate, serves)
+	}
+	t.Logf("load during the deploy: %d sent, %d failed (%.1f%%; bound %.0f) (%v)", res.Sent, res.Failures,
+		100*float64(res.Failures)/float64(res.Sent), bound, res.Counts)
 }
 
 // A version failing one request in four is stopped the same way: 25 % is above max_error_rate.
 func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 	t.Parallel()
 	f, _, v2 := analysisFleet(t, 2*time.Second, "--fail-every", "4")
-	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
 	_, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
@@ -112,7 +131,7 @@ func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	t.Parallel()
 	f, _, v2 := analysisFleet(t, time.Second)
-	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
 	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
@@ -123,7 +142,7 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	requireNoFailure(t, res)
 	verdicts := 0
 	for _, e := range ev.events {
-		if e.Step == StepVerdict && strings.Contains(e.Message, "what users got over 1s holds") {
+		if e.Step == StepVerdict && strings.Contains(e.Message, "holds") {
 			verdicts++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -140,8 +141,14 @@ func startMeasure(t *testing.T, listen, postPath string) *measuring {
 // startMeasureOf is startMeasure with the GET, POST and health paths given.
 func startMeasureOf(t *testing.T, listen, getPath, postPath, healthPath string) *measuring {
 	t.Helper()
+	return startMeasureAt(t, listen, 30, getPath, postPath, healthPath)
+}
+
+// startMeasureAt is startMeasureOf at rate requests per second.
+func startMeasureAt(t *testing.T, listen string, rate int, getPath, postPath, healthPath string) *measuring {
+	t.Helper()
 	m := &measuring{}
-	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", "30", "--duration", "0", "--json",
+	m.cmd = exec.Command(bin, "measure", "http://"+listen, "--rate", strconv.Itoa(rate), "--duration", "0", "--json",
 		"--get-path", getPath, "--post-path", postPath, "--health-path", healthPath, "--post-share", "0.25",
 		"--new-conn-share", "0.2", "--allow-failures",
 		// longer than the LB's worst case (connect_timeout 3s past a SYN retransmit, then

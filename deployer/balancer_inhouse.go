@@ -114,7 +114,7 @@ func (b *InHouse) Settings(ctx context.Context) (Settings, error) {
 }
 
 func (b *InHouse) get(ctx context.Context, path string, into any) error {
-	code, data, err := b.do(ctx, http.MethodGet, path)
+	code, data, err := b.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
@@ -127,12 +127,15 @@ func (b *InHouse) get(ctx context.Context, path string, into any) error {
 	return nil
 }
 
-// do sends one admin request and returns the status and body; 401 and 403 are errors that say
-// to set the token.
-func (b *InHouse) do(ctx context.Context, method, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+b.admin+path, nil)
+// do sends one admin request (body, when not nil, as JSON) and returns the status and body; 401
+// and 403 are errors that say to set the token.
+func (b *InHouse) do(ctx context.Context, method, path string, body io.Reader) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+b.admin+path, body)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s admin %s: %w", b.kind, b.admin, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)

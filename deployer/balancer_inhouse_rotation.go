@@ -3,9 +3,12 @@ package deployer
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 var _ Rotation = (*InHouse)(nil)
@@ -14,19 +17,19 @@ var _ Rotation = (*InHouse)(nil)
 // rotation until its health checks pass healthy_threshold times; an admin-drained one is
 // undrained; one already there is left as it is.
 func (b *InHouse) Add(ctx context.Context, target string) error {
-	return b.write(ctx, http.MethodPut, target, "", http.StatusOK, http.StatusCreated)
+	return b.write(ctx, http.MethodPut, target, "", nil, http.StatusOK, http.StatusCreated)
 }
 
 // Drain takes target out of rotation (POST /admin/backends/{target}/drain): no new requests,
 // in-flight ones finish; the LB keeps it out until Add undrains it.
 func (b *InHouse) Drain(ctx context.Context, target string) error {
-	return b.write(ctx, http.MethodPost, target, "/drain", http.StatusOK)
+	return b.write(ctx, http.MethodPost, target, "/drain", nil, http.StatusOK)
 }
 
 // Remove forgets target (DELETE /admin/backends/{target}); an unknown target is already gone.
 // The LB refuses (409) while the target is in rotation: Drain it first.
 func (b *InHouse) Remove(ctx context.Context, target string) error {
-	return b.write(ctx, http.MethodDelete, target, "", http.StatusNoContent, http.StatusOK, http.StatusNotFound)
+	return b.write(ctx, http.MethodDelete, target, "", nil, http.StatusNoContent, http.StatusOK, http.StatusNotFound)
 }
 
 // Drained is true when target is out of rotation with nothing in flight, or gone from the LB.
@@ -43,10 +46,30 @@ func (b *InHouse) Drained(ctx context.Context, target string) (bool, error) {
 	return true, nil
 }
 
-// write sends one change for target and accepts the statuses in ok.
-func (b *InHouse) write(ctx context.Context, method, target, suffix string, ok ...int) error {
+// SetWeight sets target's share of new requests (PUT /admin/backends/{target}/weight): its
+// weight over the sum of the weights in rotation (Weighter).
+func (b *InHouse) SetWeight(ctx context.Context, target string, weight int) error {
+	if b.kind == "edge" {
+		return fmt.Errorf("edge %s splits connections evenly: %w", b.admin, ErrNoView)
+	}
+	path := b.what + "/" + url.PathEscape(target) + "/weight"
+	code, data, err := b.do(ctx, http.MethodPut, path, adminapi.WeightChange{Weight: weight}.Body())
+	switch {
+	case err != nil:
+		return fmt.Errorf("target %s: %w", target, err)
+	case code == http.StatusNotFound:
+		return fmt.Errorf("%s admin %s: set the weight of %s: %w", b.kind, b.admin, target, ErrUnknownTarget)
+	case code != http.StatusOK:
+		return fmt.Errorf("%s admin PUT %s%s: target %s: %d %s: %.300s", b.kind, b.admin, path, target,
+			code, http.StatusText(code), strings.TrimSpace(string(data)))
+	}
+	return nil
+}
+
+// write sends one change for target (body, when not nil, as JSON) and accepts the statuses in ok.
+func (b *InHouse) write(ctx context.Context, method, target, suffix string, body io.Reader, ok ...int) error {
 	path := b.what + "/" + url.PathEscape(target) + suffix
-	code, data, err := b.do(ctx, method, path)
+	code, data, err := b.do(ctx, method, path, body)
 	if err != nil {
 		return fmt.Errorf("target %s: %w", target, err)
 	}

@@ -78,6 +78,29 @@ func (t Tier) Outcomes(ctx context.Context) (Outcomes, error) {
 	return out, nil
 }
 
+// SetWeight sets target's weight at every instance that weighs targets (Weighter).
+func (t Tier) SetWeight(ctx context.Context, target string, weight int) error {
+	set := false
+	for _, b := range t {
+		w, ok := b.(Weighter)
+		if !ok {
+			continue
+		}
+		err := w.SetWeight(ctx, target, weight)
+		if errors.Is(err, ErrNoView) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		set = true
+	}
+	if !set {
+		return fmt.Errorf("no instance of %s weighs targets: %w", t.Name(), ErrNoView)
+	}
+	return nil
+}
+
 // Settings are the first instance's, without its listen address (each instance listens on its
 // own); LiveDrift compares every instance's with the config.
 func (t Tier) Settings(ctx context.Context) (Settings, error) {

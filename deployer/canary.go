@@ -2,9 +2,14 @@ package deployer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // batch is one step of the rollout: hosts first..end-1 of hosts[], deployed at once and judged
@@ -41,8 +46,17 @@ func (d *Deployer) canaryHosts() int {
 	return min(d.cfg.Rollout.Canary.Hosts, len(d.cfg.Hosts))
 }
 
+// Weighter is a Balancer that splits new requests by per-target weights (the in-house LB's
+// PUT /admin/backends/{addr}/weight): how the canary gets only its share.
+type Weighter interface {
+	// SetWeight sets target's weight (adminapi.MinWeight..MaxWeight; adminapi.DefaultWeight is
+	// every target's at first): its share of new requests is its weight over the sum of the
+	// weights in rotation.
+	SetWeight(ctx context.Context, target string, weight int) error
+}
+
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,
-// any other batch for rollout.analysis.window.
+// with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window.
 func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) error {
 	window := d.cfg.Rollout.Analysis.Window
 	if b.canary {
@@ -51,8 +65,103 @@ func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, 
 		for _, h := range d.cfg.Hosts[b.first:b.end] {
 			names = append(names, h.Name)
 		}
-		d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("canary %s: judged for %s (rollout.canary.duration) before the rest rolls",
-			strings.Join(names, ", "), window.Round(time.Millisecond))})
+		share := d.weighCanary(ctx, d.deployedTargets(rep, b))
+		defer d.unweighCanary(ctx, version)
+		d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("canary %s: %s, judged for %s (rollout.canary.duration) before the rest rolls",
+			strings.Join(names, ", "), share, window.Round(time.Millisecond))})
 	}
 	return d.analyse(ctx, version, rep, b.first, b.end, window)
+}
+
+// canaryWeight is the weight each of canaries targets needs so that together they get share %
+// of new requests beside others targets at the default weight, within the LB's range.
+func canaryWeight(share, canaries, others int) int {
+	if share >= 100 || others == 0 || canaries == 0 {
+		return adminapi.MaxWeight
+	}
+	w := (share*others*adminapi.DefaultWeight + (100-share)*canaries/2) / ((100 - share) * canaries) // rounded
+	return min(max(w, adminapi.MinWeight), adminapi.MaxWeight)
+}
+
+// weighCanary gives the canary's targets their rollout.canary.weight share of new requests at a
+// balancer that weighs targets, and says what it set.
+func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
+	w, ok := d.bal.(Weighter)
+	ov, views := d.bal.(OutcomeViewer)
+	share := d.cfg.Rollout.Canary.Weight
+	if !ok || !views {
+		return "every target at the same weight (" + d.bal.Name() + " weighs none)"
+	}
+	canaries := map[string]bool{}
+	for _, t := range targets {
+		canaries[t] = true
+	}
+	if len(canaries) == 0 {
+		return "no target to weigh"
+	}
+	snap, err := ov.Outcomes(ctx)
+	if err != nil {
+		return fmt.Sprintf("every target at the same weight (read the targets: %v)", err)
+	}
+	others := 0
+	for addr, sts := range snap {
+		if !canaries[addr] && len(sts) > 0 && sts[0].InRotation {
+			others++
+		}
+	}
+	weight := canaryWeight(share, len(canaries), others)
+	for t := range canaries {
+		if _, known := snap[t]; !known {
+			continue // not at the balancer yet (a start-first port before its instance started)
+		}
+		if err := w.SetWeight(ctx, t, weight); err != nil {
+			return fmt.Sprintf("every target at the same weight (set the canary's weight: %v)", err)
+		}
+		d.weighted = append(d.weighted, t)
+	}
+	got := 100 * float64(weight*len(canaries)) / float64(weight*len(canaries)+others*adminapi.DefaultWeight)
+	return fmt.Sprintf("weight %d against %d other target(s) at %d: %.0f%% of new requests (rollout.canary.weight %d%%)",
+		weight, others, adminapi.DefaultWeight, got, share)
+}
+
+// deployedTargets are the targets of the batch's hosts that took the new version.
+func (d *Deployer) deployedTargets(rep *Report, b batch) []string {
+	var ts []string
+	for _, hr := range rep.Hosts[b.first:b.end] {
+		if hr.Target != "" && hr.Outcome == OutcomeDeployed {
+			ts = append(ts, hr.Target)
+		}
+	}
+	return ts
+}
+
+// weighCanaryAhead gives the canary's share to the targets its hosts will have before they
+// are deployed (stop-first keeps a host's address), so a bad version never gets a full share,
+// not even during its bake; weighCanary sets it again once they are deployed.
+func (d *Deployer) weighCanaryAhead(ctx context.Context, version string, b batch) {
+	if !b.canary {
+		return
+	}
+	var ts []string
+	for _, h := range d.cfg.Hosts[b.first:b.end] {
+		if t := d.targetOf(spec.Render(d.cfg, h, version, d.self)); t != "" {
+			ts = append(ts, t)
+		}
+	}
+	d.weighCanary(ctx, ts)
+}
+
+// unweighCanary puts every target weighCanary weighed back at the default weight, whatever the
+// verdict or failure (the deploy calls it as it ends, too).
+func (d *Deployer) unweighCanary(ctx context.Context, version string) {
+	w, ok := d.bal.(Weighter)
+	if !ok {
+		return
+	}
+	for _, t := range slices.Compact(slices.Sorted(slices.Values(d.weighted))) {
+		if err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight); err != nil && !errors.Is(err, ErrNoView) && !errors.Is(err, ErrUnknownTarget) {
+			d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("could not put %s back at weight %d: %v", t, adminapi.DefaultWeight, err)})
+		}
+	}
+	d.weighted = nil
 }

@@ -82,6 +82,8 @@ type Deployer struct {
 	action string
 	// held are the targets held out at the balancer until a new instance's smoke passed.
 	held heldOut
+	// weighted are the targets the canary's weight was set on (canary.go), put back as it ends.
+	weighted []string
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.
@@ -148,6 +150,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 		return err
 	}
 	d.fleet = fleet
+	defer d.unweighCanary(ctx, version)
 	views, err := d.preflight(ctx, version)
 	if err != nil {
 		return err
@@ -165,6 +168,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
 			}
 		}
+		d.weighCanaryAhead(ctx, version, b)
 		errs := make([]error, end-start)
 		var wg sync.WaitGroup
 		for i := start; i < end; i++ {
