@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,9 +16,8 @@ import (
 // balancer's admin API.
 func newMeshLBSyncCmd() *cobra.Command {
 	var (
-		s         mesh.LBSync
-		tokenFile string
-		once      bool
+		s    mesh.LBSync
+		once bool
 	)
 	cmd := &cobra.Command{
 		Use:   "lb-sync --from URL --admin URL [--admin-token-file FILE] [--every D]",
@@ -49,13 +47,11 @@ failed, 2 bad flags.`,
 			if s.Every <= 0 {
 				return exitCode(2, fmt.Errorf("mesh lb-sync: --every %s: must be more than 0, e.g. 2s", s.Every))
 			}
-			if tokenFile != "" {
-				data, err := os.ReadFile(tokenFile)
-				if err != nil {
-					return exitCode(2, fmt.Errorf("mesh lb-sync: --admin-token-file %s: %w", tokenFile, err))
-				}
-				s.Token = strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
+			token, _, err := lbSyncAdminTokenSource.resolve(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return exitCode(2, err)
 			}
+			s.Token = token
 			s.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
@@ -76,7 +72,7 @@ failed, 2 bad flags.`,
 	fl := cmd.Flags()
 	fl.StringVar(&s.Mesh, "from", "", "a mesh server's base URL, e.g. http://127.0.0.1:7001 (required)")
 	fl.StringVar(&s.Admin, "admin", "", "the balancer's admin base URL, e.g. http://127.0.0.1:18081 (required)")
-	fl.StringVar(&tokenFile, "admin-token-file", "", "file whose first line is the admin API's bearer token (needed off loopback)")
+	lbSyncAdminTokenSource.register(fl, "")
 	fl.DurationVar(&s.Every, "every", 2*time.Second, "time between two syncs")
 	fl.BoolVar(&once, "once", false, "sync once, print the changes and exit")
 	return cmd
