@@ -33,12 +33,16 @@ var (
 	// edgeAdminTokenSource is the edge forwarder's admin token.
 	edgeAdminTokenSource = secretSource{cmd: "edge forward", what: "the admin token", flag: "admin-token",
 		fileFlag: "admin-token-file", env: edgeAdminTokenEnv}
+	// meshKeySource is the mesh's shared key, signing every bulletin: a file or the
+	// environment only.
+	meshKeySource = secretSource{cmd: "mesh serve", what: "the mesh key", fileFlag: "key-file", env: meshKeyEnv}
 )
 
 // The environment variables that carry secrets (registered in infra.EnvNotConfig).
 const (
 	lbAdminTokenEnv   = "ZERO502_LB_ADMIN_TOKEN"
 	edgeAdminTokenEnv = "ZERO502_EDGE_ADMIN_TOKEN"
+	meshKeyEnv        = "ZERO502_MESH_KEY"
 )
 
 // register adds the file flag (and the value flag, if the source has one) to fl, with usage
