@@ -25,9 +25,12 @@ func newMeshLBSyncCmd() *cobra.Command {
 		Long: `Every --every, read the mesh's GET /route from --from and bring 'zero502 lb' (its admin API at
 --admin) in line: every address in rotation is added or undrained (PUT /admin/backends/ADDR), then
 every server the mesh ruled out is drained (POST /admin/backends/ADDR/drain). A server the mesh
-rules out leaves the balancer's rotation without a restart and comes back when it heals.
-Backends the mesh does not know are never touched; a route is never empty and additions go
-before drains, so the balancer never has an empty pool because of the mesh.
+rules out leaves the balancer's rotation without a restart and comes back when it heals. A
+backend this sync added that the mesh no longer lists at all is drained, then deleted
+(DELETE /admin/backends/ADDR) once nothing is in flight to it; backends it did not add are never
+removed. Nothing changes until the mesh's route rests on exchanged reports (its "ready"), and a
+route is never empty and additions go before drains, so the balancer never has an empty pool
+because of the mesh. The admin token comes from --admin-token-file or $ZERO502_LB_ADMIN_TOKEN.
 Exit status: 0 after SIGTERM or Ctrl-C (or after one round with --once), 1 a --once round
 failed, 2 bad flags.`,
 		Example: `  zero502 mesh lb-sync --from http://127.0.0.1:7001 --admin http://127.0.0.1:18081
