@@ -27,7 +27,7 @@ const (
 )
 
 // Node is one server of a mesh on the network (`zero502 mesh serve`). Every ProbeEvery it
-// probes each peer's /health with an HTTPProber, checks its own listener, records the resulting
+// probes each peer's configured service (or its /health with an HTTPProber), checks itself, records the resulting
 // Bulletin in its Evaluator and posts it to every peer (POST /mesh/bulletin), so each node
 // judges the whole mesh from everyone's reports and probes. It serves:
 //
@@ -36,8 +36,9 @@ const (
 //	GET  /mesh/verdicts   the verdicts and the route (JSON Snapshot)
 //	GET  /metrics         the same view for Prometheus
 //
-// Times in bulletins are stamped on receipt with the node's clock, so clock skew between
-// servers cannot make data look fresh or stale.
+// Bulletins are authenticated (auth.go): signed with Key, from a configured peer at its
+// configured address, fresh and each taken once. Times in bulletins are stamped on receipt with
+// the node's clock, so clock skew between servers cannot make data look fresh or stale.
 type Node struct {
 	Name   string
 	Listen string // host:port of the HTTP endpoint
