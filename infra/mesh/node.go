@@ -27,9 +27,10 @@ const (
 )
 
 // Node is one server of a mesh on the network (`zero502 mesh serve`). Every ProbeEvery it
-// probes each peer's configured service (or its /health with an HTTPProber), checks itself, records the resulting
-// Bulletin in its Evaluator and posts it to every peer (POST /mesh/bulletin), so each node
-// judges the whole mesh from everyone's reports and probes. It serves:
+// probes each peer's configured service (or its /health with an HTTPProber), checks itself,
+// records the resulting Bulletin in its Evaluator and posts it to every peer (POST
+// /mesh/bulletin), so each node judges the whole mesh from everyone's reports and probes. It
+// serves:
 //
 //	GET  /health          200 while reachable (SetReachable), else 503: what peers probe
 //	POST /mesh/bulletin   a peer's report and probes (JSON Bulletin)
