@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,8 @@ at once (an LB instance that drains answers its /_lb/health with 503).
 --admin serves the upstreams' view and changes, with the in-house LB's admin API wire type and
 semantics: GET /admin/upstreams[/{addr}], PUT /admin/upstreams/{addr} (add, joining),
 POST /admin/upstreams/{addr}/drain (out of rotation, open connections go on), DELETE (once out of
-rotation). Off loopback it needs --admin-token. --metrics adds each upstream's state and open
+rotation). Off loopback it needs a bearer token: --admin-token-file FILE (its first line) or
+$ZERO502_EDGE_ADMIN_TOKEN, which stay out of ps (--admin-token, for the lab, does not). --metrics adds each upstream's state and open
 connections.
 
 --health (a TCP listener the DNS health checker connects to) accepts while the edge forwards and
@@ -83,13 +85,19 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 			if err := edgeForwardConfig(cmd, config, &f); err != nil {
 				return err
 			}
+			token, tokenSet, err := edgeAdminTokenSource.resolve(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if tokenSet {
+				f.AdminToken = token
+			}
 			if err := requireFlags(cmd, "listen"); err != nil {
 				return err
 			}
 			if len(f.Origins) == 0 {
 				return exitCode(2, fmt.Errorf("%s: --origin is required (repeatable; or edge.origins in --config; see --help)", cmd.CommandPath()))
 			}
-			var err error
 			var sink *logsink.Sink // a line per connection: batched
 			if f.Logger, sink, err = logs.batchedLogger(cmd, cmd.ErrOrStderr()); err != nil {
 				return err
@@ -124,7 +132,7 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 	fl.StringVar(&f.Health, "health", "", "TCP health listener (accepts while an upstream is in rotation, refuses otherwise and once draining); default none")
 	fl.StringVar(&f.Metrics, "metrics", "", "HTTP listener serving GET /metrics (Prometheus), e.g. 127.0.0.1:9102; default none")
 	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (GET/PUT/POST .../drain/DELETE /admin/upstreams); default none")
-	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token of the admin API (required when --admin is not on loopback)")
+	edgeAdminTokenSource.register(fl, "bearer token of the admin API (required when --admin is not on loopback)")
 	fl.DurationVar(&f.Drain, "drain", d.Drain, "after SIGTERM: keep forwarding this long while health refuses (config: edge.drain)")
 	fl.DurationVar(&f.Shutdown, "shutdown", edge.DefaultShutdown, "after the drain: how long open connections get before they are closed")
 	fl.DurationVar(&f.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")

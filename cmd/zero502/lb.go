@@ -20,7 +20,6 @@ import (
 func newLBCmd() *cobra.Command {
 	var (
 		config, listenHost string
-		adminTokenFile     string
 		fromMesh           string
 		slowPathOnly       bool
 		f                  lb.Settings
@@ -60,7 +59,7 @@ connection. If the new process fails, this one keeps serving.`,
 				return err
 			}
 			defer sink.Close()
-			token, tokenSet, err := lbAdminToken(cmd.Flags(), f.AdminToken, adminTokenFile, os.Getenv)
+			token, tokenSet, err := lbAdminTokenSource.resolve(cmd.Flags(), os.Getenv)
 			if err != nil {
 				return exitCode(2, err)
 			}
@@ -107,8 +106,7 @@ connection. If the new process fails, this one keeps serving.`,
 	fl.StringVar(&listenHost, "listen-host", "127.0.0.1", "lab mode: address to listen on with PORT")
 	fl.StringVar(&f.Listen, "listen", "", "proxy listener host:port (config default: balancer.listen; one config serves several LB instances, each on its own --listen)")
 	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (lab default: off; config default: balancer.admin; \"\" disables)")
-	fl.StringVar(&f.AdminToken, "admin-token", "", "bearer token for the admin API (required when --admin is not on loopback; visible in ps: prefer --admin-token-file or $"+lbAdminTokenEnv+")")
-	fl.StringVar(&adminTokenFile, "admin-token-file", "", "file whose first line is the admin API's bearer token")
+	lbAdminTokenSource.register(fl, "bearer token for the admin API (required when --admin is not on loopback)")
 	fl.StringVar(&f.HealthPath, "health-path", lab.HealthPath, "path of the backends' health check")
 	fl.DurationVar(&f.Interval, "health-interval", lab.Interval, "time between two health checks of a backend")
 	fl.DurationVar(&f.Timeout, "health-timeout", lab.Timeout, "how long one health check may take (below --health-interval)")
@@ -140,7 +138,7 @@ connection. If the new process fails, this one keeps serving.`,
 
 // lbSettings loads the config (config mode) or reads PORT BACKEND... (lab mode) and resolves
 // the LB's settings with every flag the user set on top (lb.Resolve). tokenSet says
-// f.AdminToken was given (flag, file or environment, see lbAdminToken).
+// f.AdminToken was given (flag, file or environment, see lbAdminTokenSource).
 func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f lb.Settings, tokenSet bool) (lb.Settings, error) {
 	given := func(flag string) bool { return fl.Changed(flag) || flag == "admin-token" && tokenSet }
 	if config != "" {

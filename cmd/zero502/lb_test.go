@@ -33,8 +33,8 @@ func TestLBAdminTokenFromFileAndEnvironment(t *testing.T) {
 	if code != 2 || strings.Contains(out, noToken) || !strings.Contains(out, "--health-path") {
 		t.Fatalf("token from the file: exit %d, %q; want only the --health-path error", code, out)
 	}
-	if tok, err := readTokenFile(good); err != nil || tok != "s3cret" {
-		t.Fatalf("readTokenFile: %q, %v; want the first line trimmed", tok, err)
+	if tok, err := lbAdminTokenSource.readFile(good); err != nil || tok != "s3cret" {
+		t.Fatalf("readFile: %q, %v; want the first line trimmed", tok, err)
 	}
 	t.Setenv(lbAdminTokenEnv, "from-env")
 	out, code = lbCheckToken(t)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +39,7 @@ func newMeshServeCmd() *cobra.Command {
 	var (
 		n               mesh.Node
 		peers           []string
+		peerServices    []string
 		service, source string
 		al              alertFlags
 	)
@@ -49,16 +52,24 @@ func newMeshServeCmd() *cobra.Command {
 /mesh/verdicts serves this server's view, GET /route the never-empty rotation (addresses and why
 each is in or out), GET /metrics Prometheus metrics with their age. Every --probe-every the server
 checks its own --service (and --check-command), reports with its metrics (load, connections, the
-check's latency), probes each peer's service the way a user's app would (the service the peer
-advertised; a peer without one: its /health), and sends its report and probes to every peer.
+check's latency), probes each peer's service the way a user's app would (its --peer-service as
+configured here; a peer without one: its mesh /health), and sends its report and probes to every
+peer. What a peer's bulletin claims never changes what is probed or routed to.
+
+Bulletins are authenticated: each is signed (HMAC-SHA256) with the mesh's shared key, the same
+on every server, from --key-file FILE (its first line) or $ZERO502_MESH_KEY, never argv. A
+server takes a bulletin only from a peer of its --peers, sent from that peer's configured address
+(bulletins leave from the --listen IP, or --source), stamped within --bulletin-window of its clock
+and later than the last one taken from it; anything else is refused (401/403) and logged. Without
+a key a server starts only when --listen and every peer are on loopback (a lab on one machine).
 
 Alerts (--alert-webhook, --alert-command) go out once per confirmed verdict change that needs a
 person: unreachable (a quorum), blocked (a checker: change its IP), unavailable, recovered. Give
 every server the same alert flags: only one of them (the first by name that is up) sends each. Verdict changes are JSON log lines on
 stderr. --name must be the name the other servers give this one in their --peers.
 
-Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
-		Example: `  zero502 mesh serve --name a --listen 10.0.0.5:7946 --service tls://203.0.113.5:443 --check-command 'systemctl is-active --quiet openvpn' --peers b=10.0.0.6:7946,c=10.0.0.7:7946 --alert-webhook https://hooks.example.com/mesh
+Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags (or no key off loopback).`,
+		Example: `  zero502 mesh serve --name a --listen 10.0.0.5:7946 --key-file /etc/zero502/mesh.key --service tls://203.0.113.5:443 --check-command 'systemctl is-active --quiet openvpn' --peers b=10.0.0.6:7946,c=10.0.0.7:7946 --peer-service b=tls://203.0.113.6:443 --peer-service c=tls://203.0.113.7:443 --alert-webhook https://hooks.example.com/mesh
   zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checker
   zero502 mesh serve --name b --listen 127.0.0.1:7002 --peers a=127.0.0.1:7001,c=127.0.0.1:7003 --probe-every 2s --probe-timeout 1s
   zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --probe-every 2s --probe-timeout 1s`,
@@ -82,6 +93,16 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 				if n.Service, err = mesh.ParseService("service", service); err != nil {
 					return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 				}
+			}
+			if n.PeerServices, err = parsePeerServices(peerServices); err != nil {
+				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
+			}
+			key, keySet, err := meshKeySource.resolve(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if keySet {
+				n.Key = []byte(key)
 			}
 			if source != "" {
 				if n.Source, err = netip.ParseAddr(source); err != nil {
@@ -109,7 +130,10 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.StringVar(&n.Name, "name", "", "this server's name, as its peers list it (required)")
 	fl.StringVar(&n.Listen, "listen", "", "HTTP address for /health and /mesh/*, e.g. 127.0.0.1:7001 (required)")
 	fl.StringSliceVar(&peers, "peers", nil, "every other server as name=host:port, comma-separated or repeated (required)")
-	fl.StringVar(&service, "service", "", "this server's real service as users reach it: tcp://, tls:// or http(s)://host:port[/path]; the self-report checks it and peers probe it (default: the mesh's own /health)")
+	fl.StringVar(&service, "service", "", "this server's real service as users reach it: tcp://, tls:// or http(s)://host:port[/path]; the self-report checks it (default: the mesh's own listener); the peers probe what their --peer-service says")
+	fl.StringArrayVar(&peerServices, "peer-service", nil, "a peer's service as NAME=URL (its --service), repeatable: what this server probes and routes to for that peer (default: its mesh /health, and no address in the route)")
+	meshKeySource.register(fl, "")
+	fl.DurationVar(&n.BulletinWindow, "bulletin-window", mesh.DefaultBulletinWindow, "a bulletin stamped further than this from this server's clock is refused (replay, or clocks off)")
 	fl.StringVar(&n.CheckCommand, "check-command", "", "local check run through sh -c each round, exit 0 = running, e.g. 'systemctl is-active --quiet openvpn'")
 	fl.StringVar(&source, "source", "", "local IP address probes leave from (default: chosen by the kernel)")
 	al.register(cmd)
@@ -124,6 +148,26 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.DurationVar(&th.ProbeStaleAfter, "probe-stale", th.ProbeStaleAfter, "a witness's last probe older than this is silence")
 	logs = addLogFlags(cmd, false)
 	return cmd
+}
+
+// parsePeerServices reads the --peer-service values, NAME=URL each.
+func parsePeerServices(values []string) (map[string]mesh.Service, error) {
+	out := map[string]mesh.Service{}
+	for _, v := range values {
+		name, raw, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--peer-service %q: write NAME=URL with NAME one of --peers, e.g. b=tls://203.0.113.6:443", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--peer-service %q: %s's service is given twice; give one", v, name)
+		}
+		svc, err := mesh.ParseService("peer-service "+name, raw)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = svc
+	}
+	return out, nil
 }
 
 // thresholdFlag names a mesh threshold by the flag of mesh serve that sets it.

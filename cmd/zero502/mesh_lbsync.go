@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,9 +16,8 @@ import (
 // balancer's admin API.
 func newMeshLBSyncCmd() *cobra.Command {
 	var (
-		s         mesh.LBSync
-		tokenFile string
-		once      bool
+		s    mesh.LBSync
+		once bool
 	)
 	cmd := &cobra.Command{
 		Use:   "lb-sync --from URL --admin URL [--admin-token-file FILE] [--every D]",
@@ -27,9 +25,12 @@ func newMeshLBSyncCmd() *cobra.Command {
 		Long: `Every --every, read the mesh's GET /route from --from and bring 'zero502 lb' (its admin API at
 --admin) in line: every address in rotation is added or undrained (PUT /admin/backends/ADDR), then
 every server the mesh ruled out is drained (POST /admin/backends/ADDR/drain). A server the mesh
-rules out leaves the balancer's rotation without a restart and comes back when it heals.
-Backends the mesh does not know are never touched; a route is never empty and additions go
-before drains, so the balancer never has an empty pool because of the mesh.
+rules out leaves the balancer's rotation without a restart and comes back when it heals. A
+backend this sync added that the mesh no longer lists at all is drained, then deleted
+(DELETE /admin/backends/ADDR) once nothing is in flight to it; backends it did not add are never
+removed. Nothing changes until the mesh's route rests on exchanged reports (its "ready"), and a
+route is never empty and additions go before drains, so the balancer never has an empty pool
+because of the mesh. The admin token comes from --admin-token-file or $ZERO502_LB_ADMIN_TOKEN.
 Exit status: 0 after SIGTERM or Ctrl-C (or after one round with --once), 1 a --once round
 failed, 2 bad flags.`,
 		Example: `  zero502 mesh lb-sync --from http://127.0.0.1:7001 --admin http://127.0.0.1:18081
@@ -49,13 +50,11 @@ failed, 2 bad flags.`,
 			if s.Every <= 0 {
 				return exitCode(2, fmt.Errorf("mesh lb-sync: --every %s: must be more than 0, e.g. 2s", s.Every))
 			}
-			if tokenFile != "" {
-				data, err := os.ReadFile(tokenFile)
-				if err != nil {
-					return exitCode(2, fmt.Errorf("mesh lb-sync: --admin-token-file %s: %w", tokenFile, err))
-				}
-				s.Token = strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
+			token, _, err := lbSyncAdminTokenSource.resolve(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return exitCode(2, err)
 			}
+			s.Token = token
 			s.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
@@ -76,7 +75,7 @@ failed, 2 bad flags.`,
 	fl := cmd.Flags()
 	fl.StringVar(&s.Mesh, "from", "", "a mesh server's base URL, e.g. http://127.0.0.1:7001 (required)")
 	fl.StringVar(&s.Admin, "admin", "", "the balancer's admin base URL, e.g. http://127.0.0.1:18081 (required)")
-	fl.StringVar(&tokenFile, "admin-token-file", "", "file whose first line is the admin API's bearer token (needed off loopback)")
+	lbSyncAdminTokenSource.register(fl, "")
 	fl.DurationVar(&s.Every, "every", 2*time.Second, "time between two syncs")
 	fl.BoolVar(&once, "once", false, "sync once, print the changes and exit")
 	return cmd

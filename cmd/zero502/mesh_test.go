@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +101,46 @@ func TestMeshVerdictsPrintsTheViewOfARunningServer(t *testing.T) {
 	out, code = runCLI(t, "mesh", "verdicts", "--from", "127.0.0.1:1", "--timeout", "2s")
 	if code != 1 || !strings.Contains(out, "is `zero502 mesh serve` listening there?") {
 		t.Fatalf("exit %d, want 1 saying nothing answers:\n%s", code, out)
+	}
+}
+
+// mesh serve takes its key from --key-file or $ZERO502_MESH_KEY (never a flag's value), and
+// refuses to start off loopback without one, saying where to give it.
+func TestMeshServeKeyFromFileOrEnvironmentAndNoneOffLoopback(t *testing.T) {
+	t.Setenv(meshKeyEnv, "")
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "mesh.key")
+	if err := os.WriteFile(keyFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A timeout not below the round stops every run at validation, with the key checked.
+	off := []string{"mesh", "serve", "--name", "a", "--listen", "0.0.0.0:0", "--peers", "b=10.0.0.6:7946", "--probe-every", "1s", "--probe-timeout", "2s"}
+	out, code := runCLI(t, off...)
+	if code != 2 || !strings.Contains(out, "no mesh key") || !strings.Contains(out, "--key-file") || !strings.Contains(out, meshKeyEnv) {
+		t.Fatalf("off loopback without a key: exit %d, want 2 naming --key-file and $%s:\n%s", code, meshKeyEnv, out)
+	}
+	out, code = runCLI(t, append(off, "--key-file", keyFile)...)
+	if code != 2 || strings.Contains(out, "no mesh key") || !strings.Contains(out, "--probe-timeout 2s") {
+		t.Fatalf("key from the file: exit %d, want only the --probe-timeout error:\n%s", code, out)
+	}
+	out, code = runCLI(t, append(off, "--key-file", empty)...)
+	if code != 2 || !strings.Contains(out, "--key-file") || !strings.Contains(out, "first line is empty") {
+		t.Fatalf("an empty key file: exit %d, want 2 naming it:\n%s", code, out)
+	}
+	out, code = runCLI(t, append(off, "--peer-service", "z=tcp://10.0.0.9:443", "--key-file", keyFile)...)
+	if code != 2 || !strings.Contains(out, "--peer-service z=tcp://10.0.0.9:443") || !strings.Contains(out, "not in --peers") {
+		t.Fatalf("a service for a stranger: exit %d, want 2 naming it:\n%s", code, out)
+	}
+	t.Setenv(meshKeyEnv, "0123456789abcdef0123456789abcdef")
+	out, code = runCLI(t, off...)
+	if code != 2 || strings.Contains(out, "no mesh key") || !strings.Contains(out, "--probe-timeout 2s") {
+		t.Fatalf("key from $%s: exit %d, want only the --probe-timeout error:\n%s", meshKeyEnv, code, out)
+	}
+	if newMeshServeCmd().Flags().Lookup("key") != nil {
+		t.Error("mesh serve has a --key flag: a key in argv is visible in ps")
 	}
 }

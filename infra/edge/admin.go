@@ -61,7 +61,7 @@ func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpo
 	adminapi.HandleWrites(mux, "/admin/upstreams", adminWrites{f})
 	var h http.Handler = mux
 	if token != "" || !onLoopback(ln.Addr().String()) {
-		h = adminapi.RequireBearer(token, "zero502 edge admin", "--admin-token", mux)
+		h = adminapi.RequireBearer(token, "zero502 edge admin", "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN", mux)
 	}
 	return &adminEndpoint{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
 }

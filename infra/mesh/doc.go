@@ -26,12 +26,16 @@
 //   - The service, not the mesh port: a Node's self-report checks its real Service (a tcp://,
 //     tls:// or http(s):// target such as the VPN's :443) and an optional local check command,
 //     and carries Metrics (load, connections, the check's latency). Its peers probe the service
-//     it advertised the way a user's app would, from their own Source address; only a peer that
-//     advertised no service is probed on the mesh's GET /health.
-//   - It sends its report and probes to every peer as a Bulletin over HTTP and serves the
+//     they are configured with for it (PeerServices) the way a user's app would, from their own
+//     Source address; only a peer configured without one is probed on the mesh's GET /health.
+//     No bulletin changes what is probed or routed to.
+//   - It sends its report and probes to every peer as a Bulletin over HTTP, signed with the
+//     mesh's shared Key (auth.go: sender, timestamp and an HMAC-SHA256 in headers; the receiver
+//     takes it only from a configured peer at its configured address, fresh and once), and serves the
 //     verdicts on GET /mesh/verdicts (metrics with their age and a stale badge), the route on
-//     GET /route (RouteView: addresses in rotation, never empty, and why each server is in or
-//     out) and Prometheus metrics on GET /metrics.
+//     GET /route (RouteView: configured service addresses in rotation, never empty, why each
+//     server is in or out, and Ready once reports were exchanged) and Prometheus metrics on
+//     GET /metrics. LBSync feeds the route to the in-house LB's admin API.
 //   - Alerts (package infra/alert): one per confirmed change of a verdict that needs a person
 //     (unreachable by quorum, blocked by a checker with the suggestion to change the IP,
 //     unavailable, and recovered), sent by one node only: the first by name that is up.

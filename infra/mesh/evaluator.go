@@ -152,7 +152,8 @@ func (e *Evaluator) freshStreak(w, t string, now time.Time) (*streak, bool) {
 	return s, s != nil && s.fresh(now, e.th)
 }
 
-// LastService is the service URL server s advertised in its last report ("" when none).
+// LastService is the service URL of server s's last report ("" when none): for a peer, the one
+// the receiving Node configured for it, not the peer's claim.
 func (e *Evaluator) LastService(s string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()

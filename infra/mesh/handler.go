@@ -33,27 +33,50 @@ func (n *Node) handler() http.Handler {
 	return mux
 }
 
-// receive records a peer's bulletin. A server speaks only for itself: every probe must be its
-// own, and no peer may report for this node. Times are stamped on receipt.
+// receive records a peer's bulletin once it is authenticated (see auth.go): from a configured
+// peer at its configured address, signed, fresh and not seen before. A server speaks only for
+// itself: its report and every probe must be its own. What it claims as its service is
+// replaced by the service configured here for it. Times are stamped on receipt. A bulletin
+// refused for any reason changes nothing and is logged, naming the sender and the reason.
 func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletin))
+	if err != nil {
+		n.refuse(w, r, r.Header.Get(HeaderSender), &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin unreadable: %v", err)})
+		return
+	}
+	from, ts, bad := n.authenticate(r, body)
+	if bad != nil {
+		n.refuse(w, r, from, bad)
+		return
+	}
 	var b Bulletin
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBulletin)).Decode(&b); err != nil {
-		http.Error(w, fmt.Sprintf("bulletin is not JSON: %v", err), http.StatusBadRequest)
+	if err := json.Unmarshal(body, &b); err != nil {
+		n.refuse(w, r, from, &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin is not JSON: %v", err)})
 		return
 	}
-	from := b.Report.Server
-	if from == n.Name {
-		http.Error(w, fmt.Sprintf("bulletin claims to be from %s, which is this server", from), http.StatusBadRequest)
+	if b.Report.Server != from {
+		n.refuse(w, r, from, forbidden("the report speaks for %q but the bulletin is from %q: a server reports only about itself", b.Report.Server, from))
 		return
 	}
+	for i := range b.Probes {
+		if b.Probes[i].Prober != from {
+			n.refuse(w, r, from, &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin from %q carries a probe by %q; a server sends only its own probes",
+				from, b.Probes[i].Prober)})
+			return
+		}
+	}
+	if bad := n.accept(from, ts); bad != nil {
+		n.refuse(w, r, from, bad)
+		return
+	}
+	if claimed, configured := b.Report.Service, n.serviceOf(from).URL; claimed != configured {
+		n.Logger.Debug("bulletin's service ignored: the configured one counts", "server", n.Name, "sender", from,
+			"claimed", claimed, "configured", configured)
+	}
+	b.Report.Service = n.serviceOf(from).URL
 	now := n.Clock.Now()
 	b.Report.At = now
 	for i := range b.Probes {
-		if b.Probes[i].Prober != from {
-			http.Error(w, fmt.Sprintf("bulletin from %q carries a probe by %q; a server sends only its own probes",
-				from, b.Probes[i].Prober), http.StatusBadRequest)
-			return
-		}
 		b.Probes[i].At = now
 	}
 	if err := n.eval.Record(b); err != nil {
@@ -61,6 +84,13 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuse answers a refused bulletin and logs it, naming the sender (as claimed) and the reason.
+func (n *Node) refuse(w http.ResponseWriter, r *http.Request, sender string, why *refusal) {
+	n.Logger.Warn("bulletin refused", "server", n.Name, "sender", sender, "remote", r.RemoteAddr,
+		"status", why.status, "reason", why.reason)
+	http.Error(w, "bulletin refused: "+why.reason, why.status)
 }
 
 // FetchSnapshot reads a node's view from GET /mesh/verdicts at addr (host:port).

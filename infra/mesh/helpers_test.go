@@ -1,6 +1,10 @@
 package mesh
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -103,3 +107,42 @@ func withThresholds(change func(*Thresholds)) Thresholds {
 }
 
 func fakeClock() *clock.Fake { return clock.NewFake(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)) }
+
+// testKey is the mesh key of the tests' meshes.
+var testKey = []byte("test-mesh-key-0123456789abcdef")
+
+// bulletinPost is one POST /mesh/bulletin made by hand: a genuine one or a forgery.
+type bulletinPost struct {
+	key      []byte // nil: no signature
+	sender   string // X-Zero502-Mesh-Sender
+	receiver string // the receiver it is signed for ("": the node it is sent to)
+	ts       int64  // X-Zero502-Mesh-Timestamp
+	body     string
+	signed   string // the body the signature covers ("": body)
+}
+
+// send posts b to n from the local address from, and returns the status and the answer.
+func (b bulletinPost) send(t *testing.T, n *Node, from netip.Addr) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+n.Addr()+"/mesh/bulletin", strings.NewReader(b.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiver, signed := b.receiver, b.signed
+	if receiver == "" {
+		receiver = n.Name
+	}
+	if signed == "" {
+		signed = b.body
+	}
+	SignRequest(req, b.key, b.sender, receiver, b.ts, []byte(signed))
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: from.AsSlice()}}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(msg))
+}

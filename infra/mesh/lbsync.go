@@ -3,13 +3,16 @@ package mesh
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
@@ -20,10 +23,16 @@ import (
 // servers the mesh knows, adds or undrains (PUT /admin/backends/{addr}) every address in
 // rotation, then drains (POST /admin/backends/{addr}/drain) every one the mesh ruled out. A
 // server the mesh rules out leaves the balancer's rotation without a restart; it is drained,
-// not removed, so healing is an undrain. Backends the mesh does not know are never touched.
+// not removed, so healing is an undrain.
+//
+// LBSync remembers the backends it added. Once the mesh no longer lists one of them at all (its
+// service left the mesh's configuration), it drains it, then deletes it (DELETE
+// /admin/backends/{addr}) in a later round, once the balancer reports nothing in flight to it.
+// Backends it did not add (the balancer's own) are never removed.
 //
 // The balancer never has an empty pool because of the mesh: the route is never empty, additions
-// go before drains, and a route with no address changes nothing.
+// go before drains, and a route with no address changes nothing. Nor does a route that is not
+// Ready (at start-up, before the mesh servers have exchanged reports): LBSync waits for it.
 type LBSync struct {
 	// Mesh is a mesh node's base URL (http://host:port); Admin the balancer's admin base URL.
 	Mesh, Admin string
@@ -33,13 +42,21 @@ type LBSync struct {
 	Client *http.Client // nil: a client with a 5 s timeout
 	Clock  clock.Clock  // nil: clock.Real
 	Logger *slog.Logger // nil: slog.Default()
+
+	mu    sync.Mutex
+	added map[string]bool // the backends this LBSync added, until it removes them
 }
+
+// ErrRouteNotReady is returned by Once while the mesh's route does not rest on exchanged reports
+// yet (RouteView.Ready false): nothing is changed.
+var ErrRouteNotReady = errors.New("the mesh route is not ready: its servers have not exchanged reports yet")
 
 // lbBackend is the part of the balancer's GET /admin/backends the sync reads.
 type lbBackend struct {
 	Address      string `json:"address"`
 	InRotation   bool   `json:"in_rotation"`
 	AdminDrained bool   `json:"admin_drained"`
+	InFlight     int64  `json:"in_flight"`
 }
 
 // Run syncs every Every until ctx ends; a failed round is logged and retried the next round.
@@ -49,9 +66,14 @@ func (s *LBSync) Run(ctx context.Context) {
 		clk = clock.Real{}
 	}
 	for {
-		if changes, err := s.Once(ctx); err != nil && ctx.Err() == nil {
+		changes, err := s.Once(ctx)
+		switch {
+		case errors.Is(err, ErrRouteNotReady):
+			s.logger().Info("mesh lb sync: waiting for the mesh's first exchanged reports; the balancer keeps its backends", "mesh", s.Mesh)
+		case err != nil && ctx.Err() == nil:
 			s.logger().Warn("mesh lb sync: round failed; the balancer keeps its backends", "err", err)
-		} else if len(changes) > 0 {
+		}
+		if len(changes) > 0 {
 			s.logger().Info("mesh lb sync: balancer changed", "changes", changes)
 		}
 		select {
@@ -62,11 +84,20 @@ func (s *LBSync) Run(ctx context.Context) {
 	}
 }
 
-// Once is one round; it returns the changes made ("add 10.0.0.5:443", "drain ...").
+// Once is one round; it returns the changes made ("add 10.0.0.5:443", "drain ...",
+// "remove ...").
 func (s *LBSync) Once(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.added == nil {
+		s.added = map[string]bool{}
+	}
 	rv, err := FetchRoute(s.client(), strings.TrimRight(s.Mesh, "/"))
 	if err != nil {
 		return nil, err
+	}
+	if !rv.Ready {
+		return nil, fmt.Errorf("%s: %w; nothing changed", s.Mesh, ErrRouteNotReady)
 	}
 	if len(rv.Addresses) == 0 {
 		return nil, fmt.Errorf("the mesh route %s has no address; nothing changed (a balancer is never emptied by the mesh)", s.Mesh)
@@ -87,10 +118,18 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 			if err := s.admin(ctx, http.MethodPut, "/admin/backends/"+url.PathEscape(a), nil); err != nil {
 				return changes, err
 			}
+			if !ok {
+				s.added[a] = true
+			}
 			changes = append(changes, "add "+a)
 		}
 	}
+	listed := map[string]bool{}
 	for _, e := range rv.Servers {
+		if e.Address == "" {
+			continue // no service: nothing a balancer serves
+		}
+		listed[e.Address] = true
 		b, ok := by[e.Address]
 		if !ok || b.AdminDrained || slices.Contains(rv.Addresses, e.Address) {
 			continue
@@ -100,7 +139,42 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 		}
 		changes = append(changes, fmt.Sprintf("drain %s (%s: %s)", e.Address, e.Server, e.Why))
 	}
+	for _, a := range slices.Sorted(maps.Keys(s.added)) {
+		if listed[a] || slices.Contains(rv.Addresses, a) {
+			continue
+		}
+		c, err := s.retire(ctx, a, by)
+		if c != "" {
+			changes = append(changes, c)
+		}
+		if err != nil {
+			return changes, err
+		}
+	}
 	return changes, nil
+}
+
+// retire takes a backend this LBSync added, which the mesh no longer lists, out of the
+// balancer one step per round: drain it, then, once drained with nothing in flight, delete it.
+func (s *LBSync) retire(ctx context.Context, a string, by map[string]lbBackend) (string, error) {
+	b, ok := by[a]
+	switch {
+	case !ok: // removed by someone else: forget it
+		delete(s.added, a)
+		return "", nil
+	case !b.AdminDrained:
+		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(a)+"/drain", nil); err != nil {
+			return "", err
+		}
+		return "drain " + a + " (no longer routed by the mesh; removed once nothing is in flight)", nil
+	case b.InFlight > 0:
+		return "", nil // the next round deletes it
+	}
+	if err := s.admin(ctx, http.MethodDelete, "/admin/backends/"+url.PathEscape(a), nil); err != nil {
+		return "", err
+	}
+	delete(s.added, a)
+	return "remove " + a + " (no longer routed by the mesh)", nil
 }
 
 func (s *LBSync) admin(ctx context.Context, method, path string, into any) error {

@@ -3,14 +3,20 @@ package mesh
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T) {
@@ -21,7 +27,7 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 		backends = append(backends, s.Listener.Addr().String())
 	}
 	var mu sync.Mutex
-	rv := RouteView{Addresses: []string{backends[0]}, Servers: []RouteEntry{
+	rv := RouteView{Ready: true, Addresses: []string{backends[0]}, Servers: []RouteEntry{
 		{Server: "a", Address: backends[0], In: true}, {Server: "b", Address: backends[1]}, {Server: "c", Address: backends[2]}}}
 	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
@@ -67,7 +73,7 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 	}
 
 	mu.Lock()
-	rv = RouteView{Servers: rv.Servers} // a broken mesh answering an empty route
+	rv = RouteView{Ready: true, Servers: rv.Servers} // a broken mesh answering an empty route
 	mu.Unlock()
 	if changes, err := s.Once(ctx); err == nil || len(changes) != 0 {
 		t.Errorf("an empty route: changes %v, err %v; want an error and no change", changes, err)
@@ -77,7 +83,7 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 	}
 
 	mu.Lock()
-	rv = RouteView{Addresses: []string{backends[1], backends[2]}, Servers: rv.Servers}
+	rv = RouteView{Ready: true, Addresses: []string{backends[1], backends[2]}, Servers: rv.Servers}
 	mu.Unlock()
 	if _, err := s.Once(ctx); err != nil {
 		t.Fatal(err)
@@ -85,5 +91,180 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 	got = read()
 	if !got[backends[0]].AdminDrained || got[backends[1]].AdminDrained || got[backends[2]].AdminDrained {
 		t.Errorf("balancer %+v; want b and c back (undrained) before a is drained", got)
+	}
+}
+
+// startBalancer runs the in-house balancer with backends as its own (lab) backends and an admin
+// API on loopback, until the test ends; it returns its admin base URL.
+func startBalancer(t *testing.T, backends ...string) string {
+	t.Helper()
+	set := lb.LabSettings("127.0.0.1:0", backends)
+	set.Admin = "127.0.0.1:0"
+	srv, err := lb.New(set, lb.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return "http://" + srv.AdminAddr()
+}
+
+// balancerBackends reads the balancer's backends through s's admin client.
+func balancerBackends(t *testing.T, s *LBSync) map[string]lbBackend {
+	t.Helper()
+	var got struct {
+		Backends []lbBackend `json:"backends"`
+	}
+	if err := s.admin(context.Background(), http.MethodGet, "/admin/backends", &got); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]lbBackend{}
+	for _, b := range got.Backends {
+		out[b.Address] = b
+	}
+	return out
+}
+
+func httpBackend(t *testing.T) string {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
+}
+
+// An address lb-sync added and the mesh stops routing (the route no longer lists it: say the
+// forgery that put it there stopped, or its service left the configuration) is drained, then
+// removed from the balancer. A backend lb-sync did not add is never removed, even when the mesh
+// lists it and then stops.
+func TestLBSyncDrainsThenRemovesWhatItAddedOnceTheMeshStopsRoutingIt(t *testing.T) {
+	own, added, next := httpBackend(t), httpBackend(t), httpBackend(t)
+	var mu sync.Mutex
+	rv := RouteView{Ready: true, Addresses: []string{own, added}, Servers: []RouteEntry{
+		{Server: "a", Address: own, In: true}, {Server: "b", Address: added, In: true}}}
+	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.NewEncoder(w).Encode(rv)
+	}))
+	defer mesh.Close()
+	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, own), Every: time.Second}
+	ctx := context.Background()
+
+	changes, err := s.Once(ctx)
+	if err != nil || !slices.Equal(changes, []string{"add " + added}) {
+		t.Fatalf("first round: %v, %v; want only %s added (%s is the balancer's own)", changes, err, added, own)
+	}
+	mu.Lock()
+	rv = RouteView{Ready: true, Addresses: []string{next}, Servers: []RouteEntry{{Server: "c", Address: next, In: true}}}
+	mu.Unlock()
+
+	var log []string
+	poll.UntilNil(t, 10*time.Second, added+" removed from the balancer", func() error {
+		c, err := s.Once(ctx)
+		log = append(log, c...)
+		if err != nil {
+			return err
+		}
+		if _, ok := balancerBackends(t, s)[added]; ok {
+			return fmt.Errorf("still a backend; changes so far %q", log)
+		}
+		return nil
+	})
+	drain := slices.IndexFunc(log, func(c string) bool { return strings.HasPrefix(c, "drain "+added) })
+	remove := slices.IndexFunc(log, func(c string) bool { return strings.HasPrefix(c, "remove "+added) })
+	if drain < 0 || remove < drain {
+		t.Errorf("changes %q; want %s drained, then removed", log, added)
+	}
+	bs := balancerBackends(t, s)
+	if b, ok := bs[own]; !ok || b.AdminDrained {
+		t.Errorf("the balancer's own backend %s: %+v (present %v); lb-sync did not add it and must leave it alone", own, b, ok)
+	}
+	if _, ok := bs[next]; !ok {
+		t.Errorf("balancer %+v; want %s, now routed, added", bs, next)
+	}
+	if c, err := s.Once(ctx); err != nil || len(c) != 0 {
+		t.Errorf("a settled round: %q, %v; want no change", c, err)
+	}
+}
+
+// At start-up, before the mesh servers have exchanged reports, the route is not ready and
+// lb-sync changes nothing; once they have, only the configured services become backends, never
+// a mesh listener (b has no service, so it has no address a balancer may use).
+func TestLBSyncAddsNothingUntilTheMeshHasExchangedReports(t *testing.T) {
+	svcA := httpBackend(t)
+	lnA, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lnB, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := DefaultThresholds()
+	th.ProbeStaleAfter, th.ReportStaleAfter = 5*time.Second, 5*time.Second
+	service, err := ParseService("service", "http://"+svcA+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]*Node{
+		"a": {Name: "a", Listen: lnA.Addr().String(), Listener: lnA, Peers: map[string]string{"b": lnB.Addr().String()},
+			Service: service, Key: testKey, ProbeEvery: 200 * time.Millisecond, ProbeTimeout: 150 * time.Millisecond, Thresholds: th},
+		"b": {Name: "b", Listen: lnB.Addr().String(), Listener: lnB, Peers: map[string]string{"a": lnA.Addr().String()},
+			PeerServices: map[string]Service{"a": service}, Key: testKey, ProbeEvery: 200 * time.Millisecond, ProbeTimeout: 150 * time.Millisecond, Thresholds: th},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for _, n := range nodes {
+		if err := n.Open(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Go(func() { _ = nodes["a"].Serve(ctx) }) // b is not serving yet: nothing exchanged
+
+	own := httpBackend(t)
+	s := &LBSync{Mesh: "http://" + nodes["a"].Addr(), Admin: startBalancer(t, own), Every: time.Second}
+	meshPorts := []string{lnA.Addr().String(), lnB.Addr().String()}
+	poll.Until(t, 10*time.Second, "a's own report in its view", func() bool {
+		v := verdictOf(nodes["a"].Snapshot(), "a")
+		return !v.LastReport.IsZero()
+	})
+	for range 3 {
+		changes, err := s.Once(ctx)
+		if !errors.Is(err, ErrRouteNotReady) || len(changes) != 0 {
+			t.Fatalf("before any exchange: %q, %v; want no change and ErrRouteNotReady", changes, err)
+		}
+		time.Sleep(nodes["a"].ProbeEvery)
+	}
+	if bs := balancerBackends(t, s); len(bs) != 1 {
+		t.Fatalf("balancer %+v; want only its own backend before the mesh exchanged reports", bs)
+	}
+
+	wg.Go(func() { _ = nodes["b"].Serve(ctx) })
+	poll.UntilNil(t, 20*time.Second, "a's service added once the mesh exchanged reports", func() error {
+		_, err := s.Once(ctx)
+		if err != nil {
+			return err
+		}
+		if _, ok := balancerBackends(t, s)[svcA]; !ok {
+			return errors.New("not yet a backend")
+		}
+		return nil
+	})
+	for addr := range balancerBackends(t, s) {
+		if slices.Contains(meshPorts, addr) {
+			t.Errorf("mesh listener %s became a backend of the balancer", addr)
+		}
+	}
+	rv := route(t, nodes["a"])
+	for _, e := range rv.Servers {
+		if e.Server == "b" && e.Address != "" {
+			t.Errorf("route entry %+v: b has no service, so no address", e)
+		}
 	}
 }

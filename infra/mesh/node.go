@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,25 +27,39 @@ const (
 )
 
 // Node is one server of a mesh on the network (`zero502 mesh serve`). Every ProbeEvery it
-// probes each peer's /health with an HTTPProber, checks its own listener, records the resulting
-// Bulletin in its Evaluator and posts it to every peer (POST /mesh/bulletin), so each node
-// judges the whole mesh from everyone's reports and probes. It serves:
+// probes each peer's configured service (or its /health with an HTTPProber), checks itself,
+// records the resulting Bulletin in its Evaluator and posts it to every peer (POST
+// /mesh/bulletin), so each node judges the whole mesh from everyone's reports and probes. It
+// serves:
 //
 //	GET  /health          200 while reachable (SetReachable), else 503: what peers probe
 //	POST /mesh/bulletin   a peer's report and probes (JSON Bulletin)
 //	GET  /mesh/verdicts   the verdicts and the route (JSON Snapshot)
 //	GET  /metrics         the same view for Prometheus
 //
-// Times in bulletins are stamped on receipt with the node's clock, so clock skew between
-// servers cannot make data look fresh or stale.
+// Bulletins are authenticated (auth.go): signed with Key, from a configured peer at its
+// configured address, fresh and each taken once. Times in bulletins are stamped on receipt with
+// the node's clock, so clock skew between servers cannot make data look fresh or stale.
 type Node struct {
 	Name   string
 	Listen string // host:port of the HTTP endpoint
 	// Listener, when set, is used instead of listening on Listen (tests pre-open listeners to
 	// know every address before building the peers).
 	Listener net.Listener
-	Peers    map[string]string // name → host:port of every other server
+	Peers    map[string]string // name → host:port of every other server's mesh listener
 	Checker  bool              // this server judges others' blocking (see Report.Checker)
+
+	// PeerServices is every peer's service as configured here (a peer without one: its mesh
+	// /health is probed, and it has no address a balancer may use). A peer's bulletin never
+	// changes what this server probes or routes to: what it claims as its service is ignored.
+	PeerServices map[string]Service
+	// Key is the mesh's shared key (the same on every server): every bulletin is signed with
+	// it and every bulletin received must be (see auth.go). Nil is allowed only when Listen and
+	// every peer are on loopback (a lab on one machine): Validate refuses it otherwise.
+	Key []byte
+	// BulletinWindow is how far a received bulletin's timestamp may be from this server's
+	// clock; default DefaultBulletinWindow.
+	BulletinWindow time.Duration
 
 	// Service is this server's real service as its users reach it: the self-report checks it
 	// and the peers probe it. Zero: the self-report checks the mesh listener and peers probe
@@ -75,6 +90,9 @@ type Node struct {
 	mu     sync.Mutex
 	last   map[string]State // for logging transitions
 	alerts chan alert.Alert
+
+	authMu       sync.Mutex
+	lastBulletin map[string]int64 // sender → timestamp of the last bulletin taken (replay guard)
 }
 
 // Snapshot is a node's view: every verdict and the route over the whole mesh.
@@ -94,6 +112,9 @@ func (n *Node) defaults() {
 	}
 	if n.Thresholds == (Thresholds{}) {
 		n.Thresholds = DefaultThresholds()
+	}
+	if n.BulletinWindow == 0 {
+		n.BulletinWindow = DefaultBulletinWindow
 	}
 	if n.Clock == nil {
 		n.Clock = clock.Real{}
@@ -128,6 +149,12 @@ func (n *Node) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(n.PeerServices)) {
+		if _, ok := n.Peers[name]; !ok {
+			errs = append(errs, fmt.Errorf("--peer-service %s=%s: %q is not in --peers; name a peer", name, n.PeerServices[name].URL, name))
+		}
+	}
+	errs = append(errs, n.validateKey())
 	if n.ProbeEvery <= 0 {
 		errs = append(errs, fmt.Errorf("--probe-every %s: must be above 0", n.ProbeEvery))
 	}
@@ -146,7 +173,46 @@ func (n *Node) Validate() error {
 		errs = append(errs, fmt.Errorf("--report-stale %s: must be longer than --probe-every %s (reports go out every round)",
 			n.Thresholds.ReportStaleAfter, n.ProbeEvery))
 	}
+	if n.BulletinWindow <= n.ProbeTimeout {
+		errs = append(errs, fmt.Errorf("--bulletin-window %s: must be longer than --probe-timeout %s (a bulletin may take that long to arrive)",
+			n.BulletinWindow, n.ProbeTimeout))
+	}
 	return errors.Join(errs...)
+}
+
+// validateKey refuses a node without a key unless it and all its peers are on loopback, and a
+// key too short to be one.
+func (n *Node) validateKey() error {
+	if n.Key != nil {
+		if len(n.Key) < MinKeyLength {
+			return fmt.Errorf("mesh key: %d bytes, must be %d or more: generate one with `openssl rand -hex 32` and give every server the same", len(n.Key), MinKeyLength)
+		}
+		return nil
+	}
+	off := []string{}
+	if !onLoopback(n.Listen) {
+		off = append(off, "--listen "+n.Listen)
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.Peers)) {
+		if !onLoopback(n.Peers[name]) {
+			off = append(off, "--peers "+name+"="+n.Peers[name])
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s not on loopback, so anyone who reaches it could forge bulletins: give every server the same "+
+		"key with --key-file FILE or $ZERO502_MESH_KEY (e.g. `openssl rand -hex 32 > /etc/zero502/mesh.key`)", errNoKey, strings.Join(off, ", "))
+}
+
+// onLoopback reports whether addr's host is a loopback address (or localhost).
+func onLoopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 func checkAddr(flag, addr string, lowestPort int) error {
@@ -185,7 +251,12 @@ func (n *Node) Open() error {
 	}
 	n.eval, n.ln = eval, ln
 	n.prober = NewHTTPProber("/health", n.ProbeTimeout)
-	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	d := &net.Dialer{Timeout: n.ProbeTimeout}
+	if ip := n.bulletinSource(); ip.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
+	}
+	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
+	n.lastBulletin = map[string]int64{}
 	n.reachable.Store(true)
 	n.last = map[string]State{}
 	n.alerts = make(chan alert.Alert, 64)
@@ -194,6 +265,23 @@ func (n *Node) Open() error {
 	}
 	n.Tracker.Initial = alertOK
 	return nil
+}
+
+// bulletinSource is the address bulletins leave from, the one the peers expect them from: the
+// listener's own IP when it is bound to one, else Source (invalid: chosen by the kernel).
+func (n *Node) bulletinSource() netip.Addr {
+	if ap, err := netip.ParseAddrPort(n.ln.Addr().String()); err == nil && !ap.Addr().IsUnspecified() {
+		return ap.Addr().Unmap()
+	}
+	return n.Source
+}
+
+// serviceOf is server s's service as configured here (the zero Service: none).
+func (n *Node) serviceOf(s string) Service {
+	if s == n.Name {
+		return n.Service
+	}
+	return n.PeerServices[s]
 }
 
 // Addr is the address the node listens on (after Open).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func startMesh(t *testing.T, names ...string) map[string]*Node {
 				peers[o] = lns[o].Addr().String()
 			}
 		}
-		n := &Node{Name: name, Listen: lns[name].Addr().String(), Listener: lns[name], Peers: peers,
+		n := &Node{Name: name, Listen: lns[name].Addr().String(), Listener: lns[name], Peers: peers, Key: testKey,
 			ProbeEvery: 300 * time.Millisecond, ProbeTimeout: 250 * time.Millisecond, Thresholds: th}
 		if err := n.Open(); err != nil {
 			t.Fatal(err)
@@ -142,29 +143,19 @@ func scrapeMetrics(t *testing.T, addr string) string {
 	return string(body)
 }
 
-func TestNodeRefusesBulletinsThatSpeakForOthers(t *testing.T) {
+func TestNodeRefusesSignedBulletinsThatSpeakForOthers(t *testing.T) {
 	nodes := startMesh(t, "a", "b")
+	loop := netip.MustParseAddr("127.0.0.1")
 	for _, tc := range []struct {
 		name, body, want string
 	}{
 		{"not JSON", "{", "not JSON"},
 		{"a probe by someone else", `{"report":{"server":"b","healthy":true},"probes":[{"prober":"x","target":"a","ok":false}]}`, "only its own probes"},
-		{"posing as the receiver", `{"report":{"server":"a","healthy":true}}`, "this server"},
-		{"a stranger", `{"report":{"server":"z","healthy":true}}`, "not a member"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := http.Post("http://"+nodes["a"].Addr()+"/mesh/bulletin", "application/json", strings.NewReader(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var msg strings.Builder
-			_, _ = fmt.Fprint(&msg, resp.Status)
-			buf := make([]byte, 512)
-			k, _ := resp.Body.Read(buf)
-			msg.Write(buf[:k])
-			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(msg.String(), tc.want) {
-				t.Errorf("answer %s, want 400 saying %q", msg.String(), tc.want)
+			b := bulletinPost{key: testKey, sender: "b", ts: time.Now().UnixNano(), body: tc.body}
+			if code, msg := b.send(t, nodes["a"], loop); code != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+				t.Errorf("answer %d %s, want 400 saying %q", code, msg, tc.want)
 			}
 		})
 	}

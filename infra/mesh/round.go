@@ -46,9 +46,10 @@ func (n *Node) round(ctx context.Context) {
 		n.Logger.Error("bulletin not encodable", "server", n.Name, "err", err.Error())
 		return
 	}
+	ts := n.Clock.Now().UnixNano()
 	for _, peer := range peers {
 		wg.Go(func() {
-			if err := n.post(ctx, n.Peers[peer], body); err != nil && ctx.Err() == nil {
+			if err := n.post(ctx, peer, ts, body); err != nil && ctx.Err() == nil {
 				n.Logger.Debug("bulletin not delivered", "server", n.Name, "peer", peer, "err", err.Error())
 			}
 		})
@@ -58,15 +59,12 @@ func (n *Node) round(ctx context.Context) {
 	n.alertChanges()
 }
 
-// probePeer reaches peer the way a user's app would: its service as its last report
-// advertised it, or, before any report or without a service, the mesh's /health.
+// probePeer reaches peer the way a user's app would: its service as configured here
+// (PeerServices), or, without one, the mesh's /health at its configured address. Nothing a
+// bulletin says changes what is probed.
 func (n *Node) probePeer(ctx context.Context, peer string) error {
-	if raw := n.eval.LastService(peer); raw != "" {
-		svc, err := ParseService("service of "+peer, raw)
-		if err != nil {
-			return err
-		}
-		_, err = svc.Check(ctx, n.Source, n.ProbeTimeout)
+	if svc := n.PeerServices[peer]; !svc.IsZero() {
+		_, err := svc.Check(ctx, n.Source, n.ProbeTimeout)
 		return err
 	}
 	return n.prober.Probe(ctx, n.Peers[peer])
@@ -105,18 +103,27 @@ func (n *Node) selfCheck(ctx context.Context) Report {
 	return r
 }
 
-func (n *Node) post(ctx context.Context, addr string, body []byte) error {
+// post sends the bulletin body, stamped ts, to peer, signed for it.
+func (n *Node) post(ctx context.Context, peer string, ts int64, body []byte) error {
+	addr := n.Peers[peer]
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/mesh/bulletin", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	SignRequest(req, n.Key, n.Name, peer, ts, body)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// Not a network blip: the peer does not take this server's bulletins (another key, this
+		// server missing from its --peers, or sending from an address it does not expect).
+		n.Logger.Warn("bulletin refused by peer", "server", n.Name, "peer", peer, "status", resp.StatusCode,
+			"reason", string(bytes.TrimSpace(msg)))
+	}
 	if resp.StatusCode != http.StatusNoContent {
 		return fmt.Errorf("POST /mesh/bulletin to %s answered %d: %s", addr, resp.StatusCode, bytes.TrimSpace(msg))
 	}

@@ -13,7 +13,11 @@ import (
 // the address its users (and a balancer) reach it at, and why it is in or out.
 type RouteView struct {
 	At time.Time `json:"at"`
-	// Addresses are the servers in rotation, in the route's order: what a balancer serves.
+	// Ready is true once the route rests on reports really exchanged: this server's own and at
+	// least one peer's. Before that a balancer must take nothing from it (lb-sync waits).
+	Ready bool `json:"ready"`
+	// Addresses are the services of the servers in rotation, in the route's order: what a
+	// balancer serves. A server without a configured service has none and is not listed.
 	Addresses []string     `json:"addresses"`
 	Servers   []RouteEntry `json:"servers"`
 	// Fallback is true when every server was out and the best of them were kept (never empty).
@@ -23,37 +27,46 @@ type RouteView struct {
 
 // RouteEntry is one server of the route.
 type RouteEntry struct {
-	Server  string `json:"server"`
-	Address string `json:"address"`
-	In      bool   `json:"in"`
-	Why     string `json:"why"`
+	Server string `json:"server"`
+	// Address is the server's service host:port as configured on this server (--service,
+	// --peer-service), never what a bulletin claims; empty when it has none.
+	Address string `json:"address,omitempty"`
+	// Mesh is the server's mesh listener, for people: never a balancer's backend.
+	Mesh string `json:"mesh"`
+	In   bool   `json:"in"`
+	Why  string `json:"why"`
 }
 
-// RouteView is the node's route as GET /route answers it. A server's address is its service's
-// host:port, or its mesh address when it advertised no service.
+// RouteView is the node's route as GET /route answers it. Every address is a service from this
+// server's configuration; a server without one has no address (its mesh listener is not a
+// service).
 func (n *Node) RouteView() RouteView {
 	s := n.Snapshot()
 	rv := RouteView{At: s.At, Fallback: s.Route.Fallback, Reason: s.Route.Reason, Addresses: []string{}}
-	addr := func(v Verdict) string {
-		if v.Service != "" {
-			if svc, err := ParseService("service", v.Service); err == nil {
-				return svc.Addr()
-			}
-		}
-		if v.Server == n.Name {
+	mesh := func(server string) string {
+		if server == n.Name {
 			return n.Addr()
 		}
-		return n.Peers[v.Server]
+		return n.Peers[server]
 	}
 	by := map[string]Verdict{}
+	ownReport, peerReport := false, false
 	for _, v := range s.Verdicts {
 		by[v.Server] = v
+		if !v.LastReport.IsZero() {
+			ownReport = ownReport || v.Server == n.Name
+			peerReport = peerReport || v.Server != n.Name
+		}
 	}
+	rv.Ready = ownReport && peerReport
 	for _, name := range s.Route.Servers {
-		rv.Addresses = append(rv.Addresses, addr(by[name]))
+		if a := n.serviceOf(name).Addr(); a != "" {
+			rv.Addresses = append(rv.Addresses, a)
+		}
 	}
 	for _, v := range s.Verdicts {
-		e := RouteEntry{Server: v.Server, Address: addr(v), In: slices.Contains(s.Route.Servers, v.Server), Why: v.Reason}
+		e := RouteEntry{Server: v.Server, Address: n.serviceOf(v.Server).Addr(), Mesh: mesh(v.Server),
+			In: slices.Contains(s.Route.Servers, v.Server), Why: v.Reason}
 		if e.In && !v.InRotation {
 			e.Why = "kept although down: never an empty route; " + v.Reason
 		}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
 // blockable is a server's real service: an HTTP listener that, like a firewall on the path,
@@ -65,11 +65,13 @@ type serviceMesh struct {
 	services map[string]*blockable
 	ips      map[string]netip.Addr
 	recv     *alerttest.Receiver
+	logs     map[string]*syncbuffer.Buffer // each node's warnings and errors, JSON lines
 }
 
 func startServiceMesh(t *testing.T, checker string, names ...string) *serviceMesh {
 	t.Helper()
-	m := &serviceMesh{nodes: map[string]*Node{}, services: map[string]*blockable{}, ips: map[string]netip.Addr{}, recv: &alerttest.Receiver{}}
+	m := &serviceMesh{nodes: map[string]*Node{}, services: map[string]*blockable{}, ips: map[string]netip.Addr{}, recv: &alerttest.Receiver{},
+		logs: map[string]*syncbuffer.Buffer{}}
 	hook := httptest.NewServer(m.recv)
 	t.Cleanup(hook.Close)
 	lns := map[string]net.Listener{}
@@ -95,22 +97,30 @@ func startServiceMesh(t *testing.T, checker string, names ...string) *serviceMes
 	th.FailStreak, th.ProbeStaleAfter, th.ReportStaleAfter = 2, 5*time.Second, 5*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	svcs := map[string]Service{}
 	for _, name := range names {
-		peers := map[string]string{}
-		for _, o := range names {
-			if o != name {
-				peers[o] = lns[o].Addr().String()
-			}
-		}
 		svc, err := ParseService("service", "http://"+m.services[name].Addr().String()+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
+		svcs[name] = svc
+	}
+	for _, name := range names {
+		m.logs[name] = &syncbuffer.Buffer{}
+	}
+	for _, name := range names {
+		peers, peerServices := map[string]string{}, map[string]Service{}
+		for _, o := range names {
+			if o != name {
+				peers[o] = lns[o].Addr().String()
+				peerServices[o] = svcs[o]
+			}
+		}
 		n := &Node{Name: name, Listen: lns[name].Addr().String(), Listener: lns[name], Peers: peers, Checker: name == checker,
-			Service: svc, CheckCommand: "true", Source: m.ips[name],
+			Service: svcs[name], PeerServices: peerServices, Key: testKey, CheckCommand: "true", Source: m.ips[name],
 			ProbeEvery: 300 * time.Millisecond, ProbeTimeout: 250 * time.Millisecond, Thresholds: th,
 			Alerts: &alert.Sender{URL: hook.URL, Backoff: backoff.Backoff{Base: time.Millisecond}},
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+			Logger: slog.New(slog.NewJSONHandler(m.logs[name], &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if err := n.Open(); err != nil {
 			t.Fatal(err)
 		}

@@ -76,7 +76,8 @@ type Verdict struct {
 	Marks     []Mark `json:"marks,omitempty"`
 	// LastReport is when its last report (fresh or not) was received; zero when never.
 	LastReport time.Time `json:"last_report,omitzero"`
-	// Service is the server's service URL from its last report.
+	// Service is the server's service URL as configured on the server judging (--service,
+	// --peer-service): what a peer's bulletin claims is ignored.
 	Service string `json:"service,omitempty"`
 	// Metrics are from its last report (fresh or not); MetricsAge is that report's age in
 	// seconds, and MetricsStale the panel's "stale" badge: the report missed two

@@ -31,9 +31,11 @@ func TestBackendsFollowTheMeshRoute(t *testing.T) {
 			In      bool   `json:"in"`
 		}
 		var route struct {
+			Ready     bool     `json:"ready"` // the mesh servers have exchanged reports
 			Addresses []string `json:"addresses"`
 			Servers   []entry  `json:"servers"`
 		}
+		route.Ready = true
 		for i, be := range bs {
 			in := !out[be.addr]
 			if in {

@@ -1,0 +1,161 @@
+package mesh
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The bulletin channel's authentication. Every POST /mesh/bulletin carries three headers:
+//
+//	X-Zero502-Mesh-Sender:    the sender's name, as the receiver's --peers lists it
+//	X-Zero502-Mesh-Timestamp: the sender's clock at sending, Unix nanoseconds (decimal)
+//	X-Zero502-Mesh-Signature: "v1=" and the hex HMAC-SHA256, under the mesh's shared key, of
+//	                          "zero502-mesh-bulletin-v1\n" sender "\n" receiver "\n" timestamp "\n" body
+//
+// The receiver takes a bulletin only from a configured peer, from that peer's configured
+// address, whose report speaks for the sender, signed with the key, stamped within
+// BulletinWindow of the receiver's clock and later than the last bulletin it took from that
+// sender (so a captured bulletin cannot be replayed, to this receiver or to another one). A
+// bulletin failing any check is refused (401: signature, time, replay; 403: who sent it) and
+// changes nothing.
+const (
+	HeaderSender    = "X-Zero502-Mesh-Sender"
+	HeaderTimestamp = "X-Zero502-Mesh-Timestamp"
+	HeaderSignature = "X-Zero502-Mesh-Signature"
+
+	signatureScheme = "v1="
+	signatureDomain = "zero502-mesh-bulletin-v1\n"
+)
+
+// DefaultBulletinWindow is how far a bulletin's timestamp may be from the receiver's clock.
+const DefaultBulletinWindow = 30 * time.Second
+
+// MinKeyLength is the shortest mesh key accepted, in bytes.
+const MinKeyLength = 16
+
+// Sign is the X-Zero502-Mesh-Signature value of body sent by sender to receiver at timestamp
+// (Unix nanoseconds) under key.
+func Sign(key []byte, sender, receiver string, timestamp int64, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(signatureDomain + sender + "\n" + receiver + "\n" + strconv.FormatInt(timestamp, 10) + "\n"))
+	m.Write(body)
+	return signatureScheme + hex.EncodeToString(m.Sum(nil))
+}
+
+// SignRequest sets the authentication headers of a bulletin request.
+func SignRequest(req *http.Request, key []byte, sender, receiver string, timestamp int64, body []byte) {
+	req.Header.Set(HeaderSender, sender)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(timestamp, 10))
+	if key != nil {
+		req.Header.Set(HeaderSignature, Sign(key, sender, receiver, timestamp, body))
+	}
+}
+
+// refusal is why a bulletin is refused: the HTTP status and the reason, for the log line and
+// the answer.
+type refusal struct {
+	status int
+	reason string
+}
+
+func (r *refusal) Error() string { return r.reason }
+
+func unauthorized(format string, args ...any) *refusal {
+	return &refusal{http.StatusUnauthorized, fmt.Sprintf(format, args...)}
+}
+
+func forbidden(format string, args ...any) *refusal {
+	return &refusal{http.StatusForbidden, fmt.Sprintf(format, args...)}
+}
+
+// authenticate checks a bulletin request's sender, source address, time and signature (the
+// replay guard is applied by accept, atomically with taking the bulletin). It returns the
+// sender and its timestamp.
+func (n *Node) authenticate(r *http.Request, body []byte) (sender string, ts int64, _ *refusal) {
+	sender = r.Header.Get(HeaderSender)
+	switch _, peer := n.Peers[sender]; {
+	case sender == "":
+		return "", 0, unauthorized("no %s header: every bulletin names its sender", HeaderSender)
+	case sender == n.Name:
+		return sender, 0, forbidden("sender %q is this server's own name", sender)
+	case !peer:
+		return sender, 0, forbidden("sender %q is not a configured peer (--peers of %s)", sender, n.Name)
+	}
+	if err := n.fromPeerAddress(r, sender); err != nil {
+		return sender, 0, forbidden("%v", err)
+	}
+	ts, err := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)
+	if err != nil {
+		return sender, 0, unauthorized("%s %q: not Unix nanoseconds", HeaderTimestamp, r.Header.Get(HeaderTimestamp))
+	}
+	if skew := n.Clock.Now().Sub(time.Unix(0, ts)); skew > n.BulletinWindow || skew < -n.BulletinWindow {
+		return sender, ts, unauthorized("stale: stamped %s, %s from this server's clock, outside the window of ±%s (replayed, or a clock off: run NTP)",
+			time.Unix(0, ts).UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), n.BulletinWindow)
+	}
+	if n.Key == nil {
+		return sender, ts, nil // loopback only, checked by Validate
+	}
+	got, ok := strings.CutPrefix(r.Header.Get(HeaderSignature), signatureScheme)
+	if !ok {
+		return sender, ts, unauthorized("no %s %s...: this mesh signs every bulletin with its key", HeaderSignature, signatureScheme)
+	}
+	want := Sign(n.Key, sender, n.Name, ts, body)[len(signatureScheme):]
+	if !hmac.Equal([]byte(got), []byte(want)) {
+		return sender, ts, unauthorized("bad signature: not signed with this mesh's key for this receiver (every server needs the same --key-file)")
+	}
+	return sender, ts, nil
+}
+
+// fromPeerAddress checks that r comes from one of the addresses of sender's configured host.
+func (n *Node) fromPeerAddress(r *http.Request, sender string) error {
+	remote, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return fmt.Errorf("sender %s: remote address %q unreadable: %w", sender, r.RemoteAddr, err)
+	}
+	host, _, _ := net.SplitHostPort(n.Peers[sender])
+	from := remote.Addr().Unmap()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.Unmap() == from {
+			return nil
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), n.ProbeTimeout)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return fmt.Errorf("sender %s: its configured host %q does not resolve: %w", sender, host, err)
+		}
+		for _, ip := range ips {
+			if ip.Unmap() == from {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("sender %s: sent from %s, not from its configured address %s (--peers); a server sends from its --listen address, or --source", sender, from, host)
+}
+
+// accept applies the replay guard: ts must be later than the last bulletin taken from sender.
+// It records ts, so of two copies of one bulletin only the first passes. The memory is one
+// number per configured peer.
+func (n *Node) accept(sender string, ts int64) *refusal {
+	n.authMu.Lock()
+	defer n.authMu.Unlock()
+	if last, ok := n.lastBulletin[sender]; ok && ts <= last {
+		return unauthorized("replayed: stamped %d, not later than the last bulletin taken from %s (%d)", ts, sender, last)
+	}
+	n.lastBulletin[sender] = ts
+	return nil
+}
+
+// errNoKey says a mesh off loopback has no key.
+var errNoKey = errors.New("no mesh key")
