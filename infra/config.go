@@ -233,6 +233,12 @@ type Rollout struct {
 	// deploy moved to the new version goes back to what it ran, through the same drain, and
 	// the deploy exits 1) or stop (only the judged batch goes back; hosts done before stay).
 	OnFailure string `mapstructure:"on_failure"`
+	// Alarms are CloudWatch alarm names (metric, composite or log alarms, in balancer.region)
+	// whose ALARM state during the canary, a batch or the bake fails the verdict, as
+	// CodeDeploy's and ECS's alarm rollback do: the gate of a balancer that publishes no
+	// per-target outcomes, such as an ALB. An alarm that does not exist is an error, never a
+	// pass. Each name is 1 to 255 characters, unique. Default [] (no alarm gate).
+	Alarms []string `mapstructure:"alarms"`
 }
 
 // Canary is rollout.canary.
@@ -283,6 +289,9 @@ const (
 	OnFailureRollback = "rollback"
 	OnFailureStop     = "stop"
 )
+
+// MaxAlarmName is the longest CloudWatch alarm name, in characters (rollout.alarms).
+const MaxAlarmName = 255
 
 // Rollout strategies (rollout.strategy).
 const (

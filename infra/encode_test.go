@@ -232,7 +232,11 @@ func randomConfig(r *rand.Rand) *Config {
 		Analysis: Analysis{Enabled: r.Intn(2) == 0, Window: dur(time.Minute), MinRequests: r.Intn(100),
 			MaxErrorRate: float64(r.Intn(101)) / 100, MaxErrorRateIncrease: r.Float64(), MaxP99Increase: 3 * r.Float64(),
 			OnNoTraffic: pick(OnNoTrafficPass, OnNoTrafficFail)},
-		Canary: Canary{Hosts: r.Intn(2), Weight: 1 + r.Intn(100), Duration: dur(time.Minute)}}
+		Canary: Canary{Hosts: r.Intn(2), Weight: 1 + r.Intn(100), Duration: dur(time.Minute)},
+		Alarms: []string{}}
+	for i := range r.Intn(4) {
+		c.Rollout.Alarms = append(c.Rollout.Alarms, fmt.Sprintf("%s-%d", pick("web-5xx", "p99 > 1s", "Composite/Health", "ünï:alarm", "a#b"), i))
+	}
 
 	services := r.Intn(4)
 	for i := range services {

@@ -5,13 +5,14 @@ package infra
 // names no config key. Add a variable here when code starts reading it.
 func EnvNotConfig() []string {
 	return []string{
-		"ZERO502_ALB_ENDPOINT",     // deploy, provision, invariants --live: the ELBv2 API endpoint (a local emulator)
-		"ZERO502_ROUTE53_ENDPOINT", // deploy of edges (balancer.kind dns): the Route 53 API endpoint (a local double)
-		"ZERO502_SSH_OPTS",         // deploy: extra options of the system ssh to hosts[].ssh (e.g. -i KEY)
-		"ZERO502_LB_ADMIN_TOKEN",   // zero502 lb, mesh lb-sync: the LB admin API's bearer token, kept out of files and argv
-		"ZERO502_EDGE_ADMIN_TOKEN", // zero502 edge forward: the admin API's bearer token, kept out of argv
-		"ZERO502_MESH_KEY",         // zero502 mesh serve: the mesh's shared key signing every bulletin, kept out of argv
-		"ZERO502_BIN",              // bench/*.sh and infra/lb/acceptance: a prebuilt zero502 binary to test
+		"ZERO502_ALB_ENDPOINT",        // deploy, provision, invariants --live: the ELBv2 API endpoint (a local emulator)
+		"ZERO502_ROUTE53_ENDPOINT",    // deploy of edges (balancer.kind dns): the Route 53 API endpoint (a local double)
+		"ZERO502_CLOUDWATCH_ENDPOINT", // deploy with rollout.alarms: the CloudWatch API endpoint (infra/alarms; a local double)
+		"ZERO502_SSH_OPTS",            // deploy: extra options of the system ssh to hosts[].ssh (e.g. -i KEY)
+		"ZERO502_LB_ADMIN_TOKEN",      // zero502 lb, mesh lb-sync: the LB admin API's bearer token, kept out of files and argv
+		"ZERO502_EDGE_ADMIN_TOKEN",    // zero502 edge forward: the admin API's bearer token, kept out of argv
+		"ZERO502_MESH_KEY",            // zero502 mesh serve: the mesh's shared key signing every bulletin, kept out of argv
+		"ZERO502_BIN",                 // bench/*.sh and infra/lb/acceptance: a prebuilt zero502 binary to test
 		// Tests only.
 		"ZERO502_ACCEPTANCE_RACE",
 		"ZERO502_TEST_LB_ENGINE",

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // FieldError is one refused value: the key, the value and the rule it breaks.
@@ -188,6 +189,21 @@ func (c *Config) Validate() error {
 	positive("rollout.canary.duration", ca.Duration)
 	if c.Rollout.OnFailure != OnFailureRollback && c.Rollout.OnFailure != OnFailureStop {
 		bad("rollout.on_failure", fmt.Sprintf("%q", c.Rollout.OnFailure), "must be rollback or stop")
+	}
+	alarms := map[string]int{}
+	for i, name := range c.Rollout.Alarms {
+		key := fmt.Sprintf("rollout.alarms[%d]", i)
+		switch n := utf8.RuneCountInString(name); {
+		case strings.TrimSpace(name) == "":
+			bad(key, fmt.Sprintf("%q", name), "must name a CloudWatch alarm: an empty name matches none")
+		case n > MaxAlarmName:
+			bad(key, fmt.Sprintf("%q", name), fmt.Sprintf("is %d characters: a CloudWatch alarm name has at most %d", n, MaxAlarmName))
+		}
+		if j, dup := alarms[name]; dup {
+			bad(key, fmt.Sprintf("%q", name), fmt.Sprintf("is already rollout.alarms[%d]: list each alarm once", j))
+		} else {
+			alarms[name] = i
+		}
 	}
 
 	seen := map[string]bool{}

@@ -5,6 +5,8 @@
 // with the XML ErrorResponse document (Error/Type/Code/Message and RequestId), count their calls
 // by operation, and write XML bodies as text/xml. Those pieces live here once; each double keeps
 // only its protocol: its routing, its envelopes, its operations and its own error codes.
+// infra/alarms/cloudwatchdouble speaks Smithy RPC v2 CBOR, so it takes the protocol-neutral
+// pieces (Error, NewRequestID, Authenticate, Calls) and writes its own CBOR answers and errors.
 //
 // For the doubles' own tests it has Call, one raw request that insists on an XML answer.
 package awsdouble
