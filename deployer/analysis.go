@@ -154,12 +154,13 @@ func (e *VerdictError) Error() string {
 // users got through the balancer over window, against the targets the old version still serves
 // on. It returns nil when the verdict passes (the verdict is an event either way), a
 // *VerdictError when it fails, and nil at once when there is nothing to read (analysis off, a
-// balancer that publishes no outcomes, a naive deploy).
-func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, first, end int, window time.Duration) error {
+// balancer that publishes no outcomes, a naive deploy); watched says whether it watched the
+// batch for window.
+func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, first, end int, window time.Duration) (watched bool, err error) {
 	ov, ok := d.bal.(OutcomeViewer)
 	a := d.cfg.Rollout.Analysis
 	if !a.Enabled || !ok || d.opts.Naive || !d.view {
-		return nil
+		return false, nil
 	}
 	var fresh, hosts []string
 	newVersion := map[string]bool{} // every target this deploy put the new version on
@@ -174,24 +175,24 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 		}
 	}
 	if len(fresh) == 0 {
-		return nil
+		return false, nil
 	}
 	before, err := ov.Outcomes(ctx)
 	if errors.Is(err, ErrNoView) {
 		d.emit(Event{Step: StepVerdict, Version: version, Message: strings.Join(hosts, ", ") + ": not analysed: " + err.Error()})
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
+		return true, fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
 	}
 	d.emit(Event{Step: StepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
 		strings.Join(hosts, ", "), d.bal.Name(), window)})
 	if err := d.sleep(ctx, window); err != nil {
-		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
+		return true, fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
 	}
 	after, err := ov.Outcomes(ctx)
 	if err != nil {
-		return fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
+		return true, fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
 	}
 	var base []string // the baseline: every other target the balancer sent users to
 	for t := range after {
@@ -202,11 +203,11 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 	slices.Sort(base)
 	fe, err := pool(before, after, fresh)
 	if err != nil {
-		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
+		return true, fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
 	}
 	be, err := pool(before, after, base)
 	if err != nil {
-		return fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
+		return true, fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
 	}
 	v := judge(a, window, fe, be)
 	for i := first; i < end; i++ {
@@ -220,9 +221,9 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 	}
 	d.emit(Event{Step: step, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
 	if !v.Pass {
-		return &VerdictError{Hosts: hosts, Verdict: v}
+		return true, &VerdictError{Hosts: hosts, Verdict: v}
 	}
-	return nil
+	return true, nil
 }
 
 // targetOf is the address of host h's balanced service in spec s ("" when it has none).

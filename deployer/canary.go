@@ -40,7 +40,8 @@ func (d *Deployer) batches() []batch {
 // 0 when the deploy cannot judge one.
 func (d *Deployer) canaryHosts() int {
 	_, outcomes := d.bal.(OutcomeViewer)
-	if !d.cfg.Rollout.Analysis.Enabled || !outcomes || d.opts.Naive || !d.view {
+	judged := outcomes || len(d.cfg.Rollout.Alarms) > 0 // by what users got, or by alarms
+	if !d.cfg.Rollout.Analysis.Enabled || !judged || d.opts.Naive || !d.view {
 		return 0
 	}
 	return min(d.cfg.Rollout.Canary.Hosts, len(d.cfg.Hosts))
@@ -70,7 +71,11 @@ func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, 
 		d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("canary %s: %s, judged for %s (rollout.canary.duration) before the rest rolls",
 			strings.Join(names, ", "), share, window.Round(time.Millisecond))})
 	}
-	return d.analyse(ctx, version, rep, b.first, b.end, window)
+	analysed, err := d.analyse(ctx, version, rep, b.first, b.end, window)
+	if err != nil {
+		return err
+	}
+	return d.watchAlarms(ctx, version, rep, b, window, analysed)
 }
 
 // canaryWeight is the weight each of canaries targets needs so that together they get share %

@@ -55,6 +55,8 @@ type Options struct {
 	// SSH is the local ssh client (default: ssh on PATH). Fleet over SSH: remote.go.
 	RemoteBinary string
 	SSH          string
+	// Alarms reads rollout.alarms; nil: CloudWatch in balancer.region (alarms.go).
+	Alarms AlarmWatcher
 }
 
 // DefaultLockTimeout is how long a deploy waits for a held host lock unless told otherwise.
@@ -84,6 +86,8 @@ type Deployer struct {
 	held heldOut
 	// weighted are the targets the canary's weight was set on (canary.go), put back as it ends.
 	weighted []string
+	// alarms watches rollout.alarms (nil when there are none).
+	alarms AlarmWatcher
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.
@@ -241,6 +245,11 @@ func (d *Deployer) setup() error {
 		}
 		d.runtimes[h.Name] = rt
 	}
+	w, err := d.alarmWatcher(context.Background())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	d.alarms = w
 	return errors.Join(errs...)
 }
 

@@ -52,6 +52,9 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 				"fix or wait for it, then deploy again", h.Name, v.detail))
 		}
 	}
+	if err := d.alarmsQuiet(ctx); err != nil {
+		reasons = append(reasons, err.Error())
+	}
 	if len(reasons) == 0 {
 		for _, b := range d.batches() {
 			if err := d.batchLeavesHealthy(ctx, version, b.first, b.end, views); err != nil {
