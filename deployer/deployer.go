@@ -57,6 +57,9 @@ type Options struct {
 	SSH          string
 	// Alarms reads rollout.alarms; nil: CloudWatch in balancer.region (alarms.go).
 	Alarms AlarmWatcher
+	// PauseAfterCanary waits after the canary's verdict passed, the fleet serving both
+	// versions, for zero502 deploy promote or abort (pause.go).
+	PauseAfterCanary bool
 }
 
 // DefaultLockTimeout is how long a deploy waits for a held host lock unless told otherwise.
@@ -192,6 +195,15 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 				return err
 			}
 			return d.rollBackFleet(ctx, version, rep, start, end, err)
+		}
+		if b.canary && d.opts.PauseAfterCanary && end < len(d.cfg.Hosts) {
+			decision, err := d.pauseAfterCanary(ctx, version, rep, b)
+			if err != nil {
+				return err
+			}
+			if decision == Abort {
+				return d.rollBackFleet(ctx, version, rep, start, end, fmt.Errorf("the deploy of %s paused after its canary was aborted", version))
+			}
 		}
 	}
 	if d.opts.Naive {

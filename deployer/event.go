@@ -19,6 +19,7 @@ const (
 	StepStable       = "stable"        // every new instance stayed up for its stability window
 	StepVerified     = "verified"      // every service on the host runs the right version
 	StepCanary       = "canary"        // the first hosts are the canary (rollout.canary)
+	StepPaused       = "paused"        // the deploy waits after its canary for promote or abort
 	StepAnalysis     = "analysis"      // a batch is being judged by what users get (rollout.analysis)
 	StepVerdict      = "verdict"       // the analysis passed, with its numbers
 	StepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only

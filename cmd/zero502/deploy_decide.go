@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/stopsignal"
+)
+
+// newDecideCmd is deploy promote or deploy abort: the decision on a deploy paused after its
+// canary (deploy --pause-after-canary).
+func newDecideCmd(decision, short string) *cobra.Command {
+	var (
+		cfgPath string
+		asJSON  bool
+		wait    time.Duration
+		opts    deployer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   decision + " --config FILE",
+		Short: short,
+		Long: short + `. The paused deploy, if it still waits (it holds the fleet lock), takes the
+decision and goes on; if it was stopped, this command takes the fleet lock and does the work
+itself. Exit 0 when the decision was carried out, 1 when it failed, 2 when nothing is paused.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := infra.Load(cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			out := cmd.OutOrStdout()
+			opts.Events = progress(out, asJSON)
+			opts.LockTimeout = deployer.DefaultLockTimeout
+			ctx, stop := stopsignal.Context(cmd.Context())
+			defer stop()
+			rep, err := deployer.Decide(ctx, cfg, decision, opts, wait)
+			if errors.Is(err, deployer.ErrNotPaused) {
+				return exitCode(2, err)
+			}
+			if rep == nil && err == nil {
+				fmt.Fprintf(out, "%s: the paused deploy took it and goes on (its own output says how it ends)\n", decision)
+				return nil
+			}
+			if rep != nil {
+				if asJSON {
+					_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
+				} else {
+					fmt.Fprintln(out)
+					_ = rep.WriteText(out)
+				}
+			}
+			if err != nil {
+				if rep != nil && rep.Refused {
+					return exitCode(2, err)
+				}
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
+	f.DurationVar(&wait, "wait", time.Minute, "how long to wait for a paused deploy that still runs to take the decision")
+	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
+	return cmd
+}
+
+// newRollbackCmd is zero502 rollback: a deploy of the version the fleet ran before (or --to).
+func newRollbackCmd() *cobra.Command {
+	var (
+		cfgPath, to string
+		asJSON      bool
+		opts        deployer.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "rollback --config FILE [--to VERSION]",
+		Short: "Roll the fleet back to the version it ran before its last deploy (or --to VERSION)",
+		Long: `rollback is a deploy of the version every host ran before its last deploy (recorded beside
+its spec), or of --to VERSION: the same preflight, drain, analysis and report as deploy. Exit codes
+as deploy's.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := infra.Load(cfgPath)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if to == "" {
+				if to, err = deployer.PreviousVersion(cfg); err != nil {
+					return exitCode(2, fmt.Errorf("rollback: %w", err))
+				}
+			}
+			out := cmd.OutOrStdout()
+			opts.Events = progress(out, asJSON)
+			opts.LockTimeout = deployer.DefaultLockTimeout
+			ctx, stop := stopsignal.Context(cmd.Context())
+			defer stop()
+			fmt.Fprintf(out, "rolling back to %s\n", to)
+			rep, err := deployer.New(cfg, opts).Deploy(ctx, to)
+			if asJSON {
+				_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
+			} else {
+				fmt.Fprintln(out)
+				_ = rep.WriteText(out)
+			}
+			switch {
+			case err == nil:
+				return nil
+			case rep.Refused:
+				return exitCode(2, err)
+			default:
+				return exitCode(1, err)
+			}
+		},
+	}
+	configFlag(cmd, &cfgPath)
+	f := cmd.Flags()
+	f.StringVar(&to, "to", "", "the version to roll back to (default: what every host ran before its last deploy)")
+	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
+	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
+	return cmd
+}

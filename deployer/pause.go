@@ -1,0 +1,237 @@
+package deployer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// A deploy with Options.PauseAfterCanary stops once the canary's verdict passed, with the fleet
+// serving both versions, and records the pause in paused.json beside the fleet lock; it keeps
+// holding the lock and waits there for a decision. `zero502 deploy promote` and `zero502 deploy
+// abort`, from any shell, write the decision into that record, and the waiting deploy goes on or
+// rolls the canary back. When no deploy waits any more (it was stopped), the command takes the
+// fleet lock and does the work itself. The watchdog never fights a paused fleet: every host's
+// published spec is what it runs.
+
+// Pause is the record of a deploy paused after its canary (paused.json beside the fleet lock).
+type Pause struct {
+	Version string    `json:"version"`
+	Canary  []string  `json:"canary"` // the canary's hosts
+	Since   time.Time `json:"since"`
+	By      string    `json:"by"` // the paused deploy's holder record
+	// Decision is "" while the deploy waits, then promote or abort.
+	Decision string `json:"decision,omitempty"`
+	// DecidedBy names who decided.
+	DecidedBy string `json:"decided_by,omitempty"`
+}
+
+// Decisions on a paused deploy.
+const (
+	Promote = "promote"
+	Abort   = "abort"
+)
+
+// ErrNotPaused says there is no paused deploy of this fleet to promote or abort.
+var ErrNotPaused = errors.New("no deploy of this fleet is paused")
+
+// PausePath is where a paused deploy of cfg's fleet is recorded.
+func PausePath(cfg *infra.Config) string {
+	return filepath.Join(filepath.Dir(cfg.FleetLockPath()), "paused.json")
+}
+
+// ReadPause reads the pause record of cfg's fleet (ErrNotPaused when there is none).
+func ReadPause(cfg *infra.Config) (Pause, error) {
+	data, err := os.ReadFile(PausePath(cfg))
+	if errors.Is(err, os.ErrNotExist) {
+		return Pause{}, fmt.Errorf("%w (%s does not exist): deploy with --pause-after-canary first", ErrNotPaused, PausePath(cfg))
+	}
+	if err != nil {
+		return Pause{}, err
+	}
+	var p Pause
+	if err := json.Unmarshal(data, &p); err != nil {
+		return Pause{}, fmt.Errorf("pause record %s is corrupt: %w; remove it and deploy again", PausePath(cfg), err)
+	}
+	return p, nil
+}
+
+func writePause(cfg *infra.Config, p Pause) error {
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return spec.WriteAtomic(PausePath(cfg), append(data, '\n'))
+}
+
+// pauseAfterCanary records the pause and waits, holding the fleet lock, until promote or abort
+// decides (nil: go on) or ctx ends (the record stays for a later promote or abort, which then
+// takes the lock itself).
+func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *Report, b batch) (decision string, err error) {
+	p := Pause{Version: version, Since: d.clock.Now().UTC(), By: d.holder(version).String()}
+	for _, h := range d.cfg.Hosts[b.first:b.end] {
+		p.Canary = append(p.Canary, h.Name)
+	}
+	if err := writePause(d.cfg, p); err != nil {
+		return "", fmt.Errorf("record the pause after the canary: %w", err)
+	}
+	d.emit(Event{Step: StepPaused, Version: version, Message: fmt.Sprintf("paused after the canary (%s on %s, the rest on the old version): "+
+		"zero502 deploy promote --config F rolls the rest, zero502 deploy abort --config F rolls the canary back (pause record %s)",
+		version, strings.Join(p.Canary, ", "), PausePath(d.cfg))})
+	for {
+		got, err := ReadPause(d.cfg)
+		if err == nil && got.Decision != "" {
+			_ = os.Remove(PausePath(d.cfg))
+			d.emit(Event{Step: StepPaused, Version: version, Message: got.Decision + " by " + got.DecidedBy})
+			return got.Decision, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotPaused) {
+			return "", err
+		}
+		if errors.Is(err, ErrNotPaused) {
+			return "", fmt.Errorf("the pause record %s vanished: deploy again to go on", PausePath(d.cfg))
+		}
+		if err := d.sleep(ctx, d.pollEvery()); err != nil {
+			return "", fmt.Errorf("paused after the canary, stopped waiting (%w): the fleet serves %s on %s; "+
+				"zero502 deploy promote or zero502 deploy abort decides later", err, version, strings.Join(p.Canary, ", "))
+		}
+	}
+}
+
+// Decide promotes or aborts the paused deploy of cfg's fleet. When that deploy still waits
+// (it holds the fleet lock), the decision is written into its record and Decide waits up to
+// timeout for it to be taken; otherwise Decide takes the fleet lock and acts: promote deploys the
+// paused version to the rest (the canary hosts, already on it, are verified, not redeployed),
+// abort rolls the canary hosts back to the spec each ran before.
+func Decide(ctx context.Context, cfg *infra.Config, decision string, opts Options, timeout time.Duration) (*Report, error) {
+	p, err := ReadPause(cfg)
+	if err != nil {
+		return nil, err
+	}
+	me := New(cfg, opts).holder(p.Version).String()
+	if l, lerr := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: me, Command: "zero502 deploy " + decision, PID: os.Getpid()}); lerr == nil {
+		l.Release() // nobody waits: act ourselves (Deploy and abort take the lock again)
+		_ = os.Remove(PausePath(cfg))
+		if decision == Promote {
+			return New(cfg, opts).Deploy(ctx, p.Version)
+		}
+		d := New(cfg, opts)
+		d.action = "zero502 deploy abort"
+		return d.abort(ctx, p)
+	} else if !errors.Is(lerr, hostlock.ErrHeld) {
+		return nil, fmt.Errorf("fleet lock %s: %w", cfg.FleetLockPath(), lerr)
+	}
+	p.Decision, p.DecidedBy = decision, me
+	if err := writePause(cfg, p); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := ReadPause(cfg); errors.Is(err, ErrNotPaused) {
+			return nil, nil // the waiting deploy took it: its own output says how it went
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil, fmt.Errorf("the paused deploy (%s) holds the fleet lock but did not take the %s within %s", p.By, decision, timeout)
+}
+
+// abort rolls the paused canary hosts back to the spec each ran before (kept beside its spec as
+// previous.json), under the fleet lock and each host's lock, through the drain.
+func (d *Deployer) abort(ctx context.Context, p Pause) (*Report, error) {
+	d.started = d.clock.Now()
+	rep := &Report{Version: p.Version, Started: d.started}
+	for _, h := range d.cfg.Hosts {
+		rep.Hosts = append(rep.Hosts, HostReport{Host: h.Name, To: p.Version, Outcome: OutcomeNotReached})
+	}
+	err := d.abortCanary(ctx, p, rep)
+	d.readBack(ctx, rep)
+	if d.fleet != nil {
+		_ = d.fleet.Release()
+	}
+	rep.Duration = d.clock.Now().Sub(rep.Started)
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	return rep, err
+}
+
+func (d *Deployer) abortCanary(ctx context.Context, p Pause, rep *Report) error {
+	if err := d.setup(); err != nil {
+		return err
+	}
+	fleet, err := d.fleetLock(ctx, p.Version)
+	if err != nil {
+		return err
+	}
+	d.fleet = fleet
+	cause := fmt.Errorf("the deploy of %s paused after its canary was aborted", p.Version)
+	var errs []error
+	for i, h := range d.cfg.Hosts {
+		if !contains(p.Canary, h.Name) {
+			continue
+		}
+		hr := &rep.Hosts[i]
+		hr.Outcome = OutcomeDeployed
+		if h.SSH == "" {
+			prev, err := spec.Read(filepath.Join(d.cfg.HostStateDir(h), PreviousFileName))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("host %s: no previous spec to go back to (%w): deploy the version it should run", h.Name, err))
+				continue
+			}
+			hr.From = prev.Version
+			d.setBack(h, &prev)
+		}
+		if err := d.rollBackHost(ctx, h, p.Version, hr, cause); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...) // the canary back where it was: the abort did what was asked
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// PreviousVersion is the version `zero502 rollback` returns cfg's fleet to: what every host ran
+// before its last deploy (the spec kept beside its published one). Hosts must agree; a host
+// over ssh keeps its record there, so a fleet with one needs rollback --to.
+func PreviousVersion(cfg *infra.Config) (string, error) {
+	var version, first string
+	for _, h := range cfg.Hosts {
+		if h.SSH != "" {
+			return "", fmt.Errorf("host %s is reached over ssh: its previous spec is there; say which version with --to", h.Name)
+		}
+		prev, err := spec.Read(filepath.Join(cfg.HostStateDir(h), PreviousFileName))
+		if err != nil {
+			return "", fmt.Errorf("host %s has no previous version recorded (%w); say which version with --to", h.Name, err)
+		}
+		switch {
+		case version == "":
+			version, first = prev.Version, h.Name
+		case prev.Version != version:
+			return "", fmt.Errorf("the hosts ran different versions before (%s: %s, %s: %s); say which version with --to", first, version, h.Name, prev.Version)
+		}
+	}
+	if version == "" {
+		return "", errors.New("the config has no hosts")
+	}
+	return version, nil
+}

@@ -1,0 +1,143 @@
+package deployer
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/testmain"
+)
+
+// pausedDeploy starts the real `zero502 deploy --pause-after-canary` of v2 over a three-host v1
+// fleet and waits until it paused after its canary (host-a); its output is in out.
+func pausedDeploy(t *testing.T) (f *fleet, path string, cmd *exec.Cmd, out *syncbuffer.Buffer) {
+	t.Helper()
+	f = newFleet(t, 3)
+	path = f.config("fleet.yaml", defaultValues())
+	f.startLB(path)
+	if out, code := runDeploy(t, time.Minute, "--config", path, "--version", "v1"); code != 0 {
+		t.Fatalf("deploy v1: exit %d\n%s", code, out)
+	}
+	out = &syncbuffer.Buffer{}
+	cmd = exec.Command(bin, "deploy", "--config", path, "--version", "v2", "--pause-after-canary")
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testmain.Track(t, func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	cfg := f.load(path)
+	poll.UntilNil(t, time.Minute, "the deploy paused after its canary", func() error {
+		_, err := ReadPause(cfg)
+		return err
+	})
+	if got := f.versions(); got["host-a"] != "v2" || got["host-b"] != "v1" || got["host-c"] != "v1" {
+		t.Fatalf("paused after the canary: %v; want host-a on v2, the rest on v1\n%s", got, out)
+	}
+	return f, path, cmd, out
+}
+
+// zero502 runs the real binary with args and returns its output and exit code.
+func zero502(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("zero502 %v: %v", args, err)
+	}
+	return string(out), 0
+}
+
+// From a second shell, promote tells the deploy waiting after its canary to roll the rest: it
+// exits 0 with every host on v2.
+func TestPromoteFromAnotherShellRollsTheRest(t *testing.T) {
+	t.Parallel()
+	f, path, cmd, out := pausedDeploy(t)
+	if msg, code := zero502(t, "deploy", "promote", "--config", path); code != 0 {
+		t.Fatalf("deploy promote: exit %d\n%s", code, msg)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the paused deploy after promote: %v\n%s", err, out)
+	}
+	for host, v := range f.versions() {
+		if v != "v2" {
+			t.Errorf("%s runs %q after promote, want v2", host, v)
+		}
+	}
+	if !strings.Contains(out.String(), "promote by ") {
+		t.Errorf("the deploy does not say who promoted it:\n%s", out)
+	}
+}
+
+// abort rolls the canary back while the deploy waits (it exits 1, every host on v1); and when
+// the paused deploy was stopped meanwhile, abort takes the fleet lock and rolls back itself.
+func TestAbortRollsTheCanaryBackWhetherTheDeployWaitsOrNot(t *testing.T) {
+	t.Parallel()
+	t.Run("the deploy waits", func(t *testing.T) {
+		t.Parallel()
+		f, path, cmd, out := pausedDeploy(t)
+		if msg, code := zero502(t, "deploy", "abort", "--config", path); code != 0 {
+			t.Fatalf("deploy abort: exit %d\n%s", code, msg)
+		}
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Errorf("the aborted deploy: %v, want exit 1\n%s", err, out)
+		}
+		for host, v := range f.versions() {
+			if v != "v1" {
+				t.Errorf("%s runs %q after abort, want v1", host, v)
+			}
+		}
+	})
+	t.Run("the deploy was stopped", func(t *testing.T) {
+		t.Parallel()
+		f, path, cmd, out := pausedDeploy(t)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if _, err := os.Stat(PausePath(f.load(path))); err != nil {
+			t.Fatalf("the stopped deploy left no pause record: %v\n%s", err, out)
+		}
+		msg, code := zero502(t, "deploy", "abort", "--config", path)
+		if code != 0 || !strings.Contains(msg, "host-a") {
+			t.Fatalf("deploy abort with no deploy waiting: exit %d\n%s", code, msg)
+		}
+		for host, v := range f.versions() {
+			if v != "v1" {
+				t.Errorf("%s runs %q after abort, want v1", host, v)
+			}
+		}
+		if msg, code := zero502(t, "deploy", "promote", "--config", path); code != 2 || !strings.Contains(msg, "no deploy of this fleet is paused") {
+			t.Errorf("promote with nothing paused: exit %d\n%s; want 2 saying so", code, msg)
+		}
+	})
+}
+
+// rollback returns the fleet to what it ran before its last deploy.
+func TestRollbackReturnsTheFleetToTheVersionBefore(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	path := f.config("fleet.yaml", defaultValues())
+	f.startLB(path)
+	for _, v := range []string{"v1", "v2"} {
+		if out, code := runDeploy(t, time.Minute, "--config", path, "--version", v); code != 0 {
+			t.Fatalf("deploy %s: exit %d\n%s", v, code, out)
+		}
+	}
+	if msg, code := zero502(t, "rollback", "--config", path); code != 0 || !strings.Contains(msg, "rolling back to v1") {
+		t.Fatalf("rollback: exit %d\n%s", code, msg)
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q after rollback, want v1", host, v)
+		}
+	}
+}
