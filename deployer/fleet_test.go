@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -284,7 +286,20 @@ func runDeploy(t *testing.T, timeout time.Duration, args ...string) (string, int
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"deploy"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.CombinedOutput()
+	var buf syncbuffer.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("zero502 deploy %v: %v", args, err)
+	}
+	var waited atomic.Bool
+	testmain.Track(t, func() { // should the test binary time out while the deploy runs
+		if !waited.Load() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	err := cmd.Wait()
+	waited.Store(true)
+	out := buf.String()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

@@ -32,7 +32,8 @@ type Options struct {
 
 var (
 	mu       sync.Mutex
-	cleanups = map[int]func(){}
+	cleanups = map[int]func(){} // once each (Track's end of test, AtExit)
+	raw      = map[int]func(){} // the same, runnable again (the sweep before the timeout)
 	next     int
 	binary   string
 )
@@ -75,13 +76,15 @@ func StaticBinary() string {
 	return binary
 }
 
-// AtExit registers fn to run once: when the tests end, or before the timeout, whichever is first.
+// AtExit registers fn to run when the tests end, or before the timeout (then again every half
+// second until the binary ends): fn must be safe to run more than once.
 func AtExit(fn func()) {
 	register(fn)
 }
 
-// Track registers fn to run once: when t ends (t.Cleanup), or before the test binary's timeout
-// should the test still be running then.
+// Track registers fn to run when t ends (t.Cleanup), or, should the test still run then, before
+// the test binary's timeout and again every half second until the binary ends: fn must be safe
+// to run more than once.
 func Track(t testing.TB, fn func()) {
 	id := register(fn)
 	t.Cleanup(func() { take(id)() })
@@ -93,6 +96,7 @@ func register(fn func()) int {
 	next++
 	var once sync.Once
 	cleanups[next] = func() { once.Do(fn) }
+	raw[next] = fn
 	return next
 }
 
@@ -105,6 +109,7 @@ func take(id int) func() {
 		return func() {}
 	}
 	delete(cleanups, id)
+	delete(raw, id)
 	return fn
 }
 
@@ -122,6 +127,28 @@ func runAll(why string) {
 	slices.Sort(ids)
 	for _, id := range slices.Backward(ids) {
 		take(id)()
+	}
+}
+
+// sweep runs every registered cleanup without forgetting it (each is safe to run again), the
+// newest first; why, when not empty, is said first.
+func sweep(why string) {
+	mu.Lock()
+	ids := make([]int, 0, len(cleanups))
+	for id := range cleanups {
+		ids = append(ids, id)
+	}
+	fns := make([]func(), 0, len(ids))
+	slices.Sort(ids)
+	for _, id := range slices.Backward(ids) {
+		fns = append(fns, raw[id])
+	}
+	mu.Unlock()
+	if why != "" && len(fns) > 0 {
+		fmt.Fprintf(os.Stderr, "testmain: %s: stopping the processes and containers of the %d running cleanups, again every 0.5s until the end\n", why, len(fns))
+	}
+	for _, fn := range fns {
+		fn()
 	}
 }
 
@@ -146,7 +173,18 @@ func armDeadline() (stop func()) {
 		select {
 		case <-ctx.Done():
 		case <-fire:
-			runAll(fmt.Sprintf("the test binary's -timeout %s is near", timeout))
+			// The tests still run and may start more (a deploy rolling back restarts what was
+			// stopped): stop everything again every half second until the timeout ends the binary.
+			say := fmt.Sprintf("the test binary's -timeout %s is near", timeout)
+			for {
+				sweep(say)
+				say = ""
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
 		case s := <-sig:
 			runAll("got " + s.String())
 			os.Exit(1)
