@@ -87,12 +87,7 @@ runs which version); 2: refused before anything changed.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), "zero502: --metrics-textfile:", werr)
 				}
 			}
-			if asJSON {
-				_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
-			} else {
-				fmt.Fprintln(out)
-				_ = rep.WriteText(out)
-			}
+			renderReport(out, rep, asJSON)
 			if report != nil {
 				if werr := writeDeployHTML(report, rep); werr != nil {
 					return exitCode(1, errors.Join(err, fmt.Errorf("--report %s: %w", reportPath, werr)))
@@ -132,6 +127,16 @@ runs which version); 2: refused before anything changed.`,
 	cmd.AddCommand(newDecideCmd(deployer.Promote, "Roll the rest of the fleet to the version of the deploy paused after its canary"),
 		newDecideCmd(deployer.Abort, "Roll the canary of the deploy paused after it back to what it ran before"))
 	return cmd
+}
+
+// renderReport writes a deploy's report: one JSON object after the events, or the text tables.
+func renderReport(out io.Writer, rep *deployer.Report, asJSON bool) {
+	if asJSON {
+		_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
+		return
+	}
+	fmt.Fprintln(out)
+	_ = rep.WriteText(out)
 }
 
 // progress renders deploy events: one line per step (elapsed, host, step, message), or one

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -48,12 +47,7 @@ itself. Exit 0 when the decision was carried out, 1 when it failed, 2 when nothi
 				return nil
 			}
 			if rep != nil {
-				if asJSON {
-					_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
-				} else {
-					fmt.Fprintln(out)
-					_ = rep.WriteText(out)
-				}
+				renderReport(out, rep, asJSON)
 			}
 			if err != nil {
 				if rep != nil && rep.Refused {
@@ -103,12 +97,7 @@ as deploy's.`,
 			defer stop()
 			fmt.Fprintf(out, "rolling back to %s\n", to)
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, to)
-			if asJSON {
-				_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
-			} else {
-				fmt.Fprintln(out)
-				_ = rep.WriteText(out)
-			}
+			renderReport(out, rep, asJSON)
 			switch {
 			case err == nil:
 				return nil
