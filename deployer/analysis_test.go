@@ -29,12 +29,12 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 	values := defaultValues()
 	good = f.config("good.yaml", values)
 	cfg := f.load(good)
-	cfg.Rollout.Analysis.Window, cfg.Rollout.Analysis.MinRequests = window, 10
-	cfg.Rollout.Canary = infra.Canary{Hosts: 1, Weight: 10, Duration: canaryFor}
+	judged(cfg, window, canaryFor)
+	cfg.Rollout.Analysis.MinRequests = 10
 	good = f.write("good.yaml", cfg)
 	values.AppFlags = bad
 	v2cfg := f.load(f.config("v2.yaml", values))
-	v2cfg.Rollout.Analysis, v2cfg.Rollout.Canary = cfg.Rollout.Analysis, cfg.Rollout.Canary
+	v2cfg.Rollout, v2cfg.Balancer.HeaderTimeout = cfg.Rollout, cfg.Balancer.HeaderTimeout
 	v2 = f.write("v2.yaml", v2cfg)
 	f.startLB(good)
 	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
@@ -56,7 +56,7 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 // again, and the 500s users got came only from the one host for its bake and window.
 func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, 2*time.Second, "--fail-every", "1")
+	f, _, v2 := analysisFleet(t, 1500*time.Millisecond, "--fail-every", "1")
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
@@ -106,7 +106,7 @@ func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing
 // A version failing one request in four is stopped the same way: 25 % is above max_error_rate.
 func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, 2*time.Second, "--fail-every", "4")
+	f, _, v2 := analysisFleet(t, 1500*time.Millisecond, "--fail-every", "4")
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
@@ -130,7 +130,7 @@ func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 // an event with its numbers, and each host's report carrying it.
 func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, time.Second)
+	f, _, v2 := analysisFleet(t, 1500*time.Millisecond)
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog

@@ -134,12 +134,23 @@ func (f *fleet) fleetConfig() *infra.Config {
 	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.StateDir = time.Second, 4, f.dir
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
 	cfg.Rollout.Runtime = infra.RuntimeProcess
-	cfg.Rollout.Analysis.Window = 500 * time.Millisecond // judged on what users got, briefly (analysis tests set their own)
-	cfg.Rollout.Canary.Duration = time.Second
+	// The analysis (and with it the canary) waits a window longer than header_timeout per batch
+	// (I11): the tests of the handshake leave it off, the analysis tests turn it on (judged).
+	cfg.Rollout.Analysis.Enabled = false
 	for i := range f.hosts {
 		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: hostName(i), PortOffset: f.offsets[i], StateDir: f.stateDir(i)})
 	}
 	return cfg
+}
+
+// judged turns the analysis and the canary on in cfg with test-speed numbers that keep every
+// invariant: header_timeout 1s (the app answers at once), a batch judged for window (> 1s, I11),
+// the canary (host-a, 10 %) for canary (> window, I10).
+func judged(cfg *infra.Config, window, canary time.Duration) {
+	cfg.Balancer.HeaderTimeout = time.Second
+	cfg.Rollout.Analysis.Enabled = true
+	cfg.Rollout.Analysis.Window = window
+	cfg.Rollout.Canary = infra.Canary{Hosts: 1, Weight: 10, Duration: canary}
 }
 
 // write encodes cfg into the config file name in f's dir and returns its path.

@@ -19,7 +19,9 @@ import (
 func pausedDeploy(t *testing.T) (f *fleet, path string, cmd *exec.Cmd, out *syncbuffer.Buffer) {
 	t.Helper()
 	f = newFleet(t, 3)
-	path = f.config("fleet.yaml", defaultValues())
+	cfg := f.load(f.config("fleet.yaml", defaultValues()))
+	judged(cfg, 1200*time.Millisecond, 1500*time.Millisecond)
+	path = f.write("fleet.yaml", cfg)
 	f.startLB(path)
 	if out, code := runDeploy(t, time.Minute, "--config", path, "--version", "v1"); code != 0 {
 		t.Fatalf("deploy v1: exit %d\n%s", code, out)
@@ -32,7 +34,6 @@ func pausedDeploy(t *testing.T) (f *fleet, path string, cmd *exec.Cmd, out *sync
 		t.Fatal(err)
 	}
 	testmain.Track(t, func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	cfg := f.load(path)
 	poll.UntilNil(t, time.Minute, "the deploy paused after its canary", func() error {
 		_, err := ReadPause(cfg)
 		return err

@@ -32,6 +32,9 @@ type hostView struct {
 // and no batch draining the last healthy target. Every problem is reported at once.
 func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, error) {
 	var reasons []string
+	for _, w := range invariants.Warnings(d.cfg) { // said, never refused: the numbers may still judge
+		d.emit(Event{Step: StepPreflight, Version: version, Message: "warning: invariant " + w.Error()})
+	}
 	for _, v := range invariants.Check(d.cfg) {
 		reasons = append(reasons, "invariant "+v.Error())
 	}

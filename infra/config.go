@@ -279,6 +279,13 @@ type Analysis struct {
 	// OnNoTraffic is the verdict when fewer than MinRequests reached the new version: pass
 	// (default; the event and the report say so) or fail.
 	OnNoTraffic string `mapstructure:"on_no_traffic"`
+	// ExpectedRate is how many requests per second the balanced service gets through the
+	// balancer (every instance together) during a deploy; 0 (default) means unknown. It changes
+	// no verdict: with it, `zero502 invariants` warns when the canary (ExpectedRate ×
+	// canary.weight % × canary.duration, I12) or the smallest batch (ExpectedRate × its share of
+	// the hosts × Window, I13) cannot reach MinRequests, so its verdict would be "not enough
+	// traffic".
+	ExpectedRate float64 `mapstructure:"expected_rate"`
 }
 
 // Verdicts on too little traffic (rollout.analysis.on_no_traffic) and what a failed verdict does

@@ -231,7 +231,7 @@ func randomConfig(r *rand.Rand) *Config {
 		Bake: dur(time.Minute) - 1, LockPath: pick("", "/tmp/fleet.lock"), OnFailure: pick(OnFailureRollback, OnFailureStop),
 		Analysis: Analysis{Enabled: r.Intn(2) == 0, Window: dur(time.Minute), MinRequests: r.Intn(100),
 			MaxErrorRate: float64(r.Intn(101)) / 100, MaxErrorRateIncrease: r.Float64(), MaxP99Increase: 3 * r.Float64(),
-			OnNoTraffic: pick(OnNoTrafficPass, OnNoTrafficFail)},
+			OnNoTraffic: pick(OnNoTrafficPass, OnNoTrafficFail), ExpectedRate: float64(r.Intn(3)) * 500 * r.Float64()}, // 0 (unknown) a third of the time
 		Canary: Canary{Hosts: r.Intn(2), Weight: 1 + r.Intn(100), Duration: dur(time.Minute)},
 		Alarms: []string{}}
 	for i := range r.Intn(4) {

@@ -76,6 +76,7 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"service without a name", "services:\n  - image: x\n", []string{"services[0].name", "required"}},
 		{"duplicate host", "hosts:\n  - name: a\n  - name: a\n", []string{"hosts[1].name", "unique"}},
 		{"balanced service missing", "balancer:\n  service: api\n", []string{"balancer.service", `"api"`}},
+		{"negative expected rate", "rollout:\n  analysis:\n    expected_rate: -1\n", []string{"rollout.analysis.expected_rate", "-1", "requests per second"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.body))

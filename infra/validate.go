@@ -3,6 +3,7 @@ package infra
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -174,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if an.MaxP99Increase < 0 || an.MaxP99Increase != an.MaxP99Increase {
 		bad("rollout.analysis.max_p99_increase", an.MaxP99Increase, "must be 0 (off) or a positive share (0.5: 50 % slower)")
+	}
+	if an.ExpectedRate < 0 || an.ExpectedRate != an.ExpectedRate || math.IsInf(an.ExpectedRate, 0) {
+		bad("rollout.analysis.expected_rate", an.ExpectedRate, "must be 0 (unknown) or the requests per second the service gets through the balancer")
 	}
 	if an.OnNoTraffic != OnNoTrafficPass && an.OnNoTraffic != OnNoTrafficFail {
 		bad("rollout.analysis.on_no_traffic", fmt.Sprintf("%q", an.OnNoTraffic), "must be pass or fail")

@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,11 +10,11 @@ import (
 
 func TestEvaluateGivesEveryInvariantInOrder(t *testing.T) {
 	vs := Evaluate(withHosts(infra.Defaults(), 3))
-	if len(vs) != 9 {
-		t.Fatalf("got %d verdicts, want 9", len(vs))
+	if len(vs) != 13 {
+		t.Fatalf("got %d verdicts, want 13", len(vs))
 	}
 	for i, v := range vs {
-		if want := "I" + string(rune('1'+i)); v.ID != want || v.Relation == "" || v.Why == "" || v.Sentence == "" {
+		if want := fmt.Sprintf("I%d", i+1); v.ID != want || v.Relation == "" || v.Why == "" || v.Sentence == "" {
 			t.Errorf("verdict %d: %+v, want ID %s with relation, why and sentence", i, v, want)
 		}
 	}
@@ -27,6 +28,39 @@ func TestBalancerRelationsAreSkippedWithoutABalancer(t *testing.T) {
 		expect(t, c, id, Skipped)
 	}
 	expect(t, c, "I2", Holds)
+}
+
+// The analysis relations apply only where the deployer judges a batch: the analysis on, behind
+// the in-house LB (the only balancer that publishes outcomes), with a balanced service.
+func TestAnalysisRelationsAreSkippedWhereNothingIsJudged(t *testing.T) {
+	breaking := func() *infra.Config {
+		// Judged, this breaks all four: I10 (1s not above 1s), I11 (1s not above 3s), and a rate
+		// far too low for I12 and I13.
+		c := judged(3)
+		c.Rollout.Analysis.Window, c.Rollout.Canary.Duration = time.Second, time.Second
+		c.Rollout.Analysis.ExpectedRate = 0.001
+		return c
+	}
+	for _, id := range []string{"I10", "I11", "I12", "I13"} {
+		expect(t, breaking(), id, map[string]Status{"I10": Violated, "I11": Violated, "I12": Warned, "I13": Warned}[id])
+	}
+	for name, change := range map[string]func(*infra.Config){
+		"analysis off": func(c *infra.Config) { c.Rollout.Analysis.Enabled = false },
+		"an ALB":       func(c *infra.Config) { c.Balancer.Kind = infra.BalancerALB },
+		"the edges":    func(c *infra.Config) { c.Balancer.Kind = infra.BalancerEdges },
+		"no balancer":  func(c *infra.Config) { c.Balancer.Kind = infra.BalancerNone },
+		"no port":      func(c *infra.Config) { c.Services[0].Port = 0 },
+		"no service":   func(c *infra.Config) { c.Services = nil },
+		"dns":          func(c *infra.Config) { c.Balancer.Kind = infra.BalancerDNS },
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, id := range []string{"I10", "I11", "I12", "I13"} {
+				c := breaking()
+				change(c)
+				expect(t, c, id, Skipped)
+			}
+		})
+	}
 }
 
 func TestCheckReturnsEveryViolation(t *testing.T) {

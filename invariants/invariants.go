@@ -1,15 +1,19 @@
 // Package invariants owns the relations between zero502's timing numbers (docs/ARCHITECTURE.md,
-// "The numbers and their invariants"): drain against detection, drain plus shutdown against the
-// stop grace, recovery, health-check timeout, the watchdog's patience, the edge's drain,
-// keep-alive idle timeouts, the rollout batch and the balancer-side drain against the wait for a
-// response. Evaluate gives every invariant's verdict (holds, violated or skipped) with its
-// numbers; Check returns only the violations, each with a sentence a person can act on; Summary
-// counts the violations (and the live settings that drifted) and says them in one error.
+// "The numbers and their invariants"): drain against detection (I1), drain plus shutdown against
+// the stop grace (I2), recovery (I3), health-check timeout (I4), the watchdog's patience (I5),
+// the edge's drain (I6), keep-alive idle timeouts (I7), the rollout batch (I8), the
+// balancer-side drain against the wait for a response (I9), and the analysis of each batch: the
+// canary judged longer than a batch (I10), the window longer than the wait for a response (I11),
+// and two warnings, the canary's (I12) and the smallest batch's (I13) expected traffic against
+// rollout.analysis.min_requests. Evaluate gives every invariant's verdict (holds, violated,
+// warned or skipped) with its numbers; Check returns only the violations, each with a sentence a
+// person can act on; Warnings returns the warnings, which refuse nothing; Summary counts the
+// violations (and the live settings that drifted) and says them in one error.
 //
-// Each invariant lives in its own file (i1_…go to i9_…go) and keeps its relation in one small
+// Each invariant lives in its own file (i1_…go to i13_…go) and keeps its relation in one small
 // function named relationIn, so the mutation harness (invariants/mutate) can find and mutate
 // every relational operator; its test is named TestIn… so the harness knows which test must
-// kill which mutant.
+// kill which mutant. IDs are stable: a new invariant takes the next number.
 package invariants
 
 import (
@@ -19,11 +23,14 @@ import (
 // Status is an invariant's verdict on one config.
 type Status string
 
-// The three verdicts. Skipped means the relation does not apply (no edge configured, no balancer,
-// no hosts); it is not a pass.
+// The four verdicts. Skipped means the relation does not apply (no edge configured, no balancer,
+// no hosts); it is not a pass. Warned is the verdict of a warning-level invariant (I12, I13)
+// whose relation does not hold: it rests on an estimate (rollout.analysis.expected_rate), so it
+// is said, never refused: Check leaves it out, Warnings returns it, and Summary.Err ignores it.
 const (
 	Holds    Status = "holds"
 	Violated Status = "violated"
+	Warned   Status = "warned"
 	Skipped  Status = "skipped"
 )
 
@@ -36,7 +43,7 @@ type Number struct {
 
 // Invariant is one relation of docs/ARCHITECTURE.md, "The numbers and their invariants".
 type Invariant struct {
-	ID       string `json:"id"`       // I1…I9
+	ID       string `json:"id"`       // I1…I13
 	Relation string `json:"relation"` // in the config's key names
 	Why      string `json:"why"`      // what goes wrong when it breaks
 }
@@ -54,7 +61,8 @@ type Verdict struct {
 	Sentence string `json:"sentence"`
 }
 
-// Violation is a violated invariant: its ID, the numbers involved and what to change.
+// Violation is a violated invariant (or, from Warnings, a warning): its ID, the numbers involved
+// and what to change.
 type Violation struct {
 	ID       string   `json:"id"`
 	Numbers  []Number `json:"numbers"`
@@ -78,10 +86,11 @@ func evaluators() []func(*infra.Config) Verdict {
 	return []func(*infra.Config) Verdict{
 		evaluateI1, evaluateI2, evaluateI3, evaluateI4,
 		evaluateI5, evaluateI6, evaluateI7, evaluateI8, evaluateI9,
+		evaluateI10, evaluateI11, evaluateI12, evaluateI13,
 	}
 }
 
-// Evaluate returns the verdict of every invariant I1…I9 on cfg, in ID order.
+// Evaluate returns the verdict of every invariant I1…I13 on cfg, in ID order.
 func Evaluate(cfg *infra.Config) []Verdict {
 	fns := evaluators()
 	out := make([]Verdict, 0, len(fns))
@@ -92,11 +101,22 @@ func Evaluate(cfg *infra.Config) []Verdict {
 }
 
 // Check returns every violated invariant of cfg, in ID order; none means every applicable
-// relation holds.
+// relation holds (warnings aside: see Warnings).
 func Check(cfg *infra.Config) []Violation {
+	return with(cfg, Violated)
+}
+
+// Warnings returns every warning of cfg (a warning-level invariant whose relation does not
+// hold), in ID order. A warning refuses nothing: a caller says it and goes on.
+func Warnings(cfg *infra.Config) []Violation {
+	return with(cfg, Warned)
+}
+
+// with returns cfg's verdicts of status st as violations.
+func with(cfg *infra.Config, st Status) []Violation {
 	var out []Violation
 	for _, v := range Evaluate(cfg) {
-		if v.Status == Violated {
+		if v.Status == st {
 			out = append(out, Violation{ID: v.ID, Numbers: v.Numbers, Sentence: v.Sentence})
 		}
 	}

@@ -51,9 +51,10 @@ func shippedConfigs(t *testing.T) (cfgs []namedConfig, replaced bool) {
 	return append(cfgs, namedConfig{"embedded defaults", infra.Defaults()}), false
 }
 
-// requireShippedHold fails when invariant id is violated by any shipped config. On the shipped
-// set (not a replacement) it also requires that id holds in at least one of them, so a shipped
-// config exercises every invariant rather than skipping it everywhere.
+// requireShippedHold fails when invariant id is violated by any shipped config, or warns in one
+// (a shipped config is an example to copy: it carries no warning). On the shipped set (not a
+// replacement) it also requires that id holds in at least one of them, so a shipped config
+// exercises every invariant rather than skipping it everywhere.
 func requireShippedHold(t *testing.T, id string) {
 	t.Helper()
 	t.Run("shipped configs", func(t *testing.T) {
@@ -64,6 +65,8 @@ func requireShippedHold(t *testing.T, id string) {
 			switch v.Status {
 			case Violated:
 				t.Errorf("%s violates %s: %s", nc.name, id, v.Sentence)
+			case Warned:
+				t.Errorf("%s warns on %s: %s", nc.name, id, v.Sentence)
 			case Holds:
 				held++
 			}
@@ -86,31 +89,46 @@ func verdictOf(t *testing.T, c *infra.Config, id string) Verdict {
 	return Verdict{}
 }
 
-// expect asserts invariant id's verdict on c, and that Check agrees: a violation with the
-// numbers and a sentence naming the keys exactly when the verdict is violated.
+// expect asserts invariant id's verdict on c, and that Check and Warnings agree: a violation
+// (from Check) or a warning (from Warnings) with the numbers and a sentence naming the keys
+// exactly when the verdict is violated or warned, never both.
 func expect(t *testing.T, c *infra.Config, id string, want Status) Verdict {
 	t.Helper()
 	v := verdictOf(t, c, id)
 	if v.Status != want {
 		t.Fatalf("%s: got %s, want %s (%s)", id, v.Status, want, v.Sentence)
 	}
-	var found *Violation
-	for _, viol := range Check(c) {
-		if viol.ID == id {
-			found = &viol
+	for _, list := range []struct {
+		name   string
+		status Status
+		got    []Violation
+	}{{"Check", Violated, Check(c)}, {"Warnings", Warned, Warnings(c)}} {
+		var found *Violation
+		for _, viol := range list.got {
+			if viol.ID == id {
+				found = &viol
+			}
 		}
-	}
-	switch {
-	case want == Violated && found == nil:
-		t.Fatalf("%s is violated but Check does not return it", id)
-	case want != Violated && found != nil:
-		t.Fatalf("%s %s but Check returns it: %s", id, want, found.Sentence)
-	case found != nil:
-		if len(found.Numbers) == 0 || !strings.Contains(found.Sentence, found.Numbers[0].Name) {
-			t.Fatalf("%s: violation lacks numbers or does not name %v: %q", id, found.Numbers, found.Sentence)
+		switch {
+		case want == list.status && found == nil:
+			t.Fatalf("%s is %s but %s does not return it", id, want, list.name)
+		case want != list.status && found != nil:
+			t.Fatalf("%s %s but %s returns it: %s", id, want, list.name, found.Sentence)
+		case found != nil:
+			if len(found.Numbers) == 0 || !strings.Contains(found.Sentence, found.Numbers[0].Name) {
+				t.Fatalf("%s: %s entry lacks numbers or does not name %v: %q", id, list.name, found.Numbers, found.Sentence)
+			}
 		}
 	}
 	return v
+}
+
+// judged is the defaults with a balanced service on n hosts: a config the analysis judges (the
+// in-house LB, rollout.analysis on), for the analysis invariants I10–I13.
+func judged(n int) *infra.Config {
+	c := withHosts(infra.Defaults(), n)
+	c.Services = []infra.Service{{Name: "web", Port: 8000}}
+	return c
 }
 
 // withHosts gives c n hosts.

@@ -29,7 +29,18 @@ func (s Summary) Violated() []string {
 	return ids
 }
 
-// Err is nil when every applicable invariant holds and no live setting drifted. Otherwise it
+// Warned returns the IDs of the invariants that warn, in ID order. Warnings do not make Err.
+func (s Summary) Warned() []string {
+	var ids []string
+	for _, v := range s.Verdicts {
+		if v.Status == Warned {
+			ids = append(ids, v.ID)
+		}
+	}
+	return ids
+}
+
+// Err is nil when every applicable invariant holds (or only warns) and no live setting drifted. Otherwise it
 // says, in one sentence per problem, how many settings drifted (and how to bring the balancer
 // and the config together) and how many invariants are violated, naming each.
 func (s Summary) Err() error {

@@ -88,3 +88,23 @@ func TestSummaryDoesNotCountSkippedInvariants(t *testing.T) {
 		t.Fatal("drift alone mentions invariants")
 	}
 }
+
+// A warning (I12, I13: an estimate of the traffic) is said, not counted: Err stays nil, and Check
+// (what the deployer's preflight refuses on) leaves it out.
+func TestSummaryListsWarningsButDoesNotFailOnThem(t *testing.T) {
+	cfg := judged(3)
+	cfg.Rollout.Analysis.ExpectedRate = 1 // 1/s: neither the canary nor a batch reaches 20 requests
+	s := Summary{Verdicts: Evaluate(cfg)}
+	if got := s.Warned(); !slices.Equal(got, []string{"I12", "I13"}) {
+		t.Fatalf("Warned() = %v, want [I12 I13]", got)
+	}
+	if got := s.Violated(); len(got) != 0 || s.Err() != nil {
+		t.Fatalf("Violated() = %v, Err() = %v, want none and nil", got, s.Err())
+	}
+	if got := Check(cfg); len(got) != 0 {
+		t.Fatalf("Check = %v, want no violation", got)
+	}
+	if got := Warnings(cfg); len(got) != 2 || got[0].ID != "I12" || got[1].ID != "I13" {
+		t.Fatalf("Warnings = %v, want I12 and I13", got)
+	}
+}

@@ -105,6 +105,7 @@ func (f *dockerFleet) config(name string, gateway bool, gatewayFlags ...string) 
 	cfg.Watchdog.StateDir = f.dir
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
 	cfg.Rollout.Batch, cfg.Rollout.Runtime, cfg.Rollout.HealthyDeadline = 1, infra.RuntimeDocker, 30*time.Second
+	cfg.Rollout.Analysis.Enabled = false // the watchdog beside a deploy; the analysis has the deployer's tests
 	cfg.Services = []infra.Service{{Name: "web", Image: f.image, Port: f.base, Command: app}}
 	if gateway {
 		cfg.Services = append(cfg.Services, infra.Service{Name: "gateway", Image: f.image, Port: f.base + 1,

@@ -24,11 +24,13 @@ func newInvariantsCmd() *cobra.Command {
 	var asJSON, live bool
 	cmd := &cobra.Command{
 		Use:   "invariants",
-		Short: "Check how the config's timing numbers relate (I1–I9): drain vs detection, stop grace, …",
+		Short: "Check how the config's timing numbers relate (I1–I13): drain vs detection, stop grace, …",
 		Long: `Evaluates every invariant of the config's timing numbers (docs/ARCHITECTURE.md, "The numbers
 and their invariants") and prints, for each, the relation, the numbers put in, and whether it
-holds, is violated or is skipped (it does not apply, e.g. I6 with no edge configured). Each
-violation says what to change.
+holds, is violated, warned or is skipped (it does not apply, e.g. I6 with no edge configured).
+Each violation says what to change. A warning (I12, I13: the canary or a batch would not get
+rollout.analysis.min_requests at rollout.analysis.expected_rate) says what to change too, but it
+rests on an estimate: it does not change the exit status, and a deploy goes on.
 
 With --live it first reads the settings the balancer really runs (balancer.kind inhouse: the
 LB's admin API at balancer.admin; alb: the target group through the AWS SDK's default credential
@@ -36,7 +38,7 @@ chain, ZERO502_ALB_ENDPOINT replacing the regional endpoint when set), reports e
 they differ from the config (key, config, live: someone changed the interval in the console or
 started the LB with other flags), and evaluates the invariants on the live numbers.
 
-Exit status: 0 every applicable invariant holds (and, with --live, no drift), 1 at least one is
+Exit status: 0 every applicable invariant holds or warns (and, with --live, no drift), 1 at least one is
 violated or a live setting drifted, 2 the config is invalid (it does not load), or with --live
 the balancer cannot be read (unreachable, no credentials, kind none).`,
 		Example: `  zero502 invariants --config examples/production.yaml
@@ -177,6 +179,7 @@ func writeVerdictsJSON(w io.Writer, path string, lv *liveView, sum invariants.Su
 		Config     string               `json:"config"`
 		Live       *liveView            `json:"live,omitempty"`
 		Violated   int                  `json:"violated"`
+		Warned     int                  `json:"warned"`
 		Invariants []invariants.Verdict `json:"invariants"`
-	}{path, lv, len(sum.Violated()), sum.Verdicts})
+	}{path, lv, len(sum.Violated()), len(sum.Warned()), sum.Verdicts})
 }

@@ -11,14 +11,20 @@ import (
 // editedProduction writes a copy of examples/production.yaml with one line replaced.
 func editedProduction(t *testing.T, old, new string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "production.yaml"))
+	return editedExample(t, "production.yaml", old, new)
+}
+
+// editedExample writes a copy of the shipped config examples/name with one line replaced.
+func editedExample(t *testing.T, name, old, new string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(data, []byte(old)) {
-		t.Fatalf("production.yaml has no %q", old)
+		t.Fatalf("%s has no %q", name, old)
 	}
-	p := filepath.Join(t.TempDir(), "production.yaml")
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, bytes.Replace(data, []byte(old), []byte(new), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +41,10 @@ func TestInvariantsCommandExitCodes(t *testing.T) {
 		{"shipped production config holds", func(*testing.T) string { return filepath.Join("..", "..", "examples", "production.yaml") }, 0, []string{"I1", "holds"}},
 		{"drain 10s violates I1", func(t *testing.T) string { return editedProduction(t, "window: 15s", "window: 10s") }, 1, []string{"I1", "10s", "violated"}},
 		{"stop grace at drain + shutdown violates I2", func(t *testing.T) string { return editedProduction(t, "stop_grace: 30s", "stop_grace: 25s") }, 1, []string{"I2", "25s"}},
+		{"a warning is said but exits 0", func(t *testing.T) string {
+			return editedExample(t, "local.yaml", "expected_rate: 400", "expected_rate: 1")
+		}, 0,
+			[]string{"I12", "I13", "warned", "the canary would get about 0.4 requests", "raise rollout.canary.duration to at least 3m20s"}},
 		{"misspelt key is invalid", func(t *testing.T) string { return editedProduction(t, "drain:", "drian:") }, 2, []string{`"drian"`}},
 		{"negative drain is invalid", func(t *testing.T) string { return editedProduction(t, "window: 15s", "window: -3s") }, 2, []string{"drain.window", "-3s"}},
 	} {

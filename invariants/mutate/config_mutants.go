@@ -30,8 +30,10 @@ func (n number) format(v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-// timingNumbers lists every duration and whole number under a top-level section of a config
-// file (services and hosts are lists of names, images and ports, not timing numbers).
+// timingNumbers lists every duration and whole number in the sections of a config file and in
+// the mappings nested in them, block or flow style (rollout.analysis.window in
+// `analysis: {window: 3500ms}`); services and hosts are lists of names, images and ports, not
+// timing numbers.
 func timingNumbers(name string, data []byte) ([]number, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -43,25 +45,36 @@ func timingNumbers(name string, data []byte) ([]number, error) {
 	var out []number
 	top := doc.Content[0].Content
 	for i := 0; i+1 < len(top); i += 2 {
-		section, body := top[i].Value, top[i+1]
-		if body.Kind != yaml.MappingNode {
-			continue
-		}
-		for j := 0; j+1 < len(body.Content); j += 2 {
-			k, v := body.Content[j], body.Content[j+1]
-			if v.Kind != yaml.ScalarNode || v.Style != 0 {
-				continue
-			}
-			n := number{file: name, key: section + "." + k.Value, raw: v.Value, line: v.Line, col: v.Column}
-			if _, err := strconv.ParseInt(v.Value, 10, 64); err == nil {
-				out = append(out, n)
-			} else if _, err := time.ParseDuration(v.Value); err == nil {
-				n.isDuration = true
-				out = append(out, n)
-			}
-		}
+		out = appendNumbers(out, name, top[i].Value, top[i+1])
 	}
 	return out, nil
+}
+
+// appendNumbers appends the numbers of the mapping body under key prefix, and of every mapping
+// nested in it.
+func appendNumbers(out []number, file, prefix string, body *yaml.Node) []number {
+	if body.Kind != yaml.MappingNode {
+		return out
+	}
+	for j := 0; j+1 < len(body.Content); j += 2 {
+		k, v := body.Content[j], body.Content[j+1]
+		key := prefix + "." + k.Value
+		if v.Kind == yaml.MappingNode {
+			out = appendNumbers(out, file, key, v)
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || v.Style != 0 {
+			continue
+		}
+		n := number{file: file, key: key, raw: v.Value, line: v.Line, col: v.Column}
+		if _, err := strconv.ParseInt(v.Value, 10, 64); err == nil {
+			out = append(out, n)
+		} else if _, err := time.ParseDuration(v.Value); err == nil {
+			n.isDuration = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // replace writes value in place of n's value in data, leaving every other byte as it was.

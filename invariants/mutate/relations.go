@@ -7,14 +7,18 @@ import (
 )
 
 // relation is the harness's own statement of one invariant, independent of the code under test:
-// lhs op rhs, each side a sum of products of config keys ("#minus-one" is the constant −1). Config mutants are computed from it,
-// so a wrong relation in package invariants cannot hide its own mutants. An invariant whose
-// relation depends on the config (the drain mode, the rollout strategy, the balancer kind) has
-// one relation per case, each with the condition under which it is the one that applies.
+// lhs op rhs, each side a sum of products of config keys and of the quantities and constants
+// named with # (numbers: "#hosts", "#minus-one", …), in whole units: milliseconds, counts,
+// requests per second, percent. Config mutants are computed from it, so a wrong relation in
+// package invariants cannot hide its own mutants. An invariant whose relation depends on the
+// config (the drain mode, the rollout strategy, the balancer kind) has one relation per case,
+// each with the condition under which it is the one that applies. A warning-level invariant
+// (I12, I13) is stated the same way: its mutants must make its test fail too, since a shipped
+// config carries no warning.
 type relation struct {
 	id       string
 	lhs, rhs [][]string // sums of products of keys ("#hosts" is the number of hosts)
-	op       string     // ">", "<" or "<="
+	op       string     // ">", "<", "<=" or ">="
 	// applies says whether the relation is the invariant's on config c; nil: always.
 	applies func(c *infra.Config) bool
 }
@@ -33,6 +37,14 @@ func relations() []relation {
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<=", startFirst},
 		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(infra.BalancerInHouse)},
 		{"I9", [][]string{{"balancer.deregistration_delay"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(infra.BalancerALB)},
+		{"I10", [][]string{{"rollout.canary.duration"}}, [][]string{{"rollout.analysis.window"}}, ">", both(judged, withCanary)},
+		{"I11", [][]string{{"rollout.analysis.window"}}, [][]string{{"balancer.header_timeout"}}, ">", judged},
+		// rate [1/s] × weight [%] × duration [ms] ≥ min_requests × 100 % × 1000 ms/s
+		{"I12", [][]string{{"rollout.analysis.expected_rate", "rollout.canary.weight", "rollout.canary.duration"}},
+			[][]string{{"rollout.analysis.min_requests", "#percent", "#ms-per-s"}}, ">=", both(judged, withCanary, withRate)},
+		// rate [1/s] × smallest batch × window [ms] ≥ min_requests × hosts × 1000 ms/s
+		{"I13", [][]string{{"rollout.analysis.expected_rate", "#smallest-batch", "rollout.analysis.window"}},
+			[][]string{{"rollout.analysis.min_requests", "#hosts", "#ms-per-s"}}, ">=", both(judged, withBatchAfterCanary, withRate)},
 	}
 }
 
@@ -93,32 +105,75 @@ func not(cond func(*infra.Config) bool) func(*infra.Config) bool {
 	return func(c *infra.Config) bool { return !cond(c) }
 }
 
+func both(conds ...func(*infra.Config) bool) func(*infra.Config) bool {
+	return func(c *infra.Config) bool {
+		for _, cond := range conds {
+			if !cond(c) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// judged: the deployer judges each batch: the analysis on, behind the in-house LB (the only
+// balancer that publishes outcomes), with a balanced service whose targets it judges.
+func judged(c *infra.Config) bool {
+	_, balanced := c.BalancedService()
+	return c.Rollout.Analysis.Enabled && c.Balancer.Kind == infra.BalancerInHouse && balanced
+}
+
+func withCanary(c *infra.Config) bool { return c.Rollout.Canary.Hosts > 0 }
+
+func withRate(c *infra.Config) bool { return c.Rollout.Analysis.ExpectedRate > 0 }
+
+func withBatchAfterCanary(c *infra.Config) bool { return smallestBatch(c) > 0 }
+
+// smallestBatch is the smallest batch after the canary (0: the canary is the whole fleet): the
+// canary takes min(rollout.canary.hosts, hosts), the rest goes rollout.batch at a time.
+func smallestBatch(c *infra.Config) int {
+	rest := len(c.Hosts) - min(c.Rollout.Canary.Hosts, len(c.Hosts))
+	if rest <= 0 {
+		return 0
+	}
+	return (rest-1)%max(c.Rollout.Batch, 1) + 1
+}
+
 // numbers are a config's values of the keys the relations use: durations in milliseconds,
-// counts as they are.
+// counts and percents as they are, rollout.analysis.expected_rate in whole requests per second
+// (the shipped configs write whole rates; a fractional one is not mutated, and truncated here).
 func numbers(c *infra.Config) map[string]int64 {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	return map[string]int64{
-		"balancer.interval":             ms(c.Balancer.Interval),
-		"balancer.timeout":              ms(c.Balancer.Timeout),
-		"balancer.unhealthy_threshold":  int64(c.Balancer.UnhealthyThreshold),
-		"balancer.healthy_threshold":    int64(c.Balancer.HealthyThreshold),
-		"balancer.idle_timeout":         ms(c.Balancer.IdleTimeout),
-		"balancer.header_timeout":       ms(c.Balancer.HeaderTimeout),
-		"balancer.deregistration_delay": ms(c.Balancer.DeregistrationDelay),
-		"drain.window":                  ms(c.Drain.Window),
-		"drain.shutdown":                ms(c.Drain.Shutdown),
-		"drain.stop_grace":              ms(c.Drain.StopGrace),
-		"drain.max_recovery":            ms(c.Drain.MaxRecovery),
-		"watchdog.interval":             ms(c.Watchdog.Interval),
-		"watchdog.heal_after":           int64(c.Watchdog.HealAfter),
-		"app.keepalive_idle_timeout":    ms(c.App.KeepAliveIdleTimeout),
-		"edge.drain":                    ms(c.Edge.Drain),
-		"edge.dns_ttl":                  ms(c.Edge.DNSTTL),
-		"edge.check_interval":           ms(c.Edge.CheckInterval),
-		"edge.unhealthy_threshold":      int64(c.Edge.UnhealthyThreshold),
-		"rollout.batch":                 int64(c.Rollout.Batch),
-		"#hosts":                        int64(len(c.Hosts)),
-		"#minus-one":                    -1, // a constant: (heal_after − 1) × interval
+		"balancer.interval":              ms(c.Balancer.Interval),
+		"balancer.timeout":               ms(c.Balancer.Timeout),
+		"balancer.unhealthy_threshold":   int64(c.Balancer.UnhealthyThreshold),
+		"balancer.healthy_threshold":     int64(c.Balancer.HealthyThreshold),
+		"balancer.idle_timeout":          ms(c.Balancer.IdleTimeout),
+		"balancer.header_timeout":        ms(c.Balancer.HeaderTimeout),
+		"balancer.deregistration_delay":  ms(c.Balancer.DeregistrationDelay),
+		"drain.window":                   ms(c.Drain.Window),
+		"drain.shutdown":                 ms(c.Drain.Shutdown),
+		"drain.stop_grace":               ms(c.Drain.StopGrace),
+		"drain.max_recovery":             ms(c.Drain.MaxRecovery),
+		"watchdog.interval":              ms(c.Watchdog.Interval),
+		"watchdog.heal_after":            int64(c.Watchdog.HealAfter),
+		"app.keepalive_idle_timeout":     ms(c.App.KeepAliveIdleTimeout),
+		"edge.drain":                     ms(c.Edge.Drain),
+		"edge.dns_ttl":                   ms(c.Edge.DNSTTL),
+		"edge.check_interval":            ms(c.Edge.CheckInterval),
+		"edge.unhealthy_threshold":       int64(c.Edge.UnhealthyThreshold),
+		"rollout.batch":                  int64(c.Rollout.Batch),
+		"rollout.analysis.window":        ms(c.Rollout.Analysis.Window),
+		"rollout.analysis.min_requests":  int64(c.Rollout.Analysis.MinRequests),
+		"rollout.analysis.expected_rate": int64(c.Rollout.Analysis.ExpectedRate),
+		"rollout.canary.duration":        ms(c.Rollout.Canary.Duration),
+		"rollout.canary.weight":          int64(c.Rollout.Canary.Weight),
+		"#hosts":                         int64(len(c.Hosts)),
+		"#smallest-batch":                int64(smallestBatch(c)),
+		"#minus-one":                     -1,   // a constant: (heal_after − 1) × interval
+		"#percent":                       100,  // a constant: canary.weight is in percent
+		"#ms-per-s":                      1000, // a constant: durations are in ms, rates per second
 	}
 }
 
@@ -153,6 +208,8 @@ func (r relation) holds(vals map[string]int64) bool {
 	switch r.op {
 	case ">":
 		return l > rr
+	case ">=":
+		return l >= rr
 	case "<":
 		return l < rr
 	default:
@@ -181,7 +238,7 @@ func (r relation) boundary(key string, vals map[string]int64) (boundary, wrong i
 	if a < 0 {
 		dir = -1
 	}
-	if r.op == ">" {
+	if r.op == ">" || r.op == ">=" {
 		dir = -dir
 	}
 	v := ceilDiv(-b, a)

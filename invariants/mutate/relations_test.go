@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,82 @@ func TestReplaceChangesOnlyTheNumber(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "drain:\n  window: 10s # the source's\n  shutdown: 10s\n"; string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// The analysis relations on local.yaml's numbers: 3 hosts, batch 1 after a 1-host canary at
+// 10 % for 4s, window 3.5s, header timeout 3s, 400 req/s, min_requests 20.
+func TestBoundaryOfTheAnalysisRelations(t *testing.T) {
+	c := infra.Defaults()
+	c.Services = []infra.Service{{Name: "web", Port: 19001}}
+	c.Hosts = []infra.Host{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	c.Rollout.Analysis.Window, c.Rollout.Canary.Duration = 3500*time.Millisecond, 4*time.Second
+	c.Rollout.Analysis.ExpectedRate = 400
+	vals := numbers(c)
+	byID := map[string]relation{}
+	for _, r := range applicable(c) {
+		byID[r.id] = r
+	}
+	for _, tc := range []struct {
+		id, key         string
+		boundary, wrong int64
+	}{
+		{"I10", "rollout.canary.duration", 3500, 1750},
+		{"I10", "rollout.analysis.window", 4000, 8000},
+		{"I11", "rollout.analysis.window", 3000, 1500},
+		{"I11", "balancer.header_timeout", 3500, 7000},
+		{"I12", "rollout.analysis.expected_rate", 49, 24}, // 50/s × 10 % × 4s = 20 holds: one below
+		{"I12", "rollout.canary.weight", 1, 0},
+		{"I12", "rollout.analysis.min_requests", 161, 322},
+		{"I13", "rollout.analysis.expected_rate", 17, 8},
+		{"I13", "rollout.analysis.window", 149, 74}, // 400/s × 1/3 × 150ms = 20 holds
+		{"I13", "rollout.analysis.min_requests", 467, 934},
+	} {
+		r, ok := byID[tc.id]
+		if !ok {
+			t.Fatalf("%s does not apply to local.yaml's numbers", tc.id)
+		}
+		b, w := r.boundary(tc.key, vals)
+		if b != tc.boundary || w != tc.wrong {
+			t.Errorf("%s %s: boundary %d, wrong %d; want %d, %d", tc.id, tc.key, b, w, tc.boundary, tc.wrong)
+		}
+	}
+	c.Rollout.Analysis.ExpectedRate, c.Rollout.Canary.Hosts = 0, 0
+	for _, r := range applicable(c) {
+		if r.id == "I10" || r.id == "I12" || r.id == "I13" {
+			t.Errorf("%s applies without a canary or without a rate", r.id)
+		}
+	}
+	c.Balancer.Kind = infra.BalancerALB
+	for _, r := range applicable(c) {
+		if r.id == "I11" {
+			t.Error("I11 applies behind an ALB, which publishes no outcomes")
+		}
+	}
+}
+
+func TestNestedAndFlowNumbersAreFound(t *testing.T) {
+	data := []byte("rollout:\n  batch: 1\n  analysis: {window: 3500ms, min_requests: 20, expected_rate: 400}\n" +
+		"  canary:\n    duration: 4s\n")
+	nums, err := timingNumbers("x.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, n := range nums {
+		keys = append(keys, n.key+"="+n.raw)
+	}
+	want := "rollout.batch=1 rollout.analysis.window=3500ms rollout.analysis.min_requests=20 " +
+		"rollout.analysis.expected_rate=400 rollout.canary.duration=4s"
+	if got := strings.Join(keys, " "); got != want {
+		t.Fatalf("numbers %s, want %s", got, want)
+	}
+	got, err := replace(data, nums[1], nums[1].format(3000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(string(data), "3500ms", "3s", 1); string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
