@@ -169,7 +169,7 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 			continue
 		}
 		newVersion[hr.Target] = true
-		if i >= first && i < end && hr.Outcome == OutcomeDeployed {
+		if i >= first && i < end && hr.Outcome == OutcomeDeployed && hr.From != "" { // a fresh host had no users to judge by
 			fresh = append(fresh, hr.Target)
 			hosts = append(hosts, hr.Host)
 		}

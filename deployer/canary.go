@@ -60,6 +60,13 @@ type Weighter interface {
 // with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window.
 func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) error {
 	window := d.cfg.Rollout.Analysis.Window
+	fresh := true // a first deploy onto empty hosts has no users yet, nor an old version to compare with
+	for _, hr := range rep.Hosts[b.first:b.end] {
+		fresh = fresh && hr.From == ""
+	}
+	if fresh {
+		return nil
+	}
 	if b.canary {
 		window = d.cfg.Rollout.Canary.Duration
 		names := make([]string, 0, b.end-b.first)
