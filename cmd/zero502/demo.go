@@ -17,7 +17,7 @@ import (
 func newDemoCmd() *cobra.Command {
 	var (
 		naive, compare, asJSON, keep  bool
-		trafficLayer                  bool
+		trafficLayer, badVersion      bool
 		report, rt, image, dockerHost string
 		service                       string
 		rate                          int
@@ -50,16 +50,37 @@ instances (zero502 lb) and three apps. Under steady load (GET, POST and long-liv
 sessions) it rolls the apps through both LB instances, the LB instances through both edges, the
 edges through the A record set, and upgrades one LB in place by handing its sockets to a new
 process. Exit 0 only when no request failed and no session was lost; with --naive, exit 0 when
-the failures the handshake removes were seen.`,
+the failures the handshake removes were seen.
+
+--bad-version rolls a bad v2 (zero502 app --fail-every 1: a 500 to every request, /health 200)
+on the same fleet and load: the canary takes its share, the analysis fails it, the fleet is
+rolled back. It prints the canary's share, the verdict with its numbers, which host runs what,
+what users got and the bound: canary.weight % × (bake + canary.duration + drain.window) × rate.
+Exit 0 only when the bad version was stopped at the canary by a verdict, every host runs v1
+again and the failed requests are within the bound (with a margin of 1.5× + 5).`,
 		Example: `  zero502 demo
   zero502 demo --naive
   zero502 demo --compare --report demo.html
   zero502 demo --runtime docker
   zero502 demo --service python       # a third-party server: drained at the balancer, start-first
+  zero502 demo --bad-version          # a bad v2: stopped at the canary, the fleet rolled back
   zero502 demo --traffic-layer        # DNS → edges → LB instances → apps, every tier rolled
   zero502 demo --runtime docker --image zero502/app:dev --docker-host unix:///var/run/docker.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if badVersion {
+				for _, other := range []struct {
+					name string
+					set  bool
+				}{{"naive", naive}, {"compare", compare}, {"traffic-layer", trafficLayer}} {
+					if other.set {
+						return exitCode(2, fmt.Errorf("--bad-version and --%s: pick one (--bad-version rolls a bad v2 with the handshake)", other.name))
+					}
+				}
+				if rt != demo.RuntimeProcess || service != demo.ServiceApp || report != "" {
+					return exitCode(2, errors.New("--bad-version runs the embedded default (process runtime, zero502 app); it takes --rate, --json and --keep"))
+				}
+			}
 			if naive && compare {
 				return exitCode(2, errors.New("--naive and --compare: pick one (--compare already runs the naive rollout)"))
 			}
@@ -87,6 +108,25 @@ the failures the handshake removes were seen.`,
 			var live io.Writer = out
 			if asJSON {
 				live = cmd.ErrOrStderr()
+			}
+			if badVersion {
+				r, err := demo.RunBadVersion(ctx, demo.BadOptions{Rate: rate, Progress: live, Keep: keep})
+				if r != nil {
+					if asJSON {
+						enc := json.NewEncoder(out)
+						enc.SetIndent("", "  ")
+						_ = enc.Encode(r)
+					} else {
+						demo.WriteBadSummary(out, r)
+					}
+				}
+				switch {
+				case err != nil:
+					return exitCode(1, err)
+				case !r.Stopped:
+					return exitCode(1, errors.New("--bad-version: "+r.Why))
+				}
+				return nil
 			}
 			if trafficLayer {
 				if compare || rt != demo.RuntimeProcess || service != demo.ServiceApp || report != "" {
@@ -165,6 +205,7 @@ the failures the handshake removes were seen.`,
 	f.BoolVar(&naive, "naive", false, "roll without the drain handshake (SIGKILL at once): the failures it removes")
 	f.BoolVar(&compare, "compare", false, "run with the handshake, then naive, and print both side by side")
 	f.BoolVar(&trafficLayer, "traffic-layer", false, "the whole chain: DNS → 2 edges → 2 LB instances → 3 apps under load; roll apps, LB instances, edges, then upgrade one LB in place")
+	f.BoolVar(&badVersion, "bad-version", false, "roll a bad v2 (500 to every request, health 200): the canary stops it, the fleet rolls back; exit 0 when within the bound")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (progress goes to stderr)")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
 	f.IntVar(&rate, "rate", 400, "load in requests per second (--service python: 30 unless set)")

@@ -7,7 +7,9 @@
 // handshake (SIGKILL at once), to show the failures the handshake removes. With the docker
 // runtime the hosts run containers of the zero502 image (built through the Engine API when
 // missing) instead of processes, and every container the run started is removed at its end.
-// See docs/ARCHITECTURE.md.
+// RunBadVersion rolls a bad v2 (500 to every request, health 200) instead: the canary takes its
+// share, the analysis fails it, the fleet rolls back, and the failures are held to the canary's
+// bound. See docs/ARCHITECTURE.md.
 package demo
 
 import (
@@ -21,6 +23,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime/docker"
 )
 
@@ -49,6 +52,9 @@ type Options struct {
 	// examples/local.yaml) or ServicePython (python3 -m http.server, which knows nothing of it:
 	// drained at the balancer, start-first, examples/any-service.yaml; process runtime only).
 	Service string
+	// bad, set by RunBadVersion, makes v2 a bad version (zero502 app --fail-every 1) and
+	// collects what its deploy said: a failed deploy is then the run's story, not its error.
+	bad *badDeploy
 }
 
 // Services the demo can deploy.
@@ -205,11 +211,11 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	if err := f.startLB(ctx, opts.Self); err != nil {
 		return err
 	}
-	newDeployer := func(naive bool, load *measure.Load) *deployer.Deployer {
-		return deployer.New(cfg, deployer.Options{Self: opts.Self, Naive: naive, Runtime: f.runtime, Events: p.event(load)})
+	newDeployer := func(cfg *infra.Config, naive bool, events func(deployer.Event)) *deployer.Deployer {
+		return deployer.New(cfg, deployer.Options{Self: opts.Self, Naive: naive, Runtime: f.runtime, Events: events})
 	}
 	p.line("deploy %s onto %d empty hosts", From, len(cfg.Hosts))
-	if rep, err := newDeployer(false, nil).Deploy(ctx, From); err != nil {
+	if rep, err := newDeployer(cfg, false, p.event(nil)).Deploy(ctx, From); err != nil {
 		return fmt.Errorf("demo: first deploy of %s: %w\n%s", From, err, text(rep))
 	}
 	if err := f.waitInRotation(ctx); err != nil {
@@ -242,12 +248,28 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	if err != nil {
 		return err
 	}
-	p.line("roll %s → %s (%s)", From, To, modeLine(opts.Naive))
+	toCfg, events := cfg, p.event(load)
+	if opts.bad != nil {
+		if toCfg, err = badConfig(f.configPath); err != nil {
+			return err
+		}
+		opts.bad.mu.Lock()
+		opts.bad.cfg = toCfg
+		opts.bad.mu.Unlock()
+		events = opts.bad.watch(events)
+		p.line("roll %s → %s (%s; %s is BAD: %s)", From, To, modeLine(opts.Naive), To, BadVersionFlaw)
+	} else {
+		p.line("roll %s → %s (%s)", From, To, modeLine(opts.Naive))
+	}
 	started := time.Now()
-	rep, deployErr := newDeployer(opts.Naive, load).Deploy(ctx, To)
+	rep, deployErr := newDeployer(toCfg, opts.Naive, events).Deploy(ctx, To)
 	ended := time.Now()
-	if deployErr == nil {
+	switch {
+	case deployErr == nil:
 		p.line("rollout done in %s; load keeps going %s", ended.Sub(started).Round(time.Millisecond), opts.After)
+		_ = sleep(ctx, opts.After)
+	case opts.bad != nil && ctx.Err() == nil:
+		p.line("rollout stopped after %s; load keeps going %s", ended.Sub(started).Round(time.Millisecond), opts.After)
 		_ = sleep(ctx, opts.After)
 	}
 	finish()
@@ -258,6 +280,12 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		res.Versions = rep.Versions()
 	}
 	p.line("load stopped: %d requests, %d failed", res.Load.Sent, res.Load.Failures)
+	if deployErr != nil && opts.bad != nil {
+		opts.bad.mu.Lock()
+		opts.bad.err = deployErr // the bad version's story: RunBadVersion judges it
+		opts.bad.mu.Unlock()
+		return ctx.Err()
+	}
 	if deployErr != nil {
 		return fmt.Errorf("demo: rollout %s → %s: %w", From, To, deployErr)
 	}
