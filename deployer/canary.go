@@ -58,7 +58,7 @@ type Weighter interface {
 
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,
 // with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window.
-func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) error {
+func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) (judged error) {
 	window := d.cfg.Rollout.Analysis.Window
 	fresh := true // a first deploy onto empty hosts has no users yet, nor an old version to compare with
 	for _, hr := range rep.Hosts[b.first:b.end] {
@@ -74,7 +74,13 @@ func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, 
 			names = append(names, h.Name)
 		}
 		share := d.weighCanary(ctx, d.deployedTargets(rep, b))
-		defer d.unweighCanary(ctx, version)
+		// Put back once the canary passed; a failed one keeps its small share through its rollback
+		// (the deploy puts it back as it ends).
+		defer func() {
+			if judged == nil {
+				d.unweighCanary(ctx, version)
+			}
+		}()
 		d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("canary %s: %s, judged for %s (rollout.canary.duration) before the rest rolls",
 			strings.Join(names, ", "), share, window.Round(time.Millisecond))})
 	}

@@ -248,7 +248,7 @@ type Canary struct {
 	Hosts int `mapstructure:"hosts"`
 	// Weight is the share of the traffic, in percent (1..100), the canary's targets get
 	// together while it is judged, set as per-target weights at the in-house LB; the other
-	// targets share the rest. Default 10.
+	// targets share the rest. Default 5.
 	Weight int `mapstructure:"weight"`
 	// Duration is how long the canary is judged (rollout.analysis over this window instead of
 	// analysis.window). Default 60s.

@@ -27,7 +27,7 @@ func TestI10CanaryOutlastsWindow(t *testing.T) {
 	}
 	t.Run("the sentence names the keys, the numbers and the fix", func(t *testing.T) {
 		c := judged(3)
-		c.Rollout.Canary.Duration, c.Rollout.Analysis.Window = 2*time.Second, 3100*time.Millisecond
+		c.Rollout.Canary.Duration, c.Rollout.Analysis.Window, c.Rollout.Canary.Weight = 2*time.Second, 3100*time.Millisecond, 10
 		v := expect(t, c, "I10", Violated)
 		for _, want := range []string{"rollout.canary.duration 2s must exceed rollout.analysis.window 3.1s",
 			"rollout.canary.weight 10 %", "raise rollout.canary.duration to at least 3.101s"} {

@@ -38,7 +38,7 @@ func TestI12CanaryReachesMinRequests(t *testing.T) {
 	t.Run("the sentence names the keys, the numbers and the fixes", func(t *testing.T) {
 		c := judged(3)
 		c.Rollout.Analysis.ExpectedRate = 30
-		c.Rollout.Canary.Duration = 3 * time.Second
+		c.Rollout.Canary.Duration, c.Rollout.Canary.Weight = 3*time.Second, 10
 		v := expect(t, c, "I12", Warned)
 		for _, want := range []string{"the canary would get about 9 requests",
 			"rollout.analysis.expected_rate 30/s × rollout.canary.weight 10 % × rollout.canary.duration 3s = 9 is below rollout.analysis.min_requests 20",
