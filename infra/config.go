@@ -195,7 +195,8 @@ const (
 
 // Rollout says how a deploy moves through the fleet.
 type Rollout struct {
-	// Batch is how many hosts are drained at once. Default 1; must leave a healthy host (I8).
+	// Batch is how many hosts are drained at once: a number, or a share of the fleet ("20%",
+	// rounded down, at least 1 host). Default 1; must leave a healthy host (I8).
 	Batch int `mapstructure:"batch"`
 	// Runtime is process or docker. Default docker.
 	Runtime string `mapstructure:"runtime"`

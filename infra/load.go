@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,6 +96,9 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	}
 
 	if err := envValuesAreText(data); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	if err := batchShare(v); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	var c Config
@@ -199,6 +203,23 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 	default:
 		return nil, fmt.Errorf("%v is not a duration; write it with a unit, e.g. 5s or 250ms", data)
 	}
+}
+
+// batchShare turns rollout.batch given as a share of the fleet ("20%", as Nomad, ECS and
+// CodeDeploy take it) into the number of hosts it is: rounded down, at least 1.
+func batchShare(v *viper.Viper) error {
+	raw, ok := v.Get("rollout.batch").(string)
+	if !ok || !strings.HasSuffix(strings.TrimSpace(raw), "%") {
+		return nil
+	}
+	p, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(raw), "%"))
+	if err != nil || p < 1 || p > 100 {
+		return &FieldError{Key: "rollout.batch", Value: fmt.Sprintf("%q", raw),
+			Rule: "must be a whole number of hosts (e.g. 2) or a share of the fleet from 1% to 100% (e.g. 20%)"}
+	}
+	hosts, _ := v.Get("hosts").([]any)
+	v.Set("rollout.batch", max(1, p*len(hosts)/100))
+	return nil
 }
 
 // intHook accepts integers from environment overrides ("4") but not from other types.

@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,32 @@ func TestServiceEnvNamesKeepTheirCase(t *testing.T) {
 	env := c.Services[0].Env
 	if env["PATH_PREFIX"] != "/api" || env["Mixed_Case"] != "8080" || len(env) != 2 {
 		t.Fatalf("env %v, want PATH_PREFIX=/api Mixed_Case=8080 as written", env)
+	}
+}
+
+func TestRolloutBatchAsAShareOfTheFleet(t *testing.T) {
+	hosts := "hosts:\n"
+	for i := range 10 {
+		hosts += fmt.Sprintf("  - {name: h%d, port_offset: %d}\n", i, i)
+	}
+	svc := "services: [{name: web, port: 8000, command: [app]}]\nrollout: {runtime: process, batch: %s}\nbalancer: {kind: none}\n"
+	for _, tc := range []struct {
+		batch string
+		want  int
+	}{{"20%", 2}, {"25%", 2}, {"1%", 1}, {"100%", 10}, {"3", 3}, {`"50%"`, 5}} {
+		cfg, err := LoadBytes([]byte(fmt.Sprintf(svc, tc.batch)+hosts), "batch")
+		if err != nil {
+			t.Errorf("rollout.batch %s: %v", tc.batch, err)
+			continue
+		}
+		if cfg.Rollout.Batch != tc.want {
+			t.Errorf("rollout.batch %s of 10 hosts = %d, want %d", tc.batch, cfg.Rollout.Batch, tc.want)
+		}
+	}
+	for _, bad := range []string{"0%", "150%", "x%", "-5%"} {
+		_, err := LoadBytes([]byte(fmt.Sprintf(svc, bad)+hosts), "batch")
+		if err == nil || !strings.Contains(err.Error(), "rollout.batch") || !strings.Contains(err.Error(), "share of the fleet from 1% to 100%") {
+			t.Errorf("rollout.batch %s: %v; want refused naming the key and the rule", bad, err)
+		}
 	}
 }
