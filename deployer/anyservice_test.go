@@ -98,7 +98,7 @@ type anyValues struct {
 func (f *fleet) anyConfig(name string, v anyValues) string {
 	f.t.Helper()
 	if v.Window == 0 {
-		v.Window = 3100 * time.Millisecond // > header_timeout (I9) and interval × unhealthy_threshold (I1)
+		v.Window = 5100 * time.Millisecond // > header_timeout (I9) and interval × unhealthy_threshold (I1)
 	}
 	cfg := f.fleetConfig()
 	cfg.Balancer.HealthPath = "/version.txt"
@@ -110,7 +110,8 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	// (a SYN waits for its retransmit); three in a row take a target out.
 	cfg.Balancer.UnhealthyThreshold = 3
 	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
-	cfg.Balancer.HeaderTimeout = 3 * time.Second  // a CGI request forks: slow on a loaded machine (I9: < drain.window)
+	cfg.Balancer.HeaderTimeout = 5 * time.Second  // a CGI request forks: slow on a loaded machine (I9: < drain.window)
+	cfg.Drain.StopGrace = 8 * time.Second         // > drain.window + drain.shutdown (I2)
 	cfg.Watchdog.HealAfter = 6                    // (6 − 1) × interval > drain.window + drain.shutdown (I5)
 	cfg.Drain.Window = v.Window
 	cfg.Rollout.Strategy = v.Strategy
@@ -153,7 +154,7 @@ func startMeasureAt(t *testing.T, listen string, rate int, getPath, postPath, he
 		"--new-conn-share", "0.2", "--allow-failures",
 		// longer than the LB's worst case (connect_timeout 3s past a SYN retransmit, then
 		// header_timeout): a request the LB still answers in time is slow, not lost
-		"--timeout", "8s")
+		"--timeout", "10s")
 	m.cmd.Stdout = &m.out
 	m.cmd.Stderr = os.Stderr
 	if err := m.cmd.Start(); err != nil {

@@ -148,11 +148,22 @@ func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, l
 		if msg == "" {
 			msg = "no message on stderr"
 		}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == sshConnectionFailed {
+			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+		}
 		return fmt.Errorf("host %s: ssh %s `%s %s`: %w: %s", h.Name, h.SSH, orDefault(d.opts.RemoteBinary, "zero502"),
 			strings.Join(args, " "), err, msg)
 	}
 	return nil
 }
+
+// sshConnectionFailed is the exit status of ssh(1) when it could not reach or log in to the
+// host (a remote command's own status is passed through).
+const sshConnectionFailed = 255
+
+// ErrUnreachable is wrapped when ssh could not reach a host at all: nothing ran there.
+var ErrUnreachable = errors.New("unreachable over ssh")
 
 // remoteStep is deployHost for a host reached over ssh: the step runs there; its events are
 // relayed and its report taken from its last line.
@@ -164,6 +175,7 @@ func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string,
 	}
 	var result *StepResult
 	var junk []string
+	began := false // the host said something of its step: it may have changed
 	err := d.runRemote(ctx, h, args, func(b []byte) {
 		var l struct {
 			Event
@@ -178,6 +190,7 @@ func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string,
 			return
 		}
 		if l.Step != "" {
+			began = true
 			d.emit(l.Event)
 		}
 	})
@@ -185,9 +198,15 @@ func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string,
 		if err == nil {
 			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, strings.Join(junk, " | "))
 		}
-		rep.Outcome = OutcomeFailed
-		rep.Error = fmt.Sprintf("lost the step on host %s: %v; the host's step rolls back by itself when it sees the "+
-			"connection gone: check it with zero502 host look, then deploy again", h.Name, err)
+		if !began && errors.Is(err, ErrUnreachable) {
+			// ssh never got there: nothing ran, the host runs what it ran.
+			rep.Outcome, rep.Running = OutcomeUnreachable, rep.From
+			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
+			return fmt.Errorf("%s", rep.Error)
+		}
+		rep.Outcome, rep.Running = OutcomeUnknown, ""
+		rep.Error = fmt.Sprintf("lost the step on host %s after it began: what it runs is unknown: %v; the host's step rolls back by itself "+
+			"when it sees the connection gone: check it with zero502 status, then deploy again", h.Name, err)
 		return fmt.Errorf("%s", rep.Error)
 	}
 	from := rep.From
@@ -215,10 +234,10 @@ func (d *Deployer) lookRemote(ctx context.Context, h infra.Host, version string)
 			}
 		})
 	if err != nil {
-		return HostLook{}, fmt.Errorf("preflight: %w", err)
+		return HostLook{}, err
 	}
 	if got == nil {
-		return HostLook{}, fmt.Errorf("preflight: host %s: zero502 host look printed no state", h.Name)
+		return HostLook{}, fmt.Errorf("host %s: zero502 host look printed no state", h.Name)
 	}
 	return *got, nil
 }

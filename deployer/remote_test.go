@@ -343,8 +343,8 @@ func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "host host-a") {
 		t.Fatalf("deploy with its ssh killed: %v; want an error naming host-a\n%s", err, &ev)
 	}
-	if rep.Hosts[0].Outcome != OutcomeFailed || rep.Hosts[1].Outcome != OutcomeNotReached {
-		t.Errorf("outcomes %s, %s; want failed, not reached", rep.Hosts[0].Outcome, rep.Hosts[1].Outcome)
+	if rep.Hosts[0].Outcome != OutcomeUnknown || rep.Hosts[1].Outcome != OutcomeNotReached {
+		t.Errorf("outcomes %s, %s; want unknown (lost after its step began), not reached", rep.Hosts[0].Outcome, rep.Hosts[1].Outcome)
 	}
 	lockPath := cfg.HostLockPath(cfg.Hosts[0])
 	poll.UntilNil(t, 60*time.Second, "host-a's lock is free (its step exited)", func() error {

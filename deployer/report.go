@@ -16,6 +16,11 @@ const (
 	OutcomeFailed     = "failed"      // the new version failed and so did the rollback: look at the host
 	OutcomeNotReached = "not reached" // the rollout stopped (or was refused) before this host
 	OutcomeUntouched  = "untouched"   // the step failed before it changed anything (an image pull)
+	// OutcomeUnreachable: ssh never reached the host: nothing ran there, it runs what it ran.
+	OutcomeUnreachable = "unreachable, not changed"
+	// OutcomeUnknown: the connection to the host was lost after its step began: what it runs
+	// was not seen (its step rolls back by itself; zero502 status tells).
+	OutcomeUnknown = "unreachable after its step began: unknown"
 )
 
 // Report is the result of a deploy: per host what it ran before and after, how it went, and the

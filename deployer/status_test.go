@@ -225,11 +225,11 @@ func TestStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(300 * time.Millisecond) // some load before host-a leaves (as deployUnderLoad does)
+	time.Sleep(time.Second) // some load before host-a leaves (30 req/s: a few dozen requests)
 	var ev eventLog
 	opts := Options{Self: bin, Events: ev.add, Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }}
 	err := Stop(ctx, f.load(path), StopTarget{Host: "host-a"}, opts)
-	time.Sleep(300 * time.Millisecond) // and some after: host-b alone serves it
+	time.Sleep(time.Second) // and some after: host-b alone serves it
 	res := m.stop(t)
 	if err != nil {
 		t.Fatalf("stop --host host-a: %v\nevents:\n%s", err, &ev)
