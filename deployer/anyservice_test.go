@@ -112,7 +112,7 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	cfg.Balancer.ConnectTimeout = 3 * time.Second // past one SYN retransmit (1s): http.server's listen backlog is 5
 	cfg.Balancer.HeaderTimeout = 5 * time.Second  // a CGI request forks: slow on a loaded machine (I9: < drain.window)
 	cfg.Drain.StopGrace = 8 * time.Second         // > drain.window + drain.shutdown (I2)
-	cfg.Watchdog.HealAfter = 6                    // (6 − 1) × interval > drain.window + drain.shutdown (I5)
+	cfg.Watchdog.HealAfter = 8                    // (8 − 1) × interval > drain.window + drain.shutdown (I5)
 	cfg.Drain.Window = v.Window
 	cfg.Rollout.Strategy = v.Strategy
 	cfg.Rollout.HealthyDeadline = 8 * time.Second
