@@ -44,7 +44,7 @@ func TestInvariantsCommandExitCodes(t *testing.T) {
 		{"a warning is said but exits 0", func(t *testing.T) string {
 			return editedExample(t, "local.yaml", "expected_rate: 400", "expected_rate: 1")
 		}, 0,
-			[]string{"I12", "I13", "warned", "the canary would get about 0.4 requests", "raise rollout.canary.duration to at least 3m20s"}},
+			[]string{"I12", "I13", "warned", "the canary would get about 0.2 requests", "raise rollout.canary.duration to at least 6m40s"}},
 		{"misspelt key is invalid", func(t *testing.T) string { return editedProduction(t, "drain:", "drian:") }, 2, []string{`"drian"`}},
 		{"negative drain is invalid", func(t *testing.T) string { return editedProduction(t, "window: 15s", "window: -3s") }, 2, []string{"drain.window", "-3s"}},
 	} {

@@ -11,7 +11,7 @@ import (
 )
 
 // The bound is the canary's share of the load for as long as the bad version serves it, from
-// the config: on the embedded default, 10 % × (500ms + 2s + 1.5s) × 400 req/s = 160.
+// the config: on the embedded default, 5 % × (500ms + 4s + 1.5s) × 400 req/s = 120.
 func TestBoundOfTheEmbeddedDefault(t *testing.T) {
 	cfg, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
 	if err != nil {
@@ -22,7 +22,7 @@ func TestBoundOfTheEmbeddedDefault(t *testing.T) {
 	if b.Requests() != want || b.Allowed() != 1.5*want+5 {
 		t.Fatalf("bound %v requests (allowed %v), want %v (allowed %v)", b.Requests(), b.Allowed(), want, 1.5*want+5)
 	}
-	if b.Weight != 10 || b.Serves() != 4*time.Second || !strings.Contains(b.Formula(), "10% × (bake 500ms + canary 2s + drain 1.5s) × 400 req/s = 160 requests") {
+	if b.Weight != 5 || b.Serves() != 6*time.Second || !strings.Contains(b.Formula(), "5% × (bake 500ms + canary 4s + drain 1.5s) × 400 req/s = 120 requests") {
 		t.Fatalf("the embedded default's bound: %s (serves %s)", b.Formula(), b.Serves())
 	}
 }

@@ -75,7 +75,7 @@ func TestReplaceChangesOnlyTheNumber(t *testing.T) {
 }
 
 // The analysis relations on local.yaml's numbers: 3 hosts, batch 1 after a 1-host canary at
-// 10 % for 4s, window 3.5s, header timeout 3s, 400 req/s, min_requests 20.
+// 5 % for 4s, window 3.5s, header timeout 3s, 400 req/s, min_requests 20.
 func TestBoundaryOfTheAnalysisRelations(t *testing.T) {
 	c := infra.Defaults()
 	c.Services = []infra.Service{{Name: "web", Port: 19001}}
@@ -95,9 +95,9 @@ func TestBoundaryOfTheAnalysisRelations(t *testing.T) {
 		{"I10", "rollout.analysis.window", 4000, 8000},
 		{"I11", "rollout.analysis.window", 3000, 1500},
 		{"I11", "balancer.header_timeout", 3500, 7000},
-		{"I12", "rollout.analysis.expected_rate", 49, 24}, // 50/s × 10 % × 4s = 20 holds: one below
+		{"I12", "rollout.analysis.expected_rate", 99, 49}, // 100/s × 5 % × 4s = 20 holds: one below
 		{"I12", "rollout.canary.weight", 1, 0},
-		{"I12", "rollout.analysis.min_requests", 161, 322},
+		{"I12", "rollout.analysis.min_requests", 81, 162},
 		{"I13", "rollout.analysis.expected_rate", 17, 8},
 		{"I13", "rollout.analysis.window", 149, 74}, // 400/s × 1/3 × 150ms = 20 holds
 		{"I13", "rollout.analysis.min_requests", 467, 934},
