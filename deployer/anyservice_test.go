@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,10 +37,6 @@ import (
 // temp dirs, 0700) are opened to others so nobody can reach the script.
 func pythonServer(t *testing.T, dir string, broken bool) []string {
 	t.Helper()
-	if _, held := pythonTests.LoadOrStore(t, true); !held { // one python fleet at a time: see pythonFleets
-		pythonFleets <- struct{}{}
-		t.Cleanup(func() { pythonTests.Delete(t); <-pythonFleets })
-	}
 	for _, d := range []string{dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -57,14 +52,6 @@ func pythonServer(t *testing.T, dir string, broken bool) []string {
 		`chmod +x $d/cgi-bin/orders && cd ` + serve + ` && exec python3 -c "import runpy, socketserver, sys; socketserver.TCPServer.request_queue_size = 128; sys.argv[0] = 'http.server'; runpy.run_module('http.server', run_name='__main__', alter_sys=True)" {port} --cgi --bind 127.0.0.1 --directory ` + serve
 	return []string{"sh", "-c", script}
 }
-
-// pythonFleets lets one test at a time run python http.servers: each answers slowly on a loaded
-// 2-core machine (one interpreter, a fork per CGI request), and two such fleets beside the
-// package's other parallel tests made one miss its checks for seconds.
-var (
-	pythonFleets = make(chan struct{}, 1)
-	pythonTests  sync.Map // the tests holding it
-)
 
 // nginxServer runs nginx in the foreground on {port}: version.txt names the version, POST
 // /orders answers 201. Stopped gracefully with SIGQUIT.
@@ -248,7 +235,8 @@ func deployUnderLoad(t *testing.T, f *fleet, path, postPath string) {
 }
 
 func TestPythonHTTPServerStopFirstDrainedAtTheBalancer(t *testing.T) {
-	t.Parallel()
+	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
+	// CGI request); its tests run one by one before the parallel ones start.
 	f := newFleet(t, 3)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "stop-first"})
 	f.startLB(path)
@@ -256,7 +244,8 @@ func TestPythonHTTPServerStopFirstDrainedAtTheBalancer(t *testing.T) {
 }
 
 func TestPythonHTTPServerStartFirst(t *testing.T) {
-	t.Parallel()
+	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
+	// CGI request); its tests run one by one before the parallel ones start.
 	f := newFleet(t, 2)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)
@@ -266,7 +255,8 @@ func TestPythonHTTPServerStartFirst(t *testing.T) {
 // Start-first serves a one-host fleet: the old instance stays in rotation until the new one is
 // healthy at the balancer, so there is never a moment with no target.
 func TestSingleHostStartFirstLosesNothing(t *testing.T) {
-	t.Parallel()
+	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
+	// CGI request); its tests run one by one before the parallel ones start.
 	f := newFleet(t, 1)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)
@@ -288,7 +278,8 @@ func TestNginxStopFirstWithSIGQUIT(t *testing.T) {
 // A start-first version that never becomes healthy is rolled back while the old instance never
 // left rotation: no request fails, the host still runs v1, and nothing was drained.
 func TestStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
-	t.Parallel()
+	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
+	// CGI request); its tests run one by one before the parallel ones start.
 	f := newFleet(t, 2)
 	good := f.anyConfig("good.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(good)
