@@ -112,13 +112,7 @@ again and the failed requests are within the bound (with a margin of 1.5× + 5).
 			if badVersion {
 				r, err := demo.RunBadVersion(ctx, demo.BadOptions{Rate: rate, Progress: live, Keep: keep})
 				if r != nil {
-					if asJSON {
-						enc := json.NewEncoder(out)
-						enc.SetIndent("", "  ")
-						_ = enc.Encode(r)
-					} else {
-						demo.WriteBadSummary(out, r)
-					}
+					renderDemo(out, asJSON, r, func() { demo.WriteBadSummary(out, r) })
 				}
 				switch {
 				case err != nil:
@@ -138,13 +132,7 @@ again and the failed requests are within the bound (with a margin of 1.5× + 5).
 				}
 				r, err := demo.RunTraffic(ctx, topts)
 				if r != nil {
-					if asJSON {
-						enc := json.NewEncoder(out)
-						enc.SetIndent("", "  ")
-						_ = enc.Encode(r)
-					} else {
-						demo.WriteTrafficSummary(out, r)
-					}
+					renderDemo(out, asJSON, r, func() { demo.WriteTrafficSummary(out, r) })
 				}
 				switch {
 				case err != nil:
@@ -249,4 +237,15 @@ func passed(compare bool, runs []*demo.Result) bool {
 		return len(runs) == 2 && runs[0].Clean() && runs[1].Failed()
 	}
 	return len(runs) == 1 && runs[0].Clean()
+}
+
+// renderDemo writes a demo's result: indented JSON of r, or its text summary.
+func renderDemo(out io.Writer, asJSON bool, r any, text func()) {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r)
+		return
+	}
+	text()
 }
