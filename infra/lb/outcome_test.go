@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
@@ -31,13 +32,22 @@ func handlerBackend(t *testing.T, h http.HandlerFunc) string {
 func startSteadyLB(t *testing.T, set Settings) *testLB {
 	t.Helper()
 	set.Interval, set.Timeout = 10*time.Second, 5*time.Second
-	l := startLB(t, set, slowChecks())
+	clk := clock.NewFake(zeroTime)
+	l := startLB(t, set, WithClock(clk))
 	get(t, client(), l.url("/_lb/health")) // accepted once the first checks are done
 	for _, b := range l.Backends() {
 		if !b.InRotation() {
 			t.Fatalf("backend %s not in rotation after its first check: %+v", b.Address, b.Status())
 		}
 	}
+	// Every backend's checker has done its check at once and waits on the fake clock: no check
+	// runs again while the test changes what a backend answers.
+	poll.UntilNil(t, 10*time.Second, "every checker waits for its next check", func() error {
+		if n := clk.Waiters(); n < len(l.Backends()) {
+			return fmt.Errorf("%d of %d checkers wait", n, len(l.Backends()))
+		}
+		return nil
+	})
 	return l
 }
 
