@@ -236,6 +236,9 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	if opts.Service == ServicePython {
 		// http.server serves files and CGI: GET the version file, POST the order script.
 		lo.GetPath, lo.PostPath, lo.HealthShare = cfg.Balancer.HealthPath, "/cgi-bin/orders", 0
+		// A user waits as long as the LB would for a slow http.server (a SYN past its backlog,
+		// then a CGI fork): a request still answered in time is slow, not lost.
+		lo.Timeout = cfg.Balancer.ConnectTimeout + cfg.Balancer.HeaderTimeout + time.Second
 		what = "GET " + lo.GetPath + ", POST " + lo.PostPath + " (a CGI script)"
 	}
 	load, err := measure.New(lo)
