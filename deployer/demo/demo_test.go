@@ -77,6 +77,14 @@ func demoJSON(t *testing.T, args ...string) (map[string]any, int, string) {
 	return res, code, stderr.String()
 }
 
+// endFirst puts the last 40 lines of a demo's progress before the whole of it: a CI log that
+// keeps only the head and the tail of a failure still shows why the demo ended.
+func endFirst(progress string) string {
+	lines := strings.Split(strings.TrimRight(progress, "\n"), "\n")
+	tail := lines[max(0, len(lines)-40):]
+	return strings.Join(tail, "\n") + "\n--- the whole progress:\n" + progress
+}
+
 func failures(t *testing.T, res map[string]any) float64 {
 	t.Helper()
 	load, ok := res["load"].(map[string]any)
@@ -93,7 +101,7 @@ func TestDemoRollsEveryHostToV2WithNoFailedRequest(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "demo.html")
 	res, code, stderr := demoJSON(t, "--report", report)
 	if n := failures(t, res); n != 0 || code != 0 {
-		t.Fatalf("demo: %v failed requests, exit %d; counts %v\nprogress:\n%s", n, code, res["load"].(map[string]any)["counts"], stderr)
+		t.Fatalf("demo: %v failed requests, exit %d (%v); counts %v\nprogress (the end first):\n%s", n, code, res["error"], res["load"].(map[string]any)["counts"], endFirst(stderr))
 	}
 	versions, _ := res["versions"].(map[string]any)
 	if len(versions) != 3 {
@@ -131,7 +139,7 @@ func TestPythonDemoRollsAThirdPartyServerWithNoFailedRequest(t *testing.T) {
 	}
 	res, code, stderr := demoJSON(t, "--service", "python")
 	if n := failures(t, res); n != 0 || code != 0 {
-		t.Fatalf("python demo: %v failed requests, exit %d; counts %v\nprogress:\n%s", n, code, res["load"].(map[string]any)["counts"], stderr)
+		t.Fatalf("python demo: %v failed requests, exit %d (%v); counts %v\nprogress (the end first):\n%s", n, code, res["error"], res["load"].(map[string]any)["counts"], endFirst(stderr))
 	}
 	for h, v := range res["versions"].(map[string]any) {
 		if v != To {

@@ -51,7 +51,7 @@ func TestDockerDemoRollsEveryHostToV2WithNoFailedRequest(t *testing.T) {
 	image := dockertest.Image(t, rt)
 	res, code, stderr := demoJSON(t, "--runtime", "docker", "--image", image)
 	if n := failures(t, res); n != 0 || code != 0 {
-		t.Fatalf("demo --runtime docker: %v failed requests, exit %d; counts %v\nprogress:\n%s", n, code, res["load"].(map[string]any)["counts"], stderr)
+		t.Fatalf("demo --runtime docker: %v failed requests, exit %d (%v); counts %v\nprogress (the end first):\n%s", n, code, res["error"], res["load"].(map[string]any)["counts"], endFirst(stderr))
 	}
 	if res["runtime"] != RuntimeDocker {
 		t.Errorf("result says runtime %v, want docker", res["runtime"])
