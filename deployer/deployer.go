@@ -129,14 +129,24 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 	}
 	err := d.deploy(ctx, version, rep)
 	d.readBack(ctx, rep)
+	if err == nil {
+		if herr := d.runHook(ctx, "post_deploy", d.cfg.Hooks.PostDeploy, version, map[string]string{HookEnvRunning: rep.runningList()}); herr != nil {
+			err = fmt.Errorf("every host runs %s, verified, and stays on it, but %w", version, herr)
+		}
+	}
+	var refused *RefusedError
+	if err != nil && !errors.As(err, &refused) {
+		// Said even when the deploy was interrupted: the hook's own timeout bounds it.
+		_ = d.runHook(context.WithoutCancel(ctx), "on_failure", d.cfg.Hooks.OnFailure, version,
+			map[string]string{HookEnvRunning: rep.runningList(), HookEnvError: err.Error()})
+	}
 	if d.fleet != nil {
 		_ = d.fleet.Release()
 	}
 	rep.Duration = d.clock.Now().Sub(d.started)
 	if err != nil {
 		rep.Error = err.Error()
-		var refused *RefusedError
-		rep.Refused = errors.As(err, &refused)
+		rep.Refused = refused != nil
 		if !rep.Refused {
 			d.emit(Event{Step: StepFailed, Message: err.Error(), Version: version})
 		}
@@ -161,6 +171,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	views, err := d.preflight(ctx, version)
 	if err != nil {
 		return err
+	}
+	if err := d.runHook(ctx, "pre_deploy", d.cfg.Hooks.PreDeploy, version, nil); err != nil {
+		return &RefusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
 	}
 	for i := range rep.Hosts {
 		rep.Hosts[i].From = views[i].from

@@ -80,9 +80,12 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 	}
 	d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: "spec published at " + specPath})
 
-	err = d.converge(ctx, h, rt, plan.want, plan.resume, true, &rep.Timeline)
+	err = d.converge(ctx, h, rt, plan.want, plan.resume, &trafficGate{previous: plan.previous()}, &rep.Timeline)
 	if err == nil {
 		err = d.stillVerifies(ctx, h, rt, plan.want)
+	}
+	if err == nil {
+		err = d.postTraffic(ctx, h, plan)
 	}
 	if err == nil {
 		d.setBack(h, plan.back)
@@ -110,6 +113,14 @@ type hostPlan struct {
 	// it is never deleted); with no published spec but a running version, that version rendered
 	// from the config; nil on a fresh host, which a rollback clears.
 	back *spec.Spec
+}
+
+// previous is the version the host ran before the step ("" on a fresh host).
+func (p hostPlan) previous() string {
+	if p.back == nil {
+		return ""
+	}
+	return p.back.Version
 }
 
 // plan reads host h's published spec and running instances and decides its step. A corrupt
@@ -268,11 +279,12 @@ func (d *Deployer) takeLock(ctx context.Context, h infra.Host, version string) (
 // is added at the balancer and waited for until it is in rotation, and only then does the old
 // one drain and stop, and its target is removed. With keep, an instance already at its spec
 // (an interrupted deploy, or a rollback to what still runs) is kept and waited for. Then every
-// new instance must outlast its bake (stable) before converge returns. With smokeNew, a new
-// instance answers its services[].smoke requests before the balancer sends it users (held out
-// at the balancer meanwhile when it would otherwise come back by its health alone). tl, when not
+// new instance must outlast its bake (stable) before converge returns. With a gate, a new
+// instance passes its checks before traffic (services[].smoke, hooks.pre_traffic) before the
+// balancer sends it users (held out at the balancer meanwhile when it would otherwise come back
+// by its health alone). tl, when not
 // nil, records the balanced service's handshake.
-func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, keep, smokeNew bool, tl *Timeline) error {
+func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, keep bool, gate *trafficGate, tl *Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
 	rot, canRotate := d.bal.(Rotation)
 	var started []fresh
@@ -306,16 +318,14 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 		if svc.Stopped {
 			continue
 		}
-		var smoke []infra.SmokeRequest
-		if smokeNew {
-			smoke = d.smokeOf(svc.Name)
-		}
+		gated := gate != nil && kept == nil && !d.opts.Naive && d.gates(svc.Name, isBalanced)
 		addsItself := sideBySide || svc.Drain == infra.DrainBalancer // the deployer adds the target once started
-		if watch && canRotate && kept == nil && len(smoke) > 0 && !addsItself {
+		if watch && canRotate && gated && !addsItself {
 			// In place (stop-first, handshake): the balancer would take the new instance back by
-			// its health checks alone; hold the target out until the smoke requests passed.
+			// its health checks alone; hold the target out until its smoke requests and
+			// pre_traffic hook passed.
 			if err := rot.Drain(ctx, svc.Address); err != nil {
-				return fmt.Errorf("host %s: service %s: hold %s out at %s until its smoke requests pass: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
+				return fmt.Errorf("host %s: service %s: hold %s out at %s until it passed its checks before traffic: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
 			d.held.hold(svc.Address)
 		}
@@ -332,11 +342,11 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepStart, Version: svc.Version,
 				Message: fmt.Sprintf("started %s (%s)", inst.ID, strings.Join(svc.Command, " "))})
 		}
-		if len(smoke) > 0 && kept == nil && !d.opts.Naive {
+		if gated {
 			if _, err := d.waitHealthy(ctx, h, rt, *inst, svc, false, nil); err != nil {
 				return err
 			}
-			if err := d.smoke(ctx, h, svc, smoke); err != nil {
+			if err := d.beforeTraffic(ctx, h, svc, isBalanced, gate); err != nil {
 				return err
 			}
 		}
@@ -396,7 +406,7 @@ func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back 
 			err = d.clearExtra(rctx, h, rt, failed, restored)
 		}
 		if err == nil {
-			err = d.converge(rctx, h, rt, restored, true, false, nil) // the old version is not smoke-tested: its smoke may be the new one's
+			err = d.converge(rctx, h, rt, restored, true, nil, nil) // the old version is not gated again: its smoke and hooks may be the new one's
 		}
 		if err == nil {
 			err = d.forgetTargets(rctx, failed, restored)

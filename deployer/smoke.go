@@ -36,6 +36,49 @@ func (d *Deployer) smoke(ctx context.Context, h infra.Host, svc spec.Service, ch
 	return nil
 }
 
+// trafficGate is what a host's step checks before a new instance takes users: its smoke requests
+// and, for the balanced service, the pre_traffic hook. previous is the version the host ran.
+type trafficGate struct {
+	previous string
+}
+
+// gates reports whether service name has checks before traffic.
+func (d *Deployer) gates(name string, balanced bool) bool {
+	return len(d.smokeOf(name)) > 0 || balanced && d.cfg.Hooks.PreTraffic.Set()
+}
+
+// beforeTraffic runs svc's checks before traffic on its new instance, which answers its health
+// check: the smoke requests, then (for the balanced service) hooks.pre_traffic.
+func (d *Deployer) beforeTraffic(ctx context.Context, h infra.Host, svc spec.Service, balanced bool, gate *trafficGate) error {
+	if checks := d.smokeOf(svc.Name); len(checks) > 0 {
+		if err := d.smoke(ctx, h, svc, checks); err != nil {
+			return err
+		}
+	}
+	if !balanced {
+		return nil
+	}
+	if err := d.runHook(ctx, "pre_traffic", d.cfg.Hooks.PreTraffic, svc.Version, hostHookVars(h, svc.Name, svc.Address, gate.previous)); err != nil {
+		return fmt.Errorf("host %s: service %s: new version %s on %s before taking traffic: %w", h.Name, svc.Name, svc.Version, svc.Address, err)
+	}
+	return nil
+}
+
+// postTraffic runs hooks.post_traffic on host h once its new version is in rotation, baked and
+// verified; its failure rolls the host back.
+func (d *Deployer) postTraffic(ctx context.Context, h infra.Host, plan hostPlan) error {
+	vars := map[string]string{HookEnvHost: h.Name, HookEnvPreviousVersion: plan.previous()}
+	if bsvc, ok := d.cfg.BalancedService(); ok {
+		if svc, ok := plan.want.Service(bsvc.Name); ok {
+			vars = hostHookVars(h, svc.Name, svc.Address, plan.previous())
+		}
+	}
+	if err := d.runHook(ctx, "post_traffic", d.cfg.Hooks.PostTraffic, plan.want.Version, vars); err != nil {
+		return fmt.Errorf("host %s: %s in rotation: %w", h.Name, plan.want.Version, err)
+	}
+	return nil
+}
+
 // smokeOf is the configured smoke requests of service name.
 func (d *Deployer) smokeOf(name string) []infra.SmokeRequest {
 	for _, s := range d.cfg.Services {

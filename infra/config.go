@@ -31,6 +31,9 @@ type Config struct {
 	Edge Edge `mapstructure:"edge"`
 	// Rollout says how a deploy moves through the fleet.
 	Rollout Rollout `mapstructure:"rollout"`
+	// Hooks are commands run at the points of a deploy, as Kamal's and CodeDeploy's lifecycle
+	// hooks (README: "Hooks").
+	Hooks Hooks `mapstructure:"hooks"`
 	// Services are the services every host runs.
 	Services []Service `mapstructure:"services"`
 	// Hosts are the servers of the fleet, deployed one batch at a time in this order.
@@ -394,6 +397,54 @@ type ServiceHealth struct {
 // Rule is the configured health check as the one HTTP health rule every checker runs.
 func (h ServiceHealth) Rule() healthcheck.Rule {
 	return healthcheck.Rule{Path: h.Path, Status: h.ExpectStatus, Timeout: h.Timeout}
+}
+
+// Hooks are the lifecycle hooks of a deploy. Each runs with the deploy's facts in ZERO502_*
+// variables (HookEnv) and within its timeout; an unset hook (no command) is skipped.
+type Hooks struct {
+	// PreDeploy runs once, on the deployer's machine, after preflight and before any host is
+	// touched; its failure refuses the deploy (nothing changed).
+	PreDeploy Hook `mapstructure:"pre_deploy"`
+	// PreTraffic runs per host, where the host's step runs, once the new instance of the balanced
+	// service answers its health check (and its smoke requests) and before the balancer sends it
+	// users; its failure rolls the host back before it took any traffic.
+	PreTraffic Hook `mapstructure:"pre_traffic"`
+	// PostTraffic runs per host, where the host's step runs, once the new version is in rotation,
+	// baked and verified; its failure rolls the host back.
+	PostTraffic Hook `mapstructure:"post_traffic"`
+	// PostDeploy runs once, on the deployer's machine, after every host was deployed and
+	// verified; its failure makes the deploy exit 1 and changes no host.
+	PostDeploy Hook `mapstructure:"post_deploy"`
+	// OnFailure runs once, on the deployer's machine, after a deploy failed (and its rollback
+	// ran), with ZERO502_ERROR; its own failure is reported, the deploy's exit stays 1.
+	OnFailure Hook `mapstructure:"on_failure"`
+}
+
+// Hook is one lifecycle hook: a program and its arguments (no shell: write ["sh", "-c", "…"]
+// for one), killed with its process group when Timeout runs out.
+type Hook struct {
+	// Command is the program and its arguments; the program must be a file only root or this
+	// user can change (package trust). Empty: no hook.
+	Command []string `mapstructure:"command"`
+	// Timeout bounds the hook's run. Default 30s.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// Set reports whether the hook has a command.
+func (h Hook) Set() bool { return len(h.Command) > 0 }
+
+// Named are the hooks with their config keys, in the order a deploy meets them.
+func (h Hooks) Named() []NamedHook {
+	return []NamedHook{
+		{"pre_deploy", h.PreDeploy}, {"pre_traffic", h.PreTraffic}, {"post_traffic", h.PostTraffic},
+		{"post_deploy", h.PostDeploy}, {"on_failure", h.OnFailure},
+	}
+}
+
+// NamedHook is a hook and its key under hooks.
+type NamedHook struct {
+	Name string
+	Hook Hook
 }
 
 // SmokeRequest is one of services[].smoke.

@@ -78,6 +78,14 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"duplicate host", "hosts:\n  - name: a\n  - name: a\n", []string{"hosts[1].name", "unique"}},
 		{"balanced service missing", "balancer:\n  service: api\n", []string{"balancer.service", `"api"`}},
 		{"negative expected rate", "rollout:\n  analysis:\n    expected_rate: -1\n", []string{"rollout.analysis.expected_rate", "-1", "requests per second"}},
+		{"unknown analysis key", "rollout:\n  analysis:\n    max_error: 0.1\n", []string{`"rollout.analysis.max_error"`, "every key must be one zero502 knows"}},
+		{"negative error rate", "rollout:\n  analysis:\n    max_error_rate: -0.1\n", []string{"rollout.analysis.max_error_rate", "-0.1"}},
+		{"canary weight 0", "rollout:\n  canary:\n    weight: 0\n", []string{"rollout.canary.weight", ": 0:", "from 1 to 100"}},
+		{"canary weight over 100", "rollout:\n  canary:\n    weight: 101\n", []string{"rollout.canary.weight", "101", "from 1 to 100"}},
+		{"smoke request without a path", "services:\n  - name: web\n    image: x\n    smoke:\n      - method: GET\n",
+			[]string{"services[0].smoke[0].path", `""`, "is required"}},
+		{"hook without a program", "hooks:\n  pre_traffic:\n    command: ['', x]\n", []string{"hooks.pre_traffic.command[0]", `""`, "must name the program"}},
+		{"hook with a negative timeout", "hooks:\n  on_failure:\n    timeout: -1s\n", []string{"hooks.on_failure.timeout", "-1s", "positive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.body))

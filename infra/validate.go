@@ -210,6 +210,14 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	for _, h := range c.Hooks.Named() {
+		key := "hooks." + h.Name
+		positive(key+".timeout", h.Hook.Timeout)
+		if h.Hook.Set() && strings.TrimSpace(h.Hook.Command[0]) == "" {
+			bad(key+".command[0]", `""`, "must name the program to run, e.g. /usr/local/bin/notify or sh (with \"-c\", \"…\")")
+		}
+	}
+
 	seen := map[string]bool{}
 	for i, s := range c.Services {
 		key := fmt.Sprintf("services[%d]", i)

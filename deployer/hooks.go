@@ -1,0 +1,133 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
+)
+
+// Lifecycle hooks (config hooks.*), as Kamal's and CodeDeploy's: pre_deploy once before any
+// host is touched, pre_traffic per host before its new instance takes users, post_traffic per
+// host once it is in rotation and verified, post_deploy once after the last host, on_failure
+// once after a failed deploy. A hook is a program the deployer runs with the deploy's facts in
+// ZERO502_* variables (HookEnv), its output kept in the hook's event, killed with its process
+// group when its timeout runs out. The program must be a file only root or this user can change
+// (package trust): a hook another user could rewrite would run with the deployer's rights.
+
+// StepHook is a hook that ran (its outcome and the end of its output in the message).
+const StepHook = "hook"
+
+// The variables a hook gets, besides the deployer's own environment.
+const (
+	HookEnvHook            = "ZERO502_HOOK"             // the hook's name: pre_deploy, pre_traffic, …
+	HookEnvVersion         = "ZERO502_VERSION"          // the version being deployed
+	HookEnvDeployer        = "ZERO502_DEPLOYER"         // who deploys (user@machine)
+	HookEnvFleetHosts      = "ZERO502_FLEET_HOSTS"      // every host, comma-separated, in deploy order
+	HookEnvHost            = "ZERO502_HOST"             // pre_traffic, post_traffic: the host
+	HookEnvService         = "ZERO502_SERVICE"          // pre_traffic, post_traffic: the balanced service
+	HookEnvTarget          = "ZERO502_TARGET"           // pre_traffic, post_traffic: the new instance's host:port
+	HookEnvPreviousVersion = "ZERO502_PREVIOUS_VERSION" // pre_traffic, post_traffic: what the host ran before ("" fresh)
+	HookEnvRunning         = "ZERO502_RUNNING"          // post_deploy, on_failure: host=version,… as read back
+	HookEnvError           = "ZERO502_ERROR"            // on_failure: why the deploy failed
+)
+
+// HookEnv lists every variable a hook gets (the config loader accepts them in a hook that runs
+// zero502 itself).
+func HookEnv() []string {
+	return []string{HookEnvHook, HookEnvVersion, HookEnvDeployer, HookEnvFleetHosts, HookEnvHost, HookEnvService,
+		HookEnvTarget, HookEnvPreviousVersion, HookEnvRunning, HookEnvError}
+}
+
+// runHook runs hook name (hooks.NAME) with vars and waits for it; nil when the hook is unset. The
+// error names the hook, its exit and the end of its output.
+func (d *Deployer) runHook(ctx context.Context, name string, h infra.Hook, version string, vars map[string]string) error {
+	if !h.Set() {
+		return nil
+	}
+	key := "hooks." + name
+	prog, err := exec.LookPath(h.Command[0])
+	if err != nil {
+		return fmt.Errorf("%s: %q: %w; give hooks.%s.command an absolute path or put the program on PATH", key, h.Command[0], err, name)
+	}
+	if err := trust.Check(prog, os.Getuid()); err != nil {
+		return fmt.Errorf("%s: refused to run %s: %w", key, prog, err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(hctx, prog, h.Command[1:]...)
+	cmd.Env = append(os.Environ(), d.hookEnv(name, version, vars)...)
+	out := &tailBuffer{} // the end of its output, for its event and error
+	cmd.Stdout, cmd.Stderr = out, out
+	ownGroup(cmd)
+	cmd.WaitDelay = time.Second // a child that keeps the output open does not hold the deploy
+	began := d.clock.Now()
+	err = cmd.Run()
+	took := d.clock.Now().Sub(began).Round(time.Millisecond)
+	tail := strings.TrimSpace(out.String())
+	shown := ""
+	if tail != "" {
+		shown = "; its output ends: " + tail
+	}
+	switch {
+	case hctx.Err() == context.DeadlineExceeded:
+		err = fmt.Errorf("%s (%s) did not finish within hooks.%s.timeout %s and was killed%s", key, strings.Join(h.Command, " "), name, h.Timeout, shown)
+	case err != nil:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%s (%s) failed after %s: %s%s", key, strings.Join(h.Command, " "), took, ee.ProcessState, shown)
+		} else {
+			err = fmt.Errorf("%s (%s): %w", key, strings.Join(h.Command, " "), err)
+		}
+	}
+	ev := Event{Host: vars[HookEnvHost], Service: vars[HookEnvService], Step: StepHook, Version: version}
+	if err != nil {
+		ev.Message = err.Error()
+	} else {
+		ev.Message = fmt.Sprintf("%s (%s) passed in %s%s", key, strings.Join(h.Command, " "), took, shown)
+	}
+	d.emit(ev)
+	return err
+}
+
+// hookEnv is the ZERO502_* variables of one hook run.
+func (d *Deployer) hookEnv(name, version string, vars map[string]string) []string {
+	names := make([]string, len(d.cfg.Hosts))
+	for i, h := range d.cfg.Hosts {
+		names[i] = h.Name
+	}
+	who, _, _ := strings.Cut(spec.Holder(), " pid ")
+	env := []string{HookEnvHook + "=" + name, HookEnvVersion + "=" + version, HookEnvDeployer + "=" + who,
+		HookEnvFleetHosts + "=" + strings.Join(names, ",")}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
+}
+
+// hostHookVars are the variables of a per-host hook on svc's new instance at target.
+func hostHookVars(h infra.Host, svc, target, previous string) map[string]string {
+	return map[string]string{HookEnvHost: h.Name, HookEnvService: svc, HookEnvTarget: target, HookEnvPreviousVersion: previous}
+}
+
+// runningList is host=version,… of a report, in deploy order.
+func (r *Report) runningList() string {
+	parts := make([]string, len(r.Hosts))
+	for i, h := range r.Hosts {
+		parts[i] = h.Host + "=" + orDefault(h.Running, "unknown")
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,57 @@
+// Package trust owns one rule: which files zero502 may execute or believe. A file is trusted when
+// it and every directory above it are owned by root or by the user zero502 runs as, and none of
+// them can be written by anyone else (no group or world write bit). A sticky directory such as
+// /tmp is the one exception: its other users may add files but cannot rename or remove what
+// they do not own, so a directory of this user's inside it stays this user's.
+// A file that fails the rule is refused with the path, its owner and mode, and what to change.
+package trust
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Check resolves path (symlinks followed) and reports why it may not be trusted, or nil when it
+// may. uid is the user zero502 runs as (os.Getuid()).
+func Check(path string, uid int) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for p := real; ; p = filepath.Dir(p) {
+		if err := checkOne(p, uid, p == real); err != nil {
+			if real != abs {
+				return fmt.Errorf("%s (the file %s links to): %w", path, real, err)
+			}
+			return err
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
+}
+
+func checkOne(p string, uid int, leaf bool) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	what := "directory"
+	if leaf && !fi.IsDir() {
+		what = "file"
+	}
+	if owner, ok := ownerOf(fi); ok && owner != 0 && owner != uid {
+		return fmt.Errorf("%s %s is owned by uid %d, neither root nor this user (uid %d): another user could change it; "+
+			"chown it to root or to this user", what, p, owner, uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && !(fi.IsDir() && fi.Mode()&os.ModeSticky != 0) {
+		return fmt.Errorf("%s %s has mode %04o: group or others may write it, so another user could change what runs; "+
+			"chmod go-w %s, or keep the file in a directory only you can write", what, p, fi.Mode().Perm(), p)
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package trust
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	uid := os.Getuid()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// t.TempDir lives under os.TempDir (/tmp: world-writable, sticky): this user's directory
+	// inside it is trusted.
+	if err := Check(dir, uid); err != nil {
+		t.Fatalf("the test's own 0755 directory under the sticky %s is refused: %v", os.TempDir(), err)
+	}
+	file := filepath.Join(dir, "hook.sh")
+	if err := os.WriteFile(file, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mode os.FileMode
+		want string // "" passes the leaf (the tree above may still fail, see below)
+	}{
+		{"owner-only", 0o700, ""},
+		{"read by all", 0o755, ""},
+		{"group-writable", 0o775, "mode 0775: group or others may write it"},
+		{"world-writable", 0o757, "mode 0757"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.Chmod(file, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			err := checkOne(file, uid, true)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "file "+file)) {
+				t.Fatalf("checkOne(%s, %04o) = %v, want %q", file, tc.mode, err, tc.want)
+			}
+		})
+	}
+	if err := os.Chmod(file, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A writable directory anywhere above refuses the file: its files can be swapped.
+	sub := filepath.Join(dir, "open")
+	if err := os.Mkdir(sub, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sub, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	inOpen := filepath.Join(sub, "hook.sh")
+	if err := os.WriteFile(inOpen, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(inOpen, uid); err == nil || !strings.Contains(err.Error(), "directory "+sub+" has mode 0777") {
+		t.Fatalf("a file in a 0777 directory: %v, want the directory named", err)
+	}
+	// A sticky directory is the exception: others cannot rename or remove what is not theirs.
+	sticky := filepath.Join(dir, "sticky")
+	if err := os.Mkdir(sticky, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	inSticky := filepath.Join(sticky, "hook.sh")
+	if err := os.WriteFile(inSticky, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(inSticky, uid); err != nil {
+		t.Fatalf("this user's file in a sticky 1777 directory: %v, want trusted", err)
+	}
+	// A link is judged by what it points to.
+	link := filepath.Join(dir, "link.sh")
+	if err := os.Symlink(inOpen, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(link, uid); err == nil || !strings.Contains(err.Error(), "links to") {
+		t.Fatalf("a link to a file in a 0777 directory: %v, want the link's target named", err)
+	}
+	// Another owner (root owns /etc; run as root, the rule accepts root): a file owned by uid+1
+	// is refused when this user is not root.
+	if uid != 0 {
+		if err := checkOne("/etc/hostname", uid, true); err != nil {
+			t.Fatalf("a root-owned 0644 file is refused: %v", err)
+		}
+	}
+	if err := checkOne("/etc/hostname", uid+12345, true); uid == 0 && err != nil {
+		t.Fatalf("root's file is refused for another user, though root is trusted: %v", err)
+	}
+	if err := Check("/bin/sh", uid); err != nil {
+		t.Fatalf("/bin/sh is refused: %v", err)
+	}
+	if err := Check(filepath.Join(dir, "absent"), uid); err == nil {
+		t.Fatal("a missing file is trusted")
+	}
+}
+
+func TestCheckRefusesAnotherUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "theirs")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	me, judge := os.Getuid(), os.Getuid()+1 // as a user who is neither root nor the owner
+	if me == 0 {
+		// As root: the file goes to another user, root judges it.
+		if err := os.Chown(file, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		judge = 0
+	}
+	if err := checkOne(file, judge, true); err == nil || !strings.Contains(err.Error(), "owned by uid") {
+		t.Fatalf("another user's file: %v, want refused by its owner", err)
+	}
+}
