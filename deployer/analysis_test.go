@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,73 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 		if h.Outcome != OutcomeDeployed || !strings.Contains(h.Verdict, "requests") {
 			t.Errorf("%s: %s, verdict %q", h.Host, h.Outcome, h.Verdict)
 		}
+	}
+}
+
+// A version merely 20 % slower at p99 (every answer 120ms after v1's 100ms) is stopped when
+// rollout.analysis.max_p99_increase says so (5 %) and passes when it does not (the default,
+// 100 %). No canary: each batch is one host at its full share, so the window holds the 100
+// requests a side the p99 rule needs (about 130 at 100 req/s). A p99 of 130 answers is their
+// second slowest, which a busy machine's scheduler can delay by as much as the version adds:
+// the two cases run one after the other, not beside the parallel tests.
+func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed float64
+		stopped bool
+	}{
+		{"stopped at max_p99_increase 0.05", 0.05, true},
+		{"passes at max_p99_increase 1", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFleet(t, 3)
+			values := defaultValues()
+			values.AppFlags = []string{"--delay", "100ms"}
+			cfg := f.load(f.config("v1.yaml", values))
+			judged(cfg, 4*time.Second, 5*time.Second)
+			cfg.Rollout.Canary.Hosts = 0
+			cfg.Rollout.Analysis.MinRequests = 10
+			cfg.Rollout.Analysis.MaxP99Increase = tc.allowed
+			good := f.write("v1.yaml", cfg)
+			cfg.Services[0].Command = slices.Clone(cfg.Services[0].Command)
+			cfg.Services[0].Command[len(cfg.Services[0].Command)-1] = "120ms"
+			slow := f.write("v2.yaml", cfg)
+			f.startLB(good)
+			ctx := context.Background()
+			if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(ctx, "v1"); err != nil {
+				t.Fatalf("deploy v1: %v", err)
+			}
+			m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+			time.Sleep(500 * time.Millisecond)
+			var ev eventLog
+			rep, err := f.deployer(f.load(slow), &ev, Options{}).Deploy(ctx, "v2")
+			res := m.stop(t)
+			requireNoFailure(t, res)
+			var verdict *VerdictError
+			if !tc.stopped {
+				if err != nil {
+					t.Fatalf("deploy of a 20%% slower version at max_p99_increase %g: %v; want it to pass\nevents:\n%s", tc.allowed, err, &ev)
+				}
+				if a := rep.Hosts[0]; !strings.Contains(a.Verdict, "p99") {
+					t.Errorf("host-a's verdict %q shows no p99", a.Verdict)
+				}
+				t.Logf("host-a: %s", rep.Hosts[0].Verdict)
+				return
+			}
+			if !errors.As(err, &verdict) || !strings.Contains(err.Error(), "more than rollout.analysis.max_p99_increase 5%") {
+				t.Fatalf("deploy of a 20%% slower version at max_p99_increase 0.05: %v; want a failed p99 verdict\nevents:\n%s", err, &ev)
+			}
+			v := verdict.Verdict
+			t.Logf("verdict: %s", v.Reason)
+			if v.New.Requests < p99Requests || v.Baseline.Requests < p99Requests || v.New.P99 <= v.Baseline.P99 {
+				t.Errorf("verdict %s: want at least %d requests a side and the new p99 above the old", v.Reason, p99Requests)
+			}
+			for host, ver := range f.versions() {
+				if ver != "v1" {
+					t.Errorf("%s runs %q after the failed verdict, want v1", host, ver)
+				}
+			}
+		})
 	}
 }
 

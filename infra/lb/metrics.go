@@ -182,11 +182,15 @@ func collectOutcomes(ch chan<- prometheus.Metric, b *Backend) {
 		ch <- prometheus.MustNewConstMetric(backendOwnDesc, prometheus.CounterValue, float64(b.lbAnswers[i].Load()), b.Address, strconv.Itoa(code))
 	}
 	ch <- prometheus.MustNewConstMetric(healthUnavailableDesc, prometheus.CounterValue, float64(o.HealthUnavailable), b.Address)
-	le := make(map[float64]uint64, len(latencyBounds))
+	le := make(map[float64]uint64, len(metricsBounds))
 	var n uint64
+	next := 0
 	for i, bound := range latencyBounds {
 		n += o.Latency.Counts[i]
-		le[bound] = n
+		if next < len(metricsBounds) && bound == metricsBounds[next] {
+			le[bound] = n
+			next++
+		}
 	}
 	n += o.Latency.Counts[len(latencyBounds)]
 	ch <- prometheus.MustNewConstHistogram(headerDesc, n, o.Latency.SumSeconds, le, b.Address)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -285,5 +286,41 @@ func TestASlowBackendsLatencyLandsInAHigherBucket(t *testing.T) {
 	if code, page := adminCall(t, l.AdminAddr(), "GET", "/", ""); code != 200 || !strings.Contains(page, "<td>"+ws.P99.String()+"</td>") ||
 		!strings.Contains(page, "</table>") {
 		t.Fatalf("status page: %d, want a whole table with the slow backend's p99 %v:\n%s", code, ws.P99, page)
+	}
+}
+
+// The fine latency buckets: as many as the histogram holds, from 100µs to 5s, each at most 15 %
+// above the one before (a 20 % slower p99 lands in another bucket), and every /metrics bucket one
+// of them (its counts are sums of fine ones).
+func TestLatencyBoundsAreFineAndHoldTheMetricsBuckets(t *testing.T) {
+	if len(latencyBounds)+1 != latencyBuckets {
+		t.Fatalf("%d bounds, latencyBuckets %d: want one bucket per bound and one above", len(latencyBounds), latencyBuckets)
+	}
+	if latencyBounds[0] != .0001 || latencyBounds[len(latencyBounds)-1] != 5 {
+		t.Fatalf("bounds from %g to %g, want 0.0001 to 5", latencyBounds[0], latencyBounds[len(latencyBounds)-1])
+	}
+	for i := 1; i < len(latencyBounds); i++ {
+		if r := latencyBounds[i] / latencyBounds[i-1]; r <= 1 || r > 1.15 {
+			t.Fatalf("bound %g follows %g: ratio %.3f, want above 1 and at most 1.15", latencyBounds[i], latencyBounds[i-1], r)
+		}
+	}
+	for _, m := range metricsBounds {
+		if !slices.Contains(latencyBounds, m) {
+			t.Fatalf("metrics bucket %g is no latency bound", m)
+		}
+	}
+	var h latency
+	for _, d := range []time.Duration{100 * time.Millisecond, 120 * time.Millisecond} {
+		h.observe(d)
+	}
+	s := h.snapshot()
+	var at []float64
+	for i, n := range s.Counts {
+		if n > 0 {
+			at = append(at, s.Bounds[i])
+		}
+	}
+	if len(at) != 2 || at[0] != .1 || at[1] != .12 {
+		t.Fatalf("100ms and 120ms went into the buckets up to %v, want [0.1 0.12]", at)
 	}
 }
