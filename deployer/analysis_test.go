@@ -150,6 +150,24 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	if verdicts != 3 {
 		t.Errorf("%d passing verdicts, want one per batch (3)\nevents:\n%s", verdicts, &ev)
 	}
+	// The deploy's floor grows by exactly the windows it was judged for: the canary's and the
+	// two other batches' analysis windows.
+	cfg := f.load(v2)
+	if want := cfg.Rollout.Canary.Duration + 2*cfg.Rollout.Analysis.Window; rep.Judged != want {
+		t.Errorf("judged for %s, want canary %s + 2 × window %s", rep.Judged, cfg.Rollout.Canary.Duration, cfg.Rollout.Analysis.Window)
+	}
+	var hosts time.Duration
+	for _, h := range rep.Hosts {
+		hosts += h.Floor
+	}
+	if rep.Floor != hosts+rep.Judged || rep.Duration < rep.Floor {
+		t.Errorf("deploy floor %s, want the hosts' %s + judged %s, at most the duration %s", rep.Floor, hosts, rep.Judged, rep.Duration)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "judging by what users got (canary and analysis windows)") {
+		t.Errorf("the report's text does not show the floor and its judged part (%v):\n%s", err, text.String())
+	}
+	t.Logf("deploy took %s against its floor %s (%s of it judged): %.2f×", rep.Duration, rep.Floor, rep.Judged, float64(rep.Duration)/float64(rep.Floor))
 	for _, h := range rep.Hosts {
 		if h.Outcome != OutcomeDeployed || !strings.Contains(h.Verdict, "requests") {
 			t.Errorf("%s: %s, verdict %q", h.Host, h.Outcome, h.Verdict)

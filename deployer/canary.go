@@ -57,15 +57,16 @@ type Weighter interface {
 }
 
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,
-// with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window.
-func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) (judged error) {
-	window := d.cfg.Rollout.Analysis.Window
+// with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window. It
+// returns the window it judged the batch for (0: not judged), the deploy's floor's part.
+func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) (window time.Duration, judged error) {
+	window = d.cfg.Rollout.Analysis.Window
 	fresh := true // a first deploy onto empty hosts has no users yet, nor an old version to compare with
 	for _, hr := range rep.Hosts[b.first:b.end] {
 		fresh = fresh && hr.From == ""
 	}
 	if fresh {
-		return nil
+		return 0, nil
 	}
 	if b.canary {
 		window = d.cfg.Rollout.Canary.Duration
@@ -86,9 +87,12 @@ func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, 
 	}
 	analysed, err := d.analyse(ctx, version, rep, b.first, b.end, window)
 	if err != nil {
-		return err
+		return window, err
 	}
-	return d.watchAlarms(ctx, version, rep, b, window, analysed)
+	if !analysed && (d.alarms == nil || d.opts.Naive) {
+		window = 0 // nothing to judge by: no wait
+	}
+	return window, d.watchAlarms(ctx, version, rep, b, window, analysed)
 }
 
 // canaryWeight is the weight each of canaries targets needs so that together they get share %

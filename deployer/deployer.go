@@ -202,7 +202,14 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		if err := d.judgeBatch(ctx, version, rep, b); err != nil {
+		var slowest time.Duration
+		for _, hr := range rep.Hosts[start:end] {
+			slowest = max(slowest, hr.Floor)
+		}
+		judged, err := d.judgeBatch(ctx, version, rep, b)
+		rep.Floor += slowest + judged
+		rep.Judged += judged
+		if err != nil {
 			var verdict *VerdictError
 			if !errors.As(err, &verdict) {
 				return err

@@ -33,7 +33,12 @@ type Report struct {
 	// Error is the deploy's error, empty when it succeeded.
 	Error string `json:"error,omitempty"`
 	// Refused is true when preflight refused the deploy: no host was touched.
-	Refused bool         `json:"refused,omitempty"`
+	Refused bool `json:"refused,omitempty"`
+	// Floor is the least the deploy could have taken: per batch, its slowest host's floor plus
+	// the window it was judged for; Judged is the sum of those windows (the canary's
+	// rollout.canary.duration and each batch's rollout.analysis.window), what the verdicts cost.
+	Floor  time.Duration `json:"floor_ns,omitempty"`
+	Judged time.Duration `json:"judged_ns,omitempty"`
 	Hosts   []HostReport `json:"hosts"`
 }
 
@@ -112,6 +117,18 @@ func (r *Report) OK() bool {
 	return true
 }
 
+// floorText is " (floor F, of it J judging; R×)" when the deploy has a floor.
+func (r *Report) floorText() string {
+	if r.Floor <= 0 {
+		return ""
+	}
+	judged := ""
+	if r.Judged > 0 {
+		judged = fmt.Sprintf(", of it %s judging by what users got (canary and analysis windows)", round(r.Judged))
+	}
+	return fmt.Sprintf(" (floor %s%s; %.2f×)", round(r.Floor), judged, float64(r.Duration)/float64(r.Floor))
+}
+
 // WriteText renders the report for people: a table (host, from → to, outcome, duration vs
 // floor), then each host's handshake timeline.
 func (r *Report) WriteText(w io.Writer) error {
@@ -120,7 +137,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Naive {
 		mode = " (naive: no drain, no balancer watch)"
 	}
-	fmt.Fprintf(&b, "deploy %s%s: %s\n", r.Version, mode, round(r.Duration))
+	fmt.Fprintf(&b, "deploy %s%s: %s%s\n", r.Version, mode, round(r.Duration), r.floorText())
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tFROM → TO\tOUTCOME\tRUNS\tTOOK\tFLOOR\tRATIO")
 	for _, h := range r.Hosts {

@@ -121,6 +121,10 @@ func writeHosts(w io.Writer, r *Result) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "floor = the bake (at least healthy_threshold × interval), plus drain.window for the handshake: what the drain itself needs")
+	if d := r.Deploy; d != nil && d.Floor > 0 && d.Duration > 0 {
+		fmt.Fprintf(w, "the deploy: %s against its floor %s (%.2f×): each batch's slowest host, plus %s judging by what users got (the canary's and each batch's analysis window)\n",
+			d.Duration.Round(time.Millisecond), d.Floor.Round(time.Millisecond), float64(d.Duration)/float64(d.Floor), d.Judged.Round(time.Millisecond))
+	}
 	if r.Runtime == RuntimeDocker {
 		fmt.Fprintf(w, "containers: each step also pays the engine's container stop and create/start (the ≤ %.2f× goal is the process runtime's)\n", RatioGoal)
 	}
