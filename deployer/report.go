@@ -39,7 +39,7 @@ type Report struct {
 	// rollout.canary.duration and each batch's rollout.analysis.window), what the verdicts cost.
 	Floor  time.Duration `json:"floor_ns,omitempty"`
 	Judged time.Duration `json:"judged_ns,omitempty"`
-	Hosts   []HostReport `json:"hosts"`
+	Hosts  []HostReport  `json:"hosts"`
 }
 
 // HostReport is one host's part of a deploy.
