@@ -142,3 +142,44 @@ func TestRollbackReturnsTheFleetToTheVersionBefore(t *testing.T) {
 		}
 	}
 }
+
+// The watchdog never fights a paused deploy nor its abort: a watchdog loop on every host through
+// the pause (longer than heal_after ticks) and the abort's rollback heals nothing, watches the
+// canary on v2 as its spec says, and the fleet ends on v1 as abort says.
+func TestWatchdogNeverFightsAPausedDeployNorItsAbort(t *testing.T) {
+	t.Parallel()
+	f, path, cmd, out := pausedDeploy(t)
+	cfg := f.load(path)
+	logs := make([]*syncbuffer.Buffer, len(cfg.Hosts))
+	for i, h := range cfg.Hosts {
+		logs[i] = &syncbuffer.Buffer{}
+		wd := exec.Command(bin, "watchdog", "--config", path, "--host", h.Name, "--loop")
+		wd.Stdout, wd.Stderr = logs[i], logs[i]
+		if err := wd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		testmain.Track(t, func() { _ = wd.Process.Kill(); _, _ = wd.Process.Wait() })
+	}
+	ticks := time.Duration(cfg.Watchdog.HealAfter+1) * cfg.Watchdog.Interval
+	time.Sleep(ticks) // paused, for more ticks than a heal needs
+	poll.Until(t, 10*time.Second, "the watchdog watched the canary on v2", func() bool {
+		return strings.Contains(logs[0].String(), "host-a v2: web ok")
+	})
+	if msg, code := zero502(t, "deploy", "abort", "--config", path); code != 0 {
+		t.Fatalf("deploy abort: exit %d\n%s", code, msg)
+	}
+	_ = cmd.Wait()
+	poll.Until(t, 10*time.Second, "the watchdog of host-a sees v1 back after the abort", func() bool {
+		return strings.Contains(logs[0].String(), "host-a v1: web ok")
+	})
+	for i, h := range cfg.Hosts {
+		if l := logs[i].String(); strings.Contains(l, "HEALED") || strings.Contains(l, "heal FAILED") {
+			t.Errorf("the watchdog of %s acted during the pause or the abort:\n%s\ndeploy:\n%s", h.Name, l, out)
+		}
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q after abort with the watchdogs running, want v1", host, v)
+		}
+	}
+}
