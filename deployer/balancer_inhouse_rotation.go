@@ -78,6 +78,10 @@ func (b *InHouse) write(ctx context.Context, method, target, suffix string, body
 			return nil
 		}
 	}
-	return fmt.Errorf("%s admin %s %s%s: target %s: %d %s: %.300s", b.kind, method, b.admin, path, target,
+	err = fmt.Errorf("%s admin %s %s%s: target %s: %d %s: %.300s", b.kind, method, b.admin, path, target,
 		code, http.StatusText(code), strings.TrimSpace(string(data)))
+	if code == http.StatusNotFound {
+		return fmt.Errorf("%w: %w", ErrUnknownTarget, err)
+	}
+	return err
 }

@@ -21,7 +21,6 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -78,7 +77,7 @@ type Deployer struct {
 	checkTimeout time.Duration
 
 	runtimes map[string]Runtime
-	fleet    *hostlock.Lock // the fleet deploy lock, held from preflight to the read-back
+	fleet    fleetHold // the fleet deploy lock, held from preflight to the read-back
 	backsMu  sync.Mutex
 	backs    map[string]*spec.Spec // each deployed host's last good spec, for a later rollback
 	started  time.Time
@@ -110,7 +109,12 @@ func New(cfg *infra.Config, opts Options) *Deployer {
 type RefusedError struct {
 	// Reasons each name the rule, the values and what to do.
 	Reasons []string
+	// Cause, when set, is the error the refusal comes from (hostlock.ErrHeld: another deploy
+	// holds the fleet lock).
+	Cause error
 }
+
+func (e *RefusedError) Unwrap() error { return e.Cause }
 
 func (e *RefusedError) Error() string {
 	return "deploy refused before anything changed: " + strings.Join(e.Reasons, "; ")
@@ -180,6 +184,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	}
 	for _, b := range d.batches() {
 		start, end := b.first, b.end
+		if err := d.fleetLost(); err != nil {
+			return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
+		}
 		if start > 0 && !d.opts.Naive { // a naive deploy does not wait for rotation, nor look
 			if err := d.reverify(ctx, version, rep, start); err != nil {
 				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)

@@ -2,54 +2,81 @@ package deployer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// The fleet lock: one deploy of a fleet at a time, as CodeDeploy and Kamal keep it. Without it
-// two deploys started together both pass preflight, take the host locks in turn, leapfrog and
-// drain hosts together. It is a flock(2) file (rollout.lock_path, default fleet.lock in the
-// first host's state dir) taken before preflight and held until the report is read back, with
-// its holder recorded beside it; a flock(1) script can take it too.
+// The fleet lock: one deploy of a fleet at a time, as Kamal keeps it on its primary server.
+// Without it two deploys started together both pass preflight, take the host locks in turn,
+// leapfrog and drain hosts together. It is a flock(2) file (rollout.lock_path, default
+// fleet.lock in the state dir of rollout.lock_host, default the first host) taken before
+// preflight and held until the report is read back, with its holder recorded beside it; a
+// flock(1) script can take it too. On a host reached over SSH it is held there by a
+// `zero502 host fleet-lock` process for as long as the deployer's session lives
+// (fleetlock_remote.go), so deploys from different machines meet at one lock. Beside it, a
+// maintenance record (`zero502 lock acquire`) keeps every deploy out until it is released.
 
-// fleetLock takes the fleet lock. When another deploy holds it, it waits up to the lock timeout
-// (or not at all with Options.NoLockWait) and then refuses, naming the holder: nothing has been
-// changed on any host by then.
-func (d *Deployer) fleetLock(ctx context.Context, version string) (*hostlock.Lock, error) {
+// fleetHold is a held fleet lock.
+type fleetHold interface {
+	Release() error
+}
+
+// fleetLock takes the fleet lock, on the lock host. When another deploy holds it, it waits up
+// to the lock timeout (or not at all with Options.NoLockWait) and then refuses, naming the
+// holder (the refusal wraps hostlock.ErrHeld): nothing has been changed on any host by then.
+func (d *Deployer) fleetLock(ctx context.Context, version string) (fleetHold, error) {
+	if h, ok := d.cfg.FleetLockHost(); ok && h.SSH != "" {
+		return d.remoteFleetLock(ctx, h, version)
+	}
 	path := d.cfg.FleetLockPath()
-	me := d.holder(version)
-	l, err := hostlock.TryAcquire(path, me)
-	if err == nil {
-		d.emit(Event{Step: StepLocked, Version: version, Message: "fleet deploy lock " + path})
-		return l, nil
-	}
-	if !errors.Is(err, hostlock.ErrHeld) {
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("fleet deploy lock %s (rollout.lock_path): %v; "+
-			"make its directory writable or set rollout.lock_path", path, err)}}
-	}
-	if d.opts.NoLockWait {
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("another deploy of this fleet is running: fleet lock %s is held by %s; "+
-			"wait for it to finish, or pass --lock-timeout D to wait up to D", path, hostlock.ReadHolder(path))}}
-	}
-	lctx, cancel := context.WithTimeout(ctx, d.opts.LockTimeout)
-	defer cancel()
-	// Said again whenever the holder changes: a holder that just took the lock may not have
-	// written its record yet, and a third deploy may take it before us.
-	l, err = hostlock.Acquire(lctx, path, me, 100*time.Millisecond, func(holder hostlock.Holder) {
-		d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
-			"waiting for the fleet deploy lock held by %s (lock %s; giving up after %s)", holder, path, d.opts.LockTimeout)})
-	})
+	l, err := takeFleetLock(ctx, path, "on this machine", d.holder(version), d.opts.NoLockWait, d.opts.LockTimeout,
+		func(holder hostlock.Holder) {
+			d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
+				"waiting for the fleet deploy lock held by %s (lock %s; giving up after %s)", holder, path, d.opts.LockTimeout)})
+		})
 	if err != nil {
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("gave up waiting for the fleet deploy lock after --lock-timeout %s: %v; "+
-			"nothing was changed on any host", d.opts.LockTimeout, err)}}
+		return nil, err
 	}
-	d.emit(Event{Step: StepLocked, Version: version, Message: "fleet deploy lock " + path + " (after waiting)"})
+	d.emit(Event{Step: StepLocked, Version: version, Message: "fleet deploy lock " + path})
+	return l, nil
+}
+
+// takeFleetLock takes the flock at path (where: "on host-a", "on this machine"), waiting up to
+// wait unless noWait, then refuses while a maintenance record stands beside it.
+func takeFleetLock(ctx context.Context, path, where string, me hostlock.Holder, noWait bool, wait time.Duration, waiting func(hostlock.Holder)) (*hostlock.Lock, error) {
+	l, err := hostlock.TryAcquire(path, me)
+	switch {
+	case err == nil:
+	case !errors.Is(err, hostlock.ErrHeld):
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("fleet deploy lock %s %s (rollout.lock_path): %v; "+
+			"make its directory writable or set rollout.lock_path", path, where, err)}}
+	case noWait:
+		return nil, &RefusedError{Cause: hostlock.ErrHeld, Reasons: []string{fmt.Sprintf("another deploy of this fleet is running: fleet lock %s %s is held by %s; "+
+			"wait for it to finish, or pass --lock-timeout D to wait up to D", path, where, hostlock.ReadHolder(path))}}
+	default:
+		lctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		// Said again whenever the holder changes: a holder that just took the lock may not have
+		// written its record yet, and a third deploy may take it before us.
+		l, err = hostlock.Acquire(lctx, path, me, 100*time.Millisecond, waiting)
+		if err != nil {
+			return nil, &RefusedError{Cause: hostlock.ErrHeld, Reasons: []string{fmt.Sprintf("gave up waiting for the fleet deploy lock %s %s after --lock-timeout %s: %v; "+
+				"nothing was changed on any host", path, where, wait, err)}}
+		}
+	}
+	if m, ok := readMaintenance(path); ok {
+		_ = l.Release()
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the fleet is locked for maintenance %s by %s: %q; "+
+			"`zero502 lock release --config FILE` lifts it", where, m.Holder, m.Message)}}
+	}
 	return l, nil
 }
 
@@ -60,5 +87,129 @@ func (d *Deployer) holder(version string) hostlock.Holder {
 	if d.action != "" {
 		command = d.action
 	}
-	return hostlock.Holder{Who: who, Command: command, PID: os.Getpid()}
+	return hostlock.Holder{Who: who, Command: command, PID: os.Getpid(), Since: time.Now()}
+}
+
+// Maintenance is a lock on the fleet taken by hand (`zero502 lock acquire -m MSG`), as `kamal
+// lock acquire` has: it outlives the command, and every deploy is refused until it is released.
+type Maintenance struct {
+	Holder  hostlock.Holder `json:"holder"`
+	Message string          `json:"message"`
+}
+
+// maintenancePath is the maintenance record beside the fleet lock at lockPath.
+func maintenancePath(lockPath string) string { return lockPath + ".maintenance" }
+
+func readMaintenance(lockPath string) (Maintenance, bool) {
+	data, err := os.ReadFile(maintenancePath(lockPath))
+	if err != nil {
+		return Maintenance{}, false
+	}
+	var m Maintenance
+	if json.Unmarshal(data, &m) != nil {
+		m.Message = "(an unreadable maintenance record: " + maintenancePath(lockPath) + ")"
+	}
+	return m, true
+}
+
+// LockStatus is the fleet lock's state: where it is, the deploy holding it now, the
+// maintenance lock taken by hand.
+type LockStatus struct {
+	Host        string           `json:"host"`
+	Path        string           `json:"path"`
+	Deploy      *hostlock.Holder `json:"deploy,omitempty"`
+	Maintenance *Maintenance     `json:"maintenance,omitempty"`
+}
+
+func (s LockStatus) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fleet lock %s on %s: ", s.Path, s.Host)
+	switch {
+	case s.Deploy == nil && s.Maintenance == nil:
+		b.WriteString("free")
+	case s.Deploy != nil:
+		fmt.Fprintf(&b, "held by a running deploy, %s", s.Deploy)
+		if s.Maintenance != nil {
+			b.WriteString("; and ")
+		}
+	}
+	if s.Maintenance != nil {
+		fmt.Fprintf(&b, "locked for maintenance by %s: %q (zero502 lock release lifts it)", s.Maintenance.Holder, s.Maintenance.Message)
+	}
+	return b.String()
+}
+
+// Lock operations (zero502 lock …).
+const (
+	LockStatusOp  = "status"
+	LockAcquireOp = "acquire"
+	LockReleaseOp = "release"
+)
+
+// LockOp runs a `zero502 lock` operation on cfg's fleet lock, on its lock host (over SSH when
+// it has ssh): status reads it; acquire takes the maintenance lock with message (refused while
+// a deploy holds the fleet lock or the fleet is already locked); release lifts it.
+func LockOp(ctx context.Context, cfg *infra.Config, op, message string, opts Options) (LockStatus, error) {
+	h, ok := cfg.FleetLockHost()
+	if !ok {
+		return LockStatus{}, errors.New("the config has no hosts: the fleet lock lives on rollout.lock_host")
+	}
+	if h.SSH != "" {
+		return New(cfg, opts).remoteLockOp(ctx, h, op, message)
+	}
+	return HostLockOp(cfg, h.Name, op, message, Holder("zero502 lock "+op))
+}
+
+// Holder is who runs this process, doing command, for lock records.
+func Holder(command string) hostlock.Holder {
+	who, _, _ := strings.Cut(spec.Holder(), " pid ")
+	return hostlock.Holder{Who: who, Command: command, PID: os.Getpid(), Since: time.Now()}
+}
+
+// HostLockOp is LockOp on this machine, the lock host name; me is who asks.
+func HostLockOp(cfg *infra.Config, name, op, message string, me hostlock.Holder) (LockStatus, error) {
+	path := cfg.FleetLockPath()
+	st := func() LockStatus {
+		s := LockStatus{Host: name, Path: path}
+		if l, err := hostlock.TryAcquire(path, me); err == nil {
+			_ = l.Release()
+		} else if errors.Is(err, hostlock.ErrHeld) {
+			h := hostlock.ReadHolder(path)
+			s.Deploy = &h
+		}
+		if m, ok := readMaintenance(path); ok {
+			s.Maintenance = &m
+		}
+		return s
+	}
+	switch op {
+	case LockStatusOp:
+		return st(), nil
+	case LockAcquireOp:
+		if strings.TrimSpace(message) == "" {
+			return LockStatus{}, errors.New("--message: required: say why the fleet is locked, e.g. -m \"DB migration until 18:00\"")
+		}
+		l, err := hostlock.TryAcquire(path, me)
+		if err != nil {
+			return st(), fmt.Errorf("fleet lock %s on %s: %w; wait for the deploy to end, then lock", path, name, err)
+		}
+		defer l.Release()
+		if m, ok := readMaintenance(path); ok {
+			return st(), fmt.Errorf("the fleet is already locked for maintenance by %s: %q", m.Holder, m.Message)
+		}
+		data, _ := json.Marshal(Maintenance{Holder: me, Message: message})
+		if err := spec.WriteAtomic(maintenancePath(path), data); err != nil {
+			return st(), fmt.Errorf("write the maintenance lock %s: %w", maintenancePath(path), err)
+		}
+		return st(), nil
+	case LockReleaseOp:
+		if _, ok := readMaintenance(path); !ok {
+			return st(), fmt.Errorf("the fleet is not locked for maintenance (%s does not exist)", maintenancePath(path))
+		}
+		if err := os.Remove(maintenancePath(path)); err != nil {
+			return st(), fmt.Errorf("lift the maintenance lock: %w", err)
+		}
+		return st(), nil
+	}
+	return LockStatus{}, fmt.Errorf("lock operation %q: must be status, acquire or release", op)
 }

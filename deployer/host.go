@@ -320,14 +320,18 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 		}
 		gated := gate != nil && kept == nil && !d.opts.Naive && d.gates(svc.Name, isBalanced)
 		addsItself := sideBySide || svc.Drain == infra.DrainBalancer // the deployer adds the target once started
-		if watch && canRotate && gated && !addsItself {
-			// In place (stop-first, handshake): the balancer would take the new instance back by
-			// its health checks alone; hold the target out until its smoke requests and
-			// pre_traffic hook passed.
-			if err := rot.Drain(ctx, svc.Address); err != nil {
+		if watch && canRotate && gated {
+			// Hold the target out until its smoke requests and pre_traffic hook passed: in place
+			// (stop-first, handshake) the balancer would take the new instance back by its health
+			// checks alone, and side by side it may know the other port already (a backend of its
+			// own config) and would too. A target it does not know gets users only once the
+			// deployer adds it, after the checks.
+			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, ErrUnknownTarget)) {
 				return fmt.Errorf("host %s: service %s: hold %s out at %s until it passed its checks before traffic: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
-			d.held.hold(svc.Address)
+			if !addsItself {
+				d.held.hold(svc.Address)
+			}
 		}
 		inst := kept
 		if inst == nil {

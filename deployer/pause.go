@@ -117,9 +117,13 @@ func Decide(ctx context.Context, cfg *infra.Config, decision string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	me := New(cfg, opts).holder(p.Version).String()
-	if l, lerr := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: me, Command: "zero502 deploy " + decision, PID: os.Getpid()}); lerr == nil {
-		l.Release() // nobody waits: act ourselves (Deploy and abort take the lock again)
+	probeOpts := opts
+	probeOpts.NoLockWait, probeOpts.Events = true, nil
+	probe := New(cfg, probeOpts)
+	probe.action = "zero502 deploy " + decision
+	me := probe.holder(p.Version).String()
+	if l, lerr := probe.fleetLock(ctx, p.Version); lerr == nil {
+		_ = l.Release() // nobody waits: act ourselves (Deploy and abort take the lock again)
 		_ = os.Remove(PausePath(cfg))
 		if decision == Promote {
 			return New(cfg, opts).Deploy(ctx, p.Version)

@@ -221,9 +221,15 @@ type Rollout struct {
 	Bake time.Duration `mapstructure:"bake"`
 	// LockPath is the fleet-wide deploy lock (flock), taken before preflight and held for the
 	// whole deploy, so two deploys of one fleet never run at once: the second waits
-	// (--lock-timeout) or is refused, naming the holder. It lives on the machine deploys run
-	// from. Default: fleet.lock in the first host's state dir.
+	// (--lock-timeout) or is refused, naming the holder. It lives on rollout.lock_host, so
+	// deploys from two machines (two CI runners, a laptop and CI) meet there. Default: fleet.lock
+	// in the lock host's state dir.
 	LockPath string `mapstructure:"lock_path"`
+	// LockHost is the host of the fleet that holds the fleet lock, as Kamal keeps its lock on
+	// the primary server. Over SSH a `zero502 host fleet-lock` process there holds the flock for
+	// as long as the deployer's session lives (the kernel frees it when either dies); a local
+	// host's lock is a file on this machine. Default: the first host.
+	LockHost string `mapstructure:"lock_host"`
 	// Analysis judges each batch, once it is in rotation and baked, by what users got from it
 	// through the balancer (its error rate and p99 against the old version's targets) before
 	// the rollout moves on: health is not what users get. On by default; the in-house LB
@@ -516,14 +522,25 @@ func (c *Config) HostLockPath(h Host) string {
 	return c.Watchdog.LockPath
 }
 
-// FleetLockPath is the fleet-wide deploy lock: rollout.lock_path, else fleet.lock in the first
-// host's state dir (watchdog.state_dir without hosts).
+// FleetLockHost is rollout.lock_host's host (by default the first), false when the fleet has
+// no host.
+func (c *Config) FleetLockHost() (Host, bool) {
+	for _, h := range c.Hosts {
+		if c.Rollout.LockHost == "" || h.Name == c.Rollout.LockHost {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
+
+// FleetLockPath is the fleet-wide deploy lock, a path on the lock host: rollout.lock_path, else
+// fleet.lock in the lock host's state dir.
 func (c *Config) FleetLockPath() string {
-	switch {
-	case c.Rollout.LockPath != "":
+	if c.Rollout.LockPath != "" {
 		return c.Rollout.LockPath
-	case len(c.Hosts) > 0:
-		return filepath.Join(c.HostStateDir(c.Hosts[0]), "fleet.lock")
+	}
+	if h, ok := c.FleetLockHost(); ok {
+		return filepath.Join(c.HostStateDir(h), "fleet.lock")
 	}
 	return filepath.Join(c.Watchdog.StateDir, "fleet.lock")
 }

@@ -210,6 +210,9 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	if lh := c.Rollout.LockHost; lh != "" && !slices.ContainsFunc(c.Hosts, func(h Host) bool { return h.Name == lh }) && len(c.Hosts) > 0 {
+		bad("rollout.lock_host", fmt.Sprintf("%q", lh), "must name one of hosts[].name (the host that keeps the fleet lock); empty: the first host")
+	}
 	for _, h := range c.Hooks.Named() {
 		key := "hooks." + h.Name
 		positive(key+".timeout", h.Hook.Timeout)

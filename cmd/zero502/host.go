@@ -32,7 +32,7 @@ no copy of it. People rarely run step or look by hand; install sets a server up.
   ssh deploy@10.0.1.12 zero502 host step --config - --host web-1 --version v2 < zero502.yaml`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newHostStepCmd(), newHostLookCmd(), newHostStopCmd(), newHostLogsCmd(), newHostInstallCmd(), newHostLockPathCmd())
+	cmd.AddCommand(newHostStepCmd(), newHostLookCmd(), newHostStopCmd(), newHostLogsCmd(), newHostInstallCmd(), newHostLockPathCmd(), newHostFleetLockCmd())
 	return cmd
 }
 

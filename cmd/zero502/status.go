@@ -18,6 +18,7 @@ func newStatusCmd() *cobra.Command {
 	var (
 		cfgPath string
 		asJSON  bool
+		opts    deployer.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "status --config FILE [--json]",
@@ -38,7 +39,7 @@ disagreement listed; 2: bad flags or config.`,
 			if err != nil {
 				return exitCode(2, err)
 			}
-			st, err := deployer.Status(cmd.Context(), cfg, deployer.Options{})
+			st, err := deployer.Status(cmd.Context(), cfg, opts)
 			if err != nil {
 				return exitCode(2, err)
 			}
@@ -56,6 +57,7 @@ disagreement listed; 2: bad flags or config.`,
 	}
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `one JSON object: {"ok": bool, "status": {...}}`)
+	cmd.Flags().StringVar(&opts.RemoteBinary, "remote-binary", "zero502", "zero502 binary on hosts with ssh: (they are read there, with zero502 host look)")
 	return cmd
 }
 

@@ -1,0 +1,185 @@
+package deployer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/hostlock"
+)
+
+// The fleet lock on a lock host reached over SSH: the deployer runs `zero502 host fleet-lock`
+// there (HoldFleetLock), which takes the flock on that host, says so in one JSON line
+// (FleetLockLine), and holds it until its stdin ends, that is until the deployer releases it or
+// its session dies; the kernel frees the flock when that process dies for any reason. A deploy
+// whose lock session ended before its release stops before its next batch (Lost).
+
+// FleetLockLine is one line `zero502 host fleet-lock` prints: waiting (the holder it waits
+// for), then locked (the path it holds) or refused (why, and whether another deploy holds it);
+// for status, acquire and release, the lock's state or the error.
+type FleetLockLine struct {
+	Waiting string      `json:"waiting,omitempty"`
+	Locked  string      `json:"locked,omitempty"`
+	Refused string      `json:"refused,omitempty"`
+	Held    bool        `json:"held,omitempty"`
+	Status  *LockStatus `json:"status,omitempty"`
+	Error   string      `json:"error,omitempty"`
+}
+
+// HoldFleetLock takes the fleet lock of cfg on this machine, lock host name, for me (waiting up
+// to wait unless noWait), says how it went through say, and holds it until ctx ends.
+func HoldFleetLock(ctx context.Context, cfg *infra.Config, name string, me hostlock.Holder, noWait bool, wait time.Duration, say func(FleetLockLine)) error {
+	path := cfg.FleetLockPath()
+	l, err := takeFleetLock(ctx, path, "on host "+name+" (rollout.lock_host)", me, noWait, wait, func(h hostlock.Holder) {
+		say(FleetLockLine{Waiting: h.String()})
+	})
+	if err != nil {
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			say(FleetLockLine{Refused: strings.Join(refused.Reasons, "; "), Held: errors.Is(err, hostlock.ErrHeld)})
+		}
+		return err
+	}
+	defer l.Release()
+	say(FleetLockLine{Locked: path})
+	<-ctx.Done()
+	return nil
+}
+
+// remoteHold is a fleet lock held through an ssh session to the lock host.
+type remoteHold struct {
+	host   string
+	cancel context.CancelFunc
+	ended  chan struct{} // closed when the session ended
+	mu     sync.Mutex
+	err    error // the session's end, once ended
+	freed  bool  // Release was called
+}
+
+// Release ends the session: the host's process releases the flock and exits.
+func (r *remoteHold) Release() error {
+	r.mu.Lock()
+	r.freed = true
+	r.mu.Unlock()
+	r.cancel()
+	select {
+	case <-r.ended:
+	case <-time.After(15 * time.Second):
+		return fmt.Errorf("the fleet lock's ssh session to %s did not end within 15s after its release", r.host)
+	}
+	return nil
+}
+
+// Lost is why the lock's session ended before its release (nil while it holds).
+func (r *remoteHold) Lost() error {
+	select {
+	case <-r.ended:
+	default:
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.freed {
+		return nil
+	}
+	return fmt.Errorf("the fleet lock's ssh session to %s ended (%v): another deploy may take the lock now; "+
+		"this one stops here, every host on a version its report says", r.host, r.err)
+}
+
+// remoteFleetLock takes the fleet lock on lock host h over ssh.
+func (d *Deployer) remoteFleetLock(ctx context.Context, h infra.Host, version string) (fleetHold, error) {
+	me, err := json.Marshal(d.holder(version))
+	if err != nil {
+		return nil, err
+	}
+	wait := d.opts.LockTimeout
+	if d.opts.NoLockWait {
+		wait = 0
+	}
+	args := []string{"host", "fleet-lock", "--config", "-", "--host", h.Name, "--holder", string(me), "--lock-timeout", wait.String()}
+	holdCtx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // held through a rollback after an interrupt, until Release
+	answer := make(chan FleetLockLine, 1)
+	hold := &remoteHold{host: h.Name, cancel: cancel, ended: make(chan struct{})}
+	go func() {
+		err := d.runRemote(holdCtx, h, args, func(b []byte) {
+			var l FleetLockLine
+			if json.Unmarshal(b, &l) != nil {
+				return
+			}
+			if l.Waiting != "" {
+				d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
+					"waiting for the fleet deploy lock on host %s, held by %s (giving up after %s)", h.Name, l.Waiting, wait)})
+				return
+			}
+			select {
+			case answer <- l:
+			default:
+			}
+		})
+		hold.mu.Lock()
+		hold.err = err
+		hold.mu.Unlock()
+		close(hold.ended)
+	}()
+	where := "on host " + h.Name + " (rollout.lock_host)"
+	select {
+	case l := <-answer:
+		if l.Locked != "" {
+			d.emit(Event{Step: StepLocked, Version: version, Message: fmt.Sprintf("fleet deploy lock %s %s, held through its ssh session", l.Locked, where)})
+			return hold, nil
+		}
+		cancel()
+		<-hold.ended
+		r := &RefusedError{Reasons: []string{l.Refused}}
+		if l.Held {
+			r.Cause = hostlock.ErrHeld
+		}
+		return nil, r
+	case <-hold.ended:
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the fleet deploy lock %s: %v; nothing was changed on any host", where, hold.err)}}
+	case <-ctx.Done():
+		cancel()
+		<-hold.ended
+		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("stopped waiting for the fleet deploy lock %s: %v", where, ctx.Err())}}
+	}
+}
+
+// fleetLost is why the deploy's fleet lock is no longer held (nil while it is).
+func (d *Deployer) fleetLost() error {
+	if l, ok := d.fleet.(interface{ Lost() error }); ok {
+		return l.Lost()
+	}
+	return nil
+}
+
+// remoteLockOp runs a lock operation on lock host h over ssh.
+func (d *Deployer) remoteLockOp(ctx context.Context, h infra.Host, op, message string) (LockStatus, error) {
+	me, err := json.Marshal(Holder("zero502 lock " + op))
+	if err != nil {
+		return LockStatus{}, err
+	}
+	var last FleetLockLine
+	args := []string{"host", "fleet-lock", "--config", "-", "--host", h.Name, "--op", op, "--holder", string(me), "--message", message}
+	err = d.runRemote(ctx, h, args, func(b []byte) {
+		var l FleetLockLine
+		if json.Unmarshal(b, &l) == nil {
+			last = l
+		}
+	})
+	var st LockStatus
+	if last.Status != nil {
+		st = *last.Status
+	}
+	if last.Error != "" {
+		return st, errors.New(last.Error)
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, nil
+}

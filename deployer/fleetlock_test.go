@@ -1,0 +1,121 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/testmain"
+)
+
+// Two deployers on different machines meet at the one fleet lock on the lock host (host-a,
+// over ssh): deployer A holds it through its ssh session; deployer B, in a mount namespace of
+// its own where the lock host's state dir is an empty tmpfs (another machine's filesystem, as
+// far as local files go), is refused naming A. `zero502 lock status` sees A; a maintenance lock
+// (lock acquire -m) refuses every deploy until lock release; and when A is killed, the kernel on
+// the lock host frees the lock.
+func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("first deploy: %v", err)
+	}
+	slowCfg := f.load(path)
+	slowCfg.Hooks.PreDeploy = infra.Hook{Command: []string{"sh", "-c", "sleep 5"}, Timeout: 30 * time.Second}
+	slow := f.write("slow.yaml", slowCfg)
+	startA := func(version string) (*exec.Cmd, *syncbuffer.Buffer) {
+		out := &syncbuffer.Buffer{}
+		a := exec.Command(bin, "deploy", "--config", slow, "--version", version, "--remote-binary", bin)
+		a.Stdout, a.Stderr = out, out
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		testmain.Track(t, func() { _ = a.Process.Kill(); _, _ = a.Process.Wait() })
+		poll.Until(t, 30*time.Second, "deployer A holds the fleet lock on host-a", func() bool {
+			return strings.Contains(out.String(), "(rollout.lock_host), held through its ssh session")
+		})
+		return a, out
+	}
+	a, outA := startA("v2")
+
+	lockDir := filepath.Dir(cfg.FleetLockPath())
+	onOtherMachine := func(args ...string) (string, int) {
+		t.Helper()
+		c := exec.Command("unshare", append([]string{"-m", "sh", "-c", `mount -t tmpfs tmpfs "$1" && shift && exec "$@"`, "sh", lockDir}, args...)...)
+		out, err := c.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("unshare %v: %v\n%s", args, err, out)
+		}
+		return string(out), 0
+	}
+	if out, code := onOtherMachine("test", "!", "-e", cfg.FleetLockPath()); code != 0 {
+		t.Fatalf("the other machine's view still has the lock file %s (the namespace proves nothing): %s", cfg.FleetLockPath(), out)
+	}
+	out, code := onOtherMachine(bin, "deploy", "--config", path, "--version", "v3", "--lock-timeout", "0", "--remote-binary", bin)
+	if code != 2 || !strings.Contains(out, "another deploy of this fleet is running") || !strings.Contains(out, "on host host-a (rollout.lock_host)") ||
+		!strings.Contains(out, "zero502 deploy --version v2") {
+		t.Fatalf("deployer B on another machine while A deploys: exit %d; want 2 (refused), naming A's lock on host-a\n%s\nA:\n%s", code, out, outA)
+	}
+	if out, code := runZero502(t, "lock", "status", "--config", path, "--remote-binary", bin); code != 0 ||
+		!strings.Contains(out, "on host-a: held by a running deploy") || !strings.Contains(out, "zero502 deploy --version v2") {
+		t.Errorf("lock status while A deploys: exit %d\n%s", code, out)
+	}
+	if err := a.Wait(); err != nil {
+		t.Fatalf("deployer A: %v\n%s", err, outA)
+	}
+	if out, code := runZero502(t, "lock", "status", "--config", path, "--remote-binary", bin); code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "on host-a: free") {
+		t.Errorf("lock status after A: exit %d\n%s", code, out)
+	}
+
+	// A maintenance lock, taken by hand, keeps every deploy out until it is lifted.
+	if out, code := runZero502(t, "lock", "acquire", "--config", path, "--remote-binary", bin, "-m", "DB migration until 18:00"); code != 0 {
+		t.Fatalf("lock acquire: exit %d\n%s", code, out)
+	}
+	out, code = onOtherMachine(bin, "deploy", "--config", path, "--version", "v3", "--lock-timeout", "0", "--remote-binary", bin)
+	if code != 2 || !strings.Contains(out, "locked for maintenance on host host-a") || !strings.Contains(out, "DB migration until 18:00") {
+		t.Fatalf("a deploy during the maintenance lock: exit %d; want 2 (refused) naming it\n%s", code, out)
+	}
+	if out, code := runZero502(t, "lock", "acquire", "--config", path, "--remote-binary", bin, "-m", "again"); code != 1 || !strings.Contains(out, "already locked for maintenance") {
+		t.Errorf("a second lock acquire: exit %d; want 1, already locked\n%s", code, out)
+	}
+	if out, code := runZero502(t, "lock", "release", "--config", path, "--remote-binary", bin); code != 0 || !strings.Contains(out, "free") {
+		t.Fatalf("lock release: exit %d\n%s", code, out)
+	}
+
+	// The deployer dies holding the lock: its ssh session ends, and the lock host's kernel frees
+	// the flock with the process that held it.
+	a, outA = startA("v3")
+	_ = a.Process.Signal(syscall.SIGKILL)
+	_, _ = a.Process.Wait()
+	poll.UntilNil(t, 30*time.Second, "the fleet lock free after its deployer was killed", func() error {
+		out, code := runZero502(t, "lock", "status", "--config", path, "--remote-binary", bin)
+		if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "on host-a: free") {
+			return errors.New(out)
+		}
+		return nil
+	})
+	for host, v := range f.versions() {
+		if v != "v2" {
+			t.Errorf("%s runs %q, want v2 (A's v3 was killed in its pre_deploy hook, before any host)\nA:\n%s", host, v, outA)
+		}
+	}
+	// status reads the ssh hosts there, with the binary --remote-binary names (zero502 is not on
+	// this test machine's PATH): every host agrees with its spec.
+	if out, code := runZero502(t, "status", "--config", path, "--remote-binary", bin); code != 0 || !strings.Contains(out, "host-b") {
+		t.Errorf("status --remote-binary: exit %d; want 0, every host on its spec\n%s", code, out)
+	}
+}
