@@ -151,15 +151,10 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 			if err := os.Remove(log); err != nil {
 				t.Fatal(err)
 			}
-			m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
-			time.Sleep(time.Second)
-			var ev eventLog
-			rep, err := f.deployer(f.load(badPath), &ev, Options{}).Deploy(ctx, "v2")
-			time.Sleep(500 * time.Millisecond)
-			res := m.stop(t)
+			rep, res, ev, err := f.deployUnderLoad(ctx, badPath, "v2")
 			wantErr := map[string]string{"hook": "hooks.pre_traffic", "smoke": "services[].smoke[0] GET /"}[tc.gate]
 			if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "before taking traffic") {
-				t.Fatalf("deploy v2 failing its %s: %v; want %q named\nevents:\n%s", tc.gate, err, wantErr, &ev)
+				t.Fatalf("deploy v2 failing its %s: %v; want %q named\nevents:\n%s", tc.gate, err, wantErr, ev)
 			}
 			if tc.gate == "hook" && !strings.Contains(err.Error(), "refusing pre_traffic on purpose") {
 				t.Errorf("the error does not carry the hook's output: %v", err)
@@ -212,14 +207,9 @@ func TestFailingPostTrafficHookRollsTheHostBack(t *testing.T) {
 	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(ctx, "v1"); err != nil {
 		t.Fatal(err)
 	}
-	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
-	time.Sleep(time.Second)
-	var ev eventLog
-	rep, err := f.deployer(f.load(bad), &ev, Options{}).Deploy(ctx, "v2")
-	time.Sleep(500 * time.Millisecond)
-	res := m.stop(t)
+	rep, res, ev, err := f.deployUnderLoad(ctx, bad, "v2")
 	if err == nil || !strings.Contains(err.Error(), "hooks.post_traffic") || !strings.Contains(err.Error(), "exit status 7") {
-		t.Fatalf("deploy v2 with a failing post_traffic: %v; want the hook and its exit named\nevents:\n%s", err, &ev)
+		t.Fatalf("deploy v2 with a failing post_traffic: %v; want the hook and its exit named\nevents:\n%s", err, ev)
 	}
 	requireNoFailure(t, res)
 	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {

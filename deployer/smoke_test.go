@@ -34,14 +34,9 @@ func TestFailingSmokeStopsTheHostBeforeItTakesTraffic(t *testing.T) {
 	if !strings.Contains(ev1.String(), "smoke request(s) answered as expected") {
 		t.Errorf("v1's smoke was not run:\n%s", &ev1)
 	}
-	m := startMeasureOf(t, f.listen, "/", "/orders", "/health")
-	time.Sleep(time.Second)
-	var ev eventLog
-	rep, err := f.deployer(f.load(badPath), &ev, Options{}).Deploy(ctx, "v2")
-	time.Sleep(500 * time.Millisecond)
-	res := m.stop(t)
+	rep, res, ev, err := f.deployUnderLoad(ctx, badPath, "v2")
 	if err == nil || !strings.Contains(err.Error(), "services[].smoke[0] GET /") || !strings.Contains(err.Error(), "answered 500, want 200") {
-		t.Fatalf("deploy of a version failing its smoke: %v; want the smoke request named\nevents:\n%s", err, &ev)
+		t.Fatalf("deploy of a version failing its smoke: %v; want the smoke request named\nevents:\n%s", err, ev)
 	}
 	requireNoFailure(t, res)
 	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
@@ -55,4 +50,17 @@ func TestFailingSmokeStopsTheHostBeforeItTakesTraffic(t *testing.T) {
 			t.Errorf("v2 was put in rotation although its smoke failed: %s", e.Message)
 		}
 	}
+}
+
+// deployUnderLoad deploys version with the config at path while `zero502 measure` loads the
+// fleet's LB (a second of load before the deploy, half a second after) and returns the report,
+// what the load got, the deploy's events and its error.
+func (f *fleet) deployUnderLoad(ctx context.Context, path, version string) (*Report, loadResult, *eventLog, error) {
+	f.t.Helper()
+	m := startMeasureOf(f.t, f.listen, "/", "/orders", "/health")
+	time.Sleep(time.Second)
+	ev := &eventLog{}
+	rep, err := f.deployer(f.load(path), ev, Options{}).Deploy(ctx, version)
+	time.Sleep(500 * time.Millisecond)
+	return rep, m.stop(f.t), ev, err
 }
