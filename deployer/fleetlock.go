@@ -82,12 +82,11 @@ func takeFleetLock(ctx context.Context, path, where string, me hostlock.Holder, 
 
 // holder names this deploy in lock records.
 func (d *Deployer) holder(version string) hostlock.Holder {
-	who, _, _ := strings.Cut(spec.Holder(), " pid ")
 	command := "zero502 deploy --version " + version
 	if d.action != "" {
 		command = d.action
 	}
-	return hostlock.Holder{Who: who, Command: command, PID: os.Getpid(), Since: time.Now()}
+	return Holder(command)
 }
 
 // Maintenance is a lock on the fleet taken by hand (`zero502 lock acquire -m MSG`), as `kamal
@@ -162,8 +161,13 @@ func LockOp(ctx context.Context, cfg *infra.Config, op, message string, opts Opt
 
 // Holder is who runs this process, doing command, for lock records.
 func Holder(command string) hostlock.Holder {
+	return hostlock.Holder{Who: whoDeploys(), Command: command, PID: os.Getpid(), Since: time.Now()}
+}
+
+// whoDeploys is the user@machine this process runs as.
+func whoDeploys() string {
 	who, _, _ := strings.Cut(spec.Holder(), " pid ")
-	return hostlock.Holder{Who: who, Command: command, PID: os.Getpid(), Since: time.Now()}
+	return who
 }
 
 // HostLockOp is LockOp on this machine, the lock host name; me is who asks.

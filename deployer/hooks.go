@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -104,8 +103,7 @@ func (d *Deployer) hookEnv(name, version string, vars map[string]string) []strin
 	for i, h := range d.cfg.Hosts {
 		names[i] = h.Name
 	}
-	who, _, _ := strings.Cut(spec.Holder(), " pid ")
-	env := []string{HookEnvHook + "=" + name, HookEnvVersion + "=" + version, HookEnvDeployer + "=" + who,
+	env := []string{HookEnvHook + "=" + name, HookEnvVersion + "=" + version, HookEnvDeployer + "=" + whoDeploys(),
 		HookEnvFleetHosts + "=" + strings.Join(names, ",")}
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
