@@ -143,43 +143,61 @@ func TestRollbackReturnsTheFleetToTheVersionBefore(t *testing.T) {
 	}
 }
 
-// The watchdog never fights a paused deploy nor its abort: a watchdog loop on every host through
-// the pause (longer than heal_after ticks) and the abort's rollback heals nothing, watches the
-// canary on v2 as its spec says, and the fleet ends on v1 as abort says.
-func TestWatchdogNeverFightsAPausedDeployNorItsAbort(t *testing.T) {
+// The watchdog never fights a paused deploy nor what decides it: a watchdog loop on every host
+// through the pause (longer than heal_after ticks) and then the abort, or the promote and a
+// rollback, heals nothing, watches the canary on v2 as its spec says, and the fleet ends where
+// the decision says.
+func TestWatchdogNeverFightsAPausedDeployNorItsDecisions(t *testing.T) {
 	t.Parallel()
-	f, path, cmd, out := pausedDeploy(t)
-	cfg := f.load(path)
-	logs := make([]*syncbuffer.Buffer, len(cfg.Hosts))
-	for i, h := range cfg.Hosts {
-		logs[i] = &syncbuffer.Buffer{}
-		wd := exec.Command(bin, "watchdog", "--config", path, "--host", h.Name, "--loop")
-		wd.Stdout, wd.Stderr = logs[i], logs[i]
-		if err := wd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		testmain.Track(t, func() { _ = wd.Process.Kill(); _, _ = wd.Process.Wait() })
-	}
-	ticks := time.Duration(cfg.Watchdog.HealAfter+1) * cfg.Watchdog.Interval
-	time.Sleep(ticks) // paused, for more ticks than a heal needs
-	poll.Until(t, 10*time.Second, "the watchdog watched the canary on v2", func() bool {
-		return strings.Contains(logs[0].String(), "host-a v2: web ok")
-	})
-	if msg, code := zero502(t, "deploy", "abort", "--config", path); code != 0 {
-		t.Fatalf("deploy abort: exit %d\n%s", code, msg)
-	}
-	_ = cmd.Wait()
-	poll.Until(t, 10*time.Second, "the watchdog of host-a sees v1 back after the abort", func() bool {
-		return strings.Contains(logs[0].String(), "host-a v1: web ok")
-	})
-	for i, h := range cfg.Hosts {
-		if l := logs[i].String(); strings.Contains(l, "HEALED") || strings.Contains(l, "heal FAILED") {
-			t.Errorf("the watchdog of %s acted during the pause or the abort:\n%s\ndeploy:\n%s", h.Name, l, out)
-		}
-	}
-	for host, v := range f.versions() {
-		if v != "v1" {
-			t.Errorf("%s runs %q after abort with the watchdogs running, want v1", host, v)
-		}
+	for _, decision := range []string{Abort, Promote} {
+		t.Run(decision, func(t *testing.T) {
+			t.Parallel()
+			f, path, cmd, out := pausedDeploy(t)
+			cfg := f.load(path)
+			logs := make([]*syncbuffer.Buffer, len(cfg.Hosts))
+			for i, h := range cfg.Hosts {
+				logs[i] = &syncbuffer.Buffer{}
+				wd := exec.Command(bin, "watchdog", "--config", path, "--host", h.Name, "--loop")
+				wd.Stdout, wd.Stderr = logs[i], logs[i]
+				if err := wd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				testmain.Track(t, func() { _ = wd.Process.Kill(); _, _ = wd.Process.Wait() })
+			}
+			ticks := time.Duration(cfg.Watchdog.HealAfter+1) * cfg.Watchdog.Interval
+			time.Sleep(ticks) // paused, for more ticks than a heal needs
+			poll.Until(t, 10*time.Second, "the watchdog watched the canary on v2", func() bool {
+				return strings.Contains(logs[0].String(), "host-a v2: web ok")
+			})
+			if msg, code := zero502(t, "deploy", decision, "--config", path); code != 0 {
+				t.Fatalf("deploy %s: exit %d\n%s", decision, code, msg)
+			}
+			_ = cmd.Wait()
+			if decision == Promote {
+				poll.Until(t, 10*time.Second, "the watchdog of host-c sees v2 after the promote", func() bool {
+					return strings.Contains(logs[2].String(), "host-c v2: web ok")
+				})
+				promoted := len(logs[2].String()) // host-c ran v1 before the promote too: look after it
+				if msg, code := zero502(t, "rollback", "--config", path); code != 0 {
+					t.Fatalf("rollback after the promote: exit %d\n%s", code, msg)
+				}
+				poll.Until(t, 10*time.Second, "the watchdog of host-c sees v1 back after the rollback", func() bool {
+					return strings.Contains(logs[2].String()[promoted:], "host-c v1: web ok")
+				})
+			}
+			poll.Until(t, 10*time.Second, "the watchdog of host-a sees v1 back", func() bool {
+				return strings.Contains(logs[0].String(), "host-a v1: web ok")
+			})
+			for i, h := range cfg.Hosts {
+				if l := logs[i].String(); strings.Contains(l, "HEALED") || strings.Contains(l, "heal FAILED") {
+					t.Errorf("the watchdog of %s acted during the pause or the %s:\n%s\ndeploy:\n%s", h.Name, decision, l, out)
+				}
+			}
+			for host, v := range f.versions() {
+				if v != "v1" {
+					t.Errorf("%s runs %q after the %s with the watchdogs running, want v1", host, v, decision)
+				}
+			}
+		})
 	}
 }
