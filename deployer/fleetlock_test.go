@@ -23,6 +23,7 @@ import (
 // (lock acquire -m) refuses every deploy until lock release; and when A is killed, the kernel on
 // the lock host frees the lock.
 func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)

@@ -3,6 +3,7 @@ package deployer
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,13 +43,23 @@ func TestSSHTargetsAndRefusals(t *testing.T) {
 	}
 }
 
-// sshd is a real OpenSSH server on 127.0.0.1 for one test, with keys made by the test;
-// ZERO502_SSH_OPTS points the deployer's ssh at them.
+// sshd is a real OpenSSH server on 127.0.0.1, with keys made by the tests, shared by every test
+// of the package that reaches hosts over ssh (each has its own fleet, so its own state dirs), so
+// those tests can run in parallel: ZERO502_SSH_OPTS, which points the deployer's ssh at it, is
+// set once for the whole test binary, never per test.
 type sshd struct {
 	port int
 	dir  string
 }
 
+var (
+	sharedSSHDOnce sync.Once
+	sharedSSHD     *sshd
+	sharedSSHDErr  error
+)
+
+// startSSHD skips (fails under CI) when sshd cannot run here, and otherwise returns the
+// package's sshd, started on first use and stopped when the tests end.
 func startSSHD(t *testing.T) *sshd {
 	t.Helper()
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
@@ -60,23 +71,45 @@ func startSSHD(t *testing.T) *sshd {
 	if os.Geteuid() != 0 {
 		t.Skip("starting sshd as a test needs root")
 	}
-	s := &sshd{dir: t.TempDir(), port: freePorts(t, 1)[0]}
+	sharedSSHDOnce.Do(func() { sharedSSHD, sharedSSHDErr = launchSSHD() })
+	if sharedSSHDErr != nil {
+		t.Fatalf("sshd: %v", sharedSSHDErr)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(filepath.Join(sharedSSHD.dir, "sshd.log"))
+			t.Logf("sshd log (tail, shared by the package's ssh tests):\n%s", tail(string(data), 3000))
+		}
+	})
+	return sharedSSHD
+}
+
+// launchSSHD makes the keys and config, starts sshd, points ZERO502_SSH_OPTS at it and waits
+// until a login works.
+func launchSSHD() (*sshd, error) {
+	dir, err := os.MkdirTemp("", "zero502-sshd-")
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &sshd{dir: dir, port: ln.Addr().(*net.TCPAddr).Port}
+	ln.Close()
 	for _, k := range []string{"host_key", "client_key"} {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(s.dir, k)).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+			return nil, fmt.Errorf("ssh-keygen: %w\n%s", err, out)
 		}
 	}
 	pub, err := os.ReadFile(filepath.Join(s.dir, "client_key.pub"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	write := func(name, data string) {
-		if err := os.WriteFile(filepath.Join(s.dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(s.dir, "authorized_keys"), pub, 0o600); err != nil {
+		return nil, err
 	}
-	write("authorized_keys", string(pub))
-	write("sshd_config", fmt.Sprintf(`Port %d
+	conf := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
 AuthorizedKeysFile %s
@@ -86,43 +119,49 @@ UsePAM no
 PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
+MaxStartups 100:30:200
+MaxSessions 100
 LogLevel VERBOSE
-`, s.port, filepath.Join(s.dir, "host_key"), filepath.Join(s.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid")))
+`, s.port, filepath.Join(s.dir, "host_key"), filepath.Join(s.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"))
+	if err := os.WriteFile(filepath.Join(s.dir, "sshd_config"), []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // its privilege separation dir
-		t.Fatal(err)
+		return nil, err
 	}
 	logf, err := os.Create(filepath.Join(s.dir, "sshd.log"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(s.dir, "sshd_config"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("start sshd: %w", err)
 	}
-	testmain.Track(t, func() {
-		cmd.Process.Kill()
-		cmd.Wait()
+	testmain.AtExit(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
 		logf.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(logf.Name())
-			t.Logf("sshd log (tail):\n%s", tail(string(data), 3000))
-		}
+		os.RemoveAll(s.dir)
 	})
-	t.Setenv(SSHOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
+	os.Setenv(SSHOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
 		"-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=" + filepath.Join(s.dir, "known_hosts"),
 		"-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR"}, " "))
-	poll.UntilNil(t, 20*time.Second, "sshd accepts a login", func() error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
 		ssh, err := SSHCommand("", s.target(), "true")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if out, err := ssh.CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+		out, err := ssh.CombinedOutput()
+		if err == nil {
+			return s, nil
 		}
-		return nil
-	})
-	return s
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no login within 20s: %w: %s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (s *sshd) target() string { return "root@127.0.0.1:" + strconv.Itoa(s.port) }
@@ -147,6 +186,7 @@ func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *infra.C
 // Two hosts over real SSH and one local, behind the real LB: v1 fresh, then v2 under load with
 // no failed request; the remote steps' events come back and every host ends on v2.
 func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 3)
 	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)
@@ -295,6 +335,7 @@ func tickWatchdogs(t *testing.T, cfg *infra.Config, path string) (stop func() st
 
 // An unreachable remote host is refused in preflight, naming the host and ssh's error.
 func TestUnreachableRemoteHostIsRefused(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
@@ -309,6 +350,7 @@ func TestUnreachableRemoteHostIsRefused(t *testing.T) {
 // The ssh client dies mid-step: the deploy fails naming the host; on the host, the step sees its
 // deployer gone, rolls back to v1 and exits, which frees the host's lock.
 func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)

@@ -207,6 +207,7 @@ func build(path string) error {
 		return fmt.Errorf("find the module root (go list -m): %w", err)
 	}
 	root := string(out[:len(out)-1])
+	defer LockBuild()()
 	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/zero502")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

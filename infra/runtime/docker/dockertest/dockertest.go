@@ -119,7 +119,10 @@ func Image(t testing.TB, rt *docker.Runtime) string {
 				return
 			}
 			bin = filepath.Join(dir, "zero502")
-			if err := docker.BuildBinary(ctx, root, bin, io.Discard); err != nil {
+			unlock := testmain.LockBuild()
+			err = docker.BuildBinary(ctx, root, bin, io.Discard)
+			unlock()
+			if err != nil {
 				s.err = err
 				return
 			}
