@@ -137,6 +137,7 @@ func (b *InHouse) do(ctx context.Context, method, path string, body io.Reader) (
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set(adminapi.ClientHeader, "1") // a program, not a browser (adminapi.Access)
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}

@@ -27,16 +27,6 @@ type adminEndpoint struct {
 	srv *http.Server
 }
 
-// onLoopback reports whether addr's host is a loopback address (or localhost).
-func onLoopback(addr string) bool {
-	host, _, _ := net.SplitHostPort(addr)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // openAdmin listens on addr with listen; an empty addr is no admin API (nil).
 func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpoint, error) {
 	if addr == "" {
@@ -59,10 +49,8 @@ func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpo
 		adminapi.WriteJSON(w, http.StatusOK, u.status())
 	})
 	adminapi.HandleWrites(mux, "/admin/upstreams", adminWrites{f})
-	var h http.Handler = mux
-	if token != "" || !onLoopback(ln.Addr().String()) {
-		h = adminapi.RequireBearer(token, "zero502 edge admin", "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN", mux)
-	}
+	h := adminapi.Access{Token: token, Listen: ln.Addr().String(), Realm: "zero502 edge admin",
+		Setting: "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN"}.Guard(mux)
 	return &adminEndpoint{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/infra/standing"
 )
 
@@ -108,7 +109,7 @@ func (f *Forwarder) Validate() error {
 	if f.Loops < 0 || f.Loops > 1024 {
 		errs = append(errs, fmt.Errorf("--loops %d: must be from 0 (one per CPU) to 1024", f.Loops))
 	}
-	if f.Admin != "" && f.AdminToken == "" && !onLoopback(f.Admin) {
+	if f.Admin != "" && f.AdminToken == "" && !adminapi.Loopback(f.Admin) {
 		errs = append(errs, fmt.Errorf("--admin %q: not on loopback, so the admin API needs a token: set --admin-token-file FILE or $ZERO502_EDGE_ADMIN_TOKEN (or --admin-token, visible in ps)", f.Admin))
 	}
 	return errors.Join(append(errs,

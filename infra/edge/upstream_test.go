@@ -254,6 +254,7 @@ func admin(t *testing.T, f *Forwarder, method, path string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set(adminapi.ClientHeader, "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

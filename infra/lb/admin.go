@@ -13,8 +13,9 @@ import (
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
 // /metrics and the HTML status page on / (README: Admin API), and the write API that adds,
-// drains and removes backends and sets their weights (adminWrites). When it is not bound to loopback every request,
-// read or write, needs Authorization: Bearer <token>.
+// drains and removes backends and sets their weights (adminWrites). Who may use it is
+// adminapi.Access: with a token, everything but GET /admin/health and /metrics needs it; with
+// none, only a loopback listener answers, to loopback Host headers, and writes only from programs.
 type adminServer struct{ srv *http.Server }
 
 func (s *Server) serveAdmin(ln net.Listener) *adminServer {
@@ -42,10 +43,8 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	adminapi.HandleWrites(mux, "/admin/backends", adminWrites{s})
 	adminapi.HandleWeightWrites(mux, "/admin/backends", adminWrites{s})
-	var h http.Handler = mux
-	if !loopback(ln.Addr().String()) || s.set.AdminToken != "" && !loopback(s.set.Admin) {
-		h = adminapi.RequireBearer(s.set.AdminToken, "zero502 lb admin", "balancer.admin_token", mux)
-	}
+	h := adminapi.Access{Token: s.set.AdminToken, Listen: ln.Addr().String(), Realm: "zero502 lb admin",
+		Setting: "balancer.admin_token", Open: []string{"/admin/health", "/metrics"}}.Guard(mux)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
 	go func() { _ = srv.Serve(ln) }()
 	return &adminServer{srv: srv}

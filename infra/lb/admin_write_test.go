@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
@@ -23,6 +24,7 @@ func adminCall(t *testing.T, admin, method, path, token string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set(adminapi.ClientHeader, "1")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -139,7 +139,7 @@ func (s Settings) Validate() error {
 	if s.Admin != "" {
 		if err := checkHostPort(s.Admin); err != nil {
 			bad("admin", fmt.Sprintf("%q", s.Admin), err.Error())
-		} else if !loopback(s.Admin) && s.AdminToken == "" {
+		} else if !adminapi.Loopback(s.Admin) && s.AdminToken == "" {
 			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
 	}
@@ -166,15 +166,6 @@ func checkHostPort(v string) error {
 		return errors.New("port must be a number from 0 to 65535")
 	}
 	return nil
-}
-
-func loopback(addr string) bool {
-	host, _, _ := net.SplitHostPort(addr)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // view is the answer of GET /admin/settings: the listen address and the numbers.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // LBSync makes the in-house balancer (`zero502 lb`) take its backends from a mesh route, through
@@ -182,6 +183,7 @@ func (s *LBSync) admin(ctx context.Context, method, path string, into any) error
 	if err != nil {
 		return fmt.Errorf("balancer admin %s: %w", s.Admin, err)
 	}
+	req.Header.Set(adminapi.ClientHeader, "1") // a program, not a browser (adminapi.Access)
 	if s.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.Token)
 	}

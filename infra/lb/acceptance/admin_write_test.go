@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // The admin write API of the real binary: a backend added at run time joins after its checks,
@@ -20,6 +22,7 @@ func (l *lbProc) adminDo(t *testing.T, method, path string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set(adminapi.ClientHeader, "1")
 	resp, err := directClient.Do(req)
 	if err != nil {
 		t.Fatalf("admin %s %s: %v", method, path, err)

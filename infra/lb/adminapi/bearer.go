@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// RequireBearer is the admin listeners' guard (the LB's and the edge's): it lets a request
+// RequireBearer is the token half of Access (guard.go): it lets a request
 // through when its Authorization header carries token. The scheme is case-insensitive (RFC 7235
 // §2.1: "bearer", "BEARER"); the token is compared in constant time. An empty token lets nothing
 // through. realm names the server in WWW-Authenticate; setting names where the token is set, for
