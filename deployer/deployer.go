@@ -54,6 +54,9 @@ type Options struct {
 	// SSH is the local ssh client (default: ssh on PATH). Fleet over SSH: remote.go.
 	RemoteBinary string
 	SSH          string
+	// Parallel bounds how many hosts preflight, re-verify, the read-back and status look at
+	// at once (--parallel); 0: DefaultParallel. Batches still roll one after another.
+	Parallel int
 	// Alarms reads rollout.alarms; nil: CloudWatch in balancer.region (alarms.go).
 	Alarms AlarmWatcher
 	// PauseAfterCanary waits after the canary's verdict passed, the fleet serving both
@@ -80,6 +83,7 @@ type Deployer struct {
 	fleet    fleetHold // the fleet deploy lock, held from preflight to the read-back
 	backsMu  sync.Mutex
 	backs    map[string]*spec.Spec // each deployed host's last good spec, for a later rollback
+	mux      *sshMux               // the deploy's reused ssh connections (nil: one per session): sshmux.go
 	started  time.Time
 	emitMu   sync.Mutex
 	// action names what holds the locks when it is not a deploy (zero502 stop).
@@ -127,6 +131,8 @@ var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
 // host rolled back, the rollout stopped); the report says which host runs which version.
 func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) {
 	d.started = d.clock.Now()
+	d.mux = &sshMux{bin: d.opts.SSH}
+	defer d.mux.close()
 	rep := &Report{Version: version, Naive: d.opts.Naive, Started: d.started}
 	for _, h := range d.cfg.Hosts {
 		rep.Hosts = append(rep.Hosts, HostReport{Host: h.Name, To: version, Outcome: OutcomeNotReached})
@@ -295,30 +301,33 @@ func (d *Deployer) setup() error {
 // readBack fills each host's Running version from its runtime: what it really runs now.
 func (d *Deployer) readBack(ctx context.Context, rep *Report) {
 	ctx = context.WithoutCancel(ctx)
-	for i, h := range d.cfg.Hosts {
-		if h.SSH != "" {
-			d.readBackRemote(ctx, h, &rep.Hosts[i]) // remote.go
+	d.eachHost(hostIndexes(len(d.cfg.Hosts)), func(i int) { d.readBackHost(ctx, d.cfg.Hosts[i], &rep.Hosts[i]) })
+}
+
+// readBackHost is readBack for one host.
+func (d *Deployer) readBackHost(ctx context.Context, h infra.Host, hr *HostReport) {
+	if h.SSH != "" {
+		d.readBackRemote(ctx, h, hr) // remote.go
+		return
+	}
+	rt := d.runtimes[h.Name]
+	if rt == nil {
+		return
+	}
+	versions := map[string]string{}
+	for _, svc := range d.cfg.Services {
+		insts, err := running(ctx, rt, h.Name, svc.Name)
+		if err != nil {
+			versions[svc.Name] = "unknown"
 			continue
 		}
-		rt := d.runtimes[h.Name]
-		if rt == nil {
-			continue
+		for _, in := range insts {
+			versions[svc.Name] = in.Version
 		}
-		versions := map[string]string{}
-		for _, svc := range d.cfg.Services {
-			insts, err := running(ctx, rt, h.Name, svc.Name)
-			if err != nil {
-				versions[svc.Name] = "unknown"
-				continue
-			}
-			for _, in := range insts {
-				versions[svc.Name] = in.Version
-			}
-		}
-		rep.Hosts[i].Running = summarize(versions, len(d.cfg.Services))
-		if rep.Hosts[i].Outcome == OutcomeNotReached && rep.Hosts[i].From == "" {
-			rep.Hosts[i].From = rep.Hosts[i].Running
-		}
+	}
+	hr.Running = summarize(versions, len(d.cfg.Services))
+	if hr.Outcome == OutcomeNotReached && hr.From == "" {
+		hr.From = hr.Running
 	}
 }
 

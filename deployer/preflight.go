@@ -43,13 +43,16 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
 
 	views := make([]hostView, len(d.cfg.Hosts))
+	lookErrs := make([]error, len(d.cfg.Hosts))
+	d.eachHost(hostIndexes(len(d.cfg.Hosts)), func(i int) {
+		views[i], lookErrs[i] = d.look(ctx, d.cfg.Hosts[i], version)
+	})
 	for i, h := range d.cfg.Hosts {
-		v, err := d.look(ctx, h, version)
-		if err != nil {
+		v := views[i]
+		if err := lookErrs[i]; err != nil {
 			reasons = append(reasons, err.Error())
 			continue
 		}
-		views[i] = v
 		if v.instance && !v.inProgress && !v.serving {
 			reasons = append(reasons, fmt.Sprintf("every target must be healthy before a deploy: host %s: %s; "+
 				"fix or wait for it, then deploy again", h.Name, v.detail))
@@ -221,17 +224,20 @@ func (d *Deployer) batchLeavesHealthy(ctx context.Context, version string, start
 	}
 	svc, balanced := d.cfg.BalancedService()
 	drained, healthy := 0, 0
-	for i, h := range d.cfg.Hosts {
-		var serving bool
+	serves := make([]bool, len(d.cfg.Hosts))
+	d.eachHost(hostIndexes(len(d.cfg.Hosts)), func(i int) {
+		h := d.cfg.Hosts[i]
 		if views != nil {
-			serving = views[i].serving || i < start
+			serves[i] = views[i].serving || i < start
 		} else if balanced {
-			serving, _ = d.serving(ctx, h, svc)
+			serves[i], _ = d.serving(ctx, h, svc)
 		} else {
 			v, err := d.look(ctx, h, version)
-			serving = err == nil && v.serving
+			serves[i] = err == nil && v.serving
 		}
-		if !serving {
+	})
+	for i := range d.cfg.Hosts {
+		if !serves[i] {
 			continue
 		}
 		healthy++

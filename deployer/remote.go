@@ -64,13 +64,18 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// sshCommand is the ssh invocation that runs `zero502 ARGS…` on host h.
+// sshCommand is the ssh invocation that runs `zero502 ARGS…` on host h (over the deploy's
+// shared connection to h when it has one: sshmux.go).
 func (d *Deployer) sshCommand(h infra.Host, args []string) (*exec.Cmd, error) {
 	words := []string{shellQuote(orDefault(d.opts.RemoteBinary, "zero502"))}
 	for _, a := range args {
 		words = append(words, shellQuote(a))
 	}
-	cmd, err := SSHCommand(d.opts.SSH, h.SSH, strings.Join(words, " "))
+	var mux []string
+	if d.mux != nil {
+		mux = d.mux.options(h.SSH)
+	}
+	cmd, err := sshClient(d.opts.SSH, h.SSH, mux, strings.Join(words, " "))
 	if err != nil {
 		return nil, fmt.Errorf("host %s: ssh %w", h.Name, err)
 	}
@@ -81,17 +86,25 @@ func (d *Deployer) sshCommand(h infra.Host, args []string) (*exec.Cmd, error) {
 // at target user@host[:port], in batch mode (no password prompts), with the options of
 // ZERO502_SSH_OPTS first.
 func SSHCommand(sshBin, target, remote string) (*exec.Cmd, error) {
+	return sshClient(sshBin, target, nil, remote)
+}
+
+// sshClient is ssh to target with ZERO502_SSH_OPTS, then opts, then the deployer's own options,
+// then the destination and tail (a remote command, or nothing after -O exit in opts).
+func sshClient(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error) {
 	dest, port, err := sshTarget(target)
 	if err != nil {
 		return nil, err
 	}
 	args := strings.Fields(os.Getenv(SSHOptsEnv))
+	args = append(args, opts...)
 	args = append(args, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
 		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 	if port != "" {
 		args = append(args, "-p", port)
 	}
-	args = append(args, dest, remote)
+	args = append(args, dest)
+	args = append(args, tail...)
 	return exec.Command(orDefault(sshBin, "ssh"), args...), nil
 }
 

@@ -16,36 +16,30 @@ import (
 // no longer holds is rolled back to its last good spec under its lock; the error stops the
 // rollout and makes the deploy exit non-zero.
 func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, upto int) error {
-	var errs []error
+	var done []int
 	for i := 0; i < upto && i < len(d.cfg.Hosts); i++ {
-		hr := &rep.Hosts[i]
-		if hr.Outcome != OutcomeDeployed && hr.Outcome != OutcomeUnchanged {
+		if o := rep.Hosts[i].Outcome; o == OutcomeDeployed || o == OutcomeUnchanged {
+			done = append(done, i)
+		}
+	}
+	// Every host is looked at once, all at once (bounded by --parallel); only what failed is
+	// then acted on, host by host, in host order.
+	checks := make([]error, len(d.cfg.Hosts))
+	published := make([]spec.Spec, len(d.cfg.Hosts))
+	d.eachHost(done, func(i int) {
+		published[i], checks[i] = d.reverifyHost(ctx, d.cfg.Hosts[i], version)
+	})
+	var errs []error
+	for _, i := range done {
+		err := checks[i]
+		if err == nil {
 			continue
 		}
-		h := d.cfg.Hosts[i]
+		hr, h := &rep.Hosts[i], d.cfg.Hosts[i]
 		if h.SSH != "" {
-			v, err := d.remoteView(ctx, h, version)
-			if err == nil && (!v.serving || v.from != version) {
-				err = fmt.Errorf("runs %q, serving %v: %s", v.from, v.serving, v.detail)
-			}
-			if err != nil {
-				hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
-				d.emit(Event{Host: h.Name, Step: StepFailed, Version: version, Message: hr.Error})
-				errs = append(errs, fmt.Errorf("host %s: %s", h.Name, hr.Error))
-			}
-			continue
-		}
-		rt := d.runtimes[h.Name]
-		published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
-		if err == nil && published.Version != version {
-			err = fmt.Errorf("its published spec names %s", published.Version)
-		}
-		if err == nil {
-			err = d.stillVerifies(ctx, h, rt, published)
-		} else {
-			published = spec.Render(d.cfg, h, version, d.self)
-		}
-		if err == nil {
+			hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
+			d.emit(Event{Host: h.Name, Step: StepFailed, Version: version, Message: hr.Error})
+			errs = append(errs, fmt.Errorf("host %s: %s", h.Name, hr.Error))
 			continue
 		}
 		cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
@@ -58,10 +52,30 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 		d.backsMu.Lock()
 		back := d.backs[h.Name]
 		d.backsMu.Unlock()
-		errs = append(errs, d.rollback(ctx, h, rt, back, published, hr, cause))
+		errs = append(errs, d.rollback(ctx, h, d.runtimes[h.Name], back, published[i], hr, cause))
 		lock.Release()
 	}
 	return errors.Join(errs...)
+}
+
+// reverifyHost looks at one host finished earlier: nil when it still runs version, healthy
+// directly and in rotation. For a local host it also returns the spec to roll back from.
+func (d *Deployer) reverifyHost(ctx context.Context, h infra.Host, version string) (spec.Spec, error) {
+	if h.SSH != "" {
+		v, err := d.remoteView(ctx, h, version)
+		if err == nil && (!v.serving || v.from != version) {
+			err = fmt.Errorf("runs %q, serving %v: %s", v.from, v.serving, v.detail)
+		}
+		return spec.Spec{}, err
+	}
+	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
+	if err == nil && published.Version != version {
+		err = fmt.Errorf("its published spec names %s", published.Version)
+	}
+	if err != nil {
+		return spec.Render(d.cfg, h, version, d.self), err
+	}
+	return published, d.stillVerifies(ctx, h, d.runtimes[h.Name], published)
 }
 
 // stillVerifies is verify with the balancer's patience, for a host's last look before it counts

@@ -84,10 +84,10 @@ func Status(ctx context.Context, cfg *infra.Config, opts Options) (*FleetStatus,
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
-	out := &FleetStatus{Balancer: d.bal.Name()}
-	for _, h := range cfg.Hosts {
-		out.Hosts = append(out.Hosts, d.hostStatus(ctx, h))
-	}
+	d.mux = &sshMux{bin: d.opts.SSH}
+	defer d.mux.close()
+	out := &FleetStatus{Balancer: d.bal.Name(), Hosts: make([]HostStatus, len(cfg.Hosts))}
+	d.eachHost(hostIndexes(len(cfg.Hosts)), func(i int) { out.Hosts[i] = d.hostStatus(ctx, cfg.Hosts[i]) })
 	return out, nil
 }
 

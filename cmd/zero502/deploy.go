@@ -122,6 +122,7 @@ runs which version); 2: refused before anything changed.`,
 	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
 	f.StringVar(&opts.RemoteBinary, "remote-binary", "zero502",
 		"zero502 binary on hosts with ssh: (their step runs there as zero502 host step; see zero502 host --help)")
+	parallelFlag(f, &opts.Parallel)
 	f.BoolVar(&opts.PauseAfterCanary, "pause-after-canary", false,
 		"once the canary's verdict passed, wait with the fleet serving both versions for zero502 deploy promote or abort")
 	cmd.AddCommand(newDecideCmd(deployer.Promote, "Roll the rest of the fleet to the version of the deploy paused after its canary"),

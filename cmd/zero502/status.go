@@ -58,6 +58,7 @@ disagreement listed; 2: bad flags or config.`,
 	configFlag(cmd, &cfgPath)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `one JSON object: {"ok": bool, "status": {...}}`)
 	cmd.Flags().StringVar(&opts.RemoteBinary, "remote-binary", "zero502", "zero502 binary on hosts with ssh: (they are read there, with zero502 host look)")
+	parallelFlag(cmd.Flags(), &opts.Parallel)
 	return cmd
 }
 

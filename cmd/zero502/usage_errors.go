@@ -44,6 +44,9 @@ func exitTwoOnUsageErrors(root *cobra.Command) {
 	walk(root)
 }
 
+// rulingValue is a flag value whose Set error already says the value and the rule.
+type rulingValue interface{ rules() }
+
 // flagMessage says what is wrong with a flag's value in the flag's own terms, without the
 // parser's internals (strconv.ParseInt: parsing "abc": invalid syntax).
 func flagMessage(err error) string {
@@ -52,6 +55,9 @@ func flagMessage(err error) string {
 		return err.Error()
 	}
 	f := bad.GetFlag()
+	if _, own := f.Value.(rulingValue); own && errors.Unwrap(bad) != nil {
+		return fmt.Sprintf("--%s %v", f.Name, errors.Unwrap(bad))
+	}
 	want := "a valid value"
 	switch f.Value.Type() {
 	case "int", "int64", "int32", "uint", "uint64", "uint32":

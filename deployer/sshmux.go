@@ -1,0 +1,74 @@
+package deployer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// sshMux is one deploy's (or status's) ssh connections, reused: the first session to a host
+// starts an OpenSSH control master on a socket in a directory only this user can enter, and every
+// later session to that host (the looks of preflight and re-verify, the step, the fleet lock's
+// hold) runs over it instead of a new TCP connection, key exchange and login. Each session is
+// still its own channel: closing its stdin or killing its client ends it on the host as before.
+// close ends every master and removes the directory; ZERO502_SSH_OPTS="-o ControlMaster=no"
+// turns reuse off (ssh keeps the first value of an option).
+type sshMux struct {
+	once sync.Once
+	dir  string // "" when it could not be made: no reuse
+	mu   sync.Mutex
+	used map[string]string // ControlPath → ssh destination args, for close
+	bin  string
+}
+
+// ControlPersist keeps an idle master through the pause between batches, and no longer.
+const sshControlPersist = "60s"
+
+// options are the ssh options that put a session to target on its host's master.
+func (m *sshMux) options(target string) []string {
+	m.once.Do(func() {
+		if dir, err := os.MkdirTemp("", "zero502-ssh-"); err == nil { // 0700
+			m.dir = dir
+		}
+	})
+	if m.dir == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(target))
+	path := filepath.Join(m.dir, hex.EncodeToString(sum[:8])) // short: a socket path has ~100 bytes
+	m.mu.Lock()
+	if m.used == nil {
+		m.used = map[string]string{}
+	}
+	m.used[path] = target
+	m.mu.Unlock()
+	return []string{"-o", "ControlMaster=auto", "-o", "ControlPath=" + path, "-o", "ControlPersist=" + sshControlPersist}
+}
+
+// close asks every master to exit (`ssh -O exit`) and removes the directory.
+func (m *sshMux) close() {
+	if m == nil || m.dir == "" {
+		return
+	}
+	m.mu.Lock()
+	used := m.used
+	m.used = nil
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for path, target := range used {
+		if _, err := os.Stat(path); err != nil {
+			continue // no master was started there
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cmd, err := sshClient(m.bin, target, []string{"-o", "ControlPath=" + path, "-O", "exit"}); err == nil {
+				_ = cmd.Run()
+			}
+		}()
+	}
+	wg.Wait()
+	os.RemoveAll(m.dir)
+}
