@@ -14,9 +14,10 @@
 //     connections finish within Shutdown. Each upstream has a health standing (infra/standing,
 //     the LB's state machine for its backends): active checks (TCP, or HTTP behind a PROXY
 //     header, where a 503 means the LB instance drains), passive ejection when a dial fails
-//     (the next upstream is tried: no client byte was sent yet), and an admin API with the LB's
-//     wire type and write semantics (/admin/upstreams). Its health listener refuses while no
-//     upstream is in rotation.
+//     (the next upstream is tried: no client byte was sent yet), connects in progress to an
+//     upstream that is ejected meanwhile abandoned for another (reconnect.go), and an admin
+//     API with the LB's wire type and write semantics (/admin/upstreams). Its health listener
+//     refuses while no upstream is in rotation.
 //   - The OriginListener (origin side) sniffs, it does not require: the first bytes of each
 //     connection are peeked; a PROXY v2 (or v1) header is parsed and stripped, anything else (a
 //     TLS ClientHello, plain text) is given back to the stream untouched, so installing the
@@ -42,7 +43,7 @@
 // one loop per P, non-blocking connect, raw non-blocking reads and writes, no goroutine per
 // connection); elsewhere, and in the tests under ZERO502_TEST_EDGE_ENGINE=goroutines, a
 // goroutine per connection and one per direction (forward.go, copy.go). Both call the same
-// upstream pick, ejection, counts, log lines and drain phases.
+// upstream pick, ejection, reconnect rule, counts, log lines and drain phases.
 //
 // A connection that opens and closes without the client sending a byte (health checks do this
 // constantly) writes no log line; it is only counted (Counts.Empty).

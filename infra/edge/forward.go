@@ -80,6 +80,7 @@ type Forwarder struct {
 	metrics  *metricsEndpoint
 	admin    *adminEndpoint
 	ups      *upstreams
+	loops    atomic.Pointer[loops] // the event loops while they forward (nil on the goroutine path)
 	draining atomic.Bool
 	counts   counters
 }
@@ -233,7 +234,8 @@ func (f *Forwarder) serveConns(ctx context.Context, log *slog.Logger) error {
 
 // forward relays one client connection to an upstream behind a PROXY v2 header. An upstream
 // that cannot be reached (or refuses the header) is ejected and the next one is tried: nothing
-// of the client's has been sent yet. It is the goroutine path; the event loops (Linux,
+// of the client's has been sent yet; so is the next one when the upstream is ejected while the
+// connect to it is in progress (reconnect.go). It is the goroutine path; the event loops (Linux,
 // loop_linux.go) take the same steps through the same policy functions below.
 func (f *Forwarder) forward(client *pairedConn) {
 	start := time.Now()
@@ -246,7 +248,11 @@ func (f *Forwarder) forward(client *pairedConn) {
 			return
 		}
 		tried = append(tried, u)
-		origin, first, err := f.connect(client, u)
+		origin, first, err := f.connect(client, u, tried)
+		if errors.Is(err, errAbandoned) {
+			f.reconnecting(measured, u)
+			continue
+		}
 		if errors.Is(err, errHeaderNotSent) {
 			f.headerRefused(measured, u, err)
 			return
@@ -310,8 +316,14 @@ func (f *Forwarder) relayed(measured netip.AddrPort, u *upstream, local net.Addr
 // connect dials u and writes the PROXY v2 header (source: the client as this edge measured it;
 // destination: the address the client dialled), with the client's first bytes when they have
 // already arrived (first counts them). A nil conn without an error: the client closed meanwhile.
-func (f *Forwarder) connect(client *pairedConn, u *upstream) (net.Conn, int, error) {
-	origin, err := dialTCP(u.addr, f.connectTimeout())
+// The connection tried tried (u last); errAbandoned: u left rotation during the connect, which
+// was abandoned for another upstream (reconnectAfterEject).
+func (f *Forwarder) connect(client *pairedConn, u *upstream, tried []*upstream) (net.Conn, int, error) {
+	ctx, attempt := u.connects.begin(tried)
+	origin, err := dialTCP(ctx, u.addr, f.connectTimeout())
+	if abandoned := u.connects.end(attempt); err != nil && abandoned {
+		return nil, 0, errAbandoned
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("connect: %w", err)
 	}
@@ -350,11 +362,15 @@ func (f *Forwarder) watch(ctx context.Context, u *upstream) {
 		func(t standing.Transition) { f.changed(u, t) })
 }
 
-// changed logs a transition of u and opens or closes the health listener accordingly.
+// changed logs a transition of u and opens or closes the health listener accordingly; when u
+// left rotation for failing, its connects in progress go elsewhere (reconnect.go).
 func (f *Forwarder) changed(u *upstream, t standing.Transition) {
 	logger(f.Logger).Info("edge upstream transition", "origin", u.addr, "from", string(t.From), "to", string(t.To),
 		"reason", t.Reason, "in_rotation", f.ups.inRotation())
 	f.health.set(f.Healthy)
+	if t.To == standing.Unhealthy && t.From != standing.Unhealthy {
+		f.abandonConnects(u)
+	}
 }
 
 func (f *Forwarder) connectTimeout() time.Duration {

@@ -203,8 +203,11 @@ func TestForwarderShutdownBudgetClosesBothSidesOfWhatRemains(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("Serve did not return when the budget ran out")
 	}
-	if !closedByPeer(held) {
-		t.Fatal("the held client connection is still open after the budget")
+	// the linger's FIN and the budget's cut come with the same advance of the clock: the
+	// backend may have answered the FIN with its trailer before the cut reached the client
+	_ = held.SetReadDeadline(time.Now().Add(deadline))
+	if got, err := io.ReadAll(held); isTimeout(err) || len(got) > 0 && string(got) != trailer {
+		t.Fatalf("the held client connection after the budget: read %q, %v; want it closed (after the trailer at most)", got, err)
 	}
 	poll.Until(t, deadline, "the origin side to close too (inner map empty)", func() bool { return m.Len() == 0 })
 }

@@ -206,6 +206,31 @@ func (l *loop) closeServer(c *lconn) {
 	}
 }
 
+// abandonConnects has every loop look at its connects in progress to u, which left rotation
+// for failing (reconnect.go).
+func (ls *loops) abandonConnects(u *upstream) {
+	for _, l := range ls.all {
+		l.post(func() { l.reconnect(u) })
+	}
+}
+
+// reconnect abandons the loop's connects in progress to u that reconnectAfterEject allows (its
+// other resolved addresses too) and connects each to the next upstream; the others go on.
+func (l *loop) reconnect(u *upstream) {
+	var abandoned []*lconn
+	for fd, c := range l.slots {
+		if c != nil && c.client.fd == fd && c.state == stConnecting && c.u == u && l.f.reconnectAfterEject(c.tried) {
+			abandoned = append(abandoned, c)
+		}
+	}
+	for _, c := range abandoned {
+		l.f.reconnecting(c.measured, u)
+		l.closeServer(c)
+		c.addrs, c.state = nil, stNew
+		l.dial(c)
+	}
+}
+
 // ready handles the events ev of descriptor fd of c.
 func (l *loop) ready(c *lconn, fd int, ev uint32) {
 	s := &c.client

@@ -30,7 +30,8 @@ import (
 // timer per connection.
 //
 // The policy is the goroutine path's, through the same functions: nextUpstream (least
-// connections, failover), dialFailed (passive ejection), headerRefused, relayed (open counts,
+// connections, failover), dialFailed (passive ejection), reconnectAfterEject and reconnecting
+// (a connect abandoned after its upstream's ejection), headerRefused, relayed (open counts,
 // Counts, the connection's log line), drainPhases (the drain's phases and FINs). The loop owns
 // only the byte moving: half-close passed on each way (the last direction to end skips it, as in
 // splice), IdleTimeout as silence in both directions (a sweep every idle/idleChecks at most),
@@ -82,6 +83,8 @@ func (f *Forwarder) serveLoops(ctx context.Context, phases *drainPhases) (served
 	// that the runtime's poller, which also watches it, does not wake up for every connection
 	// (an upgrade's hand-off keeps a duplicate of its own: infra/handoff).
 	_ = f.ln.Close()
+	f.loops.Store(ls)
+	defer f.loops.Store(nil)
 	loopCtx, stop := context.WithCancel(context.Background())
 	ls.group.Go(func(i int) {
 		l := ls.all[i]

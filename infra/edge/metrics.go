@@ -115,7 +115,8 @@ func (c *countsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // upstreamsCollector reads the forwarder's upstreams at scrape time: each one's state (1 for the
-// state it is in, 0 for the others), whether it is in rotation, and its open connections.
+// state it is in, 0 for the others), whether it is in rotation, and its open connections; and
+// the connects abandoned for another upstream after an ejection.
 type upstreamsCollector struct{ ups *upstreams }
 
 var (
@@ -126,12 +127,16 @@ var (
 		"1 while the upstream takes new connections, else 0.", []string{"upstream"}, nil)
 	edgeUpstreamConnsDesc = prometheus.NewDesc("zero502_edge_upstream_connections",
 		"Connections open to the upstream now.", []string{"upstream"}, nil)
+	edgeReconnectedDesc = prometheus.NewDesc("zero502_edge_reconnected_after_eject_total",
+		"Connects in progress to an upstream that left rotation for failing (checks or passive ejection), abandoned at once for another healthy upstream.",
+		nil, nil)
 )
 
 func (c upstreamsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- edgeUpstreamStateDesc
 	ch <- edgeUpstreamInRotationDesc
 	ch <- edgeUpstreamConnsDesc
+	ch <- edgeReconnectedDesc
 }
 
 func (c upstreamsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -143,6 +148,7 @@ func (c upstreamsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(edgeUpstreamInRotationDesc, prometheus.GaugeValue, one(st == standing.Healthy), u.addr)
 		ch <- prometheus.MustNewConstMetric(edgeUpstreamConnsDesc, prometheus.GaugeValue, float64(u.open.Load()), u.addr)
 	}
+	ch <- prometheus.MustNewConstMetric(edgeReconnectedDesc, prometheus.CounterValue, float64(c.ups.reconnects.Load()))
 }
 
 func one(b bool) float64 {

@@ -55,6 +55,7 @@ func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 			`zero502_edge_upstream_state{state="draining",upstream="` + relay.Addr().String() + `"} 0`,
 			`zero502_edge_upstream_in_rotation{upstream="` + relay.Addr().String() + `"} 1`,
 			`zero502_edge_upstream_connections{upstream="` + relay.Addr().String() + `"} 0`,
+			"zero502_edge_reconnected_after_eject_total 0",
 		}},
 		{"origin", relay.MetricsAddr(), []string{
 			// the edge's first TCP check of its upstream, then the client's connection

@@ -147,7 +147,7 @@ func (r *Relay) relay(client *pairedConn) {
 	}
 	peer := oc.Peer()
 	log := logger(r.Logger)
-	backend, err := dialTCP(r.Backend, r.connectTimeout())
+	backend, err := dialTCP(context.Background(), r.Backend, r.connectTimeout())
 	if err != nil {
 		r.counts.unreachable.Add(1)
 		log.Warn("edge origin: backend unreachable; connection closed", "claimed", addrString(peer.Claimed),

@@ -16,10 +16,10 @@ func listenTCP(addr string) (net.Listener, error) {
 	return (&net.ListenConfig{KeepAlive: -1}).Listen(context.Background(), "tcp", addr)
 }
 
-// dialTCP dials the other side of a relayed connection within timeout, keep-alive probes off as
-// on the accepted side.
-func dialTCP(addr string, timeout time.Duration) (net.Conn, error) {
-	return (&net.Dialer{Timeout: timeout, KeepAlive: -1}).Dial("tcp", addr)
+// dialTCP dials the other side of a relayed connection within timeout, or until ctx ends,
+// keep-alive probes off as on the accepted side.
+func dialTCP(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	return (&net.Dialer{Timeout: timeout, KeepAlive: -1}).DialContext(ctx, "tcp", addr)
 }
 
 // sendHeader writes the PROXY header to server, within timeout, together with the bytes the

@@ -25,7 +25,8 @@ import (
 // fewest open connections, ties broken round-robin. Connections live long and carry unequal
 // load, so counting them spreads better than taking turns. A connect that fails ejects that
 // upstream and tries the next one: a TCP connection carries no request until it is relayed, so
-// retrying the dial is always safe.
+// retrying the dial is always safe; for the same reason a connect still in progress to an
+// upstream that leaves rotation for failing is abandoned for another (reconnect.go).
 
 // Defaults of the upstream checks, for a Forwarder whose Check leaves a number at zero. They are
 // the shipped config's edge.upstream_check values (infra/defaults.yaml; a test in infra keeps
@@ -106,11 +107,13 @@ func localHeader(net.Conn) ([]byte, error) {
 	return (&proxyproto.Header{Version: 2, Command: proxyproto.LOCAL}).Format()
 }
 
-// upstream is one target of the edge: its standing and its open connections.
+// upstream is one target of the edge: its standing, its open connections and the goroutine
+// path's connects in progress to it (reconnect.go).
 type upstream struct {
 	standing.Standing
-	addr string
-	open atomic.Int64
+	addr     string
+	open     atomic.Int64
+	connects connects
 	// stop ends its checks (nil before they started); under the set's lock.
 	stop context.CancelFunc
 }
@@ -132,6 +135,8 @@ var (
 type upstreams struct {
 	list atomic.Pointer[[]*upstream]
 	next atomic.Uint64
+	// reconnects counts connects abandoned for another upstream after an ejection (reconnect.go)
+	reconnects atomic.Uint64
 
 	mu sync.Mutex
 	// checks is the context the checks run under (nil before Serve starts them); watch runs the
@@ -199,6 +204,17 @@ func (s *upstreams) pick(tried []*upstream) *upstream {
 		}
 	}
 	return best
+}
+
+// healthyLeft reports whether an upstream in rotation that is not in tried is left (none while
+// no upstream is in rotation: failing open is not healthy).
+func (s *upstreams) healthyLeft(tried []*upstream) bool {
+	for _, u := range s.all() {
+		if u.InRotation() && !slices.Contains(tried, u) {
+			return true
+		}
+	}
+	return false
 }
 
 // start runs the checks of every upstream under ctx, and of every one added later.

@@ -1,0 +1,96 @@
+package edge
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/internal/testrig/poll"
+)
+
+// startVanishingUpstream is an upstreamServer whose listen backlog is 0 (one connection waits
+// to be accepted, at most): vanish stops its accepting and fills that backlog, so from then on
+// the kernel drops every SYN to it and a connect hangs, as to a host dropped off the network.
+func startVanishingUpstream(t *testing.T, name string) (u *upstreamServer, vanish func()) {
+	t.Helper()
+	u = startUpstream(t, name)
+	tl := u.ln.(*net.TCPListener)
+	raw, err := tl.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lerr error
+	if err := raw.Control(func(fd uintptr) { lerr = unix.Listen(int(fd), 0) }); err != nil || lerr != nil {
+		t.Fatalf("listen backlog 0: %v %v", err, lerr)
+	}
+	return u, func() {
+		_ = tl.SetDeadline(time.Unix(1, 0)) // its accept loop ends
+		c, err := net.DialTimeout("tcp", u.addr, time.Second)
+		if err != nil {
+			t.Fatalf("fill the backlog of %s: %v", u.addr, err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+}
+
+// A connect in progress to an upstream that drops off the network is abandoned as soon as the
+// checks take the upstream out, and the client's connection is served by the other upstream,
+// long before the connect timeout; it is counted once.
+func TestConnectToAnEjectedUpstreamIsAbandonedForTheOtherAtOnce(t *testing.T) {
+	h, vanish := startVanishingUpstream(t, "h")
+	g := startUpstream(t, "g")
+	fwd := startForwarder(t, &Forwarder{Origins: []string{h.addr, g.addr}, Metrics: "127.0.0.1:0",
+		ConnectTimeout: 30 * time.Second,
+		// a vanished upstream is out after five failed checks (about 1.2 s), the healthy one
+		// never on a loaded machine
+		Check: UpstreamCheck{Interval: 150 * time.Millisecond, Timeout: 120 * time.Millisecond, HealthyThreshold: 2, UnhealthyThreshold: 5}})
+	edge := fwd.Addr().String()
+
+	// a connection held open on g: the next one goes to h (least connections)
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("no connection reached g in 10 tries")
+		}
+		c := dialFrom(t, "127.0.0.1", edge)
+		br := bufio.NewReader(c)
+		if _, err := io.WriteString(c, "hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("through the edge: %v", err)
+		}
+		if strings.HasPrefix(line, "g:") {
+			break
+		}
+		c.Close()
+		poll.Until(t, deadline, "the edge to see the connection to h end", func() bool { return upstreamState(fwd, h.addr).InFlight == 0 })
+	}
+
+	vanish()
+	t0 := time.Now()
+	c := dialFrom(t, "127.0.0.1", edge)
+	if _, err := io.WriteString(c, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if took := time.Since(t0); err != nil || line != "g:hello\n" || took >= fwd.ConnectTimeout {
+		t.Fatalf("after h vanished: %q %v after %s; want g's echo before the connect timeout (%s)", line, err, took, fwd.ConnectTimeout)
+	}
+	st := upstreamState(fwd, h.addr)
+	if last := st.Transitions[len(st.Transitions)-1]; st.State != adminapi.Unhealthy || !strings.Contains(last.Reason, "consecutive failed checks") {
+		t.Fatalf("h: %s, last transition %+v; want unhealthy by its checks", st.State, last)
+	}
+	if got := scrape(t, fwd.MetricsAddr()); !strings.Contains(got, "\nzero502_edge_reconnected_after_eject_total 1\n") {
+		t.Fatalf("/metrics lacks zero502_edge_reconnected_after_eject_total 1:\n%s", got)
+	}
+	if n := fwd.Counts().Unreachable; n != 0 {
+		t.Fatalf("%d client connections found no upstream", n)
+	}
+}
