@@ -28,7 +28,7 @@ func ForTest(t testing.TB, hosts int) *Fleet {
 			return
 		}
 		for _, h := range f.Hosts {
-			if log := h.SSHDLog(1500); containsAny(log, "fatal", "error", "Timeout", "Disconnect") {
+			if log := h.SSHDLog(1500); containsAny(log, "fatal", "error:", "Timeout, client not responding") {
 				t.Logf("%s sshd log (tail):\n%s", h.Name, log)
 			}
 		}

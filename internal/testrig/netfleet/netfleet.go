@@ -270,7 +270,9 @@ func (f *Fleet) links() error {
 
 // startSSHD runs the host's own sshd inside its namespace, listening on its address only. It
 // drops a client it has not heard from for about 3s (ClientAliveInterval 1, CountMax 3), as a
-// server configured to notice vanished deployers does: the step then sees its stdin end.
+// server configured to notice vanished deployers does: the step then sees its stdin end. For
+// the tests' sake a login is cheap: key exchange by curve25519 only (not the slower default
+// sntrup761 hybrid) and no re-exec of sshd per connection (-r).
 func (f *Fleet) startSSHD(h *Host) error {
 	conf := filepath.Join(f.dir, h.Name+".sshd_config")
 	data := fmt.Sprintf(`ListenAddress %s:22
@@ -285,6 +287,7 @@ KbdInteractiveAuthentication no
 ClientAliveInterval 1
 ClientAliveCountMax 3
 MaxStartups 200
+KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org
 MaxSessions 100
 LogLevel INFO
 `, h.Address, filepath.Join(f.dir, "host_key"), filepath.Join(f.dir, "authorized_keys"), filepath.Join(f.dir, h.Name+".sshd.pid"))
@@ -307,7 +310,7 @@ LogLevel INFO
 	// host's root gets an empty home there, as on a fresh server, instead of this machine's
 	// (whose shell rc files would run at every login: a second each with pyenv's).
 	cmd := exec.Command("ip", "netns", "exec", h.Namespace, "sh", "-c", `mount --bind "$1" "$2" && shift 2 && exec "$@"`,
-		"sh", home, rootHome(), "/usr/sbin/sshd", "-D", "-e", "-f", conf)
+		"sh", home, rootHome(), "/usr/sbin/sshd", "-D", "-e", "-r", "-f", conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("netfleet: start sshd on %s: %w", h.Name, err)
