@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# bench/fleet.sh: a rolling deploy across a fleet of HOSTS hosts on a real network (each its own
+# network namespace, address and sshd: internal/testrig/netfleet), in batches of BATCH, under a
+# steady load through the in-house LB. Prints the deploy time against its floor, the time of
+# `zero502 status` over the whole fleet and the failed requests. Removes the fleet on exit.
+#
+#   bench/fleet.sh                          # as root: 50 hosts, batches of 10, 200 req/s
+#   HOSTS=20 BATCH=5 RATE=100 bench/fleet.sh
+#   ZERO502_BIN=/path/to/zero502 bench/fleet.sh   # a given binary instead of building one
+#   KEEP=1 bench/fleet.sh                   # keep the work dir (configs, reports, logs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HOSTS=${HOSTS:-50}
+BATCH=${BATCH:-10}
+RATE=${RATE:-200}
+KEEP=${KEEP:-0}
+
+die() { echo "bench/fleet.sh: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces, veths, sshd)"
+export PATH="$PATH:/usr/sbin:/sbin"
+for tool in ip iptables ssh ssh-keygen jq curl go; do
+  command -v "$tool" >/dev/null || die "$tool is not installed (apt-get install iproute2 iptables openssh-client openssh-server jq curl)"
+done
+[ -x /usr/sbin/sshd ] || die "/usr/sbin/sshd is not installed (apt-get install openssh-server)"
+[ "$BATCH" -lt "$HOSTS" ] || die "BATCH=$BATCH must be below HOSTS=$HOSTS (invariant I8: a batch leaves a healthy host)"
+
+work=$(mktemp -d /tmp/zero502-fleet-bench.XXXXXX)
+fleet_pid="" lb_pid="" load_pid=""
+cleanup() {
+  for pid in "$load_pid" "$lb_pid"; do
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
+  if [ -n "$fleet_pid" ]; then
+    kill "$fleet_pid" 2>/dev/null && wait "$fleet_pid" 2>/dev/null
+  fi
+  [ -x "$work/netfleet" ] && "$work/netfleet" sweep
+  if [ "$KEEP" = 1 ]; then echo "kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s%N; }
+secs() { awk -v ns="$1" 'BEGIN { printf "%.2fs", ns / 1e9 }'; }
+
+echo "== build"
+bin=${ZERO502_BIN:-$work/zero502}
+[ -n "${ZERO502_BIN:-}" ] || CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/zero502
+go build -o "$work/netfleet" ./internal/testrig/netfleet/cmd/netfleet
+
+echo "== fleet: $HOSTS hosts"
+t0=$(now)
+"$work/netfleet" up -hosts "$HOSTS" -dir "$work/fleet" >"$work/netfleet.log" 2>&1 &
+fleet_pid=$!
+until [ -s "$work/fleet/fleet.json" ]; do
+  kill -0 "$fleet_pid" 2>/dev/null || { cat "$work/netfleet.log" >&2; die "the fleet was not built"; }
+  sleep 0.2
+done
+built=$(($(now) - t0))
+gw=$(jq -r .gateway "$work/fleet/fleet.json")
+subnet=$(jq -r .subnet "$work/fleet/fleet.json")
+ZERO502_SSH_OPTS=$(jq -r .ssh_opts "$work/fleet/fleet.json")
+export ZERO502_SSH_OPTS
+token=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n') # the LB's admin API is off loopback: the hosts' steps use it
+
+# The config: the in-house LB here at the fleet's gateway, examples/local.yaml's fast numbers,
+# the zero502 app on {address}:8000 of every host, reached over ssh.
+config() { # config BATCH FILE
+  cat >"$2" <<EOF
+balancer:
+  kind: inhouse
+  listen: $gw:18080
+  admin: $gw:18081
+  admin_token: $token
+  service: web
+  interval: 250ms
+  timeout: 200ms
+  unhealthy_threshold: 2
+  healthy_threshold: 2
+  idle_timeout: 5s
+  connect_timeout: 1s
+  header_timeout: 3s
+drain: {window: 1500ms, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
+watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: $work/hosts}
+app: {keepalive_idle_timeout: 10s}
+rollout:
+  batch: $1
+  runtime: process
+  healthy_deadline: 30s
+  analysis: {enabled: false}
+services:
+  - name: web
+    command: ["{self}", "app", "--version", "{version}", "--port", "{port}", "--host", "{address}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]
+    port: 8000
+    verify: {version_header: X-Version}
+hosts:
+EOF
+  jq -r --arg dir "$work/hosts" '.hosts[] | "  - {name: \(.name), ssh: \(.ssh), address: \(.address), state_dir: \($dir)/\(.name)}"' \
+    "$work/fleet/fleet.json" >>"$2"
+}
+mkdir -p "$work/hosts"
+config "$BATCH" "$work/fleet.yaml"
+# the first deploy: nothing runs yet, so all but one host at once (I8 keeps one out)
+config $((HOSTS - 1)) "$work/fresh.yaml"
+
+echo "== lb"
+"$bin" lb --config "$work/fleet.yaml" >"$work/lb.log" 2>&1 &
+lb_pid=$!
+for _ in $(seq 100); do
+  curl -fsS -H "Authorization: Bearer $token" "http://$gw:18081/admin/health" >/dev/null 2>&1 && break
+  kill -0 "$lb_pid" 2>/dev/null || { cat "$work/lb.log" >&2; die "zero502 lb exited"; }
+  sleep 0.1
+done
+
+deploy() { # deploy VERSION CONFIG: runs it, its JSON in $work/deploy-VERSION.jsonl; prints the report's line
+  local code=0
+  "$bin" deploy --config "$2" --version "$1" --remote-binary "$bin" --json >"$work/deploy-$1.jsonl" 2>"$work/deploy-$1.err" || code=$?
+  tail -n 1 "$work/deploy-$1.jsonl" | jq -r --arg code "$code" --arg v "$1" \
+    '.report | "\(.duration_ns) \(.floor_ns // 0) \($code) \([.hosts[] | select(.running == $v)] | length)"'
+}
+
+echo "== first deploy v1, batches of $((HOSTS - 1))"
+read -r v1_took _ v1_code v1_on < <(deploy v1 "$work/fresh.yaml")
+[ "$v1_code" = 0 ] || { tail -n 20 "$work/deploy-v1.err" >&2; die "the first deploy failed (exit $v1_code)"; }
+
+echo "== deploy v2, batches of $BATCH, under $RATE req/s"
+"$bin" measure "http://$gw:18080" --rate "$RATE" --duration 0 --json >"$work/load.json" 2>"$work/load.err" &
+load_pid=$!
+sleep 2
+t0=$(now)
+read -r v2_took v2_floor v2_code v2_on < <(deploy v2 "$work/fleet.yaml")
+v2_wall=$(($(now) - t0))
+sleep 2
+kill -INT "$load_pid"
+wait "$load_pid" || true
+load_pid=""
+
+echo "== status"
+t0=$(now)
+status_code=0
+"$bin" status --config "$work/fleet.yaml" --remote-binary "$bin" >"$work/status.txt" 2>&1 || status_code=$?
+status_took=$(($(now) - t0))
+
+sent=$(jq -r .sent "$work/load.json")
+failed=$(jq -r .failures "$work/load.json")
+classes=$(jq -r '[.counts | to_entries[] | select(.value > 0 and .key != "ok" and .key != "health_503") | "\(.key) \(.value)"] | join(", ")' "$work/load.json")
+
+echo
+echo "fleet: $HOSTS hosts on $subnet (a network namespace, address and sshd each), built in $(secs "$built")"
+echo "first deploy v1 (batches of $((HOSTS - 1)), nothing to drain): $(secs "$v1_took"), $v1_on of $HOSTS hosts on v1"
+ratio=$(awk -v a="$v2_took" -v b="$v2_floor" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+echo "the deploy: v2 in batches of $BATCH: $(secs "$v2_took") against its floor $(secs "$v2_floor") (${ratio}x); exit $v2_code, $v2_on of $HOSTS hosts on v2 (wall $(secs "$v2_wall"))"
+echo "zero502 status of $HOSTS hosts: $(secs "$status_took") (exit $status_code)"
+echo "failed requests: $failed of $sent at $RATE req/s through the LB during the deploy${classes:+ ($classes)}"
+[ "$v2_code" = 0 ] || { echo "the deploy failed:"; tail -n 20 "$work/deploy-v2.err"; }
