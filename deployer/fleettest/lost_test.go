@@ -1,7 +1,6 @@
 package fleettest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -123,82 +121,6 @@ func TestAHostLostBeforeOrDuringItsStepIsUnreachableNotFailed(t *testing.T) {
 	})
 }
 
-// Requests in flight on a host that vanishes (its link cut mid-request: no answer, no reset)
-// get no 504: the LB ejects the host by its health checks and resends the bodiless GETs and
-// HEADs that were waiting on it to another host. 8 hosts on v1, a load of GET /slow?ms=300,
-// GET / and HEAD / through the LB; host-04's link is cut while the LB counts requests in flight
-// to it (two at least); the LB ejects it; the load goes on 3s, the link comes back, host-04 serves again. No
-// GET or HEAD failed.
-//
-// This needs the LB's resend of in-flight bodiless requests to another backend once health
-// checks eject theirs (infra/lb, built beside these tests): without it, those requests end in
-// 504 after balancer.header_timeout and this test fails, listing them.
-func TestRequestsInFlightOnAVanishedHostAreResentNotFailed(t *testing.T) {
-	t.Parallel()
-	f := newFleet(t, 8, nil)
-	f.startLB()
-	f.fresh("v1")
-	victim := f.host("host-04")
-	target := victim.Address + ":8000"
-	l := startLoad(t, f.listen, 80, kind{http.MethodGet, "/slow?ms=300", 3}, kind{http.MethodGet, "/", 1}, kind{http.MethodHead, "/", 1})
-
-	var inFlight int64
-	poll.UntilNil(t, 30*time.Second, "the LB has requests in flight to host-04", func() error {
-		b, err := f.backend(target)
-		if err == nil && b.InFlight < 2 {
-			err = fmt.Errorf("in flight %d (%s)", b.InFlight, b.State)
-		}
-		inFlight = b.InFlight
-		return err
-	})
-	cutAt := time.Now()
-	if err := victim.Cut(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = victim.Restore() })
-	poll.UntilNil(t, 10*time.Second, "the LB ejects host-04", func() error {
-		b, err := f.backend(target)
-		if err == nil && b.InRotation {
-			err = fmt.Errorf("%s, in rotation", b.State)
-		}
-		return err
-	})
-	ejected := time.Since(cutAt)
-	time.Sleep(3 * time.Second) // the load goes on without host-04
-	if err := victim.Restore(); err != nil {
-		t.Fatal(err)
-	}
-	restoredAt := time.Now()
-	poll.UntilNil(t, 15*time.Second, "host-04 back in rotation once its link is back", func() error {
-		if b, err := f.backend(target); err != nil || !b.InRotation {
-			return fmt.Errorf("%+v %v", b.State, err)
-		}
-		return nil
-	})
-	time.Sleep(time.Second)
-	shots := l.stop()
-
-	var after []shot
-	for _, s := range shots {
-		if s.start.After(restoredAt) {
-			after = append(after, s)
-		}
-	}
-	own, err := f.lbOwnAnswers()
-	if err != nil {
-		t.Errorf("the LB's metrics: %v", err)
-	}
-	t.Logf("%d requests, %d in flight to host-04 at its cut, ejected %s after it; %d served by host-04 after its link came back; the LB's own error answers by backend: %v",
-		len(shots), inFlight, ejected.Round(time.Millisecond), servedBy(after, victim.Address), own)
-	if bad := failures(shots, ""); len(bad) > 0 {
-		t.Errorf("%d of %d GET/HEAD requests failed around host-04's vanishing (cut at %s); want none (the LB resends them):\n%s",
-			len(bad), len(shots), cutAt.Format("15:04:05.000"), list(bad))
-	}
-	if servedBy(after, victim.Address) == 0 {
-		t.Errorf("host-04 served nothing after its link came back")
-	}
-}
-
 // lbOwnAnswers are the LB's own error answers (502, 503, 504) caused by a failed attempt at a
 // backend, by backend, from its metrics (zero502_lb_backend_own_responses_total).
 func (f *fleet) lbOwnAnswers() (map[string]int, error) {
@@ -233,27 +155,4 @@ func (f *fleet) lbOwnAnswers() (map[string]int, error) {
 		out[backend] += int(n)
 	}
 	return out, nil
-}
-
-// backend is the LB's admin view of target.
-func (f *fleet) backend(target string) (adminapi.BackendStatus, error) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+f.cfg.Balancer.Admin+"/admin/backends", nil)
-	req.Header.Set("Authorization", "Bearer "+f.cfg.Balancer.AdminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return adminapi.BackendStatus{}, err
-	}
-	defer resp.Body.Close()
-	var all struct {
-		Backends []adminapi.BackendStatus `json:"backends"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
-		return adminapi.BackendStatus{}, fmt.Errorf("GET /admin/backends: %s: %w", resp.Status, err)
-	}
-	for _, b := range all.Backends {
-		if b.Address == target {
-			return b, nil
-		}
-	}
-	return adminapi.BackendStatus{}, fmt.Errorf("the LB has no backend %s", target)
 }

@@ -612,17 +612,6 @@ func list(shots []shot) string {
 	return b.String()
 }
 
-// servedBy counts the shots host address addr answered.
-func servedBy(shots []shot, addr string) int {
-	n := 0
-	for _, s := range shots {
-		if !s.failed() && strings.HasPrefix(s.backend, addr+":") {
-			n++
-		}
-	}
-	return n
-}
-
 // outcomes maps each host of rep to its outcome.
 func outcomes(rep *deployer.Report) map[string]string {
 	out := map[string]string{}

@@ -553,11 +553,23 @@ func nsPids(ns string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netfleet: ip netns pids %s: %w", ns, err)
 	}
+	// Never a process of this machine's own network: a namespace file that no longer names a
+	// namespace of its own (half made, or its mount lost) must not make a sweep kill the
+	// tests, LBs and services running beside it.
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return nil, fmt.Errorf("netfleet: own network namespace: %w", err)
+	}
 	var pids []int
 	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
 		}
+		if ns, err := os.Readlink("/proc/" + f + "/ns/net"); err != nil || ns == own {
+			continue
+		}
+		pids = append(pids, pid)
 	}
 	return pids, nil
 }
