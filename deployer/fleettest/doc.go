@@ -5,8 +5,8 @@
 // real binary only (deploy, status, lb, watchdog, host step) and cut links and ports under it:
 // the fleet lock held on the lock host through ssh against two deployers on different machines
 // (mount namespaces that share no files with the hosts), the watchdog judging by the service's
-// own health rule on the host, a host lost before and during its step, requests in flight on a
-// host that vanishes, and partitions between the deployer, the LB and a host.
+// own health rule on the host, a host lost before and during its step, and partitions between
+// the deployer, the LB and a host.
 //
 // The package has no code of its own: it is apart from package deployer so that deployer's
 // own tests do not wait for these, which need root (they skip without it, and fail under
