@@ -135,6 +135,19 @@ kill -INT "$load_pid"
 wait "$load_pid" || true
 load_pid=""
 
+# Where the deploy's time went, from its events: preflight (to its last check), the batches' own
+# steps (each from its first host's lock to its last host's done), and the rest (the re-verify of
+# the hosts done before each batch and at the end, the read-back).
+read -r pre_ms steps_ms batches < <(jq -rs --argjson b "$BATCH" '
+  (map(select(.step == "preflight" and (.message // "" | startswith("invariants hold")))) | .[0].elapsed_ms // 0) as $pre
+  | (.[-1].report) as $rep
+  | [$rep.hosts[].host] as $hosts
+  | (map(select(.host and .step == "locked")) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | min)}) | from_entries) as $lock
+  | (map(select(.host and .step == "done")) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | max)}) | from_entries) as $done
+  | [range(0; $hosts | length; $b) as $i | $hosts[$i:$i + $b] | select(all(.[]; $lock[.] and $done[.]))
+     | {s: (map($lock[.]) | min), e: (map($done[.]) | max)}] as $batches
+  | "\($pre) \($batches | map(.e - .s) | add // 0) \($batches | length)"' "$work/deploy-v2.jsonl")
+
 echo "== status"
 t0=$(now)
 status_code=0
@@ -150,6 +163,8 @@ echo "fleet: $HOSTS hosts on $subnet (a network namespace, address and sshd each
 echo "first deploy v1 (batches of $((HOSTS - 1)), nothing to drain): $(secs "$v1_took"), $v1_on of $HOSTS hosts on v1"
 ratio=$(awk -v a="$v2_took" -v b="$v2_floor" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
 echo "the deploy: v2 in batches of $BATCH: $(secs "$v2_took") against its floor $(secs "$v2_floor") (${ratio}x); exit $v2_code, $v2_on of $HOSTS hosts on v2 (wall $(secs "$v2_wall"))"
+rest_ms=$((v2_took / 1000000 - pre_ms - steps_ms))
+echo "  of it: preflight $(secs $((pre_ms * 1000000))), the $batches batches' own steps $(secs $((steps_ms * 1000000))), between and after them (re-verify, read-back) $(secs $((rest_ms * 1000000)))"
 echo "zero502 status of $HOSTS hosts: $(secs "$status_took") (exit $status_code)"
 echo "failed requests: $failed of $sent at $RATE req/s through the LB during the deploy${classes:+ ($classes)}"
 [ "$v2_code" = 0 ] || { echo "the deploy failed:"; tail -n 20 "$work/deploy-v2.err"; }
