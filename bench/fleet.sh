@@ -6,6 +6,7 @@
 #
 #   bench/fleet.sh                          # as root: 50 hosts, batches of 10, 200 req/s
 #   HOSTS=20 BATCH=5 RATE=100 bench/fleet.sh
+#   PARALLEL=10 bench/fleet.sh              # zero502's --parallel (default: the deployer's own)
 #   ZERO502_BIN=/path/to/zero502 bench/fleet.sh   # a given binary instead of building one
 #   KEEP=1 bench/fleet.sh                   # keep the work dir (configs, reports, logs)
 set -euo pipefail
@@ -15,6 +16,9 @@ HOSTS=${HOSTS:-50}
 BATCH=${BATCH:-10}
 RATE=${RATE:-200}
 KEEP=${KEEP:-0}
+PARALLEL=${PARALLEL:-}
+par=()
+[ -z "$PARALLEL" ] || par=(--parallel "$PARALLEL")
 
 die() { echo "bench/fleet.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, veths, sshd)"
@@ -100,8 +104,6 @@ EOF
 }
 mkdir -p "$work/hosts"
 config "$BATCH" "$work/fleet.yaml"
-# the first deploy: nothing runs yet, so all but one host at once (I8 keeps one out)
-config $((HOSTS - 1)) "$work/fresh.yaml"
 
 echo "== lb"
 "$bin" lb --config "$work/fleet.yaml" >"$work/lb.log" 2>&1 &
@@ -114,14 +116,22 @@ done
 
 deploy() { # deploy VERSION CONFIG: runs it, its JSON in $work/deploy-VERSION.jsonl; prints the report's line
   local code=0
-  "$bin" deploy --config "$2" --version "$1" --remote-binary "$bin" --json >"$work/deploy-$1.jsonl" 2>"$work/deploy-$1.err" || code=$?
+  "$bin" deploy --config "$2" --version "$1" --remote-binary "$bin" "${par[@]}" --json >"$work/deploy-$1.jsonl" 2>"$work/deploy-$1.err" || code=$?
   tail -n 1 "$work/deploy-$1.jsonl" | jq -r --arg code "$code" --arg v "$1" \
     '.report | "\(.duration_ns) \(.floor_ns // 0) \($code) \([.hosts[] | select(.running == $v)] | length)"'
 }
 
-echo "== first deploy v1, batches of $((HOSTS - 1))"
-read -r v1_took _ v1_code v1_on < <(deploy v1 "$work/fresh.yaml")
-[ "$v1_code" = 0 ] || { tail -n 20 "$work/deploy-v1.err" >&2; die "the first deploy failed (exit $v1_code)"; }
+outcomes() { # outcomes VERSION: the report's outcomes, counted
+  tail -n 1 "$work/deploy-$1.jsonl" | jq -r '[.report.hosts[].outcome] | group_by(.) | map("\(.[0]) \(length)") | join(", ")'
+}
+
+echo "== first deploy v1, batches of $BATCH"
+read -r v1_took _ v1_code v1_on < <(deploy v1 "$work/fleet.yaml")
+if [ "$v1_code" != 0 ]; then
+  echo "the first deploy failed (exit $v1_code) after $(secs "$v1_took"): $(outcomes v1)" >&2
+  tail -n 5 "$work/deploy-v1.err" >&2
+  die "the first deploy failed: nothing to measure (with --parallel ${PARALLEL:-default}; try another PARALLEL)"
+fi
 
 echo "== deploy v2, batches of $BATCH, under $RATE req/s"
 "$bin" measure "http://$gw:18080" --rate "$RATE" --duration 0 --json >"$work/load.json" 2>"$work/load.err" &
@@ -135,10 +145,23 @@ kill -INT "$load_pid"
 wait "$load_pid" || true
 load_pid=""
 
+# Where the deploy's time went, from its events: preflight (to its last check), the batches' own
+# steps (each from its first host's lock to its last host's done), and the rest (the re-verify of
+# the hosts done before each batch and at the end, the read-back).
+read -r pre_ms steps_ms batches < <(jq -rs --argjson b "$BATCH" '
+  (map(select(.step == "preflight" and (.message // "" | startswith("invariants hold")))) | .[0].elapsed_ms // 0) as $pre
+  | (.[-1].report) as $rep
+  | [$rep.hosts[].host] as $hosts
+  | (map(select(.host and .step == "locked")) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | min)}) | from_entries) as $lock
+  | (map(select(.host and .step == "done")) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | max)}) | from_entries) as $done
+  | [range(0; $hosts | length; $b) as $i | $hosts[$i:$i + $b] | select(all(.[]; $lock[.] and $done[.]))
+     | {s: (map($lock[.]) | min), e: (map($done[.]) | max)}] as $batches
+  | "\($pre) \($batches | map(.e - .s) | add // 0) \($batches | length)"' "$work/deploy-v2.jsonl")
+
 echo "== status"
 t0=$(now)
 status_code=0
-"$bin" status --config "$work/fleet.yaml" --remote-binary "$bin" >"$work/status.txt" 2>&1 || status_code=$?
+"$bin" status --config "$work/fleet.yaml" --remote-binary "$bin" "${par[@]}" >"$work/status.txt" 2>&1 || status_code=$?
 status_took=$(($(now) - t0))
 
 sent=$(jq -r .sent "$work/load.json")
@@ -146,10 +169,12 @@ failed=$(jq -r .failures "$work/load.json")
 classes=$(jq -r '[.counts | to_entries[] | select(.value > 0 and .key != "ok" and .key != "health_503") | "\(.key) \(.value)"] | join(", ")' "$work/load.json")
 
 echo
-echo "fleet: $HOSTS hosts on $subnet (a network namespace, address and sshd each), built in $(secs "$built")"
-echo "first deploy v1 (batches of $((HOSTS - 1)), nothing to drain): $(secs "$v1_took"), $v1_on of $HOSTS hosts on v1"
+echo "fleet: $HOSTS hosts on $subnet (a network namespace, address and sshd each), built in $(secs "$built"); --parallel ${PARALLEL:-default}"
+echo "first deploy v1 (batches of $BATCH, nothing to drain): $(secs "$v1_took"), $v1_on of $HOSTS hosts on v1"
 ratio=$(awk -v a="$v2_took" -v b="$v2_floor" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-echo "the deploy: v2 in batches of $BATCH: $(secs "$v2_took") against its floor $(secs "$v2_floor") (${ratio}x); exit $v2_code, $v2_on of $HOSTS hosts on v2 (wall $(secs "$v2_wall"))"
+echo "the deploy: v2 in batches of $BATCH: $(secs "$v2_took") against its floor $(secs "$v2_floor") (${ratio}x); exit $v2_code, $v2_on of $HOSTS hosts on v2: $(outcomes v2) (wall $(secs "$v2_wall"))"
+rest_ms=$((v2_took / 1000000 - pre_ms - steps_ms))
+echo "  of it: preflight $(secs $((pre_ms * 1000000))), the $batches batches' own steps $(secs $((steps_ms * 1000000))), between and after them (re-verify, read-back) $(secs $((rest_ms * 1000000)))"
 echo "zero502 status of $HOSTS hosts: $(secs "$status_took") (exit $status_code)"
 echo "failed requests: $failed of $sent at $RATE req/s through the LB during the deploy${classes:+ ($classes)}"
 [ "$v2_code" = 0 ] || { echo "the deploy failed:"; tail -n 20 "$work/deploy-v2.err"; }

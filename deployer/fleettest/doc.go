@@ -9,6 +9,6 @@
 // the deployer, the LB and a host.
 //
 // The package has no code of its own: it is apart from package deployer so that deployer's
-// own tests do not wait for these, which need root (they skip without it, and fail under
-// CI=true).
+// own tests do not wait for these, which need root and Linux (they skip without root or the
+// tools, and fail instead under CI=true; elsewhere than Linux there is nothing to run).
 package fleettest

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fleettest
 
 import (
@@ -102,7 +104,8 @@ func TestAHostLostBeforeOrDuringItsStepIsUnreachableNotFailed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.settled(90 * time.Second)
+	settled := f.settled(90 * time.Second)
+	t.Logf("host-06 once reachable and settled: published %q, running %q", hostStatus(settled, during.Name).Published, f.running()[during.Name])
 	again := f.deployed("v2", how{other: true})
 	for _, h := range again.Hosts {
 		wantOutcome := deployer.OutcomeUnchanged

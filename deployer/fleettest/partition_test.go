@@ -1,3 +1,5 @@
+//go:build linux
+
 package fleettest
 
 import (
@@ -21,6 +23,11 @@ import (
 // from the LB is its service's port dropped (its sshd, and so the deployer, still answer; the
 // deployer's own direct look at the service fails with the LB's, as it checks from the same
 // machine). A whole host lost, link and all, is TestAHostLostBeforeOrDuringItsStepIsUnreachableNotFailed.
+//
+// The LB does not get a namespace of its own: traffic between two namespaces crosses the bridge,
+// and on a machine with br_netfilter loaded (bridge-nf-call-iptables=1, as wherever Docker runs)
+// the root namespace's FORWARD chain, Docker's policy DROP, would judge it; the tests touch no
+// rule outside the namespaces they make.
 
 // partitionLoad is the load of the partition tests through the LB: GET /, GET /slow?ms=100,
 // HEAD / and POST /orders (an order, which no one may send twice).

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fleettest
 
 import (
@@ -464,6 +466,8 @@ func requireHonest(t *testing.T, name string, rep *deployer.Report, seen map[str
 func (f *fleet) settled(within time.Duration) *deployer.FleetStatus {
 	f.t.Helper()
 	var st *deployer.FleetStatus
+	began := time.Now()
+	defer func() { f.t.Logf("settled after %s", time.Since(began).Round(time.Millisecond)) }()
 	poll.UntilNil(f.t, within, "every host reachable and its lock free", func() error {
 		st, _, _ = f.status(false)
 		for _, h := range st.Hosts {

@@ -1,9 +1,13 @@
+//go:build linux
+
 package netfleet
 
 import (
+	"flag"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
@@ -20,6 +24,10 @@ func ForTest(t testing.TB, hosts int) *Fleet {
 			t.Fatalf("%v (CI must run the fleet tests)", err)
 		}
 		t.Skip(err)
+	}
+	if left, margin := timeLeft(t); left < margin {
+		t.Fatalf("netfleet: %s left before the test binary's -timeout: too little to build a fleet and use it "+
+			"(testmain already stops what the tests started then; give -timeout more)", left.Round(time.Second))
 	}
 	dir := t.TempDir()
 	var f *Fleet
@@ -38,6 +46,27 @@ func ForTest(t testing.TB, hosts int) *Fleet {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// timeLeft is the time left before t's test binary times out, and the least a new fleet needs:
+// testmain's sweep before the timeout (min(30s, timeout/10)) plus 10s to build and use it.
+// Without a deadline, it is a day.
+func timeLeft(t testing.TB) (left, margin time.Duration) {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return 24 * time.Hour, 0
+	}
+	deadline, set := d.Deadline()
+	if !set {
+		return 24 * time.Hour, 0
+	}
+	timeout := 10 * time.Minute
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			timeout, _ = g.Get().(time.Duration)
+		}
+	}
+	return time.Until(deadline), min(30*time.Second, timeout/10) + 10*time.Second
 }
 
 func containsAny(s string, words ...string) bool {

@@ -1,26 +1,5 @@
-// Package netfleet is the tests' fleet of hosts on a real network, on one machine: each host is
-// a network namespace of its own, with its own address on a private subnet, its loopback up and
-// its own OpenSSH server, joined to this machine by a veth pair into a bridge in the root
-// namespace. The root namespace is the deployer's (and the load balancer's) machine, at the
-// bridge's address, Gateway. A deployer reaches a host only as it reaches a remote one, over ssh
-// to Host.SSH; a balancer reaches its services at Host.Address. A host's link can be cut and
-// restored (its veth down or up: a pulled cable), and its ports blocked by iptables inside its
-// namespace (a partition that leaves the rest of its network alone). Its sshd also runs in a
-// mount namespace of its own where root's home is an empty directory of the host's: a login
-// there runs none of this machine's shell rc files, as on a fresh server.
-//
-// The package owns the namespaces, veths, bridge, keys and sshd processes it creates, and their
-// removal: Close kills every process left in a host's namespace (sshd, its sessions, whatever a
-// deployer started there) and deletes the namespaces, the veths and the bridge; Build first
-// removes what a fleet of an earlier process that is gone left behind (every name carries its
-// creator's pid). ForTest ties a fleet to a test through testmain.Track, so that a test binary
-// stopped by its -timeout leaves nothing behind either.
-//
-// Every address is in 10.231.0.0/16, one /24 per fleet (Gateway .1, hosts from .10), on the
-// bridge and veths the fleet made: nothing a fleet carries leaves this machine. While a fleet
-// exists its subnet also has an unreachable route of a higher metric than the bridge's, so a
-// client still sending to it while the bridge goes away gets an error instead of the default
-// route.
+//go:build linux
+
 package netfleet
 
 import (
@@ -33,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,9 +63,12 @@ type Fleet struct {
 	// about 3s), for ZERO502_SSH_OPTS.
 	SSHOptions []string
 
-	dir    string
-	mu     sync.Mutex
-	closed bool
+	dir string
+	// mu guards Subnet, Hosts and each host's sshd while Build makes them: Close may run
+	// meanwhile (a test binary's timeout sweeps every half second), and removes what exists.
+	mu sync.Mutex
+	// closing serialises Close.
+	closing sync.Mutex
 }
 
 // Host is one host of a fleet.
@@ -175,12 +158,14 @@ func Build(o Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	prefix := strings.TrimSuffix(f.Subnet, "0/24")
+	f.mu.Lock()
 	for i := range o.Hosts {
 		name := fmt.Sprintf("host-%02d", i+1)
 		addr := prefix + strconv.Itoa(10+i)
 		f.Hosts = append(f.Hosts, &Host{Name: name, Namespace: f.ID + "-" + name, Address: addr, SSH: "root@" + addr,
 			Veth: fmt.Sprintf("%sv%d", f.ID, i), log: filepath.Join(o.Dir, name+".sshd.log")})
 	}
+	f.mu.Unlock()
 	if err := f.links(); err != nil {
 		return nil, err
 	}
@@ -231,15 +216,18 @@ func (f *Fleet) bridge() error {
 	if err != nil {
 		return err
 	}
-	for k := 1; k < 255 && f.Subnet == ""; k++ {
+	subnet := ""
+	for k := 1; k < 255 && subnet == ""; k++ {
 		if s := fmt.Sprintf("%s%d.0/24", subnetBase, k); !used[s] {
-			f.Subnet = s
+			subnet = s
 		}
 	}
-	if f.Subnet == "" {
+	if subnet == "" {
 		return fmt.Errorf("netfleet: every /24 of %s0.0/16 is in use (ip route): remove leftover fleets with Sweep", subnetBase)
 	}
-	f.Gateway = strings.TrimSuffix(f.Subnet, "0/24") + "1"
+	f.mu.Lock()
+	f.Subnet, f.Gateway = subnet, strings.TrimSuffix(subnet, "0/24")+"1"
+	f.mu.Unlock()
 	return ipBatch("", []string{
 		"route add unreachable " + f.Subnet + " metric " + guardMetric,
 		"link add " + f.Bridge + " type bridge",
@@ -312,11 +300,17 @@ LogLevel INFO
 	cmd := exec.Command("ip", "netns", "exec", h.Namespace, "sh", "-c", `mount --bind "$1" "$2" && shift 2 && exec "$@"`,
 		"sh", home, rootHome(), "/usr/sbin/sshd", "-D", "-e", "-r", "-f", conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// sshd dies with whoever built the fleet, even by SIGKILL or a test binary's timeout panic
+	// (what it leaves in the namespace, the next Build's Sweep removes).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("netfleet: start sshd on %s: %w", h.Name, err)
 	}
-	h.sshd, h.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(h.exited) }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	f.mu.Lock()
+	h.sshd, h.exited = cmd, exited
+	f.mu.Unlock()
 	return nil
 }
 
@@ -403,21 +397,30 @@ func (h *Host) iptables(args ...string) error {
 func (h *Host) Pids() ([]int, error) { return nsPids(h.Namespace) }
 
 // Close stops every process in the hosts' namespaces and removes the namespaces, veths, bridge
-// and guard route. It is safe to call more than once and from several goroutines.
+// and guard route. It is safe to call more than once, from several goroutines, and while Build
+// still runs (it removes what exists; call it again once Build returned).
 func (f *Fleet) Close() error {
+	f.closing.Lock()
+	defer f.closing.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return nil
+	hosts, subnet := slices.Clone(f.Hosts), f.Subnet
+	type daemon struct {
+		cmd    *exec.Cmd
+		exited chan struct{}
 	}
-	var errs []error
-	for _, h := range f.Hosts {
-		if h.sshd != nil && h.sshd.Process != nil {
-			_ = h.sshd.Process.Kill()
-			<-h.exited
+	var sshds []daemon
+	for _, h := range hosts {
+		if h.sshd != nil {
+			sshds = append(sshds, daemon{h.sshd, h.exited})
 		}
 	}
-	for _, h := range f.Hosts {
+	f.mu.Unlock()
+	var errs []error
+	for _, d := range sshds {
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+	for _, h := range hosts {
 		if err := removeNamespace(h.Namespace); err != nil {
 			errs = append(errs, err)
 		}
@@ -427,18 +430,19 @@ func (f *Fleet) Close() error {
 		return errors.Join(append(errs, err)...)
 	}
 	defer unlock()
-	for _, l := range f.Hosts {
-		_ = ipQuiet("link", "del", l.Veth) // gone with its namespace already, unless a process kept it
+	for _, h := range hosts {
+		if linkExists(h.Veth) { // gone with its namespace already, unless a process kept it
+			_ = ipQuiet("link", "del", h.Veth)
+		}
 	}
 	if linkExists(f.Bridge) {
 		if err := ipQuiet("link", "del", f.Bridge); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if f.Subnet != "" {
-		_ = ipQuiet("route", "del", "unreachable", f.Subnet, "metric", guardMetric)
+	if subnet != "" {
+		_ = ipQuiet("route", "del", "unreachable", subnet, "metric", guardMetric)
 	}
-	f.closed = len(errs) == 0
 	return errors.Join(errs...)
 }
 

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command netfleet builds a fleet of hosts on a real network (package netfleet) for scripts
 // such as bench/fleet.sh, and removes it again.
 //
