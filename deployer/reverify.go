@@ -23,7 +23,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 		}
 	}
 	// Every host is looked at once, all at once (bounded by --parallel); only what failed is
-	// then acted on, host by host, in host order.
+	// then looked at again and acted on, host by host, in host order.
 	checks := make([]error, len(d.cfg.Hosts))
 	published := make([]spec.Spec, len(d.cfg.Hosts))
 	d.eachHost(done, func(i int) {
@@ -31,6 +31,12 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 	})
 	var errs []error
 	for _, i := range done {
+		if checks[i] == nil {
+			continue
+		}
+		// A second look, alone, before the host counts as failed: the first round's looks
+		// all ran at once, and one that timed out under their load says nothing of the host.
+		published[i], checks[i] = d.reverifyHost(ctx, d.cfg.Hosts[i], version)
 		err := checks[i]
 		if err == nil {
 			continue
