@@ -23,7 +23,8 @@ import (
 // (lock acquire -m) refuses every deploy until lock release; and when A is killed, the kernel on
 // the lock host frees the lock.
 func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
-	t.Parallel()
+	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
+	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)

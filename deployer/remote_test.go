@@ -45,7 +45,7 @@ func TestSSHTargetsAndRefusals(t *testing.T) {
 
 // sshd is a real OpenSSH server on 127.0.0.1, with keys made by the tests, shared by every test
 // of the package that reaches hosts over ssh (each has its own fleet, so its own state dirs), so
-// those tests can run in parallel: ZERO502_SSH_OPTS, which points the deployer's ssh at it, is
+// the tests need not each start one: ZERO502_SSH_OPTS, which points the deployer's ssh at it, is
 // set once for the whole test binary, never per test.
 type sshd struct {
 	port int
@@ -186,7 +186,8 @@ func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *infra.C
 // Two hosts over real SSH and one local, behind the real LB: v1 fresh, then v2 under load with
 // no failed request; the remote steps' events come back and every host ends on v2.
 func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
-	t.Parallel()
+	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
+	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
 	s := startSSHD(t)
 	f := newFleet(t, 3)
 	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)
@@ -335,7 +336,8 @@ func tickWatchdogs(t *testing.T, cfg *infra.Config, path string) (stop func() st
 
 // An unreachable remote host is refused in preflight, naming the host and ssh's error.
 func TestUnreachableRemoteHostIsRefused(t *testing.T) {
-	t.Parallel()
+	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
+	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
@@ -350,7 +352,8 @@ func TestUnreachableRemoteHostIsRefused(t *testing.T) {
 // The ssh client dies mid-step: the deploy fails naming the host; on the host, the step sees its
 // deployer gone, rolls back to v1 and exits, which frees the host's lock.
 func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
-	t.Parallel()
+	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
+	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
