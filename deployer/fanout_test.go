@@ -54,10 +54,7 @@ func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) 
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 2)
 	f.startLB(filepath.Join(f.dir, "ssh.yaml"))
 	calls := filepath.Join(f.dir, "ssh.calls")
-	wrapper := filepath.Join(f.dir, "ssh-wrapper")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\nexec ssh \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper := f.sshWrapper(`echo "$*" >> ` + calls)
 	d := f.deployer(cfg, nil, Options{RemoteBinary: bin, SSH: wrapper})
 	var (
 		checked  atomic.Bool

@@ -359,10 +359,7 @@ func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
 	f.startLB(filepath.Join(f.dir, "ssh.yaml"))
 	pids := filepath.Join(f.dir, "ssh.pids")
-	wrapper := filepath.Join(f.dir, "ssh-wrapper")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho $$ >> "+pids+"\nexec ssh \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper := f.sshWrapper("echo $$ >> " + pids)
 	opts := Options{RemoteBinary: bin, SSH: wrapper}
 	if _, err := f.deployer(cfg, nil, opts).Deploy(context.Background(), "v1"); err != nil {
 		t.Fatalf("first deploy: %v", err)
@@ -408,4 +405,15 @@ func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
 	if v := f.versions()["host-b"]; v != "v1" {
 		t.Errorf("host-b runs %q, want v1 (not reached)", v)
 	}
+}
+
+// sshWrapper writes an ssh client for Options.SSH that runs the shell line first (to record
+// what the deployer does) and then the real ssh with the same arguments.
+func (f *fleet) sshWrapper(line string) string {
+	f.t.Helper()
+	wrapper := filepath.Join(f.dir, "ssh-wrapper")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\n"+line+"\nexec ssh \"$@\"\n"), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	return wrapper
 }
