@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,13 +31,33 @@ func startVanishingUpstream(t *testing.T, name string) (u *upstreamServer, vanis
 		t.Fatalf("listen backlog 0: %v %v", err, lerr)
 	}
 	return u, func() {
-		_ = tl.SetDeadline(time.Unix(1, 0)) // its accept loop ends
-		c, err := net.DialTimeout("tcp", u.addr, time.Second)
-		if err != nil {
-			t.Fatalf("fill the backlog of %s: %v", u.addr, err)
-		}
-		t.Cleanup(func() { c.Close() })
+		_ = tl.SetDeadline(time.Unix(1, 0)) // its accept loop ends (after the accept under way, if any)
+		<-u.served
+		// A connection the kernel has not queued yet (its handshake's last ACK still on its way
+		// over loopback) does not fill the queue: a SYN sent meanwhile is answered. So fill it
+		// until the listener itself says its queue is full (TCP_INFO of a listening socket: the
+		// queued connections in tcpi_unacked).
+		poll.Until(t, deadline, "the accept queue of "+u.addr+" to be full", func() bool {
+			if acceptQueue(t, raw) >= 1 {
+				return true
+			}
+			if c, err := net.DialTimeout("tcp", u.addr, 100*time.Millisecond); err == nil {
+				t.Cleanup(func() { c.Close() })
+			}
+			return acceptQueue(t, raw) >= 1
+		})
 	}
+}
+
+// acceptQueue is the number of connections waiting in the accept queue of the listener raw.
+func acceptQueue(t *testing.T, raw syscall.RawConn) int {
+	t.Helper()
+	var info *unix.TCPInfo
+	var ierr error
+	if err := raw.Control(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil || ierr != nil {
+		t.Fatalf("TCP_INFO of a listener: %v %v", err, ierr)
+	}
+	return int(info.Unacked)
 }
 
 // A connect in progress to an upstream that drops off the network is abandoned as soon as the

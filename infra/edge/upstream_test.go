@@ -28,6 +28,7 @@ type upstreamServer struct {
 
 	mu     sync.Mutex
 	ln     net.Listener
+	served chan struct{} // closed when the accept loop of ln has returned
 	conns  map[net.Conn]bool
 	health int // status of the HTTP check
 
@@ -58,10 +59,12 @@ func (u *upstreamServer) listen(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := make(chan struct{})
 	u.mu.Lock()
-	u.ln, u.addr = ln, ln.Addr().String()
+	u.ln, u.addr, u.served = ln, ln.Addr().String(), served
 	u.mu.Unlock()
 	go func() {
+		defer close(served)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
