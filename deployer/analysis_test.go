@@ -182,6 +182,10 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 // requests a side the p99 rule needs (about 130 at 100 req/s). A p99 of 130 answers is their
 // second slowest, which a busy machine's scheduler can delay by as much as the version adds:
 // the two cases run one after the other, not beside the parallel tests.
+// quietP99 is the p99 of v1's 100ms answers above which the machine's own tail hides the 20ms
+// v2 adds, and the p99 test skips, saying so.
+const quietP99 = 115 * time.Millisecond
+
 func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -217,6 +221,12 @@ func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T)
 			requireNoFailure(t, res)
 			var verdict *VerdictError
 			if !tc.stopped {
+				// The same premise: a machine whose own tail is over 115ms for v1's 100ms can put
+				// v2's p99 of 130 answers 100 % above v1's on noise alone.
+				if errors.As(err, &verdict) && verdict.Verdict.Baseline.P99 > quietP99 {
+					t.Skipf("the machine's tail swamps the 20ms v2 adds: the old version's p99 was %s for its 100ms (over %s); %v",
+						verdict.Verdict.Baseline.P99, quietP99, err)
+				}
 				if err != nil {
 					t.Fatalf("deploy of a 20%% slower version at max_p99_increase %g: %v; want it to pass\nevents:\n%s", tc.allowed, err, &ev)
 				}
@@ -230,9 +240,9 @@ func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T)
 				// The premise (v2's p99 is 20 % above v1's) holds only while the machine's own
 				// tail is smaller than the 20ms v2 adds: under stress-ng the old version's p99
 				// alone was seen at 245ms for its 100ms, both sides equal within the noise.
-				if base, ok := baselineP99(rep.Hosts[0].Verdict); ok && base > 115*time.Millisecond {
-					t.Skipf("the machine's tail swamps the 20ms v2 adds: the old version's p99 was %s for its 100ms (over 115ms), "+
-						"so the two versions were equal at p99 within the noise; host-a: %s", base, rep.Hosts[0].Verdict)
+				if base, ok := baselineP99(rep.Hosts[0].Verdict); ok && base > quietP99 {
+					t.Skipf("the machine's tail swamps the 20ms v2 adds: the old version's p99 was %s for its 100ms (over %s), "+
+						"so the two versions were equal at p99 within the noise; host-a: %s", base, quietP99, rep.Hosts[0].Verdict)
 				}
 			}
 			if !errors.As(err, &verdict) || !strings.Contains(err.Error(), "more than rollout.analysis.max_p99_increase 5%") {

@@ -16,9 +16,7 @@ import (
 // drained at the balancer: each new instance is registered on the other port and must be healthy
 // at the ALB (its real health checks) before the old target is deregistered (draining for the
 // deregistration delay) and its instance stopped; the old port is left unregistered.
-func TestALBStartFirstThirdPartyServerDrainedAtTheBalancer(t *testing.T) {
-	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
-	// CGI request); its tests run one by one before the parallel ones start.
+func pythonBehindALBStartFirstDrainedAtTheBalancer(t *testing.T) {
 	a := newALBDouble(t, nil, elbv2double.Settings{HealthCheckPath: "/version.txt", Interval: 2 * time.Second,
 		Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: time.Second})
 	f := newFleet(t, 2)

@@ -234,18 +234,14 @@ func deployUnderLoad(t *testing.T, f *fleet, path, postPath string) {
 	}
 }
 
-func TestPythonHTTPServerStopFirstDrainedAtTheBalancer(t *testing.T) {
-	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
-	// CGI request); its tests run one by one before the parallel ones start.
+func pythonStopFirstDrainedAtTheBalancer(t *testing.T) {
 	f := newFleet(t, 3)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "stop-first"})
 	f.startLB(path)
 	deployUnderLoad(t, f, path, "/cgi-bin/orders")
 }
 
-func TestPythonHTTPServerStartFirst(t *testing.T) {
-	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
-	// CGI request); its tests run one by one before the parallel ones start.
+func pythonStartFirst(t *testing.T) {
 	f := newFleet(t, 2)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)
@@ -254,9 +250,7 @@ func TestPythonHTTPServerStartFirst(t *testing.T) {
 
 // Start-first serves a one-host fleet: the old instance stays in rotation until the new one is
 // healthy at the balancer, so there is never a moment with no target.
-func TestSingleHostStartFirstLosesNothing(t *testing.T) {
-	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
-	// CGI request); its tests run one by one before the parallel ones start.
+func pythonSingleHostStartFirstLosesNothing(t *testing.T) {
 	f := newFleet(t, 1)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)
@@ -277,9 +271,7 @@ func TestNginxStopFirstWithSIGQUIT(t *testing.T) {
 
 // A start-first version that never becomes healthy is rolled back while the old instance never
 // left rotation: no request fails, the host still runs v1, and nothing was drained.
-func TestStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
-	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
-	// CGI request); its tests run one by one before the parallel ones start.
+func pythonStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
 	f := newFleet(t, 2)
 	good := f.anyConfig("good.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(good)

@@ -213,7 +213,7 @@ func TestRefusedBeforeAnythingChanges(t *testing.T) {
 	t.Run("invariant violated", func(t *testing.T) {
 		f := newFleet(t, 2)
 		v := defaultValues()
-		v.Window = 300 * time.Millisecond // I1: must exceed 200ms × 2
+		v.Window = 300 * time.Millisecond // I1: must exceed 200ms × 3
 		path := f.config("i1.yaml", v)
 		out, code := runDeploy(t, time.Minute, "--config", path, "--version", "v1")
 		if code != 2 || !strings.Contains(out, "I1") || !strings.Contains(out, "refused before anything changed") {

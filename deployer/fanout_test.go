@@ -47,8 +47,7 @@ func TestEachHostCallsEveryHostOnceWithinTheBound(t *testing.T) {
 // `ssh -O check`; at the end every master was told to exit, none is left running, and the
 // 0700 directory of their sockets is gone.
 func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) {
-	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
-	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 2)

@@ -23,8 +23,7 @@ import (
 // (lock acquire -m) refuses every deploy until lock release; and when A is killed, the kernel on
 // the lock host frees the lock.
 func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
-	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
-	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)

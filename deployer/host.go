@@ -381,13 +381,19 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 	return d.stable(ctx, h, rt, started)
 }
 
+// rollbackBudget is how long rolling a host of n services back may take at most: for each, and
+// once more, a stop grace, a healthy deadline, the stability window and 10 s of slack. A host's
+// rollback gets it; the deployer waits that long for a remote host's report after a cancel.
+func (d *Deployer) rollbackBudget(n int) time.Duration {
+	return time.Duration(n+1) * (d.cfg.Drain.StopGrace + d.cfg.Rollout.HealthyDeadline + d.StabilityWindow() + 10*time.Second)
+}
+
 // rollback returns host h to back after cause: republish it (or remove the spec of a fresh
 // host), converge, verify. The host's report says what it runs afterwards. The published spec is
 // removed only on a host that had none and ran nothing: a last good spec survives every failure.
 func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back *spec.Spec, failed spec.Spec, rep *HostReport, cause error) error {
 	// The rollback runs even when the deploy's context was cancelled: never leave a host half-applied.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx),
-		time.Duration(len(failed.Services)+1)*(d.cfg.Drain.StopGrace+d.cfg.Rollout.HealthyDeadline+d.StabilityWindow()+10*time.Second))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.rollbackBudget(len(failed.Services)))
 	defer cancel()
 	dir := d.cfg.HostStateDir(h)
 	to := "nothing (fresh host)"

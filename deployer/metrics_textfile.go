@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/zero502/zero502/infra/spec"
 )
 
 // Last-deploy results, the result label of zero502_deploy_last_result.
@@ -95,7 +93,7 @@ func WriteMetricsTextfile(path string, rep Report) error {
 		ratio.WithLabelValues(h.Host).Set(h.Ratio())
 	}
 
-	if err := os.MkdirAll(filepath.Dir(path), spec.DirMode); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { // node_exporter's textfile directory: its reader is another user
 		return fmt.Errorf("metrics textfile %s: %w", path, err)
 	}
 	if err := prometheus.WriteToTextfile(path, reg); err != nil {

@@ -313,7 +313,7 @@ func (d *Deployer) checkHostsWritable(ctx context.Context, version string) []str
 			continue // checked on the host by its own step
 		}
 		dir := d.cfg.HostStateDir(h)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, spec.DirMode); err != nil {
 			reasons = append(reasons, fmt.Sprintf("host %s: state dir %s cannot be created: %v; fix its permissions or set hosts[].state_dir", h.Name, dir, err))
 			continue
 		}

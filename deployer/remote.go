@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zero502/zero502/infra"
@@ -114,7 +116,7 @@ func ShellQuote(s string) string { return shellQuote(s) }
 // runRemote runs `zero502 ARGS…` on host h with the config on stdin, handing each line of its
 // stdout to line. When ctx ends, stdin is closed: the host's step notices, rolls back and ends.
 func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, line func([]byte)) error {
-	cfgYAML, err := infra.Encode(d.cfg)
+	cfgYAML, err := infra.Encode(d.configFor(h, args))
 	if err != nil {
 		return fmt.Errorf("host %s: %w", h.Name, err)
 	}
@@ -132,6 +134,7 @@ func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, l
 	}
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second // once ssh has exited, its stderr gets 5 s to close (see below)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("host %s: start ssh: %w (is the ssh client installed?)", h.Name, err)
 	}
@@ -142,20 +145,35 @@ func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, l
 	}()
 	done := make(chan struct{})
 	defer close(done)
+	var cutOff atomic.Bool
+	budget := d.rollbackBudget(len(d.cfg.Services))
 	go func() {
 		select {
 		case <-ctx.Done():
-			closeStdin()
+		case <-done:
+			return
+		}
+		closeStdin()
+		// The host now rolls back and reports; a host that has not ended within what a rollback
+		// may take is cut off, so no host can hang a deploy (and the fleet lock it holds).
+		t := time.NewTimer(budget)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cutOff.Store(true)
+			_ = cmd.Process.Kill()
+			// A client on a control master handed its stdout to the master, which keeps it open
+			// while the host's end lives: stop reading here, do not wait for the host to close it.
+			_ = stdout.Close()
 		case <-done:
 		}
 	}()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line(sc.Bytes())
-	}
+	readLines(stdout, maxRemoteLine, line)
 	closeStdin()
 	err = cmd.Wait()
+	if cutOff.Load() {
+		err = fmt.Errorf("cut off %s after the deploy was cancelled: the host neither ended nor reported within the rollback budget: %w", budget, err)
+	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
@@ -169,6 +187,63 @@ func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, l
 			strings.Join(args, " "), err, msg)
 	}
 	return nil
+}
+
+// maxRemoteLine bounds one line a host prints: an event or report is far smaller; a longer line
+// is dropped whole (the line callback gets a note of its size instead).
+const maxRemoteLine = 1 << 20
+
+// readLines hands each line of r to line, a line longer than max replaced by a short note.
+func readLines(r io.Reader, max int, line func([]byte)) {
+	br := bufio.NewReaderSize(r, 64*1024)
+	var long []byte
+	dropped := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if dropped == 0 && len(long)+len(chunk) <= max {
+				long = append(long, chunk...)
+				continue
+			}
+			dropped += len(long) + len(chunk)
+			long = long[:0]
+			continue
+		case dropped > 0:
+			line([]byte(fmt.Sprintf("(a line of %d bytes, over the %d-byte limit, dropped)", dropped+len(long)+len(chunk), max)))
+			dropped, long = 0, long[:0]
+		case len(chunk) > 0 || len(long) > 0:
+			b := bytes.TrimRight(append(long, chunk...), "\r\n")
+			if len(b) > max {
+				line([]byte(fmt.Sprintf("(a line of %d bytes, over the %d-byte limit, dropped)", len(b), max)))
+			} else {
+				line(b)
+			}
+			long = long[:0]
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// noBalancer are the host commands that never talk to the balancer: their config goes without
+// the balancer's admin token.
+var noBalancer = map[string]bool{"look": true, "logs": true, "fleet-lock": true, "lock-path": true}
+
+// configFor is the config sent to host h for `zero502 ARGS…`: this host's entry only (a host
+// learns nothing of the others' addresses or ssh targets), and no admin token unless the command
+// drains or watches at the balancer (step, stop).
+func (d *Deployer) configFor(h infra.Host, args []string) *infra.Config {
+	c := *d.cfg
+	c.Hosts = []infra.Host{h}
+	if c.Rollout.LockHost != h.Name {
+		c.Rollout.LockHost = "" // another host's name, not sent: this host is the only one it knows
+	}
+	if len(args) > 1 && noBalancer[args[1]] {
+		c.Balancer.AdminToken = ""
+	}
+	return &c
 }
 
 // sshConnectionFailed is the exit status of ssh(1) when it could not reach or log in to the
@@ -187,7 +262,7 @@ func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string,
 		args = append(args, "--naive")
 	}
 	var result *StepResult
-	var junk []string
+	var junk remoteJunk
 	began := false // the host said something of its step: it may have changed
 	err := d.runRemote(ctx, h, args, func(b []byte) {
 		var l struct {
@@ -195,21 +270,32 @@ func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string,
 			StepResult
 		}
 		if json.Unmarshal(b, &l) != nil {
-			junk = append(junk, string(b))
+			junk.add(string(b))
 			return
 		}
 		if l.HostReport != nil {
+			if l.HostReport.Host != h.Name { // a host reports for itself only
+				junk.add(fmt.Sprintf("(a report for host %q, dropped)", l.HostReport.Host))
+				return
+			}
 			result = &l.StepResult
 			return
 		}
 		if l.Step != "" {
+			if l.Host == "" {
+				l.Host = h.Name // what its step says is about this host
+			}
+			if l.Host != h.Name { // nor speaks for another host
+				junk.add(fmt.Sprintf("(an event for host %q, dropped: %s %s)", l.Host, l.Step, l.Message))
+				return
+			}
 			began = true
 			d.emit(l.Event)
 		}
 	})
 	if result == nil {
 		if err == nil {
-			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, strings.Join(junk, " | "))
+			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, &junk)
 		}
 		if !began && errors.Is(err, ErrUnreachable) {
 			// ssh never got there: nothing ran, the host runs what it ran.
@@ -234,6 +320,40 @@ func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string,
 		return err
 	}
 	return nil
+}
+
+// remoteJunk keeps what a host printed that was not an event or a report of its own, for the
+// error message: the last few lines, each cut short, and how many there were in all.
+type remoteJunk struct {
+	last []string
+	n    int
+}
+
+const (
+	junkLines = 8
+	junkWidth = 200
+)
+
+func (j *remoteJunk) add(s string) {
+	j.n++
+	if len(s) > junkWidth {
+		s = s[:junkWidth] + "…"
+	}
+	j.last = append(j.last, s)
+	if len(j.last) > junkLines {
+		j.last = j.last[1:]
+	}
+}
+
+func (j *remoteJunk) String() string {
+	if j.n == 0 {
+		return "nothing else"
+	}
+	s := strings.Join(j.last, " | ")
+	if j.n > len(j.last) {
+		s = fmt.Sprintf("%d lines, the last %d: %s", j.n, len(j.last), s)
+	}
+	return s
 }
 
 // lookRemote runs `zero502 host look` on host h.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,7 +134,15 @@ LogLevel VERBOSE
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(s.dir, "sshd_config"))
+	// sshd runs in a mount namespace of its own where root's home is an empty directory, as on
+	// a fresh server: the logins then skip this machine's shell start-up (root's .bashrc here
+	// runs pyenv, 1–2s of CPU a login), so the ssh tests can run beside the parallel ones.
+	home := filepath.Join(s.dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "slave", "sh", "-c", `mount --bind "$1" "$2" && shift 2 && exec "$@"`,
+		"sh", home, rootHome(), "/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(s.dir, "sshd_config"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start sshd: %w", err)
@@ -164,6 +173,14 @@ LogLevel VERBOSE
 	}
 }
 
+// rootHome is the home directory of root, the user the tests log in as.
+func rootHome() string {
+	if u, err := user.Lookup("root"); err == nil && u.HomeDir != "" {
+		return u.HomeDir
+	}
+	return "/root"
+}
+
 func (s *sshd) target() string { return "root@127.0.0.1:" + strconv.Itoa(s.port) }
 
 // remoteConfig writes fleet f's config with its first `remote` hosts reached over ssh.
@@ -186,8 +203,7 @@ func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *infra.C
 // Two hosts over real SSH and one local, behind the real LB: v1 fresh, then v2 under load with
 // no failed request; the remote steps' events come back and every host ends on v2.
 func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
-	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
-	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 3)
 	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)
@@ -336,8 +352,7 @@ func tickWatchdogs(t *testing.T, cfg *infra.Config, path string) (stop func() st
 
 // An unreachable remote host is refused in preflight, naming the host and ssh's error.
 func TestUnreachableRemoteHostIsRefused(t *testing.T) {
-	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
-	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
@@ -352,8 +367,7 @@ func TestUnreachableRemoteHostIsRefused(t *testing.T) {
 // The ssh client dies mid-step: the deploy fails naming the host; on the host, the step sees its
 // deployer gone, rolls back to v1 and exits, which frees the host's lock.
 func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
-	// Not parallel: every ssh login here runs root's shell start-up (pyenv: 1–2s of CPU), so
-	// these tests beside the parallel ones starve their 150ms health timeouts on 2 cores.
+	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)

@@ -21,7 +21,7 @@ func TestGatewayThatDiesAfterItsHealthCheckFailsTheHostAndIsRolledBack(t *testin
 	t.Parallel()
 	f := newFleet(t, 2)
 	v := defaultValues()
-	v.Interval = 400 * time.Millisecond
+	v.Interval, v.Unhealthy = 400*time.Millisecond, 2 // I1: drain.window 1s > 400ms × 2
 	v.Gateway = []string{}
 	good := f.config("good.yaml", v)
 	f.startLB(good)

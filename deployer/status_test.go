@@ -214,9 +214,7 @@ func TestStopLeavesNothingRunningAndTheWatchdogDoesNotHealIt(t *testing.T) {
 // stop --host drains a service that knows nothing of the handshake at the balancer first (drain:
 // balancer, start-first: python3 -m http.server, which dies at once on SIGTERM), so the load
 // through the LB loses no request while one host leaves; status then agrees.
-func TestStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
-	// Not parallel: python's http.server answers slowly on a loaded 2-core machine (a fork per
-	// CGI request); its tests run one by one before the parallel ones start.
+func pythonStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
 	f := newFleet(t, 2)
 	path := f.anyConfig("python.yaml", anyValues{Command: pythonServer(t, f.dir, false), Strategy: "start-first"})
 	f.startLB(path)

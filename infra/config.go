@@ -80,6 +80,10 @@ type Balancer struct {
 	// in-house LB accepts on its listener, for the client address; a header from anyone else
 	// closes the connection, and connections without one pass. Default none.
 	AcceptProxyFrom []string `mapstructure:"accept_proxy_from"`
+	// TrustedProxies are the clients (IP addresses or CIDR ranges) whose X-Forwarded-For the
+	// in-house LB keeps and appends to; from anyone else it is replaced by the client address.
+	// Default none.
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
 	// TargetGroupARN is the ALB target group the fleet is registered in (kind alb).
 	TargetGroupARN string `mapstructure:"target_group_arn"`
 	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.
@@ -362,6 +366,13 @@ type Service struct {
 	// (start-first) or the target stays held out at the balancer (stop-first). A redirect is an
 	// answer, never followed.
 	Smoke []SmokeRequest `mapstructure:"smoke"`
+	// User is the user the service runs as (a name or a numeric uid, as on the host), on every
+	// start and every heal: the process runtime starts it with that user's uid, groups, HOME,
+	// USER and LOGNAME; the docker runtime passes it as the container's user. Default: the
+	// process runtime runs it as the user who publishes the spec (the deploy's user on the
+	// host), recorded in the spec, so a heal by a root watchdog starts it as that user again;
+	// docker keeps the image's own USER.
+	User string `mapstructure:"user"`
 	// StopSignal is the signal that asks the service to stop gracefully: SIGTERM (default),
 	// SIGQUIT (nginx's graceful stop), SIGINT, SIGHUP, SIGUSR1, SIGUSR2 or SIGWINCH. The runtime
 	// still SIGKILLs it when drain.stop_grace runs out.

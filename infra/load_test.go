@@ -85,6 +85,8 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"smoke request without a path", "services:\n  - name: web\n    image: x\n    smoke:\n      - method: GET\n",
 			[]string{"services[0].smoke[0].path", `""`, "is required"}},
 		{"hook without a program", "hooks:\n  pre_traffic:\n    command: ['', x]\n", []string{"hooks.pre_traffic.command[0]", `""`, "must name the program"}},
+		{"service user that is no user name", "services:\n  - name: web\n    image: x\n    user: 'app user'\n",
+			[]string{"services[0].user", `"app user"`, "must be a user name"}},
 		{"hook with a negative timeout", "hooks:\n  on_failure:\n    timeout: -1s\n", []string{"hooks.on_failure.timeout", "-1s", "positive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

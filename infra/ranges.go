@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// ParseRanges parses the peers allowed to send a PROXY header, named what in errors (a flag or
-// a config key): each entry an IP address (10.0.0.7) or a CIDR range (10.0.0.0/8).
+// ParseRanges parses a list of trusted peers (those allowed to send a PROXY header, the proxies
+// whose X-Forwarded-For is kept), named what in errors (a flag or a config key): each entry an IP address (10.0.0.7) or a CIDR range (10.0.0.0/8).
 func ParseRanges(what string, entries []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, e := range entries {
@@ -18,7 +18,7 @@ func ParseRanges(what string, entries []string) ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(e)
 		if err != nil {
-			return nil, fmt.Errorf("%s %q: must be an IP address or a CIDR range such as 10.0.0.0/8 (the peers allowed to send a PROXY header)", what, e)
+			return nil, fmt.Errorf("%s %q: must be an IP address or a CIDR range such as 10.0.0.0/8 (the trusted peers)", what, e)
 		}
 		a = a.Unmap()
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))

@@ -26,6 +26,10 @@ func (e *FieldError) Error() string {
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
+// userRE is what services[].user accepts: a user name as useradd allows (no leading -, no : or
+// space) or a numeric uid.
+var userRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*[$]?$`)
+
 // Validate checks every value on its own (types, signs, ranges, required fields). How values
 // relate to each other is the business of package invariants, not of Validate: a config can be
 // valid and still violate an invariant. All problems are returned together.
@@ -108,6 +112,11 @@ func (c *Config) Validate() error {
 	for _, e := range b.AcceptProxyFrom {
 		if _, err := ParseRanges("balancer.accept_proxy_from", []string{e}); err != nil {
 			bad("balancer.accept_proxy_from", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
+		}
+	}
+	for _, e := range b.TrustedProxies {
+		if _, err := ParseRanges("balancer.trusted_proxies", []string{e}); err != nil {
+			bad("balancer.trusted_proxies", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
 		}
 	}
 	nonNegative("balancer.deregistration_delay", b.DeregistrationDelay)
@@ -305,6 +314,9 @@ func (c *Config) Validate() error {
 		if c.Rollout.Strategy == StartFirst && s.Port > 0 && len(s.Ports) != 2 {
 			bad(key+".ports", s.Ports, "rollout.strategy start-first needs two ports per service with a port, e.g. ports: [8080, 8081]: "+
 				"the new instance starts beside the old one on the other port")
+		}
+		if s.User != "" && !userRE.MatchString(s.User) {
+			bad(key+".user", fmt.Sprintf("%q", s.User), "must be a user name (letters, digits, . _ -, not starting with -) or a numeric uid")
 		}
 		if !slices.Contains(StopSignals, s.StopSignal) {
 			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(StopSignals, ", "))

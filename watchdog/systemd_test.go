@@ -32,9 +32,24 @@ func TestSystemdUnitsVerify(t *testing.T) {
 		}
 		units = append(units, filepath.Join(dir, name))
 	}
+	// The drop-in for a non-root deploy user, where the README says to put it.
+	dropIns := filepath.Join(dir, "zero502-watchdog.service.d")
+	data, err := os.ReadFile(filepath.Join("systemd", "deploy-user.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "\nUser=deploy\n") {
+		t.Fatalf("deploy-user.conf sets no User=:\n%s", data)
+	}
+	if err := os.Mkdir(dropIns, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dropIns, "deploy-user.conf"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command(tool, append([]string{"verify"}, units...)...).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+		t.Fatalf("systemd-analyze verify (with the deploy-user drop-in): %v\n%s", err, out)
 	}
 }
 

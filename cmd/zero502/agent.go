@@ -161,22 +161,31 @@ func newAgentServerCmd() *cobra.Command {
 		listen, certFile, keyFile, clientCA string
 		trusted                             []string
 		dedup                               int
+		anyClient                           bool
 	)
 	cmd := &cobra.Command{
-		Use:   "agent-server --listen ADDR --cert FILE --key FILE [--client-ca FILE] [--trusted CIDR]...",
+		Use:   "agent-server --listen ADDR --cert FILE --key FILE --client-ca FILE|--no-client-cert [--trusted CIDR]...",
 		Short: "Serve agent sessions: acknowledge every message, apply each id once, count the duplicates",
 		Long: `The origin end of 'zero502 agent': accept TLS on --listen (directly, or from edges: a PROXY
 header from --trusted edges is read and logged, as 'zero502 edge origin' does), apply every
 message whose id is new to the dedup store (a log line) and acknowledge every message, saying
-whether it was a duplicate: a replay after a reconnect is harmless. One log line per session with
+whether it was a duplicate: a replay after a reconnect is harmless. Agents must present a client
+certificate chained to --client-ca; --no-client-cert accepts any (labs only). One log line per session with
 the agent's claimed and measured address and its counts; the totals on exit.
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
-		Example: `  zero502 agent-server --listen 127.0.0.1:9443 --cert origin.pem --key origin-key.pem
+		Example: `  zero502 agent-server --listen 127.0.0.1:9443 --cert origin.pem --key origin-key.pem --no-client-cert
   zero502 agent-server --listen :9443 --cert origin.pem --key origin-key.pem --client-ca agents-ca.pem --trusted 10.0.0.0/8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "listen", "cert", "key"); err != nil {
 				return err
+			}
+			switch {
+			case clientCA == "" && !anyClient:
+				return exitCode(2, fmt.Errorf("agent-server: --client-ca is required: the CA agents' client certificates must chain to; "+
+					"without it anyone who reaches --listen could send messages that are applied (pass --no-client-cert to accept any client, labs only)"))
+			case clientCA != "" && anyClient:
+				return exitCode(2, fmt.Errorf("agent-server: --client-ca %s and --no-client-cert: give one of them", clientCA))
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -213,7 +222,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			log.Info("agent-server: serving", "listen", ln.Addr().String())
 			err = s.Serve(ctx)
 			c := s.Counts()
-			log.Info("agent-server: stopped", "sessions", c.Sessions, "applied", c.Applied, "duplicates", c.Duplicates)
+			log.Info("agent-server: stopped", "sessions", c.Sessions, "applied", c.Applied, "duplicates", c.Duplicates, "refused", c.Refused)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				return exitCode(1, err)
 			}
@@ -224,7 +233,8 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.StringVar(&listen, "listen", "", "address agents (through the edges) connect to, e.g. :9443 (required)")
 	fl.StringVar(&certFile, "cert", "", "PEM certificate of the origin (required)")
 	fl.StringVar(&keyFile, "key", "", "PEM key of --cert (required)")
-	fl.StringVar(&clientCA, "client-ca", "", "PEM CA that agents' client certificates must chain to (default: no client certificate)")
+	fl.StringVar(&clientCA, "client-ca", "", "PEM CA that agents' client certificates must chain to (required unless --no-client-cert)")
+	fl.BoolVar(&anyClient, "no-client-cert", false, "accept agents without a client certificate (labs only: anyone who reaches --listen may send)")
 	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs); default any peer")
 	fl.IntVar(&dedup, "dedup", agent.DefaultDedup, "message ids remembered for deduplication")
 	return cmd

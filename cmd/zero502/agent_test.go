@@ -18,6 +18,10 @@ func TestAgentCommandsRefuseBadFlagsNamingFlagValueAndRule(t *testing.T) {
 		{"ca missing", []string{"agent", "--addrs", "127.0.0.1:1", "--server-name", "o", "--state", "s", "--ca", "/nonexistent.pem"}, []string{"--ca", "/nonexistent.pem"}},
 		{"zero outbox", []string{"agent", "--addrs", "127.0.0.1:1", "--insecure-skip-verify", "--state", "s", "--outbox", "0"}, []string{"--outbox", "0", "1 or more"}},
 		{"server without cert", []string{"agent-server", "--listen", "127.0.0.1:0"}, []string{"--cert", "required"}},
+		{"server without client CA", []string{"agent-server", "--listen", "127.0.0.1:0", "--cert", "c.pem", "--key", "k.pem"},
+			[]string{"--client-ca is required", "--no-client-cert"}},
+		{"server with both", []string{"agent-server", "--listen", "127.0.0.1:0", "--cert", "c.pem", "--key", "k.pem", "--client-ca", "ca.pem", "--no-client-cert"},
+			[]string{"--client-ca ca.pem", "--no-client-cert", "one of them"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer

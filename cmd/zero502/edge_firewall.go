@@ -31,9 +31,11 @@ since after the DNAT the packet carries the container's port.
 That chain sees traffic both ways: replies to the host's own outbound probes (a monitor probing
 other edges on the same port) would match the port rule and be dropped, and every edge would look
 down while every agent is fine. So an ESTABLISHED,RELATED accept comes first; then the --allow
-list; then a drop of every other new connection to --port arriving on --in-interface.
+list; then a drop of every other new connection to --port arriving on --in-interface. IPv4 and
+IPv6 both (ip6tables; with no IPv6 source allowed, IPv6 is closed), each family's chain replaced
+in one iptables-restore --noflush transaction, so a re-apply never opens a window.
 
-Without --apply the iptables commands are printed; with it they are run (root, Docker's chains
+Without --apply the commands are printed; with it they are run (root, Docker's chains
 must exist). Exit status: 0 printed or applied, 1 iptables failed, 2 bad flags.`,
 		Example: `  zero502 edge firewall --allow 198.51.100.0/24,203.0.113.7 --port 443 --in-interface eth0
   zero502 edge firewall --allow 198.51.100.0/24 --port 443 --in-interface eth0 --apply`,
@@ -43,7 +45,7 @@ must exist). Exit status: 0 printed or applied, 1 iptables failed, 2 bad flags.`
 				for _, part := range strings.Split(a, ",") {
 					p, err := parsePrefix(strings.TrimSpace(part))
 					if err != nil {
-						return exitCode(2, fmt.Errorf("edge firewall: --allow %q: must be an IPv4 address or CIDR, e.g. 198.51.100.0/24 (%v)", part, err))
+						return exitCode(2, fmt.Errorf("edge firewall: --allow %q: must be an IPv4 or IPv6 address or CIDR, e.g. 198.51.100.0/24 or 2001:db8::/32 (%v)", part, err))
 					}
 					fw.Allow = append(fw.Allow, p)
 				}
@@ -55,7 +57,11 @@ must exist). Exit status: 0 printed or applied, 1 iptables failed, 2 bad flags.`
 				_, err := fmt.Fprint(cmd.OutOrStdout(), fw.Script())
 				return err
 			}
-			if err := fw.Apply(context.Background(), edge.ExecIPTables()); err != nil {
+			notes, err := fw.Apply(context.Background(), edge.ExecIPTables())
+			for _, n := range notes {
+				fmt.Fprintf(cmd.ErrOrStderr(), "edge firewall: %s\n", n)
+			}
+			if err != nil {
 				return exitCode(1, fmt.Errorf("edge firewall: %w", err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "applied: DOCKER-USER → %s\n%s", edge.DefaultFirewallChain, fw.Script())
@@ -63,7 +69,7 @@ must exist). Exit status: 0 printed or applied, 1 iptables failed, 2 bad flags.`
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&allow, "allow", nil, "sources that may reach the port: IPv4 addresses or CIDRs (required)")
+	fl.StringSliceVar(&allow, "allow", nil, "sources that may reach the port: IPv4 or IPv6 addresses or CIDRs (required); the other family's port is closed to all")
 	fl.IntVar(&fw.Port, "port", 0, "the published port on the host (required)")
 	fl.StringVar(&fw.InInterface, "in-interface", "", "the external interface clients arrive on, e.g. eth0 (required)")
 	fl.BoolVar(&apply, "apply", false, "run the iptables commands instead of printing them")

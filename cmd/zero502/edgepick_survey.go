@@ -10,9 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/backoff"
@@ -107,7 +110,11 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 
 // alertFlags are the alert flags shared by the commands that alert.
 type alertFlags struct {
+	// webhook comes from the webhook's secretSource (--alert-webhook-file, $ZERO502_ALERT_WEBHOOK
+	// or, for the lab, --alert-webhook): its path is often its secret.
 	webhook, command string
+	source           secretSource
+	fl               *pflag.FlagSet
 	attempts         int
 	confirm          int
 	timeout          time.Duration
@@ -115,7 +122,9 @@ type alertFlags struct {
 
 func (a *alertFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&a.webhook, "alert-webhook", "", "POST each alert as JSON to this http(s) URL, retried with backoff")
+	a.fl = fl
+	a.source = alertWebhookSource(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))
+	a.source.register(fl, "POST each alert as JSON to this http(s) URL, retried with backoff (logged as scheme://host/…)")
 	fl.StringVar(&a.command, "alert-command", "", "run this through sh -c with each alert's JSON on stdin")
 	fl.IntVar(&a.attempts, "alert-attempts", alert.DefaultAttempts, "webhook attempts per alert")
 	fl.IntVar(&a.confirm, "alert-confirm", alert.DefaultConfirm, "observations in a row before a new state is alerted (no flapping)")
@@ -124,9 +133,16 @@ func (a *alertFlags) register(cmd *cobra.Command) {
 
 func (a *alertFlags) build(log *slog.Logger) (*alert.Sender, *alert.Tracker, error) {
 	var errs []error
+	if a.fl != nil {
+		webhook, _, err := a.source.resolve(a.fl, os.Getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.webhook = webhook
+	}
 	if a.webhook != "" {
 		if u, err := parseHTTPURL(a.webhook); err != nil {
-			errs = append(errs, fmt.Errorf("--alert-webhook %q: %w", a.webhook, err))
+			errs = append(errs, fmt.Errorf("the alert webhook %s: %w", alert.Redact(a.webhook), err))
 		} else {
 			a.webhook = u
 		}

@@ -38,8 +38,16 @@ var (
 	meshKeySource = secretSource{cmd: "mesh serve", what: "the mesh key", fileFlag: "key-file", env: meshKeyEnv}
 )
 
+// alertWebhookSource is the alert webhook URL of cmd (mesh serve, edgepick survey): its path is
+// often the secret that lets anyone post to the channel.
+func alertWebhookSource(cmd string) secretSource {
+	return secretSource{cmd: cmd, what: "the alert webhook URL", flag: "alert-webhook",
+		fileFlag: "alert-webhook-file", env: alertWebhookEnv}
+}
+
 // The environment variables that carry secrets (registered in infra.EnvNotConfig).
 const (
+	alertWebhookEnv   = "ZERO502_ALERT_WEBHOOK"
 	lbAdminTokenEnv   = "ZERO502_LB_ADMIN_TOKEN"
 	edgeAdminTokenEnv = "ZERO502_EDGE_ADMIN_TOKEN"
 	meshKeyEnv        = "ZERO502_MESH_KEY"

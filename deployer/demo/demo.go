@@ -91,7 +91,8 @@ type Result struct {
 	Marks []HostMarks `json:"marks"`
 	// Versions says which host runs what at the end.
 	Versions map[string]string `json:"versions"`
-	// Dir is the temp dir when it was kept (Keep, or a failed run), else "".
+	// Dir is the temp dir when it was kept (Keep, a failed run, or failed requests in a run that
+	// is not naive), else "".
 	Dir string `json:"dir,omitempty"`
 	// Error is what stopped the run early, "" when it ran through.
 	Error string `json:"error,omitempty"`
@@ -183,7 +184,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	runErr := f.run(ctx, opts, p, res)
 	stopErr := f.stop(opts.Self)
 	res.Took = time.Since(p.start)
-	res.Error, res.Dir = settle(p, f.dir, "config, host state dirs and logs", opts.Keep, runErr, stopErr)
+	// A rolling deploy that failed requests keeps its dir too: the LB's log says which backend
+	// left when (a naive run fails them on purpose).
+	keep := opts.Keep || !opts.Naive && res.Load.Failures > 0
+	res.Error, res.Dir = settle(p, f.dir, "config, host state dirs and logs", keep, runErr, stopErr)
 	return res, runErr
 }
 

@@ -74,6 +74,15 @@ func demoJSON(t *testing.T, args ...string) (map[string]any, int, string) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("demo --json printed no JSON (exit %d): %v\nstdout:\n%s\nstderr:\n%s", code, err, stdout.String(), stderr.String())
 	}
+	if dir, _ := res["dir"].(string); dir != "" { // a run that failed kept its dir: show the LB's view
+		t.Cleanup(func() {
+			if t.Failed() {
+				data, _ := os.ReadFile(filepath.Join(dir, "lb.log"))
+				t.Logf("the demo kept %s; its LB log (tail):\n%s", dir, data[max(0, len(data)-6000):])
+			}
+			os.RemoveAll(dir)
+		})
+	}
 	return res, code, stderr.String()
 }
 
@@ -128,6 +137,9 @@ func TestNaiveDemoShowsFailedRequestsAndExitsNonZero(t *testing.T) {
 	res, code, stderr := demoJSON(t, "--naive")
 	if n := failures(t, res); n == 0 || code == 0 {
 		t.Fatalf("demo --naive: %v failed requests, exit %d; the measurement must see the naive rollout's failures\nprogress:\n%s", n, code, stderr)
+	}
+	if dir, ok := res["dir"]; ok {
+		t.Errorf("demo --naive kept %v: failed requests are what a naive run shows, not a reason to keep its dir", dir)
 	}
 }
 

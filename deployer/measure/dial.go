@@ -6,25 +6,26 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 // dialer opens the load's connections. With a DNS server (Options.DNS) it resolves the target's
-// name there for every new connection, as a client behind a resolver with a short TTL does, and
-// tries the answer's addresses in a random order: a client of a multi-address A record set (the
-// edges) spreads over the set and moves off an address that refuses.
+// name there, as a client behind a caching resolver does: an answer is reused for its TTL and
+// asked again once it expires (a TTL of 0 is asked every time). It tries the answer's addresses
+// in a random order: a client of a multi-address A record set (the edges) spreads over the set
+// and moves off an address that refuses.
 type dialer struct {
 	net      net.Dialer
-	resolver *net.Resolver // nil: the system's
+	resolver *resolver // nil: the system's
 }
 
-func newDialer(dns string) *dialer {
+func newDialer(server string) *dialer {
 	d := &dialer{net: net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}}
-	if dns != "" {
-		d.resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var nd net.Dialer
-			return nd.DialContext(ctx, network, dns)
-		}}
+	if server != "" {
+		d.resolver = &resolver{server: server, now: time.Now, answers: map[string]answer{}}
 	}
 	return d
 }
@@ -38,10 +39,11 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	ips, err := d.resolver.LookupHost(ctx, host)
+	ips, err := d.resolver.lookup(ctx, host)
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", host, err)
 	}
+	ips = append([]string(nil), ips...)
 	rand.Shuffle(len(ips), func(i, j int) { ips[i], ips[j] = ips[j], ips[i] })
 	var errs []error
 	for _, ip := range ips {
@@ -52,4 +54,96 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 		errs = append(errs, err)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// resolver asks one DNS server for a name's A records and keeps each answer for its TTL. One
+// question per name is in flight at a time: the dials that need it meanwhile wait for it.
+type resolver struct {
+	server string
+	now    func() time.Time
+
+	mu       sync.Mutex
+	answers  map[string]answer
+	inFlight map[string]chan struct{}
+}
+
+type answer struct {
+	ips     []string
+	expires time.Time
+}
+
+// lookup is host's addresses: a literal address as it is, else the cached answer while its TTL
+// lasts, else a fresh one from the server.
+func (r *resolver) lookup(ctx context.Context, host string) ([]string, error) {
+	if ip := net.ParseIP(host); ip != nil {
+		return []string{host}, nil
+	}
+	name := dns.Fqdn(host)
+	for {
+		r.mu.Lock()
+		if a, ok := r.answers[name]; ok && r.now().Before(a.expires) {
+			r.mu.Unlock()
+			return a.ips, nil
+		}
+		if wait, ok := r.inFlight[name]; ok {
+			r.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if r.inFlight == nil {
+			r.inFlight = map[string]chan struct{}{}
+		}
+		done := make(chan struct{})
+		r.inFlight[name] = done
+		r.mu.Unlock()
+
+		ips, ttl, err := r.ask(ctx, name)
+		r.mu.Lock()
+		delete(r.inFlight, name)
+		close(done)
+		if err == nil && ttl > 0 {
+			r.answers[name] = answer{ips: ips, expires: r.now().Add(ttl)}
+		}
+		r.mu.Unlock()
+		return ips, err
+	}
+}
+
+// ask sends one A question over UDP (again over TCP when the answer is truncated) and returns
+// the addresses with the smallest TTL among them.
+func (r *resolver) ask(ctx context.Context, name string) ([]string, time.Duration, error) {
+	q := new(dns.Msg)
+	q.SetQuestion(name, dns.TypeA)
+	c := &dns.Client{Timeout: 2 * time.Second}
+	in, _, err := c.ExchangeContext(ctx, q, r.server)
+	if err == nil && in.Truncated {
+		c.Net = "tcp"
+		in, _, err = c.ExchangeContext(ctx, q, r.server)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("ask %s for %s: %w", r.server, name, err)
+	}
+	if in.Rcode != dns.RcodeSuccess {
+		return nil, 0, fmt.Errorf("%s answered %s for %s", r.server, dns.RcodeToString[in.Rcode], name)
+	}
+	var ips []string
+	ttl := time.Duration(-1)
+	for _, rr := range in.Answer {
+		a, ok := rr.(*dns.A)
+		if !ok {
+			continue
+		}
+		ips = append(ips, a.A.String())
+		if t := time.Duration(a.Hdr.Ttl) * time.Second; ttl < 0 || t < ttl {
+			ttl = t
+		}
+	}
+	if len(ips) == 0 {
+		return nil, 0, fmt.Errorf("%s has no A record for %s", r.server, name)
+	}
+	return ips, ttl, nil
 }

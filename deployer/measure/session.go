@@ -136,6 +136,9 @@ func (s *sessions) converse(ctx context.Context, c *websocket.Conn, reads <-chan
 		err := c.Write(wctx, websocket.MessageText, []byte(pending))
 		cancel()
 		if err != nil {
+			if ctx.Err() != nil {
+				return "", seq // the load is over, not the session: a write it cut short is no loss
+			}
 			s.ended(i, err, true)
 			return pending, seq
 		}

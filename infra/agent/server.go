@@ -9,9 +9,20 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/zero502/zero502/infra/edge"
 )
+
+// DefaultHandshakeTimeout is a Server's TLS handshake bound when HandshakeTimeout is 0.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+func (s *Server) handshakeTimeout() time.Duration {
+	if s.HandshakeTimeout > 0 {
+		return s.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
+}
 
 // Server is the origin end of agent sessions: an echo/ack server. For every message it applies
 // it once (Apply, when its id is new to the DedupStore) and acknowledges it either way, saying
@@ -31,6 +42,9 @@ type Server struct {
 	// Trusted are the edges allowed to send a PROXY header (edge.OriginListener.Trusted); empty:
 	// any peer.
 	Trusted []netip.Prefix
+	// HandshakeTimeout bounds the TLS handshake after the PROXY sniff (DefaultHandshakeTimeout
+	// when 0): a client that stalls in it is closed.
+	HandshakeTimeout time.Duration
 	// Logger gets a line per session (with the edge's claimed and measured peer); nil is
 	// slog.Default().
 	Logger *slog.Logger
@@ -45,6 +59,9 @@ type Counts struct {
 	Sessions   int `json:"sessions"`
 	Applied    int `json:"applied"`
 	Duplicates int `json:"duplicates"`
+	// Refused are messages the DedupStore refused (id too long, store full): the session was
+	// closed without applying or acknowledging them.
+	Refused int `json:"refused"`
 }
 
 // Counts is a snapshot of the server's counts.
@@ -89,10 +106,12 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 	defer c.Close()
 	var peer edge.Peer
+	_ = c.SetDeadline(time.Now().Add(s.handshakeTimeout()))
 	if err := c.Handshake(); err != nil {
 		log.Warn("agent server: TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
+	_ = c.SetDeadline(time.Time{})
 	if oc, ok := c.NetConn().(*edge.OriginConn); ok {
 		peer = oc.Peer()
 	}
@@ -115,7 +134,16 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 		if f.Kind != KindMsg {
 			continue
 		}
-		first := s.Dedup.First(f.ID)
+		verdict := s.Dedup.First(f.ID)
+		if verdict == Refused {
+			s.mu.Lock()
+			s.counts.Refused++
+			s.mu.Unlock()
+			log.Warn("agent server: message refused, not applied nor acknowledged; the agent replays it later",
+				"id_bytes", len(f.ID), "max_id_bytes", MaxIDLen, "why", "id too long, or the dedup store full of ids inside the replay window (raise --dedup)")
+			return
+		}
+		first := verdict == New
 		s.mu.Lock()
 		if first {
 			s.counts.Applied++

@@ -72,10 +72,10 @@ func (s *Sender) post(ctx context.Context, body []byte, log *slog.Logger) error 
 	for i := range attempts {
 		if i > 0 {
 			wait := s.Backoff.Delay(i - 1)
-			log.Info("alert webhook: retrying", "url", s.URL, "attempt", i+1, "of", attempts, "wait", wait, "err", last)
+			log.Info("alert webhook: retrying", "url", Redact(s.URL), "attempt", i+1, "of", attempts, "wait", wait, "err", last)
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("alert webhook %s: gave up when the context ended after %d attempts: %w", s.URL, i, last)
+				return fmt.Errorf("alert webhook %s: gave up when the context ended after %d attempts: %w", Redact(s.URL), i, last)
 			case <-clk.After(wait):
 			}
 		}
@@ -84,18 +84,18 @@ func (s *Sender) post(ctx context.Context, body []byte, log *slog.Logger) error 
 			return nil
 		}
 	}
-	return fmt.Errorf("alert webhook %s: not delivered after %d attempts (raise --alert-attempts or fix the receiver): %w", s.URL, attempts, last)
+	return fmt.Errorf("alert webhook %s: not delivered after %d attempts (raise --alert-attempts or fix the receiver): %w", Redact(s.URL), attempts, last)
 }
 
 func (s *Sender) postOnce(ctx context.Context, client *http.Client, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("bad webhook URL %q: %w", s.URL, err)
+		return fmt.Errorf("bad webhook URL %s: %w", Redact(s.URL), redactErr(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return redactErr(err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))

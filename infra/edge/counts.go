@@ -23,12 +23,15 @@ type Counts struct {
 	// Untrusted is connections closed because a peer outside the trusted edge ranges sent a
 	// header.
 	Untrusted uint64 `json:"untrusted"`
+	// OverCap is connections closed at once because MaxConns were open (Forwarder, Relay).
+	OverCap uint64 `json:"over_cap"`
 }
 
 // counters are the live atomics behind Counts.
 type counters struct {
 	accepted, empty, unreachable                 atomic.Uint64
 	headers, passedThrough, malformed, untrusted atomic.Uint64
+	overCap                                      atomic.Uint64
 }
 
 func (c *counters) snapshot() Counts {
@@ -40,5 +43,6 @@ func (c *counters) snapshot() Counts {
 		PassedThrough: c.passedThrough.Load(),
 		Malformed:     c.malformed.Load(),
 		Untrusted:     c.untrusted.Load(),
+		OverCap:       c.overCap.Load(),
 	}
 }

@@ -27,8 +27,13 @@ const DefaultFirewallChain = "ZERO502-EDGE"
 //     in a container probing other edges on the same port) cross it too, and a port rule drops
 //     them. So an ESTABLISHED,RELATED accept comes first; then the allow list; then a drop of
 //     every other new connection to the port arriving on InInterface.
+//
+// Both families get the chain: IPv4 through iptables, IPv6 through ip6tables (with no IPv6
+// source allowed, every new IPv6 connection to the port is dropped). Each family's chain is
+// replaced in one iptables-restore --noflush transaction, so re-applying never leaves a moment
+// with the allow list but no DROP; nothing outside our chain and its one jump is touched.
 type Firewall struct {
-	// Allow are the sources that may reach the port (IPv4 prefixes).
+	// Allow are the sources that may reach the port (IPv4 and IPv6 prefixes).
 	Allow []netip.Prefix
 	// Port is the published port on the host (what clients connect to).
 	Port int
@@ -39,6 +44,20 @@ type Firewall struct {
 	Chain string
 }
 
+// Family is one address family's packet filter: its iptables program and its restore program.
+type Family struct {
+	Name    string // "IPv4", "IPv6"
+	Tables  string // iptables, ip6tables
+	Restore string // iptables-restore, ip6tables-restore
+	is      func(netip.Addr) bool
+}
+
+// Families are the two the firewall covers, IPv4 first.
+var Families = []Family{
+	{Name: "IPv4", Tables: "iptables", Restore: "iptables-restore", is: netip.Addr.Is4},
+	{Name: "IPv6", Tables: "ip6tables", Restore: "ip6tables-restore", is: netip.Addr.Is6},
+}
+
 // Validate names the flag, the value and the rule of every problem.
 func (f Firewall) Validate() error {
 	var errs []error
@@ -46,8 +65,8 @@ func (f Firewall) Validate() error {
 		errs = append(errs, errors.New("--allow is empty: list the sources that may reach the port (the edges' or the clients' CIDRs); with none every new connection would be dropped"))
 	}
 	for _, p := range f.Allow {
-		if !p.Addr().Is4() {
-			errs = append(errs, fmt.Errorf("--allow %s: only IPv4 prefixes (iptables); write IPv6 rules with ip6tables", p))
+		if !p.IsValid() {
+			errs = append(errs, fmt.Errorf("--allow %s: must be an IPv4 or IPv6 address or CIDR", p))
 		}
 	}
 	if f.Port < 1 || f.Port > 65535 {
@@ -66,72 +85,85 @@ func (f Firewall) chain() string {
 	return f.Chain
 }
 
-// Rules are the rules of our chain, in order, as iptables arguments.
-func (f Firewall) Rules() [][]string {
+// Rules are the rules of our chain for family fam, in order, as iptables arguments.
+func (f Firewall) Rules(fam Family) [][]string {
 	port := strconv.Itoa(f.Port)
 	match := []string{"-i", f.InInterface, "-p", "tcp", "-m", "conntrack", "--ctorigdstport", port}
 	rules := [][]string{{"-A", f.chain(), "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"}}
 	for _, p := range f.Allow {
-		rules = append(rules, append(append([]string{"-A", f.chain()}, match...), "-s", p.Masked().String(), "-j", "RETURN"))
+		if fam.is(p.Addr().Unmap()) {
+			rules = append(rules, append(append([]string{"-A", f.chain()}, match...), "-s", p.Masked().String(), "-j", "RETURN"))
+		}
 	}
 	return append(rules, append(append([]string{"-A", f.chain()}, match...), "-j", "DROP"))
 }
 
-// Script is the whole procedure as iptables commands a person can read and run.
-func (f Firewall) Script() string {
+// restoreInput is family fam's iptables-restore --noflush input: our chain declared (created,
+// or flushed within the transaction) and refilled, the jump from DOCKER-USER inserted first
+// when jump is set, all in one COMMIT.
+func (f Firewall) restoreInput(fam Family, jump bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "iptables -N %s 2>/dev/null || true\niptables -F %s\n", f.chain(), f.chain())
-	for _, r := range f.Rules() {
-		fmt.Fprintf(&b, "iptables %s\n", strings.Join(r, " "))
+	fmt.Fprintf(&b, "*filter\n:%s - [0:0]\n", f.chain())
+	for _, r := range f.Rules(fam) {
+		b.WriteString(strings.Join(r, " ") + "\n")
 	}
-	fmt.Fprintf(&b, "iptables -C DOCKER-USER -j %s 2>/dev/null || iptables -I DOCKER-USER 1 -j %s\n", f.chain(), f.chain())
+	if jump {
+		fmt.Fprintf(&b, "-I DOCKER-USER 1 -j %s\n", f.chain())
+	}
+	b.WriteString("COMMIT\n")
 	return b.String()
 }
 
-// IPTables runs iptables with args and returns its combined output. Exec runs it on this host;
-// tests run it inside a network namespace.
-type IPTables func(ctx context.Context, args ...string) ([]byte, error)
+// Script is the whole procedure as commands a person can read and run: per family, one atomic
+// restore of our chain, then the jump from DOCKER-USER added if it is missing.
+func (f Firewall) Script() string {
+	var b strings.Builder
+	for _, fam := range Families {
+		fmt.Fprintf(&b, "# %s\n%s --noflush <<'EOF'\n%sEOF\n", fam.Name, fam.Restore, f.restoreInput(fam, false))
+		fmt.Fprintf(&b, "%s -C DOCKER-USER -j %s 2>/dev/null || %s -I DOCKER-USER 1 -j %s\n", fam.Tables, f.chain(), fam.Tables, f.chain())
+	}
+	return b.String()
+}
 
-// ExecIPTables is the host's iptables, with prefix before it (e.g. ip netns exec NAME).
+// IPTables runs program (iptables, ip6tables or their -restore) with args and stdin and returns
+// its combined output. ExecIPTables runs it on this host; tests run it inside a network namespace.
+type IPTables func(ctx context.Context, program string, stdin string, args ...string) ([]byte, error)
+
+// ExecIPTables runs the program on this host, with prefix before it (e.g. ip netns exec NAME).
 func ExecIPTables(prefix ...string) IPTables {
-	return func(ctx context.Context, args ...string) ([]byte, error) {
-		argv := append(append(append([]string{}, prefix...), "iptables"), args...)
-		return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	return func(ctx context.Context, program, stdin string, args ...string) ([]byte, error) {
+		argv := append(append(append([]string{}, prefix...), program), args...)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stdin = strings.NewReader(stdin)
+		return cmd.CombinedOutput()
 	}
 }
 
-// Apply installs the rules: our chain created if missing and flushed, the rules appended, and
-// one jump from DOCKER-USER to it inserted first if it is not there yet. Nothing else in any
-// chain is touched, so applying twice is applying once.
-func (f Firewall) Apply(ctx context.Context, ipt IPTables) error {
+// Apply installs the rules in each family: our chain replaced in one restore transaction (with
+// the jump from DOCKER-USER when it is not there yet), so applying twice is applying once and a
+// re-apply has no moment without the DROP. A family whose DOCKER-USER chain is missing fails for
+// IPv4 (Docker is not running); for IPv6 it is skipped and said in the notes returned (Docker's
+// ip6tables is off: it then publishes IPv6 through docker-proxy, which INPUT does see).
+func (f Firewall) Apply(ctx context.Context, ipt IPTables) (notes []string, err error) {
 	if err := f.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	run := func(args ...string) error {
-		if out, err := ipt(ctx, args...); err != nil {
-			return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	for _, fam := range Families {
+		if _, err := ipt(ctx, fam.Tables, "", "-S", "DOCKER-USER"); err != nil {
+			if fam.Name == "IPv4" {
+				return notes, fmt.Errorf("chain DOCKER-USER not found (iptables): is Docker running on this host? Published ports never traverse INPUT, " +
+					"so the rules must go where Docker's FORWARD looks first")
+			}
+			notes = append(notes, fmt.Sprintf("%s: no DOCKER-USER chain in %s (Docker's ip6tables is off): no %s rules applied; "+
+				"turn on \"ip6tables\" in /etc/docker/daemon.json, or firewall IPv6 in INPUT, where docker-proxy's connections arrive", fam.Name, fam.Tables, fam.Name))
+			continue
 		}
-		return nil
-	}
-	if _, err := ipt(ctx, "-S", "DOCKER-USER"); err != nil {
-		return fmt.Errorf("chain DOCKER-USER not found: is Docker running on this host? Published ports never traverse INPUT, " +
-			"so the rules must go where Docker's FORWARD looks first")
-	}
-	if _, err := ipt(ctx, "-S", f.chain()); err != nil {
-		if err := run("-N", f.chain()); err != nil {
-			return err
-		}
-	}
-	if err := run("-F", f.chain()); err != nil {
-		return err
-	}
-	for _, r := range f.Rules() {
-		if err := run(r...); err != nil {
-			return err
+		_, missing := ipt(ctx, fam.Tables, "", "-C", "DOCKER-USER", "-j", f.chain())
+		in := f.restoreInput(fam, missing != nil)
+		if out, err := ipt(ctx, fam.Restore, in, "--noflush"); err != nil {
+			return notes, fmt.Errorf("%s --noflush: %w: %s (nothing of this family changed: the restore is one transaction)\ninput:\n%s",
+				fam.Restore, err, bytes.TrimSpace(out), in)
 		}
 	}
-	if _, err := ipt(ctx, "-C", "DOCKER-USER", "-j", f.chain()); err != nil {
-		return run("-I", "DOCKER-USER", "1", "-j", f.chain())
-	}
-	return nil
+	return notes, nil
 }

@@ -84,7 +84,7 @@ func newNetLab(t *testing.T) *netLab {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	for _, tool := range []string{"ip", "iptables"} {
+	for _, tool := range []string{"ip", "iptables", "iptables-restore", "ip6tables", "ip6tables-restore"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (apt-get install iproute2 iptables)", tool)
 		}
@@ -128,8 +128,9 @@ func newNetLab(t *testing.T) *netLab {
 	} {
 		l.sh(l.host, append([]string{"iptables"}, rule...)...)
 	}
-	l.serve(l.ctr, "10.200.0.2:8443") // the edge's forwarder, in its container
-	l.serve(l.out, "10.100.0.3:443")  // another edge, which the host's monitor probes
+	l.sh(l.host, "ip6tables", "-N", "DOCKER-USER") // Docker with ip6tables on (its default since 27)
+	l.serve(l.ctr, "10.200.0.2:8443")              // the edge's forwarder, in its container
+	l.serve(l.out, "10.100.0.3:443")               // another edge, which the host's monitor probes
 	return l
 }
 
@@ -175,11 +176,11 @@ func TestFirewallInDockerUserLetsTheAllowedInDropsTheRestAndKeepsOutboundProbesA
 	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix(allowed + "/32")}, Port: 443, InInterface: "ext0"}
 	ipt := ExecIPTables("ip", "netns", "exec", l.host)
 	for range 2 { // applying twice is applying once
-		if err := fw.Apply(context.Background(), ipt); err != nil {
-			t.Fatal(err)
+		if notes, err := fw.Apply(context.Background(), ipt); err != nil || len(notes) > 0 {
+			t.Fatal(err, notes)
 		}
 	}
-	out, _ := ipt(context.Background(), "-S", "DOCKER-USER")
+	out, _ := ipt(context.Background(), "iptables", "", "-S", "DOCKER-USER")
 	if n := strings.Count(string(out), "-j "+DefaultFirewallChain); n != 1 {
 		t.Errorf("DOCKER-USER jumps to %s %d times, want once:\n%s", DefaultFirewallChain, n, out)
 	}
@@ -201,19 +202,102 @@ func TestFirewallInDockerUserLetsTheAllowedInDropsTheRestAndKeepsOutboundProbesA
 	}
 }
 
+// Re-applying replaces the chain in one transaction: a reader of the chain all along never sees
+// it without its DROP (flush, then append, one command at a time, left that window open).
+func TestFirewallReapplyNeverShowsTheChainWithoutItsDrop(t *testing.T) {
+	l := newNetLab(t)
+	ctx := context.Background()
+	ipt := ExecIPTables("ip", "netns", "exec", l.host)
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("10.100.0.2/32")}, Port: 443, InInterface: "ext0"}
+	if _, err := fw.Apply(ctx, ipt); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	seen := make(chan []string, 1)
+	go func() {
+		var bad []string
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				seen <- bad
+				return
+			default:
+			}
+			out, err := ipt(ctx, "iptables", "", "-S", DefaultFirewallChain)
+			if err != nil || !strings.Contains(string(out), "-j DROP") {
+				bad = append(bad, fmt.Sprintf("read %d: %v\n%s", n, err, out))
+			}
+		}
+	}()
+	for i := range 30 {
+		fw.Allow = []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.100.0.%d/32", 2+i%2))}
+		if _, err := fw.Apply(ctx, ipt); err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if bad := <-seen; len(bad) > 0 {
+		t.Fatalf("%d reads of the chain during 30 re-applies found no DROP, e.g.\n%s", len(bad), bad[0])
+	}
+}
+
+// IPv6 gets the same chain through ip6tables: its allowed sources, and the DROP (with no IPv6
+// source allowed, only the DROP); with Docker's ip6tables off, IPv6 is skipped and said.
+func TestFirewallCoversIPv6(t *testing.T) {
+	l := newNetLab(t)
+	ctx := context.Background()
+	ipt := ExecIPTables("ip", "netns", "exec", l.host)
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("10.100.0.2/32"), netip.MustParsePrefix("2001:db8:1::/48")},
+		Port: 443, InInterface: "ext0"}
+	if notes, err := fw.Apply(ctx, ipt); err != nil || len(notes) > 0 {
+		t.Fatal(err, notes)
+	}
+	v6, _ := ipt(ctx, "ip6tables", "", "-S", DefaultFirewallChain)
+	v4, _ := ipt(ctx, "iptables", "", "-S", DefaultFirewallChain)
+	if !strings.Contains(string(v6), "-s 2001:db8:1::/48") || !strings.Contains(string(v6), "-j DROP") || strings.Contains(string(v6), "10.100.0.2") {
+		t.Errorf("ip6tables chain lacks the IPv6 allow or the DROP, or holds IPv4:\n%s", v6)
+	}
+	if strings.Contains(string(v4), "2001:db8") || !strings.Contains(string(v4), "-s 10.100.0.2/32") {
+		t.Errorf("iptables chain:\n%s\nwant the IPv4 allow only", v4)
+	}
+	if out, _ := ipt(ctx, "ip6tables", "", "-S", "DOCKER-USER"); strings.Count(string(out), "-j "+DefaultFirewallChain) != 1 {
+		t.Errorf("ip6tables DOCKER-USER:\n%s\nwant one jump to %s", out, DefaultFirewallChain)
+	}
+
+	fw.Allow = fw.Allow[:1] // IPv4 only: IPv6 is closed, not open
+	if _, err := fw.Apply(ctx, ipt); err != nil {
+		t.Fatal(err)
+	}
+	v6, _ = ipt(ctx, "ip6tables", "", "-S", DefaultFirewallChain)
+	if strings.Contains(string(v6), "-j RETURN") || !strings.Contains(string(v6), "--ctorigdstport 443 -j DROP") {
+		t.Errorf("with no IPv6 source allowed, the ip6tables chain:\n%s\nwant the DROP and no allow", v6)
+	}
+
+	l.sh(l.host, "ip6tables", "-F", "DOCKER-USER")
+	l.sh(l.host, "ip6tables", "-X", "DOCKER-USER")
+	notes, err := fw.Apply(ctx, ipt)
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "IPv6") || !strings.Contains(notes[0], "ip6tables") {
+		t.Errorf("Apply without ip6tables' DOCKER-USER: %v, notes %q; want IPv4 applied and a note naming IPv6", err, notes)
+	}
+}
+
 func TestFirewallRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
-	err := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}, Port: 0, InInterface: ""}.Validate()
-	for _, want := range []string{"--allow 2001:db8::/32", "IPv4", "--port 0", "--in-interface"} {
+	err := Firewall{Allow: nil, Port: 0, InInterface: ""}.Validate()
+	for _, want := range []string{"--allow is empty", "--port 0", "--in-interface"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
 	}
 	s := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}, Port: 443, InInterface: "eth0"}.Script()
 	for _, want := range []string{
-		"iptables -A ZERO502-EDGE -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n",
+		"iptables-restore --noflush <<'EOF'\n*filter\n:ZERO502-EDGE - [0:0]\n",
+		"-A ZERO502-EDGE -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT\n",
 		"-i eth0 -p tcp -m conntrack --ctorigdstport 443 -s 198.51.100.0/24 -j RETURN\n",
-		"-i eth0 -p tcp -m conntrack --ctorigdstport 443 -j DROP\n",
+		"-i eth0 -p tcp -m conntrack --ctorigdstport 443 -j DROP\nCOMMIT\nEOF\n",
 		"iptables -I DOCKER-USER 1 -j ZERO502-EDGE",
+		"ip6tables-restore --noflush <<'EOF'\n",
+		"ip6tables -I DOCKER-USER 1 -j ZERO502-EDGE",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("script lacks %q:\n%s", want, s)

@@ -55,6 +55,10 @@ type Forwarder struct {
 	// what is still open then is closed.
 	Shutdown time.Duration
 
+	// MaxConns is how many client connections are open at once at most (--max-conns); 0 means
+	// DefaultMaxConns. One more is closed at once and counted (Counts.OverCap).
+	MaxConns int
+
 	// Loops is the number of event loops, the fast path on Linux; 0 is one per P (GOMAXPROCS).
 	// The zero502 edge forward command sets it to the CPUs and gives the runtime one P more,
 	// so a loop waiting in epoll_wait keeps its P (see cmd/zero502's reserveSpareP).
@@ -229,7 +233,7 @@ func (f *Forwarder) serveConns(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 	}
-	return serveDrained(ctx, f.ln, f.forward, f.Drain, f.Shutdown, clockOr(f.Clock), log, "edge", onDraining)
+	return serveDrained(ctx, f.ln, f.forward, maxConns(f.MaxConns), &f.counts.overCap, f.Drain, f.Shutdown, clockOr(f.Clock), log, "edge", onDraining)
 }
 
 // forward relays one client connection to an upstream behind a PROXY v2 header. An upstream

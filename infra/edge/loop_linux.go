@@ -210,8 +210,13 @@ func (l *loop) register(fd int, c *lconn) error {
 // connection.
 func (l *loop) accept(fd int, rsa *unix.RawSockaddrAny) {
 	peer := rawsys.AddrPort(rsa)
-	l.ls.open.Add(1)
 	l.f.counts.accepted.Add(1)
+	if l.ls.open.Add(1) > maxConns(l.f.MaxConns) {
+		l.ls.open.Add(-1)
+		l.f.counts.overCap.Add(1)
+		_ = unix.Close(fd)
+		return
+	}
 	if t := l.ls.all[l.ls.group.LeastLoaded()]; t != l && t.Held()*5/4+1 < l.Held() {
 		t.Hold(1)
 		if t.post(func() { t.addClient(fd, peer) }) {

@@ -38,6 +38,9 @@ type Relay struct {
 	// Drain is how long the relay keeps accepting after ctx ends (0 for an origin no balancer
 	// or DNS points at directly); Shutdown is how long open connections then get.
 	Drain, Shutdown time.Duration
+	// MaxConns is how many connections are open at once at most (--max-conns); 0 means
+	// DefaultMaxConns. One more is closed at once and counted (Counts.OverCap).
+	MaxConns int
 	// Metrics, when set, is an HTTP listener (--metrics) serving GET /metrics: the Counts and
 	// the drain, in the Prometheus text format.
 	Metrics string
@@ -108,6 +111,7 @@ func (r *Relay) Draining() bool { return r.draining.Load() }
 func (r *Relay) Counts() Counts {
 	c := r.origin.Counts()
 	c.Empty = r.counts.empty.Load()
+	c.OverCap = r.counts.overCap.Load()
 	c.Unreachable = r.counts.unreachable.Load()
 	return c
 }
@@ -126,7 +130,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	log.Info("edge origin relaying", "listen", r.Addr().String(), "to", r.Backend, "trusted", fmt.Sprint(r.Trusted),
 		"header_timeout", r.origin.headerTimeout().String(), "idle_timeout", r.idleTimeout().String(),
 		"drain", r.Drain.String(), "shutdown", r.Shutdown.String())
-	err := serveDrained(ctx, r.origin, r.relay, r.Drain, r.Shutdown, clockOr(r.Clock), log, "edge origin",
+	err := serveDrained(ctx, r.origin, r.relay, maxConns(r.MaxConns), &r.counts.overCap, r.Drain, r.Shutdown, clockOr(r.Clock), log, "edge origin",
 		func() { r.draining.Store(true) })
 	c := r.Counts()
 	log.Info("edge origin stopped", "accepted", c.Accepted, "empty", c.Empty, "unreachable", c.Unreachable,

@@ -20,19 +20,24 @@ import (
 // answering and closes, and its FIN reaches the client after the answer, so the connection ends
 // cleanly within the budget (an HTTP server behind closes after its response; a chat's
 // WebSocket reconnects; nobody reads a reset). What is still open when the budget runs out is
-// closed, both sides of it.
+// closed, both sides of it. A connection beyond max open at once is closed at once and counted
+// in overCap.
 // Each phase gets a log line of its own (who names the server in it): drain's own lines speak
 // of an HTTP health path a TCP server does not have.
-func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), window, shutdown time.Duration,
-	clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
+func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), max int64, overCap *atomic.Uint64,
+	window, shutdown time.Duration, clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
 	var open atomic.Int64
 	conns := &openConns{set: map[*pairedConn]struct{}{}}
 	phases := drainPhases{addr: ln.Addr().String(), window: window, shutdown: shutdown, clk: clk, log: log, who: who,
 		onDraining: onDraining, open: open.Load, finish: conns.finish, done: make(chan struct{})}
 	defer close(phases.done)
 	return drain.ServeTCP(ctx, pairingListener{ln}, func(c net.Conn) {
-		open.Add(1)
 		defer open.Add(-1)
+		if open.Add(1) > max {
+			overCap.Add(1)
+			_ = c.Close()
+			return
+		}
 		pc := c.(*pairedConn)
 		conns.add(pc)
 		defer conns.remove(pc)

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // DefaultPIDFile is where a server called name keeps its pid file unless told otherwise: the
 // runtime directory systemd made for the unit ($RUNTIME_DIRECTORY, RuntimeDirectory=zero502),
 // else the user's ($XDG_RUNTIME_DIR/zero502), else /run/zero502 for root, else a directory of
-// the user's own under the temporary directory.
+// the user's own under the temporary directory (/tmp/zero502-<euid>, which another user could
+// create first: ReadPID and writePID refuse a pid file whose directories fail trust.Check).
 func DefaultPIDFile(name string, getenv func(string) string) string {
 	file := name + ".pid"
 	if d := getenv("RUNTIME_DIRECTORY"); d != "" {
@@ -28,11 +31,17 @@ func DefaultPIDFile(name string, getenv func(string) string) string {
 	return filepath.Join(os.TempDir(), "zero502-"+strconv.Itoa(os.Geteuid()), file)
 }
 
-// ReadPID is the pid in the pid file at path.
+// ReadPID is the pid in the pid file at path. A pid file that another user could have written
+// (it or a directory above it fails trust.Check) is refused: its pid would be signalled.
 func ReadPID(path string) (int, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("pid file %s does not exist: is the server running, and with this --pid-file? (%w)", path, err)
+	}
+	if err == nil {
+		if err := trustPIDFile(path); err != nil {
+			return 0, err
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read the pid file %s: %w", path, err)
@@ -46,5 +55,20 @@ func ReadPID(path string) (int, error) {
 
 // writePID writes this process's pid to path, atomically.
 func writePID(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create the pid file's directory %s: %w", dir, err)
+	}
+	if err := trustPIDFile(dir); err != nil {
+		return err
+	}
 	return writeAtomic(path, []byte(strconv.Itoa(os.Getpid())+"\n"))
+}
+
+// trustPIDFile is trust.Check of a pid file or its directory, with what to do.
+func trustPIDFile(path string) error {
+	if err := trust.Check(path, os.Geteuid()); err != nil {
+		return fmt.Errorf("pid file %s is not trusted: %w; or give --pid-file a path in a directory only this user can write", path, err)
+	}
+	return nil
 }

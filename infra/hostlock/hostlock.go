@@ -18,6 +18,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // Holder says who holds a lock and since when.
@@ -53,10 +54,21 @@ func TryAcquire(path string, me Holder) (*Lock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), spec.DirMode); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	// A lock in a directory, or a lock file, another user could write is refused: they could hold
+	// it for ever, or swap it so two deploys each hold "the" lock (infra/trust).
+	if err := trust.Check(filepath.Dir(path), os.Getuid()); err != nil {
+		return nil, fmt.Errorf("lock %s: refused: %w", path, err)
+	}
 	fl := flock.New(path, flock.SetPermissions(spec.FileMode))
 	ok, err := fl.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := trust.Check(path, os.Getuid()); err != nil {
+		if ok {
+			_ = fl.Unlock()
+		}
+		return nil, fmt.Errorf("lock %s: refused: %w", path, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("lock %s: %w by %s", path, ErrHeld, ReadHolder(path))

@@ -97,3 +97,45 @@ func TestTheLockAndItsHolderRecordAreReadableByOtherUsers(t *testing.T) {
 		t.Fatalf("holder %+v, want the deployer", h)
 	}
 }
+
+// A lock another user could write, or one in a directory they could write, is refused naming
+// the path and its mode, before it is taken: they could hold it for ever or swap it.
+func TestALockAnotherUserCouldWriteIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "deploy.lock")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := TryAcquire(p, Holder{Who: "deployer"}); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "0666") {
+		if l != nil {
+			_ = l.Release()
+		}
+		t.Fatalf("a 0666 lock file: %v; want refused naming %s and mode 0666", err, p)
+	}
+
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := TryAcquire(filepath.Join(open, "deploy.lock"), Holder{Who: "deployer"}); err == nil || !strings.Contains(err.Error(), open) {
+		if l != nil {
+			_ = l.Release()
+		}
+		t.Fatalf("a lock in a 0777 directory: %v; want refused naming the directory", err)
+	}
+
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := TryAcquire(p, Holder{Who: "deployer"})
+	if err != nil {
+		t.Fatalf("the same lock made 0644: %v; want taken", err)
+	}
+	_ = l.Release()
+}

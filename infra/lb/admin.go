@@ -45,7 +45,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	adminapi.HandleWeightWrites(mux, "/admin/backends", adminWrites{s})
 	h := adminapi.Access{Token: s.set.AdminToken, Listen: ln.Addr().String(), Realm: "zero502 lb admin",
 		Setting: "balancer.admin_token", Open: []string{"/admin/health", "/metrics"}}.Guard(mux)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: nil}
+	srv := adminapi.NewServer(h, adminapi.DefaultLimits, nil)
 	go func() { _ = srv.Serve(ln) }()
 	return &adminServer{srv: srv}
 }

@@ -74,6 +74,11 @@ type Backend struct {
 	saErr  error
 
 	connectSeconds prometheus.Observer
+
+	// outages counts its leaving rotation for failing (Server.outage); waits are the goroutine
+	// path's requests waiting on it that an outage resends (resend.go)
+	outages atomic.Uint64
+	waits   headWaits
 }
 
 // newBackend is a backend in rotation.

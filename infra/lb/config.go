@@ -27,6 +27,7 @@ type Settings struct {
 
 	ClientHeaderTimeout time.Duration // a client's request head (and silence in its body)
 	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
+	TunnelIdleTimeout   time.Duration // an upgraded (WebSocket) connection silent both ways
 	BodyTimeout         time.Duration // silence while relaying a body: a response to the client, a request to a backend (then 504)
 	MaxIdlePerBackend   int           // pooled upstream connections per backend
 	// MaxConns caps the open client connections; one more is accepted and closed at once.
@@ -45,6 +46,10 @@ type Settings struct {
 	// a connection's client address (X-Forwarded-For, the access log); a header from any other
 	// peer closes the connection; connections without one pass. Empty: no sniffing at all.
 	AcceptProxyFrom []string
+	// TrustedProxies are the clients (IP addresses or CIDR ranges; the client address is the
+	// PROXY header's when one was accepted) whose X-Forwarded-For is kept and appended to; from
+	// any other client it is replaced by the client's address. Empty: replaced for everyone.
+	TrustedProxies []string
 
 	// slowPathOnly serves every connection on the goroutine path, as on systems without the
 	// event loops: the tests' switch (ZERO502_TEST_LB_ENGINE=goroutines), never the user's.
@@ -64,7 +69,7 @@ func LabSettings(listen string, backends []string) Settings {
 			IdleTimeout: 4 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second,
 			MaxHeaderBytes: 64 << 10,
 		},
-		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second,
+		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second, TunnelIdleTimeout: time.Hour,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
 		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
 		Drain: 0, Shutdown: 10 * time.Second,
@@ -78,7 +83,7 @@ func FromConfig(cfg *infra.Config) Settings {
 	s := LabSettings(b.Listen, cfg.Targets())
 	s.Admin, s.AdminToken = b.Admin, b.AdminToken
 	s.BalancerNumbers = b.BalancerNumbers
-	s.AcceptProxyFrom = b.AcceptProxyFrom
+	s.AcceptProxyFrom, s.TrustedProxies = b.AcceptProxyFrom, b.TrustedProxies
 	s.Drain, s.Shutdown = cfg.Drain.Window, cfg.Drain.Shutdown
 	return s
 }
@@ -104,6 +109,7 @@ func (s Settings) Validate() error {
 	positive("header-timeout", s.HeaderTimeout)
 	positive("client-header-timeout", s.ClientHeaderTimeout)
 	positive("client-idle-timeout", s.ClientIdleTimeout)
+	positive("tunnel-idle-timeout", s.TunnelIdleTimeout)
 	positive("body-timeout", s.BodyTimeout)
 	positive("shutdown", s.Shutdown)
 	if s.Drain < 0 {
@@ -144,6 +150,9 @@ func (s Settings) Validate() error {
 		}
 	}
 	if _, err := infra.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := infra.ParseRanges("--trusted-proxy", s.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
 	if len(s.Backends) == 0 {

@@ -122,7 +122,7 @@ func TestAdminAPI(t *testing.T) {
 	for _, m := range []string{`zero502_lb_requests_total{backend="` + a.addr() + `",class="2xx"} 2`,
 		`zero502_lb_health_transitions_total{backend="` + b.addr() + `",from="healthy",to="draining"} 1`,
 		"zero502_lb_upstream_connect_seconds_bucket", "zero502_lb_upstream_header_seconds_bucket",
-		"zero502_lb_retries_total 0", "zero502_lb_passive_ejections_total 0"} {
+		"zero502_lb_retries_total 0", "zero502_lb_resent_after_eject_total 0", "zero502_lb_passive_ejections_total 0"} {
 		if !strings.Contains(body, m) {
 			t.Errorf("/metrics lacks %q", m)
 		}

@@ -1,6 +1,8 @@
 package lb
 
 import (
+	"bytes"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +47,7 @@ func (s *Server) atConnCap() bool {
 	return true
 }
 
-// slowBodies counts, per client IP, the request bodies still arriving after SlowBodyAfter, so
+// slowBodies counts, per client IP (per /64 for IPv6: one host holds a whole /64), the request bodies still arriving after SlowBodyAfter, so
 // one client cannot hold every connection and backend slot with trickled uploads.
 type slowBodies struct {
 	max     int
@@ -59,6 +61,7 @@ func newSlowBodies(max int) *slowBodies { return &slowBodies{max: max, per: map[
 
 // acquire takes a slow-body slot for ip; false (counted as refused) when ip holds max already.
 func (sb *slowBodies) acquire(ip []byte) bool {
+	ip = slowBodyKey(ip)
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	n := sb.per[string(ip)]
@@ -73,6 +76,7 @@ func (sb *slowBodies) acquire(ip []byte) bool {
 
 // release gives back a slot acquire took.
 func (sb *slowBodies) release(ip []byte) {
+	ip = slowBodyKey(ip)
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if n := sb.per[string(ip)]; n > 1 {
@@ -81,4 +85,21 @@ func (sb *slowBodies) release(ip []byte) {
 		delete(sb.per, string(ip))
 	}
 	sb.active.Add(-1)
+}
+
+// slowBodyKey is what the slow-body cap counts ip under: an IPv4 address as it is, an IPv6
+// address as its /64 (a host is given a whole /64 and picks any address in it).
+func slowBodyKey(ip []byte) []byte {
+	if bytes.IndexByte(ip, ':') < 0 {
+		return ip
+	}
+	a, err := netip.ParseAddr(string(ip))
+	if err != nil || a.Is4In6() {
+		return ip
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return ip
+	}
+	return []byte(p.String())
 }

@@ -48,15 +48,16 @@ type lclient struct {
 	pendOff int
 
 	// the exchange in progress
-	x       *exchange
-	reqLen  int // head plus body bytes of the request in in
-	start   time.Time
-	b       *Backend // the backend counting this request in flight
-	u       *lup
-	t       tried
-	retried bool
-	left    int64 // response body bytes still to relay (Content-Length framing)
-	status  int
+	x      *exchange
+	reqLen int // head plus body bytes of the request in in
+	start  time.Time
+	b      *Backend // the backend counting this request in flight
+	u      *lup
+	t      tried
+	again  attemptError // why this attempt is not the first (attemptOK: it is)
+	seen   uint64       // the outages of b when it was picked (resendEjected)
+	left   int64        // response body bytes still to relay (Content-Length framing)
+	status int
 }
 
 // lup is an upstream (backend) connection held by a loop.
@@ -196,7 +197,7 @@ func (l *loop) haveRequest(c *lclient, n int) bool {
 		l.answer(c, status, nil)
 		return true
 	}
-	c.t, c.retried = tried{}, false
+	c.t, c.again = tried{}, attemptOK
 	l.pick(c)
 	return true
 }
@@ -209,10 +210,9 @@ func (l *loop) pick(c *lclient) {
 		l.answer(c, 503, nil)
 		return
 	}
+	c.seen = b.outages.Load()
 	c.t.add(b)
-	if c.retried {
-		s.retries.Add(1)
-	}
+	s.countAgain(c.again)
 	b.inFlight.Add(1)
 	c.b = b
 	u := l.poolGet(b, probeBeforeReuse(&c.x.req))
@@ -230,7 +230,7 @@ func (l *loop) pick(c *lclient) {
 func (l *loop) bind(c *lclient, u *lup) {
 	req := &c.x.req
 	u.c, c.u = c, u
-	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, u.b.Address)
+	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, l.s.trustsForwarded(c.ip), u.b.Address)
 	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
 	c.x.out = out
 	u.out, u.outOff, u.got = out, 0, false
@@ -584,7 +584,8 @@ func (l *loop) finish(c *lclient) {
 // failed handles an attempt that got no usable response, as proxy does on the goroutine path:
 // a stale pooled connection is replaced by a fresh one for a request without a body; a
 // connection failure ejects the backend and a GET or HEAD goes to the next one; a request with
-// a body is never replayed (502); a silent backend gives 504.
+// a body is never replayed (502); a silent backend gives 504; a GET or HEAD given up on a
+// backend that left rotation (resendEjected) goes to the next one.
 func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	req := &c.x.req
 	b := c.b
@@ -606,7 +607,7 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 	c.b = nil
 	next, status := l.s.attemptFailed(req, b, aerr, u != nil && u.reused)
 	if next {
-		c.retried = true
+		c.again = aerr
 		l.pick(c)
 		return
 	}
@@ -840,4 +841,44 @@ func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
 		return &unix.SockaddrInet4{Port: int(b.sa.Port()), Addr: ip.As4()}, unix.AF_INET, nil
 	}
 	return &unix.SockaddrInet6{Port: int(b.sa.Port()), Addr: ip.As16()}, unix.AF_INET6, nil
+}
+
+// resendEjected gives up, once a backend left rotation for failing (an outage, resend.go), the
+// loop's requests sent to it before that which resendNow resends: being sent or waiting for
+// the response head, no byte of it arrived. Each goes to the next backend through failed, as
+// attemptEjected; the others stay, and are not looked at again for this outage. The loop looks
+// only when some backend's outage count moved since its last look (woken, after the transition
+// rebuilt the rotation).
+func (l *loop) resendEjected() {
+	n := l.s.outages.Load()
+	if n == l.outages {
+		return
+	}
+	l.outages = n
+	cut := l.cuts[:0]
+	for fd := range l.slots {
+		u := l.slots[fd].u
+		if u == nil || u.c == nil {
+			continue
+		}
+		c := u.c
+		if c.phase != phSend && c.phase != phAwait || c.b == nil {
+			continue
+		}
+		now := c.b.outages.Load()
+		if now == c.seen {
+			continue
+		}
+		c.seen = now
+		if l.s.resendNow(&c.x.req, u.got, &c.t) {
+			cut = append(cut, u)
+		}
+	}
+	for _, u := range cut {
+		if c := u.c; c != nil { // (still its request: nothing ran between)
+			l.failed(c, u, attemptEjected)
+		}
+	}
+	clear(cut)
+	l.cuts = cut[:0]
 }

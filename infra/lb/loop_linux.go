@@ -33,8 +33,9 @@ import (
 // parser, a large or slow request body, Expect: 100-continue, a close-delimited response, a
 // chunked one decoded for an HTTP/1.0 client. After the
 // hand-off the connection stays with the goroutine path while it is busy and comes back to a
-// loop when it goes idle (park). Timeouts, retries, passive ejection and the drain follow the
-// same rules on both paths; the tests run every case through both.
+// loop when it goes idle (park). Timeouts, retries, passive ejection, resends after an
+// ejection and the drain follow the same rules on both paths; the tests run every case through
+// both.
 
 // EventLoopsAvailable reports whether this system has the event loops (Linux; see
 // loop_other.go).
@@ -75,6 +76,8 @@ type loop struct {
 
 	handedTo     []*loop   // loops accept queued connections for, to wake (accepted)
 	adoptedSpare []adoptee // the adopted list woken took last, for reuse
+	outages      uint64    // the Server's outages at the loop's last look (resendEjected)
+	cuts         []*lup    // scratch of resendEjected
 
 	mu      sync.Mutex
 	adopted []adoptee
@@ -293,7 +296,9 @@ func (l *loop) watch(c *lclient) bool {
 	return true
 }
 
-// woken handles news from other goroutines: adopted connections, the drain, health changes.
+// woken handles news from other goroutines: adopted connections, the drain, health changes
+// (idle connections to a backend out of rotation close, requests waiting on one that failed are
+// resent).
 func (l *loop) woken() {
 	l.mu.Lock()
 	adopted := l.adopted
@@ -311,6 +316,7 @@ func (l *loop) woken() {
 	clear(adopted)
 	l.adoptedSpare = adopted[:0]
 	l.evictIdle()
+	l.resendEjected()
 	if l.s.closing.Load() {
 		l.StopAccepting()
 		for fd := range l.slots {

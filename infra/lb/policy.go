@@ -20,7 +20,9 @@ func (s *Server) ownHealth(req *http1.Request) (int, bool) {
 // The exchange policy after a failed attempt at a backend, one for both paths (proxy.go and the
 // event loops' failed, through attemptFailed, which also records the failure): whether to try the same backend again on a fresh connection, whether
 // the backend leaves rotation at once, and whether the request goes to the next backend or the
-// client gets the LB's own answer. A request with a body is never replayed: it gets 502.
+// client gets the LB's own answer. A request with a body is never replayed: it gets 502. An
+// attempt the LB gives up itself, because its backend left rotation for failing while the
+// request waited (resendNow), is one more such failure: attemptEjected.
 
 // staleRetry says a request that got nothing back on a pooled connection goes to the same
 // backend again on a fresh one: the pooled connection was most likely closed by the backend
@@ -53,6 +55,45 @@ func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (ej
 		return eject, false, 502
 	case attemptTimeout:
 		return false, false, 504
+	case attemptEjected: // (only ever for a request resendAfterEject allowed)
+		if req.Idempotent() {
+			return false, true, 0 // out of rotation already
+		}
 	}
 	return false, false, 502
+}
+
+// resendAfterEject says a request in flight on a backend that has just left rotation for
+// failing (its health checks, or a passive ejection: see Server.changed) is given up there and
+// sent at once to another healthy backend, rather than wait out header_timeout for a host that
+// may be gone from the network: a request that may be replayed (GET or HEAD without a body,
+// Request.Idempotent) and that has not had one byte of the response yet (answered). Any other
+// request keeps today's rule: it waits for its answer or its timeout. It is both paths' one
+// rule, asked through resendNow.
+func resendAfterEject(req *http1.Request, answered bool) bool {
+	return req.Idempotent() && !answered
+}
+
+// resendNow says whether a request waiting on a backend that left rotation for failing goes at
+// once to another backend: resendAfterEject allows it and a healthy backend it has not tried
+// (t) is left. Without one it waits on where it is, as before: a fail-open backend is no better
+// than the one it waits on. The request is then concluded there as attemptEjected (failure
+// sends it on) and counted once per resend (zero502_lb_resent_after_eject_total); having tried
+// each backend at most once, it is resent at most once per backend.
+func (s *Server) resendNow(req *http1.Request, answered bool, t *tried) bool {
+	return resendAfterEject(req, answered) && s.rot.healthyLeft(t)
+}
+
+// countAgain counts a request that goes to another backend after an attempt that failed with
+// why (attemptOK: its first attempt, not counted): a resend after an ejection
+// (zero502_lb_resent_after_eject_total), or a retry (zero502_lb_retries_total). Both paths call
+// it once a backend is picked for the new attempt.
+func (s *Server) countAgain(why attemptError) {
+	switch why {
+	case attemptOK:
+	case attemptEjected:
+		s.resent.Add(1)
+	default:
+		s.retries.Add(1)
+	}
 }

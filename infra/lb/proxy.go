@@ -18,6 +18,9 @@ type exchange struct {
 	out   []byte
 	copy  []byte
 	chunk http1.ChunkFramer // a chunked request body's framing, as far as it was relayed
+	t     tried             // the backends the request used
+	seen  uint64            // the outages of the backend of the attempt when it was picked
+	wait  headWait          // the attempt's registration while it waits for the head (resend.go)
 }
 
 const outFlush = 16 << 10
@@ -45,6 +48,7 @@ const (
 	attemptClientStall                // the client sent no body bytes for client_header_timeout: 408, close
 	attemptSlowBody                   // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
 	attemptClientFraming              // the client's chunked body has broken framing: 400, close
+	attemptEjected                    // no response byte yet when the backend left rotation for failing: resent (resendNow)
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
@@ -91,10 +95,11 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 	rest := req.ContentLength - int64(len(body)) // still to read from the client
 	consumed := func() { cc.in.consume(headLen + len(body)) }
 
-	var t tried
-	retried := false
+	t := &x.t
+	*t = tried{}
+	again := attemptOK // why this attempt is not the first
 	for {
-		b := s.rot.pick(&t)
+		b := s.rot.pick(t)
 		if b == nil {
 			if !s.skipBody(cc, x, rest, start) {
 				return false
@@ -102,10 +107,9 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			consumed()
 			return s.answer(cc, req, 503, start, nil)
 		}
+		x.seen = b.outages.Load()
 		t.add(b)
-		if retried {
-			s.retries.Add(1)
-		}
+		s.countAgain(again)
 		b.inFlight.Add(1)
 		u, aerr := s.attempt(cc, x, b, body, &rest, start)
 		if u != nil && staleRetry(req, aerr, u.reused) {
@@ -124,14 +128,14 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			b.inFlight.Add(-1)
 			consumed()
 			return keep
-		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad:
+		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad, attemptEjected:
 			reused := u != nil && u.reused
 			if u != nil {
 				u.close()
 			}
 			next, status := s.attemptFailed(req, b, aerr, reused)
 			if next {
-				retried = true
+				again = aerr
 				continue
 			}
 			if aerr == attemptConnect || aerr == attemptNoAnswer {
@@ -203,7 +207,7 @@ func (s *Server) dial(b *Backend) (*upstream, error) {
 // out on silence (body_timeout without progress), never on the total duration of the body.
 func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64, start time.Time) attemptError {
 	req := &x.req
-	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, u.backend.Address)
+	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, s.trustsForwarded(cc.ip), u.backend.Address)
 	if len(body) <= smallBuf {
 		out = append(out, body...)
 		body = nil
@@ -237,6 +241,13 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 	}
 	t0 := time.Now()
 	_ = u.conn.SetReadDeadline(t0.Add(s.set.HeaderTimeout))
+	var wait *headWait // registered while an outage of the backend would resend the request
+	if resendAfterEject(req, false) {
+		wait = &x.wait
+		u.backend.wait(wait, u.conn, x.seen)
+		defer u.backend.unwait(wait)
+	}
+	answered := false // a byte of the response came
 	for {
 		switch n, step := responseHead(u.in.buffered(), req, &x.resp); step {
 		case headBad:
@@ -257,6 +268,13 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 		got := u.in.w > 0
 		if err := u.in.fill(maxResponseHead); err != nil {
 			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded) && wait != nil && u.backend.takeCut(wait):
+				if s.resendNow(req, answered, &x.t) {
+					return attemptEjected
+				}
+				// kept where it is (a byte came, or no healthy backend is left): as before
+				u.backend.resumeWait(wait, t0.Add(s.set.HeaderTimeout))
+				continue
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				return attemptTimeout
 			case errors.Is(err, errBufferFull), got:
@@ -264,6 +282,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			}
 			return attemptNoAnswer
 		}
+		answered = true
 	}
 }
 

@@ -69,7 +69,7 @@ func TestProxyRelaysCloseDelimitedResponse(t *testing.T) {
 	}
 }
 
-func TestHopByHopHeadersAreDroppedAndXFFAppended(t *testing.T) {
+func TestHopByHopHeadersAreDropped(t *testing.T) {
 	a := startBackend(t, "a")
 	l := startLB(t, fastSettings(a.addr()))
 	out := raw(t, l.Addr(), "GET /headers HTTP/1.1\r\nHost: example.test:1234\r\n"+
@@ -84,7 +84,7 @@ func TestHopByHopHeadersAreDroppedAndXFFAppended(t *testing.T) {
 			t.Errorf("hop-by-hop %s forwarded:\n%s", h, body)
 		}
 	}
-	for _, h := range []string{"Host: example.test:1234", "X-Forwarded-For: 10.0.0.1, 127.0.0.1", "X-Keep: yes"} {
+	for _, h := range []string{"Host: example.test:1234", "X-Forwarded-For: 127.0.0.1\r\n", "X-Keep: yes"} {
 		if !strings.Contains(body, h) {
 			t.Errorf("missing %q:\n%s", h, body)
 		}

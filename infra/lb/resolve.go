@@ -49,6 +49,7 @@ func Resolve(cfg *infra.Config, listen string, backends []string, flags Settings
 		{"admin-token", func() { s.AdminToken = flags.AdminToken }},
 		{"client-header-timeout", func() { s.ClientHeaderTimeout = flags.ClientHeaderTimeout }},
 		{"client-idle-timeout", func() { s.ClientIdleTimeout = flags.ClientIdleTimeout }},
+		{"tunnel-idle-timeout", func() { s.TunnelIdleTimeout = flags.TunnelIdleTimeout }},
 		{"body-timeout", func() { s.BodyTimeout = flags.BodyTimeout }},
 		{"max-idle-per-backend", func() { s.MaxIdlePerBackend = flags.MaxIdlePerBackend }},
 		{"max-conns", func() { s.MaxConns = flags.MaxConns }},
@@ -57,6 +58,7 @@ func Resolve(cfg *infra.Config, listen string, backends []string, flags Settings
 		{"shutdown", func() { s.Shutdown = flags.Shutdown }},
 		{"loops", func() { s.Loops = flags.Loops }},
 		{"accept-proxy-from", func() { s.AcceptProxyFrom = flags.AcceptProxyFrom }},
+		{"trusted-proxy", func() { s.TrustedProxies = flags.TrustedProxies }},
 		{"access-log", func() { s.AccessLog = flags.AccessLog }},
 	} {
 		if given(f.flag) {

@@ -188,3 +188,19 @@ func (r *rotation) pick(t *tried) *Backend {
 	}
 	return nil
 }
+
+// healthyLeft reports whether a backend in rotation that t has not tried is left (none while
+// the rotation fails open): where a request waiting on an ejected backend may be resent
+// (resendNow). Like pick, it takes no lock and allocates nothing.
+func (r *rotation) healthyLeft(t *tried) bool {
+	sn := r.cur.Load()
+	if sn.failOpen {
+		return false
+	}
+	for _, b := range sn.list {
+		if !t.has(b) && b.InRotation() {
+			return true
+		}
+	}
+	return false
+}

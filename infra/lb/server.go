@@ -3,7 +3,8 @@
 // serves only the admin API, metrics and status page). It owns smooth weighted round robin over
 // healthy backends (strict round robin at equal weights), active health checks with the drain
 // state (a backend whose health answers 503 leaves rotation at once), passive ejection and safe
-// retries (a request with a body is never replayed), an upstream keep-alive pool, RFC 9112 §6.3
+// retries (a request with a body is never replayed; a GET waiting on a backend that left
+// rotation for failing is resent at once, resend.go), an upstream keep-alive pool, RFC 9112 §6.3
 // smuggling defences, and the LB's own drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The
 // drain contract"). The admin API is documented in the README (Admin API).
 //
@@ -48,6 +49,8 @@ type Server struct {
 	accessOut io.Writer
 
 	proxyFrom []netip.Prefix // Settings.AcceptProxyFrom: connections are sniffed for a PROXY header
+	// forwardedFrom is Settings.TrustedProxies: clients whose X-Forwarded-For is kept.
+	forwardedFrom []netip.Prefix
 
 	members *backendSet // the current backends (the admin API changes them)
 	rot     *rotation
@@ -56,6 +59,8 @@ type Server struct {
 
 	retries   atomic.Uint64
 	ejections atomic.Uint64
+	resent    atomic.Uint64 // requests resent after their backend left rotation (resend.go)
+	outages   atomic.Uint64 // every backend's outages: the event loops look when it moves
 
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
 	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
@@ -122,6 +127,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
 	}
 	s.proxyFrom, _ = infra.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
+	s.forwardedFrom, _ = infra.ParseRanges("--trusted-proxy", set.TrustedProxies)
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {
@@ -298,15 +304,23 @@ func (s *Server) forget(cc *clientConn) {
 
 // changed reacts to a backend state transition (health checks, passive ejection, the admin
 // API): log it, count it, rebuild the rotation and, when the backend left rotation, close its
-// idle pooled connections (in-flight ones finish).
+// idle pooled connections (in-flight ones finish, but when it left for failing, an outage,
+// those that may be are resent: resend.go).
 func (s *Server) changed(b *Backend, t Transition) {
+	failed := t.To == Unhealthy && t.From != Unhealthy // (not a first check's: it was never in)
+	if failed {
+		s.outage(b)
+	}
 	was := s.rot.failingOpen()
 	s.rot.rebuild()
 	if t.To != Healthy {
 		b.pool.evict(time.Time{}, 0)
 	}
 	if s.loops != nil {
-		s.loops.wakeAll() // the loops close their idle connections to it
+		s.loops.wakeAll() // the loops close their idle connections to it and resend what waits on it
+	}
+	if failed {
+		b.cutWaits()
 	}
 	s.metrics.transition(b, t)
 	s.log.Info("backend transition", "backend", b.Address, "from", string(t.From), "to", string(t.To), "reason", t.Reason)

@@ -1,12 +1,15 @@
 package lb
 
 import (
-	"github.com/zero502/zero502/infra/lb/http1"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zero502/zero502/infra/lb/http1"
 )
 
 // tunnels are the upgraded connections (101 Switching Protocols, WebSockets) in progress. Such
@@ -21,6 +24,11 @@ type tunnels struct {
 // tunnel is one upgraded client connection and its backend connection.
 type tunnel struct {
 	client, backend *net.TCPConn
+	// idle is how long both directions may be silent (Settings.TunnelIdleTimeout).
+	idle time.Duration
+	// moved is when a byte last moved either way; until, once set, when the tunnel must end
+	// (a FIN passed on, or the drain's); both Unix nanoseconds.
+	moved, until atomic.Int64
 }
 
 func (ts *tunnels) add(t *tunnel) {
@@ -55,8 +63,7 @@ func (ts *tunnels) shut(linger time.Duration) {
 	for t := range ts.open {
 		_ = t.client.CloseWrite()
 		_ = t.backend.CloseWrite()
-		_ = t.client.SetReadDeadline(at)
-		_ = t.backend.SetReadDeadline(at)
+		t.endBy(at)
 	}
 }
 
@@ -85,7 +92,8 @@ func (s *Server) tunnel(cc *clientConn, x *exchange, b *Backend, u *upstream, st
 	cc.in.consume(len(early))
 	s.logAccess(cc.ip, &x.req, 101, b, start)
 
-	t := &tunnel{client: cc.conn, backend: u.conn}
+	t := &tunnel{client: cc.conn, backend: u.conn, idle: s.set.TunnelIdleTimeout}
+	t.moved.Store(time.Now().UnixNano())
 	s.tunnels.add(t)
 	defer s.tunnels.remove(t)
 	defer u.close()
@@ -105,22 +113,72 @@ func (s *Server) tunnel(cc *clientConn, x *exchange, b *Backend, u *upstream, st
 			return
 		}
 	}
-	up := make(chan error, 1)
-	go func() { up <- pipe(u.conn, cc.conn) }()
-	if err := pipe(cc.conn, u.conn); err != nil {
-		_ = cc.conn.Close() // broken: the other direction ends too
+	broken := func() { // broken or idle: both directions end
+		_ = cc.conn.Close()
 		_ = u.conn.Close()
+	}
+	up := make(chan struct{})
+	go func() {
+		defer close(up)
+		if err := t.pipe(u.conn, cc.conn); err != nil {
+			broken()
+		}
+	}()
+	if err := t.pipe(cc.conn, u.conn); err != nil {
+		broken()
 	}
 	<-up
 }
 
-// pipe copies src to dst until src ends (spliced by the kernel between two TCP sockets on
-// Linux), then passes the end on with a FIN and gives dst tunnelLinger to finish its side.
-// It returns nil when src ended cleanly.
-func pipe(dst, src *net.TCPConn) error {
-	if _, err := io.Copy(dst, src); err != nil {
-		return err
+// endBy makes both directions end by at (the earliest of the times asked wins).
+func (t *tunnel) endBy(at time.Time) {
+	for {
+		cur := t.until.Load()
+		if cur != 0 && cur <= at.UnixNano() {
+			return
+		}
+		if t.until.CompareAndSwap(cur, at.UnixNano()) {
+			_ = t.client.SetReadDeadline(at)
+			_ = t.backend.SetReadDeadline(at)
+			return
+		}
 	}
-	_ = dst.SetReadDeadline(time.Now().Add(tunnelLinger))
+}
+
+// errTunnelIdle ends a tunnel silent both ways for its idle timeout.
+var errTunnelIdle = errors.New("upgraded connection idle in both directions")
+
+// pipe copies src to dst until src ends (spliced by the kernel between two TCP sockets on
+// Linux), then passes the end on with a FIN and gives dst tunnelLinger to finish its side. It
+// copies in steps of a quarter of the idle timeout (a read deadline on src): at each step it
+// ends the tunnel if nothing moved either way for the idle timeout, or the tunnel's end time
+// passed. It returns nil when src ended cleanly.
+func (t *tunnel) pipe(dst, src *net.TCPConn) error {
+	step := max(t.idle/4, 10*time.Millisecond)
+	for {
+		deadline := time.Now().Add(step)
+		if until := t.until.Load(); until != 0 && until < deadline.UnixNano() {
+			deadline = time.Unix(0, until)
+		}
+		_ = src.SetReadDeadline(deadline)
+		n, err := io.Copy(dst, src)
+		now := time.Now()
+		if n > 0 {
+			t.moved.Store(now.UnixNano())
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if until := t.until.Load(); until != 0 && now.UnixNano() >= until {
+			return err
+		}
+		if now.Sub(time.Unix(0, t.moved.Load())) >= t.idle {
+			return errTunnelIdle
+		}
+	}
+	t.endBy(time.Now().Add(tunnelLinger))
 	return dst.CloseWrite()
 }

@@ -143,3 +143,37 @@ func TestUpgradeHeaderWithoutConnectionUpgradeIsDropped(t *testing.T) {
 		t.Fatalf("an Upgrade not named in Connection is hop-by-hop, never forwarded: %q", out)
 	}
 }
+
+// An upgraded connection silent both ways for tunnel_idle_timeout is closed, on both engines;
+// one that keeps moving, in either direction, stays open past it.
+func TestIdleWebSocketIsClosedAfterTheTunnelIdleTimeout(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.TunnelIdleTimeout = 400 * time.Millisecond
+	l := startLB(t, set)
+
+	busy, err := wsDial(l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.close()
+	for range 8 { // 1.6s of an echo every 200ms: four idle timeouts, never 400ms of silence
+		if got, err := busy.echo([]byte("tick")); err != nil || string(got) != "tick" {
+			t.Fatalf("a busy WebSocket broke within its idle timeout: %q %v", got, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = busy.close()
+
+	idle, err := wsDial(l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.close()
+	poll.Until(t, 3*time.Second, "the idle WebSocket closed", func() bool {
+		return metricValue(t, l, "zero502_lb_upgraded_connections") == "0"
+	})
+	if _, err := idle.echo([]byte("late")); err == nil {
+		t.Fatal("the idle WebSocket still echoes after its idle timeout")
+	}
+}

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,6 +41,11 @@ func (n *Node) handler() http.Handler {
 // refused for any reason changes nothing and is logged, naming the sender and the reason.
 func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletin))
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		n.refuse(w, r, r.Header.Get(HeaderSender), &refusal{http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("bulletin above %d bytes", tooLarge.Limit)})
+		return
+	}
 	if err != nil {
 		n.refuse(w, r, r.Header.Get(HeaderSender), &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin unreadable: %v", err)})
 		return

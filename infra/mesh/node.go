@@ -18,6 +18,7 @@ import (
 
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // Defaults of a Node's timing when its field is zero.
@@ -303,8 +304,7 @@ func (n *Node) Snapshot() Snapshot {
 // Serve runs the HTTP endpoint and the probe rounds until ctx ends, then shuts the endpoint
 // down. It returns nil after ctx ends, or the listener's error.
 func (n *Node) Serve(ctx context.Context) error {
-	srv := &http.Server{Handler: n.handler(), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: slog.NewLogLogger(n.Logger.Handler(), slog.LevelWarn)}
+	srv := adminapi.NewServer(n.handler(), adminapi.DefaultLimits, slog.NewLogLogger(n.Logger.Handler(), slog.LevelWarn))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(n.ln) }()
 	n.Logger.Info("mesh node serving", "server", n.Name, "listen", n.Addr(), "peers", n.Peers, "checker", n.Checker,

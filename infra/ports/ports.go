@@ -8,7 +8,8 @@
 // handed out that way; this is why a production service's port should sit below it too.
 //
 // Ports are chosen at random (two test processes rarely try the same ones) and checked by
-// listening on them, all held until every one is found.
+// listening on them, all held until every one is found; a port handed out stays claimed while
+// its process lives (claim.go), so neither this process nor another is handed it twice.
 package ports
 
 import (
@@ -63,6 +64,7 @@ func Free(n int) ([]int, error) {
 		if len(out) == n {
 			return out, nil
 		}
+		releaseAll(out)
 	}
 	return nil, fmt.Errorf("ports: found no %d free ports on 127.0.0.1 between %d and %d", n, floor, top)
 }
@@ -85,9 +87,13 @@ func FreeAtOffsets(offsets, avoid []int) (int, error) {
 	for range tries {
 		base := floor + rand.IntN(top-floor-span)
 		var held []net.Listener
+		var taken []int
 		ok := true
 		for _, off := range offsets {
 			p := base + off
+			if slices.Contains(taken, p) {
+				continue
+			}
 			if slices.Contains(avoid, p) {
 				ok = false
 				break
@@ -98,11 +104,17 @@ func FreeAtOffsets(offsets, avoid []int) (int, error) {
 				break
 			}
 			held = append(held, ln)
+			if !claim(p) {
+				ok = false
+				break
+			}
+			taken = append(taken, p)
 		}
 		closeAll(held)
 		if ok {
 			return base, nil
 		}
+		releaseAll(taken)
 	}
 	return 0, errors.New("ports: found no base with every offset free on 127.0.0.1 below the ephemeral range")
 }
@@ -117,6 +129,9 @@ func listenFrom(start, top, n int) ([]net.Listener, []int) {
 			continue
 		}
 		held = append(held, ln)
+		if !claim(p) {
+			continue
+		}
 		out = append(out, p)
 	}
 	return held, out
@@ -124,6 +139,12 @@ func listenFrom(start, top, n int) ([]net.Listener, []int) {
 
 func listen(port int) (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+}
+
+func releaseAll(ps []int) {
+	for _, p := range ps {
+		release(p)
+	}
 }
 
 func closeAll(ls []net.Listener) {

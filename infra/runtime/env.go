@@ -1,31 +1,39 @@
 package runtime
 
-import (
-	"os/user"
-	"sort"
-)
+import "sort"
 
 // BasePath is the PATH a process-runtime service starts with: the standard directories, never
 // the PATH of whoever ran the deploy or the watchdog.
 const BasePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // BaseEnv is the fixed environment every process-runtime service starts with, whoever starts it
-// (a deploy from a shell, the watchdog under systemd): PATH=BasePath, HOME (the running user's
-// home in the user database, "/" when it has none), LANG=C.UTF-8 and TZ=UTC. Nothing else of the
-// starter's environment reaches a service: no cloud or CI credentials, no SSH_AUTH_SOCK, no
-// ZERO502_* variable. services[].env overrides any of these.
+// (a deploy from a shell, the watchdog under systemd), for the user zero502 runs as: BaseEnvAs
+// of that user.
 func BaseEnv() map[string]string {
-	home := "/"
-	if u, err := user.Current(); err == nil && u.HomeDir != "" {
-		home = u.HomeDir
+	a, err := LookupAccount("")
+	if err != nil {
+		a = Account{Home: "/"}
 	}
-	return map[string]string{"PATH": BasePath, "HOME": home, "LANG": "C.UTF-8", "TZ": "UTC"}
+	return BaseEnvAs(a)
 }
 
-// ServiceEnv is the whole environment of a process-runtime service: BaseEnv with the service's
-// configured env (services[].env, as published in the spec) on top, as KEY=value lines.
-func ServiceEnv(configured map[string]string) []string {
-	env := BaseEnv()
+// BaseEnvAs is the fixed environment of a service run as a: PATH=BasePath, HOME (a's home in the
+// user database, "/" when it has none), USER and LOGNAME (a's name), LANG=C.UTF-8 and TZ=UTC.
+// Nothing else of the starter's environment reaches a service: no cloud or CI credentials, no
+// SSH_AUTH_SOCK, no ZERO502_* variable. services[].env overrides any of these.
+func BaseEnvAs(a Account) map[string]string {
+	env := map[string]string{"PATH": BasePath, "HOME": a.Home, "LANG": "C.UTF-8", "TZ": "UTC"}
+	if a.Name != "" {
+		env["USER"], env["LOGNAME"] = a.Name, a.Name
+	}
+	return env
+}
+
+// ServiceEnv is the whole environment of a process-runtime service run as a: BaseEnvAs(a) with
+// the service's configured env (services[].env, as published in the spec) on top, as KEY=value
+// lines.
+func ServiceEnv(a Account, configured map[string]string) []string {
+	env := BaseEnvAs(a)
 	for k, v := range configured {
 		env[k] = v
 	}

@@ -10,23 +10,31 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/healthcheck"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // FileName is the spec's file name inside a host's state dir.
 const FileName = "spec.json"
 
-// FileMode and DirMode are the modes of the files and state directories zero502 writes: readable
-// by every user (node_exporter's textfile collector, a status reader), written by the owner only.
+// The modes of what zero502 writes in a state dir. The spec (which holds services' env) and the
+// instance records are PrivateMode, the owner's alone; the rest (metrics, the lock and its holder
+// record, the watchdog's counters) is FileMode, readable by a collector or a status reader. A
+// state dir is DirMode: only its owner may write it, its group (node_exporter's textfile
+// collector, added to it) may read it, others may not enter.
 const (
-	FileMode os.FileMode = 0o644
-	DirMode  os.FileMode = 0o755
+	FileMode    os.FileMode = 0o644
+	PrivateMode os.FileMode = 0o600
+	DirMode     os.FileMode = 0o750
 )
 
 // Spec is the desired state of one host.
@@ -69,6 +77,12 @@ type Service struct {
 	// StopSignal asks the service to stop gracefully (services[].stop_signal): SIGTERM, or
 	// SIGQUIT for nginx…; empty means SIGTERM. Runtimes send it, then SIGKILL after the grace.
 	StopSignal string `json:"stop_signal,omitempty"`
+	// User is services[].user as configured ("" when not set). RunAs is the user the process
+	// runtime starts it as, resolved when the spec is published: User, or else the publisher
+	// (the deploy's user on the host), so every heal starts it as the same user whoever runs
+	// the watchdog. Empty for a docker service without User (the image's USER applies).
+	User  string `json:"user,omitempty"`
+	RunAs string `json:"run_as,omitempty"`
 	// Stopped marks a service that must not run; the watchdog never starts it.
 	Stopped bool `json:"stopped,omitempty"`
 }
@@ -132,6 +146,7 @@ func RenderOn(cfg *infra.Config, h infra.Host, version, self string, on map[stri
 			Port:       port,
 			HealthPath: svc.HealthPath,
 			StopSignal: svc.StopSignal,
+			User:       svc.User,
 
 			HealthStatus:  svc.Health.ExpectStatus,
 			HealthTimeout: svc.Health.Timeout,
@@ -158,12 +173,46 @@ func RenderOn(cfg *infra.Config, h infra.Host, version, self string, on map[stri
 }
 
 // Same reports whether a and b ask for the same thing: the same host, version and services,
-// whoever published them and when. A deploy of an unchanged version with a changed config (env,
-// command, ports) is not the same and is rolled out.
+// whoever published them and when (and so whoever a default services[].user resolved to). A
+// deploy of an unchanged version with a changed config (env, command, ports, user) is not the
+// same and is rolled out.
 func Same(a, b Spec) bool {
-	a.PublishedAt, a.PublishedBy = time.Time{}, ""
-	b.PublishedAt, b.PublishedBy = time.Time{}, ""
-	return reflect.DeepEqual(a, b)
+	return reflect.DeepEqual(unpublished(a), unpublished(b))
+}
+
+// unpublished is s without what Publish adds: when, by whom, and each service's RunAs.
+func unpublished(s Spec) Spec {
+	s.PublishedAt, s.PublishedBy = time.Time{}, ""
+	s.Services = slices.Clone(s.Services)
+	for i := range s.Services {
+		s.Services[i].RunAs = ""
+	}
+	return s
+}
+
+// resolveRunAs fills each service's RunAs: its User, or for a process service the publisher
+// (this process's user, as the user database names it).
+func resolveRunAs(s Spec) Spec {
+	s.Services = slices.Clone(s.Services)
+	for i, svc := range s.Services {
+		switch {
+		case svc.RunAs != "":
+		case svc.User != "":
+			s.Services[i].RunAs = svc.User
+		case svc.Image == "":
+			s.Services[i].RunAs = publisher()
+		}
+	}
+	return s
+}
+
+// publisher is the name of the user running this process (its uid when the user database has
+// no name for it).
+func publisher() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(os.Getuid())
 }
 
 // ErrNone is returned by Read when the host has no published spec yet (a fresh host).
@@ -186,11 +235,22 @@ func SetAside(path string) (string, error) {
 	return to, nil
 }
 
-// Read reads the spec at path. A missing file is ErrNone; a corrupt one is an error that says so.
+// ErrUntrusted is wrapped by Read when the spec, or a directory above it, could be changed by
+// another user than root and the one zero502 runs as (infra/trust): what it says would be run.
+var ErrUntrusted = errors.New("not trusted")
+
+// Read reads the spec at path. A missing file is ErrNone; a corrupt one is an error that says so;
+// one another user could have written (trust.Check: the file or a directory above it group- or
+// world-writable, or owned by someone else) is refused, ErrUntrusted, and never believed.
 func Read(path string) (Spec, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Spec{}, fmt.Errorf("%s: %w", path, ErrNone)
+	}
+	if err == nil {
+		if terr := trust.Check(path, os.Getuid()); terr != nil {
+			return Spec{}, fmt.Errorf("spec %s is %w, so nothing it says is run: %w", path, ErrUntrusted, terr)
+		}
 	}
 	if err != nil {
 		return Spec{}, fmt.Errorf("read spec: %w", err)
@@ -212,17 +272,24 @@ func Publish(path string, s Spec) error {
 	if s.PublishedBy == "" {
 		s.PublishedBy = Holder()
 	}
+	s = resolveRunAs(s)
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteAtomic(path, append(data, '\n'))
+	return WritePrivate(path, append(data, '\n'))
 }
 
 // WriteAtomic replaces the file at path with data so that readers see either the old or the new
 // content: temp file in the same directory, fsync, rename, fsync of the directory. The file gets
 // FileMode whatever the umask (a temp file starts 0600); a missing directory is created DirMode.
-func WriteAtomic(path string, data []byte) error {
+func WriteAtomic(path string, data []byte) error { return writeAtomic(path, data, FileMode) }
+
+// WritePrivate is WriteAtomic for a file only its owner may read (PrivateMode): the spec, an
+// instance record.
+func WritePrivate(path string, data []byte) error { return writeAtomic(path, data, PrivateMode) }
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -233,7 +300,7 @@ func WriteAtomic(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after a successful rename
-	if err := f.Chmod(FileMode); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -20,7 +22,11 @@ import (
 //   - a name under the apex that does not exist: NXDOMAIN, the SOA in authority (negative TTL
 //     min(SOA TTL, SOA minimum), RFC 2308);
 //   - a name outside the zone: REFUSED (it is not a resolver and never recurses);
-//   - an opcode other than QUERY: NOTIMP; not exactly one question: FORMERR.
+//   - an opcode other than QUERY: NOTIMP; not exactly one question: FORMERR;
+//   - ANY for a name with records: one HINFO "RFC8482" record (RFC 8482), never the whole set.
+//
+// Over UDP each source address gets at most Rate answers a second (Burst at once); a query
+// beyond that is dropped unanswered and counted (Limited).
 //
 // It checks the file on every query (inode, size, mtime) and reloads it when it changed, so a
 // Set change is visible at the next query. A file that fails to parse is logged and the last
@@ -28,6 +34,13 @@ import (
 type Server struct {
 	path string
 	log  *slog.Logger
+	// Rate and Burst are the per-source UDP limits (DefaultRate, DefaultBurst when 0); set them
+	// before Listen.
+	Rate, Burst int
+
+	limitOnce sync.Once
+	limit     *limiter
+	limited   atomic.Uint64
 
 	mu    sync.Mutex
 	zone  *Zone
@@ -94,18 +107,40 @@ func (s *Server) current() (*Zone, error) {
 
 // ServeDNS answers one query (dns.Handler).
 func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	resp := s.Answer(req)
 	size := dns.MaxMsgSize
-	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+	if ua, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+		if !s.limiter().allow(ua.AddrPort().Addr().Unmap(), time.Now()) {
+			s.limited.Add(1)
+			s.log.Debug("DNS answer dropped: source over its rate", "from", ua.String())
+			return
+		}
 		size = dns.MinMsgSize
 		if opt := req.IsEdns0(); opt != nil {
 			size = max(int(opt.UDPSize()), dns.MinMsgSize)
 		}
 	}
+	resp := s.Answer(req)
 	resp.Truncate(size)
 	if err := w.WriteMsg(resp); err != nil {
 		s.log.Debug("writing DNS answer", "to", w.RemoteAddr(), "err", err)
 	}
+}
+
+// Limited is how many UDP queries were dropped because their source was over its rate.
+func (s *Server) Limited() uint64 { return s.limited.Load() }
+
+func (s *Server) limiter() *limiter {
+	s.limitOnce.Do(func() {
+		rate, burst := s.Rate, s.Burst
+		if rate <= 0 {
+			rate = DefaultRate
+		}
+		if burst <= 0 {
+			burst = DefaultBurst
+		}
+		s.limit = newLimiter(rate, burst)
+	})
+	return s.limit
 }
 
 // Answer builds the response to req from the zone's newest content.
@@ -154,6 +189,9 @@ func (s *Server) Answer(req *dns.Msg) *dns.Msg {
 		}
 	}
 	switch {
+	case len(atName) > 0 && q.Qtype == dns.TypeANY:
+		m.Answer = []dns.RR{&dns.HINFO{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeHINFO, Class: dns.ClassINET,
+			Ttl: atName[0].Header().Ttl}, Cpu: "RFC8482"}}
 	case len(atName) > 0:
 		m.Answer = atName
 	case len(cname) > 0:

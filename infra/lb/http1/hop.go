@@ -44,10 +44,13 @@ func markConnectionNamed(head []byte, fields []field, hop []bool) {
 
 // AppendUpstreamHead appends the head the LB sends to a backend for r: the request line as the
 // client sent it but always HTTP/1.1 (the upstream connection is the LB's, kept alive), every
-// end-to-end header in order (Host untouched), and X-Forwarded-For with clientIP appended to
-// whatever the client sent (several X-Forwarded-For lines are joined in order, in the place of
-// the first). An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1 needs one.
-func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string) []byte {
+// end-to-end header in order (Host untouched), and X-Forwarded-For. With keepForwarded (the
+// client is a trusted proxy) clientIP is appended to whatever the client sent (several
+// X-Forwarded-For lines are joined in order, in the place of the first); without it, what the
+// client sent is dropped and X-Forwarded-For is clientIP alone, so a client cannot forge the
+// address a backend sees. An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1
+// needs one.
+func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded bool, backend string) []byte {
 	dst = append(dst, r.Method()...)
 	dst = append(dst, ' ')
 	dst = append(dst, r.Target()...)
@@ -64,7 +67,7 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, backend string)
 		}
 		name, value := r.Field(k)
 		if EqualFold(name, "X-Forwarded-For") {
-			if xff {
+			if xff || !keepForwarded {
 				continue
 			}
 			xff = true

@@ -98,8 +98,10 @@ func (r *Runtime) engineErr(what string, err error) error {
 }
 
 // Start creates and starts a container of svc on host and returns once it runs. The service
-// port is published on the IP of svc.Address (all interfaces when the address is a name) to the
-// same port inside the container, where the service must listen on 0.0.0.0.
+// port is published on the IP of svc.Address to the
+// same port inside the container, where the service must listen on 0.0.0.0. A name is resolved
+// here, on the host: Docker's publishing bypasses the host's INPUT rules, so a port is never
+// published on every interface unless the address says 0.0.0.0.
 func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (runtime.Instance, error) {
 	if svc.Image == "" {
 		return runtime.Instance{}, fmt.Errorf("host %s: service %s: no image in the spec; set services[].image in the config (docker runtime)", host, svc.Name)
@@ -108,6 +110,9 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 		Image: svc.Image,
 		Cmd:   svc.Command,
 		Env:   runtime.EnvList(svc.Env),
+		// services[].user as docker run --user takes it (a name in the image's /etc/passwd, or
+		// uid[:gid]); unset keeps the image's USER.
+		User: svc.User,
 		Labels: map[string]string{
 			LabelHost:    host,
 			LabelService: svc.Name,
@@ -128,7 +133,11 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 			return runtime.Instance{}, fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
 		}
 		cfg.ExposedPorts = network.PortSet{port: struct{}{}}
-		hc.PortBindings = network.PortMap{port: {{HostIP: bindIP(svc.Address), HostPort: strconv.Itoa(svc.Port)}}}
+		ip, err := bindIP(ctx, svc.Address)
+		if err != nil {
+			return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+		}
+		hc.PortBindings = network.PortMap{port: {{HostIP: ip, HostPort: strconv.Itoa(svc.Port)}}}
 	}
 	if err := r.EnsureImage(ctx, svc.Image); err != nil {
 		return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
@@ -298,15 +307,40 @@ func describe(inst runtime.Instance) string {
 
 // bindIP is the host IP a service port is published on: the IP of address, or all interfaces
 // (the zero Addr) when the address is a name (Docker binds IPs, not names).
-func bindIP(address string) netip.Addr {
+func bindIP(ctx context.Context, address string) (netip.Addr, error) {
 	h, _, err := net.SplitHostPort(address)
 	if err != nil {
 		h = address
 	}
 	if ip, err := netip.ParseAddr(h); err == nil {
-		return ip.Unmap()
+		return ip.Unmap(), nil // 0.0.0.0 or :: only when the config names it
 	}
-	return netip.Addr{}
+	if h == "" {
+		return netip.Addr{}, fmt.Errorf("address %q names no host to publish on: set hosts[].address to this host's IP "+
+			"(or 0.0.0.0 to publish on every interface)", address)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+	if err != nil || len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("address %q: resolve %s to the IP to publish on: %w; Docker publishes a port on an "+
+			"IP, never on every interface unless hosts[].address says 0.0.0.0: make the name resolve on the host or "+
+			"set hosts[].address to its IP", address, h, errors.Join(err, errNoAddress(len(ips))))
+	}
+	for _, ip := range ips { // an IPv4 address first: what a name in /etc/hosts or a private zone usually means
+		if ip.Unmap().Is4() {
+			return ip.Unmap(), nil
+		}
+	}
+	return ips[0], nil
+}
+
+// errNoAddress is the error of a lookup that answered no address (nil when it answered some).
+func errNoAddress(n int) error {
+	if n == 0 {
+		return errors.New("no address in the answer")
+	}
+	return nil
 }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)

@@ -18,6 +18,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/osuser"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -113,6 +114,29 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 	}
 	if got, _ := rt.List(ctx, runtime.Filter{Host: host, Version: "v2"}); len(got) != 0 {
 		t.Errorf("List(version v2) = %+v, want none", got)
+	}
+}
+
+// A host address given as a name is published on the IP it resolves to, not on every interface.
+func TestANameAddressIsPublishedOnItsIPOnly(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond)
+	svc.Address = fmt.Sprintf("localhost:%d", port)
+	inst := startApp(t, rt, host, svc)
+	c, err := inspectContainer(context.Background(), rt, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, bs := range c.HostConfig.PortBindings {
+		if len(bs) != 1 || bs[0].HostIP.String() != "127.0.0.1" {
+			t.Errorf("address localhost:%d: binding %s → %+v, want 127.0.0.1 only (never every interface)", port, p, bs)
+		}
+	}
+	if len(c.HostConfig.PortBindings) != 1 {
+		t.Errorf("bindings %+v, want the one port", c.HostConfig.PortBindings)
 	}
 }
 
@@ -255,6 +279,31 @@ func TestTheImageRunsAsNobodyWithAWritableTmp(t *testing.T) {
 	}
 	if c.Config.User != "65534:65534" {
 		t.Errorf("container user %q, want 65534:65534 (nobody)", c.Config.User)
+	}
+}
+
+// services[].user is the container's user (docker run --user), over the image's USER, and its
+// process runs as that uid on the host's kernel.
+func TestAContainerRunsAsTheServicesUser(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := dockertest.FreePort(t)
+	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond)
+	svc.User = "4321:4321"
+	inst := startApp(t, rt, host, svc)
+	c, err := inspectContainer(context.Background(), rt, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.User != "4321:4321" {
+		t.Fatalf("container user %q, want services[].user 4321:4321", c.Config.User)
+	}
+	if c.State == nil || c.State.Pid == 0 {
+		t.Fatalf("container state %+v: want a running process", c.State)
+	}
+	if uid := osuser.UIDOf(t, c.State.Pid); uid != 4321 {
+		t.Errorf("the container's process runs as uid %d, want 4321", uid)
 	}
 }
 

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,18 +35,24 @@ func TestContainerNameIsSafeAndUnique(t *testing.T) {
 	}
 }
 
-func TestBindIPIsTheAddressIPOrEveryInterface(t *testing.T) {
+// A port is published on the IP the address names, a name resolved on the host, and never on
+// every interface unless the address says so (Docker's publishing bypasses INPUT rules).
+func TestBindIPIsTheAddressesIPNeverEveryInterfaceUnasked(t *testing.T) {
+	ctx := context.Background()
 	for addr, want := range map[string]string{
 		"127.0.0.1:8000": "127.0.0.1", "10.0.0.5:80": "10.0.0.5", "[::1]:80": "::1",
-		"app-1.internal:8000": "", "": "",
+		"localhost:8000": "127.0.0.1", // a name: resolved (/etc/hosts), not every interface
+		"0.0.0.0:80":     "0.0.0.0",   // every interface, because the config asks
 	} {
-		got := bindIP(addr)
-		s := "" // every interface: the zero Addr, which the engine gets as ""
-		if got.IsValid() {
-			s = got.String()
+		got, err := bindIP(ctx, addr)
+		if err != nil || got.String() != want {
+			t.Errorf("bindIP(%q) = %v, %v; want %s", addr, got, err, want)
 		}
-		if s != want {
-			t.Errorf("bindIP(%q) = %v, want %q", addr, got, want)
+	}
+	for _, addr := range []string{"no-such-host.invalid:80", ":80", ""} {
+		got, err := bindIP(ctx, addr)
+		if err == nil || !strings.Contains(err.Error(), "hosts[].address") || !strings.Contains(err.Error(), fmt.Sprintf("%q", addr)) {
+			t.Errorf("bindIP(%q) = %v, %v; want an error naming the address and hosts[].address", addr, got, err)
 		}
 	}
 }

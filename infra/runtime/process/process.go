@@ -65,7 +65,7 @@ func New(stateDir string) (*Runtime, error) {
 		return nil, err
 	}
 	for _, sub := range []string{"instances", "logs"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, sub), spec.DirMode); err != nil {
 			return nil, fmt.Errorf("process runtime: create %s: %w", filepath.Join(dir, sub), err)
 		}
 	}
@@ -78,8 +78,8 @@ func (rt *Runtime) StateDir() string { return rt.dir }
 // LogPath is where the output of service's instances is appended.
 func (rt *Runtime) LogPath(service string) string { return rt.logPath(service) }
 
-// Start runs svc.Command with the environment runtime.ServiceEnv(svc.Env) (its program looked up
-// in that environment's PATH) in its own session, output appended to the service's log, records
+// Start runs svc.Command as its user (runAs) with the environment runtime.ServiceEnv of that user
+// and svc.Env (its program looked up in that environment's PATH) in its own session, output appended to the service's log, records
 // it with its stop signal and returns once it is running. It refuses while an
 // instance of the service runs, and fails with the log's tail when the process exits within
 // EarlyExitWindow.
@@ -111,6 +111,15 @@ func (rt *Runtime) Start(ctx context.Context, host string, svc spec.Service) (ru
 	return rt.instance(rec), nil
 }
 
+// runAs is the user svc runs as: the spec's run_as, else services[].user, else ("") this
+// process's user.
+func runAs(svc spec.Service) string {
+	if svc.RunAs != "" {
+		return svc.RunAs
+	}
+	return svc.User
+}
+
 // spawn checks that no instance of svc runs, starts the process and writes its record; it
 // returns the record, the log offset where this run's output begins and the child.
 func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, error) {
@@ -129,8 +138,9 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 		}
 	}
 
+	cmd := &exec.Cmd{}
 	logPath := rt.logPath(svc.Name)
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, spec.PrivateMode)
 	if err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: open log: %w", host, svc.Name, err)
 	}
@@ -139,11 +149,17 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	fmt.Fprintf(logFile, "== zero502 %s: starting %s %s on %s: %s\n",
 		time.Now().UTC().Format(time.RFC3339Nano), svc.Name, svc.Version, host, strings.Join(svc.Command, " "))
 
-	env := runtime.ServiceEnv(svc.Env)
-	cmd := &exec.Cmd{Args: svc.Command, Env: env}
+	as, err := runtime.LookupAccount(runAs(svc))
+	if err == nil {
+		cmd.SysProcAttr, err = sessionAs(as)
+	}
+	if err != nil {
+		return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].user): %w", host, svc.Name, err)
+	}
+	env := runtime.ServiceEnv(as, svc.Env)
+	cmd.Args, cmd.Env = svc.Command, env
 	cmd.Path, cmd.Err = lookPath(svc.Command[0], env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = ownSession()
 	if err := cmd.Start(); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: start %q: %w", host, svc.Name, svc.Command[0], err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // record is an instance's file, <stateDir>/instances/<service>.json (<service>@<port>.json for
@@ -66,7 +67,7 @@ func (rt *Runtime) writeRecord(r record) error {
 	if err != nil {
 		return err
 	}
-	return spec.WriteAtomic(rt.recordPath(r.key()), append(data, '\n'))
+	return spec.WritePrivate(rt.recordPath(r.key()), append(data, '\n'))
 }
 
 // readRecord reads the record named key (slotKey); os.ErrNotExist (wrapped) when there is none.
@@ -75,6 +76,11 @@ func (rt *Runtime) readRecord(key string) (record, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return record{}, err
+	}
+	// A record names the process zero502 signals and the command it watches: one another user
+	// could have written is never believed.
+	if err := trust.Check(path, os.Getuid()); err != nil {
+		return record{}, fmt.Errorf("instance record %s is not trusted, so its process is neither signalled nor counted as running: %w", path, err)
 	}
 	var r record
 	if err := json.Unmarshal(data, &r); err != nil || r.PID <= 0 {
@@ -153,7 +159,7 @@ func (rt *Runtime) noteExit(r record, code int, at time.Time) error {
 func (rt *Runtime) lockRecords() (func(), error) {
 	rt.mu.Lock()
 	dir := filepath.Join(rt.dir, "instances")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, spec.DirMode); err != nil {
 		rt.mu.Unlock()
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}

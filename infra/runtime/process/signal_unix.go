@@ -13,3 +13,7 @@ func signal(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
 
 // killGroup SIGKILLs the process group led by pid.
 func killGroup(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }
+
+// noFollow opens a service's log without following a symlink at its path: another user who
+// planted one cannot have zero502 append to (or create) a file of their choosing.
+const noFollow = syscall.O_NOFOLLOW

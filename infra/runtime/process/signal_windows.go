@@ -15,3 +15,6 @@ func ownSession() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 func signal(int, syscall.Signal) error { return errNoSignals }
 
 func killGroup(int) error { return errNoSignals }
+
+// noFollow has no equivalent to ask for here.
+const noFollow = 0

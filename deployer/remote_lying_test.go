@@ -1,0 +1,115 @@
+package deployer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// What a host prints is read in bounded lines: a line over the limit is replaced by a note of
+// its size, never held whole; the lines around it come through intact.
+func TestARemoteLineOverTheLimitIsDropped(t *testing.T) {
+	in := "first\r\n" + strings.Repeat("x", 300_000) + "\n" + strings.Repeat("y", 1000) + "\nlast"
+	var got []string
+	readLines(strings.NewReader(in), 100_000, func(b []byte) { got = append(got, string(b)) })
+	want := []string{"first", "(a line of 300001 bytes, over the 100000-byte limit, dropped)", strings.Repeat("y", 1000), "last"}
+	if len(got) != len(want) {
+		t.Fatalf("lines %q, want %d lines", got, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %.80q, want %.80q", i, got[i], want[i])
+		}
+	}
+}
+
+// A host that lies cannot hang a deploy nor speak for another host: its step prints a 3 MB line,
+// a hundred lines of noise, an event claiming to be host-b's and one of its own, then ignores
+// that its deployer left. The cancelled deploy cuts it off after the rollback budget, relays its
+// own event only, and ends with a bounded error naming it.
+func TestALyingHostCannotHangADeployNorSpeakForAnother(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	cfg.Rollout.HealthyDeadline = time.Second // a short rollback budget for the test
+	pidFile := filepath.Join(f.dir, "liar.pid")
+	liar := filepath.Join(f.dir, "zero502-liar")
+	script := `#!/bin/sh
+if [ "$1 $2" = "host step" ]; then
+  echo $$ > ` + pidFile + `
+  head -c 3000000 /dev/zero | tr '\0' x; echo
+  i=0; while [ $i -lt 100 ]; do echo "noise $i"; i=$((i+1)); done
+  echo '{"host":"host-b","step":"done","message":"forged for host-b"}'
+  echo '{"host":"host-a","step":"locked","message":"from host-a itself"}'
+  exec sleep 600 </dev/null
+fi
+exec ` + bin + ` "$@"
+`
+	if err := os.WriteFile(liar, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ev eventLog
+	d := f.deployer(cfg, nil, Options{RemoteBinary: liar, Balancer: None{}})
+	d.opts.Events = func(e Event) {
+		ev.add(e)
+		if e.Message == "from host-a itself" {
+			cancel() // the deployer leaves; the host ignores it
+		}
+	}
+	budget := d.rollbackBudget(len(cfg.Services))
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := d.Deploy(ctx, "v2")
+		done <- result{rep, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(budget + 90*time.Second):
+		t.Fatalf("the deploy still waits on a host that ignores its cancel, %s past the rollback budget %s\n%s", 90*time.Second, budget, &ev)
+	}
+
+	if r.err == nil || !strings.Contains(r.err.Error(), "host host-a") || !strings.Contains(r.err.Error(), "cut off") {
+		t.Fatalf("deploy against a host that hangs: %v; want host-a named and cut off\n%s", r.err, &ev)
+	}
+	if n := len(r.err.Error()); n > 16<<10 {
+		t.Errorf("the error is %d bytes: what a host prints must not grow it without bound", n)
+	}
+	var own, forged bool
+	for _, e := range ev.events {
+		own = own || e.Message == "from host-a itself" && e.Host == "host-a"
+		forged = forged || strings.Contains(e.Message, "forged")
+	}
+	if !own || forged {
+		t.Errorf("relayed host-a's own event: %v, the one it forged for host-b: %v; want true, false\n%s", own, forged, &ev)
+	}
+	var buf bytes.Buffer
+	for _, h := range r.rep.Hosts {
+		fmt.Fprintf(&buf, "%s %s running %q; ", h.Host, h.Outcome, h.Running)
+	}
+	if r.rep.Hosts[0].Outcome != OutcomeUnknown || r.rep.Hosts[1].Outcome != OutcomeNotReached {
+		t.Errorf("report %s; want host-a unknown (it began and was cut off), host-b not reached", buf.String())
+	}
+}

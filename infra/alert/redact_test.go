@@ -1,0 +1,53 @@
+package alert
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/backoff"
+)
+
+// A webhook's path and query (its secret) appear in no log line and no error, on every retry,
+// whether the receiver answers 5xx or cannot be reached: only scheme://host/… does.
+func TestWebhookURLIsRedactedInLogsAndErrors(t *testing.T) {
+	const secret = "T0000/B0000/s3cr3t-hook-token"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close() // nothing listens there: the POST fails to connect
+
+	for _, base := range []string{srv.URL, "http://" + closed} {
+		var logs bytes.Buffer
+		s := &Sender{URL: base + "/services/" + secret + "?token=" + secret, Attempts: 3,
+			Backoff: backoff.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+			Logger:  slog.New(slog.NewTextHandler(&logs, nil))}
+		err := s.Send(context.Background(), Alert{Source: "test", Subject: "b", Kind: "unreachable", At: time.Now()})
+		if err == nil {
+			t.Fatalf("%s: delivered to a receiver that never takes it", base)
+		}
+		for what, text := range map[string]string{"log": logs.String(), "error": err.Error()} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s: the %s holds the webhook's secret:\n%s", base, what, text)
+			}
+		}
+		if want := base + "/…"; !strings.Contains(logs.String(), want) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want the redacted %s in the log and the error:\n%s\n%v", base, want, logs.String(), err)
+		}
+		if n := strings.Count(logs.String(), "retrying"); n != 2 {
+			t.Errorf("%s: %d retry lines, want 2", base, n)
+		}
+	}
+}

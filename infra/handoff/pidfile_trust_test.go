@@ -1,0 +1,78 @@
+package handoff
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A pid file in a directory another user owns, or one others may write, is refused before
+// anything is signalled, with the path, the owner or mode and what to do; the process it names
+// is left alone. Writing a pid file there is refused too.
+func TestPIDFileInAnUntrustedDirectoryIsRefused(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	victim := exec.Command("sleep", "30")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = victim.Process.Kill(); _ = victim.Wait() })
+	pid := []byte(strconv.Itoa(victim.Process.Pid) + "\n")
+
+	root := t.TempDir()
+	open := filepath.Join(root, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // as another user's mkdir -m 777 would leave it
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, dir string
+		wants     []string
+	}{{"world-writable directory", open, []string{open, "mode 0777", "chmod go-w", "--pid-file"}}}
+	if os.Geteuid() == 0 { // root can hand a directory to another user, as that user's mkdir would
+		other := filepath.Join(root, "zero502-1000")
+		if err := os.Mkdir(other, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(other, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name, dir string
+			wants     []string
+		}{"directory of another user", other, []string{other, "owned by uid 4242", "--pid-file"}})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(tc.dir, "lb.pid")
+			if err := os.WriteFile(file, pid, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Request{PIDFile: file, Timeout: 2 * time.Second}.Do(context.Background())
+			if err == nil {
+				t.Fatal("the pid file was believed")
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if err := writePID(file); err == nil || !strings.Contains(err.Error(), "not trusted") {
+				t.Errorf("writing a pid file there: %v, want it refused", err)
+			}
+			if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
+				t.Fatalf("the process the pid file named: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package ports
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Ports picked at the same time in one process (parallel tests) never overlap, although each
+// is freed again as soon as it is found.
+func TestConcurrentPicksNeverHandOutAPortTwice(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for range 25 {
+				ps, err := Free(4)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, p := range ps {
+					if prev, dup := seen[p]; dup {
+						t.Errorf("port %d handed out to picker %d and again to %d", p, prev, g)
+					}
+					seen[p] = g
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Another live process's claim is honoured; a dead process's claim is taken over.
+func TestAnotherProcessesClaimIsHonouredWhileItLives(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("claims are this process's own where owners cannot be checked")
+	}
+	ps, err := Free(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims.Lock()
+	dir := claimDir()
+	claims.Unlock()
+	if dir == "-" {
+		t.Fatalf("no claim directory: want %s/zero502-ports-%d made 0700", os.TempDir(), os.Getuid())
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("claim directory %s: %v, mode %v; want 0700", dir, err, fi.Mode())
+	}
+
+	// The port after the one just claimed, claimed by init (pid 1, alive for as long as the
+	// machine) as another process would: listenFrom must step past it.
+	live := ps[0] + 1
+	release(live) // (a parallel test of this process may hold it: this test plays another process)
+	path := filepath.Join(dir, strconv.Itoa(live))
+	if err := os.WriteFile(path, []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	h, out := listenFrom(live, live+1, 1)
+	closeAll(h)
+	if len(out) != 0 {
+		t.Fatalf("listenFrom handed out %v, claimed by pid 1", out)
+	}
+
+	// The same claim by a process that has exited is stale.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(gone.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, out = listenFrom(live, live+1, 1)
+	closeAll(h)
+	if len(out) != 1 || out[0] != live {
+		t.Fatalf("listenFrom(%d) = %v: want the port whose claimant (pid %d) has exited", live, out, gone.Process.Pid)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || string(data) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("claim file after takeover: %q, %v; want this pid %d", data, err, os.Getpid())
+	}
+}
