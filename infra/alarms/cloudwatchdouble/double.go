@@ -87,6 +87,7 @@ type Server struct {
 	clock     clock.Clock
 	pageLimit int
 	calls     awsdouble.Calls // by operation
+	retries   awsdouble.Calls // the calls that were an SDK's retry of an earlier one, by operation
 
 	mu     sync.Mutex
 	alarms map[string]*Alarm // by name
@@ -156,6 +157,24 @@ func (s *Server) Delete(name string) {
 // successfully or not.
 func (s *Server) Calls(operation string) int { return s.calls.Of(operation) }
 
+// Invocations is Calls less the SDK's retries (an attempt after the first of one invocation):
+// how many requests of operation the caller made. A retry happens when a connection fails under
+// a loaded machine, and says nothing of the caller's paging.
+func (s *Server) Invocations(operation string) int {
+	return s.calls.Of(operation) - s.retries.Of(operation)
+}
+
+// retry says r is a retry: the SDK numbers each invocation's attempts in its amz-sdk-request
+// header ("attempt=2; max=3").
+func retry(r *http.Request) bool {
+	for _, f := range strings.Split(r.Header.Get("amz-sdk-request"), ";") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(f), "attempt="); ok && n != "1" {
+			return true
+		}
+	}
+	return false
+}
+
 // TotalCalls is how many API requests the double has received, of any operation.
 func (s *Server) TotalCalls() int { return s.calls.Total() }
 
@@ -181,6 +200,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 			"no CloudWatch operation at %s %s (RPC v2 calls are POST %s{Operation})", r.Method, r.URL.Path, prefix)
 	}
 	s.calls.Add(op)
+	if retry(r) {
+		s.retries.Add(op)
+	}
 	if p := r.Header.Get("Smithy-Protocol"); p != "rpc-v2-cbor" {
 		return awsdouble.Errorf(http.StatusBadRequest, "InvalidRequest",
 			"Smithy-Protocol header is %q, want rpc-v2-cbor", p)
