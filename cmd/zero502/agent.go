@@ -3,13 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,7 +54,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 			if err := requireFlags(cmd, "state"); err != nil {
 				return err
 			}
-			conf, err := agentTLS(target.ServerName, caFile, certFile, keyFile, insecure)
+			conf, err := agent.ClientTLS(target.ServerName, caFile, certFile, keyFile, insecure)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("agent: %w", err))
 			}
@@ -97,32 +94,6 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 	fl.IntVar(&outbox, "outbox", agent.DefaultOutbox, "messages waiting for an acknowledgement, at most")
 	fl.BoolVar(&insecure, "insecure-skip-verify", false, "do not verify the origin's certificate (labs only)")
 	return cmd
-}
-
-// agentTLS is the agent's TLS configuration from the flags.
-func agentTLS(serverName, caFile, certFile, keyFile string, insecure bool) (*tls.Config, error) {
-	conf := &tls.Config{ServerName: serverName, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--ca %s: %w", caFile, err)
-		}
-		conf.RootCAs = x509.NewCertPool()
-		if !conf.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca %s: holds no PEM certificate; give the CA that issued the origin's certificate", caFile)
-		}
-	}
-	if (certFile == "") != (keyFile == "") {
-		return nil, fmt.Errorf("--cert %q and --key %q: give both or neither", certFile, keyFile)
-	}
-	if certFile != "" {
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--cert %s --key %s: %w", certFile, keyFile, err)
-		}
-		conf.Certificates = []tls.Certificate{pair}
-	}
-	return conf, nil
 }
 
 // agentFeed turns stdin lines and ticks into messages.
@@ -188,21 +159,9 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 				return exitCode(2, fmt.Errorf("agent-server: --client-ca %s and --no-client-cert: give one of them", clientCA))
 			}
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
-			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+			conf, err := agent.ServerTLS(certFile, keyFile, clientCA)
 			if err != nil {
-				return exitCode(2, fmt.Errorf("agent-server: --cert %s --key %s: %w", certFile, keyFile, err))
-			}
-			conf := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-			if clientCA != "" {
-				pem, err := os.ReadFile(clientCA)
-				if err != nil {
-					return exitCode(2, fmt.Errorf("agent-server: --client-ca %s: %w", clientCA, err))
-				}
-				conf.ClientCAs = x509.NewCertPool()
-				if !conf.ClientCAs.AppendCertsFromPEM(pem) {
-					return exitCode(2, fmt.Errorf("agent-server: --client-ca %s: holds no PEM certificate", clientCA))
-				}
-				conf.ClientAuth = tls.RequireAndVerifyClientCert
+				return exitCode(2, fmt.Errorf("agent-server: %w", err))
 			}
 			tr, err := edge.ParseTrusted(trusted)
 			if err != nil {

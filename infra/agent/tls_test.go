@@ -1,0 +1,154 @@
+package agent
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// With a client CA (`agent-server --client-ca`), ServerTLS lets in only an agent whose
+// certificate that CA issued: over a real TLS handshake on loopback, an agent without a
+// certificate, or with one of another CA, is refused before any message is read, and one with
+// the CA's certificate has its message applied and acknowledged. The configurations are the ones
+// `zero502 agent-server` and `zero502 agent` build from their flags, read from PEM files.
+func TestAClientCANeedsEachAgentsCertificateFromIt(t *testing.T) {
+	dir := t.TempDir()
+	ca := newCA(t, "agents CA")
+	rogue := newCA(t, "another CA")
+	caFile := ca.writeCert(t, dir, "ca.pem")
+	originCert, originKey := ca.issue(t, dir, "origin", x509.ExtKeyUsageServerAuth, originName)
+	agentCert, agentKey := ca.issue(t, dir, "agent", x509.ExtKeyUsageClientAuth, "agent-1")
+	rogueCert, rogueKey := rogue.issue(t, dir, "rogue", x509.ExtKeyUsageClientAuth, "agent-1")
+
+	serverConf, err := ServerTLS(originCert, originKey, caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, origin, applied := startServer(t, serverConf)
+
+	send := func(certFile, keyFile, id string) (Frame, error) {
+		conf, err := ClientTLS(originName, caFile, certFile, keyFile, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(conf.Certificates) == 1 { // sent even when the server's CA list does not name its issuer
+			pair := conf.Certificates[0]
+			conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
+		}
+		c, err := tls.Dial("tcp", origin, conf)
+		if err != nil {
+			return Frame{}, err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := writeFrame(c, Frame{Kind: KindMsg, ID: id, Body: "hello"}); err != nil {
+			return Frame{}, err
+		}
+		return readFrame(c)
+	}
+	for _, tc := range []struct{ name, cert, key, id string }{
+		{"no client certificate", "", "", "m-none"},
+		{"a certificate of another CA", rogueCert, rogueKey, "m-rogue"},
+	} {
+		ack, err := send(tc.cert, tc.key, tc.id)
+		if err == nil {
+			t.Fatalf("%s: acknowledged %+v; want the handshake refused", tc.name, ack)
+		}
+		if !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: %v; want a TLS alert about the certificate", tc.name, err)
+		}
+	}
+	ack, err := send(agentCert, agentKey, "m-1")
+	if err != nil || ack.Kind != KindAck || ack.ID != "m-1" {
+		t.Fatalf("an agent with the CA's certificate: ack %+v, %v; want m-1 acknowledged", ack, err)
+	}
+	got := applied()
+	if got["m-1"] != 1 || got["m-none"] != 0 || got["m-rogue"] != 0 {
+		t.Fatalf("applied %v; want m-1 once and nothing from the refused agents", got)
+	}
+	if c := srv.Counts(); c.Sessions != 1 {
+		t.Fatalf("counts %+v; want one session (the refused agents never had one)", c)
+	}
+
+	// no CA file, or one that holds no certificate: refused before serving, naming the flag
+	if _, err := ServerTLS(originCert, originKey, filepath.Join(dir, "missing.pem")); err == nil || !strings.Contains(err.Error(), "--client-ca") {
+		t.Errorf("a missing --client-ca file: %v; want an error naming --client-ca", err)
+	}
+	if _, err := ServerTLS(originCert, originKey, originKey); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
+		t.Errorf("a --client-ca that holds a key: %v; want \"holds no PEM certificate\"", err)
+	}
+}
+
+// testCA is a certificate authority of a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+func newCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key}
+}
+
+func (ca *testCA) writeCert(t *testing.T, dir, name string) string {
+	t.Helper()
+	return writePEM(t, filepath.Join(dir, name), "CERTIFICATE", ca.cert.Raw)
+}
+
+// issue writes a certificate of ca for dnsName with usage, and its key, as PEM files.
+func (ca *testCA) issue(t *testing.T, dir, name string, usage x509.ExtKeyUsage, dnsName string) (certFile, keyFile string) {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: dnsName},
+		DNSNames: []string{dnsName}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der),
+		writePEM(t, filepath.Join(dir, name+"-key.pem"), "PRIVATE KEY", keyDER)
+}
+
+func newKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func writePEM(t *testing.T, path, kind string, der []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
