@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // The firewall helper process: the test binary run inside a network namespace, serving or
@@ -132,6 +134,48 @@ func newNetLab(t *testing.T) *netLab {
 	l.serve(l.ctr, "10.200.0.2:8443")              // the edge's forwarder, in its container
 	l.serve(l.out, "10.100.0.3:443")               // another edge, which the host's monitor probes
 	return l
+}
+
+// ipv6 gives the lab IPv6 the way Docker with ip6tables on lays it out: the same three
+// namespaces on ULA addresses (fd00:100::/64 outside, fd00:200::/64 the bridge), the published
+// port 443 DNATed to the container's 8443, FORWARD jumping to DOCKER-USER first, and the
+// container's outbound traffic routed (Docker does not masquerade IPv6 by default).
+func (l *netLab) ipv6() {
+	l.t.Helper()
+	ox, cc := l.peer(l.out), l.peer(l.ctr)
+	l.sh(l.host, "ip", "-6", "addr", "add", "fd00:100::1/64", "dev", "ext0", "nodad")
+	l.sh(l.host, "ip", "-6", "addr", "add", "fd00:200::1/64", "dev", "docker0", "nodad")
+	l.sh(l.host, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+	for _, a := range []string{"fd00:100::2/64", "fd00:100::3/64"} {
+		l.sh(l.out, "ip", "-6", "addr", "add", a, "dev", ox, "nodad")
+	}
+	l.sh(l.out, "ip", "-6", "route", "add", "fd00:200::/64", "via", "fd00:100::1")
+	l.sh(l.ctr, "ip", "-6", "addr", "add", "fd00:200::2/64", "dev", cc, "nodad")
+	l.sh(l.ctr, "ip", "-6", "route", "add", "default", "via", "fd00:200::1")
+	for _, rule := range [][]string{
+		{"-N", "DOCKER"}, {"-P", "FORWARD", "DROP"},
+		{"-A", "FORWARD", "-j", "DOCKER-USER"},
+		{"-A", "FORWARD", "-o", "docker0", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"},
+		{"-A", "FORWARD", "-o", "docker0", "-j", "DOCKER"},
+		{"-A", "FORWARD", "-i", "docker0", "-j", "ACCEPT"},
+		{"-A", "DOCKER", "-d", "fd00:200::2/128", "-i", "ext0", "-o", "docker0", "-p", "tcp", "--dport", "8443", "-j", "ACCEPT"},
+		{"-A", "DOCKER-USER", "-j", "RETURN"},
+		{"-t", "nat", "-A", "PREROUTING", "-i", "ext0", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", "[fd00:200::2]:8443"},
+	} {
+		l.sh(l.host, append([]string{"ip6tables"}, rule...)...)
+	}
+	l.serve(l.ctr, "[fd00:200::2]:8443")
+	l.serve(l.out, "[fd00:100::3]:443")
+}
+
+// peer is the name of ns's one veth (the end facing the host).
+func (l *netLab) peer(ns string) string {
+	l.t.Helper()
+	id := os.Getpid() % 100000
+	if ns == l.out {
+		return fmt.Sprintf("z5ox%d", id)
+	}
+	return fmt.Sprintf("z5cc%d", id)
 }
 
 // serve runs a helper that answers "ok" on addr inside ns.
@@ -305,5 +349,47 @@ func TestFirewallRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
 	}
 	if strings.Contains(s, "INPUT") {
 		t.Errorf("script touches INPUT:\n%s", s)
+	}
+}
+
+// The IPv6 chain holds for packets, not only in its listing: over IPv6 through Docker's
+// layout, the allowed source reaches the published port, another does not, the container's
+// own outbound probe to an edge on that port keeps its replies; with no IPv6 source allowed,
+// no IPv6 client gets in while IPv4's allowed one still does.
+func TestFirewallFiltersIPv6Packets(t *testing.T) {
+	l := newNetLab(t)
+	l.ipv6()
+	const allowed, denied, published = "fd00:100::2", "fd00:100::3", "[fd00:100::1]:443"
+	// a new IPv6 link takes a moment (neighbour discovery, the router's own addresses): without
+	// rules, both sources reach the published port within the deadline, or the lab is broken
+	poll.Until(t, deadline, "both IPv6 sources to reach the published port, before any rule", func() bool {
+		return l.reaches(l.out, allowed, published) && l.reaches(l.out, denied, published)
+	})
+	ctx := context.Background()
+	ipt := ExecIPTables("ip", "netns", "exec", l.host)
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("10.100.0.2/32"), netip.MustParsePrefix(allowed + "/128")},
+		Port: 443, InInterface: "ext0"}
+	if notes, err := fw.Apply(ctx, ipt); err != nil || len(notes) > 0 {
+		t.Fatal(err, notes)
+	}
+	if !l.reaches(l.out, allowed, published) {
+		t.Error("the allowed IPv6 source no longer reaches the published port")
+	}
+	if l.reaches(l.out, denied, published) {
+		t.Error("another IPv6 source still reaches the published port")
+	}
+	if !l.reaches(l.ctr, "fd00:200::2", "["+denied+"]:443") {
+		t.Error("the container's outbound IPv6 probe to an edge on the same port lost its reply")
+	}
+
+	fw.Allow = fw.Allow[:1] // IPv4 only: IPv6 is closed, not open
+	if _, err := fw.Apply(ctx, ipt); err != nil {
+		t.Fatal(err)
+	}
+	if l.reaches(l.out, allowed, published) {
+		t.Error("with no IPv6 source allowed, an IPv6 client still reaches the published port")
+	}
+	if !l.reaches(l.out, "10.100.0.2", "10.100.0.1:443") {
+		t.Error("the allowed IPv4 source no longer reaches the published port")
 	}
 }
