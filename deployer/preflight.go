@@ -10,6 +10,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 	"github.com/zero502/zero502/invariants"
 )
 
@@ -313,7 +314,7 @@ func (d *Deployer) checkHostsWritable(ctx context.Context, version string) []str
 			continue // checked on the host by its own step
 		}
 		dir := d.cfg.HostStateDir(h)
-		if err := os.MkdirAll(dir, spec.DirMode); err != nil {
+		if err := trust.MkdirAll(dir, spec.DirMode, os.Getuid()); err != nil {
 			reasons = append(reasons, fmt.Sprintf("host %s: state dir %s cannot be created: %v; fix its permissions or set hosts[].state_dir", h.Name, dir, err))
 			continue
 		}

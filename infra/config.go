@@ -143,7 +143,8 @@ type Watchdog struct {
 	// Default 2s.
 	CheckTimeout time.Duration `mapstructure:"check_timeout"`
 	// LockPath is the host's deploy lock (flock), shared with the deployer and bootstrap scripts.
-	// Default /run/lock/zero502.lock; a host may override it.
+	// Default /run/lock/zero502.lock; a host may override it. {uid} in it, as in every state dir
+	// and lock path, is the uid zero502 runs as where the path is used (UIDPlaceholder).
 	LockPath string `mapstructure:"lock_path"`
 	// StateDir holds the published spec, the watchdog's streaks and instance files.
 	// Default /var/lib/zero502; a host may override it.
@@ -505,9 +506,9 @@ type Host struct {
 	PortOffset int `mapstructure:"port_offset"`
 	// SSH, when set (user@host[:port]), runs the host's deploy step over the system ssh.
 	SSH string `mapstructure:"ssh"`
-	// StateDir overrides watchdog.state_dir for this host.
+	// StateDir overrides watchdog.state_dir for this host ({uid}: UIDPlaceholder).
 	StateDir string `mapstructure:"state_dir"`
-	// LockPath overrides watchdog.lock_path for this host.
+	// LockPath overrides watchdog.lock_path for this host ({uid}: UIDPlaceholder).
 	LockPath string `mapstructure:"lock_path"`
 	// Target is the host's ALB target id (instance id or IP) when it differs from Address.
 	Target string `mapstructure:"target"`
@@ -516,9 +517,9 @@ type Host struct {
 // HostStateDir is the state directory of host h.
 func (c *Config) HostStateDir(h Host) string {
 	if h.StateDir != "" {
-		return h.StateDir
+		return userPath(h.StateDir)
 	}
-	return c.Watchdog.StateDir
+	return userPath(c.Watchdog.StateDir)
 }
 
 // HostLockPath is the deploy lock file of host h: its own lock_path, else deploy.lock in its own
@@ -526,11 +527,11 @@ func (c *Config) HostStateDir(h Host) string {
 func (c *Config) HostLockPath(h Host) string {
 	switch {
 	case h.LockPath != "":
-		return h.LockPath
+		return userPath(h.LockPath)
 	case h.StateDir != "":
-		return filepath.Join(h.StateDir, "deploy.lock")
+		return filepath.Join(userPath(h.StateDir), "deploy.lock")
 	}
-	return c.Watchdog.LockPath
+	return userPath(c.Watchdog.LockPath)
 }
 
 // FleetLockHost is rollout.lock_host's host (by default the first), false when the fleet has
@@ -548,12 +549,12 @@ func (c *Config) FleetLockHost() (Host, bool) {
 // fleet.lock in the lock host's state dir.
 func (c *Config) FleetLockPath() string {
 	if c.Rollout.LockPath != "" {
-		return c.Rollout.LockPath
+		return userPath(c.Rollout.LockPath)
 	}
 	if h, ok := c.FleetLockHost(); ok {
 		return filepath.Join(c.HostStateDir(h), "fleet.lock")
 	}
-	return filepath.Join(c.Watchdog.StateDir, "fleet.lock")
+	return filepath.Join(userPath(c.Watchdog.StateDir), "fleet.lock")
 }
 
 // BalancedService is the service that sits behind the balancer, or false when none has a port.

@@ -118,7 +118,7 @@ func TestTargetsAreTheBalancedServiceOnEveryHost(t *testing.T) {
 	if got != "127.0.0.1:19001,127.0.0.1:19101,127.0.0.1:19201" {
 		t.Fatalf("targets %s", got)
 	}
-	if c.HostLockPath(c.Hosts[1]) != "/tmp/zero502-local/host-b/deploy.lock" {
+	if want := fmt.Sprintf("/tmp/zero502-%d/host-b/deploy.lock", os.Getuid()); c.HostLockPath(c.Hosts[1]) != want {
 		t.Fatalf("lock path %s", c.HostLockPath(c.Hosts[1]))
 	}
 }

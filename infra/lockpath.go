@@ -38,7 +38,7 @@ func (c *Config) checkLockPath(setBy string) error {
 		return nil
 	}
 	for i, h := range c.Hosts {
-		if h.LockPath != "" || h.StateDir == "" || c.HostLockPath(h) == c.Watchdog.LockPath {
+		if h.LockPath != "" || h.StateDir == "" || c.HostLockPath(h) == userPath(c.Watchdog.LockPath) {
 			continue
 		}
 		return &FieldError{Key: "watchdog.lock_path", Value: c.Watchdog.LockPath, Rule: fmt.Sprintf(

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // MetricsFile is the Prometheus textfile (node_exporter's textfile collector) in a host's state
@@ -39,7 +40,7 @@ func writeMetrics(stateDir string, at time.Time, s streaks) error {
 	}
 	lastTick.Set(float64(at.UnixMilli()) / 1000)
 
-	if err := os.MkdirAll(stateDir, spec.DirMode); err != nil {
+	if err := trust.MkdirAll(stateDir, spec.DirMode, os.Getuid()); err != nil {
 		return fmt.Errorf("create state dir %s: %w", stateDir, err)
 	}
 	path := filepath.Join(stateDir, MetricsFile)

@@ -152,7 +152,7 @@ func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "z.yaml")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-local", dir)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-{uid}", dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := infra.Load(path)

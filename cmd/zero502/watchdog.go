@@ -33,7 +33,7 @@ counters in <state dir>/zero502_watchdog.prom (Prometheus textfile).
 Without --host it watches the host named like this machine, else every host without ssh.`,
 		Example: `  zero502 watchdog --config /etc/zero502/zero502.yaml --host app-1
   zero502 watchdog --config examples/local.yaml --loop     # tick every watchdog.interval
-  flock /tmp/zero502-local/host-a/deploy.lock sleep 30 &  # while held, ticks are skipped`,
+  flock "$(zero502 host lock-path --config examples/local.yaml --host host-a)" sleep 30 &  # while held, ticks are skipped`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := logs.logger(cmd, cmd.ErrOrStderr())

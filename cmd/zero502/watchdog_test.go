@@ -45,13 +45,14 @@ func TestHostLockPathPrintsTheOneLockOfEachHost(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	for _, want := range []string{"host-a  /tmp/zero502-local/host-a/deploy.lock", "host-c  /tmp/zero502-local/host-c/deploy.lock"} {
+	mine := fmt.Sprintf("/tmp/zero502-%d", os.Getuid()) // examples/local.yaml's /tmp/zero502-{uid}
+	for _, want := range []string{"host-a  " + mine + "/host-a/deploy.lock", "host-c  " + mine + "/host-c/deploy.lock"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	out, code = runCLI(t, "host", "lock-path", "--config", local, "--host", "host-b")
-	if code != 0 || out != "/tmp/zero502-local/host-b/deploy.lock\n" {
+	if code != 0 || out != mine+"/host-b/deploy.lock\n" {
 		t.Fatalf("--host host-b: exit %d, output %q, want the bare path", code, out)
 	}
 	if out, code := runCLI(t, "host", "lock-path", "--config", local, "--host", "host-z"); code != 2 || !strings.Contains(out, "host-z") {

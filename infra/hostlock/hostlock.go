@@ -51,7 +51,7 @@ func HolderPath(lockPath string) string { return lockPath + ".holder" }
 // TryAcquire takes the lock without waiting. When it is held it returns an error wrapping
 // ErrHeld that names the holder.
 func TryAcquire(path string, me Holder) (*Lock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), spec.DirMode); err != nil {
+	if err := trust.MkdirAll(filepath.Dir(path), spec.DirMode, os.Getuid()); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	// A lock in a directory, or a lock file, another user could write is refused: they could hold

@@ -291,7 +291,7 @@ func WritePrivate(path string, data []byte) error { return writeAtomic(path, dat
 
 func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, DirMode); err != nil {
+	if err := trust.MkdirAll(dir, DirMode, os.Getuid()); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")

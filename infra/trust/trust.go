@@ -7,9 +7,13 @@
 package trust
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 )
 
 // Check resolves path (symlinks followed) and reports why it may not be trusted, or nil when it
@@ -46,12 +50,44 @@ func checkOne(p string, uid int, leaf bool) error {
 		what = "file"
 	}
 	if owner, ok := ownerOf(fi); ok && owner != 0 && owner != uid {
-		return fmt.Errorf("%s %s is owned by uid %d, neither root nor this user (uid %d): another user could change it; "+
-			"chown it to root or to this user", what, p, owner, uid)
+		return fmt.Errorf("%s %s is owned by %s, neither root nor this user (uid %d): another user could change it; "+
+			"chown it to root or to this user", what, p, ownerName(owner), uid)
 	}
 	if fi.Mode().Perm()&0o022 != 0 && !(fi.IsDir() && fi.Mode()&os.ModeSticky != 0) {
 		return fmt.Errorf("%s %s has mode %04o: group or others may write it, so another user could change what runs; "+
 			"chmod go-w %s, or keep the file in a directory only you can write", what, p, fi.Mode().Perm(), p)
 	}
 	return nil
+}
+
+// ownerName is uid as an error names it: "uid 998 (zero502-svc)", or "uid 998" when the user
+// database does not know it.
+func ownerName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return fmt.Sprintf("uid %d (%s)", uid, u.Username)
+	}
+	return fmt.Sprintf("uid %d", uid)
+}
+
+// MkdirAll is os.MkdirAll(path, mode) below a trusted directory only: the nearest directory of
+// path that exists already (path itself, or one above it) must pass Check, so nothing is made
+// inside a directory another user owns or may write (one they made first, say, at a predictable
+// path in /tmp). The error of a refusal is Check's, naming the directory, its owner and mode.
+func MkdirAll(path string, mode os.FileMode, uid int) error {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for {
+		if _, err := os.Stat(p); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) || p == filepath.Dir(p) {
+			return err
+		}
+		p = filepath.Dir(p)
+	}
+	if err := Check(p, uid); err != nil {
+		return err
+	}
+	return os.MkdirAll(path, mode)
 }

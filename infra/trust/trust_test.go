@@ -119,3 +119,33 @@ func TestCheckRefusesAnotherUsersFile(t *testing.T) {
 		t.Fatalf("another user's file: %v, want refused by its owner", err)
 	}
 }
+
+// MkdirAll makes a missing directory only below a trusted one: under a directory others may
+// write it makes nothing and names that directory; under this user's own it makes every level.
+func TestMkdirAllMakesNothingBelowAnUntrustedDirectory(t *testing.T) {
+	uid := os.Getuid()
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	err := MkdirAll(filepath.Join(open, "zero502", "host-a"), 0o750, uid)
+	if err == nil || !strings.Contains(err.Error(), open+" has mode 0777") {
+		t.Fatalf("MkdirAll below a 0777 directory = %v; want a refusal naming %s and its mode", err, open)
+	}
+	if _, err := os.Stat(filepath.Join(open, "zero502")); err == nil {
+		t.Fatal("MkdirAll made a directory below the refused one")
+	}
+	if err := os.Chmod(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	made := filepath.Join(open, "zero502", "host-a")
+	if err := MkdirAll(made, 0o750, uid); err != nil {
+		t.Fatalf("MkdirAll below this user's 0700 directory: %v", err)
+	}
+	if fi, err := os.Stat(made); err != nil || !fi.IsDir() || fi.Mode().Perm()&^0o750 != 0 {
+		t.Fatalf("made %s: %v %v; want a directory of mode 0750 or less", made, fi, err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // DefaultEarlyExitWindow is how long Start watches a new process for an immediate exit.
@@ -65,7 +66,7 @@ func New(stateDir string) (*Runtime, error) {
 		return nil, err
 	}
 	for _, sub := range []string{"instances", "logs"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), spec.DirMode); err != nil {
+		if err := trust.MkdirAll(filepath.Join(dir, sub), spec.DirMode, os.Getuid()); err != nil {
 			return nil, fmt.Errorf("process runtime: create %s: %w", filepath.Join(dir, sub), err)
 		}
 	}

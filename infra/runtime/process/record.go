@@ -159,7 +159,7 @@ func (rt *Runtime) noteExit(r record, code int, at time.Time) error {
 func (rt *Runtime) lockRecords() (func(), error) {
 	rt.mu.Lock()
 	dir := filepath.Join(rt.dir, "instances")
-	if err := os.MkdirAll(dir, spec.DirMode); err != nil {
+	if err := trust.MkdirAll(dir, spec.DirMode, os.Getuid()); err != nil {
 		rt.mu.Unlock()
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
