@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: 4}))
+	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: 4, UnderLoad: true}))
 }
 
 // fleet is a local fleet for one test: N "hosts" on loopback (free ports, own state dirs), one

@@ -20,7 +20,7 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin}))
+	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, UnderLoad: true}))
 }
 
 func TestRewriteGivesEveryRunItsOwnPortsAndStateDirs(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
@@ -100,4 +102,38 @@ func flagValue(t *testing.T, name string) string {
 		t.Fatalf("no flag %s", name)
 	}
 	return f.Value.String()
+}
+
+// A package under load waits for its turn while another holds the flock, and takes it once
+// that one lets go.
+func TestTheUnderLoadPackagesTakeTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "under-load.lock")
+	other := flock.New(path)
+	if err := other.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	took := make(chan func(), 1)
+	go func() {
+		release, err := testmain.TakeTurn(path)
+		if err != nil {
+			t.Error(err)
+			release = func() {}
+		}
+		took <- release
+	}()
+	select {
+	case release := <-took:
+		release()
+		t.Fatal("took the turn while another package held it")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := other.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case release := <-took:
+		release()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn was not taken within 10s of the other package letting go")
+	}
 }
