@@ -27,6 +27,7 @@ fleet disagrees with its specs); 2 bad flags, arguments or config.`,
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newInitCmd(),
 		newInvariantsCmd(),
 		newLBCmd(),
 		newAppCmd(),

@@ -1,0 +1,292 @@
+// Package compose reads a Compose file, with the Compose specification's own loader
+// (compose-spec/compose-go: profiles, ${VAR} interpolation, env_file and the merge rules as
+// `docker compose` applies them), and turns its services into zero502's: image, command
+// (entrypoint first), environment, the published port, an HTTP health check, the stop signal
+// and grace, and deploy.update_config's order and parallelism. What zero502 cannot honour is
+// never dropped silently: each such key is a Note naming the service, the key and what to do.
+// `zero502 init --from-compose` writes the result as a config a person reads and edits.
+package compose
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// Note is one thing of the Compose file zero502 does not do as Compose would.
+type Note struct {
+	Service string // "" for the file as a whole
+	Key     string // the Compose key, e.g. volumes, deploy.update_config.order
+	What    string // what zero502 does instead, and what to do
+}
+
+func (n Note) String() string {
+	if n.Service == "" {
+		return n.Key + ": " + n.What
+	}
+	return "services." + n.Service + "." + n.Key + ": " + n.What
+}
+
+// Import is what a Compose file becomes.
+type Import struct {
+	// Services are zero502's services, in the Compose file's name order.
+	Services []infra.Service
+	// Strategy is rollout.strategy from deploy.update_config.order ("" when no service says).
+	Strategy string
+	// Batch is rollout.batch from deploy.update_config.parallelism (0 when no service says).
+	Batch int
+	// StopGrace is the longest stop_grace_period (0 when none is set): drain.stop_grace is
+	// one number for every service.
+	StopGrace time.Duration
+	// Notes are what zero502 does not honour, key by key.
+	Notes []Note
+}
+
+// Options choose what of the file is read.
+type Options struct {
+	// Profiles are the Compose profiles to enable (as --profile); services in no profile are
+	// always read.
+	Profiles []string
+	// Env is the environment ${VAR} interpolation reads (as KEY=VALUE), before the .env file
+	// beside the Compose file; nil: this process's environment.
+	Env []string
+}
+
+// Load reads the Compose file path.
+func Load(ctx context.Context, path string, o Options) (*Import, error) {
+	fns := []cli.ProjectOptionsFn{cli.WithWorkingDirectory(filepath.Dir(path)), cli.WithProfiles(o.Profiles),
+		cli.WithName(projectName(path))}
+	if o.Env != nil {
+		fns = append(fns, cli.WithEnv(o.Env))
+	} else {
+		fns = append(fns, cli.WithOsEnv)
+	}
+	fns = append(fns, cli.WithDotEnv)
+	opts, err := cli.NewProjectOptions([]string{path}, fns...)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", path, err)
+	}
+	project, err := opts.LoadProject(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", path, err)
+	}
+	// the keys as the file set them: the loader's normalisation adds some (a default network)
+	raw, err := cli.NewProjectOptions([]string{path}, append(fns, cli.WithNormalization(false))...)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", path, err)
+	}
+	model, err := raw.LoadModel(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", path, err)
+	}
+	set, _ := model["services"].(map[string]any)
+
+	im := &Import{}
+	for _, k := range []string{"volumes", "networks", "secrets", "configs"} {
+		if v, ok := model[k].(map[string]any); ok && len(v) > 0 {
+			im.Notes = append(im.Notes, Note{Key: k, What: topLevel[k]})
+		}
+	}
+	names := project.ServiceNames()
+	sort.Strings(names)
+	for _, name := range names {
+		sc, err := project.GetService(name)
+		if err != nil {
+			return nil, fmt.Errorf("compose file %s: %w", path, err)
+		}
+		keys, _ := set[name].(map[string]any)
+		im.service(sc, keys)
+	}
+	if len(im.Services) == 0 {
+		return nil, fmt.Errorf("compose file %s: no service is enabled (profiles %v): name a --profile, or give a service no profile", path, o.Profiles)
+	}
+	return im, nil
+}
+
+// projectName is the project name Compose would take from the file's directory.
+func projectName(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "zero502"
+	}
+	name := strings.ToLower(filepath.Base(filepath.Dir(abs)))
+	name = regexp.MustCompile(`[^a-z0-9_-]`).ReplaceAllString(name, "")
+	if name == "" || !regexp.MustCompile(`^[a-z0-9]`).MatchString(name) {
+		return "zero502"
+	}
+	return name
+}
+
+// mapped are the service keys zero502 takes over (service below).
+var mapped = map[string]bool{
+	"image": true, "command": true, "entrypoint": true, "environment": true, "env_file": true,
+	"ports": true, "healthcheck": true, "stop_signal": true, "stop_grace_period": true,
+	"deploy": true, "profiles": true, "user": true,
+	"extends": true, // expanded by the loader before the service is read
+}
+
+// advice is what to do about a service key zero502 does not honour; a key in neither table
+// gets the general word (unhandled).
+var advice = map[string]string{
+	"build":          "zero502 deploys images, it builds none: build and push the image in CI (or `zero502 image build`), then set image",
+	"volumes":        "zero502 manages no volumes: create them on each host (docker volume create, or a host directory) before the first deploy; the container gets none",
+	"networks":       "zero502 runs each container on Docker's default bridge and publishes its port on the host's address: services reach one another through the balancer or the host's address",
+	"network_mode":   "zero502 runs each container on Docker's default bridge: remove network_mode",
+	"depends_on":     "zero502 starts the services of a host in the config's order, without waiting for one another: list the dependencies first, and make each service retry what it needs",
+	"restart":        "zero502's watchdog heals a service after watchdog.heal_after failed checks; the container runs with restart policy no",
+	"container_name": "zero502 names containers zero502-<host>-<service>-<version>-<random>, so two versions can run side by side",
+	"expose":         "only the published port (ports) is reached, through the balancer",
+	"labels":         "zero502 labels its containers itself (host, service, version, address)",
+	"secrets":        "not passed to the container: give the value as an environment variable on the host",
+	"configs":        "not passed to the container: bake the file into the image, or mount it on the host",
+	"working_dir":    "the image's WORKDIR is used: set it in the Dockerfile",
+	"hostname":       "the container keeps Docker's default hostname",
+	"extra_hosts":    "add the names to the image, or to DNS",
+	"logging":        "containers log with the engine's default driver; `zero502 logs` reads them",
+	"scale":          "zero502 runs one instance of each service per host: add hosts to scale",
+}
+
+const unhandled = "zero502 does not set this on the container: remove it, or make it part of the image or the host"
+
+// topLevel is what to do about the file's top-level resources.
+var topLevel = map[string]string{
+	"volumes":  "zero502 creates no volumes: create them on each host before the first deploy",
+	"networks": "zero502 creates no networks: its containers use Docker's default bridge",
+	"secrets":  "zero502 passes no Compose secrets: give each value as an environment variable",
+	"configs":  "zero502 passes no Compose configs: bake them into the image",
+}
+
+// healthURL finds the URL a curl or wget health check asks for.
+var healthURL = regexp.MustCompile(`https?://[^\s"'/]+(/[^\s"'|;&]*)?`)
+
+// service adds sc (whose keys, as the file set them, are keys) to im.
+func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
+	note := func(key, what string) { im.Notes = append(im.Notes, Note{Service: sc.Name, Key: key, What: what}) }
+	svc := infra.Service{Name: sc.Name, Image: sc.Image, User: sc.User, StopSignal: sc.StopSignal}
+	if svc.Image == "" {
+		note("image", "no image: zero502 deploys images; build and push one, then set image (services[].image; {version} stands for the version deployed)")
+	}
+	svc.Command = append(append([]string{}, sc.Entrypoint...), sc.Command...)
+	if len(sc.Entrypoint) > 0 {
+		note("entrypoint", "zero502 sets the container's command only: the entrypoint and the command are joined into services[].command, which replaces the image's CMD (an image ENTRYPOINT would still run first: check it)")
+	}
+	for k, v := range sc.Environment {
+		if v == nil {
+			note("environment."+k, "has no value here (Compose would take it from the shell at up time): set it in services[].env")
+			continue
+		}
+		if svc.Env == nil {
+			svc.Env = map[string]string{}
+		}
+		svc.Env[k] = *v
+	}
+	if len(sc.EnvFiles) > 0 {
+		note("env_file", "read now, at import: its values are in services[].env; a secret belongs in the host's environment, not in the config")
+	}
+	for i, p := range sc.Ports {
+		if i > 0 {
+			note("ports", fmt.Sprintf("only the first published port is balanced: %s is not published", portString(p)))
+			continue
+		}
+		pub, err := strconv.Atoi(p.Published)
+		if err != nil || pub == 0 {
+			note("ports", fmt.Sprintf("port %s is not published on a fixed host port: publish it (host:container) so the balancer can reach it", portString(p)))
+			continue
+		}
+		if uint32(pub) != p.Target {
+			note("ports", fmt.Sprintf("%d:%d: zero502 publishes a port to the same port in the container; services[].port is %d, so make the service listen on %d (or publish %d:%d)", pub, p.Target, pub, pub, p.Target, p.Target))
+		}
+		if p.HostIP != "" {
+			note("ports", fmt.Sprintf("host_ip %s: zero502 publishes on the host's address (hosts[].address)", p.HostIP))
+		}
+		svc.Port = pub
+	}
+	if hc := sc.HealthCheck; hc != nil && !hc.Disable && len(hc.Test) > 0 {
+		if m := healthURL.FindStringSubmatch(strings.Join(hc.Test, " ")); m != nil && (strings.Contains(strings.Join(hc.Test, " "), "curl") || strings.Contains(strings.Join(hc.Test, " "), "wget")) {
+			svc.Health.Path = m[1]
+			if svc.Health.Path == "" {
+				svc.Health.Path = "/"
+			}
+			if hc.Timeout != nil {
+				svc.Health.Timeout = time.Duration(*hc.Timeout)
+			}
+			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold)", svc.Health.Path))
+		} else {
+			note("healthcheck", fmt.Sprintf("%q is not an HTTP check zero502 can run: the service is judged by its container's state only; give it an HTTP health path (services[].health.path)", strings.Join(hc.Test, " ")))
+		}
+	}
+	if sc.StopGracePeriod != nil {
+		im.StopGrace = max(im.StopGrace, time.Duration(*sc.StopGracePeriod))
+	}
+	if d := sc.Deploy; d != nil {
+		if u := d.UpdateConfig; u != nil {
+			switch u.Order {
+			case "start-first":
+				im.strategy(note, infra.StartFirst)
+			case "stop-first":
+				im.strategy(note, infra.StopFirst)
+			}
+			if u.Parallelism != nil && *u.Parallelism > 0 {
+				if im.Batch != 0 && im.Batch != int(*u.Parallelism) {
+					note("deploy.update_config.parallelism", fmt.Sprintf("rollout.batch is one number for the fleet: kept %d", im.Batch))
+				} else {
+					im.Batch = int(*u.Parallelism)
+				}
+			}
+		}
+		if d.Replicas != nil && *d.Replicas != 1 {
+			note("deploy.replicas", "zero502 runs one instance of each service per host: add hosts to scale")
+		}
+	}
+	if svc.Port > 0 {
+		// a service that knows nothing of zero502 leaves rotation at the balancer first
+		svc.Drain = infra.DrainBalancer
+	}
+	if im.Strategy == infra.StartFirst && svc.Port > 0 {
+		svc.Ports = []int{svc.Port, svc.Port + 1}
+		note("deploy.update_config.order", fmt.Sprintf("start-first runs the new instance beside the old on the other of services[].ports [%d, %d]: the service must listen on {port} (pass it in its command or env)", svc.Port, svc.Port+1))
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if mapped[k] || k == "name" {
+			continue
+		}
+		if a, ok := advice[k]; ok {
+			note(k, a)
+		} else {
+			note(k, unhandled)
+		}
+	}
+	im.Services = append(im.Services, svc)
+}
+
+// strategy sets the rollout strategy one service's update order asks for.
+func (im *Import) strategy(note func(key, what string), s string) {
+	if im.Strategy != "" && im.Strategy != s {
+		note("deploy.update_config.order", fmt.Sprintf("rollout.strategy is one for the fleet: kept %s", im.Strategy))
+		return
+	}
+	im.Strategy = s
+}
+
+func portString(p types.ServicePortConfig) string {
+	if p.Published == "" {
+		return strconv.Itoa(int(p.Target))
+	}
+	return p.Published + ":" + strconv.Itoa(int(p.Target))
+}

@@ -1,0 +1,175 @@
+package compose_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/compose"
+)
+
+const file = `
+name: shop
+services:
+  web:
+    image: registry.example.com/shop/web:${TAG:-latest}
+    entrypoint: ["/app/web"]
+    command: ["--listen", "0.0.0.0:8080"]
+    environment:
+      LOG_LEVEL: info
+      REGION: ${REGION}
+    env_file: web.env
+    ports: ["8080:8080"]
+    healthcheck:
+      test: ["CMD", "curl", "-fsS", "http://localhost:8080/healthz"]
+      timeout: 1s
+    stop_signal: SIGQUIT
+    stop_grace_period: 45s
+    volumes: ["uploads:/var/uploads"]
+    depends_on: [db]
+    networks: [front]
+    deploy:
+      update_config: {order: stop-first, parallelism: 2}
+  db:
+    image: postgres:16
+    healthcheck:
+      test: ["CMD-SHELL", "pg_isready -U shop"]
+    cap_add: [SYS_NICE]
+  debug:
+    image: busybox
+    profiles: [debug]
+volumes:
+  uploads: {}
+networks:
+  front: {}
+`
+
+func write(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A Compose file is read as docker compose reads it (interpolation from the environment given,
+// env_file, profiles), its services become zero502's, and every key zero502 does not honour is
+// a note naming the service, the key and what to do; the written config loads as it is.
+func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "web.env", "DB_HOST=db.internal\n")
+	path := write(t, dir, "compose.yaml", file)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"TAG=v7", "REGION=eu-west-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Services) != 2 || im.Services[0].Name != "db" || im.Services[1].Name != "web" {
+		t.Fatalf("services %+v; want db and web (debug is in a profile not enabled)", im.Services)
+	}
+	web := im.Services[1]
+	if web.Image != "registry.example.com/shop/web:v7" {
+		t.Errorf("image %q; want ${TAG} interpolated to v7", web.Image)
+	}
+	if !slices.Equal(web.Command, []string{"/app/web", "--listen", "0.0.0.0:8080"}) {
+		t.Errorf("command %q; want the entrypoint, then the command", web.Command)
+	}
+	if web.Env["LOG_LEVEL"] != "info" || web.Env["REGION"] != "eu-west-1" || web.Env["DB_HOST"] != "db.internal" {
+		t.Errorf("env %v; want the environment, interpolated, and the env_file's", web.Env)
+	}
+	if web.Port != 8080 || web.Health.Path != "/healthz" || web.Health.Timeout != time.Second || web.StopSignal != "SIGQUIT" || web.Drain != infra.DrainBalancer {
+		t.Errorf("web %+v; want port 8080, health /healthz within 1s, SIGQUIT, drained at the balancer", web)
+	}
+	if im.Strategy != infra.StopFirst || im.Batch != 2 || im.StopGrace != 45*time.Second {
+		t.Errorf("strategy %q batch %d stop grace %s; want stop-first, 2, 45s", im.Strategy, im.Batch, im.StopGrace)
+	}
+	var notes []string
+	for _, n := range im.Notes {
+		notes = append(notes, n.String())
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"services.web.volumes: zero502 manages no volumes",
+		"services.web.depends_on: ",
+		"services.web.networks: ",
+		"services.web.entrypoint: ",
+		"services.web.env_file: ",
+		"services.db.healthcheck: \"CMD-SHELL pg_isready -U shop\" is not an HTTP check",
+		"services.db.cap_add: zero502 does not set this",
+		"volumes: zero502 creates no volumes",
+		"networks: zero502 creates no networks",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes lack %q:\n%s", want, all)
+		}
+	}
+
+	if strings.Contains(all, "services.db.networks") || strings.Contains(all, "services.web.image") {
+		t.Errorf("notes name keys the file did not set, or that were honoured:\n%s", all)
+	}
+
+	data, err := compose.Write(im, "compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("SHOW") != "" {
+		t.Logf("%s", data)
+	}
+	cfg, err := infra.LoadBytes(data, "the imported config")
+	if err != nil {
+		t.Fatalf("the written config does not load: %v\n%s", err, data)
+	}
+	if s, ok := cfg.BalancedService(); !ok || s.Name != "web" || cfg.Rollout.Batch != 2 || cfg.Drain.StopGrace != 45*time.Second || cfg.Rollout.Runtime != infra.RuntimeDocker {
+		t.Fatalf("loaded: balanced %+v, batch %d, stop grace %s, runtime %s\n%s", s, cfg.Rollout.Batch, cfg.Drain.StopGrace, cfg.Rollout.Runtime, data)
+	}
+	if !strings.Contains(string(data), "#   services.web.volumes: ") {
+		t.Errorf("the written config does not say what was not honoured:\n%s", data)
+	}
+
+	// the debug profile enables its service
+	im, err = compose.Load(context.Background(), path, compose.Options{Env: []string{"REGION=x"}, Profiles: []string{"debug"}})
+	if err != nil || len(im.Services) != 3 {
+		t.Fatalf("with --profile debug: %v, %d services; want 3", err, len(im.Services))
+	}
+}
+
+// start-first becomes the rollout strategy, with the service's two ports.
+func TestStartFirstGivesTheServiceItsTwoPorts(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  api:
+    image: api:1
+    ports: ["9000:9000"]
+    healthcheck: {test: "wget -qO- http://127.0.0.1:9000/ready || exit 1"}
+    deploy: {update_config: {order: start-first}}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := im.Services[0]
+	if im.Strategy != infra.StartFirst || !slices.Equal(api.Ports, []int{9000, 9001}) || api.Health.Path != "/ready" {
+		t.Fatalf("strategy %q, api %+v; want start-first, ports [9000 9001], health /ready", im.Strategy, api)
+	}
+	data, err := compose.Write(im, "compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := infra.LoadBytes(data, "the imported config"); err != nil {
+		t.Fatalf("the written config does not load: %v\n%s", err, data)
+	}
+}
+
+// A file the Compose loader refuses is an error naming the file.
+func TestABrokenComposeFileIsRefusedNamingIt(t *testing.T) {
+	path := write(t, t.TempDir(), "compose.yaml", "services:\n  web:\n    ports: [\"not-a-port\"]\n")
+	if _, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}}); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Load = %v; want an error naming %s", err, path)
+	}
+}

@@ -1,0 +1,115 @@
+package compose
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/zero502/zero502/infra"
+)
+
+// Write is im as a zero502 config a person reads and edits: the notes as comments first, then
+// the balancer (the in-house LB in front of the first service with a port), the rollout and
+// drain numbers the file set, the services, and one host to replace with the fleet's. from
+// names the Compose file in the header.
+func Write(im *Import, from string) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# zero502 config imported from %s (zero502 init --from-compose).\n", from)
+	b.WriteString("# Set the hosts (and ssh) of your fleet and the balancer's addresses, then check it:\n")
+	b.WriteString("#   zero502 invariants --config THIS_FILE\n")
+	if len(im.Notes) > 0 {
+		b.WriteString("#\n# What zero502 does not honour as Compose would, key by key, and what to do:\n")
+		for _, n := range im.Notes {
+			b.WriteString("#   " + strings.ReplaceAll(n.String(), "\n", " ") + "\n")
+		}
+	}
+	doc := config{Rollout: rollout{Runtime: infra.RuntimeDocker, Strategy: im.Strategy, Batch: im.Batch},
+		Hosts: []host{{Name: "host-1", Address: "127.0.0.1"}}}
+	for _, s := range im.Services {
+		out := service{Name: s.Name, Image: s.Image, Command: s.Command, Port: s.Port, Ports: s.Ports, Drain: s.Drain,
+			Env: s.Env, User: s.User, StopSignal: s.StopSignal}
+		if s.Health.Path != "" {
+			out.Health = &health{Path: s.Health.Path, Timeout: durationOrEmpty(s.Health.Timeout.String(), s.Health.Timeout != 0)}
+		}
+		doc.Services = append(doc.Services, out)
+		if s.Port > 0 && doc.Balancer.Service == "" {
+			doc.Balancer = balancer{Kind: infra.BalancerInHouse, Listen: "127.0.0.1:8080", Admin: "127.0.0.1:8081", Service: s.Name}
+		}
+	}
+	if im.StopGrace > 0 {
+		d := infra.Defaults().Drain
+		if im.StopGrace > d.Window+d.Shutdown {
+			doc.Drain = &drain{StopGrace: im.StopGrace.String()}
+		} else {
+			fmt.Fprintf(&b, "#   stop_grace_period %s: kept drain.stop_grace %s, which must exceed drain.window %s + drain.shutdown %s (invariant I2)\n",
+				im.StopGrace, d.StopGrace, d.Window, d.Shutdown)
+		}
+	}
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("write the imported config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func durationOrEmpty(s string, set bool) string {
+	if !set {
+		return ""
+	}
+	return s
+}
+
+// The config as written: only the keys the import sets, in the reference's order.
+type config struct {
+	Balancer balancer  `yaml:"balancer,omitempty"`
+	Drain    *drain    `yaml:"drain,omitempty"`
+	Rollout  rollout   `yaml:"rollout"`
+	Services []service `yaml:"services"`
+	Hosts    []host    `yaml:"hosts"`
+}
+
+type balancer struct {
+	Kind    string `yaml:"kind,omitempty"`
+	Listen  string `yaml:"listen,omitempty"`
+	Admin   string `yaml:"admin,omitempty"`
+	Service string `yaml:"service,omitempty"`
+}
+
+type drain struct {
+	StopGrace string `yaml:"stop_grace,omitempty"`
+}
+
+type rollout struct {
+	Runtime  string `yaml:"runtime"`
+	Strategy string `yaml:"strategy,omitempty"`
+	Batch    int    `yaml:"batch,omitempty"`
+}
+
+type service struct {
+	Name       string            `yaml:"name"`
+	Image      string            `yaml:"image,omitempty"`
+	Command    []string          `yaml:"command,omitempty,flow"`
+	Port       int               `yaml:"port,omitempty"`
+	Ports      []int             `yaml:"ports,omitempty,flow"`
+	Health     *health           `yaml:"health,omitempty"`
+	Drain      string            `yaml:"drain,omitempty"`
+	Env        map[string]string `yaml:"env,omitempty"`
+	User       string            `yaml:"user,omitempty"`
+	StopSignal string            `yaml:"stop_signal,omitempty"`
+}
+
+type health struct {
+	Path    string `yaml:"path"`
+	Timeout string `yaml:"timeout,omitempty"`
+}
+
+type host struct {
+	Name    string `yaml:"name"`
+	Address string `yaml:"address"`
+}
