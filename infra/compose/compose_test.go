@@ -117,9 +117,6 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if os.Getenv("SHOW") != "" {
-		t.Logf("%s", data)
-	}
 	cfg, err := infra.LoadBytes(data, "the imported config")
 	if err != nil {
 		t.Fatalf("the written config does not load: %v\n%s", err, data)

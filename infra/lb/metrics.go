@@ -98,6 +98,9 @@ var (
 	resentDesc = prometheus.NewDesc("zero502_lb_resent_after_eject_total",
 		"GET and HEAD requests without a body, no response byte yet, given up on a backend that left rotation for failing (checks or passive ejection) and sent at once to another healthy one.",
 		nil, nil)
+	overBudgetDesc = prometheus.NewDesc("zero502_lb_resends_over_budget_total",
+		"Resends after an ejection the resend budget refused (over 10s: 20% of the requests sent plus 10 a second): they waited on their backend.",
+		nil, nil)
 	ejectionsDesc = prometheus.NewDesc("zero502_lb_passive_ejections_total",
 		"Backends taken out of rotation at once because a connection to them was refused or broke.", nil, nil)
 	clientsDesc = prometheus.NewDesc("zero502_lb_client_connections",
@@ -129,7 +132,7 @@ var (
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, weightDesc, failOpenDesc, idleDesc, retriesDesc, resentDesc, ejectionsDesc, clientsDesc,
+	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, weightDesc, failOpenDesc, idleDesc, retriesDesc, resentDesc, overBudgetDesc, ejectionsDesc, clientsDesc,
 		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc,
 		headerDesc, backendErrorsDesc, backendOwnDesc, healthUnavailableDesc} {
 		ch <- d
@@ -158,6 +161,7 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(failOpenDesc, prometheus.GaugeValue, failing)
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(c.s.retries.Load()))
 	ch <- prometheus.MustNewConstMetric(resentDesc, prometheus.CounterValue, float64(c.s.resent.Load()))
+	ch <- prometheus.MustNewConstMetric(overBudgetDesc, prometheus.CounterValue, float64(c.s.overBudget.Load()))
 	ch <- prometheus.MustNewConstMetric(ejectionsDesc, prometheus.CounterValue, float64(c.s.ejections.Load()))
 	c.s.mu.Lock()
 	n := len(c.s.conns)

@@ -81,7 +81,14 @@ func resendAfterEject(req *http1.Request, answered bool) bool {
 // sends it on) and counted once per resend (zero502_lb_resent_after_eject_total); having tried
 // each backend at most once, it is resent at most once per backend.
 func (s *Server) resendNow(req *http1.Request, answered bool, t *tried) bool {
-	return resendAfterEject(req, answered) && s.rot.healthyLeft(t)
+	if !resendAfterEject(req, answered) || !s.rot.healthyLeft(t) {
+		return false
+	}
+	if !s.budget.withdraw(s.clock.Now()) { // budget.go
+		s.overBudget.Add(1)
+		return false
+	}
+	return true
 }
 
 // countAgain counts a request that goes to another backend after an attempt that failed with
@@ -91,6 +98,7 @@ func (s *Server) resendNow(req *http1.Request, answered bool, t *tried) bool {
 func (s *Server) countAgain(why attemptError) {
 	switch why {
 	case attemptOK:
+		s.budget.deposit(s.clock.Now())
 	case attemptEjected:
 		s.resent.Add(1)
 	default:

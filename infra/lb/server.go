@@ -57,10 +57,12 @@ type Server struct {
 	check   *checker
 	metrics *metrics
 
-	retries   atomic.Uint64
-	ejections atomic.Uint64
-	resent    atomic.Uint64 // requests resent after their backend left rotation (resend.go)
-	outages   atomic.Uint64 // every backend's outages: the event loops look when it moves
+	retries    atomic.Uint64
+	ejections  atomic.Uint64
+	resent     atomic.Uint64 // requests resent after their backend left rotation (resend.go)
+	overBudget atomic.Uint64 // resends the resend budget refused (budget.go)
+	budget     *resendBudget
+	outages    atomic.Uint64 // every backend's outages: the event loops look when it moves
 
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
 	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
@@ -119,7 +121,8 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	if err := set.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{set: set, clock: clock.Real{}, log: slog.Default(), accessOut: os.Stderr, conns: map[*clientConn]struct{}{}}
+	s := &Server{set: set, clock: clock.Real{}, log: slog.Default(), accessOut: os.Stderr, conns: map[*clientConn]struct{}{},
+		budget: newResendBudget(resendWindow, resendShare, resendFloor)}
 	for _, o := range opts {
 		o(s)
 	}
