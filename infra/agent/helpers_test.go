@@ -2,16 +2,10 @@ package agent
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -24,6 +18,7 @@ import (
 
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
+	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
 // zero502 is the command built once for the package's tests: the edges are real
@@ -48,28 +43,12 @@ func TestMain(m *testing.M) {
 
 const originName = "origin.example.test"
 
-// newPKI is a self-signed certificate for originName and the client config that trusts it.
+// newPKI is a server config with a certificate for originName and the client config that
+// trusts its CA.
 func newPKI(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: originName}, DNSNames: []string{originName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}},
-		&tls.Config{RootCAs: pool, ServerName: originName, MinVersion: tls.VersionTLS12}
+	ca := testpki.New(t, "zero502 agent test CA")
+	return ca.Server(t, originName), ca.Client(originName)
 }
 
 // startServer runs an echo/ack Server on loopback and records what it applied.

@@ -1,19 +1,14 @@
 package agent
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
 // With a client CA (`agent-server --client-ca`), ServerTLS lets in only an agent whose
@@ -23,12 +18,14 @@ import (
 // `zero502 agent-server` and `zero502 agent` build from their flags, read from PEM files.
 func TestAClientCANeedsEachAgentsCertificateFromIt(t *testing.T) {
 	dir := t.TempDir()
-	ca := newCA(t, "agents CA")
-	rogue := newCA(t, "another CA")
-	caFile := ca.writeCert(t, dir, "ca.pem")
-	originCert, originKey := ca.issue(t, dir, "origin", x509.ExtKeyUsageServerAuth, originName)
-	agentCert, agentKey := ca.issue(t, dir, "agent", x509.ExtKeyUsageClientAuth, "agent-1")
-	rogueCert, rogueKey := rogue.issue(t, dir, "rogue", x509.ExtKeyUsageClientAuth, "agent-1")
+	ca, rogue := testpki.New(t, "agents CA"), testpki.New(t, "another CA")
+	caFile := ca.WriteCert(t, filepath.Join(dir, "ca.pem"))
+	pair := func(ca *testpki.CA, name string, usage x509.ExtKeyUsage, dnsName string) (string, string) {
+		return testpki.WritePair(t, ca.Issue(t, usage, dnsName), filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem"))
+	}
+	originCert, originKey := pair(ca, "origin", x509.ExtKeyUsageServerAuth, originName)
+	agentCert, agentKey := pair(ca, "agent", x509.ExtKeyUsageClientAuth, "agent-1")
+	rogueCert, rogueKey := pair(rogue, "rogue", x509.ExtKeyUsageClientAuth, "agent-1")
 
 	serverConf, err := ServerTLS(originCert, originKey, caFile)
 	if err != nil {
@@ -87,68 +84,4 @@ func TestAClientCANeedsEachAgentsCertificateFromIt(t *testing.T) {
 	if _, err := ServerTLS(originCert, originKey, originKey); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
 		t.Errorf("a --client-ca that holds a key: %v; want \"holds no PEM certificate\"", err)
 	}
-}
-
-// testCA is a certificate authority of a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key}
-}
-
-func (ca *testCA) writeCert(t *testing.T, dir, name string) string {
-	t.Helper()
-	return writePEM(t, filepath.Join(dir, name), "CERTIFICATE", ca.cert.Raw)
-}
-
-// issue writes a certificate of ca for dnsName with usage, and its key, as PEM files.
-func (ca *testCA) issue(t *testing.T, dir, name string, usage x509.ExtKeyUsage, dnsName string) (certFile, keyFile string) {
-	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: dnsName},
-		DNSNames: []string{dnsName}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der),
-		writePEM(t, filepath.Join(dir, name+"-key.pem"), "PRIVATE KEY", keyDER)
-}
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) string {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

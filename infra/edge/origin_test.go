@@ -2,14 +2,8 @@ package edge
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
 	"net/netip"
 	"strings"
@@ -20,6 +14,7 @@ import (
 
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
+	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
 // originEcho serves an OriginListener on 127.0.0.1:0 with a line echo (through TLS when cfg is
@@ -234,34 +229,10 @@ func TestOriginAcceptsV1AndV2LocalHeaders(t *testing.T) {
 	}
 }
 
-// selfSignedTLS is a server config with a fresh self-signed certificate for 127.0.0.1 and a
-// client config that trusts exactly it.
+// selfSignedTLS is a server config with a fresh certificate for 127.0.0.1 and a client config
+// that trusts exactly its CA.
 func selfSignedTLS(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "zero502 edge test origin"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	client = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
-	return server, client
+	ca := testpki.New(t, "zero502 edge test CA")
+	return ca.Server(t, "127.0.0.1"), ca.Client("127.0.0.1")
 }

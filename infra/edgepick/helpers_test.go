@@ -2,15 +2,10 @@ package edgepick
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
 	"sync"
@@ -19,12 +14,13 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
 // originName is the name the test origin's certificate is issued for.
 const originName = "origin.example.test"
 
-// testPKI is a self-signed certificate for originName and the pool that trusts it.
+// testPKI is a certificate for originName and the pool that trusts its CA.
 type testPKI struct {
 	cert tls.Certificate
 	pool *x509.CertPool
@@ -32,32 +28,8 @@ type testPKI struct {
 
 func newPKI(t *testing.T) testPKI {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: originName},
-		DNSNames:              []string{originName},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return testPKI{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool: pool}
+	ca := testpki.New(t, "zero502 edgepick test CA")
+	return testPKI{cert: ca.Issue(t, x509.ExtKeyUsageServerAuth, originName), pool: ca.Pool()}
 }
 
 // client is the agent's TLS config: verify the origin's certificate for originName.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -62,7 +63,7 @@ func writePID(path string) error {
 	if err := trustPIDFile(dir); err != nil {
 		return err
 	}
-	return writeAtomic(path, []byte(strconv.Itoa(os.Getpid())+"\n"))
+	return spec.WriteAtomic(path, []byte(strconv.Itoa(os.Getpid())+"\n"))
 }
 
 // trustPIDFile is trust.Check of a pid file or its directory, with what to do.
