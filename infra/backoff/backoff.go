@@ -1,5 +1,6 @@
-// Package backoff is zero502's one retry wait: exponential, with full jitter and a cap. The agent
-// session's reconnects and the alert webhook's retries both use it.
+// Package backoff is zero502's one retry wait: exponential, with full jitter and a cap (the agent
+// session's reconnects, the alert webhook's retries), and the one pause of its accept loops after
+// a failed accept (AcceptPause).
 package backoff
 
 import (
@@ -41,3 +42,18 @@ func (b Backoff) Delay(failure int) time.Duration {
 	}
 	return time.Duration(rand.Int64N(int64(limit) + 1))
 }
+
+// AcceptPause is the wait after an Accept that failed without the listener being closed (out
+// of file descriptors, an aborted handshake): 5 ms, doubling up to a second while the failures
+// go on, as net/http's Server waits. Every accept loop of zero502 waits with it; Reset after an
+// accept that succeeded.
+type AcceptPause struct{ last time.Duration }
+
+// Next is the wait after one more failure in a row.
+func (p *AcceptPause) Next() time.Duration {
+	p.last = min(max(2*p.last, 5*time.Millisecond), time.Second)
+	return p.last
+}
+
+// Reset starts the next failure's wait from 5 ms again.
+func (p *AcceptPause) Reset() { p.last = 0 }

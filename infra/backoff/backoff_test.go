@@ -28,3 +28,16 @@ func (maxRand) Int64N(n int64) int64 { return n - 1 }
 type zeroRand struct{}
 
 func (zeroRand) Int64N(int64) int64 { return 0 }
+
+func TestAcceptPauseDoublesFrom5msToASecondAndResets(t *testing.T) {
+	var p AcceptPause
+	for i, want := range []time.Duration{5, 10, 20, 40, 80, 160, 320, 640, 1000, 1000} {
+		if got := p.Next(); got != want*time.Millisecond {
+			t.Fatalf("failure %d: %s, want %s", i, got, want*time.Millisecond)
+		}
+	}
+	p.Reset()
+	if got := p.Next(); got != 5*time.Millisecond {
+		t.Fatalf("after Reset: %s, want 5ms", got)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/zero502/zero502/infra/backoff"
 )
 
 // ServeTCP is the handshake for a plain net.Listener server (the edge forwarder): it accepts on
@@ -57,19 +59,19 @@ func ServeTCP(ctx context.Context, ln net.Listener, handle func(net.Conn), hs Ha
 // acceptLoop accepts until ln is closed (nil) or fails for good (the error). Transient errors
 // (out of file descriptors, aborted handshakes) are retried with a growing pause.
 func acceptLoop(ln net.Listener, conns *connSet, handle func(net.Conn), hs Handshake) error {
-	var pause time.Duration
+	var pauses backoff.AcceptPause
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return err
 			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			pause := pauses.Next()
 			hs.log("accept failed; retrying", "addr", ln.Addr().String(), "error", err, "pause", pause.String())
 			time.Sleep(pause)
 			continue
 		}
-		pause = 0
+		pauses.Reset()
 		conns.add(c)
 		go func() {
 			defer conns.done(c)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/zero502/zero502/infra/backoff"
 )
 
 // The edge's health probe is a TCP listener (Forwarder.Health): the DNS health checker connects
@@ -101,15 +103,17 @@ func (f *Forwarder) Healthy() bool { return !f.Draining() && f.ups.inRotation() 
 // acceptAndClose is the TCP health listener: a connection that is accepted is the answer. It
 // returns when ln is closed.
 func acceptAndClose(ln net.Listener) {
+	var pause backoff.AcceptPause
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // transient (out of descriptors): try again
+			time.Sleep(pause.Next()) // transient (out of descriptors): try again
 			continue
 		}
+		pause.Reset()
 		_ = c.Close()
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/lb/http1"
 	"github.com/zero502/zero502/infra/standing"
 	"io"
@@ -253,7 +254,7 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 func (s *Server) accept() error {
-	var delay time.Duration
+	var pause backoff.AcceptPause
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -262,14 +263,14 @@ func (s *Server) accept() error {
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				delay := pause.Next()
 				s.log.Warn("accept failed, retrying", "err", err, "in", delay.String())
 				time.Sleep(delay)
 				continue
 			}
 			return err
 		}
-		delay = 0
+		pause.Reset()
 		if s.atConnCap() {
 			_ = c.Close()
 			continue
