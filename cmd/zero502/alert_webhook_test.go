@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,22 +8,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/zero502/zero502/infra/edge"
 )
 
 // The alert webhook comes from a file (--alert-webhook-file) or $ZERO502_ALERT_WEBHOOK, so it
 // is not in argv; its retries are logged with the URL redacted (scheme://host/…).
 func TestAlertWebhookFromFileOrEnvIsLoggedRedacted(t *testing.T) {
-	f := &edge.Forwarder{Listen: "127.0.0.1:0", Origins: []string{freeAddr(t)}, ConnectTimeout: time.Second}
-	if err := f.Open(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = f.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	f := startDeadEdge(t)
 
 	const secret = "T0000/B0000/s3cr3t-hook-token"
 	var posts atomic.Int64

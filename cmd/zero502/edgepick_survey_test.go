@@ -16,15 +16,7 @@ import (
 )
 
 func TestEdgePickSurveyReportsAForwarderWithADeadBackendAndAlertsOnce(t *testing.T) {
-	// A real forwarder whose origin nobody listens on: TCP to it succeeds, the handshake fails.
-	f := &edge.Forwarder{Listen: "127.0.0.1:0", Origins: []string{freeAddr(t)}, ConnectTimeout: time.Second}
-	if err := f.Open(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = f.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	f := startDeadEdge(t)
 	edgeAddr := f.Addr().String()
 	var mu sync.Mutex
 	var alerts []alert.Alert
@@ -75,4 +67,19 @@ func TestEdgePickSurveyRefusesBadFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %s; want 2 naming %s", tc.args, code, errOut, tc.want)
 		}
 	}
+}
+
+// startDeadEdge serves a real forwarder whose origin nobody listens on, until the test ends: TCP
+// to it succeeds, a TLS handshake through it fails.
+func startDeadEdge(t *testing.T) *edge.Forwarder {
+	t.Helper()
+	f := &edge.Forwarder{Listen: "127.0.0.1:0", Origins: []string{freeAddr(t)}, ConnectTimeout: time.Second}
+	if err := f.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = f.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f
 }
