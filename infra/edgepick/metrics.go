@@ -1,49 +1,67 @@
 package edgepick
 
 import (
-	"fmt"
-	"io"
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// WriteMetrics writes the latest round in the Prometheus text format.
-func (s *Surveyor) WriteMetrics(w io.Writer) {
-	r, rounds := s.Last()
-	fmt.Fprintf(w, "# HELP zero502_edge_survey_rounds_total Survey rounds run.\n# TYPE zero502_edge_survey_rounds_total counter\n")
-	fmt.Fprintf(w, "zero502_edge_survey_rounds_total{name=%q} %d\n", s.Name, rounds)
+// The survey's metrics: the latest round, per edge, through client_golang as every other
+// /metrics of zero502.
+var (
+	surveyRoundsDesc = prometheus.NewDesc("zero502_edge_survey_rounds_total", "Survey rounds run.", []string{"name"}, nil)
+	surveyAtDesc     = prometheus.NewDesc("zero502_edge_survey_timestamp_seconds", "When the latest round ran.", []string{"name"}, nil)
+	edgeGauges       = []struct {
+		desc  *prometheus.Desc
+		value func(SurveyEdge) float64
+	}{
+		{prometheus.NewDesc("zero502_edge_connect_seconds", "TCP connect time to the edge (the round trip to the edge itself).", []string{"name", "edge"}, nil),
+			func(e SurveyEdge) float64 { return e.Connect }},
+		{prometheus.NewDesc("zero502_edge_handshake_seconds", "Full TLS handshake time through the edge to the origin.", []string{"name", "edge"}, nil),
+			func(e SurveyEdge) float64 { return e.Handshake }},
+		{prometheus.NewDesc("zero502_edge_healthy", "1 when the full TLS handshake finished.", []string{"name", "edge"}, nil),
+			func(e SurveyEdge) float64 { return one(e.State == EdgeHealthy) }},
+		{prometheus.NewDesc("zero502_edge_backend_dead", "1 when TCP connects but the handshake fails: forwarder up, backend dead.", []string{"name", "edge"}, nil),
+			func(e SurveyEdge) float64 { return one(e.State == EdgeBackendDead) }},
+	}
+)
+
+// surveyCollector reads the Surveyor's latest round at each scrape.
+type surveyCollector struct{ s *Surveyor }
+
+func (c surveyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- surveyRoundsDesc
+	ch <- surveyAtDesc
+	for _, g := range edgeGauges {
+		ch <- g.desc
+	}
+}
+
+func (c surveyCollector) Collect(ch chan<- prometheus.Metric) {
+	r, rounds := c.s.Last()
+	ch <- prometheus.MustNewConstMetric(surveyRoundsDesc, prometheus.CounterValue, float64(rounds), c.s.Name)
 	if rounds == 0 {
 		return
 	}
-	fmt.Fprintf(w, "# HELP zero502_edge_survey_timestamp_seconds When the latest round ran.\n# TYPE zero502_edge_survey_timestamp_seconds gauge\n")
-	fmt.Fprintf(w, "zero502_edge_survey_timestamp_seconds{name=%q} %d\n", s.Name, r.At.Unix())
-	gauges := []struct {
-		name, help string
-		value      func(SurveyEdge) float64
-	}{
-		{"zero502_edge_connect_seconds", "TCP connect time to the edge (the round trip to the edge itself).", func(e SurveyEdge) float64 { return e.Connect }},
-		{"zero502_edge_handshake_seconds", "Full TLS handshake time through the edge to the origin.", func(e SurveyEdge) float64 { return e.Handshake }},
-		{"zero502_edge_healthy", "1 when the full TLS handshake finished.", func(e SurveyEdge) float64 { return b2f(e.State == EdgeHealthy) }},
-		{"zero502_edge_backend_dead", "1 when TCP connects but the handshake fails: forwarder up, backend dead.", func(e SurveyEdge) float64 { return b2f(e.State == EdgeBackendDead) }},
-	}
-	for _, g := range gauges {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", g.name, g.help, g.name)
+	ch <- prometheus.MustNewConstMetric(surveyAtDesc, prometheus.GaugeValue, float64(r.At.Unix()), c.s.Name)
+	for _, g := range edgeGauges {
 		for _, e := range r.Edges {
-			fmt.Fprintf(w, "%s{name=%q,edge=%q} %g\n", g.name, s.Name, e.Addr.String(), g.value(e))
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(e), c.s.Name, e.Addr.String())
 		}
 	}
 }
 
-// MetricsHandler serves WriteMetrics on GET /metrics.
+// MetricsHandler serves the latest round on GET /metrics.
 func (s *Surveyor) MetricsHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(surveyCollector{s})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		s.WriteMetrics(w)
-	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return mux
 }
 
-func b2f(b bool) float64 {
+func one(b bool) float64 {
 	if b {
 		return 1
 	}

@@ -95,8 +95,8 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 	}
 	metrics := scrape(t, s)
 	for _, want := range []string{
-		`zero502_edge_backend_dead{name="` + s.Name + `",edge="` + b.String() + `"} 1`,
-		`zero502_edge_healthy{name="` + s.Name + `",edge="` + a.String() + `"} 1`,
+		`zero502_edge_backend_dead{edge="` + b.String() + `",name="` + s.Name + `"} 1`,
+		`zero502_edge_healthy{edge="` + a.String() + `",name="` + s.Name + `"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
