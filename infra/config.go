@@ -36,6 +36,10 @@ type Config struct {
 	Hooks Hooks `mapstructure:"hooks"`
 	// Services are the services every host runs.
 	Services []Service `mapstructure:"services"`
+	// ServicesFrom, when set, is a Compose file (relative to the config file) the services are
+	// read from at load, instead of services: (ServicesFromFile). Once read it is cleared, so the
+	// config a host gets over ssh carries the services themselves.
+	ServicesFrom string `mapstructure:"services_from"`
 	// Hosts are the servers of the fleet, deployed one batch at a time in this order.
 	Hosts []Host `mapstructure:"hosts"`
 }

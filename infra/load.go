@@ -117,6 +117,9 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	if err := keepEnvCase(&c, data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
+	if err := c.readServicesFrom(name); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
 	c.applyListDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)

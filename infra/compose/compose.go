@@ -290,3 +290,15 @@ func portString(p types.ServicePortConfig) string {
 	}
 	return p.Published + ":" + strconv.Itoa(int(p.Target))
 }
+
+// services_from: in a config reads the services of a Compose file through Load (the notes are
+// what `zero502 init --from-compose` prints; rollout numbers stay the config's).
+func init() {
+	infra.ServicesFromFile = func(path string) ([]infra.Service, error) {
+		im, err := Load(context.Background(), path, Options{})
+		if err != nil {
+			return nil, err
+		}
+		return im.Services, nil
+	}
+}

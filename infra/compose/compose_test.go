@@ -170,3 +170,37 @@ func TestABrokenComposeFileIsRefusedNamingIt(t *testing.T) {
 		t.Fatalf("Load = %v; want an error naming %s", err, path)
 	}
 }
+
+// services_from: a config's services are read from a Compose file beside it at load, and the
+// loaded config carries them itself (services_from cleared), so what a host gets over ssh
+// loads without the file. Beside services:, or naming a file that is not there, it is refused
+// naming the key.
+func TestServicesFromReadsTheComposeFileAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:${TAG:-v1}\n    ports: [\"8080:8080\"]\n    healthcheck: {test: [CMD, curl, -f, \"http://localhost:8080/up\"]}\n")
+	base := "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\n"
+	cfg, err := infra.Load(write(t, dir, "zero502.yaml", base+"services_from: compose.yaml\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Services) != 1 || cfg.Services[0].Image != "shop/web:v1" || cfg.Services[0].Port != 8080 || cfg.Services[0].Health.Path != "/up" || cfg.ServicesFrom != "" {
+		t.Fatalf("services %+v, services_from %q; want web from the Compose file, services_from cleared", cfg.Services, cfg.ServicesFrom)
+	}
+	data, err := infra.Encode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := infra.LoadBytes(data, filepath.Join(t.TempDir(), "sent.yaml")) // a host's, without the Compose file
+	if err != nil || len(again.Services) != 1 || again.Services[0].Image != "shop/web:v1" {
+		t.Fatalf("the encoded config: %v, %+v; want it to load with web", err, again)
+	}
+
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"beside services", base + "services_from: compose.yaml\nservices: [{name: api, image: api:1}]\n", "services_from: compose.yaml: is set beside services"},
+		{"a missing file", base + "services_from: nowhere.yaml\n", "services_from nowhere.yaml: "},
+	} {
+		if _, err := infra.Load(write(t, dir, "bad.yaml", tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}

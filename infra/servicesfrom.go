@@ -1,0 +1,36 @@
+package infra
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// ServicesFromFile reads the services of the Compose file at path, for services_from. Package
+// infra/compose sets it (the zero502 binary links it); without it services_from is refused.
+var ServicesFromFile func(path string) ([]Service, error)
+
+// readServicesFrom replaces the services with those of services_from, read relative to the
+// config file name, and clears services_from: what was read is the config from now on.
+func (c *Config) readServicesFrom(name string) error {
+	if c.ServicesFrom == "" {
+		return nil
+	}
+	if len(c.Services) > 0 {
+		return &FieldError{Key: "services_from", Value: c.ServicesFrom,
+			Rule: "is set beside services: give the services in one place (services_from reads all of them from a Compose file)"}
+	}
+	if ServicesFromFile == nil {
+		return &FieldError{Key: "services_from", Value: c.ServicesFrom,
+			Rule: "needs the Compose reader (package infra/compose), which this program does not include"}
+	}
+	path := c.ServicesFrom
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(name), path)
+	}
+	svcs, err := ServicesFromFile(path)
+	if err != nil {
+		return fmt.Errorf("services_from %s: %w", c.ServicesFrom, err)
+	}
+	c.Services, c.ServicesFrom = svcs, ""
+	return nil
+}
