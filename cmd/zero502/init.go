@@ -61,6 +61,10 @@ Compose loader refuses.`,
 			if err != nil {
 				return exitCode(1, fmt.Errorf("init: --out %s: %w", out, err))
 			}
+			if err := f.Chmod(0o600); err != nil { // a file replaced with --force keeps no wider mode
+				f.Close()
+				return exitCode(1, fmt.Errorf("init: chmod %s: %w", out, err))
+			}
 			if _, err := f.Write(data); err != nil {
 				f.Close()
 				return exitCode(1, fmt.Errorf("init: write %s: %w", out, err))

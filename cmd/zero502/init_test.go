@@ -35,8 +35,14 @@ func TestInitFromComposeWritesALoadableConfig(t *testing.T) {
 	if said, code := runCLI(t, "init", "--from-compose", in, "--out", out); code != 1 || !strings.Contains(said, "--force") {
 		t.Fatalf("init over an existing file: exit %d:\n%s\nwant 1 naming --force", code, said)
 	}
+	if err := os.Chmod(out, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, code := runCLI(t, "init", "--from-compose", in, "--out", out, "--force"); code != 0 {
 		t.Fatalf("init --force: exit %d", code)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s replaced with --force: %v %v; want 0600 again", out, fi, err)
 	}
 	if err := os.WriteFile(in, []byte("services: [broken\n"), 0o600); err != nil {
 		t.Fatal(err)
