@@ -176,6 +176,8 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	svc := infra.Service{Name: sc.Name, Image: sc.Image, User: sc.User, StopSignal: sc.StopSignal}
 	if svc.Image == "" {
 		note("image", "no image: zero502 deploys images; build and push one, then set image (services[].image; {version} stands for the version deployed)")
+	} else if !strings.Contains(svc.Image, "{version}") {
+		note("image", fmt.Sprintf("%s names no {version}: every deploy would run this same image; put {version} where its tag is (zero502 deploy --version V runs the image tagged V)", svc.Image))
 	}
 	svc.Command = append(append([]string{}, sc.Entrypoint...), sc.Command...)
 	if len(sc.Entrypoint) > 0 {
