@@ -114,15 +114,17 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	return im, nil
 }
 
+// notInName are the characters a Compose project name may not hold.
+var notInName = regexp.MustCompile(`[^a-z0-9_-]`)
+
 // projectName is the project name Compose would take from the file's directory.
 func projectName(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "zero502"
 	}
-	name := strings.ToLower(filepath.Base(filepath.Dir(abs)))
-	name = regexp.MustCompile(`[^a-z0-9_-]`).ReplaceAllString(name, "")
-	if name == "" || !regexp.MustCompile(`^[a-z0-9]`).MatchString(name) {
+	name := notInName.ReplaceAllString(strings.ToLower(filepath.Base(filepath.Dir(abs))), "")
+	if name == "" || name[0] == '_' || name[0] == '-' {
 		return "zero502"
 	}
 	return name
@@ -215,7 +217,8 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 		svc.Port = pub
 	}
 	if hc := sc.HealthCheck; hc != nil && !hc.Disable && len(hc.Test) > 0 {
-		if m := healthURL.FindStringSubmatch(strings.Join(hc.Test, " ")); m != nil && (strings.Contains(strings.Join(hc.Test, " "), "curl") || strings.Contains(strings.Join(hc.Test, " "), "wget")) {
+		test := strings.Join(hc.Test, " ")
+		if m := healthURL.FindStringSubmatch(test); m != nil && (strings.Contains(test, "curl") || strings.Contains(test, "wget")) {
 			svc.Health.Path = m[1]
 			if svc.Health.Path == "" {
 				svc.Health.Path = "/"
@@ -225,7 +228,7 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 			}
 			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold)", svc.Health.Path))
 		} else {
-			note("healthcheck", fmt.Sprintf("%q is not an HTTP check zero502 can run: the service is judged by its container's state only; give it an HTTP health path (services[].health.path)", strings.Join(hc.Test, " ")))
+			note("healthcheck", fmt.Sprintf("%q is not an HTTP check zero502 can run: the service is judged by its container's state only; give it an HTTP health path (services[].health.path)", test))
 		}
 	}
 	if sc.StopGracePeriod != nil {

@@ -31,7 +31,10 @@ func Write(im *Import, from string) ([]byte, error) {
 		out := service{Name: s.Name, Image: s.Image, Command: s.Command, Port: s.Port, Ports: s.Ports, Drain: s.Drain,
 			Env: s.Env, User: s.User, StopSignal: s.StopSignal}
 		if s.Health.Path != "" {
-			out.Health = &health{Path: s.Health.Path, Timeout: durationOrEmpty(s.Health.Timeout.String(), s.Health.Timeout != 0)}
+			out.Health = &health{Path: s.Health.Path}
+			if s.Health.Timeout != 0 {
+				out.Health.Timeout = s.Health.Timeout.String()
+			}
 		}
 		doc.Services = append(doc.Services, out)
 		if s.Port > 0 && doc.Balancer.Service == "" {
@@ -56,13 +59,6 @@ func Write(im *Import, from string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-func durationOrEmpty(s string, set bool) string {
-	if !set {
-		return ""
-	}
-	return s
 }
 
 // The config as written: only the keys the import sets, in the reference's order.
