@@ -2,15 +2,16 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
 )
 
@@ -24,14 +25,15 @@ func buildZero502(t *testing.T) string {
 	return bin
 }
 
+// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
+// connection of this or another test can take it before whatever it is for binds it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(ps[0])
 }
 
 // localConfig is examples/local.yaml with the LB's listen and admin addresses on free ports.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testpki"
@@ -121,14 +122,15 @@ func (e *edgeProc) kill() {
 }
 
 // freeAddr is a loopback address nobody listens on (yet).
+// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
+// connection of this or another test can take it before whatever it is for binds it.
 func freeAddr(t *testing.T) netip.AddrPort {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return netip.MustParseAddrPort(l.Addr().String())
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(ps[0]))
 }
 
 // startSlowPath is a TCP proxy to origin that holds the first bytes coming back from the origin

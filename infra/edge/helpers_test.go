@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
@@ -246,15 +248,15 @@ func refused(addr string) bool {
 }
 
 // freeAddr is a loopback address nothing listens on (listen, note, close).
+// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
+// connection of this or another test can take it before whatever it is for binds it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return "127.0.0.1:" + strconv.Itoa(ps[0])
 }
 
 func mustAddrPort(t *testing.T, a net.Addr) netip.AddrPort {

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
@@ -67,15 +69,15 @@ func statusOf(t *testing.T, admin, addr string) (BackendStatus, bool) {
 }
 
 // freeAddr is a loopback address nothing listens on (a backend that is down).
+// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
+// connection of this or another test can take it before whatever it is for binds it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	return "127.0.0.1:" + strconv.Itoa(ps[0])
 }
 
 func TestAdminWriteEndpoints(t *testing.T) {
