@@ -3,7 +3,6 @@ package deployer
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
@@ -92,12 +92,11 @@ func launchSSHD() (*sshd, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1) // below the ephemeral range: no outgoing connection takes it first
 	if err != nil {
 		return nil, err
 	}
-	s := &sshd{dir: dir, port: ln.Addr().(*net.TCPAddr).Port}
-	ln.Close()
+	s := &sshd{dir: dir, port: ps[0]}
 	for _, k := range []string{"host_key", "client_key"} {
 		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(s.dir, k)).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("ssh-keygen: %w\n%s", err, out)

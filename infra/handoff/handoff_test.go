@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -94,12 +94,11 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "run", "helper.pid")
 	breaker := filepath.Join(dir, "broken")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1) // below the ephemeral range: no outgoing connection takes it first
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperBreak+"="+breaker)
 	if err := cmd.Start(); err != nil {
