@@ -104,36 +104,50 @@ func flagValue(t *testing.T, name string) string {
 	return f.Value.String()
 }
 
-// A package under load waits for its turn while another holds the flock, and takes it once
-// that one lets go.
-func TestTheUnderLoadPackagesTakeTurns(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "under-load.lock")
-	other := flock.New(path)
-	if err := other.Lock(); err != nil {
-		t.Fatal(err)
-	}
-	took := make(chan func(), 1)
-	go func() {
-		release, err := testmain.TakeTurn(path)
-		if err != nil {
-			t.Error(err)
-			release = func() {}
+// A test under load waits while every slot is taken (by other test binaries: here, locks of this
+// test's own), takes the first one let go, gives it back when it ends, and a subtest of a test
+// that holds a slot takes none (it would wait forever on its own parent).
+func TestTestsUnderLoadShareTheMachinesSlots(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir()) // slots of this test alone
+	var others []*flock.Flock
+	for i := range testmain.LoadSlots {
+		l := flock.New(testmain.LoadSlotPath(i))
+		if err := l.Lock(); err != nil {
+			t.Fatal(err)
 		}
-		took <- release
+		others = append(others, l)
+	}
+	took, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t.Run("under load", func(t *testing.T) {
+			testmain.UnderLoad(t)
+			close(took)
+			t.Run("its subtest", func(t *testing.T) { testmain.UnderLoad(t) })
+		})
 	}()
 	select {
-	case release := <-took:
-		release()
-		t.Fatal("took the turn while another package held it")
+	case <-took:
+		t.Fatal("took a slot while all were held elsewhere")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := other.Unlock(); err != nil {
+	if err := others[2].Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case release := <-took:
-		release()
+	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the turn was not taken within 10s of the other package letting go")
+		t.Fatal("no slot taken, or the subtest waited, within 10s of one being let go")
+	}
+	for i, l := range others {
+		if i == 2 {
+			mine := flock.New(testmain.LoadSlotPath(i))
+			if ok, err := mine.TryLock(); err != nil || !ok {
+				t.Fatalf("slot %d is still held after the test under load ended (%v)", i, err)
+			}
+			_ = mine.Unlock()
+			continue
+		}
+		_ = l.Unlock()
 	}
 }

@@ -1,4 +1,0 @@
-package testmain
-
-// TakeTurn is takeTurn, for the tests.
-var TakeTurn = takeTurn
