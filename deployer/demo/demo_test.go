@@ -59,7 +59,7 @@ func TestRewriteGivesEveryRunItsOwnPortsAndStateDirs(t *testing.T) {
 // exit code.
 func demoJSON(t *testing.T, args ...string) (map[string]any, int, string) {
 	t.Helper()
-	testmain.UnderLoad(t)
+	testmain.UnderHeavyLoad(t)
 	cmd := exec.Command(bin, append([]string{"demo", "--json"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -24,7 +24,7 @@ const LoadSlots = 4
 const slotPoll = 25 * time.Millisecond
 
 // LoadSlotPath is the flock of slot i (0 ≤ i < LoadSlots), shared by every test binary of this
-// user on the machine.
+// user on the machine; slot -1 is the gate the waiters queue on.
 func LoadSlotPath(i int) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("zero502-tests-under-load-%d-%d.lock", os.Getuid(), i))
 }
@@ -37,34 +37,44 @@ var slots = struct {
 // UnderLoad holds one of the LoadSlots machine-wide slots from now until t ends, waiting (polling
 // with t's own deadline, the binary's -timeout) while every slot is taken. A test that already
 // holds one, or whose parent does, takes none: a test never waits on a slot its own tree holds.
-func UnderLoad(t testing.TB) {
+func UnderLoad(t testing.TB) { underLoad(t, 1) }
+
+// UnderHeavyLoad is UnderLoad for a test whose load is heavier than a deploy's own trickle (the
+// demo: 400 requests a second through an LB of two event loops): it holds half the slots.
+func UnderHeavyLoad(t testing.TB) { underLoad(t, LoadSlots/2) }
+
+// underLoad holds n slots until t ends. Waiters queue on a gate flock, so that one needing two
+// slots is not overtaken forever by tests that each need one: whoever holds the gate takes the
+// next slots freed.
+func underLoad(t testing.TB, n int) {
 	t.Helper()
 	if holding(t.Name()) {
 		return
 	}
-	start, said := time.Now(), false
-	for {
-		if l := tryAnySlot(LoadSlots); l != nil {
-			slots.Lock()
-			slots.held[t.Name()] = true
-			slots.Unlock()
-			t.Cleanup(func() {
-				slots.Lock()
-				delete(slots.held, t.Name())
-				slots.Unlock()
-				_ = l.Unlock()
-			})
-			if said {
-				t.Logf("testmain: waited %s for a slot under load", time.Since(start).Round(time.Millisecond))
-			}
-			return
+	start := time.Now()
+	held := tryTake(n)
+	if held == nil {
+		gate := flock.New(LoadSlotPath(-1))
+		if err := gate.Lock(); err != nil {
+			t.Fatalf("testmain: queue for a slot under load on %s: %v", LoadSlotPath(-1), err)
 		}
-		if !said && time.Since(start) > time.Second {
-			t.Logf("testmain: all %d slots under load are taken (%s…); waiting", LoadSlots, LoadSlotPath(0))
-			said = true
+		for held = tryTake(n); held == nil; held = tryTake(n) {
+			time.Sleep(slotPoll)
 		}
-		time.Sleep(slotPoll)
+		_ = gate.Unlock()
+		t.Logf("testmain: waited %s for %d slot(s) under load", time.Since(start).Round(time.Millisecond), n)
 	}
+	slots.Lock()
+	slots.held[t.Name()] = true
+	slots.Unlock()
+	t.Cleanup(func() {
+		slots.Lock()
+		delete(slots.held, t.Name())
+		slots.Unlock()
+		for _, l := range held {
+			_ = l.Unlock()
+		}
+	})
 }
 
 // holding reports whether the test named name, or one of its parents, holds a slot.
@@ -79,14 +89,22 @@ func holding(name string) bool {
 	return false
 }
 
-// tryAnySlot takes the first free one of n slots, or returns nil when all are taken (or cannot
-// be locked: a slot whose file cannot be made is skipped, never waited for).
-func tryAnySlot(n int) *flock.Flock {
-	for i := range n {
+// tryTake takes n free slots at once, or none (nil) when fewer are free: a test never holds some
+// while it waits for more, so two waiters cannot hold each other up. A slot whose file cannot be
+// locked is skipped, never waited for.
+func tryTake(n int) []*flock.Flock {
+	var held []*flock.Flock
+	for i := 0; i < LoadSlots && len(held) < n; i++ {
 		l := flock.New(LoadSlotPath(i))
 		if ok, err := l.TryLock(); err == nil && ok {
-			return l
+			held = append(held, l)
 		}
 	}
-	return nil
+	if len(held) < n {
+		for _, l := range held {
+			_ = l.Unlock()
+		}
+		return nil
+	}
+	return held
 }

@@ -151,3 +151,51 @@ func TestTestsUnderLoadShareTheMachinesSlots(t *testing.T) {
 		_ = l.Unlock()
 	}
 }
+
+// A test under heavy load takes half the slots at once or none: with one free it waits (holding
+// nothing), and it goes ahead once a second one is let go.
+func TestATestUnderHeavyLoadWaitsForHalfTheSlotsAtOnce(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	var others []*flock.Flock
+	for i := range testmain.LoadSlots {
+		l := flock.New(testmain.LoadSlotPath(i))
+		if err := l.Lock(); err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, l)
+	}
+	took, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t.Run("heavy", func(t *testing.T) {
+			testmain.UnderHeavyLoad(t)
+			close(took)
+		})
+	}()
+	_ = others[1].Unlock()
+	select {
+	case <-took:
+		t.Fatal("went ahead with one slot free, want two")
+	case <-time.After(300 * time.Millisecond):
+	}
+	free := flock.New(testmain.LoadSlotPath(1)) // the waiter tries it every 25ms, holding it for microseconds
+	ok := false
+	for range 20 {
+		if ok, _ = free.TryLock(); ok {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !ok {
+		t.Fatal("the waiting test holds the one free slot while it waits")
+	}
+	_ = free.Unlock()
+	_ = others[3].Unlock()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not gone ahead within 10s of a second slot being let go")
+	}
+	_ = others[0].Unlock()
+	_ = others[2].Unlock()
+}

@@ -1,0 +1,160 @@
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zero502/zero502/infra/trust"
+)
+
+// Sources are where a deploy looks a secret's name up, in this order: File, then the output of
+// Command, then the deploy job's environment (Env). The first that has the name gives the value.
+type Sources struct {
+	// File is a dotenv file (secrets.file) only its owner may read or write.
+	File string
+	// Command (secrets.command) is run once, without a shell, in the deploy job's environment,
+	// when a name is not in File: its standard output is dotenv text (as `op inject`, `bw`, or
+	// `aws secretsmanager get-secret-value … | jq` can print).
+	Command []string
+	// CommandTimeout bounds Command (30s when 0).
+	CommandTimeout time.Duration
+	// Env looks a name up in the deploy job's environment (os.LookupEnv when nil).
+	Env func(string) (string, bool)
+}
+
+// Where is the source a secret's value came from, as Resolve reports it.
+type Where struct {
+	Name, Source string
+}
+
+// Resolve finds every name in names from src. It fails, naming every name it could not find and
+// the sources it tried, before the caller changes anything. The values come back with where each
+// was found (names only: for a progress line).
+func Resolve(ctx context.Context, names []string, src Sources) (map[string]Value, []Where, error) {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	out := map[string]Value{}
+	var where []Where
+	var tried []string
+	missing := func() []string {
+		var m []string
+		for _, n := range names {
+			if _, ok := out[n]; !ok {
+				m = append(m, n)
+			}
+		}
+		return m
+	}
+	take := func(vals map[string]Value, source string) {
+		for _, n := range missing() {
+			if v, ok := vals[n]; ok {
+				out[n] = v
+				where = append(where, Where{Name: n, Source: source})
+			}
+		}
+	}
+	if src.File != "" && len(missing()) > 0 {
+		vals, err := ReadFile(src.File)
+		if err != nil {
+			return nil, nil, err
+		}
+		take(vals, "secrets.file "+src.File)
+		tried = append(tried, "secrets.file "+src.File)
+	}
+	if len(src.Command) > 0 && len(missing()) > 0 {
+		vals, err := runCommand(ctx, src.Command, src.CommandTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		take(vals, "secrets.command")
+		tried = append(tried, "secrets.command "+src.Command[0])
+	}
+	if m := missing(); len(m) > 0 {
+		env := src.Env
+		if env == nil {
+			env = os.LookupEnv
+		}
+		vals := map[string]Value{}
+		for _, n := range m {
+			if v, ok := env(n); ok {
+				vals[n] = Value(v)
+			}
+		}
+		take(vals, "the environment")
+		tried = append(tried, "the deploy's environment")
+	}
+	if m := missing(); len(m) > 0 {
+		return nil, nil, fmt.Errorf("secret(s) %s: not found in %s; add each to secrets.file (NAME=value, mode 0600), "+
+			"print it from secrets.command, or set it in the deploy job's environment", strings.Join(m, ", "), strings.Join(tried, ", "))
+	}
+	slices.SortFunc(where, func(a, b Where) int { return strings.Compare(a.Name, b.Name) })
+	return out, where, nil
+}
+
+// ReadFile reads a dotenv secrets file, refusing one another user could read or write: it must
+// be owned by the user running zero502 (or root), with no permission for group or others, below
+// directories only its owner or root can write (infra/trust).
+func ReadFile(path string) (map[string]Value, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.file %s: %w", path, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("secrets.file %s is mode %04o: group or others may read it; chmod 600 %s", path, perm, path)
+	}
+	if err := trust.Check(path, os.Getuid()); err != nil {
+		return nil, fmt.Errorf("secrets.file %s is not trusted: %w", path, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.file %s: %w", path, err)
+	}
+	return ParseDotenv(data, "secrets.file "+path)
+}
+
+// maxCommandOutput bounds what secrets.command may print.
+const maxCommandOutput = 1 << 20
+
+func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[string]Value, error) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxCommandOutput}, &limited{&stderr, 4 << 10}
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("secrets.command %s: no answer within %s; check that it does not wait for input (a password prompt)", argv[0], timeout)
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			// Its standard error is shown (a password manager says why it refused); its output,
+			// which may hold values, never is.
+			return nil, fmt.Errorf("secrets.command %s exited %d: %s", argv[0], ee.ExitCode(), strings.TrimSpace(stderr.String()))
+		}
+		return nil, fmt.Errorf("secrets.command %s: %w", argv[0], err)
+	}
+	return ParseDotenv(stdout.Bytes(), "the output of secrets.command "+argv[0])
+}
+
+// limited keeps the first n bytes written to it and drops the rest.
+type limited struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
