@@ -16,7 +16,6 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
-	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // The ordinary faults of faults_test.go again, on the Docker runtime: containers of the test
@@ -33,7 +32,6 @@ type dockerFleet struct {
 
 func newDockerFleet(t *testing.T) *dockerFleet {
 	t.Helper()
-	testmain.UnderLoad(t)
 	rt := dockertest.Engine(t)
 	return &dockerFleet{rt: rt, image: dockertest.Image(t, rt), dir: t.TempDir(),
 		hosts: []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)},

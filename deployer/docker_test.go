@@ -18,7 +18,6 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
-	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // dockerConfig writes a config of hosts for the docker runtime (image, the app listening on
@@ -78,7 +77,6 @@ hosts:
 // naming host, service and exit code, and the host is rolled back to the previous container.
 func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	testmain.UnderLoad(t)
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}
@@ -139,7 +137,6 @@ func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T
 // (the old container still serves, the spec still names v1), naming the image and the registry.
 func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.T) {
 	t.Parallel()
-	testmain.UnderLoad(t)
 	rt := dockertest.Engine(t)
 	reg := dockertest.NewRegistry(t, "", "")
 	ctx := context.Background()
@@ -207,7 +204,6 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 // stopped, and status agrees again with nothing running.
 func TestDockerStatusLogsAndStop(t *testing.T) {
 	t.Parallel()
-	testmain.UnderLoad(t)
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}

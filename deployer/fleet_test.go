@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: testmain.LoadSlots}))
+	os.Exit(dockertest.Main(m, testmain.Options{Binary: &bin, Parallel: 4, UnderLoad: true}))
 }
 
 // fleet is a local fleet for one test: N "hosts" on loopback (free ports, own state dirs), one
@@ -84,7 +84,6 @@ func defaultValues() fleetValues {
 
 func newFleet(t *testing.T, hosts int) *fleet {
 	t.Helper()
-	testmain.UnderLoad(t)
 	f := &fleet{t: t, dir: t.TempDir(), hosts: hosts}
 	ports := freePorts(t, hosts+2)
 	f.listen = fmt.Sprintf("127.0.0.1:%d", ports[hosts])

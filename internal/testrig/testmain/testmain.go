@@ -3,9 +3,7 @@
 // of the tests at once than GOMAXPROCS when they mostly wait on real timers (unless -parallel was
 // given), and runs every cleanup registered with Track or AtExit both when a test ends and shortly
 // before the test binary's -timeout fires, so a run that times out leaves no process or container
-// behind for the next one. Tests under load hold one of a few machine-wide slots (UnderLoad), so
-// that the packages go test runs side by side never run more of them at once than a busy 2-core
-// machine carries.
+// behind for the next one.
 package testmain
 
 import (
@@ -21,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Options say what a package's TestMain wants.
@@ -30,7 +30,17 @@ type Options struct {
 	Binary *string
 	// Parallel is the -parallel used when the caller gave none (0: Go's default, GOMAXPROCS).
 	Parallel int
+	// UnderLoad says the package's tests judge zero failed requests under a steady load through
+	// real processes (the deployer's, the demo's). Such packages never run their tests beside one
+	// another (go test runs packages GOMAXPROCS at a time: on 2 cores the deployer's four deploys
+	// under load beside three demos, on a machine already busy, starve 100 ms health checks):
+	// Run holds an exclusive flock on LoadLockPath from before the tests start until they end.
+	// The wait is not part of the -timeout, which counts from m.Run.
+	UnderLoad bool
 }
+
+// LoadLockPath is the flock the UnderLoad packages take turns on.
+func LoadLockPath() string { return filepath.Join(os.TempDir(), "zero502-tests-under-load.lock") }
 
 var (
 	mu       sync.Mutex
@@ -63,6 +73,14 @@ func Run(m *testing.M, o Options) int {
 		binary = path
 		mu.Unlock()
 		*o.Binary = path
+	}
+	if o.UnderLoad {
+		release, err := takeTurn(LoadLockPath())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testmain:", err)
+			return 1
+		}
+		defer release()
 	}
 	stop := armDeadline()
 	defer stop()
@@ -217,4 +235,20 @@ func build(path string) error {
 		return fmt.Errorf("go build ./cmd/zero502 in %s: %w\n%s", root, err, msg)
 	}
 	return nil
+}
+
+// takeTurn waits for the flock path (LoadLockPath), saying so when another package holds it.
+func takeTurn(path string) (release func(), err error) {
+	l := flock.New(path)
+	ok, err := l.TryLock()
+	if err == nil && !ok {
+		start := time.Now()
+		fmt.Fprintf(os.Stderr, "testmain: another package's tests under load are running; waiting for %s\n", path)
+		err = l.Lock()
+		fmt.Fprintf(os.Stderr, "testmain: waited %s for the tests under load of another package\n", time.Since(start).Round(time.Second))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take turns with the other packages under load on %s: %w", path, err)
+	}
+	return func() { _ = l.Unlock() }, nil
 }

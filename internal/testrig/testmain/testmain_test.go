@@ -104,98 +104,36 @@ func flagValue(t *testing.T, name string) string {
 	return f.Value.String()
 }
 
-// A test under load waits while every slot is taken (by other test binaries: here, locks of this
-// test's own), takes the first one let go, gives it back when it ends, and a subtest of a test
-// that holds a slot takes none (it would wait forever on its own parent).
-func TestTestsUnderLoadShareTheMachinesSlots(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir()) // slots of this test alone
-	var others []*flock.Flock
-	for i := range testmain.LoadSlots {
-		l := flock.New(testmain.LoadSlotPath(i))
-		if err := l.Lock(); err != nil {
-			t.Fatal(err)
-		}
-		others = append(others, l)
+// A package under load waits for its turn while another holds the flock, and takes it once
+// that one lets go.
+func TestTheUnderLoadPackagesTakeTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "under-load.lock")
+	other := flock.New(path)
+	if err := other.Lock(); err != nil {
+		t.Fatal(err)
 	}
-	took, done := make(chan struct{}), make(chan struct{})
+	took := make(chan func(), 1)
 	go func() {
-		defer close(done)
-		t.Run("under load", func(t *testing.T) {
-			testmain.UnderLoad(t)
-			close(took)
-			t.Run("its subtest", func(t *testing.T) { testmain.UnderLoad(t) })
-		})
+		release, err := testmain.TakeTurn(path)
+		if err != nil {
+			t.Error(err)
+			release = func() {}
+		}
+		took <- release
 	}()
 	select {
-	case <-took:
-		t.Fatal("took a slot while all were held elsewhere")
+	case release := <-took:
+		release()
+		t.Fatal("took the turn while another package held it")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := others[2].Unlock(); err != nil {
+	if err := other.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-done:
+	case release := <-took:
+		release()
 	case <-time.After(10 * time.Second):
-		t.Fatal("no slot taken, or the subtest waited, within 10s of one being let go")
+		t.Fatal("the turn was not taken within 10s of the other package letting go")
 	}
-	for i, l := range others {
-		if i == 2 {
-			mine := flock.New(testmain.LoadSlotPath(i))
-			if ok, err := mine.TryLock(); err != nil || !ok {
-				t.Fatalf("slot %d is still held after the test under load ended (%v)", i, err)
-			}
-			_ = mine.Unlock()
-			continue
-		}
-		_ = l.Unlock()
-	}
-}
-
-// A test under heavy load takes half the slots at once or none: with one free it waits (holding
-// nothing), and it goes ahead once a second one is let go.
-func TestATestUnderHeavyLoadWaitsForHalfTheSlotsAtOnce(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	var others []*flock.Flock
-	for i := range testmain.LoadSlots {
-		l := flock.New(testmain.LoadSlotPath(i))
-		if err := l.Lock(); err != nil {
-			t.Fatal(err)
-		}
-		others = append(others, l)
-	}
-	took, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		t.Run("heavy", func(t *testing.T) {
-			testmain.UnderHeavyLoad(t)
-			close(took)
-		})
-	}()
-	_ = others[1].Unlock()
-	select {
-	case <-took:
-		t.Fatal("went ahead with one slot free, want two")
-	case <-time.After(300 * time.Millisecond):
-	}
-	free := flock.New(testmain.LoadSlotPath(1)) // the waiter tries it every 25ms, holding it for microseconds
-	ok := false
-	for range 20 {
-		if ok, _ = free.TryLock(); ok {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !ok {
-		t.Fatal("the waiting test holds the one free slot while it waits")
-	}
-	_ = free.Unlock()
-	_ = others[3].Unlock()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("not gone ahead within 10s of a second slot being let go")
-	}
-	_ = others[0].Unlock()
-	_ = others[2].Unlock()
 }

@@ -1,0 +1,4 @@
+package testmain
+
+// TakeTurn is takeTurn, for the tests.
+var TakeTurn = takeTurn
