@@ -172,6 +172,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	if err := d.setup(); err != nil {
 		return &RefusedError{Reasons: []string{err.Error()}}
 	}
+	if err := d.resolveSecrets(ctx, version); err != nil {
+		return &RefusedError{Reasons: []string{err.Error()}}
+	}
 	fleet, err := d.fleetLock(ctx, version)
 	if err != nil {
 		return err

@@ -141,7 +141,7 @@ func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, l
 	var closeOnce sync.Once
 	closeStdin := func() { closeOnce.Do(func() { stdin.Close() }) }
 	go func() {
-		_, _ = stdin.Write(append(cfgYAML, []byte("\n"+ConfigEnd+"\n")...))
+		_, _ = stdin.Write(configStream(cfgYAML, d.secretsFor(args)))
 	}()
 	done := make(chan struct{})
 	defer close(done)

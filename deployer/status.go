@@ -36,9 +36,12 @@ type HostStatus struct {
 type ServiceStatus struct {
 	Service string `json:"service"`
 	// Want is the version the spec asks for; Stopped says the spec marks it stopped.
-	Want      string           `json:"want"`
-	Stopped   bool             `json:"stopped,omitempty"`
-	Instances []InstanceStatus `json:"instances"`
+	Want    string `json:"want"`
+	Stopped bool   `json:"stopped,omitempty"`
+	// Secrets are the digests of the service's secrets by name, as its spec records them: which
+	// secrets it has, and whether two hosts have the same value, never the value.
+	Secrets   map[string]string `json:"secrets,omitempty"`
+	Instances []InstanceStatus  `json:"instances"`
 	// Watchdog is the watchdog's streak and last heal for the service (nil: it never ticked).
 	Watchdog *watchdog.Streak `json:"watchdog,omitempty"`
 	// Problems say where the service disagrees with its spec; empty when it agrees.
@@ -118,7 +121,7 @@ func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
 	rt := d.runtimes[h.Name]
 	for _, svc := range d.cfg.Services {
 		want, inSpec := published.Service(svc.Name)
-		ss := ServiceStatus{Service: svc.Name, Want: want.Version, Stopped: want.Stopped}
+		ss := ServiceStatus{Service: svc.Name, Want: want.Version, Stopped: want.Stopped, Secrets: want.Secrets}
 		if st, ok := streaks[svc.Name]; ok {
 			ss.Watchdog = &st
 		}

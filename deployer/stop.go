@@ -52,6 +52,9 @@ func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Option
 	if err := d.setup(); err != nil {
 		return err
 	}
+	if err := d.resolveSecrets(ctx, ""); err != nil {
+		return err
+	}
 	d.started = d.clock.Now()
 	var errs []error
 	for _, h := range cfg.Hosts {

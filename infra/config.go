@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/healthcheck"
+	"github.com/zero502/zero502/infra/secrets"
 )
 
 // Config is the whole of zero502's configuration. The YAML keys are the mapstructure tags; the
@@ -40,8 +41,27 @@ type Config struct {
 	// read from at load, instead of services: (ServicesFromFile). Once read it is cleared, so the
 	// config a host gets over ssh carries the services themselves.
 	ServicesFrom string `mapstructure:"services_from"`
+	// Secrets say where a deploy finds the values of services[].secrets (package secrets).
+	Secrets Secrets `mapstructure:"secrets"`
 	// Hosts are the servers of the fleet, deployed one batch at a time in this order.
 	Hosts []Host `mapstructure:"hosts"`
+	// SecretValues are the values of the secrets the services name: found by the deploy
+	// (ResolveSecrets), or sent by the deployer beside the config over ssh. Never read from a
+	// config file nor written into one (infra.Encode skips it).
+	SecretValues map[string]secrets.Value `mapstructure:"-"`
+}
+
+// Secrets are where the values of services[].secrets are looked up when a deploy starts, on the
+// machine that runs it, in this order: File, the output of Command, the deploy job's environment.
+type Secrets struct {
+	// File is a dotenv file (NAME=value lines), relative to the config file, that only its owner
+	// may read or write (mode 0600); "" for none.
+	File string `mapstructure:"file"`
+	// Command is run once, without a shell, when a name is not in File; what it prints is dotenv
+	// text (a password manager's CLI, `aws secretsmanager …`). Empty for none.
+	Command []string `mapstructure:"command"`
+	// CommandTimeout bounds Command.
+	CommandTimeout time.Duration `mapstructure:"command_timeout"`
 }
 
 // Balancer kinds.
@@ -365,6 +385,11 @@ type Service struct {
 	Verify ServiceVerify `mapstructure:"verify"`
 	// Env is extra environment for the service; values may use the same placeholders.
 	Env map[string]string `mapstructure:"env"`
+	// Secrets are names of environment variables whose values are secrets (a database password,
+	// an API key): found when the deploy starts (the top-level secrets:), given to the service in
+	// its environment, and never written into the spec, a report, an event, a log or argv; the
+	// spec records a digest of each, so a changed secret rolls out and an unchanged one does not.
+	Secrets []string `mapstructure:"secrets"`
 	// Smoke are requests sent straight to a new instance once it answers its health check and
 	// before the balancer sends it users (CodeDeploy's BeforeAllowTraffic): each must get its
 	// expected answer, else the host is rolled back and the old version never left rotation

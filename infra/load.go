@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -119,6 +120,9 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	}
 	if err := c.readServicesFrom(name); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	if f := c.Secrets.File; f != "" && !filepath.IsAbs(f) {
+		c.Secrets.File = filepath.Join(filepath.Dir(name), f) // as services_from: beside the config
 	}
 	c.applyListDefaults()
 	if err := c.Validate(); err != nil {

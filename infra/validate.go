@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zero502/zero502/infra/secrets"
 )
 
 // FieldError is one refused value: the key, the value and the rule it breaks.
@@ -321,10 +323,24 @@ func (c *Config) Validate() error {
 		if !slices.Contains(StopSignals, s.StopSignal) {
 			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(StopSignals, ", "))
 		}
+		for j, name := range s.Secrets {
+			switch {
+			case !secrets.ValidName(name):
+				bad(fmt.Sprintf("%s.secrets[%d]", key, j), fmt.Sprintf("%q", name), "must be an environment variable's name ([A-Za-z_][A-Za-z0-9_]*)")
+			case slices.Contains(s.Secrets[:j], name):
+				bad(fmt.Sprintf("%s.secrets[%d]", key, j), fmt.Sprintf("%q", name), "is listed twice")
+			default:
+				if _, ok := s.Env[name]; ok {
+					bad(fmt.Sprintf("%s.secrets[%d]", key, j), fmt.Sprintf("%q", name), "is also in "+key+".env: give a secret's value in secrets.file, "+
+						"secrets.command or the deploy's environment, never in the config")
+				}
+			}
+		}
 	}
 	if b.Service != "" && !seen[b.Service] {
 		bad("balancer.service", fmt.Sprintf("%q", b.Service), "must name one of the services")
 	}
+	positive("secrets.command_timeout", c.Secrets.CommandTimeout)
 	seen = map[string]bool{}
 	for i, h := range c.Hosts {
 		key := fmt.Sprintf("hosts[%d]", i)

@@ -44,12 +44,15 @@ func hostConfig(cmd *cobra.Command, path string) (cfg *infra.Config, stdin *bufi
 		return cfg, nil, false, err
 	}
 	stdin = bufio.NewReader(cmd.InOrStdin())
-	data, framed, err := deployer.ReadConfigStream(stdin)
+	data, vals, framed, err := deployer.ReadConfigStream(stdin)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	cfg, err = infra.LoadBytes(data, "from stdin")
-	return cfg, stdin, framed, err
+	if cfg, err = infra.LoadBytes(data, "from stdin"); err != nil {
+		return nil, nil, false, err
+	}
+	cfg.SecretValues = vals
+	return cfg, stdin, framed, nil
 }
 
 // hostFlags registers the two flags every host subcommand the deployer runs over ssh takes:

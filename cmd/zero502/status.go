@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -66,7 +68,7 @@ disagreement listed; 2: bad flags or config.`,
 func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tSERVICE\tSPEC\tRUNS\tINSTANCE\tSINCE\tHEALTH\tBALANCER\tLOCK\tWATCHDOG")
-	var problems []string
+	var problems, secretLines []string
 	for _, h := range st.Hosts {
 		lock := dash(h.LockHeldBy)
 		for _, p := range h.Problems {
@@ -86,6 +88,13 @@ func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
 			}
 			for _, p := range s.Problems {
 				problems = append(problems, h.Host+"/"+s.Service+": "+p)
+			}
+			if len(s.Secrets) > 0 {
+				var names []string
+				for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {
+					names = append(names, name+" "+s.Secrets[name][:min(8, len(s.Secrets[name]))])
+				}
+				secretLines = append(secretLines, h.Host+"/"+s.Service+": "+strings.Join(names, ", "))
 			}
 			if len(s.Instances) == 0 {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\t%s\n", h.Host, s.Service, want, lock, wd)
@@ -111,6 +120,9 @@ func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
 		}
 	}
 	tw.Flush()
+	if len(secretLines) > 0 {
+		fmt.Fprintf(w, "\nsecrets (name and digest; a value is never shown):\n  %s\n", strings.Join(secretLines, "\n  "))
+	}
 	if len(problems) == 0 {
 		fmt.Fprintln(w, "\nevery host agrees with its published spec")
 		return

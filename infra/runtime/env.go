@@ -41,7 +41,7 @@ func ServiceEnv(a Account, configured map[string]string) []string {
 }
 
 // EnvList turns an environment map into KEY=value lines in key order. The docker runtime gives a
-// container exactly EnvList(svc.Env): the image's own ENV stays as Docker defines it.
+// container exactly EnvList(svc.Environment()): the image's own ENV stays as Docker defines it.
 func EnvList(env map[string]string) []string {
 	out := make([]string, 0, len(env))
 	for k, v := range env {

@@ -8,8 +8,8 @@ package secrets
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"regexp"
+	"slices"
 )
 
 // Value is a secret's value. It prints, formats and marshals as Redacted: only an explicit

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/healthcheck"
+	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -64,6 +65,11 @@ type Service struct {
 	Ports      []int             `json:"ports,omitempty"`
 	HealthPath string            `json:"health_path,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
+	// Secrets are the digests (secrets.Digest) of the service's secrets by name: what the spec
+	// says of them. Their values, SecretEnv, live beside the spec in its secrets file (SecretsPath,
+	// PrivateMode), never in it.
+	Secrets   map[string]string        `json:"secrets,omitempty"`
+	SecretEnv map[string]secrets.Value `json:"-"`
 	// HealthStatus is the status a healthy answer on HealthPath has (services[].health);
 	// HealthTimeout bounds one check.
 	HealthStatus  int           `json:"health_status,omitempty"`
@@ -95,6 +101,22 @@ func (s Service) HealthRule() healthcheck.Rule {
 	return healthcheck.Rule{Path: s.HealthPath, Status: s.HealthStatus, Timeout: s.HealthTimeout}
 }
 
+// Environment is the service's whole configured environment: Env with its secrets' values on
+// top, what a runtime gives the process or the container (and nothing else prints).
+func (s Service) Environment() map[string]string {
+	if len(s.SecretEnv) == 0 {
+		return s.Env
+	}
+	env := make(map[string]string, len(s.Env)+len(s.SecretEnv))
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	for k, v := range s.SecretEnv {
+		env[k] = string(v)
+	}
+	return env
+}
+
 // Service returns the service named name.
 func (s Spec) Service(name string) (Service, bool) {
 	for _, svc := range s.Services {
@@ -104,6 +126,10 @@ func (s Spec) Service(name string) (Service, bool) {
 	}
 	return Service{}, false
 }
+
+// Unresolved is the digest a rendered spec records for a secret whose value the config does not
+// hold (nobody resolved it): it matches no published digest, and Publish refuses it.
+const Unresolved = "unresolved"
 
 // Path is the spec file of a host whose state dir is stateDir.
 func Path(stateDir string) string { return filepath.Join(stateDir, FileName) }
@@ -165,6 +191,16 @@ func RenderOn(cfg *infra.Config, h infra.Host, version, self string, on map[stri
 			out.Env = map[string]string{}
 			for k, v := range svc.Env {
 				out.Env[k] = r.Replace(v)
+			}
+		}
+		for _, name := range svc.Secrets {
+			v, ok := cfg.SecretValues[name]
+			if out.Secrets == nil {
+				out.Secrets, out.SecretEnv = map[string]string{}, map[string]secrets.Value{}
+			}
+			out.Secrets[name] = Unresolved
+			if ok {
+				out.Secrets[name], out.SecretEnv[name] = secrets.Digest(name, v), v
 			}
 		}
 		s.Services = append(s.Services, out)
@@ -260,6 +296,9 @@ func Read(path string) (Spec, error) {
 		return Spec{}, fmt.Errorf("spec %s is corrupt (%v): %w; zero502 deploy --version V sets it aside "+
 			"(as %s%s) and republishes the host", path, err, ErrCorrupt, FileName, CorruptSuffix)
 	}
+	if err := readSecrets(path, &s); err != nil {
+		return Spec{}, fmt.Errorf("spec %s: %w: %w; zero502 deploy --version V sets it aside and republishes the host", path, err, ErrCorrupt)
+	}
 	return s, nil
 }
 
@@ -277,7 +316,7 @@ func Publish(path string, s Spec) error {
 	if err != nil {
 		return err
 	}
-	return WritePrivate(path, append(data, '\n'))
+	return publishWithSecrets(path, s, func() error { return WritePrivate(path, append(data, '\n')) })
 }
 
 // WriteAtomic replaces the file at path with data so that readers see either the old or the new

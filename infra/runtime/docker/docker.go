@@ -109,7 +109,7 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	cfg := &container.Config{
 		Image: svc.Image,
 		Cmd:   svc.Command,
-		Env:   runtime.EnvList(svc.Env),
+		Env:   runtime.EnvList(svc.Environment()),
 		// services[].user as docker run --user takes it (a name in the image's /etc/passwd, or
 		// uid[:gid]); unset keeps the image's USER.
 		User: svc.User,

@@ -80,7 +80,7 @@ func (rt *Runtime) StateDir() string { return rt.dir }
 func (rt *Runtime) LogPath(service string) string { return rt.logPath(service) }
 
 // Start runs svc.Command as its user (runAs) with the environment runtime.ServiceEnv of that user
-// and svc.Env (its program looked up in that environment's PATH) in its own session, output appended to the service's log, records
+// and svc.Environment() (its program looked up in that environment's PATH) in its own session, output appended to the service's log, records
 // it with its stop signal and returns once it is running. It refuses while an
 // instance of the service runs, and fails with the log's tail when the process exits within
 // EarlyExitWindow.
@@ -157,7 +157,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	if err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].user): %w", host, svc.Name, err)
 	}
-	env := runtime.ServiceEnv(as, svc.Env)
+	env := runtime.ServiceEnv(as, svc.Environment())
 	cmd.Args, cmd.Env = svc.Command, env
 	cmd.Path, cmd.Err = lookPath(svc.Command[0], env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

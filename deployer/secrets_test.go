@@ -1,0 +1,144 @@
+package deployer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// secretFleet is a 2-host fleet whose web service has the secret DB_PASSWORD from a secrets.file
+// (returned) and writes what it sees in it to <dir>/seen-<host>-<version> before it execs the app.
+func secretFleet(t *testing.T) (f *fleet, cfg *infra.Config, file string) {
+	f = newFleet(t, 2)
+	cfg = f.load(f.config("fleet.yaml", defaultValues()))
+	web := &cfg.Services[0]
+	web.Secrets = []string{"DB_PASSWORD"}
+	seen := filepath.Join(f.dir, "seen-{host}-{version}")
+	web.Command = append([]string{"sh", "-c", `printf %s "$DB_PASSWORD" > ` + seen + `; exec "$0" "$@"`}, web.Command...)
+	file = filepath.Join(t.TempDir(), "secrets.env")
+	setSecret(t, file, "s3cret-one")
+	cfg.Secrets.File = file
+	cfg = f.load(f.write("fleet.yaml", cfg))
+	f.startLB(filepath.Join(f.dir, "fleet.yaml"))
+	return f, cfg, file
+}
+
+func setSecret(t *testing.T, file, value string) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte("DB_PASSWORD="+value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deploySecret deploys version with a fresh copy of cfg (the secrets are found anew, as by a new
+// `zero502 deploy`) and returns the events and the report as JSON, both as text.
+func deploySecret(t *testing.T, f *fleet, path, version string) (*Report, string, error) {
+	t.Helper()
+	var ev eventLog
+	rep, err := f.deployer(f.load(path), &ev, Options{}).Deploy(context.Background(), version)
+	js, jerr := json.Marshal(rep)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	evs, jerr := json.Marshal(ev.events)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	return rep, ev.String() + string(evs) + string(js), err
+}
+
+// A service's secret reaches its environment, found at deploy time in secrets.file; it is in no
+// spec, event, report, argv or log. A changed value redeploys the same version, an unchanged one
+// does not; a secrets file others may read refuses the deploy before anything changes.
+func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
+	t.Parallel()
+	f, _, file := secretFleet(t)
+	path := filepath.Join(f.dir, "fleet.yaml")
+	seen := func(host, version string) string {
+		data, _ := os.ReadFile(filepath.Join(f.dir, "seen-"+host+"-"+version))
+		return string(data)
+	}
+	leaks := func(what, secret, text string) {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s holds the secret's value:\n%s", what, text)
+		}
+	}
+
+	_, out, err := deploySecret(t, f, path, "v1")
+	if err != nil {
+		t.Fatalf("deploy v1: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "secrets found: DB_PASSWORD from secrets.file "+file) {
+		t.Errorf("no event says where DB_PASSWORD came from:\n%s", out)
+	}
+	leaks("the events and the report", "s3cret-one", out)
+	for i := range 2 {
+		h := hostName(i)
+		if got := seen(h, "v1"); got != "s3cret-one" {
+			t.Errorf("%s's service saw DB_PASSWORD=%q, want the secret", h, got)
+		}
+		data, _ := os.ReadFile(spec.Path(f.stateDir(i)))
+		leaks(h+"'s spec.json", "s3cret-one", string(data))
+		_ = filepath.WalkDir(f.stateDir(i), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && p != spec.SecretsPath(spec.Path(f.stateDir(i))) {
+				if data, err := os.ReadFile(p); err == nil {
+					leaks(p, "s3cret-one", string(data))
+				}
+			}
+			return nil
+		})
+		insts, err := f.runtimes[h].List(context.Background(), runtime.Filter{Service: "web"})
+		if err != nil || len(insts) == 0 {
+			t.Fatalf("%s: no web instance (%v)", h, err)
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%s/cmdline", strings.TrimPrefix(insts[0].ID, "pid:")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaks(h+"'s service argv", "s3cret-one", string(cmdline))
+	}
+
+	// The same value: nothing to roll out.
+	rep, out, err := deploySecret(t, f, path, "v1")
+	if err != nil || rep.Hosts[0].Outcome != OutcomeUnchanged {
+		t.Fatalf("redeploy with the same secret: %v, host-a %q; want unchanged\n%s", err, rep.Hosts[0].Outcome, out)
+	}
+	// A rotated value under the same version is a changed spec: rolled out.
+	setSecret(t, file, "s3cret-two")
+	rep, out, err = deploySecret(t, f, path, "v1")
+	if err != nil || rep.Hosts[0].Outcome != OutcomeDeployed {
+		t.Fatalf("redeploy with a rotated secret: %v, host-a %q; want deployed\n%s", err, rep.Hosts[0].Outcome, out)
+	}
+	if got := seen("host-b", "v1"); got != "s3cret-two" {
+		t.Errorf("after the rotation host-b's service saw %q, want the new value", got)
+	}
+
+	st, err := Status(context.Background(), f.load(path), Options{Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := st.Hosts[0].Services[0].Secrets["DB_PASSWORD"]; d == "" || strings.Contains(d, "s3cret") {
+		t.Errorf("status shows secrets %v: want DB_PASSWORD by its digest", st.Hosts[0].Services[0].Secrets)
+	}
+
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, err = deploySecret(t, f, path, "v2")
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "mode 0644") || strings.Contains(out, "publish") {
+		t.Fatalf("deploy with a 0644 secrets file: %v; want refused before any host changed\n%s", err, out)
+	}
+	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
+		t.Errorf("after the refusal hosts run %v, want v1", v)
+	}
+}

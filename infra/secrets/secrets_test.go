@@ -1,0 +1,130 @@
+package secrets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A Value never prints its value: not with %v, %s, %+v or %#v, not in JSON, not inside a map.
+func TestAValueNeverPrints(t *testing.T) {
+	v := Value("hunter2")
+	m := map[string]Value{"DB_PASSWORD": v}
+	js, err := json.Marshal(struct{ M map[string]Value }{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{fmt.Sprint(v), fmt.Sprintf("%s %v %+v %#v", v, v, m, m), string(js)} {
+		if strings.Contains(out, "hunter2") || !strings.Contains(out, Redacted) {
+			t.Errorf("printed %q: want %s, never the value", out, Redacted)
+		}
+	}
+	if string(v) != "hunter2" {
+		t.Fatal("string(v) must give the value")
+	}
+}
+
+func TestDotenvReadsWhatItWritesAndNamesTheLineOfAnError(t *testing.T) {
+	in := map[string]Value{"A": "plain", "B": `with "quotes" and \ and # hash`, "C": "two\nlines\r\tand tab", "D": ""}
+	out, err := ParseDotenv(FormatDotenv(in), "test")
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %v, %v; want %v", out, err, in)
+	}
+	got, err := ParseDotenv([]byte("# comment\n\nexport TOKEN=abc # trailing\nQ='lit $x \\n'\nE=\"a\\tb\"\n"), "f")
+	if err != nil || got["TOKEN"] != "abc" || got["Q"] != `lit $x \n` || got["E"] != "a\tb" {
+		t.Fatalf("parse: %v %v", got, err)
+	}
+	for _, bad := range []string{"NOEQUALS\n", "1BAD=x\n", "A=\"open\n", "A='open\n", "A=\"x\" y\n"} {
+		_, err := ParseDotenv([]byte("OK=1\n"+bad), "secrets.env")
+		if err == nil || !strings.Contains(err.Error(), "secrets.env line 2") {
+			t.Errorf("%q: %v, want an error naming secrets.env line 2", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "open") {
+			t.Errorf("%q: the error %q shows the value", bad, err)
+		}
+	}
+}
+
+func FuzzDotenvRoundTrip(f *testing.F) {
+	f.Add("NAME", "value")
+	f.Add("X", "a\"b\\c\nd\re\tf #g")
+	f.Fuzz(func(t *testing.T, name, value string) {
+		if !ValidName(name) || strings.ContainsRune(value, 0) {
+			return
+		}
+		in := map[string]Value{name: Value(value)}
+		out, err := ParseDotenv(FormatDotenv(in), "fuzz")
+		if err != nil || !reflect.DeepEqual(in, out) {
+			t.Fatalf("%q=%q: read back %v, %v", name, value, out, err)
+		}
+	})
+}
+
+func writeFile(t *testing.T, name, text string, mode os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	return path
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// File first, then the command's output, then the environment; each name from the first that
+// has it, and the report says which.
+func TestResolveTakesEachNameFromTheFirstSourceThatHasIt(t *testing.T) {
+	file := writeFile(t, "secrets.env", "A=from-file\n", 0o600)
+	src := Sources{File: file, Command: []string{"sh", "-c", `printf 'A=from-command\nB=from-command\n'`},
+		Env: func(n string) (string, bool) { return "from-env-" + n, n == "C" || n == "B" }}
+	vals, where, err := Resolve(context.Background(), []string{"C", "B", "A", "A"}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vals["A"] != "from-file" || vals["B"] != "from-command" || vals["C"] != "from-env-C" || len(vals) != 3 {
+		t.Fatalf("values %#v", map[string]string{"A": string(vals["A"]), "B": string(vals["B"]), "C": string(vals["C"])})
+	}
+	want := []Where{{"A", "secrets.file " + file}, {"B", "secrets.command"}, {"C", "the environment"}}
+	if !reflect.DeepEqual(where, want) {
+		t.Fatalf("where %v, want %v", where, want)
+	}
+	// Everything in the file: the command is never run.
+	marker := filepath.Join(t.TempDir(), "ran")
+	if _, _, err := Resolve(context.Background(), []string{"A"}, Sources{File: file, Command: []string{"touch", marker}, Env: noEnv}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("secrets.command ran although the file had every name")
+	}
+}
+
+func TestResolveRefusesWhatItCannotTrustOrFind(t *testing.T) {
+	ctx := context.Background()
+	open := writeFile(t, "secrets.env", "A=x\n", 0o644)
+	if _, _, err := Resolve(ctx, []string{"A"}, Sources{File: open, Env: noEnv}); err == nil ||
+		!strings.Contains(err.Error(), open) || !strings.Contains(err.Error(), "mode 0644") || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a 0644 secrets file: %v, want refused naming path, mode and chmod 600", err)
+	}
+	_, _, err := Resolve(ctx, []string{"B", "A"}, Sources{Env: func(n string) (string, bool) { return "v", n == "A" }})
+	if err == nil || !strings.Contains(err.Error(), "secret(s) B: not found in the deploy's environment") {
+		t.Errorf("a name nowhere: %v, want it named with the sources tried", err)
+	}
+	_, _, err = Resolve(ctx, []string{"A"}, Sources{Command: []string{"sh", "-c", "echo A=leaked; echo 'vault sealed' >&2; exit 3"}, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "exited 3: vault sealed") || strings.Contains(err.Error(), "leaked") {
+		t.Errorf("a failing command: %v, want its exit code and stderr, never its output", err)
+	}
+	start := time.Now()
+	_, _, err = Resolve(ctx, []string{"A"}, Sources{Command: []string{"sleep", "30"}, CommandTimeout: 200 * time.Millisecond, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || time.Since(start) > 10*time.Second {
+		t.Errorf("a command that hangs: %v after %s, want stopped at its timeout", err, time.Since(start))
+	}
+}
