@@ -12,14 +12,18 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/spec"
 )
 
 // secretFleet is a 2-host fleet whose web service has the secret DB_PASSWORD from a secrets.file
 // (returned) and writes what it sees in it to <dir>/seen-<host>-<version> before it execs the app.
-func secretFleet(t *testing.T) (f *fleet, cfg *infra.Config, file string) {
+func secretFleet(t *testing.T, s *sshd) (f *fleet, cfg *infra.Config, file string) {
 	f = newFleet(t, 2)
 	cfg = f.load(f.config("fleet.yaml", defaultValues()))
+	if s != nil { // host-a over ssh
+		cfg.Hosts[0].SSH, cfg.Hosts[0].Address = s.target(), "127.0.0.1"
+	}
 	web := &cfg.Services[0]
 	web.Secrets = []string{"DB_PASSWORD"}
 	seen := filepath.Join(f.dir, "seen-{host}-{version}")
@@ -44,7 +48,7 @@ func setSecret(t *testing.T, file, value string) {
 func deploySecret(t *testing.T, f *fleet, path, version string) (*Report, string, error) {
 	t.Helper()
 	var ev eventLog
-	rep, err := f.deployer(f.load(path), &ev, Options{}).Deploy(context.Background(), version)
+	rep, err := f.deployer(f.load(path), &ev, Options{RemoteBinary: bin}).Deploy(context.Background(), version)
 	js, jerr := json.Marshal(rep)
 	if jerr != nil {
 		t.Fatal(jerr)
@@ -61,7 +65,7 @@ func deploySecret(t *testing.T, f *fleet, path, version string) (*Report, string
 // does not; a secrets file others may read refuses the deploy before anything changes.
 func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 	t.Parallel()
-	f, _, file := secretFleet(t)
+	f, _, file := secretFleet(t, nil)
 	path := filepath.Join(f.dir, "fleet.yaml")
 	seen := func(host, version string) string {
 		data, _ := os.ReadFile(filepath.Join(f.dir, "seen-"+host+"-"+version))
@@ -140,5 +144,51 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 	}
 	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
 		t.Errorf("after the refusal hosts run %v, want v1", v)
+	}
+}
+
+// Over ssh a host gets the secret's value on the step's stdin, after the config: its service
+// sees it, its spec holds only the digest, and the ssh command line never carries it.
+func TestASecretReachesAHostOverSSHOnStdinOnly(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f, cfg, _ := secretFleet(t, s)
+	path := filepath.Join(f.dir, "fleet.yaml")
+	if cfg.Hosts[0].SSH == "" {
+		t.Fatal("host-a is not reached over ssh")
+	}
+	rep, out, err := deploySecret(t, f, path, "v1")
+	if err != nil {
+		t.Fatalf("deploy v1: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "host-a") || rep.Hosts[0].Outcome != OutcomeDeployed {
+		t.Fatalf("host-a: %q\n%s", rep.Hosts[0].Outcome, out)
+	}
+	if strings.Contains(out, "s3cret-one") {
+		t.Errorf("the events (host-a's came back over ssh) or the report hold the value:\n%s", out)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.dir, "seen-host-a-v1"))
+	if string(data) != "s3cret-one" {
+		t.Errorf("host-a's service (started by zero502 host step over ssh) saw DB_PASSWORD=%q, want the secret", data)
+	}
+	if data, _ := os.ReadFile(spec.Path(f.stateDir(0))); strings.Contains(string(data), "s3cret-one") {
+		t.Errorf("host-a's spec holds the value:\n%s", data)
+	}
+	d := New(f.load(path), Options{RemoteBinary: bin})
+	d.cfg.SecretValues = map[string]secrets.Value{"DB_PASSWORD": "s3cret-one"}
+	for _, args := range [][]string{{"host", "step", "--config", "-"}, {"host", "look", "--config", "-"}} {
+		cmd, err := d.sshCommand(cfg.Hosts[0], args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.Join(cmd.Args, " "), "s3cret") {
+			t.Errorf("the ssh command line holds the value: %q", cmd.Args)
+		}
+	}
+	if got := d.secretsFor([]string{"host", "look"}); got != nil {
+		t.Errorf("host look is sent the secrets: %v", got)
+	}
+	if got := d.secretsFor([]string{"host", "step"}); got["DB_PASSWORD"] != "s3cret-one" {
+		t.Errorf("host step is not sent the secrets: %v", got)
 	}
 }
