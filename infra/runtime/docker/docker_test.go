@@ -17,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
+	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/osuser"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -75,7 +76,10 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
 	port := dockertest.FreePort(t)
-	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
+	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond)
+	svc.Secrets = map[string]string{"DB_PASSWORD": secrets.Digest("DB_PASSWORD", "s3cret")}
+	svc.SecretEnv = map[string]secrets.Value{"DB_PASSWORD": "s3cret"}
+	inst := startApp(t, rt, host, svc)
 
 	if inst.Host != host || inst.Service != "web" || inst.Version != "v1" || !inst.Running() {
 		t.Fatalf("instance = %+v, want running web v1 on %s", inst, host)
@@ -99,8 +103,16 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 			t.Errorf("binding %s → %+v, want only 127.0.0.1:%d", p, bs, port)
 		}
 	}
-	if !containsEnv(c.Config.Env, "ZERO502_TEST=1") {
-		t.Errorf("env %v lacks ZERO502_TEST=1", c.Config.Env)
+	if !containsEnv(c.Config.Env, "ZERO502_TEST=1") || !containsEnv(c.Config.Env, "DB_PASSWORD=s3cret") {
+		t.Errorf("env %v lacks ZERO502_TEST=1 or the secret DB_PASSWORD (given at create time)", c.Config.Env)
+	}
+	for k, v := range c.Config.Labels {
+		if strings.Contains(v, "s3cret") {
+			t.Errorf("label %s=%q holds the secret's value", k, v)
+		}
+	}
+	if strings.Contains(strings.Join(c.Config.Cmd, " "), "s3cret") {
+		t.Errorf("the container's command %q holds the secret's value", c.Config.Cmd)
 	}
 
 	for _, f := range []runtime.Filter{{Host: host}, {Host: host, Service: "web"}, {Host: host, Version: "v1"}} {

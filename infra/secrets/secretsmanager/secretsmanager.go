@@ -1,0 +1,111 @@
+// Package secretsmanager reads secret values from AWS Secrets Manager for services[].secrets:
+// the secret named prefix+NAME gives NAME's value, through the real aws-sdk-go-v2 client. It owns
+// only the reading: which names a deploy looks for, and in what order of sources, is package
+// infra/secrets' (Resolve). A value comes back only as a secrets.Value, which never prints, and
+// no error this package returns carries one.
+package secretsmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/zero502/zero502/infra/secrets"
+)
+
+// API is the part of the Secrets Manager client Lookup calls; *secretsmanager.Client has it.
+type API interface {
+	GetSecretValue(ctx context.Context, in *sm.GetSecretValueInput, optFns ...func(*sm.Options)) (*sm.GetSecretValueOutput, error)
+}
+
+var _ API = (*sm.Client)(nil)
+
+// NewClient builds the Secrets Manager client: credentials from the SDK's default chain
+// (environment, shared profile, web identity, IMDS), region from region when set, else from the
+// chain (AWS_REGION, profile). The endpoint is the region's, unless the environment or profile
+// names another (AWS_ENDPOINT_URL_SECRETS_MANAGER, e.g. a VPC endpoint).
+func NewClient(ctx context.Context, region string) (*sm.Client, error) {
+	var load []func(*config.LoadOptions) error
+	if region != "" {
+		load = append(load, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return nil, fmt.Errorf("secrets manager: loading AWS configuration (credentials and region): %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("secrets manager: no AWS region: name the region the secrets are in " +
+			"(e.g. eu-west-1), or set AWS_REGION in the deploy job's environment")
+	}
+	return sm.NewFromConfig(cfg), nil
+}
+
+// Lookup reads the secret prefix+name of every name in names, one GetSecretValue each, in order
+// (a name given twice is read once). A secret's value is its SecretString, or its SecretBinary's
+// bytes when that is what it holds. A secret Secrets Manager does not have
+// (ResourceNotFoundException) is not an error: its name is left out of the map, for the caller to
+// look it up elsewhere or report it missing. Any other failure stops Lookup with an error that
+// names the secret id and what to check (credentials, region, the IAM permission
+// secretsmanager:GetSecretValue), wrapping the SDK's error; it never carries a value.
+func Lookup(ctx context.Context, api API, prefix string, names []string) (map[string]secrets.Value, error) {
+	out := make(map[string]secrets.Value, len(names))
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		id := prefix + name
+		res, err := api.GetSecretValue(ctx, &sm.GetSecretValueInput{SecretId: aws.String(id)})
+		var notFound *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &notFound):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("secrets manager: reading secret %s%s: %w; check the AWS credentials of the deploy, "+
+				"the region, and that they are allowed secretsmanager:GetSecretValue on it", id, where(api), withheld(err))
+		case res.SecretString != nil:
+			out[name] = secrets.Value(*res.SecretString)
+		case res.SecretBinary != nil:
+			out[name] = secrets.Value(res.SecretBinary)
+		default:
+			return nil, fmt.Errorf("secrets manager: secret %s%s has neither SecretString nor SecretBinary in its current "+
+				"version (AWSCURRENT); put a value in it", id, where(api))
+		}
+	}
+	return out, nil
+}
+
+// where is " in region R" when api is a client that knows its region, else "".
+func where(api API) string {
+	if c, ok := api.(interface{ Options() sm.Options }); ok && c.Options().Region != "" {
+		return " in region " + c.Options().Region
+	}
+	return ""
+}
+
+// withheld is err unless it is an answer the SDK could not read: the text of such an error may
+// quote the answer, which may hold the value, so it is replaced (errors.As and errors.Is still
+// reach the SDK's error).
+func withheld(err error) error {
+	var de *smithy.DeserializationError
+	if errors.As(err, &de) {
+		return &unreadable{err: err}
+	}
+	return err
+}
+
+// unreadable is an answer the SDK could not read, its details withheld.
+type unreadable struct{ err error }
+
+func (e *unreadable) Error() string {
+	return "the answer could not be read (its details are withheld: they may quote the secret's value)"
+}
+
+func (e *unreadable) Unwrap() error { return e.err }
