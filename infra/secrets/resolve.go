@@ -101,15 +101,8 @@ func Resolve(ctx context.Context, names []string, src Sources) (map[string]Value
 // be owned by the user running zero502 (or root), with no permission for group or others, below
 // directories only its owner or root can write (infra/trust).
 func ReadFile(path string) (map[string]Value, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("secrets.file %s: %w", path, err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("secrets.file %s is mode %04o: group or others may read it; chmod 600 %s", path, perm, path)
-	}
-	if err := trust.Check(path, os.Getuid()); err != nil {
-		return nil, fmt.Errorf("secrets.file %s is not trusted: %w", path, err)
+	if err := trust.CheckPrivate(path, os.Getuid()); err != nil {
+		return nil, fmt.Errorf("secrets.file: %w", err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

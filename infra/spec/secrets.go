@@ -70,15 +70,8 @@ func writeValues(path string, vals map[string]string) error {
 
 // readValues reads a secrets file, refusing one another user could read or write.
 func readValues(path string) (map[string]string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("secrets file %s is mode %04o: group or others may read it (want %04o)", path, perm, PrivateMode)
-	}
-	if err := trust.Check(path, os.Getuid()); err != nil {
-		return nil, fmt.Errorf("secrets file %s is %w: %w", path, ErrUntrusted, err)
+	if err := trust.CheckPrivate(path, os.Getuid()); err != nil {
+		return nil, fmt.Errorf("secrets file %w: %w", ErrUntrusted, err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

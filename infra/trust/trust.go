@@ -91,3 +91,16 @@ func MkdirAll(path string, mode os.FileMode, uid int) error {
 	}
 	return os.MkdirAll(path, mode)
 }
+
+// CheckPrivate is Check for a file that holds secrets: trusted, and besides readable by its
+// owner alone (no permission at all for group or others).
+func CheckPrivate(path string, uid int) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s has mode %04o: group or others may read the secrets in it; chmod 600 %s", path, perm, path)
+	}
+	return Check(path, uid)
+}
