@@ -62,7 +62,25 @@ type Secrets struct {
 	Command []string `mapstructure:"command"`
 	// CommandTimeout bounds Command.
 	CommandTimeout time.Duration `mapstructure:"command_timeout"`
+	// AWS asks AWS Secrets Manager, after Command: the secret Prefix+NAME holds NAME's value.
+	AWS SecretsAWS `mapstructure:"aws"`
 }
+
+// SecretsAWS is AWS Secrets Manager as a source of secrets (package infra/secrets/secretsmanager),
+// with the deploy job's AWS credentials.
+type SecretsAWS struct {
+	// Enabled asks Secrets Manager for the names not in secrets.file nor secrets.command's output.
+	Enabled bool `mapstructure:"enabled"`
+	// Region is the secrets' region; "" takes the SDK's (AWS_REGION, the profile).
+	Region string `mapstructure:"region"`
+	// Prefix is put before each name to make its secret id (e.g. "shop/prod/").
+	Prefix string `mapstructure:"prefix"`
+}
+
+// SecretStoreAWS makes the AWS Secrets Manager store of secrets.aws. Package
+// infra/secrets/secretsmanager sets it (the zero502 binary links it); without it secrets.aws is
+// refused when a deploy looks its secrets up.
+var SecretStoreAWS func(a SecretsAWS) secrets.Store
 
 // Balancer kinds.
 const (

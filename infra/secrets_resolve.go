@@ -16,7 +16,7 @@ func (c *Config) SecretNames() []string {
 }
 
 // ResolveSecrets finds the value of every secret the services name, from secrets: (its file,
-// its command, the deploy job's environment), into SecretValues, and says where each came from
+// its command, AWS Secrets Manager, the deploy job's environment), into SecretValues, and says where each came from
 // (names only). Call it on the machine that runs the deploy, before anything changes; a config
 // whose services name none resolves nothing and runs no command.
 func (c *Config) ResolveSecrets(ctx context.Context) ([]secrets.Where, error) {
@@ -24,8 +24,15 @@ func (c *Config) ResolveSecrets(ctx context.Context) ([]secrets.Where, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	vals, where, err := secrets.Resolve(ctx, names, secrets.Sources{
-		File: c.Secrets.File, Command: c.Secrets.Command, CommandTimeout: c.Secrets.CommandTimeout})
+	src := secrets.Sources{File: c.Secrets.File, Command: c.Secrets.Command, CommandTimeout: c.Secrets.CommandTimeout}
+	if c.Secrets.AWS.Enabled {
+		if SecretStoreAWS == nil {
+			return nil, &FieldError{Key: "secrets.aws.enabled", Value: true,
+				Rule: "needs the AWS Secrets Manager reader (package infra/secrets/secretsmanager), which this program does not include"}
+		}
+		src.Stores = append(src.Stores, SecretStoreAWS(c.Secrets.AWS))
+	}
+	vals, where, err := secrets.Resolve(ctx, names, src)
 	if err != nil {
 		return nil, err
 	}

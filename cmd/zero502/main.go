@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	_ "github.com/zero502/zero502/infra/secrets/secretsmanager" // secrets.aws: the deploy reads AWS Secrets Manager
 )
 
 func main() {

@@ -15,7 +15,8 @@ import (
 )
 
 // Sources are where a deploy looks a secret's name up, in this order: File, then the output of
-// Command, then the deploy job's environment (Env). The first that has the name gives the value.
+// Command, then each of Stores, then the deploy job's environment (Env). The first that has the
+// name gives the value.
 type Sources struct {
 	// File is a dotenv file (secrets.file) only its owner may read or write.
 	File string
@@ -25,8 +26,19 @@ type Sources struct {
 	Command []string
 	// CommandTimeout bounds Command (30s when 0).
 	CommandTimeout time.Duration
+	// Stores are secret stores asked next, in order, for the names still missing (AWS Secrets
+	// Manager).
+	Stores []Store
 	// Env looks a name up in the deploy job's environment (os.LookupEnv when nil).
 	Env func(string) (string, bool)
+}
+
+// Store is a secret store: Lookup returns the values it has of names, leaving out those it does
+// not have; an error is a store that could not be asked (never a name it lacks), and holds no
+// value.
+type Store struct {
+	Name   string
+	Lookup func(ctx context.Context, names []string) (map[string]Value, error)
 }
 
 // Where is the source a secret's value came from, as Resolve reports it.
@@ -74,6 +86,18 @@ func Resolve(ctx context.Context, names []string, src Sources) (map[string]Value
 		}
 		take(vals, "secrets.command")
 		tried = append(tried, "secrets.command "+src.Command[0])
+	}
+	for _, st := range src.Stores {
+		m := missing()
+		if len(m) == 0 {
+			break
+		}
+		vals, err := st.Lookup(ctx, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		take(vals, st.Name)
+		tried = append(tried, st.Name)
 	}
 	if m := missing(); len(m) > 0 {
 		env := src.Env

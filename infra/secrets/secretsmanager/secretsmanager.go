@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/secrets"
 )
 
@@ -84,8 +85,10 @@ func Lookup(ctx context.Context, api API, prefix string, names []string) (map[st
 
 // where is " in region R" when api is a client that knows its region, else "".
 func where(api API) string {
-	if c, ok := api.(interface{ Options() sm.Options }); ok && c.Options().Region != "" {
-		return " in region " + c.Options().Region
+	if c, ok := api.(interface{ Options() sm.Options }); ok {
+		if r := c.Options().Region; r != "" {
+			return " in region " + r
+		}
 	}
 	return ""
 }
@@ -109,3 +112,19 @@ func (e *unreadable) Error() string {
 }
 
 func (e *unreadable) Unwrap() error { return e.err }
+
+// Store is Secrets Manager as a store of secrets (secrets.Store): the client is made, with the
+// deploy job's credentials, the first time a name is asked for.
+func Store(region, prefix string) secrets.Store {
+	return secrets.Store{Name: "aws secrets manager", Lookup: func(ctx context.Context, names []string) (map[string]secrets.Value, error) {
+		c, err := NewClient(ctx, region)
+		if err != nil {
+			return nil, err
+		}
+		return Lookup(ctx, c, prefix, names)
+	}}
+}
+
+func init() {
+	infra.SecretStoreAWS = func(a infra.SecretsAWS) secrets.Store { return Store(a.Region, a.Prefix) }
+}
