@@ -6,7 +6,8 @@ import (
 	"github.com/zero502/zero502/infra/secrets"
 )
 
-// SecretNames are the names every service's secrets list, each once, in order.
+// SecretNames are the names the services' secrets list, as listed (a name two services share
+// comes twice; Resolve looks each up once).
 func (c *Config) SecretNames() []string {
 	var names []string
 	for _, s := range c.Services {
@@ -15,10 +16,10 @@ func (c *Config) SecretNames() []string {
 	return names
 }
 
-// ResolveSecrets finds the value of every secret the services name, from secrets: (its file,
-// its command, AWS Secrets Manager, the deploy job's environment), into SecretValues, and says where each came from
-// (names only). Call it on the machine that runs the deploy, before anything changes; a config
-// whose services name none resolves nothing and runs no command.
+// ResolveSecrets finds the value of every secret the services name, from secrets: (its file, its
+// command, AWS Secrets Manager, the deploy job's environment), into SecretValues, and says where
+// each came from (names only). Call it on the machine that runs the deploy, before anything
+// changes; a config whose services name none resolves nothing and runs no command.
 func (c *Config) ResolveSecrets(ctx context.Context) ([]secrets.Where, error) {
 	names := c.SecretNames()
 	if len(names) == 0 {
