@@ -61,11 +61,17 @@ func deploySecret(t *testing.T, f *fleet, path, version string) (*Report, string
 }
 
 // A service's secret reaches its environment, found at deploy time in secrets.file; it is in no
-// spec, event, report, argv or log. A changed value redeploys the same version, an unchanged one
-// does not; a secrets file others may read refuses the deploy before anything changes.
+// spec, event, report, argv or log. Host-a is reached over ssh: it gets the value on the step's
+// stdin after the config, never on the command line, and host look gets none. A changed value
+// redeploys the same version, an unchanged one does not; a secrets file others may read refuses
+// the deploy before anything changes.
 func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 	t.Parallel()
-	f, _, file := secretFleet(t, nil)
+	s := startSSHD(t)
+	f, cfg, file := secretFleet(t, s)
+	if cfg.Hosts[0].SSH == "" || cfg.Hosts[1].SSH != "" {
+		t.Fatal("want host-a over ssh, host-b local")
+	}
 	path := filepath.Join(f.dir, "fleet.yaml")
 	seen := func(host, version string) string {
 		data, _ := os.ReadFile(filepath.Join(f.dir, "seen-"+host+"-"+version))
@@ -111,6 +117,20 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 		leaks(h+"'s service argv", "s3cret-one", string(cmdline))
 	}
 
+	d := New(f.load(path), Options{RemoteBinary: bin})
+	d.cfg.SecretValues = map[string]secrets.Value{"DB_PASSWORD": "s3cret-one"}
+	cmd, err := d.sshCommand(cfg.Hosts[0], []string{"host", "step", "--config", "-", "--host", "host-a", "--version", "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks("the ssh command line", "s3cret", strings.Join(cmd.Args, " "))
+	if got := d.secretsFor([]string{"host", "look"}); got != nil {
+		t.Errorf("host look is sent the secrets: %v", got)
+	}
+	if got := d.secretsFor([]string{"host", "step"}); got["DB_PASSWORD"] != "s3cret-one" {
+		t.Errorf("host step is not sent the secrets: %v", got)
+	}
+
 	// The same value: nothing to roll out.
 	rep, out, err := deploySecret(t, f, path, "v1")
 	if err != nil || rep.Hosts[0].Outcome != OutcomeUnchanged {
@@ -126,12 +146,26 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 		t.Errorf("after the rotation host-b's service saw %q, want the new value", got)
 	}
 
-	st, err := Status(context.Background(), f.load(path), Options{Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }})
+	// Status, host-a's read over ssh (host look): each host's secrets by name and digest, the
+	// same digest on both.
+	st, err := Status(context.Background(), f.load(path), Options{RemoteBinary: bin,
+		Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := st.Hosts[0].Services[0].Secrets["DB_PASSWORD"]; d == "" || strings.Contains(d, "s3cret") {
-		t.Errorf("status shows secrets %v: want DB_PASSWORD by its digest", st.Hosts[0].Services[0].Secrets)
+	var digests []string
+	for _, hs := range st.Hosts {
+		if len(hs.Services) == 0 {
+			t.Fatalf("status of %s has no services: %v", hs.Host, hs.Problems)
+		}
+		d := hs.Services[0].Secrets["DB_PASSWORD"]
+		if d == "" || strings.Contains(d, "s3cret") {
+			t.Errorf("status of %s shows secrets %v: want DB_PASSWORD by its digest", hs.Host, hs.Services[0].Secrets)
+		}
+		digests = append(digests, d)
+	}
+	if len(digests) != 2 || digests[0] != digests[1] {
+		t.Errorf("digests %v: want the same value's digest on both hosts", digests)
 	}
 
 	if err := os.Chmod(file, 0o644); err != nil {
@@ -144,51 +178,5 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 	}
 	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
 		t.Errorf("after the refusal hosts run %v, want v1", v)
-	}
-}
-
-// Over ssh a host gets the secret's value on the step's stdin, after the config: its service
-// sees it, its spec holds only the digest, and the ssh command line never carries it.
-func TestASecretReachesAHostOverSSHOnStdinOnly(t *testing.T) {
-	t.Parallel()
-	s := startSSHD(t)
-	f, cfg, _ := secretFleet(t, s)
-	path := filepath.Join(f.dir, "fleet.yaml")
-	if cfg.Hosts[0].SSH == "" {
-		t.Fatal("host-a is not reached over ssh")
-	}
-	rep, out, err := deploySecret(t, f, path, "v1")
-	if err != nil {
-		t.Fatalf("deploy v1: %v\n%s", err, out)
-	}
-	if !strings.Contains(out, "host-a") || rep.Hosts[0].Outcome != OutcomeDeployed {
-		t.Fatalf("host-a: %q\n%s", rep.Hosts[0].Outcome, out)
-	}
-	if strings.Contains(out, "s3cret-one") {
-		t.Errorf("the events (host-a's came back over ssh) or the report hold the value:\n%s", out)
-	}
-	data, _ := os.ReadFile(filepath.Join(f.dir, "seen-host-a-v1"))
-	if string(data) != "s3cret-one" {
-		t.Errorf("host-a's service (started by zero502 host step over ssh) saw DB_PASSWORD=%q, want the secret", data)
-	}
-	if data, _ := os.ReadFile(spec.Path(f.stateDir(0))); strings.Contains(string(data), "s3cret-one") {
-		t.Errorf("host-a's spec holds the value:\n%s", data)
-	}
-	d := New(f.load(path), Options{RemoteBinary: bin})
-	d.cfg.SecretValues = map[string]secrets.Value{"DB_PASSWORD": "s3cret-one"}
-	for _, args := range [][]string{{"host", "step", "--config", "-"}, {"host", "look", "--config", "-"}} {
-		cmd, err := d.sshCommand(cfg.Hosts[0], args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(strings.Join(cmd.Args, " "), "s3cret") {
-			t.Errorf("the ssh command line holds the value: %q", cmd.Args)
-		}
-	}
-	if got := d.secretsFor([]string{"host", "look"}); got != nil {
-		t.Errorf("host look is sent the secrets: %v", got)
-	}
-	if got := d.secretsFor([]string{"host", "step"}); got["DB_PASSWORD"] != "s3cret-one" {
-		t.Errorf("host step is not sent the secrets: %v", got)
 	}
 }
