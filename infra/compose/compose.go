@@ -114,6 +114,27 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	return im, nil
 }
 
+// valueless are the names an environment section, as the file wrote it (a list or a map), gives
+// no value: "- NAME" or "NAME:" with nothing after it.
+func valueless(env any) map[string]bool {
+	out := map[string]bool{}
+	switch e := env.(type) {
+	case []any:
+		for _, item := range e {
+			if s, ok := item.(string); ok && !strings.Contains(s, "=") {
+				out[strings.TrimSpace(s)] = true
+			}
+		}
+	case map[string]any:
+		for k, v := range e {
+			if v == nil {
+				out[k] = true
+			}
+		}
+	}
+	return out
+}
+
 // notInName are the characters a Compose project name may not hold.
 var notInName = regexp.MustCompile(`[^a-z0-9_-]`)
 
@@ -150,7 +171,7 @@ var advice = map[string]string{
 	"container_name": "zero502 names containers zero502-<host>-<service>-<version>-<random>, so two versions can run side by side",
 	"expose":         "only the published port (ports) is reached, through the balancer",
 	"labels":         "zero502 labels its containers itself (host, service, version, address)",
-	"secrets":        "not passed to the container: give the value as an environment variable on the host",
+	"secrets":        "not mounted: list the value's variable in services[].secrets (found at deploy time in secrets.file, secrets.command, Secrets Manager or the deploy's environment)",
 	"configs":        "not passed to the container: bake the file into the image, or mount it on the host",
 	"working_dir":    "the image's WORKDIR is used: set it in the Dockerfile",
 	"hostname":       "the container keeps Docker's default hostname",
@@ -165,7 +186,7 @@ const unhandled = "zero502 does not set this on the container: remove it, or mak
 var topLevel = map[string]string{
 	"volumes":  "zero502 creates no volumes: create them on each host before the first deploy",
 	"networks": "zero502 creates no networks: its containers use Docker's default bridge",
-	"secrets":  "zero502 passes no Compose secrets: give each value as an environment variable",
+	"secrets":  "zero502 mounts no Compose secrets: give each as an environment variable listed in services[].secrets",
 	"configs":  "zero502 passes no Compose configs: bake them into the image",
 }
 
@@ -185,9 +206,17 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	if len(sc.Entrypoint) > 0 {
 		note("entrypoint", "zero502 sets the container's command only: the entrypoint and the command are joined into services[].command, which replaces the image's CMD (an image ENTRYPOINT would still run first: check it)")
 	}
+	fromShell := valueless(keys["environment"])
 	for k, v := range sc.Environment {
+		if fromShell[k] {
+			// Compose takes it from the shell at `up` time: a secret's way in. It becomes one of
+			// services[].secrets, found when the deploy starts, and its value (which the loader
+			// may have read from this shell) goes into no config and no spec.
+			svc.Secrets = append(svc.Secrets, k)
+			continue
+		}
 		if v == nil {
-			note("environment."+k, "has no value here (Compose would take it from the shell at up time): set it in services[].env")
+			note("environment."+k, "has no value here: set it in services[].env, or list it in services[].secrets")
 			continue
 		}
 		if svc.Env == nil {
@@ -195,8 +224,9 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 		}
 		svc.Env[k] = *v
 	}
+	sort.Strings(svc.Secrets)
 	if len(sc.EnvFiles) > 0 {
-		note("env_file", "read now, at import: its values are in services[].env; a secret belongs in the host's environment, not in the config")
+		note("env_file", "read now, at import: its values are in services[].env; move a secret's to secrets.file and list its name in services[].secrets")
 	}
 	for i, p := range sc.Ports {
 		if i > 0 {

@@ -205,3 +205,44 @@ func TestServicesFromReadsTheComposeFileAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// A variable a Compose file lists without a value (Compose takes it from the shell at `up` time)
+// is a secret: one of services[].secrets, found when the deploy starts. Its value, which this
+// shell holds, goes into no env and no written config.
+func TestAVariableWithoutAValueIsASecret(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: shop/web:{version}
+    ports: ["8080:8080"]
+    environment: [DB_PASSWORD, "PLAIN=1"]
+  worker:
+    image: shop/worker:{version}
+    environment:
+      API_KEY:
+      MODE: batch
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"DB_PASSWORD=hunter2", "API_KEY=sk-live-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range im.Services {
+		want := map[string][]string{"web": {"DB_PASSWORD"}, "worker": {"API_KEY"}}[svc.Name]
+		if !slices.Equal(svc.Secrets, want) {
+			t.Errorf("%s: secrets %v, want %v", svc.Name, svc.Secrets, want)
+		}
+		for k, v := range svc.Env {
+			if v == "hunter2" || v == "sk-live-1" || k == "DB_PASSWORD" || k == "API_KEY" {
+				t.Errorf("%s: env %s=%q holds a secret", svc.Name, k, v)
+			}
+		}
+	}
+	data, err := compose.Write(im, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "hunter2") || strings.Contains(string(data), "sk-live-1") || !strings.Contains(string(data), "DB_PASSWORD") {
+		t.Errorf("the written config holds a value, or lacks the secret's name:\n%s", data)
+	}
+}

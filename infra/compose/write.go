@@ -29,7 +29,7 @@ func Write(im *Import, from string) ([]byte, error) {
 		Hosts: []host{{Name: "host-1", Address: "127.0.0.1"}}}
 	for _, s := range im.Services {
 		out := service{Name: s.Name, Image: s.Image, Command: s.Command, Port: s.Port, Ports: s.Ports, Drain: s.Drain,
-			Env: s.Env, User: s.User, StopSignal: s.StopSignal}
+			Env: s.Env, Secrets: s.Secrets, User: s.User, StopSignal: s.StopSignal}
 		if s.Health.Path != "" {
 			out.Health = &health{Path: s.Health.Path}
 			if s.Health.Timeout != 0 {
@@ -96,6 +96,7 @@ type service struct {
 	Health     *health           `yaml:"health,omitempty"`
 	Drain      string            `yaml:"drain,omitempty"`
 	Env        map[string]string `yaml:"env,omitempty"`
+	Secrets    []string          `yaml:"secrets,omitempty,flow"`
 	User       string            `yaml:"user,omitempty"`
 	StopSignal string            `yaml:"stop_signal,omitempty"`
 }
