@@ -42,7 +42,7 @@ var bin string
 // The tests mostly wait on real timers (drain windows, health intervals, ssh keepalives), each
 // on a fleet of its own: three run at once.
 func TestMain(m *testing.M) {
-	os.Exit(testmain.Run(m, testmain.Options{Binary: &bin, Parallel: 3}))
+	os.Exit(testmain.Run(m, testmain.Options{Binary: &bin, Parallel: 3, UnderLoad: true}))
 }
 
 // webPort is the web service's port on every host (each host has its own network stack).

@@ -31,7 +31,7 @@ type Options struct {
 	// Parallel is the -parallel used when the caller gave none (0: Go's default, GOMAXPROCS).
 	Parallel int
 	// UnderLoad says the package's tests judge zero failed requests under a steady load through
-	// real processes (the deployer's, the demo's). Such packages never run their tests beside one
+	// real processes (the deployer's, the demo's, the networked fleet's). Such packages never run their tests beside one
 	// another (go test runs packages GOMAXPROCS at a time: on 2 cores the deployer's four deploys
 	// under load beside three demos, on a machine already busy, starve 100 ms health checks):
 	// Run holds an exclusive flock on LoadLockPath from before the tests start until they end.
