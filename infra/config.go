@@ -126,6 +126,9 @@ type Balancer struct {
 	// in-house LB keeps and appends to; from anyone else it is replaced by the client address.
 	// Default none.
 	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// MaintenanceRetryAfter is the Retry-After the maintenance page carries when zero502
+	// maintenance on is given no --retry-after (whole seconds, 1s to 24h). Default 60s.
+	MaintenanceRetryAfter time.Duration `mapstructure:"maintenance_retry_after"`
 	// TargetGroupARN is the ALB target group the fleet is registered in (kind alb).
 	TargetGroupARN string `mapstructure:"target_group_arn"`
 	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.

@@ -91,6 +91,10 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"hook without a program", "hooks:\n  pre_traffic:\n    command: ['', x]\n", []string{"hooks.pre_traffic.command[0]", `""`, "must name the program"}},
 		{"service user that is no user name", "services:\n  - name: web\n    image: x\n    user: 'app user'\n",
 			[]string{"services[0].user", `"app user"`, "must be a user name"}},
+		{"maintenance retry-after in milliseconds", "balancer:\n  maintenance_retry_after: 1500ms\n",
+			[]string{"balancer.maintenance_retry_after", "1.5s", "whole seconds"}},
+		{"maintenance retry-after of two days", "balancer:\n  maintenance_retry_after: 48h\n",
+			[]string{"balancer.maintenance_retry_after", "48h0m0s", "from 1s to 24h0m0s"}},
 		{"hook with a negative timeout", "hooks:\n  on_failure:\n    timeout: -1s\n", []string{"hooks.on_failure.timeout", "-1s", "positive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -121,6 +121,9 @@ func (c *Config) Validate() error {
 			bad("balancer.trusted_proxies", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
 		}
 	}
+	if rule := RetryAfterRule(b.MaintenanceRetryAfter); rule != "" {
+		bad("balancer.maintenance_retry_after", b.MaintenanceRetryAfter.String(), rule+": the maintenance page's Retry-After")
+	}
 	nonNegative("balancer.deregistration_delay", b.DeregistrationDelay)
 	nonNegative("balancer.slow_start", b.SlowStart)
 

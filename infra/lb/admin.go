@@ -13,7 +13,8 @@ import (
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
 // /metrics and the HTML status page on / (README: Admin API), and the write API that adds,
-// drains and removes backends and sets their weights (adminWrites). Who may use it is
+// drains and removes backends and sets their weights (adminWrites), and the maintenance switch
+// (adminapi.MaintenancePath). Who may use it is
 // adminapi.Access: with a token, everything but GET /admin/health and /metrics needs it; with
 // none, only a loopback listener answers, to loopback Host headers, and writes only from programs.
 type adminServer struct{ srv *http.Server }
@@ -43,6 +44,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	mux.HandleFunc("GET /{$}", s.statusPage)
 	adminapi.HandleWrites(mux, "/admin/backends", adminWrites{s})
 	adminapi.HandleWeightWrites(mux, "/admin/backends", adminWrites{s})
+	adminapi.HandleMaintenance(mux, s)
 	h := adminapi.Access{Token: s.set.AdminToken, Listen: ln.Addr().String(), Realm: "zero502 lb admin",
 		Setting: "balancer.admin_token", Open: []string{"/admin/health", "/metrics"}}.Guard(mux)
 	srv := adminapi.NewServer(h, adminapi.DefaultLimits, nil)

@@ -20,6 +20,9 @@ const (
 	actionDrain   = "drain"
 	actionRemove  = "remove"
 	actionWeight  = "weight"
+
+	actionMaintenanceOn  = "maintenance_on"
+	actionMaintenanceOff = "maintenance_off"
 )
 
 // startChecks starts the health checks of every current backend under ctx, and of every one

@@ -194,7 +194,7 @@ func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool
 		return false
 	}
 	req := &x.req
-	if status, ok := s.ownHealth(req); ok {
+	if status, ok := s.answersItself(req); ok {
 		cc.in.consume(n)
 		return s.answer(cc, req, status, start, nil)
 	}
@@ -207,13 +207,26 @@ func (s *Server) answer(cc *clientConn, req *http1.Request, status int, start ti
 	out, closeClient := s.ownAnswer(make([]byte, 0, 160), cc.ip, req, status, start, b)
 	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
 	_, err := cc.conn.Write(out)
+	if err == nil && closeClient && req.HasBody() && b == nil {
+		// a body the LB answered without reading (maintenance): the client sees the answer,
+		// not a reset
+		lingerClose(cc)
+	}
 	return err == nil && !closeClient
 }
 
 // ownAnswer appends a response the LB makes itself to dst, counts and logs it, and says whether
-// the client connection closes after it.
+// the client connection closes after it. A 503 of no backend while maintenance is on is the
+// maintenance page, counted apart (zero502_lb_maintenance_responses_total): not a failure.
 func (s *Server) ownAnswer(dst, ip []byte, req *http1.Request, status int, start time.Time, b *Backend) ([]byte, bool) {
 	closeClient := req.Close || s.draining.Load() || s.closing.Load()
+	if p := s.maintenanceFor(req); p != nil && b == nil && status == 503 {
+		// a request body is not read: the connection ends after the page
+		closeClient = closeClient || req.HasBody()
+		s.maint.answered.Add(1)
+		s.logAccess(ip, req, status, nil, start)
+		return p.appendAnswer(dst, req, closeClient), closeClient
+	}
 	body := statusBody(status, s.draining.Load() || s.closing.Load())
 	out := append(dst, "HTTP/1.1 "...)
 	out = strconv.AppendInt(out, int64(status), 10)
@@ -252,6 +265,12 @@ func (s *Server) refuse(cc *clientConn, status int) {
 	if _, err := cc.conn.Write([]byte(out)); err != nil {
 		return
 	}
+	lingerClose(cc)
+}
+
+// lingerClose stops writing to the client and reads what it is still sending for a moment
+// (up to 1 MiB), so that the answer already written reaches it instead of a reset.
+func lingerClose(cc *clientConn) {
 	_ = cc.conn.CloseWrite()
 	_ = cc.conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
 	var sink [4096]byte

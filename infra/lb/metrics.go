@@ -36,9 +36,9 @@ func newMetrics(s *Server) *metrics {
 	}, []string{"code"})
 	m.admins = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "zero502_lb_admin_changes_total",
-		Help: "Changes of the backend set made through the admin API, by action (add, undrain, drain, remove, weight).",
+		Help: "Changes of the backend set made through the admin API, by action (add, undrain, drain, remove, weight), and of the maintenance switch (maintenance_on, maintenance_off).",
 	}, []string{"action"})
-	for _, a := range []string{actionAdd, actionUndrain, actionDrain, actionRemove, actionWeight} {
+	for _, a := range []string{actionAdd, actionUndrain, actionDrain, actionRemove, actionWeight, actionMaintenanceOn, actionMaintenanceOff} {
 		m.admins.WithLabelValues(a)
 	}
 	m.connect = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -127,6 +127,10 @@ var (
 		"The LB's own answers (502, 503, 504) caused by a failed attempt at the backend.", []string{"backend", "code"}, nil)
 	healthUnavailableDesc = prometheus.NewDesc("zero502_lb_backend_health_unavailable_total",
 		"503 answers of a backend to requests for the health path: the drain at work, not errors.", []string{"backend"}, nil)
+	maintenanceDesc = prometheus.NewDesc("zero502_lb_maintenance",
+		"1 while maintenance is on: every request but the LB's own health gets 503 and the maintenance page.", nil, nil)
+	maintenanceAnswersDesc = prometheus.NewDesc("zero502_lb_maintenance_responses_total",
+		"Requests answered with the maintenance page (503, Retry-After).", nil, nil)
 	slowRefusedDesc = prometheus.NewDesc("zero502_lb_slow_body_refusals_total",
 		"Requests answered 429 because their client IP had max_slow_bodies_per_ip slow bodies already.", nil, nil)
 )
@@ -134,7 +138,7 @@ var (
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, weightDesc, failOpenDesc, idleDesc, retriesDesc, resentDesc, overBudgetDesc, ejectionsDesc, clientsDesc,
 		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc,
-		headerDesc, backendErrorsDesc, backendOwnDesc, healthUnavailableDesc} {
+		headerDesc, backendErrorsDesc, backendOwnDesc, healthUnavailableDesc, maintenanceDesc, maintenanceAnswersDesc} {
 		ch <- d
 	}
 }
@@ -177,6 +181,12 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(upgradedDesc, prometheus.GaugeValue, float64(c.s.tunnels.count()))
 	ch <- prometheus.MustNewConstMetric(proxyRefusedDesc, prometheus.CounterValue, float64(c.s.proxyRefused.Load()))
 	ch <- prometheus.MustNewConstMetric(upgradesDesc, prometheus.CounterValue, float64(c.s.tunnels.total.Load()))
+	on := 0.0
+	if c.s.maint.page.Load() != nil {
+		on = 1
+	}
+	ch <- prometheus.MustNewConstMetric(maintenanceDesc, prometheus.GaugeValue, on)
+	ch <- prometheus.MustNewConstMetric(maintenanceAnswersDesc, prometheus.CounterValue, float64(c.s.maint.answered.Load()))
 }
 
 // collectOutcomes exports b's outcome counters and its response-head histogram.

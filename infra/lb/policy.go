@@ -5,16 +5,26 @@ import "github.com/zero502/zero502/infra/lb/http1"
 // ownHealthPath is the LB's own health on its proxy listener (its drain handshake's health).
 const ownHealthPath = "/_lb/health"
 
-// ownHealth says whether req asks for the LB's own health, and its answer: 200, or 503 from the
-// start of the drain on (both paths answer it themselves).
-func (s *Server) ownHealth(req *http1.Request) (int, bool) {
-	if string(req.Target()) != ownHealthPath || string(req.Method()) != "GET" || req.HasBody() {
-		return 0, false
+// isOwnHealth says whether req asks for the LB's own health.
+func (s *Server) isOwnHealth(req *http1.Request) bool {
+	return string(req.Target()) == ownHealthPath && string(req.Method()) == "GET" && !req.HasBody()
+}
+
+// answersItself says whether the LB answers req without asking a backend, and with which
+// status: its own health (200, or 503 from the start of the drain on), or any other request
+// while maintenance is on (503 and the maintenance page: maintenanceFor). Both paths ask it
+// first, and write the answer with ownAnswer.
+func (s *Server) answersItself(req *http1.Request) (int, bool) {
+	if s.isOwnHealth(req) {
+		if s.draining.Load() || s.closing.Load() {
+			return 503, true
+		}
+		return 200, true
 	}
-	if s.draining.Load() || s.closing.Load() {
+	if s.maint.page.Load() != nil {
 		return 503, true
 	}
-	return 200, true
+	return 0, false
 }
 
 // The exchange policy after a failed attempt at a backend, one for both paths (proxy.go and the

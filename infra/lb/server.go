@@ -71,6 +71,7 @@ type Server struct {
 	slow         *slowBodies   // max_slow_bodies_per_ip
 	tunnels      tunnels       // upgraded connections (WebSockets)
 
+	maint    maintenance // maintenance.go: every request answered 503 and a page while on
 	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
 	closing  atomic.Bool // listener closed: idle client connections leave
 	aborting atomic.Bool // the shutdown budget ran out: every client connection is closed

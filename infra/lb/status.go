@@ -13,6 +13,9 @@ var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
 td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}
 .healthy{color:#186a3b}.draining{color:#9a7d0a}.unhealthy{color:#922b21}.joining{color:#555}</style></head>
 <body><h1>zero502 lb {{if .Draining}}(draining){{end}}</h1>
+{{if .Maintenance.On}}<p class="maintenance" style="background:#fdebd0;padding:.5em"><b>MAINTENANCE</b> since
+{{.Maintenance.Since.Format "15:04:05"}}: every request gets 503 (Retry-After {{.Maintenance.RetryAfter}}){{if .Maintenance.Message}}: {{.Maintenance.Message}}{{end}}
+· {{.Maintenance.Answered}} answered · off: zero502 maintenance off</p>{{end}}
 <p>listen {{.Settings.Listen}} · health {{.Settings.HealthPath}} every {{.Settings.Interval}}
 (timeout {{.Settings.Timeout}}, out after {{.Settings.UnhealthyThreshold}}, back after
 {{.Settings.HealthyThreshold}}) · connect {{.Settings.ConnectTimeout}} · headers {{.Settings.HeaderTimeout}}</p>
@@ -38,7 +41,7 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request) {
 		v.Listen = s.Addr()
 	}
 	_ = statusTmpl.Execute(w, map[string]any{
-		"Draining": s.draining.Load(), "Settings": v, "Backends": s.Statuses(),
+		"Draining": s.draining.Load(), "Maintenance": s.Maintenance(), "Settings": v, "Backends": s.Statuses(),
 		"Now": time.Now().UTC().Format(time.RFC3339),
 	})
 }
