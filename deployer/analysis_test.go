@@ -181,7 +181,8 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 // 100 %). No canary: each batch is one host at its full share, so the window holds the 100
 // requests a side the p99 rule needs (about 130 at 100 req/s). A p99 of 130 answers is their
 // second slowest, which a busy machine's scheduler can delay by as much as the version adds:
-// the two cases run one after the other, not beside the parallel tests.
+// the two cases run beside each other (two 100 req/s loads of sleeping handlers), not beside
+// the parallel tests.
 // quietP99 is the p99 of v1's 100ms answers above which the machine's own tail hides the 20ms
 // v2 adds, and the p99 test skips, saying so.
 const quietP99 = 115 * time.Millisecond
@@ -197,6 +198,7 @@ func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T)
 		{"passes at max_p99_increase 1", 1, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFleet(t, tc.hosts)
 			values := defaultValues()
 			values.AppFlags = []string{"--delay", "100ms"}

@@ -49,8 +49,8 @@ name through a local DNS server (zero502 dns serve), two edges (zero502 edge for
 instances (zero502 lb) and three apps. Under steady load (GET, POST and long-lived WebSocket
 sessions) it rolls the apps through both LB instances, the LB instances through both edges, the
 edges through the A record set, and upgrades one LB in place by handing its sockets to a new
-process. Exit 0 only when no request failed and no session was lost; with --naive, exit 0 when
-the failures the handshake removes were seen.
+process. Exit 0 only when no request failed and no session was lost, --naive too (it shows the
+failures the handshake removes, and exits 1 for them, as demo --naive does).
 
 --bad-version rolls a bad v2 (zero502 app --fail-every 1: a 500 to every request, /health 200)
 on the same fleet and load: the canary takes its share, the analysis fails it, the fleet is
@@ -134,15 +134,7 @@ again and the failed requests are within the bound (with a margin of 1.5× + 5).
 				if r != nil {
 					renderDemo(out, asJSON, r, func() { demo.WriteTrafficSummary(out, r) })
 				}
-				switch {
-				case err != nil:
-					return exitCode(1, err)
-				case naive && r.Load != nil && r.Load.Failed():
-					return nil // the naive run shows what it loses
-				case naive || !r.Clean():
-					return exitCode(1, nil)
-				}
-				return nil
+				return trafficExit(r, err)
 			}
 			if service != demo.ServiceApp && service != demo.ServicePython {
 				return exitCode(2, fmt.Errorf("--service %q: must be %s or %s", service, demo.ServiceApp, demo.ServicePython))
@@ -226,6 +218,19 @@ func render(out io.Writer, asJSON, compare bool, runs []*demo.Result) error {
 		for _, r := range runs {
 			demo.WriteSummary(out, r)
 		}
+	}
+	return nil
+}
+
+// trafficExit is the exit of demo --traffic-layer: 0 only when the run was clean (no failed
+// request, no lost session, every tier on the new version), --naive too, as demo --naive: the
+// naive run shows the failures the handshake removes, and a run with failures exits 1.
+func trafficExit(r *demo.TrafficResult, err error) error {
+	switch {
+	case err != nil:
+		return exitCode(1, err)
+	case r == nil || !r.Clean():
+		return exitCode(1, nil)
 	}
 	return nil
 }

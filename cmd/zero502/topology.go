@@ -60,16 +60,17 @@ flags are invalid (nothing was computed); the error shows the expected shape.`,
   zero502 topology --file gtm-topology.yaml --ldns 10.1.2.7 --ecs 10.9.0.0/24 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var text string // --file, read once ("-" is stdin: it cannot be read twice)
 			if path != "" && !example && !withoutRegion {
-				text, err := readTopologyFile(cmd, path)
-				if err != nil {
+				var err error
+				if text, err = readTopologyFile(cmd, path); err != nil {
 					return exitCode(2, err)
 				}
 				if strings.TrimSpace(text) == "" || topology.LooksLikeTMSH(text) {
 					return runTopologyPaste(cmd, text, ldns, ecs, rr, asJSON)
 				}
 			}
-			set, q, err := topologyInput(cmd, path, ldns, ecs, example, withoutRegion)
+			set, q, err := topologyInput(path, text, ldns, ecs, example, withoutRegion)
 			if err != nil {
 				return exitCode(2, err)
 			}
@@ -154,8 +155,9 @@ func queryFlags(q *topology.Query, ldns, ecs string) error {
 	return nil
 }
 
-// topologyInput turns the flags into the YAML set (or the worked example) and the query.
-func topologyInput(cmd *cobra.Command, path, ldns, ecs string, example, withoutRegion bool) (*topology.Set, topology.Query, error) {
+// topologyInput turns the flags and text, the YAML read from --file path, into the set (or the
+// worked example) and the query.
+func topologyInput(path, text, ldns, ecs string, example, withoutRegion bool) (*topology.Set, topology.Query, error) {
 	var q topology.Query
 	var set *topology.Set
 	switch {
@@ -172,10 +174,7 @@ func topologyInput(cmd *cobra.Command, path, ldns, ecs string, example, withoutR
 	case ldns == "":
 		return nil, q, errors.New("--ldns is required with a YAML --file: the address the query comes from (a tmsh paste can say it in a source line)")
 	default:
-		text, err := readTopologyFile(cmd, path)
-		if err != nil {
-			return nil, q, err
-		}
+		var err error
 		if set, err = topology.Parse(strings.NewReader(text)); err != nil {
 			return nil, q, fmt.Errorf("%s: %w", path, err)
 		}

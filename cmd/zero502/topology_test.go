@@ -46,6 +46,12 @@ records:
 	if res.Winner != "NEAR" || res.AddressFrom != "edns0-client-subnet" {
 		t.Fatalf("the client subnet should decide: %+v", res)
 	}
+
+	// the same YAML on stdin: read once (it was read twice and failed "empty topology file")
+	out, code = runCLIIn(t, strings.NewReader(yaml), "topology", "--file", "-", "--ldns", "192.0.2.1", "--ecs", "10.9.0.0/24", "--json")
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Winner != "NEAR" {
+		t.Fatalf("YAML on --file -: exit %d %+v (%v)\n%s", code, res, err, out)
+	}
 }
 
 func TestTopologyCommandRefusesBadInputWithExit2(t *testing.T) {

@@ -56,6 +56,7 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 	if p.Query == nil {
 		lv := p.newLevel(LevelWideIP, "", nil, "")
 		d := lv.decision(nil)
+		d.Notes = append(d.Notes, p.unpastedNotes()...)
 		return &d, nil
 	}
 	first, notes, err := p.firstLevel()
@@ -72,6 +73,7 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 		d.Notes = append(d.Notes, "no geolocation database here: country, continent, ISP and state sources match only "+
 			"what the source line declares (source country=PT continent=EU isp=… state=…); this one declares nothing")
 	}
+	d.Notes = append(d.Notes, p.unpastedNotes()...)
 	if len(p.Ignored) > 0 {
 		d.Notes = append(d.Notes, "read past (no bearing on topology): "+strings.Join(p.Ignored, "; "))
 	}
@@ -233,4 +235,26 @@ func without(notes, seen []string) []string {
 		}
 	}
 	return out
+}
+
+// unpastedNotes say which regions the records name without the paste defining them: those the
+// source line declares hold the query (taken as declared), the others hold nothing here.
+func (p *Paste) unpastedNotes() []string {
+	var declared, unknown []string
+	for _, name := range p.Unpasted {
+		if p.Query != nil && p.Query.Declared != nil && slices.Contains(p.Query.Declared.Regions, name) {
+			declared = append(declared, name)
+		} else {
+			unknown = append(unknown, name)
+		}
+	}
+	var notes []string
+	if len(declared) > 0 {
+		notes = append(notes, "regions not pasted, taken as declared on the source line (the query is inside them): "+strings.Join(declared, ", "))
+	}
+	if len(unknown) > 0 {
+		notes = append(notes, "regions not pasted nor declared on the source line: "+strings.Join(unknown, ", ")+
+			": their records match no query and they hold no destination here (paste tmsh list gtm region, or add region=NAME to the source line)")
+	}
+	return notes
 }

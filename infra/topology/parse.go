@@ -120,6 +120,19 @@ type validator struct {
 	errs []error
 	// recordField names records[i] in errors; nil for "records[i]".
 	recordField func(i int) string
+	// unpasted, when not nil, takes the regions named but not defined instead of refusing
+	// them: a tmsh paste of the records alone is the common case (Paste.Unpasted).
+	unpasted map[string]bool
+}
+
+// undefinedRegion refuses region name, named at field by st, as not defined, or notes it
+// as unpasted.
+func (v *validator) undefinedRegion(field string, st Statement) {
+	if v.unpasted != nil {
+		v.unpasted[st.Name] = true
+		return
+	}
+	v.fail(field, "%q: region %q is not defined under regions", st.String(), st.Name)
 }
 
 func (v *validator) fail(field, format string, args ...any) {
@@ -176,6 +189,9 @@ func (v *validator) geo(in []fileGeo) []GeoEntry {
 		}
 		seen[p] = i
 		e := GeoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " "), State: strings.Join(strings.Fields(g.State), " ")}
+		if code, ok := continentCode(g.Continent); ok {
+			e.Continent = code
+		}
 		if e.Country == "" && e.Continent == "" && e.ISP == "" && e.State == "" {
 			v.fail(field, "%s classifies nothing: give a country, a continent, an isp or a state", p)
 		}
@@ -183,7 +199,7 @@ func (v *validator) geo(in []fileGeo) []GeoEntry {
 			v.fail(field+".country", "%q is not a two-letter code (e.g. PT)", g.Country)
 		}
 		if _, ok := continents[e.Continent]; e.Continent != "" && !ok {
-			v.fail(field+".continent", "%q is not one of AF AN AS EU NA OC SA", g.Continent)
+			v.fail(field+".continent", "%q %s", g.Continent, continentRule)
 		}
 		out = append(out, e)
 	}
@@ -315,7 +331,7 @@ func (v *validator) regionDefined(field string, st Statement, regions map[string
 		return
 	}
 	if _, ok := regions[st.Name]; !ok {
-		v.fail(field, "%q: region %q is not defined under regions", st.String(), st.Name)
+		v.undefinedRegion(field, st)
 	}
 }
 

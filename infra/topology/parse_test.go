@@ -70,7 +70,7 @@ regions:
 geo:
   - {subnet: 10.0.0.0/33, country: PT}
   - {subnet: 10.0.0.0/8}
-  - {subnet: 11.0.0.0/8, continent: Europe}
+  - {subnet: 11.0.0.0/8, continent: Atlantis}
 pools:
   - {name: POOL1, fallback: nothing}
   - {name: POOL1}
@@ -88,7 +88,7 @@ records:
 		`regions.c[0]: region "nowhere" is not defined under regions`,
 		`geo[0].subnet: "10.0.0.0/33" is not CIDR`,
 		"geo[1]: 10.0.0.0/8 classifies nothing",
-		`geo[2].continent: "Europe" is not one of AF AN AS EU NA OC SA`,
+		`geo[2].continent: "Atlantis" is not one of AF AN AS EU NA OC SA, nor their names`,
 		`pools[0].fallback: "nothing": want a tmsh fallback-mode`,
 		"pools[1].name: POOL1 duplicates pools[0]",
 		`pools[2].members[0].address: "not-an-ip" is not an IP address`,

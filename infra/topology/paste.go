@@ -13,6 +13,11 @@ type Paste struct {
 	Records []PastedRecord
 	// Regions are the user-defined regions by name (partition removed).
 	Regions map[string][]Statement
+	// Unpasted are the regions records or regions name that the paste does not define
+	// (sorted): a paste of tmsh list gtm topology alone. Such a region holds the query only
+	// when the source line declares it (source region=NAME), and no destination; Decide says
+	// which were taken as declared.
+	Unpasted []string
 	// LongestMatch is topology-longest-match (default yes); PreferECS is
 	// topology-prefer-edns0-client-subnet.
 	LongestMatch bool

@@ -37,7 +37,11 @@ func (v *validator) regions(in map[string][]string) map[string][]Statement {
 		for i, m := range out[name] {
 			if m.Kind == KindRegion {
 				if _, ok := out[m.Name]; !ok {
-					v.fail(fmt.Sprintf("regions.%s[%d]", name, i), "region %q is not defined under regions", m.Name)
+					if v.unpasted != nil {
+						v.unpasted[m.Name] = true
+					} else {
+						v.fail(fmt.Sprintf("regions.%s[%d]", name, i), "region %q is not defined under regions", m.Name)
+					}
 				}
 			}
 		}
@@ -93,8 +97,8 @@ func (v *validator) cycles(regions map[string][]Statement) {
 // say how BIG-IP combines negated members; Warnings flags every region that has them. seen
 // holds the regions on the current path, guarding against cycles in a Set Parse did not build.
 func (s *Set) regionMatches(name string, seen map[string]bool, test func(Statement, map[string]bool) (bool, string)) (bool, string) {
-	if seen[name] {
-		return false, ""
+	if _, defined := s.Regions[name]; !defined || seen[name] {
+		return false, "" // a region not pasted is inside only what declares it (Paste.Unpasted)
 	}
 	seen[name] = true
 	defer delete(seen, name)

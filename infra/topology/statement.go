@@ -41,6 +41,24 @@ var continents = map[string]string{
 	"NA": "North America", "OC": "Oceania", "SA": "South America",
 }
 
+// continentCode is the code of a continent given by its code (EU) or its name (Europe, North
+// America), in any case, as tmsh and the GUI show either; false for neither.
+func continentCode(v string) (string, bool) {
+	v = strings.Join(strings.Fields(v), " ")
+	if _, ok := continents[strings.ToUpper(v)]; ok {
+		return strings.ToUpper(v), true
+	}
+	for code, name := range continents {
+		if strings.EqualFold(name, v) {
+			return code, true
+		}
+	}
+	return "", false
+}
+
+// continentRule is what a continent may be, for errors.
+const continentRule = "is not one of AF AN AS EU NA OC SA, nor their names (Africa, Antarctica, Asia, Europe, North America, Oceania, South America)"
+
 // rank is the kind's place in the sort, 0 first. Data centers and pools share a rank: the
 // sources put them at the same level. State is not on the documented ladder (confirmed is
 // false); it is placed between ISPs and countries.
@@ -105,14 +123,15 @@ type Statement struct {
 	// Subnet is set for KindSubnet; it is always masked (no host bits).
 	Subnet netip.Prefix
 	// Name is what every other kind names: a region, pool or data center name, an ISP, an
-	// upper-case two-letter country code, an upper-case continent code (AF AN AS EU NA OC SA).
+	// upper-case two-letter country code, an upper-case continent code (AF AN AS EU NA OC SA),
+	// whether it was given as the code or the name.
 	Name string
 }
 
 // ParseStatement reads "[not] KIND VALUE". KIND is one of subnet, datacenter, pool, region,
 // isp, state, country, continent (case-insensitive). A subnet is CIDR with no host bits set; a
-// country is two letters; a continent is one of AF AN AS EU NA OC SA; an ISP or a state may be
-// several words; every other name is one word. Whitespace between words does not matter.
+// country is two letters; a continent is one of AF AN AS EU NA OC SA or its name (Europe, North
+// America), kept as its code; an ISP, a state or a continent's name may be several words; every other name is one word. Whitespace between words does not matter.
 func ParseStatement(s string) (Statement, error) {
 	words := strings.Fields(s)
 	var st Statement
@@ -135,7 +154,7 @@ func ParseStatement(s string) (Statement, error) {
 	if len(value) == 0 {
 		return Statement{}, fmt.Errorf("%q: %s with no value", s, st.Kind)
 	}
-	if st.Kind != KindISP && st.Kind != KindState && len(value) > 1 {
+	if st.Kind != KindISP && st.Kind != KindState && st.Kind != KindContinent && len(value) > 1 {
 		return Statement{}, fmt.Errorf("%q: a %s is one word, got %d", s, st.Kind.words(), len(value))
 	}
 	v := value[0]
@@ -155,10 +174,11 @@ func ParseStatement(s string) (Statement, error) {
 		}
 		st.Name = strings.ToUpper(v)
 	case KindContinent:
-		if _, ok := continents[strings.ToUpper(v)]; !ok {
-			return Statement{}, fmt.Errorf("%q: continent %q is not one of AF AN AS EU NA OC SA", s, v)
+		code, ok := continentCode(strings.Join(value, " "))
+		if !ok {
+			return Statement{}, fmt.Errorf("%q: continent %q %s", s, strings.Join(value, " "), continentRule)
 		}
-		st.Name = strings.ToUpper(v)
+		st.Name = code
 	case KindISP, KindState:
 		st.Name = strings.Join(value, " ")
 	default:

@@ -16,6 +16,8 @@ func TestParseStatementReadsTmshForms(t *testing.T) {
 		{"subnet 2001:db8::/32", Statement{Kind: KindSubnet, Subnet: netip.MustParsePrefix("2001:db8::/32")}},
 		{"  NOT   Country  pt ", Statement{Not: true, Kind: KindCountry, Name: "PT"}},
 		{"continent eu", Statement{Kind: KindContinent, Name: "EU"}},
+		{"continent Europe", Statement{Kind: KindContinent, Name: "EU"}}, // tmsh and the GUI show names too
+		{"not continent north  AMERICA", Statement{Not: true, Kind: KindContinent, Name: "NA"}},
 		{"isp Deutsche   Telekom", Statement{Kind: KindISP, Name: "Deutsche Telekom"}},
 		{"region eu-west", Statement{Kind: KindRegion, Name: "eu-west"}},
 		{"pool /Common/POOL1", Statement{Kind: KindPool, Name: "/Common/POOL1"}},
@@ -47,7 +49,8 @@ func TestParseStatementRefusesWithTheRule(t *testing.T) {
 		{"subnet 10.1.2.7/24", "did you mean 10.1.2.0/24"},
 		{"country Portugal", "two-letter code"},
 		{"country P1", "two-letter code"},
-		{"continent Europe", "AF AN AS EU NA OC SA"},
+		{"continent Atlantis", `continent "Atlantis" is not one of AF AN AS EU NA OC SA, nor their names`},
+		{"continent North Pole", `continent "North Pole" is not one of`},
 		{"pool POOL 1", "a pool is one word"},
 		{"region eu west", "a user-defined region is one word"},
 	} {

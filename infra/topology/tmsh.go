@@ -31,6 +31,7 @@ func ParseTMSH(r io.Reader) (*Paste, error) {
 		return nil, shapeError(errors.New("empty input: no topology records"))
 	}
 	t := &tmshReader{p: &Paste{LongestMatch: true}, regions: map[string][]string{}, servers: map[string]tmshServer{}}
+	t.v.unpasted = map[string]bool{}
 	t.v.recordField = func(i int) string {
 		return fmt.Sprintf("record %d (line %d)", i+1, t.p.Records[i].Line)
 	}
@@ -46,6 +47,7 @@ func ParseTMSH(r io.Reader) (*Paste, error) {
 			p.Records[i].Record = rec
 		}
 	}
+	p.Unpasted = sortedKeys(t.v.unpasted)
 	t.resolveMembers()
 	if err := errors.Join(t.v.errs...); err != nil {
 		return nil, shapeError(err)

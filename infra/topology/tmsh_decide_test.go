@@ -391,3 +391,55 @@ source ip=192.0.2.1 ecs=10.1.2.0/24
 		t.Errorf("the ignored client subnet should be noted: %q", d.Notes)
 	}
 }
+
+// A paste of tmsh list gtm topology alone (no gtm region stanzas) is the common case: a record
+// naming a region the paste does not define is scored, the region holding the query when the
+// source line declares it, and the notes say which regions were taken as declared. Continents
+// read by name as tmsh and the GUI show them.
+func TestTopologyTMSHRecordsAlone(t *testing.T) {
+	const records = `gtm topology ldns: region /Common/APAC server: pool /Common/ASIA { score 40 }
+gtm topology ldns: region /Common/EMEA server: pool /Common/EU { score 30 }
+gtm topology ldns: continent "North America" server: pool /Common/US { score 20 }
+gtm topology ldns: continent Europe server: pool /Common/EU { score 10 }
+`
+	d := decidePaste(t, records+"source region=APAC\n")
+	if s, from, ok := candidateScore(t, d, "ASIA"); !ok || s != 40 || from != 1 {
+		t.Errorf("ASIA: score %d from record %d (%v), want 40 from record 1 (region APAC, declared)", s, from, ok)
+	}
+	if _, _, ok := candidateScore(t, d, "EU"); ok {
+		t.Error("EU scored: region EMEA is neither pasted nor declared, and no continent is declared")
+	}
+	notes := strings.Join(d.Notes, "\n")
+	if !strings.Contains(notes, "taken as declared on the source line (the query is inside them): APAC") ||
+		!strings.Contains(notes, "regions not pasted nor declared on the source line: EMEA") {
+		t.Errorf("notes %q: want APAC taken as declared and EMEA named as unknown", d.Notes)
+	}
+
+	if _, err := ParseTMSH(strings.NewReader(records + "source continent=Atlantis\n")); err == nil ||
+		!strings.Contains(err.Error(), `continent "Atlantis" is not one of AF AN AS EU NA OC SA, nor their names`) {
+		t.Errorf("source continent=Atlantis: %v, want the continent rule", err)
+	}
+	for _, tc := range []struct{ query, winner string }{
+		{`source continent="North America"`, "US"},
+		{"source continent=NA", "US"},
+		{"source continent=Europe", "EU"},
+	} {
+		d := decidePaste(t, records+tc.query+"\n")
+		if got := d.Winner.Names; len(got) != 1 || got[0] != tc.winner {
+			t.Errorf("%s: winner %v, want %s\n%q", tc.query, got, tc.winner, d.Notes)
+		}
+	}
+
+	// the sorted-only walk of the records alone says the same of its regions
+	d = decidePaste(t, records)
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "regions not pasted nor declared on the source line: APAC, EMEA") {
+		t.Errorf("sorted-only notes %q: want APAC and EMEA named", d.Notes)
+	}
+
+	// a region the paste defines is still checked against its definition: nothing is taken
+	// as declared when it is pasted
+	d = decidePaste(t, records+"gtm region /Common/APAC { region-members { country JP { } } }\nsource country=CN\n")
+	if _, _, ok := candidateScore(t, d, "ASIA"); ok {
+		t.Error("ASIA scored for CN: the pasted region APAC holds JP only")
+	}
+}
