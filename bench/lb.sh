@@ -16,7 +16,11 @@
 #     the median req/s, p50 and p99 per target and the ratios zero502/HAProxy and zero502/nginx;
 #     with CLOSE=1 (default) each round also measures zero502 and HAProxy with a new client
 #     connection per request (wrk -H "Connection: close"), reported as zero502-close/haproxy-close;
-#  4. opens IDLE idle keep-alive client connections (each sent one request first) to zero502 lb
+#  4. with TLS=1 (default) runs zero502 lb (balancer.tls in a config file) and HAProxy (bind ...
+#     ssl) with the same ECDSA P-256 certificate, and measures HTTPS keep-alive req/s and, with a
+#     new connection per request, TLS handshakes per second (zero502-tls/haproxy-tls,
+#     zero502-tls-close/haproxy-tls-close);
+#  5. opens IDLE idle keep-alive client connections (each sent one request first) to zero502 lb
 #     and to HAProxy and prints the RSS growth per connection in KiB.
 # Everything listens on 127.0.0.1 and ends when the script ends. Not part of CI: the numbers
 # depend on the machine (and on whatever else runs on it), so compare the ratios, not the req/s.
@@ -33,6 +37,7 @@ IDLE=${IDLE:-10000}
 BASE_PORT=${BASE_PORT:-27100}   # backends BASE_PORT.., LBs BASE_PORT+50..
 PATH_UNDER_TEST=${PATH_UNDER_TEST:-/}
 CLOSE=${CLOSE:-1}
+TLS=${TLS:-1}
 
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin"
 need=()
@@ -165,6 +170,39 @@ mkdir -p "$work/nginx-lb"
 nginx -p "$work/nginx-lb" -c "$work/nginx-lb/nginx.conf" -g 'daemon off;' &
 pids+=($!)
 
+ZT_PORT=$((BASE_PORT + 54)) # zero502 lb with TLS (its plain listener BASE_PORT+55)
+HT_PORT=$((BASE_PORT + 56)) # HAProxy with TLS
+if [ "$TLS" = 1 ]; then
+  echo "== starting zero502 lb with TLS on :$ZT_PORT, HAProxy with TLS on :$HT_PORT (ECDSA P-256)"
+  mkdir -p "$work/tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=bench.test \
+    -addext subjectAltName=DNS:bench.test -keyout "$work/tls/key.pem" -out "$work/tls/cert.pem" 2>/dev/null
+  chmod 600 "$work/tls/key.pem"
+  cat "$work/tls/cert.pem" "$work/tls/key.pem" >"$work/tls/haproxy.pem"
+  chmod 600 "$work/tls/haproxy.pem"
+  {
+    echo "balancer:"
+    echo "  listen: 127.0.0.1:$((BASE_PORT + 55))"
+    echo "  admin: 127.0.0.1:$((BASE_PORT + 57))"
+    echo "  service: web"
+    echo "  interval: 500ms"
+    echo "  timeout: 400ms"
+    echo "  tls:"
+    echo "    listen: 127.0.0.1:$ZT_PORT"
+    echo "    certificates: [{cert: $work/tls/cert.pem, key: $work/tls/key.pem}]"
+    echo "rollout: {runtime: process}"
+    echo "services: [{name: web, command: [\"true\"], port: $BASE_PORT}]"
+    echo "hosts:"
+    for i in "${!backend_addrs[@]}"; do echo "  - {name: b$i, port_offset: $i}"; done
+  } >"$work/tls/zero502.yaml"
+  "$work/zero502" lb --config "$work/tls/zero502.yaml" 2>"$work/zero502-tls.log" &
+  ztpid=$!; pids+=("$ztpid")
+  sed -e "s|bind 127.0.0.1:$HA_PORT|bind 127.0.0.1:$HT_PORT ssl crt $work/tls/haproxy.pem alpn http/1.1|" "$work/haproxy.cfg" >"$work/haproxy-tls.cfg"
+  haproxy -db -f "$work/haproxy-tls.cfg" >"$work/haproxy-tls.log" 2>&1 &
+  htpid=$!; pids+=("$htpid")
+  wait_port "$ZT_PORT"; wait_port "$HT_PORT"
+fi
+
 for p in "$LB_PORT" "$HA_PORT" "$NG_PORT"; do wait_port "$p"; done
 if [ -n "${BEFORE_BIN:-}" ]; then wait_port "$BEFORE_PORT"; fi
 sleep 1 # let every balancer see its backends healthy
@@ -181,7 +219,7 @@ TICK=$(getconf CLK_TCK)
 # request (-1 with PID "-"). CPU per request is what a proxy costs whatever it shares the cores
 # with; req/s on a machine where wrk and the backends share the proxy's cores dilutes it.
 run_wrk() {
-  local name=$1 port=$2 pid=$3 url="http://127.0.0.1:$2$PATH_UNDER_TEST" out rps p50 p99 reqs t0=0 t1=0 cpu=-1
+  local name=$1 port=$2 pid=$3 url="${SCHEME:-http}://127.0.0.1:$2$PATH_UNDER_TEST" out rps p50 p99 reqs t0=0 t1=0 cpu=-1
   shift 3
   echo "== $name: wrk -t$THREADS -c$CONNS -d$DURATION --latency $* $url"
   wrk -t"$THREADS" -c"$CONNS" -d2s "$@" "$url" >/dev/null
@@ -213,6 +251,12 @@ for round in $(seq "$ROUNDS"); do
     run_wrk zero502-close "$LB_PORT" "$zpid" -H "Connection: close"
     run_wrk haproxy-close "$HA_PORT" "$hpid" -H "Connection: close"
     if [ -n "${BEFORE_BIN:-}" ]; then run_wrk before-close "$BEFORE_PORT" "$bpid" -H "Connection: close"; fi
+  fi
+  if [ "$TLS" = 1 ]; then
+    SCHEME=https run_wrk zero502-tls "$ZT_PORT" "$ztpid"
+    SCHEME=https run_wrk haproxy-tls "$HT_PORT" "$htpid"
+    SCHEME=https run_wrk zero502-tls-close "$ZT_PORT" "$ztpid" -H "Connection: close"
+    SCHEME=https run_wrk haproxy-tls-close "$HT_PORT" "$htpid" -H "Connection: close"
   fi
 done
 
@@ -301,6 +345,10 @@ awk '
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
     if (rps["haproxy-close"] > 0)
       printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"], cpu["zero502-close"] / cpu["haproxy-close"]
+    if (rps["haproxy-tls"] > 0)
+      printf "HTTPS keep-alive, zero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx\n", rps["zero502-tls"] / rps["haproxy-tls"], p99["zero502-tls"] / p99["haproxy-tls"], cpu["zero502-tls"] / cpu["haproxy-tls"]
+    if (rps["haproxy-tls-close"] > 0)
+      printf "HTTPS, a TLS handshake per request, zero502/haproxy: handshakes/s %.2fx, p99 %.2fx, CPU per handshake %.2fx\n", rps["zero502-tls-close"] / rps["haproxy-tls-close"], p99["zero502-tls-close"] / p99["haproxy-tls-close"], cpu["zero502-tls-close"] / cpu["haproxy-tls-close"]
     if (rps["before"] > 0)
       printf "zero502/before: req/s %.2fx, p99 %.2fx, CPU per request %.2fx\n", rps["zero502"] / rps["before"], p99["zero502"] / p99["before"], cpu["zero502"] / cpu["before"]
     if (rps["before-close"] > 0)

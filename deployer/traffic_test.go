@@ -26,8 +26,13 @@ type traffic struct {
 }
 
 func startTraffic(t *testing.T, addr string, workers int) *traffic {
+	return startTrafficWith(t, "http://"+addr, &http.Transport{MaxIdleConnsPerHost: workers}, workers)
+}
+
+// startTrafficWith is startTraffic to base (scheme and authority) through transport.
+func startTrafficWith(t *testing.T, base string, transport *http.Transport, workers int) *traffic {
 	tr := &traffic{stop: make(chan struct{})}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
 	for w := range workers {
 		tr.wg.Add(1)
 		go func() {
@@ -39,10 +44,10 @@ func startTraffic(t *testing.T, addr string, workers int) *traffic {
 				case <-time.After(15 * time.Millisecond):
 				}
 				key := ""
-				req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+				req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
 				if n%2 == 1 {
 					key = fmt.Sprintf("w%d-n%d", w, n)
-					req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/orders", strings.NewReader(`{"item":1}`))
+					req, _ = http.NewRequest(http.MethodPost, base+"/orders", strings.NewReader(`{"item":1}`))
 					req.Header.Set("Idempotency-Key", key)
 				}
 				resp, err := client.Do(req)

@@ -126,6 +126,8 @@ type Balancer struct {
 	// in-house LB keeps and appends to; from anyone else it is replaced by the client address.
 	// Default none.
 	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// TLS is HTTPS at the in-house LB: off while tls.listen is empty.
+	TLS BalancerTLS `mapstructure:"tls"`
 	// MaintenanceRetryAfter is the Retry-After the maintenance page carries when zero502
 	// maintenance on is given no --retry-after (whole seconds, 1s to 24h). Default 60s.
 	MaintenanceRetryAfter time.Duration `mapstructure:"maintenance_retry_after"`
@@ -134,6 +136,51 @@ type Balancer struct {
 	// Region is the AWS region of the target group (kind alb); empty uses the SDK's default chain.
 	Region string `mapstructure:"region"`
 }
+
+// BalancerTLS is HTTPS at the in-house LB (infra/lb/tlscert): certificate files chosen by SNI,
+// reloaded when they change, and certificates from an ACME CA, on one TLS listener that serves
+// the same requests as balancer.listen.
+type BalancerTLS struct {
+	// Listen is the HTTPS listener (host:port), e.g. 0.0.0.0:443. Default "": no TLS.
+	Listen string `mapstructure:"listen"`
+	// Certificates are certificate and key files (PEM); a client gets the one whose names match
+	// its SNI (a wildcard covers one label), else the first. A key file must be readable by its
+	// owner alone. A file changed on disk is served to new connections within a second.
+	Certificates []TLSCertificate `mapstructure:"certificates"`
+	// RedirectHTTP is a plain HTTP listener (host:port, e.g. 0.0.0.0:80) that answers every
+	// request 308 to the same URL over HTTPS, and ACME's HTTP-01 challenges. Default "": none.
+	RedirectHTTP string `mapstructure:"redirect_http"`
+	// ACME gets certificates for its domains from an ACME CA (Let's Encrypt by default).
+	ACME ACME `mapstructure:"acme"`
+	// HandshakeTimeout bounds a client's TLS handshake. Default 10s.
+	HandshakeTimeout time.Duration `mapstructure:"handshake_timeout"`
+}
+
+// TLSCertificate is a certificate chain and its private key, PEM files.
+type TLSCertificate struct {
+	Cert string `mapstructure:"cert"`
+	Key  string `mapstructure:"key"`
+}
+
+// ACME is the ACME account and the names it gets certificates for (HTTP-01 on
+// tls.redirect_http, or TLS-ALPN-01 on tls.listen).
+type ACME struct {
+	// Domains are the names to get certificates for. Default none: ACME off.
+	Domains []string `mapstructure:"domains"`
+	// Email is the account's contact. Required with domains.
+	Email string `mapstructure:"email"`
+	// Directory is the CA's ACME directory URL. Default Let's Encrypt's production directory.
+	Directory string `mapstructure:"directory"`
+	// CAFile is a PEM bundle that signs the directory's HTTPS when it is not a public CA (a
+	// private ACME server such as step-ca or Pebble). Default "": the system roots.
+	CAFile string `mapstructure:"ca_file"`
+	// CacheDir holds the account key and the certificates (directory 0700, files 0600).
+	// Required with domains.
+	CacheDir string `mapstructure:"cache_dir"`
+}
+
+// On says whether the LB serves HTTPS.
+func (t BalancerTLS) On() bool { return t.Listen != "" }
 
 // AdminAddrs are the admin APIs of every instance of the balancer: Admins, else Admin alone
 // (kind inhouse).

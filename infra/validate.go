@@ -121,6 +121,48 @@ func (c *Config) Validate() error {
 			bad("balancer.trusted_proxies", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
 		}
 	}
+	if t := b.TLS; t.On() || len(t.Certificates) > 0 || len(t.ACME.Domains) > 0 || t.RedirectHTTP != "" {
+		switch {
+		case b.Kind != BalancerInHouse:
+			bad("balancer.tls.listen", fmt.Sprintf("%q", t.Listen), "TLS is the in-house LB's: balancer.kind must be inhouse (an ALB terminates TLS at its HTTPS listener)")
+		case !t.On():
+			bad("balancer.tls.listen", `""`, "is required with tls.certificates, tls.acme.domains or tls.redirect_http: the HTTPS listener, e.g. 0.0.0.0:443")
+		default:
+			hostPort("balancer.tls.listen", t.Listen)
+		}
+		if t.On() && len(t.Certificates) == 0 && len(t.ACME.Domains) == 0 {
+			bad("balancer.tls.certificates", "[]", "the TLS listener needs certificate files or tls.acme.domains")
+		}
+		for i, c := range t.Certificates {
+			key := fmt.Sprintf("balancer.tls.certificates[%d]", i)
+			if c.Cert == "" {
+				bad(key+".cert", `""`, "is required: the certificate chain (PEM) of key "+c.Key)
+			}
+			if c.Key == "" {
+				bad(key+".key", `""`, "is required: the private key (PEM, mode 0600) of certificate "+c.Cert)
+			}
+		}
+		if t.RedirectHTTP != "" {
+			hostPort("balancer.tls.redirect_http", t.RedirectHTTP)
+		}
+		positive("balancer.tls.handshake_timeout", t.HandshakeTimeout)
+		if a := t.ACME; len(a.Domains) > 0 {
+			if a.Email == "" {
+				bad("balancer.tls.acme.email", `""`, "is required with tls.acme.domains: the ACME account's contact")
+			}
+			if a.CacheDir == "" {
+				bad("balancer.tls.acme.cache_dir", `""`, "is required with tls.acme.domains: where the account key and certificates are kept (0700)")
+			}
+			if !strings.HasPrefix(a.Directory, "https://") {
+				bad("balancer.tls.acme.directory", fmt.Sprintf("%q", a.Directory), "must be an https:// ACME directory URL")
+			}
+			for i, d := range a.Domains {
+				if d == "" || strings.ContainsAny(d, " /:*") {
+					bad(fmt.Sprintf("balancer.tls.acme.domains[%d]", i), fmt.Sprintf("%q", d), "must be a DNS name (no wildcard: HTTP-01 and TLS-ALPN-01 cannot prove one)")
+				}
+			}
+		}
+	}
 	if rule := RetryAfterRule(b.MaintenanceRetryAfter); rule != "" {
 		bad("balancer.maintenance_retry_after", b.MaintenanceRetryAfter.String(), rule+": the maintenance page's Retry-After")
 	}

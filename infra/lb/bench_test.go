@@ -161,7 +161,7 @@ func BenchmarkParseRequest(b *testing.B) {
 		if err := http1.ParseRequest(head, &r); err != nil {
 			b.Fatal(err)
 		}
-		out = http1.AppendUpstreamHead(out[:0], &r, []byte("127.0.0.1"), false, "b:1")
+		out = http1.AppendUpstreamHead(out[:0], &r, []byte("127.0.0.1"), false, false, "b:1")
 	}
 }
 

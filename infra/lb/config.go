@@ -20,6 +20,8 @@ type Settings struct {
 	Admin      string   // admin listener host:port; "" disables it
 	AdminToken string   // bearer token, required when Admin is not on loopback
 	Backends   []string // host:port, in order
+	// TLS is HTTPS on a second listener (config mode only: balancer.tls; tls.go).
+	TLS infra.BalancerTLS
 
 	// BalancerNumbers are the health checks and backend timeouts: the config's balancer.* numbers,
 	// under the same names (the LB has no use for the ALB's DeregistrationDelay and SlowStart).
@@ -85,6 +87,7 @@ func FromConfig(cfg *infra.Config) Settings {
 	s.BalancerNumbers = b.BalancerNumbers
 	s.AcceptProxyFrom, s.TrustedProxies = b.AcceptProxyFrom, b.TrustedProxies
 	s.Drain, s.Shutdown = cfg.Drain.Window, cfg.Drain.Shutdown
+	s.TLS = b.TLS
 	return s
 }
 

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"crypto/tls"
 	"errors"
 	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
@@ -15,8 +16,9 @@ import (
 // readability with a zero-copy peek (waitReadable), and takes a read buffer and an exchange
 // from their pools only while a request is in progress.
 type clientConn struct {
-	conn *net.TCPConn
-	raw  syscall.RawConn
+	conn clientSocket
+	raw  syscall.RawConn // nil for TLS: its bytes are not the socket's (no peek, no parking)
+	tls  bool            // came in on the TLS listener (X-Forwarded-Proto: https)
 	in   reader
 	ip   []byte
 	idle atomic.Bool // waiting for a request on its own goroutine
@@ -32,14 +34,24 @@ type clientConn struct {
 	parkedAt   time.Time // when it was parked
 }
 
-func newClientConn(tc *net.TCPConn) *clientConn {
-	cc := &clientConn{conn: tc, fd: -1}
-	cc.in.conn = tc
-	if raw, err := tc.SyscallConn(); err == nil {
-		cc.raw = raw
-		_ = raw.Control(func(fd uintptr) { cc.fd = int(fd) })
+// clientSocket is a client connection's socket: TCP, or TLS over TCP (tls.go), which only the
+// goroutine path serves.
+type clientSocket interface {
+	net.Conn
+	CloseWrite() error
+}
+
+func newClientConn(c clientSocket) *clientConn {
+	cc := &clientConn{conn: c, fd: -1}
+	cc.in.conn = c
+	_, cc.tls = c.(*tls.Conn)
+	if tc, ok := c.(*net.TCPConn); ok {
+		if raw, err := tc.SyscallConn(); err == nil {
+			cc.raw = raw
+			_ = raw.Control(func(fd uintptr) { cc.fd = int(fd) })
+		}
 	}
-	if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		cc.ip = []byte(a.IP.String())
 	}
 	return cc

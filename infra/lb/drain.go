@@ -57,6 +57,7 @@ func (d *lbDrain) StopAccepting() {
 	s.mu.Lock()
 	s.closing.Store(true)
 	_ = s.ln.Close()
+	s.stopTLS()
 	for cc := range s.conns {
 		if cc.idle.Load() && cc.used.Load() {
 			_ = cc.conn.SetReadDeadline(time.Unix(1, 0))

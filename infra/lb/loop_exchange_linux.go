@@ -230,7 +230,7 @@ func (l *loop) pick(c *lclient) {
 func (l *loop) bind(c *lclient, u *lup) {
 	req := &c.x.req
 	u.c, c.u = c, u
-	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, l.s.trustsForwarded(c.ip), u.b.Address)
+	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, l.s.trustsForwarded(c.ip), false, u.b.Address) // (TLS is on the goroutine path)
 	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
 	c.x.out = out
 	u.out, u.outOff, u.got = out, 0, false

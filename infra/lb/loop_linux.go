@@ -403,13 +403,11 @@ func (l *loop) netConn(fd int) (*net.TCPConn, error) {
 // park, with event loops, hands an idle client connection from the goroutine path back to
 // a loop: its descriptor is duplicated for the loop and the goroutine's copy closed.
 func (s *Server) parkInLoop(cc *clientConn) bool {
-	if s.loops == nil || len(cc.in.buffered()) > 0 {
+	if s.loops == nil || len(cc.in.buffered()) > 0 || cc.raw == nil { // (TLS stays on its goroutine)
 		return false
 	}
-	raw, err := cc.conn.SyscallConn()
-	if err != nil {
-		return false
-	}
+	raw := cc.raw
+	var err error
 	nfd := -1
 	if cerr := raw.Control(func(fd uintptr) { nfd, err = unix.FcntlInt(fd, syscall.F_DUPFD_CLOEXEC, 0) }); cerr != nil || err != nil {
 		return false

@@ -18,6 +18,8 @@ type metrics struct {
 	refused     *prometheus.CounterVec
 	admins      *prometheus.CounterVec
 	connect     *prometheus.HistogramVec
+	// tlsHandshakeFailures counts TLS handshakes that failed or timed out (tls.go).
+	tlsHandshakeFailures prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -49,7 +51,11 @@ func newMetrics(s *Server) *metrics {
 	for _, b := range s.members.all() {
 		m.attach(b)
 	}
-	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, m.admins, m.connect, &counters{s: s},
+	m.tlsHandshakeFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "zero502_lb_tls_handshake_failures_total",
+		Help: "TLS handshakes on balancer.tls.listen that failed or did not finish within balancer.tls.handshake_timeout.",
+	})
+	m.reg.MustRegister(m.transitions, m.ownAnswers, m.refused, m.admins, m.connect, m.tlsHandshakeFailures, &counters{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -34,8 +34,12 @@ func waitReadable(raw syscall.RawConn) error {
 }
 
 // awaitReadable waits for the next request of an idle client connection without its read
-// buffer (released here), so an idle keep-alive client costs no buffer.
-func awaitReadable(cc *clientConn, _ int) error {
+// buffer (released here), so an idle keep-alive client costs no buffer. A TLS client (no raw
+// socket: a readable socket may hold no whole record) reads into its buffer.
+func awaitReadable(cc *clientConn, max int) error {
+	if cc.raw == nil {
+		return cc.in.fill(max)
+	}
 	cc.in.release()
 	return waitReadable(cc.raw)
 }

@@ -207,7 +207,7 @@ func (s *Server) dial(b *Backend) (*upstream, error) {
 // out on silence (body_timeout without progress), never on the total duration of the body.
 func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64, start time.Time) attemptError {
 	req := &x.req
-	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, s.trustsForwarded(cc.ip), u.backend.Address)
+	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, s.trustsForwarded(cc.ip), cc.tls, u.backend.Address)
 	if len(body) <= smallBuf {
 		out = append(out, body...)
 		body = nil

@@ -81,8 +81,9 @@ type Server struct {
 
 	ln      net.Listener
 	adminLn net.Listener
-	parking *parking // without event loops: idle connections (nil without epoll: they keep their goroutine)
-	loops   *loops   // the event loops; nil where there are none (slow path only)
+	tls     *tlsFront // nil without balancer.tls
+	parking *parking  // without event loops: idle connections (nil without epoll: they keep their goroutine)
+	loops   *loops    // the event loops; nil where there are none (slow path only)
 
 	// listen opens the listeners (WithListen); nil is net.Listen
 	listen func(network, addr string) (net.Listener, error)
@@ -177,6 +178,13 @@ func (s *Server) Listen() error {
 		}
 		s.adminLn = aln
 	}
+	if err := s.listenTLS(listen); err != nil {
+		_ = ln.Close()
+		if s.adminLn != nil {
+			_ = s.adminLn.Close()
+		}
+		return err
+	}
 	if !s.set.slowPathOnly && EventLoopsAvailable {
 		if s.loops, err = s.newLoops(); err == nil {
 			return nil
@@ -235,7 +243,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.adminLn != nil {
 		admin = s.serveAdmin(s.adminLn)
 	}
-	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "backends", s.set.Backends,
+	s.runTLS(checks, acceptErr)
+	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "tls", s.TLSAddr(), "backends", s.set.Backends,
 		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "event_loops", s.loopCount())
 	if s.loops == nil || s.proxyFrom != nil {
 		// the goroutine path accepts: every connection, or (sniffing for PROXY headers) every new
@@ -254,10 +263,28 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
+// accept serves the proxy listener's connections.
 func (s *Server) accept() error {
+	return s.acceptFrom(s.ln, func(c net.Conn) {
+		cc := newClientConn(c.(*net.TCPConn))
+		if !s.track(cc) {
+			_ = c.Close()
+			return
+		}
+		if s.proxyFrom != nil {
+			go s.serveProxied(cc)
+			return
+		}
+		go s.serveConn(cc, false)
+	})
+}
+
+// acceptFrom accepts on ln until it closes, pausing on transient errors and closing what
+// comes over the connection cap, and hands every other connection to serve.
+func (s *Server) acceptFrom(ln net.Listener, serve func(net.Conn)) error {
 	var pause backoff.AcceptPause
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if s.closing.Load() {
 				return nil
@@ -276,16 +303,7 @@ func (s *Server) accept() error {
 			_ = c.Close()
 			continue
 		}
-		cc := newClientConn(c.(*net.TCPConn))
-		if !s.track(cc) {
-			_ = c.Close()
-			continue
-		}
-		if s.proxyFrom != nil {
-			go s.serveProxied(cc)
-			continue
-		}
-		go s.serveConn(cc, false)
+		serve(c)
 	}
 }
 

@@ -3,7 +3,6 @@ package lb
 import (
 	"errors"
 	"io"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,7 @@ type tunnels struct {
 
 // tunnel is one upgraded client connection and its backend connection.
 type tunnel struct {
-	client, backend *net.TCPConn
+	client, backend clientSocket
 	// idle is how long both directions may be silent (Settings.TunnelIdleTimeout).
 	idle time.Duration
 	// moved is when a byte last moved either way; until, once set, when the tunnel must end
@@ -149,11 +148,11 @@ func (t *tunnel) endBy(at time.Time) {
 var errTunnelIdle = errors.New("upgraded connection idle in both directions")
 
 // pipe copies src to dst until src ends (spliced by the kernel between two TCP sockets on
-// Linux), then passes the end on with a FIN and gives dst tunnelLinger to finish its side. It
+// Linux; a TLS client's bytes are copied), then passes the end on with a FIN and gives dst tunnelLinger to finish its side. It
 // copies in steps of a quarter of the idle timeout (a read deadline on src): at each step it
 // ends the tunnel if nothing moved either way for the idle timeout, or the tunnel's end time
 // passed. It returns nil when src ended cleanly.
-func (t *tunnel) pipe(dst, src *net.TCPConn) error {
+func (t *tunnel) pipe(dst, src clientSocket) error {
 	step := max(t.idle/4, 10*time.Millisecond)
 	for {
 		deadline := time.Now().Add(step)

@@ -154,6 +154,11 @@ func wsDial(addr string) (*wsConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	return wsHandshake(c)
+}
+
+// wsHandshake upgrades c, a new connection to the LB (TCP or TLS), to a WebSocket on /ws.
+func wsHandshake(c net.Conn) (*wsConn, error) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var k [16]byte
 	_, _ = rand.Read(k[:])

@@ -49,8 +49,9 @@ func markConnectionNamed(head []byte, fields []field, hop []bool) {
 // X-Forwarded-For lines are joined in order, in the place of the first); without it, what the
 // client sent is dropped and X-Forwarded-For is clientIP alone, so a client cannot forge the
 // address a backend sees. An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1
-// needs one.
-func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded bool, backend string) []byte {
+// needs one. X-Forwarded-Proto follows the same rule: a trusted proxy's is kept; from anyone
+// else it is dropped, and a request that came over TLS (https) gets X-Forwarded-Proto: https.
+func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, https bool, backend string) []byte {
 	dst = append(dst, r.Method()...)
 	dst = append(dst, ' ')
 	dst = append(dst, r.Target()...)
@@ -66,6 +67,9 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded b
 			continue
 		}
 		name, value := r.Field(k)
+		if !keepForwarded && EqualFold(name, "X-Forwarded-Proto") {
+			continue
+		}
 		if EqualFold(name, "X-Forwarded-For") {
 			if xff || !keepForwarded {
 				continue
@@ -91,6 +95,9 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded b
 		dst = append(dst, "X-Forwarded-For: "...)
 		dst = append(dst, clientIP...)
 		dst = append(dst, "\r\n"...)
+	}
+	if _, sent := r.Get("X-Forwarded-Proto"); https && !(keepForwarded && sent) {
+		dst = append(dst, "X-Forwarded-Proto: https\r\n"...)
 	}
 	if r.Upgrade {
 		dst = append(dst, "Connection: Upgrade\r\n"...) // its Upgrade header went in its place

@@ -63,7 +63,7 @@ func FuzzParseRequest(f *testing.F) {
 		if string(again.AppendCanonical(nil)) != string(canon) || again.ContentLength != r.ContentLength || again.Close != r.Close {
 			t.Fatalf("round trip changed the request: %q vs %q", canon, again.AppendCanonical(nil))
 		}
-		up := AppendUpstreamHead(nil, &r, []byte("127.0.0.1"), true, "b:1")
+		up := AppendUpstreamHead(nil, &r, []byte("127.0.0.1"), true, false, "b:1")
 		var fwd Request
 		if err := ParseRequest(up, &fwd); err != nil {
 			t.Fatalf("the head for the backend %q (from %q) does not parse: %v", up, data[:n], err)

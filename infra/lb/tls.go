@@ -1,0 +1,139 @@
+package lb
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/zero502/zero502/infra/lb/tlscert"
+)
+
+// tlsFront is HTTPS at the LB (Settings.TLS, balancer.tls): a TLS listener whose connections,
+// once their handshake is done, are served on the goroutine path exactly as plain ones (the same
+// exchange, retries, drain, WebSockets; never an event loop, whose bytes are the socket's), and
+// the optional plain HTTP listener that redirects to it and answers ACME's HTTP-01.
+type tlsFront struct {
+	ln       net.Listener
+	config   *tls.Config
+	certs    *tlscert.Source
+	http     net.Listener // nil: no redirect listener
+	redirect *http.Server
+}
+
+// certReload is how often the certificate files are looked at for a change.
+const certReload = time.Second
+
+// listenTLS reads the certificates (refusing a bad file before anything listens) and opens the
+// TLS and redirect listeners.
+func (s *Server) listenTLS(listen func(network, addr string) (net.Listener, error)) error {
+	t := s.set.TLS
+	if !t.On() {
+		return nil
+	}
+	certs, err := tlscert.New(t, s.log)
+	if err != nil {
+		return err
+	}
+	f := &tlsFront{certs: certs, config: certs.Config()}
+	if f.ln, err = listen("tcp", t.Listen); err != nil {
+		return fmt.Errorf("TLS listener on %s (balancer.tls.listen): %w", t.Listen, err)
+	}
+	if t.RedirectHTTP != "" {
+		if f.http, err = listen("tcp", t.RedirectHTTP); err != nil {
+			_ = f.ln.Close()
+			return fmt.Errorf("HTTP redirect listener on %s (balancer.tls.redirect_http): %w", t.RedirectHTTP, err)
+		}
+		_, port, _ := net.SplitHostPort(f.ln.Addr().String())
+		f.redirect = &http.Server{Handler: certs.HTTPHandler(port), ReadHeaderTimeout: s.set.ClientHeaderTimeout,
+			IdleTimeout: s.set.ClientIdleTimeout}
+	}
+	s.tls = f
+	return nil
+}
+
+// TLSAddr is the TLS listener's address, or "" without TLS.
+func (s *Server) TLSAddr() string {
+	if s.tls == nil {
+		return ""
+	}
+	return s.tls.ln.Addr().String()
+}
+
+// RedirectAddr is the HTTP redirect listener's address, or "" without one.
+func (s *Server) RedirectAddr() string {
+	if s.tls == nil || s.tls.http == nil {
+		return ""
+	}
+	return s.tls.http.Addr().String()
+}
+
+// CertReloads counts the certificate file reloads that took effect.
+func (s *Server) CertReloads() uint64 {
+	if s.tls == nil {
+		return 0
+	}
+	return s.tls.certs.Reloads.Load()
+}
+
+// runTLS accepts on the TLS listener, watches the certificate files and serves the redirect
+// listener until the drain stops them (stopTLS); a failed accept is sent to acceptErr.
+func (s *Server) runTLS(ctx context.Context, acceptErr chan<- error) {
+	f := s.tls
+	if f == nil {
+		return
+	}
+	go f.certs.Watch(ctx, certReload)
+	go func() {
+		if err := s.acceptFrom(f.ln, func(c net.Conn) { go s.handshake(c) }); err != nil {
+			acceptErr <- fmt.Errorf("TLS listener: %w", err)
+		}
+	}()
+	if f.redirect != nil {
+		go func() {
+			if err := f.redirect.Serve(f.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("HTTP redirect listener failed", "err", err)
+			}
+		}()
+	}
+}
+
+// handshake completes c's TLS handshake within balancer.tls.handshake_timeout, then serves its
+// requests on the goroutine path.
+func (s *Server) handshake(c net.Conn) {
+	tc := tls.Server(c, s.tls.config)
+	_ = c.SetDeadline(time.Now().Add(s.set.TLS.HandshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		s.metrics.tlsHandshakeFailures.Inc()
+		_ = c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	cc := newClientConn(tc)
+	if !s.track(cc) {
+		_ = tc.Close()
+		return
+	}
+	s.serveConn(cc, false)
+}
+
+// stopTLS stops accepting on the TLS and redirect listeners (the drain's StopAccepting): TLS
+// connections already open are drained with the others; the redirect listener's requests in
+// flight get the shutdown budget.
+func (s *Server) stopTLS() {
+	f := s.tls
+	if f == nil {
+		return
+	}
+	_ = f.ln.Close()
+	if f.redirect != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.set.Shutdown)
+			defer cancel()
+			_ = f.redirect.Shutdown(ctx)
+		}()
+	}
+}

@@ -1,0 +1,50 @@
+package tlscert
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// A certificate serves its exact names and, by a wildcard, one label below it: never the bare
+// domain nor two labels; the first that matches wins.
+func TestMatchBySNI(t *testing.T) {
+	a, w, b := &tls.Certificate{}, &tls.Certificate{}, &tls.Certificate{}
+	set := &fileSet{certs: []named{{a, []string{"shop.example.com"}}, {w, []string{"*.example.com"}}, {b, []string{"api.example.com"}}}}
+	for _, c := range []struct {
+		name string
+		want *tls.Certificate
+	}{
+		{"shop.example.com", a}, {"api.example.com", w}, {"x.example.com", w},
+		{"example.com", nil}, {"a.b.example.com", nil}, {"", nil}, {"other.test", nil},
+	} {
+		if got := set.match(c.name); got != c.want {
+			t.Errorf("match(%q) = %p, want %p", c.name, got, c.want)
+		}
+	}
+}
+
+// The redirect keeps the method (308), the path and the query, and names the HTTPS port unless
+// it is 443.
+func TestRedirect(t *testing.T) {
+	for _, c := range []struct{ port, host, target, want string }{
+		{"443", "shop.test", "/a?b=1", "https://shop.test/a?b=1"},
+		{"8443", "shop.test:8080", "/a", "https://shop.test:8443/a"},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", c.target, nil)
+		req.Host = c.host
+		Redirect(c.port).ServeHTTP(rec, req)
+		if rec.Code != http.StatusPermanentRedirect || rec.Header().Get("Location") != c.want {
+			t.Errorf("%s%s: %d %q, want 308 %s", c.host, c.target, rec.Code, rec.Header().Get("Location"), c.want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Host = ""
+	Redirect("443").ServeHTTP(rec, req)
+	if rec.Code != 400 {
+		t.Errorf("no Host: %d, want 400", rec.Code)
+	}
+}
