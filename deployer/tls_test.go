@@ -3,34 +3,34 @@ package deployer
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/ports"
-	"github.com/zero502/zero502/internal/testrig/testpki"
+	"github.com/zero502/zero502/internal/testrig/acmetest"
 )
 
-// A rolling deploy behind the LB's HTTPS listener (balancer.tls, `zero502 lb --config`) loses
-// no request: TLS clients on keep-alive connections see the same drain as plain ones.
+// A rolling deploy behind the LB's HTTPS listener (balancer.tls, `zero502 lb --config`) with a
+// certificate the LB got from an ACME CA (Pebble, validating HTTP-01 on the LB's redirect
+// listener) loses no request: TLS clients on keep-alive connections see the same drain as plain
+// ones.
 func TestRollingDeployOverTLSLosesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, 2)
 	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	ca := testpki.New(t, "zero502 test CA")
-	cert, key := testpki.WritePair(t, ca.Issue(t, x509.ExtKeyUsageServerAuth, "shop.test"),
-		filepath.Join(f.dir, "shop.crt"), filepath.Join(f.dir, "shop.key"))
-	ps, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ps[0]))
+	ps := freePorts(t, 2)
+	httpPort, tlsPort := ps[0], ps[1]
+	ca := acmetest.Start(t, httpPort, tlsPort)
+	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tlsPort))
+	const domain = "shop.zero502.test"
 	cfg.Balancer.TLS.Listen = tlsAddr
-	cfg.Balancer.TLS.Certificates = []infra.TLSCertificate{{Cert: cert, Key: key}}
+	cfg.Balancer.TLS.RedirectHTTP = net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort))
+	cfg.Balancer.TLS.ACME.Domains = []string{domain}
+	cfg.Balancer.TLS.ACME.Email = "ops@zero502.test"
+	cfg.Balancer.TLS.ACME.Directory, cfg.Balancer.TLS.ACME.CAFile = ca.Directory, ca.CAFile
+	cfg.Balancer.TLS.ACME.CacheDir = filepath.Join(f.dir, "acme")
 	path := f.write("tls.yaml", cfg)
 	cfg = f.load(path)
 	f.startLB(path)
@@ -39,11 +39,18 @@ func TestRollingDeployOverTLSLosesNothing(t *testing.T) {
 		t.Fatalf("first deploy: %v", err)
 	}
 
-	transport := &http.Transport{MaxIdleConnsPerHost: 3, TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "shop.test"},
+	transport := &http.Transport{MaxIdleConnsPerHost: 3, TLSClientConfig: &tls.Config{RootCAs: ca.IssuingRoots(t)},
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, tlsAddr)
 		}}
-	load := startTrafficWith(t, "https://shop.test", transport, 3)
+	base := "https://" + domain + ":" + strconv.Itoa(tlsPort)
+	// the first request waits for the certificate: account, order, HTTP-01, issuance
+	resp, err := (&http.Client{Transport: transport}).Get(base + "/")
+	if err != nil {
+		t.Fatalf("the first HTTPS request (the ACME order): %v", err)
+	}
+	resp.Body.Close()
+	load := startTrafficWith(t, base, transport, 3)
 	var events eventLog
 	rep, err := f.deployer(cfg, &events, Options{}).Deploy(ctx, "v2")
 	load.requireClean(t)
@@ -53,12 +60,12 @@ func TestRollingDeployOverTLSLosesNothing(t *testing.T) {
 	for _, h := range rep.Hosts {
 		requireDeployed(t, h, "v1", "v2")
 	}
-	resp, err := (&http.Client{Transport: transport}).Get("https://shop.test/")
+	resp, err = (&http.Client{Transport: transport}).Get(base + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("X-Version") != "v2" || resp.TLS == nil {
-		t.Errorf("after the deploy over TLS: %d %q (TLS %v), want 200 from v2", resp.StatusCode, resp.Header.Get("X-Version"), resp.TLS != nil)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Version") != "v2" || resp.TLS == nil || resp.TLS.PeerCertificates[0].DNSNames[0] != domain {
+		t.Errorf("after the deploy over TLS: %d %q, want 200 from v2 over the ACME certificate for %s", resp.StatusCode, resp.Header.Get("X-Version"), domain)
 	}
 }
