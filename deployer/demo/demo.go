@@ -239,7 +239,9 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	what := fmt.Sprintf("GET /, POST /orders taking %s, some GET %s", OrderTime, cfg.Balancer.HealthPath)
 	if opts.Service == ServicePython {
 		// http.server serves files and CGI: GET the version file, POST the order script.
-		lo.GetPath, lo.PostPath, lo.HealthShare = cfg.Balancer.HealthPath, "/cgi-bin/orders", 0
+		// One request in ten POSTs: http.server forks a process for each CGI request, and 7.5
+		// forks a second (a quarter of 30 req/s) starve it on 2 busy cores (p50 1.27s measured).
+		lo.GetPath, lo.PostPath, lo.HealthShare, lo.PostShare = cfg.Balancer.HealthPath, "/cgi-bin/orders", 0, 0.1
 		// A user waits as long as the LB would for a slow http.server (a SYN past its backlog,
 		// then a CGI fork): a request still answered in time is slow, not lost.
 		lo.Timeout = cfg.Balancer.ConnectTimeout + cfg.Balancer.HeaderTimeout + time.Second
