@@ -175,6 +175,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 	if err := d.resolveSecrets(ctx, version); err != nil {
 		return &RefusedError{Reasons: []string{err.Error()}}
 	}
+	for _, n := range d.cfg.ComposeNotes {
+		d.emit(Event{Step: StepPreflight, Version: version, Message: "services_from: not as Compose would: " + n})
+	}
 	fleet, err := d.fleetLock(ctx, version)
 	if err != nil {
 		return err

@@ -16,8 +16,13 @@ import (
 	"github.com/zero502/zero502/infra/secrets"
 )
 
+// docs/config.md, the config reference, is generated from this package's config types, their doc
+// comments and defaults.yaml (package internal/configdoc).
+//go:generate go run github.com/zero502/zero502/internal/configdoc/cmd -infra . -out ../docs/config.md
+
 // Config is the whole of zero502's configuration. The YAML keys are the mapstructure tags; the
-// README's config reference is generated from the same doc comments.
+// config reference, docs/config.md, is generated from the same doc comments (package
+// internal/configdoc; `go generate ./infra`).
 type Config struct {
 	// Balancer is the load balancer in front of the fleet and its health-check numbers.
 	Balancer Balancer `mapstructure:"balancer"`
@@ -33,13 +38,14 @@ type Config struct {
 	// Rollout says how a deploy moves through the fleet.
 	Rollout Rollout `mapstructure:"rollout"`
 	// Hooks are commands run at the points of a deploy, as Kamal's and CodeDeploy's lifecycle
-	// hooks (README: "Hooks").
+	// hooks (docs/deploy.md, "Hooks").
 	Hooks Hooks `mapstructure:"hooks"`
 	// Services are the services every host runs.
 	Services []Service `mapstructure:"services"`
 	// ServicesFrom, when set, is a Compose file (relative to the config file) the services are
-	// read from at load, instead of services: (ServicesFromFile). Once read it is cleared, so the
-	// config a host gets over ssh carries the services themselves.
+	// read from at load, instead of services: (one or the other; ServicesFromFile), as zero502
+	// init --from-compose maps them. Once read it is cleared, so the config a host gets over ssh
+	// carries the services themselves.
 	ServicesFrom string `mapstructure:"services_from"`
 	// Secrets say where a deploy finds the values of services[].secrets (package secrets).
 	Secrets Secrets `mapstructure:"secrets"`
@@ -49,18 +55,23 @@ type Config struct {
 	// (ResolveSecrets), or sent by the deployer beside the config over ssh. Never read from a
 	// config file nor written into one (infra.Encode skips it).
 	SecretValues map[string]secrets.Value `mapstructure:"-"`
+	// ComposeNotes are what services_from's Compose file sets that zero502 does not honour as
+	// Compose would, one line a key ("services.web.volumes: …"), read at load; a deploy reports
+	// them before it starts. Never read from a config file nor written into one.
+	ComposeNotes []string `mapstructure:"-"`
 }
 
 // Secrets are where the values of services[].secrets are looked up when a deploy starts, on the
 // machine that runs it, in this order: File, the output of Command, the deploy job's environment.
 type Secrets struct {
 	// File is a dotenv file (NAME=value lines), relative to the config file, that only its owner
-	// may read or write (mode 0600); "" for none.
+	// may read or write (mode 0600; refused otherwise); "" for none.
 	File string `mapstructure:"file"`
 	// Command is run once, without a shell, when a name is not in File; what it prints is dotenv
-	// text (a password manager's CLI, `aws secretsmanager …`). Empty for none.
+	// text (a password manager's CLI, `aws secretsmanager …`); its stderr is shown when it fails,
+	// its output never. Empty for none.
 	Command []string `mapstructure:"command"`
-	// CommandTimeout bounds Command.
+	// CommandTimeout bounds Command (a prompt waiting for input fails here). Default 30s.
 	CommandTimeout time.Duration `mapstructure:"command_timeout"`
 	// AWS asks AWS Secrets Manager, after Command: the secret Prefix+NAME holds NAME's value.
 	AWS SecretsAWS `mapstructure:"aws"`
@@ -96,18 +107,22 @@ const (
 
 // Balancer is the load balancer in front of the fleet: which one, where, and its numbers.
 type Balancer struct {
-	// Kind is inhouse, alb or none. Default inhouse.
+	// Kind is the balancer: inhouse (zero502 lb), alb (an AWS target group), edges (zero502
+	// edges in front of LB instances: the balancer of services of kind lb), dns (the edges' A
+	// record set: the balancer of services of kind edge) or none. Default inhouse.
 	Kind string `mapstructure:"kind"`
 	// Listen is where the in-house LB serves clients (host:port). Default 127.0.0.1:8080.
 	Listen string `mapstructure:"listen"`
-	// Admin is the in-house LB's admin API listener (host:port). Default 127.0.0.1:8081.
+	// Admin is the in-house LB's admin API listener (host:port), which also serves its metrics
+	// and status page. Default 127.0.0.1:8081.
 	Admin string `mapstructure:"admin"`
 	// Admins are the admin APIs (host:port) of every instance of the balancer when there are
 	// several: kind inhouse, every LB instance; kind edges, every edge forwarder (its
 	// /admin/upstreams). The deployer drains a target at each, and counts it in rotation only
 	// when every one has it in. Default: [admin] for kind inhouse; required for kind edges.
 	Admins []string `mapstructure:"admins"`
-	// AdminToken is the bearer token the admin API requires when Admin is not on loopback.
+	// AdminToken is the bearer token the admin API requires, once set, on every address (but for
+	// GET /admin/health and /metrics); required when Admin is not on loopback.
 	AdminToken string `mapstructure:"admin_token"`
 	// Record is the edges' DNS A record set (kind dns): the deployer takes an edge out of it,
 	// waits edge.dns_ttl plus the monitor's detection (edge.check_interval ×
@@ -141,7 +156,8 @@ type Balancer struct {
 // reloaded when they change, and certificates from an ACME CA, on one TLS listener that serves
 // the same requests as balancer.listen.
 type BalancerTLS struct {
-	// Listen is the HTTPS listener (host:port), e.g. 0.0.0.0:443. Default "": no TLS.
+	// Listen is the HTTPS listener (host:port), e.g. 0.0.0.0:443: the same requests as
+	// balancer.listen. Default "": no TLS.
 	Listen string `mapstructure:"listen"`
 	// Certificates are certificate and key files (PEM); a client gets the one whose names match
 	// its SNI (a wildcard covers one label), else the first. A key file must be readable by its
@@ -158,14 +174,16 @@ type BalancerTLS struct {
 
 // TLSCertificate is a certificate chain and its private key, PEM files.
 type TLSCertificate struct {
+	// Cert is the certificate chain's PEM file, the leaf first. Required.
 	Cert string `mapstructure:"cert"`
-	Key  string `mapstructure:"key"`
+	// Key is its private key's PEM file, readable by its owner alone (mode 0600). Required.
+	Key string `mapstructure:"key"`
 }
 
 // ACME is the ACME account and the names it gets certificates for (HTTP-01 on
 // tls.redirect_http, or TLS-ALPN-01 on tls.listen).
 type ACME struct {
-	// Domains are the names to get certificates for. Default none: ACME off.
+	// Domains are the names to get certificates for (no wildcards). Default none: ACME off.
 	Domains []string `mapstructure:"domains"`
 	// Email is the account's contact. Required with domains.
 	Email string `mapstructure:"email"`
@@ -234,12 +252,17 @@ type Watchdog struct {
 	// health timeout (one published before it did); otherwise services[].health.timeout does.
 	// Default 2s.
 	CheckTimeout time.Duration `mapstructure:"check_timeout"`
-	// LockPath is the host's deploy lock (flock), shared with the deployer and bootstrap scripts.
+	// LockPath is the host's deploy lock (flock), shared with the deployer and bootstrap scripts:
+	// the lock of the hosts without their own state_dir. A config that sets it while a host with
+	// its own state_dir would not use it is refused (`zero502 host lock-path` prints each host's).
 	// Default /run/lock/zero502.lock; a host may override it. {uid} in it, as in every state dir
-	// and lock path, is the uid zero502 runs as where the path is used (UIDPlaceholder).
+	// and lock path, is the uid zero502 runs as where the path is used, the host's ssh user for a
+	// host over ssh (UIDPlaceholder).
 	LockPath string `mapstructure:"lock_path"`
-	// StateDir holds the published spec, the watchdog's streaks and instance files.
-	// Default /var/lib/zero502; a host may override it.
+	// StateDir holds the published spec, the watchdog's streaks and instance files; it is made
+	// 0750 and refused (naming its owner and mode) when another user owns it or may write it.
+	// Default /var/lib/zero502; a host may override it. examples/local.yaml keeps its hosts in
+	// /tmp/zero502-{uid}/…, which no other user can make first.
 	StateDir string `mapstructure:"state_dir"`
 }
 
@@ -252,7 +275,8 @@ type App struct {
 
 // Edge holds the L4 edge layer's numbers (infra/edge, infra/edgepick).
 type Edge struct {
-	// Drain is how long an edge keeps forwarding after it leaves the DNS A set. 0: no edge.
+	// Drain is how long an edge keeps forwarding after it leaves the DNS A set; must exceed
+	// dns_ttl + check_interval × unhealthy_threshold (I6). 0: no edge layer (I6 skipped).
 	Drain time.Duration `mapstructure:"drain"`
 	// DNSTTL is the TTL of the edge A record set.
 	DNSTTL time.Duration `mapstructure:"dns_ttl"`
@@ -280,7 +304,8 @@ type EdgeUpstreamCheck struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 	// HealthyThreshold: good checks in a row that put an upstream in rotation. Default 2.
 	HealthyThreshold int `mapstructure:"healthy_threshold"`
-	// UnhealthyThreshold: failed checks in a row that take it out. Default 2.
+	// UnhealthyThreshold: failed checks in a row that take it out (a 503 takes it out at once).
+	// Default 2.
 	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
 }
 
@@ -344,7 +369,7 @@ type Rollout struct {
 	// whose ALARM state during the canary, a batch or the bake fails the verdict, as
 	// CodeDeploy's and ECS's alarm rollback do: the gate of a balancer that publishes no
 	// per-target outcomes, such as an ALB. An alarm that does not exist is an error, never a
-	// pass. Each name is 1 to 255 characters, unique. Default [] (no alarm gate).
+	// pass (docs/aws.md). Each name is 1 to 255 characters, unique. Default [] (no alarm gate).
 	Alarms []string `mapstructure:"alarms"`
 }
 
@@ -423,9 +448,11 @@ type Service struct {
 	// forward, in the edges' DNS A record set: balancer.kind dns, drain balancer). The traffic
 	// layer is rolled like any service, through the tier in front of it.
 	Kind string `mapstructure:"kind"`
-	// Image is the container image (docker runtime); {version} is replaced by the deployed version.
+	// Image is the container image (docker runtime: required); {version} is replaced by the
+	// deployed version.
 	Image string `mapstructure:"image"`
-	// Command is the program and arguments (process runtime; docker: the container's command).
+	// Command is the program and arguments (process runtime: required; docker: the container's
+	// command).
 	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host} (the host's name),
 	// {address} (the host's address), {drain}, {shutdown}, {idle_timeout}.
 	Command []string `mapstructure:"command"`
@@ -451,12 +478,15 @@ type Service struct {
 	Drain string `mapstructure:"drain"`
 	// Verify says what "this host runs version V" means beyond the runtime's word and health.
 	Verify ServiceVerify `mapstructure:"verify"`
-	// Env is extra environment for the service; values may use the same placeholders.
+	// Env is the service's environment, on top of a fixed base (PATH, HOME, LANG=C.UTF-8,
+	// TZ=UTC); nothing of the deployer's environment reaches it. Values may use the same
+	// placeholders as Command.
 	Env map[string]string `mapstructure:"env"`
 	// Secrets are names of environment variables whose values are secrets (a database password,
-	// an API key): found when the deploy starts (the top-level secrets:), given to the service in
-	// its environment, and never written into the spec, a report, an event, a log or argv; the
-	// spec records a digest of each, so a changed secret rolls out and an unchanged one does not.
+	// an API key): found when the deploy starts (the top-level secrets:; docs/deploy.md,
+	// "Secrets"), given to the service in its environment, and never written into the spec, a
+	// report, an event, a log or argv; the spec records a digest of each, so a changed secret
+	// rolls out and an unchanged one does not.
 	Secrets []string `mapstructure:"secrets"`
 	// Smoke are requests sent straight to a new instance once it answers its health check and
 	// before the balancer sends it users (CodeDeploy's BeforeAllowTraffic): each must get its
@@ -503,9 +533,9 @@ type ServiceHealth struct {
 	// Path is the path to GET. Default: health_path, else balancer.health_path.
 	Path string `mapstructure:"path"`
 	// ExpectStatus is the one status code a healthy service answers (a 301 passes only 301).
-	// Default 200.
+	// Default 200. The in-house LB and the edge keep the lab's rule, 200 only.
 	ExpectStatus int `mapstructure:"expect_status"`
-	// Timeout bounds one check. Default balancer.timeout.
+	// Timeout bounds one check, the deployer's and the watchdog's. Default balancer.timeout.
 	Timeout time.Duration `mapstructure:"timeout"`
 }
 
@@ -601,11 +631,13 @@ type Host struct {
 	// PortOffset is added to every service port on this host, so several "hosts" can share one
 	// machine's loopback in the demo. Default 0.
 	PortOffset int `mapstructure:"port_offset"`
-	// SSH, when set (user@host[:port]), runs the host's deploy step over the system ssh.
+	// SSH, when set (user@host[:port]), runs the host's deploy step there over the system ssh
+	// (docs/deploy.md, "A fleet over SSH"); address is then required.
 	SSH string `mapstructure:"ssh"`
 	// StateDir overrides watchdog.state_dir for this host ({uid}: UIDPlaceholder).
 	StateDir string `mapstructure:"state_dir"`
-	// LockPath overrides watchdog.lock_path for this host ({uid}: UIDPlaceholder).
+	// LockPath is this host's lock ({uid}: UIDPlaceholder). Default: deploy.lock in its
+	// state_dir when it sets one, else watchdog.lock_path.
 	LockPath string `mapstructure:"lock_path"`
 	// Target is the host's ALB target id (instance id or IP) when it differs from Address.
 	Target string `mapstructure:"target"`

@@ -68,6 +68,9 @@ func keyValues(v reflect.Value, prefix string) []string {
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Type().Field(i)
 			name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+			if name == "-" {
+				continue // not a config key: filled at load or by the deployer
+			}
 			key := prefix
 			if !(f.Anonymous && opts == "squash") {
 				key = strings.TrimPrefix(prefix+"."+name, ".")

@@ -5,9 +5,10 @@ import (
 	"path/filepath"
 )
 
-// ServicesFromFile reads the services of the Compose file at path, for services_from. Package
-// infra/compose sets it (the zero502 binary links it); without it services_from is refused.
-var ServicesFromFile func(path string) ([]Service, error)
+// ServicesFromFile reads the services of the Compose file at path, for services_from, and says
+// what of the file zero502 does not honour as Compose would, key by key. Package infra/compose
+// sets it (the zero502 binary links it); without it services_from is refused.
+var ServicesFromFile func(path string) (svcs []Service, notes []string, err error)
 
 // readServicesFrom replaces the services with those of services_from, read relative to the
 // config file name, and clears services_from: what was read is the config from now on.
@@ -27,10 +28,10 @@ func (c *Config) readServicesFrom(name string) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(name), path)
 	}
-	svcs, err := ServicesFromFile(path)
+	svcs, notes, err := ServicesFromFile(path)
 	if err != nil {
 		return fmt.Errorf("services_from %s: %w", c.ServicesFrom, err)
 	}
-	c.Services, c.ServicesFrom = svcs, ""
+	c.Services, c.ServicesFrom, c.ComposeNotes = svcs, "", notes
 	return nil
 }

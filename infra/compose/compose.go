@@ -72,7 +72,7 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	} else {
 		fns = append(fns, cli.WithOsEnv)
 	}
-	fns = append(fns, cli.WithDotEnv)
+	fns = append(fns, cli.WithEnvFiles(), cli.WithDotEnv) // the .env beside the file, under the environment
 	opts, err := cli.NewProjectOptions([]string{path}, fns...)
 	if err != nil {
 		return nil, fmt.Errorf("compose file %s: %w", path, err)
@@ -326,14 +326,35 @@ func portString(p types.ServicePortConfig) string {
 	return p.Published + ":" + strconv.Itoa(int(p.Target))
 }
 
-// services_from: in a config reads the services of a Compose file through Load (the notes are
-// what `zero502 init --from-compose` prints; rollout numbers stay the config's).
+// services_from: in a config reads the services of a Compose file through Load, with the notes
+// `zero502 init --from-compose` prints (a deploy reports them); rollout numbers stay the config's.
 func init() {
-	infra.ServicesFromFile = func(path string) ([]infra.Service, error) {
+	infra.ServicesFromFile = func(path string) ([]infra.Service, []string, error) {
 		im, err := Load(context.Background(), path, Options{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return im.Services, nil
+		return im.Services, im.servicesFromNotes(), nil
 	}
+}
+
+// servicesFromNotes are im's notes as lines, and the Compose keys `init --from-compose` turns
+// into rollout numbers, which services_from leaves to the zero502 config: no key goes unsaid.
+func (im *Import) servicesFromNotes() []string {
+	notes := make([]string, 0, len(im.Notes)+3)
+	for _, n := range im.Notes {
+		notes = append(notes, n.String())
+	}
+	const keep = "services_from takes the rollout's numbers from the zero502 config, not from Compose: set %s: %v there"
+	if im.Strategy != "" {
+		notes = append(notes, "deploy.update_config.order: "+fmt.Sprintf(keep, "rollout.strategy", im.Strategy))
+	}
+	if im.Batch != 0 {
+		notes = append(notes, "deploy.update_config.parallelism: "+fmt.Sprintf(keep, "rollout.batch", im.Batch))
+	}
+	if im.StopGrace != 0 {
+		notes = append(notes, "stop_grace_period: "+fmt.Sprintf(keep, "drain.stop_grace", im.StopGrace)+
+			" (above drain.window + drain.shutdown: I2)")
+	}
+	return notes
 }

@@ -246,3 +246,67 @@ services:
 		t.Errorf("the written config holds a value, or lacks the secret's name:\n%s", data)
 	}
 }
+
+// The shipped example (examples/compose: a three-service app and a short zero502.yaml) loads:
+// web behind the balancer, api with its env_file's values and its Compose healthcheck as an HTTP
+// check, a worker without a port; and every key zero502 does not honour as Compose would is a
+// note the config carries to the deploy, the rollout numbers of update_config and
+// stop_grace_period among them (services_from leaves those to the zero502 config).
+func TestTheShippedComposeExampleLoadsWithEveryIgnoredKeyNoted(t *testing.T) {
+	t.Setenv("IMAGE", "")
+	t.Setenv("WEB_PORT", "")
+	t.Setenv("API_PORT", "")
+	cfg, err := infra.Load(filepath.Join("..", "..", "examples", "compose", "zero502.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]infra.Service{}
+	for _, s := range cfg.Services {
+		byName[s.Name] = s
+	}
+	web, api, worker := byName["web"], byName["api"], byName["worker"]
+	if len(cfg.Services) != 3 || web.Port != 8080 || web.Health.Path != "/health" || web.Image != "zero502:{version}" {
+		t.Errorf("services %+v; want api, web (port 8080, health /health, image zero502:{version}) and worker", cfg.Services)
+	}
+	if api.Port != 9090 || api.Health.Path != "/health" || api.Env["ORDERS_REGION"] != "eu-west-1" || api.Env["LOG_FORMAT"] != "json" {
+		t.Errorf("api %+v; want port 9090, health /health, env from api.env and environment", api)
+	}
+	if worker.Port != 0 || worker.Env["QUEUE"] != "orders" {
+		t.Errorf("worker %+v; want no port, QUEUE=orders", worker)
+	}
+	if s, _ := cfg.BalancedService(); s.Name != "web" {
+		t.Errorf("the balanced service is %q, want web (balancer.service)", s.Name)
+	}
+	notes := strings.Join(cfg.ComposeNotes, "\n")
+	for _, key := range []string{"volumes: ", "services.worker.volumes: ", "services.api.env_file: ", "services.api.healthcheck: ",
+		"services.web.healthcheck: ", "services.web.depends_on: ", "services.web.restart: ", "services.api.restart: ",
+		"services.worker.restart: ", "deploy.update_config.order: ", "deploy.update_config.parallelism: ", "stop_grace_period: "} {
+		if !strings.Contains(notes, key) {
+			t.Errorf("no note for %s; the notes:\n%s", key, notes)
+		}
+	}
+}
+
+// ${VAR} takes its value from the .env file beside the Compose file, as `docker compose` does,
+// and the environment overrides it.
+func TestInterpolationReadsTheDotEnvBesideTheFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, ".env", "TAG=v7\nWEB_PORT=7001\n")
+	path := write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:${TAG:-v1}\n    ports: [\"${WEB_PORT:-8080}:${WEB_PORT:-8080}\"]\n")
+	for _, tc := range []struct {
+		env   []string
+		image string
+		port  int
+	}{
+		{[]string{}, "shop/web:v7", 7001},
+		{[]string{"WEB_PORT=7002"}, "shop/web:v7", 7002},
+	} {
+		im, err := compose.Load(context.Background(), path, compose.Options{Env: tc.env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if web := im.Services[0]; web.Image != tc.image || web.Port != tc.port {
+			t.Errorf("env %v: image %q, port %d; want %q, %d", tc.env, web.Image, web.Port, tc.image, tc.port)
+		}
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
@@ -130,7 +132,7 @@ func Image(t testing.TB, rt *docker.Runtime) string {
 		s.mu.Lock()
 		s.bin = bin
 		s.mu.Unlock()
-		tag := "zero502/app:" + owned("test-")
+		tag := Repository + ":" + owned("test-")
 		if _, err := rt.BuildImage(ctx, docker.BuildOptions{Tags: []string{tag}, Binary: bin}); err != nil {
 			s.err = err
 			return
@@ -143,6 +145,30 @@ func Image(t testing.TB, rt *docker.Runtime) string {
 		t.Fatalf("build the test image: %v", s.err)
 	}
 	return s.tag
+}
+
+// Repository is the repository of the image tags the tests make: Image's, and Version's.
+const Repository = "zero502/app"
+
+// Version tags the Image once more, as Repository:test-<pid>x<hex>, and returns that tag: a
+// second version of the same image for a deploy from an image reference with {version} in it
+// (a Compose file's). The tag is removed when the test ends, or by a later run's sweep should
+// this test binary die first.
+func Version(t testing.TB, rt *docker.Runtime) string {
+	t.Helper()
+	image := Image(t, rt)
+	version := owned("test-")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := rt.Client().ImageTag(ctx, client.ImageTagOptions{Source: image, Target: Repository + ":" + version}); err != nil {
+		t.Fatalf("tag %s as %s:%s: %v", image, Repository, version, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = rt.RemoveImage(ctx, Repository+":"+version)
+	})
+	return version
 }
 
 // Binary is the static zero502 binary inside the Image (for the LB or a deploy run beside the

@@ -68,11 +68,11 @@ func sweepStale() {
 			swept++
 		}
 	}
-	images, err := rt.Client().ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", "zero502/app")})
+	images, err := rt.Client().ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", Repository)})
 	if err == nil {
 		for _, img := range images.Items {
 			for _, ref := range img.RepoTags {
-				if tag, ok := strings.CutPrefix(ref, "zero502/app:"); ok && stale(tag) && rt.RemoveImage(ctx, ref) == nil {
+				if tag, ok := strings.CutPrefix(ref, Repository+":"); ok && stale(tag) && rt.RemoveImage(ctx, ref) == nil {
 					swept++
 				}
 			}
