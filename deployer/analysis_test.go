@@ -93,7 +93,7 @@ func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing
 		t.Errorf("load saw no 500 at all (%v): the bad version never served, so the test proves nothing", res.Counts)
 	}
 	// The bound: the canary's share of the load for as long as the bad version serves it (its
-	// bake, the canary's window, its drain when rolled back), README: "What a bad version costs".
+	// bake, the canary's window, its drain when rolled back), docs/deploy.md, "What a bad version costs".
 	cfg := f.load(v2)
 	serves := cfg.Rollout.Canary.Duration + max(cfg.Rollout.Bake, time.Duration(cfg.Balancer.HealthyThreshold)*cfg.Balancer.Interval) + cfg.Drain.Window
 	bound := float64(cfg.Rollout.Canary.Weight) / 100 * analysisRate * serves.Seconds()

@@ -14,7 +14,7 @@ import (
 
 // InHouse is the client of the in-house LB's admin API (zero502 lb): GET /admin/backends for the
 // targets' states and GET /admin/settings for the live numbers, and the write API for Rotation
-// (balancer_inhouse_rotation.go) (README: Admin API).
+// (balancer_inhouse_rotation.go) (docs/lb.md: Admin API).
 type InHouse struct {
 	admin  string // host:port
 	token  string

@@ -21,7 +21,8 @@ import (
 // The JSON form (json tags) is Go's: durations in nanoseconds; the admin API writes durations as
 // Go duration strings (package adminapi).
 type BalancerNumbers struct {
-	// HealthPath is the path of the balancer's health check. Default /health.
+	// HealthPath is the path of the balancer's health check, and the services' default. Default
+	// /health.
 	HealthPath string `mapstructure:"health_path" json:"health_path,omitempty"`
 	// Interval is the time between two health checks of one target. Default 5s (ALB: 5s–300s).
 	Interval time.Duration `mapstructure:"interval" json:"interval,omitempty"`

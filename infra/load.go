@@ -151,7 +151,7 @@ func envUnknown(environ []string) error {
 			hint = fmt.Sprintf(" (did you mean %s?)", s)
 		}
 		errs = append(errs, fmt.Errorf("environment variable %s sets no config key%s: a ZERO502_* variable is %s_ + a key path "+
-			"in upper case with _ for . (ZERO502_DRAIN_WINDOW sets drain.window; README: config reference); unset it or fix its name",
+			"in upper case with _ for . (ZERO502_DRAIN_WINDOW sets drain.window; docs/config.md); unset it or fix its name",
 			name, hint, EnvPrefix))
 	}
 	return errors.Join(errs...)
@@ -264,7 +264,7 @@ func unknownKeys(m map[string]any, prefix string, t reflect.Type) error {
 			if s := closest(k, names); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", prefix+s)
 			}
-			return fmt.Errorf("unknown key %q%s: every key must be one zero502 knows (README: config reference)", prefix+k, hint)
+			return fmt.Errorf("unknown key %q%s: every key must be one zero502 knows (docs/config.md)", prefix+k, hint)
 		}
 		switch {
 		case ft.Kind() == reflect.Struct && ft != durationType:

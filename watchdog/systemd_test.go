@@ -32,7 +32,7 @@ func TestSystemdUnitsVerify(t *testing.T) {
 		}
 		units = append(units, filepath.Join(dir, name))
 	}
-	// The drop-in for a non-root deploy user, where the README says to put it.
+	// The drop-in for a non-root deploy user, where watchdog/README.md says to put it.
 	dropIns := filepath.Join(dir, "zero502-watchdog.service.d")
 	data, err := os.ReadFile(filepath.Join("systemd", "deploy-user.conf"))
 	if err != nil {

@@ -11,7 +11,7 @@
 //
 // Everything goes through API, a small interface the aws-sdk-go-v2 ELBv2 client satisfies;
 // NewClient builds that client from the SDK's default credential chain. The tests point the
-// real SDK at package elbv2double; they never reached AWS (see README.md).
+// real SDK at package elbv2double; they never reached AWS (see infra/alb/README.md).
 package alb
 
 import (
@@ -26,7 +26,7 @@ import (
 )
 
 // API is what this package needs of the ELBv2 service; *elasticloadbalancingv2.Client
-// satisfies it. Each method needs the IAM action of the same name (README.md).
+// satisfies it. Each method needs the IAM action of the same name (infra/alb/README.md).
 type API interface {
 	DescribeTargetGroups(context.Context, *elbv2.DescribeTargetGroupsInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupsOutput, error)
 	DescribeTargetGroupAttributes(context.Context, *elbv2.DescribeTargetGroupAttributesInput, ...func(*elbv2.Options)) (*elbv2.DescribeTargetGroupAttributesOutput, error)

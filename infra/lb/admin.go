@@ -12,7 +12,7 @@ import (
 )
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
-// /metrics and the HTML status page on / (README: Admin API), and the write API that adds,
+// /metrics and the HTML status page on / (docs/lb.md: Admin API), and the write API that adds,
 // drains and removes backends and sets their weights (adminWrites), and the maintenance switch
 // (adminapi.MaintenancePath). Who may use it is
 // adminapi.Access: with a token, everything but GET /admin/health and /metrics needs it; with

@@ -1,6 +1,6 @@
 package lb
 
-// adminWrites are the admin write API (README: Admin API) over the LB's backends, adminapi's:
+// adminWrites are the admin write API (docs/lb.md: Admin API) over the LB's backends, adminapi's:
 // every change applies at once, without a restart and without dropping a request, on both paths.
 type adminWrites struct{ s *Server }
 

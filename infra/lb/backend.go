@@ -20,7 +20,7 @@ type (
 	BackendStatus = adminapi.BackendStatus
 )
 
-// Backend states (README: Admin API).
+// Backend states (docs/lb.md: Admin API).
 const (
 	Healthy   = adminapi.Healthy
 	Draining  = adminapi.Draining

@@ -6,7 +6,7 @@
 // retries (a request with a body is never replayed; a GET waiting on a backend that left
 // rotation for failing is resent at once, resend.go), an upstream keep-alive pool, RFC 9112 §6.3
 // smuggling defences, and the LB's own drain handshake on SIGTERM (docs/ARCHITECTURE.md, "The
-// drain contract"). The admin API is documented in the README (Admin API).
+// drain contract"). The admin API is documented in docs/lb.md ("Admin API").
 //
 // The event loops (loop_linux.go, one per CPU) are the fast path: they forward the common case
 // themselves with non-blocking system calls, and an idle keep-alive client there costs about

@@ -29,7 +29,7 @@ type (
 	Transition = adminapi.Transition
 )
 
-// States (README: Admin API).
+// States (docs/lb.md: Admin API).
 const (
 	Healthy   = adminapi.Healthy
 	Draining  = adminapi.Draining

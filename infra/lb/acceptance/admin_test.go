@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The admin API (README: Admin API), metrics, the command line's refusals, and the
+// The admin API (docs/lb.md: Admin API), metrics, the command line's refusals, and the
 // LB's own drain handshake on SIGTERM.
 
 func TestAdminSettingsReportTheLiveNumbers(t *testing.T) {

@@ -136,7 +136,7 @@ func (l *lbProc) sequence(t *testing.T, n int) []string {
 	return names
 }
 
-// backendStatus is one entry of GET /admin/backends (README: Admin API).
+// backendStatus is one entry of GET /admin/backends (docs/lb.md: Admin API).
 type backendStatus struct {
 	Address              string           `json:"address"`
 	State                string           `json:"state"`

@@ -1,4 +1,4 @@
-// Package adminapi holds the wire types of the in-house LB's admin API (README: Admin API):
+// Package adminapi holds the wire types of the in-house LB's admin API (docs/lb.md: Admin API):
 // what GET /admin/backends, /admin/backends/{addr} and /admin/settings answer. Clients (the
 // deployer's rotation wait and drift check) import this package, not the LB itself.
 package adminapi
@@ -15,7 +15,7 @@ import (
 // State is where a backend stands with the LB.
 type State string
 
-// Backend states (README: Admin API).
+// Backend states (docs/lb.md: Admin API).
 const (
 	// Healthy: in rotation.
 	Healthy State = "healthy"
@@ -39,7 +39,7 @@ type Transition struct {
 	Reason string    `json:"reason"`
 }
 
-// BackendStatus is the admin API's view of one backend (README: Admin API).
+// BackendStatus is the admin API's view of one backend (docs/lb.md: Admin API).
 type BackendStatus struct {
 	Address              string    `json:"address"`
 	State                State     `json:"state"`
@@ -66,7 +66,7 @@ type BackendStatus struct {
 	Outcomes Outcomes `json:"outcomes"`
 }
 
-// Settings is the answer of GET /admin/settings (README: Admin API): the LB's listen address
+// Settings is the answer of GET /admin/settings (docs/lb.md: Admin API): the LB's listen address
 // and the numbers it runs by, under the config's key names (listen, health_path, interval, …),
 // durations as Go duration strings ("250ms"), counts as JSON numbers. Clients (the deployer's
 // drift check) decode it too.
