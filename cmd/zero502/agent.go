@@ -27,6 +27,7 @@ func newAgentCmd() *cobra.Command {
 		outbox                                             int
 		insecure                                           bool
 	)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "agent (--name HOST:PORT | --addrs IP:PORT,...) --server-name NAME [--ca FILE] [--cert FILE --key FILE] --state FILE",
 		Short: "Hold a session to the origin through the best edge; fail over, fail back, replay what was not acknowledged",
@@ -44,7 +45,10 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
   zero502 agent --addrs 127.0.0.1:8443,127.0.0.1:8444 --server-name localhost --ca ca.pem --state /tmp/agent.json --every 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log, err := logs.logger(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			p := &edgepick.Picker{StatePath: state, Logger: log}
 			target, err := edgepick.ParseTarget(name, addrs, serverName, insecure)
 			if err != nil {
@@ -93,6 +97,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 	fl.DurationVar(&interval, "interval", edgepick.DefaultInterval, "failback rounds: each wait is drawn from [0, interval] (full jitter)")
 	fl.IntVar(&outbox, "outbox", agent.DefaultOutbox, "messages waiting for an acknowledgement, at most")
 	fl.BoolVar(&insecure, "insecure-skip-verify", false, "do not verify the origin's certificate (labs only)")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }
 
@@ -134,6 +139,7 @@ func newAgentServerCmd() *cobra.Command {
 		dedup                               int
 		anyClient                           bool
 	)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "agent-server --listen ADDR --cert FILE --key FILE --client-ca FILE|--no-client-cert [--trusted CIDR]...",
 		Short: "Serve agent sessions: acknowledge every message, apply each id once, count the duplicates",
@@ -158,7 +164,10 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			case clientCA != "" && anyClient:
 				return exitCode(2, fmt.Errorf("agent-server: --client-ca %s and --no-client-cert: give one of them", clientCA))
 			}
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log, err := logs.logger(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			conf, err := agent.ServerTLS(certFile, keyFile, clientCA)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("agent-server: %w", err))
@@ -196,5 +205,6 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.BoolVar(&anyClient, "no-client-cert", false, "accept agents without a client certificate (labs only: anyone who reaches --listen may send)")
 	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs); default any peer")
 	fl.IntVar(&dedup, "dedup", agent.DefaultDedup, "message ids remembered for deduplication")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }

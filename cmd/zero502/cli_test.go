@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // The tests' one way to run the real command tree in process: execute, and runCLI and runCLIIn
@@ -14,6 +15,12 @@ import (
 // its output to out and its errors to errOut. It returns the exit code the run stands for (0,
 // an exitCode's, else 1) and Execute's error.
 func execute(stdin io.Reader, out, errOut io.Writer, args ...string) (int, error) {
+	_, code, err := executeC(stdin, out, errOut, args...)
+	return code, err
+}
+
+// executeC is execute that also returns the command that ran (for errorLine).
+func executeC(stdin io.Reader, out, errOut io.Writer, args ...string) (*cobra.Command, int, error) {
 	root := newRootCmd()
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -21,15 +28,11 @@ func execute(stdin io.Reader, out, errOut io.Writer, args ...string) (int, error
 		root.SetIn(stdin)
 	}
 	root.SetArgs(args)
-	err := root.Execute()
-	var ex *exitError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &ex):
-		return ex.code, err
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return cmd, 0, nil
 	}
-	return 1, err
+	return cmd, exitStatus(err), err
 }
 
 // runCLI runs the real command tree in process and returns its output and exit code.
@@ -39,19 +42,14 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 }
 
 // runCLIIn is runCLI with stdin as the commands' input: their output and errors in one text,
-// the error's message last (none for an exit code alone), and the exit code.
+// the error's line last as main prints it (errorLine; none for an exit code alone), and the
+// exit code.
 func runCLIIn(t *testing.T, stdin io.Reader, args ...string) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
-	code, err := execute(stdin, &out, &out, args...)
-	var ex *exitError
-	switch {
-	case errors.As(err, &ex):
-		if ex.err != nil {
-			out.WriteString(ex.err.Error())
-		}
-	case err != nil:
-		out.WriteString(err.Error())
+	cmd, code, err := executeC(stdin, &out, &out, args...)
+	if err != nil {
+		out.WriteString(errorLine(cmd, err))
 	}
 	return out.String(), code
 }

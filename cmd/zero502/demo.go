@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,30 +67,16 @@ again and the failed requests are within the bound (with a margin of 1.5× + 5).
   zero502 demo --runtime docker --image zero502/app:dev --docker-host unix:///var/run/docker.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if badVersion {
-				for _, other := range []struct {
-					name string
-					set  bool
-				}{{"naive", naive}, {"compare", compare}, {"traffic-layer", trafficLayer}} {
-					if other.set {
-						return exitCode(2, fmt.Errorf("--bad-version and --%s: pick one (--bad-version rolls a bad v2 with the handshake)", other.name))
-					}
-				}
-				if rt != demo.RuntimeProcess || service != demo.ServiceApp || report != "" {
-					return exitCode(2, errors.New("--bad-version runs the embedded default (process runtime, zero502 app); it takes --rate, --json and --keep"))
-				}
+			out := cmd.OutOrStdout()
+			var live io.Writer = out
+			if asJSON {
+				live = cmd.ErrOrStderr()
 			}
-			if naive && compare {
-				return exitCode(2, errors.New("--naive and --compare: pick one (--compare already runs the naive rollout)"))
-			}
-			if rt != demo.RuntimeProcess && rt != demo.RuntimeDocker {
-				return exitCode(2, fmt.Errorf("--runtime %q: must be %s or %s", rt, demo.RuntimeProcess, demo.RuntimeDocker))
-			}
-			if rt != demo.RuntimeDocker && (cmd.Flags().Changed("image") || dockerHost != "") {
-				return exitCode(2, errors.New("--image and --docker-host apply to --runtime docker only"))
-			}
-			if rate < 1 {
-				return exitCode(2, fmt.Errorf("--rate %d: must be at least 1 request per second", rate))
+			m := demo.Mode{Naive: naive, Compare: compare, TrafficLayer: trafficLayer, BadVersion: badVersion,
+				Rate: rate, RateSet: cmd.Flags().Changed("rate"), Runtime: rt, Image: image, ImageSet: cmd.Flags().Changed("image"),
+				DockerHost: dockerHost, Service: service, Report: report, Progress: live, Keep: keep}
+			if err := m.Validate(); err != nil {
+				return exitCode(2, err)
 			}
 			var reportFile *os.File
 			if report != "" {
@@ -104,79 +89,15 @@ again and the failed requests are within the bound (with a margin of 1.5× + 5).
 			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
-			out := cmd.OutOrStdout()
-			var live io.Writer = out
-			if asJSON {
-				live = cmd.ErrOrStderr()
+			o, err := demo.RunMode(ctx, m)
+			if err != nil {
+				return exitCode(2, err)
 			}
-			if badVersion {
-				r, err := demo.RunBadVersion(ctx, demo.BadOptions{Rate: rate, Progress: live, Keep: keep})
-				if r != nil {
-					renderDemo(out, asJSON, r, func() { demo.WriteBadSummary(out, r) })
-				}
-				switch {
-				case err != nil:
-					return exitCode(1, err)
-				case !r.Stopped:
-					return exitCode(1, errors.New("--bad-version: "+r.Why))
-				}
-				return nil
-			}
-			if trafficLayer {
-				if compare || rt != demo.RuntimeProcess || service != demo.ServiceApp || report != "" {
-					return exitCode(2, errors.New("--traffic-layer runs the process runtime and zero502 app alone; it takes --naive, --rate, --json and --keep"))
-				}
-				topts := demo.TrafficOptions{Naive: naive, Progress: live, Keep: keep}
-				if cmd.Flags().Changed("rate") {
-					topts.Rate = rate
-				}
-				r, err := demo.RunTraffic(ctx, topts)
-				if r != nil {
-					renderDemo(out, asJSON, r, func() { demo.WriteTrafficSummary(out, r) })
-				}
-				return trafficExit(r, err)
-			}
-			if service != demo.ServiceApp && service != demo.ServicePython {
-				return exitCode(2, fmt.Errorf("--service %q: must be %s or %s", service, demo.ServiceApp, demo.ServicePython))
-			}
-			if service == demo.ServicePython && rt != demo.RuntimeProcess {
-				return exitCode(2, fmt.Errorf("--service %s runs with --runtime %s only", demo.ServicePython, demo.RuntimeProcess))
-			}
-			if service == demo.ServicePython && !cmd.Flags().Changed("rate") {
-				rate = demo.PythonRate // http.server is a modest server: the demo measures the deploy, not it
-			}
-			opts := demo.Options{Rate: rate, Progress: live, Keep: keep, Runtime: rt, Image: image, DockerHost: dockerHost, Service: service}
-			var runs []*demo.Result
-			modes := []bool{naive}
-			if compare {
-				modes = []bool{false, true}
-			}
-			var runErr error
-			for _, n := range modes {
-				opts.Naive = n
-				r, err := demo.Run(ctx, opts)
-				if r != nil {
-					runs = append(runs, r)
-				}
-				if err != nil {
-					runErr = err
-					break
-				}
-			}
-			if err := render(out, asJSON, compare, runs); err != nil {
+			if err := renderMode(out, live, asJSON, o, reportFile); err != nil {
 				return err
 			}
-			if reportFile != nil && len(runs) > 0 {
-				if err := demo.WriteHTML(reportFile, runs...); err != nil {
-					return fmt.Errorf("--report %s: %w", report, err)
-				}
-				fmt.Fprintf(live, "report written to %s\n", report)
-			}
-			if runErr != nil {
-				return exitCode(1, runErr)
-			}
-			if !passed(compare, runs) {
-				return exitCode(1, nil)
+			if failed, err := o.Failure(); failed {
+				return exitCode(1, err)
 			}
 			return nil
 		},
@@ -188,7 +109,7 @@ again and the failed requests are within the bound (with a margin of 1.5× + 5).
 	f.BoolVar(&badVersion, "bad-version", false, "roll a bad v2 (500 to every request, health 200): the canary stops it, the fleet rolls back; exit 0 when within the bound")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON (progress goes to stderr)")
 	f.StringVar(&report, "report", "", "write a self-contained HTML report with an SVG timeline to this file")
-	f.IntVar(&rate, "rate", 400, "load in requests per second (--service python: 30 unless set)")
+	f.IntVar(&rate, "rate", demo.DefaultRate, "load in requests per second (--service python: 30 unless set)")
 	f.BoolVar(&keep, "keep", false, "keep the temp dir (config, host state, logs) and print its path")
 	f.StringVar(&rt, "runtime", demo.RuntimeProcess, "what the hosts run on: process or docker (containers)")
 	f.StringVar(&image, "image", docker.DefaultTag, "image of the apps with --runtime docker; built when missing")
@@ -222,26 +143,31 @@ func render(out io.Writer, asJSON, compare bool, runs []*demo.Result) error {
 	return nil
 }
 
-// trafficExit is the exit of demo --traffic-layer: 0 only when the run was clean (no failed
-// request, no lost session, every tier on the new version), --naive too, as demo --naive: the
-// naive run shows the failures the handshake removes, and a run with failures exits 1.
-func trafficExit(r *demo.TrafficResult, err error) error {
+// renderMode writes what o's runs gave (indented JSON, or the text summaries) to out and, for
+// the handshake and naive runs, the HTML report to reportFile (nil: none), saying so on live.
+func renderMode(out, live io.Writer, asJSON bool, o *demo.Outcome, reportFile *os.File) error {
 	switch {
-	case err != nil:
-		return exitCode(1, err)
-	case r == nil || !r.Clean():
-		return exitCode(1, nil)
+	case o.Mode.BadVersion:
+		if o.Bad != nil {
+			renderDemo(out, asJSON, o.Bad, func() { demo.WriteBadSummary(out, o.Bad) })
+		}
+		return nil
+	case o.Mode.TrafficLayer:
+		if o.Traffic != nil {
+			renderDemo(out, asJSON, o.Traffic, func() { demo.WriteTrafficSummary(out, o.Traffic) })
+		}
+		return nil
+	}
+	if err := render(out, asJSON, o.Mode.Compare, o.Runs); err != nil {
+		return err
+	}
+	if reportFile != nil && len(o.Runs) > 0 {
+		if err := demo.WriteHTML(reportFile, o.Runs...); err != nil {
+			return fmt.Errorf("--report %s: %w", o.Mode.Report, err)
+		}
+		fmt.Fprintf(live, "report written to %s\n", o.Mode.Report)
 	}
 	return nil
-}
-
-// passed: a single run passes when it was clean; --compare when the handshake run was clean and
-// the naive run's failures were seen (the measurement can see what the handshake removes).
-func passed(compare bool, runs []*demo.Result) bool {
-	if compare {
-		return len(runs) == 2 && runs[0].Clean() && runs[1].Failed()
-	}
-	return len(runs) == 1 && runs[0].Clean()
 }
 
 // renderDemo writes a demo's result: indented JSON of r, or its text summary.

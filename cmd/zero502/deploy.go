@@ -84,7 +84,7 @@ runs which version); 2: refused before anything changed.`,
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, version)
 			if metricsTextfile != "" && rep != nil {
 				if werr := deployer.WriteMetricsTextfile(metricsTextfile, *rep); werr != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "zero502: --metrics-textfile:", werr)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: --metrics-textfile: %v\n", cmd.CommandPath(), werr)
 				}
 			}
 			renderReport(out, rep, asJSON)

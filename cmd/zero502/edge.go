@@ -144,8 +144,8 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 	return cmd
 }
 
-// edgeForwardConfig takes, with --config, every edge.* value for the flags left unset; without
-// it the flags' defaults are the shipped config's already.
+// edgeForwardConfig takes, with --config, every edge.* value for the flags left unset
+// (edge.Forwarder.ApplyConfig); without it the flags' defaults are the shipped config's already.
 func edgeForwardConfig(cmd *cobra.Command, config string, f *edge.Forwarder) error {
 	if config == "" {
 		return nil
@@ -154,30 +154,8 @@ func edgeForwardConfig(cmd *cobra.Command, config string, f *edge.Forwarder) err
 	if err != nil {
 		return exitCode(2, err)
 	}
-	fl := cmd.Flags()
-	e := cfg.Edge
-	if !fl.Changed("drain") {
-		if !e.Configured() {
-			return exitCode(2, fmt.Errorf("config %s: edge.drain is %s, which means no edge layer; set edge.drain "+
-				"(longer than edge.dns_ttl + edge.check_interval × edge.unhealthy_threshold, invariant I6) or pass --drain",
-				config, e.Drain))
-		}
-		f.Drain = e.Drain
-	}
-	if !fl.Changed("origin") {
-		f.Origins = e.Origins
-	}
-	uc := e.UpstreamCheck
-	for name, set := range map[string]func(){
-		"check-path":          func() { f.Check.Path = uc.Path },
-		"check-interval":      func() { f.Check.Interval = uc.Interval },
-		"check-timeout":       func() { f.Check.Timeout = uc.Timeout },
-		"healthy-threshold":   func() { f.Check.HealthyThreshold = uc.HealthyThreshold },
-		"unhealthy-threshold": func() { f.Check.UnhealthyThreshold = uc.UnhealthyThreshold },
-	} {
-		if !fl.Changed(name) {
-			set()
-		}
+	if err := f.ApplyConfig(cfg.Edge, cmd.Flags().Changed); err != nil {
+		return exitCode(2, fmt.Errorf("config %s: %w", config, err))
 	}
 	return nil
 }

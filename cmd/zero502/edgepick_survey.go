@@ -32,6 +32,7 @@ func newEdgePickSurveyCmd() *cobra.Command {
 		insecure, asJSON          bool
 		al                        alertFlags
 	)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "survey --name HOST:PORT [--interval D] [--json] [--metrics ADDR] [--alert-webhook URL]",
 		Short: "Watch the edges from the platform's side: connect and handshake per edge, alert on a dead backend",
@@ -63,7 +64,10 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 			case rounds < 0:
 				return exitCode(2, fmt.Errorf("edgepick survey: --rounds %d: must be 0 (until stopped) or more", rounds))
 			}
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log, err := logs.logger(cmd, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			sender, tracker, err := al.build(log)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("edgepick survey: %w", err))
@@ -105,6 +109,7 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 	fl.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on this address's /metrics, e.g. 127.0.0.1:9102")
 	fl.BoolVar(&asJSON, "json", false, "print each round as one JSON line (default: a line per edge)")
 	al.register(cmd)
+	logs = addLogFlags(cmd, false)
 	return cmd
 }
 
@@ -114,6 +119,7 @@ type alertFlags struct {
 	// or, for the lab, --alert-webhook): its path is often its secret.
 	webhook, command string
 	source           secretSource
+	cmd              *cobra.Command
 	fl               *pflag.FlagSet
 	attempts         int
 	confirm          int
@@ -122,8 +128,8 @@ type alertFlags struct {
 
 func (a *alertFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	a.fl = fl
-	a.source = alertWebhookSource(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))
+	a.cmd, a.fl = cmd, fl
+	a.source = alertWebhookSource(cmd.Name()) // its full path once cmd has its parents: build
 	a.source.register(fl, "POST each alert as JSON to this http(s) URL, retried with backoff (logged as scheme://host/…)")
 	fl.StringVar(&a.command, "alert-command", "", "run this through sh -c with each alert's JSON on stdin")
 	fl.IntVar(&a.attempts, "alert-attempts", alert.DefaultAttempts, "webhook attempts per alert")
@@ -134,6 +140,7 @@ func (a *alertFlags) register(cmd *cobra.Command) {
 func (a *alertFlags) build(log *slog.Logger) (*alert.Sender, *alert.Tracker, error) {
 	var errs []error
 	if a.fl != nil {
+		a.source.cmd = strings.TrimPrefix(a.cmd.CommandPath(), a.cmd.Root().Name()+" ")
 		webhook, _, err := a.source.resolve(a.fl, os.Getenv)
 		if err != nil {
 			return nil, nil, err

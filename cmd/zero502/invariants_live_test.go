@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,14 +17,47 @@ import (
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
 )
 
-// buildZero502 builds this command into a temp dir: the tests run the real `zero502 lb`.
+// zero502Bin is the binary buildZero502 builds, once for all the package's tests, in a temp
+// dir TestMain removes.
+var zero502Bin struct {
+	once     sync.Once
+	pkg, dir string // this package's dir (the tests' working dir at start); the binary's dir
+	path     string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	zero502Bin.pkg, _ = os.Getwd()
+	code := m.Run()
+	if zero502Bin.dir != "" {
+		_ = os.RemoveAll(zero502Bin.dir)
+	}
+	os.Exit(code)
+}
+
+// buildZero502 builds this command into a temp dir, once: the tests run the real `zero502 lb`.
 func buildZero502(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "zero502")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	zero502Bin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "zero502-cmd-test-")
+		if err != nil {
+			zero502Bin.err = err
+			return
+		}
+		zero502Bin.dir = dir
+		bin := filepath.Join(dir, "zero502")
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Dir = zero502Bin.pkg
+		if out, err := build.CombinedOutput(); err != nil {
+			zero502Bin.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		zero502Bin.path = bin
+	})
+	if zero502Bin.err != nil {
+		t.Fatal(zero502Bin.err)
 	}
-	return bin
+	return zero502Bin.path
 }
 
 // freeAddr is a loopback address free now and below the ephemeral range, so no outgoing

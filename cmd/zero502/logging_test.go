@@ -18,6 +18,10 @@ func TestLongRunningCommandsRefuseAnUnknownLogLevel(t *testing.T) {
 		{"edge", "origin", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:1"},
 		{"mesh", "serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:1,c=127.0.0.1:2"},
 		{"watchdog", "--config", "does-not-matter.yaml"},
+		{"agent", "--addrs", "127.0.0.1:1", "--server-name", "localhost", "--state", "does-not-matter.json"},
+		{"agent-server", "--listen", "127.0.0.1:0", "--cert", "does-not-matter.pem", "--key", "does-not-matter.pem", "--no-client-cert"},
+		{"edgepick", "survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--rounds", "1"},
+		{"mesh", "lb-sync", "--from", "http://127.0.0.1:1", "--admin", "http://127.0.0.1:2", "--once"},
 	} {
 		out, code := runCLI(t, append(args, "--log-level", "loud")...)
 		if code != 2 || !strings.Contains(out, `--log-level "loud": must be one of [debug info warn error]`) {

@@ -7,24 +7,65 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	_ "github.com/zero502/zero502/infra/secrets/secretsmanager" // secrets.aws: the deploy reads AWS Secrets Manager
 )
 
 func main() {
-	err := newRootCmd().Execute()
+	cmd, err := newRootCmd().ExecuteC()
 	if err == nil {
 		return
 	}
+	if line := errorLine(cmd, err); line != "" {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	os.Exit(exitStatus(err))
+}
+
+// exitStatus is the exit code err stands for: an exitError's, else 1.
+func exitStatus(err error) int {
 	var ex *exitError
 	if errors.As(err, &ex) {
-		if ex.err != nil {
-			fmt.Fprintln(os.Stderr, "zero502:", ex.err)
-		}
-		os.Exit(ex.code)
+		return ex.code
 	}
-	fmt.Fprintln(os.Stderr, "zero502:", err)
-	os.Exit(1)
+	return 1
+}
+
+// errorLine is the line main prints for err, returned by Execute from cmd (the command that
+// ran, or the root): "zero502 <command path>: <message>", the path said once. Many messages
+// start with the path already (requireFlags, the flag errors) or with it less the root's name
+// ("agent: …", "mesh lb-sync: …"); that start gives way to the full path. An exitError with no
+// error (the command printed its result) is no line: "".
+func errorLine(cmd *cobra.Command, err error) string {
+	var ex *exitError
+	if errors.As(err, &ex) {
+		err = ex.err
+	}
+	if err == nil {
+		return ""
+	}
+	path := "zero502"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	short := path
+	if _, rest, ok := strings.Cut(path, " "); ok {
+		short = rest
+	}
+	msg := err.Error()
+	for {
+		if rest, ok := strings.CutPrefix(msg, path+": "); ok {
+			msg = rest
+		} else if rest, ok := strings.CutPrefix(msg, short+": "); ok {
+			msg = rest
+		} else {
+			break
+		}
+	}
+	return path + ": " + msg
 }
 
 // exitError carries a command's exit code (e.g. invariants: 1 violated, 2 config invalid).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -19,6 +18,7 @@ func newMeshLBSyncCmd() *cobra.Command {
 		s    mesh.LBSync
 		once bool
 	)
+	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
 		Use:   "lb-sync --from URL --admin URL [--admin-token-file FILE] [--every D]",
 		Short: "Make the in-house balancer take its backends from a mesh route (admin API only)",
@@ -55,7 +55,9 @@ failed, 2 bad flags.`,
 				return exitCode(2, err)
 			}
 			s.Token = token
-			s.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			if s.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if once {
@@ -78,5 +80,6 @@ failed, 2 bad flags.`,
 	lbSyncAdminTokenSource.register(fl, "")
 	fl.DurationVar(&s.Every, "every", 2*time.Second, "time between two syncs")
 	fl.BoolVar(&once, "once", false, "sync once, print the changes and exit")
+	logs = addLogFlags(cmd, false)
 	return cmd
 }
