@@ -9,7 +9,7 @@ import (
 
 	"github.com/zero502/zero502/infra/alarms"
 	"github.com/zero502/zero502/infra/alarms/cloudwatchdouble"
-	"github.com/zero502/zero502/infra/alb/albtest"
+	"github.com/zero502/zero502/internal/testrig/albtest"
 )
 
 // cloudWatch is a CloudWatch double with the alarm "web-5xx" (OK) and the real SDK's watcher of it.

@@ -18,11 +18,12 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
-	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/albtest"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // albDouble is the ELBv2 API double on loopback with one target group, and the real SDK client
@@ -217,7 +218,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 	for _, h := range cfg.Hosts {
 		targets = append(targets, alb.TargetID(h, svc))
 	}
-	broken := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]) // registered, nothing listens: unhealthy
+	broken := fmt.Sprintf("127.0.0.1:%d", tcpserver.FreePorts(t, 1)[0]) // registered, nothing listens: unhealthy
 	a.register(t, append(targets, broken)...)
 	ctx := context.Background()
 

@@ -16,6 +16,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // The ordinary faults of faults_test.go again, on the Docker runtime: containers of the test
@@ -35,7 +36,7 @@ func newDockerFleet(t *testing.T) *dockerFleet {
 	rt := dockertest.Engine(t)
 	return &dockerFleet{rt: rt, image: dockertest.Image(t, rt), dir: t.TempDir(),
 		hosts: []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)},
-		ports: []int{dockertest.FreePort(t), dockertest.FreePort(t)}}
+		ports: []int{tcpserver.FreePort(t), tcpserver.FreePort(t)}}
 }
 
 func (f *dockerFleet) config(t *testing.T, name, rollout string, appFlags ...string) string {
@@ -173,7 +174,7 @@ func TestDockerFailedRedeployKeepsThePublishedSpec(t *testing.T) {
 func TestDockerStartFirstRunsTheNewContainerBesideTheOld(t *testing.T) {
 	t.Parallel()
 	f := newDockerFleet(t)
-	second := []int{dockertest.FreePort(t), dockertest.FreePort(t)}
+	second := []int{tcpserver.FreePort(t), tcpserver.FreePort(t)}
 	cmd := `["/zero502", "app", "--host", "0.0.0.0", "--version", "{version}", "--port", "{port}", "--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"]`
 	body := fmt.Sprintf(`balancer: {kind: none, interval: 400ms, timeout: 300ms, unhealthy_threshold: 2, healthy_threshold: 2, idle_timeout: 5s}
 drain: {window: 1s, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}

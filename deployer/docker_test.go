@@ -18,6 +18,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // dockerConfig writes a config of hosts for the docker runtime (image, the app listening on
@@ -82,7 +83,7 @@ func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T
 	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}
 	host := hosts[0]
 	dir := t.TempDir()
-	ports := []int{dockertest.FreePort(t), dockertest.FreePort(t)}
+	ports := []int{tcpserver.FreePort(t), tcpserver.FreePort(t)}
 
 	good := dockerConfig(t, dir, hosts, image, ports)
 	out, code := runDeploy(t, 3*time.Minute, "--config", good, "--version", "v1")
@@ -155,7 +156,7 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}
 	host := hosts[0]
 	dir := t.TempDir()
-	path := dockerConfig(t, dir, hosts, reg.Host+"/shop/web:{version}", []int{dockertest.FreePort(t), dockertest.FreePort(t)})
+	path := dockerConfig(t, dir, hosts, reg.Host+"/shop/web:{version}", []int{tcpserver.FreePort(t), tcpserver.FreePort(t)})
 	cfg, err := infra.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestDockerStatusLogsAndStop(t *testing.T) {
 	image := dockertest.Image(t, rt)
 	hosts := []string{dockertest.HostName(t, rt), dockertest.HostName(t, rt)}
 	dir := t.TempDir()
-	path := dockerConfig(t, dir, hosts, image, []int{dockertest.FreePort(t), dockertest.FreePort(t)})
+	path := dockerConfig(t, dir, hosts, image, []int{tcpserver.FreePort(t), tcpserver.FreePort(t)})
 	if out, code := runDeploy(t, 3*time.Minute, "--config", path, "--version", "v1"); code != 0 {
 		t.Fatalf("deploy v1: exit %d\n%s", code, out)
 	}

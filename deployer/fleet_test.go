@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/runtime/process"
+	"github.com/zero502/zero502/internal/testrig/albtest"
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -85,7 +86,7 @@ func defaultValues() fleetValues {
 func newFleet(t *testing.T, hosts int) *fleet {
 	t.Helper()
 	f := &fleet{t: t, dir: t.TempDir(), hosts: hosts}
-	ports := freePorts(t, hosts+2)
+	ports := tcpserver.FreePorts(t, hosts+2)
 	f.listen = fmt.Sprintf("127.0.0.1:%d", ports[hosts])
 	f.admin = fmt.Sprintf("127.0.0.1:%d", ports[hosts+1])
 	hp := append([]int(nil), ports[:hosts]...)
@@ -105,16 +106,6 @@ func newFleet(t *testing.T, hosts int) *fleet {
 	}
 	testmain.Track(t, f.killInstances) // at the test's end, or before a -timeout ends the binary
 	return f
-}
-
-// freePorts is n loopback ports free now, below the ephemeral range (infra/ports).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	ps, err := ports.Free(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
 }
 
 func hostName(i int) string { return fmt.Sprintf("host-%c", 'a'+i) }

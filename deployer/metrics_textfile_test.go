@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/promtest"
+	"github.com/zero502/zero502/internal/testrig/promtest"
 )
 
 // requireSamples fails for each series whose value in the textfile at path is not want's.

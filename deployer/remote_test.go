@@ -18,6 +18,7 @@ import (
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -355,7 +356,7 @@ func TestUnreachableRemoteHostIsRefused(t *testing.T) {
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
-	cfg.Hosts[0].SSH = "root@127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0]) // nobody listens
+	cfg.Hosts[0].SSH = "root@127.0.0.1:" + strconv.Itoa(tcpserver.FreePorts(t, 1)[0]) // nobody listens
 	_, err := f.deployer(cfg, nil, Options{RemoteBinary: bin, Balancer: None{}}).Deploy(context.Background(), "v1")
 	if err == nil || !strings.Contains(err.Error(), "refused before anything changed") ||
 		!strings.Contains(err.Error(), "host host-a: ssh") || !strings.Contains(err.Error(), "onnection refused") {

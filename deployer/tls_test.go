@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/internal/testrig/acmetest"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // A rolling deploy behind the LB's HTTPS listener (balancer.tls, `zero502 lb --config`) with a
@@ -20,7 +21,7 @@ func TestRollingDeployOverTLSLosesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, 2)
 	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	ps := freePorts(t, 2)
+	ps := tcpserver.FreePorts(t, 2)
 	httpPort, tlsPort := ps[0], ps[1]
 	ca := acmetest.Start(t, httpPort, tlsPort)
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tlsPort))

@@ -12,6 +12,8 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // dockerFixture is a host of the docker runtime running `zero502 app` as web, with the numbers
@@ -30,7 +32,7 @@ func dockerFixture(t *testing.T) *fixture {
 	cfg.Rollout.Runtime = infra.RuntimeDocker
 	cfg.Watchdog.StateDir = dir
 	cfg.Services = []infra.Service{{
-		Name: "web", Image: image, Port: freePort(t), HealthPath: "/health",
+		Name: "web", Image: image, Port: tcpserver.FreePort(t), HealthPath: "/health",
 		Command: []string{"/zero502", "app", "--host", "0.0.0.0", "--port", "{port}", "--version", "{version}",
 			"--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"},
 	}}
@@ -152,19 +154,14 @@ func TestDockerDrainingServiceIsNotHealedWithinDrainPlusShutdown(t *testing.T) {
 func waitHealthNot200(t *testing.T, addr string) {
 	t.Helper()
 	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 10*time.Second, "the health check never failed after SIGTERM", func() bool {
 		resp, err := c.Get("http://" + addr + "/health")
 		if err != nil {
-			return
+			return true
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the health check never failed after SIGTERM")
+		return resp.StatusCode != http.StatusOK
+	})
 }
 
 // With every shipped config, even ticks aligned worst (one at the very start of the window) fit

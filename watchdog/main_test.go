@@ -22,6 +22,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 	"github.com/zero502/zero502/watchdog"
@@ -236,23 +237,18 @@ func verdict(t *testing.T, rep watchdog.Report, service string) watchdog.Verdict
 // waitVersion polls addr until GET / says version.
 func waitVersion(t *testing.T, addr, version string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
+	poll.UntilNil(t, 30*time.Second, addr+" never answered version "+version, func() error {
 		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), "version "+version) {
-				return
-			}
-			last = string(b)
-		} else {
-			last = err.Error()
+		if err != nil {
+			return fmt.Errorf("last: %w", err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s never answered version %s (last: %s)", addr, version, last)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "version "+version) {
+			return fmt.Errorf("last: %s", b)
+		}
+		return nil
+	})
 }
 
 // holdWithFlock holds the host lock with flock(1), as a server bootstrap script would, until
@@ -289,20 +285,16 @@ func holdWithFlock(t *testing.T, lockPath string) (release func()) {
 		t.Errorf("the lock %s was still held 10s after flock(1) was killed", lockPath)
 	}
 	t.Cleanup(release)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 10*time.Second, "flock(1) never took the lock", func() bool {
 		l, err := hostlock.TryAcquire(lockPath, hostlock.Holder{Who: "probe"})
 		if err != nil {
-			return release
+			return true
 		}
 		l.Release()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("flock(1) never took the lock")
-	return nil
+		return false
+	})
+	return release
 }
-
-func freePort(t *testing.T) int { return dockertest.FreePort(t) }
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/zero502/zero502/infra/promtest"
+	"github.com/zero502/zero502/internal/testrig/promtest"
 )
 
 // samples parses a Prometheus textfile into series → value (promtest.Samples).

@@ -9,13 +9,14 @@ import (
 
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/secrets"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // A heal starts the service with the secrets its spec was published with: the watchdog has no
 // source of its own, it reads the values kept 0600 beside the spec, and its log never shows them.
 func TestAHealStartsTheServiceWithItsSecret(t *testing.T) {
 	dir := t.TempDir()
-	cfg := processConfig(t, dir, freePort(t))
+	cfg := processConfig(t, dir, tcpserver.FreePort(t))
 	cfg.Services[1].Secrets = []string{"API_TOKEN"}
 	cfg.SecretValues = map[string]secrets.Value{"API_TOKEN": "tok-3f9a"}
 	rt, err := process.New(dir)

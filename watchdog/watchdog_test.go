@@ -10,6 +10,7 @@ import (
 
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -17,7 +18,7 @@ import (
 func processFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := processConfig(t, dir, freePort(t))
+	cfg := processConfig(t, dir, tcpserver.FreePort(t))
 	rt, err := process.New(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,7 @@ func TestACorruptStateFileIsResetWithAWarning(t *testing.T) {
 
 func TestNoPublishedSpecMeansNothingToWatch(t *testing.T) {
 	dir := t.TempDir()
-	cfg := processConfig(t, dir, freePort(t))
+	cfg := processConfig(t, dir, tcpserver.FreePort(t))
 	rt, err := process.New(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +260,7 @@ func TestACorruptSpecIsAnErrorAndNothingIsHealed(t *testing.T) {
 }
 
 func TestHostsPicksTheNamedHostOrTheLocalOnes(t *testing.T) {
-	cfg := processConfig(t, t.TempDir(), freePort(t))
+	cfg := processConfig(t, t.TempDir(), tcpserver.FreePort(t))
 	hs, err := watchdog.Hosts(cfg, "h1")
 	if err != nil || len(hs) != 1 || hs[0].Name != "h1" {
 		t.Fatalf("Hosts(h1) = %v, %v", hs, err)

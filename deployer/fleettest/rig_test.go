@@ -26,12 +26,12 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/internal/testrig/netfleet"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -73,10 +73,7 @@ func newFleet(t *testing.T, n int, edit func(*infra.Config)) *fleet {
 	if err := os.MkdirAll(f.hosts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := ports.Free(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := tcpserver.FreePorts(t, 2)
 	f.listen = net.JoinHostPort(nf.Gateway, strconv.Itoa(ps[0]))
 	token := make([]byte, 12)
 	_, _ = rand.Read(token)
@@ -107,10 +104,11 @@ func newFleet(t *testing.T, n int, edit func(*infra.Config)) *fleet {
 	}
 	f.path = filepath.Join(f.dir, "fleet.yaml")
 	f.write(f.path, cfg)
-	f.cfg, err = infra.Load(f.path)
+	loaded, err := infra.Load(f.path)
 	if err != nil {
 		t.Fatalf("the fleet's config: %v", err)
 	}
+	f.cfg = loaded
 	return f
 }
 

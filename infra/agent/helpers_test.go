@@ -3,22 +3,20 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
@@ -26,21 +24,7 @@ import (
 // `zero502 edge forward` processes.
 var zero502 string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agent-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	zero502 = filepath.Join(dir, "zero502")
-	if out, err := exec.Command("go", "build", "-o", zero502, "../../cmd/zero502").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build zero502: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testmain.Run(m, testmain.Options{Binary: &zero502})) }
 
 const originName = "origin.example.test"
 
@@ -121,17 +105,8 @@ func (e *edgeProc) kill() {
 	}
 }
 
-// freeAddr is a loopback address nobody listens on (yet).
-// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
-// connection of this or another test can take it before whatever it is for binds it.
-func freeAddr(t *testing.T) netip.AddrPort {
-	t.Helper()
-	ps, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(ps[0]))
-}
+// freeAddr is tcpserver.FreeAddr as the netip.AddrPort an edge listens on.
+func freeAddr(t *testing.T) netip.AddrPort { return netip.MustParseAddrPort(tcpserver.FreeAddr(t)) }
 
 // startSlowPath is a TCP proxy to origin that holds the first bytes coming back from the origin
 // for delay: an edge in front of it is a far edge (its TLS handshake takes delay longer).

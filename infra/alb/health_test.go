@@ -15,8 +15,8 @@ import (
 
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
-	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/internal/testrig/albtest"
 )
 
 // sourceNumbers is a target group already provisioned with the source's numbers: every 5s,

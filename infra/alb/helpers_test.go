@@ -11,9 +11,9 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/alb/albtest"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/internal/testrig/albtest"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 

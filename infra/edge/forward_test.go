@@ -89,7 +89,7 @@ func TestForwarderCarriesBytesIntactBothWaysWithHalfCloseAndTheOriginSeesClaimAn
 
 func TestForwarderClosesTheClientWhenTheOriginIsUnreachable(t *testing.T) {
 	log, lines := newLogs()
-	fwd := startForwarder(t, &Forwarder{Origins: []string{freeAddr(t)}, ConnectTimeout: time.Second, Logger: log})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{tcpserver.FreeAddr(t)}, ConnectTimeout: time.Second, Logger: log})
 	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	if !closedByPeer(client) {
 		t.Fatal("the client connection stayed open with no origin behind it")

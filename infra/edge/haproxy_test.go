@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // HAProxy is the independent PROXY protocol peer (Debian package haproxy; .ci/run installs it).
@@ -21,7 +23,7 @@ func TestHAProxySendProxyV2ReachesOurOriginListener(t *testing.T) {
 	haproxy := needHAProxy(t)
 	m := &InnerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}})
-	front := freeAddr(t)
+	front := tcpserver.FreeAddr(t)
 	startHAProxy(t, haproxy, front, fmt.Sprintf(`
 frontend clients
     bind %s
@@ -47,7 +49,7 @@ func TestHAProxyAcceptProxyTakesOurForwardersHeader(t *testing.T) {
 	haproxy := needHAProxy(t)
 	m := &InnerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}})
-	front := freeAddr(t)
+	front := tcpserver.FreeAddr(t)
 	startHAProxy(t, haproxy, front, fmt.Sprintf(`
 frontend edges
     bind %s accept-proxy
@@ -107,20 +109,17 @@ defaults
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	end := time.Now().Add(deadline)
-	for {
+	poll.UntilNil(t, deadline, "haproxy did not listen on "+front, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("haproxy exited before listening on %s:\n%s\nconfig:\n%s", front, out.String(), text)
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", front, time.Second); err == nil {
-			c.Close()
-			return
+		c, err := net.DialTimeout("tcp", front, time.Second)
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out.String())
 		}
-		if time.Now().After(end) {
-			t.Fatalf("haproxy did not listen on %s within %s:\n%s", front, deadline, out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		c.Close()
+		return nil
+	})
 }

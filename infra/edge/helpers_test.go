@@ -9,13 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
@@ -245,18 +243,6 @@ func refused(addr string) bool {
 		return false
 	}
 	return true
-}
-
-// freeAddr is a loopback address nothing listens on (listen, note, close).
-// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
-// connection of this or another test can take it before whatever it is for binds it.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ps, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(ps[0])
 }
 
 func mustAddrPort(t *testing.T, a net.Addr) netip.AddrPort {

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/alert"
-	"github.com/zero502/zero502/infra/alert/alerttest"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/internal/testrig/alerttest"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // The helper server: this test binary, started by a test (and then again by its own upgrade,
@@ -94,10 +94,7 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "run", "helper.pid")
 	breaker := filepath.Join(dir, "broken")
-	ps, err := ports.Free(1) // below the ephemeral range: no outgoing connection takes it first
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := tcpserver.FreePorts(t, 1) // below the ephemeral range: no outgoing connection takes it first
 	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperBreak+"="+breaker)

@@ -6,16 +6,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/adminapi"
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // adminCall sends one admin request (with a bearer token when token is not empty) and returns
@@ -66,18 +65,6 @@ func statusOf(t *testing.T, admin, addr string) (BackendStatus, bool) {
 		}
 	}
 	return BackendStatus{}, false
-}
-
-// freeAddr is a loopback address nothing listens on (a backend that is down).
-// freeAddr is a loopback address free now and below the ephemeral range, so no outgoing
-// connection of this or another test can take it before whatever it is for binds it.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ps, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(ps[0])
 }
 
 func TestAdminWriteEndpoints(t *testing.T) {
@@ -230,7 +217,7 @@ func TestAddedBackendGetsNoRequestBeforeItsChecksPass(t *testing.T) {
 	set := fastSettings(a.addr())
 	set.HealthyThreshold = 3
 	l := startLB(t, set)
-	addr := freeAddr(t) // down when added
+	addr := tcpserver.FreeAddr(t) // down when added
 	if code, body := adminCall(t, l.AdminAddr(), "PUT", "/admin/backends/"+addr, ""); code != 201 {
 		t.Fatalf("PUT: %d %s", code, body)
 	}

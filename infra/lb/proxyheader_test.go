@@ -90,20 +90,19 @@ backend servers
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	tb.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.UntilNil(tb, 10*time.Second, "haproxy does not listen on "+front, func() error {
 		select {
 		case <-exited:
 			tb.Fatalf("haproxy exited:\n%s", out.String())
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", front, time.Second); err == nil {
-			c.Close()
-			return
+		c, err := net.DialTimeout("tcp", front, time.Second)
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out.String())
 		}
-		if time.Now().After(end) {
-			tb.Fatalf("haproxy does not listen on %s:\n%s", front, out.String())
-		}
-	}
+		c.Close()
+		return nil
+	})
 }
 
 func TestHAProxySendProxyV2SetsTheClientAddress(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/acmetest"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // ACME end to end against pebble: the LB gets a certificate for its domain on the first
@@ -28,10 +28,7 @@ import (
 // certificate in its cache dir, 0600.
 func TestTLSCertificateFromACME(t *testing.T) {
 	a := startBackend(t, "a")
-	ps, err := ports.Free(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := tcpserver.FreePorts(t, 2)
 	httpPort, tlsPort := ps[0], ps[1]
 	p := acmetest.Start(t, httpPort, tlsPort)
 	const domain = "shop.zero502.test"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // setWeight sends PUT /admin/backends/{addr}/weight with body (and a bearer token when token
@@ -179,7 +180,7 @@ func TestBadWeightsAreRefusedNamingTheFieldAndTheRule(t *testing.T) {
 	if code, answer := setWeight(t, admin, "127.0.0.1:0", "", `{"weight": 10}`); code != 400 || !strings.Contains(answer, "port") {
 		t.Errorf("PUT weight of a bad address: %d %q, want 400 naming the port rule", code, answer)
 	}
-	if code, answer := setWeight(t, admin, freeAddr(t), "", `{"weight": 10}`); code != 404 {
+	if code, answer := setWeight(t, admin, tcpserver.FreeAddr(t), "", `{"weight": 10}`); code != 404 {
 		t.Errorf("PUT weight of an unknown backend: %d %q, want 404", code, answer)
 	}
 	if code, _ := adminCall(t, admin, "GET", "/admin/backends/"+a.addr()+"/weight", ""); code != 405 {

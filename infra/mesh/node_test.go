@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // startMesh runs one Node per name on loopback, each probing the others, and returns them.
@@ -64,10 +67,8 @@ func startMesh(t *testing.T, names ...string) map[string]*Node {
 // fails after deadline with the last views.
 func waitFor(t *testing.T, nodes map[string]*Node, target string, want State, deadline time.Duration) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	var last []string
-	for time.Now().Before(end) {
-		last = last[:0]
+	poll.UntilNil(t, deadline, fmt.Sprintf("%s not %s in every view", target, want), func() error {
+		var last []string
 		all := true
 		for name, n := range nodes {
 			s, err := FetchSnapshot(n.Addr(), 2*time.Second)
@@ -81,12 +82,11 @@ func waitFor(t *testing.T, nodes map[string]*Node, target string, want State, de
 				}
 			}
 		}
-		if all {
-			return
+		if !all {
+			return errors.New("\n" + strings.Join(last, "\n"))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s not %s in every view within %s:\n%s", target, want, deadline, strings.Join(last, "\n"))
+		return nil
+	})
 }
 
 func TestMeshOnLoopbackFindsAnUnreachableServerAndHeals(t *testing.T) {

@@ -2,6 +2,8 @@ package mesh
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,9 +17,9 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/alert"
-	"github.com/zero502/zero502/infra/alert/alerttest"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/alerttest"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
@@ -137,29 +139,24 @@ func startServiceMesh(t *testing.T, checker string, names ...string) *serviceMes
 // wait polls every node's view over HTTP until ok holds in all of them.
 func (m *serviceMesh) wait(t *testing.T, what string, ok func(Snapshot) bool) {
 	t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	var last []string
-	for time.Now().Before(end) {
-		last = last[:0]
-		all := true
+	poll.UntilNil(t, 20*time.Second, "not every view shows "+what, func() error {
+		var last []string
 		for name, n := range m.nodes {
 			s, err := FetchSnapshot(n.Addr(), 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !ok(s) {
-				all = false
 				var b strings.Builder
 				_ = s.WriteText(&b)
 				last = append(last, name+"'s view:\n"+b.String())
 			}
 		}
-		if all {
-			return
+		if len(last) > 0 {
+			return errors.New("\n" + strings.Join(last, "\n"))
 		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	t.Fatalf("not every view shows %s within 20s:\n%s", what, strings.Join(last, "\n"))
+		return nil
+	})
 }
 
 func verdictOf(s Snapshot, server string) Verdict {
@@ -187,13 +184,12 @@ func (m *serviceMesh) settle() { time.Sleep(1500 * time.Millisecond) }
 // alerted polls the receiver until it holds want (in order), failing after 20 s.
 func (m *serviceMesh) alerted(t *testing.T, want ...string) {
 	t.Helper()
-	end := time.Now().Add(20 * time.Second)
-	for !slices.Equal(m.recv.List(), want) {
-		if time.Now().After(end) {
-			t.Fatalf("alerts %v; want %v", m.recv.List(), want)
+	poll.UntilNil(t, 20*time.Second, "the receiver's alerts", func() error {
+		if got := m.recv.List(); !slices.Equal(got, want) {
+			return fmt.Errorf("alerts %v; want %v", got, want)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // startLB runs the in-house balancer over the mesh's services and syncs it from a's route

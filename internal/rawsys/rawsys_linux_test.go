@@ -1,11 +1,13 @@
 package rawsys
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,17 +55,16 @@ func TestAConnectionThroughTheRawCalls(t *testing.T) {
 		t.Fatalf("read %q, want ping", got)
 	}
 	ShutdownWrite(cfd)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.UntilNil(t, 5*time.Second, "Read after the peer's half-close", func() error {
 		n, err := Read(afd, buf)
 		if err == nil && n == 0 {
-			break // EOF: the half-close arrived
+			return nil // EOF: the half-close arrived
 		}
-		if err != unix.EAGAIN || time.Now().After(deadline) {
+		if err != unix.EAGAIN {
 			t.Fatalf("Read after the peer's half-close: %d %v, want EOF", n, err)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return fmt.Errorf("%d %v, want EOF", n, err)
+	})
 	if _, err := Read(cfd, buf); err != unix.EAGAIN {
 		t.Fatalf("Read on an empty non-blocking socket: %v, want EAGAIN", err)
 	}
@@ -84,30 +85,28 @@ func TestConnectToNobodyEndsInSocketError(t *testing.T) {
 		t.Fatalf("Connect to a closed port: %v, want EINPROGRESS or ECONNREFUSED", err)
 	}
 	defer Close(fd)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.UntilNil(t, 5*time.Second, "SO_ERROR of a connect to a closed port", func() error {
 		err := SocketError(fd)
 		if err == unix.ECONNREFUSED {
-			return
+			return nil
 		}
-		if err != nil || time.Now().After(deadline) {
+		if err != nil {
 			t.Fatalf("SO_ERROR of a connect to a closed port: %v, want ECONNREFUSED", err)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return fmt.Errorf("%v, want ECONNREFUSED", err)
+	})
 }
 
 func readWithin(t *testing.T, fd int, buf []byte) []byte {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := Read(fd, buf)
-		if err == nil {
-			return buf[:n]
-		}
-		if err != unix.EAGAIN || time.Now().After(deadline) {
+	var n int
+	poll.UntilNil(t, 5*time.Second, "Read", func() error {
+		var err error
+		n, err = Read(fd, buf)
+		if err != nil && err != unix.EAGAIN {
 			t.Fatalf("Read: %v", err)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return err
+	})
+	return buf[:n]
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // tail is the last n bytes of s, for logs that may be long.
@@ -85,7 +83,7 @@ type backendProc struct {
 func startBackend(t *testing.T, name string, extra ...string) *backendProc {
 	t.Helper()
 	b := &backendProc{t: t, name: name, args: extra}
-	b.start(stablePort(t))
+	b.start(freePort(t))
 	return b
 }
 
@@ -118,7 +116,7 @@ func (b *backendProc) start(port string) {
 		}
 		p.kill()
 		if b.addr == "" { // a first start may lose its port to a parallel test: take another
-			port = stablePort(t)
+			port = freePort(t)
 		}
 		// A restart on the same port can race with the kernel releasing it: try again.
 		if time.Now().After(deadline) {
@@ -168,37 +166,7 @@ var directClient = &http.Client{
 	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
 }
 
-// stablePort picks a free loopback port below the kernel's ephemeral range, for a backend that
-// may be killed and restarted on the same port: no outgoing connection of this or any other test
-// can take it in between, as it could take an ephemeral one.
-func stablePort(t *testing.T) string {
-	t.Helper()
-	lo, hi := 20000, 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
-				hi = n
-			}
-		}
-	}
-	for range 100 {
-		port := strconv.Itoa(lo + rand.IntN(hi-lo))
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
-			ln.Close()
-			return port
-		}
-	}
-	t.Fatalf("no free port in %d..%d", lo, hi)
-	return ""
-}
-
-// freePort picks a free loopback port below the ephemeral range (infra/ports), released for the
-// child to bind.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ps, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strconv.Itoa(ps[0])
-}
+// freePort is a tcpserver.FreePort as the string a command line takes: free now and below the
+// kernel's ephemeral range, so a backend killed and restarted on it keeps it (no outgoing
+// connection of this or any other test can take it in between, as it could take an ephemeral one).
+func freePort(t *testing.T) string { return strconv.Itoa(tcpserver.FreePort(t)) }

@@ -20,6 +20,8 @@ import (
 	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/osuser"
+	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -40,23 +42,18 @@ func appService(image, name, version string, port int, drain, shutdown time.Dura
 // waitBody polls url until it answers 200 with a body containing want.
 func waitBody(t *testing.T, url, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
+	poll.UntilNil(t, 30*time.Second, fmt.Sprintf("%s never answered %q", url, want), func() error {
 		resp, err := http.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 && strings.Contains(string(b), want) {
-				return
-			}
-			last = fmt.Sprintf("status %d body %q", resp.StatusCode, b)
-		} else {
-			last = err.Error()
+		if err != nil {
+			return fmt.Errorf("last %w", err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s never answered %q: last %s", url, want, last)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) {
+			return fmt.Errorf("last status %d body %q", resp.StatusCode, b)
+		}
+		return nil
+	})
 }
 
 func startApp(t *testing.T, rt *docker.Runtime, host string, svc spec.Service) runtime.Instance {
@@ -75,7 +72,7 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond)
 	svc.Secrets = map[string]string{"DB_PASSWORD": secrets.Digest("DB_PASSWORD", "s3cret")}
 	svc.SecretEnv = map[string]secrets.Value{"DB_PASSWORD": "s3cret"}
@@ -134,7 +131,7 @@ func TestANameAddressIsPublishedOnItsIPOnly(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond)
 	svc.Address = fmt.Sprintf("localhost:%d", port)
 	inst := startApp(t, rt, host, svc)
@@ -165,7 +162,7 @@ func TestStopDrainsThenExitsZeroAndRemoveForgetsIt(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	drain := 700 * time.Millisecond
 	inst := startApp(t, rt, host, appService(image, "web", "v1", port, drain, 300*time.Millisecond))
 	ctx := context.Background()
@@ -202,7 +199,7 @@ func TestStopPastTheGraceIsReportedAsKilledI2(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	// drain + shutdown (20s) does not fit in the grace (1s): the runtime must SIGKILL.
 	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 15*time.Second, 5*time.Second))
 
@@ -219,7 +216,7 @@ func TestStopWithoutGraceKillsAtOnceAndIsNoError(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 15*time.Second, 5*time.Second))
 
 	st, err := rt.Stop(context.Background(), inst, 0)
@@ -239,7 +236,7 @@ func TestStopWithoutGraceKillsAtOnceAndIsNoError(t *testing.T) {
 func TestStartWithoutTheImageSaysHowToBuildIt(t *testing.T) {
 	rt := dockertest.Engine(t)
 	host := dockertest.HostName(t, rt)
-	svc := appService("zero502/app:never-built-"+host, "web", "v1", dockertest.FreePort(t), time.Second, time.Second)
+	svc := appService("zero502/app:never-built-"+host, "web", "v1", tcpserver.FreePort(t), time.Second, time.Second)
 	_, err := rt.Start(context.Background(), host, svc)
 	if err == nil || !strings.Contains(err.Error(), "zero502 image build") {
 		t.Fatalf("Start with a missing image = %v, want an error saying to run zero502 image build", err)
@@ -271,7 +268,7 @@ func TestTheImageRunsAsNobodyWithAWritableTmp(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond, "--orders-log", "/tmp/orders.jsonl")
 	inst := startApp(t, rt, host, svc)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+svc.Address+"/orders", nil)
@@ -300,7 +297,7 @@ func TestAContainerRunsAsTheServicesUser(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	svc := appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond)
 	svc.User = "4321:4321"
 	inst := startApp(t, rt, host, svc)
@@ -325,7 +322,7 @@ func TestAContainerGetsExactlyItsConfiguredEnvNothingOfTheDeployers(t *testing.T
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	inst := startApp(t, rt, host, appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
 	ctx := context.Background()
 	c, err := inspectContainer(ctx, rt, inst.ID)
@@ -361,7 +358,7 @@ func TestStopSendsTheServicesStopSignal(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	svc := appService(image, "web", "v1", port, 15*time.Second, time.Second)
 	svc.StopSignal = "SIGQUIT"
 	inst := startApp(t, rt, host, svc)

@@ -15,6 +15,7 @@ import (
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // tagForRegistry tags the test image as reg.Host/shop/web:<tag> and removes that tag when the
@@ -88,7 +89,7 @@ func TestPushImageThenEnsureImagePullsItBackAndStartRunsIt(t *testing.T) {
 	// Start pulls what the engine lacks, then runs it.
 	untag(t, rt, ref)
 	host := dockertest.HostName(t, rt)
-	port := dockertest.FreePort(t)
+	port := tcpserver.FreePort(t)
 	inst := startApp(t, rt, host, appService(ref, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
 	if !inst.Running() || inst.Version != "v1" {
 		t.Fatalf("Start from the registry = %+v, want web v1 running", inst)
@@ -114,7 +115,7 @@ func TestPullImageOfAnUnknownTagNamesImageAndRegistryAndChangesNothing(t *testin
 		}
 	}
 	host := dockertest.HostName(t, rt)
-	_, err = rt.Start(ctx, host, appService(ref, "web", "v9", dockertest.FreePort(t), time.Second, time.Second))
+	_, err = rt.Start(ctx, host, appService(ref, "web", "v9", tcpserver.FreePort(t), time.Second, time.Second))
 	if err == nil || !strings.Contains(err.Error(), "pull "+ref) || !strings.Contains(err.Error(), "service web") {
 		t.Fatalf("Start with an unknown tag = %v, want the pull error naming the service", err)
 	}

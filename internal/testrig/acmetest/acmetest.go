@@ -19,9 +19,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
@@ -50,10 +50,7 @@ func Start(t *testing.T, httpPort, tlsPort int) *Pebble {
 	ca := testpki.New(t, "pebble API CA")
 	cert, key := testpki.WritePair(t, ca.Issue(t, x509.ExtKeyUsageServerAuth, "127.0.0.1", "localhost"),
 		filepath.Join(dir, "api.crt"), filepath.Join(dir, "api.key"))
-	ps, err := ports.Free(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps := tcpserver.FreePorts(t, 2)
 	p := &Pebble{Directory: fmt.Sprintf("https://127.0.0.1:%d/dir", ps[0]), CAFile: ca.WriteCert(t, filepath.Join(dir, "api-ca.pem")),
 		mgmt: fmt.Sprintf("127.0.0.1:%d", ps[1]), roots: ca.Pool()}
 	cfg, _ := json.Marshal(map[string]any{"pebble": map[string]any{

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
@@ -43,26 +44,22 @@ func Start(t testing.TB, bin, config, admin, logPath string, extra ...string) {
 			t.Logf("lb log (tail):\n%s", Tail(logPath, 3000))
 		}
 	})
-	deadline := time.Now().Add(ready)
-	last := fmt.Errorf("not asked yet")
-	for time.Now().Before(deadline) {
+	poll.UntilNil(t, ready, "lbprocess: the LB's admin API "+admin+" does not answer /admin/health", func() error {
 		select {
 		case <-exited:
 			t.Fatalf("lbprocess: zero502 lb exited at start (%s); its log:\n%s", cmd.ProcessState, Tail(logPath, 3000))
 		default:
 		}
 		resp, err := http.Get("http://" + admin + "/admin/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			err = fmt.Errorf("admin health %s", resp.Status)
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, Tail(logPath, 3000))
 		}
-		last = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("lbprocess: the LB's admin API %s does not answer /admin/health after %s: %v\n%s", admin, ready, last, Tail(logPath, 3000))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("admin health %s\n%s", resp.Status, Tail(logPath, 3000))
+		}
+		return nil
+	})
 }
 
 // Tail is the last n bytes of the file at path ("" when it cannot be read).

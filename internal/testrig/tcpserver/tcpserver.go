@@ -2,11 +2,18 @@
 // connection to a handler of the test's own, each in its own goroutine, closes the connection
 // when the handler returns and the listener when the test ends. A scripted backend, a sink, a
 // resetting peer or a slow path is then its handler alone.
+//
+// It is also the tests' one source of a loopback address for a server that is not up yet (a
+// child process, a backend that is down): FreeAddr, FreePort and FreePorts hand out ports from
+// infra/ports, free now and below the ephemeral range.
 package tcpserver
 
 import (
 	"net"
+	"strconv"
 	"testing"
+
+	"github.com/zero502/zero502/infra/ports"
 )
 
 // Listen returns a TCP listener on 127.0.0.1:0, closed when the test ends: for a test that wraps
@@ -46,4 +53,27 @@ func ServeOn(t testing.TB, ln net.Listener, handle func(net.Conn)) {
 			}()
 		}
 	}()
+}
+
+// FreePorts is n loopback ports free now and below the ephemeral range (infra/ports), so no
+// outgoing connection of this or another test can take one before whatever it is for binds it.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ps, err := ports.Free(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// FreePort is one port of FreePorts.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	return FreePorts(t, 1)[0]
+}
+
+// FreeAddr is "127.0.0.1:PORT" for a FreePort: an address nothing listens on yet.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
 }

@@ -36,3 +36,21 @@ func TestServeStopsListeningWhenTheTestEnds(t *testing.T) {
 		t.Fatalf("%s still accepts after its test ended", addr)
 	}
 }
+
+// FreePorts hands out distinct ports from infra/ports (never the well-known ones) that a server
+// can then bind.
+func TestFreePortsAreDistinctAndBindable(t *testing.T) {
+	ps := FreePorts(t, 3)
+	seen := map[int]bool{}
+	for _, p := range ps {
+		if seen[p] || p < 10000 {
+			t.Fatalf("ports %v: want three distinct ones from 10000 up", ps)
+		}
+		seen[p] = true
+	}
+	ln, err := net.Listen("tcp", FreeAddr(t))
+	if err != nil {
+		t.Fatalf("listen on FreeAddr: %v", err)
+	}
+	ln.Close()
+}

@@ -1,6 +1,7 @@
-// Package testmain is the tests' one TestMain: it builds the zero502 binary once per test binary
-// (static, so the same build runs as a process and inside a Docker image FROM scratch), runs more
-// of the tests at once than GOMAXPROCS when they mostly wait on real timers (unless -parallel was
+// Package testmain is the tests' one TestMain and their one builder of the zero502 binary: it
+// builds it once per test binary (static, so the same build runs as a process and inside a Docker
+// image FROM scratch; with the race detector when a suite asks), with any other program of this
+// module the suite runs, runs more of the tests at once than GOMAXPROCS when they mostly wait on real timers (unless -parallel was
 // given), and runs every cleanup registered with Track or AtExit both when a test ends and shortly
 // before the test binary's -timeout fires, so a run that times out leaves no process or container
 // behind for the next one.
@@ -26,8 +27,15 @@ import (
 // Options say what a package's TestMain wants.
 type Options struct {
 	// Binary, when not nil, is set to the path of the zero502 binary built for this test binary
-	// (removed when the tests end). The build is static (CGO_ENABLED=0).
+	// (removed when the tests end). The build is static (CGO_ENABLED=0) unless Race.
 	Binary *string
+	// Programs are more main packages of this module that the tests run, built beside Binary
+	// with the same flags: each package path, relative to the module root
+	// ("./infra/lb/testbackend"), points to where Run sets the path of its binary.
+	Programs map[string]*string
+	// Race builds Binary and Programs with the race detector, which needs cgo: the build is then
+	// not static, and StaticBinary stays "" (no Docker image can be made of it).
+	Race bool
 	// Parallel is the -parallel used when the caller gave none (0: Go's default, GOMAXPROCS).
 	Parallel int
 	// UnderLoad says the package's tests judge zero failed requests under a steady load through
@@ -57,22 +65,33 @@ func Run(m *testing.M, o Options) int {
 	if o.Parallel > 0 && !given("test.parallel") {
 		_ = flag.Set("test.parallel", fmt.Sprint(o.Parallel))
 	}
-	if o.Binary != nil {
+	if o.Binary != nil || len(o.Programs) > 0 {
 		dir, err := os.MkdirTemp("", "zero502-test-bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testmain:", err)
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		path := filepath.Join(dir, "zero502")
-		if err := build(path); err != nil {
-			fmt.Fprintln(os.Stderr, "testmain:", err)
-			return 1
+		builds := map[string]*string{}
+		for pkg, out := range o.Programs {
+			builds[pkg] = out
 		}
-		mu.Lock()
-		binary = path
-		mu.Unlock()
-		*o.Binary = path
+		if o.Binary != nil {
+			builds["./cmd/zero502"] = o.Binary
+		}
+		for pkg, out := range builds {
+			path := filepath.Join(dir, filepath.Base(pkg))
+			if err := build(path, pkg, o.Race); err != nil {
+				fmt.Fprintln(os.Stderr, "testmain:", err)
+				return 1
+			}
+			*out = path
+		}
+		if o.Binary != nil && !o.Race {
+			mu.Lock()
+			binary = *o.Binary
+			mu.Unlock()
+		}
 	}
 	if o.UnderLoad {
 		release, err := takeTurn(LoadLockPath())
@@ -89,7 +108,8 @@ func Run(m *testing.M, o Options) int {
 	return code
 }
 
-// StaticBinary is the binary Run built ("" when the package's TestMain asked for none).
+// StaticBinary is the static zero502 binary Run built ("" when the package's TestMain asked for
+// none, or for a race build).
 func StaticBinary() string {
 	mu.Lock()
 	defer mu.Unlock()
@@ -220,19 +240,25 @@ func given(name string) bool {
 	return set
 }
 
-// build compiles ./cmd/zero502 of this module, statically, into path.
-func build(path string) error {
+// build compiles the main package pkg of this module (./cmd/zero502) into path: statically, or
+// with the race detector (and cgo, which it needs) when race.
+func build(path, pkg string, race bool) error {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return fmt.Errorf("find the module root (go list -m): %w", err)
 	}
 	root := string(out[:len(out)-1])
 	defer LockBuild()()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/zero502")
+	args := []string{"build", "-trimpath", "-o", path}
+	env := append(os.Environ(), "CGO_ENABLED=0")
+	if race {
+		args, env = append(args, "-race"), os.Environ()
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = env
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/zero502 in %s: %w\n%s", root, err, msg)
+		return fmt.Errorf("go build %s in %s: %w\n%s", pkg, root, err, msg)
 	}
 	return nil
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -207,17 +206,6 @@ func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 		}
 		_ = rt.Remove(ctx, in)
 	}
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, below the ephemeral
-// range (infra/ports).
-func FreePort(t testing.TB) int {
-	t.Helper()
-	ps, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps[0]
 }
 
 func randHex(n int) string {
