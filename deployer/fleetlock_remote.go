@@ -1,10 +1,12 @@
 package deployer
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -26,14 +28,37 @@ type FleetLockLine struct {
 	Waiting string      `json:"waiting,omitempty"`
 	Locked  string      `json:"locked,omitempty"`
 	Refused string      `json:"refused,omitempty"`
+	Expired string      `json:"expired,omitempty"` // the lease ran out: the lock was freed
 	Held    bool        `json:"held,omitempty"`
 	Status  *LockStatus `json:"status,omitempty"`
 	Error   string      `json:"error,omitempty"`
 }
 
+// LeaseRenewal is the line the deployer sends on the lock's session, after the config, every
+// cfg.LockRenewal() while it holds the fleet lock.
+const LeaseRenewal = "renew"
+
 // HoldFleetLock takes the fleet lock of cfg on this machine, lock host name, for me (waiting up
-// to wait unless noWait), says how it went through say, and holds it until ctx ends.
-func HoldFleetLock(ctx context.Context, cfg *infra.Config, name string, me hostlock.Holder, noWait bool, wait time.Duration, say func(FleetLockLine)) error {
+// to wait unless noWait), says how it went through say, and holds it until ctx ends. With a
+// deployer's session (renewals: the rest of its stdin, nil for none), it also ends when that
+// stream ends (the deployer released the lock, or its session closed), and when no line has
+// come on it for rollout.lock_lease (a deployer cut off by a silent partition): the lease.
+func HoldFleetLock(ctx context.Context, cfg *infra.Config, name string, me hostlock.Holder, noWait bool, wait time.Duration, renewals io.Reader, say func(FleetLockLine)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renewed := make(chan struct{}, 1)
+	if renewals != nil {
+		go func() {
+			defer cancel() // the deployer released the lock, or its session is gone
+			sc := bufio.NewScanner(renewals)
+			for sc.Scan() {
+				select {
+				case renewed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
 	path := cfg.FleetLockPath()
 	l, err := takeFleetLock(ctx, path, "on host "+name+" (rollout.lock_host)", me, noWait, wait, func(h hostlock.Holder) {
 		say(FleetLockLine{Waiting: h.String()})
@@ -47,8 +72,26 @@ func HoldFleetLock(ctx context.Context, cfg *infra.Config, name string, me hostl
 	}
 	defer l.Release()
 	say(FleetLockLine{Locked: path})
-	<-ctx.Done()
-	return nil
+	lease := cfg.Rollout.LockLease
+	if renewals == nil || lease <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	expiry := time.NewTimer(lease)
+	defer expiry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-renewed:
+			expiry.Reset(lease)
+		case <-expiry.C:
+			err := fmt.Errorf("the fleet lock on host %s: no renewal from its deployer for rollout.lock_lease %s (a silent partition, "+
+				"or a deployer that hangs): the lock is freed for the next deploy", name, lease)
+			say(FleetLockLine{Expired: err.Error()})
+			return err
+		}
+	}
 }
 
 // remoteHold is a fleet lock held through an ssh session to the lock host.

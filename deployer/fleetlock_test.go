@@ -34,6 +34,8 @@ func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
 	}
 	slowCfg := f.load(path)
 	slowCfg.Hooks.PreDeploy = infra.Hook{Command: []string{"sh", "-c", "sleep 5"}, Timeout: 30 * time.Second}
+	// A's lock is a lease of 1.5s on host-a, which its renewals (every 0.5s) keep through the hook
+	slowCfg.Rollout.LockLease = 1500 * time.Millisecond
 	slow := f.write("slow.yaml", slowCfg)
 	startA := func(version string) (*exec.Cmd, *syncbuffer.Buffer) {
 		out := &syncbuffer.Buffer{}
@@ -49,6 +51,7 @@ func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
 		return a, out
 	}
 	a, outA := startA("v2")
+	time.Sleep(2 * slowCfg.Rollout.LockLease) // past two leases: only A's renewals keep the lock now
 
 	lockDir := filepath.Dir(cfg.FleetLockPath())
 	onOtherMachine := func(args ...string) (string, int) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,11 +141,14 @@ func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, l
 	}
 	var closeOnce sync.Once
 	closeStdin := func() { closeOnce.Do(func() { stdin.Close() }) }
-	go func() {
-		_, _ = stdin.Write(configStream(cfgYAML, d.secretsFor(args)))
-	}()
 	done := make(chan struct{})
 	defer close(done)
+	go func() {
+		if _, err := stdin.Write(configStream(cfgYAML, d.secretsFor(args))); err != nil {
+			return
+		}
+		d.renewLease(ctx, done, stdin, args)
+	}()
 	var cutOff atomic.Bool
 	budget := d.rollbackBudget(len(d.cfg.Services))
 	go func() {
@@ -223,6 +227,28 @@ func readLines(r io.Reader, max int, line func([]byte)) {
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// renewLease sends the fleet lock's lease renewals on the session of `zero502 host fleet-lock`
+// holding it (no --op: hold), every cfg.LockRenewal(), until the session is done or cancelled.
+func (d *Deployer) renewLease(ctx context.Context, done <-chan struct{}, stdin io.Writer, args []string) {
+	if len(args) < 2 || args[1] != "fleet-lock" || slices.Contains(args, "--op") || d.cfg.LockRenewal() <= 0 {
+		return
+	}
+	tick := time.NewTicker(d.cfg.LockRenewal())
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(stdin, LeaseRenewal+"\n"); err != nil {
+				return
+			}
 		}
 	}
 }

@@ -352,6 +352,14 @@ type Rollout struct {
 	// as long as the deployer's session lives (the kernel frees it when either dies); a local
 	// host's lock is a file on this machine. Default: the first host.
 	LockHost string `mapstructure:"lock_host"`
+	// LockLease bounds how long the lock host keeps the fleet lock after the deployer's last
+	// renewal: over SSH the deployer renews it on the lock's session every min(5s, lease/3), and
+	// a lock host that hears nothing for this long (a deployer cut off by a silent partition, its
+	// session never closed) frees the lock. It should outlast a batch's worst case, so that a
+	// deployer cut off mid-batch ends that batch and stops (it checks the lock before each next
+	// one) before another deploy can take the lock (I14, a warning). Default 30m; a local lock
+	// host's lock is a file on this machine and has no lease.
+	LockLease time.Duration `mapstructure:"lock_lease"`
 	// Analysis judges each batch, once it is in rotation and baked, by what users got from it
 	// through the balancer (its error rate and p99 against the old version's targets) before
 	// the rollout moves on: health is not what users get. On by default; the in-house LB

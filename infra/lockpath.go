@@ -3,6 +3,7 @@ package infra
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/viper"
 )
@@ -46,4 +47,14 @@ func (c *Config) checkLockPath(setBy string) error {
 			h.Name, c.HostLockPath(h), i, setBy)}
 	}
 	return nil
+}
+
+// MaxLockRenewal is the longest interval between the deployer's renewals of the fleet lock's
+// lease on its lock host (rollout.lock_lease).
+const MaxLockRenewal = 5 * time.Second
+
+// LockRenewal is how often the deployer renews the fleet lock's lease: every MaxLockRenewal, or
+// three times a lease when the lease is shorter.
+func (c *Config) LockRenewal() time.Duration {
+	return min(MaxLockRenewal, c.Rollout.LockLease/3)
 }

@@ -214,6 +214,7 @@ func (c *Config) Validate() error {
 		bad("rollout.runtime", fmt.Sprintf("%q", c.Rollout.Runtime), "must be process or docker")
 	}
 	positive("rollout.healthy_deadline", c.Rollout.HealthyDeadline)
+	positive("rollout.lock_lease", c.Rollout.LockLease)
 	nonNegative("rollout.bake", c.Rollout.Bake)
 	if c.Rollout.Strategy != StopFirst && c.Rollout.Strategy != StartFirst {
 		bad("rollout.strategy", fmt.Sprintf("%q", c.Rollout.Strategy), "must be stop-first or start-first")

@@ -10,8 +10,8 @@ import (
 
 func TestEvaluateGivesEveryInvariantInOrder(t *testing.T) {
 	vs := Evaluate(withHosts(infra.Defaults(), 3))
-	if len(vs) != 13 {
-		t.Fatalf("got %d verdicts, want 13", len(vs))
+	if len(vs) != 14 {
+		t.Fatalf("got %d verdicts, want 14", len(vs))
 	}
 	for i, v := range vs {
 		if want := fmt.Sprintf("I%d", i+1); v.ID != want || v.Relation == "" || v.Why == "" || v.Sentence == "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +85,9 @@ func newHostFleetLockCmd() *cobra.Command {
 		Short: "Hold the fleet lock on this host (rollout.lock_host) while the deployer's session lives",
 		Long: `fleet-lock takes the fleet lock on this machine, host NAME of the config (its
 rollout.lock_host), prints {"locked": PATH} (or {"refused": …}) and holds it until stdin ends:
-the deployer's release, or its session's death, after which the kernel frees the flock. With
+the deployer's release, or its session's death, after which the kernel frees the flock; or until
+no renewal line has come on stdin for rollout.lock_lease (a deployer cut off by a silent
+partition), when it prints {"expired": …} and exits 1. With
 --op status|acquire|release it does what zero502 lock does, here, and prints {"status": …}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -112,15 +113,11 @@ the deployer's release, or its session's death, after which the kernel frees the
 				}
 				return nil
 			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
+			var renewals io.Reader // the deployer's session: its end, and its lease renewals
 			if framed {
-				go func() {
-					_, _ = io.Copy(io.Discard, stdin)
-					cancel() // the deployer released the lock, or is gone
-				}()
+				renewals = stdin
 			}
-			err = deployer.HoldFleetLock(ctx, cfg, name, me, wait == 0, wait, func(l deployer.FleetLockLine) { _ = enc.Encode(l) })
+			err = deployer.HoldFleetLock(cmd.Context(), cfg, name, me, wait == 0, wait, renewals, func(l deployer.FleetLockLine) { _ = enc.Encode(l) })
 			if err != nil {
 				return exitCode(1, nil) // the refused line says why
 			}

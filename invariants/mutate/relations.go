@@ -13,7 +13,7 @@ import (
 // package invariants cannot hide its own mutants. An invariant whose relation depends on the
 // config (the drain mode, the rollout strategy, the balancer kind) has one relation per case,
 // each with the condition under which it is the one that applies. A warning-level invariant
-// (I12, I13) is stated the same way: its mutants must make its test fail too, since a shipped
+// (I12, I13, I14) is stated the same way: its mutants must make its test fail too, since a shipped
 // config carries no warning.
 type relation struct {
 	id       string
@@ -45,6 +45,13 @@ func relations() []relation {
 		// rate [1/s] × smallest batch × window [ms] ≥ min_requests × hosts × 1000 ms/s
 		{"I13", [][]string{{"rollout.analysis.expected_rate", "#smallest-batch", "rollout.analysis.window"}},
 			[][]string{{"rollout.analysis.min_requests", "#hosts", "#ms-per-s"}}, ">=", both(judged, withBatchAfterCanary, withRate)},
+		// lease > 2 × services × (window + deregistration delay + stop grace + healthy deadline)
+		//         + bake + healthy_threshold × interval + analysis window + canary + renewal
+		{"I14", [][]string{{"rollout.lock_lease"}}, [][]string{
+			{"#two", "#services", "drain.window"}, {"#two", "#services", "balancer.deregistration_delay"},
+			{"#two", "#services", "drain.stop_grace"}, {"#two", "#services", "rollout.healthy_deadline"},
+			{"rollout.bake"}, {"balancer.healthy_threshold", "balancer.interval"}, {"rollout.analysis.window"},
+			{"rollout.canary.duration"}, {"#lock-renewal"}}, ">", lockOverSSH},
 	}
 }
 
@@ -125,6 +132,12 @@ func judged(c *infra.Config) bool {
 
 func withCanary(c *infra.Config) bool { return c.Rollout.Canary.Hosts > 0 }
 
+// lockOverSSH: the fleet lock is held on a lock host over ssh, a lease (rollout.lock_lease).
+func lockOverSSH(c *infra.Config) bool {
+	h, ok := c.FleetLockHost()
+	return ok && h.SSH != ""
+}
+
 func withRate(c *infra.Config) bool { return c.Rollout.Analysis.ExpectedRate > 0 }
 
 func withBatchAfterCanary(c *infra.Config) bool { return smallestBatch(c) > 0 }
@@ -169,6 +182,12 @@ func numbers(c *infra.Config) map[string]int64 {
 		"rollout.analysis.expected_rate": int64(c.Rollout.Analysis.ExpectedRate),
 		"rollout.canary.duration":        ms(c.Rollout.Canary.Duration),
 		"rollout.canary.weight":          int64(c.Rollout.Canary.Weight),
+		"rollout.lock_lease":             ms(c.Rollout.LockLease),
+		"rollout.healthy_deadline":       ms(c.Rollout.HealthyDeadline),
+		"rollout.bake":                   ms(c.Rollout.Bake),
+		"#services":                      int64(len(c.Services)),
+		"#two":                           2,                        // a constant: a batch's step and its rollback
+		"#lock-renewal":                  ms(infra.MaxLockRenewal), // the longest interval between renewals
 		"#hosts":                         int64(len(c.Hosts)),
 		"#smallest-batch":                int64(smallestBatch(c)),
 		"#minus-one":                     -1,   // a constant: (heal_after − 1) × interval
