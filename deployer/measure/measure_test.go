@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -154,9 +155,28 @@ func TestResetRefusedAndTimeoutAreTransportFailures(t *testing.T) {
 	}
 }
 
+// paced runs attempt up to three times until it returns nil, and fails the test with the last
+// error. A starved machine (the packages under load run beside this one) can delay requests,
+// never make an unpaced load look paced: one run that meets the bounds shows the pacing.
+func paced(t *testing.T, attempt func() error) {
+	t.Helper()
+	var err error
+	for i := range 3 {
+		if err = attempt(); err == nil {
+			return
+		}
+		t.Logf("run %d: %v", i+1, err)
+	}
+	t.Fatal(err)
+}
+
 // TestRateIsHonouredOpenLoop checks the pace at the server: requests arrive spread over the run,
 // and a slow server does not slow the load down (it is not a closed loop).
 func TestRateIsHonouredOpenLoop(t *testing.T) {
+	paced(t, func() error { return rateHonouredOpenLoop(t) })
+}
+
+func rateHonouredOpenLoop(t *testing.T) error {
 	var mu sync.Mutex
 	var arrivals []time.Duration
 	keys := map[string]int{}
@@ -184,7 +204,7 @@ func TestRateIsHonouredOpenLoop(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(arrivals) < 170 || len(arrivals) > 230 {
-		t.Fatalf("rate 200/s for 1s: server saw %d requests, want 170..230", len(arrivals))
+		return fmt.Errorf("rate 200/s for 1s: server saw %d requests, want 170..230", len(arrivals))
 	}
 	// Paced, not bursted: the arrivals span most of the second, and neither half has nearly all
 	// of them (bounds generous for a loaded machine, where early connections are slow to open).
@@ -196,11 +216,12 @@ func TestRateIsHonouredOpenLoop(t *testing.T) {
 		}
 	}
 	if span := last - first; span < 600*time.Millisecond {
-		t.Fatalf("arrivals span %s; a steady 1s load must spread over most of the second", span)
+		return fmt.Errorf("arrivals span %s; a steady 1s load must spread over most of the second", span)
 	}
 	if share := float64(firstHalf) / float64(len(arrivals)); share < 0.1 || share > 0.9 {
-		t.Fatalf("%.0f%% of requests arrived in the first half of the run; want a steady pace", 100*share)
+		return fmt.Errorf("%.0f%% of requests arrived in the first half of the run; want a steady pace", 100*share)
 	}
+	// what follows is not timing: it holds on any run
 	if res.Counts[OK] != len(arrivals) || res.Failed() {
 		t.Fatalf("counts %v, server saw %d", res.Counts, len(arrivals))
 	}
@@ -215,31 +236,38 @@ func TestRateIsHonouredOpenLoop(t *testing.T) {
 	if vs := res.VersionSwitches(); len(vs) != 1 || vs[0].Version != "v1" {
 		t.Fatalf("versions seen: %+v, want v1", vs)
 	}
+	return nil
 }
 
+// TestNewConnShareOpensConnections: share 1 opens a connection per request; share 0 reuses
+// keep-alive connections (a few more open while answers are slow: judged on the best of three
+// runs, as the pace is).
 func TestNewConnShareOpensConnections(t *testing.T) {
 	for _, tc := range []struct {
 		share    float64
 		min, max int // connections opened for 60 requests
 	}{{1, 60, 60}, {0, 1, 20}} {
-		var mu sync.Mutex
-		opened := 0
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				mu.Lock()
-				opened++
-				mu.Unlock()
+		paced(t, func() error {
+			var mu sync.Mutex
+			opened := 0
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					mu.Lock()
+					opened++
+					mu.Unlock()
+				}
 			}
-		}
-		srv.Start()
-		res := run(t, Options{Target: srv.URL, Rate: 100, Duration: 600 * time.Millisecond, NewConnShare: tc.share})
-		srv.Close()
-		mu.Lock()
-		if res.Sent != 60 || opened < tc.min || opened > tc.max {
-			t.Errorf("new-conn-share %g: %d requests opened %d connections, want %d..%d", tc.share, res.Sent, opened, tc.min, tc.max)
-		}
-		mu.Unlock()
+			srv.Start()
+			res := run(t, Options{Target: srv.URL, Rate: 100, Duration: 600 * time.Millisecond, NewConnShare: tc.share})
+			srv.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Sent != 60 || opened < tc.min || opened > tc.max {
+				return fmt.Errorf("new-conn-share %g: %d requests opened %d connections, want %d..%d", tc.share, res.Sent, opened, tc.min, tc.max)
+			}
+			return nil
+		})
 	}
 }
 
