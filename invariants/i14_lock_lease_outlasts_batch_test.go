@@ -61,4 +61,5 @@ func TestI14LockLeaseOutlastsABatch(t *testing.T) {
 			t.Errorf("arithmetic %q, want %q", v.Arithmetic, want)
 		}
 	})
+	requireShippedHold(t, "I14")
 }
