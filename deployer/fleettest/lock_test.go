@@ -78,7 +78,12 @@ func TestTwoDeployersElsewhereMeetAtTheLockHostOverTheNetwork(t *testing.T) {
 	}
 	out, err := f.exec(f.elsewhere(bin, "lock", "status", "--config", f.path, "--remote-binary", bin)...)
 	if err != nil || !strings.Contains(out, "on host-01: held by a running deploy") || !strings.Contains(out, pidA) {
-		t.Errorf("zero502 lock status elsewhere while A deploys: %v\n%s\nwant A's lock on host-01 (%s)", err, out, pidA)
+		select {
+		case <-a.done: // on a busy machine A may end while B is refused: the status then says free, rightly
+			t.Logf("deployer A ended before lock status read the lock; its view is not judged:\n%s", out)
+		default:
+			t.Errorf("zero502 lock status elsewhere while A deploys: %v\n%s\nwant A's lock on host-01 (%s)", err, out, pidA)
+		}
 	}
 
 	repA, codeA := a.wait()

@@ -221,10 +221,10 @@ func rateHonouredOpenLoop(t *testing.T) error {
 	if share := float64(firstHalf) / float64(len(arrivals)); share < 0.1 || share > 0.9 {
 		return fmt.Errorf("%.0f%% of requests arrived in the first half of the run; want a steady pace", 100*share)
 	}
-	// what follows is not timing: it holds on any run
-	if res.Counts[OK] != len(arrivals) || res.Failed() {
-		t.Fatalf("counts %v, server saw %d", res.Counts, len(arrivals))
+	if res.Counts[OK] != len(arrivals) || res.Failed() { // timeouts, on a starved machine
+		return fmt.Errorf("counts %v, server saw %d", res.Counts, len(arrivals))
 	}
+	// what follows is not timing: it holds on any run
 	for k, n := range keys {
 		if k == "" || n != 1 {
 			t.Fatalf("Idempotency-Key %q seen %d times; every POST needs its own", k, n)
