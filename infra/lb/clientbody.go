@@ -21,7 +21,7 @@ type clientBody struct {
 }
 
 func (s *Server) newClientBody(cc *clientConn, rest int64, start time.Time) clientBody {
-	return clientBody{s: s, cc: cc, rest: rest, start: start, rd: deadline{conn: cc.conn, silence: s.set.ClientHeaderTimeout}}
+	return clientBody{s: s, cc: cc, rest: rest, start: start, rd: deadline{conn: cc.conn, silence: s.set.budget(phBodyWait)}}
 }
 
 // read reads the next part of the body into buf (at most what is left of it) and says why the

@@ -17,21 +17,18 @@ import (
 // from their pools only while a request is in progress.
 type clientConn struct {
 	conn clientSocket
-	raw  syscall.RawConn // nil for TLS: its bytes are not the socket's (no peek, no parking)
+	raw  syscall.RawConn // nil for TLS: its bytes are not the socket's (no peek, no event loop)
 	tls  bool            // came in on the TLS listener (X-Forwarded-Proto: https)
 	in   reader
 	ip   []byte
 	idle atomic.Bool // waiting for a request on its own goroutine
+	// resting: idle past hotWindow, waiting with the zero-copy peek and no read buffer
+	resting atomic.Bool
 	// used: a request began on it (see freshGrace).
 	used atomic.Bool
 	// since is when the buffered request began, for a connection an event loop handed over
 	// mid-request (zero otherwise): slow bodies count from it.
 	since time.Time
-
-	fd         int       // the socket, for the parking's epoll set
-	registered bool      // in the parking's epoll set (one-shot, re-armed by park)
-	armed      bool      // parked and armed: the idle sweep may close it
-	parkedAt   time.Time // when it was parked
 }
 
 // clientSocket is a client connection's socket: TCP, or TLS over TCP (tls.go), which only the
@@ -42,13 +39,12 @@ type clientSocket interface {
 }
 
 func newClientConn(c clientSocket) *clientConn {
-	cc := &clientConn{conn: c, fd: -1}
+	cc := &clientConn{conn: c}
 	cc.in.conn = c
 	_, cc.tls = c.(*tls.Conn)
 	if tc, ok := c.(*net.TCPConn); ok {
 		if raw, err := tc.SyscallConn(); err == nil {
 			cc.raw = raw
-			_ = raw.Control(func(fd uintptr) { cc.fd = int(fd) })
 		}
 	}
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
@@ -59,16 +55,17 @@ func newClientConn(c clientSocket) *clientConn {
 
 // serveConn answers the requests of one client connection, in order (pipelined requests
 // wait in the read buffer), until it closes, asks to close, the LB stops, or it goes idle and
-// is parked (see parking). ready says the client has already sent something (a wake-up from
-// the parking).
+// is handed to an event loop (parkInLoop). ready says the client has already sent something
+// (an event loop handing it over mid-request).
 func (s *Server) serveConn(cc *clientConn, ready bool) {
 	if s.serveRequests(cc, ready) {
-		return // parked: the connection lives on without this goroutine
+		return // parked in an event loop: the connection lives on without this goroutine
 	}
 	s.closeConn(cc)
 }
 
-// serveRequests returns true when the connection was parked, false when it is done.
+// serveRequests returns true when the connection was parked in an event loop, false when it is
+// done.
 func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 	for {
 		if len(cc.in.buffered()) == 0 && !ready {
@@ -85,14 +82,14 @@ func (s *Server) serveRequests(cc *clientConn, ready bool) (parked bool) {
 		if !cc.since.IsZero() {
 			start, cc.since = cc.since, time.Time{}
 		}
-		_ = cc.conn.SetReadDeadline(start.Add(s.set.ClientHeaderTimeout))
+		_ = cc.conn.SetReadDeadline(start.Add(s.set.budget(phHead)))
 		n, err := s.readHead(cc)
 		if err != nil {
 			var pe *http1.ParseError
 			if errors.As(err, &pe) {
 				s.refuse(cc, pe.Status)
 			} else if errors.Is(err, os.ErrDeadlineExceeded) && len(cc.in.buffered()) > 0 {
-				s.refuse(cc, 408)
+				s.refuse(cc, expiry(phHead).refuse)
 			}
 			return false
 		}
@@ -114,23 +111,25 @@ func (s *Server) closeConn(cc *clientConn) {
 }
 
 // hotWindow is how long a client connection keeps its goroutine and read buffer waiting for
-// the next request before it is parked.
+// the next request before it is parked in an event loop, or rests in the peek.
 const hotWindow = 250 * time.Millisecond
 
 type waitResult int
 
 const (
 	waitData   waitResult = iota // bytes arrived
-	waitParked                   // handed to the parking
+	waitParked                   // handed to an event loop
 	waitDone                     // closed by the client, idle too long, or the LB is stopping
 )
 
 // awaitRequest waits for the first bytes of the next request. For hotWindow the connection
 // keeps its read buffer and reads directly, the common case of a busy keep-alive client; after
-// that it is parked, or, where parking is unavailable, waits with a buffer-free peek.
+// that it is parked in an event loop, or, without the loops (TLS, the goroutines engine, a
+// system without epoll), rests on its goroutine in a buffer-free peek until the client idle
+// timeout.
 func (s *Server) awaitRequest(cc *clientConn) waitResult {
 	now := time.Now()
-	idle := s.set.ClientIdleTimeout
+	idle := s.set.budget(phIdle)
 	cc.in.acquire()
 	_ = cc.conn.SetReadDeadline(now.Add(min(hotWindow, idle)))
 	if s.closing.Load() && !cc.used.Load() {
@@ -154,7 +153,7 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 		return waitDone
 	}
 	_ = cc.conn.SetReadDeadline(time.Time{})
-	if s.park(cc) {
+	if s.parkInLoop(cc) {
 		return waitParked
 	}
 	if s.closing.Load() {
@@ -166,7 +165,9 @@ func (s *Server) awaitRequest(cc *clientConn) waitResult {
 		cc.in.release()
 		return waitDone
 	}
+	cc.resting.Store(true)
 	err = awaitReadable(cc, s.set.MaxHeaderBytes)
+	cc.resting.Store(false)
 	cc.idle.Store(false)
 	if err != nil {
 		return waitDone
@@ -217,7 +218,7 @@ func (s *Server) serve(cc *clientConn, x *exchange, n int, start time.Time) bool
 // whether the client connection may carry another request.
 func (s *Server) answer(cc *clientConn, req *http1.Request, status int, start time.Time, b *Backend) bool {
 	out, closeClient := s.ownAnswer(make([]byte, 0, 160), cc.ip, req, status, start, b)
-	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+	_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.budget(phAnswer)))
 	_, err := cc.conn.Write(out)
 	if err == nil && closeClient && req.HasBody() && b == nil {
 		// a body the LB answered without reading (maintenance): the client sees the answer,

@@ -67,7 +67,6 @@ func (d *lbDrain) StopAccepting() {
 	if s.loops != nil {
 		s.loops.wakeAll() // they stop accepting and close their idle connections
 	}
-	s.closeParked(func(*clientConn) bool { return true })
 }
 
 // Idle watches the client connections of both paths (the loops count theirs in an atomic).

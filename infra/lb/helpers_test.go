@@ -101,13 +101,21 @@ var bigBody = func() []byte {
 // event loops).
 func testSlowPathOnly() bool { return os.Getenv("ZERO502_TEST_LB_ENGINE") == "goroutines" }
 
-// parked is how many client connections wait without a goroutine: in the parking
-// (slow path only) or in an event loop.
+// parked is how many idle client connections wait without a read buffer: in an event loop
+// (without a goroutine either), or, on the goroutines engine, resting in the peek.
 func parked(s *Server) int {
 	if s.loops != nil {
 		return int(s.loops.clients.Load())
 	}
-	return s.parking.count()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for cc := range s.conns {
+		if cc.resting.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 // fastSettings are quick numbers for tests.

@@ -268,7 +268,7 @@ func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
 // addClient takes a new or adopted client connection, not registered yet (see watch); the
 // loops' client count includes it.
 func (l *loop) addClient(fd int, ip []byte) *lclient {
-	c := &lclient{Readiness: evloop.Readiness{CanWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.Now().Add(l.s.set.ClientIdleTimeout)}
+	c := &lclient{Readiness: evloop.Readiness{CanWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.Now().Add(l.s.set.budget(phIdle))}
 	if l.s.closing.Load() {
 		// accepted before the listener closed (or adopted from another loop): its first
 		// request is on its way; it gets freshGrace to arrive

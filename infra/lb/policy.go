@@ -1,6 +1,10 @@
 package lb
 
-import "github.com/zero502/zero502/infra/lb/http1"
+import (
+	"time"
+
+	"github.com/zero502/zero502/infra/lb/http1"
+)
 
 // ownHealthPath is the LB's own health on its proxy listener (its drain handshake's health).
 const ownHealthPath = "/_lb/health"
@@ -114,4 +118,63 @@ func (s *Server) countAgain(why attemptError) {
 	default:
 		s.retries.Add(1)
 	}
+}
+
+// phase is where a client connection's exchange stands, on either engine: the event loops keep
+// it on each connection (lclient.phase), the goroutine path passes through the same phases in
+// order. It decides which timeout bounds the wait (Settings.budget) and what running out of it
+// costs (expiry): one rule for what a slow client or a slow backend costs on both engines.
+type phase uint8
+
+const (
+	phIdle     phase = iota // between requests, nothing buffered: client idle timeout
+	phHead                  // part of a request buffered: client header timeout
+	phBodyWait              // a whole head, part of its body: client header timeout on silence
+	phConnect               // connecting to the backend: connect timeout
+	phSend                  // writing the request to the backend: body timeout on silence
+	phAwait                 // waiting for the response head: header timeout (then 504)
+	phBody                  // relaying the response body: body timeout on silence
+	phAnswer                // writing the LB's own answer: body timeout
+)
+
+// budget is how long phase p may wait: in total for phIdle, phHead, phConnect and phAwait, on
+// silence (restarted by each byte that moves) for the others.
+func (set *Settings) budget(p phase) time.Duration {
+	switch p {
+	case phIdle:
+		return set.ClientIdleTimeout
+	case phHead, phBodyWait:
+		return set.ClientHeaderTimeout
+	case phConnect:
+		return set.ConnectTimeout
+	case phAwait:
+		return set.HeaderTimeout
+	default: // phSend, phBody, phAnswer
+		return set.BodyTimeout
+	}
+}
+
+// cost is what a phase's budget running out costs: the client gets refuse from the LB (408,
+// for reason) and the connection closes; or the attempt at the backend fails as attempt and
+// the failure policy decides (failure: a connect is retried elsewhere, a slow backend is a
+// 504); or, with neither, the connection just closes (an idle client, a stalled relay).
+type cost struct {
+	refuse  int
+	reason  string
+	attempt attemptError
+}
+
+// expiry is the cost of running out of phase p's budget.
+func expiry(p phase) cost {
+	switch p {
+	case phHead:
+		return cost{refuse: 408, reason: "request head not complete in time"}
+	case phBodyWait:
+		return cost{refuse: 408, reason: "request body stalled"}
+	case phConnect:
+		return cost{attempt: attemptConnect}
+	case phSend, phAwait: // a backend that takes no byte of the request is slow, not broken
+		return cost{attempt: attemptTimeout}
+	}
+	return cost{}
 }

@@ -155,7 +155,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			b.inFlight.Add(-1)
 			switch aerr {
 			case attemptClientStall:
-				s.refuse(cc, 408)
+				s.refuse(cc, expiry(phBodyWait).refuse)
 			case attemptSlowBody:
 				s.refuse(cc, 429)
 			case attemptClientFraming:
@@ -187,7 +187,7 @@ func (s *Server) attemptFresh(cc *clientConn, x *exchange, b *Backend, body []by
 
 func (s *Server) dial(b *Backend) (*upstream, error) {
 	t0 := time.Now()
-	c, err := net.DialTimeout("tcp", b.Address, s.set.ConnectTimeout)
+	c, err := net.DialTimeout("tcp", b.Address, s.set.budget(phConnect))
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 		body = nil
 	}
 	x.out = out[:0]
-	uw := deadline{conn: u.conn, write: true, silence: s.set.BodyTimeout}
+	uw := deadline{conn: u.conn, write: true, silence: s.set.budget(phSend)}
 	uw.touch(time.Now())
 	if _, err := u.conn.Write(out); err != nil {
 		return backendWriteFailed(err)
@@ -226,7 +226,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 	if *rest > 0 || req.Chunked {
 		if req.ExpectContinue {
 			req.ExpectContinue = false
-			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.budget(phAnswer)))
 			if _, err := io.WriteString(cc.conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 				return attemptClientGone
 			}
@@ -240,7 +240,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 		}
 	}
 	t0 := time.Now()
-	_ = u.conn.SetReadDeadline(t0.Add(s.set.HeaderTimeout))
+	_ = u.conn.SetReadDeadline(t0.Add(s.set.budget(phAwait)))
 	var wait *headWait // registered while an outage of the backend would resend the request
 	if resendAfterEject(req, false) {
 		wait = &x.wait
@@ -254,7 +254,7 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			return attemptBad
 		case headInterim:
 			if req.Minor == 1 {
-				_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.BodyTimeout))
+				_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.budget(phBody)))
 				if _, err := cc.conn.Write(u.in.buffered()[:n]); err != nil {
 					return attemptClientGone
 				}
@@ -273,10 +273,10 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 					return attemptEjected
 				}
 				// kept where it is (a byte came, or no healthy backend is left): as before
-				u.backend.resumeWait(wait, t0.Add(s.set.HeaderTimeout))
+				u.backend.resumeWait(wait, t0.Add(s.set.budget(phAwait)))
 				continue
 			case errors.Is(err, os.ErrDeadlineExceeded):
-				return attemptTimeout
+				return expiry(phAwait).attempt
 			case errors.Is(err, errBufferFull), got:
 				return attemptBad
 			}
@@ -292,7 +292,7 @@ const maxResponseHead = 64 << 10
 // bytes for body_timeout is a slow backend (504, like a late response head), not a broken one.
 func backendWriteFailed(err error) attemptError {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return attemptTimeout
+		return expiry(phSend).attempt
 	}
 	return attemptNoAnswer
 }

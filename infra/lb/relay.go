@@ -20,13 +20,13 @@ func (s *Server) relay(cc *clientConn, x *exchange, b *Backend, u *upstream, sta
 	status := resp.Status
 
 	now := time.Now()
-	cw := deadline{conn: cc.conn, write: true, silence: s.set.BodyTimeout}
+	cw := deadline{conn: cc.conn, write: true, silence: s.set.budget(phBody)}
 	cw.touch(now)
 
 	// the header deadline is still set: from here on only silence counts
-	ur := deadline{conn: u.conn, silence: s.set.BodyTimeout, at: now}
+	ur := deadline{conn: u.conn, silence: s.set.budget(phBody), at: now}
 	if resp.Framing != http1.NoBody {
-		_ = u.conn.SetReadDeadline(now.Add(s.set.BodyTimeout))
+		_ = u.conn.SetReadDeadline(now.Add(s.set.budget(phBody)))
 	}
 	w := sink{cc: cc, out: out, cw: cw}
 

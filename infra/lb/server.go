@@ -14,7 +14,8 @@
 // they hand off: a large, slow or chunked request body, Expect: 100-continue, an Upgrade
 // (WebSockets, tunnel.go), a close-delimited response, a new connection on a listener that
 // accepts PROXY headers. Systems without epoll (macOS, Windows) serve everything on the slow
-// path, parking nothing; tests run every case through the slow path too
+// path, where an idle keep-alive client keeps its goroutine but no read buffer (a zero-copy
+// peek, awaitRequest); tests run every case through the slow path too
 // (ZERO502_TEST_LB_ENGINE=goroutines). Request scratch memory comes from pools, so neither
 // path allocates per request.
 package lb
@@ -82,7 +83,6 @@ type Server struct {
 	ln      net.Listener
 	adminLn net.Listener
 	tls     *tlsFront // nil without balancer.tls
-	parking *parking  // without event loops: idle connections (nil without epoll: they keep their goroutine)
 	loops   *loops    // the event loops; nil where there are none (slow path only)
 
 	// listen opens the listeners (WithListen); nil is net.Listen
@@ -158,8 +158,8 @@ func New(set Settings, opts ...Option) (*Server, error) {
 // API added. The slice is a snapshot; do not modify it.
 func (s *Server) Backends() []*Backend { return s.members.all() }
 
-// Listen opens the proxy listener, the admin listener when configured, and the event loops
-// (or, without them, the parking of idle connections); Run starts serving on them.
+// Listen opens the proxy listener, the admin listener when configured, and the event loops;
+// Run starts serving on them.
 func (s *Server) Listen() error {
 	listen := s.listen
 	if listen == nil {
@@ -190,11 +190,6 @@ func (s *Server) Listen() error {
 			return nil
 		}
 		s.log.Warn("the event loops did not start; every connection is served on the goroutine path", "err", err)
-	}
-	if p, err := newParking(); err == nil {
-		s.parking = p
-	} else {
-		s.log.Warn("no epoll parking for idle connections; each keeps its goroutine", "err", err)
 	}
 	return nil
 }
@@ -234,9 +229,6 @@ func (s *Server) Run(ctx context.Context) error {
 	} else {
 		if s.trim != nil {
 			go s.trimStacks(checks, time.Second, 500)
-		}
-		if s.parking != nil {
-			go s.runParking(checks)
 		}
 	}
 	var admin *adminServer

@@ -1,0 +1,314 @@
+package lb
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/internal/evloop"
+	"github.com/zero502/zero502/internal/rawsys"
+	"golang.org/x/sys/unix"
+)
+
+// lup is an upstream (backend) connection held by a loop.
+type lup struct {
+	evloop.Readiness
+	l         *loop
+	fd        int
+	b         *Backend
+	in        reader
+	c         *lclient // the client it serves; nil while pooled
+	connected bool
+	reused    bool // came from the pool: the backend may have closed it meanwhile
+	got       bool // a byte of the response arrived
+	dialed    time.Time
+	sent      time.Time
+	out       []byte // the request, from x.out
+	outOff    int
+}
+
+// pick sends the request to the next healthy backend not tried yet, or answers 503.
+func (l *loop) pick(c *lclient) {
+	s := l.s
+	b := s.rot.pick(&c.t)
+	if b == nil {
+		l.answer(c, 503, nil)
+		return
+	}
+	c.seen = b.outages.Load()
+	c.t.add(b)
+	s.countAgain(c.again)
+	b.inFlight.Add(1)
+	c.b = b
+	u := l.poolGet(b, probeBeforeReuse(&c.x.req))
+	if u == nil {
+		var err error
+		if u, err = l.dial(b); err != nil {
+			l.failed(c, nil, attemptConnect)
+			return
+		}
+	}
+	l.bind(c, u)
+}
+
+// bind makes u carry c's request and starts sending it.
+func (l *loop) bind(c *lclient, u *lup) {
+	req := &c.x.req
+	u.c, c.u = c, u
+	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, l.s.trustsForwarded(c.ip), false, u.b.Address) // (TLS is on the goroutine path)
+	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
+	c.x.out = out
+	u.out, u.outOff, u.got = out, 0, false
+	if !u.connected {
+		c.phase, c.deadline = phConnect, u.dialed.Add(l.s.set.budget(phConnect))
+		return
+	}
+	l.enter(c, phSend)
+	l.send(c, u)
+}
+
+// upstreamReady acts on new readiness of u.
+func (l *loop) upstreamReady(u *lup) {
+	c := u.c
+	if c == nil { // pooled: the backend closed it or sent something unasked
+		if u.CanRead {
+			l.dropPooled(u)
+		}
+		return
+	}
+	switch c.phase {
+	case phConnect:
+		if !u.CanWrite {
+			return
+		}
+		if errno, err := unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_ERROR); err != nil || errno != 0 {
+			l.failed(c, u, attemptConnect)
+			return
+		}
+		u.connected = true
+		u.b.connectSeconds.Observe(l.Now().Sub(u.dialed).Seconds())
+		l.enter(c, phSend)
+		l.send(c, u)
+	case phSend:
+		l.send(c, u)
+	case phAwait:
+		l.readHead(c, u)
+	case phBody:
+		l.relayBody(c, u)
+	}
+}
+
+// send writes the rest of the request to u, then waits for the response head.
+func (l *loop) send(c *lclient, u *lup) {
+	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.Readiness)
+	u.outOff += n
+	switch {
+	case !ok:
+		l.failed(c, u, attemptNoAnswer)
+		return
+	case u.outOff < len(u.out):
+		l.progress(c) // only silence counts
+		return        // the rest when u is writable again
+	}
+	u.sent = l.Now()
+	l.enter(c, phAwait)
+	l.readHead(c, u)
+}
+
+// writeSome writes p to fd until it is all written, the socket takes no more (canWrite is
+// cleared: edge-triggered, the next EPOLLOUT sets it) or the write fails (false).
+func writeSome(fd int, p []byte, r *evloop.Readiness) (int, bool) {
+	n := 0
+	for r.CanWrite && n < len(p) {
+		k, err := rawsys.Write(fd, p[n:])
+		switch {
+		case k > 0:
+			n += k
+			if n < len(p) {
+				r.CanWrite = false // a short write: the socket buffer is full
+			}
+		case errors.Is(err, unix.EAGAIN):
+			r.CanWrite = false
+		case errors.Is(err, unix.EINTR):
+		default:
+			return n, false
+		}
+	}
+	return n, true
+}
+
+// readHead reads the response head; interim responses (1xx) are passed on.
+func (l *loop) readHead(c *lclient, u *lup) {
+	x := c.x
+	for {
+		switch n, step := responseHead(u.in.buffered(), &x.req, &x.resp); step {
+		case headBad: // (the loops never carry an upgrade: a 101 is unasked)
+			l.failed(c, u, attemptBad)
+			return
+		case headInterim:
+			if x.req.Minor == 1 && !l.writeClient(c, u.in.buffered()[:n]) {
+				l.closeClient(c)
+				return
+			}
+			u.in.consume(n)
+			continue
+		case headFinal:
+			l.s.answered(u.b, &x.req, x.resp.Status, l.Now().Sub(u.sent))
+			l.startRelay(c, u)
+			return
+		}
+		if !u.CanRead {
+			return
+		}
+		free, err := u.in.space(maxResponseHead)
+		if err != nil {
+			l.failed(c, u, attemptBad)
+			return
+		}
+		k, err := rawsys.Read(u.fd, free)
+		switch {
+		case k > 0:
+			u.in.w += k
+			u.got = true
+			if k < len(free) && !u.Hup {
+				u.CanRead = false
+			}
+		case errors.Is(err, unix.EAGAIN):
+			u.CanRead = false
+		case errors.Is(err, unix.EINTR):
+		case u.got:
+			l.failed(c, u, attemptBad)
+			return
+		default:
+			l.failed(c, u, attemptNoAnswer)
+			return
+		}
+	}
+}
+
+// dial starts a non-blocking connection to b.
+func (l *loop) dial(b *Backend) (*lup, error) {
+	sa, family, err := b.sockaddr()
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	u := &lup{l: l, fd: fd, b: b, dialed: l.Now(), in: reader{buf: make([]byte, 8<<10)}}
+	err = unix.Connect(fd, sa)
+	switch {
+	case err == nil:
+		u.connected, u.CanWrite = true, true
+		b.connectSeconds.Observe(time.Since(l.Now()).Seconds())
+	case errors.Is(err, unix.EINPROGRESS):
+	default:
+		rawsys.Close(fd)
+		return nil, err
+	}
+	if err := l.register(fd); err != nil {
+		rawsys.Close(fd)
+		return nil, err
+	}
+	l.setSlot(fd, slot{u: u})
+	return u, nil
+}
+
+func (l *loop) closeUpstream(u *lup) {
+	if u.fd < 0 {
+		return
+	}
+	l.slots[u.fd] = slot{}
+	rawsys.Close(u.fd)
+	u.fd = -1
+	u.in.buf = nil
+}
+
+// poolGet returns an idle connection to b, or nil (see idlePool.get).
+func (l *loop) poolGet(b *Backend, probe bool) *lup {
+	u, ok := l.pool(b).get(b, l.Now(), l.s.set.IdleTimeout, probe)
+	if !ok {
+		return nil
+	}
+	u.reused = true
+	return u
+}
+
+// dropPooled closes a pooled connection the backend closed (or wrote to unasked).
+func (l *loop) dropPooled(u *lup) {
+	if u.b.index < len(l.pools) {
+		l.pools[u.b.index].remove(u)
+	}
+	l.closeUpstream(u)
+}
+
+// lup is a pooled connection of the loop's pools (the pooled interface, pool.go).
+func (u *lup) target() *Backend { return u.b }
+func (u *lup) peerClosed() bool { return u.Hup }
+func (u *lup) unread() bool     { return u.in.r != u.in.w }
+func (u *lup) alive() bool      { return peekAlive(u.fd) }
+func (u *lup) close()           { u.l.closeUpstream(u) }
+
+// sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up
+// at its first connection). Each call returns a new Sockaddr: connect(2) writes into it.
+func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
+	b.saOnce.Do(func() {
+		a, err := net.ResolveTCPAddr("tcp", b.Address)
+		if err != nil {
+			b.saErr = err
+			return
+		}
+		b.sa = a.AddrPort()
+	})
+	if b.saErr != nil {
+		return nil, 0, b.saErr
+	}
+	ip := b.sa.Addr().Unmap()
+	if ip.Is4() {
+		return &unix.SockaddrInet4{Port: int(b.sa.Port()), Addr: ip.As4()}, unix.AF_INET, nil
+	}
+	return &unix.SockaddrInet6{Port: int(b.sa.Port()), Addr: ip.As16()}, unix.AF_INET6, nil
+}
+
+// resendEjected gives up, once a backend left rotation for failing (an outage, resend.go), the
+// loop's requests sent to it before that which resendNow resends: being sent or waiting for
+// the response head, no byte of it arrived. Each goes to the next backend through failed, as
+// attemptEjected; the others stay, and are not looked at again for this outage. The loop looks
+// only when some backend's outage count moved since its last look (woken, after the transition
+// rebuilt the rotation).
+func (l *loop) resendEjected() {
+	n := l.s.outages.Load()
+	if n == l.outages {
+		return
+	}
+	l.outages = n
+	cut := l.cuts[:0]
+	for fd := range l.slots {
+		u := l.slots[fd].u
+		if u == nil || u.c == nil {
+			continue
+		}
+		c := u.c
+		if c.phase != phSend && c.phase != phAwait || c.b == nil {
+			continue
+		}
+		now := c.b.outages.Load()
+		if now == c.seen {
+			continue
+		}
+		c.seen = now
+		if l.s.resendNow(&c.x.req, u.got, &c.t) {
+			cut = append(cut, u)
+		}
+	}
+	for _, u := range cut {
+		if c := u.c; c != nil { // (still its request: nothing ran between)
+			l.failed(c, u, attemptEjected)
+		}
+	}
+	clear(cut)
+	l.cuts = cut[:0]
+}
