@@ -99,11 +99,12 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	if err := envValuesAreText(data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
-	if err := batchShare(v); err != nil {
+	share, err := batchShare(v)
+	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	var c Config
-	err := v.UnmarshalExact(&c, func(dc *mapstructure.DecoderConfig) {
+	err = v.UnmarshalExact(&c, func(dc *mapstructure.DecoderConfig) {
 		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, intHook)
 		dc.WeaklyTypedInput = false
 		dc.ErrorUnused = true
@@ -115,6 +116,7 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 		}
 		return nil, fmt.Errorf("config %s: %w", name, problems)
 	}
+	c.Rollout.BatchShare = share
 	if err := keepEnvCase(&c, data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
@@ -213,20 +215,21 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 }
 
 // batchShare turns rollout.batch given as a share of the fleet ("20%", as Nomad, ECS and
-// CodeDeploy take it) into the number of hosts it is: rounded down, at least 1.
-func batchShare(v *viper.Viper) error {
+// CodeDeploy take it) into the number of hosts it is: rounded down, at least 1. It returns the
+// share in percent (0 when rollout.batch is a number), which I15 judges.
+func batchShare(v *viper.Viper) (int, error) {
 	raw, ok := v.Get("rollout.batch").(string)
 	if !ok || !strings.HasSuffix(strings.TrimSpace(raw), "%") {
-		return nil
+		return 0, nil
 	}
 	p, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(raw), "%"))
 	if err != nil || p < 1 || p > 100 {
-		return &FieldError{Key: "rollout.batch", Value: fmt.Sprintf("%q", raw),
+		return 0, &FieldError{Key: "rollout.batch", Value: fmt.Sprintf("%q", raw),
 			Rule: "must be a whole number of hosts (e.g. 2) or a share of the fleet from 1% to 100% (e.g. 20%)"}
 	}
 	hosts, _ := v.Get("hosts").([]any)
 	v.Set("rollout.batch", max(1, p*len(hosts)/100))
-	return nil
+	return p, nil
 }
 
 // intHook accepts integers from environment overrides ("4") but not from other types.

@@ -24,7 +24,7 @@ func newInvariantsCmd() *cobra.Command {
 	var asJSON, live bool
 	cmd := &cobra.Command{
 		Use:   "invariants",
-		Short: "Check how the config's timing numbers relate (I1–I14): drain vs detection, stop grace, …",
+		Short: "Check how the config's timing numbers relate (I1–I15): drain vs detection, stop grace, …",
 		Long: `Evaluates every invariant of the config's timing numbers (docs/ARCHITECTURE.md, "The numbers
 and their invariants") and prints, for each, the relation, the numbers put in, and whether it
 holds, is violated, warned or is skipped (it does not apply, e.g. I6 with no edge configured).

@@ -20,18 +20,22 @@ type number struct {
 	key        string // drain.window
 	raw        string // 15s, as written
 	isDuration bool
-	line, col  int // of the value, 1-based
+	isShare    bool // a share of the fleet in percent, "34%" (rollout.batch): its key gets a % (rollout.batch%)
+	line, col  int  // of the value, 1-based
 }
 
 func (n number) format(v int64) string {
-	if n.isDuration {
+	switch {
+	case n.isDuration:
 		return (time.Duration(v) * time.Millisecond).String()
+	case n.isShare:
+		return strconv.FormatInt(v, 10) + "%"
 	}
 	return strconv.FormatInt(v, 10)
 }
 
-// timingNumbers lists every duration and whole number in the sections of a config file and in
-// the mappings nested in them, block or flow style (rollout.analysis.window in
+// timingNumbers lists every duration, whole number and share ("34%", keyed rollout.batch%) in
+// the sections of a config file and in the mappings nested in them, block or flow style (rollout.analysis.window in
 // `analysis: {window: 3500ms}`); services and hosts are lists of names, images and ports, not
 // timing numbers.
 func timingNumbers(name string, data []byte) ([]number, error) {
@@ -72,6 +76,11 @@ func appendNumbers(out []number, file, prefix string, body *yaml.Node) []number 
 		} else if _, err := time.ParseDuration(v.Value); err == nil {
 			n.isDuration = true
 			out = append(out, n)
+		} else if p, ok := strings.CutSuffix(v.Value, "%"); ok {
+			if _, err := strconv.ParseInt(p, 10, 64); err == nil {
+				n.isShare, n.key = true, key+"%"
+				out = append(out, n)
+			}
 		}
 	}
 	return out

@@ -13,7 +13,7 @@ import (
 // package invariants cannot hide its own mutants. An invariant whose relation depends on the
 // config (the drain mode, the rollout strategy, the balancer kind) has one relation per case,
 // each with the condition under which it is the one that applies. A warning-level invariant
-// (I12, I13, I14) is stated the same way: its mutants must make its test fail too, since a shipped
+// (I12–I15) is stated the same way: its mutants must make its test fail too, since a shipped
 // config carries no warning.
 type relation struct {
 	id       string
@@ -52,6 +52,8 @@ func relations() []relation {
 			{"#two", "#services", "drain.stop_grace"}, {"#two", "#services", "rollout.healthy_deadline"},
 			{"rollout.bake"}, {"balancer.healthy_threshold", "balancer.interval"}, {"rollout.analysis.window"},
 			{"rollout.canary.duration"}, {"#lock-renewal"}}, ">", lockOverSSH},
+		// a batch written as a share [%] × hosts ≥ 100 %: it comes to at least one host
+		{"I15", [][]string{{"rollout.batch%", "#hosts"}}, [][]string{{"#percent"}}, ">=", batchShare},
 	}
 }
 
@@ -140,6 +142,9 @@ func lockOverSSH(c *infra.Config) bool {
 
 func withRate(c *infra.Config) bool { return c.Rollout.Analysis.ExpectedRate > 0 }
 
+// batchShare: rollout.batch is written as a share of the fleet ("34%").
+func batchShare(c *infra.Config) bool { return c.Rollout.BatchShare > 0 }
+
 func withBatchAfterCanary(c *infra.Config) bool { return smallestBatch(c) > 0 }
 
 // smallestBatch is the smallest batch after the canary (0: the canary is the whole fleet): the
@@ -177,6 +182,7 @@ func numbers(c *infra.Config) map[string]int64 {
 		"edge.check_interval":            ms(c.Edge.CheckInterval),
 		"edge.unhealthy_threshold":       int64(c.Edge.UnhealthyThreshold),
 		"rollout.batch":                  int64(c.Rollout.Batch),
+		"rollout.batch%":                 int64(c.Rollout.BatchShare), // the share it was written as (I15)
 		"rollout.analysis.window":        ms(c.Rollout.Analysis.Window),
 		"rollout.analysis.min_requests":  int64(c.Rollout.Analysis.MinRequests),
 		"rollout.analysis.expected_rate": int64(c.Rollout.Analysis.ExpectedRate),

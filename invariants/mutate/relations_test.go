@@ -149,3 +149,42 @@ func TestNestedAndFlowNumbersAreFound(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// A batch written as a share is found as rollout.batch%, mutated as a share, and its I15
+// boundary is the largest share that comes to no host (33% of 3 hosts).
+func TestABatchShareIsMutatedAsAShare(t *testing.T) {
+	data := []byte("rollout:\n  batch: 34%\n")
+	nums, err := timingNumbers("x.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nums) != 1 || nums[0].key != "rollout.batch%" || !nums[0].isShare {
+		t.Fatalf("numbers %+v, want one share keyed rollout.batch%%", nums)
+	}
+	c := infra.Defaults()
+	c.Hosts = []infra.Host{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	c.Rollout.Batch, c.Rollout.BatchShare = 1, 34
+	var i15 *relation
+	for _, r := range applicable(c) {
+		if r.id == "I15" {
+			i15 = &r
+		}
+	}
+	if i15 == nil {
+		t.Fatal("I15 does not apply to a batch written as a share")
+	}
+	b, w := i15.boundary("rollout.batch%", numbers(c))
+	if b != 33 || w != 16 {
+		t.Errorf("boundary %d, wrong %d; want 33 (33%% × 3 < 100%%) and 16", b, w)
+	}
+	got, err := replace(data, nums[0], nums[0].format(b))
+	if err != nil || string(got) != "rollout:\n  batch: 33%\n" {
+		t.Errorf("mutated %q (%v), want batch: 33%%", got, err)
+	}
+	c.Rollout.BatchShare = 0
+	for _, r := range applicable(c) {
+		if r.id == "I15" {
+			t.Error("I15 applies to a batch written as a number")
+		}
+	}
+}
