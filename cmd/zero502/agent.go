@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/infra/agent"
-	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/edgepick"
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -172,7 +172,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 			if err != nil {
 				return exitCode(2, fmt.Errorf("agent-server: %w", err))
 			}
-			tr, err := edge.ParseTrusted(trusted)
+			tr, err := origin.ParseTrusted(trusted)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("agent-server: %w", err))
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/logsink"
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -183,7 +184,7 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 				return err
 			}
 			var err error
-			if r.Trusted, err = edge.ParseTrusted(trusted); err != nil {
+			if r.Trusted, err = origin.ParseTrusted(trusted); err != nil {
 				return exitCode(2, fmt.Errorf("edge origin: %w", err))
 			}
 			var sink *logsink.Sink // a line per connection: batched
@@ -207,7 +208,7 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 	fl.StringVar(&r.Backend, "to", "", "local server host:port every connection is relayed to (required)")
 	fl.StringVar(&r.Metrics, "metrics", "", "HTTP listener serving GET /metrics (Prometheus), e.g. 127.0.0.1:9103; default none")
 	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs, repeatable or comma-separated); default any peer")
-	fl.DurationVar(&r.HeaderTimeout, "header-timeout", edge.DefaultHeaderTimeout, "wait this long for a connection's first bytes before passing it on without a header")
+	fl.DurationVar(&r.HeaderTimeout, "header-timeout", origin.DefaultHeaderTimeout, "wait this long for a connection's first bytes before passing it on without a header")
 	fl.DurationVar(&r.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to --to")
 	fl.DurationVar(&r.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")
 	fl.IntVar(&r.MaxConns, "max-conns", edge.DefaultMaxConns, "connections open at once at most; one more is closed at once (counted as over_cap in /metrics)")

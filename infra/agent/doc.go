@@ -17,7 +17,7 @@
 //     at most once applied).
 //
 // Server is the other end: an echo/ack server behind `zero502 agent-server`. It reads the edges'
-// PROXY headers (edge.OriginListener), acknowledges every message and counts the duplicates its
+// PROXY headers (origin.Listener), acknowledges every message and counts the duplicates its
 // DedupStore refused to apply.
 //
 // The wire format is a frame per message: a 4-byte big-endian length, then a JSON document.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/origin"
 )
 
 // DefaultHandshakeTimeout is a Server's TLS handshake bound when HandshakeTimeout is 0.
@@ -27,10 +27,10 @@ func (s *Server) handshakeTimeout() time.Duration {
 // Server is the origin end of agent sessions: an echo/ack server. For every message it applies
 // it once (Apply, when its id is new to the DedupStore) and acknowledges it either way, saying
 // whether it was a duplicate. It accepts connections from edges (their PROXY headers are read
-// and logged by an edge.OriginListener) or directly.
+// and logged by an origin.Listener) or directly.
 type Server struct {
 	// Listener is where agents (through the edges) connect; it is wrapped in an
-	// edge.OriginListener and TLS, and closed when Serve returns.
+	// origin.Listener and TLS, and closed when Serve returns.
 	Listener net.Listener
 	// TLS is the server's TLS configuration (its certificate; ClientCAs and ClientAuth to ask
 	// agents for certificates).
@@ -39,7 +39,7 @@ type Server struct {
 	Dedup *DedupStore
 	// Apply, when set, is called once per new message, in arrival order per session.
 	Apply func(Frame)
-	// Trusted are the edges allowed to send a PROXY header (edge.OriginListener.Trusted); empty:
+	// Trusted are the edges allowed to send a PROXY header (origin.Listener.Trusted); empty:
 	// any peer.
 	Trusted []netip.Prefix
 	// HandshakeTimeout bounds the TLS handshake after the PROXY sniff (DefaultHandshakeTimeout
@@ -80,7 +80,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	ln := tls.NewListener(&edge.OriginListener{Listener: s.Listener, Logger: log, Trusted: s.Trusted}, s.TLS)
+	ln := tls.NewListener(&origin.Listener{Listener: s.Listener, Logger: log, Trusted: s.Trusted}, s.TLS)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { <-ctx.Done(); ln.Close() }()
@@ -105,14 +105,14 @@ func (s *Server) Serve(ctx context.Context) error {
 // session serves one connection until it breaks.
 func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 	defer c.Close()
-	var peer edge.Peer
+	var peer origin.Peer
 	_ = c.SetDeadline(time.Now().Add(s.handshakeTimeout()))
 	if err := c.Handshake(); err != nil {
 		log.Warn("agent server: TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	if oc, ok := c.NetConn().(*edge.OriginConn); ok {
+	if oc, ok := c.NetConn().(*origin.Conn); ok {
 		peer = oc.Peer()
 	}
 	var applied, dups int

@@ -190,7 +190,7 @@ func (s *splicer) write(dst net.Conn, p []byte, n *int64) error {
 	return nil
 }
 
-// closeWriter is a connection that can half-close (*net.TCPConn, *OriginConn).
+// closeWriter is a connection that can half-close (*net.TCPConn, *origin.Conn).
 type closeWriter interface{ CloseWrite() error }
 
 // closeWrite half-closes c when it can: its peer reads EOF, the other direction goes on.

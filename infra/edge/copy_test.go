@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -20,18 +21,18 @@ func TestForwarderSendsTheHeaderAloneWhenTheServerSpeaksFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	origin := &OriginListener{Listener: ln, Trusted: []netip.Prefix{loopback}}
-	defer origin.Close()
+	ol := &origin.Listener{Listener: ln, Trusted: []netip.Prefix{loopback}}
+	defer ol.Close()
 	claimed := make(chan netip.AddrPort, 1)
 	go func() {
 		for { // the forwarder's upstream checks connect too, and send nothing
-			c, err := origin.Accept()
+			c, err := ol.Accept()
 			if err != nil {
 				return
 			}
 			go func() {
 				defer c.Close()
-				peer := c.(*OriginConn).Peer() // waits for the header
+				peer := c.(*origin.Conn).Peer() // waits for the header
 				if !peer.Claimed.IsValid() {
 					return // a check: no header
 				}
@@ -43,7 +44,7 @@ func TestForwarderSendsTheHeaderAloneWhenTheServerSpeaksFirst(t *testing.T) {
 			}()
 		}
 	}()
-	fwd := startForwarder(t, &Forwarder{Origins: []string{origin.Addr().String()}})
+	fwd := startForwarder(t, &Forwarder{Origins: []string{ol.Addr().String()}})
 	client := dialFrom(t, "127.0.0.2", fwd.Addr().String())
 	defer client.Close()
 	_ = client.SetReadDeadline(time.Now().Add(deadline))

@@ -2,7 +2,7 @@ package edge
 
 import "sync/atomic"
 
-// Counts is what a Forwarder, an OriginListener or a Relay has seen since it started. A field a
+// Counts is what a Forwarder, an origin.Listener or a Relay has seen since it started. A field a
 // component has nothing to count in stays zero.
 type Counts struct {
 	// Accepted is every connection accepted.
@@ -13,10 +13,10 @@ type Counts struct {
 	// Unreachable is connections closed because the origin (Forwarder) or the backend (Relay)
 	// could not be reached or refused the PROXY header.
 	Unreachable uint64 `json:"unreachable"`
-	// Headers is PROXY headers parsed and stripped (OriginListener, Relay).
+	// Headers is PROXY headers parsed and stripped (origin.Listener, Relay).
 	Headers uint64 `json:"headers"`
 	// PassedThrough is connections that opened with anything but a PROXY header, passed on
-	// untouched (OriginListener, Relay).
+	// untouched (origin.Listener, Relay).
 	PassedThrough uint64 `json:"passed_through"`
 	// Malformed is connections closed because their header had the signature but a bad body.
 	Malformed uint64 `json:"malformed"`

@@ -18,19 +18,19 @@
 //     upstream that is ejected meanwhile abandoned for another (reconnect.go), and an admin
 //     API with the LB's wire type and write semantics (/admin/upstreams). Its health listener
 //     refuses while no upstream is in rotation.
-//   - The OriginListener (origin side) sniffs, it does not require: the first bytes of each
+//   - The origin.Listener (origin side) sniffs, it does not require: the first bytes of each
 //     connection are peeked; a PROXY v2 (or v1) header is parsed and stripped, anything else (a
 //     TLS ClientHello, plain text) is given back to the stream untouched, so installing the
 //     parser and turning on the header at the edges are two independent steps. A header with the
 //     right signature and a bad body closes the connection with a log line.
-//   - Claim versus measurement: every accepted connection has a Peer with two separate fields,
+//   - Claim versus measurement: every accepted connection has a origin.Peer with two separate fields,
 //     Claimed (what the header says the client is: a claim, which a forged header can make lie)
 //     and Measured (the socket's remote address: the machine the bytes came from). Log lines
 //     carry both under those names. Nothing here trusts the claim for anything but logging;
 //     identity comes from the peer's certificate, end to end through the edge.
 //   - The InnerMap and the Relay: once the origin hands a connection to a local backend over
 //     loopback, the backend only sees 127.0.0.1:port. The Relay (accept through the
-//     OriginListener, dial the backend, copy both ways) registers the inner connection's local
+//     origin.Listener, dial the backend, copy both ways) registers the inner connection's local
 //     address (the peer the backend sees) in an InnerMap, removed on close, so the backend can
 //     Lookup the real client.
 //

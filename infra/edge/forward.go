@@ -12,6 +12,7 @@ import (
 
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/infra/standing"
 )
 
@@ -244,7 +245,7 @@ func (f *Forwarder) serveConns(ctx context.Context, log *slog.Logger) error {
 func (f *Forwarder) forward(client *pairedConn) {
 	start := time.Now()
 	f.counts.accepted.Add(1)
-	measured := addrPort(client.RemoteAddr())
+	measured := origin.AddrPort(client.RemoteAddr())
 	var tried []*upstream
 	for {
 		u := f.nextUpstream(measured, tried)
@@ -282,7 +283,7 @@ func (f *Forwarder) nextUpstream(measured netip.AddrPort, tried []*upstream) *up
 	u := f.ups.pick(tried)
 	if u == nil {
 		f.counts.unreachable.Add(1)
-		logger(f.Logger).Warn("edge: no upstream reachable; client connection closed", "measured", addrString(measured),
+		logger(f.Logger).Warn("edge: no upstream reachable; client connection closed", "measured", origin.LogAddr(measured),
 			"tried", len(tried), "in_rotation", f.ups.inRotation())
 	}
 	return u
@@ -290,7 +291,7 @@ func (f *Forwarder) nextUpstream(measured netip.AddrPort, tried []*upstream) *up
 
 // dialFailed logs a failed connect to u and ejects it; the caller tries the next upstream.
 func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) {
-	logger(f.Logger).Warn("edge: upstream unreachable; ejected, trying the next", "measured", addrString(measured),
+	logger(f.Logger).Warn("edge: upstream unreachable; ejected, trying the next", "measured", origin.LogAddr(measured),
 		"origin", u.addr, "error", err.Error())
 	f.eject(u, err)
 }
@@ -300,7 +301,7 @@ func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) 
 func (f *Forwarder) headerRefused(measured netip.AddrPort, u *upstream, err error) {
 	f.counts.unreachable.Add(1)
 	logger(f.Logger).Warn("edge: upstream took the connection but not the PROXY header; client connection closed",
-		"measured", addrString(measured), "origin", u.addr, "error", err.Error())
+		"measured", origin.LogAddr(measured), "origin", u.addr, "error", err.Error())
 }
 
 // relayed ends a connection relayed to u (whose open count the caller raised when the relay
@@ -312,7 +313,7 @@ func (f *Forwarder) relayed(measured netip.AddrPort, u *upstream, local net.Addr
 		f.counts.empty.Add(1)
 		return
 	}
-	logger(f.Logger).Info("edge connection closed", "measured", addrString(measured), "origin", u.addr,
+	logger(f.Logger).Info("edge connection closed", "measured", origin.LogAddr(measured), "origin", u.addr,
 		"local", local.String(), "up_bytes", fl.up, "down_bytes", fl.down,
 		"duration", time.Since(start).String(), "end", fl.end())
 }

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
-// chain is client → Forwarder → Relay (OriginListener) → backend, all on real loopback sockets.
+// chain is client → Forwarder → Relay (origin.Listener) → backend, all on real loopback sockets.
 type chain struct {
 	fwd   *Forwarder
 	relay *Relay
@@ -47,7 +48,7 @@ func TestForwarderCarriesBytesIntactBothWaysWithHalfCloseAndTheOriginSeesClaimAn
 	if who.Measured.Addr().String() != "127.0.0.1" || who.Measured == who.Claimed {
 		t.Errorf("Measured = %v, want the forwarder's own address (127.0.0.1:its port), not the claim", who.Measured)
 	}
-	if who.Header != HeaderV2 {
+	if who.Header != origin.HeaderV2 {
 		t.Errorf("Header = %q, want v2", who.Header)
 	}
 

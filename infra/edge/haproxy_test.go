@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
@@ -34,7 +35,7 @@ backend origin
 
 	client := dialFrom(t, "127.0.0.2", front)
 	who := ask(t, client, bufio.NewReader(client))
-	if !who.Found || who.Header != HeaderV2 {
+	if !who.Found || who.Header != origin.HeaderV2 {
 		t.Fatalf("the origin did not parse HAProxy's header: %+v", who)
 	}
 	if want := mustAddrPort(t, client.LocalAddr()); who.Claimed != want {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
@@ -80,7 +81,7 @@ func (l *logs) String() string {
 const trailer = "after-eof\n"
 
 // startBackend is the local backend behind the relay on 127.0.0.1:0: a connection whose first
-// line is "who\n" gets, instead of its echo, one JSON line: the Peer the InnerMap has for it and
+// line is "who\n" gets, instead of its echo, one JSON line: the origin.Peer the InnerMap has for it and
 // the address the backend saw ("inner"). Every other byte is echoed; after EOF it writes trailer
 // and half-closes.
 func startBackend(t *testing.T, m *InnerMap) string {
@@ -89,7 +90,7 @@ func startBackend(t *testing.T, m *InnerMap) string {
 }
 
 type whoAnswer struct {
-	Peer
+	origin.Peer
 	Found bool   `json:"found"`
 	Inner string `json:"inner"`
 }
@@ -247,7 +248,7 @@ func refused(addr string) bool {
 
 func mustAddrPort(t *testing.T, a net.Addr) netip.AddrPort {
 	t.Helper()
-	ap := addrPort(a)
+	ap := origin.AddrPort(a)
 	if !ap.IsValid() {
 		t.Fatalf("%v is not ip:port", a)
 	}

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+
+	"github.com/zero502/zero502/infra/origin"
 )
 
 // InnerMap remembers who is behind each inner connection: once the origin hands a connection to
@@ -20,28 +22,28 @@ type InnerMap struct {
 
 // innerEntry is one registration; its identity (the pointer) lets a late removal tell it apart
 // from a newer connection that reuses the same port.
-type innerEntry struct{ peer Peer }
+type innerEntry struct{ peer origin.Peer }
 
-// Lookup returns the Peer behind the inner connection whose local address is peer (what the
+// Lookup returns the origin.Peer behind the inner connection whose local address is peer (what the
 // backend sees as its remote address: net.Conn.RemoteAddr, gRPC's peer.Addr). It finds it once
 // the backend has read its first byte from that connection: the Relay registers before it
 // forwards anything.
-func (m *InnerMap) Lookup(peer netip.AddrPort) (Peer, bool) {
+func (m *InnerMap) Lookup(peer netip.AddrPort) (origin.Peer, bool) {
 	key := netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.peers[key]
 	if !ok {
-		return Peer{}, false
+		return origin.Peer{}, false
 	}
 	return e.peer, true
 }
 
 // LookupAddr is Lookup for a net.Addr (a *net.TCPAddr, or anything whose String is ip:port).
-func (m *InnerMap) LookupAddr(peer net.Addr) (Peer, bool) {
-	ap := addrPort(peer)
+func (m *InnerMap) LookupAddr(peer net.Addr) (origin.Peer, bool) {
+	ap := origin.AddrPort(peer)
 	if !ap.IsValid() {
-		return Peer{}, false
+		return origin.Peer{}, false
 	}
 	return m.Lookup(ap)
 }
@@ -54,7 +56,7 @@ func (m *InnerMap) Len() int {
 }
 
 // register maps inner to p and returns the function that removes exactly this registration.
-func (m *InnerMap) register(inner netip.AddrPort, p Peer) (remove func()) {
+func (m *InnerMap) register(inner netip.AddrPort, p origin.Peer) (remove func()) {
 	e := &innerEntry{peer: p}
 	m.mu.Lock()
 	if m.peers == nil {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zero502/zero502/infra/drain"
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 )
@@ -116,7 +117,7 @@ func (f *Forwarder) newLoops(log *slog.Logger) (*loops, error) {
 	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
 		return nil, fmt.Errorf("listener: %w", err)
 	}
-	ls := &loops{f: f, log: log, idle: make(chan struct{}), local: addrPort(f.ln.Addr())}
+	ls := &loops{f: f, log: log, idle: make(chan struct{}), local: origin.AddrPort(f.ln.Addr())}
 	if ls.local.Addr().IsUnspecified() {
 		ls.local = netip.AddrPort{} // each connection asks its socket
 	}

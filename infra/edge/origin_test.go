@@ -12,24 +12,25 @@ import (
 
 	"github.com/pires/go-proxyproto"
 
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
-// originEcho serves an OriginListener on 127.0.0.1:0 with a line echo (through TLS when cfg is
-// set), reporting the Peer of every connection once it has read its first line.
+// originEcho serves an origin.Listener on 127.0.0.1:0 with a line echo (through TLS when cfg is
+// set), reporting the origin.Peer of every connection once it has read its first line.
 type originEcho struct {
-	ln    *OriginListener
-	peers chan Peer
+	ln    *origin.Listener
+	peers chan origin.Peer
 }
 
-func startOriginEcho(t *testing.T, ol *OriginListener, cfg *tls.Config) *originEcho {
+func startOriginEcho(t *testing.T, ol *origin.Listener, cfg *tls.Config) *originEcho {
 	t.Helper()
 	ol.Listener = tcpserver.Listen(t)
-	e := &originEcho{ln: ol, peers: make(chan Peer, 16)}
+	e := &originEcho{ln: ol, peers: make(chan origin.Peer, 16)}
 	tcpserver.ServeOn(t, ol, func(c net.Conn) {
-		oc := c.(*OriginConn)
+		oc := c.(*origin.Conn)
 		var rw io.ReadWriter = oc
 		if cfg != nil {
 			rw = tls.Server(oc, cfg)
@@ -53,7 +54,7 @@ func startOriginEcho(t *testing.T, ol *OriginListener, cfg *tls.Config) *originE
 
 func (e *originEcho) addr() string { return e.ln.Addr().String() }
 
-func (e *originEcho) nextPeer(t *testing.T) Peer {
+func (e *originEcho) nextPeer(t *testing.T) origin.Peer {
 	t.Helper()
 	select {
 	case p := <-e.peers:
@@ -61,7 +62,7 @@ func (e *originEcho) nextPeer(t *testing.T) Peer {
 	case <-time.After(deadline):
 		t.Fatal("the origin saw no connection")
 	}
-	return Peer{}
+	return origin.Peer{}
 }
 
 func TestOriginPassesConnectionsWithoutAHeaderThroughUntouched(t *testing.T) {
@@ -74,7 +75,7 @@ func TestOriginPassesConnectionsWithoutAHeaderThroughUntouched(t *testing.T) {
 		{"a single byte", "x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startOriginEcho(t, &OriginListener{}, nil)
+			e := startOriginEcho(t, &origin.Listener{}, nil)
 			c := dialFrom(t, "127.0.0.2", e.addr())
 			r := bufio.NewReader(c)
 			if _, err := io.WriteString(c, tc.first+"\n"); err != nil {
@@ -85,7 +86,7 @@ func TestOriginPassesConnectionsWithoutAHeaderThroughUntouched(t *testing.T) {
 				t.Fatalf("echo of %q = %q, %v", tc.first, got, err)
 			}
 			p := e.nextPeer(t)
-			if p.Header != HeaderNone || p.Claimed.IsValid() {
+			if p.Header != origin.HeaderNone || p.Claimed.IsValid() {
 				t.Errorf("Peer = %+v, want no header and no claim", p)
 			}
 			if want := mustAddrPort(t, c.LocalAddr()); p.Measured != want {
@@ -101,14 +102,14 @@ func TestOriginPassesConnectionsWithoutAHeaderThroughUntouched(t *testing.T) {
 
 func TestOriginPassesTLSThroughUntouchedAndBehindTheEdge(t *testing.T) {
 	serverCfg, clientCfg := selfSignedTLS(t)
-	e := startOriginEcho(t, &OriginListener{}, serverCfg)
+	e := startOriginEcho(t, &origin.Listener{}, serverCfg)
 
 	t.Run("a TLS client straight to the origin", func(t *testing.T) {
 		raw := dialFrom(t, "127.0.0.2", e.addr())
 		c := tls.Client(raw, clientCfg)
 		r := bufio.NewReader(c)
 		echoLine(t, c, r, "over TLS, no header")
-		if p := e.nextPeer(t); p.Header != HeaderNone || p.Claimed.IsValid() || p.Measured != mustAddrPort(t, raw.LocalAddr()) {
+		if p := e.nextPeer(t); p.Header != origin.HeaderNone || p.Claimed.IsValid() || p.Measured != mustAddrPort(t, raw.LocalAddr()) {
 			t.Errorf("Peer = %+v, want no header, no claim, measured %v", p, raw.LocalAddr())
 		}
 	})
@@ -119,7 +120,7 @@ func TestOriginPassesTLSThroughUntouchedAndBehindTheEdge(t *testing.T) {
 		r := bufio.NewReader(c)
 		echoLine(t, c, r, "over TLS, behind a PROXY v2 header")
 		p := e.nextPeer(t)
-		if p.Header != HeaderV2 || p.Claimed != mustAddrPort(t, raw.LocalAddr()) || p.Measured.Addr().String() != "127.0.0.1" {
+		if p.Header != origin.HeaderV2 || p.Claimed != mustAddrPort(t, raw.LocalAddr()) || p.Measured.Addr().String() != "127.0.0.1" {
 			t.Errorf("Peer = %+v, want v2, claimed %v, measured the edge on 127.0.0.1", p, raw.LocalAddr())
 		}
 	})
@@ -143,7 +144,7 @@ func TestOriginClosesAMalformedHeaderAndOthersGoOn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log, lines := newLogs()
-			e := startOriginEcho(t, &OriginListener{Logger: log, HeaderTimeout: tc.headerTimeout}, nil)
+			e := startOriginEcho(t, &origin.Listener{Logger: log, HeaderTimeout: tc.headerTimeout}, nil)
 			bad := dialFrom(t, "127.0.0.1", e.addr())
 			good := dialFrom(t, "127.0.0.1", e.addr())
 			goodR := bufio.NewReader(good)
@@ -184,7 +185,7 @@ func TestOriginSlowClientDoesNotBlockAcceptForOthers(t *testing.T) {
 
 func TestOriginRejectsAHeaderFromAnUntrustedPeer(t *testing.T) {
 	log, lines := newLogs()
-	e := startOriginEcho(t, &OriginListener{Logger: log, Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, nil)
+	e := startOriginEcho(t, &origin.Listener{Logger: log, Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, nil)
 
 	forged := dialFrom(t, "127.0.0.1", e.addr())
 	h := proxyproto.HeaderProxyFromAddrs(2, &net.TCPAddr{IP: net.IPv4(203, 0, 113, 9), Port: 4711}, forged.RemoteAddr())
@@ -208,15 +209,15 @@ func TestOriginRejectsAHeaderFromAnUntrustedPeer(t *testing.T) {
 }
 
 func TestOriginAcceptsV1AndV2LocalHeaders(t *testing.T) {
-	e := startOriginEcho(t, &OriginListener{}, nil)
+	e := startOriginEcho(t, &origin.Listener{}, nil)
 
 	v1 := dialFrom(t, "127.0.0.1", e.addr())
 	if _, err := io.WriteString(v1, "PROXY TCP4 198.51.100.7 127.0.0.1 5555 443\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	echoLine(t, v1, bufio.NewReader(v1), "after a v1 line")
-	if p := e.nextPeer(t); p.Header != HeaderV1 || p.Claimed.String() != "198.51.100.7:5555" {
-		t.Errorf("v1: Peer = %+v, want claimed 198.51.100.7:5555", p)
+	if p := e.nextPeer(t); p.Header != origin.HeaderV1 || p.Claimed.String() != "198.51.100.7:5555" {
+		t.Errorf("v1: origin.Peer = %+v, want claimed 198.51.100.7:5555", p)
 	}
 
 	local := dialFrom(t, "127.0.0.1", e.addr())
@@ -224,8 +225,8 @@ func TestOriginAcceptsV1AndV2LocalHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	echoLine(t, local, bufio.NewReader(local), "after a v2 LOCAL header")
-	if p := e.nextPeer(t); p.Header != HeaderV2 || p.Claimed.IsValid() {
-		t.Errorf("v2 LOCAL: Peer = %+v, want v2 and no claim", p)
+	if p := e.nextPeer(t); p.Header != origin.HeaderV2 || p.Claimed.IsValid() {
+		t.Errorf("v2 LOCAL: origin.Peer = %+v, want v2 and no claim", p)
 	}
 }
 

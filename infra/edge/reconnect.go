@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+
+	"github.com/zero502/zero502/infra/origin"
 )
 
 // Reconnecting after an ejection. A connect to an upstream that dropped off the network hangs
@@ -29,7 +31,7 @@ func (f *Forwarder) reconnectAfterEject(tried []*upstream) bool { return f.ups.h
 // next upstream (u is out of rotation already: it is not ejected again).
 func (f *Forwarder) reconnecting(measured netip.AddrPort, u *upstream) {
 	f.ups.reconnects.Add(1)
-	logger(f.Logger).Warn("edge: upstream ejected while connecting to it; trying the next", "measured", addrString(measured),
+	logger(f.Logger).Warn("edge: upstream ejected while connecting to it; trying the next", "measured", origin.LogAddr(measured),
 		"origin", u.addr)
 }
 

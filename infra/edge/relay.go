@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/origin"
 )
 
-// Relay is the origin side run as its own process: it accepts through an OriginListener (sniffing
+// Relay is the origin side run as its own process: it accepts through an origin.Listener (sniffing
 // and stripping PROXY headers), dials the local backend (a gRPC or TLS server that only sees
 // loopback peers), registers the inner connection in Map so the backend can Lookup the real
 // client, and copies bytes both ways. It writes one log line per connection, with Claimed and
@@ -26,9 +27,9 @@ type Relay struct {
 	// Backend is the local server every connection is relayed to (--to), e.g. 127.0.0.1:9443.
 	Backend string
 	// Trusted are the edges allowed to send a PROXY header (--trusted); see
-	// OriginListener.Trusted. Use ParseTrusted.
+	// origin.Listener.Trusted. Use origin.ParseTrusted.
 	Trusted []netip.Prefix
-	// HeaderTimeout is OriginListener.HeaderTimeout (--header-timeout).
+	// HeaderTimeout is origin.Listener.HeaderTimeout (--header-timeout).
 	HeaderTimeout time.Duration
 	// ConnectTimeout bounds the dial to the backend; 0 means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -47,13 +48,13 @@ type Relay struct {
 
 	// Map is where inner connections are registered; nil: the Relay keeps its own (see InnerMap).
 	Map *InnerMap
-	// Clock drives Drain and Shutdown and stamps Peer.Since; nil is the wall clock.
+	// Clock drives Drain and Shutdown and stamps origin.Peer.Since; nil is the wall clock.
 	Clock clock.Clock
 	// Logger gets a line per non-empty connection, per bad header, per unreachable backend and
 	// per drain phase; nil logs nothing.
 	Logger *slog.Logger
 
-	origin   *OriginListener
+	origin   *origin.Listener
 	metrics  *metricsEndpoint
 	draining atomic.Bool
 	counts   counters // empty and unreachable; the listener counts the rest
@@ -66,7 +67,7 @@ func (r *Relay) Validate() error {
 		checkListen("listen", r.Listen),
 		checkDial("to", r.Backend),
 		checkOptionalListen("metrics", r.Metrics),
-		checkDuration("header-timeout", r.HeaderTimeout, fmt.Sprintf("the default, %s", DefaultHeaderTimeout)),
+		checkDuration("header-timeout", r.HeaderTimeout, fmt.Sprintf("the default, %s", origin.DefaultHeaderTimeout)),
 		checkDuration("connect-timeout", r.ConnectTimeout, fmt.Sprintf("the default, %s", DefaultConnectTimeout)),
 		checkDuration("idle-timeout", r.IdleTimeout, fmt.Sprintf("the default, %s", DefaultIdleTimeout)),
 		checkDuration("drain", r.Drain, "stop accepting as soon as the drain starts"),
@@ -86,7 +87,7 @@ func (r *Relay) Open() error {
 	if r.Map == nil {
 		r.Map = &InnerMap{}
 	}
-	r.origin = &OriginListener{Listener: ln, HeaderTimeout: r.HeaderTimeout, Trusted: r.Trusted,
+	r.origin = &origin.Listener{Listener: ln, HeaderTimeout: r.HeaderTimeout, Trusted: r.Trusted,
 		Logger: r.Logger, Clock: r.Clock}
 	m, err := openMetrics(net.Listen, r.Metrics, "origin", r.Counts, r.Draining)
 	if err != nil {
@@ -109,11 +110,10 @@ func (r *Relay) Draining() bool { return r.draining.Load() }
 // Counts says what the relay has seen: its listener's counts plus Empty and Unreachable (the
 // backend).
 func (r *Relay) Counts() Counts {
-	c := r.origin.Counts()
-	c.Empty = r.counts.empty.Load()
-	c.OverCap = r.counts.overCap.Load()
-	c.Unreachable = r.counts.unreachable.Load()
-	return c
+	o := r.origin.Counts()
+	return Counts{Accepted: o.Accepted, Headers: o.Headers, PassedThrough: o.PassedThrough, Malformed: o.Malformed,
+		Untrusted: o.Untrusted, Empty: r.counts.empty.Load(), OverCap: r.counts.overCap.Load(),
+		Unreachable: r.counts.unreachable.Load()}
 }
 
 // Serve relays until ctx ends, then drains like the Forwarder (Drain, then Shutdown). It returns
@@ -128,7 +128,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	defer r.metrics.close()
 	log := logger(r.Logger)
 	log.Info("edge origin relaying", "listen", r.Addr().String(), "to", r.Backend, "trusted", fmt.Sprint(r.Trusted),
-		"header_timeout", r.origin.headerTimeout().String(), "idle_timeout", r.idleTimeout().String(),
+		"header_timeout", orDefault(r.HeaderTimeout, origin.DefaultHeaderTimeout).String(), "idle_timeout", r.idleTimeout().String(),
 		"drain", r.Drain.String(), "shutdown", r.Shutdown.String())
 	err := serveDrained(ctx, r.origin, r.relay, maxConns(r.MaxConns), &r.counts.overCap, r.Drain, r.Shutdown, clockOr(r.Clock), log, "edge origin",
 		func() { r.draining.Store(true) })
@@ -141,11 +141,11 @@ func (r *Relay) Serve(ctx context.Context) error {
 // relay sniffs one accepted connection and relays it to the backend.
 func (r *Relay) relay(client *pairedConn) {
 	start := time.Now()
-	oc := client.Conn.(*OriginConn)
+	oc := client.Conn.(*origin.Conn)
 	if err := oc.Sniff(); err != nil {
 		return // a bad or untrusted header was logged and counted; a broken socket has nothing to say
 	}
-	if oc.empty {
+	if oc.Empty() {
 		r.counts.empty.Add(1)
 		return
 	}
@@ -154,14 +154,14 @@ func (r *Relay) relay(client *pairedConn) {
 	backend, err := dialTCP(context.Background(), r.Backend, r.connectTimeout())
 	if err != nil {
 		r.counts.unreachable.Add(1)
-		log.Warn("edge origin: backend unreachable; connection closed", "claimed", addrString(peer.Claimed),
-			"measured", addrString(peer.Measured), "to", r.Backend, "error", err.Error())
+		log.Warn("edge origin: backend unreachable; connection closed", "claimed", origin.LogAddr(peer.Claimed),
+			"measured", origin.LogAddr(peer.Measured), "to", r.Backend, "error", err.Error())
 		return
 	}
 	if !client.pair(backend) {
 		return
 	}
-	inner := addrPort(backend.LocalAddr())
+	inner := origin.AddrPort(backend.LocalAddr())
 	unregister := r.Map.register(inner, peer) // before the first byte reaches the backend
 	defer unregister()
 	fl := splice(client, backend, r.idleTimeout())
@@ -169,8 +169,8 @@ func (r *Relay) relay(client *pairedConn) {
 		r.counts.empty.Add(1)
 		return
 	}
-	log.Info("origin connection closed", "claimed", addrString(peer.Claimed), "measured", addrString(peer.Measured),
-		"header", string(peer.Header), "to", r.Backend, "inner", addrString(inner),
+	log.Info("origin connection closed", "claimed", origin.LogAddr(peer.Claimed), "measured", origin.LogAddr(peer.Measured),
+		"header", string(peer.Header), "to", r.Backend, "inner", origin.LogAddr(inner),
 		"up_bytes", fl.up, "down_bytes", fl.down, "duration", time.Since(start).String(), "end", fl.end())
 }
 

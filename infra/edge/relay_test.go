@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -87,8 +88,8 @@ func TestInnerMapEntryLeavesWhenTheConnectionCloses(t *testing.T) {
 func TestInnerMapLateRemovalKeepsANewerConnectionOnTheSamePort(t *testing.T) {
 	var m InnerMap
 	port := netip.MustParseAddrPort("127.0.0.1:40000")
-	removeOld := m.register(port, Peer{Claimed: netip.MustParseAddrPort("198.51.100.1:1")})
-	m.register(port, Peer{Claimed: netip.MustParseAddrPort("198.51.100.2:2"), Since: time.Unix(1, 0)})
+	removeOld := m.register(port, origin.Peer{Claimed: netip.MustParseAddrPort("198.51.100.1:1")})
+	m.register(port, origin.Peer{Claimed: netip.MustParseAddrPort("198.51.100.2:2"), Since: time.Unix(1, 0)})
 	removeOld()
 	p, ok := m.Lookup(netip.MustParseAddrPort("[::ffff:127.0.0.1]:40000")) // as a dual-stack backend sees it
 	if !ok || p.Claimed.String() != "198.51.100.2:2" {

@@ -2,9 +2,7 @@ package edge
 
 import (
 	"fmt"
-	"github.com/zero502/zero502/infra"
 	"net"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -84,10 +82,4 @@ func checkDuration(flag string, d time.Duration, zeroMeans string) error {
 		return fmt.Errorf("--%s %s: must be 0 or more (0: %s)", flag, d, zeroMeans)
 	}
 	return nil
-}
-
-// ParseTrusted parses the trusted edges (the --trusted flag): each entry an IP address
-// (10.0.0.7, a single edge) or a CIDR range (10.0.0.0/8).
-func ParseTrusted(entries []string) ([]netip.Prefix, error) {
-	return infra.ParseRanges("--trusted", entries)
 }

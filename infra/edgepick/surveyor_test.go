@@ -17,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/internal/testrig/alerttest"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
@@ -27,7 +28,7 @@ func serveOrigin(t *testing.T, pki testPKI, ln net.Listener) {
 	t.Helper()
 	cs := &conns{}
 	t.Cleanup(func() { _ = ln.Close(); cs.closeAll() })
-	tln := tls.NewListener(&edge.OriginListener{Listener: ln}, &tls.Config{Certificates: []tls.Certificate{pki.cert}})
+	tln := tls.NewListener(&origin.Listener{Listener: ln}, &tls.Config{Certificates: []tls.Certificate{pki.cert}})
 	go func() {
 		for {
 			c, err := tln.Accept()

@@ -3,7 +3,7 @@ package lb
 import (
 	"net/netip"
 
-	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/origin"
 )
 
 // trustsForwarded says whether the client at ip (the connection's address, or its accepted
@@ -14,5 +14,5 @@ func (s *Server) trustsForwarded(ip []byte) bool {
 		return false
 	}
 	a, err := netip.ParseAddr(string(ip))
-	return err == nil && edge.Trusts(s.forwardedFrom, a)
+	return err == nil && origin.Trusts(s.forwardedFrom, a)
 }

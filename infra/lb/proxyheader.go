@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/infra/origin"
 )
 
 // serveProxied serves a new connection on a listener that accepts PROXY headers
@@ -15,9 +15,9 @@ import (
 // X-Forwarded-For and the access log, a header from any other peer (or a malformed one) closes
 // the connection, and a connection without one passes untouched.
 func (s *Server) serveProxied(cc *clientConn) {
-	br := bufio.NewReaderSize(cc.conn, edge.SniffBufferSize)
+	br := bufio.NewReaderSize(cc.conn, origin.SniffBufferSize)
 	_ = cc.conn.SetReadDeadline(time.Now().Add(s.set.ClientHeaderTimeout))
-	sn, err := edge.SniffHeader(br)
+	sn, err := origin.SniffHeader(br)
 	measured := cc.conn.RemoteAddr().String()
 	switch {
 	case err != nil:
@@ -27,7 +27,7 @@ func (s *Server) serveProxied(cc *clientConn) {
 	case sn.Empty:
 		s.closeConn(cc)
 		return
-	case sn.Kind != edge.HeaderNone && !edge.Trusts(s.proxyFrom, addrOf(cc)):
+	case sn.Kind != origin.HeaderNone && !origin.Trusts(s.proxyFrom, addrOf(cc)):
 		s.log.Warn("lb: PROXY header from a peer outside accept_proxy_from; connection closed",
 			"peer", measured, "header", string(sn.Kind), "accept_proxy_from", s.set.AcceptProxyFrom)
 		s.proxyRefused.Add(1)

@@ -17,7 +17,7 @@ import (
 )
 
 // Listen returns a TCP listener on 127.0.0.1:0, closed when the test ends: for a test that wraps
-// it (an OriginListener, a TLS listener) before serving it with ServeOn.
+// it (an origin.Listener, a TLS listener) before serving it with ServeOn.
 func Listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,4 +1,4 @@
-package edge
+package origin
 
 import (
 	"bufio"
@@ -13,10 +13,10 @@ import (
 	"github.com/zero502/zero502/infra/clock"
 )
 
-// DefaultHeaderTimeout is OriginListener.HeaderTimeout when it is zero.
+// DefaultHeaderTimeout is Listener.HeaderTimeout when it is zero.
 const DefaultHeaderTimeout = 5 * time.Second
 
-// ErrUntrustedHeader is a PROXY header sent by a peer outside OriginListener.Trusted. The
+// ErrUntrustedHeader is a PROXY header sent by a peer outside Listener.Trusted. The
 // connection is closed (policy: reject): a peer that is not one of our edges has no business
 // claiming to speak for a client, and a header it sends is not payload either.
 var ErrUntrustedHeader = errors.New("PROXY header from a peer outside the trusted edge ranges")
@@ -37,13 +37,13 @@ type Peer struct {
 	Since time.Time `json:"since"`
 }
 
-// OriginListener wraps the origin's net.Listener: it sniffs the first bytes of every accepted
+// Listener wraps the origin's net.Listener: it sniffs the first bytes of every accepted
 // connection for a PROXY header (v2, or v1) and strips it, and passes anything else on
-// untouched. Sniffing happens lazily in the returned *OriginConn (on its first Read, or an
+// untouched. Sniffing happens lazily in the returned *Conn (on its first Read, or an
 // explicit Sniff), never in Accept, so a slow client cannot hold up the others.
 //
 // Set the fields before the first Accept and do not change them afterwards.
-type OriginListener struct {
+type Listener struct {
 	net.Listener
 	// HeaderTimeout bounds the wait for the first bytes and for the rest of a header once its
 	// signature arrived; 0 means DefaultHeaderTimeout. A client that sends nothing within it is
@@ -64,9 +64,9 @@ type OriginListener struct {
 	counts counters
 }
 
-// Accept waits for the next connection and returns it as an *OriginConn, without reading from
+// Accept waits for the next connection and returns it as an *Conn, without reading from
 // it. Errors are the wrapped listener's, unchanged (net.ErrClosed after Close).
-func (l *OriginListener) Accept() (net.Conn, error) {
+func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
@@ -78,45 +78,37 @@ func (l *OriginListener) Accept() (net.Conn, error) {
 	} else {
 		now = time.Now()
 	}
-	return &OriginConn{raw: c, l: l, peer: Peer{Measured: addrPort(c.RemoteAddr()), Header: HeaderNone, Since: now}}, nil
+	return &Conn{raw: c, l: l, peer: Peer{Measured: AddrPort(c.RemoteAddr()), Header: HeaderNone, Since: now}}, nil
 }
 
 // Counts says what the listener has seen: Accepted, Headers, PassedThrough, Malformed and
 // Untrusted.
-func (l *OriginListener) Counts() Counts { return l.counts.snapshot() }
+func (l *Listener) Counts() Counts { return l.counts.snapshot() }
 
-func (l *OriginListener) headerTimeout() time.Duration {
-	return orDefault(l.HeaderTimeout, DefaultHeaderTimeout)
+func (l *Listener) headerTimeout() time.Duration {
+	if l.HeaderTimeout > 0 {
+		return l.HeaderTimeout
+	}
+	return DefaultHeaderTimeout
 }
 
-func (l *OriginListener) trusted(a netip.Addr) bool {
+func (l *Listener) trusted(a netip.Addr) bool {
 	return len(l.Trusted) == 0 || Trusts(l.Trusted, a)
 }
 
-// Trusts reports whether a is in one of ranges (an IPv4-mapped address counts as IPv4).
-func Trusts(ranges []netip.Prefix, a netip.Addr) bool {
-	a = a.Unmap()
-	for _, p := range ranges {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func (l *OriginListener) warn(msg string, args ...any) {
+func (l *Listener) warn(msg string, args ...any) {
 	if l.Logger != nil {
 		l.Logger.Warn(msg, args...)
 	}
 }
 
-// OriginConn is a connection accepted by an OriginListener. Its first Read (or Sniff) reads the
+// Conn is a connection accepted by an Listener. Its first Read (or Sniff) reads the
 // PROXY header, if there is one; after that Read yields the stream without the header, or the
 // whole stream untouched when there was none. RemoteAddr stays the socket's (Peer().Measured):
 // the claim is only ever read from Peer().Claimed.
-type OriginConn struct {
+type Conn struct {
 	raw net.Conn
-	l   *OriginListener
+	l   *Listener
 
 	once  sync.Once
 	br    *bufio.Reader // the stream after sniffing; nil before
@@ -132,12 +124,12 @@ type OriginConn struct {
 // strips a PROXY header if there is one. It is done once; later calls return the first result.
 // On ErrMalformedHeader or ErrUntrustedHeader the connection has been closed (and logged).
 // Other errors are the socket's.
-func (c *OriginConn) Sniff() error {
+func (c *Conn) Sniff() error {
 	c.once.Do(c.sniff)
 	return c.err
 }
 
-func (c *OriginConn) sniff() {
+func (c *Conn) sniff() {
 	c.br = bufio.NewReaderSize(c.raw, sniffBufferSize)
 	_ = c.raw.SetReadDeadline(time.Now().Add(c.l.headerTimeout()))
 	s, err := sniff(c.br)
@@ -150,7 +142,7 @@ func (c *OriginConn) sniff() {
 	case errors.Is(err, ErrMalformedHeader):
 		c.l.counts.malformed.Add(1)
 		c.l.warn("edge origin: malformed PROXY header; connection closed",
-			"measured", addrString(measured), "header", string(s.kind), "error", err.Error())
+			"measured", LogAddr(measured), "header", string(s.kind), "error", err.Error())
 		c.fail(fmt.Errorf("from %s: %w", measured, err))
 		return
 	case err != nil:
@@ -167,7 +159,7 @@ func (c *OriginConn) sniff() {
 	if !c.l.trusted(measured.Addr()) {
 		c.l.counts.untrusted.Add(1)
 		c.l.warn("edge origin: PROXY header from a peer outside the trusted edge ranges; connection closed",
-			"measured", addrString(measured), "claimed", addrString(c.peer.Claimed), "header", string(s.kind),
+			"measured", LogAddr(measured), "claimed", LogAddr(c.peer.Claimed), "header", string(s.kind),
 			"trusted", fmt.Sprint(c.l.Trusted))
 		c.fail(fmt.Errorf("from %s: %w (trusted: %v); add its range to the trusted edges if it is one",
 			measured, ErrUntrustedHeader, c.l.Trusted))
@@ -177,7 +169,7 @@ func (c *OriginConn) sniff() {
 }
 
 // fail closes the connection over a bad header.
-func (c *OriginConn) fail(err error) {
+func (c *Conn) fail(err error) {
 	c.err = err
 	c.peer.Claimed = netip.AddrPort{}
 	_ = c.raw.Close()
@@ -185,13 +177,13 @@ func (c *OriginConn) fail(err error) {
 
 // Peer is who the connection is from. It sniffs first when that has not happened yet (see
 // Sniff); after a failed sniff Claimed is invalid.
-func (c *OriginConn) Peer() Peer {
+func (c *Conn) Peer() Peer {
 	_ = c.Sniff()
 	return c.peer
 }
 
 // Read reads the stream after the header (sniffing first on the first call).
-func (c *OriginConn) Read(p []byte) (int, error) {
+func (c *Conn) Read(p []byte) (int, error) {
 	if err := c.Sniff(); err != nil {
 		return 0, err
 	}
@@ -199,27 +191,31 @@ func (c *OriginConn) Read(p []byte) (int, error) {
 }
 
 // Write writes to the connection; it does not wait for sniffing (a server may speak first).
-func (c *OriginConn) Write(p []byte) (int, error) { return c.raw.Write(p) }
+func (c *Conn) Write(p []byte) (int, error) { return c.raw.Write(p) }
+
+// Empty says the client closed the connection before sending a byte (after Sniff): a health
+// check's connect, nothing to pass on.
+func (c *Conn) Empty() bool { return c.empty }
 
 // Close closes the connection.
-func (c *OriginConn) Close() error { return c.raw.Close() }
+func (c *Conn) Close() error { return c.raw.Close() }
 
 // CloseWrite half-closes the connection when the socket supports it.
-func (c *OriginConn) CloseWrite() error {
-	if cw, ok := c.raw.(closeWriter); ok {
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.raw.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
 	return nil
 }
 
 // LocalAddr is the socket's local address.
-func (c *OriginConn) LocalAddr() net.Addr { return c.raw.LocalAddr() }
+func (c *Conn) LocalAddr() net.Addr { return c.raw.LocalAddr() }
 
 // RemoteAddr is the socket's remote address: the measurement, never the claim.
-func (c *OriginConn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
+func (c *Conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
 
 // SetDeadline sets both deadlines; the read one is kept across sniffing.
-func (c *OriginConn) SetDeadline(t time.Time) error {
+func (c *Conn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.readDeadline = t
@@ -228,7 +224,7 @@ func (c *OriginConn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the read deadline; it is kept across sniffing (which uses its own
 // header timeout meanwhile).
-func (c *OriginConn) SetReadDeadline(t time.Time) error {
+func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.readDeadline = t
@@ -236,7 +232,7 @@ func (c *OriginConn) SetReadDeadline(t time.Time) error {
 }
 
 // SetWriteDeadline sets the write deadline.
-func (c *OriginConn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.raw.SetWriteDeadline(t) }
 
 // claimedAddr is the TCP source address a parsed header claims, or invalid when it carries none.
 func claimedAddr(s sniffed) netip.AddrPort {
@@ -247,12 +243,12 @@ func claimedAddr(s sniffed) netip.AddrPort {
 	if !ok || src == nil {
 		return netip.AddrPort{}
 	}
-	return addrPort(src)
+	return AddrPort(src)
 }
 
-// addrPort is a as a netip.AddrPort (IPv4-mapped IPv6 unmapped), or invalid when a is not an IP
+// AddrPort is a as a netip.AddrPort (IPv4-mapped IPv6 unmapped), or invalid when a is not an IP
 // address with a port.
-func addrPort(a net.Addr) netip.AddrPort {
+func AddrPort(a net.Addr) netip.AddrPort {
 	switch a := a.(type) {
 	case *net.TCPAddr:
 		ap := a.AddrPort()
@@ -267,8 +263,8 @@ func addrPort(a net.Addr) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
-// addrString is ap for a log line: "" when invalid rather than "invalid AddrPort".
-func addrString(ap netip.AddrPort) string {
+// LogAddr is ap for a log line: "" when invalid rather than "invalid AddrPort".
+func LogAddr(ap netip.AddrPort) string {
 	if !ap.IsValid() {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package edge
+package origin
 
 import (
 	"bufio"
@@ -67,7 +67,7 @@ func TestSniffTellsHeadersFromEverythingElse(t *testing.T) {
 			if s.kind != tc.kind || s.empty != tc.empty {
 				t.Errorf("kind %s empty %v, want %s %v", s.kind, s.empty, tc.kind, tc.empty)
 			}
-			if got := addrString(claimedAddr(s)); got != tc.claimed {
+			if got := LogAddr(claimedAddr(s)); got != tc.claimed {
 				t.Errorf("claimed %q, want %q", got, tc.claimed)
 			}
 			rest, _ := io.ReadAll(br)
@@ -110,7 +110,7 @@ func FuzzSniff(f *testing.F) {
 				if !startsWithSignature || !bytes.HasSuffix(in, rest) || len(rest) >= len(in) {
 					t.Fatalf("sniff(%q) parsed a %s header, leaving %q", in, s.kind, rest)
 				}
-				_ = addrString(claimedAddr(s)) // a parsed header always has loggable addresses
+				_ = LogAddr(claimedAddr(s)) // a parsed header always has loggable addresses
 			default:
 				rest, _ := io.ReadAll(br)
 				if !bytes.Equal(rest, in) || s.kind != HeaderNone || s.empty != (len(in) == 0) {

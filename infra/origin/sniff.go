@@ -1,4 +1,4 @@
-package edge
+package origin
 
 import (
 	"bufio"
@@ -47,7 +47,7 @@ type Sniffed struct {
 	Empty bool
 }
 
-// SniffHeader is the sniff OriginConn runs, for servers that read their connections themselves
+// SniffHeader is the sniff Conn runs, for servers that read their connections themselves
 // (the in-house LB): it reads from br (at least SniffBufferSize bytes) only as far as it takes
 // to tell a PROXY v1 or v2 header from anything else, parses and strips a header, and leaves
 // the rest of the stream in br, the sniffed bytes included when there was no header. Set a read
