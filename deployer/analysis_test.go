@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 )
 
 // InHouse is the client of the in-house LB's admin API (zero502 lb): GET /admin/backends for the

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 )
 
 var _ Rotation = (*InHouse)(nil)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/alb"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/spec"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 )
 
 // zero502 maintenance on|off|status: the LB's maintenance page, as `kamal app maintenance` has.

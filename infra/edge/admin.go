@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/standing"
 )
 

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/infra/origin"
 	"github.com/zero502/zero502/infra/standing"
 )

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/lb"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/pires/go-proxyproto"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 )
 
 // adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,

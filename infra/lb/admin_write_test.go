@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/standing"
 )
 

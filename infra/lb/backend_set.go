@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 )
 
 // backendSet is the LB's current backends in order: the configured ones, then those the admin

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/zero502/zero502/infra/lb/http1"
-	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +12,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra/http1"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // fastBackend answers every request with a fixed 13-byte response, so a benchmark measures the

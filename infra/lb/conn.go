@@ -3,13 +3,14 @@ package lb
 import (
 	"crypto/tls"
 	"errors"
-	"github.com/zero502/zero502/infra/lb/http1"
 	"net"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // clientConn is one client connection. Between requests it holds no buffer: it waits for

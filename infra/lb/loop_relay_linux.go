@@ -3,7 +3,7 @@ package lb
 import (
 	"errors"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 	"github.com/zero502/zero502/internal/rawsys"
 	"golang.org/x/sys/unix"
 )

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 

@@ -5,7 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
 	"golang.org/x/sys/unix"

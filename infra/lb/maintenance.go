@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // maintenance is the LB's maintenance switch (zero502 maintenance on|off, PUT and DELETE

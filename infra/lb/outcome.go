@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // outcome is how one attempt at a backend ended, as an engine concludes it: the backend's

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 

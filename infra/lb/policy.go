@@ -3,7 +3,7 @@ package lb
 import (
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // ownHealthPath is the LB's own health on its proxy listener (its drain handshake's health).

@@ -3,7 +3,7 @@ package lb
 import (
 	"testing"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 func TestExchangePolicy(t *testing.T) {

@@ -2,12 +2,13 @@ package lb
 
 import (
 	"errors"
-	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // exchange is the scratch memory of one request in progress, pooled: an idle client

@@ -1,9 +1,10 @@
 package lb
 
 import (
-	"github.com/zero502/zero502/infra/lb/http1"
 	"io"
 	"time"
+
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // relay sends the response head in x.resp (still buffered in u) to the client and the body

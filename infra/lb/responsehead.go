@@ -3,7 +3,7 @@ package lb
 import (
 	"strconv"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // requestHead finds the client's next request head at the start of buf, after the empty lines

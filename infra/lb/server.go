@@ -24,10 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zero502/zero502/infra"
-	"github.com/zero502/zero502/infra/backoff"
-	"github.com/zero502/zero502/infra/lb/http1"
-	"github.com/zero502/zero502/infra/standing"
 	"io"
 	"log/slog"
 	"net"
@@ -37,6 +33,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/backoff"
+	"github.com/zero502/zero502/infra/http1"
+	"github.com/zero502/zero502/infra/standing"
 
 	"github.com/zero502/zero502/infra/clock"
 )

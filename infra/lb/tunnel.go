@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // tunnels are the upgraded connections (101 Switching Protocols, WebSockets) in progress. Such

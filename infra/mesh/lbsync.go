@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // LBSync makes the in-house balancer (`zero502 lb`) take its backends from a mesh route, through

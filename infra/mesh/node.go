@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/alert"
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // Defaults of a Node's timing when its field is zero.

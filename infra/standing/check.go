@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
-	"github.com/zero502/zero502/infra/lb/http1"
+	"github.com/zero502/zero502/infra/http1"
 )
 
 // Checks are the numbers of a target's active checks: one every Every, each within its own

@@ -7,8 +7,8 @@
 // header), so the LB and the edge judge targets by the same rules: the one pass rule of package
 // healthcheck, with the lab's status for them, healthcheck.LBStatus.
 //
-// The wire types (State, Transition, BackendStatus) are the LB admin API's, package
-// infra/lb/adminapi: a client reads an LB's backends and an edge's upstreams with one decoder.
+// The wire types (State, Transition, BackendStatus) are the admin APIs' (the LB's and the edge's), package
+// infra/adminapi: a client reads an LB's backends and an edge's upstreams with one decoder.
 package standing
 
 import (
@@ -19,8 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/healthcheck"
-	"github.com/zero502/zero502/infra/lb/adminapi"
 )
 
 // The states and transitions are the admin API's wire types.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/lb/adminapi"
+	"github.com/zero502/zero502/infra/adminapi"
 )
 
 // The admin write API of the real binary: a backend added at run time joins after its checks,

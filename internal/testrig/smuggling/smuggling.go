@@ -1,6 +1,6 @@
 // Package smuggling is the tests' one table of the RFC 9112 §6.3 request heads an HTTP/1.1 proxy
 // must refuse (and a few it must accept), each with the status it is answered with. Two tests
-// read it: infra/lb/http1 parses every head, and infra/lb sends every one over the wire to the
+// read it: infra/http1 parses every head, and infra/lb sends every one over the wire to the
 // LB on both of its paths, so a case added here is checked at both layers.
 package smuggling
 
