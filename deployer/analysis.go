@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -106,7 +106,7 @@ type Verdict struct {
 const p99Requests = 100
 
 // judge applies rollout.analysis to what the new targets and the baseline got over window.
-func judge(a infra.Analysis, window time.Duration, fresh, base Evidence) Verdict {
+func judge(a config.Analysis, window time.Duration, fresh, base Evidence) Verdict {
 	v := Verdict{Pass: true, New: fresh, Baseline: base}
 	baseline := "no baseline (no target of the old version served)"
 	comparable := base.Requests >= uint64(a.MinRequests) && a.MinRequests > 0 || base.Requests > 0 && a.MinRequests == 0
@@ -116,7 +116,7 @@ func judge(a infra.Analysis, window time.Duration, fresh, base Evidence) Verdict
 	switch {
 	case fresh.Requests < uint64(a.MinRequests):
 		v.NoTraffic = true
-		v.Pass = a.OnNoTraffic == infra.OnNoTrafficPass
+		v.Pass = a.OnNoTraffic == config.OnNoTrafficPass
 		v.Reason = fmt.Sprintf("not enough traffic to judge: %d requests reached the new version in %s, rollout.analysis.min_requests is %d; "+
 			"rollout.analysis.on_no_traffic %s", fresh.Requests, window, a.MinRequests, a.OnNoTraffic)
 	case fresh.ErrorRate() > a.MaxErrorRate:

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -274,7 +274,7 @@ func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T)
 }
 
 func TestJudgeRules(t *testing.T) {
-	a := infra.Defaults().Rollout.Analysis
+	a := config.Defaults().Rollout.Analysis
 	a.MinRequests = 20
 	ev := func(req, errs uint64, p99 time.Duration) Evidence {
 		return Evidence{Requests: req, Errors: errs, ServerErrors: errs, P99: p99}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // A third-party server behind an ALB (the ELBv2 double, through the real SDK), start-first and
@@ -24,9 +24,9 @@ func pythonBehindALBStartFirstDrainedAtTheBalancer(t *testing.T) {
 	spec := f.albFleetConfig(a.arn)
 	spec.Balancer.HealthPath = "/version.txt"
 	spec.Balancer.HeaderTimeout = 800 * time.Millisecond
-	spec.Rollout.Strategy = infra.StartFirst
-	spec.Services = []infra.Service{{Name: "web", Command: pythonServer(t, f.dir, false), Port: f.base, Ports: []int{f.base, second},
-		Drain: infra.DrainBalancer, Health: infra.ServiceHealth{Path: "/version.txt"}, Verify: infra.ServiceVerify{VersionPath: "/version.txt"}}}
+	spec.Rollout.Strategy = config.StartFirst
+	spec.Services = []config.Service{{Name: "web", Command: pythonServer(t, f.dir, false), Port: f.base, Ports: []int{f.base, second},
+		Drain: config.DrainBalancer, Health: config.ServiceHealth{Path: "/version.txt"}, Verify: config.ServiceVerify{VersionPath: "/version.txt"}}}
 	path := f.write("alb-any.yaml", spec)
 	cfg := f.load(path)
 	ctx := context.Background()

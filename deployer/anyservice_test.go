@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
@@ -104,12 +104,12 @@ func (f *fleet) anyConfig(name string, v anyValues) string {
 	cfg.Rollout.Strategy = v.Strategy
 	cfg.Rollout.HealthyDeadline = 8 * time.Second
 	cfg.Rollout.Bake = time.Second
-	web := infra.Service{Name: "web", Command: v.Command, Port: f.base, Drain: infra.DrainBalancer, StopSignal: v.StopSignal,
-		Health: infra.ServiceHealth{Path: "/version.txt"}, Verify: infra.ServiceVerify{VersionPath: "/version.txt"}}
-	if v.Strategy == infra.StartFirst {
+	web := config.Service{Name: "web", Command: v.Command, Port: f.base, Drain: config.DrainBalancer, StopSignal: v.StopSignal,
+		Health: config.ServiceHealth{Path: "/version.txt"}, Verify: config.ServiceVerify{VersionPath: "/version.txt"}}
+	if v.Strategy == config.StartFirst {
 		web.Ports = []int{f.base, f.gatewayBase()}
 	}
-	cfg.Services = []infra.Service{web}
+	cfg.Services = []config.Service{web}
 	return f.write(name, cfg)
 }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Balancer is what the deployer needs of the load balancer in front of the fleet: its own view
@@ -68,10 +68,10 @@ type Settings struct {
 	// Listen is the in-house LB's listener; "" for a balancer without one of its own (ALB).
 	Listen string `json:"listen,omitempty"`
 	// BalancerNumbers are the live numbers; only those in Reported mean anything.
-	infra.BalancerNumbers
+	config.BalancerNumbers
 	// Reported are the config keys of the numbers this balancer has (in-house:
 	// adminapi.InHouseNumbers; ALB: alb.Numbers). The drift check and the overlay of live
-	// numbers onto the config (infra.BalancerNumbers.Overlay) look at these only.
+	// numbers onto the config (config.BalancerNumbers.Overlay) look at these only.
 	Reported []string `json:"-"`
 	// Matcher is an ALB target group's health-check success codes; "" for the in-house LB.
 	Matcher string `json:"matcher,omitempty"`
@@ -81,14 +81,14 @@ type Settings struct {
 // every reported number (infra's one comparison of the numbers, in the order of the type), and
 // the matcher, which must be alb.Matcher (200 only, so a draining server's 503 takes it out).
 // One comparison for every kind of balancer; what a balancer does not have is not compared.
-func (live Settings) Drift(cfg infra.Balancer) []infra.Drift {
-	var out []infra.Drift
+func (live Settings) Drift(cfg config.Balancer) []config.Drift {
+	var out []config.Drift
 	if live.Listen != "" && live.Listen != cfg.Listen {
-		out = append(out, infra.Drift{Field: "balancer.listen", Config: cfg.Listen, Live: live.Listen})
+		out = append(out, config.Drift{Field: "balancer.listen", Config: cfg.Listen, Live: live.Listen})
 	}
 	out = append(out, cfg.Drift(live.BalancerNumbers, live.Reported)...)
 	if live.Matcher != "" && live.Matcher != alb.Matcher {
-		out = append(out, infra.Drift{Field: alb.MatcherKey, Config: alb.Matcher, Live: live.Matcher})
+		out = append(out, config.Drift{Field: alb.MatcherKey, Config: alb.Matcher, Live: live.Matcher})
 	}
 	return out
 }
@@ -96,7 +96,7 @@ func (live Settings) Drift(cfg infra.Balancer) []infra.Drift {
 // LiveDrift reads bal's live settings and lists every one that differs from cfg (Settings.Drift);
 // for a Tier, every instance's. A balancer without live settings returns an error wrapping
 // ErrNoView.
-func LiveDrift(ctx context.Context, bal Balancer, cfg infra.Balancer) (Settings, []infra.Drift, error) {
+func LiveDrift(ctx context.Context, bal Balancer, cfg config.Balancer) (Settings, []config.Drift, error) {
 	if t, ok := bal.(Tier); ok {
 		return t.drift(ctx, cfg)
 	}
@@ -110,17 +110,17 @@ func LiveDrift(ctx context.Context, bal Balancer, cfg infra.Balancer) (Settings,
 // BalancerFor builds the balancer cfg describes: the in-house LB's admin API client, the ALB
 // target group (AWS SDK default credential chain; endpoint from ZERO502_ALB_ENDPOINT when set),
 // or None.
-func BalancerFor(cfg *infra.Config) (Balancer, error) {
+func BalancerFor(cfg *config.Config) (Balancer, error) {
 	switch cfg.Balancer.Kind {
-	case infra.BalancerInHouse:
+	case config.BalancerInHouse:
 		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return NewInHouse(a, cfg.Balancer.AdminToken) }), nil
-	case infra.BalancerEdges:
+	case config.BalancerEdges:
 		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return NewEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
-	case infra.BalancerDNS:
+	case config.BalancerDNS:
 		return dnsSetFor(cfg)
-	case infra.BalancerNone:
+	case config.BalancerNone:
 		return None{}, nil
-	case infra.BalancerALB:
+	case config.BalancerALB:
 		return newALBFromEnv(cfg)
 	}
 	return nil, fmt.Errorf("balancer.kind %q: must be inhouse, alb, edges, dns or none", cfg.Balancer.Kind)

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // EnvALBEndpoint names the environment variable that, when set, replaces the regional ELBv2
@@ -68,7 +68,7 @@ type seenState struct {
 // address of a host (both ports of a start-first service) maps to its target with
 // alb.TargetIDAt: hosts[].target, else the address, on the port of the address asked about.
 // clk stamps Since; nil: the wall clock.
-func NewALB(api alb.API, cfg *infra.Config, clk clock.Clock) *ALB {
+func NewALB(api alb.API, cfg *config.Config, clk clock.Clock) *ALB {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -93,7 +93,7 @@ func NewALB(api alb.API, cfg *infra.Config, clk clock.Clock) *ALB {
 
 // newALBFromEnv is BalancerFor's ALB: the SDK's default credential chain and region
 // (balancer.region first), and the endpoint in ZERO502_ALB_ENDPOINT when set.
-func newALBFromEnv(cfg *infra.Config) (*ALB, error) {
+func newALBFromEnv(cfg *config.Config) (*ALB, error) {
 	endpoint := strings.TrimSpace(os.Getenv(EnvALBEndpoint))
 	api, err := alb.NewClient(context.Background(), cfg.Balancer, alb.ClientOptions{Endpoint: endpoint})
 	if err != nil {

@@ -16,10 +16,10 @@ import (
 
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/albtest"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -46,7 +46,7 @@ func newALBDouble(t *testing.T, clk clock.Clock, settings elbv2double.Settings) 
 
 // options are a deploy's Options watching this double through the real SDK (the environment's
 // endpoint is TestALBAdapterStatesSinceDriftAndGuard's: the tests that deploy run in parallel).
-func (a *albDouble) options(cfg *infra.Config) Options {
+func (a *albDouble) options(cfg *config.Config) Options {
 	return Options{Balancer: NewALB(a.api, cfg, nil)}
 }
 
@@ -106,8 +106,8 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 		})
 	}
 
-	cfg := &infra.Config{Balancer: infra.Defaults().Balancer}
-	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = infra.BalancerALB, a.arn, "eu-west-1"
+	cfg := &config.Config{Balancer: config.Defaults().Balancer}
+	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = config.BalancerALB, a.arn, "eu-west-1"
 	t.Setenv(EnvALBEndpoint, a.url) // (so this test is not parallel)
 	b, err := BalancerFor(cfg)      // the SDK default chain + ZERO502_ALB_ENDPOINT, as in production
 	if err != nil {
@@ -180,13 +180,13 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 // which the double does not enforce when set up directly), whole seconds as the API reports, and
 // a drain window (7s) well past the detection (4s) so a loaded machine cannot make it flaky. It
 // has no service yet.
-func (f *fleet) albFleetConfig(arn string) *infra.Config {
+func (f *fleet) albFleetConfig(arn string) *config.Config {
 	cfg := f.fleetConfig()
 	b := &cfg.Balancer
-	b.Kind, b.TargetGroupARN, b.Region = infra.BalancerALB, arn, albtest.Region
+	b.Kind, b.TargetGroupARN, b.Region = config.BalancerALB, arn, albtest.Region
 	b.Interval, b.Timeout = 2*time.Second, time.Second
 	b.DeregistrationDelay = time.Second
-	cfg.Drain = infra.Drain{Window: 7 * time.Second, Shutdown: time.Second, StopGrace: 10 * time.Second, MaxRecovery: 5 * time.Second}
+	cfg.Drain = config.Drain{Window: 7 * time.Second, Shutdown: time.Second, StopGrace: 10 * time.Second, MaxRecovery: 5 * time.Second}
 	cfg.Watchdog.Interval = 3 * time.Second
 	cfg.Rollout.HealthyDeadline = 30 * time.Second
 	return cfg
@@ -196,7 +196,7 @@ func (f *fleet) albFleetConfig(arn string) *infra.Config {
 func (f *fleet) albConfig(arn string) string {
 	f.t.Helper()
 	cfg := f.albFleetConfig(arn)
-	cfg.Services = []infra.Service{{Name: "web", Port: f.base, Verify: infra.ServiceVerify{VersionHeader: "X-Version"},
+	cfg.Services = []config.Service{{Name: "web", Port: f.base, Verify: config.ServiceVerify{VersionHeader: "X-Version"},
 		Command: []string{"{self}", "app", "--version", "{version}", "--port", "{port}", "--drain", "{drain}",
 			"--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"}}}
 	return f.write("alb.yaml", cfg)
@@ -310,13 +310,13 @@ var rotationSettings = elbv2double.Settings{HealthCheckPath: "/health", Interval
 
 // rotationConfig is a fleet of hosts running service web (ports, for start-first) behind the
 // target group arn.
-func rotationConfig(arn string, ports []int, hosts ...infra.Host) *infra.Config {
-	cfg := &infra.Config{Balancer: infra.Defaults().Balancer, Hosts: hosts}
-	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = infra.BalancerALB, arn, "eu-west-1"
-	cfg.Services = []infra.Service{{Name: "web", Port: ports[0], Drain: infra.DrainBalancer}}
+func rotationConfig(arn string, ports []int, hosts ...config.Host) *config.Config {
+	cfg := &config.Config{Balancer: config.Defaults().Balancer, Hosts: hosts}
+	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = config.BalancerALB, arn, "eu-west-1"
+	cfg.Services = []config.Service{{Name: "web", Port: ports[0], Drain: config.DrainBalancer}}
 	if len(ports) > 1 {
 		cfg.Services[0].Ports = ports
-		cfg.Rollout.Strategy = infra.StartFirst
+		cfg.Rollout.Strategy = config.StartFirst
 	}
 	return cfg
 }
@@ -352,7 +352,7 @@ func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
 	t.Parallel()
 	a := newALBDouble(t, nil, rotationSettings)
 	app := newHealthServer(t)
-	cfg := rotationConfig(a.arn, []int{port(t, app.addr)}, infra.Host{Name: "host-a", Address: "127.0.0.1"})
+	cfg := rotationConfig(a.arn, []int{port(t, app.addr)}, config.Host{Name: "host-a", Address: "127.0.0.1"})
 	var b Rotation = NewALB(a.api, cfg, nil)
 	bal := b.(Balancer)
 	ctx := context.Background()
@@ -420,7 +420,7 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	a.double.SetInstanceAddress(instance, "127.0.0.1") // where the ALB's checks of the instance go
 	oldApp, newApp := newHealthServer(t), newHealthServer(t)
 	pa, pb := port(t, oldApp.addr), port(t, newApp.addr)
-	host := infra.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
+	host := config.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
 	cfg := rotationConfig(arn, []int{pa, pb}, host)
 	b := NewALB(a.api, cfg, nil)
 	ctx := context.Background()

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/dnsset/route53set"
 	"github.com/zero502/zero502/infra/dnsset/zonefile"
 )
@@ -55,7 +55,7 @@ var (
 // NewDNSSet returns the rotation of the record set name held by set, with edge's numbers: the
 // wait after a removal is the longer of edge.dns_ttl and the set's own TTL, plus the monitor's
 // detection.
-func NewDNSSet(name string, set RecordSet, edge infra.Edge, clk clock.Clock) *DNSSet {
+func NewDNSSet(name string, set RecordSet, edge config.Edge, clk clock.Clock) *DNSSet {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -172,7 +172,7 @@ const EnvRoute53Endpoint = "ZERO502_ROUTE53_ENDPOINT"
 // it), or the Route 53 hosted zone (the AWS SDK's default credential chain; endpoint from
 // EnvRoute53Endpoint when set, for a local double). Records the deployer adds get
 // edge.dns_ttl.
-func dnsSetFor(cfg *infra.Config) (Balancer, error) {
+func dnsSetFor(cfg *config.Config) (Balancer, error) {
 	r := cfg.Balancer.Record
 	ttl := cfg.Edge.DNSTTL
 	if r.ZoneFile != "" {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 )
 
@@ -20,11 +20,11 @@ import (
 // target group's deregistration delay for an ALB (which holds the target in draining that
 // long), edge.drain for the edges' DNS A record set (I6 keeps it above the TTL plus the
 // monitor's detection, which is what DNSSet waits for).
-func BalancerDrainWindow(cfg *infra.Config) time.Duration {
+func BalancerDrainWindow(cfg *config.Config) time.Duration {
 	switch cfg.Balancer.Kind {
-	case infra.BalancerALB:
+	case config.BalancerALB:
 		return cfg.Balancer.DeregistrationDelay
-	case infra.BalancerDNS:
+	case config.BalancerDNS:
 		return cfg.Edge.Drain
 	}
 	return cfg.Drain.Window
@@ -34,7 +34,7 @@ func BalancerDrainWindow(cfg *infra.Config) time.Duration {
 // (nothing in flight), at most BalancerDrainWindow plus a few polls. A target still busy then
 // is signalled anyway, and the event says how many requests that may cut: a request longer than
 // the drain window (I9 keeps the window above balancer.header_timeout).
-func (d *Deployer) drainAtBalancer(ctx context.Context, h infra.Host, inst runtime.Instance, target string, tl *Timeline) error {
+func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runtime.Instance, target string, tl *Timeline) error {
 	rot, ok := d.bal.(Rotation)
 	if !ok {
 		return fmt.Errorf("host %s: service %s: drain: balancer needs a balancer the deployer can change (inhouse or alb); %s cannot",

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Tier is several instances of one balancer seen as one: the LB instances in front of an app
@@ -116,9 +116,9 @@ func (t Tier) Settings(ctx context.Context) (Settings, error) {
 // and later instances named after them (instances of one tier must run the same numbers), with
 // the first instance's settings. Instances without live settings (edges) are skipped; a tier
 // where none has them wraps ErrNoView.
-func (t Tier) drift(ctx context.Context, cfg infra.Balancer) (Settings, []infra.Drift, error) {
+func (t Tier) drift(ctx context.Context, cfg config.Balancer) (Settings, []config.Drift, error) {
 	var first Settings
-	var out []infra.Drift
+	var out []config.Drift
 	seen := false
 	for i, b := range t {
 		live, err := b.Settings(ctx)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // TestTierOfTwoRealLBs drives two real in-house LB instances as one balancer: a target is in
@@ -84,7 +84,7 @@ func TestTierComparesEveryInstancesSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := infra.Defaults().Balancer
+	cfg := config.Defaults().Balancer
 	cfg.Listen, cfg.HealthPath, cfg.Interval, cfg.Timeout = live.Listen, live.HealthPath, live.Interval, live.Timeout
 	cfg.UnhealthyThreshold, cfg.HealthyThreshold = live.UnhealthyThreshold, live.HealthyThreshold
 	cfg.IdleTimeout, cfg.ConnectTimeout, cfg.HeaderTimeout, cfg.MaxHeaderBytes = live.IdleTimeout, live.ConnectTimeout, live.HeaderTimeout, live.MaxHeaderBytes

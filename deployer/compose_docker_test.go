@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -45,7 +45,7 @@ func TestDockerComposeExampleRollsWithNoFailedRequest(t *testing.T) {
 
 	cfg := f.fleetConfig()
 	cfg.ServicesFrom = "compose.yaml"
-	cfg.Rollout.Runtime = infra.RuntimeDocker
+	cfg.Rollout.Runtime = config.RuntimeDocker
 	cfg.Rollout.HealthyDeadline = time.Minute
 	cfg.Balancer.HealthPath = "/health"
 	// a container's published port answers through docker-proxy: checks every 400ms within 300ms,

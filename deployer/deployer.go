@@ -19,8 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -31,7 +31,7 @@ type Options struct {
 	Self string
 	// Runtime returns host h's runtime; nil: RuntimeFor (rollout.runtime of the config). Deploys
 	// run one after another in one process must share it: pass the same SharedRuntimes(cfg).
-	Runtime func(h infra.Host) (Runtime, error)
+	Runtime func(h config.Host) (Runtime, error)
 	// Balancer is the balancer to watch; nil: BalancerFor (balancer.kind of the config).
 	Balancer Balancer
 	// Clock times everything; nil: the wall clock.
@@ -69,7 +69,7 @@ const DefaultLockTimeout = 10 * time.Minute
 
 // Deployer rolls one config's fleet to a version. Use one Deployer per Deploy call.
 type Deployer struct {
-	cfg   *infra.Config
+	cfg   *config.Config
 	opts  Options
 	clock clock.Clock
 	bal   Balancer
@@ -97,7 +97,7 @@ type Deployer struct {
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.
-func New(cfg *infra.Config, opts Options) *Deployer {
+func New(cfg *config.Config, opts Options) *Deployer {
 	d := &Deployer{cfg: cfg, opts: opts, clock: opts.Clock, self: opts.Self, backs: map[string]*spec.Spec{}}
 	if d.clock == nil {
 		d.clock = clock.Real{}
@@ -287,7 +287,7 @@ func (d *Deployer) setup() error {
 		}
 		mk := d.opts.Runtime
 		if mk == nil {
-			mk = func(h infra.Host) (Runtime, error) { return RuntimeFor(d.cfg, h) }
+			mk = func(h config.Host) (Runtime, error) { return RuntimeFor(d.cfg, h) }
 		}
 		rt, err := mk(h)
 		if err != nil {
@@ -311,7 +311,7 @@ func (d *Deployer) readBack(ctx context.Context, rep *Report) {
 }
 
 // readBackHost is readBack for one host.
-func (d *Deployer) readBackHost(ctx context.Context, h infra.Host, hr *HostReport) {
+func (d *Deployer) readBackHost(ctx context.Context, h config.Host, hr *HostReport) {
 	if h.SSH != "" {
 		d.readBackRemote(ctx, h, hr) // remote.go
 		return
@@ -359,7 +359,7 @@ func summarize(versions map[string]string, services int) string {
 	return strings.Join(parts, ",")
 }
 
-func hostNames(hs []infra.Host) string {
+func hostNames(hs []config.Host) string {
 	names := make([]string, 0, len(hs))
 	for _, h := range hs {
 		names = append(names, h.Name)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -62,7 +62,7 @@ func (f *dockerFleet) running(t *testing.T, host string) []string {
 
 func (f *dockerFleet) deploy(t *testing.T, path, version string) (*Report, *eventLog, error) {
 	t.Helper()
-	cfg, err := infra.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

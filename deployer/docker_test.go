@@ -14,7 +14,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
@@ -91,7 +91,7 @@ func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T
 		t.Fatalf("zero502 deploy v1 with the docker runtime: exit %d\n%s", code, out)
 	}
 
-	cfg, err := infra.Load(dockerConfig(t, dir, hosts, image, ports, "--start-unhealthy", "--exit-after", "300ms"))
+	cfg, err := config.Load(dockerConfig(t, dir, hosts, image, ports, "--start-unhealthy", "--exit-after", "300ms"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 	host := hosts[0]
 	dir := t.TempDir()
 	path := dockerConfig(t, dir, hosts, reg.Host+"/shop/web:{version}", []int{tcpserver.FreePort(t), tcpserver.FreePort(t)})
-	cfg, err := infra.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

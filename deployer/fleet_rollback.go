@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -17,7 +17,7 @@ import (
 // host runs what now.
 func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *Report, first, end int, verdict error) error {
 	from := first
-	if d.cfg.Rollout.OnFailure == infra.OnFailureRollback {
+	if d.cfg.Rollout.OnFailure == config.OnFailureRollback {
 		from = 0
 	}
 	var back, failed []string
@@ -60,7 +60,7 @@ func (e *rolledBackError) Unwrap() error { return e.verdict }
 // rollBackHost returns one host that finished its step on version to its last good spec: a
 // local host under its lock through rollback; a host over ssh by a step to the version it ran
 // before, on the host.
-func (d *Deployer) rollBackHost(ctx context.Context, h infra.Host, version string, hr *HostReport, cause error) error {
+func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *HostReport, cause error) error {
 	if h.SSH != "" {
 		if hr.From == "" {
 			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)

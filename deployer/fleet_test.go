@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -115,23 +115,23 @@ func (f *fleet) stateDir(i int) string { return filepath.Join(f.dir, hostName(i)
 // fleetConfig is the typed config every fleet test starts from: the in-house LB on f's ports in
 // front of f's hosts, fast numbers that satisfy every invariant, the process runtime, no service
 // yet. A test's config edits it and writes it with f.write.
-func (f *fleet) fleetConfig() *infra.Config {
-	cfg := infra.Defaults()
-	cfg.Balancer.Kind = infra.BalancerInHouse
+func (f *fleet) fleetConfig() *config.Config {
+	cfg := config.Defaults()
+	cfg.Balancer.Kind = config.BalancerInHouse
 	cfg.Balancer.Listen, cfg.Balancer.Admin = f.listen, f.admin
 	cfg.Balancer.Service = "web"
 	cfg.Balancer.Interval, cfg.Balancer.Timeout = 200*time.Millisecond, 150*time.Millisecond
 	cfg.Balancer.UnhealthyThreshold, cfg.Balancer.HealthyThreshold = 2, 2
 	cfg.Balancer.IdleTimeout = 5 * time.Second
-	cfg.Drain = infra.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
+	cfg.Drain = config.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
 	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.StateDir = time.Second, 4, f.dir
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
-	cfg.Rollout.Runtime = infra.RuntimeProcess
+	cfg.Rollout.Runtime = config.RuntimeProcess
 	// The analysis (and with it the canary) waits a window longer than header_timeout per batch
 	// (I11): the tests of the handshake leave it off, the analysis tests turn it on (judged).
 	cfg.Rollout.Analysis.Enabled = false
 	for i := range f.hosts {
-		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: hostName(i), PortOffset: f.offsets[i], StateDir: f.stateDir(i)})
+		cfg.Hosts = append(cfg.Hosts, config.Host{Name: hostName(i), PortOffset: f.offsets[i], StateDir: f.stateDir(i)})
 	}
 	return cfg
 }
@@ -139,17 +139,17 @@ func (f *fleet) fleetConfig() *infra.Config {
 // judged turns the analysis and the canary on in cfg with test-speed numbers that keep every
 // invariant: header_timeout 1s (the app answers at once), a batch judged for window (> 1s, I11),
 // the canary (host-a, 10 %) for canary (> window, I10).
-func judged(cfg *infra.Config, window, canary time.Duration) {
+func judged(cfg *config.Config, window, canary time.Duration) {
 	cfg.Balancer.HeaderTimeout = time.Second
 	cfg.Rollout.Analysis.Enabled = true
 	cfg.Rollout.Analysis.Window = window
-	cfg.Rollout.Canary = infra.Canary{Hosts: 1, Weight: 10, Duration: canary}
+	cfg.Rollout.Canary = config.Canary{Hosts: 1, Weight: 10, Duration: canary}
 }
 
 // write encodes cfg into the config file name in f's dir and returns its path.
-func (f *fleet) write(name string, cfg *infra.Config) string {
+func (f *fleet) write(name string, cfg *config.Config) string {
 	f.t.Helper()
-	data, err := infra.Encode(cfg)
+	data, err := config.Encode(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -174,10 +174,10 @@ func (f *fleet) config(name string, v fleetValues) string {
 	cfg.Rollout.Batch = v.Batch
 	cfg.Rollout.HealthyDeadline = v.HealthyDeadline
 	cfg.Rollout.Bake = v.Bake
-	verify := infra.ServiceVerify{VersionHeader: "X-Version"}
-	cfg.Services = []infra.Service{{Name: "web", Command: append(slices.Clip(cmd), v.AppFlags...), Port: f.base, Verify: verify, Env: v.Env}}
+	verify := config.ServiceVerify{VersionHeader: "X-Version"}
+	cfg.Services = []config.Service{{Name: "web", Command: append(slices.Clip(cmd), v.AppFlags...), Port: f.base, Verify: verify, Env: v.Env}}
 	if v.Gateway != nil {
-		cfg.Services = append(cfg.Services, infra.Service{Name: "gateway", Command: append(slices.Clip(cmd), v.Gateway...),
+		cfg.Services = append(cfg.Services, config.Service{Name: "gateway", Command: append(slices.Clip(cmd), v.Gateway...),
 			Port: f.gatewayBase(), Verify: verify})
 	}
 	return f.write(name, cfg)
@@ -202,9 +202,9 @@ func (f *fleet) gatewayBase() int {
 	return base
 }
 
-func (f *fleet) load(path string) *infra.Config {
+func (f *fleet) load(path string) *config.Config {
 	f.t.Helper()
-	cfg, err := infra.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -252,9 +252,9 @@ func (f *fleet) versions() map[string]string {
 	return out
 }
 
-func (f *fleet) deployer(cfg *infra.Config, events *eventLog, opts Options) *Deployer {
+func (f *fleet) deployer(cfg *config.Config, events *eventLog, opts Options) *Deployer {
 	opts.Self = bin
-	opts.Runtime = func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }
+	opts.Runtime = func(h config.Host) (Runtime, error) { return f.runtimes[h.Name], nil }
 	if events != nil {
 		opts.Events = events.add
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -148,7 +148,7 @@ const (
 // LockOp runs a `zero502 lock` operation on cfg's fleet lock, on its lock host (over SSH when
 // it has ssh): status reads it; acquire takes the maintenance lock with message (refused while
 // a deploy holds the fleet lock or the fleet is already locked); release lifts it.
-func LockOp(ctx context.Context, cfg *infra.Config, op, message string, opts Options) (LockStatus, error) {
+func LockOp(ctx context.Context, cfg *config.Config, op, message string, opts Options) (LockStatus, error) {
 	h, ok := cfg.FleetLockHost()
 	if !ok {
 		return LockStatus{}, errors.New("the config has no hosts: the fleet lock lives on rollout.lock_host")
@@ -171,7 +171,7 @@ func whoDeploys() string {
 }
 
 // HostLockOp is LockOp on this machine, the lock host name; me is who asks.
-func HostLockOp(cfg *infra.Config, name, op, message string, me hostlock.Holder) (LockStatus, error) {
+func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder) (LockStatus, error) {
 	path := cfg.FleetLockPath()
 	st := func() LockStatus {
 		s := LockStatus{Host: name, Path: path}

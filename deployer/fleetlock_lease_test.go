@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
@@ -20,9 +20,9 @@ import (
 // with none (a deployer cut off by a silent partition, its session never closed), saying so.
 func TestTheFleetLockIsALeaseTheDeployerRenews(t *testing.T) {
 	t.Parallel()
-	cfg := infra.Defaults()
+	cfg := config.Defaults()
 	dir := t.TempDir()
-	cfg.Hosts = []infra.Host{{Name: "host-a", StateDir: dir}}
+	cfg.Hosts = []config.Host{{Name: "host-a", StateDir: dir}}
 	cfg.Rollout.LockLease = time.Second
 	path := cfg.FleetLockPath()
 	if filepath.Dir(path) != dir {

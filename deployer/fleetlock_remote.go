@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 )
 
@@ -43,7 +43,7 @@ const LeaseRenewal = "renew"
 // deployer's session (renewals: the rest of its stdin, nil for none), it also ends when that
 // stream ends (the deployer released the lock, or its session closed), and when no line has
 // come on it for rollout.lock_lease (a deployer cut off by a silent partition): the lease.
-func HoldFleetLock(ctx context.Context, cfg *infra.Config, name string, me hostlock.Holder, noWait bool, wait time.Duration, renewals io.Reader, say func(FleetLockLine)) error {
+func HoldFleetLock(ctx context.Context, cfg *config.Config, name string, me hostlock.Holder, noWait bool, wait time.Duration, renewals io.Reader, say func(FleetLockLine)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	renewed := make(chan struct{}, 1)
@@ -135,7 +135,7 @@ func (r *remoteHold) Lost() error {
 }
 
 // remoteFleetLock takes the fleet lock on lock host h over ssh.
-func (d *Deployer) remoteFleetLock(ctx context.Context, h infra.Host, version string) (fleetHold, error) {
+func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version string) (fleetHold, error) {
 	me, err := json.Marshal(d.holder(version))
 	if err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func (d *Deployer) fleetLost() error {
 }
 
 // remoteLockOp runs a lock operation on lock host h over ssh.
-func (d *Deployer) remoteLockOp(ctx context.Context, h infra.Host, op, message string) (LockStatus, error) {
+func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message string) (LockStatus, error) {
 	me, err := json.Marshal(Holder("zero502 lock " + op))
 	if err != nil {
 		return LockStatus{}, err

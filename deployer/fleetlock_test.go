@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -33,7 +33,7 @@ func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
 		t.Fatalf("first deploy: %v", err)
 	}
 	slowCfg := f.load(path)
-	slowCfg.Hooks.PreDeploy = infra.Hook{Command: []string{"sh", "-c", "sleep 5"}, Timeout: 30 * time.Second}
+	slowCfg.Hooks.PreDeploy = config.Hook{Command: []string{"sh", "-c", "sleep 5"}, Timeout: 30 * time.Second}
 	// A's lock is a lease of 1.5s on host-a, which its renewals (every 0.5s) keep through the hook
 	slowCfg.Rollout.LockLease = 1500 * time.Millisecond
 	slow := f.write("slow.yaml", slowCfg)

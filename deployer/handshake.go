@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -22,7 +22,7 @@ var ErrStillInRotation = errors.New("target still in rotation at the balancer")
 // I2). With drain: balancer the deployer first takes the target out of rotation at the balancer
 // and waits until nothing is in flight to it (drainAtBalancer), and only then signals. A naive
 // deploy kills at once (grace 0) without watching.
-func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) error {
+func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) error {
 	target := inst.Address
 	if target == "" {
 		target = svc.Address
@@ -41,7 +41,7 @@ func (d *Deployer) stop(ctx context.Context, h infra.Host, rt Runtime, inst runt
 	if tl != nil {
 		tl.DrainStarted = t0
 	}
-	if watch && svc.Drain == infra.DrainBalancer {
+	if watch && svc.Drain == config.DrainBalancer {
 		if err := d.drainAtBalancer(ctx, h, inst, target, tl); err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -36,7 +36,7 @@ func (d *Deployer) get(ctx context.Context, addr, path string) (healthcheck.Answ
 // on every poll (startPoll: a new instance is watched closely), so one that exits meanwhile
 // fails the step at once, naming host, service and exit code. It returns when the instance first
 // answered healthy directly (its stability window counts from there).
-func (d *Deployer) waitHealthy(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) (time.Time, error) {
+func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) (time.Time, error) {
 	begin := d.clock.Now()
 	deadline := begin.Add(d.cfg.Rollout.HealthyDeadline)
 	var last error
@@ -125,7 +125,7 @@ var errNotRunning = errors.New("the runtime does not run the spec's instance")
 // and, the balanced one, is in rotation at the balancer; and where services[].verify asks, the
 // service itself names V (a header on its health answer, or a body on a version path). Nothing
 // assumes GET / answers anything in particular.
-func (d *Deployer) verify(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+func (d *Deployer) verify(ctx context.Context, h config.Host, rt Runtime, s spec.Spec) error {
 	bsvc, balanced := d.cfg.BalancedService()
 	for _, svc := range s.Services {
 		insts, err := running(ctx, rt, h.Name, svc.Name)

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -38,7 +38,7 @@ func TestTheDeployersHealthCheckJudgesARedirectByTheExpectedStatus(t *testing.T)
 		t.Cleanup(func() { srv.Close() })
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	cfg, err := infra.LoadBytes([]byte(fmt.Sprintf(`
+	cfg, err := config.LoadBytes([]byte(fmt.Sprintf(`
 rollout: {runtime: process}
 services:
   - {name: moved, command: [moved], port: %d, health: {path: /health, expect_status: 301, timeout: 2s}}

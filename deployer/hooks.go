@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -48,7 +48,7 @@ func HookEnv() []string {
 
 // runHook runs hook name (hooks.NAME) with vars and waits for it; nil when the hook is unset. The
 // error names the hook, its exit and the end of its output.
-func (d *Deployer) runHook(ctx context.Context, name string, h infra.Hook, version string, vars map[string]string) error {
+func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, version string, vars map[string]string) error {
 	if !h.Set() {
 		return nil
 	}
@@ -117,7 +117,7 @@ func (d *Deployer) hookEnv(name, version string, vars map[string]string) []strin
 }
 
 // hostHookVars are the variables of a per-host hook on svc's new instance at target.
-func hostHookVars(h infra.Host, svc, target, previous string) map[string]string {
+func hostHookVars(h config.Host, svc, target, previous string) map[string]string {
 	return map[string]string{HookEnvHost: h.Name, HookEnvService: svc, HookEnvTarget: target, HookEnvPreviousVersion: previous}
 }
 

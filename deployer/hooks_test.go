@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -38,9 +38,9 @@ exit 0
 }
 
 // withHooks sets every hook of cfg to script, failing the one named fail ("" none).
-func withHooks(cfg *infra.Config, script, fail string) {
-	h := infra.Hook{Command: []string{script, fail}, Timeout: 10 * time.Second}
-	cfg.Hooks = infra.Hooks{PreDeploy: h, PreTraffic: h, PostTraffic: h, PostDeploy: h, OnFailure: h}
+func withHooks(cfg *config.Config, script, fail string) {
+	h := config.Hook{Command: []string{script, fail}, Timeout: 10 * time.Second}
+	cfg.Hooks = config.Hooks{PreDeploy: h, PreTraffic: h, PostTraffic: h, PostDeploy: h, OnFailure: h}
 }
 
 // hookLines is the hooks' log, one run a line ("" when none ran).
@@ -118,9 +118,9 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 	for _, tc := range []struct {
 		name, strategy, gate string
 	}{
-		{"stop-first pre_traffic hook", infra.StopFirst, "hook"},
-		{"start-first pre_traffic hook", infra.StartFirst, "hook"},
-		{"start-first smoke", infra.StartFirst, "smoke"},
+		{"stop-first pre_traffic hook", config.StopFirst, "hook"},
+		{"start-first pre_traffic hook", config.StartFirst, "hook"},
+		{"start-first smoke", config.StartFirst, "smoke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -128,7 +128,7 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 			script, log := hookScript(t, f.dir)
 			cfg := f.load(f.config("good.yaml", defaultValues()))
 			cfg.Rollout.Strategy = tc.strategy
-			if tc.strategy == infra.StartFirst {
+			if tc.strategy == config.StartFirst {
 				cfg.Services[0].Ports = []int{f.base, f.gatewayBase()}
 			}
 			withHooks(cfg, script, "")
@@ -140,7 +140,7 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 				withHooks(&bad, script, "pre_traffic")
 			case "smoke": // v2 answers its smoke with 500s (its health is fine)
 				bad.Services[0].Command = append(slices.Clone(bad.Services[0].Command), "--fail-every", "1")
-				bad.Services[0].Smoke = []infra.SmokeRequest{{Method: "GET", Path: "/", ExpectStatus: 200, Timeout: time.Second}}
+				bad.Services[0].Smoke = []config.SmokeRequest{{Method: "GET", Path: "/", ExpectStatus: 200, Timeout: time.Second}}
 			}
 			badPath := f.write("bad.yaml", &bad)
 			f.startLB(good)
@@ -170,7 +170,7 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 				if e.Step == StepInRotation && e.Version == "v2" {
 					t.Errorf("v2 was put in rotation although it failed its %s: %s", tc.gate, e.Message)
 				}
-				if tc.strategy == infra.StartFirst && e.Version == "v1" && (e.Step == StepLeftRotation || e.Step == StepDrain || e.Step == StepStopped) {
+				if tc.strategy == config.StartFirst && e.Version == "v1" && (e.Step == StepLeftRotation || e.Step == StepDrain || e.Step == StepStopped) {
 					t.Errorf("start-first took v1 out although v2 never passed: %s %s", e.Step, e.Message)
 				}
 			}
@@ -235,7 +235,7 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 	if _, err := f.deployer(f.load(plain), nil, Options{}).Deploy(ctx, "v1"); err != nil {
 		t.Fatal(err)
 	}
-	deploy := func(c *infra.Config, version string) (*Report, error) {
+	deploy := func(c *config.Config, version string) (*Report, error) {
 		t.Helper()
 		return f.deployer(f.load(f.write("hooked.yaml", c)), nil, Options{}).Deploy(ctx, version)
 	}
@@ -256,8 +256,8 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 	}
 
 	pidFile := filepath.Join(f.dir, "sleeper.pid")
-	cfg.Hooks = infra.Defaults().Hooks
-	cfg.Hooks.PreDeploy = infra.Hook{Command: []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Timeout: 300 * time.Millisecond}
+	cfg.Hooks = config.Defaults().Hooks
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Timeout: 300 * time.Millisecond}
 	_, err = deploy(cfg, "v2")
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "did not finish within hooks.pre_deploy.timeout 300ms") {
 		t.Fatalf("a pre_deploy past its timeout: %v; want a refusal naming the timeout", err)
@@ -282,7 +282,7 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 	if err := os.WriteFile(swappable, []byte("#!/bin/sh\ntouch "+filepath.Join(f.dir, "ran")+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Hooks.PreDeploy = infra.Hook{Command: []string{swappable}, Timeout: 10 * time.Second}
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{swappable}, Timeout: 10 * time.Second}
 	_, err = deploy(cfg, "v2")
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "refused to run "+swappable) || !strings.Contains(err.Error(), "mode 0777") {
 		t.Fatalf("a hook in a 0777 directory: %v; want it refused, naming the directory's mode", err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -30,7 +30,7 @@ type imageEnsurer interface {
 // deployHost is one host's step: lock, publish, swap each service through its drain, verify,
 // release. On failure the host is rolled back to its last good spec, which survives any failed
 // step.
-func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string, rep *HostReport) error {
+func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string, rep *HostReport) error {
 	if h.SSH != "" {
 		return d.remoteStep(ctx, h, version, rep) // the same step, run on the host (remote.go)
 	}
@@ -91,7 +91,7 @@ func (d *Deployer) deployHost(ctx context.Context, h infra.Host, version string,
 		d.setBack(h, plan.back)
 		rep.Outcome, rep.Running, rep.Target = OutcomeDeployed, version, d.targetOf(plan.want)
 		rep.Floor = d.StabilityWindow()
-		if bsvc, ok := d.cfg.BalancedService(); !rep.Timeline.DrainStarted.IsZero() && (!ok || bsvc.Drain == infra.DrainHandshake) {
+		if bsvc, ok := d.cfg.BalancedService(); !rep.Timeline.DrainStarted.IsZero() && (!ok || bsvc.Drain == config.DrainHandshake) {
 			rep.Floor += d.cfg.Drain.Window // the handshake waits its window out; a balancer-side drain only until nothing is in flight
 		}
 		d.emit(Event{Host: h.Name, Step: StepVerified, Version: version, Message: "every service runs " + version})
@@ -125,7 +125,7 @@ func (p hostPlan) previous() string {
 
 // plan reads host h's published spec and running instances and decides its step. A corrupt
 // spec is set aside (kept for a look) and the host is taken by what runs on it.
-func (d *Deployer) plan(ctx context.Context, h infra.Host, rt Runtime, version string) (hostPlan, error) {
+func (d *Deployer) plan(ctx context.Context, h config.Host, rt Runtime, version string) (hostPlan, error) {
 	var p hostPlan
 	dir := d.cfg.HostStateDir(h)
 	published, err := spec.Read(spec.Path(dir))
@@ -171,7 +171,7 @@ func (d *Deployer) plan(ctx context.Context, h infra.Host, rt Runtime, version s
 	}
 	stay := spec.RenderOn(d.cfg, h, version, d.self, on)
 	p.want, p.resume = stay, hasSpec && spec.Same(published, stay)
-	if !p.resume && d.cfg.Rollout.Strategy == infra.StartFirst && !d.opts.Naive {
+	if !p.resume && d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive {
 		other := map[string]int{}
 		for _, svc := range d.cfg.Services {
 			if len(svc.Ports) == 2 {
@@ -202,7 +202,7 @@ func (d *Deployer) plan(ctx context.Context, h infra.Host, rt Runtime, version s
 }
 
 // basePort is the port of addr (host:port) before host h's offset; 0 when addr has none.
-func basePort(addr string, h infra.Host) int {
+func basePort(addr string, h config.Host) int {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return 0
@@ -216,7 +216,7 @@ func basePort(addr string, h infra.Host) int {
 
 // ensureImages has the runtime fetch every image of s before anything changes on host h: a pull
 // that fails leaves the host as it was.
-func (d *Deployer) ensureImages(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+func (d *Deployer) ensureImages(ctx context.Context, h config.Host, rt Runtime, s spec.Spec) error {
 	e, ok := rt.(imageEnsurer)
 	if !ok {
 		return nil
@@ -233,14 +233,14 @@ func (d *Deployer) ensureImages(ctx context.Context, h infra.Host, rt Runtime, s
 }
 
 // setBack remembers host h's last good spec for a rollback after its step (re-verification).
-func (d *Deployer) setBack(h infra.Host, back *spec.Spec) {
+func (d *Deployer) setBack(h config.Host, back *spec.Spec) {
 	d.backsMu.Lock()
 	defer d.backsMu.Unlock()
 	d.backs[h.Name] = back
 }
 
 // lock takes host h's lock, waiting up to the lock timeout for a holder to finish.
-func (d *Deployer) lock(ctx context.Context, h infra.Host, version string) (*hostlock.Lock, error) {
+func (d *Deployer) lock(ctx context.Context, h config.Host, version string) (*hostlock.Lock, error) {
 	l, err := d.takeLock(ctx, h, version)
 	if err == nil {
 		d.emit(Event{Host: h.Name, Step: StepLocked, Version: version, Message: "host lock " + l.Path()})
@@ -249,7 +249,7 @@ func (d *Deployer) lock(ctx context.Context, h infra.Host, version string) (*hos
 }
 
 // takeLock is lock without the event: preflight's check that every host lock can be taken.
-func (d *Deployer) takeLock(ctx context.Context, h infra.Host, version string) (*hostlock.Lock, error) {
+func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) (*hostlock.Lock, error) {
 	path := d.cfg.HostLockPath(h)
 	me := d.holder(version)
 	lctx, cancel := context.WithTimeout(ctx, d.opts.LockTimeout)
@@ -284,7 +284,7 @@ func (d *Deployer) takeLock(ctx context.Context, h infra.Host, version string) (
 // balancer sends it users (held out at the balancer meanwhile when it would otherwise come back
 // by its health alone). tl, when not
 // nil, records the balanced service's handshake.
-func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec, keep bool, gate *trafficGate, tl *Timeline) error {
+func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s spec.Spec, keep bool, gate *trafficGate, tl *Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
 	rot, canRotate := d.bal.(Rotation)
 	var started []fresh
@@ -299,7 +299,7 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 		if err != nil {
 			return err
 		}
-		sideBySide := d.cfg.Rollout.Strategy == infra.StartFirst && !d.opts.Naive && !svc.Stopped && len(svc.Ports) == 2
+		sideBySide := d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive && !svc.Stopped && len(svc.Ports) == 2
 		var kept *runtime.Instance
 		var olds []runtime.Instance
 		for _, in := range insts {
@@ -319,7 +319,7 @@ func (d *Deployer) converge(ctx context.Context, h infra.Host, rt Runtime, s spe
 			continue
 		}
 		gated := gate != nil && kept == nil && !d.opts.Naive && d.gates(svc.Name, isBalanced)
-		addsItself := sideBySide || svc.Drain == infra.DrainBalancer // the deployer adds the target once started
+		addsItself := sideBySide || svc.Drain == config.DrainBalancer // the deployer adds the target once started
 		if watch && canRotate && gated {
 			// Hold the target out until its smoke requests and pre_traffic hook passed: in place
 			// (stop-first, handshake) the balancer would take the new instance back by its health
@@ -391,7 +391,7 @@ func (d *Deployer) rollbackBudget(n int) time.Duration {
 // rollback returns host h to back after cause: republish it (or remove the spec of a fresh
 // host), converge, verify. The host's report says what it runs afterwards. The published spec is
 // removed only on a host that had none and ran nothing: a last good spec survives every failure.
-func (d *Deployer) rollback(ctx context.Context, h infra.Host, rt Runtime, back *spec.Spec, failed spec.Spec, rep *HostReport, cause error) error {
+func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back *spec.Spec, failed spec.Spec, rep *HostReport, cause error) error {
 	// The rollback runs even when the deploy's context was cancelled: never leave a host half-applied.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.rollbackBudget(len(failed.Services)))
 	defer cancel()
@@ -460,7 +460,7 @@ func (d *Deployer) forgetTargets(ctx context.Context, failed, restored spec.Spec
 
 // clear stops every instance of the services of s on host h (rolling a fresh host back to
 // nothing).
-func (d *Deployer) clear(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+func (d *Deployer) clear(ctx context.Context, h config.Host, rt Runtime, s spec.Spec) error {
 	for _, svc := range s.Services {
 		insts, err := running(ctx, rt, h.Name, svc.Name)
 		if err != nil {
@@ -476,7 +476,7 @@ func (d *Deployer) clear(ctx context.Context, h infra.Host, rt Runtime, s spec.S
 }
 
 // clearExtra stops the services of failed that restored does not have.
-func (d *Deployer) clearExtra(ctx context.Context, h infra.Host, rt Runtime, failed, restored spec.Spec) error {
+func (d *Deployer) clearExtra(ctx context.Context, h config.Host, rt Runtime, failed, restored spec.Spec) error {
 	var extra spec.Spec
 	for _, svc := range failed.Services {
 		if _, ok := restored.Service(svc.Name); !ok {

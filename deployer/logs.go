@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
 )
@@ -24,26 +24,26 @@ const LogFollowPoll = 200 * time.Millisecond
 // PATH, pointed at rollout.docker_host). With follow it keeps copying new output until ctx ends.
 // A host reached over ssh shows them there (zero502 host logs; opts.RemoteBinary and opts.SSH
 // as for a deploy).
-func Logs(ctx context.Context, cfg *infra.Config, host, service string, follow bool, w io.Writer, opts Options) error {
-	i := slices.IndexFunc(cfg.Hosts, func(h infra.Host) bool { return h.Name == host })
+func Logs(ctx context.Context, cfg *config.Config, host, service string, follow bool, w io.Writer, opts Options) error {
+	i := slices.IndexFunc(cfg.Hosts, func(h config.Host) bool { return h.Name == host })
 	if i < 0 {
 		return fmt.Errorf("--host %q: no such host in the config (hosts: %s)", host, hostNames(cfg.Hosts))
 	}
 	h := cfg.Hosts[i]
-	if !slices.ContainsFunc(cfg.Services, func(s infra.Service) bool { return s.Name == service }) {
+	if !slices.ContainsFunc(cfg.Services, func(s config.Service) bool { return s.Name == service }) {
 		return fmt.Errorf("--service %q: no such service in the config", service)
 	}
 	if h.SSH != "" {
 		return New(cfg, opts).remoteLogs(ctx, h, service, follow, w) // zero502 host logs, over ssh
 	}
 	switch cfg.Rollout.Runtime {
-	case infra.RuntimeProcess:
+	case config.RuntimeProcess:
 		rt, err := process.New(cfg.HostStateDir(h))
 		if err != nil {
 			return err
 		}
 		return copyLog(ctx, rt.LogPath(service), follow, w)
-	case infra.RuntimeDocker:
+	case config.RuntimeDocker:
 		rt, err := RuntimeFor(cfg, h)
 		if err != nil {
 			return err

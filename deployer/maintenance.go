@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The operations of zero502 maintenance.
@@ -51,10 +51,10 @@ func (m MaintenanceAt) String() string {
 // every request with 503, Retry-After and the page, and deploys and health checks go on. It
 // asks every instance even when one fails, and returns each one's state; the error names the
 // instances that failed and what the others are now, so a half-applied switch is never silent.
-func MaintenancePage(ctx context.Context, cfg *infra.Config, op string, change *adminapi.MaintenanceChange) ([]MaintenanceAt, error) {
+func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change *adminapi.MaintenanceChange) ([]MaintenanceAt, error) {
 	switch k := cfg.Balancer.Kind; k {
-	case infra.BalancerInHouse:
-	case infra.BalancerALB:
+	case config.BalancerInHouse:
+	case config.BalancerALB:
 		return nil, fmt.Errorf("balancer.kind alb: %w; add a listener rule with a fixed-response action (503) at the ALB instead", ErrNoMaintenance)
 	default:
 		return nil, fmt.Errorf("balancer.kind %s: %w; only the in-house LB (kind inhouse) answers with a maintenance page", k, ErrNoMaintenance)

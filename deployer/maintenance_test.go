@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -96,7 +96,7 @@ func TestDeployDuringMaintenanceRollsOutBehindThePage(t *testing.T) {
 
 	// what the switch refuses, before asking any LB
 	bad := *cfg
-	bad.Balancer.Kind = infra.BalancerALB
+	bad.Balancer.Kind = config.BalancerALB
 	if _, err := MaintenancePage(ctx, &bad, MaintenanceOnOp, &on); !errors.Is(err, ErrNoMaintenance) || !strings.Contains(err.Error(), "fixed-response") {
 		t.Errorf("maintenance on an ALB: %v, want ErrNoMaintenance saying to use a fixed-response rule", err)
 	}

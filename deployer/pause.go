@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -45,12 +45,12 @@ const (
 var ErrNotPaused = errors.New("no deploy of this fleet is paused")
 
 // PausePath is where a paused deploy of cfg's fleet is recorded.
-func PausePath(cfg *infra.Config) string {
+func PausePath(cfg *config.Config) string {
 	return filepath.Join(filepath.Dir(cfg.FleetLockPath()), "paused.json")
 }
 
 // ReadPause reads the pause record of cfg's fleet (ErrNotPaused when there is none).
-func ReadPause(cfg *infra.Config) (Pause, error) {
+func ReadPause(cfg *config.Config) (Pause, error) {
 	data, err := os.ReadFile(PausePath(cfg))
 	if errors.Is(err, os.ErrNotExist) {
 		return Pause{}, fmt.Errorf("%w (%s does not exist): deploy with --pause-after-canary first", ErrNotPaused, PausePath(cfg))
@@ -65,7 +65,7 @@ func ReadPause(cfg *infra.Config) (Pause, error) {
 	return p, nil
 }
 
-func writePause(cfg *infra.Config, p Pause) error {
+func writePause(cfg *config.Config, p Pause) error {
 	data, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *Re
 // timeout for it to be taken; otherwise Decide takes the fleet lock and acts: promote deploys the
 // paused version to the rest (the canary hosts, already on it, are verified, not redeployed),
 // abort rolls the canary hosts back to the spec each ran before.
-func Decide(ctx context.Context, cfg *infra.Config, decision string, opts Options, timeout time.Duration) (*Report, error) {
+func Decide(ctx context.Context, cfg *config.Config, decision string, opts Options, timeout time.Duration) (*Report, error) {
 	p, err := ReadPause(cfg)
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func contains(xs []string, x string) bool {
 // PreviousVersion is the version `zero502 rollback` returns cfg's fleet to: what every host ran
 // before its last deploy (the spec kept beside its published one). Hosts must agree; a host
 // over ssh keeps its record there, so a fleet with one needs rollback --to.
-func PreviousVersion(cfg *infra.Config) (string, error) {
+func PreviousVersion(cfg *config.Config) (string, error) {
 	var version, first string
 	for _, h := range cfg.Hosts {
 		if h.SSH != "" {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
 	"github.com/zero502/zero502/invariants"
@@ -114,7 +114,7 @@ func (d *Deployer) checkDrift(ctx context.Context) []string {
 }
 
 // look reads host h's state: its running instances, its published spec, whether it serves.
-func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (hostView, error) {
+func (d *Deployer) look(ctx context.Context, h config.Host, version string) (hostView, error) {
 	if h.SSH != "" {
 		return d.remoteView(ctx, h, version) // read on the host over ssh (remote.go)
 	}
@@ -165,7 +165,7 @@ func (d *Deployer) look(ctx context.Context, h infra.Host, version string) (host
 // recovery plus one check have passed (interval × (unhealthy_threshold + healthy_threshold + 1)),
 // so one check that timed out on a loaded machine neither refuses a deploy nor counts a healthy
 // host as down.
-func (d *Deployer) serving(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
+func (d *Deployer) serving(ctx context.Context, h config.Host, svc config.Service) (bool, string) {
 	deadline := d.clock.Now().Add(d.patience())
 	for {
 		ok, detail := d.servingNow(ctx, h, svc)
@@ -182,7 +182,7 @@ func (d *Deployer) patience() time.Duration {
 }
 
 // servingNow is one look of serving.
-func (d *Deployer) servingNow(ctx context.Context, h infra.Host, svc infra.Service) (bool, string) {
+func (d *Deployer) servingNow(ctx context.Context, h config.Host, svc config.Service) (bool, string) {
 	target := d.currentTarget(ctx, h, svc)
 	_, direct := d.checkHealth(ctx, target, svc.Health.Rule())
 	var problems []string
@@ -207,7 +207,7 @@ func (d *Deployer) servingNow(ctx context.Context, h infra.Host, svc infra.Servi
 
 // currentTarget is where svc answers on host h now: the address of its running instance (a
 // start-first service moves between its two ports), else its first port.
-func (d *Deployer) currentTarget(ctx context.Context, h infra.Host, svc infra.Service) string {
+func (d *Deployer) currentTarget(ctx context.Context, h config.Host, svc config.Service) string {
 	if rt := d.runtimes[h.Name]; rt != nil && len(svc.Ports) == 2 {
 		if insts, err := running(ctx, rt, h.Name, svc.Name); err == nil && len(insts) > 0 && insts[0].Address != "" {
 			return insts[0].Address
@@ -220,7 +220,7 @@ func (d *Deployer) currentTarget(ctx context.Context, h infra.Host, svc infra.Se
 // draining its serving hosts must leave at least one healthy target. At preflight (views set)
 // hosts of earlier batches count as healthy, since they will be by the time this batch drains.
 func (d *Deployer) batchLeavesHealthy(ctx context.Context, version string, start, end int, views []hostView) error {
-	if d.cfg.Rollout.Strategy == infra.StartFirst && !d.opts.Naive {
+	if d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive {
 		return nil // an old target leaves only once its successor is in rotation: no batch drains the last one
 	}
 	svc, balanced := d.cfg.BalancedService()
@@ -295,7 +295,7 @@ func (d *Deployer) checkDrainModes() []string {
 	}
 	var reasons []string
 	for i, svc := range d.cfg.Services {
-		if svc.Drain == infra.DrainBalancer {
+		if svc.Drain == config.DrainBalancer {
 			reasons = append(reasons, fmt.Sprintf("services[%d].drain: balancer: %s cannot take a target out of rotation; "+
 				"use balancer.kind inhouse or alb, or drain: handshake for a service that answers 503 on health while it drains", i, d.bal.Name()))
 		}

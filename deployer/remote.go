@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // This file is the deployer's side of a fleet over SSH. A host with ssh: user@host[:port] is
@@ -48,7 +48,7 @@ func sshTarget(s string) (dest, port string, err error) {
 }
 
 // checkRemote refuses, before anything changes, a remote host the deployer cannot address.
-func checkRemote(i int, h infra.Host) error {
+func checkRemote(i int, h config.Host) error {
 	if _, _, err := sshTarget(h.SSH); err != nil {
 		return fmt.Errorf("hosts[%d].ssh %w", i, err)
 	}
@@ -69,7 +69,7 @@ func shellQuote(s string) string {
 
 // sshCommand is the ssh invocation that runs `zero502 ARGS…` on host h (over the deploy's
 // shared connection to h when it has one: sshmux.go).
-func (d *Deployer) sshCommand(h infra.Host, args []string) (*exec.Cmd, error) {
+func (d *Deployer) sshCommand(h config.Host, args []string) (*exec.Cmd, error) {
 	words := []string{shellQuote(orDefault(d.opts.RemoteBinary, "zero502"))}
 	for _, a := range args {
 		words = append(words, shellQuote(a))
@@ -116,8 +116,8 @@ func ShellQuote(s string) string { return shellQuote(s) }
 
 // runRemote runs `zero502 ARGS…` on host h with the config on stdin, handing each line of its
 // stdout to line. When ctx ends, stdin is closed: the host's step notices, rolls back and ends.
-func (d *Deployer) runRemote(ctx context.Context, h infra.Host, args []string, line func([]byte)) error {
-	cfgYAML, err := infra.Encode(d.configFor(h, args))
+func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, line func([]byte)) error {
+	cfgYAML, err := config.Encode(d.configFor(h, args))
 	if err != nil {
 		return fmt.Errorf("host %s: %w", h.Name, err)
 	}
@@ -260,9 +260,9 @@ var noBalancer = map[string]bool{"look": true, "logs": true, "fleet-lock": true,
 // configFor is the config sent to host h for `zero502 ARGS…`: this host's entry only (a host
 // learns nothing of the others' addresses or ssh targets), and no admin token unless the command
 // drains or watches at the balancer (step, stop).
-func (d *Deployer) configFor(h infra.Host, args []string) *infra.Config {
+func (d *Deployer) configFor(h config.Host, args []string) *config.Config {
 	c := *d.cfg
-	c.Hosts = []infra.Host{h}
+	c.Hosts = []config.Host{h}
 	if c.Rollout.LockHost != h.Name {
 		c.Rollout.LockHost = "" // another host's name, not sent: this host is the only one it knows
 	}
@@ -281,7 +281,7 @@ var ErrUnreachable = errors.New("unreachable over ssh")
 
 // remoteStep is deployHost for a host reached over ssh: the step runs there; its events are
 // relayed and its report taken from its last line.
-func (d *Deployer) remoteStep(ctx context.Context, h infra.Host, version string, rep *HostReport) error {
+func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string, rep *HostReport) error {
 	args := []string{"host", "step", "--config", "-", "--host", h.Name, "--version", version,
 		"--lock-timeout", d.opts.LockTimeout.String()}
 	if d.opts.Naive {
@@ -383,7 +383,7 @@ func (j *remoteJunk) String() string {
 }
 
 // lookRemote runs `zero502 host look` on host h.
-func (d *Deployer) lookRemote(ctx context.Context, h infra.Host, version string) (HostLook, error) {
+func (d *Deployer) lookRemote(ctx context.Context, h config.Host, version string) (HostLook, error) {
 	var got *HostLook
 	err := d.runRemote(ctx, h, []string{"host", "look", "--config", "-", "--host", h.Name, "--version", version},
 		func(b []byte) {
@@ -403,7 +403,7 @@ func (d *Deployer) lookRemote(ctx context.Context, h infra.Host, version string)
 
 // remoteView is look for a host reached over ssh: its runtime and spec are read there, while
 // whether it serves is checked from here, as the balancer sees it.
-func (d *Deployer) remoteView(ctx context.Context, h infra.Host, version string) (hostView, error) {
+func (d *Deployer) remoteView(ctx context.Context, h config.Host, version string) (hostView, error) {
 	l, err := d.lookRemote(ctx, h, version)
 	if err != nil {
 		return hostView{}, err
@@ -416,7 +416,7 @@ func (d *Deployer) remoteView(ctx context.Context, h infra.Host, version string)
 }
 
 // readBackRemote fills a remote host's Running when its step did not say (not reached, or lost).
-func (d *Deployer) readBackRemote(ctx context.Context, h infra.Host, rep *HostReport) {
+func (d *Deployer) readBackRemote(ctx context.Context, h config.Host, rep *HostReport) {
 	if rep.Running != "" {
 		return
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // ConfigEnd is the line that ends the config the deployer sends to `zero502 host … --config -`
-// over ssh, encoded with infra.Encode: the remote host needs no copy of the config file, and
+// over ssh, encoded with config.Encode: the remote host needs no copy of the config file, and
 // sees the deployer's ZERO502_* overrides. A YAML comment, so the config stays valid YAML; after
 // it, stdin stays open for as long as the deployer is connected, and its end (EOF) tells the
 // host its deployer is gone.

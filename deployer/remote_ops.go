@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Stop and logs for hosts reached over ssh: as for a deploy step, the command runs on the host
@@ -23,7 +23,7 @@ type StopResult struct {
 
 // HostStop runs Stop for host name on this machine, taken as local (what `zero502 host stop`
 // runs on a host reached over ssh).
-func HostStop(ctx context.Context, cfg *infra.Config, name, service string, opts Options) error {
+func HostStop(ctx context.Context, cfg *config.Config, name, service string, opts Options) error {
 	d, h, err := onHost(cfg, name, opts)
 	if err != nil {
 		return err
@@ -33,20 +33,20 @@ func HostStop(ctx context.Context, cfg *infra.Config, name, service string, opts
 }
 
 // HostLogs runs Logs for host name on this machine, taken as local.
-func HostLogs(ctx context.Context, cfg *infra.Config, name, service string, follow bool, w io.Writer) error {
+func HostLogs(ctx context.Context, cfg *config.Config, name, service string, follow bool, w io.Writer) error {
 	h, ok := cfg.Host(name)
 	if !ok {
 		return fmt.Errorf("--host %q: the config has no host of that name (hosts[].name)", name)
 	}
 	h.SSH = ""
 	one := *cfg
-	one.Hosts = []infra.Host{h}
+	one.Hosts = []config.Host{h}
 	return Logs(ctx, &one, name, service, follow, w, Options{})
 }
 
 // remoteStop is stopHost for a host reached over ssh: its events are relayed, its error taken
 // from its last line.
-func (d *Deployer) remoteStop(ctx context.Context, h infra.Host, service string) error {
+func (d *Deployer) remoteStop(ctx context.Context, h config.Host, service string) error {
 	args := []string{"host", "stop", "--config", "-", "--host", h.Name, "--lock-timeout", d.opts.LockTimeout.String()}
 	if service != "" {
 		args = append(args, "--service", service)
@@ -80,7 +80,7 @@ func (d *Deployer) remoteStop(ctx context.Context, h infra.Host, service string)
 
 // remoteLogs is Logs for a host reached over ssh: `zero502 host logs` there, its output copied
 // to w line by line.
-func (d *Deployer) remoteLogs(ctx context.Context, h infra.Host, service string, follow bool, w io.Writer) error {
+func (d *Deployer) remoteLogs(ctx context.Context, h config.Host, service string, follow bool, w io.Writer) error {
 	args := []string{"host", "logs", "--config", "-", "--host", h.Name, "--service", service}
 	if follow {
 		args = append(args, "--follow")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The config a host gets over ssh is its own part: its host entry only, and the balancer's admin
@@ -44,9 +44,9 @@ func TestAHostIsSentItsOwnPartOfTheConfigOnly(t *testing.T) {
 	}
 }
 
-func mustEncode(t *testing.T, c *infra.Config) string {
+func mustEncode(t *testing.T, c *config.Config) string {
 	t.Helper()
-	b, err := infra.Encode(c)
+	b, err := config.Encode(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // This file is the host's side of a fleet over SSH: what `zero502 host step` and `zero502 host
@@ -37,7 +37,7 @@ type HostLook struct {
 
 // onHost returns a Deployer of cfg reduced to the one host named name, taken as local: the
 // deployer that runs on that host.
-func onHost(cfg *infra.Config, name string, opts Options) (*Deployer, infra.Host, error) {
+func onHost(cfg *config.Config, name string, opts Options) (*Deployer, config.Host, error) {
 	h, ok := cfg.Host(name)
 	if !ok {
 		return nil, h, fmt.Errorf("--host %q: the config has no host of that name (hosts[].name)", name)
@@ -47,7 +47,7 @@ func onHost(cfg *infra.Config, name string, opts Options) (*Deployer, infra.Host
 	}
 	h.SSH = ""
 	one := *cfg
-	one.Hosts = []infra.Host{h}
+	one.Hosts = []config.Host{h}
 	d := New(&one, opts)
 	d.started = d.clock.Now()
 	if err := d.setup(); err != nil {
@@ -59,7 +59,7 @@ func onHost(cfg *infra.Config, name string, opts Options) (*Deployer, infra.Host
 // HostStep runs host name's deploy step on this machine: the lock, the spec, the handshake,
 // verify, and on failure the rollback, exactly as for a local host. opts.Events receives the
 // step's events. The report's Running is read back from the host's runtime.
-func HostStep(ctx context.Context, cfg *infra.Config, name, version string, opts Options) (HostReport, error) {
+func HostStep(ctx context.Context, cfg *config.Config, name, version string, opts Options) (HostReport, error) {
 	rep := HostReport{Host: name, To: version, Outcome: OutcomeNotReached}
 	if !versionRE.MatchString(version) {
 		return rep, fmt.Errorf("--version %q: must be 1–128 letters, digits, . _ + - starting with a letter or digit", version)
@@ -80,7 +80,7 @@ func HostStep(ctx context.Context, cfg *infra.Config, name, version string, opts
 
 // Look reads host name's state on this machine, for a deployer elsewhere: no balancer is
 // asked (the deployer asks its own), services are checked directly.
-func Look(ctx context.Context, cfg *infra.Config, name, version string, opts Options) (HostLook, error) {
+func Look(ctx context.Context, cfg *config.Config, name, version string, opts Options) (HostLook, error) {
 	opts.Balancer = None{}
 	d, h, err := onHost(cfg, name, opts)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -184,7 +184,7 @@ func rootHome() string {
 func (s *sshd) target() string { return "root@127.0.0.1:" + strconv.Itoa(s.port) }
 
 // remoteConfig writes fleet f's config with its first `remote` hosts reached over ssh.
-func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *infra.Config) {
+func (f *fleet) remoteConfig(s *sshd, name string, remote int) (string, *config.Config) {
 	f.t.Helper()
 	cfg := f.load(f.config(name, defaultValues()))
 	for i := range remote {
@@ -304,7 +304,7 @@ func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
 // installed there would (on an ssh host through ssh, so it is the host's own tick), until the
 // returned stop is called; stop returns everything the ticks logged, each tick closed by a line
 // "[HOST tick ok]" or "[HOST tick failed: …]".
-func tickWatchdogs(t *testing.T, cfg *infra.Config, path string) (stop func() string) {
+func tickWatchdogs(t *testing.T, cfg *config.Config, path string) (stop func() string) {
 	t.Helper()
 	var (
 		mu   sync.Mutex

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -79,7 +79,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 
 // reverifyHost looks at one host finished earlier: nil when it still runs version, healthy
 // directly and in rotation. For a local host it also returns the spec to roll back from.
-func (d *Deployer) reverifyHost(ctx context.Context, h infra.Host, version string) (spec.Spec, error) {
+func (d *Deployer) reverifyHost(ctx context.Context, h config.Host, version string) (spec.Spec, error) {
 	if h.SSH != "" {
 		v, err := d.remoteView(ctx, h, version)
 		if err == nil && (!v.serving || v.from != version) {
@@ -103,7 +103,7 @@ func (d *Deployer) reverifyHost(ctx context.Context, h infra.Host, version strin
 // has out of rotation must persist for the balancer's own detection plus recovery plus one check
 // (interval × (unhealthy_threshold + healthy_threshold + 1)) before the host counts as failed, so
 // a check that timed out on a loaded machine does not roll back a healthy host.
-func (d *Deployer) stillVerifies(ctx context.Context, h infra.Host, rt Runtime, s spec.Spec) error {
+func (d *Deployer) stillVerifies(ctx context.Context, h config.Host, rt Runtime, s spec.Spec) error {
 	deadline := d.clock.Now().Add(d.patience())
 	for {
 		err := d.verify(ctx, h, rt, s)

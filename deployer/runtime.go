@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/process"
@@ -33,16 +33,16 @@ const EarlyExitWindow = 10 * time.Millisecond
 // the host's state dir (EarlyExitWindow), or the Docker Engine at rollout.docker_host (empty:
 // DOCKER_HOST, then the local socket), pinged so an unreachable engine is refused before
 // anything changes.
-func RuntimeFor(cfg *infra.Config, h infra.Host) (Runtime, error) {
+func RuntimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
 	switch cfg.Rollout.Runtime {
-	case infra.RuntimeProcess:
+	case config.RuntimeProcess:
 		rt, err := process.New(cfg.HostStateDir(h))
 		if err != nil {
 			return nil, err // never a typed nil *process.Runtime inside the interface
 		}
 		rt.EarlyExitWindow = EarlyExitWindow
 		return rt, nil
-	case infra.RuntimeDocker:
+	case config.RuntimeDocker:
 		rt, err := docker.New(cfg.Rollout.DockerHost)
 		if err != nil {
 			return nil, fmt.Errorf("rollout.docker_host %q: %w", cfg.Rollout.DockerHost, err)
@@ -65,10 +65,10 @@ const dockerPingTimeout = 10 * time.Second
 // and hands the same one to every Deployer it is given to. A process that runs several deploys
 // (the demo: v1, then v2) must share its runtimes: with the process runtime, the Runtime that
 // started an instance is the one that reaps it and records its exit.
-func SharedRuntimes(cfg *infra.Config) func(infra.Host) (Runtime, error) {
+func SharedRuntimes(cfg *config.Config) func(config.Host) (Runtime, error) {
 	var mu sync.Mutex
 	made := map[string]Runtime{}
-	return func(h infra.Host) (Runtime, error) {
+	return func(h config.Host) (Runtime, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if rt, ok := made[h.Name]; ok {

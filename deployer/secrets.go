@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// resolveSecrets finds the value of every secret the services name (infra.Config.ResolveSecrets)
+// resolveSecrets finds the value of every secret the services name (config.Config.ResolveSecrets)
 // on the machine running the deploy, unless the config already holds them (a host's own step
 // gets them from its deployer over ssh, and never looks them up itself). The event names each
 // secret and where it came from, never a value.

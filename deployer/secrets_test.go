@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/spec"
@@ -18,7 +18,7 @@ import (
 
 // secretFleet is a 2-host fleet whose web service has the secret DB_PASSWORD from a secrets.file
 // (returned) and writes what it sees in it to <dir>/seen-<host>-<version> before it execs the app.
-func secretFleet(t *testing.T, s *sshd) (f *fleet, cfg *infra.Config, file string) {
+func secretFleet(t *testing.T, s *sshd) (f *fleet, cfg *config.Config, file string) {
 	f = newFleet(t, 2)
 	cfg = f.load(f.config("fleet.yaml", defaultValues()))
 	if s != nil { // host-a over ssh
@@ -149,7 +149,7 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 	// Status, host-a's read over ssh (host look): each host's secrets by name and digest, the
 	// same digest on both.
 	st, err := Status(context.Background(), f.load(path), Options{RemoteBinary: bin,
-		Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }})
+		Runtime: func(h config.Host) (Runtime, error) { return f.runtimes[h.Name], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -14,7 +14,7 @@ import (
 // smoke sends the service's services[].smoke requests straight to its new instance (no
 // balancer), one after another, and fails at the first answer that is not the expected one. It
 // runs once the instance answers its health check and before the balancer sends it users.
-func (d *Deployer) smoke(ctx context.Context, h infra.Host, svc spec.Service, checks []infra.SmokeRequest) error {
+func (d *Deployer) smoke(ctx context.Context, h config.Host, svc spec.Service, checks []config.SmokeRequest) error {
 	for i, c := range checks {
 		want := strings.ReplaceAll(c.ExpectBody, "{version}", svc.Version)
 		a, err := healthcheck.Do(ctx, svc.Address, c.Method, c.Path, c.Body, "zero502-smoke", c.Timeout)
@@ -49,7 +49,7 @@ func (d *Deployer) gates(name string, balanced bool) bool {
 
 // beforeTraffic runs svc's checks before traffic on its new instance, which answers its health
 // check: the smoke requests, then (for the balanced service) hooks.pre_traffic.
-func (d *Deployer) beforeTraffic(ctx context.Context, h infra.Host, svc spec.Service, balanced bool, gate *trafficGate) error {
+func (d *Deployer) beforeTraffic(ctx context.Context, h config.Host, svc spec.Service, balanced bool, gate *trafficGate) error {
 	if checks := d.smokeOf(svc.Name); len(checks) > 0 {
 		if err := d.smoke(ctx, h, svc, checks); err != nil {
 			return err
@@ -66,7 +66,7 @@ func (d *Deployer) beforeTraffic(ctx context.Context, h infra.Host, svc spec.Ser
 
 // postTraffic runs hooks.post_traffic on host h once its new version is in rotation, baked and
 // verified; its failure rolls the host back.
-func (d *Deployer) postTraffic(ctx context.Context, h infra.Host, plan hostPlan) error {
+func (d *Deployer) postTraffic(ctx context.Context, h config.Host, plan hostPlan) error {
 	vars := map[string]string{HookEnvHost: h.Name, HookEnvPreviousVersion: plan.previous()}
 	if bsvc, ok := d.cfg.BalancedService(); ok {
 		if svc, ok := plan.want.Service(bsvc.Name); ok {
@@ -80,7 +80,7 @@ func (d *Deployer) postTraffic(ctx context.Context, h infra.Host, plan hostPlan)
 }
 
 // smokeOf is the configured smoke requests of service name.
-func (d *Deployer) smokeOf(name string) []infra.SmokeRequest {
+func (d *Deployer) smokeOf(name string) []config.SmokeRequest {
 	for _, s := range d.cfg.Services {
 		if s.Name == name {
 			return s.Smoke

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // A new version whose health is fine but whose smoke request fails never takes traffic: the
@@ -17,7 +17,7 @@ func TestFailingSmokeStopsTheHostBeforeItTakesTraffic(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, 2)
 	values := defaultValues()
-	smoke := []infra.SmokeRequest{{Method: "GET", Path: "/", ExpectStatus: 200, ExpectBody: "version {version}", Timeout: time.Second}}
+	smoke := []config.SmokeRequest{{Method: "GET", Path: "/", ExpectStatus: 200, ExpectBody: "version {version}", Timeout: time.Second}}
 	cfg := f.load(f.config("good.yaml", values))
 	cfg.Services[0].Smoke = smoke
 	good := f.write("good.yaml", cfg)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -38,7 +38,7 @@ func (d *Deployer) StabilityWindow() time.Duration {
 // answering its health check, checked once per balancer.interval (balancer.unhealthy_threshold
 // failures in a row fail it: the balancer's own rule at the balancer's own pace). An instance that exits fails the step at once, naming host, service and
 // exit code.
-func (d *Deployer) stable(ctx context.Context, h infra.Host, rt Runtime, started []fresh) error {
+func (d *Deployer) stable(ctx context.Context, h config.Host, rt Runtime, started []fresh) error {
 	if len(started) == 0 {
 		return nil
 	}
@@ -163,7 +163,7 @@ type remover interface {
 // forget removes an old instance that stopped cleanly, so exited containers do not pile up
 // deploy after deploy. One that had to be killed is kept for its logs. A failure to remove is
 // reported as an event, never a deploy failure: the instance is stopped either way.
-func (d *Deployer) forget(ctx context.Context, h infra.Host, rt Runtime, inst runtime.Instance) {
+func (d *Deployer) forget(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance) {
 	r, ok := rt.(remover)
 	if !ok {
 		return

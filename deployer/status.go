@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/watchdog"
@@ -82,7 +82,7 @@ func (s *FleetStatus) OK() bool {
 // each instance's health directly and its target at the balancer, and says where the fleet
 // disagrees with its specs. It changes nothing: no lock is taken, no file written. Hosts reached
 // over ssh are reported as not looked at (run zero502 status on them).
-func Status(ctx context.Context, cfg *infra.Config, opts Options) (*FleetStatus, error) {
+func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus, error) {
 	d := New(cfg, opts)
 	if err := d.setup(); err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func Status(ctx context.Context, cfg *infra.Config, opts Options) (*FleetStatus,
 	return out, nil
 }
 
-func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
+func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 	hs := HostStatus{Host: h.Name}
 	if h.SSH != "" {
 		return d.remoteHostStatus(ctx, h)
@@ -164,7 +164,7 @@ func (d *Deployer) hostStatus(ctx context.Context, h infra.Host) HostStatus {
 // remoteHostStatus is hostStatus for a host reached over ssh: everything the host knows is read
 // there by `zero502 host look`; the balancer's view of its instances is added from here, as the
 // balancer sees them.
-func (d *Deployer) remoteHostStatus(ctx context.Context, h infra.Host) HostStatus {
+func (d *Deployer) remoteHostStatus(ctx context.Context, h config.Host) HostStatus {
 	l, err := d.lookRemote(ctx, h, "none")
 	switch {
 	case err != nil:

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -232,7 +232,7 @@ func pythonStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
 	})
 	time.Sleep(time.Second) // some load before host-a leaves (30 req/s: a few dozen requests)
 	var ev eventLog
-	opts := Options{Self: bin, Events: ev.add, Runtime: func(h infra.Host) (Runtime, error) { return f.runtimes[h.Name], nil }}
+	opts := Options{Self: bin, Events: ev.add, Runtime: func(h config.Host) (Runtime, error) { return f.runtimes[h.Name], nil }}
 	err := Stop(ctx, f.load(path), StopTarget{Host: "host-a"}, opts)
 	time.Sleep(time.Second) // and some after: host-b alone serves it
 	res := m.stop(t)

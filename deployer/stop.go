@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -19,12 +19,12 @@ type StopTarget struct {
 }
 
 // Check refuses a host or service the config does not name.
-func (t StopTarget) Check(cfg *infra.Config) error {
+func (t StopTarget) Check(cfg *config.Config) error {
 	target := t
-	if target.Host != "" && !slices.ContainsFunc(cfg.Hosts, func(h infra.Host) bool { return h.Name == target.Host }) {
+	if target.Host != "" && !slices.ContainsFunc(cfg.Hosts, func(h config.Host) bool { return h.Name == target.Host }) {
 		return fmt.Errorf("--host %q: no such host in the config (hosts: %s)", target.Host, hostNames(cfg.Hosts))
 	}
-	if target.Service != "" && !slices.ContainsFunc(cfg.Services, func(s infra.Service) bool { return s.Name == target.Service }) {
+	if target.Service != "" && !slices.ContainsFunc(cfg.Services, func(s config.Service) bool { return s.Name == target.Service }) {
 		var names []string
 		for _, s := range cfg.Services {
 			names = append(names, s.Name)
@@ -43,7 +43,7 @@ func (t StopTarget) Check(cfg *infra.Config) error {
 // The next zero502 deploy starts them again. A host without a published spec has its running
 // instances stopped the same way and gets a spec that says so (a corrupt spec is set aside
 // first, as a deploy does). A host reached over ssh runs its part there (zero502 host stop).
-func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Options) error {
+func Stop(ctx context.Context, cfg *config.Config, target StopTarget, opts Options) error {
 	d := New(cfg, opts)
 	d.action = "zero502 stop"
 	if err := target.Check(cfg); err != nil {
@@ -75,7 +75,7 @@ func Stop(ctx context.Context, cfg *infra.Config, target StopTarget, opts Option
 }
 
 // stopHost is Stop on one host, under its lock.
-func (d *Deployer) stopHost(ctx context.Context, h infra.Host, only string) error {
+func (d *Deployer) stopHost(ctx context.Context, h config.Host, only string) error {
 	lock, err := d.lock(ctx, h, "")
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The deploy-timeline assertions the fleet tests share: what a host's report must say once it
@@ -21,7 +21,7 @@ func requireDeployed(t *testing.T, h HostReport, from, to string) {
 // requireHandshakeInOrder asserts that host h's timeline has every mark of the drain handshake,
 // in order (drain started, left rotation, stopped, new started, healthy directly, back in
 // rotation), and that the balancer took the host out within cfg's drain window.
-func requireHandshakeInOrder(t *testing.T, h HostReport, cfg *infra.Config) {
+func requireHandshakeInOrder(t *testing.T, h HostReport, cfg *config.Config) {
 	t.Helper()
 	tl := h.Timeline
 	marks := []time.Time{tl.DrainStarted, tl.LeftRotation, tl.Stopped, tl.NewStarted, tl.HealthyDirect, tl.BackInRotation}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Every shipped config loads and names a whole fleet.
@@ -18,7 +18,7 @@ func TestShippedConfigsLoad(t *testing.T) {
 	}
 	for _, n := range names {
 		data, _ := examples.Files.ReadFile(n)
-		c, err := infra.LoadBytes(data, "examples/"+n)
+		c, err := config.LoadBytes(data, "examples/"+n)
 		if err != nil {
 			t.Fatalf("%s: %v", n, err)
 		}
@@ -33,16 +33,16 @@ func TestShippedConfigsLoad(t *testing.T) {
 // not collide with local.yaml's so both can run on one machine.
 func TestAnyServiceIsStartFirstBalancerDrainedBesideLocal(t *testing.T) {
 	data, _ := examples.Files.ReadFile("any-service.yaml")
-	c, err := infra.LoadBytes(data, "examples/any-service.yaml")
+	c, err := config.LoadBytes(data, "examples/any-service.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	local, err := config.LoadBytes(examples.Local, "examples/local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc, ok := c.BalancedService()
-	if !ok || c.Rollout.Strategy != infra.StartFirst || svc.Drain != infra.DrainBalancer || len(svc.Ports) != 2 ||
+	if !ok || c.Rollout.Strategy != config.StartFirst || svc.Drain != config.DrainBalancer || len(svc.Ports) != 2 ||
 		svc.Health.Path != "/version.txt" || svc.Verify.VersionPath != "/version.txt" || c.Balancer.HealthPath != "/version.txt" {
 		t.Fatalf("any-service.yaml: strategy %s, service %+v; want start-first, drain balancer, two ports, /version.txt",
 			c.Rollout.Strategy, svc)

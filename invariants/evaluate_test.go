@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestEvaluateGivesEveryInvariantInOrder(t *testing.T) {
-	vs := Evaluate(withHosts(infra.Defaults(), 3))
+	vs := Evaluate(withHosts(config.Defaults(), 3))
 	if len(vs) != 15 {
 		t.Fatalf("got %d verdicts, want 15", len(vs))
 	}
@@ -21,8 +21,8 @@ func TestEvaluateGivesEveryInvariantInOrder(t *testing.T) {
 }
 
 func TestBalancerRelationsAreSkippedWithoutABalancer(t *testing.T) {
-	c := infra.Defaults()
-	c.Balancer.Kind = infra.BalancerNone
+	c := config.Defaults()
+	c.Balancer.Kind = config.BalancerNone
 	c.Drain.Window = time.Second // would violate I1 with a balancer
 	for _, id := range []string{"I1", "I3", "I4", "I7", "I9"} {
 		expect(t, c, id, Skipped)
@@ -33,7 +33,7 @@ func TestBalancerRelationsAreSkippedWithoutABalancer(t *testing.T) {
 // The analysis relations apply only where the deployer judges a batch: the analysis on, behind
 // the in-house LB (the only balancer that publishes outcomes), with a balanced service.
 func TestAnalysisRelationsAreSkippedWhereNothingIsJudged(t *testing.T) {
-	breaking := func() *infra.Config {
+	breaking := func() *config.Config {
 		// Judged, this breaks all four: I10 (1s not above 1s), I11 (1s not above 3s), and a rate
 		// far too low for I12 and I13.
 		c := judged(3)
@@ -44,14 +44,14 @@ func TestAnalysisRelationsAreSkippedWhereNothingIsJudged(t *testing.T) {
 	for _, id := range []string{"I10", "I11", "I12", "I13"} {
 		expect(t, breaking(), id, map[string]Status{"I10": Violated, "I11": Violated, "I12": Warned, "I13": Warned}[id])
 	}
-	for name, change := range map[string]func(*infra.Config){
-		"analysis off": func(c *infra.Config) { c.Rollout.Analysis.Enabled = false },
-		"an ALB":       func(c *infra.Config) { c.Balancer.Kind = infra.BalancerALB },
-		"the edges":    func(c *infra.Config) { c.Balancer.Kind = infra.BalancerEdges },
-		"no balancer":  func(c *infra.Config) { c.Balancer.Kind = infra.BalancerNone },
-		"no port":      func(c *infra.Config) { c.Services[0].Port = 0 },
-		"no service":   func(c *infra.Config) { c.Services = nil },
-		"dns":          func(c *infra.Config) { c.Balancer.Kind = infra.BalancerDNS },
+	for name, change := range map[string]func(*config.Config){
+		"analysis off": func(c *config.Config) { c.Rollout.Analysis.Enabled = false },
+		"an ALB":       func(c *config.Config) { c.Balancer.Kind = config.BalancerALB },
+		"the edges":    func(c *config.Config) { c.Balancer.Kind = config.BalancerEdges },
+		"no balancer":  func(c *config.Config) { c.Balancer.Kind = config.BalancerNone },
+		"no port":      func(c *config.Config) { c.Services[0].Port = 0 },
+		"no service":   func(c *config.Config) { c.Services = nil },
+		"dns":          func(c *config.Config) { c.Balancer.Kind = config.BalancerDNS },
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, id := range []string{"I10", "I11", "I12", "I13"} {
@@ -64,7 +64,7 @@ func TestAnalysisRelationsAreSkippedWhereNothingIsJudged(t *testing.T) {
 }
 
 func TestCheckReturnsEveryViolation(t *testing.T) {
-	c := withHosts(infra.Defaults(), 1)
+	c := withHosts(config.Defaults(), 1)
 	c.Drain.Window = 10 * time.Second
 	c.Drain.StopGrace = 20 * time.Second
 	var ids []string

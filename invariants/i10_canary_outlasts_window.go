@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI10: the canary (the first rollout.canary.hosts hosts, given only rollout.canary.weight
@@ -12,7 +12,7 @@ import (
 // rollout.analysis.window. The canary is the step meant to catch a bad version before the rest
 // of the fleet gets it, on a small share of the users; judged no longer than a batch that gets
 // its full share, it would be the weakest gate of the rollout instead of the strongest.
-func evaluateI10(c *infra.Config) Verdict {
+func evaluateI10(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I10",
 		Relation: "rollout.canary.duration > rollout.analysis.window",

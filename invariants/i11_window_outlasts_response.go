@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI11: the analysis judges a batch by the outcomes the in-house LB counted between two
@@ -18,7 +18,7 @@ import (
 // in rotation during its bake) may end inside it, but the bake's floor,
 // balancer.healthy_threshold × interval, is the time the balancer takes to put the target in
 // rotation, so the window cannot count on them.
-func evaluateI11(c *infra.Config) Verdict {
+func evaluateI11(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I11",
 		Relation: "rollout.analysis.window > balancer.header_timeout",

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI12 (a warning): the canary's targets get rollout.canary.weight % of the traffic
@@ -13,7 +13,7 @@ import (
 // than rollout.analysis.min_requests and the canary's verdict is "not enough traffic": it passes
 // unjudged (on_no_traffic pass) or fails a good version (fail). The rate is an estimate, so this
 // is said and refuses nothing; with no rate (0) it is skipped.
-func evaluateI12(c *infra.Config) Verdict {
+func evaluateI12(c *config.Config) Verdict {
 	inv := Invariant{
 		ID: "I12",
 		Relation: "rollout.analysis.expected_rate × rollout.canary.weight % × rollout.canary.duration ≥ " +

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI13 (a warning): the in-house LB goes round every target in rotation, so while a batch
@@ -14,7 +14,7 @@ import (
 // left after the canary. Fewer than rollout.analysis.min_requests and its verdict is "not enough
 // traffic": it passes unjudged (on_no_traffic pass) or fails a good version (fail). The rate is
 // an estimate, so this is said and refuses nothing; with no rate (0) it is skipped.
-func evaluateI13(c *infra.Config) Verdict {
+func evaluateI13(c *config.Config) Verdict {
 	inv := Invariant{
 		ID: "I13",
 		Relation: "rollout.analysis.expected_rate × smallest batch / hosts × rollout.analysis.window ≥ " +
@@ -67,7 +67,7 @@ func evaluateI13(c *infra.Config) Verdict {
 // the canary is the whole fleet), and the canary's size (0 without one): the deployer rolls
 // min(rollout.canary.hosts, hosts) hosts first, then the rest rollout.batch at a time, the last
 // batch holding what is left.
-func smallestBatch(c *infra.Config) (size, canary int) {
+func smallestBatch(c *config.Config) (size, canary int) {
 	hosts, batch := len(c.Hosts), max(c.Rollout.Batch, 1)
 	canary = min(c.Rollout.Canary.Hosts, hosts)
 	rest := hosts - canary

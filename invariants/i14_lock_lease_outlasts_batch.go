@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI14 (a warning): a fleet lock held on a lock host over SSH is a lease, renewed by the
-// deployer every infra.LockRenewal on the lock's session. A deployer cut off by a silent
+// deployer every config.LockRenewal on the lock's session. A deployer cut off by a silent
 // partition (its session never closed) notices before its next batch and stops there; the lock
 // host frees the lock once rollout.lock_lease has passed without a renewal. So that the batch
 // in progress ends before another deploy can take the lock, the lease must outlast a batch's
@@ -17,7 +17,7 @@ import (
 // to roll it back; then the bake, the analysis window and the canary; plus one renewal interval.
 // It is an upper bound, counted whether or not each part applies. A local lock host's lock is a
 // file on the deployer's machine, with no lease: skipped.
-func evaluateI14(c *infra.Config) Verdict {
+func evaluateI14(c *config.Config) Verdict {
 	inv := Invariant{
 		ID: "I14",
 		Relation: "rollout.lock_lease > 2 × services × (drain.window + balancer.deregistration_delay + drain.stop_grace + " +
@@ -33,18 +33,18 @@ func evaluateI14(c *infra.Config) Verdict {
 	services := len(c.Services)
 	perService := d.Window + b.DeregistrationDelay + d.StopGrace + r.HealthyDeadline
 	worst := 2*time.Duration(services)*perService + r.Bake + time.Duration(b.HealthyThreshold)*b.Interval +
-		r.Analysis.Window + r.Canary.Duration + infra.MaxLockRenewal
+		r.Analysis.Window + r.Canary.Duration + config.MaxLockRenewal
 	nums := []Number{
 		dur("rollout.lock_lease", r.LockLease), count("services", services), dur("drain.window", d.Window),
 		dur("balancer.deregistration_delay", b.DeregistrationDelay), dur("drain.stop_grace", d.StopGrace),
 		dur("rollout.healthy_deadline", r.HealthyDeadline), dur("rollout.bake", r.Bake),
 		count("balancer.healthy_threshold", b.HealthyThreshold), dur("balancer.interval", b.Interval),
 		dur("rollout.analysis.window", r.Analysis.Window), dur("rollout.canary.duration", r.Canary.Duration),
-		dur("renewal interval", infra.MaxLockRenewal), dur("a batch's worst case", worst),
+		dur("renewal interval", config.MaxLockRenewal), dur("a batch's worst case", worst),
 	}
 	arith := fmt.Sprintf("%s > 2 × %d × (%s + %s + %s + %s) + %s + %d × %s + %s + %s + %s = %s", r.LockLease, services,
 		d.Window, b.DeregistrationDelay, d.StopGrace, r.HealthyDeadline, r.Bake, b.HealthyThreshold, b.Interval,
-		r.Analysis.Window, r.Canary.Duration, infra.MaxLockRenewal, worst)
+		r.Analysis.Window, r.Canary.Duration, config.MaxLockRenewal, worst)
 	if relationI14(r.LockLease, worst) {
 		return holds(inv, nums, arith, fmt.Sprintf("rollout.lock_lease %s outlasts a batch's worst case %s: a deployer cut off "+
 			"from lock host %s ends its batch before the lock is freed", r.LockLease, worst, h.Name))

@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // lockedOverSSH is a config whose fleet lock is on host-a over ssh, with services services and
 // round numbers: a service's worst case is 1s drain + 0s deregistration + 4s stop grace + 5s
 // healthy deadline = 10s, twice (a rollback); bake 0s, 2 × 1s to trust a target, analysis 2s,
 // canary 3s, renewal 5s.
-func lockedOverSSH(services int) *infra.Config {
-	c := infra.Defaults()
-	c.Hosts = []infra.Host{{Name: "host-a", Address: "10.0.0.1", SSH: "deploy@10.0.0.1"}, {Name: "host-b", Address: "10.0.0.2", SSH: "deploy@10.0.0.2"}}
+func lockedOverSSH(services int) *config.Config {
+	c := config.Defaults()
+	c.Hosts = []config.Host{{Name: "host-a", Address: "10.0.0.1", SSH: "deploy@10.0.0.1"}, {Name: "host-b", Address: "10.0.0.2", SSH: "deploy@10.0.0.2"}}
 	for i := range services {
-		c.Services = append(c.Services, infra.Service{Name: string(rune('a' + i)), Image: "app:{version}"})
+		c.Services = append(c.Services, config.Service{Name: string(rune('a' + i)), Image: "app:{version}"})
 	}
 	c.Drain.Window, c.Balancer.DeregistrationDelay, c.Drain.StopGrace, c.Rollout.HealthyDeadline = time.Second, 0, 4*time.Second, 5*time.Second
 	c.Rollout.Bake, c.Balancer.HealthyThreshold, c.Balancer.Interval = 0, 2, time.Second

@@ -3,7 +3,7 @@ package invariants
 import (
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI15 (a warning): rollout.batch written as a share of the fleet ("20%") is rounded down
@@ -11,7 +11,7 @@ import (
 // and CodeDeploy do: the deploy then takes more of the fleet out of rotation at once than the
 // share asked (one host of ten for "5%" is 10 %). The share must come to at least one host:
 // share × hosts ≥ 100 %. A batch written as a number, or a fleet with no hosts, is skipped.
-func evaluateI15(c *infra.Config) Verdict {
+func evaluateI15(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I15",
 		Relation: "rollout.batch (a share, in %) × hosts ≥ 100 % (a warning)",

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // fleetOf is a config of n hosts whose rollout.batch is share % of them, as the loader resolves it.
-func fleetOf(t *testing.T, n, share int) *infra.Config {
+func fleetOf(t *testing.T, n, share int) *config.Config {
 	t.Helper()
 	var y strings.Builder
 	y.WriteString("hosts:\n")
@@ -17,7 +17,7 @@ func fleetOf(t *testing.T, n, share int) *infra.Config {
 		fmt.Fprintf(&y, "  - {name: host-%02d, address: 127.0.0.1, port_offset: %d}\n", i, i*10)
 	}
 	fmt.Fprintf(&y, "rollout:\n  batch: %d%%\n", share)
-	c, err := infra.LoadBytes([]byte(y.String()), "fleet.yaml")
+	c, err := config.LoadBytes([]byte(y.String()), "fleet.yaml")
 	if err != nil {
 		t.Fatalf("load %d hosts at batch %d%%: %v", n, share, err)
 	}

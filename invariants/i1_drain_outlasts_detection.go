@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI1: the drain outlasts the balancer's detection, so the balancer has taken the target
 // out of rotation before the server stops listening (the source's 502s: drain 5s, detection 10s).
-func evaluateI1(c *infra.Config) Verdict {
+func evaluateI1(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I1",
 		Relation: "drain.window > balancer.interval × balancer.unhealthy_threshold",

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI1DrainOutlastsDetection(t *testing.T) {
@@ -22,13 +22,13 @@ func TestI1DrainOutlastsDetection(t *testing.T) {
 		{"threshold raised to 3 catches up with the drain", 15 * time.Second, 5 * time.Second, 3, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			c.Drain.Window, c.Balancer.Interval, c.Balancer.UnhealthyThreshold = tc.drain, tc.interval, tc.threshold
 			expect(t, c, "I1", tc.want)
 		})
 	}
 	t.Run("the sentence names the keys, the numbers and the fix", func(t *testing.T) {
-		c := infra.Defaults()
+		c := config.Defaults()
 		c.Drain.Window = 10 * time.Second
 		v := expect(t, c, "I1", Violated)
 		for _, want := range []string{

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI2: whatever a service still does after its stop signal ends before the runtime gives
@@ -14,7 +14,7 @@ import (
 // service with drain: balancer was drained at the balancer before the signal, so only its
 // shutdown follows it. The config needs the longer of the two whenever any service drains by
 // handshake (every service does by default).
-func evaluateI2(c *infra.Config) Verdict {
+func evaluateI2(c *config.Config) Verdict {
 	inv := Invariant{
 		ID: "I2",
 		Relation: "drain.window + drain.shutdown < drain.stop_grace " +

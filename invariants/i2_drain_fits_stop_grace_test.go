@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI2DrainEndsBeforeStopGrace(t *testing.T) {
@@ -19,29 +19,29 @@ func TestI2DrainEndsBeforeStopGrace(t *testing.T) {
 		{"exactly at the stop grace", "", 15 * time.Second, 10 * time.Second, 25 * time.Second, Violated},
 		{"one millisecond before the stop grace", "", 15 * time.Second, 10 * time.Second, 25*time.Second + time.Millisecond, Holds},
 		{"docker's default 10s grace against a 15s drain", "", 15 * time.Second, 10 * time.Second, 10 * time.Second, Violated},
-		{"handshake service: the window follows the signal", infra.DrainHandshake, 15 * time.Second, 10 * time.Second, 25 * time.Second, Violated},
-		{"balancer drain: only the shutdown follows the signal", infra.DrainBalancer, 15 * time.Second, 10 * time.Second, 25 * time.Second, Holds},
-		{"balancer drain: shutdown exactly at the stop grace", infra.DrainBalancer, 15 * time.Second, 10 * time.Second, 10 * time.Second, Violated},
-		{"balancer drain: one millisecond before the stop grace", infra.DrainBalancer, 15 * time.Second, 10 * time.Second, 10*time.Second + time.Millisecond, Holds},
+		{"handshake service: the window follows the signal", config.DrainHandshake, 15 * time.Second, 10 * time.Second, 25 * time.Second, Violated},
+		{"balancer drain: only the shutdown follows the signal", config.DrainBalancer, 15 * time.Second, 10 * time.Second, 25 * time.Second, Holds},
+		{"balancer drain: shutdown exactly at the stop grace", config.DrainBalancer, 15 * time.Second, 10 * time.Second, 10 * time.Second, Violated},
+		{"balancer drain: one millisecond before the stop grace", config.DrainBalancer, 15 * time.Second, 10 * time.Second, 10*time.Second + time.Millisecond, Holds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			if tc.drain != "" {
-				c.Services = []infra.Service{{Name: "web", Port: 8000, Drain: tc.drain}}
+				c.Services = []config.Service{{Name: "web", Port: 8000, Drain: tc.drain}}
 			}
 			c.Drain.Window, c.Drain.Shutdown, c.Drain.StopGrace = tc.window, tc.shutdown, tc.grace
 			expect(t, c, "I2", tc.want)
 		})
 	}
 	t.Run("one handshake service among balancer ones needs the window too", func(t *testing.T) {
-		c := infra.Defaults()
-		c.Services = []infra.Service{{Name: "web", Port: 8000, Drain: infra.DrainBalancer}, {Name: "worker", Drain: infra.DrainHandshake}}
+		c := config.Defaults()
+		c.Services = []config.Service{{Name: "web", Port: 8000, Drain: config.DrainBalancer}, {Name: "worker", Drain: config.DrainHandshake}}
 		c.Drain.StopGrace = 25 * time.Second
 		expect(t, c, "I2", Violated)
 	})
 	t.Run("the balancer-mode sentence names the services, the numbers and the fix", func(t *testing.T) {
-		c := infra.Defaults()
-		c.Services = []infra.Service{{Name: "web", Port: 8000, Drain: infra.DrainBalancer}}
+		c := config.Defaults()
+		c.Services = []config.Service{{Name: "web", Port: 8000, Drain: config.DrainBalancer}}
 		c.Drain.StopGrace = 10 * time.Second
 		v := expect(t, c, "I2", Violated)
 		for _, want := range []string{"drain.shutdown 10s must be below drain.stop_grace 10s", "(web)",

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI3: a healthy host is back in rotation within drain.max_recovery, so a rolling deploy
 // does not leave the fleet short for long.
-func evaluateI3(c *infra.Config) Verdict {
+func evaluateI3(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I3",
 		Relation: "balancer.healthy_threshold × balancer.interval ≤ drain.max_recovery",

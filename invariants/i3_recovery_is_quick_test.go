@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI3HostReturnsToRotationQuickly(t *testing.T) {
@@ -20,7 +20,7 @@ func TestI3HostReturnsToRotationQuickly(t *testing.T) {
 		{"ALB's default 5 healthy checks every 30s", 5, 30 * time.Second, 30 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			c.Balancer.HealthyThreshold, c.Balancer.Interval, c.Drain.MaxRecovery = tc.threshold, tc.interval, tc.maxRecovery
 			c.Balancer.Timeout = time.Second // keep I4 out of the way
 			expect(t, c, "I3", tc.want)

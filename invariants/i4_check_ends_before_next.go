@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI4: one health check ends before the next begins (an ALB refuses anything else).
-func evaluateI4(c *infra.Config) Verdict {
+func evaluateI4(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I4",
 		Relation: "balancer.timeout < balancer.interval",

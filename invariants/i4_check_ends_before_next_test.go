@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI4HealthCheckEndsBeforeNext(t *testing.T) {
@@ -19,7 +19,7 @@ func TestI4HealthCheckEndsBeforeNext(t *testing.T) {
 		{"timeout twice the interval", 10 * time.Second, 5 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			c.Balancer.Timeout, c.Balancer.Interval = tc.timeout, tc.interval
 			expect(t, c, "I4", tc.want)
 		})

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI5: the watchdog needs longer to give up on a service than a drain takes, so a
@@ -16,7 +16,7 @@ import (
 // watchdog heals on the heal_after-th, so a drain is safe only when
 // floor(D / interval) + 1 < heal_after, that is (heal_after − 1) × interval > D. The first
 // statement of I5, heal_after × interval > D, allowed one failing tick too many.
-func evaluateI5(c *infra.Config) Verdict {
+func evaluateI5(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I5",
 		Relation: "(watchdog.heal_after − 1) × watchdog.interval > drain.window + drain.shutdown",

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI5WatchdogOutwaitsDrain(t *testing.T) {
@@ -21,7 +21,7 @@ func TestI5WatchdogOutwaitsDrain(t *testing.T) {
 		{"the original watchdog: healed on 1 failure a minute against a 150s drain", 1, time.Minute, 140 * time.Second, 10 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			c.Watchdog.HealAfter, c.Watchdog.Interval = tc.healAfter, tc.interval
 			c.Drain.Window, c.Drain.Shutdown = tc.drain, tc.shutdwn
 			expect(t, c, "I5", tc.want)

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI6: an edge keeps forwarding until the DNS health checker has removed it from the A set
 // and every resolver's cached answer has expired.
-func evaluateI6(c *infra.Config) Verdict {
+func evaluateI6(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I6",
 		Relation: "edge.drain > edge.dns_ttl + edge.check_interval × edge.unhealthy_threshold",

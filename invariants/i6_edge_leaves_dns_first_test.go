@@ -4,16 +4,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI6EdgeLeavesDNSBeforeItStopsForwarding(t *testing.T) {
-	edge := func(drain, ttl, interval time.Duration, threshold int) infra.Edge {
-		return infra.Edge{Drain: drain, DNSTTL: ttl, CheckInterval: interval, UnhealthyThreshold: threshold}
+	edge := func(drain, ttl, interval time.Duration, threshold int) config.Edge {
+		return config.Edge{Drain: drain, DNSTTL: ttl, CheckInterval: interval, UnhealthyThreshold: threshold}
 	}
 	for _, tc := range []struct {
 		name string
-		edge infra.Edge
+		edge config.Edge
 		want Status
 	}{
 		{"production numbers: 90s against 30s + 10s × 3", edge(90*time.Second, 30*time.Second, 10*time.Second, 3), Holds},
@@ -23,7 +23,7 @@ func TestI6EdgeLeavesDNSBeforeItStopsForwarding(t *testing.T) {
 		{"no edge configured", edge(0, 30*time.Second, 10*time.Second, 3), Skipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			c.Edge = tc.edge
 			expect(t, c, "I6", tc.want)
 		})

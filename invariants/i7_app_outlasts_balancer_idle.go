@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI7: the app keeps an idle keep-alive connection open longer than the balancer does, so
 // the balancer is always the side that closes it (the classic 502 without any deploy).
-func evaluateI7(c *infra.Config) Verdict {
+func evaluateI7(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I7",
 		Relation: "app.keepalive_idle_timeout > balancer.idle_timeout",

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI7AppOutlastsBalancerIdle(t *testing.T) {
@@ -19,7 +19,7 @@ func TestI7AppOutlastsBalancerIdle(t *testing.T) {
 		{"Node's 5s keep-alive behind an ALB's 60s", 5 * time.Second, 60 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := infra.Defaults()
+			c := config.Defaults()
 			c.App.KeepAliveIdleTimeout, c.Balancer.IdleTimeout = tc.app, tc.balancer
 			expect(t, c, "I7", tc.want)
 		})

@@ -3,7 +3,7 @@ package invariants
 import (
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI8: a rollout batch never drains every serving target before a replacement serves (an
@@ -13,20 +13,20 @@ import (
 // the balancer, so any batch up to the whole fleet does. The fleet's host count stands for the
 // healthy hosts; the deployer's preflight checks the live count with BatchLeavesHealthy (or
 // BatchLeavesHealthyWith for the strategy).
-func evaluateI8(c *infra.Config) Verdict {
+func evaluateI8(c *config.Config) Verdict {
 	return BatchLeavesHealthyWith(c.Rollout.Strategy, c.Rollout.Batch, len(c.Hosts))
 }
 
 // BatchLeavesHealthy is I8 for a stop-first batch size and a number of healthy hosts; it is
 // skipped when there are no hosts.
 func BatchLeavesHealthy(batch, healthy int) Verdict {
-	return BatchLeavesHealthyWith(infra.StopFirst, batch, healthy)
+	return BatchLeavesHealthyWith(config.StopFirst, batch, healthy)
 }
 
 // BatchLeavesHealthyWith is I8 for rollout.strategy strategy (stop-first when empty), a batch
 // size and a number of healthy hosts; it is skipped when there are no hosts.
 func BatchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
-	startFirst := strategy == infra.StartFirst
+	startFirst := strategy == config.StartFirst
 	inv := Invariant{
 		ID:       "I8",
 		Relation: "rollout.batch < healthy hosts (start-first: rollout.batch ≤ healthy hosts)",

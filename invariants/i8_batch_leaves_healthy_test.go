@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestI8BatchLeavesHealthyHost(t *testing.T) {
@@ -14,26 +14,26 @@ func TestI8BatchLeavesHealthyHost(t *testing.T) {
 		batch, hosts int
 		want         Status
 	}{
-		{"source numbers: one host at a time of three", infra.StopFirst, 1, 3, Holds},
-		{"exactly every host at once", infra.StopFirst, 3, 3, Violated},
-		{"one host fewer than the fleet", infra.StopFirst, 2, 3, Holds},
-		{"a single-host fleet", infra.StopFirst, 1, 1, Violated},
-		{"no hosts", infra.StopFirst, 1, 0, Skipped},
-		{"start-first: one host at a time of three", infra.StartFirst, 1, 3, Holds},
-		{"start-first: every host at once", infra.StartFirst, 3, 3, Holds},
-		{"start-first: one host more than the fleet", infra.StartFirst, 4, 3, Violated},
-		{"start-first: a single-host fleet", infra.StartFirst, 1, 1, Holds},
-		{"start-first: no hosts", infra.StartFirst, 1, 0, Skipped},
+		{"source numbers: one host at a time of three", config.StopFirst, 1, 3, Holds},
+		{"exactly every host at once", config.StopFirst, 3, 3, Violated},
+		{"one host fewer than the fleet", config.StopFirst, 2, 3, Holds},
+		{"a single-host fleet", config.StopFirst, 1, 1, Violated},
+		{"no hosts", config.StopFirst, 1, 0, Skipped},
+		{"start-first: one host at a time of three", config.StartFirst, 1, 3, Holds},
+		{"start-first: every host at once", config.StartFirst, 3, 3, Holds},
+		{"start-first: one host more than the fleet", config.StartFirst, 4, 3, Violated},
+		{"start-first: a single-host fleet", config.StartFirst, 1, 1, Holds},
+		{"start-first: no hosts", config.StartFirst, 1, 0, Skipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := withHosts(infra.Defaults(), tc.hosts)
+			c := withHosts(config.Defaults(), tc.hosts)
 			c.Rollout.Batch, c.Rollout.Strategy = tc.batch, tc.strategy
 			expect(t, c, "I8", tc.want)
 		})
 	}
 	t.Run("the preflight's stop-first call and the strategy's agree", func(t *testing.T) {
 		for _, n := range [][2]int{{1, 1}, {1, 2}, {2, 2}} {
-			if a, b := BatchLeavesHealthy(n[0], n[1]), BatchLeavesHealthyWith(infra.StopFirst, n[0], n[1]); a.Status != b.Status {
+			if a, b := BatchLeavesHealthy(n[0], n[1]), BatchLeavesHealthyWith(config.StopFirst, n[0], n[1]); a.Status != b.Status {
 				t.Errorf("batch %d of %d: BatchLeavesHealthy %s, stop-first %s", n[0], n[1], a.Status, b.Status)
 			}
 		}
@@ -42,12 +42,12 @@ func TestI8BatchLeavesHealthyHost(t *testing.T) {
 		}
 	})
 	t.Run("the sentences say why and what to change", func(t *testing.T) {
-		c := withHosts(infra.Defaults(), 1)
+		c := withHosts(config.Defaults(), 1)
 		v := expect(t, c, "I8", Violated)
 		if !strings.Contains(v.Sentence, "set rollout.strategy start-first") {
 			t.Errorf("stop-first single host: %q does not offer start-first", v.Sentence)
 		}
-		c.Rollout.Strategy = infra.StartFirst
+		c.Rollout.Strategy = config.StartFirst
 		v = expect(t, c, "I8", Holds)
 		for _, want := range []string{"until its successor is healthy at the balancer", "a single host included"} {
 			if !strings.Contains(v.Sentence, want) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // evaluateI9: a service with drain: balancer knows nothing of the drain; the deployer takes its
@@ -15,7 +15,7 @@ import (
 // itself, so the window must outlast that wait, or the signal can cut a request still being
 // answered. The window is drain.window for the in-house LB (the deployer waits up to it for the
 // target's in-flight count to reach 0) and the target group's deregistration delay for an ALB.
-func evaluateI9(c *infra.Config) Verdict {
+func evaluateI9(c *config.Config) Verdict {
 	inv := Invariant{
 		ID: "I9",
 		Relation: "drain window at the balancer > balancer.header_timeout " +
@@ -25,7 +25,7 @@ func evaluateI9(c *infra.Config) Verdict {
 	if reason, skip := noBalancer(c); skip {
 		return skipped(inv, reason)
 	}
-	if c.Balancer.Kind == infra.BalancerDNS {
+	if c.Balancer.Kind == config.BalancerDNS {
 		return skipped(inv, "balancer.kind dns: the edges forward bytes, and a request through them is answered by "+
 			"the LB behind; the wait after an edge leaves the A set is I6's")
 	}
@@ -35,7 +35,7 @@ func evaluateI9(c *infra.Config) Verdict {
 	}
 	key, window := "drain.window", c.Drain.Window
 	suggest := above(c.Balancer.HeaderTimeout)
-	if c.Balancer.Kind == infra.BalancerALB {
+	if c.Balancer.Kind == config.BalancerALB {
 		// An ALB's deregistration delay is a whole number of seconds.
 		key, window = "balancer.deregistration_delay", c.Balancer.DeregistrationDelay
 		suggest = c.Balancer.HeaderTimeout.Truncate(time.Second) + time.Second

@@ -18,7 +18,7 @@
 package invariants
 
 import (
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Status is an invariant's verdict on one config.
@@ -83,8 +83,8 @@ func (v Violation) Value(name string) (string, bool) {
 }
 
 // evaluators lists every invariant's evaluation in ID order.
-func evaluators() []func(*infra.Config) Verdict {
-	return []func(*infra.Config) Verdict{
+func evaluators() []func(*config.Config) Verdict {
+	return []func(*config.Config) Verdict{
 		evaluateI1, evaluateI2, evaluateI3, evaluateI4,
 		evaluateI5, evaluateI6, evaluateI7, evaluateI8, evaluateI9,
 		evaluateI10, evaluateI11, evaluateI12, evaluateI13, evaluateI14, evaluateI15,
@@ -92,7 +92,7 @@ func evaluators() []func(*infra.Config) Verdict {
 }
 
 // Evaluate returns the verdict of every invariant I1…I15 on cfg, in ID order.
-func Evaluate(cfg *infra.Config) []Verdict {
+func Evaluate(cfg *config.Config) []Verdict {
 	fns := evaluators()
 	out := make([]Verdict, 0, len(fns))
 	for _, fn := range fns {
@@ -103,18 +103,18 @@ func Evaluate(cfg *infra.Config) []Verdict {
 
 // Check returns every violated invariant of cfg, in ID order; none means every applicable
 // relation holds (warnings aside: see Warnings).
-func Check(cfg *infra.Config) []Violation {
+func Check(cfg *config.Config) []Violation {
 	return with(cfg, Violated)
 }
 
 // Warnings returns every warning of cfg (a warning-level invariant whose relation does not
 // hold), in ID order. A warning refuses nothing: a caller says it and goes on.
-func Warnings(cfg *infra.Config) []Violation {
+func Warnings(cfg *config.Config) []Violation {
 	return with(cfg, Warned)
 }
 
 // with returns cfg's verdicts of status st as violations.
-func with(cfg *infra.Config, st Status) []Violation {
+func with(cfg *config.Config, st Status) []Violation {
 	var out []Violation
 	for _, v := range Evaluate(cfg) {
 		if v.Status == st {
@@ -127,7 +127,7 @@ func with(cfg *infra.Config, st Status) []Violation {
 // All lists the invariants themselves (ID, relation, why), for documentation and help texts.
 func All() []Invariant {
 	var out []Invariant
-	for _, v := range Evaluate(infra.Defaults()) {
+	for _, v := range Evaluate(config.Defaults()) {
 		out = append(out, v.Invariant)
 	}
 	return out

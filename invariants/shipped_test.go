@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // configsEnv names config files (comma-separated) that replace the shipped set in every test:
@@ -16,7 +16,7 @@ const configsEnv = "ZERO502_INVARIANT_CONFIGS"
 
 type namedConfig struct {
 	name string
-	cfg  *infra.Config
+	cfg  *config.Config
 }
 
 // shippedConfigs loads every shipped config (examples/*.yaml and the embedded defaults), or the
@@ -25,7 +25,7 @@ func shippedConfigs(t *testing.T) (cfgs []namedConfig, replaced bool) {
 	t.Helper()
 	if list := os.Getenv(configsEnv); list != "" {
 		for _, path := range strings.Split(list, ",") {
-			c, err := infra.Load(strings.TrimSpace(path))
+			c, err := config.Load(strings.TrimSpace(path))
 			if err != nil {
 				t.Fatalf("%s: %v", configsEnv, err)
 			}
@@ -42,13 +42,13 @@ func shippedConfigs(t *testing.T) (cfgs []namedConfig, replaced bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := infra.LoadBytes(data, "examples/"+n)
+		c, err := config.LoadBytes(data, "examples/"+n)
 		if err != nil {
 			t.Fatalf("shipped config does not load: %v", err)
 		}
 		cfgs = append(cfgs, namedConfig{"examples/" + n, c})
 	}
-	return append(cfgs, namedConfig{"embedded defaults", infra.Defaults()}), false
+	return append(cfgs, namedConfig{"embedded defaults", config.Defaults()}), false
 }
 
 // requireShippedHold fails when invariant id is violated by any shipped config, or warns in one
@@ -78,7 +78,7 @@ func requireShippedHold(t *testing.T, id string) {
 }
 
 // verdictOf is invariant id's verdict on c.
-func verdictOf(t *testing.T, c *infra.Config, id string) Verdict {
+func verdictOf(t *testing.T, c *config.Config, id string) Verdict {
 	t.Helper()
 	for _, v := range Evaluate(c) {
 		if v.ID == id {
@@ -92,7 +92,7 @@ func verdictOf(t *testing.T, c *infra.Config, id string) Verdict {
 // expect asserts invariant id's verdict on c, and that Check and Warnings agree: a violation
 // (from Check) or a warning (from Warnings) with the numbers and a sentence naming the keys
 // exactly when the verdict is violated or warned, never both.
-func expect(t *testing.T, c *infra.Config, id string, want Status) Verdict {
+func expect(t *testing.T, c *config.Config, id string, want Status) Verdict {
 	t.Helper()
 	v := verdictOf(t, c, id)
 	if v.Status != want {
@@ -125,17 +125,17 @@ func expect(t *testing.T, c *infra.Config, id string, want Status) Verdict {
 
 // judged is the defaults with a balanced service on n hosts: a config the analysis judges (the
 // in-house LB, rollout.analysis on), for the analysis invariants I10–I13.
-func judged(n int) *infra.Config {
-	c := withHosts(infra.Defaults(), n)
-	c.Services = []infra.Service{{Name: "web", Port: 8000}}
+func judged(n int) *config.Config {
+	c := withHosts(config.Defaults(), n)
+	c.Services = []config.Service{{Name: "web", Port: 8000}}
 	return c
 }
 
 // withHosts gives c n hosts.
-func withHosts(c *infra.Config, n int) *infra.Config {
+func withHosts(c *config.Config, n int) *config.Config {
 	c.Hosts = nil
 	for i := range n {
-		c.Hosts = append(c.Hosts, infra.Host{Name: "h" + string(rune('a'+i)), Address: "127.0.0.1"})
+		c.Hosts = append(c.Hosts, config.Host{Name: "h" + string(rune('a'+i)), Address: "127.0.0.1"})
 	}
 	return c
 }

@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // A config with drain.window 10s violates I1 (detection 5s × 2 = 10s) and, with shutdown 10s
 // against stop_grace 20s, I2 as well; the defaults hold everything.
-func summaryConfigs(t *testing.T) (holding, breaking *infra.Config) {
+func summaryConfigs(t *testing.T) (holding, breaking *config.Config) {
 	t.Helper()
-	holding = infra.Defaults()
-	breaking = infra.Defaults()
+	holding = config.Defaults()
+	breaking = config.Defaults()
 	breaking.Drain.Window = 10 * time.Second
 	breaking.Drain.StopGrace = breaking.Drain.Window + breaking.Drain.Shutdown
 	if got := Check(breaking); len(got) != 2 || got[0].ID != "I1" || got[1].ID != "I2" {
@@ -74,8 +74,8 @@ func TestSummaryCountsAndNamesEveryProblem(t *testing.T) {
 
 // A skipped invariant is not a pass, but it is not a violation either: it is not counted.
 func TestSummaryDoesNotCountSkippedInvariants(t *testing.T) {
-	cfg := infra.Defaults()
-	cfg.Balancer.Kind = infra.BalancerNone
+	cfg := config.Defaults()
+	cfg.Balancer.Kind = config.BalancerNone
 	vs := Evaluate(cfg)
 	if !slices.ContainsFunc(vs, func(v Verdict) bool { return v.Status == Skipped }) {
 		t.Fatal("balancer.kind none skips nothing; the test needs a skipped invariant")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The constructors below keep each invariant's file about its relation and its words.
@@ -38,8 +38,8 @@ func skipped(inv Invariant, reason string) Verdict {
 }
 
 // noBalancer is the reason balancer relations are skipped when balancer.kind is none.
-func noBalancer(c *infra.Config) (string, bool) {
-	if c.Balancer.Kind == infra.BalancerNone {
+func noBalancer(c *config.Config) (string, bool) {
+	if c.Balancer.Kind == config.BalancerNone {
 		return "balancer.kind is none: no balancer checks health or pools connections", true
 	}
 	return "", false
@@ -49,11 +49,11 @@ func noBalancer(c *infra.Config) (string, bool) {
 // batch only with rollout.analysis.enabled, behind a balancer that publishes what users got (the
 // in-house LB; an ALB, the edges and a DNS set do not), and only a balanced service has targets
 // to judge.
-func notJudged(c *infra.Config) (string, bool) {
+func notJudged(c *config.Config) (string, bool) {
 	switch {
 	case !c.Rollout.Analysis.Enabled:
 		return "rollout.analysis.enabled is false: no batch is judged", true
-	case c.Balancer.Kind != infra.BalancerInHouse:
+	case c.Balancer.Kind != config.BalancerInHouse:
 		return fmt.Sprintf("balancer.kind %s publishes no outcomes (only the in-house LB does): no batch is judged", c.Balancer.Kind), true
 	}
 	if _, ok := c.BalancedService(); !ok {

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -94,27 +94,27 @@ func (f *dockerFleet) config(name string, gateway bool, gatewayFlags ...string) 
 	f.t.Helper()
 	app := []string{"/zero502", "app", "--host", "0.0.0.0", "--port", "{port}", "--version", "{version}",
 		"--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"}
-	cfg := infra.Defaults()
+	cfg := config.Defaults()
 	b := &cfg.Balancer
-	b.Kind, b.Listen, b.Admin, b.Service = infra.BalancerInHouse, f.listen, f.admin, "web"
+	b.Kind, b.Listen, b.Admin, b.Service = config.BalancerInHouse, f.listen, f.admin, "web"
 	b.Interval, b.Timeout = 200*time.Millisecond, 150*time.Millisecond
 	b.UnhealthyThreshold, b.HealthyThreshold = 2, 2
 	b.IdleTimeout = 5 * time.Second
-	cfg.Drain = infra.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
+	cfg.Drain = config.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
 	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.CheckTimeout = time.Second, 4, 500*time.Millisecond
 	cfg.Watchdog.StateDir = f.dir
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
-	cfg.Rollout.Batch, cfg.Rollout.Runtime, cfg.Rollout.HealthyDeadline = 1, infra.RuntimeDocker, 30*time.Second
+	cfg.Rollout.Batch, cfg.Rollout.Runtime, cfg.Rollout.HealthyDeadline = 1, config.RuntimeDocker, 30*time.Second
 	cfg.Rollout.Analysis.Enabled = false // the watchdog beside a deploy; the analysis has the deployer's tests
-	cfg.Services = []infra.Service{{Name: "web", Image: f.image, Port: f.base, Command: app}}
+	cfg.Services = []config.Service{{Name: "web", Image: f.image, Port: f.base, Command: app}}
 	if gateway {
-		cfg.Services = append(cfg.Services, infra.Service{Name: "gateway", Image: f.image, Port: f.base + 1,
+		cfg.Services = append(cfg.Services, config.Service{Name: "gateway", Image: f.image, Port: f.base + 1,
 			Command: append(slices.Clip(app), gatewayFlags...)})
 	}
 	for i, h := range f.hosts {
-		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: h, Address: "127.0.0.1", PortOffset: 10 * i, StateDir: filepath.Join(f.dir, h)})
+		cfg.Hosts = append(cfg.Hosts, config.Host{Name: h, Address: "127.0.0.1", PortOffset: 10 * i, StateDir: filepath.Join(f.dir, h)})
 	}
-	data, err := infra.Encode(cfg)
+	data, err := config.Encode(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -125,9 +125,9 @@ func (f *dockerFleet) config(name string, gateway bool, gatewayFlags ...string) 
 	return path
 }
 
-func (f *dockerFleet) load(path string) *infra.Config {
+func (f *dockerFleet) load(path string) *config.Config {
 	f.t.Helper()
-	cfg, err := infra.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -141,9 +141,9 @@ func (f *dockerFleet) startLB(path string) {
 }
 
 // deploy rolls cfg's fleet to version in this process, on the docker runtime.
-func (f *dockerFleet) deploy(cfg *infra.Config, version string, events func(deployer.Event)) (*deployer.Report, error) {
+func (f *dockerFleet) deploy(cfg *config.Config, version string, events func(deployer.Event)) (*deployer.Report, error) {
 	d := deployer.New(cfg, deployer.Options{
-		Runtime: func(infra.Host) (deployer.Runtime, error) { return f.rt, nil },
+		Runtime: func(config.Host) (deployer.Runtime, error) { return f.rt, nil },
 		Events:  events,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -384,7 +384,7 @@ func TestDockerDeployWhoseGatewayDiesAtStartRollsTheHostBack(t *testing.T) {
 
 // deployForTest is the child process of TestSIGKILLedDeployerFreesTheLock.
 func deployForTest(configPath, version string) int {
-	cfg, err := infra.Load(configPath)
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -397,7 +397,7 @@ func deployForTest(configPath, version string) int {
 	var mu sync.Mutex
 	enc := json.NewEncoder(os.Stdout)
 	d := deployer.New(cfg, deployer.Options{
-		Runtime: func(infra.Host) (deployer.Runtime, error) { return rt, nil },
+		Runtime: func(config.Host) (deployer.Runtime, error) { return rt, nil },
 		Events: func(e deployer.Event) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/infra/spec"
@@ -24,19 +24,19 @@ func dockerFixture(t *testing.T) *fixture {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
-	cfg, err := infra.Load("../examples/local.yaml")
+	cfg, err := config.Load("../examples/local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg.Rollout.Runtime = infra.RuntimeDocker
+	cfg.Rollout.Runtime = config.RuntimeDocker
 	cfg.Watchdog.StateDir = dir
-	cfg.Services = []infra.Service{{
+	cfg.Services = []config.Service{{
 		Name: "web", Image: image, Port: tcpserver.FreePort(t), HealthPath: "/health",
 		Command: []string{"/zero502", "app", "--host", "0.0.0.0", "--port", "{port}", "--version", "{version}",
 			"--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"},
 	}}
-	cfg.Hosts = []infra.Host{{Name: host, Address: "127.0.0.1", StateDir: dir}}
+	cfg.Hosts = []config.Host{{Name: host, Address: "127.0.0.1", StateDir: dir}}
 	return newFixture(t, cfg, rt)
 }
 
@@ -167,9 +167,9 @@ func waitHealthNot200(t *testing.T, addr string) {
 // With every shipped config, even ticks aligned worst (one at the very start of the window) fit
 // fewer than heal_after into drain + shutdown: the tick-counting form of I5.
 func TestShippedNumbersFitFewerFailingTicksThanHealAfterInADrain(t *testing.T) {
-	cfgs := map[string]*infra.Config{"embedded defaults": infra.Defaults()}
+	cfgs := map[string]*config.Config{"embedded defaults": config.Defaults()}
 	for _, p := range []string{"../examples/local.yaml", "../examples/production.yaml"} {
-		c, err := infra.Load(p)
+		c, err := config.Load(p)
 		if err != nil {
 			t.Fatal(err)
 		}

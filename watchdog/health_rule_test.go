@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -34,7 +34,7 @@ func listenHealth(t *testing.T, h http.HandlerFunc) int {
 func ruleFixture(t *testing.T, services string, edit func(*spec.Spec)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	cfg, err := infra.LoadBytes([]byte(fmt.Sprintf(`
+	cfg, err := config.LoadBytes([]byte(fmt.Sprintf(`
 rollout: {runtime: process}
 watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: %[1]s}
 services:

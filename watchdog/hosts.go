@@ -5,13 +5,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Hosts picks the hosts this machine watches: the one named name; else the host named like this
 // machine (os.Hostname, also without its domain); else every host reached without ssh (the
 // local demo's hosts share one machine).
-func Hosts(cfg *infra.Config, name string) ([]infra.Host, error) {
+func Hosts(cfg *config.Config, name string) ([]config.Host, error) {
 	names := make([]string, 0, len(cfg.Hosts))
 	for _, h := range cfg.Hosts {
 		names = append(names, h.Name)
@@ -24,17 +24,17 @@ func Hosts(cfg *infra.Config, name string) ([]infra.Host, error) {
 		if !ok {
 			return nil, fmt.Errorf("--host %q: not a host of the config (hosts: %s)", name, strings.Join(names, ", "))
 		}
-		return []infra.Host{h}, nil
+		return []config.Host{h}, nil
 	}
 	if me, err := os.Hostname(); err == nil {
 		short, _, _ := strings.Cut(me, ".")
 		for _, cand := range []string{me, short} {
 			if h, ok := cfg.Host(cand); ok {
-				return []infra.Host{h}, nil
+				return []config.Host{h}, nil
 			}
 		}
 	}
-	var local []infra.Host
+	var local []config.Host
 	for _, h := range cfg.Hosts {
 		if h.SSH == "" {
 			local = append(local, h)
@@ -47,7 +47,7 @@ func Hosts(cfg *infra.Config, name string) ([]infra.Host, error) {
 }
 
 // ForHosts returns the watchdog of each of hosts, in order, all with opts.
-func ForHosts(cfg *infra.Config, hosts []infra.Host, opts Options) ([]*Watchdog, error) {
+func ForHosts(cfg *config.Config, hosts []config.Host, opts Options) ([]*Watchdog, error) {
 	ws := make([]*Watchdog, 0, len(hosts))
 	for _, h := range hosts {
 		w, err := New(cfg, h, opts)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -79,8 +79,8 @@ func serve(addr, version string) {
 // fixture is one host with a published spec, its runtime, and a watchdog over it.
 type fixture struct {
 	t    *testing.T
-	cfg  *infra.Config
-	host infra.Host
+	cfg  *config.Config
+	host config.Host
 	dir  string
 	rt   watchdog.Runtime
 	clk  *clock.Fake
@@ -89,7 +89,7 @@ type fixture struct {
 }
 
 // processConfig is a process-runtime config of one host running web (a port) and worker (none).
-func processConfig(t *testing.T, dir string, webPort int) *infra.Config {
+func processConfig(t *testing.T, dir string, webPort int) *config.Config {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -110,7 +110,7 @@ services:
 hosts:
   - {name: h1, address: 127.0.0.1, state_dir: %[1]s}
 `, dir, self, webPort, fuseEnv, os.Getpid())
-	cfg, err := infra.LoadBytes([]byte(yaml), "test config")
+	cfg, err := config.LoadBytes([]byte(yaml), "test config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ hosts:
 
 // newFixture builds the watchdog of cfg's only host over rt, with a fake clock and the log
 // captured.
-func newFixture(t *testing.T, cfg *infra.Config, rt watchdog.Runtime) *fixture {
+func newFixture(t *testing.T, cfg *config.Config, rt watchdog.Runtime) *fixture {
 	t.Helper()
 	f := &fixture{t: t, cfg: cfg, host: cfg.Hosts[0], dir: cfg.HostStateDir(cfg.Hosts[0]), rt: rt,
 		clk: clock.NewFake(time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)), logs: &syncbuffer.Buffer{}}

@@ -3,7 +3,7 @@ package watchdog
 import (
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/docker"
 	"github.com/zero502/zero502/infra/runtime/process"
 )
@@ -11,15 +11,15 @@ import (
 // RuntimeFor builds the runtime rollout.runtime names for host h: the Docker Engine at
 // rollout.docker_host (empty: DOCKER_HOST, then the local socket), or local processes recorded
 // in the host's state dir.
-func RuntimeFor(cfg *infra.Config, h infra.Host) (Runtime, error) {
+func RuntimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
 	switch cfg.Rollout.Runtime {
-	case infra.RuntimeDocker:
+	case config.RuntimeDocker:
 		rt, err := docker.New(cfg.Rollout.DockerHost)
 		if err != nil {
 			return nil, err
 		}
 		return rt, nil
-	case infra.RuntimeProcess:
+	case config.RuntimeProcess:
 		rt, err := process.New(cfg.HostStateDir(h))
 		if err != nil {
 			return nil, err

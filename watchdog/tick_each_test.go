@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/watchdog"
 )
@@ -16,7 +16,7 @@ import (
 // tickEachConfig is three hosts of a process-runtime config whose one service cannot start:
 // calm has no published spec (nothing to watch), broken a corrupt one (it cannot be checked),
 // sick a published spec, so its first failed check heals (heal_after 1) and the heal fails.
-func tickEachConfig(t *testing.T) *infra.Config {
+func tickEachConfig(t *testing.T) *config.Config {
 	t.Helper()
 	root := t.TempDir()
 	yaml := fmt.Sprintf(`
@@ -29,7 +29,7 @@ hosts:
   - {name: broken, state_dir: %[1]s/broken}
   - {name: sick, state_dir: %[1]s/sick}
 `, root)
-	cfg, err := infra.LoadBytes([]byte(yaml), "test config")
+	cfg, err := config.LoadBytes([]byte(yaml), "test config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestTickEachTicksEveryHostAndCountsTheFailures(t *testing.T) {
 		{[]string{"sick", "broken", "calm"}, "watchdog: 1 of 3 hosts could not be checked (see the log above)"},
 	} {
 		t.Run(strings.Join(tc.hosts, "+"), func(t *testing.T) {
-			var hosts []infra.Host
+			var hosts []config.Host
 			for _, name := range tc.hosts {
 				h, _ := cfg.Host(name)
 				hosts = append(hosts, h)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/internal/testrig/osuser"
 )
@@ -19,7 +19,7 @@ import (
 func TestAHealStartsTheServiceAsItsUserNotAsTheWatchdogs(t *testing.T) {
 	u := osuser.Ensure(t, osuser.Service)
 	dir := t.TempDir()
-	cfg, err := infra.LoadBytes([]byte(fmt.Sprintf(`
+	cfg, err := config.LoadBytes([]byte(fmt.Sprintf(`
 rollout: {runtime: process}
 watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: %[1]s}
 drain: {window: 1500ms, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -47,15 +47,15 @@ type Options struct {
 
 // Watchdog watches one host.
 type Watchdog struct {
-	cfg   *infra.Config
-	host  infra.Host
+	cfg   *config.Config
+	host  config.Host
 	rt    Runtime
 	clock clock.Clock
 	log   *slog.Logger
 }
 
 // New returns the watchdog of host h.
-func New(cfg *infra.Config, h infra.Host, opts Options) (*Watchdog, error) {
+func New(cfg *config.Config, h config.Host, opts Options) (*Watchdog, error) {
 	w := &Watchdog{cfg: cfg, host: h, rt: opts.Runtime, clock: opts.Clock, log: opts.Logger}
 	if w.rt == nil {
 		rt, err := RuntimeFor(cfg, h)

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer/demo"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // registerCompletions gives shell completion (zero502 completion bash|zsh|fish) the values of
@@ -14,7 +14,7 @@ import (
 // else (demo --service) register their own first, and are left alone.
 func registerCompletions(cmd *cobra.Command) {
 	fixed := map[string][]string{
-		"runtime":    {infra.RuntimeProcess, infra.RuntimeDocker},
+		"runtime":    {config.RuntimeProcess, config.RuntimeDocker},
 		"log-format": logFormats,
 		"log-level":  logLevels,
 	}
@@ -31,7 +31,7 @@ func registerCompletions(cmd *cobra.Command) {
 			return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
 		})
 		if f.Lookup("host") != nil {
-			completeOnce(cmd, "host", configNames(func(c *infra.Config) (names []string) {
+			completeOnce(cmd, "host", configNames(func(c *config.Config) (names []string) {
 				for _, h := range c.Hosts {
 					names = append(names, h.Name)
 				}
@@ -39,7 +39,7 @@ func registerCompletions(cmd *cobra.Command) {
 			}))
 		}
 		if f.Lookup("service") != nil {
-			completeOnce(cmd, "service", configNames(func(c *infra.Config) (names []string) {
+			completeOnce(cmd, "service", configNames(func(c *config.Config) (names []string) {
 				for _, s := range c.Services {
 					names = append(names, s.Name)
 				}
@@ -62,13 +62,13 @@ func completeOnce(cmd *cobra.Command, flag string, fn cobra.CompletionFunc) {
 
 // configNames completes from the config that --config names (stdin's "-" offers nothing); a
 // config that does not load offers nothing either.
-func configNames(names func(*infra.Config) []string) cobra.CompletionFunc {
+func configNames(names func(*config.Config) []string) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		path, err := cmd.Flags().GetString("config")
 		if err != nil || path == "" || path == "-" {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		cfg, err := infra.Load(path)
+		cfg, err := config.Load(path)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

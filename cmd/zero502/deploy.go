@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -66,7 +66,7 @@ runs which version); 2: refused before anything changed.`,
 					return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
 				}
 			}
-			cfg, err := infra.Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

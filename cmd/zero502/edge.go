@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/logsink"
 	"github.com/zero502/zero502/infra/origin"
@@ -39,8 +39,8 @@ JSON on stderr. Exit status: 0 after a clean drain, 1 a listener failed, 2 bad f
 func newEdgeForwardCmd() *cobra.Command {
 	var up *handoffFlags // set below, with the flags (the in-place upgrade)
 	var (
-		f      edge.Forwarder
-		config string
+		f          edge.Forwarder
+		configPath string
 	)
 	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
@@ -83,7 +83,7 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
   zero502 edge forward --config prod.yaml --listen :443`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := edgeForwardConfig(cmd, config, &f); err != nil {
+			if err := edgeForwardConfig(cmd, configPath, &f); err != nil {
 				return err
 			}
 			token, tokenSet, err := edgeAdminTokenSource.resolve(cmd.Flags(), os.Getenv)
@@ -121,7 +121,7 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 			return f.Serve(ctx)
 		},
 	}
-	d := infra.Defaults().Edge
+	d := config.Defaults().Edge
 	fl := cmd.Flags()
 	fl.StringVar(&f.Listen, "listen", "", "address clients connect to, e.g. 0.0.0.0:443 (required)")
 	fl.StringArrayVar(&f.Origins, "origin", nil, "an upstream host:port (the origin, or an LB instance); repeatable (required; config: edge.origins)")
@@ -139,7 +139,7 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 	fl.DurationVar(&f.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")
 	fl.IntVar(&f.MaxConns, "max-conns", edge.DefaultMaxConns, "client connections open at once at most; one more is closed at once (counted as over_cap in /metrics)")
 	fl.DurationVar(&f.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to an upstream")
-	fl.StringVarP(&config, "config", "c", "", "config file (YAML): its edge.* values are the defaults of the flags above")
+	fl.StringVarP(&configPath, "config", "c", "", "config file (YAML): its edge.* values are the defaults of the flags above")
 	logs = addLogFlags(cmd, false)
 	up = withHandoff(cmd, "edge")
 	return cmd
@@ -147,16 +147,16 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 
 // edgeForwardConfig takes, with --config, every edge.* value for the flags left unset
 // (edge.Forwarder.ApplyConfig); without it the flags' defaults are the shipped config's already.
-func edgeForwardConfig(cmd *cobra.Command, config string, f *edge.Forwarder) error {
-	if config == "" {
+func edgeForwardConfig(cmd *cobra.Command, configPath string, f *edge.Forwarder) error {
+	if configPath == "" {
 		return nil
 	}
-	cfg, err := infra.Load(config)
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		return exitCode(2, err)
 	}
 	if err := f.ApplyConfig(cfg.Edge, cmd.Flags().Changed); err != nil {
-		return exitCode(2, fmt.Errorf("config %s: %w", config, err))
+		return exitCode(2, fmt.Errorf("config %s: %w", configPath, err))
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 )
 
@@ -155,7 +155,7 @@ func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-{uid}", dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := infra.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

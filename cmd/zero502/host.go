@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -38,9 +38,9 @@ no copy of it. People rarely run step or look by hand; install sets a server up.
 
 // hostConfig reads the config at path, or from stdin for "-". framed says the deployer sent it
 // and stays connected: stdin's end then means it is gone.
-func hostConfig(cmd *cobra.Command, path string) (cfg *infra.Config, stdin *bufio.Reader, framed bool, err error) {
+func hostConfig(cmd *cobra.Command, path string) (cfg *config.Config, stdin *bufio.Reader, framed bool, err error) {
 	if path != "-" {
-		cfg, err = infra.Load(path)
+		cfg, err = config.Load(path)
 		return cfg, nil, false, err
 	}
 	stdin = bufio.NewReader(cmd.InOrStdin())
@@ -48,7 +48,7 @@ func hostConfig(cmd *cobra.Command, path string) (cfg *infra.Config, stdin *bufi
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if cfg, err = infra.LoadBytes(data, "from stdin"); err != nil {
+	if cfg, err = config.LoadBytes(data, "from stdin"); err != nil {
 		return nil, nil, false, err
 	}
 	cfg.SecretValues = vals
@@ -66,7 +66,7 @@ func hostFlags(cmd *cobra.Command, cfgPath, name *string, sender string) {
 
 // hostNamedConfig is hostConfig for a subcommand that needs --host and nothing from stdin after
 // the config: a bad-flag error (exit 2) when name is empty or the config does not load.
-func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (*infra.Config, error) {
+func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (*config.Config, error) {
 	if name == "" {
 		return nil, exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
 	}

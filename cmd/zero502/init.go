@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/compose"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func newInitCmd() *cobra.Command {
@@ -47,7 +47,7 @@ Compose loader refuses.`,
 			if err != nil {
 				return exitCode(1, fmt.Errorf("init: %w", err))
 			}
-			if _, err := infra.LoadBytes(data, "the config imported from "+from); err != nil {
+			if _, err := config.LoadBytes(data, "the config imported from "+from); err != nil {
 				return exitCode(2, fmt.Errorf("init: %s makes a config zero502 refuses: %w; fix the Compose file or write the config by hand", from, err))
 			}
 			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // init --from-compose writes a config zero502 loads, 0600 (it may hold env values), says what it
@@ -25,7 +25,7 @@ func TestInitFromComposeWritesALoadableConfig(t *testing.T) {
 	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: %v %v; want a 0600 file", out, fi, err)
 	}
-	cfg, err := infra.Load(out)
+	cfg, err := config.Load(out)
 	if err != nil {
 		t.Fatalf("the written config does not load: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/invariants"
 )
 
@@ -48,7 +48,7 @@ the balancer cannot be read (unreachable, no credentials, kind none).`,
   zero502 invariants --live --config examples/production.yaml   # against the ALB (AWS credentials)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := infra.Load(path)
+			cfg, err := config.Load(path)
 			if err != nil {
 				return exitCode(2, err)
 			}
@@ -93,7 +93,7 @@ the balancer cannot be read (unreachable, no credentials, kind none).`,
 type liveView struct {
 	Balancer string            `json:"balancer"`
 	Settings deployer.Settings `json:"settings"`
-	Drift    []infra.Drift     `json:"drift"`
+	Drift    []config.Drift    `json:"drift"`
 }
 
 // drifted names the drifted fields; none without a live reading.
@@ -109,7 +109,7 @@ func (lv *liveView) drifted() []string {
 }
 
 // readLive reads cfg's balancer (the deployer's view of it) and compares it with the config.
-func readLive(ctx context.Context, cfg *infra.Config) (*liveView, error) {
+func readLive(ctx context.Context, cfg *config.Config) (*liveView, error) {
 	bal, err := deployer.BalancerFor(cfg)
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func readLive(ctx context.Context, cfg *infra.Config) (*liveView, error) {
 		return nil, fmt.Errorf("--live: reading %s: %w", bal.Name(), err)
 	}
 	if drift == nil {
-		drift = []infra.Drift{}
+		drift = []config.Drift{}
 	}
 	return &liveView{Balancer: bal.Name(), Settings: settings, Drift: drift}, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/infra/mesh"
 	"github.com/zero502/zero502/infra/stopsignal"
@@ -19,10 +19,10 @@ import (
 // newLBCmd runs the in-house HTTP/1.1 load balancer (package infra/lb).
 func newLBCmd() *cobra.Command {
 	var (
-		config, listenHost string
-		fromMesh           string
-		slowPathOnly       bool
-		f                  lb.Settings
+		configPath, listenHost string
+		fromMesh               string
+		slowPathOnly           bool
+		f                      lb.Settings
 	)
 	var up *handoffFlags // set below, with the flags (the in-place upgrade)
 	lab := lb.LabSettings("", nil)
@@ -66,7 +66,7 @@ connection. If the new process fails, this one keeps serving.`,
 			if tokenSet {
 				f.AdminToken = token
 			}
-			set, err := lbSettings(cmd.Flags(), config, listenHost, args, f, tokenSet)
+			set, err := lbSettings(cmd.Flags(), configPath, listenHost, args, f, tokenSet)
 			if err != nil {
 				return exitCode(2, err)
 			}
@@ -102,7 +102,7 @@ connection. If the new process fails, this one keeps serving.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&config, "config", "c", "", "config file (YAML): listen, admin, backends and numbers from balancer.*")
+	fl.StringVarP(&configPath, "config", "c", "", "config file (YAML): listen, admin, backends and numbers from balancer.*")
 	fl.StringVar(&listenHost, "listen-host", "127.0.0.1", "lab mode: address to listen on with PORT")
 	fl.StringVar(&f.Listen, "listen", "", "proxy listener host:port (config default: balancer.listen; one config serves several LB instances, each on its own --listen)")
 	fl.StringVar(&f.Admin, "admin", "", "admin API listener host:port (lab default: off; config default: balancer.admin; \"\" disables)")
@@ -141,19 +141,19 @@ connection. If the new process fails, this one keeps serving.`,
 // lbSettings loads the config (config mode) or reads PORT BACKEND... (lab mode) and resolves
 // the LB's settings with every flag the user set on top (lb.Resolve). tokenSet says
 // f.AdminToken was given (flag, file or environment, see lbAdminTokenSource).
-func lbSettings(fl *pflag.FlagSet, config, listenHost string, args []string, f lb.Settings, tokenSet bool) (lb.Settings, error) {
+func lbSettings(fl *pflag.FlagSet, configPath, listenHost string, args []string, f lb.Settings, tokenSet bool) (lb.Settings, error) {
 	given := func(flag string) bool { return fl.Changed(flag) || flag == "admin-token" && tokenSet }
-	if config != "" {
+	if configPath != "" {
 		if len(args) > 0 {
 			return lb.Settings{}, fmt.Errorf("lb: --config takes no PORT or BACKEND arguments (got %q); backends come from the config's hosts", args)
 		}
-		cfg, err := infra.Load(config)
+		cfg, err := config.Load(configPath)
 		if err != nil {
 			return lb.Settings{}, err
 		}
 		set, err := lb.Resolve(cfg, "", nil, f, given)
 		if err != nil {
-			return set, fmt.Errorf("lb: config %s: %w", config, err)
+			return set, fmt.Errorf("lb: config %s: %w", configPath, err)
 		}
 		return set, nil
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // zero502 lock status|acquire|release: the fleet lock by hand, as `kamal lock` has.
@@ -46,7 +46,7 @@ func newLockOpCmd(op string) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := infra.Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -27,7 +27,7 @@ there (zero502 host logs). -f keeps printing new output until Ctrl-C. Exit 0; 1 
 			if err := requireFlags(cmd, "host", "service"); err != nil {
 				return err
 			}
-			cfg, err := infra.Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

@@ -1,6 +1,6 @@
 // Command zero502 deploys containerised services across a fleet behind a load balancer with no
 // failed requests, and runs the traffic layer those deploys go through. Each subcommand is thin:
-// it parses flags, loads the config (package infra) and calls one package; see `zero502 --help`.
+// it parses flags, loads the config (package infra/config) and calls one package; see `zero502 --help`.
 package main
 
 import (

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // zero502 maintenance on|off|status: the LB's maintenance page, as `kamal app maintenance` has.
@@ -50,7 +50,7 @@ func newMaintenanceOpCmd(op string) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := infra.Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func newProvisionCmd() *cobra.Command {
@@ -38,7 +38,7 @@ outside AWS's ranges (nothing was sent).`,
   ZERO502_ALB_ENDPOINT=http://127.0.0.1:4566 zero502 provision --config prod.yaml   # the same`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := infra.Load(path)
+			cfg, err := config.Load(path)
 			if err != nil {
 				return exitCode(2, err)
 			}

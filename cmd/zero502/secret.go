@@ -45,7 +45,7 @@ func alertWebhookSource(cmd string) secretSource {
 		fileFlag: "alert-webhook-file", env: alertWebhookEnv}
 }
 
-// The environment variables that carry secrets (registered in infra.EnvNotConfig).
+// The environment variables that carry secrets (registered in config.EnvNotConfig).
 const (
 	alertWebhookEnv   = "ZERO502_ALERT_WEBHOOK"
 	lbAdminTokenEnv   = "ZERO502_LB_ADMIN_TOKEN"

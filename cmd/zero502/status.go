@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -37,7 +37,7 @@ disagreement listed; 2: bad flags or config.`,
   zero502 status --config examples/local.yaml --json | jq '.hosts[].services[].problems'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := infra.Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -36,7 +36,7 @@ Exit 0: everything selected is stopped; 1: a host failed (the message names it);
 			case opts.LockTimeout == 0:
 				opts.NoLockWait = true
 			}
-			cfg, err := infra.Load(cfgPath)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

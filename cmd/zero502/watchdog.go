@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 	"github.com/zero502/zero502/watchdog"
 )
@@ -40,7 +40,7 @@ Without --host it watches the host named like this machine, else every host with
 			if err != nil {
 				return err
 			}
-			cfg, err := infra.Load(configPath)
+			cfg, err := config.Load(configPath)
 			if err != nil {
 				return exitCode(2, err)
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/measure"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // BadVersionFlaw is what makes the bad version bad: its app answers 500 to every request but
@@ -90,7 +90,7 @@ type Bound struct {
 }
 
 // BoundOf is the bound of cfg under a load of rate requests per second.
-func BoundOf(cfg *infra.Config, rate int) Bound {
+func BoundOf(cfg *config.Config, rate int) Bound {
 	return Bound{
 		Weight: cfg.Rollout.Canary.Weight,
 		Bake:   max(cfg.Rollout.Bake, cfg.Balancer.Recovery()),
@@ -130,7 +130,7 @@ type badDeploy struct {
 	mu sync.Mutex
 	// cfg is the bad version's config (set before its deploy), canary the deploy's canary
 	// event, err how the deploy ended.
-	cfg    *infra.Config
+	cfg    *config.Config
 	canary string
 	err    error
 }
@@ -152,8 +152,8 @@ func (b *badDeploy) watch(next func(deployer.Event)) func(deployer.Event) {
 // badConfig is the fleet's config (configPath) with the bad version's flaw appended to the
 // balanced service's command: what v2 is deployed with. Rolling back puts each host's previous
 // spec back, so v1 is the good one again.
-func badConfig(configPath string) (*infra.Config, error) {
-	cfg, err := infra.Load(configPath)
+func badConfig(configPath string) (*config.Config, error) {
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		return nil, fmt.Errorf("demo: the bad version's config: %w", err)
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/zero502/zero502/deployer/measure"
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The bound is the canary's share of the load for as long as the bad version serves it, from
 // the config: on the embedded default, 5 % × (500ms + 4s + 1.5s) × 400 req/s = 120.
 func TestBoundOfTheEmbeddedDefault(t *testing.T) {
-	cfg, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	cfg, err := config.LoadBytes(examples.Local, "examples/local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

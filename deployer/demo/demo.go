@@ -23,7 +23,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/measure"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/docker"
 )
 
@@ -215,7 +215,7 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 	if err := f.startLB(ctx, opts.Self); err != nil {
 		return err
 	}
-	newDeployer := func(cfg *infra.Config, naive bool, events func(deployer.Event)) *deployer.Deployer {
+	newDeployer := func(cfg *config.Config, naive bool, events func(deployer.Event)) *deployer.Deployer {
 		return deployer.New(cfg, deployer.Options{Self: opts.Self, Naive: naive, Runtime: f.runtime, Events: events})
 	}
 	p.line("deploy %s onto %d empty hosts", From, len(cfg.Hosts))

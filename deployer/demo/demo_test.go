@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
@@ -29,11 +29,11 @@ func TestRewriteGivesEveryRunItsOwnPortsAndStateDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := infra.LoadBytes(data, "rewritten local.yaml")
+	cfg, err := config.LoadBytes(data, "rewritten local.yaml")
 	if err != nil {
 		t.Fatalf("rewritten config does not load: %v\n%s", err, data)
 	}
-	local, err := infra.LoadBytes(examples.Local, "local.yaml")
+	local, err := config.LoadBytes(examples.Local, "local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

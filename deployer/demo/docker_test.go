@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
 )
@@ -18,11 +18,11 @@ func TestRewriteForContainersRunsTheImageOnHostsOfThisRunAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := infra.LoadBytes(data, "rewritten local.yaml")
+	cfg, err := config.LoadBytes(data, "rewritten local.yaml")
 	if err != nil {
 		t.Fatalf("rewritten config does not load: %v\n%s", err, data)
 	}
-	if cfg.Rollout.Runtime != infra.RuntimeDocker || cfg.Rollout.DockerHost != "unix:///var/run/docker.sock" {
+	if cfg.Rollout.Runtime != config.RuntimeDocker || cfg.Rollout.DockerHost != "unix:///var/run/docker.sock" {
 		t.Errorf("rollout: %+v, want the docker runtime on the given engine", cfg.Rollout)
 	}
 	for _, s := range cfg.Services {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
@@ -34,7 +34,7 @@ import (
 type fleet struct {
 	dir        string // temp dir holding the config, the host state dirs and the LB's log
 	configPath string
-	cfg        *infra.Config
+	cfg        *config.Config
 	lb         *exec.Cmd
 	lbExited   chan struct{}
 	lbLog      string
@@ -73,7 +73,7 @@ func newFleet(engine *docker.Runtime, image, service string) (*fleet, error) {
 		err = os.WriteFile(f.configPath, data, 0o644)
 	}
 	if err == nil {
-		f.cfg, err = infra.Load(f.configPath)
+		f.cfg, err = config.Load(f.configPath)
 	}
 	if err == nil {
 		f.runtimes = map[string]deployer.Runtime{}
@@ -109,12 +109,12 @@ type containers struct {
 }
 
 // rewrite returns the config source (local.yaml, or any-service.yaml) with free loopback ports
-// and every state dir under dir, encoded: it loads source into the typed infra.Config, edits
-// that, and writes it with infra.Encode. With ctr, for the docker runtime: each service runs
+// and every state dir under dir, encoded: it loads source into the typed config.Config, edits
+// that, and writes it with config.Encode. With ctr, for the docker runtime: each service runs
 // ctr.Image with its command made the container's ({self} → /zero502, the app listening on
 // 0.0.0.0 inside), host names carry ctr.RunID.
 func rewrite(source []byte, dir string, ctr *containers) ([]byte, error) {
-	cfg, err := infra.LoadBytes(source, "the demo's config")
+	cfg, err := config.LoadBytes(source, "the demo's config")
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func rewrite(source []byte, dir string, ctr *containers) ([]byte, error) {
 	cfg.Balancer.Listen = fmt.Sprintf("127.0.0.1:%d", free[0])
 	cfg.Balancer.Admin = fmt.Sprintf("127.0.0.1:%d", free[1])
 	cfg.Watchdog.StateDir = dir
-	cfg.Watchdog.LockPath = infra.Defaults().Watchdog.LockPath // each host locks <its state_dir>/deploy.lock
+	cfg.Watchdog.LockPath = config.Defaults().Watchdog.LockPath // each host locks <its state_dir>/deploy.lock
 	svcPorts := free[2:]
 	sort.Ints(svcPorts)
 	// Every host's balanced service listens on base + port_offset, so the offsets are what
@@ -172,10 +172,10 @@ func rewrite(source []byte, dir string, ctr *containers) ([]byte, error) {
 		}
 	}
 	if ctr != nil {
-		cfg.Rollout.Runtime = infra.RuntimeDocker
+		cfg.Rollout.Runtime = config.RuntimeDocker
 		cfg.Rollout.DockerHost = ctr.Endpoint
 	}
-	return infra.Encode(cfg)
+	return config.Encode(cfg)
 }
 
 // containerCommand turns a process-runtime command into the container's: {self} is the
@@ -313,7 +313,7 @@ func (f *fleet) stop(self string) error {
 
 // killInstances kills every instance the hosts' runtimes know of (the load is over) and, with
 // remove, removes each one too (containers, running or exited). It keeps going past errors.
-func killInstances(ctx context.Context, hosts []infra.Host, runtimes map[string]deployer.Runtime,
+func killInstances(ctx context.Context, hosts []config.Host, runtimes map[string]deployer.Runtime,
 	remove func(context.Context, runtime.Instance) error) []error {
 	var errs []error
 	for _, h := range hosts {
@@ -376,7 +376,7 @@ func (f *fleet) sweep(self string) []int {
 }
 
 // runtime is the deployer's Runtime option: the run's one runtime per host.
-func (f *fleet) runtime(h infra.Host) (deployer.Runtime, error) {
+func (f *fleet) runtime(h config.Host) (deployer.Runtime, error) {
 	rt, ok := f.runtimes[h.Name]
 	if !ok {
 		return nil, fmt.Errorf("demo: no runtime for host %q", h.Name)

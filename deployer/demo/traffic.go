@@ -16,7 +16,7 @@ import (
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/measure"
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
@@ -100,14 +100,14 @@ const EdgeName = "edge.zero502.test."
 type tier struct {
 	name     string
 	path     string
-	cfg      *infra.Config
+	cfg      *config.Config
 	runtimes map[string]deployer.Runtime
 }
 
 // newTier writes cfg into dir as FILE.yaml (the name the tiers' commands use), loads it back
 // (the loader validates it) and makes the hosts' runtimes.
-func newTier(name, file, dir string, cfg *infra.Config) (*tier, error) {
-	data, err := infra.Encode(cfg)
+func newTier(name, file, dir string, cfg *config.Config) (*tier, error) {
+	data, err := config.Encode(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %s config: %w", name, err)
 	}
@@ -115,7 +115,7 @@ func newTier(name, file, dir string, cfg *infra.Config) (*tier, error) {
 	if err := os.WriteFile(t.path, data, 0o644); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	if t.cfg, err = infra.Load(t.path); err != nil {
+	if t.cfg, err = config.Load(t.path); err != nil {
 		return nil, fmt.Errorf("demo: %s config: %w", name, err)
 	}
 	for _, h := range t.cfg.Hosts {
@@ -129,7 +129,7 @@ func newTier(name, file, dir string, cfg *infra.Config) (*tier, error) {
 	return t, nil
 }
 
-func (t *tier) runtime(h infra.Host) (deployer.Runtime, error) {
+func (t *tier) runtime(h config.Host) (deployer.Runtime, error) {
 	rt, ok := t.runtimes[h.Name]
 	if !ok {
 		return nil, fmt.Errorf("demo: %s: no runtime for host %q", t.name, h.Name)
@@ -200,8 +200,8 @@ func (c *chain) layout() error {
 	move := strings.NewReplacer(shippedDir, c.dir,
 		":"+strconv.Itoa(shippedLBPort), ":"+strconv.Itoa(c.lbPort), ":"+strconv.Itoa(shippedLBAdmin), ":"+strconv.Itoa(c.lbAdminPort),
 		":"+strconv.Itoa(shippedEdgePort), ":"+strconv.Itoa(c.edgePort), ":"+strconv.Itoa(shippedEdgeAd), ":"+strconv.Itoa(c.edgeAdminPt))
-	load := func(name string, data []byte) (*infra.Config, error) {
-		cfg, err := infra.LoadBytes(data, "examples/"+name)
+	load := func(name string, data []byte) (*config.Config, error) {
+		cfg, err := config.LoadBytes(data, "examples/"+name)
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +243,7 @@ func (c *chain) layout() error {
 
 // relocate rewrites every path and address of cfg with move: the state dirs, the zone file, the
 // balancer's addresses, the edges' upstreams and the services' commands.
-func relocate(cfg *infra.Config, move *strings.Replacer) {
+func relocate(cfg *config.Config, move *strings.Replacer) {
 	b := &cfg.Balancer
 	b.Listen, b.Admin, b.Record.ZoneFile = move.Replace(b.Listen), move.Replace(b.Admin), move.Replace(b.Record.ZoneFile)
 	for i := range b.Admins {
@@ -455,11 +455,11 @@ func (c *chain) upgradeInPlace(ctx context.Context, self string, p *progress, lo
 	return nil
 }
 
-func balancerWords(cfg *infra.Config) string {
+func balancerWords(cfg *config.Config) string {
 	switch cfg.Balancer.Kind {
-	case infra.BalancerEdges:
+	case config.BalancerEdges:
 		return "both edges"
-	case infra.BalancerDNS:
+	case config.BalancerDNS:
 		return "the A record set"
 	}
 	return "both LB instances"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The traffic demo runs the shipped tiers moved into its temp dir and onto free ports: nothing of
@@ -30,7 +30,7 @@ func TestTrafficLayoutMovesTheShippedTiers(t *testing.T) {
 		if !strings.HasPrefix(tr.path, c.dir) {
 			t.Errorf("tier %s is written outside the run's dir: %s", tr.name, tr.path)
 		}
-		again, err := infra.Load(tr.path)
+		again, err := config.Load(tr.path)
 		if err != nil {
 			t.Fatalf("tier %s does not load back: %v", tr.name, err)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Two deployers on two other machines (each a mount namespace of its own where the hosts'
@@ -25,7 +25,7 @@ func TestTwoDeployersElsewhereMeetAtTheLockHostOverTheNetwork(t *testing.T) {
 	t.Parallel()
 	// A bake of 2s per batch keeps A rolling for a while after its first drain, so B, started
 	// then, certainly meets it: B's whole run is a refusal and a read-back.
-	f := newFleet(t, 8, func(cfg *infra.Config) { cfg.Rollout.Bake = 2 * time.Second })
+	f := newFleet(t, 8, func(cfg *config.Config) { cfg.Rollout.Bake = 2 * time.Second })
 	f.startLB()
 	f.fresh("v1")
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Partitions. The deployer and the LB are both on this machine (the fleet's gateway), as a
@@ -121,7 +121,7 @@ func TestTheDeployerCutFromAHostMidDrain(t *testing.T) {
 // ejection, which wait out balancer.header_timeout (the LB does not resend them yet: #23 item 6).
 func TestAHostCutFromTheLBMidDrain(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 8, func(cfg *infra.Config) { cfg.Rollout.HealthyDeadline = 4 * time.Second })
+	f := newFleet(t, 8, func(cfg *config.Config) { cfg.Rollout.HealthyDeadline = 4 * time.Second })
 	f.startLB()
 	f.fresh("v1")
 	x := f.host("host-02")

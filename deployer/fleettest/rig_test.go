@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/internal/testrig/netfleet"
@@ -56,7 +56,7 @@ type fleet struct {
 	nf     *netfleet.Fleet
 	dir    string
 	hosts  string
-	cfg    *infra.Config
+	cfg    *config.Config
 	path   string
 	listen string // the LB's listener, at the gateway
 }
@@ -65,7 +65,7 @@ type fleet struct {
 // front of the web service (the zero502 app on {address}:8000 of each host, reached over ssh),
 // the process runtime, fast numbers that keep every invariant, then edit's changes. The LB is
 // not started (startLB).
-func newFleet(t *testing.T, n int, edit func(*infra.Config)) *fleet {
+func newFleet(t *testing.T, n int, edit func(*config.Config)) *fleet {
 	t.Helper()
 	nf := netfleet.ForTest(t, n)
 	f := &fleet{t: t, nf: nf, dir: t.TempDir()}
@@ -78,33 +78,33 @@ func newFleet(t *testing.T, n int, edit func(*infra.Config)) *fleet {
 	token := make([]byte, 12)
 	_, _ = rand.Read(token)
 
-	cfg := infra.Defaults()
-	cfg.Balancer.Kind = infra.BalancerInHouse
+	cfg := config.Defaults()
+	cfg.Balancer.Kind = config.BalancerInHouse
 	cfg.Balancer.Listen, cfg.Balancer.Admin = f.listen, net.JoinHostPort(nf.Gateway, strconv.Itoa(ps[1]))
 	cfg.Balancer.AdminToken = hex.EncodeToString(token) // the admin API is off loopback: the hosts' steps use it
 	cfg.Balancer.Service = "web"
 	cfg.Balancer.Interval, cfg.Balancer.Timeout = 200*time.Millisecond, 150*time.Millisecond
 	cfg.Balancer.UnhealthyThreshold, cfg.Balancer.HealthyThreshold = 2, 2
 	cfg.Balancer.IdleTimeout = 5 * time.Second
-	cfg.Drain = infra.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
+	cfg.Drain = config.Drain{Window: time.Second, Shutdown: time.Second, StopGrace: 4 * time.Second, MaxRecovery: 2 * time.Second}
 	cfg.Watchdog.Interval, cfg.Watchdog.HealAfter, cfg.Watchdog.StateDir = time.Second, 4, f.hosts
 	cfg.App.KeepAliveIdleTimeout = 10 * time.Second
-	cfg.Rollout.Runtime = infra.RuntimeProcess
+	cfg.Rollout.Runtime = config.RuntimeProcess
 	cfg.Rollout.Batch = 4
 	cfg.Rollout.HealthyDeadline = 15 * time.Second
 	cfg.Rollout.Analysis.Enabled = false // and with it the canary: these tests are about the network
-	cfg.Services = []infra.Service{{Name: "web", Port: webPort, Verify: infra.ServiceVerify{VersionHeader: "X-Version"},
+	cfg.Services = []config.Service{{Name: "web", Port: webPort, Verify: config.ServiceVerify{VersionHeader: "X-Version"},
 		Command: []string{"{self}", "app", "--version", "{version}", "--port", "{port}", "--host", "{address}",
 			"--drain", "{drain}", "--shutdown", "{shutdown}", "--idle-timeout", "{idle_timeout}"}}}
 	for _, h := range nf.Hosts {
-		cfg.Hosts = append(cfg.Hosts, infra.Host{Name: h.Name, SSH: h.SSH, Address: h.Address, StateDir: filepath.Join(f.hosts, h.Name)})
+		cfg.Hosts = append(cfg.Hosts, config.Host{Name: h.Name, SSH: h.SSH, Address: h.Address, StateDir: filepath.Join(f.hosts, h.Name)})
 	}
 	if edit != nil {
 		edit(cfg)
 	}
 	f.path = filepath.Join(f.dir, "fleet.yaml")
 	f.write(f.path, cfg)
-	loaded, err := infra.Load(f.path)
+	loaded, err := config.Load(f.path)
 	if err != nil {
 		t.Fatalf("the fleet's config: %v", err)
 	}
@@ -128,9 +128,9 @@ func (f *fleet) fresh(version string) {
 }
 
 // write encodes cfg into path.
-func (f *fleet) write(path string, cfg *infra.Config) {
+func (f *fleet) write(path string, cfg *config.Config) {
 	f.t.Helper()
-	data, err := infra.Encode(cfg)
+	data, err := config.Encode(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func (f *fleet) running() map[string]string {
 
 // records are host h's instances of service, running or not, from its process runtime's
 // records (read only); an unreadable record is one instance of version "unreadable: …".
-func (f *fleet) records(h infra.Host, service string) []runtime.Instance {
+func (f *fleet) records(h config.Host, service string) []runtime.Instance {
 	rt, err := process.New(h.StateDir)
 	if err == nil {
 		var insts []runtime.Instance

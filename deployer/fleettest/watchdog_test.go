@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/netfleet"
 	"github.com/zero502/zero502/watchdog"
 )
@@ -50,10 +50,10 @@ http.server.ThreadingHTTPServer((address, port), Handler).serve_forever()
 // only that host: the watchdog there checks, over the host's own network, what it should.
 func TestTheWatchdogOnEachHostJudgesBySlowServicesOwnHealthRule(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 8, func(cfg *infra.Config) {
+	f := newFleet(t, 8, func(cfg *config.Config) {
 		cfg.Watchdog.CheckTimeout = 500 * time.Millisecond
-		cfg.Services = append(cfg.Services, infra.Service{Name: "slow", Port: 8100, Verify: infra.ServiceVerify{VersionHeader: "X-Version"},
-			Health:  infra.ServiceHealth{Path: "/health", Timeout: 2 * time.Second},
+		cfg.Services = append(cfg.Services, config.Service{Name: "slow", Port: 8100, Verify: config.ServiceVerify{VersionHeader: "X-Version"},
+			Health:  config.ServiceHealth{Path: "/health", Timeout: 2 * time.Second},
 			Command: []string{"python3", "-c", slowHealth, "{port}", "{version}", filepath.Join(hostsRoot(cfg), "{host}", "sick"), "{address}"}})
 	})
 	f.startLB()
@@ -107,7 +107,7 @@ func TestTheWatchdogOnEachHostJudgesBySlowServicesOwnHealthRule(t *testing.T) {
 }
 
 // hostsRoot is the parent of the hosts' state dirs in a config newFleet is making.
-func hostsRoot(cfg *infra.Config) string { return filepath.Dir(cfg.Hosts[0].StateDir) }
+func hostsRoot(cfg *config.Config) string { return filepath.Dir(cfg.Hosts[0].StateDir) }
 
 // tickWatchdogs runs `zero502 watchdog --json` n times in a row on each of hosts, there over
 // ssh (as its systemd timer runs it on the host), all hosts at once, and returns each host's

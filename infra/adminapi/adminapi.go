@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // State is where a backend stands with the LB.
@@ -72,14 +72,14 @@ type BackendStatus struct {
 // drift check) decode it too.
 type Settings struct {
 	Listen string
-	infra.BalancerNumbers
+	config.BalancerNumbers
 	// Reported are the keys of the numbers the JSON carried, set by UnmarshalJSON: the ones the
 	// drift check compares. MarshalJSON always writes every key of InHouseNumbers.
 	Reported []string
 }
 
 // InHouseNumbers are the config keys of the numbers the in-house LB runs by, the ones GET
-// /admin/settings carries: all of infra.BalancerNumbers but the ALB's deregistration_delay and
+// /admin/settings carries: all of config.BalancerNumbers but the ALB's deregistration_delay and
 // slow_start.
 func InHouseNumbers() []string {
 	return []string{"health_path", "interval", "timeout", "unhealthy_threshold", "healthy_threshold",
@@ -120,7 +120,7 @@ func (s *Settings) UnmarshalJSON(data []byte) error {
 		}
 		s.Listen = listen
 	}
-	for _, key := range infra.BalancerNumberKeys() {
+	for _, key := range config.BalancerNumberKeys() {
 		v, ok := raw[key]
 		if !ok {
 			continue

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestSettingsJSONIsTheConfigsKeysWithDurationStrings(t *testing.T) {
-	s := Settings{Listen: "127.0.0.1:18080", BalancerNumbers: infra.BalancerNumbers{
+	s := Settings{Listen: "127.0.0.1:18080", BalancerNumbers: config.BalancerNumbers{
 		HealthPath: "/health", Interval: 250 * time.Millisecond, Timeout: 100 * time.Millisecond,
 		UnhealthyThreshold: 2, HealthyThreshold: 3, IdleTimeout: 5 * time.Second, ConnectTimeout: time.Second,
 		HeaderTimeout: 3 * time.Second, MaxHeaderBytes: 65536,

@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // MaintenancePath is the admin API's maintenance switch (the LB's; an edge forwards bytes and
@@ -80,7 +80,7 @@ func (c MaintenanceChange) Body() io.Reader {
 
 // Check says what is wrong with c, naming the field, the value and the rule (ErrBadMaintenance).
 func (c MaintenanceChange) Check() error {
-	if rule := infra.RetryAfterRule(time.Duration(c.RetryAfter)); rule != "" {
+	if rule := config.RetryAfterRule(time.Duration(c.RetryAfter)); rule != "" {
 		return fmt.Errorf("maintenance retry_after %s: %s: %w", time.Duration(c.RetryAfter), rule, ErrBadMaintenance)
 	}
 	switch {

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 )
@@ -29,7 +29,7 @@ import (
 // EnvEndpoint names the environment variable that, when set, replaces the regional CloudWatch
 // endpoint: a VPC endpoint, or the local double in tests (e.g.
 // ZERO502_CLOUDWATCH_ENDPOINT=http://127.0.0.1:4566). The config loader accepts it
-// (infra.EnvNotConfig).
+// (config.EnvNotConfig).
 const EnvEndpoint = "ZERO502_CLOUDWATCH_ENDPOINT"
 
 // BatchSize is the most alarm names one DescribeAlarms call may carry (its AlarmNames limit);
@@ -127,11 +127,11 @@ func New(api API, region string) *Watcher {
 // when set, in place of the regional endpoint (BaseEndpoint: a VPC endpoint, or the tests'
 // double; the deployer passes $ZERO502_CLOUDWATCH_ENDPOINT).
 func NewWatcher(ctx context.Context, region, endpoint string) (*Watcher, error) {
-	var load []func(*config.LoadOptions) error
+	var load []func(*awsconfig.LoadOptions) error
 	if region = strings.TrimSpace(region); region != "" {
-		load = append(load, config.WithRegion(region))
+		load = append(load, awsconfig.WithRegion(region))
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, load...)
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("rollout.alarms: loading AWS configuration (credentials and region): %w", err)
 	}

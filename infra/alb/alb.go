@@ -19,10 +19,10 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // API is what this package needs of the ELBv2 service; *elasticloadbalancingv2.Client
@@ -51,15 +51,15 @@ type ClientOptions struct {
 // NewClient builds the ELBv2 client for b: credentials from the SDK's default chain
 // (environment, shared profile, web identity, IMDS) unless opts.Credentials is set, region
 // from balancer.region when set, else from the chain (AWS_REGION, profile).
-func NewClient(ctx context.Context, b infra.Balancer, opts ClientOptions) (*elbv2.Client, error) {
-	var load []func(*config.LoadOptions) error
+func NewClient(ctx context.Context, b config.Balancer, opts ClientOptions) (*elbv2.Client, error) {
+	var load []func(*awsconfig.LoadOptions) error
 	if b.Region != "" {
-		load = append(load, config.WithRegion(b.Region))
+		load = append(load, awsconfig.WithRegion(b.Region))
 	}
 	if opts.Credentials != nil {
-		load = append(load, config.WithCredentialsProvider(opts.Credentials))
+		load = append(load, awsconfig.WithCredentialsProvider(opts.Credentials))
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, load...)
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration (credentials and region): %w", err)
 	}

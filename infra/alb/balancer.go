@@ -12,7 +12,7 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Target states DescribeTargetHealth reports.
@@ -44,7 +44,7 @@ func (b *Balancer) Name() string { return "alb " + b.arn }
 // TargetID is host h's target in the target group for service s: "id:port", where id is the
 // host's target (an instance id or IP) when set, else its address, and port the service's
 // port on that host.
-func TargetID(h infra.Host, s infra.Service) string {
+func TargetID(h config.Host, s config.Service) string {
 	id, _ := TargetIDAt(h, h.ServiceAddr(s))
 	return id
 }
@@ -54,7 +54,7 @@ func TargetID(h infra.Host, s infra.Service) string {
 // host's target (an instance id or IP) when set, else its address, and port addr's own. An
 // instance-id target needs that port explicitly: RegisterTargets would otherwise put it on the
 // target group's port.
-func TargetIDAt(h infra.Host, addr string) (string, error) {
+func TargetIDAt(h config.Host, addr string) (string, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
 		return "", fmt.Errorf("service address %q of host %s: want host:port with a port from 1 to 65535", addr, h.Name)

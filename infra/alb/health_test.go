@@ -13,9 +13,9 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/albtest"
 )
 
@@ -153,14 +153,14 @@ func TestDeregisteredTargetDrainsForTheDeregistrationDelay(t *testing.T) {
 }
 
 func TestTargetIDIsTheHostsTargetOnTheServicePort(t *testing.T) {
-	svc := infra.Service{Name: "api", Port: 8000}
+	svc := config.Service{Name: "api", Port: 8000}
 	for _, tc := range []struct {
-		host infra.Host
+		host config.Host
 		want string
 	}{
-		{infra.Host{Address: "app-1.internal", Target: "i-0a1b2c3d4e5f60001"}, "i-0a1b2c3d4e5f60001:8000"},
-		{infra.Host{Address: "10.0.1.7"}, "10.0.1.7:8000"},
-		{infra.Host{Address: "127.0.0.1", PortOffset: 10}, "127.0.0.1:8010"},
+		{config.Host{Address: "app-1.internal", Target: "i-0a1b2c3d4e5f60001"}, "i-0a1b2c3d4e5f60001:8000"},
+		{config.Host{Address: "10.0.1.7"}, "10.0.1.7:8000"},
+		{config.Host{Address: "127.0.0.1", PortOffset: 10}, "127.0.0.1:8010"},
 	} {
 		if got := alb.TargetID(tc.host, svc); got != tc.want {
 			t.Errorf("TargetID(%+v) = %s, want %s", tc.host, got, tc.want)

@@ -10,9 +10,9 @@ import (
 
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/albtest"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
@@ -24,7 +24,7 @@ type fixture struct {
 	double *elbv2double.Server
 	api    *elbv2.Client
 	arn    string
-	cfg    infra.Balancer // the source's numbers, kind alb, pointing at arn
+	cfg    config.Balancer // the source's numbers, kind alb, pointing at arn
 	clock  *clock.Fake
 }
 
@@ -85,4 +85,4 @@ func newBackend(t *testing.T) *backend {
 func (b *backend) addr() string { return strings.TrimPrefix(b.srv.URL, "http://") }
 
 // balancerCfg is the config section the tests change.
-type balancerCfg = infra.Balancer
+type balancerCfg = config.Balancer

@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // A target registered through Register starts initial and turns healthy only once the ALB's
@@ -105,7 +105,7 @@ func TestRegisterAnInstanceTargetOnThePortOfTheAddress(t *testing.T) {
 	app := newBackend(t)
 	_, port, _ := net.SplitHostPort(app.addr())
 
-	h := infra.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
+	h := config.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
 	id, err := alb.TargetIDAt(h, "app-1.internal:"+port)
 	if err != nil || id != instance+":"+port {
 		t.Fatalf("TargetIDAt(second port %s) = %q, %v; want %s:%s", port, id, err, instance, port)

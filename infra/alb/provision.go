@@ -11,7 +11,7 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Change is one managed setting of the target group: what it runs, what the config says.
@@ -84,7 +84,7 @@ func (d Diff) WriteTable(w io.Writer) error {
 // differ (deregistration delay; slow start when the config sets it or the live group has one).
 // It then reads back and verifies. A second run finds nothing to change and makes no Modify
 // call.
-func Provision(ctx context.Context, api API, b infra.Balancer, dryRun bool) (Diff, error) {
+func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Diff, error) {
 	if err := Check(b); err != nil {
 		return Diff{}, err
 	}

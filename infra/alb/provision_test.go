@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestProvisionAppliesTheConfigNumbersAndASecondRunChangesNothing(t *testing.T) {
@@ -183,7 +183,7 @@ func TestDriftIsReportedAfterAConsoleClick(t *testing.T) {
 		t.Fatal(err)
 	}
 	drift := f.cfg.Drift(live.BalancerNumbers, alb.Numbers())
-	want := []infra.Drift{{Field: "balancer.interval", Config: "5s", Live: "30s"}}
+	want := []config.Drift{{Field: "balancer.interval", Config: "5s", Live: "30s"}}
 	if !slices.Equal(drift, want) {
 		t.Fatalf("drift %v, want %v", drift, want)
 	}

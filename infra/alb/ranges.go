@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // ErrOutOfRange is wrapped by Check's error: the config asks for numbers an ALB target group
@@ -15,7 +15,7 @@ var ErrOutOfRange = errors.New("outside the ranges an AWS ALB target group accep
 
 // RangeError lists every balancer value an ALB target group would refuse.
 type RangeError struct {
-	Fields []*infra.FieldError
+	Fields []*config.FieldError
 }
 
 func (e *RangeError) Error() string {
@@ -36,12 +36,12 @@ func (e *RangeError) Is(target error) bool { return target == ErrOutOfRange }
 // healthy and unhealthy thresholds 2–10, deregistration delay 0–3600 s, slow start 0 (off) or
 // 30–900 s, every duration in whole seconds, a health path starting with /. Each refusal names
 // the config key, the value and the range.
-func Check(b infra.Balancer) error {
-	var fields []*infra.FieldError
+func Check(b config.Balancer) error {
+	var fields []*config.FieldError
 	bad := func(key string, value any, rule string) {
-		fields = append(fields, &infra.FieldError{Key: key, Value: value, Rule: rule})
+		fields = append(fields, &config.FieldError{Key: key, Value: value, Rule: rule})
 	}
-	if b.Kind != infra.BalancerALB {
+	if b.Kind != config.BalancerALB {
 		bad("balancer.kind", fmt.Sprintf("%q", b.Kind), `must be "alb" to provision an AWS target group`)
 	}
 	if !strings.HasPrefix(b.TargetGroupARN, "arn:") || !strings.Contains(b.TargetGroupARN, ":targetgroup/") {

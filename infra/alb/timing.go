@@ -11,7 +11,7 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Attribute keys zero502 manages on a target group.
@@ -29,7 +29,7 @@ const Matcher = "200"
 // zero) and its health-check matcher. Live reads it from AWS; Wanted derives it from the config.
 type Timing struct {
 	TargetGroupARN string
-	infra.BalancerNumbers
+	config.BalancerNumbers
 	Matcher string
 }
 
@@ -47,7 +47,7 @@ func Numbers() []string {
 const MatcherKey = "matcher (HttpCode, fixed)"
 
 // Wanted is the timing the config asks for: its numbers a target group has, and Matcher.
-func Wanted(b infra.Balancer) Timing {
+func Wanted(b config.Balancer) Timing {
 	t := Timing{TargetGroupARN: b.TargetGroupARN, Matcher: Matcher}
 	t.BalancerNumbers = t.Overlay(b.BalancerNumbers, Numbers())
 	return t
@@ -81,7 +81,7 @@ func Live(ctx context.Context, api API, arn string) (Timing, error) {
 			arn, len(out.TargetGroups))
 	}
 	tg := out.TargetGroups[0]
-	t := Timing{TargetGroupARN: arn, BalancerNumbers: infra.BalancerNumbers{
+	t := Timing{TargetGroupARN: arn, BalancerNumbers: config.BalancerNumbers{
 		HealthPath:         aws.ToString(tg.HealthCheckPath),
 		Interval:           time.Duration(aws.ToInt32(tg.HealthCheckIntervalSeconds)) * time.Second,
 		Timeout:            time.Duration(aws.ToInt32(tg.HealthCheckTimeoutSeconds)) * time.Second,

@@ -21,7 +21,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Note is one thing of the Compose file zero502 does not do as Compose would.
@@ -41,7 +41,7 @@ func (n Note) String() string {
 // Import is what a Compose file becomes.
 type Import struct {
 	// Services are zero502's services, in the Compose file's name order.
-	Services []infra.Service
+	Services []config.Service
 	// Strategy is rollout.strategy from deploy.update_config.order ("" when no service says).
 	Strategy string
 	// Batch is rollout.batch from deploy.update_config.parallelism (0 when no service says).
@@ -196,7 +196,7 @@ var healthURL = regexp.MustCompile(`https?://[^\s"'/]+(/[^\s"'|;&]*)?`)
 // service adds sc (whose keys, as the file set them, are keys) to im.
 func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	note := func(key, what string) { im.Notes = append(im.Notes, Note{Service: sc.Name, Key: key, What: what}) }
-	svc := infra.Service{Name: sc.Name, Image: sc.Image, User: sc.User, StopSignal: sc.StopSignal}
+	svc := config.Service{Name: sc.Name, Image: sc.Image, User: sc.User, StopSignal: sc.StopSignal}
 	if svc.Image == "" {
 		note("image", "no image: zero502 deploys images; build and push one, then set image (services[].image; {version} stands for the version deployed)")
 	} else if !strings.Contains(svc.Image, "{version}") {
@@ -268,9 +268,9 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 		if u := d.UpdateConfig; u != nil {
 			switch u.Order {
 			case "start-first":
-				im.strategy(note, infra.StartFirst)
+				im.strategy(note, config.StartFirst)
 			case "stop-first":
-				im.strategy(note, infra.StopFirst)
+				im.strategy(note, config.StopFirst)
 			}
 			if u.Parallelism != nil && *u.Parallelism > 0 {
 				if im.Batch != 0 && im.Batch != int(*u.Parallelism) {
@@ -286,9 +286,9 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	}
 	if svc.Port > 0 {
 		// a service that knows nothing of zero502 leaves rotation at the balancer first
-		svc.Drain = infra.DrainBalancer
+		svc.Drain = config.DrainBalancer
 	}
-	if im.Strategy == infra.StartFirst && svc.Port > 0 {
+	if im.Strategy == config.StartFirst && svc.Port > 0 {
 		svc.Ports = []int{svc.Port, svc.Port + 1}
 		note("deploy.update_config.order", fmt.Sprintf("start-first runs the new instance beside the old on the other of services[].ports [%d, %d]: the service must listen on {port} (pass it in its command or env)", svc.Port, svc.Port+1))
 	}
@@ -329,7 +329,7 @@ func portString(p types.ServicePortConfig) string {
 // services_from: in a config reads the services of a Compose file through Load, with the notes
 // `zero502 init --from-compose` prints (a deploy reports them); rollout numbers stay the config's.
 func init() {
-	infra.ServicesFromFile = func(path string) ([]infra.Service, []string, error) {
+	config.ServicesFromFile = func(path string) ([]config.Service, []string, error) {
 		im, err := Load(context.Background(), path, Options{})
 		if err != nil {
 			return nil, nil, err

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/compose"
+	"github.com/zero502/zero502/infra/config"
 )
 
 const file = `
@@ -82,10 +82,10 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 	if web.Env["LOG_LEVEL"] != "info" || web.Env["REGION"] != "eu-west-1" || web.Env["DB_HOST"] != "db.internal" {
 		t.Errorf("env %v; want the environment, interpolated, and the env_file's", web.Env)
 	}
-	if web.Port != 8080 || web.Health.Path != "/healthz" || web.Health.Timeout != time.Second || web.StopSignal != "SIGQUIT" || web.Drain != infra.DrainBalancer {
+	if web.Port != 8080 || web.Health.Path != "/healthz" || web.Health.Timeout != time.Second || web.StopSignal != "SIGQUIT" || web.Drain != config.DrainBalancer {
 		t.Errorf("web %+v; want port 8080, health /healthz within 1s, SIGQUIT, drained at the balancer", web)
 	}
-	if im.Strategy != infra.StopFirst || im.Batch != 2 || im.StopGrace != 45*time.Second {
+	if im.Strategy != config.StopFirst || im.Batch != 2 || im.StopGrace != 45*time.Second {
 		t.Errorf("strategy %q batch %d stop grace %s; want stop-first, 2, 45s", im.Strategy, im.Batch, im.StopGrace)
 	}
 	var notes []string
@@ -118,11 +118,11 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := infra.LoadBytes(data, "the imported config")
+	cfg, err := config.LoadBytes(data, "the imported config")
 	if err != nil {
 		t.Fatalf("the written config does not load: %v\n%s", err, data)
 	}
-	if s, ok := cfg.BalancedService(); !ok || s.Name != "web" || cfg.Rollout.Batch != 2 || cfg.Drain.StopGrace != 45*time.Second || cfg.Rollout.Runtime != infra.RuntimeDocker {
+	if s, ok := cfg.BalancedService(); !ok || s.Name != "web" || cfg.Rollout.Batch != 2 || cfg.Drain.StopGrace != 45*time.Second || cfg.Rollout.Runtime != config.RuntimeDocker {
 		t.Fatalf("loaded: balanced %+v, batch %d, stop grace %s, runtime %s\n%s", s, cfg.Rollout.Batch, cfg.Drain.StopGrace, cfg.Rollout.Runtime, data)
 	}
 	if !strings.Contains(string(data), "#   services.web.volumes: ") {
@@ -152,14 +152,14 @@ services:
 		t.Fatal(err)
 	}
 	api := im.Services[0]
-	if im.Strategy != infra.StartFirst || !slices.Equal(api.Ports, []int{9000, 9001}) || api.Health.Path != "/ready" {
+	if im.Strategy != config.StartFirst || !slices.Equal(api.Ports, []int{9000, 9001}) || api.Health.Path != "/ready" {
 		t.Fatalf("strategy %q, api %+v; want start-first, ports [9000 9001], health /ready", im.Strategy, api)
 	}
 	data, err := compose.Write(im, "compose.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := infra.LoadBytes(data, "the imported config"); err != nil {
+	if _, err := config.LoadBytes(data, "the imported config"); err != nil {
 		t.Fatalf("the written config does not load: %v\n%s", err, data)
 	}
 }
@@ -180,18 +180,18 @@ func TestServicesFromReadsTheComposeFileAtLoad(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:${TAG:-v1}\n    ports: [\"8080:8080\"]\n    healthcheck: {test: [CMD, curl, -f, \"http://localhost:8080/up\"]}\n")
 	base := "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\n"
-	cfg, err := infra.Load(write(t, dir, "zero502.yaml", base+"services_from: compose.yaml\n"))
+	cfg, err := config.Load(write(t, dir, "zero502.yaml", base+"services_from: compose.yaml\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.Services) != 1 || cfg.Services[0].Image != "shop/web:v1" || cfg.Services[0].Port != 8080 || cfg.Services[0].Health.Path != "/up" || cfg.ServicesFrom != "" {
 		t.Fatalf("services %+v, services_from %q; want web from the Compose file, services_from cleared", cfg.Services, cfg.ServicesFrom)
 	}
-	data, err := infra.Encode(cfg)
+	data, err := config.Encode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := infra.LoadBytes(data, filepath.Join(t.TempDir(), "sent.yaml")) // a host's, without the Compose file
+	again, err := config.LoadBytes(data, filepath.Join(t.TempDir(), "sent.yaml")) // a host's, without the Compose file
 	if err != nil || len(again.Services) != 1 || again.Services[0].Image != "shop/web:v1" {
 		t.Fatalf("the encoded config: %v, %+v; want it to load with web", err, again)
 	}
@@ -200,7 +200,7 @@ func TestServicesFromReadsTheComposeFileAtLoad(t *testing.T) {
 		{"beside services", base + "services_from: compose.yaml\nservices: [{name: api, image: api:1}]\n", "services_from: compose.yaml: is set beside services"},
 		{"a missing file", base + "services_from: nowhere.yaml\n", "services_from nowhere.yaml: "},
 	} {
-		if _, err := infra.Load(write(t, dir, "bad.yaml", tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := config.Load(write(t, dir, "bad.yaml", tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error with %q", tc.name, err, tc.want)
 		}
 	}
@@ -256,11 +256,11 @@ func TestTheShippedComposeExampleLoadsWithEveryIgnoredKeyNoted(t *testing.T) {
 	t.Setenv("IMAGE", "")
 	t.Setenv("WEB_PORT", "")
 	t.Setenv("API_PORT", "")
-	cfg, err := infra.Load(filepath.Join("..", "..", "examples", "compose", "zero502.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", "compose", "zero502.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]infra.Service{}
+	byName := map[string]config.Service{}
 	for _, s := range cfg.Services {
 		byName[s.Name] = s
 	}

@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Write is im as a zero502 config a person reads and edits: the notes as comments first, then
@@ -25,7 +25,7 @@ func Write(im *Import, from string) ([]byte, error) {
 			b.WriteString("#   " + strings.ReplaceAll(n.String(), "\n", " ") + "\n")
 		}
 	}
-	doc := config{Rollout: rollout{Runtime: infra.RuntimeDocker, Strategy: im.Strategy, Batch: im.Batch},
+	doc := document{Rollout: rollout{Runtime: config.RuntimeDocker, Strategy: im.Strategy, Batch: im.Batch},
 		Hosts: []host{{Name: "host-1", Address: "127.0.0.1"}}}
 	for _, s := range im.Services {
 		out := service{Name: s.Name, Image: s.Image, Command: s.Command, Port: s.Port, Ports: s.Ports, Drain: s.Drain,
@@ -38,11 +38,11 @@ func Write(im *Import, from string) ([]byte, error) {
 		}
 		doc.Services = append(doc.Services, out)
 		if s.Port > 0 && doc.Balancer.Service == "" {
-			doc.Balancer = balancer{Kind: infra.BalancerInHouse, Listen: "127.0.0.1:8080", Admin: "127.0.0.1:8081", Service: s.Name}
+			doc.Balancer = balancer{Kind: config.BalancerInHouse, Listen: "127.0.0.1:8080", Admin: "127.0.0.1:8081", Service: s.Name}
 		}
 	}
 	if im.StopGrace > 0 {
-		d := infra.Defaults().Drain
+		d := config.Defaults().Drain
 		if im.StopGrace > d.Window+d.Shutdown {
 			doc.Drain = &drain{StopGrace: im.StopGrace.String()}
 		} else {
@@ -61,8 +61,8 @@ func Write(im *Import, from string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// The config as written: only the keys the import sets, in the reference's order.
-type config struct {
+// document is the config as written: only the keys the import sets, in the reference's order.
+type document struct {
 	Balancer balancer  `yaml:"balancer,omitempty"`
 	Drain    *drain    `yaml:"drain,omitempty"`
 	Rollout  rollout   `yaml:"rollout"`

@@ -3,13 +3,13 @@ package edge
 import (
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // TestEdgeUpstreamCheckDefaultsAreTheForwardersOwn: the forwarder's defaults for a Forwarder
 // built in code (Default*) are the shipped config's numbers, so there is one default.
 func TestEdgeUpstreamCheckDefaultsAreTheForwardersOwn(t *testing.T) {
-	uc := infra.Defaults().Edge.UpstreamCheck
+	uc := config.Defaults().Edge.UpstreamCheck
 	if uc.Path != "" || uc.Interval != DefaultCheckInterval || uc.Timeout != DefaultCheckTimeout ||
 		uc.HealthyThreshold != DefaultHealthyThreshold || uc.UnhealthyThreshold != DefaultUnhealthyThreshold {
 		t.Fatalf("edge.upstream_check defaults %+v differ from infra/edge's Default* constants", uc)

@@ -3,7 +3,7 @@ package edge
 import (
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // ApplyConfig makes the config's edge section the defaults of `zero502 edge forward --config`:
@@ -11,7 +11,7 @@ import (
 // takes e's value, the drain (edge.drain), the upstreams (edge.origins) and the upstream check
 // (edge.upstream_check.*); the flags given keep theirs. An edge section without an edge layer
 // (edge.drain 0) is an error unless --drain is given.
-func (f *Forwarder) ApplyConfig(e infra.Edge, given func(flag string) bool) error {
+func (f *Forwarder) ApplyConfig(e config.Edge, given func(flag string) bool) error {
 	if !given("drain") {
 		if !e.Configured() {
 			return fmt.Errorf("edge.drain is %s, which means no edge layer; set edge.drain "+

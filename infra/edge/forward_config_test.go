@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // With --config, the config's edge section is the flags' defaults: every setting whose flag was
 // not given takes the config's value, a given flag keeps its own, and a config without an edge
 // layer is refused unless --drain is given.
 func TestForwarderApplyConfigTakesTheConfigUnderTheFlagsGiven(t *testing.T) {
-	e := infra.Edge{Drain: 30 * time.Second, Origins: []string{"10.0.0.5:443", "10.0.0.6:443"},
-		UpstreamCheck: infra.EdgeUpstreamCheck{Path: "/_lb/health", Interval: 3 * time.Second, Timeout: 2 * time.Second,
+	e := config.Edge{Drain: 30 * time.Second, Origins: []string{"10.0.0.5:443", "10.0.0.6:443"},
+		UpstreamCheck: config.EdgeUpstreamCheck{Path: "/_lb/health", Interval: 3 * time.Second, Timeout: 2 * time.Second,
 			HealthyThreshold: 4, UnhealthyThreshold: 5}}
 	flags := func() *Forwarder {
 		return &Forwarder{Listen: ":443", Drain: 7 * time.Second, Origins: []string{"10.9.9.9:443"},
@@ -58,7 +58,7 @@ func TestForwarderApplyConfigTakesTheConfigUnderTheFlagsGiven(t *testing.T) {
 		t.Errorf("--check-interval and --origin given: %v %v %+v, want those two the flags', the rest the config's", f.Drain, f.Origins, f.Check)
 	}
 
-	noEdge := infra.Edge{Origins: e.Origins}
+	noEdge := config.Edge{Origins: e.Origins}
 	if err := flags().ApplyConfig(noEdge, given()); err == nil || !strings.Contains(err.Error(), "edge.drain is 0s, which means no edge layer") ||
 		!strings.Contains(err.Error(), "or pass --drain") {
 		t.Errorf("no edge layer, no --drain: %v, want the edge.drain error", err)

@@ -29,7 +29,7 @@ import (
 // upstream that leaves rotation for failing is abandoned for another (reconnect.go).
 
 // Defaults of the upstream checks, for a Forwarder whose Check leaves a number at zero. They are
-// the shipped config's edge.upstream_check values (infra/defaults.yaml; a test in infra keeps
+// the shipped config's edge.upstream_check values (infra/config/defaults.yaml; a test in infra/config keeps
 // the two equal), which is where the command takes its defaults from.
 const (
 	DefaultCheckInterval      = 2 * time.Second

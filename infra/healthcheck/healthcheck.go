@@ -2,7 +2,7 @@
 // path on a fresh connection, never following a redirect, and pass when the answer's status is
 // exactly the expected one (200 unless services[].health.expect_status says otherwise), all
 // within the rule's timeout. The published spec carries the rule (spec.Service.HealthRule) and
-// the config maps to it (infra.ServiceHealth.Rule), so the deployer, the watchdog and the mesh
+// the config maps to it (config.ServiceHealth.Rule), so the deployer, the watchdog and the mesh
 // judge a service the same way.
 //
 // The in-house LB and the edge keep their own transport (infra/standing.HTTPProbe: a raw socket,

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Settings are every number and address the LB runs with. The balancer's numbers are the
-// config's own type (infra.BalancerNumbers); the admin API shows them back (GET
+// config's own type (config.BalancerNumbers); the admin API shows them back (GET
 // /admin/settings, adminapi.Settings).
 type Settings struct {
 	Listen     string   // proxy listener host:port
@@ -21,11 +21,11 @@ type Settings struct {
 	AdminToken string   // bearer token, required when Admin is not on loopback
 	Backends   []string // host:port, in order
 	// TLS is HTTPS on a second listener (config mode only: balancer.tls; tls.go).
-	TLS infra.BalancerTLS
+	TLS config.BalancerTLS
 
 	// BalancerNumbers are the health checks and backend timeouts: the config's balancer.* numbers,
 	// under the same names (the LB has no use for the ALB's DeregistrationDelay and SlowStart).
-	infra.BalancerNumbers
+	config.BalancerNumbers
 
 	ClientHeaderTimeout time.Duration // a client's request head (and silence in its body)
 	ClientIdleTimeout   time.Duration // an idle keep-alive client connection
@@ -65,7 +65,7 @@ type Settings struct {
 func LabSettings(listen string, backends []string) Settings {
 	return Settings{
 		Listen: listen, Backends: backends,
-		BalancerNumbers: infra.BalancerNumbers{
+		BalancerNumbers: config.BalancerNumbers{
 			HealthPath: "/health", Interval: 500 * time.Millisecond, Timeout: 400 * time.Millisecond,
 			UnhealthyThreshold: 2, HealthyThreshold: 2,
 			IdleTimeout: 4 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second,
@@ -80,7 +80,7 @@ func LabSettings(listen string, backends []string) Settings {
 
 // FromConfig takes listen, admin, backends (cfg.Targets()) and every number from the infra
 // config, the drain window and shutdown budget from drain.window and drain.shutdown.
-func FromConfig(cfg *infra.Config) Settings {
+func FromConfig(cfg *config.Config) Settings {
 	b := cfg.Balancer
 	s := LabSettings(b.Listen, cfg.Targets())
 	s.Admin, s.AdminToken = b.Admin, b.AdminToken
@@ -152,10 +152,10 @@ func (s Settings) Validate() error {
 			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
 		}
 	}
-	if _, err := infra.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
+	if _, err := config.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := infra.ParseRanges("--trusted-proxy", s.TrustedProxies); err != nil {
+	if _, err := config.ParseRanges("--trusted-proxy", s.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
 	if len(s.Backends) == 0 {

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestFromConfigTakesEverythingFromTheInfraConfig(t *testing.T) {
-	cfg, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	cfg, err := config.LoadBytes(examples.Local, "examples/local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +17,7 @@ func TestFromConfigTakesEverythingFromTheInfraConfig(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatalf("local.yaml gives invalid LB settings: %v", err)
 	}
-	want := infra.BalancerNumbers{HealthPath: "/health",
+	want := config.BalancerNumbers{HealthPath: "/health",
 		Interval: 250 * time.Millisecond, Timeout: 100 * time.Millisecond, UnhealthyThreshold: 2, HealthyThreshold: 2,
 		IdleTimeout: 5 * time.Second, ConnectTimeout: time.Second, HeaderTimeout: 3 * time.Second, MaxHeaderBytes: 65536,
 		DeregistrationDelay: 30 * time.Second}

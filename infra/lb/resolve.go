@@ -3,7 +3,7 @@ package lb
 import (
 	"fmt"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // numberFlags are the command-line flags of the balancer's numbers, by the config key each sets.
@@ -23,7 +23,7 @@ func numberFlags() map[string]string {
 // "health-interval"; "admin-token" for a token from the flag, a file or the environment) takes
 // its value from flags, over the config or the lab default alike. The result is validated
 // (Validate), so a bad value is refused naming its flag before anything starts.
-func Resolve(cfg *infra.Config, listen string, backends []string, flags Settings, given func(flag string) bool) (Settings, error) {
+func Resolve(cfg *config.Config, listen string, backends []string, flags Settings, given func(flag string) bool) (Settings, error) {
 	var s Settings
 	if cfg != nil {
 		s = FromConfig(cfg)

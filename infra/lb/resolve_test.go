@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/examples"
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // flagsGiven is the command line of a test: the flags' values (unset ones hold the lab
@@ -17,7 +17,7 @@ func flagsGiven(names ...string) func(string) bool {
 }
 
 func TestResolveConfigModeTakesTheConfigUnlessAFlagIsGiven(t *testing.T) {
-	cfg, err := infra.LoadBytes(examples.Local, "examples/local.yaml")
+	cfg, err := config.LoadBytes(examples.Local, "examples/local.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestResolveRefusesBadValuesNamingTheFlag(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--health-timeout 1s: must be below --health-interval (500ms)") {
 		t.Fatalf("timeout 1s with interval 500ms: %v", err)
 	}
-	cfg := infra.Defaults() // no hosts, no services
+	cfg := config.Defaults() // no hosts, no services
 	if _, err := Resolve(cfg, "", nil, flags, flagsGiven()); err == nil || !strings.Contains(err.Error(), "no backends") {
 		t.Fatalf("config without hosts: %v, want no backends", err)
 	}

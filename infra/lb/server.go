@@ -34,8 +34,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/backoff"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/http1"
 	"github.com/zero502/zero502/infra/standing"
 
@@ -133,8 +133,8 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	if set.AccessLog {
 		s.access = slog.New(slog.NewJSONHandler(s.accessOut, nil))
 	}
-	s.proxyFrom, _ = infra.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
-	s.forwardedFrom, _ = infra.ParseRanges("--trusted-proxy", set.TrustedProxies)
+	s.proxyFrom, _ = config.ParseRanges("--accept-proxy-from", set.AcceptProxyFrom) // Validate checked them
+	s.forwardedFrom, _ = config.ParseRanges("--trusted-proxy", set.TrustedProxies)
 	now := s.clock.Now()
 	var all []*Backend
 	for i, a := range set.Backends {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/acmetest"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
@@ -34,8 +34,8 @@ func TestTLSCertificateFromACME(t *testing.T) {
 	const domain = "shop.zero502.test"
 	cache := filepath.Join(t.TempDir(), "acme")
 	set := fastSettings(a.addr())
-	set.TLS = infra.BalancerTLS{Listen: "127.0.0.1:" + strconv.Itoa(tlsPort), RedirectHTTP: "127.0.0.1:" + strconv.Itoa(httpPort),
-		HandshakeTimeout: 60 * time.Second, ACME: infra.ACME{Domains: []string{domain}, Email: "ops@zero502.test",
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:" + strconv.Itoa(tlsPort), RedirectHTTP: "127.0.0.1:" + strconv.Itoa(httpPort),
+		HandshakeTimeout: 60 * time.Second, ACME: config.ACME{Domains: []string{domain}, Email: "ops@zero502.test",
 			Directory: p.Directory, CAFile: p.CAFile, CacheDir: cache}}
 	var logs syncbuffer.Buffer
 	l := startLB(t, set, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

@@ -16,18 +16,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/lb/tlscert"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
 // tlsPair writes a certificate of ca for names and its key (0600) into dir as name.crt/.key.
-func tlsPair(t *testing.T, ca *testpki.CA, dir, name string, names ...string) infra.TLSCertificate {
+func tlsPair(t *testing.T, ca *testpki.CA, dir, name string, names ...string) config.TLSCertificate {
 	t.Helper()
 	c, k := testpki.WritePair(t, ca.Issue(t, x509.ExtKeyUsageServerAuth, names...),
 		filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"))
-	return infra.TLSCertificate{Cert: c, Key: k}
+	return config.TLSCertificate{Cert: c, Key: k}
 }
 
 // tlsGet sends one GET over conn (a TLS connection to the LB) and returns the response.
@@ -65,8 +65,8 @@ func TestTLSServesBySNIReloadsAndRedirects(t *testing.T) {
 	ca := testpki.New(t, "zero502 test CA")
 	set := fastSettings(a.addr())
 	first := tlsPair(t, ca, dir, "a", "a.test")
-	set.TLS = infra.BalancerTLS{Listen: "127.0.0.1:0", RedirectHTTP: "127.0.0.1:0", HandshakeTimeout: 2 * time.Second,
-		Certificates: []infra.TLSCertificate{first, tlsPair(t, ca, dir, "w", "b.test", "*.w.test")}}
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", RedirectHTTP: "127.0.0.1:0", HandshakeTimeout: 2 * time.Second,
+		Certificates: []config.TLSCertificate{first, tlsPair(t, ca, dir, "w", "b.test", "*.w.test")}}
 	l := startLB(t, set)
 	addr := l.TLSAddr()
 
@@ -184,22 +184,22 @@ func TestTLSRefusesBadFilesBeforeListening(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		cert infra.TLSCertificate
+		cert config.TLSCertificate
 		want []string
 	}{
 		{"a key others may read", open, []string{"balancer.tls.certificates[0].key", open.Key, "chmod 600"}},
-		{"a key of another certificate", infra.TLSCertificate{Cert: good.Cert, Key: other.Key}, []string{"balancer.tls.certificates[0]", good.Cert, other.Key, "private key does not match"}},
-		{"a missing certificate", infra.TLSCertificate{Cert: filepath.Join(dir, "none.crt"), Key: good.Key}, []string{"none.crt", "no such file"}},
-		{"a missing key", infra.TLSCertificate{Cert: good.Cert, Key: filepath.Join(dir, "none.key")}, []string{"balancer.tls.certificates[0].key", "none.key"}},
+		{"a key of another certificate", config.TLSCertificate{Cert: good.Cert, Key: other.Key}, []string{"balancer.tls.certificates[0]", good.Cert, other.Key, "private key does not match"}},
+		{"a missing certificate", config.TLSCertificate{Cert: filepath.Join(dir, "none.crt"), Key: good.Key}, []string{"none.crt", "no such file"}},
+		{"a missing key", config.TLSCertificate{Cert: good.Cert, Key: filepath.Join(dir, "none.key")}, []string{"balancer.tls.certificates[0].key", "none.key"}},
 	} {
-		_, err := tlscert.New(infra.BalancerTLS{Listen: "127.0.0.1:0", Certificates: []infra.TLSCertificate{c.cert}}, nil)
+		_, err := tlscert.New(config.BalancerTLS{Listen: "127.0.0.1:0", Certificates: []config.TLSCertificate{c.cert}}, nil)
 		for _, w := range c.want {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %v, want an error naming %q", c.name, err, w)
 			}
 		}
 		set := fastSettings("127.0.0.1:1")
-		set.TLS = infra.BalancerTLS{Listen: "127.0.0.1:0", HandshakeTimeout: time.Second, Certificates: []infra.TLSCertificate{c.cert}}
+		set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", HandshakeTimeout: time.Second, Certificates: []config.TLSCertificate{c.cert}}
 		s, err := New(set)
 		if err != nil {
 			t.Fatal(err)

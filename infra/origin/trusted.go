@@ -3,13 +3,13 @@ package origin
 import (
 	"net/netip"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // ParseTrusted parses the trusted edges (the --trusted flag): each entry an IP address
 // (10.0.0.7, a single edge) or a CIDR range (10.0.0.0/8).
 func ParseTrusted(entries []string) ([]netip.Prefix, error) {
-	return infra.ParseRanges("--trusted", entries)
+	return config.ParseRanges("--trusted", entries)
 }
 
 // Trusts reports whether a is in one of ranges (an IPv4-mapped address counts as IPv4).

@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/healthcheck"
 )
 
 // The published spec carries the configured health rule through a publish and a read, and
 // derives the same rule the config does; a spec that names none expects 200 with no timeout.
 func TestTheSpecCarriesTheConfiguredHealthRule(t *testing.T) {
-	cfg, err := infra.LoadBytes([]byte(`
+	cfg, err := config.LoadBytes([]byte(`
 rollout: {runtime: process}
 balancer: {timeout: 1s}
 services:

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/secrets"
 )
 
 // secretConfig is examples/local.yaml whose web service has the secret DB_PASSWORD, holding value
 // (unresolved when value is "").
-func secretConfig(t *testing.T, value string) *infra.Config {
+func secretConfig(t *testing.T, value string) *config.Config {
 	t.Helper()
-	cfg, err := infra.Load(filepath.Join("..", "..", "examples", "local.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", "local.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

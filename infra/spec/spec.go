@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/trust"
@@ -136,13 +136,13 @@ func Path(stateDir string) string { return filepath.Join(stateDir, FileName) }
 
 // Render builds host h's spec at version from the config, every service on its (first) port.
 // self is the path of the running zero502 binary, which {self} in a command stands for.
-func Render(cfg *infra.Config, h infra.Host, version, self string) Spec {
+func Render(cfg *config.Config, h config.Host, version, self string) Spec {
 	return RenderOn(cfg, h, version, self, nil)
 }
 
 // RenderOn is Render with a chosen port for some services: on[name] is one of the service's
 // ports (services[].ports, before the host's offset), the one its new instance is to take.
-func RenderOn(cfg *infra.Config, h infra.Host, version, self string, on map[string]int) Spec {
+func RenderOn(cfg *config.Config, h config.Host, version, self string, on map[string]int) Spec {
 	s := Spec{Host: h.Name, Version: version}
 	for _, svc := range cfg.Services {
 		port := 0

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestRenderFillsPlaceholdersPerHost(t *testing.T) {
-	cfg, err := infra.Load(filepath.Join("..", "..", "examples", "local.yaml"))
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", "local.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 // Package configdoc owns docs/config.md, the config reference, and generates it from the code:
-// the YAML keys are the mapstructure tags of infra.Config and of the struct types it reaches in
-// package infra, the meaning of each key is its field's doc comment, and its default is its value
-// in the embedded defaults (infra/defaults.yaml). It reads package infra's Go source with
+// the YAML keys are the mapstructure tags of config.Config and of the struct types it reaches in
+// package config, the meaning of each key is its field's doc comment, and its default is its value
+// in the embedded defaults (infra/config/defaults.yaml). It reads package config's Go source with
 // go/parser (it does not import infra), so a field, a comment or a default changed in infra
-// changes the reference: `go generate ./infra` writes it, and TestDocsConfigIsUpToDate fails
+// changes the reference: `go generate ./infra/config` writes it, and TestDocsConfigIsUpToDate fails
 // while docs/config.md differs from what Generate makes.
 //
 // A config field without a doc comment is an error (Generate names every such field), and so is
@@ -29,8 +29,8 @@ import (
 )
 
 // Command is how docs/config.md is regenerated, from the repository's root; it is what the
-// //go:generate line of package infra runs, and what a stale docs/config.md asks for.
-const Command = "go generate ./infra"
+// //go:generate line of package config runs, and what a stale docs/config.md asks for.
+const Command = "go generate ./infra/config"
 
 // NoDefault is the default shown for a key the defaults file does not set: a section (its keys
 // have their own rows) or a key of a list item (services[].…, hosts[].…), whose default, if any,
@@ -49,25 +49,25 @@ type Row struct {
 // Section is one top-level key of the config and the keys under it.
 type Section struct {
 	Key  string // balancer, drain, services, services_from…
-	Doc  string // the doc comment of infra.Config's field
+	Doc  string // the doc comment of config.Config's field
 	Rows []Row  // every key under it; the key itself when it is a scalar (services_from)
 }
 
-// EnvVar is a ZERO502_* environment variable that is not a config key (infra.EnvNotConfig).
+// EnvVar is a ZERO502_* environment variable that is not a config key (config.EnvNotConfig).
 type EnvVar struct {
 	Names []string // several names that share one comment
-	Doc   string   // the comment beside them in infra/envother.go
+	Doc   string   // the comment beside them in infra/config/envother.go
 }
 
 // Reference is the config reference: what docs/config.md renders.
 type Reference struct {
-	EnvPrefix   string // infra.EnvPrefix: ZERO502
-	DefaultPath string // infra.DefaultPath: ./zero502.yaml
+	EnvPrefix   string // config.EnvPrefix: ZERO502
+	DefaultPath string // config.DefaultPath: ./zero502.yaml
 	Sections    []Section
 	OtherEnv    []EnvVar
 }
 
-// Generate reads package infra in dir (its .go files but the tests, and defaults.yaml) and
+// Generate reads package config in dir (its .go files but the tests, and defaults.yaml) and
 // returns docs/config.md.
 func Generate(dir string) ([]byte, error) {
 	ref, err := Load(dir)
@@ -77,7 +77,7 @@ func Generate(dir string) ([]byte, error) {
 	return ref.Markdown(), nil
 }
 
-// Load reads package infra in dir into its Reference.
+// Load reads package config in dir into its Reference.
 func Load(dir string) (*Reference, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -95,7 +95,7 @@ func Load(dir string) (*Reference, error) {
 		sources[filepath.Base(n)] = b
 	}
 	if len(sources) == 0 {
-		return nil, fmt.Errorf("configdoc: no Go source in %s (want package infra's directory)", dir)
+		return nil, fmt.Errorf("configdoc: no Go source in %s (want package config's directory)", dir)
 	}
 	defaults, err := os.ReadFile(filepath.Join(dir, "defaults.yaml"))
 	if err != nil {
@@ -104,7 +104,7 @@ func Load(dir string) (*Reference, error) {
 	return FromSource(sources, defaults)
 }
 
-// FromSource builds the Reference from package infra's Go files (name → content) and its
+// FromSource builds the Reference from package config's Go files (name → content) and its
 // defaults file.
 func FromSource(sources map[string][]byte, defaults []byte) (*Reference, error) {
 	fset := token.NewFileSet()
@@ -149,7 +149,7 @@ func FromSource(sources map[string][]byte, defaults []byte) (*Reference, error) 
 	}
 	cfg, ok := w.types["Config"]
 	if !ok {
-		return nil, errors.New("configdoc: package infra declares no struct type Config")
+		return nil, errors.New("configdoc: package config declares no struct type Config")
 	}
 
 	ref := &Reference{
@@ -170,7 +170,7 @@ func FromSource(sources map[string][]byte, defaults []byte) (*Reference, error) 
 
 	var problems []string
 	if len(w.undocumented) > 0 {
-		problems = append(problems, "fields without a doc comment (document each in package infra): "+strings.Join(w.undocumented, ", "))
+		problems = append(problems, "fields without a doc comment (document each in package config): "+strings.Join(w.undocumented, ", "))
 	}
 	known := map[string]bool{}
 	for _, s := range ref.Sections {
@@ -186,7 +186,7 @@ func FromSource(sources map[string][]byte, defaults []byte) (*Reference, error) 
 		}
 	}
 	if len(unknown) > 0 {
-		problems = append(problems, "keys of defaults.yaml that no field of infra.Config declares: "+strings.Join(unknown, ", "))
+		problems = append(problems, "keys of defaults.yaml that no field of config.Config declares: "+strings.Join(unknown, ", "))
 	}
 	if len(problems) > 0 {
 		return nil, errors.New("configdoc: " + strings.Join(problems, "; "))
@@ -198,7 +198,7 @@ type kind int
 
 const (
 	kindScalar      kind = iota
-	kindSection          // a struct type of package infra
+	kindSection          // a struct type of package config
 	kindSectionList      // a slice of one
 )
 
@@ -217,7 +217,7 @@ type field struct {
 
 type walker struct {
 	types        map[string]*ast.StructType
-	other        map[string]ast.Expr // non-struct named types of package infra
+	other        map[string]ast.Expr // non-struct named types of package config
 	defaults     *yaml.Node
 	undocumented []string
 }
@@ -458,7 +458,7 @@ func constString(files []*ast.File, name string) string {
 	return ""
 }
 
-// envNotConfig reads the names infra.EnvNotConfig returns and the comments beside them: a
+// envNotConfig reads the names config.EnvNotConfig returns and the comments beside them: a
 // comment on a name's line is its own, a comment on a line of its own is that of the names after
 // it; consecutive names with one comment are one EnvVar.
 func envNotConfig(fset *token.FileSet, files []*ast.File) []EnvVar {
@@ -531,11 +531,11 @@ func (r *Reference) Markdown() []byte {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	prefix := r.EnvPrefix
 	p("# Config reference\n\n")
-	p("<!-- Generated by internal/configdoc from package infra: do not edit; run `%s`. -->\n\n", Command)
-	p("This file is generated from the code: each key is a `mapstructure` tag of `infra.Config` (or of\n")
+	p("<!-- Generated by internal/configdoc from package config: do not edit; run `%s`. -->\n\n", Command)
+	p("This file is generated from the code: each key is a `mapstructure` tag of `config.Config` (or of\n")
 	p("a type it holds), its meaning is that field's doc comment and its default is its value in the\n")
-	p("embedded defaults, [`infra/defaults.yaml`](../infra/defaults.yaml). Do not edit it: change the\n")
-	p("doc comments in `infra/*.go` or the defaults file and run `%s` (`TestDocsConfigIsUpToDate`\n", Command)
+	p("embedded defaults, [`infra/config/defaults.yaml`](../infra/config/defaults.yaml). Do not edit it: change the\n")
+	p("doc comments in `infra/config/*.go` or the defaults file and run `%s` (`TestDocsConfigIsUpToDate`\n", Command)
 	p("in `internal/configdoc` fails while this file is stale). How the numbers relate, the\n")
 	p("invariants I1–I13: [ARCHITECTURE.md](ARCHITECTURE.md#the-numbers-and-their-invariants) and\n")
 	p("[drain.md](drain.md#the-invariants).\n\n")
@@ -550,7 +550,7 @@ func (r *Reference) Markdown() []byte {
 	p("`%s_WATCHDOG_HEAL_AFTER=6` sets `watchdog.heal_after`); `services`, `hosts` and the other\n", prefix)
 	p("lists of sections are set in the file only. A `%s_*` variable that names no key is refused\n", prefix)
 	p("with a \"did you mean\", unless it is one of these, each read by one command, script or test\n")
-	p("(`infra.EnvNotConfig`):\n\n")
+	p("(`config.EnvNotConfig`):\n\n")
 	p("| variable | read by |\n|---|---|\n")
 	for _, e := range r.OtherEnv {
 		names := make([]string, len(e.Names))
@@ -560,9 +560,9 @@ func (r *Reference) Markdown() []byte {
 		p("| %s | %s |\n", strings.Join(names, ", "), cell(e.Doc))
 	}
 	p("\n## Keys\n\n")
-	p("One table per top-level key, in the order of `infra.Config`. *type*: `duration` takes a unit,\n")
+	p("One table per top-level key, in the order of `config.Config`. *type*: `duration` takes a unit,\n")
 	p("`section` holds the keys below it, `list of sections` holds items whose keys are written\n")
-	p("`KEY[].…`. *default*: the value in `infra/defaults.yaml`; %s where it sets none (a section,\n", NoDefault)
+	p("`KEY[].…`. *default*: the value in `infra/config/defaults.yaml`; %s where it sets none (a section,\n", NoDefault)
 	p("or a key of a list item: the meaning says how a missing value is filled in).\n\n")
 	keys := make([]string, 0, len(r.Sections))
 	for _, s := range r.Sections {

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// infraDir and docsConfig are package infra and the generated reference, from this package.
+// infraDir and docsConfig are package config and the generated reference, from this package.
 var (
-	infraDir   = filepath.Join("..", "..", "infra")
+	infraDir   = filepath.Join("..", "..", "infra", "config")
 	docsConfig = filepath.Join("..", "..", "docs", "config.md")
 )
 
@@ -36,7 +36,7 @@ func TestDocsConfigIsUpToDate(t *testing.T) {
 			w = wl[i]
 		}
 		if g != w {
-			t.Fatalf("docs/config.md is stale against package infra's config types, doc comments and defaults.yaml: "+
+			t.Fatalf("docs/config.md is stale against package config's config types, doc comments and defaults.yaml: "+
 				"run `%s` (from the repository's root).\nFirst difference, line %d:\n  file:      %s\n  generated: %s", Command, i+1, g, w)
 		}
 	}
@@ -81,7 +81,7 @@ func TestKnownKeysHaveTheirDefaultsFromDefaultsYAML(t *testing.T) {
 	if strings.Contains(doc, "secret_values") || strings.Contains(doc, "SecretValues") {
 		t.Error("a field tagged mapstructure:\"-\" is in the reference")
 	}
-	for _, want := range []string{"`ZERO502_` + the key", "ZERO502_DRAIN_WINDOW=20s", "`ZERO502_SSH_OPTS`", "### services_from", "run `go generate ./infra`"} {
+	for _, want := range []string{"`ZERO502_` + the key", "ZERO502_DRAIN_WINDOW=20s", "`ZERO502_SSH_OPTS`", "### services_from", "run `go generate ./infra/config`"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the reference does not say %q", want)
 		}
@@ -91,7 +91,7 @@ func TestKnownKeysHaveTheirDefaultsFromDefaultsYAML(t *testing.T) {
 const miniDefaults = "a: 1\nsub:\n  b: 2s\n"
 
 func TestAFieldWithoutADocCommentIsAnError(t *testing.T) {
-	src := `package infra
+	src := `package config
 
 import "time"
 

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // number is one timing number written in a shipped config file.
@@ -125,7 +125,7 @@ func configMutants(examplesDir, tmp string) (mutants []*mutant, unused []string,
 		if err != nil {
 			return nil, nil, err
 		}
-		cfg, err := infra.LoadBytes(data, name)
+		cfg, err := config.LoadBytes(data, name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("shipped config does not load: %w", err)
 		}
@@ -160,7 +160,7 @@ func configMutants(examplesDir, tmp string) (mutants []*mutant, unused []string,
 					if err != nil {
 						return nil, nil, err
 					}
-					if _, err := infra.LoadBytes(mdata, name); err != nil {
+					if _, err := config.LoadBytes(mdata, name); err != nil {
 						m.result, m.detail = notViable, firstLine(err.Error())
 						continue
 					}

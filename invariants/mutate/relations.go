@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // relation is the harness's own statement of one invariant, independent of the code under test:
@@ -20,7 +20,7 @@ type relation struct {
 	lhs, rhs [][]string // sums of products of keys ("#hosts" is the number of hosts)
 	op       string     // ">", "<", "<=" or ">="
 	// applies says whether the relation is the invariant's on config c; nil: always.
-	applies func(c *infra.Config) bool
+	applies func(c *config.Config) bool
 }
 
 func relations() []relation {
@@ -35,8 +35,8 @@ func relations() []relation {
 		{"I7", [][]string{{"app.keepalive_idle_timeout"}}, [][]string{{"balancer.idle_timeout"}}, ">", withBalancer},
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<", not(startFirst)},
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<=", startFirst},
-		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(infra.BalancerInHouse)},
-		{"I9", [][]string{{"balancer.deregistration_delay"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(infra.BalancerALB)},
+		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerInHouse)},
+		{"I9", [][]string{{"balancer.deregistration_delay"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerALB)},
 		{"I10", [][]string{{"rollout.canary.duration"}}, [][]string{{"rollout.analysis.window"}}, ">", both(judged, withCanary)},
 		{"I11", [][]string{{"rollout.analysis.window"}}, [][]string{{"balancer.header_timeout"}}, ">", judged},
 		// rate [1/s] × weight [%] × duration [ms] ≥ min_requests × 100 % × 1000 ms/s
@@ -58,7 +58,7 @@ func relations() []relation {
 }
 
 // applicable are the relations that are their invariant's on c.
-func applicable(c *infra.Config) []relation {
+func applicable(c *config.Config) []relation {
 	var out []relation
 	for _, r := range relations() {
 		if r.applies == nil || r.applies(c) {
@@ -81,17 +81,17 @@ func invariantIDs() []string {
 
 // The conditions under which a relation applies.
 
-func withBalancer(c *infra.Config) bool { return c.Balancer.Kind != infra.BalancerNone }
+func withBalancer(c *config.Config) bool { return c.Balancer.Kind != config.BalancerNone }
 
-func withEdge(c *infra.Config) bool { return c.Edge.Drain > 0 }
+func withEdge(c *config.Config) bool { return c.Edge.Drain > 0 }
 
-func startFirst(c *infra.Config) bool { return c.Rollout.Strategy == infra.StartFirst }
+func startFirst(c *config.Config) bool { return c.Rollout.Strategy == config.StartFirst }
 
 // onlyBalancerDrains: every service drains at the balancer, so nothing follows the stop signal
 // but the shutdown.
-func onlyBalancerDrains(c *infra.Config) bool {
+func onlyBalancerDrains(c *config.Config) bool {
 	for _, s := range c.Services {
-		if s.Drain != infra.DrainBalancer {
+		if s.Drain != config.DrainBalancer {
 			return false
 		}
 	}
@@ -99,10 +99,10 @@ func onlyBalancerDrains(c *infra.Config) bool {
 }
 
 // balancerDrainsAt: some service drains at a balancer of kind kind.
-func balancerDrainsAt(kind string) func(*infra.Config) bool {
-	return func(c *infra.Config) bool {
+func balancerDrainsAt(kind string) func(*config.Config) bool {
+	return func(c *config.Config) bool {
 		for _, s := range c.Services {
-			if s.Drain == infra.DrainBalancer {
+			if s.Drain == config.DrainBalancer {
 				return c.Balancer.Kind == kind
 			}
 		}
@@ -110,12 +110,12 @@ func balancerDrainsAt(kind string) func(*infra.Config) bool {
 	}
 }
 
-func not(cond func(*infra.Config) bool) func(*infra.Config) bool {
-	return func(c *infra.Config) bool { return !cond(c) }
+func not(cond func(*config.Config) bool) func(*config.Config) bool {
+	return func(c *config.Config) bool { return !cond(c) }
 }
 
-func both(conds ...func(*infra.Config) bool) func(*infra.Config) bool {
-	return func(c *infra.Config) bool {
+func both(conds ...func(*config.Config) bool) func(*config.Config) bool {
+	return func(c *config.Config) bool {
 		for _, cond := range conds {
 			if !cond(c) {
 				return false
@@ -127,29 +127,29 @@ func both(conds ...func(*infra.Config) bool) func(*infra.Config) bool {
 
 // judged: the deployer judges each batch: the analysis on, behind the in-house LB (the only
 // balancer that publishes outcomes), with a balanced service whose targets it judges.
-func judged(c *infra.Config) bool {
+func judged(c *config.Config) bool {
 	_, balanced := c.BalancedService()
-	return c.Rollout.Analysis.Enabled && c.Balancer.Kind == infra.BalancerInHouse && balanced
+	return c.Rollout.Analysis.Enabled && c.Balancer.Kind == config.BalancerInHouse && balanced
 }
 
-func withCanary(c *infra.Config) bool { return c.Rollout.Canary.Hosts > 0 }
+func withCanary(c *config.Config) bool { return c.Rollout.Canary.Hosts > 0 }
 
 // lockOverSSH: the fleet lock is held on a lock host over ssh, a lease (rollout.lock_lease).
-func lockOverSSH(c *infra.Config) bool {
+func lockOverSSH(c *config.Config) bool {
 	h, ok := c.FleetLockHost()
 	return ok && h.SSH != ""
 }
 
-func withRate(c *infra.Config) bool { return c.Rollout.Analysis.ExpectedRate > 0 }
+func withRate(c *config.Config) bool { return c.Rollout.Analysis.ExpectedRate > 0 }
 
 // batchShare: rollout.batch is written as a share of the fleet ("34%").
-func batchShare(c *infra.Config) bool { return c.Rollout.BatchShare > 0 }
+func batchShare(c *config.Config) bool { return c.Rollout.BatchShare > 0 }
 
-func withBatchAfterCanary(c *infra.Config) bool { return smallestBatch(c) > 0 }
+func withBatchAfterCanary(c *config.Config) bool { return smallestBatch(c) > 0 }
 
 // smallestBatch is the smallest batch after the canary (0: the canary is the whole fleet): the
 // canary takes min(rollout.canary.hosts, hosts), the rest goes rollout.batch at a time.
-func smallestBatch(c *infra.Config) int {
+func smallestBatch(c *config.Config) int {
 	rest := len(c.Hosts) - min(c.Rollout.Canary.Hosts, len(c.Hosts))
 	if rest <= 0 {
 		return 0
@@ -160,7 +160,7 @@ func smallestBatch(c *infra.Config) int {
 // numbers are a config's values of the keys the relations use: durations in milliseconds,
 // counts and percents as they are, rollout.analysis.expected_rate in whole requests per second
 // (the shipped configs write whole rates; a fractional one is not mutated, and truncated here).
-func numbers(c *infra.Config) map[string]int64 {
+func numbers(c *config.Config) map[string]int64 {
 	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	return map[string]int64{
 		"balancer.interval":              ms(c.Balancer.Interval),
@@ -192,8 +192,8 @@ func numbers(c *infra.Config) map[string]int64 {
 		"rollout.healthy_deadline":       ms(c.Rollout.HealthyDeadline),
 		"rollout.bake":                   ms(c.Rollout.Bake),
 		"#services":                      int64(len(c.Services)),
-		"#two":                           2,                        // a constant: a batch's step and its rollback
-		"#lock-renewal":                  ms(infra.MaxLockRenewal), // the longest interval between renewals
+		"#two":                           2,                         // a constant: a batch's step and its rollback
+		"#lock-renewal":                  ms(config.MaxLockRenewal), // the longest interval between renewals
 		"#hosts":                         int64(len(c.Hosts)),
 		"#smallest-batch":                int64(smallestBatch(c)),
 		"#minus-one":                     -1,   // a constant: (heal_after − 1) × interval

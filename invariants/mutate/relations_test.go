@@ -5,23 +5,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 )
 
 func TestBoundaryIsTheNearestViolatingValue(t *testing.T) {
-	prod := numbers(infra.Defaults())
+	prod := numbers(config.Defaults())
 	prod["edge.drain"], prod["edge.dns_ttl"], prod["edge.check_interval"], prod["edge.unhealthy_threshold"] = 90000, 30000, 10000, 3
 	prod["#hosts"] = 3
-	prodCfg := infra.Defaults()
+	prodCfg := config.Defaults()
 	prodCfg.Edge.Drain = 90 * time.Second
 	byID := map[string]relation{}
 	for _, r := range applicable(prodCfg) {
 		byID[r.id] = r
 	}
 	// any-service.yaml's case: every service drains at the in-house LB, start-first.
-	anyCfg := infra.Defaults()
-	anyCfg.Services = []infra.Service{{Name: "web", Port: 19301, Ports: []int{19301, 19302}, Drain: infra.DrainBalancer}}
-	anyCfg.Rollout.Strategy = infra.StartFirst
+	anyCfg := config.Defaults()
+	anyCfg.Services = []config.Service{{Name: "web", Port: 19301, Ports: []int{19301, 19302}, Drain: config.DrainBalancer}}
+	anyCfg.Rollout.Strategy = config.StartFirst
 	for _, r := range applicable(anyCfg) {
 		switch r.id {
 		case "I2", "I8", "I9":
@@ -77,9 +77,9 @@ func TestReplaceChangesOnlyTheNumber(t *testing.T) {
 // The analysis relations on local.yaml's numbers: 3 hosts, batch 1 after a 1-host canary at
 // 5 % for 4s, window 3.5s, header timeout 3s, 400 req/s, min_requests 20.
 func TestBoundaryOfTheAnalysisRelations(t *testing.T) {
-	c := infra.Defaults()
-	c.Services = []infra.Service{{Name: "web", Port: 19001}}
-	c.Hosts = []infra.Host{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	c := config.Defaults()
+	c.Services = []config.Service{{Name: "web", Port: 19001}}
+	c.Hosts = []config.Host{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	c.Rollout.Analysis.Window, c.Rollout.Canary.Duration = 3500*time.Millisecond, 4*time.Second
 	c.Rollout.Analysis.ExpectedRate = 400
 	vals := numbers(c)
@@ -117,7 +117,7 @@ func TestBoundaryOfTheAnalysisRelations(t *testing.T) {
 			t.Errorf("%s applies without a canary or without a rate", r.id)
 		}
 	}
-	c.Balancer.Kind = infra.BalancerALB
+	c.Balancer.Kind = config.BalancerALB
 	for _, r := range applicable(c) {
 		if r.id == "I11" {
 			t.Error("I11 applies behind an ALB, which publishes no outcomes")
@@ -161,8 +161,8 @@ func TestABatchShareIsMutatedAsAShare(t *testing.T) {
 	if len(nums) != 1 || nums[0].key != "rollout.batch%" || !nums[0].isShare {
 		t.Fatalf("numbers %+v, want one share keyed rollout.batch%%", nums)
 	}
-	c := infra.Defaults()
-	c.Hosts = []infra.Host{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	c := config.Defaults()
+	c.Hosts = []config.Host{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	c.Rollout.Batch, c.Rollout.BatchShare = 1, 34
 	var i15 *relation
 	for _, r := range applicable(c) {

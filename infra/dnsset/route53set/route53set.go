@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	"github.com/aws/aws-sdk-go-v2/service/route53/types"
 
@@ -291,11 +291,11 @@ type ClientOptions struct {
 // shared profile, web identity, IMDS) unless opts.Credentials is set. Route 53 is global; its
 // requests are signed for us-east-1 whatever the profile's region.
 func NewClient(ctx context.Context, opts ClientOptions) (*route53.Client, error) {
-	load := []func(*config.LoadOptions) error{config.WithRegion("us-east-1")}
+	load := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion("us-east-1")}
 	if opts.Credentials != nil {
-		load = append(load, config.WithCredentialsProvider(opts.Credentials))
+		load = append(load, awsconfig.WithCredentialsProvider(opts.Credentials))
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, load...)
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration (credentials): %w", err)
 	}

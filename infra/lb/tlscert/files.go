@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -26,7 +26,7 @@ type named struct {
 // readFiles reads every certificate and key of files, refusing with the file, the key and the
 // fix: a file that is missing or does not parse, a key any other user may read, a key that does
 // not match its certificate, a certificate with no name.
-func readFiles(files []infra.TLSCertificate) (*fileSet, error) {
+func readFiles(files []config.TLSCertificate) (*fileSet, error) {
 	set := &fileSet{}
 	for i, f := range files {
 		key := fmt.Sprintf("balancer.tls.certificates[%d]", i)
@@ -82,7 +82,7 @@ func (s *fileSet) names() []string {
 }
 
 // stamps is what says the files changed: each one's size and modification time, one string.
-func stamps(files []infra.TLSCertificate) string {
+func stamps(files []config.TLSCertificate) string {
 	var b strings.Builder
 	for _, f := range files {
 		for _, p := range []string{f.Cert, f.Key} {

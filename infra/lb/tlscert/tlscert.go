@@ -22,13 +22,13 @@ import (
 	"golang.org/x/crypto/acme"
 	"golang.org/x/crypto/acme/autocert"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
 
 // Source is the LB's certificates: the files' (by SNI) and ACME's.
 type Source struct {
-	files []infra.TLSCertificate
+	files []config.TLSCertificate
 	// loaded is the files' certificates as last read; replaced whole on a reload.
 	loaded atomic.Pointer[fileSet]
 	acme   *autocert.Manager // nil: no ACME
@@ -40,7 +40,7 @@ type Source struct {
 // New reads every certificate file of t (refusing a missing or unreadable file, a key another
 // user may read, a key that does not match its certificate) and sets up ACME for its domains.
 // Nothing is served yet: the caller passes Config to its TLS listener.
-func New(t infra.BalancerTLS, log *slog.Logger) (*Source, error) {
+func New(t config.BalancerTLS, log *slog.Logger) (*Source, error) {
 	s := &Source{files: t.Certificates, log: log}
 	set, err := readFiles(t.Certificates)
 	if err != nil {
@@ -55,7 +55,7 @@ func New(t infra.BalancerTLS, log *slog.Logger) (*Source, error) {
 	return s, nil
 }
 
-func newACME(a infra.ACME) (*autocert.Manager, error) {
+func newACME(a config.ACME) (*autocert.Manager, error) {
 	if err := trust.MkdirAll(a.CacheDir, 0o700, os.Getuid()); err != nil {
 		return nil, fmt.Errorf("balancer.tls.acme.cache_dir %s: %w", a.CacheDir, err)
 	}

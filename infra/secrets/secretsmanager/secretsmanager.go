@@ -11,12 +11,12 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/secrets"
 )
 
@@ -32,11 +32,11 @@ var _ API = (*sm.Client)(nil)
 // chain (AWS_REGION, profile). The endpoint is the region's, unless the environment or profile
 // names another (AWS_ENDPOINT_URL_SECRETS_MANAGER, e.g. a VPC endpoint).
 func NewClient(ctx context.Context, region string) (*sm.Client, error) {
-	var load []func(*config.LoadOptions) error
+	var load []func(*awsconfig.LoadOptions) error
 	if region != "" {
-		load = append(load, config.WithRegion(region))
+		load = append(load, awsconfig.WithRegion(region))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("secrets manager: loading AWS configuration (credentials and region): %w", err)
 	}
@@ -126,5 +126,5 @@ func Store(region, prefix string) secrets.Store {
 }
 
 func init() {
-	infra.SecretStoreAWS = func(a infra.SecretsAWS) secrets.Store { return Store(a.Region, a.Prefix) }
+	config.SecretStoreAWS = func(a config.SecretsAWS) secrets.Store { return Store(a.Region, a.Prefix) }
 }

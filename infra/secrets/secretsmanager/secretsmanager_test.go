@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/zero502/zero502/infra"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/secrets"
 	"github.com/zero502/zero502/infra/secrets/secretsmanager"
 	"github.com/zero502/zero502/infra/secrets/secretsmanager/smdouble"
@@ -306,7 +306,7 @@ func TestAConfigsSecretsComeFromTheFileThenSecretsManagerThenTheEnvironment(t *t
 	if err := os.WriteFile(file, []byte("A=a-from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := infra.LoadBytes([]byte(`
+	cfg, err := config.LoadBytes([]byte(`
 rollout: {runtime: process}
 secrets: {file: `+file+`, aws: {enabled: true, region: `+smdouble.Region+`, prefix: shop/}}
 services:

@@ -1,7 +1,7 @@
-// Command cmd writes docs/config.md, the config reference, from package infra's source (package
-// configdoc). Package infra's //go:generate line runs it: `go generate ./infra`.
+// Command cmd writes docs/config.md, the config reference, from package config's source (package
+// configdoc). Package config's //go:generate line runs it: `go generate ./infra/config`.
 //
-//	go run ./internal/configdoc/cmd -infra infra -out docs/config.md
+//	go run ./internal/configdoc/cmd -dir infra/config -out docs/config.md
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	dir := flag.String("infra", "infra", "package infra's directory (its .go files and defaults.yaml)")
+	dir := flag.String("dir", "infra/config", "package config's directory (its .go files and defaults.yaml)")
 	out := flag.String("out", "docs/config.md", "the file to write")
 	flag.Parse()
 	doc, err := configdoc.Generate(*dir)

@@ -18,10 +18,10 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/zero502/zero502/infra"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // Region is the region of the double and of its target group's ARN.
@@ -41,7 +41,7 @@ type Double struct {
 	ARN    string // the target group's ARN
 	API    *elbv2.Client
 	// Balancer is the source's balancer numbers, kind alb, pointing at ARN in Region.
-	Balancer infra.Balancer
+	Balancer config.Balancer
 }
 
 // Start starts the double on clk (nil: real time) with target group tg, until the test ends.
@@ -61,8 +61,8 @@ func Start(t testing.TB, clk clock.Clock, tg elbv2double.TargetGroup) *Double {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	d := &Double{Server: s, URL: srv.URL, ARN: s.AddTargetGroup(tg)}
-	d.Balancer = infra.Defaults().Balancer
-	d.Balancer.Kind = infra.BalancerALB
+	d.Balancer = config.Defaults().Balancer
+	d.Balancer.Kind = config.BalancerALB
 	d.Balancer.TargetGroupARN = d.ARN
 	d.Balancer.Region = Region
 	api, err := alb.NewClient(context.Background(), d.Balancer, alb.ClientOptions{

@@ -1,4 +1,4 @@
-package infra
+package config
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ func TestDefaultsAreTheSourceNumbers(t *testing.T) {
 
 func TestShippedExamplesLoad(t *testing.T) {
 	for _, name := range []string{"production.yaml", "local.yaml"} {
-		c, err := Load(filepath.Join("..", "examples", name))
+		c, err := Load(filepath.Join("..", "..", "examples", name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -132,7 +132,7 @@ func TestMissingExplicitFileIsAnError(t *testing.T) {
 }
 
 func TestTargetsAreTheBalancedServiceOnEveryHost(t *testing.T) {
-	c, err := Load(filepath.Join("..", "examples", "local.yaml"))
+	c, err := Load(filepath.Join("..", "..", "examples", "local.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

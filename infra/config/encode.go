@@ -1,4 +1,4 @@
-package infra
+package config
 
 import (
 	"bytes"
@@ -87,7 +87,7 @@ func encodeNode(v reflect.Value, key string) (*yaml.Node, error) {
 		}
 		return n, nil
 	}
-	return nil, fmt.Errorf("key %s: a %s has no YAML form in infra.Encode; give the field a type Encode writes (text, number, duration, list, section)", key, v.Type())
+	return nil, fmt.Errorf("key %s: a %s has no YAML form in config.Encode; give the field a type Encode writes (text, number, duration, list, section)", key, v.Type())
 }
 
 // encodeFields appends the key/value pairs of struct v to mapping m: a field under its

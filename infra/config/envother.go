@@ -1,4 +1,4 @@
-package infra
+package config
 
 // EnvNotConfig lists the ZERO502_* environment variables that are not config keys, each read by
 // one command, script or test; Load accepts them and refuses every other ZERO502_* variable that

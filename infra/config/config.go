@@ -1,11 +1,11 @@
-// Package infra owns the one typed configuration of zero502: every timing number the balancer,
+// Package config owns the one typed configuration of zero502: every timing number the balancer,
 // the drain handshake, the watchdog, the deployer and the tests use, and the fleet they act on.
 // It is loaded once with viper from one YAML file over the embedded defaults (the source's
 // numbers), with ZERO502_* environment overrides, and decoded strictly: an unknown key, a wrong
 // type, a negative duration or a missing required field is refused with the key, the value and
 // the rule. See docs/ARCHITECTURE.md, "The numbers and their invariants", for how the numbers
 // relate (package invariants checks it).
-package infra
+package config
 
 import (
 	"fmt"
@@ -18,11 +18,11 @@ import (
 
 // docs/config.md, the config reference, is generated from this package's config types, their doc
 // comments and defaults.yaml (package internal/configdoc).
-//go:generate go run github.com/zero502/zero502/internal/configdoc/cmd -infra . -out ../docs/config.md
+//go:generate go run github.com/zero502/zero502/internal/configdoc/cmd -dir . -out ../../docs/config.md
 
 // Config is the whole of zero502's configuration. The YAML keys are the mapstructure tags; the
 // config reference, docs/config.md, is generated from the same doc comments (package
-// internal/configdoc; `go generate ./infra`).
+// internal/configdoc; `go generate ./infra/config`).
 type Config struct {
 	// Balancer is the load balancer in front of the fleet and its health-check numbers.
 	Balancer Balancer `mapstructure:"balancer"`
@@ -53,7 +53,7 @@ type Config struct {
 	Hosts []Host `mapstructure:"hosts"`
 	// SecretValues are the values of the secrets the services name: found by the deploy
 	// (ResolveSecrets), or sent by the deployer beside the config over ssh. Never read from a
-	// config file nor written into one (infra.Encode skips it).
+	// config file nor written into one (config.Encode skips it).
 	SecretValues map[string]secrets.Value `mapstructure:"-"`
 	// ComposeNotes are what services_from's Compose file sets that zero502 does not honour as
 	// Compose would, one line a key ("services.web.volumes: …"), read at load; a deploy reports

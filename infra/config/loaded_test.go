@@ -1,4 +1,4 @@
-package infra
+package config
 
 import (
 	"flag"
@@ -48,7 +48,7 @@ func TestShippedConfigsLoadAsRecorded(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./infra -run TestShippedConfigsLoadAsRecorded -update-loaded once to record it)", err)
+				t.Fatalf("%v (run go test ./infra/config -run TestShippedConfigsLoadAsRecorded -update-loaded once to record it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("%s loads differently than recorded in %s:\n%s", name, golden, lineDiff(string(want), got))
