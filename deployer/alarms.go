@@ -68,7 +68,7 @@ func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *Report,
 	end := d.clock.Now()
 	if !waited {
 		end = end.Add(window)
-		d.emit(Event{Step: StepAnalysis, Version: version, Message: fmt.Sprintf("watching %s for %s: CloudWatch alarms %s must not fire (rollout.alarms)",
+		d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("watching %s for %s: CloudWatch alarms %s must not fire (rollout.alarms)",
 			strings.Join(hosts, ", "), window, strings.Join(d.cfg.Rollout.Alarms, ", "))})
 	}
 	for {
@@ -86,7 +86,7 @@ func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *Report,
 			for i := b.first; i < b.end; i++ {
 				rep.Hosts[i].Verdict = v.Reason
 			}
-			d.emit(Event{Step: StepFailed, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
+			d.emit(Event{Step: stepFailed, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
 			return &VerdictError{Hosts: hosts, Verdict: v}
 		}
 		left := end.Sub(d.clock.Now())

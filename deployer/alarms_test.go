@@ -44,7 +44,7 @@ func TestAlarmFiringDuringABatchRollsTheFleetBack(t *testing.T) {
 	var ev eventLog
 	opts := Options{Alarms: watcher, Self: bin, Runtime: f.deployer(cfg, nil, Options{}).opts.Runtime, Events: func(e Event) {
 		ev.add(e)
-		if e.Step == StepVerified && e.Host == "host-a" && e.Version == "v2" {
+		if e.Step == stepVerified && e.Host == "host-a" && e.Version == "v2" {
 			cw.SetState("web-5xx", cloudwatchdouble.Alarming, "Threshold Crossed: 12 5XX in 1 minute")
 		}
 	}}
@@ -89,7 +89,7 @@ func TestAlarmsRefuseADeployBeforeAnythingChanges(t *testing.T) {
 	} {
 		cfg.Rollout.Alarms = tc.names
 		_, err := f.deployer(cfg, nil, Options{Alarms: watcher}).Deploy(ctx, "v2")
-		var refused *RefusedError
+		var refused *refusedError
 		if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("deploy with rollout.alarms %v: %v; want refused saying %q", tc.names, err, tc.says)
 		}

@@ -179,13 +179,13 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 	}
 	before, err := ov.Outcomes(ctx)
 	if errors.Is(err, ErrNoView) {
-		d.emit(Event{Step: StepVerdict, Version: version, Message: strings.Join(hosts, ", ") + ": not analysed: " + err.Error()})
+		d.emit(Event{Step: stepVerdict, Version: version, Message: strings.Join(hosts, ", ") + ": not analysed: " + err.Error()})
 		return false, nil
 	}
 	if err != nil {
 		return true, fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
 	}
-	d.emit(Event{Step: StepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
+	d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
 		strings.Join(hosts, ", "), d.bal.Name(), window)})
 	if err := d.sleep(ctx, window); err != nil {
 		return true, fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
@@ -215,9 +215,9 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 			rep.Hosts[i].Verdict = v.Reason
 		}
 	}
-	step := StepVerdict
+	step := stepVerdict
 	if !v.Pass {
-		step = StepFailed
+		step = stepFailed
 	}
 	d.emit(Event{Step: step, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
 	if !v.Pass {

@@ -44,7 +44,7 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 	}
 	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
 		for _, h := range f.load(good).Targets() {
-			if st, err := NewInHouse(f.admin, "").TargetState(context.Background(), h); err != nil || !st.InRotation {
+			if st, err := newInHouse(f.admin, "").TargetState(context.Background(), h); err != nil || !st.InRotation {
 				return fmt.Errorf("%s: %+v %v", h, st, err)
 			}
 		}
@@ -144,7 +144,7 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	requireNoFailure(t, res)
 	verdicts := 0
 	for _, e := range ev.events {
-		if e.Step == StepVerdict && strings.Contains(e.Message, "holds") {
+		if e.Step == stepVerdict && strings.Contains(e.Message, "holds") {
 			verdicts++
 		}
 	}

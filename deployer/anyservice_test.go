@@ -306,7 +306,7 @@ func pythonStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
 		t.Errorf("host-a: %s, runs %q; want rolled back, v1\nevents:\n%s", a.Outcome, a.Running, &ev)
 	}
 	for _, e := range ev.events {
-		if (e.Step == StepLeftRotation || e.Step == StepDrain) && e.Version == "v1" {
+		if (e.Step == stepLeftRotation || e.Step == StepDrain) && e.Version == "v1" {
 			t.Errorf("the old v1 instance left rotation: %s %s", e.Step, e.Message)
 		}
 	}

@@ -49,8 +49,8 @@ type Rotation interface {
 // deployer then relies on direct health checks alone.
 var ErrNoView = errors.New("balancer has no view of its targets")
 
-// ErrUnknownTarget is wrapped when the balancer does not know the target at all.
-var ErrUnknownTarget = errors.New("balancer does not know this target")
+// errUnknownTarget is wrapped when the balancer does not know the target at all.
+var errUnknownTarget = errors.New("balancer does not know this target")
 
 // TargetState is the balancer's view of one target.
 type TargetState struct {
@@ -113,9 +113,9 @@ func LiveDrift(ctx context.Context, bal Balancer, cfg config.Balancer) (Settings
 func BalancerFor(cfg *config.Config) (Balancer, error) {
 	switch cfg.Balancer.Kind {
 	case config.BalancerInHouse:
-		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return NewInHouse(a, cfg.Balancer.AdminToken) }), nil
+		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return newInHouse(a, cfg.Balancer.AdminToken) }), nil
 	case config.BalancerEdges:
-		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return NewEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
+		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return newEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
 	case config.BalancerDNS:
 		return dnsSetFor(cfg)
 	case config.BalancerNone:

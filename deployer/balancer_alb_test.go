@@ -47,7 +47,7 @@ func newALBDouble(t *testing.T, clk clock.Clock, settings elbv2double.Settings) 
 // options are a deploy's Options watching this double through the real SDK (the environment's
 // endpoint is TestALBAdapterStatesSinceDriftAndGuard's: the tests that deploy run in parallel).
 func (a *albDouble) options(cfg *config.Config) Options {
-	return Options{Balancer: NewALB(a.api, cfg, nil)}
+	return Options{Balancer: newALB(a.api, cfg, nil)}
 }
 
 func (a *albDouble) register(t *testing.T, addrs ...string) { a.rig.Register(t, addrs...) }
@@ -116,7 +116,7 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 	if !strings.HasPrefix(b.Name(), "alb arn:aws:elasticloadbalancing:") {
 		t.Errorf("Name() = %q", b.Name())
 	}
-	b = NewALB(b.(*ALB).api, cfg, clk) // the same client, stamped on the test's clock
+	b = newALB(b.(*ALB).api, cfg, clk) // the same client, stamped on the test's clock
 	ctx := context.Background()
 
 	t0 := clk.Now()
@@ -151,7 +151,7 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 		t.Errorf("DrainGuard(%s) with %s unhealthy: %v; want a refusal naming it", one.addr, two.addr, err)
 	}
 
-	if _, err := b.TargetState(ctx, "127.0.0.1:1"); !errors.Is(err, ErrUnknownTarget) {
+	if _, err := b.TargetState(ctx, "127.0.0.1:1"); !errors.Is(err, errUnknownTarget) {
 		t.Errorf("unregistered target: %v, want ErrUnknownTarget", err)
 	}
 
@@ -237,7 +237,7 @@ func TestALBDeployFailOpenGuardAndDrift(t *testing.T) {
 	})
 	var ev2 eventLog
 	rep, err := f.deployer(cfg, &ev2, a.options(cfg)).Deploy(ctx, "v2")
-	var refused *RefusedError
+	var refused *refusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "fail-open guard, host host-a") ||
 		!strings.Contains(err.Error(), broken+" is unhealthy") {
 		t.Fatalf("deploy v2 with %s unhealthy: %v; want refused by the fail-open guard naming it\nevents:\n%s", broken, err, &ev2)
@@ -353,7 +353,7 @@ func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
 	a := newALBDouble(t, nil, rotationSettings)
 	app := newHealthServer(t)
 	cfg := rotationConfig(a.arn, []int{port(t, app.addr)}, config.Host{Name: "host-a", Address: "127.0.0.1"})
-	var b Rotation = NewALB(a.api, cfg, nil)
+	var b Rotation = newALB(a.api, cfg, nil)
 	bal := b.(Balancer)
 	ctx := context.Background()
 
@@ -422,7 +422,7 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	pa, pb := port(t, oldApp.addr), port(t, newApp.addr)
 	host := config.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
 	cfg := rotationConfig(arn, []int{pa, pb}, host)
-	b := NewALB(a.api, cfg, nil)
+	b := newALB(a.api, cfg, nil)
 	ctx := context.Background()
 	first, second := fmt.Sprintf("app-1.internal:%d", pa), fmt.Sprintf("app-1.internal:%d", pb)
 
@@ -456,11 +456,11 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	if st, err := b.TargetState(ctx, second); err != nil || st.State != alb.StateHealthy {
 		t.Fatalf("the successor on the second port after the first drained: %+v, %v; want healthy", st, err)
 	}
-	if _, err := b.TargetState(ctx, first); !errors.Is(err, ErrUnknownTarget) {
+	if _, err := b.TargetState(ctx, first); !errors.Is(err, errUnknownTarget) {
 		t.Fatalf("the drained first port: %v; want ErrUnknownTarget", err)
 	}
 	// The host's address on a port the config does not list still maps to its instance.
-	if _, err := b.TargetState(ctx, "app-1.internal:1"); !errors.Is(err, ErrUnknownTarget) ||
+	if _, err := b.TargetState(ctx, "app-1.internal:1"); !errors.Is(err, errUnknownTarget) ||
 		!strings.Contains(err.Error(), "target "+instance+":1 (host address app-1.internal:1)") {
 		t.Fatalf("app-1.internal:1: %v; want the unknown target %s:1", err, instance)
 	}

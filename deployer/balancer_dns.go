@@ -16,10 +16,10 @@ import (
 	"github.com/zero502/zero502/infra/dnsset/zonefile"
 )
 
-// RecordSet is what the deployer needs of the edges' DNS A record set (balancer.kind dns): the
+// recordSet is what the deployer needs of the edges' DNS A record set (balancer.kind dns): the
 // zone file zero502 dns serve answers from (zonefile.Set), or a Route 53 hosted zone
 // (route53set.Set).
-type RecordSet interface {
+type recordSet interface {
 	// List returns the addresses in the set.
 	List(ctx context.Context) ([]netip.Addr, error)
 	// Add puts addr in the set and returns once the change is visible; an address already there
@@ -39,7 +39,7 @@ type RecordSet interface {
 // edge.drain above that). The set has no live settings to compare (Settings wraps ErrNoView).
 type DNSSet struct {
 	name  string
-	set   RecordSet
+	set   recordSet
 	gone  time.Duration
 	clock clock.Clock
 
@@ -52,10 +52,10 @@ var (
 	_ Rotation = (*DNSSet)(nil)
 )
 
-// NewDNSSet returns the rotation of the record set name held by set, with edge's numbers: the
+// newDNSSet returns the rotation of the record set name held by set, with edge's numbers: the
 // wait after a removal is the longer of edge.dns_ttl and the set's own TTL, plus the monitor's
 // detection.
-func NewDNSSet(name string, set RecordSet, edge config.Edge, clk clock.Clock) *DNSSet {
+func newDNSSet(name string, set recordSet, edge config.Edge, clk clock.Clock) *DNSSet {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -164,13 +164,13 @@ func (s *DNSSet) Remove(ctx context.Context, target string) error {
 	return s.Drain(ctx, target)
 }
 
-// EnvRoute53Endpoint names the environment variable that, when set, replaces Route 53's endpoint:
+// envRoute53Endpoint names the environment variable that, when set, replaces Route 53's endpoint:
 // a local double in tests.
-const EnvRoute53Endpoint = "ZERO502_ROUTE53_ENDPOINT"
+const envRoute53Endpoint = "ZERO502_ROUTE53_ENDPOINT"
 
 // dnsSetFor builds the DNSSet of balancer.record: the zone file (zero502 dns serve answers from
 // it), or the Route 53 hosted zone (the AWS SDK's default credential chain; endpoint from
-// EnvRoute53Endpoint when set, for a local double). Records the deployer adds get
+// envRoute53Endpoint when set, for a local double). Records the deployer adds get
 // edge.dns_ttl.
 func dnsSetFor(cfg *config.Config) (Balancer, error) {
 	r := cfg.Balancer.Record
@@ -180,9 +180,9 @@ func dnsSetFor(cfg *config.Config) (Balancer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("balancer.record: %w", err)
 		}
-		return NewDNSSet(set.Name(), set, cfg.Edge, nil), nil
+		return newDNSSet(set.Name(), set, cfg.Edge, nil), nil
 	}
-	api, err := route53set.NewClient(context.Background(), route53set.ClientOptions{Endpoint: os.Getenv(EnvRoute53Endpoint)})
+	api, err := route53set.NewClient(context.Background(), route53set.ClientOptions{Endpoint: os.Getenv(envRoute53Endpoint)})
 	if err != nil {
 		return nil, fmt.Errorf("balancer.record.route53_zone_id %s: %w", r.Route53ZoneID, err)
 	}
@@ -190,5 +190,5 @@ func dnsSetFor(cfg *config.Config) (Balancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("balancer.record: %w", err)
 	}
-	return NewDNSSet(set.Name(), set, cfg.Edge, nil), nil
+	return newDNSSet(set.Name(), set, cfg.Edge, nil), nil
 }

@@ -54,7 +54,7 @@ func TestDNSSetAgainstARealZoneServer(t *testing.T) {
 
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	edge := config.Edge{Drain: 3 * time.Second, DNSTTL: time.Second, CheckInterval: 250 * time.Millisecond, UnhealthyThreshold: 2}
-	rot := NewDNSSet(set.Name(), set, edge, clk)
+	rot := newDNSSet(set.Name(), set, edge, clk)
 	if rot.Gone() != 1500*time.Millisecond {
 		t.Errorf("Gone %s, want the TTL 1s + 250ms × 2", rot.Gone())
 	}

@@ -15,12 +15,12 @@ import (
 // of rotation at the balancer itself (the in-house LB's admin API; ALB DeregisterTargets),
 // waits until the balancer has nothing in flight to it, and only then sends the stop signal.
 
-// BalancerDrainWindow is how long the deployer waits, at most, for a target drained at the
+// balancerDrainWindow is how long the deployer waits, at most, for a target drained at the
 // balancer to have nothing in flight: drain.window for the in-house LB and the edges, the
 // target group's deregistration delay for an ALB (which holds the target in draining that
 // long), edge.drain for the edges' DNS A record set (I6 keeps it above the TTL plus the
 // monitor's detection, which is what DNSSet waits for).
-func BalancerDrainWindow(cfg *config.Config) time.Duration {
+func balancerDrainWindow(cfg *config.Config) time.Duration {
 	switch cfg.Balancer.Kind {
 	case config.BalancerALB:
 		return cfg.Balancer.DeregistrationDelay
@@ -31,7 +31,7 @@ func BalancerDrainWindow(cfg *config.Config) time.Duration {
 }
 
 // drainAtBalancer takes target out of rotation at the balancer and waits until it is drained
-// (nothing in flight), at most BalancerDrainWindow plus a few polls. A target still busy then
+// (nothing in flight), at most balancerDrainWindow plus a few polls. A target still busy then
 // is signalled anyway, and the event says how many requests that may cut: a request longer than
 // the drain window (I9 keeps the window above balancer.header_timeout).
 func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runtime.Instance, target string, tl *Timeline) error {
@@ -49,16 +49,16 @@ func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runt
 	if tl != nil {
 		tl.LeftRotation = now
 	}
-	d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepLeftRotation, Version: inst.Version,
+	d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepLeftRotation, Version: inst.Version,
 		Message: fmt.Sprintf("%s drained at the balancer by the deployer (drain: balancer) +%.2fs", target, now.Sub(t0).Seconds())})
 
-	window := BalancerDrainWindow(d.cfg)
+	window := balancerDrainWindow(d.cfg)
 	deadline := t0.Add(window + 2*d.pollEvery())
 	for {
 		drained, err := rot.Drained(ctx, target)
 		now := d.clock.Now()
 		if err == nil && drained {
-			d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepLeftRotation, Version: inst.Version,
+			d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepLeftRotation, Version: inst.Version,
 				Message: fmt.Sprintf("%s has nothing in flight at the balancer +%.2fs after the drain", target, now.Sub(t0).Seconds())})
 			return nil
 		}
@@ -67,7 +67,7 @@ func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runt
 			if err != nil {
 				last = err.Error()
 			}
-			d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepLeftRotation, Version: inst.Version,
+			d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepLeftRotation, Version: inst.Version,
 				Message: fmt.Sprintf("%s not drained after the drain window %s (%s): signalling anyway; a request still in flight may be cut",
 					target, window, last)})
 			return nil

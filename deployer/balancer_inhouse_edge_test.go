@@ -28,7 +28,7 @@ func TestInHouseRotationDrivesARealEdge(t *testing.T) {
 	go func() { done <- fwd.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	rot := NewEdgeAdmin(fwd.AdminAddr().String(), "")
+	rot := newEdgeAdmin(fwd.AdminAddr().String(), "")
 	var _ Rotation = rot
 
 	// A client connection on the old instance (the only one yet) keeps it from counting as drained.

@@ -38,7 +38,7 @@ func inHouseLB(t *testing.T, backends ...string) (*lb.Server, *InHouse) {
 			t.Errorf("lb Run: %v", err)
 		}
 	})
-	return s, NewInHouse(s.AdminAddr(), "")
+	return s, newInHouse(s.AdminAddr(), "")
 }
 
 func healthyApp(t *testing.T) string {
@@ -127,7 +127,7 @@ func TestInHouseRotationErrorsWhenTheLBIsDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	rot := NewInHouse(addr, "")
+	rot := newInHouse(addr, "")
 	err = rot.Drain(context.Background(), "10.0.0.1:8080")
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "10.0.0.1:8080") {
 		t.Errorf("Drain with no LB: %v, want an error naming the admin address and the target", err)

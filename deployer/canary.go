@@ -181,7 +181,7 @@ func (d *Deployer) unweighCanary(ctx context.Context, version string) {
 		return
 	}
 	for _, t := range slices.Compact(slices.Sorted(slices.Values(d.weighted))) {
-		if err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight); err != nil && !errors.Is(err, ErrNoView) && !errors.Is(err, ErrUnknownTarget) {
+		if err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight); err != nil && !errors.Is(err, ErrNoView) && !errors.Is(err, errUnknownTarget) {
 			d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("could not put %s back at weight %d: %v", t, adminapi.DefaultWeight, err)})
 		}
 	}

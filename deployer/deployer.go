@@ -29,8 +29,8 @@ import (
 type Options struct {
 	// Self is the zero502 binary {self} stands for in service commands; empty: this executable.
 	Self string
-	// Runtime returns host h's runtime; nil: RuntimeFor (rollout.runtime of the config). Deploys
-	// run one after another in one process must share it: pass the same SharedRuntimes(cfg).
+	// Runtime returns host h's runtime; nil: runtimeFor (rollout.runtime of the config). Deploys
+	// run one after another in one process must share it: pass the same sharedRuntimes(cfg).
 	Runtime func(h config.Host) (Runtime, error)
 	// Balancer is the balancer to watch; nil: BalancerFor (balancer.kind of the config).
 	Balancer Balancer
@@ -109,8 +109,8 @@ func New(cfg *config.Config, opts Options) *Deployer {
 	return d
 }
 
-// RefusedError is a deploy refused by preflight: nothing was changed on any host.
-type RefusedError struct {
+// refusedError is a deploy refused by preflight: nothing was changed on any host.
+type refusedError struct {
 	// Reasons each name the rule, the values and what to do.
 	Reasons []string
 	// Cause, when set, is the error the refusal comes from (hostlock.ErrHeld: another deploy
@@ -118,16 +118,16 @@ type RefusedError struct {
 	Cause error
 }
 
-func (e *RefusedError) Unwrap() error { return e.Cause }
+func (e *refusedError) Unwrap() error { return e.Cause }
 
-func (e *RefusedError) Error() string {
+func (e *refusedError) Error() string {
 	return "deploy refused before anything changed: " + strings.Join(e.Reasons, "; ")
 }
 
 var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
 
 // Deploy rolls every host to version, batch by batch, and returns the report. The error is a
-// *RefusedError when preflight refused (no host touched), else the first host's failure (that
+// *refusedError when preflight refused (no host touched), else the first host's failure (that
 // host rolled back, the rollout stopped); the report says which host runs which version.
 func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) {
 	d.started = d.clock.Now()
@@ -144,7 +144,7 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 			err = fmt.Errorf("every host runs %s, verified, and stays on it, but %w", version, herr)
 		}
 	}
-	var refused *RefusedError
+	var refused *refusedError
 	if err != nil && !errors.As(err, &refused) {
 		// Said even when the deploy was interrupted: the hook's own timeout bounds it.
 		_ = d.runHook(context.WithoutCancel(ctx), "on_failure", d.cfg.Hooks.OnFailure, version,
@@ -158,7 +158,7 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 		rep.Error = err.Error()
 		rep.Refused = refused != nil
 		if !rep.Refused {
-			d.emit(Event{Step: StepFailed, Message: err.Error(), Version: version})
+			d.emit(Event{Step: stepFailed, Message: err.Error(), Version: version})
 		}
 	}
 	return rep, err
@@ -166,17 +166,17 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 
 func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) error {
 	if !versionRE.MatchString(version) {
-		return &RefusedError{Reasons: []string{fmt.Sprintf("--version %q: must be 1–128 letters, digits, . _ + - "+
+		return &refusedError{Reasons: []string{fmt.Sprintf("--version %q: must be 1–128 letters, digits, . _ + - "+
 			"starting with a letter or digit (it names images and appears in specs)", version)}}
 	}
 	if err := d.setup(); err != nil {
-		return &RefusedError{Reasons: []string{err.Error()}}
+		return &refusedError{Reasons: []string{err.Error()}}
 	}
 	if err := d.resolveSecrets(ctx, version); err != nil {
-		return &RefusedError{Reasons: []string{err.Error()}}
+		return &refusedError{Reasons: []string{err.Error()}}
 	}
 	for _, n := range d.cfg.ComposeNotes {
-		d.emit(Event{Step: StepPreflight, Version: version, Message: "services_from: not as Compose would: " + n})
+		d.emit(Event{Step: stepPreflight, Version: version, Message: "services_from: not as Compose would: " + n})
 	}
 	fleet, err := d.fleetLock(ctx, version)
 	if err != nil {
@@ -189,7 +189,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) erro
 		return err
 	}
 	if err := d.runHook(ctx, "pre_deploy", d.cfg.Hooks.PreDeploy, version, nil); err != nil {
-		return &RefusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
+		return &refusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
 	}
 	for i := range rep.Hosts {
 		rep.Hosts[i].From = views[i].from
@@ -287,7 +287,7 @@ func (d *Deployer) setup() error {
 		}
 		mk := d.opts.Runtime
 		if mk == nil {
-			mk = func(h config.Host) (Runtime, error) { return RuntimeFor(d.cfg, h) }
+			mk = func(h config.Host) (Runtime, error) { return runtimeFor(d.cfg, h) }
 		}
 		rt, err := mk(h)
 		if err != nil {

@@ -73,7 +73,7 @@ hosts:
 	return path
 }
 
-// With rollout.runtime docker, `zero502 deploy` runs containers (RuntimeFor's docker case);
+// With rollout.runtime docker, `zero502 deploy` runs containers (runtimeFor's docker case);
 // a new container that exits while the deployer waits for its health fails the step at once,
 // naming host, service and exit code, and the host is rolled back to the previous container.
 func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T) {
@@ -185,7 +185,7 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 			t.Errorf("error does not say %q: %v", want, err)
 		}
 	}
-	if h := rep.Hosts[0]; h.Outcome != OutcomeUntouched || h.Running != "v1" {
+	if h := rep.Hosts[0]; h.Outcome != outcomeUntouched || h.Running != "v1" {
 		t.Errorf("%s: %s, runs %q; want untouched, still v1", host, h.Outcome, h.Running)
 	}
 	after, err := rt.List(ctx, runtime.Filter{Host: host, Service: "web"})

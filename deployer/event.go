@@ -4,29 +4,29 @@ import "time"
 
 // Steps of a deploy, as they appear in events.
 const (
-	StepPreflight    = "preflight"     // a preflight check passed (or a drift was accepted)
-	StepRefused      = "refused"       // preflight refused the deploy; nothing was touched
-	StepLockWait     = "lock-wait"     // the host lock is held by someone else; waiting
+	stepPreflight    = "preflight"     // a preflight check passed (or a drift was accepted)
+	stepRefused      = "refused"       // preflight refused the deploy; nothing was touched
+	stepLockWait     = "lock-wait"     // the host lock is held by someone else; waiting
 	StepLocked       = "locked"        // the host lock is ours
 	StepPublish      = "publish"       // the host's new spec is published
 	StepDrain        = "drain"         // SIGTERM sent: the drain handshake started
-	StepLeftRotation = "left-rotation" // the balancer took the target out of rotation
-	StepStopped      = "stopped"       // the old instance exited
-	StepStart        = "start"         // the new instance runs
-	StepHealthy      = "healthy"       // the new instance answers its health check directly
-	StepSmoke        = "smoke"         // the new instance answered its smoke requests (services[].smoke)
-	StepInRotation   = "in-rotation"   // the balancer put the target back in rotation
-	StepStable       = "stable"        // every new instance stayed up for its stability window
-	StepVerified     = "verified"      // every service on the host runs the right version
+	stepLeftRotation = "left-rotation" // the balancer took the target out of rotation
+	stepStopped      = "stopped"       // the old instance exited
+	stepStart        = "start"         // the new instance runs
+	stepHealthy      = "healthy"       // the new instance answers its health check directly
+	stepSmoke        = "smoke"         // the new instance answered its smoke requests (services[].smoke)
+	stepInRotation   = "in-rotation"   // the balancer put the target back in rotation
+	stepStable       = "stable"        // every new instance stayed up for its stability window
+	stepVerified     = "verified"      // every service on the host runs the right version
 	StepCanary       = "canary"        // the first hosts are the canary (rollout.canary)
-	StepPaused       = "paused"        // the deploy waits after its canary for promote or abort
-	StepAnalysis     = "analysis"      // a batch is being judged by what users get (rollout.analysis)
-	StepVerdict      = "verdict"       // the analysis passed, with its numbers
-	StepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only
-	StepRollback     = "rollback"      // the host is being rolled back to its previous spec
-	StepRolledBack   = "rolled-back"   // the host runs its previous version again
-	StepFailed       = "failed"        // the host (or the rollout) failed
-	StepDone         = "done"          // the host is finished; the lock is released
+	stepPaused       = "paused"        // the deploy waits after its canary for promote or abort
+	stepAnalysis     = "analysis"      // a batch is being judged by what users get (rollout.analysis)
+	stepVerdict      = "verdict"       // the analysis passed, with its numbers
+	stepUnchanged    = "unchanged"     // the host already ran the version, healthy: verified only
+	stepRollback     = "rollback"      // the host is being rolled back to its previous spec
+	stepRolledBack   = "rolled-back"   // the host runs its previous version again
+	stepFailed       = "failed"        // the host (or the rollout) failed
+	stepDone         = "done"          // the host is finished; the lock is released
 )
 
 // Event is one step of a deploy, for live progress and for CI (one JSON object per line).

@@ -62,7 +62,7 @@ func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) 
 		once     sync.Once
 	)
 	d.opts.Events = func(e Event) {
-		if e.Host != "host-b" || e.Step != StepStart {
+		if e.Host != "host-b" || e.Step != stepStart {
 			return
 		}
 		once.Do(func() {

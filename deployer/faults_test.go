@@ -177,7 +177,7 @@ func TestUnwritableStateDirRefusesBeforeAnyHostChanges(t *testing.T) {
 	cfg.Hosts[1].StateDir = filepath.Join(blocker, "host-b") // under a file: never a directory
 	before := f.instances("host-a")
 	rep, err := f.deployer(cfg, nil, Options{}).Deploy(ctx, "v2")
-	var refused *RefusedError
+	var refused *refusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "host host-b: state dir") {
 		t.Fatalf("deploy with host-b's state dir under a file: %v, want refused naming host-b's state dir", err)
 	}
@@ -203,7 +203,7 @@ func TestFailedRedeployKeepsThePublishedSpec(t *testing.T) {
 	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(ctx, "v1"); err != nil {
 		t.Fatalf("deploy v1: %v", err)
 	}
-	os.Remove(filepath.Join(f.stateDir(0), PreviousFileName))
+	os.Remove(filepath.Join(f.stateDir(0), previousFileName))
 	web := f.instances("host-a")["web"]
 	if _, err := f.runtimes["host-a"].Stop(ctx, web, 0); err != nil {
 		t.Fatal(err)
@@ -296,7 +296,7 @@ func TestCorruptSpecIsSetAsideAndTheHostDeployed(t *testing.T) {
 	if data, err := os.ReadFile(specPath + spec.CorruptSuffix); err != nil || string(data) != "{half a spec" {
 		t.Errorf("the corrupt spec was not kept aside: %q %v", data, err)
 	}
-	if p, err := spec.Read(filepath.Join(f.stateDir(0), PreviousFileName)); err != nil || p.Version != "v1" {
+	if p, err := spec.Read(filepath.Join(f.stateDir(0), previousFileName)); err != nil || p.Version != "v1" {
 		t.Errorf("previous spec %q %v, want v1 (what ran, rendered from the config)", p.Version, err)
 	}
 }

@@ -39,7 +39,7 @@ func (d *Deployer) fleetLock(ctx context.Context, version string) (fleetHold, er
 	path := d.cfg.FleetLockPath()
 	l, err := takeFleetLock(ctx, path, "on this machine", d.holder(version), d.opts.NoLockWait, d.opts.LockTimeout,
 		func(holder hostlock.Holder) {
-			d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
+			d.emit(Event{Step: stepLockWait, Version: version, Message: fmt.Sprintf(
 				"waiting for the fleet deploy lock held by %s (lock %s; giving up after %s)", holder, path, d.opts.LockTimeout)})
 		})
 	if err != nil {
@@ -56,10 +56,10 @@ func takeFleetLock(ctx context.Context, path, where string, me hostlock.Holder, 
 	switch {
 	case err == nil:
 	case !errors.Is(err, hostlock.ErrHeld):
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("fleet deploy lock %s %s (rollout.lock_path): %v; "+
+		return nil, &refusedError{Reasons: []string{fmt.Sprintf("fleet deploy lock %s %s (rollout.lock_path): %v; "+
 			"make its directory writable or set rollout.lock_path", path, where, err)}}
 	case noWait:
-		return nil, &RefusedError{Cause: hostlock.ErrHeld, Reasons: []string{fmt.Sprintf("another deploy of this fleet is running: fleet lock %s %s is held by %s; "+
+		return nil, &refusedError{Cause: hostlock.ErrHeld, Reasons: []string{fmt.Sprintf("another deploy of this fleet is running: fleet lock %s %s is held by %s; "+
 			"wait for it to finish, or pass --lock-timeout D to wait up to D", path, where, hostlock.ReadHolder(path))}}
 	default:
 		lctx, cancel := context.WithTimeout(ctx, wait)
@@ -68,13 +68,13 @@ func takeFleetLock(ctx context.Context, path, where string, me hostlock.Holder, 
 		// written its record yet, and a third deploy may take it before us.
 		l, err = hostlock.Acquire(lctx, path, me, 100*time.Millisecond, waiting)
 		if err != nil {
-			return nil, &RefusedError{Cause: hostlock.ErrHeld, Reasons: []string{fmt.Sprintf("gave up waiting for the fleet deploy lock %s %s after --lock-timeout %s: %v; "+
+			return nil, &refusedError{Cause: hostlock.ErrHeld, Reasons: []string{fmt.Sprintf("gave up waiting for the fleet deploy lock %s %s after --lock-timeout %s: %v; "+
 				"nothing was changed on any host", path, where, wait, err)}}
 		}
 	}
 	if m, ok := readMaintenance(path); ok {
 		_ = l.Release()
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the fleet is locked for maintenance %s by %s: %q; "+
+		return nil, &refusedError{Reasons: []string{fmt.Sprintf("the fleet is locked for maintenance %s by %s: %q; "+
 			"`zero502 lock release --config FILE` lifts it", where, m.Holder, m.Message)}}
 	}
 	return l, nil
@@ -111,16 +111,16 @@ func readMaintenance(lockPath string) (Maintenance, bool) {
 	return m, true
 }
 
-// LockStatus is the fleet lock's state: where it is, the deploy holding it now, the
+// lockStatus is the fleet lock's state: where it is, the deploy holding it now, the
 // maintenance lock taken by hand.
-type LockStatus struct {
+type lockStatus struct {
 	Host        string           `json:"host"`
 	Path        string           `json:"path"`
 	Deploy      *hostlock.Holder `json:"deploy,omitempty"`
 	Maintenance *Maintenance     `json:"maintenance,omitempty"`
 }
 
-func (s LockStatus) String() string {
+func (s lockStatus) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fleet lock %s on %s: ", s.Path, s.Host)
 	switch {
@@ -148,10 +148,10 @@ const (
 // LockOp runs a `zero502 lock` operation on cfg's fleet lock, on its lock host (over SSH when
 // it has ssh): status reads it; acquire takes the maintenance lock with message (refused while
 // a deploy holds the fleet lock or the fleet is already locked); release lifts it.
-func LockOp(ctx context.Context, cfg *config.Config, op, message string, opts Options) (LockStatus, error) {
+func LockOp(ctx context.Context, cfg *config.Config, op, message string, opts Options) (lockStatus, error) {
 	h, ok := cfg.FleetLockHost()
 	if !ok {
-		return LockStatus{}, errors.New("the config has no hosts: the fleet lock lives on rollout.lock_host")
+		return lockStatus{}, errors.New("the config has no hosts: the fleet lock lives on rollout.lock_host")
 	}
 	if h.SSH != "" {
 		return New(cfg, opts).remoteLockOp(ctx, h, op, message)
@@ -171,10 +171,10 @@ func whoDeploys() string {
 }
 
 // HostLockOp is LockOp on this machine, the lock host name; me is who asks.
-func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder) (LockStatus, error) {
+func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder) (lockStatus, error) {
 	path := cfg.FleetLockPath()
-	st := func() LockStatus {
-		s := LockStatus{Host: name, Path: path}
+	st := func() lockStatus {
+		s := lockStatus{Host: name, Path: path}
 		if l, err := hostlock.TryAcquire(path, me); err == nil {
 			_ = l.Release()
 		} else if errors.Is(err, hostlock.ErrHeld) {
@@ -191,7 +191,7 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 		return st(), nil
 	case LockAcquireOp:
 		if strings.TrimSpace(message) == "" {
-			return LockStatus{}, errors.New("--message: required: say why the fleet is locked, e.g. -m \"DB migration until 18:00\"")
+			return lockStatus{}, errors.New("--message: required: say why the fleet is locked, e.g. -m \"DB migration until 18:00\"")
 		}
 		l, err := hostlock.TryAcquire(path, me)
 		if err != nil {
@@ -215,5 +215,5 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 		}
 		return st(), nil
 	}
-	return LockStatus{}, fmt.Errorf("lock operation %q: must be status, acquire or release", op)
+	return lockStatus{}, fmt.Errorf("lock operation %q: must be status, acquire or release", op)
 }

@@ -74,7 +74,7 @@ func TestTheFleetLockIsALeaseTheDeployerRenews(t *testing.T) {
 					_ = w.Close()
 					return
 				case <-tick.C:
-					_, _ = io.WriteString(w, LeaseRenewal+"\n")
+					_, _ = io.WriteString(w, leaseRenewal+"\n")
 				}
 			}
 		}()

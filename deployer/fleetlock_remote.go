@@ -30,13 +30,13 @@ type FleetLockLine struct {
 	Refused string      `json:"refused,omitempty"`
 	Expired string      `json:"expired,omitempty"` // the lease ran out: the lock was freed
 	Held    bool        `json:"held,omitempty"`
-	Status  *LockStatus `json:"status,omitempty"`
+	Status  *lockStatus `json:"status,omitempty"`
 	Error   string      `json:"error,omitempty"`
 }
 
-// LeaseRenewal is the line the deployer sends on the lock's session, after the config, every
+// leaseRenewal is the line the deployer sends on the lock's session, after the config, every
 // cfg.LockRenewal() while it holds the fleet lock.
-const LeaseRenewal = "renew"
+const leaseRenewal = "renew"
 
 // HoldFleetLock takes the fleet lock of cfg on this machine, lock host name, for me (waiting up
 // to wait unless noWait), says how it went through say, and holds it until ctx ends. With a
@@ -64,7 +64,7 @@ func HoldFleetLock(ctx context.Context, cfg *config.Config, name string, me host
 		say(FleetLockLine{Waiting: h.String()})
 	})
 	if err != nil {
-		var refused *RefusedError
+		var refused *refusedError
 		if errors.As(err, &refused) {
 			say(FleetLockLine{Refused: strings.Join(refused.Reasons, "; "), Held: errors.Is(err, hostlock.ErrHeld)})
 		}
@@ -155,7 +155,7 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 				return
 			}
 			if l.Waiting != "" {
-				d.emit(Event{Step: StepLockWait, Version: version, Message: fmt.Sprintf(
+				d.emit(Event{Step: stepLockWait, Version: version, Message: fmt.Sprintf(
 					"waiting for the fleet deploy lock on host %s, held by %s (giving up after %s)", h.Name, l.Waiting, wait)})
 				return
 			}
@@ -178,17 +178,17 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 		}
 		cancel()
 		<-hold.ended
-		r := &RefusedError{Reasons: []string{l.Refused}}
+		r := &refusedError{Reasons: []string{l.Refused}}
 		if l.Held {
 			r.Cause = hostlock.ErrHeld
 		}
 		return nil, r
 	case <-hold.ended:
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("the fleet deploy lock %s: %v; nothing was changed on any host", where, hold.err)}}
+		return nil, &refusedError{Reasons: []string{fmt.Sprintf("the fleet deploy lock %s: %v; nothing was changed on any host", where, hold.err)}}
 	case <-ctx.Done():
 		cancel()
 		<-hold.ended
-		return nil, &RefusedError{Reasons: []string{fmt.Sprintf("stopped waiting for the fleet deploy lock %s: %v", where, ctx.Err())}}
+		return nil, &refusedError{Reasons: []string{fmt.Sprintf("stopped waiting for the fleet deploy lock %s: %v", where, ctx.Err())}}
 	}
 }
 
@@ -201,10 +201,10 @@ func (d *Deployer) fleetLost() error {
 }
 
 // remoteLockOp runs a lock operation on lock host h over ssh.
-func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message string) (LockStatus, error) {
+func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message string) (lockStatus, error) {
 	me, err := json.Marshal(Holder("zero502 lock " + op))
 	if err != nil {
-		return LockStatus{}, err
+		return lockStatus{}, err
 	}
 	var last FleetLockLine
 	args := []string{"host", "fleet-lock", "--config", "-", "--host", h.Name, "--op", op, "--holder", string(me), "--message", message}
@@ -214,7 +214,7 @@ func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message 
 			last = l
 		}
 	})
-	var st LockStatus
+	var st lockStatus
 	if last.Status != nil {
 		st = *last.Status
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// ErrStillInRotation is wrapped when a draining target had not left the balancer's rotation
+// errStillInRotation is wrapped when a draining target had not left the balancer's rotation
 // by the end of drain.window: the balancer would have sent requests to a stopped server.
-var ErrStillInRotation = errors.New("target still in rotation at the balancer")
+var errStillInRotation = errors.New("target still in rotation at the balancer")
 
 // stop ends inst, an instance of svc, through its drain. With drain: handshake it sends the
 // stop signal (svc.stop_signal, SIGTERM by default) with grace drain.stop_grace (the app's
@@ -75,7 +75,7 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 				if tl != nil {
 					tl.LeftRotation = now
 				}
-				d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepLeftRotation, Version: inst.Version,
+				d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepLeftRotation, Version: inst.Version,
 					Message: fmt.Sprintf("%s %s at the balancer +%.2fs after SIGTERM (detection: interval %s × unhealthy_threshold %d = %s)",
 						target, st.State, now.Sub(t0).Seconds(), d.cfg.Balancer.Interval, d.cfg.Balancer.UnhealthyThreshold, d.cfg.Balancer.Detection())})
 				break
@@ -84,13 +84,13 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 			if now.After(window) {
 				finding = fmt.Errorf("host %s: %s: %w at the end of drain.window %s after SIGTERM, though its detection "+
 					"(interval × unhealthy_threshold) is %s: does the balancer check this health path? (last view: %s)",
-					h.Name, target, ErrStillInRotation, d.cfg.Drain.Window, d.cfg.Balancer.Detection(), viewString(st, lastErr))
+					h.Name, target, errStillInRotation, d.cfg.Drain.Window, d.cfg.Balancer.Detection(), viewString(st, lastErr))
 				break
 			}
 			if stopped {
 				finding = fmt.Errorf("host %s: %s: the old instance exited +%.2fs after SIGTERM with the %w: requests sent to it "+
 					"went nowhere (502); its drain must outlast the balancer's detection, interval × unhealthy_threshold = %s (I1) "+
-					"(last view: %s)", h.Name, target, now.Sub(t0).Seconds(), ErrStillInRotation, d.cfg.Balancer.Detection(), viewString(st, lastErr))
+					"(last view: %s)", h.Name, target, now.Sub(t0).Seconds(), errStillInRotation, d.cfg.Balancer.Detection(), viewString(st, lastErr))
 				break
 			}
 			select {
@@ -122,7 +122,7 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 	if res.st.ExitCode < 0 {
 		exit = "exited" // another process reaped it: its code is unknown here
 	}
-	d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepStopped, Version: inst.Version,
+	d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepStopped, Version: inst.Version,
 		Message: fmt.Sprintf("%s +%.2fs after the signal", exit, now.Sub(t0).Seconds())})
 	if finding == nil {
 		d.forget(context.WithoutCancel(ctx), h, rt, inst)

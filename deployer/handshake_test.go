@@ -27,7 +27,7 @@ func TestServerGoneBeforeLeavingRotationStopsTheRollout(t *testing.T) {
 	}
 	var ev eventLog
 	rep, err := f.deployer(cfg, &ev, Options{}).Deploy(ctx, "v2")
-	if !errors.Is(err, ErrStillInRotation) {
+	if !errors.Is(err, errStillInRotation) {
 		t.Fatalf("deploy v2: %v, want ErrStillInRotation\nevents:\n%s", err, &ev)
 	}
 	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" || !a.Timeline.LeftRotation.IsZero() {

@@ -71,7 +71,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, i
 			if tl != nil {
 				tl.HealthyDirect = d.clock.Now()
 			}
-			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepHealthy, Version: svc.Version, Message: healthyMessage(svc)})
+			d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepHealthy, Version: svc.Version, Message: healthyMessage(svc)})
 		}
 		if direct && last == nil {
 			if !watch {
@@ -85,7 +85,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, i
 				if tl != nil {
 					tl.BackInRotation = d.clock.Now()
 				}
-				d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepInRotation, Version: svc.Version,
+				d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepInRotation, Version: svc.Version,
 					Message: fmt.Sprintf("%s healthy directly and back in rotation at %s", svc.Address, d.bal.Name())})
 				return healthyAt, nil
 			default:
@@ -98,7 +98,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, i
 		}
 		last = nil
 		wait := d.startPoll()
-		if _, paced := d.bal.(PacedViewer); paced && direct {
+		if _, paced := d.bal.(pacedViewer); paced && direct {
 			wait = d.pollEvery() // the next look is the balancer's view: an API call
 		}
 		if err := d.sleep(ctx, wait); err != nil {

@@ -22,15 +22,15 @@ import (
 // group when its timeout runs out. The program must be a file only root or this user can change
 // (package trust): a hook another user could rewrite would run with the deployer's rights.
 
-// StepHook is a hook that ran (its outcome and the end of its output in the message).
-const StepHook = "hook"
+// stepHook is a hook that ran (its outcome and the end of its output in the message).
+const stepHook = "hook"
 
 // The variables a hook gets, besides the deployer's own environment.
 const (
-	HookEnvHook            = "ZERO502_HOOK"             // the hook's name: pre_deploy, pre_traffic, …
-	HookEnvVersion         = "ZERO502_VERSION"          // the version being deployed
-	HookEnvDeployer        = "ZERO502_DEPLOYER"         // who deploys (user@machine)
-	HookEnvFleetHosts      = "ZERO502_FLEET_HOSTS"      // every host, comma-separated, in deploy order
+	hookEnvHook            = "ZERO502_HOOK"             // the hook's name: pre_deploy, pre_traffic, …
+	hookEnvVersion         = "ZERO502_VERSION"          // the version being deployed
+	hookEnvDeployer        = "ZERO502_DEPLOYER"         // who deploys (user@machine)
+	hookEnvFleetHosts      = "ZERO502_FLEET_HOSTS"      // every host, comma-separated, in deploy order
 	HookEnvHost            = "ZERO502_HOST"             // pre_traffic, post_traffic: the host
 	HookEnvService         = "ZERO502_SERVICE"          // pre_traffic, post_traffic: the balanced service
 	HookEnvTarget          = "ZERO502_TARGET"           // pre_traffic, post_traffic: the new instance's host:port
@@ -42,7 +42,7 @@ const (
 // HookEnv lists every variable a hook gets (the config loader accepts them in a hook that runs
 // zero502 itself).
 func HookEnv() []string {
-	return []string{HookEnvHook, HookEnvVersion, HookEnvDeployer, HookEnvFleetHosts, HookEnvHost, HookEnvService,
+	return []string{hookEnvHook, hookEnvVersion, hookEnvDeployer, hookEnvFleetHosts, HookEnvHost, HookEnvService,
 		HookEnvTarget, HookEnvPreviousVersion, HookEnvRunning, HookEnvError}
 }
 
@@ -87,7 +87,7 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 			err = fmt.Errorf("%s (%s): %w", key, strings.Join(h.Command, " "), err)
 		}
 	}
-	ev := Event{Host: vars[HookEnvHost], Service: vars[HookEnvService], Step: StepHook, Version: version}
+	ev := Event{Host: vars[HookEnvHost], Service: vars[HookEnvService], Step: stepHook, Version: version}
 	if err != nil {
 		ev.Message = err.Error()
 	} else {
@@ -103,8 +103,8 @@ func (d *Deployer) hookEnv(name, version string, vars map[string]string) []strin
 	for i, h := range d.cfg.Hosts {
 		names[i] = h.Name
 	}
-	env := []string{HookEnvHook + "=" + name, HookEnvVersion + "=" + version, HookEnvDeployer + "=" + whoDeploys(),
-		HookEnvFleetHosts + "=" + strings.Join(names, ",")}
+	env := []string{hookEnvHook + "=" + name, hookEnvVersion + "=" + version, hookEnvDeployer + "=" + whoDeploys(),
+		hookEnvFleetHosts + "=" + strings.Join(names, ",")}
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		keys = append(keys, k)

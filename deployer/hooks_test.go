@@ -96,11 +96,11 @@ func TestHooksRunAtTheirPointsWithTheDeploysFacts(t *testing.T) {
 		pre, in, post := -1, -1, -1
 		for i, e := range ev.events {
 			switch {
-			case e.Host == host && e.Step == StepHook && strings.HasPrefix(e.Message, "hooks.pre_traffic"):
+			case e.Host == host && e.Step == stepHook && strings.HasPrefix(e.Message, "hooks.pre_traffic"):
 				pre = i
-			case e.Host == host && e.Step == StepInRotation && e.Version == "v2" && in < 0:
+			case e.Host == host && e.Step == stepInRotation && e.Version == "v2" && in < 0:
 				in = i
-			case e.Host == host && e.Step == StepHook && strings.HasPrefix(e.Message, "hooks.post_traffic"):
+			case e.Host == host && e.Step == stepHook && strings.HasPrefix(e.Message, "hooks.post_traffic"):
 				post = i
 			}
 		}
@@ -167,10 +167,10 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 				t.Errorf("host-b: %s, runs %q; want not reached, on v1", b.Outcome, b.Running)
 			}
 			for _, e := range ev.events {
-				if e.Step == StepInRotation && e.Version == "v2" {
+				if e.Step == stepInRotation && e.Version == "v2" {
 					t.Errorf("v2 was put in rotation although it failed its %s: %s", tc.gate, e.Message)
 				}
-				if tc.strategy == config.StartFirst && e.Version == "v1" && (e.Step == StepLeftRotation || e.Step == StepDrain || e.Step == StepStopped) {
+				if tc.strategy == config.StartFirst && e.Version == "v1" && (e.Step == stepLeftRotation || e.Step == StepDrain || e.Step == stepStopped) {
 					t.Errorf("start-first took v1 out although v2 never passed: %s %s", e.Step, e.Message)
 				}
 			}
@@ -239,7 +239,7 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 		t.Helper()
 		return f.deployer(f.load(f.write("hooked.yaml", c)), nil, Options{}).Deploy(ctx, version)
 	}
-	var refused *RefusedError
+	var refused *refusedError
 
 	withHooks(cfg, script, "pre_deploy")
 	rep, err := deploy(cfg, "v2")

@@ -17,9 +17,9 @@ import (
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// PreviousFileName is the spec a host ran before the one published last, kept beside it in the
+// previousFileName is the spec a host ran before the one published last, kept beside it in the
 // host's state dir so a deploy interrupted after publishing can still roll the host back.
-const PreviousFileName = "spec.previous.json"
+const previousFileName = "spec.previous.json"
 
 // imageEnsurer is a runtime that can fetch an image before anything on the host is touched (the
 // Docker runtime pulls it from its registry when the engine lacks it).
@@ -41,32 +41,32 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 	}
 	defer func() {
 		lock.Release()
-		d.emit(Event{Host: h.Name, Step: StepDone, Version: rep.Running, Message: rep.Outcome})
+		d.emit(Event{Host: h.Name, Step: stepDone, Version: rep.Running, Message: rep.Outcome})
 	}()
 	begin := d.clock.Now()
 	defer func() { rep.Duration = d.clock.Now().Sub(begin) }()
 
 	plan, err := d.plan(ctx, h, rt, version)
 	if err != nil {
-		rep.Outcome, rep.Error = OutcomeUntouched, err.Error()
+		rep.Outcome, rep.Error = outcomeUntouched, err.Error()
 		return err
 	}
 	if plan.resume {
 		if err := d.verify(ctx, h, rt, plan.want); err == nil {
 			d.setBack(h, plan.back)
 			rep.Outcome, rep.Running, rep.Target = OutcomeUnchanged, version, d.targetOf(plan.want)
-			d.emit(Event{Host: h.Name, Step: StepUnchanged, Version: version,
+			d.emit(Event{Host: h.Name, Step: stepUnchanged, Version: version,
 				Message: "already runs " + version + " as published, healthy and in rotation: verified, not redeployed"})
 			return nil
 		}
 	}
 	if err := d.ensureImages(ctx, h, rt, plan.want); err != nil {
-		rep.Outcome, rep.Error = OutcomeUntouched, err.Error()
+		rep.Outcome, rep.Error = outcomeUntouched, err.Error()
 		return err
 	}
 
 	dir := d.cfg.HostStateDir(h)
-	specPath, prevPath := spec.Path(dir), filepath.Join(dir, PreviousFileName)
+	specPath, prevPath := spec.Path(dir), filepath.Join(dir, previousFileName)
 	switch {
 	case plan.back != nil && !spec.Same(*plan.back, plan.want):
 		if err := spec.Publish(prevPath, *plan.back); err != nil {
@@ -94,7 +94,7 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 		if bsvc, ok := d.cfg.BalancedService(); !rep.Timeline.DrainStarted.IsZero() && (!ok || bsvc.Drain == config.DrainHandshake) {
 			rep.Floor += d.cfg.Drain.Window // the handshake waits its window out; a balancer-side drain only until nothing is in flight
 		}
-		d.emit(Event{Host: h.Name, Step: StepVerified, Version: version, Message: "every service runs " + version})
+		d.emit(Event{Host: h.Name, Step: stepVerified, Version: version, Message: "every service runs " + version})
 		return nil
 	}
 	rep.Floor = 0
@@ -189,7 +189,7 @@ func (d *Deployer) plan(ctx context.Context, h config.Host, rt Runtime, version 
 		p.back = &published
 	case hasSpec:
 		p.back = &published
-		if prev, err := spec.Read(filepath.Join(dir, PreviousFileName)); err == nil && !spec.Same(prev, p.want) {
+		if prev, err := spec.Read(filepath.Join(dir, previousFileName)); err == nil && !spec.Same(prev, p.want) {
 			p.back = &prev
 		}
 	case runningVersion != "":
@@ -260,7 +260,7 @@ func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) 
 	}
 	if errors.Is(err, hostlock.ErrHeld) {
 		// Said once, whoever holds it (a flock(1) script leaves no holder record).
-		d.emit(Event{Host: h.Name, Step: StepLockWait, Version: version, Message: fmt.Sprintf(
+		d.emit(Event{Host: h.Name, Step: stepLockWait, Version: version, Message: fmt.Sprintf(
 			"waiting for host lock held by %s (lock %s; giving up after %s)", hostlock.ReadHolder(path), path, d.opts.LockTimeout)})
 		l, err = hostlock.Acquire(lctx, path, me, 100*time.Millisecond, nil)
 	}
@@ -326,7 +326,7 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			// checks alone, and side by side it may know the other port already (a backend of its
 			// own config) and would too. A target it does not know gets users only once the
 			// deployer adds it, after the checks.
-			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, ErrUnknownTarget)) {
+			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, errUnknownTarget)) {
 				return fmt.Errorf("host %s: service %s: hold %s out at %s until it passed its checks before traffic: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
 			if !addsItself {
@@ -343,7 +343,7 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			if stl != nil {
 				stl.NewStarted = d.clock.Now()
 			}
-			d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepStart, Version: svc.Version,
+			d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepStart, Version: svc.Version,
 				Message: fmt.Sprintf("started %s (%s)", inst.ID, strings.Join(svc.Command, " "))})
 		}
 		if gated {
@@ -400,13 +400,13 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 	if back != nil {
 		to = back.Version
 	}
-	d.emit(Event{Host: h.Name, Step: StepRollback, Version: to, Message: "rolling back to " + to + ": " + cause.Error()})
+	d.emit(Event{Host: h.Name, Step: stepRollback, Version: to, Message: "rolling back to " + to + ": " + cause.Error()})
 
 	var err error
 	if back == nil {
 		err = d.clear(rctx, h, rt, failed)
 		if err == nil {
-			err = errors.Join(ignoreMissing(os.Remove(spec.Path(dir))), ignoreMissing(os.Remove(filepath.Join(dir, PreviousFileName))))
+			err = errors.Join(ignoreMissing(os.Remove(spec.Path(dir))), ignoreMissing(os.Remove(filepath.Join(dir, previousFileName))))
 		}
 	} else {
 		restored := *back
@@ -427,14 +427,14 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 	}
 	if err != nil {
 		rep.Outcome, rep.Error = OutcomeFailed, fmt.Sprintf("%v; rollback to %s failed too: %v", cause, to, err)
-		d.emit(Event{Host: h.Name, Step: StepFailed, Message: rep.Error})
+		d.emit(Event{Host: h.Name, Step: stepFailed, Message: rep.Error})
 		return fmt.Errorf("%w; rollback to %s failed too: %v: look at host %s", cause, to, err, h.Name)
 	}
 	rep.Outcome, rep.Error, rep.Running = OutcomeRolledBack, cause.Error(), ""
 	if back != nil {
 		rep.Running = back.Version
 	}
-	d.emit(Event{Host: h.Name, Step: StepRolledBack, Version: to, Message: "host runs " + to + " again"})
+	d.emit(Event{Host: h.Name, Step: stepRolledBack, Version: to, Message: "host runs " + to + " again"})
 	return fmt.Errorf("%w; host %s rolled back to %s, rollout stopped", cause, h.Name, to)
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/zero502/zero502/infra/runtime/process"
 )
 
-// LogFollowPoll is how often Logs looks for new output of a process service's log when following.
-const LogFollowPoll = 200 * time.Millisecond
+// logFollowPoll is how often Logs looks for new output of a process service's log when following.
+const logFollowPoll = 200 * time.Millisecond
 
 // Logs copies the output of service on host to w: with the process runtime, the service's log
 // under the host's state dir (every instance appends to it, each start marked by a "== zero502"
@@ -44,7 +44,7 @@ func Logs(ctx context.Context, cfg *config.Config, host, service string, follow 
 		}
 		return copyLog(ctx, rt.LogPath(service), follow, w)
 	case config.RuntimeDocker:
-		rt, err := RuntimeFor(cfg, h)
+		rt, err := runtimeFor(cfg, h)
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func copyLog(ctx context.Context, path string, follow bool, w io.Writer) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(LogFollowPoll):
+		case <-time.After(logFollowPoll):
 		}
 	}
 }

@@ -24,15 +24,15 @@ const (
 // ErrNoMaintenance marks a balancer that has no maintenance switch (kinds alb, edges, dns, none).
 var ErrNoMaintenance = errors.New("this balancer has no maintenance switch")
 
-// MaintenanceAt is the maintenance switch of one LB instance, or why it could not be read or set.
-type MaintenanceAt struct {
+// maintenanceAt is the maintenance switch of one LB instance, or why it could not be read or set.
+type maintenanceAt struct {
 	Admin string `json:"admin"` // host:port of its admin API
 	adminapi.Maintenance
 	Error string `json:"error,omitempty"`
 }
 
 // String is one line: the instance and its state.
-func (m MaintenanceAt) String() string {
+func (m maintenanceAt) String() string {
 	switch {
 	case m.Error != "":
 		return fmt.Sprintf("%s  unknown: %s", m.Admin, m.Error)
@@ -51,7 +51,7 @@ func (m MaintenanceAt) String() string {
 // every request with 503, Retry-After and the page, and deploys and health checks go on. It
 // asks every instance even when one fails, and returns each one's state; the error names the
 // instances that failed and what the others are now, so a half-applied switch is never silent.
-func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change *adminapi.MaintenanceChange) ([]MaintenanceAt, error) {
+func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change *adminapi.MaintenanceChange) ([]maintenanceAt, error) {
 	switch k := cfg.Balancer.Kind; k {
 	case config.BalancerInHouse:
 	case config.BalancerALB:
@@ -69,10 +69,10 @@ func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change 
 	} else if op != MaintenanceOffOp && op != MaintenanceStatusOp {
 		return nil, fmt.Errorf("maintenance %q: must be on, off or status", op)
 	}
-	var out []MaintenanceAt
+	var out []maintenanceAt
 	var failed []string
 	for _, admin := range cfg.Balancer.AdminAddrs() {
-		b := NewInHouse(admin, cfg.Balancer.AdminToken)
+		b := newInHouse(admin, cfg.Balancer.AdminToken)
 		var m adminapi.Maintenance
 		var err error
 		switch op {
@@ -83,7 +83,7 @@ func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change 
 		default:
 			m, err = b.Maintenance(ctx)
 		}
-		at := MaintenanceAt{Admin: admin, Maintenance: m}
+		at := maintenanceAt{Admin: admin, Maintenance: m}
 		if err != nil {
 			at.Error = err.Error()
 			failed = append(failed, admin)

@@ -10,20 +10,20 @@ import (
 
 // Last-deploy results, the result label of zero502_deploy_last_result.
 const (
-	ResultSucceeded = "succeeded" // every host on the version
-	ResultFailed    = "failed"    // the rollout stopped at a failed host
-	ResultRefused   = "refused"   // preflight refused it; nothing changed
+	resultSucceeded = "succeeded" // every host on the version
+	resultFailed    = "failed"    // the rollout stopped at a failed host
+	resultRefused   = "refused"   // preflight refused it; nothing changed
 )
 
-// Result names how the deploy ended: ResultSucceeded, ResultFailed or ResultRefused.
+// Result names how the deploy ended: resultSucceeded, resultFailed or resultRefused.
 func (r Report) Result() string {
 	switch {
 	case r.Refused:
-		return ResultRefused
+		return resultRefused
 	case r.Error != "":
-		return ResultFailed
+		return resultFailed
 	default:
-		return ResultSucceeded
+		return resultSucceeded
 	}
 }
 
@@ -77,7 +77,7 @@ func WriteMetricsTextfile(path string, rep Report) error {
 	}, []string{"host"})
 	reg.MustRegister(result, started, took, outcome, hostTook, floor, ratio)
 
-	for _, r := range []string{ResultSucceeded, ResultFailed, ResultRefused} {
+	for _, r := range []string{resultSucceeded, resultFailed, resultRefused} {
 		v := 0.0
 		if r == rep.Result() {
 			v = 1

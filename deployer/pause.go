@@ -44,23 +44,23 @@ const (
 // ErrNotPaused says there is no paused deploy of this fleet to promote or abort.
 var ErrNotPaused = errors.New("no deploy of this fleet is paused")
 
-// PausePath is where a paused deploy of cfg's fleet is recorded.
-func PausePath(cfg *config.Config) string {
+// pausePath is where a paused deploy of cfg's fleet is recorded.
+func pausePath(cfg *config.Config) string {
 	return filepath.Join(filepath.Dir(cfg.FleetLockPath()), "paused.json")
 }
 
-// ReadPause reads the pause record of cfg's fleet (ErrNotPaused when there is none).
-func ReadPause(cfg *config.Config) (Pause, error) {
-	data, err := os.ReadFile(PausePath(cfg))
+// readPause reads the pause record of cfg's fleet (ErrNotPaused when there is none).
+func readPause(cfg *config.Config) (Pause, error) {
+	data, err := os.ReadFile(pausePath(cfg))
 	if errors.Is(err, os.ErrNotExist) {
-		return Pause{}, fmt.Errorf("%w (%s does not exist): deploy with --pause-after-canary first", ErrNotPaused, PausePath(cfg))
+		return Pause{}, fmt.Errorf("%w (%s does not exist): deploy with --pause-after-canary first", ErrNotPaused, pausePath(cfg))
 	}
 	if err != nil {
 		return Pause{}, err
 	}
 	var p Pause
 	if err := json.Unmarshal(data, &p); err != nil {
-		return Pause{}, fmt.Errorf("pause record %s is corrupt: %w; remove it and deploy again", PausePath(cfg), err)
+		return Pause{}, fmt.Errorf("pause record %s is corrupt: %w; remove it and deploy again", pausePath(cfg), err)
 	}
 	return p, nil
 }
@@ -70,7 +70,7 @@ func writePause(cfg *config.Config, p Pause) error {
 	if err != nil {
 		return err
 	}
-	return spec.WriteAtomic(PausePath(cfg), append(data, '\n'))
+	return spec.WriteAtomic(pausePath(cfg), append(data, '\n'))
 }
 
 // pauseAfterCanary records the pause and waits, holding the fleet lock, until promote or abort
@@ -84,21 +84,21 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *Re
 	if err := writePause(d.cfg, p); err != nil {
 		return "", fmt.Errorf("record the pause after the canary: %w", err)
 	}
-	d.emit(Event{Step: StepPaused, Version: version, Message: fmt.Sprintf("paused after the canary (%s on %s, the rest on the old version): "+
+	d.emit(Event{Step: stepPaused, Version: version, Message: fmt.Sprintf("paused after the canary (%s on %s, the rest on the old version): "+
 		"zero502 deploy promote --config F rolls the rest, zero502 deploy abort --config F rolls the canary back (pause record %s)",
-		version, strings.Join(p.Canary, ", "), PausePath(d.cfg))})
+		version, strings.Join(p.Canary, ", "), pausePath(d.cfg))})
 	for {
-		got, err := ReadPause(d.cfg)
+		got, err := readPause(d.cfg)
 		if err == nil && got.Decision != "" {
-			_ = os.Remove(PausePath(d.cfg))
-			d.emit(Event{Step: StepPaused, Version: version, Message: got.Decision + " by " + got.DecidedBy})
+			_ = os.Remove(pausePath(d.cfg))
+			d.emit(Event{Step: stepPaused, Version: version, Message: got.Decision + " by " + got.DecidedBy})
 			return got.Decision, nil
 		}
 		if err != nil && !errors.Is(err, ErrNotPaused) {
 			return "", err
 		}
 		if errors.Is(err, ErrNotPaused) {
-			return "", fmt.Errorf("the pause record %s vanished: deploy again to go on", PausePath(d.cfg))
+			return "", fmt.Errorf("the pause record %s vanished: deploy again to go on", pausePath(d.cfg))
 		}
 		if err := d.sleep(ctx, d.pollEvery()); err != nil {
 			return "", fmt.Errorf("paused after the canary, stopped waiting (%w): the fleet serves %s on %s; "+
@@ -113,7 +113,7 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *Re
 // paused version to the rest (the canary hosts, already on it, are verified, not redeployed),
 // abort rolls the canary hosts back to the spec each ran before.
 func Decide(ctx context.Context, cfg *config.Config, decision string, opts Options, timeout time.Duration) (*Report, error) {
-	p, err := ReadPause(cfg)
+	p, err := readPause(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 	me := probe.holder(p.Version).String()
 	if l, lerr := probe.fleetLock(ctx, p.Version); lerr == nil {
 		_ = l.Release() // nobody waits: act ourselves (Deploy and abort take the lock again)
-		_ = os.Remove(PausePath(cfg))
+		_ = os.Remove(pausePath(cfg))
 		if decision == Promote {
 			return New(cfg, opts).Deploy(ctx, p.Version)
 		}
@@ -140,7 +140,7 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if _, err := ReadPause(cfg); errors.Is(err, ErrNotPaused) {
+		if _, err := readPause(cfg); errors.Is(err, ErrNotPaused) {
 			return nil, nil // the waiting deploy took it: its own output says how it went
 		}
 		select {
@@ -190,7 +190,7 @@ func (d *Deployer) abortCanary(ctx context.Context, p Pause, rep *Report) error 
 		hr := &rep.Hosts[i]
 		hr.Outcome = OutcomeDeployed
 		if h.SSH == "" {
-			prev, err := spec.Read(filepath.Join(d.cfg.HostStateDir(h), PreviousFileName))
+			prev, err := spec.Read(filepath.Join(d.cfg.HostStateDir(h), previousFileName))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("host %s: no previous spec to go back to (%w): deploy the version it should run", h.Name, err))
 				continue
@@ -223,7 +223,7 @@ func PreviousVersion(cfg *config.Config) (string, error) {
 		if h.SSH != "" {
 			return "", fmt.Errorf("host %s is reached over ssh: its previous spec is there; say which version with --to", h.Name)
 		}
-		prev, err := spec.Read(filepath.Join(cfg.HostStateDir(h), PreviousFileName))
+		prev, err := spec.Read(filepath.Join(cfg.HostStateDir(h), previousFileName))
 		if err != nil {
 			return "", fmt.Errorf("host %s has no previous version recorded (%w); say which version with --to", h.Name, err)
 		}

@@ -35,7 +35,7 @@ func pausedDeploy(t *testing.T) (f *fleet, path string, cmd *exec.Cmd, out *sync
 	}
 	testmain.Track(t, func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	poll.UntilNil(t, time.Minute, "the deploy paused after its canary", func() error {
-		_, err := ReadPause(cfg)
+		_, err := readPause(cfg)
 		return err
 	})
 	if got := f.versions(); got["host-a"] != "v2" || got["host-b"] != "v1" || got["host-c"] != "v1" {
@@ -104,7 +104,7 @@ func TestAbortRollsTheCanaryBackWhetherTheDeployWaitsOrNot(t *testing.T) {
 		f, path, cmd, out := pausedDeploy(t)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-		if _, err := os.Stat(PausePath(f.load(path))); err != nil {
+		if _, err := os.Stat(pausePath(f.load(path))); err != nil {
 			t.Fatalf("the stopped deploy left no pause record: %v\n%s", err, out)
 		}
 		msg, code := zero502(t, "deploy", "abort", "--config", path)

@@ -34,7 +34,7 @@ type hostView struct {
 func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, error) {
 	var reasons []string
 	for _, w := range invariants.Warnings(d.cfg) { // said, never refused: the numbers may still judge
-		d.emit(Event{Step: StepPreflight, Version: version, Message: "warning: invariant " + w.Error()})
+		d.emit(Event{Step: stepPreflight, Version: version, Message: "warning: invariant " + w.Error()})
 	}
 	for _, v := range invariants.Check(d.cfg) {
 		reasons = append(reasons, "invariant "+v.Error())
@@ -72,11 +72,11 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	}
 	if len(reasons) > 0 {
 		for _, r := range reasons {
-			d.emit(Event{Step: StepRefused, Message: r, Version: version})
+			d.emit(Event{Step: stepRefused, Message: r, Version: version})
 		}
-		return nil, &RefusedError{Reasons: reasons}
+		return nil, &refusedError{Reasons: reasons}
 	}
-	d.emit(Event{Step: StepPreflight, Version: version, Message: fmt.Sprintf(
+	d.emit(Event{Step: stepPreflight, Version: version, Message: fmt.Sprintf(
 		"invariants hold, balancer %s matches the config, every running target healthy", d.bal.Name())})
 	return views, nil
 }
@@ -85,7 +85,7 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 func (d *Deployer) checkDrift(ctx context.Context) []string {
 	live, drifts, err := LiveDrift(ctx, d.bal, d.cfg.Balancer)
 	if errors.Is(err, ErrNoView) {
-		d.emit(Event{Step: StepPreflight, Message: "balancer.kind none: no balancer view, direct health checks only"})
+		d.emit(Event{Step: stepPreflight, Message: "balancer.kind none: no balancer view, direct health checks only"})
 		return nil
 	}
 	if err != nil {
@@ -103,7 +103,7 @@ func (d *Deployer) checkDrift(ctx context.Context) []string {
 		return reasons
 	}
 	for _, dr := range drifts {
-		d.emit(Event{Step: StepPreflight, Message: "drift accepted: " + dr.String()})
+		d.emit(Event{Step: stepPreflight, Message: "drift accepted: " + dr.String()})
 	}
 	liveCfg := *d.cfg
 	liveCfg.Balancer.BalancerNumbers = d.cfg.Balancer.Overlay(live.BalancerNumbers, live.Reported)

@@ -27,9 +27,9 @@ import (
 // (the host's step then fails and rolls back, and its exit releases the host's lock). The step
 // prints one JSON Event per line and a StepResult last; the deployer relays the events.
 
-// SSHOptsEnv holds extra ssh options, split on spaces, placed before the deployer's own (ssh
+// sshOptsEnv holds extra ssh options, split on spaces, placed before the deployer's own (ssh
 // keeps the first value of an option): ZERO502_SSH_OPTS="-i KEY -o UserKnownHostsFile=FILE".
-const SSHOptsEnv = "ZERO502_SSH_OPTS"
+const sshOptsEnv = "ZERO502_SSH_OPTS"
 
 var sshRE = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?$`)
 
@@ -99,7 +99,7 @@ func sshClient(sshBin, target string, opts []string, tail ...string) (*exec.Cmd,
 	if err != nil {
 		return nil, err
 	}
-	args := strings.Fields(os.Getenv(SSHOptsEnv))
+	args := strings.Fields(os.Getenv(sshOptsEnv))
 	args = append(args, opts...)
 	args = append(args, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
 		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
@@ -185,7 +185,7 @@ func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, 
 		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == sshConnectionFailed {
-			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+			err = fmt.Errorf("%w: %w", errUnreachable, err)
 		}
 		return fmt.Errorf("host %s: ssh %s `%s %s`: %w: %s", h.Name, h.SSH, orDefault(d.opts.RemoteBinary, "zero502"),
 			strings.Join(args, " "), err, msg)
@@ -246,7 +246,7 @@ func (d *Deployer) renewLease(ctx context.Context, done <-chan struct{}, stdin i
 		case <-done:
 			return
 		case <-tick.C:
-			if _, err := io.WriteString(stdin, LeaseRenewal+"\n"); err != nil {
+			if _, err := io.WriteString(stdin, leaseRenewal+"\n"); err != nil {
 				return
 			}
 		}
@@ -276,8 +276,8 @@ func (d *Deployer) configFor(h config.Host, args []string) *config.Config {
 // host (a remote command's own status is passed through).
 const sshConnectionFailed = 255
 
-// ErrUnreachable is wrapped when ssh could not reach a host at all: nothing ran there.
-var ErrUnreachable = errors.New("unreachable over ssh")
+// errUnreachable is wrapped when ssh could not reach a host at all: nothing ran there.
+var errUnreachable = errors.New("unreachable over ssh")
 
 // remoteStep is deployHost for a host reached over ssh: the step runs there; its events are
 // relayed and its report taken from its last line.
@@ -323,7 +323,7 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 		if err == nil {
 			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, &junk)
 		}
-		if !began && errors.Is(err, ErrUnreachable) {
+		if !began && errors.Is(err, errUnreachable) {
 			// ssh never got there: nothing ran, the host runs what it ran.
 			rep.Outcome, rep.Running = OutcomeUnreachable, rep.From
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
@@ -383,20 +383,20 @@ func (j *remoteJunk) String() string {
 }
 
 // lookRemote runs `zero502 host look` on host h.
-func (d *Deployer) lookRemote(ctx context.Context, h config.Host, version string) (HostLook, error) {
-	var got *HostLook
+func (d *Deployer) lookRemote(ctx context.Context, h config.Host, version string) (hostLook, error) {
+	var got *hostLook
 	err := d.runRemote(ctx, h, []string{"host", "look", "--config", "-", "--host", h.Name, "--version", version},
 		func(b []byte) {
-			var l HostLook
+			var l hostLook
 			if json.Unmarshal(b, &l) == nil {
 				got = &l
 			}
 		})
 	if err != nil {
-		return HostLook{}, err
+		return hostLook{}, err
 	}
 	if got == nil {
-		return HostLook{}, fmt.Errorf("host %s: zero502 host look printed no state", h.Name)
+		return hostLook{}, fmt.Errorf("host %s: zero502 host look printed no state", h.Name)
 	}
 	return *got, nil
 }

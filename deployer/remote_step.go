@@ -17,9 +17,9 @@ type StepResult struct {
 	Error      string      `json:"error,omitempty"`
 }
 
-// HostLook is what `zero502 host look` prints: the host's state, read on the host before a
+// hostLook is what `zero502 host look` prints: the host's state, read on the host before a
 // deploy (preflight) and after one (read-back).
-type HostLook struct {
+type hostLook struct {
 	// From is the version the host runs (its balanced service), else the one it published.
 	From string `json:"from"`
 	// Instance: a service instance runs; InProgress: the published spec already names the version.
@@ -80,19 +80,19 @@ func HostStep(ctx context.Context, cfg *config.Config, name, version string, opt
 
 // Look reads host name's state on this machine, for a deployer elsewhere: no balancer is
 // asked (the deployer asks its own), services are checked directly.
-func Look(ctx context.Context, cfg *config.Config, name, version string, opts Options) (HostLook, error) {
+func Look(ctx context.Context, cfg *config.Config, name, version string, opts Options) (hostLook, error) {
 	opts.Balancer = None{}
 	d, h, err := onHost(cfg, name, opts)
 	if err != nil {
-		return HostLook{}, err
+		return hostLook{}, err
 	}
 	v, err := d.look(ctx, h, version)
 	if err != nil {
-		return HostLook{}, err
+		return hostLook{}, err
 	}
 	all := &Report{Hosts: []HostReport{{Host: name}}}
 	d.readBack(ctx, all)
 	st := d.hostStatus(ctx, h)
-	return HostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,
+	return hostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,
 		Detail: v.detail, Running: all.Hosts[0].Running, Status: &st}, nil
 }

@@ -153,7 +153,7 @@ LogLevel VERBOSE
 		logf.Close()
 		os.RemoveAll(s.dir)
 	})
-	os.Setenv(SSHOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
+	os.Setenv(sshOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
 		"-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=" + filepath.Join(s.dir, "known_hosts"),
 		"-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR"}, " "))
 	deadline := time.Now().Add(20 * time.Second)
@@ -384,7 +384,7 @@ func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
 	d := f.deployer(cfg, nil, opts)
 	d.opts.Events = func(e Event) {
 		ev.add(e)
-		if e.Host == "host-a" && e.Step == StepStart && !killed {
+		if e.Host == "host-a" && e.Step == stepStart && !killed {
 			killed = true
 			data, _ := os.ReadFile(pids)
 			lines := strings.Fields(string(data))

@@ -15,7 +15,7 @@ const (
 	OutcomeRolledBack = "rolled back" // the new version failed; the host runs its previous spec again
 	OutcomeFailed     = "failed"      // the new version failed and so did the rollback: look at the host
 	OutcomeNotReached = "not reached" // the rollout stopped (or was refused) before this host
-	OutcomeUntouched  = "untouched"   // the step failed before it changed anything (an image pull)
+	outcomeUntouched  = "untouched"   // the step failed before it changed anything (an image pull)
 	// OutcomeUnreachable: ssh never reached the host: nothing ran there, it runs what it ran.
 	OutcomeUnreachable = "unreachable, not changed"
 	// OutcomeUnknown: the connection to the host was lost after its step began: what it runs

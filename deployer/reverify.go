@@ -57,7 +57,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 		hr, h := &rep.Hosts[i], d.cfg.Hosts[i]
 		if h.SSH != "" {
 			hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
-			d.emit(Event{Host: h.Name, Step: StepFailed, Version: version, Message: hr.Error})
+			d.emit(Event{Host: h.Name, Step: stepFailed, Version: version, Message: hr.Error})
 			errs = append(errs, fmt.Errorf("host %s: %s", h.Name, hr.Error))
 			continue
 		}

@@ -29,11 +29,11 @@ type Runtime interface {
 // only add pure waiting to every host's step.
 const EarlyExitWindow = 10 * time.Millisecond
 
-// RuntimeFor builds the runtime cfg's rollout.runtime names for host h: the process runtime on
+// runtimeFor builds the runtime cfg's rollout.runtime names for host h: the process runtime on
 // the host's state dir (EarlyExitWindow), or the Docker Engine at rollout.docker_host (empty:
 // DOCKER_HOST, then the local socket), pinged so an unreachable engine is refused before
 // anything changes.
-func RuntimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
+func runtimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
 	switch cfg.Rollout.Runtime {
 	case config.RuntimeProcess:
 		rt, err := process.New(cfg.HostStateDir(h))
@@ -58,14 +58,14 @@ func RuntimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
 	return nil, fmt.Errorf("rollout.runtime %q: must be process or docker", cfg.Rollout.Runtime)
 }
 
-// dockerPingTimeout bounds RuntimeFor's first contact with the Docker Engine.
+// dockerPingTimeout bounds runtimeFor's first contact with the Docker Engine.
 const dockerPingTimeout = 10 * time.Second
 
-// SharedRuntimes returns an Options.Runtime that builds each host's runtime once (RuntimeFor)
+// sharedRuntimes returns an Options.Runtime that builds each host's runtime once (runtimeFor)
 // and hands the same one to every Deployer it is given to. A process that runs several deploys
 // (the demo: v1, then v2) must share its runtimes: with the process runtime, the Runtime that
 // started an instance is the one that reaps it and records its exit.
-func SharedRuntimes(cfg *config.Config) func(config.Host) (Runtime, error) {
+func sharedRuntimes(cfg *config.Config) func(config.Host) (Runtime, error) {
 	var mu sync.Mutex
 	made := map[string]Runtime{}
 	return func(h config.Host) (Runtime, error) {
@@ -74,7 +74,7 @@ func SharedRuntimes(cfg *config.Config) func(config.Host) (Runtime, error) {
 		if rt, ok := made[h.Name]; ok {
 			return rt, nil
 		}
-		rt, err := RuntimeFor(cfg, h)
+		rt, err := runtimeFor(cfg, h)
 		if err != nil {
 			return nil, err
 		}

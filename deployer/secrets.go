@@ -22,6 +22,6 @@ func (d *Deployer) resolveSecrets(ctx context.Context, version string) error {
 	for _, w := range where {
 		from = append(from, w.Name+" from "+w.Source)
 	}
-	d.emit(Event{Step: StepPreflight, Version: version, Message: "secrets found: " + strings.Join(from, ", ")})
+	d.emit(Event{Step: stepPreflight, Version: version, Message: "secrets found: " + strings.Join(from, ", ")})
 	return nil
 }

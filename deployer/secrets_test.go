@@ -172,7 +172,7 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, out, err = deploySecret(t, f, path, "v2")
-	var refused *RefusedError
+	var refused *refusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "mode 0644") || strings.Contains(out, "publish") {
 		t.Fatalf("deploy with a 0644 secrets file: %v; want refused before any host changed\n%s", err, out)
 	}

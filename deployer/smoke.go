@@ -31,7 +31,7 @@ func (d *Deployer) smoke(ctx context.Context, h config.Host, svc spec.Service, c
 				h.Name, svc.Name, svc.Version, i, c.Method, c.Path, svc.Address, err)
 		}
 	}
-	d.emit(Event{Host: h.Name, Service: svc.Name, Step: StepSmoke, Version: svc.Version,
+	d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepSmoke, Version: svc.Version,
 		Message: fmt.Sprintf("%d smoke request(s) answered as expected on %s before it takes traffic", len(checks), svc.Address)})
 	return nil
 }

@@ -46,7 +46,7 @@ func TestFailingSmokeStopsTheHostBeforeItTakesTraffic(t *testing.T) {
 		t.Errorf("host-b: %s, want not reached", b.Outcome)
 	}
 	for _, e := range ev.events {
-		if e.Step == StepInRotation && e.Version == "v2" {
+		if e.Step == stepInRotation && e.Version == "v2" {
 			t.Errorf("v2 was put in rotation although its smoke failed: %s", e.Message)
 		}
 	}

@@ -44,7 +44,7 @@ func TestGatewayThatDiesAfterItsHealthCheckFailsTheHostAndIsRolledBack(t *testin
 			t.Errorf("error does not say %q: %v", want, err)
 		}
 	}
-	if strings.Contains(ev.String(), " "+StepVerified+" v2") {
+	if strings.Contains(ev.String(), " "+stepVerified+" v2") {
 		t.Errorf("a host was reported verified on v2:\n%s", &ev)
 	}
 	a, b := rep.Hosts[0], rep.Hosts[1]

@@ -97,7 +97,7 @@ func (d *Deployer) stable(ctx context.Context, h config.Host, rt Runtime, starte
 	for _, f := range started {
 		names = append(names, f.svc.Name)
 	}
-	d.emit(Event{Host: h.Name, Step: StepStable, Version: started[0].svc.Version, Message: fmt.Sprintf(
+	d.emit(Event{Host: h.Name, Step: stepStable, Version: started[0].svc.Version, Message: fmt.Sprintf(
 		"%s up and healthy for the bake %s (rollout.bake %s, at least healthy_threshold %d × interval %s), re-inspected (%s of it after the wait for health)",
 		strings.Join(names, ", "), window, d.cfg.Rollout.Bake, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, round(d.clock.Now().Sub(begin)))})
 	return nil
@@ -169,7 +169,7 @@ func (d *Deployer) forget(ctx context.Context, h config.Host, rt Runtime, inst r
 		return
 	}
 	if err := r.Remove(ctx, inst); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-		d.emit(Event{Host: h.Name, Service: inst.Service, Step: StepStopped, Version: inst.Version,
+		d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepStopped, Version: inst.Version,
 			Message: fmt.Sprintf("stopped, but removing %s failed (remove it by hand): %v", inst.ID, err)})
 	}
 }

@@ -27,13 +27,13 @@ type HostStatus struct {
 	PublishedAt time.Time `json:"published_at,omitzero"`
 	// LockHeldBy names the host lock's holder ("" when free).
 	LockHeldBy string          `json:"lock_held_by,omitempty"`
-	Services   []ServiceStatus `json:"services"`
+	Services   []serviceStatus `json:"services"`
 	// Problems are the host's own disagreements (no spec, unreadable state), before its services'.
 	Problems []string `json:"problems,omitempty"`
 }
 
-// ServiceStatus is one service on one host.
-type ServiceStatus struct {
+// serviceStatus is one service on one host.
+type serviceStatus struct {
 	Service string `json:"service"`
 	// Want is the version the spec asks for; Stopped says the spec marks it stopped.
 	Want    string `json:"want"`
@@ -41,16 +41,16 @@ type ServiceStatus struct {
 	// Secrets are the digests of the service's secrets by name, as its spec records them: which
 	// secrets it has, and whether two hosts have the same value, never the value.
 	Secrets   map[string]string `json:"secrets,omitempty"`
-	Instances []InstanceStatus  `json:"instances"`
+	Instances []instanceStatus  `json:"instances"`
 	// Watchdog is the watchdog's streak and last heal for the service (nil: it never ticked).
 	Watchdog *watchdog.Streak `json:"watchdog,omitempty"`
 	// Problems say where the service disagrees with its spec; empty when it agrees.
 	Problems []string `json:"problems,omitempty"`
 }
 
-// InstanceStatus is one running instance: which version, since when, healthy directly and at
+// instanceStatus is one running instance: which version, since when, healthy directly and at
 // the balancer.
-type InstanceStatus struct {
+type instanceStatus struct {
 	ID      string    `json:"id"`
 	Version string    `json:"version"`
 	Address string    `json:"address,omitempty"`
@@ -121,7 +121,7 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 	rt := d.runtimes[h.Name]
 	for _, svc := range d.cfg.Services {
 		want, inSpec := published.Service(svc.Name)
-		ss := ServiceStatus{Service: svc.Name, Want: want.Version, Stopped: want.Stopped, Secrets: want.Secrets}
+		ss := serviceStatus{Service: svc.Name, Want: want.Version, Stopped: want.Stopped, Secrets: want.Secrets}
 		if st, ok := streaks[svc.Name]; ok {
 			ss.Watchdog = &st
 		}
@@ -132,7 +132,7 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 			continue
 		}
 		for _, in := range insts {
-			is := InstanceStatus{ID: in.ID, Version: in.Version, Address: in.Address, Since: in.StartedAt}
+			is := instanceStatus{ID: in.ID, Version: in.Version, Address: in.Address, Since: in.StartedAt}
 			switch {
 			case in.Address != "" && inSpec:
 				check := want.HealthRule()
@@ -201,7 +201,7 @@ func (d *Deployer) remoteHostStatus(ctx context.Context, h config.Host) HostStat
 // disagreements says where a service's running instances differ from its published spec: the
 // same rules as a deploy's verify (one instance, of the spec's version, on its address, healthy,
 // in rotation where the balancer has a view), and nothing running when the spec says stopped.
-func disagreements(want spec.Service, inSpec bool, insts []InstanceStatus) []string {
+func disagreements(want spec.Service, inSpec bool, insts []instanceStatus) []string {
 	var out []string
 	switch {
 	case !inSpec && len(insts) > 0:

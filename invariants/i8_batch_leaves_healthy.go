@@ -12,20 +12,20 @@ import (
 // healthy host; start-first keeps each old target in rotation until its successor is healthy at
 // the balancer, so any batch up to the whole fleet does. The fleet's host count stands for the
 // healthy hosts; the deployer's preflight checks the live count with BatchLeavesHealthy (or
-// BatchLeavesHealthyWith for the strategy).
+// batchLeavesHealthyWith for the strategy).
 func evaluateI8(c *config.Config) Verdict {
-	return BatchLeavesHealthyWith(c.Rollout.Strategy, c.Rollout.Batch, len(c.Hosts))
+	return batchLeavesHealthyWith(c.Rollout.Strategy, c.Rollout.Batch, len(c.Hosts))
 }
 
 // BatchLeavesHealthy is I8 for a stop-first batch size and a number of healthy hosts; it is
 // skipped when there are no hosts.
 func BatchLeavesHealthy(batch, healthy int) Verdict {
-	return BatchLeavesHealthyWith(config.StopFirst, batch, healthy)
+	return batchLeavesHealthyWith(config.StopFirst, batch, healthy)
 }
 
-// BatchLeavesHealthyWith is I8 for rollout.strategy strategy (stop-first when empty), a batch
+// batchLeavesHealthyWith is I8 for rollout.strategy strategy (stop-first when empty), a batch
 // size and a number of healthy hosts; it is skipped when there are no hosts.
-func BatchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
+func batchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
 	startFirst := strategy == config.StartFirst
 	inv := Invariant{
 		ID:       "I8",

@@ -33,11 +33,11 @@ func TestI8BatchLeavesHealthyHost(t *testing.T) {
 	}
 	t.Run("the preflight's stop-first call and the strategy's agree", func(t *testing.T) {
 		for _, n := range [][2]int{{1, 1}, {1, 2}, {2, 2}} {
-			if a, b := BatchLeavesHealthy(n[0], n[1]), BatchLeavesHealthyWith(config.StopFirst, n[0], n[1]); a.Status != b.Status {
+			if a, b := BatchLeavesHealthy(n[0], n[1]), batchLeavesHealthyWith(config.StopFirst, n[0], n[1]); a.Status != b.Status {
 				t.Errorf("batch %d of %d: BatchLeavesHealthy %s, stop-first %s", n[0], n[1], a.Status, b.Status)
 			}
 		}
-		if v := BatchLeavesHealthyWith("", 1, 1); v.Status != Violated {
+		if v := batchLeavesHealthyWith("", 1, 1); v.Status != Violated {
 			t.Errorf("no strategy given, one host of one: %s; want stop-first's violation", v.Status)
 		}
 	})

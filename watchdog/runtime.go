@@ -8,10 +8,10 @@ import (
 	"github.com/zero502/zero502/infra/runtime/process"
 )
 
-// RuntimeFor builds the runtime rollout.runtime names for host h: the Docker Engine at
+// runtimeFor builds the runtime rollout.runtime names for host h: the Docker Engine at
 // rollout.docker_host (empty: DOCKER_HOST, then the local socket), or local processes recorded
 // in the host's state dir.
-func RuntimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
+func runtimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
 	switch cfg.Rollout.Runtime {
 	case config.RuntimeDocker:
 		rt, err := docker.New(cfg.Rollout.DockerHost)

@@ -37,7 +37,7 @@ type Runtime interface {
 
 // Options are the watchdog's collaborators; zero values pick the production ones.
 type Options struct {
-	// Runtime runs the host's services; nil builds the one rollout.runtime names (RuntimeFor).
+	// Runtime runs the host's services; nil builds the one rollout.runtime names (runtimeFor).
 	Runtime Runtime
 	// Clock stamps ticks, streaks and heals; nil is the wall clock.
 	Clock clock.Clock
@@ -58,7 +58,7 @@ type Watchdog struct {
 func New(cfg *config.Config, h config.Host, opts Options) (*Watchdog, error) {
 	w := &Watchdog{cfg: cfg, host: h, rt: opts.Runtime, clock: opts.Clock, log: opts.Logger}
 	if w.rt == nil {
-		rt, err := RuntimeFor(cfg, h)
+		rt, err := runtimeFor(cfg, h)
 		if err != nil {
 			return nil, err
 		}

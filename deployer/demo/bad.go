@@ -16,9 +16,9 @@ import (
 	"github.com/zero502/zero502/infra/config"
 )
 
-// BadVersionFlaw is what makes the bad version bad: its app answers 500 to every request but
+// badVersionFlaw is what makes the bad version bad: its app answers 500 to every request but
 // /health, which stays 200, so every health check passes and only what users get shows it.
-const BadVersionFlaw = "zero502 app --fail-every 1: 500 to every request, /health 200"
+const badVersionFlaw = "zero502 app --fail-every 1: 500 to every request, /health 200"
 
 // badArgs are appended to the balanced service's command for the bad version.
 var badArgs = []string{"--fail-every", "1"}
@@ -27,13 +27,13 @@ var badArgs = []string{"--fail-every", "1"}
 // the LB has it, the bad instance keeps serving while it drains on rollback, and the load
 // comes in whole requests.
 const (
-	BoundMarginFactor   = 1.5
-	BoundMarginRequests = 5
+	boundMarginFactor   = 1.5
+	boundMarginRequests = 5
 )
 
-// BadOptions configure one bad-version run: the embedded default fleet (process runtime,
+// badOptions configure one bad-version run: the embedded default fleet (process runtime,
 // zero502 app) and load, with v2 a bad version.
-type BadOptions struct {
+type badOptions struct {
 	// Self is the zero502 binary that runs the LB and the apps (os.Executable()).
 	Self string
 	// Rate is the load in requests per second; default 400.
@@ -47,9 +47,9 @@ type BadOptions struct {
 	Keep bool
 }
 
-// BadResult is one bad-version run: what the deploy said about the bad version, what users
+// badResult is one bad-version run: what the deploy said about the bad version, what users
 // got, and whether the canary stopped it within its bound.
-type BadResult struct {
+type badResult struct {
 	// Run is the demo run itself: the load, the deploy's report, each host's marks, versions.
 	Run *Result `json:"run"`
 	// CanaryHosts are the hosts the canary is made of (the first rollout.canary.hosts).
@@ -89,8 +89,8 @@ type Bound struct {
 	Rate   int           `json:"rate"`
 }
 
-// BoundOf is the bound of cfg under a load of rate requests per second.
-func BoundOf(cfg *config.Config, rate int) Bound {
+// boundOf is the bound of cfg under a load of rate requests per second.
+func boundOf(cfg *config.Config, rate int) Bound {
 	return Bound{
 		Weight: cfg.Rollout.Canary.Weight,
 		Bake:   max(cfg.Rollout.Bake, cfg.Balancer.Recovery()),
@@ -108,8 +108,8 @@ func (b Bound) Requests() float64 {
 	return float64(b.Weight) / 100 * b.Serves().Seconds() * float64(b.Rate)
 }
 
-// Allowed is the bound with its margin: BoundMarginFactor × Requests + BoundMarginRequests.
-func (b Bound) Allowed() float64 { return BoundMarginFactor*b.Requests() + BoundMarginRequests }
+// Allowed is the bound with its margin: boundMarginFactor × Requests + boundMarginRequests.
+func (b Bound) Allowed() float64 { return boundMarginFactor*b.Requests() + boundMarginRequests }
 
 // Formula is the bound with its numbers: "10% × (bake 500ms + canary 2s + drain 1.5s) × 400 req/s = 160".
 func (b Bound) Formula() string {
@@ -118,7 +118,7 @@ func (b Bound) Formula() string {
 }
 
 // Share is n as a share of the deploy's requests, in percent (0 with none).
-func (r *BadResult) Share(n float64) float64 {
+func (r *badResult) Share(n float64) float64 {
 	if r.DeployRequests == 0 {
 		return 0
 	}
@@ -169,12 +169,12 @@ func badConfig(configPath string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// RunBadVersion runs the demo with a bad v2 (BadVersionFlaw) on the embedded default fleet and
+// runBadVersion runs the demo with a bad v2 (badVersionFlaw) on the embedded default fleet and
 // load: the canary takes its share, the verdict fails it, the fleet is rolled back. The result
 // says what the deploy said, what users got and whether the bad version was stopped within the
 // bound (Stopped). The error is non-nil only when the demo could not run; a deploy that did not
 // fail, or failed otherwise, is in the result.
-func RunBadVersion(ctx context.Context, opts BadOptions) (*BadResult, error) {
+func runBadVersion(ctx context.Context, opts badOptions) (*badResult, error) {
 	if opts.Rate == 0 {
 		opts.Rate = 400
 	}
@@ -187,9 +187,9 @@ func RunBadVersion(ctx context.Context, opts BadOptions) (*BadResult, error) {
 	bad.mu.Lock()
 	cfg, canary, deployErr := bad.cfg, bad.canary, bad.err
 	bad.mu.Unlock()
-	res := &BadResult{Run: run, Canary: canary}
+	res := &badResult{Run: run, Canary: canary}
 	if cfg != nil {
-		res.Bound = BoundOf(cfg, opts.Rate)
+		res.Bound = boundOf(cfg, opts.Rate)
 		for _, h := range cfg.Hosts[:min(cfg.Rollout.Canary.Hosts, len(cfg.Hosts))] {
 			res.CanaryHosts = append(res.CanaryHosts, h.Name)
 		}
@@ -216,7 +216,7 @@ func RunBadVersion(ctx context.Context, opts BadOptions) (*BadResult, error) {
 // judge is the exit rule of a bad-version run: the deploy failed by a verdict at the canary
 // (not another error), every host runs From again (read back), and the failed requests are
 // within the bound's margin. why says what failed, "" when it passed.
-func (r *BadResult) judge() (stopped bool, why string) {
+func (r *badResult) judge() (stopped bool, why string) {
 	switch {
 	case r.Run == nil:
 		return false, "the demo did not run"
@@ -233,7 +233,7 @@ func (r *BadResult) judge() (stopped bool, why string) {
 		return false, fmt.Sprintf("not every host runs %s after the rollback: %s", From, versionList(r.Run.Versions, "nothing"))
 	case float64(r.Failures) > r.Bound.Allowed():
 		return false, fmt.Sprintf("%d requests failed, more than the bound's %.0f with its margin (%s; allowed %.1f× + %d = %.0f)",
-			r.Failures, r.Bound.Allowed(), r.Bound.Formula(), BoundMarginFactor, BoundMarginRequests, r.Bound.Allowed())
+			r.Failures, r.Bound.Allowed(), r.Bound.Formula(), boundMarginFactor, boundMarginRequests, r.Bound.Allowed())
 	}
 	return true, ""
 }
@@ -241,13 +241,13 @@ func (r *BadResult) judge() (stopped bool, why string) {
 // WriteBadSummary prints a bad-version run for people: what users got (the whole run and the
 // deploy alone) first, then the story (the canary's share, the verdict with its numbers, which
 // host runs what, the bound against what failed), each host's timeline, and the result.
-func WriteBadSummary(w io.Writer, r *BadResult) {
+func WriteBadSummary(w io.Writer, r *badResult) {
 	rate := 0
 	if r.Run.Load != nil {
 		rate = r.Run.Load.Rate
 	}
 	fmt.Fprintf(w, "\nzero502 demo --bad-version: rolling %s → %s across %d hosts under %d req/s; %s is BAD (%s)\n\n",
-		From, To, len(r.Run.Versions), rate, To, BadVersionFlaw)
+		From, To, len(r.Run.Versions), rate, To, badVersionFlaw)
 	writeBadClasses(w, r)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -273,7 +273,7 @@ func WriteBadSummary(w io.Writer, r *BadResult) {
 		r.Bound.Formula(), r.Share(r.Bound.Requests()), r.DeployRequests)
 	fmt.Fprintf(tw, "\tbake = max(rollout.bake, healthy_threshold × interval); allowed with a margin of %.1f× + %d = %.0f "+
 		"(the weight applies once the LB has it; the bad instance serves while it drains on rollback)\n",
-		BoundMarginFactor, BoundMarginRequests, r.Bound.Allowed())
+		boundMarginFactor, boundMarginRequests, r.Bound.Allowed())
 	within := "within the bound"
 	switch {
 	case float64(r.Failures) > r.Bound.Allowed():
@@ -292,7 +292,7 @@ func WriteBadSummary(w io.Writer, r *BadResult) {
 }
 
 // writeBadClasses is the request table of a bad-version run: the whole run and the deploy.
-func writeBadClasses(w io.Writer, r *BadResult) {
+func writeBadClasses(w io.Writer, r *badResult) {
 	whole, during, sent := map[measure.Class]int{}, duringDeploy(r.Run), 0
 	if load := r.Run.Load; load != nil {
 		whole, sent = load.Counts, load.Sent
@@ -330,7 +330,7 @@ func duringDeploy(r *Result) map[measure.Class]int {
 }
 
 // afterLine is each host's outcome and the version it runs now, read back from its runtime.
-func afterLine(r *BadResult) string {
+func afterLine(r *badResult) string {
 	var parts []string
 	if rep := r.Run.Deploy; rep != nil {
 		for _, h := range rep.Hosts {
@@ -354,7 +354,7 @@ func orNone(v string) string {
 	return v
 }
 
-func badVerdict(r *BadResult) string {
+func badVerdict(r *badResult) string {
 	if !r.Stopped {
 		return "RESULT: the bad version was NOT stopped as it should be: " + r.Why
 	}

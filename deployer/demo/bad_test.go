@@ -17,7 +17,7 @@ func TestBoundOfTheEmbeddedDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := BoundOf(cfg, 400)
+	b := boundOf(cfg, 400)
 	want := float64(cfg.Rollout.Canary.Weight) / 100 * (max(cfg.Rollout.Bake, cfg.Balancer.Recovery()) + cfg.Rollout.Canary.Duration + cfg.Drain.Window).Seconds() * 400
 	if b.Requests() != want || b.Allowed() != 1.5*want+5 {
 		t.Fatalf("bound %v requests (allowed %v), want %v (allowed %v)", b.Requests(), b.Allowed(), want, 1.5*want+5)
@@ -31,8 +31,8 @@ func TestBoundOfTheEmbeddedDefault(t *testing.T) {
 // the bound's margin; anything else is not stopped, and says why.
 func TestBadVersionExitRule(t *testing.T) {
 	bound := Bound{Weight: 10, Bake: 500 * time.Millisecond, Canary: 2 * time.Second, Drain: 1500 * time.Millisecond, Rate: 400} // allowed 245
-	stopped := func() *BadResult {
-		return &BadResult{
+	stopped := func() *badResult {
+		return &badResult{
 			Run:          &Result{Versions: map[string]string{"host-a": From, "host-b": From, "host-c": From}, Load: &measure.Result{}},
 			CanaryHosts:  []string{"host-a"},
 			DeployError:  "analysis of host-a failed: error rate 100.0% …; rollout.on_failure rollback: rolled back (host-a runs v1)",
@@ -44,17 +44,17 @@ func TestBadVersionExitRule(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		edit func(*BadResult)
+		edit func(*badResult)
 		why  string // "" when stopped
 	}{
-		{"stopped at the canary within the bound", func(*BadResult) {}, ""},
-		{"over the bound, within the margin", func(r *BadResult) { r.Failures = 245 }, ""},
-		{"over the margin", func(r *BadResult) { r.Failures = 246 }, "246 requests failed, more than the bound's 245"},
-		{"the deploy went through", func(r *BadResult) { r.DeployError, r.VerdictHosts, r.Verdict = "", nil, "" }, "went through"},
-		{"failed otherwise", func(r *BadResult) { r.DeployError, r.VerdictHosts, r.Verdict = "host-a: not healthy", nil, "" }, "not by a verdict: host-a: not healthy"},
-		{"stopped after the canary", func(r *BadResult) { r.VerdictHosts = []string{"host-b"} }, "not the canary host-a"},
-		{"not every host back", func(r *BadResult) { r.Run.Versions["host-a"] = To }, "not every host runs v1"},
-		{"the demo did not run through", func(r *BadResult) { r.Run.Error = "demo: LB admin: refused" }, "did not run through: demo: LB admin: refused"},
+		{"stopped at the canary within the bound", func(*badResult) {}, ""},
+		{"over the bound, within the margin", func(r *badResult) { r.Failures = 245 }, ""},
+		{"over the margin", func(r *badResult) { r.Failures = 246 }, "246 requests failed, more than the bound's 245"},
+		{"the deploy went through", func(r *badResult) { r.DeployError, r.VerdictHosts, r.Verdict = "", nil, "" }, "went through"},
+		{"failed otherwise", func(r *badResult) { r.DeployError, r.VerdictHosts, r.Verdict = "host-a: not healthy", nil, "" }, "not by a verdict: host-a: not healthy"},
+		{"stopped after the canary", func(r *badResult) { r.VerdictHosts = []string{"host-b"} }, "not the canary host-a"},
+		{"not every host back", func(r *badResult) { r.Run.Versions["host-a"] = To }, "not every host runs v1"},
+		{"the demo did not run through", func(r *badResult) { r.Run.Error = "demo: LB admin: refused" }, "did not run through: demo: LB admin: refused"},
 	} {
 		r := stopped()
 		c.edit(r)

@@ -7,7 +7,7 @@
 // handshake (SIGKILL at once), to show the failures the handshake removes. With the docker
 // runtime the hosts run containers of the zero502 image (built through the Engine API when
 // missing) instead of processes, and every container the run started is removed at its end.
-// RunBadVersion rolls a bad v2 (500 to every request, health 200) instead: the canary takes its
+// runBadVersion rolls a bad v2 (500 to every request, health 200) instead: the canary takes its
 // share, the analysis fails it, the fleet rolls back, and the failures are held to the canary's
 // bound. See docs/ARCHITECTURE.md.
 package demo
@@ -52,7 +52,7 @@ type Options struct {
 	// examples/local.yaml) or ServicePython (python3 -m http.server, which knows nothing of it:
 	// drained at the balancer, start-first, examples/any-service.yaml; process runtime only).
 	Service string
-	// bad, set by RunBadVersion, makes v2 a bad version (zero502 app --fail-every 1) and
+	// bad, set by runBadVersion, makes v2 a bad version (zero502 app --fail-every 1) and
 	// collects what its deploy said: a failed deploy is then the run's story, not its error.
 	bad *badDeploy
 }
@@ -63,9 +63,9 @@ const (
 	ServicePython = "python"
 )
 
-// PythonRate is the demo's load with ServicePython unless told otherwise: python3 -m
+// pythonRate is the demo's load with ServicePython unless told otherwise: python3 -m
 // http.server (threads, a listen backlog of 5, a fork per CGI request) is a modest server.
-const PythonRate = 30
+const pythonRate = 30
 
 // Versions the demo rolls between.
 const (
@@ -112,12 +112,12 @@ const (
 	MarkBack    = deployer.MarkBack
 )
 
-// OrderTime is how long each POST /orders of the load takes on the app: real requests take
+// orderTime is how long each POST /orders of the load takes on the app: real requests take
 // time, and a deploy that stops a process without the handshake cuts the ones in flight.
-const OrderTime = 150 * time.Millisecond
+const orderTime = 150 * time.Millisecond
 
-// RatioGoal is the deploy time per host the demo aims at, as a multiple of the floor.
-const RatioGoal = 1.15
+// ratioGoal is the deploy time per host the demo aims at, as a multiple of the floor.
+const ratioGoal = 1.15
 
 // Failed reports whether any request failed.
 func (r *Result) Failed() bool { return r.Load == nil || r.Load.Failed() }
@@ -229,14 +229,14 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		Target:       "http://" + cfg.Balancer.Listen,
 		Rate:         opts.Rate,
 		PostShare:    0.25,
-		PostPath:     fmt.Sprintf("/orders?ms=%d", OrderTime.Milliseconds()),
+		PostPath:     fmt.Sprintf("/orders?ms=%d", orderTime.Milliseconds()),
 		HealthShare:  0.05,
 		HealthPath:   cfg.Balancer.HealthPath,
 		NewConnShare: 0.2,
 		Timeout:      2 * time.Second,
 		Bucket:       250 * time.Millisecond,
 	}
-	what := fmt.Sprintf("GET /, POST /orders taking %s, some GET %s", OrderTime, cfg.Balancer.HealthPath)
+	what := fmt.Sprintf("GET /, POST /orders taking %s, some GET %s", orderTime, cfg.Balancer.HealthPath)
 	if opts.Service == ServicePython {
 		// http.server serves files and CGI: GET the version file, POST the order script.
 		// One request in ten POSTs: http.server forks a process for each CGI request, and 7.5
@@ -266,7 +266,7 @@ func (f *fleet) run(ctx context.Context, opts Options, p *progress, res *Result)
 		opts.bad.cfg = toCfg
 		opts.bad.mu.Unlock()
 		events = opts.bad.watch(events)
-		p.line("roll %s → %s (%s; %s is BAD: %s)", From, To, modeLine(opts.Naive), To, BadVersionFlaw)
+		p.line("roll %s → %s (%s; %s is BAD: %s)", From, To, modeLine(opts.Naive), To, badVersionFlaw)
 	} else {
 		p.line("roll %s → %s (%s)", From, To, modeLine(opts.Naive))
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultRate is the demo's load in requests per second unless told otherwise (`zero502 demo
-// --rate`): PythonRate for ServicePython, and the traffic layer's own 200, when Mode.RateSet is
+// --rate`): pythonRate for ServicePython, and the traffic layer's own 200, when Mode.RateSet is
 // false.
 const DefaultRate = 400
 
@@ -21,12 +21,12 @@ type Mode struct {
 	// Compare runs the handshake rollout, then the naive one (--compare).
 	Compare bool
 	// TrafficLayer runs the whole chain, DNS → edges → LB instances → apps (--traffic-layer):
-	// RunTraffic.
+	// runTraffic.
 	TrafficLayer bool
-	// BadVersion rolls a bad v2 that the canary stops (--bad-version): RunBadVersion.
+	// BadVersion rolls a bad v2 that the canary stops (--bad-version): runBadVersion.
 	BadVersion bool
 	// Rate is the load in requests per second (--rate, DefaultRate); RateSet says it was given,
-	// else ServicePython runs at PythonRate and TrafficLayer at its own default.
+	// else ServicePython runs at pythonRate and TrafficLayer at its own default.
 	Rate    int
 	RateSet bool
 	// Runtime is RuntimeProcess or RuntimeDocker (--runtime).
@@ -98,8 +98,8 @@ func (m Mode) Validate() error {
 // the runs got, and Err, what stopped one early.
 type Outcome struct {
 	Mode    Mode
-	Bad     *BadResult
-	Traffic *TrafficResult
+	Bad     *badResult
+	Traffic *trafficResult
 	Runs    []*Result
 	Err     error
 }
@@ -114,17 +114,17 @@ func RunMode(ctx context.Context, m Mode) (*Outcome, error) {
 	o := &Outcome{Mode: m}
 	switch {
 	case m.BadVersion:
-		o.Bad, o.Err = RunBadVersion(ctx, BadOptions{Rate: m.Rate, Progress: m.Progress, Keep: m.Keep})
+		o.Bad, o.Err = runBadVersion(ctx, badOptions{Rate: m.Rate, Progress: m.Progress, Keep: m.Keep})
 	case m.TrafficLayer:
-		opts := TrafficOptions{Naive: m.Naive, Progress: m.Progress, Keep: m.Keep}
+		opts := trafficOptions{Naive: m.Naive, Progress: m.Progress, Keep: m.Keep}
 		if m.RateSet {
 			opts.Rate = m.Rate
 		}
-		o.Traffic, o.Err = RunTraffic(ctx, opts)
+		o.Traffic, o.Err = runTraffic(ctx, opts)
 	default:
 		rate := m.Rate
 		if m.Service == ServicePython && !m.RateSet {
-			rate = PythonRate // http.server is a modest server: the demo measures the deploy, not it
+			rate = pythonRate // http.server is a modest server: the demo measures the deploy, not it
 		}
 		opts := Options{Rate: rate, Progress: m.Progress, Keep: m.Keep, Runtime: m.Runtime, Image: m.Image,
 			DockerHost: m.DockerHost, Service: m.Service}
@@ -155,7 +155,7 @@ func RunMode(ctx context.Context, m Mode) (*Outcome, error) {
 //   - Compare: the handshake run was clean and the naive run's failures were seen;
 //   - TrafficLayer: no request failed, no session was lost, every tier runs v2 (Naive too);
 //   - BadVersion: the canary stopped it by a verdict, every host runs v1 again and the failures
-//     are within the bound (BadResult.Stopped).
+//     are within the bound (badResult.Stopped).
 func (o *Outcome) Failure() (failed bool, err error) {
 	switch {
 	case o.Err != nil:

@@ -57,13 +57,13 @@ func TestModeValidateNamesTheFlagsThatDoNotGoTogether(t *testing.T) {
 // demo --traffic-layer fails (exit 1) when requests failed, --naive too (as demo --naive), and
 // passes only a clean run: a naive run that lost requests used to exit 0.
 func TestDemoTrafficLayerExitsOneWhenRequestsFailed(t *testing.T) {
-	clean := &TrafficResult{Load: &measure.Result{Sent: 1407}, Versions: map[string]string{"host-a": To}}
-	failed := &TrafficResult{Naive: true, Load: &measure.Result{Sent: 1407, Failures: 15}, Versions: map[string]string{"host-a": To}}
-	lost := &TrafficResult{Naive: true, Load: &measure.Result{Sent: 1407, Sessions: &measure.SessionStats{Lost: 1}}, Versions: map[string]string{"host-a": To}}
-	stuck := &TrafficResult{Load: &measure.Result{Sent: 1407}, Versions: map[string]string{"host-a": From}}
+	clean := &trafficResult{Load: &measure.Result{Sent: 1407}, Versions: map[string]string{"host-a": To}}
+	failed := &trafficResult{Naive: true, Load: &measure.Result{Sent: 1407, Failures: 15}, Versions: map[string]string{"host-a": To}}
+	lost := &trafficResult{Naive: true, Load: &measure.Result{Sent: 1407, Sessions: &measure.SessionStats{Lost: 1}}, Versions: map[string]string{"host-a": To}}
+	stuck := &trafficResult{Load: &measure.Result{Sent: 1407}, Versions: map[string]string{"host-a": From}}
 	for _, c := range []struct {
 		name string
-		r    *TrafficResult
+		r    *trafficResult
 		err  error
 		want int
 	}{
@@ -100,8 +100,8 @@ func TestOutcomeFailureIsTheDemosPassRule(t *testing.T) {
 		{"compare: clean, then failures seen", Outcome{Mode: Mode{Compare: true}, Runs: []*Result{clean, failed}}, false, ""},
 		{"compare: the naive run saw nothing", Outcome{Mode: Mode{Compare: true}, Runs: []*Result{clean, clean}}, true, ""},
 		{"compare stopped after one run", Outcome{Mode: Mode{Compare: true}, Runs: []*Result{clean}, Err: errors.New("no port")}, true, "no port"},
-		{"bad version stopped", Outcome{Mode: Mode{BadVersion: true}, Bad: &BadResult{Stopped: true}}, false, ""},
-		{"bad version went through", Outcome{Mode: Mode{BadVersion: true}, Bad: &BadResult{Why: "the deploy went through"}}, true, "--bad-version: the deploy went through"},
+		{"bad version stopped", Outcome{Mode: Mode{BadVersion: true}, Bad: &badResult{Stopped: true}}, false, ""},
+		{"bad version went through", Outcome{Mode: Mode{BadVersion: true}, Bad: &badResult{Why: "the deploy went through"}}, true, "--bad-version: the deploy went through"},
 	} {
 		failed, err := c.o.Failure()
 		msg := ""

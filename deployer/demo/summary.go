@@ -113,8 +113,8 @@ func writeHosts(w io.Writer, r *Result) {
 		ratio := "-"
 		if h.Ratio > 0 {
 			ratio = fmt.Sprintf("%.2f×", h.Ratio)
-			if h.Ratio > RatioGoal && !r.Naive && r.Runtime != RuntimeDocker {
-				ratio += fmt.Sprintf(" (goal ≤ %.2f)", RatioGoal)
+			if h.Ratio > ratioGoal && !r.Naive && r.Runtime != RuntimeDocker {
+				ratio += fmt.Sprintf(" (goal ≤ %.2f)", ratioGoal)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Host, h.Duration.Round(time.Millisecond), h.Floor, ratio, timeline(h))
@@ -126,7 +126,7 @@ func writeHosts(w io.Writer, r *Result) {
 			d.Duration.Round(time.Millisecond), d.Floor.Round(time.Millisecond), float64(d.Duration)/float64(d.Floor), d.Judged.Round(time.Millisecond))
 	}
 	if r.Runtime == RuntimeDocker {
-		fmt.Fprintf(w, "containers: each step also pays the engine's container stop and create/start (the ≤ %.2f× goal is the process runtime's)\n", RatioGoal)
+		fmt.Fprintf(w, "containers: each step also pays the engine's container stop and create/start (the ≤ %.2f× goal is the process runtime's)\n", ratioGoal)
 	}
 }
 
@@ -175,7 +175,7 @@ func verdict(r *Result) string {
 
 // WriteTrafficSummary prints one traffic-layer run for people: what the client saw through the
 // whole chain, each stage with every host's handshake timeline, the versions, the verdict.
-func WriteTrafficSummary(w io.Writer, r *TrafficResult) {
+func WriteTrafficSummary(w io.Writer, r *trafficResult) {
 	m := "with the drain handshake"
 	if r.Naive {
 		m = "naive (no drain)"
@@ -199,7 +199,7 @@ func WriteTrafficSummary(w io.Writer, r *TrafficResult) {
 	fmt.Fprintf(w, "\nversions: %s\ntook %s\n%s\n", versionList(r.Versions, ""), r.Took.Round(100*time.Millisecond), trafficVerdict(r))
 }
 
-func trafficVerdict(r *TrafficResult) string {
+func trafficVerdict(r *trafficResult) string {
 	switch {
 	case r.Error != "":
 		return "RESULT: the demo did not run through: " + r.Error

@@ -31,8 +31,8 @@ import (
 // front of it, and finally upgrades one LB instance in place by handing its sockets to a new
 // process. Every number of every tier keeps the invariants.
 
-// TrafficOptions configure one traffic-layer demo run.
-type TrafficOptions struct {
+// trafficOptions configure one traffic-layer demo run.
+type trafficOptions struct {
 	// Self is the zero502 binary every tier runs (os.Executable()).
 	Self string
 	// Naive rolls every tier without the drain handshake: SIGKILL at once, no balancer watch.
@@ -65,8 +65,8 @@ type Stage struct {
 	Marks []HostMarks `json:"marks,omitempty"`
 }
 
-// TrafficResult is one traffic-layer demo run.
-type TrafficResult struct {
+// trafficResult is one traffic-layer demo run.
+type trafficResult struct {
 	Naive bool          `json:"naive"`
 	Took  time.Duration `json:"took_ns"`
 	// Load is what the client saw through the whole chain.
@@ -80,7 +80,7 @@ type TrafficResult struct {
 
 // Clean reports whether the run kept the promise: it ran through, no request failed and no
 // session was lost, every host of every tier runs v2.
-func (r *TrafficResult) Clean() bool {
+func (r *trafficResult) Clean() bool {
 	if r.Error != "" || r.Load == nil || r.Load.Failed() || len(r.Versions) == 0 {
 		return false
 	}
@@ -92,8 +92,8 @@ func (r *TrafficResult) Clean() bool {
 	return true
 }
 
-// EdgeName is the name the demo's client resolves: the edges' A record set.
-const EdgeName = "edge.zero502.test."
+// edgeName is the name the demo's client resolves: the edges' A record set.
+const edgeName = "edge.zero502.test."
 
 // tier is one layer of the chain: its config (written to a file, as a user would keep it), and
 // one process runtime per host for the whole run.
@@ -265,7 +265,7 @@ func relocate(cfg *config.Config, move *strings.Replacer) {
 
 // startDNS writes the zone with both edges and starts `self dns serve` on it.
 func (c *chain) startDNS(ctx context.Context, self string) error {
-	args := []string{"dns", "add", "--zone", c.zone, "--name", EdgeName, "--ttl", c.edges.cfg.Edge.DNSTTL.String()}
+	args := []string{"dns", "add", "--zone", c.zone, "--name", edgeName, "--ttl", c.edges.cfg.Edge.DNSTTL.String()}
 	for _, h := range c.edges.cfg.Hosts { // each edge has a loopback address of its own
 		a := h.Address
 		if out, err := exec.CommandContext(ctx, self, append(args, a)...).CombinedOutput(); err != nil {
@@ -324,9 +324,9 @@ func readPID(path string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(raw)))
 }
 
-// RunTraffic runs the traffic-layer demo once. Like Run, failed requests are in the result; the
+// runTraffic runs the traffic-layer demo once. Like Run, failed requests are in the result; the
 // error is non-nil only when the demo could not run.
-func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error) {
+func runTraffic(ctx context.Context, opts trafficOptions) (*trafficResult, error) {
 	if opts.Rate == 0 {
 		opts.Rate = 200
 	}
@@ -341,7 +341,7 @@ func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error
 	if err != nil {
 		return nil, err
 	}
-	res := &TrafficResult{Naive: opts.Naive, Versions: map[string]string{}}
+	res := &trafficResult{Naive: opts.Naive, Versions: map[string]string{}}
 	runErr := c.run(ctx, opts, p, res)
 	stopErr := c.stop()
 	res.Took = time.Since(p.start)
@@ -349,10 +349,10 @@ func RunTraffic(ctx context.Context, opts TrafficOptions) (*TrafficResult, error
 	return res, runErr
 }
 
-func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *TrafficResult) error {
+func (c *chain) run(ctx context.Context, opts trafficOptions, p *progress, res *trafficResult) error {
 	self := opts.Self
 	p.line("DNS %s serves %s from %s; edges %v; LB instances %v; apps %v",
-		c.dns, EdgeName, c.zone, c.edges.cfg.Targets(), c.lbs.cfg.Targets(), c.apps.cfg.Targets())
+		c.dns, edgeName, c.zone, c.edges.cfg.Targets(), c.lbs.cfg.Targets(), c.apps.cfg.Targets())
 	if err := c.startDNS(ctx, self); err != nil {
 		return err
 	}
@@ -376,11 +376,11 @@ func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *
 		}
 	}
 	load, err := measure.New(measure.Options{
-		Target:          fmt.Sprintf("http://%s:%d", strings.TrimSuffix(EdgeName, "."), c.edgePort),
+		Target:          fmt.Sprintf("http://%s:%d", strings.TrimSuffix(edgeName, "."), c.edgePort),
 		DNS:             c.dns,
 		Rate:            opts.Rate,
 		PostShare:       0.25,
-		PostPath:        fmt.Sprintf("/orders?ms=%d", OrderTime.Milliseconds()),
+		PostPath:        fmt.Sprintf("/orders?ms=%d", orderTime.Milliseconds()),
 		NewConnShare:    0.2,
 		IdleConnTimeout: time.Second,
 		Sessions:        opts.Sessions,
@@ -432,7 +432,7 @@ func (c *chain) run(ctx context.Context, opts TrafficOptions, p *progress, res *
 
 // upgradeInPlace hands the first LB instance's sockets to a new process (zero502 lb upgrade):
 // the single-box upgrade, with no gap.
-func (c *chain) upgradeInPlace(ctx context.Context, self string, p *progress, load *measure.Load, res *TrafficResult) error {
+func (c *chain) upgradeInPlace(ctx context.Context, self string, p *progress, load *measure.Load, res *trafficResult) error {
 	h := c.lbs.cfg.Hosts[0]
 	pidFile := filepath.Join(c.dir, "lbs", h.Name, "lb.pid")
 	before, _ := readPID(pidFile)

@@ -34,9 +34,9 @@ var Classes = []Class{OK, Health503, C4xx, C502, C503, C504, C5xx, Refused, Rese
 // Failure reports whether c is a request that went nowhere (everything but OK and Health503).
 func (c Class) Failure() bool { return c != OK && c != Health503 }
 
-// Classify returns the class of a request to path (healthPath is the health endpoint) that ended
+// classify returns the class of a request to path (healthPath is the health endpoint) that ended
 // with status (when err is nil) or with the transport error err.
-func Classify(path, healthPath string, status int, err error) Class {
+func classify(path, healthPath string, status int, err error) Class {
 	if err != nil {
 		return classifyErr(err)
 	}

@@ -41,7 +41,7 @@ func TestClassifyStatusesAndErrors(t *testing.T) {
 		{"other", "/", 0, errors.New("tls: bad certificate"), ErrOther},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Classify(tc.path, "/health", tc.status, tc.err); got != tc.want {
+			if got := classify(tc.path, "/health", tc.status, tc.err); got != tc.want {
 				t.Fatalf("Classify(%q, %d, %v) = %s, want %s", tc.path, tc.status, tc.err, got, tc.want)
 			}
 			if tc.want.Failure() == (tc.want == OK || tc.want == Health503) {

@@ -89,6 +89,6 @@ func (l *Load) do(ctx context.Context, p planned, at time.Duration) {
 	o.latency = time.Since(t0)
 	o.retried = conns.Load() > 1
 	o.err = err
-	o.class = Classify(path, l.paths[KindHealth], o.status, err)
+	o.class = classify(path, l.paths[KindHealth], o.status, err)
 	l.record(o)
 }

@@ -59,8 +59,8 @@ func (r *Result) FailureCounts() map[Class]int {
 }
 
 // VersionSwitches lists, in order, each version seen and the first bucket it was seen in.
-func (r *Result) VersionSwitches() []VersionSeen {
-	var out []VersionSeen
+func (r *Result) VersionSwitches() []versionSeen {
+	var out []versionSeen
 	seen := map[string]bool{}
 	for _, p := range r.Series {
 		vs := make([]string, 0, len(p.Versions))
@@ -71,15 +71,15 @@ func (r *Result) VersionSwitches() []VersionSeen {
 		for _, v := range vs {
 			if !seen[v] {
 				seen[v] = true
-				out = append(out, VersionSeen{Version: v, First: p.At, FirstMS: p.At.Milliseconds()})
+				out = append(out, versionSeen{Version: v, First: p.At, FirstMS: p.At.Milliseconds()})
 			}
 		}
 	}
 	return out
 }
 
-// VersionSeen is a version and when it was first answered.
-type VersionSeen struct {
+// versionSeen is a version and when it was first answered.
+type versionSeen struct {
 	Version string        `json:"version"`
 	First   time.Duration `json:"-"`
 	FirstMS int64         `json:"first_ms"`
@@ -276,7 +276,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		P50      string             `json:"latency_p50"`
 		P99      string             `json:"latency_p99"`
 		Max      string             `json:"latency_max"`
-		Versions []VersionSeen      `json:"versions"`
+		Versions []versionSeen      `json:"versions"`
 		BucketMS int64              `json:"bucket_ms"`
 		Series   []point            `json:"series"`
 		Errors   map[Class][]string `json:"errors,omitempty"`

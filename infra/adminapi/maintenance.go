@@ -100,8 +100,8 @@ func (c MaintenanceChange) Check() error {
 // maxMaintenanceBody bounds the body of PUT /admin/maintenance.
 const maxMaintenanceBody = 8 << 10
 
-// DecodeMaintenanceChange reads and checks a PUT /admin/maintenance body.
-func DecodeMaintenanceChange(body io.Reader) (MaintenanceChange, error) {
+// decodeMaintenanceChange reads and checks a PUT /admin/maintenance body.
+func decodeMaintenanceChange(body io.Reader) (MaintenanceChange, error) {
 	var c MaintenanceChange
 	dec := json.NewDecoder(io.LimitReader(body, maxMaintenanceBody))
 	dec.DisallowUnknownFields()
@@ -111,20 +111,20 @@ func DecodeMaintenanceChange(body io.Reader) (MaintenanceChange, error) {
 	return c, c.Check()
 }
 
-// MaintenanceSwitch is what the maintenance API changes (the LB).
-type MaintenanceSwitch interface {
+// maintenanceSwitch is what the maintenance API changes (the LB).
+type maintenanceSwitch interface {
 	Maintenance() Maintenance
 	// SetMaintenance turns maintenance on with c (already checked), or off when c is nil.
 	SetMaintenance(c *MaintenanceChange) Maintenance
 }
 
 // HandleMaintenance serves MaintenancePath on mux.
-func HandleMaintenance(mux *http.ServeMux, m MaintenanceSwitch) {
+func HandleMaintenance(mux *http.ServeMux, m maintenanceSwitch) {
 	mux.HandleFunc("GET "+MaintenancePath, func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, m.Maintenance())
 	})
 	mux.HandleFunc("PUT "+MaintenancePath, func(w http.ResponseWriter, r *http.Request) {
-		c, err := DecodeMaintenanceChange(r.Body)
+		c, err := decodeMaintenanceChange(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

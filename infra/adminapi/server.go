@@ -27,7 +27,7 @@ var DefaultLimits = Limits{ReadHeader: 5 * time.Second, Read: 30 * time.Second, 
 // limit. errorLog may be nil (net/http's default).
 func NewServer(h http.Handler, l Limits, errorLog *log.Logger) *http.Server {
 	return &http.Server{
-		Handler:           LimitBody(l.MaxBody, h),
+		Handler:           limitBody(l.MaxBody, h),
 		ReadHeaderTimeout: l.ReadHeader,
 		ReadTimeout:       l.Read,
 		IdleTimeout:       l.Idle,
@@ -35,13 +35,13 @@ func NewServer(h http.Handler, l Limits, errorLog *log.Logger) *http.Server {
 	}
 }
 
-// LimitBody refuses 413 a request whose Content-Length is above max before next sees it, and
+// limitBody refuses 413 a request whose Content-Length is above max before next sees it, and
 // caps the body of any other (chunked) at max: a handler reading past it gets an
-// *http.MaxBytesError, which it answers with BodyTooLarge.
-func LimitBody(max int64, next http.Handler) http.Handler {
+// *http.MaxBytesError, which it answers with bodyTooLarge.
+func limitBody(max int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > max {
-			BodyTooLarge(w, max)
+			bodyTooLarge(w, max)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, max)
@@ -49,8 +49,8 @@ func LimitBody(max int64, next http.Handler) http.Handler {
 	})
 }
 
-// BodyTooLarge answers 413 for a body above max bytes.
-func BodyTooLarge(w http.ResponseWriter, max int64) {
+// bodyTooLarge answers 413 for a body above max bytes.
+func bodyTooLarge(w http.ResponseWriter, max int64) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, fmt.Sprintf("request body above %d bytes: send a smaller one", max), http.StatusRequestEntityTooLarge)
 }

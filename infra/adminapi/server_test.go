@@ -22,7 +22,7 @@ func serveLimited(t *testing.T, l Limits) string {
 	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-				BodyTooLarge(w, tooLarge.Limit)
+				bodyTooLarge(w, tooLarge.Limit)
 				return
 			}
 			http.Error(w, err.Error(), http.StatusBadRequest)

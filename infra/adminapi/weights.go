@@ -11,15 +11,15 @@ const (
 	DefaultWeight = 100
 )
 
-// ErrBadWeight is the rule a weight breaks; the HTTP layer answers it 400.
-var ErrBadWeight = fmt.Errorf("weight must be an integer from %d to %d (default %d: the share of new requests is "+
+// errBadWeight is the rule a weight breaks; the HTTP layer answers it 400.
+var errBadWeight = fmt.Errorf("weight must be an integer from %d to %d (default %d: the share of new requests is "+
 	"the weight over the sum of the weights in rotation; to stop new requests to a target, drain it)",
 	MinWeight, MaxWeight, DefaultWeight)
 
 // CheckWeight says whether w is a weight a target may have.
 func CheckWeight(w int) error {
 	if w < MinWeight || w > MaxWeight {
-		return fmt.Errorf("weight %d: %w", w, ErrBadWeight)
+		return fmt.Errorf("weight %d: %w", w, errBadWeight)
 	}
 	return nil
 }

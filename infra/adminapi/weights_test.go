@@ -8,7 +8,7 @@ import (
 
 func TestDecodeWeightChangeTakesAnIntegerFrom1To1000(t *testing.T) {
 	for body, want := range map[string]int{`{"weight": 1}`: 1, `{"weight":1000}`: 1000, ` {"weight": 10} `: 10} {
-		got, err := DecodeWeightChange(strings.NewReader(body))
+		got, err := decodeWeightChange(strings.NewReader(body))
 		if err != nil || got != want {
 			t.Errorf("%s: %d, %v; want %d", body, got, err, want)
 		}
@@ -19,8 +19,8 @@ func TestDecodeWeightChangeTakesAnIntegerFrom1To1000(t *testing.T) {
 		`{"weight": true}`: "true", `{}`: `"weight" is missing`, `weight=10`: "must be the JSON object",
 		`{"weight": 10, "share": 5}`: "share", `{"weight": 99999999999999999999}`: "99999999999999999999",
 	} {
-		_, err := DecodeWeightChange(strings.NewReader(body))
-		if !errors.Is(err, ErrBadWeight) {
+		_, err := decodeWeightChange(strings.NewReader(body))
+		if !errors.Is(err, errBadWeight) {
 			t.Errorf("%s: %v, want ErrBadWeight", body, err)
 			continue
 		}
@@ -31,7 +31,7 @@ func TestDecodeWeightChangeTakesAnIntegerFrom1To1000(t *testing.T) {
 }
 
 func TestWeightChangeBodyDecodes(t *testing.T) {
-	got, err := DecodeWeightChange(WeightChange{Weight: 10}.Body())
+	got, err := decodeWeightChange(WeightChange{Weight: 10}.Body())
 	if err != nil || got != 10 {
 		t.Fatalf("WeightChange{10}.Body(): %d, %v", got, err)
 	}
@@ -44,7 +44,7 @@ func TestCheckWeight(t *testing.T) {
 		}
 	}
 	for _, w := range []int{0, -1, MaxWeight + 1} {
-		if err := CheckWeight(w); !errors.Is(err, ErrBadWeight) {
+		if err := CheckWeight(w); !errors.Is(err, errBadWeight) {
 			t.Errorf("CheckWeight(%d): %v, want ErrBadWeight", w, err)
 		}
 	}

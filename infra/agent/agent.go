@@ -29,7 +29,7 @@ type Agent struct {
 	TLS *tls.Config
 	// Backoff is the wait after a real failure.
 	Backoff backoff.Backoff
-	// DialTimeout bounds one address's connect and handshake; 0 is DefaultDialTimeout.
+	// DialTimeout bounds one address's connect and handshake; 0 is defaultDialTimeout.
 	DialTimeout time.Duration
 	// Outbox holds the messages (required: NewOutbox).
 	Outbox *Outbox
@@ -37,23 +37,23 @@ type Agent struct {
 	Events func(Event)
 }
 
-// EventKind names a session event.
-type EventKind string
+// eventKind names a session event.
+type eventKind string
 
 // Session events.
 const (
 	// Connected: a session is established (Edge, FromState: the choice came from the state file).
-	Connected EventKind = "connected"
+	Connected eventKind = "connected"
 	// Switched: the watcher ended the session on purpose (Switch); the next dial goes to
 	// Switch.To at once, with no backoff.
-	Switched EventKind = "switched"
+	Switched eventKind = "switched"
 	// Failed: a dial or a session failed (Err); Backoff is the wait before the next dial.
-	Failed EventKind = "failed"
+	Failed eventKind = "failed"
 )
 
 // Event is one thing that happened to the session.
 type Event struct {
-	Kind      EventKind
+	Kind      eventKind
 	Edge      netip.AddrPort // the edge of the session (invalid: dialed through the resolver)
 	FromState bool
 	Switch    edgepick.SwitchReason
@@ -64,7 +64,7 @@ type Event struct {
 }
 
 // Send queues body and returns its id; it is sent now if a session is up, else after the
-// reconnect. ErrOutboxFull when the outbox is at its limit.
+// reconnect. errOutboxFull when the outbox is at its limit.
 func (a *Agent) Send(body string) (string, error) { return a.Outbox.Send(body) }
 
 // Pending is how many messages wait for the server's acknowledgement.
@@ -166,7 +166,7 @@ func (a *Agent) session(ctx context.Context, d dialed, choice edgepick.Choice) (
 				readErr <- fmt.Errorf("session through %s: read: %w", d.edge, err)
 				return
 			}
-			if f.Kind == KindAck {
+			if f.Kind == kindAck {
 				ob.Ack(f.ID)
 			}
 		}
@@ -219,7 +219,7 @@ func (a *Agent) clock() clock.Clock {
 
 func (a *Agent) dialTimeout() time.Duration {
 	if a.DialTimeout <= 0 {
-		return DefaultDialTimeout
+		return defaultDialTimeout
 	}
 	return a.DialTimeout
 }

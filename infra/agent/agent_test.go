@@ -187,7 +187,7 @@ func TestARestartedAgentReusesItsStateFile(t *testing.T) {
 func TestAReplayedMessageIsAcknowledgedButAppliedOnce(t *testing.T) {
 	serverConf, client := newPKI(t)
 	srv, origin, applied := startServer(t, serverConf)
-	msg := Frame{Kind: KindMsg, ID: "m-1", Body: "hello"}
+	msg := Frame{Kind: kindMsg, ID: "m-1", Body: "hello"}
 	for i, wantDup := range []bool{false, true} { // the second session replays the message
 		c, err := tls.Dial("tcp", origin, client)
 		if err != nil {
@@ -198,7 +198,7 @@ func TestAReplayedMessageIsAcknowledgedButAppliedOnce(t *testing.T) {
 		}
 		ack, err := readFrame(c)
 		c.Close()
-		if err != nil || ack.Kind != KindAck || ack.ID != msg.ID || ack.Dup != wantDup {
+		if err != nil || ack.Kind != kindAck || ack.ID != msg.ID || ack.Dup != wantDup {
 			t.Fatalf("session %d: ack %+v (%v); want an ack of %s with dup=%v", i+1, ack, err, msg.ID, wantDup)
 		}
 	}
@@ -216,7 +216,7 @@ func TestTheOutboxIsBounded(t *testing.T) {
 	if _, err := o.Send("b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Send("c"); !errors.Is(err, ErrOutboxFull) {
+	if _, err := o.Send("c"); !errors.Is(err, errOutboxFull) {
 		t.Fatalf("third message into an outbox of 2: %v, want ErrOutboxFull", err)
 	}
 	if !o.Ack(a) || o.Ack(a) {

@@ -57,7 +57,7 @@ func sendIDs(t *testing.T, addr string, client *tls.Config, ids ...string) ([]Fr
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var acks []Frame
 	for _, id := range ids {
-		if err := writeFrame(c, Frame{Kind: KindMsg, ID: id, Body: "b"}); err != nil {
+		if err := writeFrame(c, Frame{Kind: kindMsg, ID: id, Body: "b"}); err != nil {
 			return acks, err
 		}
 		ack, err := readFrame(c)
@@ -71,7 +71,7 @@ func sendIDs(t *testing.T, addr string, client *tls.Config, ids ...string) ([]Fr
 
 // A flood of new ids fills the dedup store and is refused beyond it (neither applied nor
 // acknowledged), but never evicts an id inside the replay window: a genuine replay sent after
-// the flood is still caught as a duplicate. An id above MaxIDLen is refused.
+// the flood is still caught as a duplicate. An id above maxIDLen is refused.
 func TestGenuineReplayIsCaughtUnderAFloodOfNewIDs(t *testing.T) {
 	server, client := newPKI(t)
 	applied := map[string]int{}
@@ -95,8 +95,8 @@ func TestGenuineReplayIsCaughtUnderAFloodOfNewIDs(t *testing.T) {
 	if applied["genuine-1"] != 1 {
 		t.Fatalf("the genuine message was applied %d times, want once", applied["genuine-1"])
 	}
-	if _, err := sendIDs(t, addr, client, strings.Repeat("x", MaxIDLen+1)); err == nil {
-		t.Fatalf("an id of %d bytes was acknowledged, want it refused", MaxIDLen+1)
+	if _, err := sendIDs(t, addr, client, strings.Repeat("x", maxIDLen+1)); err == nil {
+		t.Fatalf("an id of %d bytes was acknowledged, want it refused", maxIDLen+1)
 	}
 	if c := s.Counts(); c.Refused != 2 || c.Duplicates != 1 {
 		t.Fatalf("counts %+v, want 2 refused, 1 duplicate", c)
@@ -111,7 +111,7 @@ func TestDedupStoreForgetsOnlyIDsOutsideTheWindow(t *testing.T) {
 	if s.First("a") != New || s.First("b") != New || s.First("c") != Refused {
 		t.Fatal("a full store inside the window let a new id in")
 	}
-	now = now.Add(DefaultReplayWindow + time.Second)
+	now = now.Add(defaultReplayWindow + time.Second)
 	if s.First("c") != New || s.First("b") != Duplicate || s.First("a") != New {
 		t.Fatal("past the window, the oldest id did not make room, or one was forgotten before it had to be")
 	}

@@ -5,41 +5,41 @@ import (
 	"time"
 )
 
-// Bounds of a DedupStore.
+// Bounds of a dedupStore.
 const (
-	// DefaultDedup is how many message ids a DedupStore remembers when its limit is 0.
+	// DefaultDedup is how many message ids a dedupStore remembers when its limit is 0.
 	DefaultDedup = 1 << 16
-	// MaxIDLen is the longest message id accepted: an agent's ids are short (a counter, a
+	// maxIDLen is the longest message id accepted: an agent's ids are short (a counter, a
 	// UUID); a longer one is refused, not stored.
-	MaxIDLen = 256
-	// DefaultDedupBytes bounds the bytes of the ids a store holds (with DefaultDedup ids of
-	// MaxIDLen it is the product).
-	DefaultDedupBytes = DefaultDedup * MaxIDLen
-	// DefaultReplayWindow is how long a store remembers an id: a replay from an agent's outbox
+	maxIDLen = 256
+	// defaultDedupBytes bounds the bytes of the ids a store holds (with DefaultDedup ids of
+	// maxIDLen it is the product).
+	defaultDedupBytes = DefaultDedup * maxIDLen
+	// defaultReplayWindow is how long a store remembers an id: a replay from an agent's outbox
 	// comes within it. An id older than that may be forgotten to make room.
-	DefaultReplayWindow = time.Hour
+	defaultReplayWindow = time.Hour
 )
 
-// Verdict is what a DedupStore says of a message id.
+// Verdict is what a dedupStore says of a message id.
 type Verdict int
 
-// Verdicts of DedupStore.First.
+// Verdicts of dedupStore.First.
 const (
 	// New: the id is recorded; apply the message.
 	New Verdict = iota
 	// Duplicate: the id was seen; acknowledge without applying.
 	Duplicate
-	// Refused: the id is longer than MaxIDLen, or the store is full of ids still inside the
+	// Refused: the id is longer than maxIDLen, or the store is full of ids still inside the
 	// replay window; neither apply nor acknowledge (the agent replays it later).
 	Refused
 )
 
-// DedupStore remembers the ids of applied messages, so a replayed message is acknowledged
+// dedupStore remembers the ids of applied messages, so a replayed message is acknowledged
 // without being applied again. An id is kept for the replay window; once the store holds its
 // limit of ids or bytes, only ids older than the window make room, and a new id is refused
 // while none is: a flood of new ids never makes the store forget one a genuine replay may still
 // carry. Safe for concurrent use.
-type DedupStore struct {
+type dedupStore struct {
 	limit    int
 	maxBytes int
 	window   time.Duration
@@ -57,18 +57,18 @@ type seenID struct {
 }
 
 // NewDedupStore returns a store of limit ids (DefaultDedup when 0 or less), at most
-// DefaultDedupBytes of ids, each kept for DefaultReplayWindow.
-func NewDedupStore(limit int) *DedupStore {
+// defaultDedupBytes of ids, each kept for defaultReplayWindow.
+func NewDedupStore(limit int) *dedupStore {
 	if limit <= 0 {
 		limit = DefaultDedup
 	}
-	return &DedupStore{limit: limit, maxBytes: DefaultDedupBytes, window: DefaultReplayWindow, now: time.Now,
+	return &dedupStore{limit: limit, maxBytes: defaultDedupBytes, window: defaultReplayWindow, now: time.Now,
 		seen: map[string]struct{}{}}
 }
 
 // First records id and says whether it is new (apply it), a duplicate (do not) or refused.
-func (s *DedupStore) First(id string) Verdict {
-	if len(id) > MaxIDLen {
+func (s *dedupStore) First(id string) Verdict {
+	if len(id) > maxIDLen {
 		return Refused
 	}
 	s.mu.Lock()

@@ -12,8 +12,8 @@ import (
 	"github.com/zero502/zero502/infra/edgepick"
 )
 
-// DefaultDialTimeout bounds one dial (TCP connect and TLS handshake) of one address.
-const DefaultDialTimeout = 10 * time.Second
+// defaultDialTimeout bounds one dial (TCP connect and TLS handshake) of one address.
+const defaultDialTimeout = 10 * time.Second
 
 // dialOrder is the order the agent dials in: first (a switch's target) when valid, then the
 // choice, then the rest of the ranking best first (failed edges last, as ranked). Empty when

@@ -13,12 +13,12 @@
 //     dial. The ladder restarts once a session is established.
 //   - Messages sent while disconnected wait in a bounded Outbox and are replayed after the
 //     reconnect; a message leaves the outbox only when the server acknowledged it. Each carries
-//     an id, so the receiver's DedupStore makes a replay harmless (at least once on the wire,
+//     an id, so the receiver's dedupStore makes a replay harmless (at least once on the wire,
 //     at most once applied).
 //
 // Server is the other end: an echo/ack server behind `zero502 agent-server`. It reads the edges'
 // PROXY headers (origin.Listener), acknowledges every message and counts the duplicates its
-// DedupStore refused to apply.
+// dedupStore refused to apply.
 //
 // The wire format is a frame per message: a 4-byte big-endian length, then a JSON document.
 package agent

@@ -7,9 +7,9 @@ import (
 	"io"
 )
 
-// MaxFrame bounds one frame's JSON document; a larger frame is a protocol error that ends the
+// maxFrame bounds one frame's JSON document; a larger frame is a protocol error that ends the
 // session.
-const MaxFrame = 1 << 20
+const maxFrame = 1 << 20
 
 // Frame is what travels on the session, either way: a Message from the agent (Kind "msg") or
 // the server's acknowledgement of one (Kind "ack").
@@ -25,8 +25,8 @@ type Frame struct {
 
 // Frame kinds.
 const (
-	KindMsg = "msg"
-	KindAck = "ack"
+	kindMsg = "msg"
+	kindAck = "ack"
 )
 
 // writeFrame writes f as one length-prefixed JSON frame.
@@ -35,8 +35,8 @@ func writeFrame(w io.Writer, f Frame) error {
 	if err != nil {
 		return fmt.Errorf("encode %s frame %s: %w", f.Kind, f.ID, err)
 	}
-	if len(data) > MaxFrame {
-		return fmt.Errorf("%s frame %s is %d bytes, more than the %d-byte limit; send a smaller body", f.Kind, f.ID, len(data), MaxFrame)
+	if len(data) > maxFrame {
+		return fmt.Errorf("%s frame %s is %d bytes, more than the %d-byte limit; send a smaller body", f.Kind, f.ID, len(data), maxFrame)
 	}
 	buf := make([]byte, 4+len(data))
 	binary.BigEndian.PutUint32(buf, uint32(len(data)))
@@ -52,8 +52,8 @@ func readFrame(r io.Reader) (Frame, error) {
 		return Frame{}, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n > MaxFrame {
-		return Frame{}, fmt.Errorf("frame of %d bytes announced, more than the %d-byte limit: not a zero502 agent peer?", n, MaxFrame)
+	if n > maxFrame {
+		return Frame{}, fmt.Errorf("frame of %d bytes announced, more than the %d-byte limit: not a zero502 agent peer?", n, maxFrame)
 	}
 	data := make([]byte, n)
 	if _, err := io.ReadFull(r, data); err != nil {
@@ -63,8 +63,8 @@ func readFrame(r io.Reader) (Frame, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return Frame{}, fmt.Errorf("frame is not JSON: %w", err)
 	}
-	if f.ID == "" || (f.Kind != KindMsg && f.Kind != KindAck) {
-		return Frame{}, fmt.Errorf("frame kind %q id %q: want kind %q or %q and an id", f.Kind, f.ID, KindMsg, KindAck)
+	if f.ID == "" || (f.Kind != kindMsg && f.Kind != kindAck) {
+		return Frame{}, fmt.Errorf("frame kind %q id %q: want kind %q or %q and an id", f.Kind, f.ID, kindMsg, kindAck)
 	}
 	return f, nil
 }

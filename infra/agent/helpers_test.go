@@ -158,7 +158,7 @@ func (e *events) list() []Event {
 	return append([]Event(nil), e.all...)
 }
 
-func (e *events) last(kind EventKind) (Event, bool) {
+func (e *events) last(kind eventKind) (Event, bool) {
 	l := e.list()
 	for i := len(l) - 1; i >= 0; i-- {
 		if l[i].Kind == kind {

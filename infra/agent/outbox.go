@@ -10,11 +10,11 @@ import (
 // DefaultOutbox is how many unacknowledged messages an Outbox holds when its limit is 0.
 const DefaultOutbox = 1024
 
-// ErrOutboxFull is Send's error when the outbox holds its limit of unacknowledged messages.
-var ErrOutboxFull = errors.New("outbox full")
+// errOutboxFull is Send's error when the outbox holds its limit of unacknowledged messages.
+var errOutboxFull = errors.New("outbox full")
 
 // Outbox holds every message sent and not yet acknowledged, in send order: while disconnected
-// they wait; after a reconnect they are replayed. It is bounded: Send fails with ErrOutboxFull
+// they wait; after a reconnect they are replayed. It is bounded: Send fails with errOutboxFull
 // rather than growing without limit while the agent is cut off. Safe for concurrent use.
 type Outbox struct {
 	limit int
@@ -45,11 +45,11 @@ func (o *Outbox) Send(body string) (string, error) {
 	if len(o.entries) >= o.limit {
 		return "", fmt.Errorf("message not queued: %w: %d messages wait for an acknowledgement (limit %d); "+
 			"the agent is disconnected or the server does not acknowledge: retry later or raise the outbox limit",
-			ErrOutboxFull, len(o.entries), o.limit)
+			errOutboxFull, len(o.entries), o.limit)
 	}
 	o.seq++
 	id := rand.Text()
-	o.entries = append(o.entries, entry{seq: o.seq, msg: Frame{Kind: KindMsg, ID: id, Body: body}})
+	o.entries = append(o.entries, entry{seq: o.seq, msg: Frame{Kind: kindMsg, ID: id, Body: body}})
 	o.notify()
 	return id, nil
 }

@@ -14,18 +14,18 @@ import (
 	"github.com/zero502/zero502/infra/origin"
 )
 
-// DefaultHandshakeTimeout is a Server's TLS handshake bound when HandshakeTimeout is 0.
-const DefaultHandshakeTimeout = 10 * time.Second
+// defaultHandshakeTimeout is a Server's TLS handshake bound when HandshakeTimeout is 0.
+const defaultHandshakeTimeout = 10 * time.Second
 
 func (s *Server) handshakeTimeout() time.Duration {
 	if s.HandshakeTimeout > 0 {
 		return s.HandshakeTimeout
 	}
-	return DefaultHandshakeTimeout
+	return defaultHandshakeTimeout
 }
 
 // Server is the origin end of agent sessions: an echo/ack server. For every message it applies
-// it once (Apply, when its id is new to the DedupStore) and acknowledges it either way, saying
+// it once (Apply, when its id is new to the dedupStore) and acknowledges it either way, saying
 // whether it was a duplicate. It accepts connections from edges (their PROXY headers are read
 // and logged by an origin.Listener) or directly.
 type Server struct {
@@ -36,13 +36,13 @@ type Server struct {
 	// agents for certificates).
 	TLS *tls.Config
 	// Dedup is the store of applied ids (required: NewDedupStore).
-	Dedup *DedupStore
+	Dedup *dedupStore
 	// Apply, when set, is called once per new message, in arrival order per session.
 	Apply func(Frame)
 	// Trusted are the edges allowed to send a PROXY header (origin.Listener.Trusted); empty:
 	// any peer.
 	Trusted []netip.Prefix
-	// HandshakeTimeout bounds the TLS handshake after the PROXY sniff (DefaultHandshakeTimeout
+	// HandshakeTimeout bounds the TLS handshake after the PROXY sniff (defaultHandshakeTimeout
 	// when 0): a client that stalls in it is closed.
 	HandshakeTimeout time.Duration
 	// Logger gets a line per session (with the edge's claimed and measured peer); nil is
@@ -59,7 +59,7 @@ type Counts struct {
 	Sessions   int `json:"sessions"`
 	Applied    int `json:"applied"`
 	Duplicates int `json:"duplicates"`
-	// Refused are messages the DedupStore refused (id too long, store full): the session was
+	// Refused are messages the dedupStore refused (id too long, store full): the session was
 	// closed without applying or acknowledging them.
 	Refused int `json:"refused"`
 }
@@ -131,7 +131,7 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 				"applied", applied, "duplicates", dups, "why", err.Error())
 			return
 		}
-		if f.Kind != KindMsg {
+		if f.Kind != kindMsg {
 			continue
 		}
 		verdict := s.Dedup.First(f.ID)
@@ -140,7 +140,7 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 			s.counts.Refused++
 			s.mu.Unlock()
 			log.Warn("agent server: message refused, not applied nor acknowledged; the agent replays it later",
-				"id_bytes", len(f.ID), "max_id_bytes", MaxIDLen, "why", "id too long, or the dedup store full of ids inside the replay window (raise --dedup)")
+				"id_bytes", len(f.ID), "max_id_bytes", maxIDLen, "why", "id too long, or the dedup store full of ids inside the replay window (raise --dedup)")
 			return
 		}
 		first := verdict == New
@@ -156,7 +156,7 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 		if first && s.Apply != nil {
 			s.Apply(f)
 		}
-		if err := writeFrame(c, Frame{Kind: KindAck, ID: f.ID, Dup: !first}); err != nil {
+		if err := writeFrame(c, Frame{Kind: kindAck, ID: f.ID, Dup: !first}); err != nil {
 			log.Info("agent server: ack not written; the agent replays it", "id", f.ID, "err", err.Error())
 			return
 		}

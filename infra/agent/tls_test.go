@@ -48,7 +48,7 @@ func TestAClientCANeedsEachAgentsCertificateFromIt(t *testing.T) {
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if err := writeFrame(c, Frame{Kind: KindMsg, ID: id, Body: "hello"}); err != nil {
+		if err := writeFrame(c, Frame{Kind: kindMsg, ID: id, Body: "hello"}); err != nil {
 			return Frame{}, err
 		}
 		return readFrame(c)
@@ -66,7 +66,7 @@ func TestAClientCANeedsEachAgentsCertificateFromIt(t *testing.T) {
 		}
 	}
 	ack, err := send(agentCert, agentKey, "m-1")
-	if err != nil || ack.Kind != KindAck || ack.ID != "m-1" {
+	if err != nil || ack.Kind != kindAck || ack.ID != "m-1" {
 		t.Fatalf("an agent with the CA's certificate: ack %+v, %v; want m-1 acknowledged", ack, err)
 	}
 	got := applied()

@@ -32,16 +32,16 @@ import (
 // (config.EnvNotConfig).
 const EnvEndpoint = "ZERO502_CLOUDWATCH_ENDPOINT"
 
-// BatchSize is the most alarm names one DescribeAlarms call may carry (its AlarmNames limit);
+// batchSize is the most alarm names one DescribeAlarms call may carry (its AlarmNames limit);
 // longer lists are asked in batches of this size.
-const BatchSize = 100
+const batchSize = 100
 
-// API is what this package needs of CloudWatch; *cloudwatch.Client satisfies it.
-type API interface {
+// cloudWatchAPI is what this package needs of CloudWatch; *cloudwatch.Client satisfies it.
+type cloudWatchAPI interface {
 	DescribeAlarms(context.Context, *cloudwatch.DescribeAlarmsInput, ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
 }
 
-var _ API = (*cloudwatch.Client)(nil)
+var _ cloudWatchAPI = (*cloudwatch.Client)(nil)
 
 // Alarm types (Alarm.Type), as CloudWatch names them.
 const (
@@ -52,9 +52,9 @@ const (
 
 // Alarm states (Alarm.State), as CloudWatch names them.
 const (
-	StateOK               = string(types.StateValueOk)
+	stateOK               = string(types.StateValueOk)
 	StateAlarm            = string(types.StateValueAlarm)
-	StateInsufficientData = string(types.StateValueInsufficientData)
+	stateInsufficientData = string(types.StateValueInsufficientData)
 )
 
 // Alarm is one CloudWatch alarm's state as DescribeAlarms reported it.
@@ -112,12 +112,12 @@ func (e *MissingError) Error() string {
 
 // Watcher reads the states of CloudWatch alarms in one region. It is safe for concurrent use.
 type Watcher struct {
-	api    API
+	api    cloudWatchAPI
 	region string
 }
 
 // New returns a Watcher asking api, a CloudWatch client of region (which errors name).
-func New(api API, region string) *Watcher {
+func New(api cloudWatchAPI, region string) *Watcher {
 	return &Watcher{api: api, region: region}
 }
 
@@ -173,7 +173,7 @@ func (w *Watcher) Firing(ctx context.Context, names []string) ([]Alarm, error) {
 
 // States returns the state of every alarm among names, whatever it is, in the order of names
 // (each name once). Names that match no alarm are a *MissingError, returned with the states of
-// the others. It asks DescribeAlarms for every alarm type, BatchSize names at a time, following
+// the others. It asks DescribeAlarms for every alarm type, batchSize names at a time, following
 // NextToken through every page.
 func (w *Watcher) States(ctx context.Context, names []string) ([]Alarm, error) {
 	var unique []string
@@ -185,7 +185,7 @@ func (w *Watcher) States(ctx context.Context, names []string) ([]Alarm, error) {
 		}
 	}
 	found := map[string]Alarm{}
-	for batch := range slices.Chunk(unique, BatchSize) {
+	for batch := range slices.Chunk(unique, batchSize) {
 		if err := w.describe(ctx, batch, found); err != nil {
 			return nil, err
 		}
@@ -205,7 +205,7 @@ func (w *Watcher) States(ctx context.Context, names []string) ([]Alarm, error) {
 	return out, nil
 }
 
-// describe adds the alarms of batch (at most BatchSize names) that exist to found.
+// describe adds the alarms of batch (at most batchSize names) that exist to found.
 func (w *Watcher) describe(ctx context.Context, batch []string, found map[string]Alarm) error {
 	asked := map[string]bool{}
 	for _, n := range batch {
@@ -226,7 +226,7 @@ func (w *Watcher) describe(ctx context.Context, batch []string, found map[string
 	pages := cloudwatch.NewDescribeAlarmsPaginator(w.api, &cloudwatch.DescribeAlarmsInput{
 		AlarmNames: batch,
 		AlarmTypes: []types.AlarmType{types.AlarmTypeMetricAlarm, types.AlarmTypeCompositeAlarm, types.AlarmTypeLogAlarm},
-		MaxRecords: aws.Int32(BatchSize),
+		MaxRecords: aws.Int32(batchSize),
 	}, func(o *cloudwatch.DescribeAlarmsPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)

@@ -22,7 +22,7 @@ const (
 	StateUnhealthy   = string(types.TargetHealthStateEnumUnhealthy)
 	StateDraining    = string(types.TargetHealthStateEnumDraining)
 	StateUnused      = string(types.TargetHealthStateEnumUnused)
-	StateUnavailable = string(types.TargetHealthStateEnumUnavailable)
+	stateUnavailable = string(types.TargetHealthStateEnumUnavailable)
 )
 
 // ErrOthersNotHealthy is wrapped by DrainGuard when draining a target would leave the target
@@ -81,16 +81,16 @@ func parseTarget(targetID string) (types.TargetDescription, error) {
 	return types.TargetDescription{Id: aws.String(targetID)}, nil
 }
 
-// TargetStatus is one target as DescribeTargetHealth reports it.
-type TargetStatus struct {
+// targetStatus is one target as DescribeTargetHealth reports it.
+type targetStatus struct {
 	ID          string `json:"id"` // id:port
 	State       string `json:"state"`
 	Reason      string `json:"reason,omitempty"`
 	Description string `json:"description,omitempty"`
 }
 
-func status(d types.TargetHealthDescription) TargetStatus {
-	var s TargetStatus
+func status(d types.TargetHealthDescription) targetStatus {
+	var s targetStatus
 	if d.Target != nil {
 		s.ID = aws.ToString(d.Target.Id)
 		if d.Target.Port != nil {
@@ -127,12 +127,12 @@ func (b *Balancer) TargetHealth(ctx context.Context, targetID string) (state, re
 }
 
 // Targets are every target registered in the target group (draining ones included).
-func (b *Balancer) Targets(ctx context.Context) ([]TargetStatus, error) {
+func (b *Balancer) Targets(ctx context.Context) ([]targetStatus, error) {
 	out, err := b.api.DescribeTargetHealth(ctx, &elbv2.DescribeTargetHealthInput{TargetGroupArn: aws.String(b.arn)})
 	if err != nil {
 		return nil, fmt.Errorf("targets of %s (DescribeTargetHealth): %w%s", b.arn, err, hint(err))
 	}
-	list := make([]TargetStatus, 0, len(out.TargetHealthDescriptions))
+	list := make([]targetStatus, 0, len(out.TargetHealthDescriptions))
 	for _, d := range out.TargetHealthDescriptions {
 		list = append(list, status(d))
 	}
@@ -140,7 +140,7 @@ func (b *Balancer) Targets(ctx context.Context) ([]TargetStatus, error) {
 }
 
 // others are the registered targets other than except (a bare id excludes it on every port).
-func (b *Balancer) others(ctx context.Context, except string) ([]TargetStatus, error) {
+func (b *Balancer) others(ctx context.Context, except string) ([]targetStatus, error) {
 	ex, err := parseTarget(except)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (b *Balancer) others(ctx context.Context, except string) ([]TargetStatus, e
 	if err != nil {
 		return nil, err
 	}
-	var out []TargetStatus
+	var out []targetStatus
 	for _, t := range all {
 		id, port, _ := net.SplitHostPort(t.ID)
 		if id == aws.ToString(ex.Id) && (ex.Port == nil || port == strconv.Itoa(int(*ex.Port))) {

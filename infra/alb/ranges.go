@@ -13,12 +13,12 @@ import (
 // cannot have. Nothing was sent to AWS.
 var ErrOutOfRange = errors.New("outside the ranges an AWS ALB target group accepts")
 
-// RangeError lists every balancer value an ALB target group would refuse.
-type RangeError struct {
+// rangeError lists every balancer value an ALB target group would refuse.
+type rangeError struct {
 	Fields []*config.FieldError
 }
 
-func (e *RangeError) Error() string {
+func (e *rangeError) Error() string {
 	var b strings.Builder
 	b.WriteString("balancer config cannot be provisioned on an AWS ALB target group (outside its ranges); nothing was sent to AWS:")
 	for _, f := range e.Fields {
@@ -29,7 +29,7 @@ func (e *RangeError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrOutOfRange) true.
-func (e *RangeError) Is(target error) bool { return target == ErrOutOfRange }
+func (e *rangeError) Is(target error) bool { return target == ErrOutOfRange }
 
 // Check refuses, before any call to AWS, a balancer config that is not an ALB target group's
 // or whose numbers AWS would refuse: interval 5–300 s, timeout 2–120 s and below the interval,
@@ -83,7 +83,7 @@ func Check(b config.Balancer) error {
 		bad("balancer.health_path", fmt.Sprintf("%q", b.HealthPath), "must start with / and be at most 1024 characters")
 	}
 	if len(fields) > 0 {
-		return &RangeError{Fields: fields}
+		return &rangeError{Fields: fields}
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func TestOrdersRecordEveryExecutionInTheLog(t *testing.T) {
 		t.Fatalf("POST /orders without a key = %d %q, want 400 naming Idempotency-Key", resp.StatusCode, body)
 	}
 
-	orders, err := ReadOrders(log)
+	orders, err := readOrders(log)
 	if err != nil {
 		t.Fatal(err)
 	}

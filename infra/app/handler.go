@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// MaxSlow caps /slow?ms=N.
-const MaxSlow = 10 * time.Minute
+// maxSlow caps /slow?ms=N.
+const maxSlow = 10 * time.Minute
 
 // Handler is the app's routes; backend (host:port) goes into every response's X-Backend.
 func (a *App) Handler(backend string) http.Handler {
@@ -94,8 +94,8 @@ func (a *App) placeOrder(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("ms"); q != "" {
 		ms, err := strconv.Atoi(q)
 		d := time.Duration(ms) * time.Millisecond
-		if err != nil || ms < 0 || d > MaxSlow {
-			text(w, http.StatusBadRequest, fmt.Sprintf("POST /orders?ms=N needs 0 <= N <= %d, got %q\n", MaxSlow.Milliseconds(), q))
+		if err != nil || ms < 0 || d > maxSlow {
+			text(w, http.StatusBadRequest, fmt.Sprintf("POST /orders?ms=N needs 0 <= N <= %d, got %q\n", maxSlow.Milliseconds(), q))
 			return
 		}
 		select {
@@ -121,9 +121,9 @@ func (a *App) slow(w http.ResponseWriter, r *http.Request) {
 	}
 	ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
 	d := time.Duration(ms) * time.Millisecond
-	if err != nil || ms < 0 || d > MaxSlow {
+	if err != nil || ms < 0 || d > maxSlow {
 		text(w, http.StatusBadRequest, fmt.Sprintf("/slow needs ms=N with 0 <= N <= %d, got %q\n",
-			MaxSlow.Milliseconds(), r.URL.Query().Get("ms")))
+			maxSlow.Milliseconds(), r.URL.Query().Get("ms")))
 		return
 	}
 	select {

@@ -70,9 +70,9 @@ func (b *orderBook) close() error {
 	return b.file.Close()
 }
 
-// ReadOrders reads an orders log written by any number of app processes. A missing file is no
+// readOrders reads an orders log written by any number of app processes. A missing file is no
 // orders; a line that does not parse is an error naming the line.
-func ReadOrders(path string) ([]Order, error) {
+func readOrders(path string) ([]Order, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -125,7 +125,7 @@ func TestOrdersFromSeveralProcessesCountPerKey(t *testing.T) {
 			}
 		}
 	}
-	orders, err := ReadOrders(log)
+	orders, err := readOrders(log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 // Defaults of a Backoff's fields when they are zero.
 const (
-	DefaultBase = 500 * time.Millisecond
-	DefaultCap  = time.Minute
+	defaultBase = 500 * time.Millisecond
+	defaultCap  = time.Minute
 )
 
 // Backoff is the wait before a retry after a real failure: exponential with full jitter
@@ -27,10 +27,10 @@ type Backoff struct {
 func (b Backoff) Delay(failure int) time.Duration {
 	base, ceiling := b.Base, b.Cap
 	if base <= 0 {
-		base = DefaultBase
+		base = defaultBase
 	}
 	if ceiling <= 0 {
-		ceiling = DefaultCap
+		ceiling = defaultCap
 	}
 	limit := base
 	for i := 0; i < failure && limit < ceiling; i++ {

@@ -127,7 +127,7 @@ type Balancer struct {
 	// Record is the edges' DNS A record set (kind dns): the deployer takes an edge out of it,
 	// waits edge.dns_ttl plus the monitor's detection (edge.check_interval ×
 	// edge.unhealthy_threshold), and only then stops it.
-	Record DNSRecord `mapstructure:"record"`
+	Record dnsRecord `mapstructure:"record"`
 	// Service names the service that sits behind the balancer. Default: the first service with a port.
 	Service string `mapstructure:"service"`
 	// BalancerNumbers are its health-check numbers and timeouts (balancer.health_path,
@@ -212,8 +212,8 @@ func (b Balancer) AdminAddrs() []string {
 	return nil
 }
 
-// DNSRecord is an A record set that holds one address per edge.
-type DNSRecord struct {
+// dnsRecord is an A record set that holds one address per edge.
+type dnsRecord struct {
 	// Name is the record's fully qualified name, e.g. edge.example.com. (the trailing dot is
 	// added when missing).
 	Name string `mapstructure:"name"`
@@ -437,9 +437,9 @@ type Analysis struct {
 // (rollout.on_failure).
 const (
 	OnNoTrafficPass   = "pass"
-	OnNoTrafficFail   = "fail"
+	onNoTrafficFail   = "fail"
 	OnFailureRollback = "rollback"
-	OnFailureStop     = "stop"
+	onFailureStop     = "stop"
 )
 
 // MaxAlarmName is the longest CloudWatch alarm name, in characters (rollout.alarms).
@@ -520,8 +520,8 @@ type Service struct {
 	StopSignal string `mapstructure:"stop_signal"`
 }
 
-// StopSignals are the signal names services[].stop_signal accepts.
-var StopSignals = []string{"SIGTERM", "SIGQUIT", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
+// stopSignals are the signal names services[].stop_signal accepts.
+var stopSignals = []string{"SIGTERM", "SIGQUIT", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
 
 // Kinds of service (services[].kind).
 const (
@@ -530,9 +530,9 @@ const (
 	KindEdge = "edge" // an instance of zero502 edge forward, in the DNS A record set
 )
 
-// LBHealthPath is the in-house LB's own health endpoint: 200 while it serves, 503 from the
+// lbHealthPath is the in-house LB's own health endpoint: 200 while it serves, 503 from the
 // moment it drains. The default health path of a service of kind lb.
-const LBHealthPath = "/_lb/health"
+const lbHealthPath = "/_lb/health"
 
 // Drain modes of a service (services[].drain).
 const (
@@ -592,15 +592,15 @@ type Hook struct {
 func (h Hook) Set() bool { return len(h.Command) > 0 }
 
 // Named are the hooks with their config keys, in the order a deploy meets them.
-func (h Hooks) Named() []NamedHook {
-	return []NamedHook{
+func (h Hooks) Named() []namedHook {
+	return []namedHook{
 		{"pre_deploy", h.PreDeploy}, {"pre_traffic", h.PreTraffic}, {"post_traffic", h.PostTraffic},
 		{"post_deploy", h.PostDeploy}, {"on_failure", h.OnFailure},
 	}
 }
 
-// NamedHook is a hook and its key under hooks.
-type NamedHook struct {
+// namedHook is a hook and its key under hooks.
+type namedHook struct {
 	Name string
 	Hook Hook
 }

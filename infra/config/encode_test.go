@@ -228,10 +228,10 @@ func randomConfig(r *rand.Rand) *Config {
 	}
 	c.Rollout = Rollout{Batch: 1 + r.Intn(4), Runtime: pick(RuntimeProcess, RuntimeDocker), HealthyDeadline: dur(5 * time.Minute),
 		DockerHost: pick("", "unix:///var/run/docker.sock", "tcp://127.0.0.1:2375"), Strategy: pick(StopFirst, StartFirst),
-		Bake: dur(time.Minute) - 1, LockPath: pick("", "/tmp/fleet.lock"), LockLease: dur(time.Hour), OnFailure: pick(OnFailureRollback, OnFailureStop),
+		Bake: dur(time.Minute) - 1, LockPath: pick("", "/tmp/fleet.lock"), LockLease: dur(time.Hour), OnFailure: pick(OnFailureRollback, onFailureStop),
 		Analysis: Analysis{Enabled: r.Intn(2) == 0, Window: dur(time.Minute), MinRequests: r.Intn(100),
 			MaxErrorRate: float64(r.Intn(101)) / 100, MaxErrorRateIncrease: r.Float64(), MaxP99Increase: 3 * r.Float64(),
-			OnNoTraffic: pick(OnNoTrafficPass, OnNoTrafficFail), ExpectedRate: float64(r.Intn(3)) * 500 * r.Float64()}, // 0 (unknown) a third of the time
+			OnNoTraffic: pick(OnNoTrafficPass, onNoTrafficFail), ExpectedRate: float64(r.Intn(3)) * 500 * r.Float64()}, // 0 (unknown) a third of the time
 		Canary: Canary{Hosts: r.Intn(2), Weight: 1 + r.Intn(100), Duration: dur(time.Minute)},
 		Alarms: []string{}}
 	for i := range r.Intn(4) {
@@ -241,7 +241,7 @@ func randomConfig(r *rand.Rand) *Config {
 	services := r.Intn(4)
 	for i := range services {
 		s := Service{Name: fmt.Sprintf("svc-%d", i), Kind: KindApp, Image: pick("app:{version}", "registry.local:5000/app:{version}"),
-			Drain: pick(DrainHandshake, DrainBalancer), StopSignal: pick(StopSignals...)}
+			Drain: pick(DrainHandshake, DrainBalancer), StopSignal: pick(stopSignals...)}
 		switch r.Intn(8) {
 		case 0: // nil: left out, read back nil
 		case 1:

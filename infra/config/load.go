@@ -29,8 +29,8 @@ const DefaultPath = "./zero502.yaml"
 // EnvPrefix prefixes environment overrides: ZERO502_DRAIN_WINDOW=20s sets drain.window.
 const EnvPrefix = "ZERO502"
 
-// ErrNoDefaultConfig is Load's error when no --config was given and ./zero502.yaml is missing.
-var ErrNoDefaultConfig = errors.New("no " + DefaultPath + "; pass --config FILE (examples/local.yaml runs on this machine)")
+// errNoDefaultConfig is Load's error when no --config was given and ./zero502.yaml is missing.
+var errNoDefaultConfig = errors.New("no " + DefaultPath + "; pass --config FILE (examples/local.yaml runs on this machine)")
 
 // Defaults returns the embedded defaults (the source's numbers, no services, no hosts), whatever
 // the environment says: the shipped numbers, which flags take as their defaults.
@@ -44,7 +44,7 @@ func Defaults() *Config {
 
 // Load reads the config file at path over the embedded defaults, applies ZERO502_* environment
 // overrides (refusing a ZERO502_* variable that names no config key: see envUnknown), decodes
-// strictly and validates. A missing file is an error, DefaultPath too (ErrNoDefaultConfig): a
+// strictly and validates. A missing file is an error, DefaultPath too (errNoDefaultConfig): a
 // command never goes on with an empty fleet because the file was not where it looked.
 func Load(path string) (*Config, error) {
 	if path == "" {
@@ -53,7 +53,7 @@ func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
-			return nil, ErrNoDefaultConfig
+			return nil, errNoDefaultConfig
 		}
 		return nil, fmt.Errorf("config %s: %w (pass --config FILE; examples/ has two)", path, err)
 	}
@@ -348,7 +348,7 @@ func (c *Config) applyListDefaults() {
 			s.Health.Path = s.HealthPath
 		}
 		if s.Health.Path == "" && s.Kind == KindLB {
-			s.Health.Path = LBHealthPath
+			s.Health.Path = lbHealthPath
 		}
 		if s.Health.Path == "" {
 			s.Health.Path = c.Balancer.HealthPath

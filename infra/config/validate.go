@@ -236,7 +236,7 @@ func (c *Config) Validate() error {
 	if an.ExpectedRate < 0 || an.ExpectedRate != an.ExpectedRate || math.IsInf(an.ExpectedRate, 0) {
 		bad("rollout.analysis.expected_rate", an.ExpectedRate, "must be 0 (unknown) or the requests per second the service gets through the balancer")
 	}
-	if an.OnNoTraffic != OnNoTrafficPass && an.OnNoTraffic != OnNoTrafficFail {
+	if an.OnNoTraffic != OnNoTrafficPass && an.OnNoTraffic != onNoTrafficFail {
 		bad("rollout.analysis.on_no_traffic", fmt.Sprintf("%q", an.OnNoTraffic), "must be pass or fail")
 	}
 	ca := c.Rollout.Canary
@@ -248,7 +248,7 @@ func (c *Config) Validate() error {
 		bad("rollout.canary.weight", ca.Weight, "must be a share of the traffic in percent, from 1 to 100")
 	}
 	positive("rollout.canary.duration", ca.Duration)
-	if c.Rollout.OnFailure != OnFailureRollback && c.Rollout.OnFailure != OnFailureStop {
+	if c.Rollout.OnFailure != OnFailureRollback && c.Rollout.OnFailure != onFailureStop {
 		bad("rollout.on_failure", fmt.Sprintf("%q", c.Rollout.OnFailure), "must be rollback or stop")
 	}
 	alarms := map[string]int{}
@@ -366,8 +366,8 @@ func (c *Config) Validate() error {
 		if s.User != "" && !userRE.MatchString(s.User) {
 			bad(key+".user", fmt.Sprintf("%q", s.User), "must be a user name (letters, digits, . _ -, not starting with -) or a numeric uid")
 		}
-		if !slices.Contains(StopSignals, s.StopSignal) {
-			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(StopSignals, ", "))
+		if !slices.Contains(stopSignals, s.StopSignal) {
+			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(stopSignals, ", "))
 		}
 		for j, name := range s.Secrets {
 			switch {

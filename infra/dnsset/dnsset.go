@@ -33,8 +33,8 @@ import (
 
 // TTL bounds. One second is the least a resolver honours; a day is far beyond any rotation.
 const (
-	MinTTL     = time.Second
-	MaxTTL     = 24 * time.Hour
+	minTTL     = time.Second
+	maxTTL     = 24 * time.Hour
 	DefaultTTL = 60 * time.Second
 )
 
@@ -97,7 +97,7 @@ func CheckAddr(field string, a netip.Addr) error {
 	return err
 }
 
-// TTL checks a record TTL: whole seconds within [MinTTL, MaxTTL]; zero means DefaultTTL.
+// TTL checks a record TTL: whole seconds within [minTTL, maxTTL]; zero means DefaultTTL.
 func TTL(field string, ttl time.Duration) (time.Duration, error) {
 	if ttl == 0 {
 		return DefaultTTL, nil
@@ -105,8 +105,8 @@ func TTL(field string, ttl time.Duration) (time.Duration, error) {
 	if ttl%time.Second != 0 {
 		return 0, fmt.Errorf("%s %s is not whole seconds: DNS TTLs are counted in seconds", field, ttl)
 	}
-	if ttl < MinTTL || ttl > MaxTTL {
-		return 0, fmt.Errorf("%s %s is outside [%s, %s]", field, ttl, MinTTL, MaxTTL)
+	if ttl < minTTL || ttl > maxTTL {
+		return 0, fmt.Errorf("%s %s is outside [%s, %s]", field, ttl, minTTL, maxTTL)
 	}
 	return ttl, nil
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/zero502/zero502/infra/clock"
 )
 
-// DefaultHealthPath is the health path when Handshake.HealthPath is empty.
-const DefaultHealthPath = "/health"
+// defaultHealthPath is the health path when Handshake.HealthPath is empty.
+const defaultHealthPath = "/health"
 
 // Handshake holds the numbers and hooks of one server's drain.
 type Handshake struct {
@@ -68,7 +68,7 @@ func (hs Handshake) prepare() (Handshake, error) {
 		return hs, fmt.Errorf("drain shutdown %s is negative; use 0 or more", hs.Shutdown)
 	}
 	if hs.HealthPath == "" {
-		hs.HealthPath = DefaultHealthPath
+		hs.HealthPath = defaultHealthPath
 	}
 	if hs.HealthPath[0] != '/' {
 		return hs, fmt.Errorf("drain health path %q must start with /", hs.HealthPath)

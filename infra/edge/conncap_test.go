@@ -56,7 +56,7 @@ func capHolds(t *testing.T, addr string, overCap func() uint64) {
 
 // The forwarder holds at most MaxConns client connections, on either engine.
 func TestForwarderClosesConnectionsBeyondMaxConns(t *testing.T) {
-	m := &InnerMap{}
+	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}})
 	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}, MaxConns: 2})
 	capHolds(t, fwd.Addr().String(), func() uint64 { return fwd.Counts().OverCap })
@@ -64,7 +64,7 @@ func TestForwarderClosesConnectionsBeyondMaxConns(t *testing.T) {
 
 // The origin relay holds at most MaxConns connections.
 func TestRelayClosesConnectionsBeyondMaxConns(t *testing.T) {
-	m := &InnerMap{}
+	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, MaxConns: 2})
 	capHolds(t, relay.Addr().String(), func() uint64 { return relay.Counts().OverCap })
 }

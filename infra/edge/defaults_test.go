@@ -10,8 +10,8 @@ import (
 // built in code (Default*) are the shipped config's numbers, so there is one default.
 func TestEdgeUpstreamCheckDefaultsAreTheForwardersOwn(t *testing.T) {
 	uc := config.Defaults().Edge.UpstreamCheck
-	if uc.Path != "" || uc.Interval != DefaultCheckInterval || uc.Timeout != DefaultCheckTimeout ||
-		uc.HealthyThreshold != DefaultHealthyThreshold || uc.UnhealthyThreshold != DefaultUnhealthyThreshold {
+	if uc.Path != "" || uc.Interval != defaultCheckInterval || uc.Timeout != defaultCheckTimeout ||
+		uc.HealthyThreshold != defaultHealthyThreshold || uc.UnhealthyThreshold != defaultUnhealthyThreshold {
 		t.Fatalf("edge.upstream_check defaults %+v differ from infra/edge's Default* constants", uc)
 	}
 }

@@ -28,10 +28,10 @@
 //     and Measured (the socket's remote address: the machine the bytes came from). Log lines
 //     carry both under those names. Nothing here trusts the claim for anything but logging;
 //     identity comes from the peer's certificate, end to end through the edge.
-//   - The InnerMap and the Relay: once the origin hands a connection to a local backend over
+//   - The innerMap and the Relay: once the origin hands a connection to a local backend over
 //     loopback, the backend only sees 127.0.0.1:port. The Relay (accept through the
 //     origin.Listener, dial the backend, copy both ways) registers the inner connection's local
-//     address (the peer the backend sees) in an InnerMap, removed on close, so the backend can
+//     address (the peer the backend sees) in an innerMap, removed on close, so the backend can
 //     Lookup the real client.
 //
 // Firewall is the fifth, for an edge whose forwarder runs in a container with a published port:

@@ -125,12 +125,12 @@ func (f Firewall) Script() string {
 	return b.String()
 }
 
-// IPTables runs program (iptables, ip6tables or their -restore) with args and stdin and returns
+// ipTables runs program (iptables, ip6tables or their -restore) with args and stdin and returns
 // its combined output. ExecIPTables runs it on this host; tests run it inside a network namespace.
-type IPTables func(ctx context.Context, program string, stdin string, args ...string) ([]byte, error)
+type ipTables func(ctx context.Context, program string, stdin string, args ...string) ([]byte, error)
 
 // ExecIPTables runs the program on this host, with prefix before it (e.g. ip netns exec NAME).
-func ExecIPTables(prefix ...string) IPTables {
+func ExecIPTables(prefix ...string) ipTables {
 	return func(ctx context.Context, program, stdin string, args ...string) ([]byte, error) {
 		argv := append(append(append([]string{}, prefix...), program), args...)
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -144,7 +144,7 @@ func ExecIPTables(prefix ...string) IPTables {
 // re-apply has no moment without the DROP. A family whose DOCKER-USER chain is missing fails for
 // IPv4 (Docker is not running); for IPv6 it is skipped and said in the notes returned (Docker's
 // ip6tables is off: it then publishes IPv6 through docker-proxy, which INPUT does see).
-func (f Firewall) Apply(ctx context.Context, ipt IPTables) (notes []string, err error) {
+func (f Firewall) Apply(ctx context.Context, ipt ipTables) (notes []string, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}

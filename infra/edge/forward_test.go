@@ -27,7 +27,7 @@ type chain struct {
 func startChain(t *testing.T) chain {
 	t.Helper()
 	log, lines := newLogs()
-	m := &InnerMap{}
+	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, Logger: log})
 	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}, Logger: log})
 	return chain{fwd: fwd, relay: relay, logs: lines}
@@ -258,13 +258,13 @@ type draining struct {
 	clk   *clock.Fake
 	held  net.Conn
 	heldR *bufio.Reader
-	m     *InnerMap
+	m     *innerMap
 	done  chan error
 }
 
 func startDraining(t *testing.T) draining {
 	t.Helper()
-	d := draining{m: &InnerMap{}, clk: clock.NewFake(time.Unix(0, 0)), done: make(chan error, 1)}
+	d := draining{m: &innerMap{}, clk: clock.NewFake(time.Unix(0, 0)), done: make(chan error, 1)}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, d.m), Map: d.m})
 	fwd := ForTests(&Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: d.clk})
 	if err := fwd.Open(); err != nil {

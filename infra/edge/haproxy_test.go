@@ -22,7 +22,7 @@ import (
 
 func TestHAProxySendProxyV2ReachesOurOriginListener(t *testing.T) {
 	haproxy := needHAProxy(t)
-	m := &InnerMap{}
+	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}})
 	front := tcpserver.FreeAddr(t)
 	startHAProxy(t, haproxy, front, fmt.Sprintf(`
@@ -48,7 +48,7 @@ backend origin
 
 func TestHAProxyAcceptProxyTakesOurForwardersHeader(t *testing.T) {
 	haproxy := needHAProxy(t)
-	m := &InnerMap{}
+	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}})
 	front := tcpserver.FreeAddr(t)
 	startHAProxy(t, haproxy, front, fmt.Sprintf(`

@@ -81,10 +81,10 @@ func (l *logs) String() string {
 const trailer = "after-eof\n"
 
 // startBackend is the local backend behind the relay on 127.0.0.1:0: a connection whose first
-// line is "who\n" gets, instead of its echo, one JSON line: the origin.Peer the InnerMap has for it and
+// line is "who\n" gets, instead of its echo, one JSON line: the origin.Peer the innerMap has for it and
 // the address the backend saw ("inner"). Every other byte is echoed; after EOF it writes trailer
 // and half-closes.
-func startBackend(t *testing.T, m *InnerMap) string {
+func startBackend(t *testing.T, m *innerMap) string {
 	t.Helper()
 	return tcpserver.Serve(t, func(c net.Conn) { serveBackendConn(c, m) })
 }
@@ -95,7 +95,7 @@ type whoAnswer struct {
 	Inner string `json:"inner"`
 }
 
-func serveBackendConn(c net.Conn, m *InnerMap) {
+func serveBackendConn(c net.Conn, m *innerMap) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	first, err := r.ReadString('\n')

@@ -8,14 +8,14 @@ import (
 	"github.com/zero502/zero502/infra/origin"
 )
 
-// InnerMap remembers who is behind each inner connection: once the origin hands a connection to
+// innerMap remembers who is behind each inner connection: once the origin hands a connection to
 // a local backend over loopback, the backend's peer is a loopback address and port, and both the
 // client and the edge are out of sight. The Relay registers the inner connection's local address
 // (exactly the peer the backend sees) before it forwards the first byte, and removes it when the
 // connection closes; this is the only place where that information survives.
 //
 // The zero value is ready to use; it is safe for concurrent use.
-type InnerMap struct {
+type innerMap struct {
 	mu    sync.Mutex
 	peers map[netip.AddrPort]*innerEntry
 }
@@ -28,7 +28,7 @@ type innerEntry struct{ peer origin.Peer }
 // backend sees as its remote address: net.Conn.RemoteAddr, gRPC's peer.Addr). It finds it once
 // the backend has read its first byte from that connection: the Relay registers before it
 // forwards anything.
-func (m *InnerMap) Lookup(peer netip.AddrPort) (origin.Peer, bool) {
+func (m *innerMap) Lookup(peer netip.AddrPort) (origin.Peer, bool) {
 	key := netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -40,7 +40,7 @@ func (m *InnerMap) Lookup(peer netip.AddrPort) (origin.Peer, bool) {
 }
 
 // LookupAddr is Lookup for a net.Addr (a *net.TCPAddr, or anything whose String is ip:port).
-func (m *InnerMap) LookupAddr(peer net.Addr) (origin.Peer, bool) {
+func (m *innerMap) LookupAddr(peer net.Addr) (origin.Peer, bool) {
 	ap := origin.AddrPort(peer)
 	if !ap.IsValid() {
 		return origin.Peer{}, false
@@ -49,14 +49,14 @@ func (m *InnerMap) LookupAddr(peer net.Addr) (origin.Peer, bool) {
 }
 
 // Len is how many inner connections are registered.
-func (m *InnerMap) Len() int {
+func (m *innerMap) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.peers)
 }
 
 // register maps inner to p and returns the function that removes exactly this registration.
-func (m *InnerMap) register(inner netip.AddrPort, p origin.Peer) (remove func()) {
+func (m *innerMap) register(inner netip.AddrPort, p origin.Peer) (remove func()) {
 	e := &innerEntry{peer: p}
 	m.mu.Lock()
 	if m.peers == nil {

@@ -31,7 +31,7 @@ func scrape(t *testing.T, addr net.Addr) string {
 // the connections.
 func TestForwardAndOriginServeTheirCountsOnMetrics(t *testing.T) {
 	log, _ := newLogs()
-	m := &InnerMap{}
+	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, Logger: log,
 		Metrics: "127.0.0.1:0"})
 	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}, Logger: log, Metrics: "127.0.0.1:0"})

@@ -46,8 +46,8 @@ type Relay struct {
 	// the drain, in the Prometheus text format.
 	Metrics string
 
-	// Map is where inner connections are registered; nil: the Relay keeps its own (see InnerMap).
-	Map *InnerMap
+	// Map is where inner connections are registered; nil: the Relay keeps its own (see innerMap).
+	Map *innerMap
 	// Clock drives Drain and Shutdown and stamps origin.Peer.Since; nil is the wall clock.
 	Clock clock.Clock
 	// Logger gets a line per non-empty connection, per bad header, per unreachable backend and
@@ -85,7 +85,7 @@ func (r *Relay) Open() error {
 		return fmt.Errorf("edge origin: listen on %s (--listen): %w", r.Listen, err)
 	}
 	if r.Map == nil {
-		r.Map = &InnerMap{}
+		r.Map = &innerMap{}
 	}
 	r.origin = &origin.Listener{Listener: ln, HeaderTimeout: r.HeaderTimeout, Trusted: r.Trusted,
 		Logger: r.Logger, Clock: r.Clock}
@@ -110,9 +110,7 @@ func (r *Relay) Draining() bool { return r.draining.Load() }
 // Counts says what the relay has seen: its listener's counts plus Empty and Unreachable (the
 // backend).
 func (r *Relay) Counts() Counts {
-	o := r.origin.Counts()
-	return Counts{Accepted: o.Accepted, Headers: o.Headers, PassedThrough: o.PassedThrough, Malformed: o.Malformed,
-		Untrusted: o.Untrusted, Empty: r.counts.empty.Load(), OverCap: r.counts.overCap.Load(),
+	return Counts{Counts: r.origin.Counts(), Empty: r.counts.empty.Load(), OverCap: r.counts.overCap.Load(),
 		Unreachable: r.counts.unreachable.Load()}
 }
 

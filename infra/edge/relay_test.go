@@ -86,7 +86,7 @@ func TestInnerMapEntryLeavesWhenTheConnectionCloses(t *testing.T) {
 }
 
 func TestInnerMapLateRemovalKeepsANewerConnectionOnTheSamePort(t *testing.T) {
-	var m InnerMap
+	var m innerMap
 	port := netip.MustParseAddrPort("127.0.0.1:40000")
 	removeOld := m.register(port, origin.Peer{Claimed: netip.MustParseAddrPort("198.51.100.1:1")})
 	m.register(port, origin.Peer{Claimed: netip.MustParseAddrPort("198.51.100.2:2"), Since: time.Unix(1, 0)})

@@ -32,10 +32,10 @@ import (
 // the shipped config's edge.upstream_check values (infra/config/defaults.yaml; a test in infra/config keeps
 // the two equal), which is where the command takes its defaults from.
 const (
-	DefaultCheckInterval      = 2 * time.Second
-	DefaultCheckTimeout       = time.Second
-	DefaultHealthyThreshold   = 2
-	DefaultUnhealthyThreshold = 2
+	defaultCheckInterval      = 2 * time.Second
+	defaultCheckTimeout       = time.Second
+	defaultHealthyThreshold   = 2
+	defaultUnhealthyThreshold = 2
 )
 
 // UpstreamCheck is how the edge checks its upstreams (--check-* flags, config
@@ -47,28 +47,28 @@ const (
 type UpstreamCheck struct {
 	// Path is the HTTP path checked; empty checks by TCP connect only.
 	Path string
-	// Interval is the time between two checks of an upstream; 0 means DefaultCheckInterval.
+	// Interval is the time between two checks of an upstream; 0 means defaultCheckInterval.
 	Interval time.Duration
-	// Timeout bounds one check, below Interval; 0 means DefaultCheckTimeout.
+	// Timeout bounds one check, below Interval; 0 means defaultCheckTimeout.
 	Timeout time.Duration
 	// HealthyThreshold is how many good checks in a row bring an upstream (back) in; 0 means
-	// DefaultHealthyThreshold.
+	// defaultHealthyThreshold.
 	HealthyThreshold int
 	// UnhealthyThreshold is how many failed checks in a row take it out; 0 means
-	// DefaultUnhealthyThreshold.
+	// defaultUnhealthyThreshold.
 	UnhealthyThreshold int
 }
 
-func (c UpstreamCheck) interval() time.Duration { return orDefault(c.Interval, DefaultCheckInterval) }
-func (c UpstreamCheck) timeout() time.Duration  { return orDefault(c.Timeout, DefaultCheckTimeout) }
+func (c UpstreamCheck) interval() time.Duration { return orDefault(c.Interval, defaultCheckInterval) }
+func (c UpstreamCheck) timeout() time.Duration  { return orDefault(c.Timeout, defaultCheckTimeout) }
 
 func (c UpstreamCheck) thresholds() standing.Thresholds {
 	th := standing.Thresholds{Healthy: c.HealthyThreshold, Unhealthy: c.UnhealthyThreshold}
 	if th.Healthy == 0 {
-		th.Healthy = DefaultHealthyThreshold
+		th.Healthy = defaultHealthyThreshold
 	}
 	if th.Unhealthy == 0 {
-		th.Unhealthy = DefaultUnhealthyThreshold
+		th.Unhealthy = defaultUnhealthyThreshold
 	}
 	return th
 }
@@ -80,16 +80,16 @@ func (c UpstreamCheck) validate() error {
 		errs = append(errs, fmt.Errorf("--check-path %q: must start with / (or be empty: check by TCP connect)", c.Path))
 	}
 	errs = append(errs,
-		checkDuration("check-interval", c.Interval, fmt.Sprintf("the default, %s", DefaultCheckInterval)),
-		checkDuration("check-timeout", c.Timeout, fmt.Sprintf("the default, %s", DefaultCheckTimeout)))
+		checkDuration("check-interval", c.Interval, fmt.Sprintf("the default, %s", defaultCheckInterval)),
+		checkDuration("check-timeout", c.Timeout, fmt.Sprintf("the default, %s", defaultCheckTimeout)))
 	if c.Interval >= 0 && c.Timeout >= 0 && c.timeout() >= c.interval() {
 		errs = append(errs, fmt.Errorf("--check-timeout %s: must be below --check-interval %s (a check ends before the next starts)", c.timeout(), c.interval()))
 	}
 	if c.HealthyThreshold < 0 {
-		errs = append(errs, fmt.Errorf("--healthy-threshold %d: must be 1 or more (0: the default, %d)", c.HealthyThreshold, DefaultHealthyThreshold))
+		errs = append(errs, fmt.Errorf("--healthy-threshold %d: must be 1 or more (0: the default, %d)", c.HealthyThreshold, defaultHealthyThreshold))
 	}
 	if c.UnhealthyThreshold < 0 {
-		errs = append(errs, fmt.Errorf("--unhealthy-threshold %d: must be 1 or more (0: the default, %d)", c.UnhealthyThreshold, DefaultUnhealthyThreshold))
+		errs = append(errs, fmt.Errorf("--unhealthy-threshold %d: must be 1 or more (0: the default, %d)", c.UnhealthyThreshold, defaultUnhealthyThreshold))
 	}
 	return errors.Join(errs...)
 }

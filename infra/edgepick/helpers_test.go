@@ -159,7 +159,7 @@ func (r fixedResolver) LookupNetIP(context.Context, string, string) ([]netip.Add
 
 // counted wraps a probe and counts its calls.
 type counted struct {
-	probe ProbeFunc
+	probe probeFunc
 	n     atomic.Int64
 }
 

@@ -14,16 +14,16 @@ var (
 	surveyAtDesc     = prometheus.NewDesc("zero502_edge_survey_timestamp_seconds", "When the latest round ran.", []string{"name"}, nil)
 	edgeGauges       = []struct {
 		desc  *prometheus.Desc
-		value func(SurveyEdge) float64
+		value func(surveyEdge) float64
 	}{
 		{prometheus.NewDesc("zero502_edge_connect_seconds", "TCP connect time to the edge (the round trip to the edge itself).", []string{"name", "edge"}, nil),
-			func(e SurveyEdge) float64 { return e.Connect }},
+			func(e surveyEdge) float64 { return e.Connect }},
 		{prometheus.NewDesc("zero502_edge_handshake_seconds", "Full TLS handshake time through the edge to the origin.", []string{"name", "edge"}, nil),
-			func(e SurveyEdge) float64 { return e.Handshake }},
+			func(e surveyEdge) float64 { return e.Handshake }},
 		{prometheus.NewDesc("zero502_edge_healthy", "1 when the full TLS handshake finished.", []string{"name", "edge"}, nil),
-			func(e SurveyEdge) float64 { return one(e.State == EdgeHealthy) }},
+			func(e surveyEdge) float64 { return one(e.State == EdgeHealthy) }},
 		{prometheus.NewDesc("zero502_edge_backend_dead", "1 when TCP connects but the handshake fails: forwarder up, backend dead.", []string{"name", "edge"}, nil),
-			func(e SurveyEdge) float64 { return one(e.State == EdgeBackendDead) }},
+			func(e surveyEdge) float64 { return one(e.State == EdgeBackendDead) }},
 	}
 )
 

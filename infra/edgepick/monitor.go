@@ -22,7 +22,7 @@ func (m Measurement) Verdict() string {
 // system resolver when nil, not a direct DNS query: it is what real traffic uses, so it returns
 // the same list) and probe every edge in parallel, both numbers from one socket. The ranking's
 // Verdicts are the edges' health.
-func Survey(ctx context.Context, r Resolver, name string, probe ProbeFunc) (Ranking, error) {
+func Survey(ctx context.Context, r Resolver, name string, probe probeFunc) (Ranking, error) {
 	set, err := Resolve(ctx, r, name)
 	if err != nil {
 		return nil, err

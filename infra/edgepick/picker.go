@@ -26,7 +26,7 @@ type Picker struct {
 	// Resolver resolves Name; nil is net.DefaultResolver, the system resolver.
 	Resolver Resolver
 	// Probe measures one edge: TLSProbe(conf, budget) in production.
-	Probe ProbeFunc
+	Probe probeFunc
 	// StatePath is the agent's state file; "" keeps nothing across restarts.
 	StatePath string
 	// MaxAge is how old a measurement may be before it is stale; 0 is DefaultMaxAge.
@@ -77,7 +77,7 @@ func (p *Picker) Choose(ctx context.Context) (Choice, bool) {
 	if p.StatePath != "" {
 		st, err := LoadState(p.StatePath)
 		switch {
-		case errors.Is(err, ErrNoState):
+		case errors.Is(err, errNoState):
 		case err != nil:
 			log.Warn("edgepick: state file unusable; measuring again", "state", p.StatePath, "err", err)
 		default:
@@ -131,7 +131,7 @@ func (p *Picker) Failover(c Choice, failed netip.AddrPort) (Choice, bool) {
 // candidates is the candidate set: Addrs, or Name resolved.
 func (p *Picker) candidates(ctx context.Context) (Set, error) {
 	if len(p.Addrs) > 0 {
-		return SetOf(p.Addrs), nil
+		return setOf(p.Addrs), nil
 	}
 	if p.Name == "" {
 		return nil, errors.New("no edge name and no address list (set Picker.Name or Picker.Addrs)")
@@ -145,7 +145,7 @@ func (p *Picker) save(c Choice) {
 		return
 	}
 	st := State{Name: p.Name, Set: c.Set, Ranking: c.Ranking, Chosen: c.Addr, MeasuredAt: c.MeasuredAt}
-	if err := SaveState(p.StatePath, st); err != nil {
+	if err := saveState(p.StatePath, st); err != nil {
 		p.logger().Warn("edgepick: state not written; the choice holds for this process only "+
 			"(a restart measures again)", "state", p.StatePath, "err", err)
 	}

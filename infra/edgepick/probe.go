@@ -33,11 +33,11 @@ type Measurement struct {
 // Healthy reports whether the full handshake finished.
 func (m Measurement) Healthy() bool { return m.Err == nil }
 
-// ProbeFunc probes one edge. TLSProbe is the real one; tests give scripted results.
-type ProbeFunc func(ctx context.Context, addr netip.AddrPort) Measurement
+// probeFunc probes one edge. TLSProbe is the real one; tests give scripted results.
+type probeFunc func(ctx context.Context, addr netip.AddrPort) Measurement
 
-// TLSProbe is the ProbeFunc that runs Probe with conf and budget.
-func TLSProbe(conf *tls.Config, budget time.Duration) ProbeFunc {
+// TLSProbe is the probeFunc that runs Probe with conf and budget.
+func TLSProbe(conf *tls.Config, budget time.Duration) probeFunc {
 	return func(ctx context.Context, addr netip.AddrPort) Measurement {
 		return Probe(ctx, addr, conf, budget)
 	}

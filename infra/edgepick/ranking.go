@@ -15,7 +15,7 @@ type Ranking []Measurement
 
 // Measure probes every address in parallel, each with its own budget (the probe's), and ranks
 // the results. A silent edge costs its own budget and delays no other probe.
-func Measure(ctx context.Context, addrs []netip.AddrPort, probe ProbeFunc) Ranking {
+func Measure(ctx context.Context, addrs []netip.AddrPort, probe probeFunc) Ranking {
 	r := make(Ranking, len(addrs))
 	var wg sync.WaitGroup
 	for i, a := range addrs {
@@ -87,5 +87,5 @@ func (r Ranking) Set() Set {
 	for _, m := range r {
 		addrs = append(addrs, m.Addr)
 	}
-	return SetOf(addrs)
+	return setOf(addrs)
 }

@@ -24,7 +24,7 @@ func Resolve(ctx context.Context, r Resolver, name string) (Set, error) {
 		return nil, err
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return SetOf([]netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}), nil
+		return setOf([]netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}), nil
 	}
 	if r == nil {
 		r = net.DefaultResolver
@@ -37,5 +37,5 @@ func Resolve(ctx context.Context, r Resolver, name string) (Set, error) {
 	for _, ip := range ips {
 		addrs = append(addrs, netip.AddrPortFrom(ip.Unmap(), port))
 	}
-	return SetOf(addrs), nil
+	return setOf(addrs), nil
 }

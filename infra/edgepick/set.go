@@ -10,8 +10,8 @@ import (
 // for the set it was taken from (invalidate by the set, not by the choice).
 type Set []netip.AddrPort
 
-// SetOf is the set of addrs: sorted, duplicates and invalid addresses dropped.
-func SetOf(addrs []netip.AddrPort) Set {
+// setOf is the set of addrs: sorted, duplicates and invalid addresses dropped.
+func setOf(addrs []netip.AddrPort) Set {
 	s := make(Set, 0, len(addrs))
 	for _, a := range addrs {
 		if a.IsValid() {

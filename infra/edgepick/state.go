@@ -29,16 +29,16 @@ type State struct {
 	MeasuredAt time.Time `json:"measured_at"`
 }
 
-// ErrNoState is LoadState's error when there is no state file yet.
-var ErrNoState = errors.New("no edgepick state file")
+// errNoState is LoadState's error when there is no state file yet.
+var errNoState = errors.New("no edgepick state file")
 
-// LoadState reads the state file at path. A missing file is ErrNoState; a file that does not
+// LoadState reads the state file at path. A missing file is errNoState; a file that does not
 // parse or does not hold together (chosen outside the set, a ranking of another set) is an error
 // that says so; the caller measures again and overwrites it.
 func LoadState(path string) (State, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return State{}, fmt.Errorf("%s: %w", path, ErrNoState)
+		return State{}, fmt.Errorf("%s: %w", path, errNoState)
 	}
 	if err != nil {
 		return State{}, fmt.Errorf("read edgepick state %s: %w", path, err)
@@ -56,7 +56,7 @@ func LoadState(path string) (State, error) {
 // check is what a state must hold to be used: a canonical set, a ranking of exactly that set,
 // and a chosen address that finished its handshake.
 func (s State) check() error {
-	if !s.Set.Equal(SetOf(s.Set)) {
+	if !s.Set.Equal(setOf(s.Set)) {
 		return fmt.Errorf("set %v is not sorted and unique", s.Set)
 	}
 	if !s.Ranking.Set().Equal(s.Set) || len(s.Ranking) != len(s.Set) {
@@ -75,9 +75,9 @@ func (s State) check() error {
 	return nil
 }
 
-// SaveState writes s to path atomically (temp file, fsync, rename, fsync of the directory; the
+// saveState writes s to path atomically (temp file, fsync, rename, fsync of the directory; the
 // project's spec.WriteAtomic), so a reader sees the old state or the new one, never half.
-func SaveState(path string, s State) error {
+func saveState(path string, s State) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("edgepick state for %s not written: %w", path, err)
 	}

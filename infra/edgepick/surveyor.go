@@ -16,23 +16,23 @@ import (
 const (
 	EdgeHealthy     = "healthy"
 	EdgeBackendDead = "backend-dead" // TCP connect succeeds, the full handshake fails
-	EdgeDown        = "down"         // TCP connect fails
+	edgeDown        = "down"         // TCP connect fails
 )
 
-// EdgeState is m's state: health by the handshake, and the case the platform must hear about,
+// edgeState is m's state: health by the handshake, and the case the platform must hear about,
 // an edge that accepts TCP while the handshake through it fails (a forwarder with a dead backend).
-func EdgeState(m Measurement) string {
+func edgeState(m Measurement) string {
 	switch {
 	case m.Healthy():
 		return EdgeHealthy
 	case m.Connect > 0:
 		return EdgeBackendDead
 	}
-	return EdgeDown
+	return edgeDown
 }
 
-// SurveyEdge is one edge in one round: both numbers from one socket, in seconds.
-type SurveyEdge struct {
+// surveyEdge is one edge in one round: both numbers from one socket, in seconds.
+type surveyEdge struct {
 	Addr      netip.AddrPort `json:"addr"`
 	State     string         `json:"state"`
 	Connect   float64        `json:"connect_seconds"`
@@ -44,7 +44,7 @@ type SurveyEdge struct {
 type SurveyRound struct {
 	At    time.Time    `json:"at"`
 	Name  string       `json:"name"`
-	Edges []SurveyEdge `json:"edges"`
+	Edges []surveyEdge `json:"edges"`
 	// Err is why the round has no edges (the name did not resolve).
 	Err string `json:"err,omitempty"`
 }
@@ -55,7 +55,7 @@ type SurveyRound struct {
 type Surveyor struct {
 	Name     string
 	Resolver Resolver // nil: the system resolver
-	Probe    ProbeFunc
+	Probe    probeFunc
 	Interval time.Duration
 	// Rounds stops after this many rounds; 0 runs until ctx ends.
 	Rounds  int
@@ -93,7 +93,7 @@ func (s *Surveyor) Run(ctx context.Context) {
 }
 
 func (s *Surveyor) round(ctx context.Context, now time.Time) {
-	r := SurveyRound{At: now.UTC(), Name: s.Name, Edges: []SurveyEdge{}}
+	r := SurveyRound{At: now.UTC(), Name: s.Name, Edges: []surveyEdge{}}
 	ranking, err := Survey(ctx, s.Resolver, s.Name, s.Probe)
 	if ctx.Err() != nil {
 		return
@@ -102,7 +102,7 @@ func (s *Surveyor) round(ctx context.Context, now time.Time) {
 		r.Err = err.Error()
 	}
 	for _, m := range ranking {
-		e := SurveyEdge{Addr: m.Addr, State: EdgeState(m), Connect: m.Connect.Seconds(), Handshake: m.Handshake.Seconds()}
+		e := surveyEdge{Addr: m.Addr, State: edgeState(m), Connect: m.Connect.Seconds(), Handshake: m.Handshake.Seconds()}
 		if m.Err != nil {
 			e.Err = m.Err.Error()
 		}
@@ -119,7 +119,7 @@ func (s *Surveyor) round(ctx context.Context, now time.Time) {
 
 // alert sends one alert per confirmed transition into backend-dead, and one when such an edge
 // is healthy again. An edge that is simply down (TCP refused) is the DNS health check's job.
-func (s *Surveyor) alert(ctx context.Context, e SurveyEdge, now time.Time) {
+func (s *Surveyor) alert(ctx context.Context, e surveyEdge, now time.Time) {
 	tr, ok := s.Tracker.Observe(e.Addr.String(), e.State)
 	if !ok || s.Alerts == nil {
 		return

@@ -32,8 +32,8 @@ type Hysteresis struct {
 	MinGainRatio float64
 }
 
-// DefaultHysteresis is the write-up's numbers: a streak of two, 20 ms and 25 %.
-func DefaultHysteresis() Hysteresis {
+// defaultHysteresis is the write-up's numbers: a streak of two, 20 ms and 25 %.
+func defaultHysteresis() Hysteresis {
 	return Hysteresis{Streak: DefaultStreak, MinGain: DefaultMinGain, MinGainRatio: DefaultMinGainRatio}
 }
 
@@ -53,14 +53,14 @@ func (h Hysteresis) shouldSwitch(current time.Duration, currentOK bool, candidat
 	return gain >= h.MinGain && float64(gain) >= h.MinGainRatio*float64(current)
 }
 
-// SwitchKind is which of the Watcher's two jobs decided a switch.
-type SwitchKind string
+// switchKind is which of the Watcher's two jobs decided a switch.
+type switchKind string
 
 const (
 	// Failback: an edge ranked above the current one answered Streak probes in a row.
-	Failback SwitchKind = "failback"
+	Failback switchKind = "failback"
 	// Remeasured: the periodic full measurement found a faster edge past both thresholds.
-	Remeasured SwitchKind = "remeasured"
+	Remeasured switchKind = "remeasured"
 )
 
 // SwitchReason is why the Watcher ends the session on purpose: a clean reconnect to To. It is a
@@ -68,7 +68,7 @@ const (
 // implement error): an error would feed the reconnect backoff ladder and punish the agent with a
 // growing delay for doing the right thing.
 type SwitchReason struct {
-	Kind SwitchKind
+	Kind switchKind
 	// From is the current edge, To the edge to reconnect to.
 	From, To netip.AddrPort
 	// FromHandshake and ToHandshake are the handshake times compared (FromHandshake is 0 when the

@@ -8,10 +8,10 @@ import (
 	"strconv"
 )
 
-// Target is where an agent's edges come from, as the commands that pick an edge (zero502
+// target is where an agent's edges come from, as the commands that pick an edge (zero502
 // edgepick, edgepick survey, agent) are told: a Name resolved through the system resolver, or a
 // fixed list of Addrs (no DNS), and the ServerName the origin's certificate is checked against.
-type Target struct {
+type target struct {
 	Name       string
 	Addrs      []netip.AddrPort
 	ServerName string
@@ -21,18 +21,18 @@ type Target struct {
 // addrs (each IP:PORT), every port from 1 to 65535. An empty serverName is the host of a name
 // that is not an IP address; it may only stay empty when insecure (--insecure-skip-verify) says
 // no certificate is checked. Each error names the flag, the value and the rule.
-func ParseTarget(name string, addrs []string, serverName string, insecure bool) (Target, error) {
+func ParseTarget(name string, addrs []string, serverName string, insecure bool) (target, error) {
 	switch {
 	case name == "" && len(addrs) == 0:
-		return Target{}, errors.New("give --name HOST:PORT (resolved through the system resolver) or --addrs IP:PORT,... (no DNS)")
+		return target{}, errors.New("give --name HOST:PORT (resolved through the system resolver) or --addrs IP:PORT,... (no DNS)")
 	case name != "" && len(addrs) > 0:
-		return Target{}, fmt.Errorf("--name %q and --addrs %v: give one of them, not both", name, addrs)
+		return target{}, fmt.Errorf("--name %q and --addrs %v: give one of them, not both", name, addrs)
 	}
-	t := Target{Name: name, ServerName: serverName}
+	t := target{Name: name, ServerName: serverName}
 	if name != "" {
 		host, _, err := parseName("--name", name)
 		if err != nil {
-			return Target{}, err
+			return target{}, err
 		}
 		if t.ServerName == "" {
 			if _, ipErr := netip.ParseAddr(host); ipErr != nil {
@@ -46,12 +46,12 @@ func ParseTarget(name string, addrs []string, serverName string, insecure bool) 
 			err = errors.New("port 0")
 		}
 		if err != nil {
-			return Target{}, fmt.Errorf("--addrs %q: each must be IP:PORT with a port from 1 to 65535, e.g. 127.0.0.1:8443 (%v)", a, err)
+			return target{}, fmt.Errorf("--addrs %q: each must be IP:PORT with a port from 1 to 65535, e.g. 127.0.0.1:8443 (%v)", a, err)
 		}
 		t.Addrs = append(t.Addrs, ap)
 	}
 	if t.ServerName == "" && !insecure {
-		return Target{}, errors.New("--server-name is empty: give the name the origin's certificate is issued for " +
+		return target{}, errors.New("--server-name is empty: give the name the origin's certificate is issued for " +
 			"(it cannot come from an IP address), or --insecure-skip-verify in a lab")
 	}
 	return t, nil

@@ -15,20 +15,20 @@ func TestParseTargetTakesANameOrAddressesAndTheServerName(t *testing.T) {
 		addrs      []string
 		serverName string
 		insecure   bool
-		want       Target
+		want       target
 	}{
 		{"a name gives its host as the server name", "edge.example.test:443", nil, "", false,
-			Target{Name: "edge.example.test:443", ServerName: "edge.example.test"}},
+			target{Name: "edge.example.test:443", ServerName: "edge.example.test"}},
 		{"a given server name wins", "edge.example.test:443", nil, "origin.example.test", false,
-			Target{Name: "edge.example.test:443", ServerName: "origin.example.test"}},
+			target{Name: "edge.example.test:443", ServerName: "origin.example.test"}},
 		{"an IP name with a server name", "127.0.0.1:8443", nil, "localhost", false,
-			Target{Name: "127.0.0.1:8443", ServerName: "localhost"}},
-		{"an IP name in a lab", "127.0.0.1:8443", nil, "", true, Target{Name: "127.0.0.1:8443"}},
+			target{Name: "127.0.0.1:8443", ServerName: "localhost"}},
+		{"an IP name in a lab", "127.0.0.1:8443", nil, "", true, target{Name: "127.0.0.1:8443"}},
 		{"addresses with a server name", "", []string{"127.0.0.1:8443", "[::1]:8444"}, "localhost", false,
-			Target{Addrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8443"), netip.MustParseAddrPort("[::1]:8444")},
+			target{Addrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8443"), netip.MustParseAddrPort("[::1]:8444")},
 				ServerName: "localhost"}},
 		{"the highest port", "edge.example.test:65535", nil, "", false,
-			Target{Name: "edge.example.test:65535", ServerName: "edge.example.test"}},
+			target{Name: "edge.example.test:65535", ServerName: "edge.example.test"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseTarget(tc.edgeName, tc.addrs, tc.serverName, tc.insecure)

@@ -24,7 +24,7 @@ type Watcher struct {
 	// Interval bounds each round's wait: the wait is drawn uniformly from [0, Interval] (full
 	// jitter). 0 is DefaultInterval.
 	Interval time.Duration
-	// Hysteresis is the switch rule; zero fields take DefaultHysteresis's.
+	// Hysteresis is the switch rule; zero fields take defaultHysteresis's.
 	Hysteresis Hysteresis
 	// Rand draws the jitter; nil is math/rand/v2's global source.
 	Rand Rand

@@ -37,7 +37,7 @@ func TestShouldSwitchNeedsTheStreakAndBothThresholds(t *testing.T) {
 		{"current failed its probe, streak of one", 0, ms(100), false, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := DefaultHysteresis().shouldSwitch(tc.current, tc.currentOK, tc.candidate, tc.streak); got != tc.want {
+			if got := defaultHysteresis().shouldSwitch(tc.current, tc.currentOK, tc.candidate, tc.streak); got != tc.want {
 				t.Errorf("shouldSwitch(%s → %s, streak %d) = %v, want %v", tc.current, tc.candidate, tc.streak, got, tc.want)
 			}
 		})
@@ -144,7 +144,7 @@ func newWatchLab(t *testing.T, state string) *watchLab {
 func (l *watchLab) run(t *testing.T, current netip.AddrPort, ah, bh time.Duration) {
 	r := Ranking{{Addr: l.a, Handshake: ah}, {Addr: l.b, Handshake: bh}}
 	r.sort()
-	c := Choice{Addr: current, Set: SetOf([]netip.AddrPort{l.a, l.b}), Ranking: r, MeasuredAt: l.clk.Now()}
+	c := Choice{Addr: current, Set: setOf([]netip.AddrPort{l.a, l.b}), Ranking: r, MeasuredAt: l.clk.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go func() {
@@ -238,7 +238,7 @@ func TestRemeasureSwitchesOnlyPastBothThresholds(t *testing.T) {
 		b        time.Duration
 		switchAt int // round, 0: never
 		wantFrom time.Duration
-		wantKind SwitchKind
+		wantKind switchKind
 	}{
 		{"100 → 79 ms stays", ms(79), 0, 0, ""},
 		{"100 → 70 ms switches once b has its streak", ms(70), 2, ms(100), Remeasured},

@@ -35,8 +35,8 @@ type Attempt struct {
 	At time.Time `json:"at"`
 }
 
-// AttemptPath is the attempt file that belongs to pidFile.
-func AttemptPath(pidFile string) string { return pidFile + ".handoff.json" }
+// attemptPath is the attempt file that belongs to pidFile.
+func attemptPath(pidFile string) string { return pidFile + ".handoff.json" }
 
 // Final reports whether the attempt ended (Ready or Failed).
 func (a Attempt) Final() bool { return a.State == Ready || a.State == Failed }

@@ -146,13 +146,13 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 		_, failed = Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
 		return failed == nil || strings.Contains(failed.Error(), "broken on purpose")
 	})
-	if !errors.Is(failed, ErrFailed) || !strings.Contains(failed.Error(), fmt.Sprintf("pid %d keeps serving", out.NewPID)) {
+	if !errors.Is(failed, errFailed) || !strings.Contains(failed.Error(), fmt.Sprintf("pid %d keeps serving", out.NewPID)) {
 		t.Fatalf("upgrade to a broken successor: %v; want ErrFailed naming the reason and the serving pid", failed)
 	}
 	if pid := whoServes(addr); pid != out.NewPID {
 		t.Fatalf("after the failed upgrade pid %d answers, want %d still", pid, out.NewPID)
 	}
-	a, err := readAttempt(AttemptPath(pidFile))
+	a, err := readAttempt(attemptPath(pidFile))
 	if err != nil || a.State != Failed || a.Seq < 2 || a.PID != out.NewPID {
 		t.Fatalf("attempt record %+v, %v; want a failed attempt by %d", a, err, out.NewPID)
 	}

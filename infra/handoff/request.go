@@ -12,9 +12,9 @@ import (
 	"github.com/zero502/zero502/infra/clock"
 )
 
-// ErrFailed is wrapped by Request.Do when the new process did not become ready: the old one
+// errFailed is wrapped by Request.Do when the new process did not become ready: the old one
 // keeps serving.
-var ErrFailed = errors.New("upgrade failed")
+var errFailed = errors.New("upgrade failed")
 
 // pollEvery is how often Request reads the attempt file while it waits.
 const pollEvery = 50 * time.Millisecond
@@ -38,7 +38,7 @@ type Outcome struct {
 }
 
 // Do sends SIGHUP to the process in the pid file and waits until its attempt file records that
-// the new process is ready (the old one now drains) or failed (ErrFailed, with the reason; the
+// the new process is ready (the old one now drains) or failed (errFailed, with the reason; the
 // old one keeps serving).
 func (r Request) Do(ctx context.Context) (Outcome, error) {
 	clk := r.Clock
@@ -62,7 +62,7 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pid %d (from %s) is not running (%w); start the server, or remove the stale pid file", pid, r.PIDFile, err)
 	}
-	path := AttemptPath(r.PIDFile)
+	path := attemptPath(r.PIDFile)
 	before, err := readAttempt(path)
 	if err != nil {
 		return Outcome{}, err
@@ -80,7 +80,7 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 		if a.Seq > before.Seq && a.PID == pid && a.Final() {
 			out := Outcome{OldPID: pid, NewPID: a.NewPID, Seq: a.Seq, Took: clk.Now().Sub(start)}
 			if a.State == Failed {
-				return out, fmt.Errorf("%w: pid %d keeps serving: %s", ErrFailed, pid, a.Reason)
+				return out, fmt.Errorf("%w: pid %d keeps serving: %s", errFailed, pid, a.Reason)
 			}
 			return out, nil
 		}
@@ -88,14 +88,14 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 			if a, err := readAttempt(path); err == nil && a.Seq > before.Seq && a.State == Ready {
 				return Outcome{OldPID: pid, NewPID: a.NewPID, Seq: a.Seq, Took: clk.Now().Sub(start)}, nil
 			}
-			return Outcome{OldPID: pid}, fmt.Errorf("%w: pid %d exited during the upgrade without recording an outcome; see its log", ErrFailed, pid)
+			return Outcome{OldPID: pid}, fmt.Errorf("%w: pid %d exited during the upgrade without recording an outcome; see its log", errFailed, pid)
 		}
 		select {
 		case <-ctx.Done():
 			return Outcome{OldPID: pid}, ctx.Err()
 		case <-deadline:
 			return Outcome{OldPID: pid}, fmt.Errorf("%w: no outcome recorded in %s within %s (last state %q); see the server's log",
-				ErrFailed, path, r.Timeout, a.State)
+				errFailed, path, r.Timeout, a.State)
 		case <-clk.After(pollEvery):
 		}
 	}

@@ -144,7 +144,7 @@ func (u *Upgrader) Fail(reason error) {
 	if reason == nil || u.ready || !u.Inherited() || u.opts.PIDFile == "" {
 		return
 	}
-	path := AttemptPath(u.opts.PIDFile)
+	path := attemptPath(u.opts.PIDFile)
 	a, err := readAttempt(path)
 	if err != nil || a.PID != os.Getppid() || a.State != Starting {
 		return
@@ -191,7 +191,7 @@ func (u *Upgrader) upgrade() bool {
 	path := ""
 	a := Attempt{PID: os.Getpid(), State: Starting, At: start.UTC()}
 	if u.opts.PIDFile != "" {
-		path = AttemptPath(u.opts.PIDFile)
+		path = attemptPath(u.opts.PIDFile)
 		prev, err := readAttempt(path)
 		if err != nil {
 			u.log.Warn("upgrade record unreadable; numbering starts again", "err", err)

@@ -45,8 +45,8 @@ type Lock struct {
 	path string
 }
 
-// HolderPath is the file beside the lock that names its holder.
-func HolderPath(lockPath string) string { return lockPath + ".holder" }
+// holderPath is the file beside the lock that names its holder.
+func holderPath(lockPath string) string { return lockPath + ".holder" }
 
 // TryAcquire takes the lock without waiting. When it is held it returns an error wrapping
 // ErrHeld that names the holder.
@@ -84,7 +84,7 @@ func TryAcquire(path string, me Holder) (*Lock, error) {
 	data, _ := json.Marshal(me)
 	// The holder record is informative: a failure to write it must not fail the lock. Written
 	// atomically, a reader never sees half of it.
-	_ = spec.WriteAtomic(HolderPath(path), data)
+	_ = spec.WriteAtomic(holderPath(path), data)
 	return &Lock{fl: fl, path: path}, nil
 }
 
@@ -119,7 +119,7 @@ func Acquire(ctx context.Context, path string, me Holder, poll time.Duration, wa
 // show it while they find the lock held.
 func ReadHolder(path string) Holder {
 	var h Holder
-	data, err := os.ReadFile(HolderPath(path))
+	data, err := os.ReadFile(holderPath(path))
 	if err != nil {
 		return h
 	}
@@ -132,7 +132,7 @@ func ReadHolder(path string) Holder {
 
 // Release frees the lock and clears the holder record.
 func (l *Lock) Release() error {
-	_ = os.Remove(HolderPath(l.path))
+	_ = os.Remove(holderPath(l.path))
 	return l.fl.Unlock()
 }
 

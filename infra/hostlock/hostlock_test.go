@@ -84,7 +84,7 @@ func TestTheLockAndItsHolderRecordAreReadableByOtherUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	for _, f := range []string{p, HolderPath(p)} {
+	for _, f := range []string{p, holderPath(p)} {
 		fi, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)

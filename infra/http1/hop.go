@@ -9,7 +9,7 @@ var hopByHop = []string{
 
 func isHopByHop(name []byte) bool {
 	for _, h := range hopByHop {
-		if EqualFold(name, h) {
+		if equalFold(name, h) {
 			return true
 		}
 	}
@@ -24,17 +24,17 @@ func isHopByHop(name []byte) bool {
 // client reading until the close of a kept-alive connection.
 func markConnectionNamed(head []byte, fields []field, hop []bool) {
 	for _, f := range fields {
-		if !EqualFold(f.name.of(head), "Connection") {
+		if !equalFold(f.name.of(head), "Connection") {
 			continue
 		}
 		for v := f.value.of(head); len(v) > 0; {
 			var tok []byte
 			tok, v = nextToken(v)
-			if EqualFold(tok, "Content-Length") || EqualFold(tok, "Transfer-Encoding") || EqualFold(tok, "Host") {
+			if equalFold(tok, "Content-Length") || equalFold(tok, "Transfer-Encoding") || equalFold(tok, "Host") {
 				continue
 			}
 			for k, g := range fields {
-				if EqualFold(g.name.of(head), string(tok)) {
+				if equalFold(g.name.of(head), string(tok)) {
 					hop[k] = true
 				}
 			}
@@ -67,17 +67,17 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 			continue
 		}
 		name, value := r.Field(k)
-		if !keepForwarded && EqualFold(name, "X-Forwarded-Proto") {
+		if !keepForwarded && equalFold(name, "X-Forwarded-Proto") {
 			continue
 		}
-		if EqualFold(name, "X-Forwarded-For") {
+		if equalFold(name, "X-Forwarded-For") {
 			if xff || !keepForwarded {
 				continue
 			}
 			xff = true
 			dst = append(dst, "X-Forwarded-For: "...)
 			for j := k; j < len(r.fields); j++ {
-				if n, v := r.Field(j); !r.hop[j] && EqualFold(n, "X-Forwarded-For") && len(v) > 0 {
+				if n, v := r.Field(j); !r.hop[j] && equalFold(n, "X-Forwarded-For") && len(v) > 0 {
 					dst = append(dst, v...)
 					dst = append(dst, ", "...)
 				}

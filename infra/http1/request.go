@@ -52,7 +52,7 @@ func (r *Request) Field(i int) (name, value []byte) {
 // Get returns the first value of the header named name (case-insensitive).
 func (r *Request) Get(name string) ([]byte, bool) {
 	for _, f := range r.fields {
-		if EqualFold(f.name.of(r.Head), name) {
+		if equalFold(f.name.of(r.Head), name) {
 			return f.value.of(r.Head), true
 		}
 	}
@@ -146,33 +146,33 @@ func ParseRequest(head []byte, r *Request) error {
 		name, value := r.Field(k)
 		hop := isHopByHop(name)
 		switch {
-		case EqualFold(name, "Host"):
+		case equalFold(name, "Host"):
 			hosts++
-		case EqualFold(name, "Content-Length"):
+		case equalFold(name, "Content-Length"):
 			cls++
 			n, ok := parseContentLength(value)
 			if !ok {
 				return badRequest("Content-Length is not a non-negative decimal number")
 			}
 			r.ContentLength = n
-		case EqualFold(name, "Transfer-Encoding"):
+		case equalFold(name, "Transfer-Encoding"):
 			tes++
-			teChunked = EqualFold(value, "chunked")
-		case EqualFold(name, "Expect") && EqualFold(value, "100-continue"):
+			teChunked = equalFold(value, "chunked")
+		case equalFold(name, "Expect") && equalFold(value, "100-continue"):
 			r.ExpectContinue = true
 			hop = true
-		case EqualFold(name, "Upgrade"):
+		case equalFold(name, "Upgrade"):
 			if upgradeField < 0 && len(value) > 0 {
 				upgradeField = k
 			}
-		case EqualFold(name, "Connection"):
+		case equalFold(name, "Connection"):
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
 				switch {
-				case EqualFold(tok, "close"):
+				case equalFold(tok, "close"):
 					r.Close = true
-				case EqualFold(tok, "upgrade"):
+				case equalFold(tok, "upgrade"):
 					connUpgrade = true
 				}
 			}
@@ -221,8 +221,8 @@ func nextToken(v []byte) (tok, rest []byte) {
 	return tok, rest
 }
 
-// EqualFold compares b and s ignoring ASCII case, without allocating.
-func EqualFold(b []byte, s string) bool {
+// equalFold compares b and s ignoring ASCII case, without allocating.
+func equalFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

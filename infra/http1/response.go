@@ -66,31 +66,31 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 	r.ContentLength = -1
 	for k, f := range r.fields {
 		name, value := f.name.of(head), f.value.of(head)
-		r.hop = append(r.hop, isHopByHop(name) && !EqualFold(name, "Transfer-Encoding"))
+		r.hop = append(r.hop, isHopByHop(name) && !equalFold(name, "Transfer-Encoding"))
 		switch {
-		case EqualFold(name, "Content-Length"):
+		case equalFold(name, "Content-Length"):
 			n, ok := parseContentLength(value)
 			if !ok || (cls > 0 && n != r.ContentLength) {
 				return errBadResponse
 			}
 			cls++
 			r.ContentLength = n
-		case EqualFold(name, "Transfer-Encoding"):
+		case equalFold(name, "Transfer-Encoding"):
 			tes++
 			chunkedLast = false
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
-				chunkedLast = EqualFold(tok, "chunked")
+				chunkedLast = equalFold(tok, "chunked")
 			}
-		case EqualFold(name, "Connection"):
+		case equalFold(name, "Connection"):
 			for v := value; len(v) > 0; {
 				var tok []byte
 				tok, v = nextToken(v)
 				switch {
-				case EqualFold(tok, "close"):
+				case equalFold(tok, "close"):
 					r.KeepAlive = false
-				case EqualFold(tok, "keep-alive") && r.Minor == 0:
+				case equalFold(tok, "keep-alive") && r.Minor == 0:
 					r.KeepAlive = true
 				}
 			}
@@ -123,7 +123,7 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 // Get returns the first value of the header named name (case-insensitive).
 func (r *Response) Get(name string) ([]byte, bool) {
 	for _, f := range r.fields {
-		if EqualFold(f.name.of(r.Head), name) {
+		if equalFold(f.name.of(r.Head), name) {
 			return f.value.of(r.Head), true
 		}
 	}
@@ -141,7 +141,7 @@ func AppendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte
 	dst = append(dst, r.reason.of(r.Head)...)
 	dst = append(dst, "\r\n"...)
 	for k, f := range r.fields {
-		if r.hop[k] || dechunk && EqualFold(f.name.of(r.Head), "Transfer-Encoding") {
+		if r.hop[k] || dechunk && equalFold(f.name.of(r.Head), "Transfer-Encoding") {
 			continue
 		}
 		dst = append(dst, f.name.of(r.Head)...)

@@ -73,14 +73,14 @@ func LabSettings(listen string, backends []string) Settings {
 		},
 		ClientHeaderTimeout: 10 * time.Second, ClientIdleTimeout: 60 * time.Second, TunnelIdleTimeout: time.Hour,
 		BodyTimeout: 30 * time.Second, MaxIdlePerBackend: 256,
-		MaxConns: DefaultMaxConns(), MaxSlowBodiesPerIP: 8,
+		MaxConns: defaultMaxConns(), MaxSlowBodiesPerIP: 8,
 		Drain: 0, Shutdown: 10 * time.Second,
 	}
 }
 
-// FromConfig takes listen, admin, backends (cfg.Targets()) and every number from the infra
+// fromConfig takes listen, admin, backends (cfg.Targets()) and every number from the infra
 // config, the drain window and shutdown budget from drain.window and drain.shutdown.
-func FromConfig(cfg *config.Config) Settings {
+func fromConfig(cfg *config.Config) Settings {
 	b := cfg.Balancer
 	s := LabSettings(b.Listen, cfg.Targets())
 	s.Admin, s.AdminToken = b.Admin, b.AdminToken

@@ -13,7 +13,7 @@ func TestFromConfigTakesEverythingFromTheInfraConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := FromConfig(cfg)
+	s := fromConfig(cfg)
 	if err := s.Validate(); err != nil {
 		t.Fatalf("local.yaml gives invalid LB settings: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestDefaultMaxConnsLeavesDescriptorsForBackends(t *testing.T) {
 			t.Errorf("RLIMIT_NOFILE %d: max_conns %d, want %d", tc.nofile, got, tc.want)
 		}
 	}
-	if got := LabSettings("127.0.0.1:0", nil).MaxConns; got != DefaultMaxConns() || got < 64 {
-		t.Errorf("lab default max_conns %d, want DefaultMaxConns() %d", got, DefaultMaxConns())
+	if got := LabSettings("127.0.0.1:0", nil).MaxConns; got != defaultMaxConns() || got < 64 {
+		t.Errorf("lab default max_conns %d, want DefaultMaxConns() %d", got, defaultMaxConns())
 	}
 }

@@ -11,14 +11,14 @@ import (
 // SlowBodyAfter is when a request body still arriving counts as slow (max_slow_bodies_per_ip).
 const SlowBodyAfter = time.Second
 
-// descriptorReserve is the part of RLIMIT_NOFILE DefaultMaxConns leaves to the process itself
+// descriptorReserve is the part of RLIMIT_NOFILE defaultMaxConns leaves to the process itself
 // (listeners, epoll sets, health checks, the admin API).
 const descriptorReserve = 256
 
-// DefaultMaxConns is the default max_conns: half of what RLIMIT_NOFILE leaves after a reserve,
+// defaultMaxConns is the default max_conns: half of what RLIMIT_NOFILE leaves after a reserve,
 // since every client connection in flight also holds a backend connection, and at most 1<<20.
 // Without a readable limit it is 10000.
-func DefaultMaxConns() int {
+func defaultMaxConns() int {
 	nofile, ok := descriptorLimit()
 	if !ok {
 		return 10000

@@ -34,7 +34,7 @@ func startSteadyLB(t *testing.T, set Settings) *testLB {
 	t.Helper()
 	set.Interval, set.Timeout = 10*time.Second, 5*time.Second
 	clk := clock.NewFake(zeroTime)
-	l := startLB(t, set, WithClock(clk))
+	l := startLB(t, set, withClock(clk))
 	get(t, client(), l.url("/_lb/health")) // accepted once the first checks are done
 	for _, b := range l.Backends() {
 		if !b.InRotation() {

@@ -18,7 +18,7 @@ func numberFlags() map[string]string {
 
 // Resolve builds the settings `zero502 lb` runs with, in two modes. Config mode (cfg not nil):
 // the listen and admin addresses, the backends (the balanced service on every host) and every
-// number from the config (FromConfig). Lab mode (cfg nil): LabSettings on listen with backends.
+// number from the config (fromConfig). Lab mode (cfg nil): LabSettings on listen with backends.
 // Then every flag the user gave explicitly (given reports it by flag name, e.g.
 // "health-interval"; "admin-token" for a token from the flag, a file or the environment) takes
 // its value from flags, over the config or the lab default alike. The result is validated
@@ -26,7 +26,7 @@ func numberFlags() map[string]string {
 func Resolve(cfg *config.Config, listen string, backends []string, flags Settings, given func(flag string) bool) (Settings, error) {
 	var s Settings
 	if cfg != nil {
-		s = FromConfig(cfg)
+		s = fromConfig(cfg)
 		if len(s.Backends) == 0 {
 			return s, fmt.Errorf("no backends: the balanced service (balancer.service) needs a port and the config needs hosts")
 		}

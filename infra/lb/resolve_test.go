@@ -30,7 +30,7 @@ func TestResolveConfigModeTakesTheConfigUnlessAFlagIsGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := FromConfig(cfg); s.BalancerNumbers != want.BalancerNumbers || s.Drain != want.Drain ||
+	if want := fromConfig(cfg); s.BalancerNumbers != want.BalancerNumbers || s.Drain != want.Drain ||
 		s.Admin != want.Admin || !slices.Equal(s.Backends, want.Backends) || s.Listen != want.Listen {
 		t.Fatalf("no flag given: %+v\nwant the config's %+v", s, want)
 	}

@@ -28,7 +28,7 @@ func deadAddr(t testing.TB) string {
 }
 
 // slowChecks keeps the active checker to its first check, so passive behaviour shows alone.
-func slowChecks() Option { return WithClock(clock.NewFake(zeroTime)) }
+func slowChecks() Option { return withClock(clock.NewFake(zeroTime)) }
 
 func TestGETIsRetriedOnTheNextBackendAndTheDeadOneEjectedAtOnce(t *testing.T) {
 	a := startBackend(t, "a")

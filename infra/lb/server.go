@@ -93,8 +93,8 @@ type Server struct {
 // Option changes how New builds a Server.
 type Option func(*Server)
 
-// WithClock makes the health checker wait on c (tests use clock.Fake).
-func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
+// withClock makes the health checker wait on c (tests use clock.Fake).
+func withClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 
 // WithLogger sends the LB's logs (and access log) to l.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }

@@ -20,9 +20,9 @@ import (
 	"github.com/zero502/zero502/infra/clock"
 )
 
-// DefaultDelay is the longest a line waits in a Sink made by New with a zero delay: below what
+// defaultDelay is the longest a line waits in a Sink made by New with a zero delay: below what
 // anyone tailing the log notices, and enough to gather a busy second's lines into ten writes.
-const DefaultDelay = 100 * time.Millisecond
+const defaultDelay = 100 * time.Millisecond
 
 // maxBatch is how many bytes a Sink gathers before it writes at once, whatever the delay.
 const maxBatch = 64 << 10
@@ -41,11 +41,11 @@ type Sink struct {
 	err    error // the last failed write of a batch, returned by the next Write or Flush
 }
 
-// New is a Sink over w whose lines wait at most delay (DefaultDelay when delay is 0). clk is
+// New is a Sink over w whose lines wait at most delay (defaultDelay when delay is 0). clk is
 // the time source of the delay (clock.Real{} when nil).
 func New(w io.Writer, delay time.Duration, clk clock.Clock) *Sink {
 	if delay <= 0 {
-		delay = DefaultDelay
+		delay = defaultDelay
 	}
 	if clk == nil {
 		clk = clock.Real{}

@@ -29,9 +29,9 @@ import (
 // bulletin failing any check is refused (401: signature, time, replay; 403: who sent it) and
 // changes nothing.
 const (
-	HeaderSender    = "X-Zero502-Mesh-Sender"
-	HeaderTimestamp = "X-Zero502-Mesh-Timestamp"
-	HeaderSignature = "X-Zero502-Mesh-Signature"
+	headerSender    = "X-Zero502-Mesh-Sender"
+	headerTimestamp = "X-Zero502-Mesh-Timestamp"
+	headerSignature = "X-Zero502-Mesh-Signature"
 
 	signatureScheme = "v1="
 	signatureDomain = "zero502-mesh-bulletin-v1\n"
@@ -40,24 +40,24 @@ const (
 // DefaultBulletinWindow is how far a bulletin's timestamp may be from the receiver's clock.
 const DefaultBulletinWindow = 30 * time.Second
 
-// MinKeyLength is the shortest mesh key accepted, in bytes.
-const MinKeyLength = 16
+// minKeyLength is the shortest mesh key accepted, in bytes.
+const minKeyLength = 16
 
-// Sign is the X-Zero502-Mesh-Signature value of body sent by sender to receiver at timestamp
+// sign is the X-Zero502-Mesh-Signature value of body sent by sender to receiver at timestamp
 // (Unix nanoseconds) under key.
-func Sign(key []byte, sender, receiver string, timestamp int64, body []byte) string {
+func sign(key []byte, sender, receiver string, timestamp int64, body []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(signatureDomain + sender + "\n" + receiver + "\n" + strconv.FormatInt(timestamp, 10) + "\n"))
 	m.Write(body)
 	return signatureScheme + hex.EncodeToString(m.Sum(nil))
 }
 
-// SignRequest sets the authentication headers of a bulletin request.
-func SignRequest(req *http.Request, key []byte, sender, receiver string, timestamp int64, body []byte) {
-	req.Header.Set(HeaderSender, sender)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(timestamp, 10))
+// signRequest sets the authentication headers of a bulletin request.
+func signRequest(req *http.Request, key []byte, sender, receiver string, timestamp int64, body []byte) {
+	req.Header.Set(headerSender, sender)
+	req.Header.Set(headerTimestamp, strconv.FormatInt(timestamp, 10))
 	if key != nil {
-		req.Header.Set(HeaderSignature, Sign(key, sender, receiver, timestamp, body))
+		req.Header.Set(headerSignature, sign(key, sender, receiver, timestamp, body))
 	}
 }
 
@@ -82,10 +82,10 @@ func forbidden(format string, args ...any) *refusal {
 // replay guard is applied by accept, atomically with taking the bulletin). It returns the
 // sender and its timestamp.
 func (n *Node) authenticate(r *http.Request, body []byte) (sender string, ts int64, _ *refusal) {
-	sender = r.Header.Get(HeaderSender)
+	sender = r.Header.Get(headerSender)
 	switch _, peer := n.Peers[sender]; {
 	case sender == "":
-		return "", 0, unauthorized("no %s header: every bulletin names its sender", HeaderSender)
+		return "", 0, unauthorized("no %s header: every bulletin names its sender", headerSender)
 	case sender == n.Name:
 		return sender, 0, forbidden("sender %q is this server's own name", sender)
 	case !peer:
@@ -94,9 +94,9 @@ func (n *Node) authenticate(r *http.Request, body []byte) (sender string, ts int
 	if err := n.fromPeerAddress(r, sender); err != nil {
 		return sender, 0, forbidden("%v", err)
 	}
-	ts, err := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)
+	ts, err := strconv.ParseInt(r.Header.Get(headerTimestamp), 10, 64)
 	if err != nil {
-		return sender, 0, unauthorized("%s %q: not Unix nanoseconds", HeaderTimestamp, r.Header.Get(HeaderTimestamp))
+		return sender, 0, unauthorized("%s %q: not Unix nanoseconds", headerTimestamp, r.Header.Get(headerTimestamp))
 	}
 	if skew := n.Clock.Now().Sub(time.Unix(0, ts)); skew > n.BulletinWindow || skew < -n.BulletinWindow {
 		return sender, ts, unauthorized("stale: stamped %s, %s from this server's clock, outside the window of ±%s (replayed, or a clock off: run NTP)",
@@ -105,11 +105,11 @@ func (n *Node) authenticate(r *http.Request, body []byte) (sender string, ts int
 	if n.Key == nil {
 		return sender, ts, nil // loopback only, checked by Validate
 	}
-	got, ok := strings.CutPrefix(r.Header.Get(HeaderSignature), signatureScheme)
+	got, ok := strings.CutPrefix(r.Header.Get(headerSignature), signatureScheme)
 	if !ok {
-		return sender, ts, unauthorized("no %s %s...: this mesh signs every bulletin with its key", HeaderSignature, signatureScheme)
+		return sender, ts, unauthorized("no %s %s...: this mesh signs every bulletin with its key", headerSignature, signatureScheme)
 	}
-	want := Sign(n.Key, sender, n.Name, ts, body)[len(signatureScheme):]
+	want := sign(n.Key, sender, n.Name, ts, body)[len(signatureScheme):]
 	if !hmac.Equal([]byte(got), []byte(want)) {
 		return sender, ts, unauthorized("bad signature: not signed with this mesh's key for this receiver (every server needs the same --key-file)")
 	}

@@ -12,7 +12,7 @@
 //     least half of its other neighbours (or reports itself unhealthy) is unreliable: its votes
 //     are ignored. An ordinary server failing to see a checker means nothing.
 //   - A failing pair without a quorum and without a checker accuses nobody: the side the probes
-//     did not reach gets a Mark naming both servers (both sides when it fails both ways), and
+//     did not reach gets a mark naming both servers (both sides when it fails both ways), and
 //     nothing is taken out of rotation.
 //
 // Everything is derived again from fresh data at every evaluation, so every state heals by

@@ -10,12 +10,12 @@ import (
 	"github.com/zero502/zero502/infra/clock"
 )
 
-// ErrUnknownServer is returned for an observation naming a server outside the mesh.
-var ErrUnknownServer = errors.New("not a member of the mesh")
+// errUnknownServer is returned for an observation naming a server outside the mesh.
+var errUnknownServer = errors.New("not a member of the mesh")
 
-// ErrOutOfOrder is returned for an observation older than one already recorded for the same
+// errOutOfOrder is returned for an observation older than one already recorded for the same
 // server or pair; it is not applied.
-var ErrOutOfOrder = errors.New("older than what is already recorded")
+var errOutOfOrder = errors.New("older than what is already recorded")
 
 // Evaluator holds the latest report of every server and every witness's streak against every
 // neighbour, and derives Verdicts from them afresh on each call. It is safe for concurrent use.
@@ -33,9 +33,9 @@ type Evaluator struct {
 
 type pair struct{ prober, target string }
 
-// NewEvaluator returns an Evaluator for the mesh of servers (names, at least two) judged with th
+// newEvaluator returns an Evaluator for the mesh of servers (names, at least two) judged with th
 // and time from clk.
-func NewEvaluator(th Thresholds, clk clock.Clock, servers ...string) (*Evaluator, error) {
+func newEvaluator(th Thresholds, clk clock.Clock, servers ...string) (*Evaluator, error) {
 	if err := th.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (e *Evaluator) member(s string) bool {
 // Report records a server's report about itself. A zero At is stamped with the clock's now.
 func (e *Evaluator) Report(r Report) error {
 	if !e.member(r.Server) {
-		return fmt.Errorf("report from %q: %w (members: %v); add it to the peers of every server", r.Server, ErrUnknownServer, e.servers)
+		return fmt.Errorf("report from %q: %w (members: %v); add it to the peers of every server", r.Server, errUnknownServer, e.servers)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -83,7 +83,7 @@ func (e *Evaluator) Report(r Report) error {
 		r.At = e.clock.Now()
 	}
 	if old, ok := e.reports[r.Server]; ok && r.At.Before(old.At) {
-		return fmt.Errorf("report from %s at %s: %w (%s)", r.Server, r.At.Format(time.RFC3339Nano), ErrOutOfOrder, old.At.Format(time.RFC3339Nano))
+		return fmt.Errorf("report from %s at %s: %w (%s)", r.Server, r.At.Format(time.RFC3339Nano), errOutOfOrder, old.At.Format(time.RFC3339Nano))
 	}
 	e.reports[r.Server] = r
 	e.checker[r.Server] = r.Checker
@@ -94,7 +94,7 @@ func (e *Evaluator) Report(r Report) error {
 func (e *Evaluator) Probe(p Probe) error {
 	for _, s := range []string{p.Prober, p.Target} {
 		if !e.member(s) {
-			return fmt.Errorf("probe %s→%s: %q is %w (members: %v)", p.Prober, p.Target, s, ErrUnknownServer, e.servers)
+			return fmt.Errorf("probe %s→%s: %q is %w (members: %v)", p.Prober, p.Target, s, errUnknownServer, e.servers)
 		}
 	}
 	if p.Prober == p.Target {
@@ -112,7 +112,7 @@ func (e *Evaluator) Probe(p Probe) error {
 		e.pairs[k] = s
 	}
 	if p.At.Before(s.last) {
-		return fmt.Errorf("probe %s→%s at %s: %w (%s)", p.Prober, p.Target, p.At.Format(time.RFC3339Nano), ErrOutOfOrder, s.last.Format(time.RFC3339Nano))
+		return fmt.Errorf("probe %s→%s at %s: %w (%s)", p.Prober, p.Target, p.At.Format(time.RFC3339Nano), errOutOfOrder, s.last.Format(time.RFC3339Nano))
 	}
 	s.apply(p, e.th)
 	return nil

@@ -261,7 +261,7 @@ func TestAFailingPairAccusesNobody(t *testing.T) {
 			}
 			b := f.verdict("b")
 			expect(t, b, Up, "entry point marked, kept in rotation", "a cannot reach b", "quorum 2 not met")
-			if len(b.Marks) != 1 || b.Marks[0] != (Mark{Witness: "a", Target: "b", Both: tc.bothWays, Fails: 3}) {
+			if len(b.Marks) != 1 || b.Marks[0] != (mark{Witness: "a", Target: "b", Both: tc.bothWays, Fails: 3}) {
 				t.Errorf("marks %+v", b.Marks)
 			}
 			a := f.verdict("a")
@@ -327,10 +327,10 @@ func TestEverythingHealsByItself(t *testing.T) {
 
 func TestObservationsOutsideTheMeshAreRefused(t *testing.T) {
 	f := newFixture(t, DefaultThresholds(), "a", "b")
-	if err := f.e.Report(Report{Server: "z"}); !errors.Is(err, ErrUnknownServer) {
+	if err := f.e.Report(Report{Server: "z"}); !errors.Is(err, errUnknownServer) {
 		t.Errorf("report from z: %v", err)
 	}
-	if err := f.e.Probe(Probe{Prober: "a", Target: "z"}); !errors.Is(err, ErrUnknownServer) {
+	if err := f.e.Probe(Probe{Prober: "a", Target: "z"}); !errors.Is(err, errUnknownServer) {
 		t.Errorf("probe of z: %v", err)
 	}
 	if err := f.e.Probe(Probe{Prober: "a", Target: "a"}); err == nil || !strings.Contains(err.Error(), "does not probe itself") {
@@ -340,13 +340,13 @@ func TestObservationsOutsideTheMeshAreRefused(t *testing.T) {
 	if err := f.e.Probe(Probe{Prober: "a", Target: "b", At: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.e.Probe(Probe{Prober: "a", Target: "b", At: now.Add(-time.Second)}); !errors.Is(err, ErrOutOfOrder) {
+	if err := f.e.Probe(Probe{Prober: "a", Target: "b", At: now.Add(-time.Second)}); !errors.Is(err, errOutOfOrder) {
 		t.Errorf("older probe: %v", err)
 	}
 	if err := f.e.Report(Report{Server: "a", At: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.e.Report(Report{Server: "a", At: now.Add(-time.Second)}); !errors.Is(err, ErrOutOfOrder) {
+	if err := f.e.Report(Report{Server: "a", At: now.Add(-time.Second)}); !errors.Is(err, errOutOfOrder) {
 		t.Errorf("older report: %v", err)
 	}
 }

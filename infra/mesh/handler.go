@@ -42,12 +42,12 @@ func (n *Node) handler() http.Handler {
 func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletin))
 	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-		n.refuse(w, r, r.Header.Get(HeaderSender), &refusal{http.StatusRequestEntityTooLarge,
+		n.refuse(w, r, r.Header.Get(headerSender), &refusal{http.StatusRequestEntityTooLarge,
 			fmt.Sprintf("bulletin above %d bytes", tooLarge.Limit)})
 		return
 	}
 	if err != nil {
-		n.refuse(w, r, r.Header.Get(HeaderSender), &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin unreadable: %v", err)})
+		n.refuse(w, r, r.Header.Get(headerSender), &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin unreadable: %v", err)})
 		return
 	}
 	from, ts, bad := n.authenticate(r, body)

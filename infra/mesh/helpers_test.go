@@ -22,7 +22,7 @@ type fixture struct {
 func newFixture(t *testing.T, th Thresholds, servers ...string) *fixture {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
-	e, err := NewEvaluator(th, clk, servers...)
+	e, err := newEvaluator(th, clk, servers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (b bulletinPost) send(t *testing.T, n *Node, from netip.Addr) (int, string)
 	if signed == "" {
 		signed = b.body
 	}
-	SignRequest(req, b.key, b.sender, receiver, b.ts, []byte(signed))
+	signRequest(req, b.key, b.sender, receiver, b.ts, []byte(signed))
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: from.AsSlice()}}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 	resp, err := c.Do(req)

@@ -102,7 +102,7 @@ func (e *Evaluator) judge(t string, now time.Time) Verdict {
 		v.Conditions = append(v.Conditions, Marked)
 		for _, m := range marks {
 			back, ok := e.freshStreak(t, m.Witness, now)
-			v.Marks = append(v.Marks, Mark{Witness: m.Witness, Target: t, Both: ok && back.failing, Fails: m.Fails})
+			v.Marks = append(v.Marks, mark{Witness: m.Witness, Target: t, Both: ok && back.failing, Fails: m.Fails})
 		}
 		reasons = append(reasons, fmt.Sprintf("entry point marked, kept in rotation: %s (quorum %d not met, no checker "+
 			"failing it; one pair alone cannot tell whose address is blocked)", pairs(v.Marks, e.th), e.th.Quorum))
@@ -148,7 +148,7 @@ func streaks(votes []Vote, th Thresholds) string {
 }
 
 // pairs names each failing pair: "a cannot reach b (3 in a row)" or "... in both directions".
-func pairs(marks []Mark, th Thresholds) string {
+func pairs(marks []mark, th Thresholds) string {
 	parts := make([]string, 0, len(marks))
 	for _, m := range marks {
 		p := fmt.Sprintf("%s cannot reach %s (%d failed probes in a row, streak %d)", m.Witness, m.Target, m.Fails, th.FailStreak)

@@ -48,9 +48,9 @@ type LBSync struct {
 	added map[string]bool // the backends this LBSync added, until it removes them
 }
 
-// ErrRouteNotReady is returned by Once while the mesh's route does not rest on exchanged reports
+// errRouteNotReady is returned by Once while the mesh's route does not rest on exchanged reports
 // yet (RouteView.Ready false): nothing is changed.
-var ErrRouteNotReady = errors.New("the mesh route is not ready: its servers have not exchanged reports yet")
+var errRouteNotReady = errors.New("the mesh route is not ready: its servers have not exchanged reports yet")
 
 // lbBackend is the part of the balancer's GET /admin/backends the sync reads.
 type lbBackend struct {
@@ -69,7 +69,7 @@ func (s *LBSync) Run(ctx context.Context) {
 	for {
 		changes, err := s.Once(ctx)
 		switch {
-		case errors.Is(err, ErrRouteNotReady):
+		case errors.Is(err, errRouteNotReady):
 			s.logger().Info("mesh lb sync: waiting for the mesh's first exchanged reports; the balancer keeps its backends", "mesh", s.Mesh)
 		case err != nil && ctx.Err() == nil:
 			s.logger().Warn("mesh lb sync: round failed; the balancer keeps its backends", "err", err)
@@ -93,12 +93,12 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	if s.added == nil {
 		s.added = map[string]bool{}
 	}
-	rv, err := FetchRoute(s.client(), strings.TrimRight(s.Mesh, "/"))
+	rv, err := fetchRoute(s.client(), strings.TrimRight(s.Mesh, "/"))
 	if err != nil {
 		return nil, err
 	}
 	if !rv.Ready {
-		return nil, fmt.Errorf("%s: %w; nothing changed", s.Mesh, ErrRouteNotReady)
+		return nil, fmt.Errorf("%s: %w; nothing changed", s.Mesh, errRouteNotReady)
 	}
 	if len(rv.Addresses) == 0 {
 		return nil, fmt.Errorf("the mesh route %s has no address; nothing changed (a balancer is never emptied by the mesh)", s.Mesh)

@@ -27,7 +27,7 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 		backends = append(backends, s.Listener.Addr().String())
 	}
 	var mu sync.Mutex
-	rv := RouteView{Ready: true, Addresses: []string{backends[0]}, Servers: []RouteEntry{
+	rv := RouteView{Ready: true, Addresses: []string{backends[0]}, Servers: []routeEntry{
 		{Server: "a", Address: backends[0], In: true}, {Server: "b", Address: backends[1]}, {Server: "c", Address: backends[2]}}}
 	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
@@ -144,7 +144,7 @@ func httpBackend(t *testing.T) string {
 func TestLBSyncDrainsThenRemovesWhatItAddedOnceTheMeshStopsRoutingIt(t *testing.T) {
 	own, added, next := httpBackend(t), httpBackend(t), httpBackend(t)
 	var mu sync.Mutex
-	rv := RouteView{Ready: true, Addresses: []string{own, added}, Servers: []RouteEntry{
+	rv := RouteView{Ready: true, Addresses: []string{own, added}, Servers: []routeEntry{
 		{Server: "a", Address: own, In: true}, {Server: "b", Address: added, In: true}}}
 	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
@@ -160,7 +160,7 @@ func TestLBSyncDrainsThenRemovesWhatItAddedOnceTheMeshStopsRoutingIt(t *testing.
 		t.Fatalf("first round: %v, %v; want only %s added (%s is the balancer's own)", changes, err, added, own)
 	}
 	mu.Lock()
-	rv = RouteView{Ready: true, Addresses: []string{next}, Servers: []RouteEntry{{Server: "c", Address: next, In: true}}}
+	rv = RouteView{Ready: true, Addresses: []string{next}, Servers: []routeEntry{{Server: "c", Address: next, In: true}}}
 	mu.Unlock()
 
 	var log []string
@@ -236,7 +236,7 @@ func TestLBSyncAddsNothingUntilTheMeshHasExchangedReports(t *testing.T) {
 	})
 	for range 3 {
 		changes, err := s.Once(ctx)
-		if !errors.Is(err, ErrRouteNotReady) || len(changes) != 0 {
+		if !errors.Is(err, errRouteNotReady) || len(changes) != 0 {
 			t.Fatalf("before any exchange: %q, %v; want no change and ErrRouteNotReady", changes, err)
 		}
 		time.Sleep(nodes["a"].ProbeEvery)

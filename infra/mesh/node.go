@@ -28,7 +28,7 @@ const (
 )
 
 // Node is one server of a mesh on the network (`zero502 mesh serve`). Every ProbeEvery it
-// probes each peer's configured service (or its /health with an HTTPProber), checks itself,
+// probes each peer's configured service (or its /health with an httpProber), checks itself,
 // records the resulting Bulletin in its Evaluator and posts it to every peer (POST
 // /mesh/bulletin), so each node judges the whole mesh from everyone's reports and probes. It
 // serves:
@@ -84,7 +84,7 @@ type Node struct {
 
 	ln        net.Listener
 	eval      *Evaluator
-	prober    *HTTPProber
+	prober    *httpProber
 	client    *http.Client
 	reachable atomic.Bool
 
@@ -101,7 +101,7 @@ type Snapshot struct {
 	Server   string    `json:"server"`
 	At       time.Time `json:"at"`
 	Verdicts []Verdict `json:"verdicts"`
-	Route    Selection `json:"route"`
+	Route    selection `json:"route"`
 }
 
 func (n *Node) defaults() {
@@ -185,8 +185,8 @@ func (n *Node) Validate() error {
 // key too short to be one.
 func (n *Node) validateKey() error {
 	if n.Key != nil {
-		if len(n.Key) < MinKeyLength {
-			return fmt.Errorf("mesh key: %d bytes, must be %d or more: generate one with `openssl rand -hex 32` and give every server the same", len(n.Key), MinKeyLength)
+		if len(n.Key) < minKeyLength {
+			return fmt.Errorf("mesh key: %d bytes, must be %d or more: generate one with `openssl rand -hex 32` and give every server the same", len(n.Key), minKeyLength)
 		}
 		return nil
 	}
@@ -240,7 +240,7 @@ func (n *Node) Open() error {
 		return fmt.Errorf("mesh node: %w", err)
 	}
 	servers := append([]string{n.Name}, slices.Collect(maps.Keys(n.Peers))...)
-	eval, err := NewEvaluator(n.Thresholds, n.Clock, servers...)
+	eval, err := newEvaluator(n.Thresholds, n.Clock, servers...)
 	if err != nil {
 		return fmt.Errorf("mesh node %s: %w", n.Name, err)
 	}
@@ -251,7 +251,7 @@ func (n *Node) Open() error {
 		}
 	}
 	n.eval, n.ln = eval, ln
-	n.prober = NewHTTPProber("/health", n.ProbeTimeout)
+	n.prober = newHTTPProber("/health", n.ProbeTimeout)
 	d := &net.Dialer{Timeout: n.ProbeTimeout}
 	if ip := n.bulletinSource(); ip.IsValid() {
 		d.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}

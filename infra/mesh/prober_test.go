@@ -35,7 +35,7 @@ func TestHTTPProberRunsTheOneHealthRule(t *testing.T) {
 		{"/draining", addr, "GET /draining answered 503, want 200"},
 		{"/health", closed, "connect: connection refused"},
 	} {
-		err := NewHTTPProber(tc.path, 2*time.Second).Probe(context.Background(), tc.addr)
+		err := newHTTPProber(tc.path, 2*time.Second).Probe(context.Background(), tc.addr)
 		if got := errString(err); got != tc.want {
 			t.Errorf("probe %s on %s: %q, want %q", tc.path, tc.addr, got, tc.want)
 		}

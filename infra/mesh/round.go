@@ -111,7 +111,7 @@ func (n *Node) post(ctx context.Context, peer string, ts int64, body []byte) err
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	SignRequest(req, n.Key, n.Name, peer, ts, body)
+	signRequest(req, n.Key, n.Name, peer, ts, body)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return err

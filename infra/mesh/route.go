@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Selection is what a route hands out: its servers, best first.
-type Selection struct {
+// selection is what a route hands out: its servers, best first.
+type selection struct {
 	Servers []string `json:"servers"`
 	// Fallback is true when every server of the route was out of rotation and Servers holds the
 	// best of them instead: a route is never empty.
@@ -26,13 +26,13 @@ type Selection struct {
 // an empty list (an empty list makes client apps conclude the servers are gone and delete them).
 // The best are the Down servers that still report themselves healthy (only unreachable), then
 // those the fewest witnesses fail; every server tied for best is kept.
-func Route(route []string, verdicts []Verdict) Selection {
+func Route(route []string, verdicts []Verdict) selection {
 	by := make(map[string]Verdict, len(verdicts))
 	for _, v := range verdicts {
 		by[v.Server] = v
 	}
 	if len(route) == 0 {
-		return Selection{Reason: "the route has no servers; add servers to it"}
+		return selection{Reason: "the route has no servers; add servers to it"}
 	}
 	var in []string
 	var down []Verdict
@@ -57,7 +57,7 @@ func Route(route []string, verdicts []Verdict) Selection {
 		if len(left) > 0 {
 			reason += "; out of rotation: " + strings.Join(left, ", ")
 		}
-		return Selection{Servers: in, Left: left, Reason: reason}
+		return selection{Servers: in, Left: left, Reason: reason}
 	}
 	slices.SortStableFunc(down, func(a, b Verdict) int { return compareFallback(a, b) })
 	var best []string
@@ -67,7 +67,7 @@ func Route(route []string, verdicts []Verdict) Selection {
 		}
 		best = append(best, v.Server)
 	}
-	return Selection{
+	return selection{
 		Servers: best, Fallback: true, Left: left,
 		Reason: fmt.Sprintf("all %d servers are down; never an empty route: keeping the best available (%s)",
 			len(route), strings.Join(best, ", ")),

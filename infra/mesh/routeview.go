@@ -19,14 +19,14 @@ type RouteView struct {
 	// Addresses are the services of the servers in rotation, in the route's order: what a
 	// balancer serves. A server without a configured service has none and is not listed.
 	Addresses []string     `json:"addresses"`
-	Servers   []RouteEntry `json:"servers"`
+	Servers   []routeEntry `json:"servers"`
 	// Fallback is true when every server was out and the best of them were kept (never empty).
 	Fallback bool   `json:"fallback"`
 	Reason   string `json:"reason"`
 }
 
-// RouteEntry is one server of the route.
-type RouteEntry struct {
+// routeEntry is one server of the route.
+type routeEntry struct {
 	Server string `json:"server"`
 	// Address is the server's service host:port as configured on this server (--service,
 	// --peer-service), never what a bulletin claims; empty when it has none.
@@ -65,7 +65,7 @@ func (n *Node) RouteView() RouteView {
 		}
 	}
 	for _, v := range s.Verdicts {
-		e := RouteEntry{Server: v.Server, Address: n.serviceOf(v.Server).Addr(), Mesh: mesh(v.Server),
+		e := routeEntry{Server: v.Server, Address: n.serviceOf(v.Server).Addr(), Mesh: mesh(v.Server),
 			In: slices.Contains(s.Route.Servers, v.Server), Why: v.Reason}
 		if e.In && !v.InRotation {
 			e.Why = "kept although down: never an empty route; " + v.Reason
@@ -75,8 +75,8 @@ func (n *Node) RouteView() RouteView {
 	return rv
 }
 
-// FetchRoute reads GET /route from a mesh node at base (http://host:port).
-func FetchRoute(client *http.Client, base string) (RouteView, error) {
+// fetchRoute reads GET /route from a mesh node at base (http://host:port).
+func fetchRoute(client *http.Client, base string) (RouteView, error) {
 	resp, err := client.Get(base + "/route")
 	if err != nil {
 		return RouteView{}, fmt.Errorf("read the route from %s: %w; is `zero502 mesh serve` listening there?", base, err)

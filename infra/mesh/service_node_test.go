@@ -170,7 +170,7 @@ func verdictOf(s Snapshot, server string) Verdict {
 
 func route(t *testing.T, n *Node) RouteView {
 	t.Helper()
-	rv, err := FetchRoute(http.DefaultClient, "http://"+n.Addr())
+	rv, err := fetchRoute(http.DefaultClient, "http://"+n.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

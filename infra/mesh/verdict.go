@@ -47,10 +47,10 @@ type Vote struct {
 	Ignored string `json:"ignored,omitempty"`
 }
 
-// Mark is a failing pair without a verdict: Witness consistently fails to reach Target. Both is
+// mark is a failing pair without a verdict: Witness consistently fails to reach Target. Both is
 // true when Target also fails to reach Witness. Nobody is accused and nothing leaves rotation:
 // from "A does not see B" alone nobody can tell whose address is blocked.
-type Mark struct {
+type mark struct {
 	Witness string `json:"witness"`
 	Target  string `json:"target"`
 	Both    bool   `json:"both"`
@@ -73,7 +73,7 @@ type Verdict struct {
 	// BlockedBy is the checker whose failing streak made it Unreachable, if that was the cause.
 	BlockedBy string `json:"blocked_by,omitempty"`
 	Votes     []Vote `json:"votes,omitempty"`
-	Marks     []Mark `json:"marks,omitempty"`
+	Marks     []mark `json:"marks,omitempty"`
 	// LastReport is when its last report (fresh or not) was received; zero when never.
 	LastReport time.Time `json:"last_report,omitzero"`
 	// Service is the server's service URL as configured on the server judging (--service,

@@ -16,10 +16,10 @@ import (
 // DefaultHeaderTimeout is Listener.HeaderTimeout when it is zero.
 const DefaultHeaderTimeout = 5 * time.Second
 
-// ErrUntrustedHeader is a PROXY header sent by a peer outside Listener.Trusted. The
+// errUntrustedHeader is a PROXY header sent by a peer outside Listener.Trusted. The
 // connection is closed (policy: reject): a peer that is not one of our edges has no business
 // claiming to speak for a client, and a header it sends is not payload either.
-var ErrUntrustedHeader = errors.New("PROXY header from a peer outside the trusted edge ranges")
+var errUntrustedHeader = errors.New("PROXY header from a peer outside the trusted edge ranges")
 
 // Peer is who is at the other end of an accepted origin connection, as two separate facts.
 type Peer struct {
@@ -32,7 +32,7 @@ type Peer struct {
 	// edge, or the client itself when there was no header). It is a measurement.
 	Measured netip.AddrPort `json:"measured"`
 	// Header is what the connection opened with.
-	Header HeaderKind `json:"header"`
+	Header headerKind `json:"header"`
 	// Since is when the connection was accepted.
 	Since time.Time `json:"since"`
 }
@@ -52,7 +52,7 @@ type Listener struct {
 	HeaderTimeout time.Duration
 	// Trusted are the edges allowed to send a header. Empty: any peer may (only do that when the
 	// origin's port is reachable by the edges alone). A header from a peer outside them closes
-	// the connection (ErrUntrustedHeader). Connections without a header are passed on from
+	// the connection (errUntrustedHeader). Connections without a header are passed on from
 	// anyone: trust restricts claims, not traffic.
 	Trusted []netip.Prefix
 	// Logger gets a line for every connection closed over a bad or untrusted header; nil logs
@@ -122,7 +122,7 @@ type Conn struct {
 
 // Sniff reads the start of the connection, at most until the header timeout, and parses and
 // strips a PROXY header if there is one. It is done once; later calls return the first result.
-// On ErrMalformedHeader or ErrUntrustedHeader the connection has been closed (and logged).
+// On errMalformedHeader or errUntrustedHeader the connection has been closed (and logged).
 // Other errors are the socket's.
 func (c *Conn) Sniff() error {
 	c.once.Do(c.sniff)
@@ -139,7 +139,7 @@ func (c *Conn) sniff() {
 
 	measured := c.peer.Measured
 	switch {
-	case errors.Is(err, ErrMalformedHeader):
+	case errors.Is(err, errMalformedHeader):
 		c.l.counts.malformed.Add(1)
 		c.l.warn("edge origin: malformed PROXY header; connection closed",
 			"measured", LogAddr(measured), "header", string(s.kind), "error", err.Error())
@@ -162,7 +162,7 @@ func (c *Conn) sniff() {
 			"measured", LogAddr(measured), "claimed", LogAddr(c.peer.Claimed), "header", string(s.kind),
 			"trusted", fmt.Sprint(c.l.Trusted))
 		c.fail(fmt.Errorf("from %s: %w (trusted: %v); add its range to the trusted edges if it is one",
-			measured, ErrUntrustedHeader, c.l.Trusted))
+			measured, errUntrustedHeader, c.l.Trusted))
 		return
 	}
 	c.l.counts.headers.Add(1)

@@ -12,23 +12,23 @@ import (
 	"github.com/pires/go-proxyproto"
 )
 
-// HeaderKind is what a connection opened with.
-type HeaderKind string
+// headerKind is what a connection opened with.
+type headerKind string
 
 // The kinds of opening a sniff tells apart.
 const (
 	// HeaderNone: no PROXY header; the bytes went on untouched (TLS, plain text, nothing yet).
-	HeaderNone HeaderKind = "none"
+	HeaderNone headerKind = "none"
 	// HeaderV1: a PROXY protocol v1 text line, parsed and stripped.
-	HeaderV1 HeaderKind = "v1"
+	HeaderV1 headerKind = "v1"
 	// HeaderV2: a PROXY protocol v2 binary header, parsed and stripped.
-	HeaderV2 HeaderKind = "v2"
+	HeaderV2 headerKind = "v2"
 )
 
-// ErrMalformedHeader is a connection that opened with a PROXY signature whose header could not be
+// errMalformedHeader is a connection that opened with a PROXY signature whose header could not be
 // parsed (a bad body, or the rest of the header did not arrive within the header timeout). The
 // connection is closed: its bytes can be neither trusted as a header nor passed on as payload.
-var ErrMalformedHeader = errors.New("malformed PROXY header")
+var errMalformedHeader = errors.New("malformed PROXY header")
 
 // sniffBufferSize is the read buffer of a sniffed connection: a v1 line (at most 107 bytes) or a
 // v2 header with its TLVs (at most proxyproto.MaxV2HeaderSize past the 16-byte prefix) fits.
@@ -40,7 +40,7 @@ const SniffBufferSize = sniffBufferSize
 // Sniffed is what SniffHeader found at the start of a connection.
 type Sniffed struct {
 	// Kind is what the connection opened with.
-	Kind HeaderKind
+	Kind headerKind
 	// Claimed is the client address a header carries (see Peer.Claimed); invalid without one.
 	Claimed netip.AddrPort
 	// Empty: the stream ended before its first byte.
@@ -52,7 +52,7 @@ type Sniffed struct {
 // to tell a PROXY v1 or v2 header from anything else, parses and strips a header, and leaves
 // the rest of the stream in br, the sniffed bytes included when there was no header. Set a read
 // deadline on the connection first: a client that sends nothing before it passes as no header.
-// A header that does not parse is ErrMalformedHeader; whether the peer may send one at all is
+// A header that does not parse is errMalformedHeader; whether the peer may send one at all is
 // the caller's decision (see Trusts).
 func SniffHeader(br *bufio.Reader) (Sniffed, error) {
 	s, err := sniff(br)
@@ -61,7 +61,7 @@ func SniffHeader(br *bufio.Reader) (Sniffed, error) {
 
 // sniffed is what the first bytes of a connection turned out to be.
 type sniffed struct {
-	kind   HeaderKind
+	kind   headerKind
 	header *proxyproto.Header // the parsed header; nil when kind is HeaderNone
 	// empty: the stream ended before its first byte (a connect-and-close, as health checks do).
 	empty bool
@@ -75,7 +75,7 @@ type sniffed struct {
 //
 // A read that ends before the decision (io.EOF, or a deadline set on the connection under br)
 // means no header: the bytes seen so far are passed on. Any other read error is returned as is.
-// A complete signature followed by a header that does not parse returns ErrMalformedHeader.
+// A complete signature followed by a header that does not parse returns errMalformedHeader.
 func sniff(br *bufio.Reader) (sniffed, error) {
 	for {
 		seen, _ := br.Peek(br.Buffered())
@@ -86,7 +86,7 @@ func sniff(br *bufio.Reader) (sniffed, error) {
 			}
 			h, err := proxyproto.Read(br)
 			if err != nil {
-				return sniffed{kind: kind}, fmt.Errorf("%w (%s): %w", ErrMalformedHeader, kind, err)
+				return sniffed{kind: kind}, fmt.Errorf("%w (%s): %w", errMalformedHeader, kind, err)
 			}
 			return sniffed{kind: kind, header: h}, nil
 		}
@@ -108,7 +108,7 @@ var v1Signature = []byte("PROXY")
 // classify says what seen, the first bytes of a stream, is: decided is false while seen is
 // still a strict prefix of a signature (more bytes are needed), true once it holds a whole
 // signature (kind v1 or v2) or has stopped looking like one (kind none).
-func classify(seen []byte) (kind HeaderKind, decided bool) {
+func classify(seen []byte) (kind headerKind, decided bool) {
 	switch {
 	case len(seen) >= len(proxyproto.SIGV2) && bytes.Equal(seen[:len(proxyproto.SIGV2)], proxyproto.SIGV2):
 		return HeaderV2, true

@@ -33,7 +33,7 @@ func TestSniffTellsHeadersFromEverythingElse(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		in        []byte
-		kind      HeaderKind
+		kind      headerKind
 		claimed   string // "" : no claim
 		rest      string // what the stream yields after sniffing
 		empty     bool
@@ -56,7 +56,7 @@ func TestSniffTellsHeadersFromEverythingElse(t *testing.T) {
 			br := bufio.NewReaderSize(bytes.NewReader(tc.in), sniffBufferSize)
 			s, err := sniff(br)
 			if tc.malformed {
-				if !errors.Is(err, ErrMalformedHeader) || s.kind != tc.kind {
+				if !errors.Is(err, errMalformedHeader) || s.kind != tc.kind {
 					t.Fatalf("sniff = %+v, %v; want %s, ErrMalformedHeader", s, err, tc.kind)
 				}
 				return
@@ -102,7 +102,7 @@ func FuzzSniff(f *testing.F) {
 			startsWithSignature := bytes.HasPrefix(in, proxyproto.SIGV2) || bytes.HasPrefix(in, v1Signature)
 			switch {
 			case err != nil:
-				if !errors.Is(err, ErrMalformedHeader) || !startsWithSignature {
+				if !errors.Is(err, errMalformedHeader) || !startsWithSignature {
 					t.Fatalf("sniff(%q) = %v: only a header with a signature may be refused", in, err)
 				}
 			case s.header != nil:

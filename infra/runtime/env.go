@@ -7,21 +7,21 @@ import "sort"
 const BasePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // BaseEnv is the fixed environment every process-runtime service starts with, whoever starts it
-// (a deploy from a shell, the watchdog under systemd), for the user zero502 runs as: BaseEnvAs
+// (a deploy from a shell, the watchdog under systemd), for the user zero502 runs as: baseEnvAs
 // of that user.
 func BaseEnv() map[string]string {
 	a, err := LookupAccount("")
 	if err != nil {
 		a = Account{Home: "/"}
 	}
-	return BaseEnvAs(a)
+	return baseEnvAs(a)
 }
 
-// BaseEnvAs is the fixed environment of a service run as a: PATH=BasePath, HOME (a's home in the
+// baseEnvAs is the fixed environment of a service run as a: PATH=BasePath, HOME (a's home in the
 // user database, "/" when it has none), USER and LOGNAME (a's name), LANG=C.UTF-8 and TZ=UTC.
 // Nothing else of the starter's environment reaches a service: no cloud or CI credentials, no
 // SSH_AUTH_SOCK, no ZERO502_* variable. services[].env overrides any of these.
-func BaseEnvAs(a Account) map[string]string {
+func baseEnvAs(a Account) map[string]string {
 	env := map[string]string{"PATH": BasePath, "HOME": a.Home, "LANG": "C.UTF-8", "TZ": "UTC"}
 	if a.Name != "" {
 		env["USER"], env["LOGNAME"] = a.Name, a.Name
@@ -29,11 +29,11 @@ func BaseEnvAs(a Account) map[string]string {
 	return env
 }
 
-// ServiceEnv is the whole environment of a process-runtime service run as a: BaseEnvAs(a) with
+// ServiceEnv is the whole environment of a process-runtime service run as a: baseEnvAs(a) with
 // the service's configured env (services[].env, as published in the spec) on top, as KEY=value
 // lines.
 func ServiceEnv(a Account, configured map[string]string) []string {
-	env := BaseEnvAs(a)
+	env := baseEnvAs(a)
 	for k, v := range configured {
 		env[k] = v
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/zero502/zero502/infra/trust"
 )
 
-// FileName is the spec's file name inside a host's state dir.
-const FileName = "spec.json"
+// fileName is the spec's file name inside a host's state dir.
+const fileName = "spec.json"
 
 // The modes of what zero502 writes in a state dir. The spec (which holds services' env) and the
 // instance records are PrivateMode, the owner's alone; the rest (metrics, the lock and its holder
@@ -132,7 +132,7 @@ func (s Spec) Service(name string) (Service, bool) {
 const Unresolved = "unresolved"
 
 // Path is the spec file of a host whose state dir is stateDir.
-func Path(stateDir string) string { return filepath.Join(stateDir, FileName) }
+func Path(stateDir string) string { return filepath.Join(stateDir, fileName) }
 
 // Render builds host h's spec at version from the config, every service on its (first) port.
 // self is the path of the running zero502 binary, which {self} in a command stands for.
@@ -294,7 +294,7 @@ func Read(path string) (Spec, error) {
 	var s Spec
 	if err := json.Unmarshal(data, &s); err != nil {
 		return Spec{}, fmt.Errorf("spec %s is corrupt (%v): %w; zero502 deploy --version V sets it aside "+
-			"(as %s%s) and republishes the host", path, err, ErrCorrupt, FileName, CorruptSuffix)
+			"(as %s%s) and republishes the host", path, err, ErrCorrupt, fileName, CorruptSuffix)
 	}
 	if err := readSecrets(path, &s); err != nil {
 		return Spec{}, fmt.Errorf("spec %s: %w: %w; zero502 deploy --version V sets it aside and republishes the host", path, err, ErrCorrupt)

@@ -20,7 +20,7 @@ func TestThePublishedSpecRecordsWhomEachServiceRunsAs(t *testing.T) {
 		{Name: "worker", Version: "v1", Command: []string{"work"}, User: "nobody"},
 		{Name: "db", Version: "v1", Image: "postgres:17"},
 	}}
-	path := filepath.Join(t.TempDir(), FileName)
+	path := filepath.Join(t.TempDir(), fileName)
 	if err := Publish(path, s); err != nil {
 		t.Fatal(err)
 	}

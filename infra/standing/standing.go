@@ -121,8 +121,8 @@ const (
 	firstDone               // in rotation once: Record's thresholds decide
 )
 
-// ReasonNotChecked is a configured target's last error until its first check.
-const ReasonNotChecked = "not checked yet: the first check runs when the balancer starts"
+// reasonNotChecked is a configured target's last error until its first check.
+const reasonNotChecked = "not checked yet: the first check runs when the balancer starts"
 
 // StartInRotation sets s healthy as of now, without a transition: a configured target, in
 // rotation from the start.
@@ -144,7 +144,7 @@ func (s *Standing) StartInRotation(now time.Time) {
 func (s *Standing) StartAwaitingFirstCheck(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state, s.since, s.first, s.lastErr = Unhealthy, now, firstAwaited, ReasonNotChecked
+	s.state, s.since, s.first, s.lastErr = Unhealthy, now, firstAwaited, reasonNotChecked
 }
 
 // StartJoining sets s joining as of now: a target the admin API added, out of rotation until its

@@ -48,7 +48,7 @@ func (p *Paste) newLevel(lvl Level, wideIPMode string, pools []Pool, pool string
 // members there). When the wide IP's choice has a gtm pool stanza, the pool's member decision
 // follows, and PoolLevel and Answer show where the query ends: a member, the pool's alternate
 // or fallback method, the next pool (fallback none), or the local BIND. rr is the round-robin
-// turn for equal top scores. A paste that cannot be decided is an error ending with TMSHShape.
+// turn for equal top scores. A paste that cannot be decided is an error ending with tmshShape.
 func Decide(p *Paste, rr uint64) (*Decision, error) {
 	if err := p.markDown(); err != nil {
 		return nil, shapeError(err)
@@ -69,7 +69,7 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 	if len(p.WideIPs) > 0 && first.set.Level == LevelWideIP {
 		d.WideIP = p.WideIPs[0].Name
 	}
-	if p.Query.Declared == nil && slices.ContainsFunc(p.Records, func(r PastedRecord) bool { return geoKind(r.Source.Kind) }) {
+	if p.Query.Declared == nil && slices.ContainsFunc(p.Records, func(r pastedRecord) bool { return geoKind(r.Source.Kind) }) {
 		d.Notes = append(d.Notes, "no geolocation database here: country, continent, ISP and state sources match only "+
 			"what the source line declares (source country=PT continent=EU isp=… state=…); this one declares nothing")
 	}
@@ -117,8 +117,8 @@ func (p *Paste) secondLevel(d *Decision, first *level, res *Result, rr uint64) {
 			pd = lv.decision(&pres)
 			pd.Notes = without(pd.Notes, d.Notes)
 		} else {
-			pd = Decision{Mode: ModeEvaluate, Level: LevelPool, Pool: pool.Name, Records: []DecidedRecord{},
-				Candidates: []DecidedCandidate{}, Winner: Winner{Names: []string{}}, Notes: []string{fmt.Sprintf(
+			pd = Decision{Mode: ModeEvaluate, Level: LevelPool, Pool: pool.Name, Records: []decidedRecord{},
+				Candidates: []decidedCandidate{}, Winner: Winner{Names: []string{}}, Notes: []string{fmt.Sprintf(
 					"pool %s chooses members by %s, not topology: no member decision to walk", pool.Name, pool.LoadBalancing)}}
 		}
 		ans, next := p.poolAnswer(pool, &pd)
@@ -152,7 +152,7 @@ func (p *Paste) poolAnswer(pool Pool, pd *Decision) (ans *Answer, next bool) {
 	case len(available) > 0:
 		alt := cmp.Or(pool.Alternate, defaultPoolLoadBalancing)
 		return &Answer{By: "alternate", Pool: pool.Name, Text: fmt.Sprintf("%s: pool %s's alternate method %s picks "+
-			"among its available members (%s)", NoAnswer, pool.Name, alt, strings.Join(available, ", "))}, false
+			"among its available members (%s)", noAnswer, pool.Name, alt, strings.Join(available, ", "))}, false
 	}
 	empty := fmt.Sprintf("pool %s has no available member", pool.Name)
 	pd.Notes = append(pd.Notes, empty)

@@ -14,8 +14,8 @@ const (
 	ModeSortedOnly = "sorted-only"
 )
 
-// NoAnswer is the note of a topology decision in which no record scored any candidate.
-const NoAnswer = "Topology returns no answer; the next method in the chain decides"
+// noAnswer is the note of a topology decision in which no record scored any candidate.
+const noAnswer = "Topology returns no answer; the next method in the chain decides"
 
 // Decision is the answer to a Paste at one level: the records in walk order, what each
 // candidate scored, the winner and the notes. At wide-IP level, PoolLevel holds the member
@@ -33,10 +33,10 @@ type Decision struct {
 	// edns0-client-subnet); empty for a query declared without an address.
 	Address     netip.Addr      `json:"address,omitzero"`
 	AddressFrom string          `json:"address_from,omitempty"`
-	Records     []DecidedRecord `json:"records"`
+	Records     []decidedRecord `json:"records"`
 	// Candidates are in the round-robin order (the wide IP's pool order, the pool's member
 	// order, or the order named).
-	Candidates []DecidedCandidate `json:"candidates"`
+	Candidates []decidedCandidate `json:"candidates"`
 	Winner     Winner             `json:"winner"`
 	Notes      []string           `json:"notes"`
 	Warnings   []Warning          `json:"warnings"`
@@ -44,8 +44,8 @@ type Decision struct {
 	Answer     *Answer            `json:"answer,omitempty"`
 }
 
-// DecidedRecord is one record at its place in the walk.
-type DecidedRecord struct {
+// decidedRecord is one record at its place in the walk.
+type decidedRecord struct {
 	// Index is the record's place in the paste, from 1.
 	Index int `json:"index"`
 	// Group is the outermost Longest Match key: plain, server-negation, ldns-negation or
@@ -71,8 +71,8 @@ type DecidedRecord struct {
 	Why string `json:"why,omitempty"`
 }
 
-// DecidedCandidate is what one candidate was given.
-type DecidedCandidate struct {
+// decidedCandidate is what one candidate was given.
+type decidedCandidate struct {
 	// Name has no partition.
 	Name string `json:"name"`
 	// Score and FromRecord (a record index) are nil when no record scored the candidate.
@@ -143,7 +143,7 @@ func (lv *level) decision(res *Result) Decision {
 	}
 	for _, r := range lv.set.Sorted() {
 		pr := lv.paste.Records[lv.index[r.Index]-1]
-		dr := DecidedRecord{Index: lv.index[r.Index], Group: groupOf(r.Record).name(), Text: pr.Text, Position: r.Position,
+		dr := decidedRecord{Index: lv.index[r.Index], Group: groupOf(r.Record).name(), Text: pr.Text, Position: r.Position,
 			Source: r.Record.Source, Destination: r.Record.Destination, Score: r.Record.Score,
 			DefaultScore: r.Record.DefaultScore, Key: r.Key, Why: r.Why}
 		if st, ok := steps[r.Index]; ok {
@@ -162,12 +162,12 @@ func (lv *level) decision(res *Result) Decision {
 		d.Notes = append(d.Notes, w.String())
 	}
 	if res == nil {
-		d.Candidates = []DecidedCandidate{}
+		d.Candidates = []decidedCandidate{}
 		d.Notes = append(d.Notes, "no source line: the walk order only (add source ip=A.B.C.D, or source country=XX …, to decide)")
 		return d
 	}
 	for _, c := range res.Candidates {
-		dc := DecidedCandidate{Name: c.Name, DataCenter: c.DataCenter, Address: c.Address}
+		dc := decidedCandidate{Name: c.Name, DataCenter: c.DataCenter, Address: c.Address}
 		if lv.set.Level == LevelPool {
 			dc.Pool = c.Pool
 		}
@@ -178,11 +178,11 @@ func (lv *level) decision(res *Result) Decision {
 		d.Candidates = append(d.Candidates, dc)
 	}
 	if d.Candidates == nil {
-		d.Candidates = []DecidedCandidate{}
+		d.Candidates = []decidedCandidate{}
 	}
 	switch {
 	case res.NoMatch:
-		d.Notes = append(d.Notes, NoAnswer)
+		d.Notes = append(d.Notes, noAnswer)
 	case len(res.Tied) > 1:
 		score := res.WinnerScore
 		d.Winner = Winner{Names: res.Tied, Score: &score, Tie: true, Chosen: res.Winner}

@@ -105,7 +105,7 @@ func (w Winner) words() string {
 	return fmt.Sprintf("winner: %s, score %d", w.Chosen, *w.Score)
 }
 
-func (r DecidedRecord) outcome() string {
+func (r decidedRecord) outcome() string {
 	if r.SourceMatches == nil {
 		return ""
 	}

@@ -41,7 +41,7 @@
 // says where the query ends (a member, the alternate or fallback method, the next pool, or the
 // local BIND). See ExampleTMSH.
 //
-// A statement is "[not] KIND VALUE" (ParseStatement). Topology runs at both levels when the
+// A statement is "[not] KIND VALUE" (parseStatement). Topology runs at both levels when the
 // wide IP's method (wideip_load_balancing, default topology) and a pool's load_balancing are
 // both topology; that pool's fallback must then be none.
 package topology

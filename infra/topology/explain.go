@@ -96,7 +96,7 @@ func (r Result) queryWords() string {
 	if r.Query.ECS.IsValid() {
 		s += ", EDNS0 Client Subnet " + r.Query.ECS.String()
 	}
-	if r.AddressFrom == FromECS {
+	if r.AddressFrom == fromECS {
 		s += fmt.Sprintf("; classified %s (the client subnet, prefer_edns0_client_subnet on)", r.Address)
 	} else {
 		s += fmt.Sprintf("; classified %s (the LDNS address)", r.Address)

@@ -76,7 +76,7 @@ func TestResultJSONCarriesTheDecision(t *testing.T) {
 			Score  int    `json:"score"`
 			Record int    `json:"record"`
 		} `json:"candidates"`
-		Shadowed []Shadow `json:"shadowed"`
+		Shadowed []shadow `json:"shadowed"`
 		Walk     []struct {
 			Index  int `json:"index"`
 			Record struct {

@@ -7,8 +7,8 @@ import (
 
 // classify returns the geo entry of a: the longest subnet in the table containing it. ok is
 // false when no entry does (the address has no country, continent or ISP).
-func (s *Set) classify(a netip.Addr) (GeoEntry, bool) {
-	best, found := GeoEntry{}, false
+func (s *Set) classify(a netip.Addr) (geoEntry, bool) {
+	best, found := geoEntry{}, false
 	for _, e := range s.Geo {
 		if e.Subnet.Contains(a) && (!found || e.Subnet.Bits() > best.Subnet.Bits()) {
 			best, found = e, true
@@ -19,7 +19,7 @@ func (s *Set) classify(a netip.Addr) (GeoEntry, bool) {
 
 // geoMatches reports whether a statement of kind ISP, state, country or continent names what
 // the geo table says about an address.
-func geoMatches(st Statement, g GeoEntry, ok bool) bool {
+func geoMatches(st Statement, g geoEntry, ok bool) bool {
 	if !ok {
 		return false
 	}
@@ -40,7 +40,7 @@ func geoMatches(st Statement, g GeoEntry, ok bool) bool {
 // for a query that declares them, the regions it is in.
 type place struct {
 	addr    netip.Addr
-	geo     GeoEntry
+	geo     geoEntry
 	geoOK   bool
 	regions []string
 	// declared is true for a query classified by declaration; without an address it is

@@ -9,11 +9,11 @@ import (
 // rec builds a record from tmsh statements or fails the test.
 func rec(t *testing.T, source, destination string, score int) Record {
 	t.Helper()
-	src, err := ParseStatement(source)
+	src, err := parseStatement(source)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, err := ParseStatement(destination)
+	dst, err := parseStatement(destination)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,8 +169,8 @@ func (v *validator) set(f *file) *Set {
 	return s
 }
 
-func (v *validator) geo(in []fileGeo) []GeoEntry {
-	var out []GeoEntry
+func (v *validator) geo(in []fileGeo) []geoEntry {
+	var out []geoEntry
 	seen := map[netip.Prefix]int{}
 	for i, g := range in {
 		field := fmt.Sprintf("geo[%d]", i)
@@ -188,7 +188,7 @@ func (v *validator) geo(in []fileGeo) []GeoEntry {
 			continue
 		}
 		seen[p] = i
-		e := GeoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " "), State: strings.Join(strings.Fields(g.State), " ")}
+		e := geoEntry{Subnet: p, Country: strings.ToUpper(g.Country), Continent: strings.ToUpper(g.Continent), ISP: strings.Join(strings.Fields(g.ISP), " "), State: strings.Join(strings.Fields(g.State), " ")}
 		if code, ok := continentCode(g.Continent); ok {
 			e.Continent = code
 		}
@@ -309,14 +309,14 @@ func (v *validator) records(in []fileRecord, regions map[string][]Statement) []R
 			}
 		}
 		var err error
-		if r.Source, err = ParseStatement(fr.Source); err != nil {
+		if r.Source, err = parseStatement(fr.Source); err != nil {
 			v.fail(field+".source", "%v", err)
 		} else if r.Source.Kind == KindPool || r.Source.Kind == KindDataCenter {
 			v.fail(field+".source", "%q: an LDNS is never in a %s; %s names destinations only", fr.Source, r.Source.Kind.words(), r.Source.Kind)
 		} else {
 			v.regionDefined(field+".source", r.Source, regions)
 		}
-		if r.Destination, err = ParseStatement(fr.Destination); err != nil {
+		if r.Destination, err = parseStatement(fr.Destination); err != nil {
 			v.fail(field+".destination", "%v", err)
 		} else {
 			v.regionDefined(field+".destination", r.Destination, regions)

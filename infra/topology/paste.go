@@ -10,7 +10,7 @@ import (
 // case. Decide turns it into a Decision.
 type Paste struct {
 	// Records are the topology records in the order pasted; Records[i] is "record i+1".
-	Records []PastedRecord
+	Records []pastedRecord
 	// Regions are the user-defined regions by name (partition removed).
 	Regions map[string][]Statement
 	// Unpasted are the regions records or regions name that the paste does not define
@@ -35,8 +35,8 @@ type Paste struct {
 	Ignored []string
 }
 
-// PastedRecord is one gtm topology record with what the paste said of it.
-type PastedRecord struct {
+// pastedRecord is one gtm topology record with what the paste said of it.
+type pastedRecord struct {
 	Record
 	// Text is the record as pasted, on one line.
 	Text string
@@ -53,8 +53,8 @@ type WideIP struct {
 	Pools         []string
 }
 
-// TMSHShape is the shape a tmsh paste is expected in; every error about a paste ends with it.
-const TMSHShape = `want tmsh text as BIG-IP prints it (tmsh list gtm topology / gtm region / gtm wideip / gtm pool), e.g.:
+// tmshShape is the shape a tmsh paste is expected in; every error about a paste ends with it.
+const tmshShape = `want tmsh text as BIG-IP prints it (tmsh list gtm topology / gtm region / gtm wideip / gtm pool), e.g.:
   gtm topology ldns: subnet 10.1.2.0/24 server: pool /Common/POOL1 { score 30 }
   gtm topology ldns: region /Common/near server: pool /Common/POOL2 {
       order 2

@@ -59,7 +59,7 @@ type Set struct {
 	// regionMatches).
 	Regions map[string][]Statement `json:"regions,omitempty"`
 	// Geo is the geolocation table; the longest subnet containing an address classifies it.
-	Geo []GeoEntry `json:"geo,omitempty"`
+	Geo []geoEntry `json:"geo,omitempty"`
 	// Pools are the wide IP's pools, in file order (the round-robin order for equal scores).
 	Pools []Pool `json:"pools"`
 	// Records are the topology records in file order; "records[i]" everywhere is an index
@@ -96,9 +96,9 @@ type Member struct {
 	Down bool `json:"down,omitempty"`
 }
 
-// GeoEntry classifies the addresses of Subnet. Any of Country, Continent, ISP and State may
+// geoEntry classifies the addresses of Subnet. Any of Country, Continent, ISP and State may
 // be empty (unknown), not all four.
-type GeoEntry struct {
+type geoEntry struct {
 	Subnet    netip.Prefix `json:"subnet"`
 	Country   string       `json:"country,omitempty"`
 	Continent string       `json:"continent,omitempty"`

@@ -24,7 +24,7 @@ func (v *validator) regions(in map[string][]string) map[string][]Statement {
 		}
 		var members []Statement
 		for i, m := range in[name] {
-			st, err := ParseStatement(m)
+			st, err := parseStatement(m)
 			if err != nil {
 				v.fail(fmt.Sprintf("%s[%d]", field, i), "%v", err)
 				continue

@@ -30,8 +30,8 @@ type Declared struct {
 
 // Where the classified address of a query came from.
 const (
-	FromLDNS = "ldns"
-	FromECS  = "edns0-client-subnet"
+	fromLDNS = "ldns"
+	fromECS  = "edns0-client-subnet"
 )
 
 // CandidateScore is what the scoring pass gave one candidate.
@@ -56,9 +56,9 @@ type Step struct {
 	Shadowed []string `json:"shadowed,omitempty"`
 }
 
-// Shadow is one record that matched the query and a candidate but was never used for it:
+// shadow is one record that matched the query and a candidate but was never used for it:
 // an earlier record in the walk had already given that candidate its score.
-type Shadow struct {
+type shadow struct {
 	// Record is the file index of the shadowed record, Score its unused score.
 	Record    int    `json:"record"`
 	Score     int    `json:"score"`
@@ -76,7 +76,7 @@ type Result struct {
 	Address     netip.Addr `json:"address"`
 	AddressFrom string     `json:"address_from"`
 	// Geo is the geo entry that classified Address; nil when none contains it.
-	Geo          *GeoEntry `json:"geo,omitempty"`
+	Geo          *geoEntry `json:"geo,omitempty"`
 	Level        Level     `json:"level"`
 	Pool         string    `json:"pool,omitempty"`
 	LongestMatch bool      `json:"longest_match"`
@@ -84,7 +84,7 @@ type Result struct {
 	Candidates []CandidateScore `json:"candidates"`
 	// Walk is every record in the order walked.
 	Walk     []Step   `json:"walk"`
-	Shadowed []Shadow `json:"shadowed"`
+	Shadowed []shadow `json:"shadowed"`
 	// Winner is the chosen candidate, WinnerScore its score; empty when NoMatch.
 	Winner      string `json:"winner,omitempty"`
 	WinnerScore int    `json:"winner_score"`
@@ -108,12 +108,12 @@ type Result struct {
 func (s *Set) Score(q Query, rr uint64) Result {
 	res := Result{
 		Query: q, Level: s.Level, Pool: s.Pool, LongestMatch: s.LongestMatch, RoundRobin: rr,
-		Warnings: s.Warnings(), Shadowed: []Shadow{},
+		Warnings: s.Warnings(), Shadowed: []shadow{},
 	}
-	res.Address, res.AddressFrom = q.LDNS, FromLDNS
+	res.Address, res.AddressFrom = q.LDNS, fromLDNS
 	if q.ECS.IsValid() {
 		if s.PreferECS {
-			res.Address, res.AddressFrom = q.ECS.Masked().Addr(), FromECS
+			res.Address, res.AddressFrom = q.ECS.Masked().Addr(), fromECS
 		} else {
 			res.Warnings = append(res.Warnings, Warning{Rule: RuleECSIgnored, Text: fmt.Sprintf(
 				"the query carries EDNS0 Client Subnet %s but prefer_edns0_client_subnet is off: the LDNS address %s was classified",
@@ -145,7 +145,7 @@ func (s *Set) Score(q Query, rr uint64) Result {
 			cs := &res.Candidates[i]
 			if cs.Scored {
 				step.Shadowed = append(step.Shadowed, c.Name)
-				res.Shadowed = append(res.Shadowed, Shadow{Record: r.Index, Score: r.Record.Score,
+				res.Shadowed = append(res.Shadowed, shadow{Record: r.Index, Score: r.Record.Score,
 					Candidate: c.Name, By: cs.Record, ByScore: cs.Score})
 				continue
 			}
@@ -191,7 +191,7 @@ func (s *Set) choose(res *Result) {
 // tie on every key (only the file order placed them), or differ only in weight (whose direction
 // the sources do not state). With Longest Match off the file order is the user's own choice
 // and nothing is flagged.
-func (s *Set) shadowWarnings(shadows []Shadow) []Warning {
+func (s *Set) shadowWarnings(shadows []shadow) []Warning {
 	if !s.LongestMatch {
 		return nil
 	}

@@ -55,7 +55,7 @@ func TestWorkedExampleRegionShadowsTheWildcardAndPool1Wins(t *testing.T) {
 	if s, rec := scoreOf(t, r, "POOL2"); s != 20 || rec != 1 {
 		t.Errorf("POOL2: %d from records[%d], want 20 from records[1] (the region)", s, rec)
 	}
-	want := Shadow{Record: 0, Score: 40, Candidate: "POOL2", By: 1, ByScore: 20}
+	want := shadow{Record: 0, Score: 40, Candidate: "POOL2", By: 1, ByScore: 20}
 	if len(r.Shadowed) != 1 || r.Shadowed[0] != want {
 		t.Errorf("shadowed: %+v, want only %+v", r.Shadowed, want)
 	}
@@ -269,9 +269,9 @@ records:
 		from   string
 		warned bool
 	}{
-		{"preferred and present: the client subnet", true, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: ecs}, "ES", FromECS, false},
-		{"preferred but absent: the LDNS", true, query("10.1.2.7"), "PT", FromLDNS, false},
-		{"present but not preferred: the LDNS, flagged", false, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: ecs}, "PT", FromLDNS, true},
+		{"preferred and present: the client subnet", true, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: ecs}, "ES", fromECS, false},
+		{"preferred but absent: the LDNS", true, query("10.1.2.7"), "PT", fromLDNS, false},
+		{"present but not preferred: the LDNS, flagged", false, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: ecs}, "PT", fromLDNS, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := parse(t, yaml)

@@ -128,11 +128,11 @@ type Statement struct {
 	Name string
 }
 
-// ParseStatement reads "[not] KIND VALUE". KIND is one of subnet, datacenter, pool, region,
+// parseStatement reads "[not] KIND VALUE". KIND is one of subnet, datacenter, pool, region,
 // isp, state, country, continent (case-insensitive). A subnet is CIDR with no host bits set; a
 // country is two letters; a continent is one of AF AN AS EU NA OC SA or its name (Europe, North
 // America), kept as its code; an ISP, a state or a continent's name may be several words; every other name is one word. Whitespace between words does not matter.
-func ParseStatement(s string) (Statement, error) {
+func parseStatement(s string) (Statement, error) {
 	words := strings.Fields(s)
 	var st Statement
 	if len(words) > 0 && strings.EqualFold(words[0], "not") {
@@ -187,7 +187,7 @@ func ParseStatement(s string) (Statement, error) {
 	return st, nil
 }
 
-// String prints the statement as ParseStatement reads it.
+// String prints the statement as parseStatement reads it.
 func (s Statement) String() string {
 	var b strings.Builder
 	if s.Not {

@@ -25,7 +25,7 @@ func TestParseStatementReadsTmshForms(t *testing.T) {
 		{"not state US/New  York", Statement{Not: true, Kind: KindState, Name: "US/New York"}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseStatement(tc.in)
+			got, err := parseStatement(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestParseStatementRefusesWithTheRule(t *testing.T) {
 		{"region eu west", "a user-defined region is one word"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			_, err := ParseStatement(tc.in)
+			_, err := parseStatement(tc.in)
 			if err == nil || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("ParseStatement(%q) = %v, want an error saying %q", tc.in, err, tc.says)
 			}
@@ -74,11 +74,11 @@ func FuzzParseStatement(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		st, err := ParseStatement(s)
+		st, err := parseStatement(s)
 		if err != nil {
 			return
 		}
-		again, err := ParseStatement(st.String())
+		again, err := parseStatement(st.String())
 		if err != nil {
 			t.Fatalf("%q parsed to %q, which does not parse: %v", s, st, err)
 		}

@@ -10,13 +10,13 @@ import (
 	"strings"
 )
 
-// ParseTMSH reads a tmsh paste (see Paste and TMSHShape): gtm topology records in the one-line
+// ParseTMSH reads a tmsh paste (see Paste and tmshShape): gtm topology records in the one-line
 // or the multi-line form tmsh lists, gtm region, gtm global-settings load-balancing, gtm
 // wideip, gtm pool and gtm server stanzas, and the query lines "source …", "candidates …" and
 // "down …". Names lose their partition (/Common/POOL1 is POOL1). The records and regions are
 // validated by the same rules as the YAML (a statement that does not parse, an undefined or
 // cyclic region, a source naming a pool or data center, a negative score); every problem is
-// reported, joined, each naming the line and ending with TMSHShape. Other gtm stanzas are read
+// reported, joined, each naming the line and ending with tmshShape. Other gtm stanzas are read
 // past (Paste.Ignored).
 func ParseTMSH(r io.Reader) (*Paste, error) {
 	data, err := io.ReadAll(r)
@@ -56,7 +56,7 @@ func ParseTMSH(r io.Reader) (*Paste, error) {
 }
 
 func shapeError(err error) error {
-	return fmt.Errorf("tmsh paste: %w\n%s", err, TMSHShape)
+	return fmt.Errorf("tmsh paste: %w\n%s", err, tmshShape)
 }
 
 type tmshReader struct {
@@ -118,7 +118,7 @@ func (t *tmshReader) statement(st tmshStmt) {
 func (t *tmshReader) record(where string, st tmshStmt, w []string) {
 	where = fmt.Sprintf("record %d (%s)", len(t.records)+1, where)
 	fr := fileRecord{}
-	pr := PastedRecord{Text: st.text, Line: st.line}
+	pr := pastedRecord{Text: st.text, Line: st.line}
 	ldns, server := slices.Index(w, "ldns:"), slices.Index(w, "server:")
 	if ldns != 0 || server < 0 {
 		t.v.fail(where, "%q: want gtm topology ldns: SOURCE server: DESTINATION { score N }", st.text)
@@ -149,7 +149,7 @@ func (t *tmshReader) record(where string, st tmshStmt, w []string) {
 }
 
 // statementText turns the words of one side of a record (or one region member) into what
-// ParseStatement reads, the object names without their partition.
+// parseStatement reads, the object names without their partition.
 func statementText(w []string) string {
 	out := slices.Clone(w)
 	i := 0
@@ -384,7 +384,7 @@ func (t *tmshReader) source(where string, st tmshStmt) {
 			}
 			q.ECS = p
 		case "country", "continent", "isp", "state":
-			parsed, err := ParseStatement(k + " " + v)
+			parsed, err := parseStatement(k + " " + v)
 			if err != nil {
 				t.v.fail(where, "%s=%s: %v", k, v, err)
 				continue

@@ -182,7 +182,7 @@ func TestTopologyTMSHNoMatchAndRoundRobinAreNoted(t *testing.T) {
 source ip=192.0.2.1
 `)
 	winnerIs(t, d)
-	if d.Winner.Score != nil || !strings.Contains(strings.Join(d.Notes, "\n"), NoAnswer) {
+	if d.Winner.Score != nil || !strings.Contains(strings.Join(d.Notes, "\n"), noAnswer) {
 		t.Errorf("no match: winner %+v notes %q", d.Winner, d.Notes)
 	}
 	d = decidePaste(t, `gtm topology ldns: subnet 10.0.0.0/8 server: pool /Common/A { score 5 }
@@ -289,7 +289,7 @@ func TestTopologyTMSHBadInputShowsTheExpectedShape(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if !strings.Contains(err.Error(), tc.says) || !strings.HasSuffix(err.Error(), TMSHShape) {
+			if !strings.Contains(err.Error(), tc.says) || !strings.HasSuffix(err.Error(), tmshShape) {
 				t.Fatalf("error %q\nwant it to say %q and end with the expected shape", err, tc.says)
 			}
 		})
@@ -324,12 +324,12 @@ func FuzzParseTMSH(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		p, err := ParseTMSH(strings.NewReader(text))
 		if err != nil {
-			if !strings.HasSuffix(err.Error(), TMSHShape) {
+			if !strings.HasSuffix(err.Error(), tmshShape) {
 				t.Fatalf("error without the shape: %v", err)
 			}
 			return
 		}
-		if _, err := Decide(p, 1); err != nil && !strings.HasSuffix(err.Error(), TMSHShape) {
+		if _, err := Decide(p, 1); err != nil && !strings.HasSuffix(err.Error(), tmshShape) {
 			t.Fatalf("Decide error without the shape: %v", err)
 		}
 		var b strings.Builder
@@ -382,7 +382,7 @@ source ip=192.0.2.1 ecs=10.1.2.0/24
 `
 	d := decidePaste(t, strings.Replace(paste, "PREFER", "enabled", 1))
 	winnerIs(t, d, "NEAR")
-	if d.AddressFrom != FromECS {
+	if d.AddressFrom != fromECS {
 		t.Errorf("classified %s from %s, want the client subnet", d.Address, d.AddressFrom)
 	}
 	d = decidePaste(t, strings.Replace(paste, "PREFER", "disabled", 1))

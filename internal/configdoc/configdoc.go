@@ -32,10 +32,10 @@ import (
 // //go:generate line of package config runs, and what a stale docs/config.md asks for.
 const Command = "go generate ./infra/config"
 
-// NoDefault is the default shown for a key the defaults file does not set: a section (its keys
+// noDefault is the default shown for a key the defaults file does not set: a section (its keys
 // have their own rows) or a key of a list item (services[].…, hosts[].…), whose default, if any,
 // is filled in at load and said in its meaning.
-const NoDefault = "—"
+const noDefault = "—"
 
 // Row is one key of the config.
 type Row struct {
@@ -53,8 +53,8 @@ type Section struct {
 	Rows []Row  // every key under it; the key itself when it is a scalar (services_from)
 }
 
-// EnvVar is a ZERO502_* environment variable that is not a config key (config.EnvNotConfig).
-type EnvVar struct {
+// envVar is a ZERO502_* environment variable that is not a config key (config.EnvNotConfig).
+type envVar struct {
 	Names []string // several names that share one comment
 	Doc   string   // the comment beside them in infra/config/envother.go
 }
@@ -64,7 +64,7 @@ type Reference struct {
 	EnvPrefix   string // config.EnvPrefix: ZERO502
 	DefaultPath string // config.DefaultPath: ./zero502.yaml
 	Sections    []Section
-	OtherEnv    []EnvVar
+	OtherEnv    []envVar
 }
 
 // Generate reads package config in dir (its .go files but the tests, and defaults.yaml) and
@@ -101,12 +101,12 @@ func Load(dir string) (*Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configdoc: %w", err)
 	}
-	return FromSource(sources, defaults)
+	return fromSource(sources, defaults)
 }
 
-// FromSource builds the Reference from package config's Go files (name → content) and its
+// fromSource builds the Reference from package config's Go files (name → content) and its
 // defaults file.
-func FromSource(sources map[string][]byte, defaults []byte) (*Reference, error) {
+func fromSource(sources map[string][]byte, defaults []byte) (*Reference, error) {
 	fset := token.NewFileSet()
 	files := make([]*ast.File, 0, len(sources))
 	names := make([]string, 0, len(sources))
@@ -356,18 +356,18 @@ func writeType(b *bytes.Buffer, e ast.Expr) {
 	}
 }
 
-// defaultOf is f's value in the defaults file, NoDefault for a section, a list item's key or a
+// defaultOf is f's value in the defaults file, noDefault for a section, a list item's key or a
 // key the file does not set.
 func (w *walker) defaultOf(f field) string {
 	if f.typ.kind == kindSection || strings.Contains(f.key, "[]") {
-		return NoDefault
+		return noDefault
 	}
 	n := w.defaults
 	for _, part := range strings.Split(f.key, ".") {
 		n = lookup(n, part)
 	}
 	if n == nil {
-		return NoDefault
+		return noDefault
 	}
 	return "`" + flow(n) + "`"
 }
@@ -460,8 +460,8 @@ func constString(files []*ast.File, name string) string {
 
 // envNotConfig reads the names config.EnvNotConfig returns and the comments beside them: a
 // comment on a name's line is its own, a comment on a line of its own is that of the names after
-// it; consecutive names with one comment are one EnvVar.
-func envNotConfig(fset *token.FileSet, files []*ast.File) []EnvVar {
+// it; consecutive names with one comment are one envVar.
+func envNotConfig(fset *token.FileSet, files []*ast.File) []envVar {
 	for _, f := range files {
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
@@ -489,7 +489,7 @@ func envNotConfig(fset *token.FileSet, files []*ast.File) []EnvVar {
 					comments = append(comments, c)
 				}
 			}
-			var out []EnvVar
+			var out []envVar
 			group := ""
 			for _, e := range lit.Elts {
 				bl, ok := e.(*ast.BasicLit)
@@ -517,7 +517,7 @@ func envNotConfig(fset *token.FileSet, files []*ast.File) []EnvVar {
 					out[n-1].Names = append(out[n-1].Names, name)
 					continue
 				}
-				out = append(out, EnvVar{Names: []string{name}, Doc: doc})
+				out = append(out, envVar{Names: []string{name}, Doc: doc})
 			}
 			return out
 		}
@@ -562,7 +562,7 @@ func (r *Reference) Markdown() []byte {
 	p("\n## Keys\n\n")
 	p("One table per top-level key, in the order of `config.Config`. *type*: `duration` takes a unit,\n")
 	p("`section` holds the keys below it, `list of sections` holds items whose keys are written\n")
-	p("`KEY[].…`. *default*: the value in `infra/config/defaults.yaml`; %s where it sets none (a section,\n", NoDefault)
+	p("`KEY[].…`. *default*: the value in `infra/config/defaults.yaml`; %s where it sets none (a section,\n", noDefault)
 	p("or a key of a list item: the meaning says how a missing value is filled in).\n\n")
 	keys := make([]string, 0, len(r.Sections))
 	for _, s := range r.Sections {

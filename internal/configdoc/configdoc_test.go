@@ -58,8 +58,8 @@ func TestKnownKeysHaveTheirDefaultsFromDefaultsYAML(t *testing.T) {
 		{"hooks.pre_deploy.timeout", "duration", "`30s`", "Timeout"},
 		// A key of a list item: defaults.yaml has services: [], so no default of its own; the
 		// doc comment says how it is filled in.
-		{"services[].health.path", "string", NoDefault, "Default: health_path, else balancer.health_path"},
-		{"balancer.tls.certificates[].key", "string", NoDefault, "private key"},
+		{"services[].health.path", "string", noDefault, "Default: health_path, else balancer.health_path"},
+		{"balancer.tls.certificates[].key", "string", noDefault, "private key"},
 	} {
 		r, ok := ref.Row(c.key)
 		if !ok {
@@ -106,7 +106,7 @@ type Sub struct {
 	B time.Duration ` + "`mapstructure:\"b\"`" + `
 }
 `
-	_, err := FromSource(map[string][]byte{"config.go": []byte(src)}, []byte(miniDefaults))
+	_, err := fromSource(map[string][]byte{"config.go": []byte(src)}, []byte(miniDefaults))
 	if err == nil {
 		t.Fatal("a config without doc comments was accepted")
 	}
@@ -121,7 +121,7 @@ type Sub struct {
 
 	documented := strings.Replace(strings.Replace(src, "\tSub Sub", "\t// Sub is a section.\n\tSub Sub", 1),
 		"\tB time.Duration", "\t// B is a duration.\n\tB time.Duration", 1)
-	ref, err := FromSource(map[string][]byte{"config.go": []byte(documented)}, []byte(miniDefaults))
+	ref, err := fromSource(map[string][]byte{"config.go": []byte(documented)}, []byte(miniDefaults))
 	if err != nil {
 		t.Fatalf("documented: %v", err)
 	}
@@ -129,7 +129,7 @@ type Sub struct {
 		t.Errorf("sub.b: %+v", r)
 	}
 
-	_, err = FromSource(map[string][]byte{"config.go": []byte(documented)}, []byte(miniDefaults+"  c: 3\n"))
+	_, err = fromSource(map[string][]byte{"config.go": []byte(documented)}, []byte(miniDefaults+"  c: 3\n"))
 	if err == nil || !strings.Contains(err.Error(), "sub.c") {
 		t.Errorf("a defaults key no field declares: %v; want an error naming sub.c", err)
 	}

@@ -50,10 +50,10 @@ func (r *Readiness) Note(ev uint32) {
 // edge's loops passed every 5 ms before they ran here; nothing in them depends on the period.
 const YieldEvery = 8 * time.Millisecond
 
-// AcceptPause is how long a loop stops accepting after accept failed for lack of descriptors or
+// acceptPause is how long a loop stops accepting after accept failed for lack of descriptors or
 // memory: the listener is level-triggered, and would wake the loop in vain meanwhile. The next
 // sweep after it resumes.
-const AcceptPause = 100 * time.Millisecond
+const acceptPause = 100 * time.Millisecond
 
 // The tokens of a loop's own descriptors; a consumer's tokens have the top bit clear.
 const (
@@ -320,9 +320,9 @@ func (l *Loop) accept(h *Handler) {
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
 			continue
 		case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
-			l.opts.Log.Warn(l.opts.LogPrefix+"accept failed, pausing accepts", l.opts.ErrKey, err, "for", AcceptPause.String())
+			l.opts.Log.Warn(l.opts.LogPrefix+"accept failed, pausing accepts", l.opts.ErrKey, err, "for", acceptPause.String())
 			_ = rawsys.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
-			l.paused = l.now.Add(AcceptPause)
+			l.paused = l.now.Add(acceptPause)
 			return
 		default:
 			l.opts.Log.Error(l.opts.LogPrefix+"accept failed", l.opts.ErrKey, err)

@@ -84,10 +84,10 @@ func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	return nil
 }
 
-// WatchListener adds a loop's copy of the listening socket, lfd, to its epoll set epfd for
+// watchListener adds a loop's copy of the listening socket, lfd, to its epoll set epfd for
 // reading, with EPOLLEXCLUSIVE: of the loops whose sets hold a copy, the kernel wakes one per new
 // connection, not all of them.
-func WatchListener(epfd, lfd int) error {
+func watchListener(epfd, lfd int) error {
 	return EpollCtl(epfd, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(lfd)})
 }
 

@@ -36,8 +36,8 @@ import (
 // Service is the Smithy service name in every operation's path.
 const Service = "GraniteServiceVersion20100801"
 
-// SigningName is the SigV4 service name of CloudWatch.
-const SigningName = "monitoring"
+// signingName is the SigV4 service name of CloudWatch.
+const signingName = "monitoring"
 
 // Alarm types, as AlarmTypes and the answer's lists name them.
 const (
@@ -207,7 +207,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		return awsdouble.Errorf(http.StatusBadRequest, "InvalidRequest",
 			"Smithy-Protocol header is %q, want rpc-v2-cbor", p)
 	}
-	region, err := awsdouble.Authenticate(r, SigningName, awsdouble.Errorf(http.StatusForbidden,
+	region, err := awsdouble.Authenticate(r, signingName, awsdouble.Errorf(http.StatusForbidden,
 		"MissingAuthenticationToken", "Request is missing Authentication Token"))
 	if err != nil {
 		return err

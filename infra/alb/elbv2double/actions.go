@@ -280,7 +280,7 @@ func (s *Server) describeTargetHealth(g *targetGroup, form url.Values) (any, err
 		}
 		out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, xmlTargetHealthDescription{
 			Target: a, HealthCheckPort: strconv.Itoa(a.Port),
-			TargetHealth: xmlTargetHealth{State: StateUnused, Reason: "Target.NotRegistered",
+			TargetHealth: xmlTargetHealth{State: stateUnused, Reason: "Target.NotRegistered",
 				Description: "Target is not registered to the target group"},
 		})
 	}

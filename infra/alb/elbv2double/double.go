@@ -33,8 +33,8 @@ import (
 	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
-// APIVersion is the only Version the double accepts, as ELBv2 does.
-const APIVersion = "2015-12-01"
+// apiVersion is the only Version the double accepts, as ELBv2 does.
+const apiVersion = "2015-12-01"
 
 // Namespace is the XML namespace of every ELBv2 response.
 const Namespace = "http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"
@@ -254,12 +254,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reqID string) err
 	s.mu.Lock()
 	s.regions[region]++
 	s.mu.Unlock()
-	if v := r.Form.Get("Version"); v != APIVersion {
+	if v := r.Form.Get("Version"); v != apiVersion {
 		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, v)
 	}
 	handler, ok := s.handlers()[action]
 	if !ok {
-		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, APIVersion)
+		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, apiVersion)
 	}
 	s.mu.Lock()
 	result, err := handler(r.Form)

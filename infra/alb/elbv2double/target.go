@@ -13,8 +13,8 @@ const (
 	StateHealthy     = "healthy"
 	StateUnhealthy   = "unhealthy"
 	StateDraining    = "draining"
-	StateUnused      = "unused"
-	StateUnavailable = "unavailable"
+	stateUnused      = "unused"
+	stateUnavailable = "unavailable"
 )
 
 // fixedAttributes are the other attributes of an HTTP target group: reported and modifiable,

@@ -30,22 +30,22 @@ import (
 	"github.com/zero502/zero502/infra/dnsset"
 )
 
-// API is what Set needs of Route 53; *route53.Client satisfies it. The IAM policy needs
+// route53API is what Set needs of Route 53; *route53.Client satisfies it. The IAM policy needs
 // route53:ChangeResourceRecordSets and route53:ListResourceRecordSets on the hosted zone and
 // route53:GetChange on change/*.
-type API interface {
+type route53API interface {
 	ChangeResourceRecordSets(context.Context, *route53.ChangeResourceRecordSetsInput, ...func(*route53.Options)) (*route53.ChangeResourceRecordSetsOutput, error)
 	GetChange(context.Context, *route53.GetChangeInput, ...func(*route53.Options)) (*route53.GetChangeOutput, error)
 	ListResourceRecordSets(context.Context, *route53.ListResourceRecordSetsInput, ...func(*route53.Options)) (*route53.ListResourceRecordSetsOutput, error)
 }
 
-var _ API = (*route53.Client)(nil)
+var _ route53API = (*route53.Client)(nil)
 
 // Defaults of Options.
 const (
-	DefaultInsyncTimeout = 5 * time.Minute
-	DefaultPollBase      = 2 * time.Second
-	DefaultPollCap       = 15 * time.Second
+	defaultInsyncTimeout = 5 * time.Minute
+	defaultPollBase      = 2 * time.Second
+	defaultPollCap       = 15 * time.Second
 )
 
 // Options adjust a Set.
@@ -55,10 +55,10 @@ type Options struct {
 	TTL time.Duration
 	// Clock paces the GetChange polls and the INSYNC deadline. Default clock.Real.
 	Clock clock.Clock
-	// Poll is the wait between GetChange calls. Zero fields: DefaultPollBase, DefaultPollCap.
+	// Poll is the wait between GetChange calls. Zero fields: defaultPollBase, defaultPollCap.
 	Poll backoff.Backoff
 	// InsyncTimeout bounds the wait for INSYNC (Route 53 usually needs under 60 s). Zero is
-	// DefaultInsyncTimeout.
+	// defaultInsyncTimeout.
 	InsyncTimeout time.Duration
 	// PageSize is ListResourceRecordSets' maxitems. Zero is Route 53's default (300).
 	PageSize int32
@@ -66,7 +66,7 @@ type Options struct {
 
 // Set is the A set of one name in one hosted zone.
 type Set struct {
-	api     API
+	api     route53API
 	zoneID  string
 	name    string
 	ttl     time.Duration
@@ -77,7 +77,7 @@ type Set struct {
 }
 
 // New checks its arguments; nothing is called yet.
-func New(api API, zoneID, name string, opts Options) (*Set, error) {
+func New(api route53API, zoneID, name string, opts Options) (*Set, error) {
 	if zoneID == "" {
 		return nil, fmt.Errorf("hosted zone ID is empty: give the Route 53 hosted zone's ID, e.g. Z0123456789ABCDEFGHIJ " +
 			"(aws route53 list-hosted-zones-by-name shows it)")
@@ -97,13 +97,13 @@ func New(api API, zoneID, name string, opts Options) (*Set, error) {
 		opts.Clock = clock.Real{}
 	}
 	if opts.Poll.Base == 0 {
-		opts.Poll.Base = DefaultPollBase
+		opts.Poll.Base = defaultPollBase
 	}
 	if opts.Poll.Cap == 0 {
-		opts.Poll.Cap = DefaultPollCap
+		opts.Poll.Cap = defaultPollCap
 	}
 	if opts.InsyncTimeout == 0 {
-		opts.InsyncTimeout = DefaultInsyncTimeout
+		opts.InsyncTimeout = defaultInsyncTimeout
 	}
 	return &Set{api: api, zoneID: zoneID, name: n, ttl: ttl, clock: opts.Clock, poll: opts.Poll,
 		timeout: opts.InsyncTimeout, page: opts.PageSize}, nil

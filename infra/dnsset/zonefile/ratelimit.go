@@ -9,10 +9,10 @@ import (
 // Per-source limits of UDP answers: a spoofed source cannot turn the server into an amplifier
 // beyond this, and a real resolver (which caches) never comes near it.
 const (
-	// DefaultRate is the answers per second one source address gets over UDP.
-	DefaultRate = 50
-	// DefaultBurst is how many answers a source may get at once before DefaultRate applies.
-	DefaultBurst = 100
+	// defaultRate is the answers per second one source address gets over UDP.
+	defaultRate = 50
+	// defaultBurst is how many answers a source may get at once before defaultRate applies.
+	defaultBurst = 100
 	// maxSources bounds the sources remembered; beyond it, the ones full again are forgotten.
 	maxSources = 1 << 16
 )

@@ -34,7 +34,7 @@ import (
 type Server struct {
 	path string
 	log  *slog.Logger
-	// Rate and Burst are the per-source UDP limits (DefaultRate, DefaultBurst when 0); set them
+	// Rate and Burst are the per-source UDP limits (defaultRate, defaultBurst when 0); set them
 	// before Listen.
 	Rate, Burst int
 
@@ -133,10 +133,10 @@ func (s *Server) limiter() *limiter {
 	s.limitOnce.Do(func() {
 		rate, burst := s.Rate, s.Burst
 		if rate <= 0 {
-			rate = DefaultRate
+			rate = defaultRate
 		}
 		if burst <= 0 {
-			burst = DefaultBurst
+			burst = defaultBurst
 		}
 		s.limit = newLimiter(rate, burst)
 	})

@@ -39,9 +39,9 @@ type authEntry struct {
 	RegistryToken string `json:"registrytoken"`
 }
 
-// DockerConfigPath is the docker CLI's config file: $DOCKER_CONFIG/config.json, else
+// dockerConfigPath is the docker CLI's config file: $DOCKER_CONFIG/config.json, else
 // ~/.docker/config.json.
-func DockerConfigPath() (string, error) {
+func dockerConfigPath() (string, error) {
 	if dir := os.Getenv("DOCKER_CONFIG"); dir != "" {
 		return filepath.Join(dir, "config.json"), nil
 	}
@@ -168,7 +168,7 @@ func registryAuth(ctx context.Context, ref string) (header, host string, err err
 	if err != nil {
 		return "", "", err
 	}
-	path, err := DockerConfigPath()
+	path, err := dockerConfigPath()
 	if err != nil {
 		return "", host, err
 	}

@@ -36,7 +36,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
 }
 
 // PullImage pulls ref from its registry with the credentials the docker CLI would use (the
-// docker config file, DockerConfigPath) and writes the engine's status lines to progress. The
+// docker config file, dockerConfigPath) and writes the engine's status lines to progress. The
 // stream is read to its end; an error the engine reports in it fails the pull. A failed pull
 // leaves the engine's images as they were. The error names the image, the engine's (and so
 // the registry's) answer and the registry.

@@ -19,7 +19,7 @@ type Pushed struct {
 }
 
 // PushImage pushes the local image ref (repository:tag; :latest when untagged) to its registry
-// with the credentials the docker CLI would use (the docker config file, DockerConfigPath),
+// with the credentials the docker CLI would use (the docker config file, dockerConfigPath),
 // writing the engine's status lines to progress. The stream is read to its end; an error the
 // engine reports in it fails the push.
 func (r *Runtime) PushImage(ctx context.Context, ref string, progress io.Writer) (Pushed, error) {

@@ -28,15 +28,15 @@ import (
 	"github.com/zero502/zero502/infra/trust"
 )
 
-// DefaultEarlyExitWindow is how long Start watches a new process for an immediate exit.
-const DefaultEarlyExitWindow = 100 * time.Millisecond
+// defaultEarlyExitWindow is how long Start watches a new process for an immediate exit.
+const defaultEarlyExitWindow = 100 * time.Millisecond
 
 // Runtime runs the services of one host as local processes. Its methods are safe for concurrent
 // use; several Runtime values (several commands) may share a state dir, and the host lock keeps
 // their writers apart.
 type Runtime struct {
 	// EarlyExitWindow is how long Start waits to see whether the process exits at once (then
-	// Start fails with the log tail); set it before use. Default DefaultEarlyExitWindow.
+	// Start fails with the log tail); set it before use. Default defaultEarlyExitWindow.
 	EarlyExitWindow time.Duration
 
 	dir      string
@@ -70,7 +70,7 @@ func New(stateDir string) (*Runtime, error) {
 			return nil, fmt.Errorf("process runtime: create %s: %w", filepath.Join(dir, sub), err)
 		}
 	}
-	return &Runtime{EarlyExitWindow: DefaultEarlyExitWindow, dir: dir, children: map[int]*child{}}, nil
+	return &Runtime{EarlyExitWindow: defaultEarlyExitWindow, dir: dir, children: map[int]*child{}}, nil
 }
 
 // StateDir is the host's state dir (absolute).

@@ -20,12 +20,12 @@ import (
 	"github.com/zero502/zero502/infra/secrets"
 )
 
-// API is the part of the Secrets Manager client Lookup calls; *secretsmanager.Client has it.
-type API interface {
+// secretsAPI is the part of the Secrets Manager client Lookup calls; *secretsmanager.Client has it.
+type secretsAPI interface {
 	GetSecretValue(ctx context.Context, in *sm.GetSecretValueInput, optFns ...func(*sm.Options)) (*sm.GetSecretValueOutput, error)
 }
 
-var _ API = (*sm.Client)(nil)
+var _ secretsAPI = (*sm.Client)(nil)
 
 // NewClient builds the Secrets Manager client: credentials from the SDK's default chain
 // (environment, shared profile, web identity, IMDS), region from region when set, else from the
@@ -54,7 +54,7 @@ func NewClient(ctx context.Context, region string) (*sm.Client, error) {
 // look it up elsewhere or report it missing. Any other failure stops Lookup with an error that
 // names the secret id and what to check (credentials, region, the IAM permission
 // secretsmanager:GetSecretValue), wrapping the SDK's error; it never carries a value.
-func Lookup(ctx context.Context, api API, prefix string, names []string) (map[string]secrets.Value, error) {
+func Lookup(ctx context.Context, api secretsAPI, prefix string, names []string) (map[string]secrets.Value, error) {
 	out := make(map[string]secrets.Value, len(names))
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -84,7 +84,7 @@ func Lookup(ctx context.Context, api API, prefix string, names []string) (map[st
 }
 
 // where is " in region R" when api is a client that knows its region, else "".
-func where(api API) string {
+func where(api secretsAPI) string {
 	if c, ok := api.(interface{ Options() sm.Options }); ok {
 		if r := c.Options().Region; r != "" {
 			return " in region " + r

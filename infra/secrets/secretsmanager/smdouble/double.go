@@ -37,11 +37,11 @@ import (
 	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
-// SigningName is the SigV4 service name of Secrets Manager, and TargetPrefix what X-Amz-Target
+// signingName is the SigV4 service name of Secrets Manager, and targetPrefix what X-Amz-Target
 // names an operation after ("secretsmanager.GetSecretValue").
 const (
-	SigningName  = "secretsmanager"
-	TargetPrefix = "secretsmanager."
+	signingName  = "secretsmanager"
+	targetPrefix = "secretsmanager."
 )
 
 // ContentType is the media type of every request and answer body.
@@ -206,17 +206,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve answers r with its result, or returns the error to answer instead.
 func (s *Server) serve(r *http.Request) (any, error) {
 	target := r.Header.Get("X-Amz-Target")
-	op, ok := strings.CutPrefix(target, TargetPrefix)
+	op, ok := strings.CutPrefix(target, targetPrefix)
 	if r.Method != http.MethodPost || r.URL.Path != "/" || !ok || op == "" {
 		return nil, awsdouble.Errorf(http.StatusBadRequest, "UnknownOperationException",
 			"no Secrets Manager operation at %s %s with X-Amz-Target %q (awsJson1.1 calls are POST / with X-Amz-Target: %s{Operation})",
-			r.Method, r.URL.Path, target, TargetPrefix)
+			r.Method, r.URL.Path, target, targetPrefix)
 	}
 	s.calls.Add(op)
 	if retry(r) {
 		s.retries.Add(op)
 	}
-	region, err := awsdouble.Authenticate(r, SigningName, awsdouble.Errorf(http.StatusBadRequest,
+	region, err := awsdouble.Authenticate(r, signingName, awsdouble.Errorf(http.StatusBadRequest,
 		"MissingAuthenticationTokenException", "Missing Authentication Token"))
 	if err != nil {
 		if ae, ok := err.(*awsdouble.Error); ok && ae.Code == "IncompleteSignature" {
