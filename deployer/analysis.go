@@ -8,23 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
-
-// OutcomeViewer is a Balancer that publishes, per target, what the requests it sent there got
-// (the in-house LB: the outcomes in GET /admin/backends). The analysis reads it: health is not
-// what users get.
-type OutcomeViewer interface {
-	// Outcomes is a snapshot of every target's cumulative outcomes, one entry per balancer
-	// instance that has the target (one LB, or each LB of a tier).
-	Outcomes(ctx context.Context) (Outcomes, error)
-}
-
-// Outcomes are a snapshot of the balancer's per-target evidence: target address → its status at
-// each balancer instance (in the instances' order).
-type Outcomes map[string][]adminapi.BackendStatus
 
 // Evidence is what the requests sent to a set of targets got over one window, pooled.
 type Evidence struct {
@@ -56,7 +44,7 @@ func (e Evidence) String() string {
 
 // pool adds up what targets got between the snapshots before and after. A target missing from
 // either snapshot (added or removed meanwhile) counts nothing.
-func pool(before, after Outcomes, targets []string) (Evidence, error) {
+func pool(before, after balancer.Outcomes, targets []string) (Evidence, error) {
 	e := Evidence{Targets: targets}
 	for _, t := range targets {
 		b, a := before[t], after[t]
@@ -157,7 +145,7 @@ func (e *VerdictError) Error() string {
 // balancer that publishes no outcomes, a naive deploy); watched says whether it watched the
 // batch for window.
 func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, first, end int, window time.Duration) (watched bool, err error) {
-	ov, ok := d.bal.(OutcomeViewer)
+	ov, ok := d.bal.(balancer.OutcomeViewer)
 	a := d.cfg.Rollout.Analysis
 	if !a.Enabled || !ok || d.opts.Naive || !d.view {
 		return false, nil
@@ -178,7 +166,7 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 		return false, nil
 	}
 	before, err := ov.Outcomes(ctx)
-	if errors.Is(err, ErrNoView) {
+	if errors.Is(err, balancer.ErrNoView) {
 		d.emit(Event{Step: stepVerdict, Version: version, Message: strings.Join(hosts, ", ") + ": not analysed: " + err.Error()})
 		return false, nil
 	}

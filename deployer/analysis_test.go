@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -44,7 +45,7 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 	}
 	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
 		for _, h := range f.load(good).Targets() {
-			if st, err := newInHouse(f.admin, "").TargetState(context.Background(), h); err != nil || !st.InRotation {
+			if st, err := balancer.NewInHouse(f.admin, "").TargetState(context.Background(), h); err != nil || !st.InRotation {
 				return fmt.Errorf("%s: %+v %v", h, st, err)
 			}
 		}
@@ -317,11 +318,11 @@ func TestPoolAddsEveryTargetAndInstanceOfTheWindow(t *testing.T) {
 		return adminapi.BackendStatus{Address: addr, Outcomes: adminapi.Outcomes{Answered: answered, ServerErrors: errs,
 			Latency: adminapi.Histogram{Bounds: bounds, Counts: counts}}}
 	}
-	before := Outcomes{
+	before := balancer.Outcomes{
 		"a": {st("a", 10, 1, 10, 0, 0, 0), st("a", 5, 0, 5, 0, 0, 0)},
 		"b": {st("b", 7, 0, 7, 0, 0, 0)},
 	}
-	after := Outcomes{
+	after := balancer.Outcomes{
 		"a": {st("a", 30, 11, 10, 20, 0, 0), st("a", 25, 0, 5, 0, 20, 0)},
 		"b": {st("b", 9, 0, 9, 0, 0, 0)},
 		"c": {st("c", 100, 100, 100, 0, 0, 0)}, // not asked for

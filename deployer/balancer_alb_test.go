@@ -16,6 +16,7 @@ import (
 
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/clock"
@@ -47,7 +48,7 @@ func newALBDouble(t *testing.T, clk clock.Clock, settings elbv2double.Settings) 
 // options are a deploy's Options watching this double through the real SDK (the environment's
 // endpoint is TestALBAdapterStatesSinceDriftAndGuard's: the tests that deploy run in parallel).
 func (a *albDouble) options(cfg *config.Config) Options {
-	return Options{Balancer: newALB(a.api, cfg, nil)}
+	return Options{Balancer: balancer.NewALB(a.api, cfg, nil)}
 }
 
 func (a *albDouble) register(t *testing.T, addrs ...string) { a.rig.Register(t, addrs...) }
@@ -108,15 +109,19 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 
 	cfg := &config.Config{Balancer: config.Defaults().Balancer}
 	cfg.Balancer.Kind, cfg.Balancer.TargetGroupARN, cfg.Balancer.Region = config.BalancerALB, a.arn, "eu-west-1"
-	t.Setenv(EnvALBEndpoint, a.url) // (so this test is not parallel)
-	b, err := BalancerFor(cfg)      // the SDK default chain + ZERO502_ALB_ENDPOINT, as in production
+	t.Setenv(balancer.EnvALBEndpoint, a.url) // (so this test is not parallel)
+	b, err := balancer.For(cfg)              // the SDK default chain + ZERO502_ALB_ENDPOINT, as in production
 	if err != nil {
 		t.Fatalf("BalancerFor(kind alb): %v", err)
 	}
 	if !strings.HasPrefix(b.Name(), "alb arn:aws:elasticloadbalancing:") {
 		t.Errorf("Name() = %q", b.Name())
 	}
-	b = newALB(b.(*ALB).api, cfg, clk) // the same client, stamped on the test's clock
+	api, err := alb.NewClient(context.Background(), cfg.Balancer, alb.ClientOptions{Endpoint: a.url}) // a client as For builds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = balancer.NewALB(api, cfg, clk) // stamped on the test's clock
 	ctx := context.Background()
 
 	t0 := clk.Now()
@@ -135,7 +140,7 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 	if st, _ := b.TargetState(ctx, one.addr); !st.Since.Equal(healthySince) {
 		t.Errorf("still healthy: since moved from %s to %s", healthySince, st.Since)
 	}
-	if err := b.(DrainGuarder).DrainGuard(ctx, one.addr); err != nil {
+	if err := b.(balancer.DrainGuarder).DrainGuard(ctx, one.addr); err != nil {
 		t.Errorf("every other target healthy, yet DrainGuard: %v", err)
 	}
 
@@ -146,23 +151,23 @@ func TestALBAdapterStatesSinceDriftAndGuard(t *testing.T) {
 	if err != nil || st.State != alb.StateUnhealthy || st.InRotation {
 		t.Fatalf("after 2 failed checks: %+v %v; want unhealthy, out of rotation", st, err)
 	}
-	err = b.(DrainGuarder).DrainGuard(ctx, one.addr)
+	err = b.(balancer.DrainGuarder).DrainGuard(ctx, one.addr)
 	if !errors.Is(err, alb.ErrOthersNotHealthy) || !strings.Contains(err.Error(), two.addr+" is unhealthy") {
 		t.Errorf("DrainGuard(%s) with %s unhealthy: %v; want a refusal naming it", one.addr, two.addr, err)
 	}
 
-	if _, err := b.TargetState(ctx, "127.0.0.1:1"); !errors.Is(err, errUnknownTarget) {
+	if _, err := b.TargetState(ctx, "127.0.0.1:1"); !errors.Is(err, balancer.ErrUnknownTarget) {
 		t.Errorf("unregistered target: %v, want ErrUnknownTarget", err)
 	}
 
-	live, drifts, err := LiveDrift(ctx, b, cfg.Balancer)
+	live, drifts, err := balancer.LiveDrift(ctx, b, cfg.Balancer)
 	if err != nil || len(drifts) != 0 || live.Interval != 5*time.Second || live.HealthPath != "/health" || live.HealthyThreshold != 2 {
 		t.Fatalf("LiveDrift on a matching group: %+v %v %v", live, drifts, err)
 	}
 	a.double.Console(a.arn, func(s *elbv2double.Settings) {
 		s.Interval, s.Matcher, s.DeregistrationDelay = 10*time.Second, "200-499", 300*time.Second
 	})
-	_, drifts, err = LiveDrift(ctx, b, cfg.Balancer)
+	_, drifts, err = balancer.LiveDrift(ctx, b, cfg.Balancer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +337,7 @@ func port(t *testing.T, addr string) int {
 }
 
 // waitState polls b until it reports target in state.
-func waitState(t *testing.T, b Balancer, target, state string) {
+func waitState(t *testing.T, b balancer.Balancer, target, state string) {
 	t.Helper()
 	poll.UntilNil(t, 20*time.Second, target+" "+state+" at the ALB", func() error {
 		st, err := b.TargetState(context.Background(), target)
@@ -353,8 +358,8 @@ func TestALBRotationAddDrainDrainedRemove(t *testing.T) {
 	a := newALBDouble(t, nil, rotationSettings)
 	app := newHealthServer(t)
 	cfg := rotationConfig(a.arn, []int{port(t, app.addr)}, config.Host{Name: "host-a", Address: "127.0.0.1"})
-	var b Rotation = newALB(a.api, cfg, nil)
-	bal := b.(Balancer)
+	var b balancer.Rotation = balancer.NewALB(a.api, cfg, nil)
+	bal := b.(balancer.Balancer)
 	ctx := context.Background()
 
 	if err := b.Add(ctx, app.addr); err != nil {
@@ -422,7 +427,7 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	pa, pb := port(t, oldApp.addr), port(t, newApp.addr)
 	host := config.Host{Name: "app-1", Address: "app-1.internal", Target: instance}
 	cfg := rotationConfig(arn, []int{pa, pb}, host)
-	b := newALB(a.api, cfg, nil)
+	b := balancer.NewALB(a.api, cfg, nil)
 	ctx := context.Background()
 	first, second := fmt.Sprintf("app-1.internal:%d", pa), fmt.Sprintf("app-1.internal:%d", pb)
 
@@ -456,11 +461,11 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 	if st, err := b.TargetState(ctx, second); err != nil || st.State != alb.StateHealthy {
 		t.Fatalf("the successor on the second port after the first drained: %+v, %v; want healthy", st, err)
 	}
-	if _, err := b.TargetState(ctx, first); !errors.Is(err, errUnknownTarget) {
+	if _, err := b.TargetState(ctx, first); !errors.Is(err, balancer.ErrUnknownTarget) {
 		t.Fatalf("the drained first port: %v; want ErrUnknownTarget", err)
 	}
 	// The host's address on a port the config does not list still maps to its instance.
-	if _, err := b.TargetState(ctx, "app-1.internal:1"); !errors.Is(err, errUnknownTarget) ||
+	if _, err := b.TargetState(ctx, "app-1.internal:1"); !errors.Is(err, balancer.ErrUnknownTarget) ||
 		!strings.Contains(err.Error(), "target "+instance+":1 (host address app-1.internal:1)") {
 		t.Fatalf("app-1.internal:1: %v; want the unknown target %s:1", err, instance)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/dnsset"
@@ -54,7 +55,7 @@ func TestDNSSetAgainstARealZoneServer(t *testing.T) {
 
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	edge := config.Edge{Drain: 3 * time.Second, DNSTTL: time.Second, CheckInterval: 250 * time.Millisecond, UnhealthyThreshold: 2}
-	rot := newDNSSet(set.Name(), set, edge, clk)
+	rot := balancer.NewDNSSet(set.Name(), set, edge, clk)
 	if rot.Gone() != 1500*time.Millisecond {
 		t.Errorf("Gone %s, want the TTL 1s + 250ms × 2", rot.Gone())
 	}

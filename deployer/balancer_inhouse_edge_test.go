@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/edge"
 )
 
@@ -28,8 +29,8 @@ func TestInHouseRotationDrivesARealEdge(t *testing.T) {
 	go func() { done <- fwd.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	rot := newEdgeAdmin(fwd.AdminAddr().String(), "")
-	var _ Rotation = rot
+	rot := balancer.NewEdgeAdmin(fwd.AdminAddr().String(), "")
+	var _ balancer.Rotation = rot
 
 	// A client connection on the old instance (the only one yet) keeps it from counting as drained.
 	held, err := net.Dial("tcp", fwd.Addr().String())
@@ -40,8 +41,7 @@ func TestInHouseRotationDrivesARealEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "a connection open through the edge", func() (bool, error) {
-		st, err := rot.inflight(ctx, old)
-		return st == 1, err
+		return inflight(fwd, old) == 1, nil
 	})
 
 	if err := rot.Add(ctx, fresh); err != nil {
@@ -77,15 +77,14 @@ func TestInHouseRotationDrivesARealEdge(t *testing.T) {
 	}
 }
 
-// inflight is target's in_flight as the admin API lists it (open connections, at an edge).
-func (b *InHouse) inflight(ctx context.Context, target string) (int64, error) {
-	all, err := b.targets(ctx)
-	for _, st := range all {
+// inflight is target's in_flight as the edge lists it (open connections).
+func inflight(fwd *edge.Forwarder, target string) int64 {
+	for _, st := range fwd.Upstreams() {
 		if st.Address == target {
-			return st.InFlight, err
+			return st.InFlight
 		}
 	}
-	return -1, err
+	return -1
 }
 
 // tcpSink accepts connections, reads the PROXY header and whatever follows until the peer

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // inHouseLB runs a real in-house LB in-process on loopback in front of backends, with fast
 // health checks, and returns it with a client of its admin API.
-func inHouseLB(t *testing.T, backends ...string) (*lb.Server, *InHouse) {
+func inHouseLB(t *testing.T, backends ...string) (*lb.Server, *balancer.InHouse) {
 	t.Helper()
 	set := lb.LabSettings("127.0.0.1:0", backends)
 	set.Admin = "127.0.0.1:0"
@@ -38,7 +39,7 @@ func inHouseLB(t *testing.T, backends ...string) (*lb.Server, *InHouse) {
 			t.Errorf("lb Run: %v", err)
 		}
 	})
-	return s, newInHouse(s.AdminAddr(), "")
+	return s, balancer.NewInHouse(s.AdminAddr(), "")
 }
 
 func healthyApp(t *testing.T) string {
@@ -64,8 +65,8 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, erro
 func TestInHouseRotationAgainstARealLB(t *testing.T) {
 	t.Parallel()
 	old, fresh := healthyApp(t), healthyApp(t)
-	_, rot := inHouseLB(t, old)
-	var _ Rotation = rot
+	srv, rot := inHouseLB(t, old)
+	var _ balancer.Rotation = rot
 	ctx := context.Background()
 
 	// start-first: the new target joins, out of rotation until the LB's checks pass
@@ -110,7 +111,7 @@ func TestInHouseRotationAgainstARealLB(t *testing.T) {
 
 	// errors name the admin address, the target and the LB's answer
 	err = rot.Drain(ctx, old)
-	if err == nil || !strings.Contains(err.Error(), rot.admin) || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "404") {
+	if err == nil || !strings.Contains(err.Error(), srv.AdminAddr()) || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "404") {
 		t.Errorf("Drain of an unknown target: %v, want an error naming the admin, the target and 404", err)
 	}
 	err = rot.Add(ctx, "not-an-address")
@@ -127,7 +128,7 @@ func TestInHouseRotationErrorsWhenTheLBIsDown(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	rot := newInHouse(addr, "")
+	rot := balancer.NewInHouse(addr, "")
 	err = rot.Drain(context.Background(), "10.0.0.1:8080")
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "10.0.0.1:8080") {
 		t.Errorf("Drain with no LB: %v, want an error naming the admin address and the target", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/config"
@@ -13,16 +14,16 @@ import (
 func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
 	t.Parallel()
 	cfg := config.Defaults().Balancer
-	inHouse := Settings{Listen: "127.0.0.1:9999", BalancerNumbers: cfg.BalancerNumbers, Reported: adminapi.InHouseNumbers()}
+	inHouse := balancer.Settings{Listen: "127.0.0.1:9999", BalancerNumbers: cfg.BalancerNumbers, Reported: adminapi.InHouseNumbers()}
 	inHouse.HealthPath, inHouse.Interval, inHouse.UnhealthyThreshold = "/healthz", 10*time.Second, 3
 	inHouse.DeregistrationDelay, inHouse.SlowStart = 0, 0 // the LB has none: not drift
-	targetGroup := Settings{BalancerNumbers: config.BalancerNumbers{HealthPath: cfg.HealthPath, Interval: cfg.Interval,
+	targetGroup := balancer.Settings{BalancerNumbers: config.BalancerNumbers{HealthPath: cfg.HealthPath, Interval: cfg.Interval,
 		Timeout: cfg.Timeout, UnhealthyThreshold: cfg.UnhealthyThreshold, HealthyThreshold: 5,
 		DeregistrationDelay: 300 * time.Second, SlowStart: 0}, // no idle, connect, header timeouts: not drift
 		Reported: alb.Numbers(), Matcher: "200-499"}
 	for _, tc := range []struct {
 		name string
-		live Settings
+		live balancer.Settings
 		want []config.Drift
 	}{
 		{"in-house LB started with other flags", inHouse, []config.Drift{
@@ -36,7 +37,7 @@ func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
 			{Field: "balancer.deregistration_delay", Config: "30s", Live: "5m0s"},
 			{Field: "matcher (HttpCode, fixed)", Config: "200", Live: "200-499"},
 		}},
-		{"equal durations written differently", Settings{BalancerNumbers: config.BalancerNumbers{Interval: 5000 * time.Millisecond},
+		{"equal durations written differently", balancer.Settings{BalancerNumbers: config.BalancerNumbers{Interval: 5000 * time.Millisecond},
 			Reported: []string{"interval"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

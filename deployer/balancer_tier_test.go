@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -16,10 +17,10 @@ func TestTierOfTwoRealLBs(t *testing.T) {
 	t.Parallel()
 	app := healthyApp(t)
 	lb1, a := inHouseLB(t, app)
-	_, b := inHouseLB(t, app)
-	tier := Tier{a, b}
+	lb2, b := inHouseLB(t, app)
+	tier := balancer.Tier{a, b}
 	ctx := context.Background()
-	if !strings.Contains(tier.Name(), a.admin) || !strings.Contains(tier.Name(), b.admin) {
+	if !strings.Contains(tier.Name(), lb1.AdminAddr()) || !strings.Contains(tier.Name(), lb2.AdminAddr()) {
 		t.Errorf("Name %q: want both admin addresses", tier.Name())
 	}
 	waitFor(t, 5*time.Second, "the app in rotation at both", func() (bool, error) {
@@ -49,15 +50,15 @@ func TestTierOfTwoRealLBs(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = tier.TargetState(ctx, app)
-	if err != nil || st.InRotation || !strings.Contains(st.State, b.admin) {
-		t.Fatalf("drained at the second only: %+v, %v; want out of rotation, naming %s", st, err, b.admin)
+	if err != nil || st.InRotation || !strings.Contains(st.State, lb2.AdminAddr()) {
+		t.Fatalf("drained at the second only: %+v, %v; want out of rotation, naming %s", st, err, lb2.AdminAddr())
 	}
 
 	// The tier's own drain reaches both, and it is drained when both say so.
 	if err := tier.Drain(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	for _, one := range []*InHouse{a, b} {
+	for _, one := range []*balancer.InHouse{a, b} {
 		if st, err := one.TargetState(ctx, app); err != nil || st.InRotation {
 			t.Errorf("%s after the tier's drain: %+v, %v", one.Name(), st, err)
 		}
@@ -66,7 +67,7 @@ func TestTierOfTwoRealLBs(t *testing.T) {
 	if err := tier.Remove(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	for _, one := range []*InHouse{a, b} {
+	for _, one := range []*balancer.InHouse{a, b} {
 		if _, err := one.TargetState(ctx, app); err == nil {
 			t.Errorf("%s still knows %s after the tier removed it", one.Name(), app)
 		}
@@ -89,7 +90,7 @@ func TestTierComparesEveryInstancesSettings(t *testing.T) {
 	cfg.UnhealthyThreshold, cfg.HealthyThreshold = live.UnhealthyThreshold, live.HealthyThreshold
 	cfg.IdleTimeout, cfg.ConnectTimeout, cfg.HeaderTimeout, cfg.MaxHeaderBytes = live.IdleTimeout, live.ConnectTimeout, live.HeaderTimeout, live.MaxHeaderBytes
 	cfg.Interval = 3 * time.Second // both LBs check every 100ms: both drift, each named
-	_, drifts, err := LiveDrift(context.Background(), Tier{a, b}, cfg)
+	_, drifts, err := balancer.LiveDrift(context.Background(), balancer.Tier{a, b}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -39,21 +40,12 @@ func (d *Deployer) batches() []batch {
 // canaryHosts is how many hosts form the canary: rollout.canary.hosts, capped at the fleet, or
 // 0 when the deploy cannot judge one.
 func (d *Deployer) canaryHosts() int {
-	_, outcomes := d.bal.(OutcomeViewer)
+	_, outcomes := d.bal.(balancer.OutcomeViewer)
 	judged := outcomes || len(d.cfg.Rollout.Alarms) > 0 // by what users got, or by alarms
 	if !d.cfg.Rollout.Analysis.Enabled || !judged || d.opts.Naive || !d.view {
 		return 0
 	}
 	return min(d.cfg.Rollout.Canary.Hosts, len(d.cfg.Hosts))
-}
-
-// Weighter is a Balancer that splits new requests by per-target weights (the in-house LB's
-// PUT /admin/backends/{addr}/weight): how the canary gets only its share.
-type Weighter interface {
-	// SetWeight sets target's weight (adminapi.MinWeight..MaxWeight; adminapi.DefaultWeight is
-	// every target's at first): its share of new requests is its weight over the sum of the
-	// weights in rotation.
-	SetWeight(ctx context.Context, target string, weight int) error
 }
 
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,
@@ -108,8 +100,8 @@ func canaryWeight(share, canaries, others int) int {
 // weighCanary gives the canary's targets their rollout.canary.weight share of new requests at a
 // balancer that weighs targets, and says what it set.
 func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
-	w, ok := d.bal.(Weighter)
-	ov, views := d.bal.(OutcomeViewer)
+	w, ok := d.bal.(balancer.Weighter)
+	ov, views := d.bal.(balancer.OutcomeViewer)
 	share := d.cfg.Rollout.Canary.Weight
 	if !ok || !views {
 		return "every target at the same weight (" + d.bal.Name() + " weighs none)"
@@ -176,12 +168,12 @@ func (d *Deployer) weighCanaryAhead(ctx context.Context, version string, b batch
 // unweighCanary puts every target weighCanary weighed back at the default weight, whatever the
 // verdict or failure (the deploy calls it as it ends, too).
 func (d *Deployer) unweighCanary(ctx context.Context, version string) {
-	w, ok := d.bal.(Weighter)
+	w, ok := d.bal.(balancer.Weighter)
 	if !ok {
 		return
 	}
 	for _, t := range slices.Compact(slices.Sorted(slices.Values(d.weighted))) {
-		if err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight); err != nil && !errors.Is(err, ErrNoView) && !errors.Is(err, errUnknownTarget) {
+		if err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight); err != nil && !errors.Is(err, balancer.ErrNoView) && !errors.Is(err, balancer.ErrUnknownTarget) {
 			d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("could not put %s back at weight %d: %v", t, adminapi.DefaultWeight, err)})
 		}
 	}

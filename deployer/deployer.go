@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
@@ -33,7 +34,7 @@ type Options struct {
 	// run one after another in one process must share it: pass the same sharedRuntimes(cfg).
 	Runtime func(h config.Host) (Runtime, error)
 	// Balancer is the balancer to watch; nil: BalancerFor (balancer.kind of the config).
-	Balancer Balancer
+	Balancer balancer.Balancer
 	// Clock times everything; nil: the wall clock.
 	Clock clock.Clock
 	// Events receives every step as it happens (one call at a time); nil: none.
@@ -72,7 +73,7 @@ type Deployer struct {
 	cfg   *config.Config
 	opts  Options
 	clock clock.Clock
-	bal   Balancer
+	bal   balancer.Balancer
 	view  bool // the balancer can see targets (not kind none)
 	self  string
 	// checkTimeout bounds a direct GET whose rule has no timeout (a spec published before
@@ -268,13 +269,13 @@ func (d *Deployer) setup() error {
 	}
 	d.bal = d.opts.Balancer
 	if d.bal == nil {
-		b, err := BalancerFor(d.cfg)
+		b, err := balancer.For(d.cfg)
 		if err != nil {
 			return err
 		}
 		d.bal = b
 	}
-	_, none := d.bal.(None)
+	_, none := d.bal.(balancer.None)
 	d.view = !none
 	d.runtimes = map[string]Runtime{}
 	var errs []error

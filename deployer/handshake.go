@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -130,7 +131,7 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 	return finding
 }
 
-func viewString(st TargetState, err error) string {
+func viewString(st balancer.TargetState, err error) string {
 	if err != nil {
 		return err.Error()
 	}

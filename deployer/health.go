@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/runtime"
@@ -98,7 +99,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, i
 		}
 		last = nil
 		wait := d.startPoll()
-		if _, paced := d.bal.(pacedViewer); paced && direct {
+		if _, paced := d.bal.(balancer.PacedViewer); paced && direct {
 			wait = d.pollEvery() // the next look is the balancer's view: an API call
 		}
 		if err := d.sleep(ctx, wait); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
@@ -286,7 +287,7 @@ func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) 
 // nil, records the balanced service's handshake.
 func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s spec.Spec, keep bool, gate *trafficGate, tl *Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
-	rot, canRotate := d.bal.(Rotation)
+	rot, canRotate := d.bal.(balancer.Rotation)
 	var started []fresh
 	for _, svc := range s.Services {
 		isBalanced := balanced && svc.Name == bsvc.Name
@@ -326,7 +327,7 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			// checks alone, and side by side it may know the other port already (a backend of its
 			// own config) and would too. A target it does not know gets users only once the
 			// deployer adds it, after the checks.
-			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, errUnknownTarget)) {
+			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, balancer.ErrUnknownTarget)) {
 				return fmt.Errorf("host %s: service %s: hold %s out at %s until it passed its checks before traffic: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
 			if !addsItself {
@@ -442,7 +443,7 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 // does not use (a start-first instance on the other port that never became healthy), so no
 // unhealthy target is left registered.
 func (d *Deployer) forgetTargets(ctx context.Context, failed, restored spec.Spec) error {
-	rot, ok := d.bal.(Rotation)
+	rot, ok := d.bal.(balancer.Rotation)
 	bsvc, balanced := d.cfg.BalancedService()
 	if !ok || !balanced || !d.view || d.opts.Naive {
 		return nil

@@ -2,14 +2,11 @@ package deployer
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 )
@@ -20,9 +17,6 @@ const (
 	MaintenanceOnOp     = "on"
 	MaintenanceOffOp    = "off"
 )
-
-// ErrNoMaintenance marks a balancer that has no maintenance switch (kinds alb, edges, dns, none).
-var ErrNoMaintenance = errors.New("this balancer has no maintenance switch")
 
 // maintenanceAt is the maintenance switch of one LB instance, or why it could not be read or set.
 type maintenanceAt struct {
@@ -55,9 +49,9 @@ func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change 
 	switch k := cfg.Balancer.Kind; k {
 	case config.BalancerInHouse:
 	case config.BalancerALB:
-		return nil, fmt.Errorf("balancer.kind alb: %w; add a listener rule with a fixed-response action (503) at the ALB instead", ErrNoMaintenance)
+		return nil, fmt.Errorf("balancer.kind alb: %w; add a listener rule with a fixed-response action (503) at the ALB instead", balancer.ErrNoMaintenance)
 	default:
-		return nil, fmt.Errorf("balancer.kind %s: %w; only the in-house LB (kind inhouse) answers with a maintenance page", k, ErrNoMaintenance)
+		return nil, fmt.Errorf("balancer.kind %s: %w; only the in-house LB (kind inhouse) answers with a maintenance page", k, balancer.ErrNoMaintenance)
 	}
 	if op == MaintenanceOnOp {
 		if change == nil {
@@ -72,7 +66,7 @@ func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change 
 	var out []maintenanceAt
 	var failed []string
 	for _, admin := range cfg.Balancer.AdminAddrs() {
-		b := newInHouse(admin, cfg.Balancer.AdminToken)
+		b := balancer.NewInHouse(admin, cfg.Balancer.AdminToken)
 		var m adminapi.Maintenance
 		var err error
 		switch op {
@@ -95,40 +89,4 @@ func MaintenancePage(ctx context.Context, cfg *config.Config, op string, change 
 			op, strings.Join(failed, ", "), len(out))
 	}
 	return out, nil
-}
-
-// Maintenance reads the LB's maintenance switch (GET /admin/maintenance).
-func (b *InHouse) Maintenance(ctx context.Context) (adminapi.Maintenance, error) {
-	var m adminapi.Maintenance
-	if b.kind == "edge" {
-		return m, fmt.Errorf("edge %s: %w", b.admin, ErrNoMaintenance)
-	}
-	return m, b.get(ctx, adminapi.MaintenancePath, &m)
-}
-
-// SetMaintenance turns the LB's maintenance on with c (PUT) or off when c is nil (DELETE).
-func (b *InHouse) SetMaintenance(ctx context.Context, c *adminapi.MaintenanceChange) (adminapi.Maintenance, error) {
-	var m adminapi.Maintenance
-	if b.kind == "edge" {
-		return m, fmt.Errorf("edge %s: %w", b.admin, ErrNoMaintenance)
-	}
-	method, path := http.MethodDelete, adminapi.MaintenancePath
-	var body io.Reader
-	if c != nil {
-		method, body = http.MethodPut, c.Body()
-	}
-	code, data, err := b.do(ctx, method, path, body)
-	if err != nil {
-		return m, err
-	}
-	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
-		return m, fmt.Errorf("%s admin %s %s%s: %d: this LB has no maintenance switch; upgrade it to this zero502", b.kind, method, b.admin, path, code)
-	}
-	if code != http.StatusOK {
-		return m, fmt.Errorf("%s admin %s %s%s: %d %s: %.300s", b.kind, method, b.admin, path, code, http.StatusText(code), strings.TrimSpace(string(data)))
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("%s admin %s%s: not the admin API's JSON: %w", b.kind, b.admin, path, err)
-	}
-	return m, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -97,7 +98,7 @@ func TestDeployDuringMaintenanceRollsOutBehindThePage(t *testing.T) {
 	// what the switch refuses, before asking any LB
 	bad := *cfg
 	bad.Balancer.Kind = config.BalancerALB
-	if _, err := MaintenancePage(ctx, &bad, MaintenanceOnOp, &on); !errors.Is(err, ErrNoMaintenance) || !strings.Contains(err.Error(), "fixed-response") {
+	if _, err := MaintenancePage(ctx, &bad, MaintenanceOnOp, &on); !errors.Is(err, balancer.ErrNoMaintenance) || !strings.Contains(err.Error(), "fixed-response") {
 		t.Errorf("maintenance on an ALB: %v, want ErrNoMaintenance saying to use a fixed-response rule", err)
 	}
 	if _, err := MaintenancePage(ctx, cfg, MaintenanceOnOp, &adminapi.MaintenanceChange{RetryAfter: adminapi.Duration(time.Millisecond)}); !errors.Is(err, adminapi.ErrBadMaintenance) ||

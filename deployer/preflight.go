@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
@@ -83,8 +84,8 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 
 // checkDrift compares the live balancer's settings with the config.
 func (d *Deployer) checkDrift(ctx context.Context) []string {
-	live, drifts, err := LiveDrift(ctx, d.bal, d.cfg.Balancer)
-	if errors.Is(err, ErrNoView) {
+	live, drifts, err := balancer.LiveDrift(ctx, d.bal, d.cfg.Balancer)
+	if errors.Is(err, balancer.ErrNoView) {
 		d.emit(Event{Step: stepPreflight, Message: "balancer.kind none: no balancer view, direct health checks only"})
 		return nil
 	}
@@ -264,7 +265,7 @@ func (d *Deployer) batchLeavesHealthy(ctx context.Context, version string, start
 // host of the batch [start, end) before it drains: never drain a target unless every other
 // target is healthy, since an ALB with no healthy target routes to all of them.
 func (d *Deployer) failOpenGuard(ctx context.Context, start, end int, views []hostView) error {
-	g, ok := d.bal.(DrainGuarder)
+	g, ok := d.bal.(balancer.DrainGuarder)
 	svc, balanced := d.cfg.BalancedService()
 	if !ok || !balanced || d.opts.Naive {
 		return nil
@@ -290,7 +291,7 @@ func (d *Deployer) failOpenGuard(ctx context.Context, start, end int, views []ho
 // checkDrainModes refuses services with drain: balancer behind a balancer the deployer cannot
 // change (kind none): nobody would take their target out of rotation.
 func (d *Deployer) checkDrainModes() []string {
-	if _, ok := d.bal.(Rotation); ok || d.opts.Naive {
+	if _, ok := d.bal.(balancer.Rotation); ok || d.opts.Naive {
 		return nil
 	}
 	var reasons []string

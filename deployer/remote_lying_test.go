@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/deployer/balancer"
 )
 
 // What a host prints is read in bounded lines: a line over the limit is replaced by a note of
@@ -67,7 +69,7 @@ exec ` + bin + ` "$@"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var ev eventLog
-	d := f.deployer(cfg, nil, Options{RemoteBinary: liar, Balancer: None{}})
+	d := f.deployer(cfg, nil, Options{RemoteBinary: liar, Balancer: balancer.None{}})
 	d.opts.Events = func(e Event) {
 		ev.add(e)
 		if e.Message == "from host-a itself" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -26,7 +27,7 @@ func TestAHostIsSentItsOwnPartOfTheConfigOnly(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Status(context.Background(), cfg, Options{RemoteBinary: wrapper, Self: bin, Balancer: None{}}); err != nil {
+	if _, err := Status(context.Background(), cfg, Options{RemoteBinary: wrapper, Self: bin, Balancer: balancer.None{}}); err != nil {
 		t.Fatalf("status: %v", err)
 	}
 	got, err := os.ReadFile(seen)

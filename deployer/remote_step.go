@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -81,7 +82,7 @@ func HostStep(ctx context.Context, cfg *config.Config, name, version string, opt
 // Look reads host name's state on this machine, for a deployer elsewhere: no balancer is
 // asked (the deployer asks its own), services are checked directly.
 func Look(ctx context.Context, cfg *config.Config, name, version string, opts Options) (hostLook, error) {
-	opts.Balancer = None{}
+	opts.Balancer = balancer.None{}
 	d, h, err := onHost(cfg, name, opts)
 	if err != nil {
 		return hostLook{}, err

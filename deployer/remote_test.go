@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/ports"
@@ -357,7 +358,7 @@ func TestUnreachableRemoteHostIsRefused(t *testing.T) {
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
 	cfg.Hosts[0].SSH = "root@127.0.0.1:" + strconv.Itoa(tcpserver.FreePorts(t, 1)[0]) // nobody listens
-	_, err := f.deployer(cfg, nil, Options{RemoteBinary: bin, Balancer: None{}}).Deploy(context.Background(), "v1")
+	_, err := f.deployer(cfg, nil, Options{RemoteBinary: bin, Balancer: balancer.None{}}).Deploy(context.Background(), "v1")
 	if err == nil || !strings.Contains(err.Error(), "refused before anything changed") ||
 		!strings.Contains(err.Error(), "host host-a: ssh") || !strings.Contains(err.Error(), "onnection refused") {
 		t.Fatalf("deploy through a dead ssh port: %v; want a refusal naming host-a and ssh's error", err)

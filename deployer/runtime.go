@@ -3,7 +3,6 @@ package deployer
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/zero502/zero502/infra/config"
@@ -60,28 +59,6 @@ func runtimeFor(cfg *config.Config, h config.Host) (Runtime, error) {
 
 // dockerPingTimeout bounds runtimeFor's first contact with the Docker Engine.
 const dockerPingTimeout = 10 * time.Second
-
-// sharedRuntimes returns an Options.Runtime that builds each host's runtime once (runtimeFor)
-// and hands the same one to every Deployer it is given to. A process that runs several deploys
-// (the demo: v1, then v2) must share its runtimes: with the process runtime, the Runtime that
-// started an instance is the one that reaps it and records its exit.
-func sharedRuntimes(cfg *config.Config) func(config.Host) (Runtime, error) {
-	var mu sync.Mutex
-	made := map[string]Runtime{}
-	return func(h config.Host) (Runtime, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if rt, ok := made[h.Name]; ok {
-			return rt, nil
-		}
-		rt, err := runtimeFor(cfg, h)
-		if err != nil {
-			return nil, err
-		}
-		made[h.Name] = rt
-		return rt, nil
-	}
-}
 
 // running returns the running instances of service on host.
 func running(ctx context.Context, rt Runtime, host, service string) ([]runtime.Instance, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
@@ -60,7 +61,7 @@ type instanceStatus struct {
 	Healthy     bool   `json:"healthy"`
 	HealthError string `json:"health_error,omitempty"`
 	// Balancer is the balancer's view of the instance's target (nil: no view, not balanced).
-	Balancer *TargetState `json:"balancer,omitempty"`
+	Balancer *balancer.TargetState `json:"balancer,omitempty"`
 }
 
 // OK reports whether every host agrees with its published spec.
@@ -150,7 +151,7 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 				if st, err := d.bal.TargetState(ctx, in.Address); err == nil {
 					is.Balancer = &st
 				} else {
-					is.Balancer = &TargetState{State: "unknown: " + err.Error()}
+					is.Balancer = &balancer.TargetState{State: "unknown: " + err.Error()}
 				}
 			}
 			ss.Instances = append(ss.Instances, is)
@@ -187,7 +188,7 @@ func (d *Deployer) remoteHostStatus(ctx context.Context, h config.Host) HostStat
 			}
 			st, err := d.bal.TargetState(ctx, in.Address)
 			if err != nil {
-				st = TargetState{State: "unknown: " + err.Error()}
+				st = balancer.TargetState{State: "unknown: " + err.Error()}
 			}
 			in.Balancer = &st
 			if !st.InRotation && !ss.Stopped {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -11,7 +12,7 @@ import (
 func TestStatusDisagreementsFollowTheSpec(t *testing.T) {
 	t.Parallel()
 	want := spec.Service{Name: "web", Version: "v2", Address: "127.0.0.1:9001"}
-	ok := instanceStatus{ID: "pid:1", Version: "v2", Address: "127.0.0.1:9001", Healthy: true, Balancer: &TargetState{State: "healthy", InRotation: true}}
+	ok := instanceStatus{ID: "pid:1", Version: "v2", Address: "127.0.0.1:9001", Healthy: true, Balancer: &balancer.TargetState{State: "healthy", InRotation: true}}
 	stopped := want
 	stopped.Stopped = true
 	for _, c := range []struct {
@@ -27,7 +28,7 @@ func TestStatusDisagreementsFollowTheSpec(t *testing.T) {
 		{"other port", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", Address: "127.0.0.1:9002", Healthy: true}}, []string{"answers on 127.0.0.1:9002, the spec publishes 127.0.0.1:9001"}},
 		{"two instances", want, true, []instanceStatus{ok, ok}, []string{"2 instances run, the spec asks for one"}},
 		{"unhealthy", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", HealthError: "status 503"}}, []string{"pid:1 unhealthy: status 503"}},
-		{"out of rotation", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", Healthy: true, Balancer: &TargetState{State: "draining"}}}, []string{"not in rotation at the balancer (draining)"}},
+		{"out of rotation", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", Healthy: true, Balancer: &balancer.TargetState{State: "draining"}}}, []string{"not in rotation at the balancer (draining)"}},
 		{"stopped, nothing runs", stopped, true, nil, nil},
 		{"stopped, but it runs", stopped, true, []instanceStatus{ok}, []string{"stopped by the spec, but 1 instance(s) run"}},
 		{"no spec, something runs", spec.Service{}, false, []instanceStatus{ok}, []string{"no published spec asks for this service"}},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/invariants"
 )
@@ -92,7 +92,7 @@ the balancer cannot be read (unreachable, no credentials, kind none).`,
 // liveView is what --live read from the running balancer.
 type liveView struct {
 	Balancer string            `json:"balancer"`
-	Settings deployer.Settings `json:"settings"`
+	Settings balancer.Settings `json:"settings"`
 	Drift    []config.Drift    `json:"drift"`
 }
 
@@ -110,14 +110,14 @@ func (lv *liveView) drifted() []string {
 
 // readLive reads cfg's balancer (the deployer's view of it) and compares it with the config.
 func readLive(ctx context.Context, cfg *config.Config) (*liveView, error) {
-	bal, err := deployer.BalancerFor(cfg)
+	bal, err := balancer.For(cfg)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
-	settings, drift, err := deployer.LiveDrift(ctx, bal, cfg.Balancer)
-	if errors.Is(err, deployer.ErrNoView) {
+	settings, drift, err := balancer.LiveDrift(ctx, bal, cfg.Balancer)
+	if errors.Is(err, balancer.ErrNoView) {
 		return nil, fmt.Errorf("--live: balancer.kind %s has no live settings to read; use inhouse or alb, or drop --live", cfg.Balancer.Kind)
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 )
@@ -71,7 +72,7 @@ func newMaintenanceOpCmd(op string) *cobra.Command {
 				}
 			}
 			switch {
-			case errors.Is(err, adminapi.ErrBadMaintenance) || errors.Is(err, deployer.ErrNoMaintenance) && len(states) == 0:
+			case errors.Is(err, adminapi.ErrBadMaintenance) || errors.Is(err, balancer.ErrNoMaintenance) && len(states) == 0:
 				return exitCode(2, err)
 			case err != nil:
 				return exitCode(1, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/config"
 )
@@ -46,7 +46,7 @@ outside AWS's ranges (nothing was sent).`,
 				return exitCode(2, fmt.Errorf("%s: %w", path, err))
 			}
 			if endpoint == "" {
-				endpoint = os.Getenv(deployer.EnvALBEndpoint) // as deploy and invariants --live do
+				endpoint = os.Getenv(balancer.EnvALBEndpoint) // as deploy and invariants --live do
 			}
 			api, err := alb.NewClient(cmd.Context(), cfg.Balancer, alb.ClientOptions{Endpoint: endpoint})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/measure"
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra/config"
@@ -139,7 +140,7 @@ func (t *tier) runtime(h config.Host) (deployer.Runtime, error) {
 
 // deploy rolls the tier to version. bal, when set, replaces the tier's balancer (the first
 // deploys run before the tier in front exists: direct checks only).
-func (t *tier) deploy(ctx context.Context, self, version string, naive bool, bal deployer.Balancer, events func(deployer.Event)) (*deployer.Report, error) {
+func (t *tier) deploy(ctx context.Context, self, version string, naive bool, bal balancer.Balancer, events func(deployer.Event)) (*deployer.Report, error) {
 	d := deployer.New(t.cfg, deployer.Options{Self: self, Naive: naive, Runtime: t.runtime, Balancer: bal, Events: events})
 	return d.Deploy(ctx, version)
 }
@@ -360,7 +361,7 @@ func (c *chain) run(ctx context.Context, opts trafficOptions, p *progress, res *
 	// nothing in front of them yet, so they are checked directly; the edges go into the A set,
 	// which holds them already.
 	for _, t := range []*tier{c.apps, c.lbs, c.edges} {
-		var bal deployer.Balancer = deployer.None{}
+		var bal balancer.Balancer = balancer.None{}
 		how := "checked directly"
 		if t == c.edges {
 			bal, how = nil, "through the A set"
@@ -491,7 +492,7 @@ func (c *chain) versions(ctx context.Context, t *tier) map[string]string {
 
 // waitTierInRotation polls the tier's balancer until every target is in rotation.
 func waitTierInRotation(ctx context.Context, t *tier) error {
-	bal, err := deployer.BalancerFor(t.cfg)
+	bal, err := balancer.For(t.cfg)
 	if err != nil {
 		return err
 	}

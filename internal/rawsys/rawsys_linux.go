@@ -84,13 +84,6 @@ func EpollCtl(epfd, op, fd int, ev *unix.EpollEvent) error {
 	return nil
 }
 
-// watchListener adds a loop's copy of the listening socket, lfd, to its epoll set epfd for
-// reading, with EPOLLEXCLUSIVE: of the loops whose sets hold a copy, the kernel wakes one per new
-// connection, not all of them.
-func watchListener(epfd, lfd int) error {
-	return EpollCtl(epfd, unix.EPOLL_CTL_ADD, lfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(lfd)})
-}
-
 // CloseListener takes a loop's copy of the listening socket out of its epoll set and closes
 // it: that loop accepts no more (the other copies, and the socket itself, stay open).
 func CloseListener(epfd, lfd int) {

@@ -1,4 +1,4 @@
-package deployer
+package balancer
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func (b *InHouse) SetWeight(ctx context.Context, target string, weight int) erro
 	case err != nil:
 		return fmt.Errorf("target %s: %w", target, err)
 	case code == http.StatusNotFound:
-		return fmt.Errorf("%s admin %s: set the weight of %s: %w", b.kind, b.admin, target, errUnknownTarget)
+		return fmt.Errorf("%s admin %s: set the weight of %s: %w", b.kind, b.admin, target, ErrUnknownTarget)
 	case code != http.StatusOK:
 		return fmt.Errorf("%s admin PUT %s%s: target %s: %d %s: %.300s", b.kind, b.admin, path, target,
 			code, http.StatusText(code), strings.TrimSpace(string(data)))
@@ -81,7 +81,7 @@ func (b *InHouse) write(ctx context.Context, method, target, suffix string, body
 	err = fmt.Errorf("%s admin %s %s%s: target %s: %d %s: %.300s", b.kind, method, b.admin, path, target,
 		code, http.StatusText(code), strings.TrimSpace(string(data)))
 	if code == http.StatusNotFound {
-		return fmt.Errorf("%w: %w", errUnknownTarget, err)
+		return fmt.Errorf("%w: %w", ErrUnknownTarget, err)
 	}
 	return err
 }

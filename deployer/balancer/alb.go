@@ -1,4 +1,4 @@
-package deployer
+package balancer
 
 import (
 	"context"
@@ -28,10 +28,10 @@ type DrainGuarder interface {
 	DrainGuard(ctx context.Context, target string) error
 }
 
-// pacedViewer is a Balancer whose view costs an API call that its provider throttles (the
+// PacedViewer is a Balancer whose view costs an API call that its provider throttles (the
 // ALB: DescribeTargetHealth). While a new instance comes up the deployer then asks it every
 // pollEvery (interval/5, at most once a second per host) instead of every startPoll.
-type pacedViewer interface {
+type PacedViewer interface {
 	// PacedView marks the Balancer; it does nothing.
 	PacedView()
 }
@@ -64,11 +64,11 @@ type seenState struct {
 	since time.Time
 }
 
-// newALB watches and changes cfg's target group (balancer.target_group_arn) through api. Every
+// NewALB watches and changes cfg's target group (balancer.target_group_arn) through api. Every
 // address of a host (both ports of a start-first service) maps to its target with
 // alb.TargetIDAt: hosts[].target, else the address, on the port of the address asked about.
 // clk stamps Since; nil: the wall clock.
-func newALB(api alb.API, cfg *config.Config, clk clock.Clock) *ALB {
+func NewALB(api alb.API, cfg *config.Config, clk clock.Clock) *ALB {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -99,7 +99,7 @@ func newALBFromEnv(cfg *config.Config) (*ALB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("balancer.kind alb: %w", err)
 	}
-	return newALB(api, cfg, nil), nil
+	return NewALB(api, cfg, nil), nil
 }
 
 // Name is "alb" and the target group's ARN.
@@ -133,7 +133,7 @@ func (b *ALB) TargetState(ctx context.Context, target string) (TargetState, erro
 	if reason == alb.ReasonNotRegistered {
 		return TargetState{}, fmt.Errorf("target %s (host address %s) in %s: %w (the ALB says %s, %s); register it "+
 			"in the target group, or set hosts[].target to the id it is registered under", id, target, b.arn,
-			errUnknownTarget, state, reason)
+			ErrUnknownTarget, state, reason)
 	}
 	now := b.clock.Now()
 	b.mu.Lock()

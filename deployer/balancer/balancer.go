@@ -1,4 +1,10 @@
-package deployer
+// Package balancer owns the deployer's view of the load balancer in front of a fleet, behind the
+// interfaces the rollout pipeline asks through: Balancer (a target's state, the live numbers),
+// Rotation (add, drain, drained, remove), Weighter (the canary's share) and OutcomeViewer (what
+// users got from each target). The adapters: the in-house LB's admin API (InHouse, also an
+// edge's), an AWS ALB target group (ALB), the edges' DNS A set (DNSSet), a tier of several
+// (Tier), and None (direct checks only). For picks the one a config names.
+package balancer
 
 import (
 	"context"
@@ -6,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/config"
 )
@@ -49,8 +56,8 @@ type Rotation interface {
 // deployer then relies on direct health checks alone.
 var ErrNoView = errors.New("balancer has no view of its targets")
 
-// errUnknownTarget is wrapped when the balancer does not know the target at all.
-var errUnknownTarget = errors.New("balancer does not know this target")
+// ErrUnknownTarget is wrapped when the balancer does not know the target at all.
+var ErrUnknownTarget = errors.New("balancer does not know this target")
 
 // TargetState is the balancer's view of one target.
 type TargetState struct {
@@ -107,15 +114,15 @@ func LiveDrift(ctx context.Context, bal Balancer, cfg config.Balancer) (Settings
 	return live, live.Drift(cfg), nil
 }
 
-// BalancerFor builds the balancer cfg describes: the in-house LB's admin API client, the ALB
+// For builds the balancer cfg describes: the in-house LB's admin API client, the ALB
 // target group (AWS SDK default credential chain; endpoint from ZERO502_ALB_ENDPOINT when set),
 // or None.
-func BalancerFor(cfg *config.Config) (Balancer, error) {
+func For(cfg *config.Config) (Balancer, error) {
 	switch cfg.Balancer.Kind {
 	case config.BalancerInHouse:
-		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return newInHouse(a, cfg.Balancer.AdminToken) }), nil
+		return tierFor(cfg.Balancer.AdminAddrs(), func(a string) Balancer { return NewInHouse(a, cfg.Balancer.AdminToken) }), nil
 	case config.BalancerEdges:
-		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return newEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
+		return tierFor(cfg.Balancer.Admins, func(a string) Balancer { return NewEdgeAdmin(a, cfg.Balancer.AdminToken) }), nil
 	case config.BalancerDNS:
 		return dnsSetFor(cfg)
 	case config.BalancerNone:
@@ -140,4 +147,26 @@ func (None) TargetState(context.Context, string) (TargetState, error) {
 // Settings always wraps ErrNoView.
 func (None) Settings(context.Context) (Settings, error) {
 	return Settings{}, fmt.Errorf("balancer.kind none: %w", ErrNoView)
+}
+
+// OutcomeViewer is a Balancer that publishes, per target, what the requests it sent there got
+// (the in-house LB: the outcomes in GET /admin/backends). The analysis reads it: health is not
+// what users get.
+type OutcomeViewer interface {
+	// Outcomes is a snapshot of every target's cumulative outcomes, one entry per balancer
+	// instance that has the target (one LB, or each LB of a tier).
+	Outcomes(ctx context.Context) (Outcomes, error)
+}
+
+// Outcomes are a snapshot of the balancer's per-target evidence: target address → its status at
+// each balancer instance (in the instances' order).
+type Outcomes map[string][]adminapi.BackendStatus
+
+// Weighter is a Balancer that splits new requests by per-target weights (the in-house LB's
+// PUT /admin/backends/{addr}/weight): how the canary gets only its share.
+type Weighter interface {
+	// SetWeight sets target's weight (adminapi.MinWeight..MaxWeight; adminapi.DefaultWeight is
+	// every target's at first): its share of new requests is its weight over the sum of the
+	// weights in rotation.
+	SetWeight(ctx context.Context, target string, weight int) error
 }

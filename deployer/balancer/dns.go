@@ -1,4 +1,4 @@
-package deployer
+package balancer
 
 import (
 	"context"
@@ -52,10 +52,10 @@ var (
 	_ Rotation = (*DNSSet)(nil)
 )
 
-// newDNSSet returns the rotation of the record set name held by set, with edge's numbers: the
+// NewDNSSet returns the rotation of the record set name held by set, with edge's numbers: the
 // wait after a removal is the longer of edge.dns_ttl and the set's own TTL, plus the monitor's
 // detection.
-func newDNSSet(name string, set recordSet, edge config.Edge, clk clock.Clock) *DNSSet {
+func NewDNSSet(name string, set recordSet, edge config.Edge, clk clock.Clock) *DNSSet {
 	if clk == nil {
 		clk = clock.Real{}
 	}
@@ -180,7 +180,7 @@ func dnsSetFor(cfg *config.Config) (Balancer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("balancer.record: %w", err)
 		}
-		return newDNSSet(set.Name(), set, cfg.Edge, nil), nil
+		return NewDNSSet(set.Name(), set, cfg.Edge, nil), nil
 	}
 	api, err := route53set.NewClient(context.Background(), route53set.ClientOptions{Endpoint: os.Getenv(envRoute53Endpoint)})
 	if err != nil {
@@ -190,5 +190,5 @@ func dnsSetFor(cfg *config.Config) (Balancer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("balancer.record: %w", err)
 	}
-	return newDNSSet(set.Name(), set, cfg.Edge, nil), nil
+	return NewDNSSet(set.Name(), set, cfg.Edge, nil), nil
 }

@@ -1,4 +1,4 @@
-package deployer
+package balancer
 
 import (
 	"context"
@@ -26,18 +26,18 @@ type InHouse struct {
 	kind string
 }
 
-// newInHouse returns a client of the admin API at admin (host:port). token, when not empty, is
+// NewInHouse returns a client of the admin API at admin (host:port). token, when not empty, is
 // sent as a bearer token (required when the admin listener is not on loopback).
-func newInHouse(admin, token string) *InHouse {
+func NewInHouse(admin, token string) *InHouse {
 	return &InHouse{admin: admin, token: token, client: &http.Client{Timeout: 3 * time.Second},
 		what: "/admin/backends", kind: "in-house LB"}
 }
 
-// newEdgeAdmin returns a client of an edge's admin API at admin (zero502 edge forward
+// NewEdgeAdmin returns a client of an edge's admin API at admin (zero502 edge forward
 // --admin): the LB instances behind it are its upstreams (GET /admin/upstreams), with the same
 // wire types and write API as an LB's backends.
-func newEdgeAdmin(admin, token string) *InHouse {
-	b := newInHouse(admin, token)
+func NewEdgeAdmin(admin, token string) *InHouse {
+	b := NewInHouse(admin, token)
 	b.what, b.kind = "/admin/upstreams", "edge"
 	return b
 }
@@ -67,7 +67,7 @@ func (b *InHouse) TargetState(ctx context.Context, target string) (TargetState, 
 	}
 	return TargetState{}, fmt.Errorf("%s at %s: target %s: %w (it has %s); "+
 		"start it with the same config or add the target (PUT %s/%[3]s)",
-		b.kind, b.admin, target, errUnknownTarget, strings.Join(known, ", "), b.what)
+		b.kind, b.admin, target, ErrUnknownTarget, strings.Join(known, ", "), b.what)
 }
 
 // targets reads the admin API's list of targets: {"backends": […]} on an LB, {"upstreams":
