@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/alarms"
 )
 
@@ -52,13 +53,13 @@ func (d *Deployer) alarmsQuiet(ctx context.Context) error {
 // watchAlarms fails the batch's verdict when one of rollout.alarms is in ALARM: looked at every
 // few seconds for window (when the analysis did not already watch the batch for it), and once at
 // its end. It is the verdict behind a balancer that publishes no per-target outcomes (an ALB).
-func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *Report, b batch, window time.Duration, waited bool) error {
+func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *report.Report, b batch, window time.Duration, waited bool) error {
 	if d.alarms == nil || d.opts.Naive {
 		return nil
 	}
 	var hosts []string
 	for _, hr := range rep.Hosts[b.first:b.end] {
-		if hr.Outcome == OutcomeDeployed {
+		if hr.Outcome == report.OutcomeDeployed {
 			hosts = append(hosts, hr.Host)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/alarms"
 	"github.com/zero502/zero502/infra/alarms/cloudwatchdouble"
 	"github.com/zero502/zero502/internal/testrig/albtest"
@@ -58,10 +59,10 @@ func TestAlarmFiringDuringABatchRollsTheFleetBack(t *testing.T) {
 			t.Errorf("%s runs %q, want v1 again", host, got)
 		}
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || !strings.Contains(a.Verdict, "rollout.alarms") {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || !strings.Contains(a.Verdict, "rollout.alarms") {
 		t.Errorf("host-a: %s, verdict %q; want rolled back by the alarm", a.Outcome, a.Verdict)
 	}
-	if b := rep.Hosts[1]; b.Outcome != OutcomeNotReached {
+	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached {
 		t.Errorf("host-b: %s, want not reached", b.Outcome)
 	}
 }

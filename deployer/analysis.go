@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
@@ -144,7 +145,7 @@ func (e *VerdictError) Error() string {
 // *VerdictError when it fails, and nil at once when there is nothing to read (analysis off, a
 // balancer that publishes no outcomes, a naive deploy); watched says whether it watched the
 // batch for window.
-func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, first, end int, window time.Duration) (watched bool, err error) {
+func (d *Deployer) analyse(ctx context.Context, version string, rep *report.Report, first, end int, window time.Duration) (watched bool, err error) {
 	ov, ok := d.bal.(balancer.OutcomeViewer)
 	a := d.cfg.Rollout.Analysis
 	if !a.Enabled || !ok || d.opts.Naive || !d.view {
@@ -153,11 +154,11 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *Report, fir
 	var fresh, hosts []string
 	newVersion := map[string]bool{} // every target this deploy put the new version on
 	for i, hr := range rep.Hosts {
-		if hr.Target == "" || hr.Outcome != OutcomeDeployed && hr.Outcome != OutcomeUnchanged {
+		if hr.Target == "" || hr.Outcome != report.OutcomeDeployed && hr.Outcome != report.OutcomeUnchanged {
 			continue
 		}
 		newVersion[hr.Target] = true
-		if i >= first && i < end && hr.Outcome == OutcomeDeployed && hr.From != "" { // a fresh host had no users to judge by
+		if i >= first && i < end && hr.Outcome == report.OutcomeDeployed && hr.From != "" { // a fresh host had no users to judge by
 			fresh = append(fresh, hr.Target)
 			hosts = append(hosts, hr.Host)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -82,11 +83,11 @@ func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing
 			t.Errorf("%s runs %q after the failed verdict, want v1", host, v)
 		}
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" || !strings.Contains(a.Verdict, "error rate") {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" || !strings.Contains(a.Verdict, "error rate") {
 		t.Errorf("host-a: %s, runs %q, verdict %q; want rolled back to v1 with the verdict", a.Outcome, a.Running, a.Verdict)
 	}
 	for _, h := range rep.Hosts[1:] {
-		if h.Outcome != OutcomeNotReached || h.Running != "v1" {
+		if h.Outcome != report.OutcomeNotReached || h.Running != "v1" {
 			t.Errorf("%s: %s, runs %q; want not reached, v1", h.Host, h.Outcome, h.Running)
 		}
 	}
@@ -171,7 +172,7 @@ func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	}
 	t.Logf("deploy took %s against its floor %s (%s of it judged): %.2f×", rep.Duration, rep.Floor, rep.Judged, float64(rep.Duration)/float64(rep.Floor))
 	for _, h := range rep.Hosts {
-		if h.Outcome != OutcomeDeployed || !strings.Contains(h.Verdict, "requests") {
+		if h.Outcome != report.OutcomeDeployed || !strings.Contains(h.Verdict, "requests") {
 			t.Errorf("%s: %s, verdict %q", h.Host, h.Outcome, h.Verdict)
 		}
 	}

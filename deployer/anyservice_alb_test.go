@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/alb"
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/config"
@@ -44,7 +45,7 @@ func pythonBehindALBStartFirstDrainedAtTheBalancer(t *testing.T) {
 		t.Errorf("no balancer-side drain:\n%s", &ev2)
 	}
 	for i, h := range rep.Hosts {
-		if h.Outcome != OutcomeDeployed || h.Running != "v2" {
+		if h.Outcome != report.OutcomeDeployed || h.Running != "v2" {
 			t.Errorf("%s: %s, runs %q; want deployed v2", h.Host, h.Outcome, h.Running)
 		}
 		oldAddr := fmt.Sprintf("127.0.0.1:%d", f.base+f.offsets[i])

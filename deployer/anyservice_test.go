@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -223,7 +224,7 @@ func deployUnderLoad(t *testing.T, f *fleet, path, postPath string) {
 	}
 	requireNoFailure(t, res)
 	for _, h := range rep.Hosts {
-		if h.Outcome != OutcomeDeployed || h.Running != "v2" {
+		if h.Outcome != report.OutcomeDeployed || h.Running != "v2" {
 			t.Errorf("%s: %s, runs %q; want deployed v2", h.Host, h.Outcome, h.Running)
 		}
 	}
@@ -302,7 +303,7 @@ func pythonStartFirstNeverHealthyKeepsTheOldInRotation(t *testing.T) {
 		t.Fatalf("deploy of a never-healthy v2: %v, want the healthy deadline named\nevents:\n%s", err, &ev)
 	}
 	requireNoFailure(t, res)
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back, v1\nevents:\n%s", a.Outcome, a.Running, &ev)
 	}
 	for _, e := range ev.events {

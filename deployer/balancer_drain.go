@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 )
@@ -35,7 +36,7 @@ func balancerDrainWindow(cfg *config.Config) time.Duration {
 // (nothing in flight), at most balancerDrainWindow plus a few polls. A target still busy then
 // is signalled anyway, and the event says how many requests that may cut: a request longer than
 // the drain window (I9 keeps the window above balancer.header_timeout).
-func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runtime.Instance, target string, tl *Timeline) error {
+func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runtime.Instance, target string, tl *report.Timeline) error {
 	rot, ok := d.bal.(balancer.Rotation)
 	if !ok {
 		return fmt.Errorf("host %s: service %s: drain: balancer needs a balancer the deployer can change (inhouse or alb); %s cannot",

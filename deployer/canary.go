@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -51,7 +52,7 @@ func (d *Deployer) canaryHosts() int {
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,
 // with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window. It
 // returns the window it judged the batch for (0: not judged), the deploy's floor's part.
-func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *Report, b batch) (window time.Duration, judged error) {
+func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *report.Report, b batch) (window time.Duration, judged error) {
 	window = d.cfg.Rollout.Analysis.Window
 	fresh := true // a first deploy onto empty hosts has no users yet, nor an old version to compare with
 	for _, hr := range rep.Hosts[b.first:b.end] {
@@ -139,10 +140,10 @@ func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
 }
 
 // deployedTargets are the targets of the batch's hosts that took the new version.
-func (d *Deployer) deployedTargets(rep *Report, b batch) []string {
+func (d *Deployer) deployedTargets(rep *report.Report, b batch) []string {
 	var ts []string
 	for _, hr := range rep.Hosts[b.first:b.end] {
-		if hr.Target != "" && hr.Outcome == OutcomeDeployed {
+		if hr.Target != "" && hr.Outcome == report.OutcomeDeployed {
 			ts = append(ts, hr.Target)
 		}
 	}

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/promtest"
 )
 
 // A first deploy onto empty hosts simply starts v1; the next rolls v1 → v2 under load without a
@@ -33,7 +35,7 @@ func TestFreshFleetStartsThenRollsUnderLoadWithNoFailedRequest(t *testing.T) {
 		t.Fatalf("first deploy: %v\nevents:\n%s", err, &ev1)
 	}
 	for _, h := range rep.Hosts {
-		if h.From != "" || h.Outcome != OutcomeDeployed || h.Running != "v1" || !h.Timeline.DrainStarted.IsZero() {
+		if h.From != "" || h.Outcome != report.OutcomeDeployed || h.Running != "v1" || !h.Timeline.DrainStarted.IsZero() {
 			t.Errorf("first deploy %s: from %q outcome %q running %q drain %v; want a fresh start of v1",
 				h.Host, h.From, h.Outcome, h.Running, h.Timeline.DrainStarted)
 		}
@@ -79,8 +81,8 @@ func TestFreshFleetStartsThenRollsUnderLoadWithNoFailedRequest(t *testing.T) {
 		t.Fatalf("rerun: %v\nevents:\n%s", err, &ev3)
 	}
 	for _, h := range rep.Hosts {
-		if h.Outcome != OutcomeUnchanged {
-			t.Errorf("rerun on %s: %s, want %s (verified, not redeployed)", h.Host, h.Outcome, OutcomeUnchanged)
+		if h.Outcome != report.OutcomeUnchanged {
+			t.Errorf("rerun on %s: %s, want %s (verified, not redeployed)", h.Host, h.Outcome, report.OutcomeUnchanged)
 		}
 	}
 	if strings.Contains(ev3.String(), " "+StepDrain+" ") {
@@ -112,10 +114,10 @@ func TestNeverHealthyVersionIsRolledBackAndTheRolloutStops(t *testing.T) {
 		t.Fatalf("deploy of a never-healthy v2: %v, want the healthy deadline named\nevents:\n%s", err, &ev)
 	}
 	a, b := rep.Hosts[0], rep.Hosts[1]
-	if a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
 	}
-	if b.Outcome != OutcomeNotReached || b.Running != "v1" {
+	if b.Outcome != report.OutcomeNotReached || b.Running != "v1" {
 		t.Errorf("host-b: %s, runs %q; want not reached, still v1", b.Outcome, b.Running)
 	}
 	if got := rep.Versions(); got["host-a"] != "v1" || got["host-b"] != "v1" {
@@ -128,10 +130,10 @@ func TestNeverHealthyVersionIsRolledBackAndTheRolloutStops(t *testing.T) {
 		t.Errorf("host-b's published spec: %v %v, want v1 untouched", s.Version, err)
 	}
 	textfile := filepath.Join(t.TempDir(), "zero502_deploy.prom")
-	if err := WriteMetricsTextfile(textfile, *rep); err != nil {
+	if err := report.WriteMetricsTextfile(textfile, *rep); err != nil {
 		t.Fatal(err)
 	}
-	requireSamples(t, textfile, map[string]float64{
+	promtest.Require(t, textfile, map[string]float64{
 		`zero502_deploy_last_result{result="failed",version="v2"}`:         1,
 		`zero502_deploy_last_result{result="succeeded",version="v2"}`:      0,
 		`zero502_deploy_host_outcome{host="host-a",outcome="rolled back"}`: 1,
@@ -195,7 +197,7 @@ func TestKilledDeployerIsFinishedByARerun(t *testing.T) {
 		t.Fatalf("rerun: %v\nevents:\n%s", err, &ev)
 	}
 	for _, h := range rep.Hosts {
-		if h.Running != "v2" || (h.Outcome != OutcomeDeployed && h.Outcome != OutcomeUnchanged) {
+		if h.Running != "v2" || (h.Outcome != report.OutcomeDeployed && h.Outcome != report.OutcomeUnchanged) {
 			t.Errorf("after the rerun %s: %s, runs %q; want v2", h.Host, h.Outcome, h.Running)
 		}
 	}
@@ -291,7 +293,7 @@ func TestNeverHealthyOnAFreshHostLeavesItEmpty(t *testing.T) {
 	if err == nil {
 		t.Fatalf("deploy of a never-healthy v1 succeeded\nevents:\n%s", &ev)
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to nothing", a.Outcome, a.Running)
 	}
 	f.requireUntouched()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
@@ -130,18 +131,18 @@ var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
 // Deploy rolls every host to version, batch by batch, and returns the report. The error is a
 // *refusedError when preflight refused (no host touched), else the first host's failure (that
 // host rolled back, the rollout stopped); the report says which host runs which version.
-func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) {
+func (d *Deployer) Deploy(ctx context.Context, version string) (*report.Report, error) {
 	d.started = d.clock.Now()
 	d.mux = &sshMux{bin: d.opts.SSH}
 	defer d.mux.close()
-	rep := &Report{Version: version, Naive: d.opts.Naive, Started: d.started}
+	rep := &report.Report{Version: version, Naive: d.opts.Naive, Started: d.started}
 	for _, h := range d.cfg.Hosts {
-		rep.Hosts = append(rep.Hosts, HostReport{Host: h.Name, To: version, Outcome: OutcomeNotReached})
+		rep.Hosts = append(rep.Hosts, report.HostReport{Host: h.Name, To: version, Outcome: report.OutcomeNotReached})
 	}
 	err := d.deploy(ctx, version, rep)
 	d.readBack(ctx, rep)
 	if err == nil {
-		if herr := d.runHook(ctx, "post_deploy", d.cfg.Hooks.PostDeploy, version, map[string]string{HookEnvRunning: rep.runningList()}); herr != nil {
+		if herr := d.runHook(ctx, "post_deploy", d.cfg.Hooks.PostDeploy, version, map[string]string{HookEnvRunning: runningList(rep)}); herr != nil {
 			err = fmt.Errorf("every host runs %s, verified, and stays on it, but %w", version, herr)
 		}
 	}
@@ -149,7 +150,7 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 	if err != nil && !errors.As(err, &refused) {
 		// Said even when the deploy was interrupted: the hook's own timeout bounds it.
 		_ = d.runHook(context.WithoutCancel(ctx), "on_failure", d.cfg.Hooks.OnFailure, version,
-			map[string]string{HookEnvRunning: rep.runningList(), HookEnvError: err.Error()})
+			map[string]string{HookEnvRunning: runningList(rep), HookEnvError: err.Error()})
 	}
 	if d.fleet != nil {
 		_ = d.fleet.Release()
@@ -165,7 +166,7 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*Report, error) 
 	return rep, err
 }
 
-func (d *Deployer) deploy(ctx context.Context, version string, rep *Report) error {
+func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Report) error {
 	if !versionRE.MatchString(version) {
 		return &refusedError{Reasons: []string{fmt.Sprintf("--version %q: must be 1–128 letters, digits, . _ + - "+
 			"starting with a letter or digit (it names images and appears in specs)", version)}}
@@ -306,13 +307,13 @@ func (d *Deployer) setup() error {
 }
 
 // readBack fills each host's Running version from its runtime: what it really runs now.
-func (d *Deployer) readBack(ctx context.Context, rep *Report) {
+func (d *Deployer) readBack(ctx context.Context, rep *report.Report) {
 	ctx = context.WithoutCancel(ctx)
 	d.eachHost(hostIndexes(len(d.cfg.Hosts)), func(i int) { d.readBackHost(ctx, d.cfg.Hosts[i], &rep.Hosts[i]) })
 }
 
 // readBackHost is readBack for one host.
-func (d *Deployer) readBackHost(ctx context.Context, h config.Host, hr *HostReport) {
+func (d *Deployer) readBackHost(ctx context.Context, h config.Host, hr *report.HostReport) {
 	if h.SSH != "" {
 		d.readBackRemote(ctx, h, hr) // remote.go
 		return
@@ -333,7 +334,7 @@ func (d *Deployer) readBackHost(ctx context.Context, h config.Host, hr *HostRepo
 		}
 	}
 	hr.Running = summarize(versions, len(d.cfg.Services))
-	if hr.Outcome == OutcomeNotReached && hr.From == "" {
+	if hr.Outcome == report.OutcomeNotReached && hr.From == "" {
 		hr.From = hr.Running
 	}
 }

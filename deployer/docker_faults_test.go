@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
@@ -60,7 +61,7 @@ func (f *dockerFleet) running(t *testing.T, host string) []string {
 	return out
 }
 
-func (f *dockerFleet) deploy(t *testing.T, path, version string) (*Report, *eventLog, error) {
+func (f *dockerFleet) deploy(t *testing.T, path, version string) (*report.Report, *eventLog, error) {
 	t.Helper()
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -81,10 +82,10 @@ func TestDockerVersionThatCrashesAfterStartIsCaughtByTheBake(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited with code 1") {
 		t.Fatalf("deploy of a v2 container that exits 1.5s after its start: %v, want it caught\nevents:\n%s", err, ev)
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("%s: %s, runs %q; want rolled back to v1\nevents:\n%s", a.Host, a.Outcome, a.Running, ev)
 	}
-	if b := rep.Hosts[1]; b.Outcome != OutcomeNotReached || b.Running != "v1" {
+	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached || b.Running != "v1" {
 		t.Errorf("%s: %s, runs %q; want not reached, v1", b.Host, b.Outcome, b.Running)
 	}
 	if got := f.running(t, f.hosts[0]); len(got) != 1 || got[0] != "v1" {
@@ -153,7 +154,7 @@ func TestDockerFailedRedeployKeepsThePublishedSpec(t *testing.T) {
 	if err == nil {
 		t.Fatalf("redeploy onto a held port succeeded\nevents:\n%s", ev)
 	}
-	if o := rep.Hosts[0].Outcome; o == OutcomeDeployed || o == OutcomeUnchanged {
+	if o := rep.Hosts[0].Outcome; o == report.OutcomeDeployed || o == report.OutcomeUnchanged {
 		t.Errorf("%s: %s, want a failure", f.hosts[0], o)
 	}
 	s, err := spec.Read(spec.Path(filepath.Join(f.dir, f.hosts[0])))

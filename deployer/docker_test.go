@@ -14,6 +14,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker/dockertest"
@@ -112,10 +113,10 @@ func TestDockerDeployAndAContainerThatExitsBeforeHealthyFailsAtOnce(t *testing.T
 	if took >= cfg.Rollout.HealthyDeadline {
 		t.Errorf("the deploy took %s: it waited out rollout.healthy_deadline %s", took, cfg.Rollout.HealthyDeadline)
 	}
-	if h := rep.Hosts[0]; h.Outcome != OutcomeRolledBack || h.Running != "v1" {
+	if h := rep.Hosts[0]; h.Outcome != report.OutcomeRolledBack || h.Running != "v1" {
 		t.Errorf("%s: %s, runs %q; want rolled back to v1\nevents:\n%s", host, h.Outcome, h.Running, &ev)
 	}
-	if h := rep.Hosts[1]; h.Outcome != OutcomeNotReached || h.Running != "v1" {
+	if h := rep.Hosts[1]; h.Outcome != report.OutcomeNotReached || h.Running != "v1" {
 		t.Errorf("%s: %s, runs %q; want not reached, still v1", h.Host, h.Outcome, h.Running)
 	}
 	insts, err := rt.List(context.Background(), runtime.Filter{Host: host, Service: "web"})
@@ -185,7 +186,7 @@ func TestDockerDeployPullsFromARegistryAndAPullFailureChangesNothing(t *testing.
 			t.Errorf("error does not say %q: %v", want, err)
 		}
 	}
-	if h := rep.Hosts[0]; h.Outcome != outcomeUntouched || h.Running != "v1" {
+	if h := rep.Hosts[0]; h.Outcome != report.OutcomeUntouched || h.Running != "v1" {
 		t.Errorf("%s: %s, runs %q; want untouched, still v1", host, h.Outcome, h.Running)
 	}
 	after, err := rt.List(ctx, runtime.Filter{Host: host, Service: "web"})

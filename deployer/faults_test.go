@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -44,10 +45,10 @@ func TestVersionThatCrashesAfterStartIsCaughtByTheBake(t *testing.T) {
 		}
 	}
 	a, b := rep.Hosts[0], rep.Hosts[1]
-	if a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1\nevents:\n%s", a.Outcome, a.Running, &ev)
 	}
-	if b.Outcome != OutcomeNotReached || b.Running != "v1" {
+	if b.Outcome != report.OutcomeNotReached || b.Running != "v1" {
 		t.Errorf("host-b: %s, runs %q; want not reached, still v1", b.Outcome, b.Running)
 	}
 	if got := f.versions(); got["host-a"] != "v1" || got["host-b"] != "v1" {
@@ -78,10 +79,10 @@ func TestHostsDoneAreReverifiedBeforeTheNextBatch(t *testing.T) {
 	if !strings.Contains(err.Error(), "re-verified after its step") || !strings.Contains(err.Error(), "host host-a") {
 		t.Errorf("error does not say host-a failed its re-verification: %v\nevents:\n%s", err, &ev)
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1 after its re-verification\nevents:\n%s", a.Outcome, a.Running, &ev)
 	}
-	if c := rep.Hosts[2]; c.Outcome != OutcomeNotReached || c.Running != "v1" {
+	if c := rep.Hosts[2]; c.Outcome != report.OutcomeNotReached || c.Running != "v1" {
 		t.Errorf("host-c: %s, runs %q; want not reached, still v1", c.Outcome, c.Running)
 	}
 	if s, err := spec.Read(spec.Path(f.stateDir(0))); err != nil || s.Version != "v1" {
@@ -181,7 +182,7 @@ func TestUnwritableStateDirRefusesBeforeAnyHostChanges(t *testing.T) {
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "host host-b: state dir") {
 		t.Fatalf("deploy with host-b's state dir under a file: %v, want refused naming host-b's state dir", err)
 	}
-	if !rep.Refused || rep.Hosts[0].Outcome != OutcomeNotReached {
+	if !rep.Refused || rep.Hosts[0].Outcome != report.OutcomeNotReached {
 		t.Errorf("report: refused %v, host-a %s; want refused, host-a not reached", rep.Refused, rep.Hosts[0].Outcome)
 	}
 	if after := f.instances("host-a"); after["web"].ID != before["web"].ID {
@@ -218,7 +219,7 @@ func TestFailedRedeployKeepsThePublishedSpec(t *testing.T) {
 	if err == nil {
 		t.Fatalf("redeploy onto a held port succeeded\nevents:\n%s", &ev)
 	}
-	if rep.Hosts[0].Outcome == OutcomeDeployed || rep.Hosts[0].Outcome == OutcomeUnchanged {
+	if rep.Hosts[0].Outcome == report.OutcomeDeployed || rep.Hosts[0].Outcome == report.OutcomeUnchanged {
 		t.Errorf("host-a: %s, want a failure", rep.Hosts[0].Outcome)
 	}
 	s, err := spec.Read(spec.Path(f.stateDir(0)))
@@ -254,7 +255,7 @@ func TestChangedConfigUnderTheSameVersionIsRolledOut(t *testing.T) {
 		t.Fatalf("deploy v1 with a changed env: %v", err)
 	}
 	for _, h := range rep.Hosts {
-		if h.Outcome != OutcomeDeployed {
+		if h.Outcome != report.OutcomeDeployed {
 			t.Errorf("%s: %s, want deployed (its spec changed)", h.Host, h.Outcome)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -15,7 +16,7 @@ import (
 // it ran before, newest first, each under its host lock and through the same drain; with stop,
 // only the judged batch does. It returns the error the deploy ends with: the verdict, and which
 // host runs what now.
-func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *Report, first, end int, verdict error) error {
+func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *report.Report, first, end int, verdict error) error {
 	from := first
 	if d.cfg.Rollout.OnFailure == config.OnFailureRollback {
 		from = 0
@@ -24,7 +25,7 @@ func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *Repor
 	var errs []error
 	for i := end - 1; i >= from; i-- {
 		hr := &rep.Hosts[i]
-		if hr.Outcome != OutcomeDeployed {
+		if hr.Outcome != report.OutcomeDeployed {
 			continue // unchanged hosts ran the version before this deploy; the rest never got it
 		}
 		h := d.cfg.Hosts[i]
@@ -60,7 +61,7 @@ func (e *rolledBackError) Unwrap() error { return e.verdict }
 // rollBackHost returns one host that finished its step on version to its last good spec: a
 // local host under its lock through rollback; a host over ssh by a step to the version it ran
 // before, on the host.
-func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *HostReport, cause error) error {
+func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *report.HostReport, cause error) error {
 	if h.SSH != "" {
 		if hr.From == "" {
 			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)
@@ -69,7 +70,7 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 		if err := d.remoteStep(ctx, h, hr.From, hr); err != nil {
 			return fmt.Errorf("host %s: roll back to %s: %w", h.Name, prev.From, err)
 		}
-		hr.From, hr.To, hr.Outcome, hr.Error, hr.Verdict = prev.From, prev.To, OutcomeRolledBack, cause.Error(), prev.Verdict
+		hr.From, hr.To, hr.Outcome, hr.Error, hr.Verdict = prev.From, prev.To, report.OutcomeRolledBack, cause.Error(), prev.Verdict
 		return nil
 	}
 	rt := d.runtimes[h.Name]
@@ -79,7 +80,7 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 	}
 	lock, err := d.lock(ctx, h, version)
 	if err != nil {
-		hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, err)
+		hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, err)
 		return fmt.Errorf("host %s: %s", h.Name, hr.Error)
 	}
 	defer lock.Release()
@@ -89,7 +90,7 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 	verdict := hr.Verdict
 	err = d.rollback(ctx, h, rt, back, published, hr, cause)
 	hr.Verdict = verdict
-	if hr.Outcome == OutcomeRolledBack {
+	if hr.Outcome == report.OutcomeRolledBack {
 		return nil
 	}
 	return err

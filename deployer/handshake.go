@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -23,7 +24,7 @@ var errStillInRotation = errors.New("target still in rotation at the balancer")
 // I2). With drain: balancer the deployer first takes the target out of rotation at the balancer
 // and waits until nothing is in flight to it (drainAtBalancer), and only then signals. A naive
 // deploy kills at once (grace 0) without watching.
-func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) error {
+func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *report.Timeline) error {
 	target := inst.Address
 	if target == "" {
 		target = svc.Address

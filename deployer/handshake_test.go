@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/runtime"
 )
 
@@ -30,10 +31,10 @@ func TestServerGoneBeforeLeavingRotationStopsTheRollout(t *testing.T) {
 	if !errors.Is(err, errStillInRotation) {
 		t.Fatalf("deploy v2: %v, want ErrStillInRotation\nevents:\n%s", err, &ev)
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" || !a.Timeline.LeftRotation.IsZero() {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" || !a.Timeline.LeftRotation.IsZero() {
 		t.Errorf("host-a: %s, runs %q, left rotation %v; want rolled back to v1, never seen leaving", a.Outcome, a.Running, a.Timeline.LeftRotation)
 	}
-	if b := rep.Hosts[1]; b.Outcome != OutcomeNotReached || b.Running != "v1" {
+	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached || b.Running != "v1" {
 		t.Errorf("host-b: %s, runs %q; want not reached, on v1", b.Outcome, b.Running)
 	}
 }
@@ -57,7 +58,7 @@ func TestKilledOldInstanceFailsNamingI2(t *testing.T) {
 	if !errors.Is(err, runtime.ErrKilled) || !strings.Contains(err.Error(), "invariant I2") {
 		t.Fatalf("deploy v2: %v, want ErrKilled naming invariant I2\nevents:\n%s", err, &ev)
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
 	}
 }

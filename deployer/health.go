@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/healthcheck"
 	"github.com/zero502/zero502/infra/runtime"
@@ -37,7 +38,7 @@ func (d *Deployer) get(ctx context.Context, addr, path string) (healthcheck.Answ
 // on every poll (startPoll: a new instance is watched closely), so one that exits meanwhile
 // fails the step at once, naming host, service and exit code. It returns when the instance first
 // answered healthy directly (its stability window counts from there).
-func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *Timeline) (time.Time, error) {
+func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *report.Timeline) (time.Time, error) {
 	begin := d.clock.Now()
 	deadline := begin.Add(d.cfg.Rollout.HealthyDeadline)
 	var last error
@@ -54,7 +55,7 @@ func (d *Deployer) waitHealthy(ctx context.Context, h config.Host, rt Runtime, i
 		case !cur.Running():
 			return time.Time{}, fmt.Errorf("host %s: service %s: new version %s %s +%s after its start, before it was healthy "+
 				"(not waiting out rollout.healthy_deadline %s)%s", h.Name, svc.Name, svc.Version, exitedWith(cur.ExitCode),
-				round(d.clock.Now().Sub(begin)), d.cfg.Rollout.HealthyDeadline, logHint(rt, cur))
+				report.Round(d.clock.Now().Sub(begin)), d.cfg.Rollout.HealthyDeadline, logHint(rt, cur))
 		case cur.Health == "unhealthy":
 			last = fmt.Errorf("the runtime's health check says unhealthy")
 		case !direct && svc.Port > 0:

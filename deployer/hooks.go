@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
@@ -122,7 +123,7 @@ func hostHookVars(h config.Host, svc, target, previous string) map[string]string
 }
 
 // runningList is host=version,… of a report, in deploy order.
-func (r *Report) runningList() string {
+func runningList(r *report.Report) string {
 	parts := make([]string, len(r.Hosts))
 	for i, h := range r.Hosts {
 		parts[i] = h.Host + "=" + orDefault(h.Running, "unknown")

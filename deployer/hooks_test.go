@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
@@ -160,10 +161,10 @@ func TestFailingCheckBeforeTrafficKeepsTheOldVersionServing(t *testing.T) {
 				t.Errorf("the error does not carry the hook's output: %v", err)
 			}
 			requireNoFailure(t, res)
-			if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+			if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 				t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
 			}
-			if b := rep.Hosts[1]; b.Outcome != OutcomeNotReached || b.Running != "v1" {
+			if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached || b.Running != "v1" {
 				t.Errorf("host-b: %s, runs %q; want not reached, on v1", b.Outcome, b.Running)
 			}
 			for _, e := range ev.events {
@@ -212,10 +213,10 @@ func TestFailingPostTrafficHookRollsTheHostBack(t *testing.T) {
 		t.Fatalf("deploy v2 with a failing post_traffic: %v; want the hook and its exit named\nevents:\n%s", err, ev)
 	}
 	requireNoFailure(t, res)
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
 	}
-	if b := rep.Hosts[1]; b.Outcome != OutcomeNotReached {
+	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached {
 		t.Errorf("host-b: %s, want not reached", b.Outcome)
 	}
 }
@@ -235,7 +236,7 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 	if _, err := f.deployer(f.load(plain), nil, Options{}).Deploy(ctx, "v1"); err != nil {
 		t.Fatal(err)
 	}
-	deploy := func(c *config.Config, version string) (*Report, error) {
+	deploy := func(c *config.Config, version string) (*report.Report, error) {
 		t.Helper()
 		return f.deployer(f.load(f.write("hooked.yaml", c)), nil, Options{}).Deploy(ctx, version)
 	}
@@ -298,7 +299,7 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 		t.Fatalf("a failing post_deploy: %v; want a failure saying every host stays on v2", err)
 	}
 	for _, h := range rep.Hosts {
-		if h.Running != "v2" || h.Outcome != OutcomeDeployed {
+		if h.Running != "v2" || h.Outcome != report.OutcomeDeployed {
 			t.Errorf("%s: %s, runs %q; want deployed, on v2", h.Host, h.Outcome, h.Running)
 		}
 	}

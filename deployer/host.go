@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
@@ -31,7 +32,7 @@ type imageEnsurer interface {
 // deployHost is one host's step: lock, publish, swap each service through its drain, verify,
 // release. On failure the host is rolled back to its last good spec, which survives any failed
 // step.
-func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string, rep *HostReport) error {
+func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string, rep *report.HostReport) error {
 	if h.SSH != "" {
 		return d.remoteStep(ctx, h, version, rep) // the same step, run on the host (remote.go)
 	}
@@ -49,20 +50,20 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 
 	plan, err := d.plan(ctx, h, rt, version)
 	if err != nil {
-		rep.Outcome, rep.Error = outcomeUntouched, err.Error()
+		rep.Outcome, rep.Error = report.OutcomeUntouched, err.Error()
 		return err
 	}
 	if plan.resume {
 		if err := d.verify(ctx, h, rt, plan.want); err == nil {
 			d.setBack(h, plan.back)
-			rep.Outcome, rep.Running, rep.Target = OutcomeUnchanged, version, d.targetOf(plan.want)
+			rep.Outcome, rep.Running, rep.Target = report.OutcomeUnchanged, version, d.targetOf(plan.want)
 			d.emit(Event{Host: h.Name, Step: stepUnchanged, Version: version,
 				Message: "already runs " + version + " as published, healthy and in rotation: verified, not redeployed"})
 			return nil
 		}
 	}
 	if err := d.ensureImages(ctx, h, rt, plan.want); err != nil {
-		rep.Outcome, rep.Error = outcomeUntouched, err.Error()
+		rep.Outcome, rep.Error = report.OutcomeUntouched, err.Error()
 		return err
 	}
 
@@ -90,7 +91,7 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 	}
 	if err == nil {
 		d.setBack(h, plan.back)
-		rep.Outcome, rep.Running, rep.Target = OutcomeDeployed, version, d.targetOf(plan.want)
+		rep.Outcome, rep.Running, rep.Target = report.OutcomeDeployed, version, d.targetOf(plan.want)
 		rep.Floor = d.StabilityWindow()
 		if bsvc, ok := d.cfg.BalancedService(); !rep.Timeline.DrainStarted.IsZero() && (!ok || bsvc.Drain == config.DrainHandshake) {
 			rep.Floor += d.cfg.Drain.Window // the handshake waits its window out; a balancer-side drain only until nothing is in flight
@@ -285,14 +286,14 @@ func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) 
 // balancer sends it users (held out at the balancer meanwhile when it would otherwise come back
 // by its health alone). tl, when not
 // nil, records the balanced service's handshake.
-func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s spec.Spec, keep bool, gate *trafficGate, tl *Timeline) error {
+func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s spec.Spec, keep bool, gate *trafficGate, tl *report.Timeline) error {
 	bsvc, balanced := d.cfg.BalancedService()
 	rot, canRotate := d.bal.(balancer.Rotation)
 	var started []fresh
 	for _, svc := range s.Services {
 		isBalanced := balanced && svc.Name == bsvc.Name
 		watch := isBalanced && d.view && !d.opts.Naive
-		var stl *Timeline
+		var stl *report.Timeline
 		if isBalanced {
 			stl = tl
 		}
@@ -392,7 +393,7 @@ func (d *Deployer) rollbackBudget(n int) time.Duration {
 // rollback returns host h to back after cause: republish it (or remove the spec of a fresh
 // host), converge, verify. The host's report says what it runs afterwards. The published spec is
 // removed only on a host that had none and ran nothing: a last good spec survives every failure.
-func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back *spec.Spec, failed spec.Spec, rep *HostReport, cause error) error {
+func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back *spec.Spec, failed spec.Spec, rep *report.HostReport, cause error) error {
 	// The rollback runs even when the deploy's context was cancelled: never leave a host half-applied.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.rollbackBudget(len(failed.Services)))
 	defer cancel()
@@ -427,11 +428,11 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 		}
 	}
 	if err != nil {
-		rep.Outcome, rep.Error = OutcomeFailed, fmt.Sprintf("%v; rollback to %s failed too: %v", cause, to, err)
+		rep.Outcome, rep.Error = report.OutcomeFailed, fmt.Sprintf("%v; rollback to %s failed too: %v", cause, to, err)
 		d.emit(Event{Host: h.Name, Step: stepFailed, Message: rep.Error})
 		return fmt.Errorf("%w; rollback to %s failed too: %v: look at host %s", cause, to, err, h.Name)
 	}
-	rep.Outcome, rep.Error, rep.Running = OutcomeRolledBack, cause.Error(), ""
+	rep.Outcome, rep.Error, rep.Running = report.OutcomeRolledBack, cause.Error(), ""
 	if back != nil {
 		rep.Running = back.Version
 	}

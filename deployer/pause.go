@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
@@ -76,7 +77,7 @@ func writePause(cfg *config.Config, p Pause) error {
 // pauseAfterCanary records the pause and waits, holding the fleet lock, until promote or abort
 // decides (nil: go on) or ctx ends (the record stays for a later promote or abort, which then
 // takes the lock itself).
-func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *Report, b batch) (decision string, err error) {
+func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *report.Report, b batch) (decision string, err error) {
 	p := Pause{Version: version, Since: d.clock.Now().UTC(), By: d.holder(version).String()}
 	for _, h := range d.cfg.Hosts[b.first:b.end] {
 		p.Canary = append(p.Canary, h.Name)
@@ -112,7 +113,7 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *Re
 // timeout for it to be taken; otherwise Decide takes the fleet lock and acts: promote deploys the
 // paused version to the rest (the canary hosts, already on it, are verified, not redeployed),
 // abort rolls the canary hosts back to the spec each ran before.
-func Decide(ctx context.Context, cfg *config.Config, decision string, opts Options, timeout time.Duration) (*Report, error) {
+func Decide(ctx context.Context, cfg *config.Config, decision string, opts Options, timeout time.Duration) (*report.Report, error) {
 	p, err := readPause(cfg)
 	if err != nil {
 		return nil, err
@@ -154,11 +155,11 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 
 // abort rolls the paused canary hosts back to the spec each ran before (kept beside its spec as
 // previous.json), under the fleet lock and each host's lock, through the drain.
-func (d *Deployer) abort(ctx context.Context, p Pause) (*Report, error) {
+func (d *Deployer) abort(ctx context.Context, p Pause) (*report.Report, error) {
 	d.started = d.clock.Now()
-	rep := &Report{Version: p.Version, Started: d.started}
+	rep := &report.Report{Version: p.Version, Started: d.started}
 	for _, h := range d.cfg.Hosts {
-		rep.Hosts = append(rep.Hosts, HostReport{Host: h.Name, To: p.Version, Outcome: OutcomeNotReached})
+		rep.Hosts = append(rep.Hosts, report.HostReport{Host: h.Name, To: p.Version, Outcome: report.OutcomeNotReached})
 	}
 	err := d.abortCanary(ctx, p, rep)
 	d.readBack(ctx, rep)
@@ -172,7 +173,7 @@ func (d *Deployer) abort(ctx context.Context, p Pause) (*Report, error) {
 	return rep, err
 }
 
-func (d *Deployer) abortCanary(ctx context.Context, p Pause, rep *Report) error {
+func (d *Deployer) abortCanary(ctx context.Context, p Pause, rep *report.Report) error {
 	if err := d.setup(); err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func (d *Deployer) abortCanary(ctx context.Context, p Pause, rep *Report) error 
 			continue
 		}
 		hr := &rep.Hosts[i]
-		hr.Outcome = OutcomeDeployed
+		hr.Outcome = report.OutcomeDeployed
 		if h.SSH == "" {
 			prev, err := spec.Read(filepath.Join(d.cfg.HostStateDir(h), previousFileName))
 			if err != nil {

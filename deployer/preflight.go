@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
@@ -197,7 +198,7 @@ func (d *Deployer) servingNow(ctx context.Context, h config.Host, svc config.Ser
 			problems = append(problems, fmt.Sprintf("target %s: %v", target, err))
 		case !st.InRotation:
 			problems = append(problems, fmt.Sprintf("target %s: balancer says %s since %s (%s ago)", target, st.State,
-				st.Since.Format("15:04:05.000"), round(d.clock.Now().Sub(st.Since))))
+				st.Since.Format("15:04:05.000"), report.Round(d.clock.Now().Sub(st.Since))))
 		}
 	}
 	if len(problems) > 0 {

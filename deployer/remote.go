@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -281,7 +282,7 @@ var errUnreachable = errors.New("unreachable over ssh")
 
 // remoteStep is deployHost for a host reached over ssh: the step runs there; its events are
 // relayed and its report taken from its last line.
-func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string, rep *HostReport) error {
+func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string, rep *report.HostReport) error {
 	args := []string{"host", "step", "--config", "-", "--host", h.Name, "--version", version,
 		"--lock-timeout", d.opts.LockTimeout.String()}
 	if d.opts.Naive {
@@ -325,11 +326,11 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 		}
 		if !began && errors.Is(err, errUnreachable) {
 			// ssh never got there: nothing ran, the host runs what it ran.
-			rep.Outcome, rep.Running = OutcomeUnreachable, rep.From
+			rep.Outcome, rep.Running = report.OutcomeUnreachable, rep.From
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
 			return fmt.Errorf("%s", rep.Error)
 		}
-		rep.Outcome, rep.Running = OutcomeUnknown, ""
+		rep.Outcome, rep.Running = report.OutcomeUnknown, ""
 		rep.Error = fmt.Sprintf("lost the step on host %s after it began: what it runs is unknown: %v; the host's step rolls back by itself "+
 			"when it sees the connection gone: check it with zero502 status, then deploy again", h.Name, err)
 		return fmt.Errorf("%s", rep.Error)
@@ -416,7 +417,7 @@ func (d *Deployer) remoteView(ctx context.Context, h config.Host, version string
 }
 
 // readBackRemote fills a remote host's Running when its step did not say (not reached, or lost).
-func (d *Deployer) readBackRemote(ctx context.Context, h config.Host, rep *HostReport) {
+func (d *Deployer) readBackRemote(ctx context.Context, h config.Host, rep *report.HostReport) {
 	if rep.Running != "" {
 		return
 	}
@@ -427,7 +428,7 @@ func (d *Deployer) readBackRemote(ctx context.Context, h config.Host, rep *HostR
 		return
 	}
 	rep.Running = l.Running
-	if rep.Outcome == OutcomeNotReached && rep.From == "" {
+	if rep.Outcome == report.OutcomeNotReached && rep.From == "" {
 		rep.From = l.Running
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 )
 
 // What a host prints is read in bounded lines: a line over the limit is replaced by a note of
@@ -78,7 +79,7 @@ exec ` + bin + ` "$@"
 	}
 	budget := d.rollbackBudget(len(cfg.Services))
 	type result struct {
-		rep *Report
+		rep *report.Report
 		err error
 	}
 	done := make(chan result, 1)
@@ -111,7 +112,7 @@ exec ` + bin + ` "$@"
 	for _, h := range r.rep.Hosts {
 		fmt.Fprintf(&buf, "%s %s running %q; ", h.Host, h.Outcome, h.Running)
 	}
-	if r.rep.Hosts[0].Outcome != OutcomeUnknown || r.rep.Hosts[1].Outcome != OutcomeNotReached {
+	if r.rep.Hosts[0].Outcome != report.OutcomeUnknown || r.rep.Hosts[1].Outcome != report.OutcomeNotReached {
 		t.Errorf("report %s; want host-a unknown (it began and was cut off), host-b not reached", buf.String())
 	}
 }

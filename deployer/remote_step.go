@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -14,8 +15,8 @@ import (
 
 // StepResult is the last line `zero502 host step` prints: the host's report and its error.
 type StepResult struct {
-	HostReport *HostReport `json:"host_report"`
-	Error      string      `json:"error,omitempty"`
+	HostReport *report.HostReport `json:"host_report"`
+	Error      string             `json:"error,omitempty"`
 }
 
 // hostLook is what `zero502 host look` prints: the host's state, read on the host before a
@@ -60,8 +61,8 @@ func onHost(cfg *config.Config, name string, opts Options) (*Deployer, config.Ho
 // HostStep runs host name's deploy step on this machine: the lock, the spec, the handshake,
 // verify, and on failure the rollback, exactly as for a local host. opts.Events receives the
 // step's events. The report's Running is read back from the host's runtime.
-func HostStep(ctx context.Context, cfg *config.Config, name, version string, opts Options) (HostReport, error) {
-	rep := HostReport{Host: name, To: version, Outcome: OutcomeNotReached}
+func HostStep(ctx context.Context, cfg *config.Config, name, version string, opts Options) (report.HostReport, error) {
+	rep := report.HostReport{Host: name, To: version, Outcome: report.OutcomeNotReached}
 	if !versionRE.MatchString(version) {
 		return rep, fmt.Errorf("--version %q: must be 1–128 letters, digits, . _ + - starting with a letter or digit", version)
 	}
@@ -73,7 +74,7 @@ func HostStep(ctx context.Context, cfg *config.Config, name, version string, opt
 		rep.From = v.from
 	}
 	stepErr := d.deployHost(ctx, h, version, &rep)
-	all := &Report{Hosts: []HostReport{rep}}
+	all := &report.Report{Hosts: []report.HostReport{rep}}
 	d.readBack(ctx, all)
 	rep.Running = all.Hosts[0].Running
 	return rep, stepErr
@@ -91,7 +92,7 @@ func Look(ctx context.Context, cfg *config.Config, name, version string, opts Op
 	if err != nil {
 		return hostLook{}, err
 	}
-	all := &Report{Hosts: []HostReport{{Host: name}}}
+	all := &report.Report{Hosts: []report.HostReport{{Host: name}}}
 	d.readBack(ctx, all)
 	st := d.hostStatus(ctx, h)
 	return hostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/ports"
@@ -218,7 +219,7 @@ func TestFleetOverSSHRollsUnderLoad(t *testing.T) {
 		t.Fatalf("first deploy: %v\nevents:\n%s", err, &ev1)
 	}
 	for _, h := range rep.Hosts {
-		if h.Outcome != OutcomeDeployed || h.Running != "v1" {
+		if h.Outcome != report.OutcomeDeployed || h.Running != "v1" {
 			t.Errorf("first deploy %s: %s, runs %q; want deployed v1", h.Host, h.Outcome, h.Running)
 		}
 	}
@@ -400,7 +401,7 @@ func TestLostSSHConnectionFailsTheStepAndFreesTheLock(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "host host-a") {
 		t.Fatalf("deploy with its ssh killed: %v; want an error naming host-a\n%s", err, &ev)
 	}
-	if rep.Hosts[0].Outcome != OutcomeUnknown || rep.Hosts[1].Outcome != OutcomeNotReached {
+	if rep.Hosts[0].Outcome != report.OutcomeUnknown || rep.Hosts[1].Outcome != report.OutcomeNotReached {
 		t.Errorf("outcomes %s, %s; want unknown (lost after its step began), not reached", rep.Hosts[0].Outcome, rep.Hosts[1].Outcome)
 	}
 	lockPath := cfg.HostLockPath(cfg.Hosts[0])

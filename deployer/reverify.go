@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -16,10 +17,10 @@ import (
 // host lock was released) is caught before the rollout moves on or reports success. A host that
 // no longer holds is rolled back to its last good spec under its lock; the error stops the
 // rollout and makes the deploy exit non-zero.
-func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, upto int) error {
+func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Report, upto int) error {
 	var done []int
 	for i := 0; i < upto && i < len(d.cfg.Hosts); i++ {
-		if o := rep.Hosts[i].Outcome; o == OutcomeDeployed || o == OutcomeUnchanged {
+		if o := rep.Hosts[i].Outcome; o == report.OutcomeDeployed || o == report.OutcomeUnchanged {
 			done = append(done, i)
 		}
 	}
@@ -56,7 +57,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 		}
 		hr, h := &rep.Hosts[i], d.cfg.Hosts[i]
 		if h.SSH != "" {
-			hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
+			hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
 			d.emit(Event{Host: h.Name, Step: stepFailed, Version: version, Message: hr.Error})
 			errs = append(errs, fmt.Errorf("host %s: %s", h.Name, hr.Error))
 			continue
@@ -64,7 +65,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *Report, up
 		cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
 		lock, lerr := d.lock(ctx, h, version)
 		if lerr != nil {
-			hr.Outcome, hr.Error = OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, lerr)
+			hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, lerr)
 			errs = append(errs, errors.Join(cause, lerr))
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/secrets"
@@ -45,7 +46,7 @@ func setSecret(t *testing.T, file, value string) {
 
 // deploySecret deploys version with a fresh copy of cfg (the secrets are found anew, as by a new
 // `zero502 deploy`) and returns the events and the report as JSON, both as text.
-func deploySecret(t *testing.T, f *fleet, path, version string) (*Report, string, error) {
+func deploySecret(t *testing.T, f *fleet, path, version string) (*report.Report, string, error) {
 	t.Helper()
 	var ev eventLog
 	rep, err := f.deployer(f.load(path), &ev, Options{RemoteBinary: bin}).Deploy(context.Background(), version)
@@ -133,13 +134,13 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 
 	// The same value: nothing to roll out.
 	rep, out, err := deploySecret(t, f, path, "v1")
-	if err != nil || rep.Hosts[0].Outcome != OutcomeUnchanged {
+	if err != nil || rep.Hosts[0].Outcome != report.OutcomeUnchanged {
 		t.Fatalf("redeploy with the same secret: %v, host-a %q; want unchanged\n%s", err, rep.Hosts[0].Outcome, out)
 	}
 	// A rotated value under the same version is a changed spec: rolled out.
 	setSecret(t, file, "s3cret-two")
 	rep, out, err = deploySecret(t, f, path, "v1")
-	if err != nil || rep.Hosts[0].Outcome != OutcomeDeployed {
+	if err != nil || rep.Hosts[0].Outcome != report.OutcomeDeployed {
 		t.Fatalf("redeploy with a rotated secret: %v, host-a %q; want deployed\n%s", err, rep.Hosts[0].Outcome, out)
 	}
 	if got := seen("host-b", "v1"); got != "s3cret-two" {

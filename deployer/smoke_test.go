@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -39,10 +40,10 @@ func TestFailingSmokeStopsTheHostBeforeItTakesTraffic(t *testing.T) {
 		t.Fatalf("deploy of a version failing its smoke: %v; want the smoke request named\nevents:\n%s", err, ev)
 	}
 	requireNoFailure(t, res)
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
 	}
-	if b := rep.Hosts[1]; b.Outcome != OutcomeNotReached {
+	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached {
 		t.Errorf("host-b: %s, want not reached", b.Outcome)
 	}
 	for _, e := range ev.events {
@@ -55,7 +56,7 @@ func TestFailingSmokeStopsTheHostBeforeItTakesTraffic(t *testing.T) {
 // deployUnderLoad deploys version with the config at path while `zero502 measure` loads the
 // fleet's LB (a second of load before the deploy, half a second after) and returns the report,
 // what the load got, the deploy's events and its error.
-func (f *fleet) deployUnderLoad(ctx context.Context, path, version string) (*Report, loadResult, *eventLog, error) {
+func (f *fleet) deployUnderLoad(ctx context.Context, path, version string) (*report.Report, loadResult, *eventLog, error) {
 	f.t.Helper()
 	m := startMeasureOf(f.t, f.listen, "/", "/orders", "/health")
 	time.Sleep(time.Second)

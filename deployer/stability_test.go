@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -48,10 +49,10 @@ func TestGatewayThatDiesAfterItsHealthCheckFailsTheHostAndIsRolledBack(t *testin
 		t.Errorf("a host was reported verified on v2:\n%s", &ev)
 	}
 	a, b := rep.Hosts[0], rep.Hosts[1]
-	if a.Outcome != OutcomeRolledBack || a.Running != "v1" {
+	if a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
 		t.Errorf("host-a: %s, runs %q; want rolled back, every service on v1\nevents:\n%s", a.Outcome, a.Running, &ev)
 	}
-	if b.Outcome != OutcomeNotReached || b.Running != "v1" {
+	if b.Outcome != report.OutcomeNotReached || b.Running != "v1" {
 		t.Errorf("host-b: %s, runs %q; want not reached, still v1", b.Outcome, b.Running)
 	}
 	for svc, in := range f.instances("host-a") {
@@ -108,7 +109,7 @@ func TestInstanceThatExitsBeforeHealthyFailsAtOnce(t *testing.T) {
 	if took >= v.HealthyDeadline {
 		t.Errorf("the deploy took %s: it waited out rollout.healthy_deadline %s instead of failing at the exit", took, v.HealthyDeadline)
 	}
-	if a := rep.Hosts[0]; a.Outcome != OutcomeRolledBack || a.Running != "" {
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "" {
 		t.Errorf("host-a: %s, runs %q; want rolled back to nothing", a.Outcome, a.Running)
 	}
 	f.requireUntouched()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
@@ -59,7 +60,7 @@ func (d *Deployer) stable(ctx context.Context, h config.Host, rt Runtime, starte
 			exited := func(cur runtime.Instance) error {
 				return fmt.Errorf("host %s: service %s: new version %s %s +%s after its first healthy answer, within its bake of %s "+
 					"(rollout.bake, at least balancer.healthy_threshold %d × interval %s): it must stay up that long before the host counts as deployed%s",
-					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), round(d.clock.Now().Sub(f.at)), window,
+					h.Name, f.svc.Name, f.svc.Version, exitedWith(cur.ExitCode), report.Round(d.clock.Now().Sub(f.at)), window,
 					d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, logHint(rt, cur))
 			}
 			if !cur.Running() {
@@ -77,7 +78,7 @@ func (d *Deployer) stable(ctx context.Context, h config.Host, rt Runtime, starte
 							return exited(cur) // the checks failed because it is exiting: say so
 						}
 						return fmt.Errorf("host %s: service %s: new version %s failed its health check %d times in a row +%s into its bake of %s "+
-							"(balancer.unhealthy_threshold %d): %w", h.Name, f.svc.Name, f.svc.Version, failures[i], round(up), window,
+							"(balancer.unhealthy_threshold %d): %w", h.Name, f.svc.Name, f.svc.Version, failures[i], report.Round(up), window,
 							d.cfg.Balancer.UnhealthyThreshold, err)
 					}
 				} else {
@@ -99,7 +100,7 @@ func (d *Deployer) stable(ctx context.Context, h config.Host, rt Runtime, starte
 	}
 	d.emit(Event{Host: h.Name, Step: stepStable, Version: started[0].svc.Version, Message: fmt.Sprintf(
 		"%s up and healthy for the bake %s (rollout.bake %s, at least healthy_threshold %d × interval %s), re-inspected (%s of it after the wait for health)",
-		strings.Join(names, ", "), window, d.cfg.Rollout.Bake, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, round(d.clock.Now().Sub(begin)))})
+		strings.Join(names, ", "), window, d.cfg.Rollout.Bake, d.cfg.Balancer.HealthyThreshold, d.cfg.Balancer.Interval, report.Round(d.clock.Now().Sub(begin)))})
 	return nil
 }
 

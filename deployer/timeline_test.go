@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -11,9 +12,9 @@ import (
 // rolled, and what its handshake timeline must show.
 
 // requireDeployed asserts that host h of a report went from → to, was deployed and runs to.
-func requireDeployed(t *testing.T, h HostReport, from, to string) {
+func requireDeployed(t *testing.T, h report.HostReport, from, to string) {
 	t.Helper()
-	if h.From != from || h.Outcome != OutcomeDeployed || h.Running != to {
+	if h.From != from || h.Outcome != report.OutcomeDeployed || h.Running != to {
 		t.Errorf("%s: %s → %s %s, runs %q; want %s → %s deployed", h.Host, h.From, h.To, h.Outcome, h.Running, from, to)
 	}
 }
@@ -21,7 +22,7 @@ func requireDeployed(t *testing.T, h HostReport, from, to string) {
 // requireHandshakeInOrder asserts that host h's timeline has every mark of the drain handshake,
 // in order (drain started, left rotation, stopped, new started, healthy directly, back in
 // rotation), and that the balancer took the host out within cfg's drain window.
-func requireHandshakeInOrder(t *testing.T, h HostReport, cfg *config.Config) {
+func requireHandshakeInOrder(t *testing.T, h report.HostReport, cfg *config.Config) {
 	t.Helper()
 	tl := h.Timeline
 	marks := []time.Time{tl.DrainStarted, tl.LeftRotation, tl.Stopped, tl.NewStarted, tl.HealthyDirect, tl.BackInRotation}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/docker"
@@ -141,7 +142,7 @@ func (f *dockerFleet) startLB(path string) {
 }
 
 // deploy rolls cfg's fleet to version in this process, on the docker runtime.
-func (f *dockerFleet) deploy(cfg *config.Config, version string, events func(deployer.Event)) (*deployer.Report, error) {
+func (f *dockerFleet) deploy(cfg *config.Config, version string, events func(deployer.Event)) (*report.Report, error) {
 	d := deployer.New(cfg, deployer.Options{
 		Runtime: func(config.Host) (deployer.Runtime, error) { return f.rt, nil },
 		Events:  events,
@@ -368,7 +369,7 @@ func TestDockerDeployWhoseGatewayDiesAtStartRollsTheHostBack(t *testing.T) {
 		t.Errorf("error %q should name host %s and service gateway", err, first)
 	}
 	for _, hr := range rep.Hosts {
-		want := map[string]string{f.hosts[0]: deployer.OutcomeRolledBack, f.hosts[1]: deployer.OutcomeNotReached}[hr.Host]
+		want := map[string]string{f.hosts[0]: report.OutcomeRolledBack, f.hosts[1]: report.OutcomeNotReached}[hr.Host]
 		if hr.Outcome != want {
 			t.Errorf("host %s: outcome %q, want %q", hr.Host, hr.Outcome, want)
 		}

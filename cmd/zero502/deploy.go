@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
@@ -62,7 +63,7 @@ runs which version); 2: refused before anything changed.`,
 				opts.NoLockWait = true
 			}
 			if metricsTextfile != "" {
-				if err := deployer.CheckMetricsTextfile(metricsTextfile); err != nil {
+				if err := report.CheckMetricsTextfile(metricsTextfile); err != nil {
 					return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
 				}
 			}
@@ -70,12 +71,12 @@ runs which version); 2: refused before anything changed.`,
 			if err != nil {
 				return exitCode(2, err)
 			}
-			var report *os.File
+			var htmlOut *os.File
 			if reportPath != "" {
-				if report, err = os.Create(reportPath); err != nil {
+				if htmlOut, err = os.Create(reportPath); err != nil {
 					return exitCode(2, fmt.Errorf("--report %s: %w; give a file zero502 can write, e.g. --report deploy.html", reportPath, err))
 				}
-				defer report.Close()
+				defer htmlOut.Close()
 			}
 			out := cmd.OutOrStdout()
 			opts.Events = progress(out, asJSON)
@@ -83,13 +84,13 @@ runs which version); 2: refused before anything changed.`,
 			defer stop()
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, version)
 			if metricsTextfile != "" && rep != nil {
-				if werr := deployer.WriteMetricsTextfile(metricsTextfile, *rep); werr != nil {
+				if werr := report.WriteMetricsTextfile(metricsTextfile, *rep); werr != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: --metrics-textfile: %v\n", cmd.CommandPath(), werr)
 				}
 			}
 			renderReport(out, rep, asJSON)
-			if report != nil {
-				if werr := writeDeployHTML(report, rep); werr != nil {
+			if htmlOut != nil {
+				if werr := writeDeployHTML(htmlOut, rep); werr != nil {
 					return exitCode(1, errors.Join(err, fmt.Errorf("--report %s: %w", reportPath, werr)))
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", reportPath)
@@ -131,7 +132,7 @@ runs which version); 2: refused before anything changed.`,
 }
 
 // renderReport writes a deploy's report: one JSON object after the events, or the text tables.
-func renderReport(out io.Writer, rep *deployer.Report, asJSON bool) {
+func renderReport(out io.Writer, rep *report.Report, asJSON bool) {
 	if asJSON {
 		_ = json.NewEncoder(out).Encode(map[string]any{"report": rep})
 		return
@@ -160,8 +161,8 @@ func progress(w io.Writer, asJSON bool) func(deployer.Event) {
 }
 
 // writeDeployHTML writes rep as the self-contained HTML report demo --report writes.
-func writeDeployHTML(w io.Writer, rep *deployer.Report) error {
+func writeDeployHTML(w io.Writer, rep *report.Report) error {
 	intro := fmt.Sprintf("A rolling deploy to %s, host by host through the drain: each host's handshake as the deployer saw it "+
 		"(drain, left rotation, stopped, new started, healthy, back in rotation), seconds from the deploy's start.", html.EscapeString(rep.Version))
-	return deployer.WriteHTML(w, "zero502 deploy "+rep.Version, intro, rep.ReportHTML())
+	return report.WriteHTML(w, "zero502 deploy "+rep.Version, intro, rep.ReportHTML())
 }

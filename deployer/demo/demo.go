@@ -23,6 +23,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/docker"
 )
@@ -83,7 +84,7 @@ type Result struct {
 	// Load is what the load saw; its series starts when the load started.
 	Load *measure.Result `json:"load"`
 	// Deploy is the v1 → v2 rollout's report.
-	Deploy *deployer.Report `json:"deploy"`
+	Deploy *report.Report `json:"deploy"`
 	// DeployFrom and DeployTo bound the rollout, as offsets from the load's start.
 	DeployFrom time.Duration `json:"deploy_from_ns"`
 	DeployTo   time.Duration `json:"deploy_to_ns"`
@@ -100,16 +101,16 @@ type Result struct {
 
 // HostMarks are one host's handshake marks (offsets from the load's start) and its deploy
 // duration against its floor: the deployer's, which the HTML report draws.
-type HostMarks = deployer.HostMarks
+type HostMarks = report.HostMarks
 
 // Mark names, in timeline order.
 const (
-	MarkDrain   = deployer.MarkDrain
-	MarkLeft    = deployer.MarkLeft
-	MarkStopped = deployer.MarkStopped
-	MarkStarted = deployer.MarkStarted
-	MarkHealthy = deployer.MarkHealthy
-	MarkBack    = deployer.MarkBack
+	MarkDrain   = report.MarkDrain
+	MarkLeft    = report.MarkLeft
+	MarkStopped = report.MarkStopped
+	MarkStarted = report.MarkStarted
+	MarkHealthy = report.MarkHealthy
+	MarkBack    = report.MarkBack
 )
 
 // orderTime is how long each POST /orders of the load takes on the app: real requests take
@@ -354,7 +355,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func text(rep *deployer.Report) string {
+func text(rep *report.Report) string {
 	if rep == nil {
 		return ""
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/measure"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/examples"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/ports"
@@ -61,7 +62,7 @@ type Stage struct {
 	From time.Duration `json:"from_ns"`
 	To   time.Duration `json:"to_ns"`
 	// Deploy is the tier's deploy report (nil for the upgrade).
-	Deploy *deployer.Report `json:"deploy,omitempty"`
+	Deploy *report.Report `json:"deploy,omitempty"`
 	// Marks are each host's handshake marks, as offsets from the load's start.
 	Marks []HostMarks `json:"marks,omitempty"`
 }
@@ -140,7 +141,7 @@ func (t *tier) runtime(h config.Host) (deployer.Runtime, error) {
 
 // deploy rolls the tier to version. bal, when set, replaces the tier's balancer (the first
 // deploys run before the tier in front exists: direct checks only).
-func (t *tier) deploy(ctx context.Context, self, version string, naive bool, bal balancer.Balancer, events func(deployer.Event)) (*deployer.Report, error) {
+func (t *tier) deploy(ctx context.Context, self, version string, naive bool, bal balancer.Balancer, events func(deployer.Event)) (*report.Report, error) {
 	d := deployer.New(t.cfg, deployer.Options{Self: self, Naive: naive, Runtime: t.runtime, Balancer: bal, Events: events})
 	return d.Deploy(ctx, version)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -72,8 +73,8 @@ func TestTwoDeployersElsewhereMeetAtTheLockHostOverTheNetwork(t *testing.T) {
 		}
 	}
 	for _, h := range repB.Hosts {
-		if h.Outcome != deployer.OutcomeNotReached {
-			t.Errorf("B, refused: %s is %q, want %q", h.Host, h.Outcome, deployer.OutcomeNotReached)
+		if h.Outcome != report.OutcomeNotReached {
+			t.Errorf("B, refused: %s is %q, want %q", h.Host, h.Outcome, report.OutcomeNotReached)
 		}
 	}
 	out, err := f.exec(f.elsewhere(bin, "lock", "status", "--config", f.path, "--remote-binary", bin)...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -59,9 +60,9 @@ func TestAHostLostBeforeOrDuringItsStepIsUnreachableNotFailed(t *testing.T) {
 	if !cut[before.Name] || !cut[during.Name] {
 		t.Fatalf("the deploy never reached the points to cut at (cut: %v)\n%s", cut, tail2(r.out.String(), 6000))
 	}
-	want := map[string]string{"host-01": deployer.OutcomeDeployed, "host-02": deployer.OutcomeDeployed, "host-03": deployer.OutcomeDeployed,
-		"host-04": deployer.OutcomeDeployed, "host-05": deployer.OutcomeDeployed, "host-06": deployer.OutcomeUnknown,
-		"host-07": deployer.OutcomeDeployed, "host-08": deployer.OutcomeUnreachable}
+	want := map[string]string{"host-01": report.OutcomeDeployed, "host-02": report.OutcomeDeployed, "host-03": report.OutcomeDeployed,
+		"host-04": report.OutcomeDeployed, "host-05": report.OutcomeDeployed, "host-06": report.OutcomeUnknown,
+		"host-07": report.OutcomeDeployed, "host-08": report.OutcomeUnreachable}
 	if code != 1 || fmt.Sprint(outcomes(rep)) != fmt.Sprint(want) {
 		t.Fatalf("deploy with host-08 cut before its step and host-06 during it: exit %d, outcomes %v;\nwant exit 1, %v\n%s\n%s",
 			code, outcomes(rep), want, reportText(rep), tail2(r.out.String(), 4000))
@@ -108,9 +109,9 @@ func TestAHostLostBeforeOrDuringItsStepIsUnreachableNotFailed(t *testing.T) {
 	t.Logf("host-06 once reachable and settled: published %q, running %q", hostStatus(settled, during.Name).Published, f.running()[during.Name])
 	again := f.deployed("v2", how{other: true})
 	for _, h := range again.Hosts {
-		wantOutcome := deployer.OutcomeUnchanged
+		wantOutcome := report.OutcomeUnchanged
 		if h.Host == before.Name || h.Host == during.Name && h.From != "v2" {
-			wantOutcome = deployer.OutcomeDeployed
+			wantOutcome = report.OutcomeDeployed
 		}
 		if h.Outcome != wantOutcome {
 			t.Errorf("rerun: %s (from %q) is %q, want %q", h.Host, h.From, h.Outcome, wantOutcome)

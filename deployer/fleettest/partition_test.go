@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -86,9 +87,9 @@ func TestTheDeployerCutFromAHostMidDrain(t *testing.T) {
 	if cutAt().IsZero() {
 		t.Fatalf("host-03 never drained:\n%s", tail2(r.out.String(), 6000))
 	}
-	want := map[string]string{"host-01": deployer.OutcomeDeployed, "host-02": deployer.OutcomeDeployed, "host-03": deployer.OutcomeUnknown,
-		"host-04": deployer.OutcomeDeployed, "host-05": deployer.OutcomeNotReached, "host-06": deployer.OutcomeNotReached,
-		"host-07": deployer.OutcomeNotReached, "host-08": deployer.OutcomeNotReached}
+	want := map[string]string{"host-01": report.OutcomeDeployed, "host-02": report.OutcomeDeployed, "host-03": report.OutcomeUnknown,
+		"host-04": report.OutcomeDeployed, "host-05": report.OutcomeNotReached, "host-06": report.OutcomeNotReached,
+		"host-07": report.OutcomeNotReached, "host-08": report.OutcomeNotReached}
 	if code != 1 || fmt.Sprint(outcomes(rep)) != fmt.Sprint(want) {
 		t.Fatalf("deploy with the deployer cut from host-03 mid-drain: exit %d, outcomes %v;\nwant exit 1, %v\n%s\n%s",
 			code, outcomes(rep), want, reportText(rep), tail2(r.out.String(), 4000))
@@ -137,13 +138,13 @@ func TestAHostCutFromTheLBMidDrain(t *testing.T) {
 		t.Fatalf("host-02 never drained:\n%s", tail2(r.out.String(), 6000))
 	}
 	got := outcomes(rep)
-	if o := got[x.Name]; o != deployer.OutcomeRolledBack && o != deployer.OutcomeFailed {
+	if o := got[x.Name]; o != report.OutcomeRolledBack && o != report.OutcomeFailed {
 		t.Errorf("host-02, cut from the LB mid-drain: %q; want rolled back, or failed (its rollback never in rotation either)", o)
 	}
 	delete(got, x.Name)
-	want := map[string]string{"host-01": deployer.OutcomeDeployed, "host-03": deployer.OutcomeDeployed, "host-04": deployer.OutcomeDeployed,
-		"host-05": deployer.OutcomeNotReached, "host-06": deployer.OutcomeNotReached, "host-07": deployer.OutcomeNotReached,
-		"host-08": deployer.OutcomeNotReached}
+	want := map[string]string{"host-01": report.OutcomeDeployed, "host-03": report.OutcomeDeployed, "host-04": report.OutcomeDeployed,
+		"host-05": report.OutcomeNotReached, "host-06": report.OutcomeNotReached, "host-07": report.OutcomeNotReached,
+		"host-08": report.OutcomeNotReached}
 	if code != 1 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("deploy with host-02 cut from the LB mid-drain: exit %d, outcomes %v;\nwant exit 1, %v\n%s\n%s",
 			code, outcomes(rep), want, reportText(rep), tail2(r.out.String(), 4000))

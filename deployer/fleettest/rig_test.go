@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
@@ -229,7 +230,7 @@ type deployRun struct {
 	cmd     *exec.Cmd
 	out     *syncbuffer.Buffer // everything it printed, stdout and stderr
 	done    chan struct{}
-	report  *deployer.Report
+	report  *report.Report
 	code    int
 }
 
@@ -272,7 +273,7 @@ func (f *fleet) deploy(version string, h how) *deployRun {
 			r.out.Write(append(append([]byte(nil), line...), '\n'))
 			var l struct {
 				deployer.Event
-				Report *deployer.Report `json:"report"`
+				Report *report.Report `json:"report"`
 			}
 			if json.Unmarshal(line, &l) != nil {
 				continue
@@ -299,7 +300,7 @@ func (f *fleet) deploy(version string, h how) *deployRun {
 }
 
 // wait waits for the deploy to end (within 3 minutes) and returns its report and exit code.
-func (r *deployRun) wait() (*deployer.Report, int) {
+func (r *deployRun) wait() (*report.Report, int) {
 	r.f.t.Helper()
 	select {
 	case <-r.done:
@@ -314,7 +315,7 @@ func (r *deployRun) wait() (*deployer.Report, int) {
 
 // deployed runs a deploy of version to its end and requires it to succeed: exit 0, every host
 // on version.
-func (f *fleet) deployed(version string, h how) *deployer.Report {
+func (f *fleet) deployed(version string, h how) *report.Report {
 	f.t.Helper()
 	r := f.deploy(version, h)
 	rep, code := r.wait()
@@ -442,14 +443,14 @@ func (s *sightings) stop() map[string]map[string]bool {
 // requireHonest fails t when rep says a host runs a version it was never seen running, when a
 // host whose outcome is known does not run what the report says (truth: f.running() after the
 // deploy), or when a host the deployer lost says any version at all.
-func requireHonest(t *testing.T, name string, rep *deployer.Report, seen map[string]map[string]bool, truth map[string]string) {
+func requireHonest(t *testing.T, name string, rep *report.Report, seen map[string]map[string]bool, truth map[string]string) {
 	t.Helper()
 	for _, h := range rep.Hosts {
 		if h.Running != "" && !seen[h.Host][h.Running] {
 			t.Errorf("%s: the report says %s runs %q, which it was never seen running (seen: %v)", name, h.Host, h.Running, keys(seen[h.Host]))
 		}
 		switch {
-		case h.Outcome == deployer.OutcomeUnknown:
+		case h.Outcome == report.OutcomeUnknown:
 			if h.Running != "" {
 				t.Errorf("%s: %s is %q yet the report says it runs %q", name, h.Host, h.Outcome, h.Running)
 			}
@@ -615,7 +616,7 @@ func list(shots []shot) string {
 }
 
 // outcomes maps each host of rep to its outcome.
-func outcomes(rep *deployer.Report) map[string]string {
+func outcomes(rep *report.Report) map[string]string {
 	out := map[string]string{}
 	for _, h := range rep.Hosts {
 		out[h.Host] = h.Outcome
@@ -624,7 +625,7 @@ func outcomes(rep *deployer.Report) map[string]string {
 }
 
 // reportText is rep as the deploy command prints it for people.
-func reportText(rep *deployer.Report) string {
+func reportText(rep *report.Report) string {
 	if rep == nil {
 		return "(no report)"
 	}

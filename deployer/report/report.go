@@ -1,4 +1,9 @@
-package deployer
+// Package report owns what a deploy says when it ends: the Report (per host what it ran before
+// and after, its outcome, the drain handshake's timeline against its floor), and its renderings:
+// the text table (WriteText), the self-contained HTML page with an SVG timeline (WriteHTML), the
+// marks a load's timeline shows (Marks), and node_exporter's textfile metrics
+// (WriteMetricsTextfile). The rollout pipeline (package deployer) fills it in.
+package report
 
 import (
 	"fmt"
@@ -15,7 +20,7 @@ const (
 	OutcomeRolledBack = "rolled back" // the new version failed; the host runs its previous spec again
 	OutcomeFailed     = "failed"      // the new version failed and so did the rollback: look at the host
 	OutcomeNotReached = "not reached" // the rollout stopped (or was refused) before this host
-	outcomeUntouched  = "untouched"   // the step failed before it changed anything (an image pull)
+	OutcomeUntouched  = "untouched"   // the step failed before it changed anything (an image pull)
 	// OutcomeUnreachable: ssh never reached the host: nothing ran there, it runs what it ran.
 	OutcomeUnreachable = "unreachable, not changed"
 	// OutcomeUnknown: the connection to the host was lost after its step began: what it runs
@@ -124,9 +129,9 @@ func (r *Report) floorText() string {
 	}
 	judged := ""
 	if r.Judged > 0 {
-		judged = fmt.Sprintf(", of it %s judging by what users got (canary and analysis windows)", round(r.Judged))
+		judged = fmt.Sprintf(", of it %s judging by what users got (canary and analysis windows)", Round(r.Judged))
 	}
-	return fmt.Sprintf(" (floor %s%s; %.2f×)", round(r.Floor), judged, float64(r.Duration)/float64(r.Floor))
+	return fmt.Sprintf(" (floor %s%s; %.2f×)", Round(r.Floor), judged, float64(r.Duration)/float64(r.Floor))
 }
 
 // WriteText renders the report for people: a table (host, from → to, outcome, duration vs
@@ -137,16 +142,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Naive {
 		mode = " (naive: no drain, no balancer watch)"
 	}
-	fmt.Fprintf(&b, "deploy %s%s: %s%s\n", r.Version, mode, round(r.Duration), r.floorText())
+	fmt.Fprintf(&b, "deploy %s%s: %s%s\n", r.Version, mode, Round(r.Duration), r.floorText())
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tFROM → TO\tOUTCOME\tRUNS\tTOOK\tFLOOR\tRATIO")
 	for _, h := range r.Hosts {
 		ratio, took, floor := "-", "-", "-"
 		if h.Floor > 0 {
-			floor = round(h.Floor).String()
+			floor = Round(h.Floor).String()
 		}
 		if h.Duration > 0 {
-			took = round(h.Duration).String()
+			took = Round(h.Duration).String()
 			if h.Floor > 0 {
 				ratio = fmt.Sprintf("%.2f×", h.Ratio())
 			}
@@ -209,7 +214,8 @@ func dash(s string) string {
 	return s
 }
 
-func round(d time.Duration) time.Duration {
+// Round rounds a duration for output: to 10ms above a second, to the millisecond below.
+func Round(d time.Duration) time.Duration {
 	if d > time.Second {
 		return d.Round(10 * time.Millisecond)
 	}
