@@ -21,6 +21,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
@@ -85,7 +86,7 @@ type Deployer struct {
 	fleet    fleetHold // the fleet deploy lock, held from preflight to the read-back
 	backsMu  sync.Mutex
 	backs    map[string]*spec.Spec // each deployed host's last good spec, for a later rollback
-	mux      *sshMux               // the deploy's reused ssh connections (nil: one per session): sshmux.go
+	mux      *ssh.Mux              // the deploy's reused ssh connections (nil: one per session): package deployer/ssh
 	started  time.Time
 	emitMu   sync.Mutex
 	// action names what holds the locks when it is not a deploy (zero502 stop).
@@ -133,8 +134,8 @@ var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
 // host rolled back, the rollout stopped); the report says which host runs which version.
 func (d *Deployer) Deploy(ctx context.Context, version string) (*report.Report, error) {
 	d.started = d.clock.Now()
-	d.mux = &sshMux{bin: d.opts.SSH}
-	defer d.mux.close()
+	d.mux = ssh.NewMux(d.opts.SSH)
+	defer d.mux.Close()
 	rep := &report.Report{Version: version, Naive: d.opts.Naive, Started: d.started}
 	for _, h := range d.cfg.Hosts {
 		rep.Hosts = append(rep.Hosts, report.HostReport{Host: h.Name, To: version, Outcome: report.OutcomeNotReached})

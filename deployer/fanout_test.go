@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/deployer/ssh"
 )
 
 // eachHost calls every index once, never more than --parallel at once, and with more hosts
@@ -66,14 +68,14 @@ func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) 
 			return
 		}
 		once.Do(func() {
-			muxDir = d.mux.dir
+			muxDir = d.mux.Dir()
 			sockets, _ := filepath.Glob(filepath.Join(muxDir, "*"))
 			if len(sockets) == 0 {
 				checkErr = fmt.Errorf("no control socket in %q", muxDir)
 				return
 			}
 			for _, sock := range sockets {
-				c, err := sshClient("", cfg.Hosts[1].SSH, []string{"-o", "ControlPath=" + sock, "-O", "check"})
+				c, err := ssh.Cmd("", cfg.Hosts[1].SSH, []string{"-o", "ControlPath=" + sock, "-O", "check"})
 				if err != nil {
 					checkErr = err
 					return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
@@ -65,7 +66,7 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	defer cancel()
 	cmd := exec.CommandContext(hctx, prog, h.Command[1:]...)
 	cmd.Env = append(os.Environ(), d.hookEnv(name, version, vars)...)
-	out := &tailBuffer{} // the end of its output, for its event and error
+	out := &ssh.TailBuffer{} // the end of its output, for its event and error
 	cmd.Stdout, cmd.Stderr = out, out
 	ownGroup(cmd)
 	cmd.WaitDelay = time.Second // a child that keeps the output open does not hold the deploy

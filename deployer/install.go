@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/zero502/zero502/deployer/ssh"
 )
 
 // The paths the shipped systemd units name; Install.Script rewrites them to where the binary
@@ -33,7 +35,7 @@ type Install struct {
 // as the proof the new binary runs there. Every path is quoted for the shell; the script stops
 // at the first failing command.
 func (in Install) Script() (string, error) {
-	q := shellQuote
+	q := ssh.ShellQuote
 	var b strings.Builder
 	fmt.Fprintf(&b, "set -e; umask 022; mkdir -p %s %s %s %s; ", q(path.Dir(in.Binary)), q(in.StateDir), q(in.ConfigDir), q(in.UnitDir))
 	fmt.Fprintf(&b, "cat > %[1]s.new; chmod 755 %[1]s.new; mv %[1]s.new %[1]s; ", q(in.Binary))

@@ -16,23 +16,6 @@ import (
 	"github.com/zero502/zero502/deployer/report"
 )
 
-// What a host prints is read in bounded lines: a line over the limit is replaced by a note of
-// its size, never held whole; the lines around it come through intact.
-func TestARemoteLineOverTheLimitIsDropped(t *testing.T) {
-	in := "first\r\n" + strings.Repeat("x", 300_000) + "\n" + strings.Repeat("y", 1000) + "\nlast"
-	var got []string
-	readLines(strings.NewReader(in), 100_000, func(b []byte) { got = append(got, string(b)) })
-	want := []string{"first", "(a line of 300001 bytes, over the 100000-byte limit, dropped)", strings.Repeat("y", 1000), "last"}
-	if len(got) != len(want) {
-		t.Fatalf("lines %q, want %d lines", got, len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("line %d: %.80q, want %.80q", i, got[i], want[i])
-		}
-	}
-}
-
 // A host that lies cannot hang a deploy nor speak for another host: its step prints a 3 MB line,
 // a hundred lines of noise, an event claiming to be host-b's and one of its own, then ignores
 // that its deployer left. The cancelled deploy cuts it off after the rollback budget, relays its

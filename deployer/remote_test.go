@@ -16,6 +16,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/ports"
@@ -23,29 +24,6 @@ import (
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 	"github.com/zero502/zero502/internal/testrig/testmain"
 )
-
-func TestSSHTargetsAndRefusals(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string][2]string{
-		"root@127.0.0.1:2222": {"root@127.0.0.1", "2222"},
-		"deploy@web-1":        {"deploy@web-1", ""},
-		"web-1":               {"web-1", ""},
-		"u@[::1]:22":          {"u@::1", "22"},
-	} {
-		dest, port, err := sshTarget(in)
-		if err != nil || dest != want[0] || port != want[1] {
-			t.Errorf("sshTarget(%q) = %q %q %v, want %q %q", in, dest, port, err, want[0], want[1])
-		}
-	}
-	for _, bad := range []string{"-oProxyCommand=x", "a b@c", "u@h:port", ""} {
-		if _, _, err := sshTarget(bad); err == nil {
-			t.Errorf("sshTarget(%q): no error", bad)
-		}
-	}
-	if got := shellQuote("it's"); got != `'it'\''s'` {
-		t.Errorf("shellQuote: %s", got)
-	}
-}
 
 // sshd is a real OpenSSH server on 127.0.0.1, with keys made by the tests, shared by every test
 // of the package that reaches hosts over ssh (each has its own fleet, so its own state dirs), so
@@ -155,12 +133,12 @@ LogLevel VERBOSE
 		logf.Close()
 		os.RemoveAll(s.dir)
 	})
-	os.Setenv(sshOptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
+	os.Setenv(ssh.OptsEnv, strings.Join([]string{"-F", "/dev/null", "-i", filepath.Join(s.dir, "client_key"),
 		"-o", "IdentitiesOnly=yes", "-o", "UserKnownHostsFile=" + filepath.Join(s.dir, "known_hosts"),
 		"-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR"}, " "))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ssh, err := SSHCommand("", s.target(), "true")
+		ssh, err := ssh.Command("", s.target(), "true")
 		if err != nil {
 			return nil, err
 		}
@@ -318,12 +296,12 @@ func tickWatchdogs(t *testing.T, cfg *config.Config, path string) (stop func() s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tick := shellQuote(bin) + " watchdog --config " + shellQuote(path) + " --host " + shellQuote(h.Name)
+			tick := ssh.ShellQuote(bin) + " watchdog --config " + ssh.ShellQuote(path) + " --host " + ssh.ShellQuote(h.Name)
 			for {
 				cmd := exec.Command("sh", "-c", tick)
 				if h.SSH != "" {
 					var err error
-					if cmd, err = SSHCommand("", h.SSH, tick); err != nil {
+					if cmd, err = ssh.Command("", h.SSH, tick); err != nil {
 						t.Errorf("watchdog on %s: %v", h.Name, err)
 						return
 					}

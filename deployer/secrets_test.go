@@ -120,7 +120,7 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 
 	d := New(f.load(path), Options{RemoteBinary: bin})
 	d.cfg.SecretValues = map[string]secrets.Value{"DB_PASSWORD": "s3cret-one"}
-	cmd, err := d.sshCommand(cfg.Hosts[0], []string{"host", "step", "--config", "-", "--host", "host-a", "--version", "v1"})
+	cmd, err := d.session(cfg.Hosts[0], []string{"host", "step", "--config", "-", "--host", "host-a", "--version", "v1"}, nil, nil).Command()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
@@ -88,8 +89,8 @@ func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
-	d.mux = &sshMux{bin: d.opts.SSH}
-	defer d.mux.close()
+	d.mux = ssh.NewMux(d.opts.SSH)
+	defer d.mux.Close()
 	out := &FleetStatus{Balancer: d.bal.Name(), Hosts: make([]HostStatus, len(cfg.Hosts))}
 	d.eachHost(hostIndexes(len(cfg.Hosts)), func(i int) { out.Hosts[i] = d.hostStatus(ctx, cfg.Hosts[i]) })
 	return out, nil

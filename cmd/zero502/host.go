@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
@@ -231,12 +232,12 @@ beforehand). Then, by hand, once per server:
 			if err != nil {
 				return err
 			}
-			ssh, err := deployer.SSHCommand("", target, script)
+			client, err := ssh.Command("", target, script)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("--ssh %w", err))
 			}
-			ssh.Stdin, ssh.Stdout, ssh.Stderr = f, cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if err := ssh.Run(); err != nil {
+			client.Stdin, client.Stdout, client.Stderr = f, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := client.Run(); err != nil {
 				return exitCode(1, fmt.Errorf("install on %s: %w (ssh's message above)", target, err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s, units zero502-lb, zero502-edge and zero502-mesh in %s: "+

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/deployer"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/netfleet"
 	"github.com/zero502/zero502/watchdog"
@@ -121,7 +121,7 @@ func (f *fleet) tickWatchdogs(hosts []*netfleet.Host, n int) map[string][]watchd
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tick := deployer.ShellQuote(bin) + " watchdog --json --config " + deployer.ShellQuote(f.path) + " --host " + h.Name
+			tick := ssh.ShellQuote(bin) + " watchdog --json --config " + ssh.ShellQuote(f.path) + " --host " + h.Name
 			for i := range n {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				data, err := f.nf.SSHCommand(ctx, h, tick).Output()

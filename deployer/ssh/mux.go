@@ -1,4 +1,4 @@
-package deployer
+package ssh
 
 import (
 	"crypto/sha256"
@@ -8,14 +8,14 @@ import (
 	"sync"
 )
 
-// sshMux is one deploy's (or status's) ssh connections, reused: the first session to a host
+// Mux is one deploy's (or status's) ssh connections, reused: the first session to a host
 // starts an OpenSSH control master on a socket in a directory only this user can enter, and every
 // later session to that host (the looks of preflight and re-verify, the step, the fleet lock's
 // hold) runs over it instead of a new TCP connection, key exchange and login. Each session is
 // still its own channel: closing its stdin or killing its client ends it on the host as before.
 // close ends every master and removes the directory; ZERO502_SSH_OPTS="-o ControlMaster=no"
 // turns reuse off (ssh keeps the first value of an option).
-type sshMux struct {
+type Mux struct {
 	once sync.Once
 	dir  string // "" when it could not be made: no reuse
 	mu   sync.Mutex
@@ -24,10 +24,17 @@ type sshMux struct {
 }
 
 // ControlPersist keeps an idle master through the pause between batches, and no longer.
-const sshControlPersist = "60s"
+const controlPersist = "60s"
 
-// options are the ssh options that put a session to target on its host's master.
-func (m *sshMux) options(target string) []string {
+// NewMux returns a Mux whose masters are ended with the ssh client sshBin ("" ssh).
+func NewMux(sshBin string) *Mux { return &Mux{bin: sshBin} }
+
+// Dir is the directory of the control sockets ("" before the first session, or when it could
+// not be made).
+func (m *Mux) Dir() string { return m.dir }
+
+// Options are the ssh options that put a session to target on its host's master.
+func (m *Mux) Options(target string) []string {
 	m.once.Do(func() {
 		if dir, err := os.MkdirTemp("", "zero502-ssh-"); err == nil { // 0700
 			m.dir = dir
@@ -44,11 +51,11 @@ func (m *sshMux) options(target string) []string {
 	}
 	m.used[path] = target
 	m.mu.Unlock()
-	return []string{"-o", "ControlMaster=auto", "-o", "ControlPath=" + path, "-o", "ControlPersist=" + sshControlPersist}
+	return []string{"-o", "ControlMaster=auto", "-o", "ControlPath=" + path, "-o", "ControlPersist=" + controlPersist}
 }
 
-// close asks every master to exit (`ssh -O exit`) and removes the directory.
-func (m *sshMux) close() {
+// Close asks every master to exit (`ssh -O exit`) and removes the directory.
+func (m *Mux) Close() {
 	if m == nil || m.dir == "" {
 		return
 	}
@@ -64,7 +71,7 @@ func (m *sshMux) close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if cmd, err := sshClient(m.bin, target, []string{"-o", "ControlPath=" + path, "-O", "exit"}); err == nil {
+			if cmd, err := Cmd(m.bin, target, []string{"-o", "ControlPath=" + path, "-O", "exit"}); err == nil {
 				_ = cmd.Run()
 			}
 		}()
