@@ -4,7 +4,9 @@
 // through the balancer's own view, the new instance healthy directly and at the balancer, every
 // service verified, the lock released. A host that fails is rolled back to its previous spec
 // and the rollout stops, so every host ends on a known version; the Report says which, with
-// each host's handshake timeline. See docs/ARCHITECTURE.md, "The drain contract", "Locks and the
+// each host's handshake timeline. The pipeline reads top to bottom in pipeline.go; the balancer
+// it goes through is package deployer/balancer, the hosts over ssh package deployer/ssh, the
+// report package deployer/report. See docs/ARCHITECTURE.md, "The drain contract", "Locks and the
 // published spec" and "The data path of a deploy".
 package deployer
 
@@ -128,134 +130,6 @@ func (e *refusedError) Error() string {
 }
 
 var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
-
-// Deploy rolls every host to version, batch by batch, and returns the report. The error is a
-// *refusedError when preflight refused (no host touched), else the first host's failure (that
-// host rolled back, the rollout stopped); the report says which host runs which version.
-func (d *Deployer) Deploy(ctx context.Context, version string) (*report.Report, error) {
-	d.started = d.clock.Now()
-	d.mux = ssh.NewMux(d.opts.SSH)
-	defer d.mux.Close()
-	rep := &report.Report{Version: version, Naive: d.opts.Naive, Started: d.started}
-	for _, h := range d.cfg.Hosts {
-		rep.Hosts = append(rep.Hosts, report.HostReport{Host: h.Name, To: version, Outcome: report.OutcomeNotReached})
-	}
-	err := d.deploy(ctx, version, rep)
-	d.readBack(ctx, rep)
-	if err == nil {
-		if herr := d.runHook(ctx, "post_deploy", d.cfg.Hooks.PostDeploy, version, map[string]string{HookEnvRunning: runningList(rep)}); herr != nil {
-			err = fmt.Errorf("every host runs %s, verified, and stays on it, but %w", version, herr)
-		}
-	}
-	var refused *refusedError
-	if err != nil && !errors.As(err, &refused) {
-		// Said even when the deploy was interrupted: the hook's own timeout bounds it.
-		_ = d.runHook(context.WithoutCancel(ctx), "on_failure", d.cfg.Hooks.OnFailure, version,
-			map[string]string{HookEnvRunning: runningList(rep), HookEnvError: err.Error()})
-	}
-	if d.fleet != nil {
-		_ = d.fleet.Release()
-	}
-	rep.Duration = d.clock.Now().Sub(d.started)
-	if err != nil {
-		rep.Error = err.Error()
-		rep.Refused = refused != nil
-		if !rep.Refused {
-			d.emit(Event{Step: stepFailed, Message: err.Error(), Version: version})
-		}
-	}
-	return rep, err
-}
-
-func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Report) error {
-	if !versionRE.MatchString(version) {
-		return &refusedError{Reasons: []string{fmt.Sprintf("--version %q: must be 1–128 letters, digits, . _ + - "+
-			"starting with a letter or digit (it names images and appears in specs)", version)}}
-	}
-	if err := d.setup(); err != nil {
-		return &refusedError{Reasons: []string{err.Error()}}
-	}
-	if err := d.resolveSecrets(ctx, version); err != nil {
-		return &refusedError{Reasons: []string{err.Error()}}
-	}
-	for _, n := range d.cfg.ComposeNotes {
-		d.emit(Event{Step: stepPreflight, Version: version, Message: "services_from: not as Compose would: " + n})
-	}
-	fleet, err := d.fleetLock(ctx, version)
-	if err != nil {
-		return err
-	}
-	d.fleet = fleet
-	defer d.unweighCanary(ctx, version)
-	views, err := d.preflight(ctx, version)
-	if err != nil {
-		return err
-	}
-	if err := d.runHook(ctx, "pre_deploy", d.cfg.Hooks.PreDeploy, version, nil); err != nil {
-		return &refusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
-	}
-	for i := range rep.Hosts {
-		rep.Hosts[i].From = views[i].from
-	}
-	for _, b := range d.batches() {
-		start, end := b.first, b.end
-		if err := d.fleetLost(); err != nil {
-			return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
-		}
-		if start > 0 && !d.opts.Naive { // a naive deploy does not wait for rotation, nor look
-			if err := d.reverify(ctx, version, rep, start); err != nil {
-				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
-			}
-			if err := d.batchLeavesHealthy(ctx, version, start, end, nil); err != nil {
-				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
-			}
-		}
-		d.weighCanaryAhead(ctx, version, b)
-		errs := make([]error, end-start)
-		var wg sync.WaitGroup
-		for i := start; i < end; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i-start] = d.deployHost(ctx, d.cfg.Hosts[i], version, &rep.Hosts[i])
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		var slowest time.Duration
-		for _, hr := range rep.Hosts[start:end] {
-			slowest = max(slowest, hr.Floor)
-		}
-		judged, err := d.judgeBatch(ctx, version, rep, b)
-		rep.Floor += slowest + judged
-		rep.Judged += judged
-		if err != nil {
-			var verdict *VerdictError
-			if !errors.As(err, &verdict) {
-				return err
-			}
-			return d.rollBackFleet(ctx, version, rep, start, end, err)
-		}
-		if b.canary && d.opts.PauseAfterCanary && end < len(d.cfg.Hosts) {
-			decision, err := d.pauseAfterCanary(ctx, version, rep, b)
-			if err != nil {
-				return err
-			}
-			if decision == Abort {
-				return d.rollBackFleet(ctx, version, rep, start, end, fmt.Errorf("the deploy of %s paused after its canary was aborted", version))
-			}
-		}
-	}
-	if d.opts.Naive {
-		return nil
-	}
-	if err := d.reverify(ctx, version, rep, len(d.cfg.Hosts)); err != nil {
-		return fmt.Errorf("every host was deployed, but: %w", err)
-	}
-	return nil
-}
 
 // setup builds the balancer and one runtime per host.
 func (d *Deployer) setup() error {
