@@ -1,4 +1,4 @@
-package deployer
+package balancer_test
 
 import (
 	"context"
