@@ -51,8 +51,12 @@ func TestDockerComposeExampleRollsWithNoFailedRequest(t *testing.T) {
 	// a container's published port answers through docker-proxy: checks every 400ms within 300ms,
 	// out after 3 misses (1.2s < drain.window, I1)
 	cfg.Balancer.Interval, cfg.Balancer.Timeout, cfg.Balancer.UnhealthyThreshold = 400*time.Millisecond, 300*time.Millisecond, 3
-	cfg.Drain.Window, cfg.Drain.StopGrace = 1500*time.Millisecond, 5*time.Second
-	cfg.Balancer.HeaderTimeout = time.Second // the app answers at once (I9: < drain.window)
+	// The app answers at once, but a container starved by a busy machine was seen taking over a
+	// second (504s at a 1s header_timeout under two CPU hogs): 3s, with the drain window above it
+	// (I9), the stop grace above the drain (I2) and the watchdog's patience above both (I5).
+	cfg.Balancer.HeaderTimeout = 3 * time.Second
+	cfg.Drain.Window, cfg.Drain.StopGrace = 3500*time.Millisecond, 8*time.Second
+	cfg.Watchdog.Interval = 2 * time.Second
 	for i := range cfg.Hosts {
 		cfg.Hosts[i].Name, cfg.Hosts[i].Address = dockertest.HostName(t, rt), "127.0.0.1"
 	}
