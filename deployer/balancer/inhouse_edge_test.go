@@ -10,6 +10,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/edge"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
 
 // TestInHouseRotationDrivesARealEdge: the same client, pointed at an edge's admin API by its
@@ -91,22 +92,5 @@ func inflight(fwd *edge.Forwarder, target string) int64 {
 // closes: an upstream that holds connections open.
 func tcpSink(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return tcpserver.Serve(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 }
