@@ -11,6 +11,7 @@ import (
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -36,6 +37,24 @@ func (d *Deployer) batches() []batch {
 		bs = append(bs, batch{first: start, end: min(start+size, n)})
 	}
 	return bs
+}
+
+// drainsEarly reports whether host h's old instances drain as soon as their successors have
+// started rather than once they are in rotation: under start-first, h is one of the first
+// rollout.max_unavailable hosts of its batch. A host reached over ssh is told so by its config
+// (configFor).
+func (d *Deployer) drainsEarly(h config.Host) bool {
+	if d.cfg.Rollout.Strategy != config.StartFirst || d.opts.Naive || d.cfg.Rollout.MaxUnavailable == 0 {
+		return false
+	}
+	for _, b := range d.batches() {
+		for i := b.first; i < b.end; i++ {
+			if d.cfg.Hosts[i].Name == h.Name {
+				return i-b.first < d.cfg.Rollout.MaxUnavailable
+			}
+		}
+	}
+	return false
 }
 
 // canaryHosts is how many hosts form the canary: rollout.canary.hosts, capped at the fleet, or

@@ -205,7 +205,8 @@ func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) 
 // old instance leaves through its drain (the handshake, or at the balancer), then the new one
 // starts and is waited for. Start-first: the new instance starts on the service's other port,
 // is added at the balancer and waited for until it is in rotation, and only then does the old
-// one drain and stop, and its target is removed. With keep, an instance already at its spec
+// one drain and stop, and its target is removed (on the rollout.max_unavailable hosts of a
+// batch, drainsEarly, the old one drains while the new one becomes healthy). With keep, an instance already at its spec
 // (an interrupted deploy, or a rollback to what still runs) is kept and waited for. Then every
 // new instance must outlast its bake (stable) before converge returns. With a gate, a new
 // instance passes its checks before traffic (services[].smoke, hooks.pre_traffic) before the
@@ -287,26 +288,47 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 				return fmt.Errorf("host %s: service %s: add %s at %s: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
 		}
+		// rollout.max_unavailable: on this host the old instances drain while the new one
+		// becomes healthy, instead of after (the host may serve nothing for a moment).
+		var retired chan error
+		if len(olds) > 0 && gate != nil && d.drainsEarly(h) {
+			retired = make(chan error, 1)
+			go func(olds []runtime.Instance) { retired <- d.retire(ctx, h, rt, svc, olds, watch, stl) }(olds)
+			olds = nil
+		}
 		// The bake counts from the first good health answer, not from the start: a process
 		// that boots slowly under load and dies soon after its first answer must still be caught.
 		// It overlaps the wait for the balancer, which needs about as long.
 		healthyAt, err := d.waitHealthy(ctx, h, rt, *inst, svc, watch, stl)
+		if retired != nil {
+			err = errors.Join(err, <-retired)
+		}
 		if err != nil {
 			return err
 		}
-		for _, old := range olds {
-			if err := d.stop(ctx, h, rt, old, svc, watch, stl); err != nil {
-				return err
-			}
-			if watch && canRotate && old.Address != "" {
-				if err := rot.Remove(ctx, old.Address); err != nil {
-					return fmt.Errorf("host %s: service %s: remove the old target %s at %s: %w", h.Name, svc.Name, old.Address, d.bal.Name(), err)
-				}
-			}
+		if err := d.retire(ctx, h, rt, svc, olds, watch, stl); err != nil {
+			return err
 		}
 		started = append(started, fresh{inst: *inst, svc: svc, at: healthyAt})
 	}
 	return d.stable(ctx, h, rt, started)
+}
+
+// retire drains and stops the old instances of svc that a start-first step replaced, and removes
+// their targets at the balancer.
+func (d *Deployer) retire(ctx context.Context, h config.Host, rt Runtime, svc spec.Service, olds []runtime.Instance, watch bool, tl *report.Timeline) error {
+	rot, canRotate := d.bal.(balancer.Rotation)
+	for _, old := range olds {
+		if err := d.stop(ctx, h, rt, old, svc, watch, tl); err != nil {
+			return err
+		}
+		if watch && canRotate && old.Address != "" {
+			if err := rot.Remove(ctx, old.Address); err != nil {
+				return fmt.Errorf("host %s: service %s: remove the old target %s at %s: %w", h.Name, svc.Name, old.Address, d.bal.Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // rollbackBudget is how long rolling a host of n services back may take at most: for each, and

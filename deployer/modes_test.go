@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The naive deploy (the demo's "before" picture) kills old instances at once and does not
@@ -86,5 +88,58 @@ func TestBatchOfTwoRollsTwoHostsAtOnce(t *testing.T) {
 		if version != "v2" {
 			t.Errorf("%s runs %q, want v2", host, version)
 		}
+	}
+}
+
+// Start-first with rollout.max_unavailable 1 and batches of 2 (host-a and host-b, then host-c):
+// the first host of each batch drains its old instance as the new one starts (before the new one is in
+// rotation), the others only once their new instance is in rotation; no request of the load
+// fails and every host ends on the new version.
+func TestStartFirstMaxUnavailableDrainsTheFirstHostsOfABatchEarly(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 3)
+	cfg := f.load(f.config("surge.yaml", defaultValues()))
+	cfg.Rollout.Strategy, cfg.Rollout.Batch, cfg.Rollout.MaxUnavailable = config.StartFirst, 2, 1
+	cfg.Services[0].Ports = []int{f.base, f.gatewayBase()}
+	path := f.write("surge.yaml", cfg)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	rep, res, ev, err := f.deployUnderLoad(ctx, path, "v2")
+	if err != nil {
+		t.Fatalf("deploy v2: %v\nevents:\n%s", err, ev)
+	}
+	requireNoFailure(t, res)
+	d := New(f.load(path), Options{})
+	if err := d.setup(); err != nil {
+		t.Fatal(err)
+	}
+	var batches []string
+	for _, b := range d.batches() {
+		batches = append(batches, hostNames(cfg.Hosts[b.first:b.end]))
+	}
+	for i, host := range []string{"host-a", "host-b", "host-c"} {
+		drained, inRotation := -1, -1
+		for j, e := range ev.events {
+			if e.Host == host && e.Version == "v1" && e.Step == StepDrain && drained < 0 {
+				drained = j
+			}
+			if e.Host == host && e.Version == "v2" && e.Step == stepInRotation && inRotation < 0 {
+				inRotation = j
+			}
+		}
+		early := d.drainsEarly(cfg.Hosts[i])
+		if drained < 0 || inRotation < 0 || early != (drained < inRotation) {
+			t.Errorf("%s (batches %v, drains early: %t): v1 drained at event #%d, v2 in rotation at #%d\nevents:\n%s",
+				host, batches, early, drained, inRotation, ev)
+		}
+		if rep.Hosts[i].Running != "v2" {
+			t.Errorf("%s runs %q, want v2", host, rep.Hosts[i].Running)
+		}
+	}
+	if !d.drainsEarly(cfg.Hosts[0]) || d.drainsEarly(cfg.Hosts[1]) || !d.drainsEarly(cfg.Hosts[2]) {
+		t.Errorf("batches %q with rollout.max_unavailable 1: want host-a and host-c early (each first of its batch), host-b not", batches)
 	}
 }

@@ -221,9 +221,14 @@ func (d *Deployer) currentTarget(ctx context.Context, h config.Host, svc config.
 // batchLeavesHealthy is invariant I8 on the live fleet for the batch of hosts [start, end):
 // draining its serving hosts must leave at least one healthy target. At preflight (views set)
 // hosts of earlier batches count as healthy, since they will be by the time this batch drains.
+// Under start-first an old target leaves only once its successor is in rotation, so only the
+// batch's rollout.max_unavailable hosts that drain early count.
 func (d *Deployer) batchLeavesHealthy(ctx context.Context, version string, start, end int, views []hostView) error {
 	if d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive {
-		return nil // an old target leaves only once its successor is in rotation: no batch drains the last one
+		end = min(end, start+d.cfg.Rollout.MaxUnavailable)
+		if end <= start {
+			return nil // no batch drains the last one
+		}
 	}
 	svc, balanced := d.cfg.BalancedService()
 	drained, healthy := 0, 0

@@ -91,6 +91,12 @@ func (d *Deployer) configFor(h config.Host, args []string) *config.Config {
 	if len(args) > 1 && noBalancer[args[1]] {
 		c.Balancer.AdminToken = ""
 	}
+	// Of rollout.max_unavailable the host needs whether it is one of its batch's that drain
+	// early: said as 1 (its batch is itself) or 0.
+	c.Rollout.MaxUnavailable, c.Rollout.MaxUnavailableShare = 0, 0
+	if d.drainsEarly(h) {
+		c.Rollout.MaxUnavailable = 1
+	}
 	return &c
 }
 

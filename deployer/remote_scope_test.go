@@ -53,3 +53,31 @@ func mustEncode(t *testing.T, c *config.Config) string {
 	}
 	return string(b)
 }
+
+// Of rollout.max_unavailable a host over ssh is told only whether it drains early: the first
+// hosts of each batch get 1 (their batch is themselves), the others 0, and the step there reads
+// it back as the deployer decided.
+func TestAHostIsToldWhetherItDrainsEarly(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Balancer.Kind = config.BalancerNone
+	cfg.Rollout.Runtime, cfg.Rollout.Strategy, cfg.Rollout.Batch, cfg.Rollout.MaxUnavailable = config.RuntimeProcess, config.StartFirst, 2, 1
+	cfg.Rollout.MaxUnavailableShare = 34
+	cfg.Services = []config.Service{{Name: "web", Command: []string{"app"}, Ports: []int{8000, 9000}}}
+	for i, name := range []string{"host-a", "host-b", "host-c"} {
+		cfg.Hosts = append(cfg.Hosts, config.Host{Name: name, PortOffset: i})
+	}
+	d := New(cfg, Options{})
+	for i, want := range []bool{true, false, true} {
+		h := cfg.Hosts[i]
+		if got := d.drainsEarly(h); got != want {
+			t.Errorf("%s drains early: %t, want %t (batches of 2, rollout.max_unavailable 1)", h.Name, got, want)
+		}
+		sent, err := config.LoadBytes([]byte(mustEncode(t, d.configFor(h, []string{"host", "step"}))), "sent")
+		if err != nil {
+			t.Fatalf("%s: the config sent does not load: %v", h.Name, err)
+		}
+		if got := New(sent, Options{}).drainsEarly(sent.Hosts[0]); got != want {
+			t.Errorf("%s, on the host: drains early %t (rollout.max_unavailable %d sent), want %t", h.Name, got, sent.Rollout.MaxUnavailable, want)
+		}
+	}
+}

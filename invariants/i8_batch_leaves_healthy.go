@@ -10,26 +10,28 @@ import (
 // ALB with no healthy target fails open and routes to all of them, draining or not). Stop-first
 // drains the batch's old instances before their successors start, so the batch must leave a
 // healthy host; start-first keeps each old target in rotation until its successor is healthy at
-// the balancer, so any batch up to the whole fleet does. The fleet's host count stands for the
-// healthy hosts; the deployer's preflight checks the live count with BatchLeavesHealthy (or
-// batchLeavesHealthyWith for the strategy).
+// the balancer, so any batch up to the whole fleet does, except the rollout.max_unavailable
+// hosts of each batch whose old instance drains as the new one starts: those must leave a
+// healthy host. The fleet's host count stands for the healthy hosts; the deployer's preflight
+// checks the live count with BatchLeavesHealthy (or batchLeavesHealthyWith for the strategy).
 func evaluateI8(c *config.Config) Verdict {
-	return batchLeavesHealthyWith(c.Rollout.Strategy, c.Rollout.Batch, len(c.Hosts))
+	return batchLeavesHealthyWith(c.Rollout.Strategy, c.Rollout.Batch, c.Rollout.MaxUnavailable, len(c.Hosts))
 }
 
 // BatchLeavesHealthy is I8 for a stop-first batch size and a number of healthy hosts; it is
 // skipped when there are no hosts.
 func BatchLeavesHealthy(batch, healthy int) Verdict {
-	return batchLeavesHealthyWith(config.StopFirst, batch, healthy)
+	return batchLeavesHealthyWith(config.StopFirst, batch, 0, healthy)
 }
 
 // batchLeavesHealthyWith is I8 for rollout.strategy strategy (stop-first when empty), a batch
-// size and a number of healthy hosts; it is skipped when there are no hosts.
-func batchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
+// size, rollout.max_unavailable (start-first) and a number of healthy hosts; it is skipped when
+// there are no hosts.
+func batchLeavesHealthyWith(strategy string, batch, unavailable, healthy int) Verdict {
 	startFirst := strategy == config.StartFirst
 	inv := Invariant{
 		ID:       "I8",
-		Relation: "rollout.batch < healthy hosts (start-first: rollout.batch ≤ healthy hosts)",
+		Relation: "rollout.batch < healthy hosts (start-first: rollout.batch ≤ healthy hosts, rollout.max_unavailable < healthy hosts)",
 		Why:      "never drain the last healthy target (ALB fails open)",
 	}
 	if healthy == 0 {
@@ -37,7 +39,7 @@ func batchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
 	}
 	nums := []Number{count("rollout.batch", batch), count("healthy hosts", healthy)}
 	if startFirst {
-		return startFirstBatch(inv, nums, batch, healthy)
+		return startFirstBatch(inv, nums, batch, unavailable, healthy)
 	}
 	arith := fmt.Sprintf("%d < %d", batch, healthy)
 	if relationI8(batch, healthy, false) {
@@ -56,13 +58,25 @@ func batchLeavesHealthyWith(strategy string, batch, healthy int) Verdict {
 }
 
 // startFirstBatch is I8 under rollout.strategy start-first.
-func startFirstBatch(inv Invariant, nums []Number, batch, healthy int) Verdict {
+func startFirstBatch(inv Invariant, nums []Number, batch, unavailable, healthy int) Verdict {
 	arith := fmt.Sprintf("%d ≤ %d", batch, healthy)
+	if unavailable > 0 {
+		nums = append(nums, count("rollout.max_unavailable", unavailable))
+		if !relationI8(unavailable, healthy, false) {
+			nums := []Number{count("rollout.max_unavailable", unavailable), count("healthy hosts", healthy)}
+			return violated(inv, nums, fmt.Sprintf("%d < %d", unavailable, healthy), fmt.Sprintf(
+				"rollout.max_unavailable %d must be below the %d healthy hosts: that many hosts drain their old instance "+
+					"before the new one is in rotation, and with every healthy target draining the balancer would route to "+
+					"draining ones or none; lower rollout.max_unavailable to at most %d (0: no host leaves rotation before "+
+					"its successor serves)", unavailable, healthy, healthy-1))
+		}
+	}
 	if relationI8(batch, healthy, true) {
 		return holds(inv, nums, arith, fmt.Sprintf(
 			"rollout.strategy start-first keeps each old target in rotation until its successor is healthy at "+
 				"the balancer, so rollout.batch %d of %d healthy hosts drains no serving target before its "+
-				"replacement serves (any batch up to the host count holds, a single host included)", batch, healthy))
+				"replacement serves (any batch up to the host count holds, a single host included)%s", batch, healthy,
+			unavailableNote(unavailable, healthy)))
 	}
 	return violated(inv, nums, arith, fmt.Sprintf(
 		"rollout.batch %d must be at most the %d healthy hosts: a batch cannot hold more hosts than the fleet "+
@@ -76,4 +90,13 @@ func relationI8(batch, healthy int, startFirst bool) bool {
 		return batch <= healthy
 	}
 	return batch < healthy
+}
+
+// unavailableNote says what rollout.max_unavailable leaves in rotation, when it is set.
+func unavailableNote(unavailable, healthy int) string {
+	if unavailable == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; rollout.max_unavailable %d lets that many hosts of a batch leave rotation as their new instance "+
+		"starts, leaving %d of %d healthy hosts in rotation", unavailable, healthy-unavailable, healthy)
 }

@@ -340,6 +340,19 @@ type Rollout struct {
 	// (the new instance starts beside the old one on the service's other port, services[].ports,
 	// and the old one drains only once the new one is healthy at the balancer: no dip).
 	Strategy string `mapstructure:"strategy"`
+	// MaxUnavailable is, under start-first, how many hosts of a batch may be out of rotation at
+	// once, as Kubernetes' and Argo Rollouts' maxUnavailable beside the batch's surge: on that
+	// many hosts of each batch (its first ones) the old instance drains as soon as the new one
+	// has started instead of once the new one is in rotation, so the drain and the new
+	// instance's start overlap and the batch is quicker, with those hosts serving nothing for a
+	// moment. A number, or a share of the fleet ("10%", rounded down: it may come to 0). Default
+	// 0: no host leaves rotation before its successor serves. Must leave a healthy host (I8);
+	// stop-first refuses it, since every host of a stop-first batch leaves rotation
+	// (rollout.batch is its unavailable count).
+	MaxUnavailable int `mapstructure:"max_unavailable"`
+	// MaxUnavailableShare is the share of the fleet, in percent, that rollout.max_unavailable
+	// was written as; 0 when it was a number. Not a key.
+	MaxUnavailableShare int `mapstructure:"-"`
 	// Bake is how long every new instance must stay up and healthy, counted from its first
 	// healthy answer, before its host counts as deployed (like Kubernetes' minReadySeconds). It
 	// is never shorter than balancer.healthy_threshold × interval, the time the balancer itself

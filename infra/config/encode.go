@@ -123,8 +123,14 @@ func encodeFields(m *yaml.Node, v reflect.Value, key string) error {
 		if err != nil {
 			return err
 		}
-		if r, ok := v.Interface().(Rollout); ok && sub == "rollout.batch" && r.BatchShare > 0 {
-			val = scalar(fmt.Sprintf("%d%%", r.BatchShare)) // as it was written: the share, not the hosts it came to
+		if r, ok := v.Interface().(Rollout); ok {
+			// As it was written: the share, not the hosts it came to.
+			if sub == "rollout.batch" && r.BatchShare > 0 {
+				val = scalar(fmt.Sprintf("%d%%", r.BatchShare))
+			}
+			if sub == "rollout.max_unavailable" && r.MaxUnavailableShare > 0 {
+				val = scalar(fmt.Sprintf("%d%%", r.MaxUnavailableShare))
+			}
 		}
 		m.Content = append(m.Content, scalar(name), val)
 	}

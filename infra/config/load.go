@@ -99,7 +99,11 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	if err := envValuesAreText(data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
-	share, err := batchShare(v)
+	share, err := fleetShare(v, "rollout.batch", 1)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	unavailableShare, err := fleetShare(v, "rollout.max_unavailable", 0)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
@@ -116,7 +120,7 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 		}
 		return nil, fmt.Errorf("config %s: %w", name, problems)
 	}
-	c.Rollout.BatchShare = share
+	c.Rollout.BatchShare, c.Rollout.MaxUnavailableShare = share, unavailableShare
 	if err := keepEnvCase(&c, data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
@@ -214,21 +218,22 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 	}
 }
 
-// batchShare turns rollout.batch given as a share of the fleet ("20%", as Nomad, ECS and
-// CodeDeploy take it) into the number of hosts it is: rounded down, at least 1. It returns the
-// share in percent (0 when rollout.batch is a number), which I15 judges.
-func batchShare(v *viper.Viper) (int, error) {
-	raw, ok := v.Get("rollout.batch").(string)
+// fleetShare turns key (rollout.batch, rollout.max_unavailable) given as a share of the fleet
+// ("20%", as Nomad, ECS, CodeDeploy and Kubernetes take it) into the number of hosts it is:
+// rounded down, at least least. It returns the share in percent (0 when key is a number), which
+// I15 judges for the batch.
+func fleetShare(v *viper.Viper, key string, least int) (int, error) {
+	raw, ok := v.Get(key).(string)
 	if !ok || !strings.HasSuffix(strings.TrimSpace(raw), "%") {
 		return 0, nil
 	}
 	p, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(raw), "%"))
 	if err != nil || p < 1 || p > 100 {
-		return 0, &FieldError{Key: "rollout.batch", Value: fmt.Sprintf("%q", raw),
+		return 0, &FieldError{Key: key, Value: fmt.Sprintf("%q", raw),
 			Rule: "must be a whole number of hosts (e.g. 2) or a share of the fleet from 1% to 100% (e.g. 20%)"}
 	}
 	hosts, _ := v.Get("hosts").([]any)
-	v.Set("rollout.batch", max(1, p*len(hosts)/100))
+	v.Set(key, max(least, p*len(hosts)/100))
 	return p, nil
 }
 

@@ -182,3 +182,48 @@ func TestRolloutBatchAsAShareOfTheFleet(t *testing.T) {
 		}
 	}
 }
+
+// rollout.max_unavailable takes a count or a share of the fleet, rounded down to what may be 0
+// hosts (as Kubernetes' maxUnavailable); it is start-first's, and stop-first refuses it.
+func TestRolloutMaxUnavailable(t *testing.T) {
+	hosts := "hosts:\n"
+	for i := range 10 {
+		hosts += fmt.Sprintf("  - {name: h%d, port_offset: %d}\n", i, i)
+	}
+	svc := "services: [{name: web, ports: [8000, 9000], command: [app]}]\n" +
+		"rollout: {runtime: process, batch: 4, strategy: %s, max_unavailable: %s}\nbalancer: {kind: none}\n"
+	for _, tc := range []struct {
+		value       string
+		want, share int
+	}{{"20%", 2, 20}, {"25%", 2, 25}, {"5%", 0, 5}, {"3", 3, 0}, {"0", 0, 0}} {
+		cfg, err := LoadBytes([]byte(fmt.Sprintf(svc, StartFirst, tc.value)+hosts), "unavailable")
+		if err != nil {
+			t.Errorf("rollout.max_unavailable %s: %v", tc.value, err)
+			continue
+		}
+		if cfg.Rollout.MaxUnavailable != tc.want || cfg.Rollout.MaxUnavailableShare != tc.share {
+			t.Errorf("rollout.max_unavailable %s of 10 hosts = %d (share %d%%), want %d (%d%%)", tc.value,
+				cfg.Rollout.MaxUnavailable, cfg.Rollout.MaxUnavailableShare, tc.want, tc.share)
+		}
+		out, err := Encode(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := LoadBytes(out, "encoded")
+		if err != nil || again.Rollout.MaxUnavailable != tc.want || again.Rollout.MaxUnavailableShare != tc.share {
+			t.Errorf("rollout.max_unavailable %s through Encode: %d (share %d%%), %v", tc.value,
+				again.Rollout.MaxUnavailable, again.Rollout.MaxUnavailableShare, err)
+		}
+	}
+	for _, tc := range []struct{ strategy, value, want string }{
+		{StartFirst, "-1", "rollout.max_unavailable: -1: must be at least 0"},
+		{StartFirst, "0%", "share of the fleet from 1% to 100%"},
+		{StartFirst, "120%", "share of the fleet from 1% to 100%"},
+		{StopFirst, "1", "rollout.max_unavailable: 1: applies to rollout.strategy start-first only"},
+	} {
+		_, err := LoadBytes([]byte(fmt.Sprintf(svc, tc.strategy, tc.value)+hosts), "unavailable")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s, rollout.max_unavailable %s: %v; want refused with %q", tc.strategy, tc.value, err, tc.want)
+		}
+	}
+}

@@ -219,6 +219,11 @@ func (c *Config) Validate() error {
 	if c.Rollout.Strategy != StopFirst && c.Rollout.Strategy != StartFirst {
 		bad("rollout.strategy", fmt.Sprintf("%q", c.Rollout.Strategy), "must be stop-first or start-first")
 	}
+	atLeast("rollout.max_unavailable", c.Rollout.MaxUnavailable, 0)
+	if c.Rollout.MaxUnavailable > 0 && c.Rollout.Strategy == StopFirst {
+		bad("rollout.max_unavailable", c.Rollout.MaxUnavailable, "applies to rollout.strategy start-first only: every host of a "+
+			"stop-first batch leaves rotation (rollout.batch is how many at once); remove it or set rollout.strategy start-first")
+	}
 	an := c.Rollout.Analysis
 	positive("rollout.analysis.window", an.Window)
 	atLeast("rollout.analysis.min_requests", an.MinRequests, 0)

@@ -35,6 +35,7 @@ func relations() []relation {
 		{"I7", [][]string{{"app.keepalive_idle_timeout"}}, [][]string{{"balancer.idle_timeout"}}, ">", withBalancer},
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<", not(startFirst)},
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<=", startFirst},
+		{"I8", [][]string{{"rollout.max_unavailable"}}, [][]string{{"#hosts"}}, "<", startFirst},
 		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerInHouse)},
 		{"I9", [][]string{{"balancer.deregistration_delay"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerALB)},
 		{"I10", [][]string{{"rollout.canary.duration"}}, [][]string{{"rollout.analysis.window"}}, ">", both(judged, withCanary)},
@@ -183,6 +184,7 @@ func numbers(c *config.Config) map[string]int64 {
 		"edge.unhealthy_threshold":       int64(c.Edge.UnhealthyThreshold),
 		"rollout.batch":                  int64(c.Rollout.Batch),
 		"rollout.batch%":                 int64(c.Rollout.BatchShare), // the share it was written as (I15)
+		"rollout.max_unavailable":        int64(c.Rollout.MaxUnavailable),
 		"rollout.analysis.window":        ms(c.Rollout.Analysis.Window),
 		"rollout.analysis.min_requests":  int64(c.Rollout.Analysis.MinRequests),
 		"rollout.analysis.expected_rate": int64(c.Rollout.Analysis.ExpectedRate),

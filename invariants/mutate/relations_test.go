@@ -25,6 +25,10 @@ func TestBoundaryIsTheNearestViolatingValue(t *testing.T) {
 	for _, r := range applicable(anyCfg) {
 		switch r.id {
 		case "I2", "I8", "I9":
+			if r.uses("rollout.max_unavailable") {
+				byID["I8 any unavailable"] = r
+				continue
+			}
 			byID[r.id+" any"] = r
 		}
 	}
@@ -38,9 +42,10 @@ func TestBoundaryIsTheNearestViolatingValue(t *testing.T) {
 		id, key         string
 		boundary, wrong int64
 	}{
-		{"I2 any", "drain.stop_grace", 10000, 5000}, // only the shutdown follows the signal
-		{"I8 any", "rollout.batch", 4, 8},           // start-first: every host at once is fine
-		{"I9 any", "drain.window", 3000, 1500},      // the header timeout, 3s
+		{"I2 any", "drain.stop_grace", 10000, 5000},             // only the shutdown follows the signal
+		{"I8 any", "rollout.batch", 4, 8},                       // start-first: every host at once is fine
+		{"I8 any unavailable", "rollout.max_unavailable", 3, 6}, // but not every host out of rotation at once
+		{"I9 any", "drain.window", 3000, 1500},                  // the header timeout, 3s
 		{"I9 any", "balancer.header_timeout", 15000, 30000},
 		{"I1", "drain.window", 10000, 5000}, // 5s against 5s × 2: the source's bug
 		{"I1", "balancer.interval", 7500, 15000},
