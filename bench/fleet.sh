@@ -45,6 +45,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 now() { date +%s%N; }
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; } # the machine's busy clock ticks
+proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }                 # a process's user + system ticks
 secs() { awk -v ns="$1" 'BEGIN { printf "%.2fs", ns / 1e9 }'; }
 
 echo "== build"
@@ -138,8 +140,10 @@ echo "== deploy v2, batches of $BATCH, under $RATE req/s"
 load_pid=$!
 sleep 2
 t0=$(now)
+cpu0=$(busy_ticks) lb0=$(proc_ticks "$lb_pid")
 read -r v2_took v2_floor v2_code v2_on < <(deploy v2 "$work/fleet.yaml")
 v2_wall=$(($(now) - t0))
+cpu1=$(busy_ticks) lb1=$(proc_ticks "$lb_pid")
 sleep 2
 kill -INT "$load_pid"
 wait "$load_pid" || true
@@ -175,6 +179,8 @@ ratio=$(awk -v a="$v2_took" -v b="$v2_floor" 'BEGIN { if (b > 0) printf "%.2f", 
 echo "the deploy: v2 in batches of $BATCH: $(secs "$v2_took") against its floor $(secs "$v2_floor") (${ratio}x); exit $v2_code, $v2_on of $HOSTS hosts on v2: $(outcomes v2) (wall $(secs "$v2_wall"))"
 rest_ms=$((v2_took / 1000000 - pre_ms - steps_ms))
 echo "  of it: preflight $(secs $((pre_ms * 1000000))), the $batches batches' own steps $(secs $((steps_ms * 1000000))), between and after them (re-verify, read-back) $(secs $((rest_ms * 1000000)))"
+hz=$(getconf CLK_TCK)
+echo "  CPU during it: the machine $(awk -v t=$((cpu1 - cpu0)) -v hz="$hz" -v ns="$v2_wall" 'BEGIN { printf "%.2f of %d cores", t / hz / (ns / 1e9), '"$(nproc)"' }'), the LB $(awk -v t=$((lb1 - lb0)) -v hz="$hz" 'BEGIN { printf "%.2fs", t / hz }')"
 echo "zero502 status of $HOSTS hosts: $(secs "$status_took") (exit $status_code)"
 echo "failed requests: $failed of $sent at $RATE req/s through the LB during the deploy${classes:+ ($classes)}"
 [ "$v2_code" = 0 ] || { echo "the deploy failed:"; tail -n 20 "$work/deploy-v2.err"; }

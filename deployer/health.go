@@ -154,34 +154,44 @@ func (d *Deployer) verify(ctx context.Context, h config.Host, rt Runtime, s spec
 			}
 			continue
 		}
-		answer, err := d.checkHealth(ctx, svc.Address, svc.HealthRule())
+		if err := d.answers(ctx, h, svc, balanced && svc.Name == bsvc.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answers is verify's part that asks the service and the balancer, not the runtime: svc answers
+// its health check directly on its address, names its version where services[].verify asks,
+// and, when balanced, is in rotation at the balancer.
+func (d *Deployer) answers(ctx context.Context, h config.Host, svc spec.Service, balanced bool) error {
+	answer, err := d.checkHealth(ctx, svc.Address, svc.HealthRule())
+	if err != nil {
+		return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.HealthPath, svc.Address, err)
+	}
+	if svc.VersionHeader != "" {
+		if got := answer.Header.Get(svc.VersionHeader); got != svc.Version {
+			return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %s %q, want %q (services[].verify.version_header)",
+				h.Name, svc.Name, svc.HealthPath, svc.Address, svc.VersionHeader, got, svc.Version)
+		}
+	}
+	if svc.VersionPath != "" {
+		a, err := d.get(ctx, svc.Address, svc.VersionPath)
+		switch {
+		case err != nil:
+			return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.VersionPath, svc.Address, err)
+		case a.Status != http.StatusOK || !strings.Contains(string(a.Body), svc.ExpectBody):
+			return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %d %.80q, want 200 with %q (services[].verify)",
+				h.Name, svc.Name, svc.VersionPath, svc.Address, a.Status, a.Body, svc.ExpectBody)
+		}
+	}
+	if balanced && d.view && !d.opts.Naive {
+		st, err := d.bal.TargetState(ctx, svc.Address)
 		if err != nil {
-			return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.HealthPath, svc.Address, err)
+			return fmt.Errorf("host %s: verify: service %s: %w", h.Name, svc.Name, err)
 		}
-		if svc.VersionHeader != "" {
-			if got := answer.Header.Get(svc.VersionHeader); got != svc.Version {
-				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %s %q, want %q (services[].verify.version_header)",
-					h.Name, svc.Name, svc.HealthPath, svc.Address, svc.VersionHeader, got, svc.Version)
-			}
-		}
-		if svc.VersionPath != "" {
-			a, err := d.get(ctx, svc.Address, svc.VersionPath)
-			switch {
-			case err != nil:
-				return fmt.Errorf("host %s: verify: service %s: GET %s on %s: %w", h.Name, svc.Name, svc.VersionPath, svc.Address, err)
-			case a.Status != http.StatusOK || !strings.Contains(string(a.Body), svc.ExpectBody):
-				return fmt.Errorf("host %s: verify: service %s: GET %s on %s answered %d %.80q, want 200 with %q (services[].verify)",
-					h.Name, svc.Name, svc.VersionPath, svc.Address, a.Status, a.Body, svc.ExpectBody)
-			}
-		}
-		if balanced && svc.Name == bsvc.Name && d.view && !d.opts.Naive {
-			st, err := d.bal.TargetState(ctx, svc.Address)
-			if err != nil {
-				return fmt.Errorf("host %s: verify: service %s: %w", h.Name, svc.Name, err)
-			}
-			if !st.InRotation {
-				return fmt.Errorf("host %s: verify: service %s: %s is not in rotation at %s (it says %s)", h.Name, svc.Name, svc.Address, d.bal.Name(), st.State)
-			}
+		if !st.InRotation {
+			return fmt.Errorf("host %s: verify: service %s: %s is not in rotation at %s (it says %s)", h.Name, svc.Name, svc.Address, d.bal.Name(), st.State)
 		}
 	}
 	return nil

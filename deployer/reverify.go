@@ -25,21 +25,21 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Rep
 		}
 	}
 	// Every host is looked at once, all at once (bounded by --parallel); only what failed is
-	// then looked at again and acted on, host by host, in host order. Between batches, a host
-	// whose one service the balancer has in rotation and that answers its health check directly
-	// is vouched for without a look on the host (no ssh round trip: at 50 hosts, the looks were
-	// most of the time between batches); the fleet lock keeps other deploys off it, and the look
-	// after the last batch is a full one on every host. A host the balancer does not vouch for
-	// is looked at in full at once.
+	// then looked at again and acted on, host by host, in host order. A host whose one service
+	// the balancer has in rotation and that answers its health check directly is vouched for
+	// without a look on the host (no ssh round trip: at 50 hosts, the looks were most of the
+	// time between batches); the fleet lock keeps other deploys off it, and its step saw the
+	// version run. After the last batch the service must also name the version itself
+	// (services[].verify), else the host gets a full look. A host not vouched for is looked at
+	// in full at once.
 	svc, balanced := d.cfg.BalancedService()
-	byView := upto < len(d.cfg.Hosts) && balanced && d.view && len(d.cfg.Services) == 1
+	byView := balanced && d.view && len(d.cfg.Services) == 1
+	final := upto >= len(d.cfg.Hosts)
 	checks := make([]error, len(d.cfg.Hosts))
 	published := make([]spec.Spec, len(d.cfg.Hosts))
 	d.eachHost(done, func(i int) {
-		if byView {
-			if ok, _ := d.servingNow(ctx, d.cfg.Hosts[i], svc); ok {
-				return
-			}
+		if byView && d.vouched(ctx, d.cfg.Hosts[i], svc, version, rep.Hosts[i].Target, final) {
+			return
 		}
 		published[i], checks[i] = d.reverifyHost(ctx, d.cfg.Hosts[i], version)
 	})
@@ -76,6 +76,25 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Rep
 		lock.Release()
 	}
 	return errors.Join(errs...)
+}
+
+// vouched reports whether host h, deployed to version earlier in this deploy with its balanced
+// service svc on target, still serves without a look on the host: in rotation and healthy
+// directly; with named, the service also names version in its own answer (services[].verify:
+// a version header or path; a service that cannot is not vouched for).
+func (d *Deployer) vouched(ctx context.Context, h config.Host, svc config.Service, version, target string, named bool) bool {
+	if !named {
+		ok, _ := d.servingNow(ctx, h, svc)
+		return ok
+	}
+	s, ok := spec.Render(d.cfg, h, version, d.self).Service(svc.Name)
+	if !ok || s.VersionHeader == "" && s.VersionPath == "" {
+		return false
+	}
+	if target != "" {
+		s.Address = target // start-first: the port it was deployed on
+	}
+	return d.answers(ctx, h, s, true) == nil
 }
 
 // reverifyHost looks at one host finished earlier: nil when it still runs version, healthy

@@ -11,7 +11,7 @@ import (
 	"github.com/zero502/zero502/infra/adminapi"
 )
 
-// adminServer is the admin listener: GET /admin/backends, /admin/settings, /admin/health,
+// adminServer is the admin listener: GET /admin/backends (one: /admin/backends/{addr}), /admin/settings, /admin/health,
 // /metrics and the HTML status page on / (docs/lb.md: Admin API), and the write API that adds,
 // drains and removes backends and sets their weights (adminWrites), and the maintenance switch
 // (adminapi.MaintenancePath). Who may use it is
@@ -23,6 +23,14 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/backends", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"backends": s.Statuses()})
+	})
+	mux.HandleFunc("GET /admin/backends/{addr}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := s.BackendStatus(r.PathValue("addr"))
+		if err != nil {
+			adminapi.WriteError(w, err)
+			return
+		}
+		writeJSON(w, st)
 	})
 	mux.HandleFunc("GET /admin/settings", func(w http.ResponseWriter, r *http.Request) {
 		v := s.set.view()

@@ -48,7 +48,10 @@ func adminStatus(t *testing.T, body string) BackendStatus {
 	return st
 }
 
-// statusOf is addr's entry in GET /admin/backends, and whether it is listed.
+// statusOf is addr's entry in GET /admin/backends, and whether it is listed. GET
+// /admin/backends/{addr} must say the same: its entry (address, admin drain and weight; state
+// and rotation may have moved between the two calls, so they are compared once they settle)
+// when listed, 404 when not.
 func statusOf(t *testing.T, admin, addr string) (BackendStatus, bool) {
 	t.Helper()
 	code, body := adminCall(t, admin, "GET", "/admin/backends", "")
@@ -59,10 +62,20 @@ func statusOf(t *testing.T, admin, addr string) (BackendStatus, bool) {
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		t.Fatalf("GET /admin/backends: %v: %s", err, body)
 	}
+	code, one := adminCall(t, admin, "GET", "/admin/backends/"+addr, "")
 	for _, st := range doc.Backends {
 		if st.Address == addr {
+			if code != 200 {
+				t.Fatalf("GET /admin/backends/%s: %d %s, but the list has it", addr, code, one)
+			}
+			if got := adminStatus(t, one); got.Address != addr || got.AdminDrained != st.AdminDrained || got.Weight != st.Weight {
+				t.Errorf("GET /admin/backends/%s: %+v; the list says %+v", addr, got, st)
+			}
 			return st, true
 		}
+	}
+	if code != 404 {
+		t.Errorf("GET /admin/backends/%s of an unlisted backend: %d %s, want 404", addr, code, one)
 	}
 	return BackendStatus{}, false
 }

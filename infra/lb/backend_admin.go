@@ -73,6 +73,18 @@ func (s *Server) AddBackend(addr string) (st BackendStatus, created bool, err er
 	return b.Status(), true, nil
 }
 
+// BackendStatus is addr's admin view (GET /admin/backends/{addr}): one target's state without
+// the whole list, what a deploy polls while it waits for rotation.
+func (s *Server) BackendStatus(addr string) (BackendStatus, error) {
+	s.members.mu.Lock()
+	b := s.members.find(addr)
+	s.members.mu.Unlock()
+	if b == nil {
+		return BackendStatus{}, fmt.Errorf("%s: %w", addr, ErrUnknownBackend)
+	}
+	return b.Status(), nil
+}
+
 // DrainBackend takes addr out of rotation at once and keeps it out (health checks do not bring
 // it back) until AddBackend undrains it: no new requests, in-flight ones finish, idle pooled
 // connections to it are closed (on both paths; busy ones as they go idle).
