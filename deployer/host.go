@@ -29,6 +29,14 @@ type imageEnsurer interface {
 	EnsureImage(ctx context.Context, ref string) error
 }
 
+// preparer is a runtime that can make an instance ready before its predecessor stops (the
+// Docker runtime creates the container), so that Start after the stop only starts it; Discard
+// removes what Start did not take.
+type preparer interface {
+	Prepare(ctx context.Context, host string, svc spec.Service) error
+	Discard(ctx context.Context, host string, svc spec.Service)
+}
+
 // hostPlan is what a host's step will do, decided before anything on the host changes.
 type hostPlan struct {
 	// want is the spec to publish and converge to.
@@ -229,6 +237,16 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			return err
 		}
 		sideBySide := d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive && !svc.Stopped && len(svc.Ports) == 2
+		if p, ok := rt.(preparer); ok && !keep && !svc.Stopped && !sideBySide && len(insts) > 0 {
+			// The new instance is made ready (the Docker runtime creates its container: the
+			// image and its config checked by the engine) before the old one drains, so a
+			// version that cannot even be created stops nothing, and the start after the stop
+			// is only a start.
+			if err := p.Prepare(ctx, h.Name, svc); err != nil {
+				return fmt.Errorf("host %s: service %s: prepare %s before its predecessor drains: %w; nothing was stopped", h.Name, svc.Name, svc.Version, err)
+			}
+			defer p.Discard(context.WithoutCancel(ctx), h.Name, svc) // nothing once Start took it
+		}
 		var kept *runtime.Instance
 		var olds []runtime.Instance
 		for _, in := range insts {

@@ -5,7 +5,8 @@
 // Docker defines it), the spec's stop_signal as the container's), stops it with the stop grace as
 // the stop timeout (the stop signal, SIGTERM by default, starts the drain handshake; a SIGKILL
 // or an OOM kill is reported as a violation of invariant I2, never hidden), inspects, lists by
-// label and removes containers. Containers get no restart policy: the watchdog is the healer.
+// label and removes containers. Prepare creates a container ahead of its Start (while the old
+// instance drains). Containers get no restart policy: the watchdog is the healer.
 // Start pulls a missing image from its registry (EnsureImage, with the docker CLI's credentials);
 // BuildImage builds the zero502 image FROM scratch and PushImage pushes it. docs/ARCHITECTURE.md.
 package docker
@@ -23,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -47,6 +49,9 @@ const (
 type Runtime struct {
 	cli      *client.Client
 	endpoint string
+
+	mu       sync.Mutex
+	prepared map[string]string // preparedKey → the id of a container Prepare created, not yet started
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -64,7 +69,7 @@ func New(endpoint string) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker endpoint %q: %w (set rollout.docker_host or DOCKER_HOST to unix:///var/run/docker.sock or tcp://host:2376)", endpoint, err)
 	}
-	return &Runtime{cli: cli, endpoint: cli.DaemonHost()}, nil
+	return &Runtime{cli: cli, endpoint: cli.DaemonHost(), prepared: map[string]string{}}, nil
 }
 
 // Client is the underlying Engine API client (image builds, tests).
@@ -97,14 +102,80 @@ func (r *Runtime) engineErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// Start creates and starts a container of svc on host and returns once it runs. The service
-// port is published on the IP of svc.Address to the
-// same port inside the container, where the service must listen on 0.0.0.0. A name is resolved
-// here, on the host: Docker's publishing bypasses the host's INPUT rules, so a port is never
-// published on every interface unless the address says 0.0.0.0.
+// Start creates and starts a container of svc on host and returns once it runs; a container
+// Prepare created for the same spec is started instead of a new one. The service port is
+// published on the IP of svc.Address to the same port inside the container, where the service
+// must listen on 0.0.0.0. A name is resolved here, on the host: Docker's publishing bypasses the
+// host's INPUT rules, so a port is never published on every interface unless the address says
+// 0.0.0.0.
 func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (runtime.Instance, error) {
+	id := r.takePrepared(host, svc)
+	if id == "" {
+		var err error
+		if id, err = r.create(ctx, host, svc); err != nil {
+			return runtime.Instance{}, err
+		}
+	}
+	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		// Leave nothing half-made behind: a created container that never ran is removed.
+		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
+		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %.12s (is port %d on %s free?)",
+			host, svc.Name, id, svc.Port, svc.Address), err)
+	}
+	return r.Inspect(ctx, id)
+}
+
+// Prepare creates svc's container on host without starting it, for a Start once the old
+// instance has stopped: the engine checks the image and the container's config while the old
+// instance still serves, and the start after the stop is only a start. A second Prepare of the
+// same spec replaces the first.
+func (r *Runtime) Prepare(ctx context.Context, host string, svc spec.Service) error {
+	id, err := r.create(ctx, host, svc)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.prepared == nil {
+		r.prepared = map[string]string{}
+	}
+	old := r.prepared[preparedKey(host, svc)]
+	r.prepared[preparedKey(host, svc)] = id
+	r.mu.Unlock()
+	if old != "" {
+		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), old, client.ContainerRemoveOptions{Force: true})
+	}
+	return nil
+}
+
+// Discard removes the container Prepare created for svc on host if Start never took it.
+func (r *Runtime) Discard(ctx context.Context, host string, svc spec.Service) {
+	if id := r.takePrepared(host, svc); id != "" {
+		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
+	}
+}
+
+// takePrepared removes and returns the id of the container prepared for svc on host ("": none).
+func (r *Runtime) takePrepared(host string, svc spec.Service) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := preparedKey(host, svc)
+	id := r.prepared[k]
+	delete(r.prepared, k)
+	return id
+}
+
+// preparedKey names what a prepared container was created from: the host, and the service's
+// spec as Start reads it.
+func preparedKey(host string, svc spec.Service) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%q\x00%q\x00%s\x00%s", host, svc.Name, svc.Version, svc.Image,
+		svc.Address, svc.Command, runtime.EnvList(svc.Environment()), svc.User, svc.StopSignal)
+}
+
+// create creates (does not start) a container of svc on host and returns its id, pulling a
+// missing image first.
+func (r *Runtime) create(ctx context.Context, host string, svc spec.Service) (string, error) {
 	if svc.Image == "" {
-		return runtime.Instance{}, fmt.Errorf("host %s: service %s: no image in the spec; set services[].image in the config (docker runtime)", host, svc.Name)
+		return "", fmt.Errorf("host %s: service %s: no image in the spec; set services[].image in the config (docker runtime)", host, svc.Name)
 	}
 	cfg := &container.Config{
 		Image: svc.Image,
@@ -122,7 +193,7 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	}
 	if svc.StopSignal != "" {
 		if _, err := runtime.StopSignal(svc.StopSignal); err != nil {
-			return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+			return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 		}
 		cfg.StopSignal = svc.StopSignal
 	}
@@ -130,34 +201,28 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	if svc.Port > 0 {
 		port, err := network.ParsePort(strconv.Itoa(svc.Port) + "/tcp")
 		if err != nil {
-			return runtime.Instance{}, fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
+			return "", fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
 		}
 		cfg.ExposedPorts = network.PortSet{port: struct{}{}}
 		ip, err := bindIP(ctx, svc.Address)
 		if err != nil {
-			return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+			return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 		}
 		hc.PortBindings = network.PortMap{port: {{HostIP: ip, HostPort: strconv.Itoa(svc.Port)}}}
 	}
 	if err := r.EnsureImage(ctx, svc.Image); err != nil {
-		return runtime.Instance{}, fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+		return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 	}
 	name := containerName(host, svc.Name, svc.Version)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return runtime.Instance{}, fmt.Errorf("host %s: service %s: image %s is not on this engine (%w); build it with `zero502 image build --tag %s` (or push it to its registry)",
+			return "", fmt.Errorf("host %s: service %s: image %s is not on this engine (%w); build it with `zero502 image build --tag %s` (or push it to its registry)",
 				host, svc.Name, svc.Image, runtime.ErrNotFound, svc.Image)
 		}
-		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: create container %s", host, svc.Name, name), err)
+		return "", r.engineErr(fmt.Sprintf("host %s: service %s: create container %s", host, svc.Name, name), err)
 	}
-	if _, err := r.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		// Leave nothing half-made behind: a created container that never ran is removed.
-		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, client.ContainerRemoveOptions{Force: true})
-		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %s (is port %d on %s free?)",
-			host, svc.Name, name, svc.Port, svc.Address), err)
-	}
-	return r.Inspect(ctx, created.ID)
+	return created.ID, nil
 }
 
 // Stop sends the container's stop signal (the spec's stop_signal, set at create; SIGTERM by

@@ -380,3 +380,52 @@ func inspectContainer(ctx context.Context, rt *docker.Runtime, id string) (conta
 	res, err := rt.Client().ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	return res.Container, err
 }
+
+// Prepare creates the container while the port is still another's (the old instance drains
+// there), without starting it: List shows it not running. Start takes that container once the
+// port is free; a prepared container Start never takes is removed by Discard, and a prepare of
+// another spec is not taken.
+func TestPrepareCreatesAheadAndStartTakesIt(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := tcpserver.FreePort(t)
+	ctx := context.Background()
+	old := startApp(t, rt, host, appService(image, "web", "v1", port, 300*time.Millisecond, 300*time.Millisecond))
+
+	next := appService(image, "web", "v2", port, 300*time.Millisecond, 300*time.Millisecond)
+	if err := rt.Prepare(ctx, host, next); err != nil {
+		t.Fatalf("prepare v2 while v1 holds the port: %v", err)
+	}
+	ready, err := rt.List(ctx, runtime.Filter{Host: host, Version: "v2"})
+	if err != nil || len(ready) != 1 || ready[0].Running() {
+		t.Fatalf("after Prepare, List(v2) = %+v (%v); want one container, not running", ready, err)
+	}
+	waitBody(t, "http://"+next.Address+"/", "version v1") // v1 still serves
+	if _, err := rt.Stop(ctx, old, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	inst := startApp(t, rt, host, next)
+	if inst.ID != ready[0].ID {
+		t.Errorf("Start ran %s, want the prepared container %s", inst.ID, ready[0].ID)
+	}
+	rt.Discard(ctx, host, next) // taken: nothing to remove
+	if got, _ := rt.List(ctx, runtime.Filter{Host: host, Version: "v2"}); len(got) != 1 || !got[0].Running() {
+		t.Errorf("after Start and Discard, List(v2) = %+v; want the running container", got)
+	}
+
+	third := appService(image, "web", "v3", port, 300*time.Millisecond, 300*time.Millisecond)
+	if err := rt.Prepare(ctx, host, third); err != nil {
+		t.Fatal(err)
+	}
+	other := third
+	other.Env = map[string]string{"ZERO502_TEST": "2"}
+	rt.Discard(ctx, host, other) // another spec: not this one's
+	if got, _ := rt.List(ctx, runtime.Filter{Host: host, Version: "v3"}); len(got) != 1 {
+		t.Fatalf("Discard of another spec touched the prepared v3: %+v", got)
+	}
+	rt.Discard(ctx, host, third)
+	if got, _ := rt.List(ctx, runtime.Filter{Host: host, Version: "v3"}); len(got) != 0 {
+		t.Errorf("after Discard, List(v3) = %+v; want none", got)
+	}
+}
