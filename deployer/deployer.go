@@ -99,6 +99,8 @@ type Deployer struct {
 	weighted []string
 	// alarms watches rollout.alarms (nil when there are none).
 	alarms AlarmWatcher
+	// turns are the steps over ssh preflight opened, waiting for their batch (remote_turn.go).
+	turns turns
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.

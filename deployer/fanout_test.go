@@ -45,8 +45,8 @@ func TestEachHostCallsEveryHostOnceWithinTheBound(t *testing.T) {
 	}
 }
 
-// A deploy over ssh keeps one connection per host: mid-deploy its control master answers
-// `ssh -O check`; at the end every master was told to exit, none is left running, and the
+// A deploy over ssh keeps one connection per host and one step session per host, opened at
+// preflight: mid-deploy its control master answers `ssh -O check`; at the end every master was told to exit, none is left running, and the
 // 0700 directory of their sockets is gone.
 func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) {
 	t.Parallel()
@@ -96,8 +96,18 @@ func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) 
 	}
 	data, _ := os.ReadFile(calls)
 	log := string(data)
-	if n := strings.Count(log, "ControlMaster=auto"); n < 4 {
-		t.Errorf("%d sessions asked for the shared connection, want every one (at least 4):\n%s", n, log)
+	// The sessions: the fleet lock's hold, and one step per host opened at preflight (its look
+	// first, then its turn), none of them a connection of its own, and no look of its own.
+	if n, sessions := strings.Count(log, "ControlMaster=auto"), strings.Count(log, "zero502 host "); n != sessions || n != 3 {
+		t.Errorf("%d sessions asked for the shared connection of %d; want the 3 (the lock, a step per host):\n%s", n, sessions, log)
+	}
+	for _, h := range []string{"host-a", "host-b"} {
+		if n := strings.Count(log, "host step --config - --host "+h+" --version v1 --lock-timeout 10m0s --look-first"); n != 1 {
+			t.Errorf("%s: %d steps opened with --look-first, want the one for the whole deploy:\n%s", h, n, log)
+		}
+	}
+	if strings.Contains(log, "host look") {
+		t.Errorf("a deploy over ssh ran host look besides the steps' own looks:\n%s", log)
 	}
 	if !strings.Contains(log, "-O exit") {
 		t.Errorf("no master was told to exit at the end:\n%s", log)

@@ -48,7 +48,19 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	views := make([]hostView, len(d.cfg.Hosts))
 	lookErrs := make([]error, len(d.cfg.Hosts))
 	d.eachHost(hostIndexes(len(d.cfg.Hosts)), func(i int) {
-		views[i], lookErrs[i] = d.look(ctx, d.cfg.Hosts[i], version)
+		h := d.cfg.Hosts[i]
+		if h.SSH != "" {
+			// The host's step, opened now, prints its look and waits for its batch
+			// (remote_turn.go). A step that ends without a look (a zero502 there that predates
+			// --look-first) leaves the look to `host look` and its step to its turn.
+			t := d.openStep(ctx, h, version, true)
+			views[i], lookErrs[i] = t.view(ctx, d)
+			if !t.predates() {
+				d.turns.put(t) // one that failed its look is abandoned with the rest
+				return
+			}
+		}
+		views[i], lookErrs[i] = d.look(ctx, h, version)
 	})
 	for i, h := range d.cfg.Hosts {
 		v := views[i]

@@ -37,9 +37,9 @@ func checkRemote(i int, h config.Host) error {
 // runRemote runs `zero502 ARGS…` on host h with the config on stdin, handing each line of its
 // stdout to line. When ctx ends, stdin is closed: the host's step notices, rolls back and ends.
 func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, line func([]byte)) error {
-	cfgYAML, err := config.Encode(d.configFor(h, args))
+	cfgYAML, err := encodeFor(d, h, args)
 	if err != nil {
-		return fmt.Errorf("host %s: %w", h.Name, err)
+		return err
 	}
 	return d.session(h, args, line, configStream(cfgYAML, d.secretsFor(args))).Run(ctx)
 }
@@ -101,50 +101,88 @@ func (d *Deployer) configFor(h config.Host, args []string) *config.Config {
 }
 
 // remoteStep is deployHost for a host reached over ssh: the step runs there; its events are
-// relayed and its report taken from its last line.
+// relayed and its report taken from its last line. A host whose step preflight opened (a turn,
+// remote_turn.go) gets the word to start on it; otherwise, or when that session has ended while
+// it waited, a session is opened now.
 func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string, rep *report.HostReport) error {
+	t := d.turns.take(h.Name)
+	if t != nil && t.version != version { // not this step's (a rollback to another version)
+		t.abandon()
+		t = nil
+	}
+	if t == nil || !t.begin() {
+		t = d.openStep(ctx, h, version, false)
+	}
+	return t.finish(rep)
+}
+
+// stepArgs are the arguments of `zero502 host step` on host h; lookFirst: it prints its look and
+// waits for its turn (--look-first).
+func (d *Deployer) stepArgs(h config.Host, version string, lookFirst bool) []string {
 	args := []string{"host", "step", "--config", "-", "--host", h.Name, "--version", version,
 		"--lock-timeout", d.opts.LockTimeout.String()}
 	if d.opts.Naive {
 		args = append(args, "--naive")
 	}
-	var result *StepResult
-	var junk remoteJunk
-	began := false // the host said something of its step: it may have changed
-	err := d.runRemote(ctx, h, args, func(b []byte) {
-		var l struct {
-			Event
-			StepResult
-		}
-		if json.Unmarshal(b, &l) != nil {
-			junk.add(string(b))
+	if lookFirst {
+		args = append(args, "--look-first")
+	}
+	return args
+}
+
+// stepLine is one line a host's step prints: an event, its look (--look-first), or its result.
+type stepLine struct {
+	Event
+	StepResult
+	Look      *hostLook `json:"look,omitempty"`
+	LookError string    `json:"look_error,omitempty"`
+}
+
+// hear handles one line of host h's step: an event is relayed (and marks the step begun), the
+// look and the result are kept; anything else is junk for the error message.
+func (t *turn) hear(d *Deployer, b []byte) {
+	t.junkMu.Lock()
+	defer t.junkMu.Unlock()
+	var l stepLine
+	if json.Unmarshal(b, &l) != nil {
+		t.junk.add(string(b))
+		return
+	}
+	switch {
+	case l.Look != nil || l.LookError != "":
+		t.said(l.Look, l.LookError)
+	case l.HostReport != nil:
+		if l.HostReport.Host != t.h.Name { // a host reports for itself only
+			t.junk.add(fmt.Sprintf("(a report for host %q, dropped)", l.HostReport.Host))
 			return
 		}
-		if l.HostReport != nil {
-			if l.HostReport.Host != h.Name { // a host reports for itself only
-				junk.add(fmt.Sprintf("(a report for host %q, dropped)", l.HostReport.Host))
-				return
-			}
-			result = &l.StepResult
+		t.result = &l.StepResult
+	case l.Step != "" && !t.given():
+		t.junk.add(fmt.Sprintf("(an event before its turn, dropped: %s %s)", l.Step, l.Message)) // a waiting step changes nothing
+	case l.Step != "":
+		if l.Host == "" {
+			l.Host = t.h.Name // what its step says is about this host
+		}
+		if l.Host != t.h.Name { // nor speaks for another host
+			t.junk.add(fmt.Sprintf("(an event for host %q, dropped: %s %s)", l.Host, l.Step, l.Message))
 			return
 		}
-		if l.Step != "" {
-			if l.Host == "" {
-				l.Host = h.Name // what its step says is about this host
-			}
-			if l.Host != h.Name { // nor speaks for another host
-				junk.add(fmt.Sprintf("(an event for host %q, dropped: %s %s)", l.Host, l.Step, l.Message))
-				return
-			}
-			began = true
-			d.emit(l.Event)
-		}
-	})
+		t.began = true
+		d.emit(l.Event)
+	}
+}
+
+// finish waits for the step's session to end and fills rep from what the host reported, or,
+// without a report, from what is known: unreachable and unchanged when ssh never got there and
+// nothing began, else unknown.
+func (t *turn) finish(rep *report.HostReport) error {
+	<-t.ended
+	h, err, result := t.h, t.err, t.result
 	if result == nil {
 		if err == nil {
-			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, &junk)
+			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, &t.junk)
 		}
-		if !began && errors.Is(err, ssh.ErrUnreachable) {
+		if !t.began && errors.Is(err, ssh.ErrUnreachable) {
 			// ssh never got there: nothing ran, the host runs what it ran.
 			rep.Outcome, rep.Running = report.OutcomeUnreachable, rep.From
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
@@ -203,6 +241,10 @@ func (j *remoteJunk) String() string {
 	return s
 }
 
+// lookBudget bounds the wait for a host's look: the read-back's, and preflight's from a step
+// opened with --look-first.
+const lookBudget = 30 * time.Second
+
 // lookRemote runs `zero502 host look` on host h.
 func (d *Deployer) lookRemote(ctx context.Context, h config.Host, version string) (hostLook, error) {
 	var got *hostLook
@@ -229,11 +271,17 @@ func (d *Deployer) remoteView(ctx context.Context, h config.Host, version string
 	if err != nil {
 		return hostView{}, err
 	}
+	return d.viewOf(ctx, h, l), nil
+}
+
+// viewOf is host h's view from its look: read there, while whether it serves is checked from
+// here.
+func (d *Deployer) viewOf(ctx context.Context, h config.Host, l hostLook) hostView {
 	v := hostView{from: l.From, instance: l.Instance, inProgress: l.InProgress, serving: l.Serving, detail: l.Detail}
 	if svc, balanced := d.cfg.BalancedService(); balanced && v.instance {
 		v.serving, v.detail = d.serving(ctx, h, svc)
 	}
-	return v, nil
+	return v
 }
 
 // readBackRemote fills a remote host's Running when its step did not say (not reached, or lost).
@@ -241,7 +289,7 @@ func (d *Deployer) readBackRemote(ctx context.Context, h config.Host, rep *repor
 	if rep.Running != "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookBudget)
 	defer cancel()
 	l, err := d.lookRemote(ctx, h, rep.To)
 	if err != nil {

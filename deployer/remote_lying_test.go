@@ -30,6 +30,10 @@ func TestALyingHostCannotHangADeployNorSpeakForAnother(t *testing.T) {
 	liar := filepath.Join(f.dir, "zero502-liar")
 	script := `#!/bin/sh
 if [ "$1 $2" = "host step" ]; then
+  case "$*" in *--look-first*)
+    echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""}}'
+    while IFS= read -r l; do [ "$l" = go ] && break; done ;; # the config stream, then its turn
+  esac
   echo $$ > ` + pidFile + `
   head -c 3000000 /dev/zero | tr '\0' x; echo
   i=0; while [ $i -lt 100 ]; do echo "noise $i"; i=$((i+1)); done

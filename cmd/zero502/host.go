@@ -105,6 +105,7 @@ func newHostStepCmd() *cobra.Command {
 	var (
 		cfgPath, name, version string
 		opts                   deployer.Options
+		lookFirst              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "step --config - --host NAME --version V",
@@ -113,7 +114,9 @@ func newHostStepCmd() *cobra.Command {
 host: the host's own lock, its own runtime, the drain handshake watched at the balancer, verify,
 and on failure the rollback to its previous spec. It prints one JSON event per line, then
 {"host_report":{…},"error":"…"}. When the deployer's connection goes (stdin ends), the step
-fails and rolls back, and its exit releases the lock. Exit 0: verified; 1: failed.`,
+fails and rolls back, and its exit releases the lock. With --look-first (how the deployer opens
+it, at preflight) it first prints the host's look ({"look":{…}}, as host look) and changes
+nothing until a "go" line on stdin. Exit 0: verified; 1: failed.`,
 		Example: `  ssh deploy@10.0.1.12 zero502 host step --config - --host web-1 --version v2 < zero502.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -129,6 +132,14 @@ fails and rolls back, and its exit releases the lock. Exit 0: verified; 1: faile
 			signal.Ignore(syscall.SIGPIPE)
 			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
+			if lookFirst {
+				if !framed {
+					return exitCode(2, errors.New("--look-first waits for its turn on stdin: it needs --config - (the deployer's config stream)"))
+				}
+				if !deployer.AwaitTurn(ctx, cfg, name, version, stdin, cmd.OutOrStdout()) {
+					return nil // the deployer went on without this host: nothing was changed
+				}
+			}
 			if framed {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
@@ -149,6 +160,8 @@ fails and rolls back, and its exit releases the lock. Exit 0: verified; 1: faile
 	f.StringVar(&version, "version", "", "version to deploy")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock")
 	f.BoolVar(&opts.Naive, "naive", false, "kill at once, no drain, no balancer watch (demos)")
+	f.BoolVar(&lookFirst, "look-first", false, "print this host's look first ({\"look\":…}, as host look), then wait for "+
+		"a \"go\" line on stdin before changing anything; stdin ending first ends the step with nothing changed")
 	return cmd
 }
 

@@ -1,0 +1,231 @@
+package deployer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zero502/zero502/deployer/ssh"
+	"github.com/zero502/zero502/infra/config"
+)
+
+// A host over ssh gets one step process for the whole deploy, opened at preflight: `zero502
+// host step --look-first` prints the host's look (what preflight needs, the same as `host
+// look`), then waits for its turn. The deployer writes turnGo on its stdin when the host's
+// batch comes; closing stdin first ends it with nothing changed. So the ssh session, the
+// binary's start and the config's load happen once per host, off the batches' path, and
+// preflight's look costs no process of its own. A turn whose session ended while it waited (the
+// host went away) is replaced by a fresh session at its turn.
+
+// turnGo is the line that starts a step opened with --look-first.
+const turnGo = "go"
+
+// AwaitTurn is the host's side of a turn: it prints host name's look as one line
+// ({"look":…}, or {"look_error":…}) on out, then reads one line from stdin, the rest of the
+// deployer's config stream. It reports whether that line is turnGo: false (stdin ended, the
+// deployer went on without this host) means the step must end with nothing changed.
+func AwaitTurn(ctx context.Context, cfg *config.Config, name, version string, stdin *bufio.Reader, out io.Writer) bool {
+	var line stepLine
+	l, err := Look(ctx, cfg, name, version, Options{})
+	if err != nil {
+		line.LookError = err.Error()
+	} else {
+		line.Look = &l
+	}
+	if err := json.NewEncoder(out).Encode(line); err != nil {
+		return false
+	}
+	if line.Look == nil {
+		return false // the deployer refuses the deploy: nothing to wait for
+	}
+	got, err := stdin.ReadString('\n')
+	return err == nil && strings.TrimSpace(got) == turnGo
+}
+
+// turn is a host's step session over ssh, opened at preflight and waiting for its turn, or
+// opened at its turn.
+type turn struct {
+	h       config.Host
+	version string
+	cancel  context.CancelFunc
+	goNow   chan struct{} // closed: write turnGo
+	once    sync.Once
+	looked  chan struct{} // closed once the look arrived (or the session ended)
+	ended   chan struct{} // closed once the session ended; then err is set
+
+	// Set by hear while the session lives; read after ended (look after looked).
+	look     *hostLook
+	lookErr  string
+	saidOnce sync.Once
+	began    bool // an event of the step arrived: it may have changed the host
+	result   *StepResult
+	junkMu   sync.Mutex // view may read junk while the session lives
+	junk     remoteJunk
+	err      error
+}
+
+// openStep starts `zero502 host step` on host h for version. With lookFirst the step prints its
+// look and waits for begin; without, it starts at once.
+func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, lookFirst bool) *turn {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &turn{h: h, version: version, cancel: cancel, goNow: make(chan struct{}), looked: make(chan struct{}), ended: make(chan struct{})}
+	if !lookFirst {
+		t.once.Do(func() { close(t.goNow) }) // begun: nothing to write
+	}
+	args := d.stepArgs(h, version, lookFirst)
+	cfgYAML, err := encodeFor(d, h, args)
+	if err != nil {
+		t.err = err
+		t.said(nil, "")
+		close(t.ended)
+		return t
+	}
+	s := d.session(h, args, func(b []byte) { t.hear(d, b) }, configStream(cfgYAML, d.secretsFor(args)))
+	if lookFirst {
+		s.Feed = func(ctx context.Context, done <-chan struct{}, stdin io.Writer) {
+			select {
+			case <-t.goNow:
+				_, _ = io.WriteString(stdin, turnGo+"\n")
+			case <-ctx.Done():
+			case <-done:
+			}
+		}
+	}
+	go func() {
+		t.err = s.Run(ctx)
+		t.said(nil, "")
+		close(t.ended)
+	}()
+	return t
+}
+
+// encodeFor is the config sent to host h for `zero502 ARGS…`.
+func encodeFor(d *Deployer, h config.Host, args []string) ([]byte, error) {
+	b, err := config.Encode(d.configFor(h, args))
+	if err != nil {
+		return nil, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	return b, nil
+}
+
+// said records the step's look (the first time only) and wakes view.
+func (t *turn) said(l *hostLook, lookErr string) {
+	t.saidOnce.Do(func() {
+		t.look, t.lookErr = l, lookErr
+		close(t.looked)
+	})
+}
+
+// view waits for the step's look, at most lookBudget: preflight's view of host h, as remoteView
+// makes it.
+func (t *turn) view(ctx context.Context, d *Deployer) (hostView, error) {
+	wait := time.NewTimer(lookBudget)
+	defer wait.Stop()
+	select {
+	case <-t.looked:
+	case <-ctx.Done():
+		return hostView{}, ctx.Err()
+	case <-wait.C:
+		t.junkMu.Lock()
+		defer t.junkMu.Unlock()
+		return hostView{}, fmt.Errorf("host %s: its step printed no look within %s (stdout said: %s); deploy again, or look at the host",
+			t.h.Name, lookBudget, &t.junk)
+	}
+	if t.look == nil {
+		if t.lookErr != "" {
+			return hostView{}, fmt.Errorf("host %s: %s", t.h.Name, t.lookErr)
+		}
+		<-t.ended
+		if t.err != nil {
+			return hostView{}, t.err
+		}
+		return hostView{}, fmt.Errorf("host %s: zero502 host step --look-first printed no state (stdout said: %s)", t.h.Name, &t.junk)
+	}
+	return d.viewOf(ctx, t.h, *t.look), nil
+}
+
+// predates reports whether the step's session ended with no look while ssh reached the host:
+// a zero502 there that does not know --look-first. Its look is `host look`'s, and its step
+// opens at its turn.
+func (t *turn) predates() bool {
+	select {
+	case <-t.ended:
+	default:
+		return false
+	}
+	return t.look == nil && t.lookErr == "" && !errors.Is(t.err, ssh.ErrUnreachable)
+}
+
+// given reports whether the step was given its turn (or started without waiting for one).
+func (t *turn) given() bool {
+	select {
+	case <-t.goNow:
+		return true
+	default:
+		return false
+	}
+}
+
+// begin gives the step its turn; false when its session has already ended (it never got the
+// word, and nothing was changed).
+func (t *turn) begin() bool {
+	select {
+	case <-t.ended:
+		return false
+	default:
+	}
+	t.once.Do(func() { close(t.goNow) })
+	return true
+}
+
+// abandon ends a step that never got its turn: its stdin closes and it exits, nothing changed.
+func (t *turn) abandon() { t.cancel() }
+
+// turns are the steps preflight opened, by host name, until each host's batch takes its own.
+type turns struct {
+	mu sync.Mutex
+	by map[string]*turn
+}
+
+func (ts *turns) put(t *turn) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.by == nil {
+		ts.by = map[string]*turn{}
+	}
+	ts.by[t.h.Name] = t
+}
+
+// take removes and returns host name's turn (nil: none).
+func (ts *turns) take(name string) *turn {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.by[name]
+	delete(ts.by, name)
+	return t
+}
+
+// abandonAll ends every turn no batch took and waits, up to wait, for their sessions to end.
+func (ts *turns) abandonAll(wait time.Duration) {
+	ts.mu.Lock()
+	left := ts.by
+	ts.by = nil
+	ts.mu.Unlock()
+	deadline := time.After(wait)
+	for _, t := range left {
+		t.abandon()
+	}
+	for _, t := range left {
+		select {
+		case <-t.ended:
+		case <-deadline:
+			return
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package deployer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/internal/testrig/poll"
+)
+
+// The host's side of a turn: its look first, then the step only on the word "go"; a stdin that
+// ends first (the deployer went on without the host) is no go.
+func TestAwaitTurnPrintsTheLookAndWaitsForGo(t *testing.T) {
+	f := newFleet(t, 1)
+	cfg := f.load(f.config("turn.yaml", defaultValues()))
+	for _, tc := range []struct {
+		stdin string
+		want  bool
+	}{{"go\n", true}, {"", false}, {"stop\n", false}} {
+		var out bytes.Buffer
+		got := AwaitTurn(context.Background(), cfg, "host-a", "v1", bufio.NewReader(strings.NewReader(tc.stdin)), &out)
+		if got != tc.want {
+			t.Errorf("stdin %q: go %t, want %t", tc.stdin, got, tc.want)
+		}
+		var line stepLine
+		if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Look == nil || line.LookError != "" {
+			t.Errorf("stdin %q: printed %q (%v); want one {\"look\":…} line", tc.stdin, out.String(), err)
+		}
+	}
+	var out bytes.Buffer
+	if AwaitTurn(context.Background(), cfg, "host-x", "v1", bufio.NewReader(strings.NewReader("go\n")), &out) {
+		t.Error("a look that failed still went")
+	}
+	if !strings.Contains(out.String(), `"look_error"`) || !strings.Contains(out.String(), "host-x") {
+		t.Errorf("a host the config lacks printed %q; want its look_error naming it", out.String())
+	}
+}
+
+// Each remote host's step is opened at preflight and waits for its batch. One whose session
+// ends while it waits (here its process is killed by the pre_deploy hook, after preflight) is
+// given a fresh session at its turn: the deploy still moves every host. A deploy refused after
+// preflight leaves no waiting step behind on any host, and changes nothing.
+func TestAStepThatLostItsSessionWhileItWaitedGetsAFreshOne(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	path, cfg := f.remoteConfig(s, "ssh.yaml", 2)
+	f.startLB(path)
+	ctx := context.Background()
+	opts := Options{RemoteBinary: bin}
+	if _, err := f.deployer(cfg, nil, opts).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+
+	const version = "v2-lost-turn"
+	hook := filepath.Join(f.dir, "kill-turn.sh")
+	body := "#!/bin/sh\n[ \"$ZERO502_HOOK\" = pre_deploy ] || exit 0\n" +
+		"pkill -f -- '--host host-b --version " + version + " .*--look-first' || { echo 'no waiting step of host-b' >&2; exit 9; }\n"
+	if err := os.WriteFile(hook, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{hook}, Timeout: 10 * time.Second}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, opts).Deploy(ctx, version)
+	if err != nil {
+		t.Fatalf("deploy %s after host-b's waiting step was killed: %v\nevents:\n%s", version, err, &ev)
+	}
+	for _, h := range rep.Hosts {
+		if h.Outcome != report.OutcomeDeployed || h.Running != version {
+			t.Errorf("%s: %s, runs %q; want deployed %s\nevents:\n%s", h.Host, h.Outcome, h.Running, version, &ev)
+		}
+	}
+
+	const refused = "v3-refused"
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{"false"}, Timeout: 10 * time.Second}
+	if _, err := f.deployer(cfg, nil, opts).Deploy(ctx, refused); err == nil {
+		t.Fatal("a deploy whose pre_deploy hook fails went on")
+	}
+	poll.UntilNil(t, 15*time.Second, "a waiting step outlived the refused deploy", func() error {
+		out, err := exec.Command("pgrep", "-af", "--", "--version "+refused+" .*--look-first").Output()
+		if err == nil {
+			return &waitingError{string(out)}
+		}
+		return nil
+	})
+	for host, v := range f.versions() {
+		if v != version {
+			t.Errorf("%s runs %q after the refused deploy, want %s", host, v, version)
+		}
+	}
+}
+
+type waitingError struct{ ps string }
+
+func (e *waitingError) Error() string { return "still running: " + e.ps }
