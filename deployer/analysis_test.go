@@ -18,10 +18,12 @@ import (
 )
 
 // analysisRate is the analysis tests' load (requests per second through the LB): the canary's
-// 10 % of it over canaryFor is 30 requests, enough for min_requests 10.
+// 10 % of it over canaryFor is 40 requests, enough for min_requests 10. analysisWindow judges
+// each batch after the canary (above judged's header_timeout, I11).
 const (
-	analysisRate = 100
-	canaryFor    = 3 * time.Second
+	analysisRate   = 100
+	canaryFor      = 4 * time.Second
+	analysisWindow = 3 * time.Second
 )
 
 // analysisFleet is a three-host fleet of zero502 app behind the LB, on v1, with load through the
@@ -60,7 +62,7 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 // again, and the 500s users got came only from the one host for its bake and window.
 func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, 1500*time.Millisecond, "--fail-every", "1")
+	f, _, v2 := analysisFleet(t, analysisWindow, "--fail-every", "1")
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
@@ -110,7 +112,7 @@ func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing
 // A version failing one request in four is stopped the same way: 25 % is above max_error_rate.
 func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, 1500*time.Millisecond, "--fail-every", "4")
+	f, _, v2 := analysisFleet(t, analysisWindow, "--fail-every", "4")
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog
@@ -134,7 +136,7 @@ func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 // an event with its numbers, and each host's report carrying it.
 func TestGoodVersionPassesTheAnalysisWithNoFailedRequest(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, 1500*time.Millisecond)
+	f, _, v2 := analysisFleet(t, analysisWindow)
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
 	var ev eventLog

@@ -20,7 +20,7 @@ func pausedDeploy(t *testing.T) (f *fleet, path string, cmd *exec.Cmd, out *sync
 	t.Helper()
 	f = newFleet(t, 3)
 	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	judged(cfg, 1200*time.Millisecond, 1500*time.Millisecond)
+	judged(cfg, analysisWindow, canaryFor)
 	path = f.write("fleet.yaml", cfg)
 	f.startLB(path)
 	if out, code := runDeploy(t, time.Minute, "--config", path, "--version", "v1"); code != 0 {
