@@ -214,8 +214,9 @@ func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) 
 // starts and is waited for. Start-first: the new instance starts on the service's other port,
 // is added at the balancer and waited for until it is in rotation, and only then does the old
 // one drain and stop, and its target is removed (on the rollout.max_unavailable hosts of a
-// batch, drainsEarly, the old one drains while the new one becomes healthy). With keep, an instance already at its spec
-// (an interrupted deploy, or a rollback to what still runs) is kept and waited for. Then every
+// batch, drainsEarly, the old one drains while the new one becomes healthy). With keep, an
+// instance already at its spec (an interrupted deploy, or a rollback to what still runs) is
+// kept and waited for. Then every
 // new instance must outlast its bake (stable) before converge returns. With a gate, a new
 // instance passes its checks before traffic (services[].smoke, hooks.pre_traffic) before the
 // balancer sends it users (held out at the balancer meanwhile when it would otherwise come back
