@@ -1,16 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/lbinproc"
 )
 
 // zero502 maintenance on|status|off against a real LB: the page with the config's Retry-After,
@@ -19,17 +18,7 @@ import (
 func TestMaintenanceCommand(t *testing.T) {
 	set := lb.LabSettings("127.0.0.1:0", []string{"127.0.0.1:1"})
 	set.Admin = "127.0.0.1:0"
-	s, err := lb.New(set, lb.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	s := lbinproc.Start(t, set)
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "zero502.yaml")

@@ -2,8 +2,6 @@ package balancer_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/lbinproc"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -23,22 +22,7 @@ func inHouseLB(t *testing.T, backends ...string) (*lb.Server, *balancer.InHouse)
 	set := lb.LabSettings("127.0.0.1:0", backends)
 	set.Admin = "127.0.0.1:0"
 	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
-	s, err := lb.New(set, lb.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("lb Run: %v", err)
-		}
-	})
+	s := lbinproc.Start(t, set).Server
 	return s, balancer.NewInHouse(s.AdminAddr(), "")
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zero502/zero502/infra/app"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/lbinproc"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -52,17 +53,7 @@ func TestSessionsSurviveABackendDrain(t *testing.T) {
 	first, stopFirst := serveApp(t, 600*time.Millisecond)
 	set := lb.LabSettings("127.0.0.1:0", []string{first})
 	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
-	s, err := lb.New(set, lb.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	lbCtx, stopLB := context.WithCancel(context.Background())
-	lbDone := make(chan error, 1)
-	go func() { lbDone <- s.Run(lbCtx) }()
-	t.Cleanup(func() { stopLB(); <-lbDone })
+	s := lbinproc.Start(t, set)
 
 	load, err := New(Options{Target: "http://" + s.Addr(), Rate: 20, HealthShare: 0, Sessions: 3,
 		SessionEvery: 20 * time.Millisecond, Timeout: 2 * time.Second})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/edge"
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/lbinproc"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -130,25 +130,8 @@ func startLB(t *testing.T, backends []string) (*lb.Server, func(), <-chan error)
 	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
 	set.AcceptProxyFrom = []string{"127.0.0.0/8"}
 	set.Drain, set.Shutdown = 3*time.Second, 2*time.Second
-	s, err := lb.New(set, lb.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(cancel)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-		}
-	})
-	return s, func() { once.Do(cancel) }, done
+	l := lbinproc.Start(t, set)
+	return l.Server, l.Stop, l.Done
 }
 
 func httpBackend(t *testing.T) string {
