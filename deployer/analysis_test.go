@@ -298,6 +298,8 @@ func TestJudgeRules(t *testing.T) {
 		{"the same noise as the baseline", ev(100, 4, time.Millisecond), ev(100, 3, time.Millisecond), "pass", true, false, "holds"},
 		{"twice as slow is still allowed", ev(100, 0, 20*time.Millisecond), ev(100, 0, 10*time.Millisecond), "pass", true, false, "holds"},
 		{"more than twice as slow", ev(100, 0, 21*time.Millisecond), ev(100, 0, 10*time.Millisecond), "pass", false, false, "max_p99_increase"},
+		{"three times as slow, but by less than min_p99_increase 5ms", ev(100, 0, 1500*time.Microsecond), ev(100, 0, 500*time.Microsecond), "pass", true, false, "holds"},
+		{"three times as slow, and by more than min_p99_increase", ev(100, 0, 9*time.Millisecond), ev(100, 0, 3*time.Millisecond), "pass", false, false, "more than rollout.analysis.min_p99_increase 5ms"},
 		{"slower, but too few requests for a p99", ev(99, 0, 50*time.Millisecond), ev(100, 0, 10*time.Millisecond), "pass", true, false, "holds"},
 		{"too little traffic, pass", ev(19, 19, 0), ev(100, 0, 0), "pass", true, true, "not enough traffic"},
 		{"too little traffic, fail", ev(19, 0, 0), ev(100, 0, 0), "fail", false, true, "not enough traffic"},

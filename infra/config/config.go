@@ -434,6 +434,11 @@ type Analysis struct {
 	// applies once both sides got at least 100 requests in the window (a p99 of fewer is one
 	// cold connection's noise). Default 1 (twice as slow fails).
 	MaxP99Increase float64 `mapstructure:"max_p99_increase"`
+	// MinP99Increase is the smallest slowdown at p99, as time, that the latency rule may fail:
+	// a new version at most this much slower than the old version's p99 holds whatever
+	// MaxP99Increase says (1.1ms against 0.5ms is 120 % slower, and the scheduler's noise, not
+	// the version's). 0 judges by the share alone. Default 5ms.
+	MinP99Increase time.Duration `mapstructure:"min_p99_increase"`
 	// OnNoTraffic is the verdict when fewer than MinRequests reached the new version: pass
 	// (default; the event and the report say so) or fail.
 	OnNoTraffic string `mapstructure:"on_no_traffic"`

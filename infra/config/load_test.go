@@ -83,6 +83,7 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"balanced service missing", "balancer:\n  service: api\n", []string{"balancer.service", `"api"`}},
 		{"negative expected rate", "rollout:\n  analysis:\n    expected_rate: -1\n", []string{"rollout.analysis.expected_rate", "-1", "requests per second"}},
 		{"unknown analysis key", "rollout:\n  analysis:\n    max_error: 0.1\n", []string{`"rollout.analysis.max_error"`, "every key must be one zero502 knows"}},
+		{"negative p99 floor", "rollout:\n  analysis:\n    min_p99_increase: -1ms\n", []string{"rollout.analysis.min_p99_increase", "-1ms", "positive duration"}},
 		{"negative error rate", "rollout:\n  analysis:\n    max_error_rate: -0.1\n", []string{"rollout.analysis.max_error_rate", "-0.1"}},
 		{"canary weight 0", "rollout:\n  canary:\n    weight: 0\n", []string{"rollout.canary.weight", ": 0:", "from 1 to 100"}},
 		{"canary weight over 100", "rollout:\n  canary:\n    weight: 101\n", []string{"rollout.canary.weight", "101", "from 1 to 100"}},

@@ -238,6 +238,9 @@ func (c *Config) Validate() error {
 	if an.MaxP99Increase < 0 || an.MaxP99Increase != an.MaxP99Increase {
 		bad("rollout.analysis.max_p99_increase", an.MaxP99Increase, "must be 0 (off) or a positive share (0.5: 50 % slower)")
 	}
+	if an.MinP99Increase < 0 {
+		bad("rollout.analysis.min_p99_increase", an.MinP99Increase, "must be 0 (the share alone) or a positive duration (5ms)")
+	}
 	if an.ExpectedRate < 0 || an.ExpectedRate != an.ExpectedRate || math.IsInf(an.ExpectedRate, 0) {
 		bad("rollout.analysis.expected_rate", an.ExpectedRate, "must be 0 (unknown) or the requests per second the service gets through the balancer")
 	}
