@@ -54,6 +54,17 @@ bin=${ZERO502_BIN:-$work/zero502}
 [ -n "${ZERO502_BIN:-}" ] || CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/zero502
 go build -o "$work/netfleet" ./internal/testrig/netfleet/cmd/netfleet
 
+# What one process start costs this machine (exec, page faults, package init): preflight and each
+# batch start one zero502 per host, and on this bench every host shares the machine's cores.
+start_cpu_ms() { # start_cpu_ms N: CPU milliseconds per `zero502 version`, over N runs
+  local b0 b1
+  b0=$(busy_ticks)
+  for _ in $(seq "$1"); do "$bin" version >/dev/null; done
+  b1=$(busy_ticks)
+  awk -v t=$((b1 - b0)) -v hz="$(getconf CLK_TCK)" -v n="$1" 'BEGIN { printf "%.0f", t / hz * 1000 / n }'
+}
+start_ms=$(start_cpu_ms 40)
+
 echo "== fleet: $HOSTS hosts"
 t0=$(now)
 "$work/netfleet" up -hosts "$HOSTS" -dir "$work/fleet" >"$work/netfleet.log" 2>&1 &
@@ -152,15 +163,18 @@ load_pid=""
 # Where the deploy's time went, from its events: preflight (to its last check), the batches' own
 # steps (each from its first host's lock to its last host's done), and the rest (the re-verify of
 # the hosts done before each batch and at the end, the read-back).
-read -r pre_ms steps_ms batches < <(jq -rs --argjson b "$BATCH" '
+# Of the batches' steps, the new instances' own boot: per batch, the slowest host's time from its
+# new instance's start to its first healthy answer (the service's start, not the deployer's work).
+read -r pre_ms steps_ms batches boot_ms < <(jq -rs --argjson b "$BATCH" '
   (map(select(.step == "preflight" and (.message // "" | startswith("invariants hold")))) | .[0].elapsed_ms // 0) as $pre
   | (.[-1].report) as $rep
   | [$rep.hosts[].host] as $hosts
-  | (map(select(.host and .step == "locked")) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | min)}) | from_entries) as $lock
-  | (map(select(.host and .step == "done")) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | max)}) | from_entries) as $done
+  | def at(step; f): map(select(.host and .step == step)) | group_by(.host) | map({key: .[0].host, value: (map(.elapsed_ms) | f)}) | from_entries;
+  at("locked"; min) as $lock | at("done"; max) as $done | at("start"; max) as $start | at("healthy"; max) as $healthy
   | [range(0; $hosts | length; $b) as $i | $hosts[$i:$i + $b] | select(all(.[]; $lock[.] and $done[.]))
-     | {s: (map($lock[.]) | min), e: (map($done[.]) | max)}] as $batches
-  | "\($pre) \($batches | map(.e - .s) | add // 0) \($batches | length)"' "$work/deploy-v2.jsonl")
+     | {s: (map($lock[.]) | min), e: (map($done[.]) | max),
+        boot: (map(select($start[.] and $healthy[.]) | $healthy[.] - $start[.]) | max // 0)}] as $batches
+  | "\($pre) \($batches | map(.e - .s) | add // 0) \($batches | length) \($batches | map(.boot) | add // 0)"' "$work/deploy-v2.jsonl")
 
 echo "== status"
 t0=$(now)
@@ -178,9 +192,10 @@ echo "first deploy v1 (batches of $BATCH, nothing to drain): $(secs "$v1_took"),
 ratio=$(awk -v a="$v2_took" -v b="$v2_floor" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
 echo "the deploy: v2 in batches of $BATCH: $(secs "$v2_took") against its floor $(secs "$v2_floor") (${ratio}x); exit $v2_code, $v2_on of $HOSTS hosts on v2: $(outcomes v2) (wall $(secs "$v2_wall"))"
 rest_ms=$((v2_took / 1000000 - pre_ms - steps_ms))
-echo "  of it: preflight $(secs $((pre_ms * 1000000))), the $batches batches' own steps $(secs $((steps_ms * 1000000))), between and after them (re-verify, read-back) $(secs $((rest_ms * 1000000)))"
+echo "  of it: preflight $(secs $((pre_ms * 1000000))), the $batches batches' own steps $(secs $((steps_ms * 1000000))) (of which the new instances' boot, start to healthy, slowest host per batch: $(secs $((boot_ms * 1000000)))), between and after them (re-verify, read-back) $(secs $((rest_ms * 1000000)))"
 hz=$(getconf CLK_TCK)
 echo "  CPU during it: the machine $(awk -v t=$((cpu1 - cpu0)) -v hz="$hz" -v ns="$v2_wall" 'BEGIN { printf "%.2f of %d cores", t / hz / (ns / 1e9), '"$(nproc)"' }'), the LB $(awk -v t=$((lb1 - lb0)) -v hz="$hz" 'BEGIN { printf "%.2fs", t / hz }')"
+echo "  the machine: one zero502 start costs ${start_ms} ms of CPU (\`zero502 version\`, 40 runs)"
 echo "zero502 status of $HOSTS hosts: $(secs "$status_took") (exit $status_code)"
 echo "failed requests: $failed of $sent at $RATE req/s through the LB during the deploy${classes:+ ($classes)}"
 [ "$v2_code" = 0 ] || { echo "the deploy failed:"; tail -n 20 "$work/deploy-v2.err"; }
