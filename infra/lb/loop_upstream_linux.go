@@ -113,6 +113,10 @@ func (l *loop) send(c *lclient, u *lup) {
 	}
 	u.sent = l.Now()
 	l.enter(c, phAwait)
+	if l.resendDue(c, u) { // its backend left rotation while it connected (or was sent)
+		l.failed(c, u, attemptEjected)
+		return
+	}
 	l.readHead(c, u)
 }
 
@@ -278,7 +282,8 @@ func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
 // the response head, no byte of it arrived. Each goes to the next backend through failed, as
 // attemptEjected; the others stay, and are not looked at again for this outage. The loop looks
 // only when some backend's outage count moved since its last look (woken, after the transition
-// rebuilt the rotation).
+// rebuilt the rotation). A request still connecting is left for send: it looks on entering
+// phAwait (resendDue), as the goroutine path's wait does once the request is written.
 func (l *loop) resendEjected() {
 	n := l.s.outages.Load()
 	if n == l.outages {
@@ -295,12 +300,7 @@ func (l *loop) resendEjected() {
 		if c.phase != phSend && c.phase != phAwait || c.b == nil {
 			continue
 		}
-		now := c.b.outages.Load()
-		if now == c.seen {
-			continue
-		}
-		c.seen = now
-		if l.s.resendNow(&c.x.req, u.got, &c.t) {
+		if l.resendDue(c, u) {
 			cut = append(cut, u)
 		}
 	}
@@ -311,4 +311,15 @@ func (l *loop) resendEjected() {
 	}
 	clear(cut)
 	l.cuts = cut[:0]
+}
+
+// resendDue says c's request on u goes at once to another backend: c's backend left rotation
+// for failing since c last looked (c.seen, its outage count when picked: Backend.outageSince)
+// and resendNow allows it. It looks once per outage: c.seen moves on either way.
+func (l *loop) resendDue(c *lclient, u *lup) bool {
+	if !c.b.outageSince(c.seen) {
+		return false
+	}
+	c.seen = c.b.outages.Load()
+	return l.s.resendNow(&c.x.req, u.got, &c.t)
 }

@@ -13,7 +13,8 @@ import (
 // GET or HEAD without a body, no response byte yet) is given up there and sent at once to
 // another healthy backend (resendNow), on both paths:
 //   - the event loops compare, once woken by the transition, the backend's outage count with
-//     the one each of their requests saw when it was sent (loop.resendEjected);
+//     the one each of their requests saw when it was sent (loop.resendEjected), and a request
+//     still connecting then compares once it waits for the response head (loop.resendDue);
 //   - the goroutine path's requests wait in a blocking read: each registers with its backend
 //     (headWaits) while it waits for the response head, and the outage cuts the read short;
 //     the request's own goroutine then decides, with its tried set and its bytes.
@@ -52,10 +53,15 @@ func (b *Backend) wait(hw *headWait, conn *net.TCPConn, seen uint64) {
 	}
 	hw.conn, hw.cut = conn, false
 	w.set[hw] = struct{}{}
-	if b.outages.Load() != seen {
+	if b.outageSince(seen) {
 		hw.cutLocked()
 	}
 }
+
+// outageSince says b left rotation for failing since its outage count was seen (when a request
+// was sent to it): both paths' test, once their request waits for the response head, of
+// whether an outage concerns it (wait; the loops' resendDue).
+func (b *Backend) outageSince(seen uint64) bool { return b.outages.Load() != seen }
 
 // unwait ends hw's registration; a cut its goroutine did not take leaves the connection's read
 // deadline as it was before (none: what follows sets its own).
