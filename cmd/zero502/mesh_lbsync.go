@@ -19,8 +19,12 @@ func newMeshLBSyncCmd() *cobra.Command {
 		once bool
 	)
 	var logs *logFlags // set below, with the flags
+	// The mesh key, as `mesh serve` reads it (the same --key-file and $ZERO502_MESH_KEY), with
+	// this command's name in its messages.
+	keySource := meshKeySource
+	keySource.cmd = "mesh lb-sync"
 	cmd := &cobra.Command{
-		Use:   "lb-sync --from URL --admin URL [--admin-token-file FILE] [--every D]",
+		Use:   "lb-sync --from URL --admin URL [--key-file FILE] [--admin-token-file FILE] [--every D]",
 		Short: "Make the in-house balancer take its backends from a mesh route (admin API only)",
 		Long: `Every --every, read the mesh's GET /route from --from and bring 'zero502 lb' (its admin API at
 --admin) in line: every address in rotation is added or undrained (PUT /admin/backends/ADDR), then
@@ -31,10 +35,16 @@ backend this sync added that the mesh no longer lists at all is drained, then de
 removed. Nothing changes until the mesh's route rests on exchanged reports (its "ready"), and a
 route is never empty and additions go before drains, so the balancer never has an empty pool
 because of the mesh. The admin token comes from --admin-token-file or $ZERO502_LB_ADMIN_TOKEN.
+
+The route is authenticated with the mesh key, the same as every 'mesh serve' has, from
+--key-file FILE (its first line) or $ZERO502_MESH_KEY: every GET /route carries a fresh random
+challenge and only an answer signed with the key for it is taken. An unsigned, wrongly signed or
+replayed answer changes nothing and the round fails, saying so. Without a key lb-sync starts only
+when --from is on loopback (a lab on one machine).
 Exit status: 0 after SIGTERM or Ctrl-C (or after one round with --once), 1 a --once round
-failed, 2 bad flags.`,
+failed, 2 bad flags (or no key off loopback).`,
 		Example: `  zero502 mesh lb-sync --from http://127.0.0.1:7001 --admin http://127.0.0.1:18081
-  zero502 mesh lb-sync --from http://10.0.0.5:7946 --admin http://10.0.0.9:18081 --admin-token-file /etc/zero502/admin-token --every 2s`,
+  zero502 mesh lb-sync --from http://10.0.0.5:7946 --key-file /etc/zero502/mesh.key --admin http://10.0.0.9:18081 --admin-token-file /etc/zero502/admin-token --every 2s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "from", "admin"); err != nil {
@@ -49,6 +59,16 @@ failed, 2 bad flags.`,
 			}
 			if s.Every <= 0 {
 				return exitCode(2, fmt.Errorf("mesh lb-sync: --every %s: must be more than 0, e.g. 2s", s.Every))
+			}
+			key, keySet, err := keySource.resolve(cmd.Flags(), os.Getenv)
+			if err != nil {
+				return exitCode(2, err)
+			}
+			if keySet {
+				s.Key = []byte(key)
+			}
+			if err := s.Validate(); err != nil {
+				return exitCode(2, fmt.Errorf("mesh lb-sync: %w", err))
 			}
 			token, _, err := lbSyncAdminTokenSource.resolve(cmd.Flags(), os.Getenv)
 			if err != nil {
@@ -77,6 +97,7 @@ failed, 2 bad flags.`,
 	fl := cmd.Flags()
 	fl.StringVar(&s.Mesh, "from", "", "a mesh server's base URL, e.g. http://127.0.0.1:7001 (required)")
 	fl.StringVar(&s.Admin, "admin", "", "the balancer's admin base URL, e.g. http://127.0.0.1:18081 (required)")
+	keySource.register(fl, "")
 	lbSyncAdminTokenSource.register(fl, "")
 	fl.DurationVar(&s.Every, "every", 2*time.Second, "time between two syncs")
 	fl.BoolVar(&once, "once", false, "sync once, print the changes and exit")

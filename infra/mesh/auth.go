@@ -15,7 +15,10 @@ import (
 	"time"
 )
 
-// The bulletin channel's authentication. Every POST /mesh/bulletin carries three headers:
+// The mesh's authentication: one shared key (the same on every server and on lb-sync) signs
+// both what the servers say to each other and what they tell a balancer.
+//
+// Bulletins. Every POST /mesh/bulletin carries three headers:
 //
 //	X-Zero502-Mesh-Sender:    the sender's name, as the receiver's --peers lists it
 //	X-Zero502-Mesh-Timestamp: the sender's clock at sending, Unix nanoseconds (decimal)
@@ -28,13 +31,29 @@ import (
 // sender (so a captured bulletin cannot be replayed, to this receiver or to another one). A
 // bulletin failing any check is refused (401: signature, time, replay; 403: who sent it) and
 // changes nothing.
+//
+// The route. lb-sync (LBSync) sends every GET /route with a fresh random challenge, and a node
+// with a key answers it signed:
+//
+//	X-Zero502-Mesh-Challenge: 32 hex digits from crypto/rand, new for every request
+//	X-Zero502-Mesh-Signature: "v1=" and the hex HMAC-SHA256, under the key, of
+//	                          "zero502-mesh-route-v1\n" challenge "\n" body
+//
+// over the exact bytes of the answer's body. An LBSync with the key takes a route only with
+// the signature for its own challenge, so neither whoever answers on the node's address (a
+// local user binding the port while the node restarts, someone on the path) nor a replay of a
+// genuine answer can put an address into the balancer; no clock is involved. An LBSync
+// without a key runs only against a mesh URL on loopback (Validate), as a node without a key
+// runs only on loopback.
 const (
 	headerSender    = "X-Zero502-Mesh-Sender"
 	headerTimestamp = "X-Zero502-Mesh-Timestamp"
 	headerSignature = "X-Zero502-Mesh-Signature"
+	headerChallenge = "X-Zero502-Mesh-Challenge"
 
 	signatureScheme = "v1="
-	signatureDomain = "zero502-mesh-bulletin-v1\n"
+	bulletinDomain  = "zero502-mesh-bulletin-v1\n"
+	routeDomain     = "zero502-mesh-route-v1\n"
 )
 
 // DefaultBulletinWindow is how far a bulletin's timestamp may be from the receiver's clock.
@@ -43,13 +62,40 @@ const DefaultBulletinWindow = 30 * time.Second
 // minKeyLength is the shortest mesh key accepted, in bytes.
 const minKeyLength = 16
 
+// signWith is a signature header's value: "v1=" and the hex HMAC-SHA256 under key of domain,
+// then each field followed by "\n", then body. The domain keeps a signature for one purpose
+// (a bulletin, a route) from ever being valid for another.
+func signWith(key []byte, domain string, body []byte, fields ...string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(domain))
+	for _, f := range fields {
+		m.Write([]byte(f + "\n"))
+	}
+	m.Write(body)
+	return signatureScheme + hex.EncodeToString(m.Sum(nil))
+}
+
+// signatureValid reports whether header (an X-Zero502-Mesh-Signature value) is want (a
+// signWith value), in constant time; signed is false when header is not a "v1=" signature at
+// all.
+func signatureValid(header, want string) (signed, valid bool) {
+	got, ok := strings.CutPrefix(header, signatureScheme)
+	if !ok {
+		return false, false
+	}
+	return true, hmac.Equal([]byte(got), []byte(strings.TrimPrefix(want, signatureScheme)))
+}
+
 // sign is the X-Zero502-Mesh-Signature value of body sent by sender to receiver at timestamp
 // (Unix nanoseconds) under key.
 func sign(key []byte, sender, receiver string, timestamp int64, body []byte) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(signatureDomain + sender + "\n" + receiver + "\n" + strconv.FormatInt(timestamp, 10) + "\n"))
-	m.Write(body)
-	return signatureScheme + hex.EncodeToString(m.Sum(nil))
+	return signWith(key, bulletinDomain, body, sender, receiver, strconv.FormatInt(timestamp, 10))
+}
+
+// signRoute is the X-Zero502-Mesh-Signature value of a GET /route answer's body, for the
+// request's challenge, under key.
+func signRoute(key []byte, challenge string, body []byte) string {
+	return signWith(key, routeDomain, body, challenge)
 }
 
 // signRequest sets the authentication headers of a bulletin request.
@@ -105,12 +151,11 @@ func (n *Node) authenticate(r *http.Request, body []byte) (sender string, ts int
 	if n.Key == nil {
 		return sender, ts, nil // loopback only, checked by Validate
 	}
-	got, ok := strings.CutPrefix(r.Header.Get(headerSignature), signatureScheme)
-	if !ok {
+	signed, valid := signatureValid(r.Header.Get(headerSignature), sign(n.Key, sender, n.Name, ts, body))
+	if !signed {
 		return sender, ts, unauthorized("no %s %s...: this mesh signs every bulletin with its key", headerSignature, signatureScheme)
 	}
-	want := sign(n.Key, sender, n.Name, ts, body)[len(signatureScheme):]
-	if !hmac.Equal([]byte(got), []byte(want)) {
+	if !valid {
 		return sender, ts, unauthorized("bad signature: not signed with this mesh's key for this receiver (every server needs the same --key-file)")
 	}
 	return sender, ts, nil
@@ -157,5 +202,5 @@ func (n *Node) accept(sender string, ts int64) *refusal {
 	return nil
 }
 
-// errNoKey says a mesh off loopback has no key.
+// errNoKey says a mesh node, or an lb-sync, off loopback has no key.
 var errNoKey = errors.New("no mesh key")

@@ -35,7 +35,8 @@
 //     verdicts on GET /mesh/verdicts (metrics with their age and a stale badge), the route on
 //     GET /route (RouteView: configured service addresses in rotation, never empty, why each
 //     server is in or out, and Ready once reports were exchanged) and Prometheus metrics on
-//     GET /metrics. LBSync feeds the route to the in-house LB's admin API.
+//     GET /metrics. LBSync feeds the route to the in-house LB's admin API, taking it only signed
+//     with the Key for a fresh challenge of its own (auth.go); without a key, only on loopback.
 //   - Alerts (package infra/alert): one per confirmed change of a verdict that needs a person
 //     (unreachable by quorum, blocked by a checker with the suggestion to change the IP,
 //     unavailable, and recovered), sent by one node only: the first by name that is up.

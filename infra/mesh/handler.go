@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,12 +27,26 @@ func (n *Node) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.Snapshot())
 	})
-	mux.HandleFunc("GET /route", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(n.RouteView())
-	})
+	mux.HandleFunc("GET /route", n.serveRoute)
 	mux.Handle("GET /metrics", n.metricsHandler())
 	return mux
+}
+
+// serveRoute answers GET /route. With a key the answer is signed (auth.go) for the request's
+// X-Zero502-Mesh-Challenge, over the exact bytes written, so lb-sync can tell it from an answer
+// by whoever else holds the port or the path, and from a replay.
+func (n *Node) serveRoute(w http.ResponseWriter, r *http.Request) {
+	var body bytes.Buffer
+	if err := json.NewEncoder(&body).Encode(n.RouteView()); err != nil {
+		http.Error(w, "route: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if n.Key != nil {
+		w.Header().Set(headerSignature, signRoute(n.Key, r.Header.Get(headerChallenge), body.Bytes()))
+	}
+	_, _ = w.Write(body.Bytes())
 }
 
 // receive records a peer's bulletin once it is authenticated (see auth.go): from a configured

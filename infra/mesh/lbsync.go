@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -34,9 +35,20 @@ import (
 // The balancer never has an empty pool because of the mesh: the route is never empty, additions
 // go before drains, and a route with no address changes nothing. Nor does a route that is not
 // Ready (at start-up, before the mesh servers have exchanged reports): LBSync waits for it.
+//
+// The route is authenticated with the mesh's Key (auth.go): every GET /route carries a fresh
+// random challenge and LBSync takes only an answer signed with the key for that challenge. An
+// unsigned answer, a bad signature or a replayed one (signed for another challenge) changes
+// nothing and is an error saying so, so whoever answers on the node's address (a local user
+// binding the port while the node restarts, someone on the path) cannot put an address into
+// the balancer. Without a key LBSync runs only against a Mesh on loopback (Validate), as a node
+// without a key runs only on loopback.
 type LBSync struct {
 	// Mesh is a mesh node's base URL (http://host:port); Admin the balancer's admin base URL.
 	Mesh, Admin string
+	// Key is the mesh's shared key, the nodes' --key-file: the route must be signed with it.
+	// Nil is allowed only when Mesh is on loopback.
+	Key []byte
 	// Token is the admin API's bearer token ("" on loopback).
 	Token  string
 	Every  time.Duration
@@ -58,6 +70,29 @@ type lbBackend struct {
 	InRotation   bool   `json:"in_rotation"`
 	AdminDrained bool   `json:"admin_drained"`
 	InFlight     int64  `json:"in_flight"`
+}
+
+// Validate returns what is wrong with s's mesh URL and key, naming the flag of `zero502 mesh
+// lb-sync`, the value and the rule: Mesh must be an http(s) URL with a host; without a Key its
+// host must be loopback (anyone else who answers there could forge the route); a Key must be a
+// mesh key (minKeyLength bytes or more).
+func (s *LBSync) Validate() error {
+	u, err := url.Parse(s.Mesh)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--from %q: must be a mesh server's http:// URL with a host, e.g. http://127.0.0.1:7001", s.Mesh)
+	}
+	if s.Key != nil {
+		if len(s.Key) < minKeyLength {
+			return fmt.Errorf("mesh key: %d bytes, must be %d or more: give lb-sync the mesh servers' own key (the same --key-file)", len(s.Key), minKeyLength)
+		}
+		return nil
+	}
+	if onLoopback(net.JoinHostPort(u.Hostname(), "0")) {
+		return nil
+	}
+	return fmt.Errorf("%w: --from %s is not on loopback, so anyone who answers there (a local user on the node's port, someone on the path) "+
+		"could forge the route and put any address into the balancer: give lb-sync the mesh servers' key with --key-file FILE or $ZERO502_MESH_KEY "+
+		"(the same as every `mesh serve`)", errNoKey, s.Mesh)
 }
 
 // Run syncs every Every until ctx ends; a failed round is logged and retried the next round.
@@ -93,7 +128,10 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	if s.added == nil {
 		s.added = map[string]bool{}
 	}
-	rv, err := fetchRoute(s.client(), strings.TrimRight(s.Mesh, "/"))
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w; nothing changed", err)
+	}
+	rv, err := readRoute(ctx, s.client(), strings.TrimRight(s.Mesh, "/"), s.Key)
 	if err != nil {
 		return nil, err
 	}

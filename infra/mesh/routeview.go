@@ -1,6 +1,9 @@
 package mesh
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -75,9 +78,25 @@ func (n *Node) RouteView() RouteView {
 	return rv
 }
 
-// fetchRoute reads GET /route from a mesh node at base (http://host:port).
-func fetchRoute(client *http.Client, base string) (RouteView, error) {
-	resp, err := client.Get(base + "/route")
+// maxRoute bounds a GET /route answer's body: a route of hundreds of servers fits many times.
+const maxRoute = 1 << 20
+
+// readRoute reads GET /route from a mesh node at base (http://host:port). With a key it sends a
+// fresh random challenge and takes the answer only signed with the key for that challenge
+// (auth.go): an unsigned answer, a bad signature or a signature for another challenge (a
+// replay) is an error. Without a key the answer is taken as it is: only for a mesh on loopback
+// (LBSync.Validate).
+func readRoute(ctx context.Context, client *http.Client, base string, key []byte) (RouteView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/route", nil)
+	if err != nil {
+		return RouteView{}, fmt.Errorf("read the route from %s: %w", base, err)
+	}
+	var challenge string
+	if key != nil {
+		challenge = newChallenge()
+		req.Header.Set(headerChallenge, challenge)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return RouteView{}, fmt.Errorf("read the route from %s: %w; is `zero502 mesh serve` listening there?", base, err)
 	}
@@ -86,9 +105,35 @@ func fetchRoute(client *http.Client, base string) (RouteView, error) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return RouteView{}, fmt.Errorf("read the route from %s: answered %d: %s", base, resp.StatusCode, msg)
 	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRoute+1))
+	if err != nil {
+		return RouteView{}, fmt.Errorf("read the route from %s: %w", base, err)
+	}
+	if len(body) > maxRoute {
+		return RouteView{}, fmt.Errorf("read the route from %s: answer above %d bytes: not a mesh route", base, maxRoute)
+	}
+	if key != nil {
+		switch signed, valid := signatureValid(resp.Header.Get(headerSignature), signRoute(key, challenge, body)); {
+		case !signed:
+			return RouteView{}, fmt.Errorf("the route from %s is not signed (no %s %s...), so it was not taken: "+
+				"either what answers there is not the mesh node, or the node has no key: give `mesh serve` and lb-sync the same --key-file (or $ZERO502_MESH_KEY)",
+				base, headerSignature, signatureScheme)
+		case !valid:
+			return RouteView{}, fmt.Errorf("the route from %s has a bad signature (not signed with this key for this request's challenge: "+
+				"forged, replayed, or another key), so it was not taken: give `mesh serve` and lb-sync the same --key-file (or $ZERO502_MESH_KEY)",
+				base)
+		}
+	}
 	var rv RouteView
-	if err := json.NewDecoder(resp.Body).Decode(&rv); err != nil {
+	if err := json.Unmarshal(body, &rv); err != nil {
 		return RouteView{}, fmt.Errorf("read the route from %s: not a mesh route: %w", base, err)
 	}
 	return rv, nil
+}
+
+// newChallenge is a GET /route challenge: 16 bytes from crypto/rand, in hex.
+func newChallenge() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }
