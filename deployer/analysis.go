@@ -103,6 +103,13 @@ func judge(a config.Analysis, window time.Duration, fresh, base Evidence) Verdic
 		baseline = "baseline (the old version's targets): " + base.String()
 	}
 	switch {
+	case fresh.Requests < uint64(a.MinRequests) && float64(fresh.Errors) > a.MaxErrorRate*float64(a.MinRequests):
+		// Too few to judge the rate, but already more errors than max_error_rate allows of
+		// min_requests: the requests still missing could not bring the rate under it.
+		v.Pass = false
+		v.Reason = fmt.Sprintf("%d errors in %d requests over %s: fewer requests than rollout.analysis.min_requests %d, but more errors than "+
+			"rollout.analysis.max_error_rate %.1f%% allows even of %d (%.0f), whatever the others would have got: new version: %s; %s",
+			fresh.Errors, fresh.Requests, window, a.MinRequests, 100*a.MaxErrorRate, a.MinRequests, a.MaxErrorRate*float64(a.MinRequests), fresh, baseline)
 	case fresh.Requests < uint64(a.MinRequests):
 		v.NoTraffic = true
 		v.Pass = a.OnNoTraffic == config.OnNoTrafficPass

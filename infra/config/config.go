@@ -440,7 +440,8 @@ type Analysis struct {
 	// the version's). 0 judges by the share alone. Default 5ms.
 	MinP99Increase time.Duration `mapstructure:"min_p99_increase"`
 	// OnNoTraffic is the verdict when fewer than MinRequests reached the new version: pass
-	// (default; the event and the report say so) or fail.
+	// (default; the event and the report say so) or fail. Either way a version whose errors
+	// already exceed MaxErrorRate of MinRequests fails: the requests missing could not save it.
 	OnNoTraffic string `mapstructure:"on_no_traffic"`
 	// ExpectedRate is how many requests per second the balanced service gets through the
 	// balancer (every instance together) during a deploy; 0 (default) means unknown. It changes
