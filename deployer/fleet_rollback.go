@@ -31,7 +31,7 @@ func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *repor
 		h := d.cfg.Hosts[i]
 		if err := d.rollBackHost(ctx, h, version, hr, verdict); err != nil {
 			errs = append(errs, err)
-			failed = append(failed, h.Name)
+			failed = append(failed, fmt.Sprintf("%s (runs %s)", h.Name, orDefault(hr.Running, "what is unknown")))
 			continue
 		}
 		back = append(back, fmt.Sprintf("%s runs %s", h.Name, orNothing(hr.Running)))
@@ -67,10 +67,15 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)
 		}
 		prev := *hr
-		if err := d.remoteStep(ctx, h, hr.From, hr); err != nil {
+		// The step back starts from what the host was seen running, the new version: a step that
+		// cannot reach the host reports that, not the version it was to go back to.
+		hr.From = orDefault(prev.Running, version)
+		err := d.remoteStep(ctx, h, prev.From, hr)
+		hr.From, hr.To = prev.From, prev.To
+		if err != nil {
 			return fmt.Errorf("host %s: roll back to %s: %w", h.Name, prev.From, err)
 		}
-		hr.From, hr.To, hr.Outcome, hr.Error, hr.Verdict = prev.From, prev.To, report.OutcomeRolledBack, cause.Error(), prev.Verdict
+		hr.Outcome, hr.Error, hr.Verdict = report.OutcomeRolledBack, cause.Error(), prev.Verdict
 		return nil
 	}
 	rt := d.runtimes[h.Name]

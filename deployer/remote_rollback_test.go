@@ -1,0 +1,69 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/internal/testrig/poll"
+)
+
+// A failed verdict rolls back the canary, a host over ssh; when ssh cannot reach it for the step
+// back, the host still runs the new version, and the report says so: unreachable, not changed,
+// running v2 (never v1, the version it was to go back to), and the deploy's error names it.
+func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 3)
+	_, cfg := f.remoteConfig(s, "good.yaml", 1)
+	judged(cfg, analysisWindow, canaryFor)
+	cfg.Rollout.Analysis.MinRequests = 10
+	good := f.write("good.yaml", cfg)
+	bad := f.load(good)
+	bad.Services[0].Command = append(bad.Services[0].Command, "--fail-every", "1")
+	v2 := f.write("v2.yaml", bad)
+	f.startLB(good)
+	ctx := context.Background()
+	if _, err := f.deployer(f.load(good), nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
+		for _, h := range f.load(good).Targets() {
+			if st, err := balancer.NewInHouse(f.admin, "").TargetState(ctx, h); err != nil || !st.InRotation {
+				return fmt.Errorf("%s: %+v %v", h, st, err)
+			}
+		}
+		return nil
+	})
+	// ssh reaches host-a for v2's step, and never for a step to v1: the rollback's.
+	wrapper := f.sshWrapper(`case "$*" in *"--version v1 "*) echo "ssh: connect to host 127.0.0.1 port 22: Connection refused" >&2; exit 255;; esac`)
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{RemoteBinary: bin, SSH: wrapper}).Deploy(ctx, "v2")
+	m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) {
+		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, &ev)
+	}
+	if !strings.Contains(err.Error(), "the rollback failed on host-a (runs v2)") {
+		t.Errorf("error does not say the rollback failed on host-a, which runs v2: %v", err)
+	}
+	if got := f.versions()["host-a"]; got != "v2" {
+		t.Fatalf("host-a runs %q; the rig's rollback was meant to be cut off, leaving v2", got)
+	}
+	a := rep.Hosts[0]
+	if a.Running != "v2" || a.Outcome != report.OutcomeUnreachable || a.From != "v1" || a.To != "v2" {
+		t.Errorf("host-a reported %s, runs %q, from %q to %q; want unreachable (not changed), running v2, from v1 to v2: %s",
+			a.Outcome, a.Running, a.From, a.To, a.Error)
+	}
+	for _, h := range rep.Hosts[1:] {
+		if h.Outcome != report.OutcomeNotReached || h.Running != "v1" {
+			t.Errorf("%s: %s, runs %q; want not reached, v1", h.Host, h.Outcome, h.Running)
+		}
+	}
+}
