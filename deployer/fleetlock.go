@@ -159,6 +159,19 @@ func LockOp(ctx context.Context, cfg *config.Config, op, message string, opts Op
 	return HostLockOp(cfg, h.Name, op, message, Holder("zero502 lock "+op))
 }
 
+// lockForMaintenance writes the maintenance record of the fleet lock at path, which the caller
+// holds, unless there is one.
+func lockForMaintenance(path string, me hostlock.Holder, message string) error {
+	if m, ok := readMaintenance(path); ok {
+		return fmt.Errorf("the fleet is already locked for maintenance by %s: %q", m.Holder, m.Message)
+	}
+	data, _ := json.Marshal(Maintenance{Holder: me, Message: message})
+	if err := spec.WriteAtomic(maintenancePath(path), data); err != nil {
+		return fmt.Errorf("write the maintenance lock %s: %w", maintenancePath(path), err)
+	}
+	return nil
+}
+
 // Holder is who runs this process, doing command, for lock records.
 func Holder(command string) hostlock.Holder {
 	return hostlock.Holder{Who: whoDeploys(), Command: command, PID: os.Getpid(), Since: time.Now()}
@@ -175,10 +188,8 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 	path := cfg.FleetLockPath()
 	st := func() lockStatus {
 		s := lockStatus{Host: name, Path: path}
-		if l, err := hostlock.TryAcquire(path, me); err == nil {
-			_ = l.Release()
-		} else if errors.Is(err, hostlock.ErrHeld) {
-			h := hostlock.ReadHolder(path)
+		// Looked at, not taken: a deploy starting meanwhile must not find it held by a status.
+		if held, h, err := hostlock.Held(path); err == nil && held {
 			s.Deploy = &h
 		}
 		if m, ok := readMaintenance(path); ok {
@@ -197,15 +208,9 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 		if err != nil {
 			return st(), fmt.Errorf("fleet lock %s on %s: %w; wait for the deploy to end, then lock", path, name, err)
 		}
-		defer l.Release()
-		if m, ok := readMaintenance(path); ok {
-			return st(), fmt.Errorf("the fleet is already locked for maintenance by %s: %q", m.Holder, m.Message)
-		}
-		data, _ := json.Marshal(Maintenance{Holder: me, Message: message})
-		if err := spec.WriteAtomic(maintenancePath(path), data); err != nil {
-			return st(), fmt.Errorf("write the maintenance lock %s: %w", maintenancePath(path), err)
-		}
-		return st(), nil
+		err = lockForMaintenance(path, me, message)
+		_ = l.Release() // before the status: it would say this operation holds the lock
+		return st(), err
 	case LockReleaseOp:
 		if _, ok := readMaintenance(path); !ok {
 			return st(), fmt.Errorf("the fleet is not locked for maintenance (%s does not exist)", maintenancePath(path))

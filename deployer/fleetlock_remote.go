@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -225,4 +226,16 @@ func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message 
 		return st, err
 	}
 	return st, nil
+}
+
+// HeldHereFor is the holder record of a fleet lock taken on this machine, the lock host, for
+// who, a deployer on another machine: its user, machine and command, with its pid there named in
+// the command, and this process's pid, which holds the lock here (a pid of another machine,
+// looked up here, would make the record a dead process's and the holder "unknown").
+func HeldHereFor(who hostlock.Holder) hostlock.Holder {
+	if who.PID != 0 && who.PID != os.Getpid() {
+		who.Command = fmt.Sprintf("%s, pid %d on its machine; held here by zero502 host fleet-lock", who.Command, who.PID)
+	}
+	who.PID = os.Getpid()
+	return who
 }

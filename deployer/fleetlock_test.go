@@ -88,6 +88,8 @@ func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
 	// A maintenance lock, taken by hand, keeps every deploy out until it is lifted.
 	if out, code := runZero502(t, "lock", "acquire", "--config", path, "--remote-binary", bin, "-m", "DB migration until 18:00"); code != 0 {
 		t.Fatalf("lock acquire: exit %d\n%s", code, out)
+	} else if !strings.Contains(out, "locked for maintenance by") || strings.Contains(out, "held by a running deploy") {
+		t.Errorf("lock acquire says %q; want the maintenance lock alone, no deploy running", out)
 	}
 	out, code = onOtherMachine(bin, "deploy", "--config", path, "--version", "v3", "--lock-timeout", "0", "--remote-binary", bin)
 	if code != 2 || !strings.Contains(out, "locked for maintenance on host host-a") || !strings.Contains(out, "DB migration until 18:00") {

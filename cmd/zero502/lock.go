@@ -103,6 +103,7 @@ partition), when it prints {"expired": …} and exits 1. With
 				if err := json.Unmarshal([]byte(holderJSON), &me); err != nil {
 					return exitCode(2, fmt.Errorf("--holder %q: not a holder record: %w", holderJSON, err))
 				}
+				me = deployer.HeldHereFor(me)
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			if op != "hold" {
