@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,9 @@ type hostView struct {
 	// serving: healthy directly and in rotation at the balancer.
 	serving bool
 	detail  string
+	// target is where the balanced service answers on the host (its instance's address: a
+	// start-first service moves between its two ports); empty: the host's first port.
+	target string
 }
 
 // preflight checks everything a deploy needs before it changes anything: the invariants (of
@@ -169,7 +173,8 @@ func (d *Deployer) look(ctx context.Context, h config.Host, version string) (hos
 		v.serving, v.detail = true, "running (no service with a port to check)"
 		return v, nil
 	}
-	v.serving, v.detail = d.serving(ctx, h, svc)
+	v.target = d.currentTarget(ctx, h, svc)
+	v.serving, v.detail = d.servingAt(ctx, h, svc, v.target)
 	return v, nil
 }
 
@@ -180,9 +185,15 @@ func (d *Deployer) look(ctx context.Context, h config.Host, version string) (hos
 // so one check that timed out on a loaded machine neither refuses a deploy nor counts a healthy
 // host as down.
 func (d *Deployer) serving(ctx context.Context, h config.Host, svc config.Service) (bool, string) {
+	return d.servingAt(ctx, h, svc, "")
+}
+
+// servingAt is serving with svc's target on h known (a host over ssh says it in its look, or
+// its step in its report); empty: currentTarget.
+func (d *Deployer) servingAt(ctx context.Context, h config.Host, svc config.Service, target string) (bool, string) {
 	deadline := d.clock.Now().Add(d.patience())
 	for {
-		ok, detail := d.servingNow(ctx, h, svc)
+		ok, detail := d.servingNow(ctx, h, svc, target)
 		if ok || !d.clock.Now().Before(deadline) || d.sleep(ctx, d.pollEvery()) != nil {
 			return ok, detail
 		}
@@ -195,9 +206,11 @@ func (d *Deployer) patience() time.Duration {
 	return d.cfg.Balancer.Detection() + d.cfg.Balancer.Recovery() + d.cfg.Balancer.Interval
 }
 
-// servingNow is one look of serving.
-func (d *Deployer) servingNow(ctx context.Context, h config.Host, svc config.Service) (bool, string) {
-	target := d.currentTarget(ctx, h, svc)
+// servingNow is one look of serving, at target (empty: currentTarget).
+func (d *Deployer) servingNow(ctx context.Context, h config.Host, svc config.Service, target string) (bool, string) {
+	if target == "" {
+		target = d.currentTarget(ctx, h, svc)
+	}
 	_, direct := d.checkHealth(ctx, target, svc.Health.Rule())
 	var problems []string
 	if direct != nil {
@@ -220,7 +233,8 @@ func (d *Deployer) servingNow(ctx context.Context, h config.Host, svc config.Ser
 }
 
 // currentTarget is where svc answers on host h now: the address of its running instance (a
-// start-first service moves between its two ports), else its first port.
+// start-first service moves between its two ports), else its first port. A host over ssh has no
+// runtime here: its look says its target (knownTarget).
 func (d *Deployer) currentTarget(ctx context.Context, h config.Host, svc config.Service) string {
 	if rt := d.runtimes[h.Name]; rt != nil && len(svc.Ports) == 2 {
 		if insts, err := running(ctx, rt, h.Name, svc.Name); err == nil && len(insts) > 0 && insts[0].Address != "" {
@@ -228,6 +242,16 @@ func (d *Deployer) currentTarget(ctx context.Context, h config.Host, svc config.
 		}
 	}
 	return h.ServiceAddr(svc)
+}
+
+// knownTarget is target, said by host h (its look or its step's report) for svc, when it is one
+// of the addresses svc may answer on there, else "" (currentTarget then): a host cannot have the
+// deployer check, or drain, an address that is not its own.
+func knownTarget(h config.Host, svc config.Service, target string) string {
+	if target != "" && slices.Contains(h.ServiceAddrs(svc), target) {
+		return target
+	}
+	return ""
 }
 
 // batchLeavesHealthy is invariant I8 on the live fleet for the batch of hosts [start, end):
@@ -299,7 +323,11 @@ func (d *Deployer) failOpenGuard(ctx context.Context, start, end int, views []ho
 				continue
 			}
 		}
-		if err := g.DrainGuard(ctx, d.currentTarget(ctx, h, svc)); err != nil {
+		target := d.currentTarget(ctx, h, svc)
+		if views != nil && views[i].target != "" {
+			target = views[i].target
+		}
+		if err := g.DrainGuard(ctx, target); err != nil {
 			errs = append(errs, fmt.Errorf("fail-open guard, host %s: %w", h.Name, err))
 		}
 	}

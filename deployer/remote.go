@@ -50,7 +50,10 @@ func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, 
 func (d *Deployer) session(h config.Host, args []string, line func([]byte), input []byte) ssh.Session {
 	return ssh.Session{Host: h.Name, Target: h.SSH, SSH: d.opts.SSH, Binary: d.opts.RemoteBinary, Mux: d.mux, Args: args,
 		Input: input, Budget: d.rollbackBudget(len(d.cfg.Services)), Line: line,
-		Feed: func(ctx context.Context, done <-chan struct{}, stdin io.Writer) { d.renewLease(ctx, done, stdin, args) }}
+		Feed: func(ctx context.Context, done <-chan struct{}, stdin io.Writer) error {
+			d.renewLease(ctx, done, stdin, args)
+			return nil
+		}}
 }
 
 // renewLease sends the fleet lock's lease renewals on the session of `zero502 host fleet-lock`
@@ -136,6 +139,9 @@ type stepLine struct {
 	StepResult
 	Look      *hostLook `json:"look,omitempty"`
 	LookError string    `json:"look_error,omitempty"`
+	// Asks, on the look's line: the waiting step answers turnAsk. Ready is that answer.
+	Asks  bool `json:"asks,omitempty"`
+	Ready bool `json:"ready,omitempty"`
 }
 
 // hear handles one line of host h's step: an event is relayed (and marks the step begun), the
@@ -150,7 +156,10 @@ func (t *turn) hear(d *Deployer, b []byte) {
 	}
 	switch {
 	case l.Look != nil || l.LookError != "":
+		t.asks.Store(l.Asks)
 		t.said(l.Look, l.LookError)
+	case l.Ready:
+		t.readyOnce.Do(func() { close(t.ready) })
 	case l.HostReport != nil:
 		if l.HostReport.Host != t.h.Name { // a host reports for itself only
 			t.junk.add(fmt.Sprintf("(a report for host %q, dropped)", l.HostReport.Host))
@@ -174,7 +183,8 @@ func (t *turn) hear(d *Deployer, b []byte) {
 
 // finish waits for the step's session to end and fills rep from what the host reported, or,
 // without a report, from what is known: unreachable and unchanged when ssh never got there and
-// nothing began, else unknown.
+// nothing began, else unknown. A step waiting for its turn that was told go may have begun
+// though none of its events arrived (a silent partition right after): unknown.
 func (t *turn) finish(rep *report.HostReport) error {
 	<-t.ended
 	h, err, result := t.h, t.err, t.result
@@ -182,8 +192,9 @@ func (t *turn) finish(rep *report.HostReport) error {
 		if err == nil {
 			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, &t.junk)
 		}
-		if !t.began && errors.Is(err, ssh.ErrUnreachable) {
-			// ssh never got there: nothing ran, the host runs what it ran.
+		if !t.began && !t.sentGo.Load() && errors.Is(err, ssh.ErrUnreachable) {
+			// ssh never got there (or lost a step that was never told go): nothing ran, the
+			// host runs what it ran.
 			rep.Outcome, rep.Running = report.OutcomeUnreachable, rep.From
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
 			return fmt.Errorf("%s", rep.Error)
@@ -279,7 +290,8 @@ func (d *Deployer) remoteView(ctx context.Context, h config.Host, version string
 func (d *Deployer) viewOf(ctx context.Context, h config.Host, l hostLook) hostView {
 	v := hostView{from: l.From, instance: l.Instance, inProgress: l.InProgress, serving: l.Serving, detail: l.Detail}
 	if svc, balanced := d.cfg.BalancedService(); balanced && v.instance {
-		v.serving, v.detail = d.serving(ctx, h, svc)
+		v.target = knownTarget(h, svc, l.Target) // the host has no runtime here: its look says where it answers
+		v.serving, v.detail = d.servingAt(ctx, h, svc, v.target)
 	}
 	return v
 }

@@ -30,6 +30,10 @@ type hostLook struct {
 	// Serving and Detail: the balanced service answers its health check directly, on the host.
 	Serving bool   `json:"serving"`
 	Detail  string `json:"detail,omitempty"`
+	// Target is where the balanced service answers on the host, read from its runtime: a
+	// start-first service moves between its two ports. Empty: no instance (or a zero502 there
+	// that predates it: the service's first port).
+	Target string `json:"target,omitempty"`
 	// Running is what every service runs, read from the host's runtime (as Report's Running).
 	Running string `json:"running"`
 	// Status is the host's status as `zero502 status` shows it, read on the host (without the
@@ -96,5 +100,5 @@ func Look(ctx context.Context, cfg *config.Config, name, version string, opts Op
 	d.readBack(ctx, all)
 	st := d.hostStatus(ctx, h)
 	return hostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,
-		Detail: v.detail, Running: all.Hosts[0].Running, Status: &st}, nil
+		Detail: v.detail, Target: v.target, Running: all.Hosts[0].Running, Status: &st}, nil
 }

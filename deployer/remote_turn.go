@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zero502/zero502/deployer/ssh"
@@ -26,26 +27,49 @@ import (
 // turnGo is the line that starts a step opened with --look-first.
 const turnGo = "go"
 
+// turnAsk is the line the deployer sends a waiting step just before turnGo; the step answers
+// {"ready":true}. Only a step that answered within turnAskBudget is told go: one whose host
+// went silent while it waited (a pulled cable that ssh has not noticed yet) is never told, so
+// it is known not to have begun: "unreachable, not changed", not "unknown".
+const turnAsk = "ready?"
+
+// turnAskBudget is how long a waiting step has to answer turnAsk: a process already running,
+// reading its stdin, one round trip away; ssh itself would notice a dead connection only after
+// ServerAliveInterval × ServerAliveCountMax (15 s).
+const turnAskBudget = 5 * time.Second
+
 // AwaitTurn is the host's side of a turn: it prints host name's look as one line
-// ({"look":…}, or {"look_error":…}) on out, then reads one line from stdin, the rest of the
-// deployer's config stream. It reports whether that line is turnGo: false (stdin ended, the
-// deployer went on without this host) means the step must end with nothing changed.
+// ({"look":…,"asks":true}, or {"look_error":…}) on out, then reads lines from stdin, the rest of
+// the deployer's config stream: it answers each turnAsk with {"ready":true} and reports whether
+// the line after is turnGo: false (stdin ended, the deployer went on without this host) means
+// the step must end with nothing changed.
 func AwaitTurn(ctx context.Context, cfg *config.Config, name, version string, stdin *bufio.Reader, out io.Writer) bool {
 	var line stepLine
 	l, err := Look(ctx, cfg, name, version, Options{})
 	if err != nil {
 		line.LookError = err.Error()
 	} else {
-		line.Look = &l
+		line.Look, line.Asks = &l, true
 	}
-	if err := json.NewEncoder(out).Encode(line); err != nil {
+	enc := json.NewEncoder(out)
+	if err := enc.Encode(line); err != nil {
 		return false
 	}
 	if line.Look == nil {
 		return false // the deployer refuses the deploy: nothing to wait for
 	}
-	got, err := stdin.ReadString('\n')
-	return err == nil && strings.TrimSpace(got) == turnGo
+	for {
+		got, err := stdin.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		if strings.TrimSpace(got) != turnAsk {
+			return strings.TrimSpace(got) == turnGo
+		}
+		if _, err := io.WriteString(out, `{"ready":true}`+"\n"); err != nil { // a stepLine's Ready, alone
+			return false
+		}
+	}
 }
 
 // turn is a host's step session over ssh, opened at preflight and waiting for its turn, or
@@ -64,17 +88,25 @@ type turn struct {
 	lookErr  string
 	saidOnce sync.Once
 	began    bool // an event of the step arrived: it may have changed the host
-	result   *StepResult
-	junkMu   sync.Mutex // view may read junk while the session lives
-	junk     remoteJunk
-	err      error
+	// sentGo: turnGo was (about to be) written to the waiting step: it may have begun, even
+	// when no event of it arrived before its session was lost.
+	sentGo atomic.Bool
+	// asks: the step's look said it answers turnAsk; ready closes on its answer.
+	asks      atomic.Bool
+	ready     chan struct{}
+	readyOnce sync.Once
+	result    *StepResult
+	junkMu    sync.Mutex // view may read junk while the session lives
+	junk      remoteJunk
+	err       error
 }
 
 // openStep starts `zero502 host step` on host h for version. With lookFirst the step prints its
 // look and waits for begin; without, it starts at once.
 func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, lookFirst bool) *turn {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &turn{h: h, version: version, cancel: cancel, goNow: make(chan struct{}), looked: make(chan struct{}), ended: make(chan struct{})}
+	t := &turn{h: h, version: version, cancel: cancel, goNow: make(chan struct{}), looked: make(chan struct{}), ended: make(chan struct{}),
+		ready: make(chan struct{})}
 	if !lookFirst {
 		t.once.Do(func() { close(t.goNow) }) // begun: nothing to write
 	}
@@ -88,13 +120,22 @@ func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, 
 	}
 	s := d.session(h, args, func(b []byte) { t.hear(d, b) }, configStream(cfgYAML, d.secretsFor(args)))
 	if lookFirst {
-		s.Feed = func(ctx context.Context, done <-chan struct{}, stdin io.Writer) {
+		s.Feed = func(ctx context.Context, done <-chan struct{}, stdin io.Writer) error {
 			select {
 			case <-t.goNow:
-				_, _ = io.WriteString(stdin, turnGo+"\n")
 			case <-ctx.Done():
+				return nil
 			case <-done:
+				return nil
 			}
+			if t.asks.Load() {
+				if answered, err := t.ask(ctx, done, stdin); !answered {
+					return err
+				}
+			}
+			t.sentGo.Store(true)
+			_, _ = io.WriteString(stdin, turnGo+"\n")
+			return nil
 		}
 	}
 	go func() {
@@ -103,6 +144,28 @@ func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, 
 		close(t.ended)
 	}()
 	return t
+}
+
+// ask sends turnAsk and waits for the step's answer, at most turnAskBudget; answered false: do
+// not tell it go. No answer in time is an error wrapping ssh.ErrUnreachable (the session is cut
+// off, the step never told go); a session ending meanwhile is no error of ask's (its own says
+// why).
+func (t *turn) ask(ctx context.Context, done <-chan struct{}, stdin io.Writer) (answered bool, _ error) {
+	if _, err := io.WriteString(stdin, turnAsk+"\n"); err != nil {
+		return false, nil
+	}
+	wait := time.NewTimer(turnAskBudget)
+	defer wait.Stop()
+	select {
+	case <-t.ready:
+		return true, nil
+	case <-ctx.Done():
+	case <-done:
+	case <-wait.C:
+		return false, fmt.Errorf("host %s: its waiting step did not answer within %s when its turn came, so it was not told to begin: %w",
+			t.h.Name, turnAskBudget, ssh.ErrUnreachable)
+	}
+	return false, nil
 }
 
 // encodeFor is the config sent to host h for `zero502 ARGS…`.

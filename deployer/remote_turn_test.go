@@ -25,15 +25,20 @@ func TestAwaitTurnPrintsTheLookAndWaitsForGo(t *testing.T) {
 	for _, tc := range []struct {
 		stdin string
 		want  bool
-	}{{"go\n", true}, {"", false}, {"stop\n", false}} {
+	}{{"go\n", true}, {"", false}, {"stop\n", false}, {"ready?\ngo\n", true}, {"ready?\nready?\n", false}} {
 		var out bytes.Buffer
 		got := AwaitTurn(context.Background(), cfg, "host-a", "v1", bufio.NewReader(strings.NewReader(tc.stdin)), &out)
 		if got != tc.want {
 			t.Errorf("stdin %q: go %t, want %t", tc.stdin, got, tc.want)
 		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		var line stepLine
-		if err := json.Unmarshal(out.Bytes(), &line); err != nil || line.Look == nil || line.LookError != "" {
-			t.Errorf("stdin %q: printed %q (%v); want one {\"look\":…} line", tc.stdin, out.String(), err)
+		if err := json.Unmarshal([]byte(lines[0]), &line); err != nil || line.Look == nil || line.LookError != "" || !line.Asks {
+			t.Errorf("stdin %q: printed %q (%v); want a {\"look\":…,\"asks\":true} line first", tc.stdin, out.String(), err)
+		}
+		// Every "ready?" is answered, on a line of its own.
+		if asked, answered := strings.Count(tc.stdin, turnAsk+"\n"), strings.Count(out.String(), `{"ready":true}`); answered != asked || len(lines) != 1+asked {
+			t.Errorf("stdin %q: printed %q; want the look and %d {\"ready\":true} lines", tc.stdin, out.String(), asked)
 		}
 	}
 	var out bytes.Buffer

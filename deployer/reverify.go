@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -57,9 +58,7 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Rep
 		}
 		hr, h := &rep.Hosts[i], d.cfg.Hosts[i]
 		if h.SSH != "" {
-			hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("re-verified after its step: %v; look at host %s", err, h.Name)
-			d.emit(Event{Host: h.Name, Step: stepFailed, Version: version, Message: hr.Error})
-			errs = append(errs, fmt.Errorf("host %s: %s", h.Name, hr.Error))
+			errs = append(errs, d.reverifyFailedRemote(ctx, h, version, hr, err))
 			continue
 		}
 		cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
@@ -78,13 +77,50 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Rep
 	return errors.Join(errs...)
 }
 
+// reverifyFailedRemote answers host h over ssh, finished on version earlier in this deploy, that
+// failed its re-verify with err. Unreachable over ssh, what it runs is unknown (it may have been
+// lost with its service still serving): no version is claimed, so the read-back looks again.
+// Reachable and no longer healthy on version, it is rolled back as a local host is: by a step to
+// the version it ran before, on the host (rollBackHost); a host that ran nothing or this version
+// before has nothing to go back to and is failed.
+func (d *Deployer) reverifyFailedRemote(ctx context.Context, h config.Host, version string, hr *report.HostReport, err error) error {
+	if errors.Is(err, ssh.ErrUnreachable) {
+		hr.Outcome, hr.Running = report.OutcomeUnknown, ""
+		hr.Error = fmt.Sprintf("unreachable over ssh when re-verified after its step: what it runs is unknown: %v; "+
+			"check it with zero502 status once it is back, then deploy again", err)
+		d.emit(Event{Host: h.Name, Step: stepFailed, Version: version, Message: hr.Error})
+		return fmt.Errorf("host %s: %s", h.Name, hr.Error)
+	}
+	cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
+	if hr.From == "" || hr.From == version {
+		hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("%v; no rollback: it ran no other version before; look at host %s", cause, h.Name)
+		d.emit(Event{Host: h.Name, Step: stepFailed, Version: version, Message: hr.Error})
+		return fmt.Errorf("%s", hr.Error)
+	}
+	d.emit(Event{Host: h.Name, Step: stepRollback, Version: hr.From, Message: "rolling back to " + hr.From + ": " + cause.Error()})
+	if rerr := d.rollBackHost(ctx, h, version, hr, cause); rerr != nil {
+		if hr.Outcome != report.OutcomeUnknown && hr.Outcome != report.OutcomeUnreachable {
+			// Whatever its step to the old version said of itself (rolled back: to the
+			// failing version), the host is not back.
+			hr.Outcome = report.OutcomeFailed
+		}
+		hr.Error = fmt.Sprintf("%v; rollback failed too: %v", cause, rerr)
+		d.emit(Event{Host: h.Name, Step: stepFailed, Message: hr.Error})
+		return fmt.Errorf("%w; rollback failed too: %v: look at host %s", cause, rerr, h.Name)
+	}
+	d.emit(Event{Host: h.Name, Step: stepRolledBack, Version: hr.From, Message: "host runs " + orNothing(hr.Running) + " again"})
+	return fmt.Errorf("%w; host %s rolled back to %s, rollout stopped", cause, h.Name, hr.From)
+}
+
 // vouched reports whether host h, deployed to version earlier in this deploy with its balanced
 // service svc on target, still serves without a look on the host: in rotation and healthy
 // directly; with named, the service also names version in its own answer (services[].verify:
 // a version header or path; a service that cannot is not vouched for).
 func (d *Deployer) vouched(ctx context.Context, h config.Host, svc config.Service, version, target string, named bool) bool {
 	if !named {
-		ok, _ := d.servingNow(ctx, h, svc)
+		// At the target its step reported: a host over ssh has no runtime here for
+		// currentTarget to read, and a start-first service moves between its two ports.
+		ok, _ := d.servingNow(ctx, h, svc, knownTarget(h, svc, target))
 		return ok
 	}
 	s, ok := spec.Render(d.cfg, h, version, d.self).Service(svc.Name)

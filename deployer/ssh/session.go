@@ -23,8 +23,10 @@ type Session struct {
 	// Input is written on the remote stdin first (the config stream).
 	Input []byte
 	// Feed, when set, runs after Input while the session lives and writes more on stdin (the
-	// fleet lock's lease renewals) until done closes or ctx ends.
-	Feed func(ctx context.Context, done <-chan struct{}, stdin io.Writer)
+	// fleet lock's lease renewals, a waiting step's turn) until done closes or ctx ends. An error
+	// it returns ends the session at once, with no Budget (the host was given nothing it must
+	// finish), and Run returns it.
+	Feed func(ctx context.Context, done <-chan struct{}, stdin io.Writer) error
 	// Budget is how long the host gets, once ctx ended and stdin was closed, to end on its own
 	// (its step rolls back and reports) before the session is cut off, so that no host can hang
 	// a deploy.
@@ -82,12 +84,21 @@ func (s Session) Run(ctx context.Context) error {
 	closeStdin := func() { closeOnce.Do(func() { stdin.Close() }) }
 	done := make(chan struct{})
 	defer close(done)
+	var fed struct {
+		sync.Mutex
+		err error
+	}
 	go func() {
-		if _, err := stdin.Write(s.Input); err != nil {
+		if _, err := stdin.Write(s.Input); err != nil || s.Feed == nil {
 			return
 		}
-		if s.Feed != nil {
-			s.Feed(ctx, done, stdin)
+		if err := s.Feed(ctx, done, stdin); err != nil {
+			fed.Lock()
+			fed.err = err
+			fed.Unlock()
+			closeStdin()
+			_ = cmd.Process.Kill()
+			_ = stdout.Close() // a client on a control master: see the cut-off below
 		}
 	}()
 	var cutOff atomic.Bool
@@ -115,6 +126,11 @@ func (s Session) Run(ctx context.Context) error {
 	ReadLines(stdout, MaxLine, s.Line)
 	closeStdin()
 	err = cmd.Wait()
+	fed.Lock()
+	if fed.err != nil {
+		err = fed.err
+	}
+	fed.Unlock()
 	if cutOff.Load() {
 		err = fmt.Errorf("cut off %s after the deploy was cancelled: the host neither ended nor reported within the rollback budget: %w", s.Budget, err)
 	}

@@ -1,0 +1,186 @@
+package deployer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
+)
+
+// A step over ssh waiting for its turn is told go, and then its session is lost before any event
+// of it arrives (ssh exits 255: a silent partition right after go). The host may have begun:
+// its outcome is unknown and no version is claimed, not "unreachable, not changed" on the version
+// it ran. The ssh client here is a fake that plays the host: it prints the look, waits for go and
+// exits 255 (and 255 for any other session, as a host cut off would).
+func TestASilentPartitionAfterGoIsUnknownNotUnchanged(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("go.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake below
+	cfg.Rollout.LockHost = cfg.Hosts[1].Name                                 // the fleet lock on host-b, local
+	cfg = f.load(f.write("go.yaml", cfg))
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
+echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"}}'
+while IFS= read -r line; do
+	[ "$line" = go ] && exit 255
+done
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil {
+		t.Fatalf("deploy with host-a lost right after go: no error\nevents:\n%s", &ev)
+	}
+	a := rep.Hosts[0]
+	if a.Outcome != report.OutcomeUnknown || a.Running != "" || !strings.Contains(a.Error, "what it runs is unknown") {
+		t.Errorf("host-a, lost right after go: %q, runs %q, error %q; want %q, no version claimed\nevents:\n%s",
+			a.Outcome, a.Running, a.Error, report.OutcomeUnknown, &ev)
+	}
+	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached {
+		t.Errorf("host-b: %q, want %q", b.Outcome, report.OutcomeNotReached)
+	}
+}
+
+// A host over ssh finished earlier in the deploy (host-a) goes down before the final re-verify:
+// its service is killed once host-b has verified. Cut off from ssh too (a host lost, link and
+// all), it is "unreachable after its step began: unknown" with no version claimed, not failed on
+// v2; still reachable, it is rolled back to v1 by a step there, as a local host would be.
+func TestAHostLostBeforeReverifyOverSSH(t *testing.T) {
+	t.Parallel()
+	for _, cut := range []bool{true, false} {
+		name := "reachable"
+		if cut {
+			name = "unreachable"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := startSSHD(t)
+			f := newFleet(t, 2)
+			path, cfg := f.remoteConfig(s, "reverify.yaml", 2)
+			f.startLB(path)
+			ctx := context.Background()
+			if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+				t.Fatalf("deploy v1: %v", err)
+			}
+			cutFile := filepath.Join(f.dir, "cut-host-a")
+			// The ssh client: every session of host-a's fails as ssh does when it cannot get
+			// there, once the test has cut it.
+			wrapper := f.sshWrapper(`case "$*" in *host-a*) [ -e ` + cutFile + ` ] && exit 255 ;; esac`)
+			var ev eventLog
+			d := f.deployer(cfg, nil, Options{RemoteBinary: bin, SSH: wrapper})
+			lost := false
+			d.opts.Events = func(e Event) {
+				ev.add(e)
+				if e.Host != "host-b" || e.Step != stepVerified || lost {
+					return
+				}
+				lost = true
+				if in, ok := f.instances("host-a")["web"]; ok {
+					if _, err := f.runtimes["host-a"].Stop(context.Background(), in, 0); err != nil {
+						t.Errorf("kill host-a's web: %v", err)
+					}
+				}
+				if cut {
+					if err := os.WriteFile(cutFile, nil, 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			rep, err := d.Deploy(ctx, "v2")
+			if !lost {
+				t.Fatalf("host-b never verified: %v\nevents:\n%s", err, &ev)
+			}
+			if err == nil || !strings.Contains(err.Error(), "host host-a") {
+				t.Errorf("deploy with host-a down at the final re-verify: %v; want an error naming host-a", err)
+			}
+			a, b := rep.Hosts[0], rep.Hosts[1]
+			if b.Outcome != report.OutcomeDeployed || b.Running != "v2" {
+				t.Errorf("host-b: %q, runs %q; want deployed v2", b.Outcome, b.Running)
+			}
+			if cut {
+				if a.Outcome != report.OutcomeUnknown || a.Running != "" || !strings.Contains(a.Error, "unreachable over ssh when re-verified") {
+					t.Errorf("host-a, unreachable at the re-verify: %q, runs %q, error %q; want %q, no version claimed\nevents:\n%s",
+						a.Outcome, a.Running, a.Error, report.OutcomeUnknown, &ev)
+				}
+				return
+			}
+			if a.Outcome != report.OutcomeRolledBack || a.Running != "v1" || a.From != "v1" || a.To != "v2" {
+				t.Errorf("host-a, reachable and down at the re-verify: %s → %s %q, runs %q, error %q; want v1 → v2 rolled back, running v1\nevents:\n%s",
+					a.From, a.To, a.Outcome, a.Running, a.Error, &ev)
+			}
+			if v := f.versions()["host-a"]; v != "v1" {
+				t.Errorf("host-a runs %q, want v1 (rolled back on the host)", v)
+			}
+		})
+	}
+}
+
+// Just before go the deployer asks the waiting step whether it is there (turnAsk). A step that
+// answers is told go, and a partition after that leaves the host unknown; one that does not
+// answer within turnAskBudget (its host went silent while it waited: a pulled cable that ssh has
+// not noticed yet) is never told go, so the host is known unchanged: "unreachable, not changed",
+// still on v1.
+func TestAWaitingStepIsToldGoOnlyOnceItAnsweredThatItIsThere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		answer  string // the fake step's reply to "ready?" ("" none)
+		outcome string
+		running string
+		says    string
+		toldGo  bool
+	}{
+		{"silent", "", report.OutcomeUnreachable, "v1", "did not answer within " + turnAskBudget.String(), false},
+		{"answers, then lost", `{"ready":true}`, report.OutcomeUnknown, "", "what it runs is unknown", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFleet(t, 2)
+			v := defaultValues()
+			v.Kind = "none"
+			cfg := f.load(f.config("ask.yaml", v))
+			cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake below
+			cfg.Rollout.LockHost = cfg.Hosts[1].Name
+			cfg = f.load(f.write("ask.yaml", cfg))
+			fake, told := filepath.Join(f.dir, "fake-ssh"), filepath.Join(f.dir, "told-go")
+			script := `#!/bin/sh
+case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
+echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"},"asks":true}'
+while IFS= read -r line; do
+	case "$line" in
+	"ready?") [ -n '` + tc.answer + `' ] && echo '` + tc.answer + `' ;;
+	go) touch ` + told + `; exit 255 ;;
+	esac
+done
+exit 255
+`
+			if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var ev eventLog
+			rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+			if err == nil {
+				t.Fatalf("deploy with host-a lost: no error\nevents:\n%s", &ev)
+			}
+			a := rep.Hosts[0]
+			if a.Outcome != tc.outcome || a.Running != tc.running || !strings.Contains(a.Error, tc.says) {
+				t.Errorf("host-a: %q, runs %q, error %q; want %q, running %q, saying %q\nevents:\n%s",
+					a.Outcome, a.Running, a.Error, tc.outcome, tc.running, tc.says, &ev)
+			}
+			if _, err := os.Stat(told); (err == nil) != tc.toldGo {
+				t.Errorf("host-a's step told go: %v, want %v", err == nil, tc.toldGo)
+			}
+		})
+	}
+}
