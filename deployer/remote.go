@@ -122,8 +122,12 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 // stepArgs are the arguments of `zero502 host step` on host h; lookFirst: it prints its look and
 // waits for its turn (--look-first).
 func (d *Deployer) stepArgs(h config.Host, version string, lookFirst bool) []string {
+	wait := d.opts.LockTimeout
+	if d.opts.NoLockWait {
+		wait = 0 // --lock-timeout 0 here: the host lock there is not waited for either
+	}
 	args := []string{"host", "step", "--config", "-", "--host", h.Name, "--version", version,
-		"--lock-timeout", d.opts.LockTimeout.String()}
+		"--lock-timeout", wait.String()}
 	if d.opts.Naive {
 		args = append(args, "--naive")
 	}

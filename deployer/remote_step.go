@@ -57,7 +57,7 @@ func onHost(cfg *config.Config, name string, opts Options) (*Deployer, config.Ho
 	d := New(&one, opts)
 	d.started = d.clock.Now()
 	if err := d.setup(); err != nil {
-		return nil, h, fmt.Errorf("host %s: %w", name, err)
+		return nil, h, err // a host's problem names the host already ("host web-1: runtime: …")
 	}
 	return d, h, nil
 }

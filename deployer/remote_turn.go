@@ -202,7 +202,10 @@ func (t *turn) view(ctx context.Context, d *Deployer) (hostView, error) {
 	}
 	if t.look == nil {
 		if t.lookErr != "" {
-			return hostView{}, fmt.Errorf("host %s: %s", t.h.Name, t.lookErr)
+			if named := "host " + t.h.Name + ": "; !strings.HasPrefix(t.lookErr, named) {
+				return hostView{}, fmt.Errorf("%s%s", named, t.lookErr)
+			}
+			return hostView{}, errors.New(t.lookErr)
 		}
 		<-t.ended
 		if t.err != nil {

@@ -149,6 +149,9 @@ nothing until a "go" line on stdin. Exit 0: verified; 1: failed.`,
 					cancel() // the deployer is gone
 				}()
 			}
+			if opts.LockTimeout == 0 {
+				opts.NoLockWait = true // the deployer's --lock-timeout 0: refuse at once
+			}
 			return hostResult(cmd, &opts, func() (any, error) {
 				rep, err := deployer.HostStep(ctx, cfg, name, version, opts)
 				return deployer.StepResult{HostReport: &rep, Error: errorText(err)}, err
@@ -158,7 +161,7 @@ nothing until a "go" line on stdin. Exit 0: verified; 1: failed.`,
 	hostFlags(cmd, &cfgPath, &name, "the deployer")
 	f := cmd.Flags()
 	f.StringVar(&version, "version", "", "version to deploy")
-	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock")
+	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock (0: refuse at once)")
 	f.BoolVar(&opts.Naive, "naive", false, "kill at once, no drain, no balancer watch (demos)")
 	f.BoolVar(&lookFirst, "look-first", false, "print this host's look first ({\"look\":…}, as host look), then wait for "+
 		"a \"go\" line on stdin before changing anything; stdin ending first ends the step with nothing changed")
