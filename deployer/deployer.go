@@ -101,6 +101,9 @@ type Deployer struct {
 	alarms AlarmWatcher
 	// turns are the steps over ssh preflight opened, waiting for their batch (remote_turn.go).
 	turns turns
+	// remoteTargets are where the balanced service of each host over ssh answers, as its look or
+	// its step's report last said (no runtime here to read it from): currentTarget.
+	remoteTargets sync.Map // host name → host:port
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.

@@ -236,12 +236,23 @@ func (d *Deployer) servingNow(ctx context.Context, h config.Host, svc config.Ser
 // start-first service moves between its two ports), else its first port. A host over ssh has no
 // runtime here: its look says its target (knownTarget).
 func (d *Deployer) currentTarget(ctx context.Context, h config.Host, svc config.Service) string {
+	if t, ok := d.remoteTargets.Load(h.Name); ok && h.SSH != "" {
+		return t.(string)
+	}
 	if rt := d.runtimes[h.Name]; rt != nil && len(svc.Ports) == 2 {
 		if insts, err := running(ctx, rt, h.Name, svc.Name); err == nil && len(insts) > 0 && insts[0].Address != "" {
 			return insts[0].Address
 		}
 	}
 	return h.ServiceAddr(svc)
+}
+
+// noteRemoteTarget keeps target, said by host h over ssh (its look, its step's report), as where
+// svc answers there now, for currentTarget; one that is not h's own is ignored (knownTarget).
+func (d *Deployer) noteRemoteTarget(h config.Host, svc config.Service, target string) {
+	if t := knownTarget(h, svc, target); t != "" && h.SSH != "" {
+		d.remoteTargets.Store(h.Name, t)
+	}
 }
 
 // knownTarget is target, said by host h (its look or its step's report) for svc, when it is one

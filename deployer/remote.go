@@ -116,7 +116,11 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 	if t == nil || !t.begin() {
 		t = d.openStep(ctx, h, version, false)
 	}
-	return t.finish(rep)
+	err := t.finish(rep)
+	if svc, balanced := d.cfg.BalancedService(); balanced {
+		d.noteRemoteTarget(h, svc, rep.Target) // where it answers now, for the checks between batches
+	}
+	return err
 }
 
 // stepArgs are the arguments of `zero502 host step` on host h; lookFirst: it prints its look and
@@ -295,6 +299,7 @@ func (d *Deployer) viewOf(ctx context.Context, h config.Host, l hostLook) hostVi
 	v := hostView{from: l.From, instance: l.Instance, inProgress: l.InProgress, serving: l.Serving, detail: l.Detail}
 	if svc, balanced := d.cfg.BalancedService(); balanced && v.instance {
 		v.target = knownTarget(h, svc, l.Target) // the host has no runtime here: its look says where it answers
+		d.noteRemoteTarget(h, svc, v.target)
 		v.serving, v.detail = d.servingAt(ctx, h, svc, v.target)
 	}
 	return v

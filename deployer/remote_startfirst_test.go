@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,10 +17,21 @@ import (
 // by preflight and re-verified between batches.
 func TestStartFirstOverSSHChecksTheHostsCurrentPort(t *testing.T) {
 	t.Parallel()
+	// max_unavailable 1: between batches, invariant I8 counts the hosts serving, host-a (done)
+	// at the port it moved to.
+	for _, unavailable := range []int{0, 1} {
+		t.Run(fmt.Sprintf("max_unavailable %d", unavailable), func(t *testing.T) {
+			t.Parallel()
+			startFirstOverSSH(t, unavailable)
+		})
+	}
+}
+
+func startFirstOverSSH(t *testing.T, maxUnavailable int) {
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	cfg := f.load(f.config("startfirst.yaml", defaultValues()))
-	cfg.Rollout.Strategy = config.StartFirst
+	cfg.Rollout.Strategy, cfg.Rollout.Batch, cfg.Rollout.MaxUnavailable = config.StartFirst, 1, maxUnavailable
 	cfg.Services[0].Ports = []int{f.base, f.gatewayBase()}
 	for i := range cfg.Hosts {
 		cfg.Hosts[i].SSH, cfg.Hosts[i].Address = s.target(), "127.0.0.1"
