@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
@@ -40,8 +42,10 @@ type serviceStatus struct {
 	// Want is the version the spec asks for; Stopped says the spec marks it stopped.
 	Want    string `json:"want"`
 	Stopped bool   `json:"stopped,omitempty"`
-	// Secrets are the digests of the service's secrets by name, as its spec records them: which
-	// secrets it has, and whether two hosts have the same value, never the value.
+	// Secrets are the service's secrets by name, as its spec records them, each with whether
+	// every host has the same value (SecretSame) or which of the values this host has (Status
+	// labels them): never the value, nor its digest (a digest in a CI log would let anyone test
+	// guesses of a weak secret offline).
 	Secrets   map[string]string `json:"secrets,omitempty"`
 	Instances []instanceStatus  `json:"instances"`
 	// Watchdog is the watchdog's streak and last heal for the service (nil: it never ticked).
@@ -93,7 +97,41 @@ func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus
 	defer d.mux.Close()
 	out := &FleetStatus{Balancer: d.bal.Name(), Hosts: make([]HostStatus, len(cfg.Hosts))}
 	d.eachHost(hostIndexes(len(cfg.Hosts)), func(i int) { out.Hosts[i] = d.hostStatus(ctx, cfg.Hosts[i]) })
+	labelSecrets(out)
 	return out, nil
+}
+
+// SecretSame labels a secret every host that has it has with the same value.
+const SecretSame = "the same on every host"
+
+// labelSecrets replaces each secret's digest (what the hosts' specs record) with what it tells:
+// SecretSame, or "value K of N: differs between hosts", the values numbered in host order.
+func labelSecrets(out *FleetStatus) {
+	type secret struct{ service, name string }
+	values := map[secret][]string{}
+	for _, h := range out.Hosts {
+		for _, s := range h.Services {
+			for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {
+				k := secret{s.Service, name}
+				if !slices.Contains(values[k], s.Secrets[name]) {
+					values[k] = append(values[k], s.Secrets[name])
+				}
+			}
+		}
+	}
+	for _, h := range out.Hosts {
+		for _, s := range h.Services {
+			labels := make(map[string]string, len(s.Secrets))
+			for name, digest := range s.Secrets {
+				vs := values[secret{s.Service, name}]
+				labels[name] = SecretSame
+				if len(vs) > 1 {
+					labels[name] = fmt.Sprintf("value %d of %d: differs between hosts", slices.Index(vs, digest)+1, len(vs))
+				}
+			}
+			maps.Copy(s.Secrets, labels)
+		}
+	}
 }
 
 func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {

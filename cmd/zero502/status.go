@@ -92,7 +92,7 @@ func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
 			if len(s.Secrets) > 0 {
 				var names []string
 				for _, name := range slices.Sorted(maps.Keys(s.Secrets)) {
-					names = append(names, name+" "+s.Secrets[name][:min(8, len(s.Secrets[name]))])
+					names = append(names, name+" ("+s.Secrets[name]+")")
 				}
 				secretLines = append(secretLines, h.Host+"/"+s.Service+": "+strings.Join(names, ", "))
 			}
@@ -121,7 +121,7 @@ func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
 	}
 	tw.Flush()
 	if len(secretLines) > 0 {
-		fmt.Fprintf(w, "\nsecrets (name and digest; a value is never shown):\n  %s\n", strings.Join(secretLines, "\n  "))
+		fmt.Fprintf(w, "\nsecrets (by name; a value is never shown, nor its digest):\n  %s\n", strings.Join(secretLines, "\n  "))
 	}
 	if len(problems) == 0 {
 		fmt.Fprintln(w, "\nevery host agrees with its published spec")
