@@ -63,7 +63,7 @@ at once (an LB instance that drains answers its /_lb/health with 503).
 semantics: GET /admin/upstreams[/{addr}], PUT /admin/upstreams/{addr} (add, joining),
 POST /admin/upstreams/{addr}/drain (out of rotation, open connections go on), DELETE (once out of
 rotation). Off loopback it needs a bearer token: --admin-token-file FILE (its first line) or
-$ZERO502_EDGE_ADMIN_TOKEN, which stay out of ps (--admin-token, for the lab, does not). --metrics adds each upstream's state and open
+$ZERO502_EDGE_ADMIN_TOKEN, which stay out of ps (no flag takes the token itself). --metrics adds each upstream's state and open
 connections.
 
 --health (a TCP listener the DNS health checker connects to) accepts while the edge forwards and

@@ -34,7 +34,7 @@ func newEdgePickSurveyCmd() *cobra.Command {
 	)
 	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
-		Use:   "survey --name HOST:PORT [--interval D] [--json] [--metrics ADDR] [--alert-webhook URL]",
+		Use:   "survey --name HOST:PORT [--interval D] [--json] [--metrics ADDR] [--alert-webhook-file FILE]",
 		Short: "Watch the edges from the platform's side: connect and handshake per edge, alert on a dead backend",
 		Long: `Resolve --name through the system resolver, as the agents do (it is what real traffic uses,
 so it returns the same list), and probe every address each --interval: the TCP connect time and
@@ -42,10 +42,10 @@ the full TLS handshake time from one socket. Health is judged by the handshake. 
 line per edge on stdout (--json: one JSON line). With --metrics, Prometheus metrics are served on ADDR/metrics.
 
 An edge whose TCP connect succeeds while its handshake fails is a forwarder that is up with a dead
-backend: once that holds for --alert-confirm rounds in a row, one alert goes to --alert-webhook
-(an HTTP POST of JSON, retried with backoff) and --alert-command; one more when it recovers.
+backend: once that holds for --alert-confirm rounds in a row, one alert goes to the webhook
+(--alert-webhook-file or $ZERO502_ALERT_WEBHOOK: an HTTP POST of JSON, retried with backoff) and --alert-command; one more when it recovers.
 Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
-		Example: `  zero502 edgepick survey --name edge.example.com:443 --interval 30s --metrics :9102 --alert-webhook https://hooks.example.com/edges
+		Example: `  zero502 edgepick survey --name edge.example.com:443 --interval 30s --metrics :9102 --alert-webhook-file /etc/zero502/alert-webhook
   zero502 edgepick survey --name 127.0.0.1:8443 --insecure-skip-verify --rounds 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -115,8 +115,8 @@ Exit status: 0 after SIGTERM, Ctrl-C or --rounds, 2 bad flags.`,
 
 // alertFlags are the alert flags shared by the commands that alert.
 type alertFlags struct {
-	// webhook comes from the webhook's secretSource (--alert-webhook-file, $ZERO502_ALERT_WEBHOOK
-	// or, for the lab, --alert-webhook): its path is often its secret.
+	// webhook comes from the webhook's secretSource (--alert-webhook-file or
+	// $ZERO502_ALERT_WEBHOOK, never argv): its path is often its secret.
 	webhook, command string
 	source           secretSource
 	cmd              *cobra.Command

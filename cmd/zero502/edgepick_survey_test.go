@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,8 +31,9 @@ func TestEdgePickSurveyReportsAForwarderWithADeadBackendAndAlertsOnce(t *testing
 	}))
 	defer hook.Close()
 
+	t.Setenv(alertWebhookEnv, hook.URL)
 	out, errOut, code := runEdgePick(t, "survey", "--name", edgeAddr, "--insecure-skip-verify", "--interval", "50ms",
-		"--budget", "40ms", "--rounds", "3", "--json", "--alert-webhook", hook.URL)
+		"--budget", "40ms", "--rounds", "3", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -53,13 +56,19 @@ func TestEdgePickSurveyReportsAForwarderWithADeadBackendAndAlertsOnce(t *testing
 }
 
 func TestEdgePickSurveyRefusesBadFlags(t *testing.T) {
+	t.Setenv(alertWebhookEnv, "")
+	noScheme := filepath.Join(t.TempDir(), "webhook")
+	if err := os.WriteFile(noScheme, []byte("hooks.example.com\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"survey"}, "--name"},
 		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--interval", "0s"}, "--interval"},
-		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-webhook", "hooks.example.com"}, "http:// or https://"},
+		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-webhook-file", noScheme}, "http:// or https://"},
+		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-webhook", "https://hooks.example.com/s3cret", "--alert-confirm", "0"}, "unknown flag: --alert-webhook"},
 		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-confirm", "0"}, "--alert-confirm 0"},
 	} {
 		_, errOut, code := runEdgePick(t, tc.args...)

@@ -58,7 +58,8 @@ func TestLBAdminTokenFileErrors(t *testing.T) {
 	}{
 		{"unreadable", []string{"--admin-token-file", missing}, []string{"--admin-token-file", missing, "cannot read"}},
 		{"empty first line", []string{"--admin-token-file", empty}, []string{"--admin-token-file", empty, "first line is empty"}},
-		{"flag and file", []string{"--admin-token", "x", "--admin-token-file", empty}, []string{"--admin-token and --admin-token-file"}},
+		// (--health-path no-slash stops it at validation were the flag taken)
+		{"the token in argv", []string{"--admin-token", "s3cret-in-argv", "--health-path", "no-slash"}, []string{"unknown flag: --admin-token"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := runCLI(t, append(append([]string{"lb"}, tc.args...), "0", "127.0.0.1:1")...)
@@ -90,5 +91,11 @@ func TestLBBackendsFromMeshNeedsTheAdminListener(t *testing.T) {
 	out, code := runCLI(t, "lb", "--backends-from-mesh", "http://127.0.0.1:7001", "0", "127.0.0.1:1")
 	if code != 2 || !strings.Contains(out, "--backends-from-mesh") || !strings.Contains(out, "--admin") {
 		t.Fatalf("lb --backends-from-mesh without an admin listener: exit %d %q, want 2 naming --admin", code, out)
+	}
+	// Off loopback the route is taken only signed with the mesh key: without one the LB does not
+	// start, naming the flag that gives it.
+	out, code = runCLI(t, "lb", "--admin", "127.0.0.1:0", "--backends-from-mesh", "http://10.0.0.5:7946", "0", "127.0.0.1:1")
+	if code != 2 || !strings.Contains(out, "--backends-from-mesh http://10.0.0.5:7946 is not on loopback") || !strings.Contains(out, "--mesh-key-file FILE") {
+		t.Fatalf("lb --backends-from-mesh off loopback without a key: exit %d %q, want 2 naming --mesh-key-file", code, out)
 	}
 }

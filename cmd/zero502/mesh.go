@@ -63,13 +63,13 @@ server takes a bulletin only from a peer of its --peers, sent from that peer's c
 and later than the last one taken from it; anything else is refused (401/403) and logged. Without
 a key a server starts only when --listen and every peer are on loopback (a lab on one machine).
 
-Alerts (--alert-webhook, --alert-command) go out once per confirmed verdict change that needs a
+Alerts (--alert-webhook-file or $ZERO502_ALERT_WEBHOOK, --alert-command) go out once per confirmed verdict change that needs a
 person: unreachable (a quorum), blocked (a checker: change its IP), unavailable, recovered. Give
 every server the same alert flags: only one of them (the first by name that is up) sends each. Verdict changes are JSON log lines on
 stderr. --name must be the name the other servers give this one in their --peers.
 
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags (or no key off loopback).`,
-		Example: `  zero502 mesh serve --name a --listen 10.0.0.5:7946 --key-file /etc/zero502/mesh.key --service tls://203.0.113.5:443 --check-command 'systemctl is-active --quiet openvpn' --peers b=10.0.0.6:7946,c=10.0.0.7:7946 --peer-service b=tls://203.0.113.6:443 --peer-service c=tls://203.0.113.7:443 --alert-webhook https://hooks.example.com/mesh
+		Example: `  zero502 mesh serve --name a --listen 10.0.0.5:7946 --key-file /etc/zero502/mesh.key --service tls://203.0.113.5:443 --check-command 'systemctl is-active --quiet openvpn' --peers b=10.0.0.6:7946,c=10.0.0.7:7946 --peer-service b=tls://203.0.113.6:443 --peer-service c=tls://203.0.113.7:443 --alert-webhook-file /etc/zero502/mesh-webhook
   zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checker
   zero502 mesh serve --name b --listen 127.0.0.1:7002 --peers a=127.0.0.1:7001,c=127.0.0.1:7003 --probe-every 2s --probe-timeout 1s
   zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --probe-every 2s --probe-timeout 1s`,

@@ -116,7 +116,7 @@ func (f *Forwarder) Validate() error {
 		errs = append(errs, fmt.Errorf("--loops %d: must be from 0 (one per CPU) to 1024", f.Loops))
 	}
 	if f.Admin != "" && f.AdminToken == "" && !adminapi.Loopback(f.Admin) {
-		errs = append(errs, fmt.Errorf("--admin %q: not on loopback, so the admin API needs a token: set --admin-token-file FILE or $ZERO502_EDGE_ADMIN_TOKEN (or --admin-token, visible in ps)", f.Admin))
+		errs = append(errs, fmt.Errorf("--admin %q: not on loopback, so the admin API needs a token: set --admin-token-file FILE or $ZERO502_EDGE_ADMIN_TOKEN, mode 0600", f.Admin))
 	}
 	return errors.Join(append(errs,
 		checkDuration("connect-timeout", f.ConnectTimeout, fmt.Sprintf("the default, %s", DefaultConnectTimeout)),

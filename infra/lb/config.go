@@ -149,7 +149,7 @@ func (s Settings) Validate() error {
 		if err := checkHostPort(s.Admin); err != nil {
 			bad("admin", fmt.Sprintf("%q", s.Admin), err.Error())
 		} else if !adminapi.Loopback(s.Admin) && s.AdminToken == "" {
-			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN, --admin-token or balancer.admin_token)")
+			bad("admin", fmt.Sprintf("%q", s.Admin), "is not on loopback: set an admin token (--admin-token-file, $ZERO502_LB_ADMIN_TOKEN or balancer.admin_token)")
 		}
 	}
 	if _, err := config.ParseRanges("--accept-proxy-from", s.AcceptProxyFrom); err != nil {

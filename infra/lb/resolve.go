@@ -20,7 +20,7 @@ func numberFlags() map[string]string {
 // the listen and admin addresses, the backends (the balanced service on every host) and every
 // number from the config (fromConfig). Lab mode (cfg nil): LabSettings on listen with backends.
 // Then every flag the user gave explicitly (given reports it by flag name, e.g.
-// "health-interval"; "admin-token" for a token from the flag, a file or the environment) takes
+// "health-interval"; "admin-token" for a token from a file or the environment) takes
 // its value from flags, over the config or the lab default alike. The result is validated
 // (Validate), so a bad value is refused naming its flag before anything starts.
 func Resolve(cfg *config.Config, listen string, backends []string, flags Settings, given func(flag string) bool) (Settings, error) {
