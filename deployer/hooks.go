@@ -55,12 +55,13 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 		return nil
 	}
 	key := "hooks." + name
-	prog, err := exec.LookPath(h.Command[0])
-	if err != nil {
+	prog, err := trust.Program(h.Command[0], os.Getuid())
+	var notFound *exec.Error
+	switch {
+	case errors.As(err, &notFound):
 		return fmt.Errorf("%s: %q: %w; give hooks.%s.command an absolute path or put the program on PATH", key, h.Command[0], err, name)
-	}
-	if err := trust.Check(prog, os.Getuid()); err != nil {
-		return fmt.Errorf("%s: refused to run %s: %w", key, prog, err)
+	case err != nil:
+		return fmt.Errorf("%s: %w", key, err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()

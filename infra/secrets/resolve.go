@@ -22,7 +22,9 @@ type Sources struct {
 	File string
 	// Command (secrets.command) is run once, without a shell, in the deploy job's environment,
 	// when a name is not in File: its standard output is dotenv text (as `op inject`, `bw`, or
-	// `aws secretsmanager get-secret-value … | jq` can print).
+	// `aws secretsmanager get-secret-value … | jq` can print). Its program (found on PATH
+	// unless it has a slash) must pass infra/trust, as a hook's: one another user could change
+	// is refused before it runs.
 	Command []string
 	// CommandTimeout bounds Command (30s when 0).
 	CommandTimeout time.Duration
@@ -142,12 +144,22 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	// Its program must be one only root or this user can change (infra/trust), as a hook's: it
+	// sees every secret it prints.
+	prog, err := trust.Program(argv[0], os.Getuid())
+	if err != nil {
+		var notFound *exec.Error
+		if errors.As(err, &notFound) {
+			return nil, fmt.Errorf("secrets.command %q: %w; give secrets.command an absolute path or put the program on PATH", argv[0], err)
+		}
+		return nil, fmt.Errorf("secrets.command %s: %w", argv[0], err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxCommandOutput}, &limited{&stderr, 4 << 10}
-	err := cmd.Run()
+	err = cmd.Run()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("secrets.command %s: no answer within %s; check that it does not wait for input (a password prompt)", argv[0], timeout)
 	}

@@ -128,3 +128,64 @@ func TestResolveRefusesWhatItCannotTrustOrFind(t *testing.T) {
 		t.Errorf("a command that hangs: %v after %s, want stopped at its timeout", err, time.Since(start))
 	}
 }
+
+// secrets.command's program passes infra/trust before it runs, as a hook's: one in a directory
+// others may write, or one others may write itself, is refused naming the program and the rule,
+// and never runs; the same program kept private runs.
+func TestSecretsCommandRunsOnlyATrustedProgram(t *testing.T) {
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := "#!/bin/sh\ntouch " + marker + "\necho A=from-command\n"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name             string
+		dirMode, modeNow os.FileMode
+		want             string // the refused path, with its mode; "" runs
+	}{
+		{"in a world-writable directory", 0o777, 0o755, "directory %s has mode 0777"},
+		{"in a group-writable directory", 0o775, 0o755, "directory %s has mode 0775"},
+		{"group-writable itself", 0o755, 0o775, "file %s has mode 0775"},
+		{"trusted", 0o700, 0o755, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(marker)
+			sub, err := os.MkdirTemp(dir, "bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := filepath.Join(sub, "secrets.sh")
+			if err := os.WriteFile(prog, []byte(script), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(prog, tc.modeNow); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(sub, tc.dirMode); err != nil {
+				t.Fatal(err)
+			}
+			vals, _, err := Resolve(ctx, []string{"A"}, Sources{Command: []string{prog}, Env: noEnv})
+			_, statErr := os.Stat(marker)
+			if tc.want == "" {
+				if err != nil || vals["A"] != "from-command" || statErr != nil {
+					t.Fatalf("a trusted program: %v (ran: %v); want it run and its output read", err, statErr == nil)
+				}
+				return
+			}
+			refused := fmt.Sprintf(tc.want, sub)
+			if tc.dirMode == 0o755 {
+				refused = fmt.Sprintf(tc.want, prog)
+			}
+			if err == nil || !strings.Contains(err.Error(), "secrets.command "+prog) || !strings.Contains(err.Error(), refused) ||
+				!strings.Contains(err.Error(), "neither it nor a directory above it writable by anyone else") {
+				t.Errorf("got %v; want refused naming the program, %q and the rule", err, refused)
+			}
+			if statErr == nil {
+				t.Error("the untrusted program ran")
+			}
+		})
+	}
+	_, _, err := Resolve(ctx, []string{"A"}, Sources{Command: []string{"no-such-secrets-program"}, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), `secrets.command "no-such-secrets-program"`) || !strings.Contains(err.Error(), "on PATH") {
+		t.Errorf("a program not on PATH: %v; want it named with the fix", err)
+	}
+}

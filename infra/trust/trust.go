@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -90,6 +91,24 @@ func MkdirAll(path string, mode os.FileMode, uid int) error {
 		return err
 	}
 	return os.MkdirAll(path, mode)
+}
+
+// ProgramRule is the rule a program zero502 runs (a hook, secrets.command) must pass.
+const ProgramRule = "a program zero502 runs must be owned by root or this user, and neither it nor a directory above it writable by anyone else"
+
+// Program is the path of the program name (exec.LookPath: a name without a slash is looked up
+// on PATH), once Check trusts it: run that path, not name. A program that cannot be found is
+// exec.LookPath's error (an *exec.Error, unchanged); one Check refuses is refused naming the
+// program, Check's reason and ProgramRule, before it ever runs.
+func Program(name string, uid int) (string, error) {
+	prog, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	if err := Check(prog, uid); err != nil {
+		return "", fmt.Errorf("refused to run %s: %w (%s)", prog, err, ProgramRule)
+	}
+	return prog, nil
 }
 
 // CheckPrivate is Check for a file that holds secrets: trusted, and besides readable by its

@@ -1,7 +1,9 @@
 package trust
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,5 +149,38 @@ func TestMkdirAllMakesNothingBelowAnUntrustedDirectory(t *testing.T) {
 	}
 	if fi, err := os.Stat(made); err != nil || !fi.IsDir() || fi.Mode().Perm()&^0o750 != 0 {
 		t.Fatalf("made %s: %v %v; want a directory of mode 0750 or less", made, fi, err)
+	}
+}
+
+// Program finds a program as exec.LookPath does and returns its path only when Check trusts it.
+func TestProgramIsFoundThenChecked(t *testing.T) {
+	uid := os.Getuid()
+	if p, err := Program("sh", uid); err != nil || !filepath.IsAbs(p) {
+		t.Fatalf("Program(sh) = %q, %v; want /bin/sh's absolute path", p, err)
+	}
+	var notFound *exec.Error
+	if _, err := Program("no-such-program-zero502", uid); !errors.As(err, &notFound) {
+		t.Fatalf("a missing program: %v; want exec.LookPath's *exec.Error", err)
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(open, "p.sh")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Program(prog, uid); err == nil || !strings.Contains(err.Error(), "refused to run "+prog) ||
+		!strings.Contains(err.Error(), open+" has mode 0777") || !strings.Contains(err.Error(), ProgramRule) {
+		t.Fatalf("a program in a 0777 directory: %v; want refused naming it, the directory and the rule", err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Program(prog, uid); err != nil || p != prog {
+		t.Fatalf("a program in this user's 0755 directory: %q, %v; want it trusted", p, err)
 	}
 }
