@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/agent"
 	"github.com/zero502/zero502/infra/edgepick"
 	"github.com/zero502/zero502/infra/origin"
@@ -144,10 +145,11 @@ func newAgentServerCmd() *cobra.Command {
 		Use:   "agent-server --listen ADDR --cert FILE --key FILE --client-ca FILE|--no-client-cert [--trusted CIDR]...",
 		Short: "Serve agent sessions: acknowledge every message, apply each id once, count the duplicates",
 		Long: `The origin end of 'zero502 agent': accept TLS on --listen (directly, or from edges: a PROXY
-header from --trusted edges is read and logged, as 'zero502 edge origin' does), apply every
+header from --trusted edges is read and logged; one from any other peer, or from any peer when
+--trusted is not given, closes the connection), apply every
 message whose id is new to the dedup store (a log line) and acknowledge every message, saying
 whether it was a duplicate: a replay after a reconnect is harmless. Agents must present a client
-certificate chained to --client-ca; --no-client-cert accepts any (labs only). One log line per session with
+certificate chained to --client-ca; --no-client-cert accepts any, and only on a loopback --listen (labs). One log line per session with
 the agent's claimed and measured address and its counts; the totals on exit.
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 		Example: `  zero502 agent-server --listen 127.0.0.1:9443 --cert origin.pem --key origin-key.pem --no-client-cert
@@ -163,6 +165,10 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 					"without it anyone who reaches --listen could send messages that are applied (pass --no-client-cert to accept any client, labs only)"))
 			case clientCA != "" && anyClient:
 				return exitCode(2, fmt.Errorf("agent-server: --client-ca %s and --no-client-cert: give one of them", clientCA))
+			case anyClient && !adminapi.Loopback(listen):
+				return exitCode(2, fmt.Errorf("agent-server: --no-client-cert with --listen %s: not on loopback, so anyone who reaches it "+
+					"could send messages that are applied; --no-client-cert is for labs on loopback only (e.g. --listen 127.0.0.1:9443): "+
+					"give --client-ca FILE for any other address", listen))
 			}
 			log, err := logs.logger(cmd, cmd.ErrOrStderr())
 			if err != nil {
@@ -202,8 +208,8 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.StringVar(&certFile, "cert", "", "PEM certificate of the origin (required)")
 	fl.StringVar(&keyFile, "key", "", "PEM key of --cert (required)")
 	fl.StringVar(&clientCA, "client-ca", "", "PEM CA that agents' client certificates must chain to (required unless --no-client-cert)")
-	fl.BoolVar(&anyClient, "no-client-cert", false, "accept agents without a client certificate (labs only: anyone who reaches --listen may send)")
-	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs); default any peer")
+	fl.BoolVar(&anyClient, "no-client-cert", false, "accept agents without a client certificate (labs: only with a loopback --listen)")
+	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs); default none: a header closes the connection")
 	fl.IntVar(&dedup, "dedup", agent.DefaultDedup, "message ids remembered for deduplication")
 	logs = addLogFlags(cmd, false)
 	return cmd

@@ -46,7 +46,8 @@ func startServer(t *testing.T, conf *tls.Config) (*Server, string, func() map[st
 	var mu sync.Mutex
 	applied := map[string]int{}
 	s := &Server{Listener: ln, TLS: conf, Dedup: NewDedupStore(0), Logger: testLogger(t),
-		Apply: func(f Frame) { mu.Lock(); applied[f.ID]++; mu.Unlock() }}
+		Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, // the edges, on loopback
+		Apply:   func(f Frame) { mu.Lock(); applied[f.ID]++; mu.Unlock() }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()

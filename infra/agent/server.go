@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/origin"
 )
 
@@ -26,8 +27,9 @@ func (s *Server) handshakeTimeout() time.Duration {
 
 // Server is the origin end of agent sessions: an echo/ack server. For every message it applies
 // it once (Apply, when its id is new to the dedupStore) and acknowledges it either way, saying
-// whether it was a duplicate. It accepts connections from edges (their PROXY headers are read
-// and logged by an origin.Listener) or directly.
+// whether it was a duplicate. It accepts connections from edges (the PROXY headers of Trusted
+// edges are read and logged by an origin.Listener) or directly. Without a verified client
+// certificate (TLS.ClientAuth) it serves on loopback only.
 type Server struct {
 	// Listener is where agents (through the edges) connect; it is wrapped in an
 	// origin.Listener and TLS, and closed when Serve returns.
@@ -39,8 +41,9 @@ type Server struct {
 	Dedup *dedupStore
 	// Apply, when set, is called once per new message, in arrival order per session.
 	Apply func(Frame)
-	// Trusted are the edges allowed to send a PROXY header (origin.Listener.Trusted); empty:
-	// any peer.
+	// Trusted are the edges allowed to send a PROXY header (origin.Listener.Trusted); a header
+	// from any other peer closes the connection. Empty: no peer is, so a header from anyone
+	// closes it (unlike origin.Listener, whose empty list trusts every peer).
 	Trusted []netip.Prefix
 	// HandshakeTimeout bounds the TLS handshake after the PROXY sniff (defaultHandshakeTimeout
 	// when 0): a client that stalls in it is closed.
@@ -76,6 +79,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.Listener == nil || s.TLS == nil || s.Dedup == nil {
 		return errors.New("agent server: Listener, TLS and Dedup are required")
 	}
+	if addr := s.Listener.Addr().String(); s.TLS.ClientAuth != tls.RequireAndVerifyClientCert && !adminapi.Loopback(addr) {
+		return fmt.Errorf("agent server: listening on %s, not loopback, without requiring a verified client certificate: "+
+			"anyone who reaches it could send messages that are applied; give a client CA (--client-ca), or listen on loopback (labs)", addr)
+	}
 	log := s.Logger
 	if log == nil {
 		log = slog.Default()
@@ -107,6 +114,19 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 	defer c.Close()
 	var peer origin.Peer
 	_ = c.SetDeadline(time.Now().Add(s.handshakeTimeout()))
+	if oc, ok := c.NetConn().(*origin.Conn); ok && len(s.Trusted) == 0 {
+		// No trusted edges: a PROXY header is no one's to send, so it is not believed, and the
+		// connection is closed as origin.Listener closes one from outside its list.
+		if err := oc.Sniff(); err != nil {
+			log.Warn("agent server: connection closed before the TLS handshake", "remote", c.RemoteAddr().String(), "err", err)
+			return
+		}
+		if p := oc.Peer(); p.Header != origin.HeaderNone {
+			log.Warn("agent server: PROXY header with no trusted edges (--trusted); not believed, connection closed",
+				"measured", origin.LogAddr(p.Measured), "claimed", origin.LogAddr(p.Claimed), "header", string(p.Header))
+			return
+		}
+	}
 	if err := c.Handshake(); err != nil {
 		log.Warn("agent server: TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err)
 		return

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// proxiedSession dials addr, sends a PROXY v1 header claiming 192.0.2.7, then the TLS session,
+// and sends one message: its ack, or the error that ended it.
+func proxiedSession(t *testing.T, addr string, client *tls.Config) (Frame, error) {
+	t.Helper()
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_ = raw.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := raw.Write([]byte("PROXY TCP4 192.0.2.7 127.0.0.1 40000 443\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	c := tls.Client(raw, client)
+	if err := c.Handshake(); err != nil {
+		return Frame{}, err
+	}
+	if err := writeFrame(c, Frame{Kind: kindMsg, ID: "m1", Body: "b"}); err != nil {
+		return Frame{}, err
+	}
+	return readFrame(c)
+}
+
+// With no trusted edges a PROXY header is believed from no one: the connection that sends one
+// is closed before its handshake and nothing is applied. With the peer's range trusted, the same
+// connection is served. A connection without a header is served either way.
+func TestAPROXYHeaderIsBelievedOnlyFromATrustedEdge(t *testing.T) {
+	server, client := newPKI(t)
+	applied := 0
+	untrusting := &Server{Dedup: NewDedupStore(0), Apply: func(Frame) { applied++ }}
+	addr := serveWith(t, untrusting, server)
+	if ack, err := proxiedSession(t, addr, client); err == nil {
+		t.Fatalf("a PROXY header with no --trusted edges: acknowledged %+v; want the connection closed", ack)
+	}
+	if acks, err := sendIDs(t, addr, client, "direct"); err != nil || len(acks) != 1 {
+		t.Fatalf("a direct agent (no header) with no --trusted edges: %v %v; want it served", acks, err)
+	}
+	if c := untrusting.Counts(); applied != 1 || c.Applied != 1 {
+		t.Fatalf("applied %d (counts %+v); want only the direct agent's message", applied, c)
+	}
+
+	trusting := &Server{Dedup: NewDedupStore(0), Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	if ack, err := proxiedSession(t, serveWith(t, trusting, server), client); err != nil || ack.Kind != kindAck {
+		t.Fatalf("a PROXY header from a trusted edge: %+v %v; want the message acknowledged", ack, err)
+	}
+	other := &Server{Dedup: NewDedupStore(0), Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	if ack, err := proxiedSession(t, serveWith(t, other, server), client); err == nil {
+		t.Fatalf("a PROXY header from outside the trusted edges: acknowledged %+v; want the connection closed", ack)
+	}
+}
+
+// addrListener is a listener that reports another address: a Server judges where it serves by
+// its listener's address.
+type addrListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l addrListener) Addr() net.Addr { return l.addr }
+
+// Without a verified client certificate a Server serves on loopback only: on any other address
+// Serve refuses, naming the address and what to give.
+func TestAServerWithoutClientCertsServesOnLoopbackOnly(t *testing.T) {
+	server, _ := newPKI(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, addr := range []string{"0.0.0.0:9443", "[::]:9443", "10.0.0.5:9443"} {
+		tcp := net.TCPAddrFromAddrPort(netip.MustParseAddrPort(addr))
+		s := &Server{Listener: addrListener{ln, tcp}, TLS: server, Dedup: NewDedupStore(0), Logger: testLogger(t)}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := s.Serve(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "not loopback") ||
+			!strings.Contains(err.Error(), "client CA") {
+			t.Errorf("no client certificate on %s: %v; want refused naming the address and the fix", addr, err)
+		}
+	}
+	withCA := server.Clone()
+	withCA.ClientAuth = tls.RequireAndVerifyClientCert
+	s := &Server{Listener: addrListener{ln, net.TCPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.5:9443"))}, TLS: withCA,
+		Dedup: NewDedupStore(0), Logger: testLogger(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.Serve(ctx); err != nil {
+		t.Fatalf("client certificates required on 10.0.0.5:9443: %v; want served until the context ended", err)
+	}
+}
