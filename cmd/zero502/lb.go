@@ -70,8 +70,26 @@ connection. If the new process fails, this one keeps serving.`,
 			if err != nil {
 				return exitCode(2, err)
 			}
-			if fromMesh != "" && set.Admin == "" {
-				return exitCode(2, fmt.Errorf("--backends-from-mesh %s: needs the admin listener (--admin host:port, or balancer.admin in --config): the route is applied through it", fromMesh))
+			var meshSync *mesh.LBSync
+			if fromMesh != "" {
+				if set.Admin == "" {
+					return exitCode(2, fmt.Errorf("--backends-from-mesh %s: needs the admin listener (--admin host:port, or balancer.admin in --config): the route is applied through it", fromMesh))
+				}
+				// The mesh's route drives this LB's own admin API: a server the mesh rules out
+				// is drained here without a restart, and the mesh never empties the pool. The
+				// route is taken only signed with the mesh key (off loopback, required).
+				meshSync = &mesh.LBSync{Mesh: fromMesh, Token: set.AdminToken, Every: set.Interval, Logger: logger,
+					FromFlag: "--backends-from-mesh", KeyFlag: "--" + lbMeshKeySource.fileFlag}
+				key, keySet, err := lbMeshKeySource.resolve(cmd.Flags(), os.Getenv)
+				if err != nil {
+					return exitCode(2, err)
+				}
+				if keySet {
+					meshSync.Key = []byte(key)
+				}
+				if err := meshSync.Validate(); err != nil {
+					return exitCode(2, fmt.Errorf("lb: %w", err))
+				}
 			}
 			reserveSpareP(lb.EventLoopsAvailable, &set.Loops) // this process runs one LB
 			opts := []lb.Option{lb.WithLogger(logger), lb.WithAccessLogOutput(sink), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen)}
@@ -91,12 +109,9 @@ connection. If the new process fails, this one keeps serving.`,
 			if err := up.Ready(); err != nil {
 				return exitCode(1, err)
 			}
-			if fromMesh != "" {
-				// The mesh's route drives this LB's own admin API: a server the mesh rules out is
-				// drained here without a restart, and the mesh never empties the pool.
-				sync := &mesh.LBSync{Mesh: fromMesh, Admin: "http://" + srv.AdminAddr(), Token: set.AdminToken,
-					Every: set.Interval, Logger: logger}
-				go sync.Run(ctx)
+			if meshSync != nil {
+				meshSync.Admin = "http://" + srv.AdminAddr()
+				go meshSync.Run(ctx)
 			}
 			return srv.Run(ctx)
 		},
@@ -127,6 +142,7 @@ connection. If the new process fails, this one keeps serving.`,
 	fl.DurationVar(&f.Shutdown, "shutdown", lab.Shutdown, "after the drain window: how long in-flight requests get (config default: drain.shutdown)")
 	fl.BoolVar(&f.AccessLog, "access-log", false, "log one JSON line per request")
 	fl.StringVar(&fromMesh, "backends-from-mesh", "", "a mesh node's base URL (http://host:port): follow its GET /route every health interval, through this LB's admin API (zero502 mesh lb-sync, built in)")
+	lbMeshKeySource.register(fl, "with --backends-from-mesh, the mesh's key: only a route signed with it is taken (required off loopback)")
 	fl.BoolVar(&slowPathOnly, "slow-path-only", false, "serve every connection on the goroutine path (tests)")
 	_ = fl.MarkHidden("slow-path-only")
 	fl.IntVar(&f.Loops, "loops", 0, "event loops, the fast path on Linux (0: one per CPU, GOMAXPROCS)")

@@ -11,7 +11,7 @@ func EnvNotConfig() []string {
 		"ZERO502_SSH_OPTS",            // deploy: extra options of the system ssh to hosts[].ssh (e.g. -i KEY)
 		"ZERO502_LB_ADMIN_TOKEN",      // zero502 lb, mesh lb-sync: the LB admin API's bearer token, kept out of files and argv
 		"ZERO502_EDGE_ADMIN_TOKEN",    // zero502 edge forward: the admin API's bearer token, kept out of argv
-		"ZERO502_MESH_KEY",            // zero502 mesh serve: the mesh's shared key signing every bulletin, kept out of argv
+		"ZERO502_MESH_KEY",            // zero502 mesh serve, mesh lb-sync, lb --backends-from-mesh: the mesh's shared key signing bulletins and routes, kept out of argv
 		"ZERO502_ALERT_WEBHOOK",       // zero502 mesh serve, edgepick survey: the alert webhook URL (often secret), kept out of argv
 		"ZERO502_BIN",                 // bench/*.sh and infra/lb/acceptance: a prebuilt zero502 binary to test
 		// What a lifecycle hook gets (deployer.HookEnv): a hook that runs zero502 passes them on.

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,11 +51,14 @@ type LBSync struct {
 	// Nil is allowed only when Mesh is on loopback.
 	Key []byte
 	// Token is the admin API's bearer token ("" on loopback).
-	Token  string
-	Every  time.Duration
-	Client *http.Client // nil: a client with a 5 s timeout
-	Clock  clock.Clock  // nil: clock.Real
-	Logger *slog.Logger // nil: slog.Default()
+	Token string
+	// FromFlag and KeyFlag name the flags that set Mesh and Key, for Validate's errors (""
+	// --from and --key-file, lb-sync's own).
+	FromFlag, KeyFlag string
+	Every             time.Duration
+	Client            *http.Client // nil: a client with a 5 s timeout
+	Clock             clock.Clock  // nil: clock.Real
+	Logger            *slog.Logger // nil: slog.Default()
 
 	mu    sync.Mutex
 	added map[string]bool // the backends this LBSync added, until it removes them
@@ -77,22 +81,23 @@ type lbBackend struct {
 // host must be loopback (anyone else who answers there could forge the route); a Key must be a
 // mesh key (minKeyLength bytes or more).
 func (s *LBSync) Validate() error {
+	from, keyFile := cmp.Or(s.FromFlag, "--from"), cmp.Or(s.KeyFlag, "--key-file")
 	u, err := url.Parse(s.Mesh)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--from %q: must be a mesh server's http:// URL with a host, e.g. http://127.0.0.1:7001", s.Mesh)
+		return fmt.Errorf("%s %q: must be a mesh server's http:// URL with a host, e.g. http://127.0.0.1:7001", from, s.Mesh)
 	}
 	if s.Key != nil {
 		if len(s.Key) < minKeyLength {
-			return fmt.Errorf("mesh key: %d bytes, must be %d or more: give lb-sync the mesh servers' own key (the same --key-file)", len(s.Key), minKeyLength)
+			return fmt.Errorf("mesh key: %d bytes (%s), must be %d or more: give lb-sync the mesh servers' own key (the file of their --key-file)", len(s.Key), keyFile, minKeyLength)
 		}
 		return nil
 	}
 	if onLoopback(net.JoinHostPort(u.Hostname(), "0")) {
 		return nil
 	}
-	return fmt.Errorf("%w: --from %s is not on loopback, so anyone who answers there (a local user on the node's port, someone on the path) "+
-		"could forge the route and put any address into the balancer: give lb-sync the mesh servers' key with --key-file FILE or $ZERO502_MESH_KEY "+
-		"(the same as every `mesh serve`)", errNoKey, s.Mesh)
+	return fmt.Errorf("%w: %s %s is not on loopback, so anyone who answers there (a local user on the node's port, someone on the path) "+
+		"could forge the route and put any address into the balancer: give lb-sync the mesh servers' key with %s FILE or $ZERO502_MESH_KEY "+
+		"(the same as every `mesh serve`)", errNoKey, from, s.Mesh, keyFile)
 }
 
 // Run syncs every Every until ctx ends; a failed round is logged and retried the next round.

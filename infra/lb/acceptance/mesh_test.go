@@ -1,9 +1,14 @@
 package acceptance
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +16,33 @@ import (
 
 // zero502 lb --backends-from-mesh URL follows a mesh node's GET /route through its own admin
 // API: a server the mesh rules out leaves rotation without a restart (drained, not removed), it
-// comes back when the mesh heals it, and the pool is never emptied by the mesh.
+// comes back when the mesh heals it, and the pool is never emptied by the mesh. With the mesh key
+// (--mesh-key-file) it takes the route signed for its challenge, as docs/mesh.md says a node
+// signs it: the bytes are computed here from the documentation, not by the mesh package.
 func TestBackendsFollowTheMeshRoute(t *testing.T) {
 	t.Parallel()
+	for _, keyed := range []bool{false, true} {
+		name := "no key, on loopback"
+		if keyed {
+			name = "signed with the mesh key"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			followTheMeshRoute(t, keyed)
+		})
+	}
+}
+
+func followTheMeshRoute(t *testing.T, keyed bool) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	var args []string
+	if keyed {
+		file := filepath.Join(t.TempDir(), "mesh.key")
+		if err := os.WriteFile(file, append(key, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = []string{"--mesh-key-file", file}
+	}
 	bs := threeBackends(t)
 	a, b, c := bs[0], bs[1], bs[2]
 	var mu sync.Mutex
@@ -43,10 +72,22 @@ func TestBackendsFollowTheMeshRoute(t *testing.T) {
 			}
 			route.Servers = append(route.Servers, entry{Server: string(rune('a' + i)), Address: be.addr, In: in})
 		}
-		_ = json.NewEncoder(w).Encode(route)
+		body, _ := json.Marshal(route)
+		challenge := r.Header.Get("X-Zero502-Mesh-Challenge")
+		if keyed && challenge == "" { // an LB that ignored its key would not be given the route
+			http.Error(w, "no challenge: this mesh signs its route", http.StatusForbidden)
+			return
+		}
+		if keyed {
+			m := hmac.New(sha256.New, key)
+			m.Write([]byte("zero502-mesh-route-v1\n" + challenge + "\n"))
+			m.Write(body)
+			w.Header().Set("X-Zero502-Mesh-Signature", "v1="+hex.EncodeToString(m.Sum(nil)))
+		}
+		_, _ = w.Write(body)
 	}))
 	t.Cleanup(mesh.Close)
-	l := startLB(t, bs, "--health-interval", "200ms", "--health-timeout", "150ms", "--backends-from-mesh", mesh.URL)
+	l := startLB(t, bs, append([]string{"--health-interval", "200ms", "--health-timeout", "150ms", "--backends-from-mesh", mesh.URL}, args...)...)
 	l.waitInRotation(t, 10*time.Second, a, b, c)
 
 	mu.Lock()
