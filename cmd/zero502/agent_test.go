@@ -22,6 +22,13 @@ func TestAgentCommandsRefuseBadFlagsNamingFlagValueAndRule(t *testing.T) {
 			[]string{"--client-ca is required", "--no-client-cert"}},
 		{"server with both", []string{"agent-server", "--listen", "127.0.0.1:0", "--cert", "c.pem", "--key", "k.pem", "--client-ca", "ca.pem", "--no-client-cert"},
 			[]string{"--client-ca ca.pem", "--no-client-cert", "one of them"}},
+		{"server without client certs on every address", []string{"agent-server", "--listen", ":9443", "--cert", "c.pem", "--key", "k.pem", "--no-client-cert"},
+			[]string{"--no-client-cert with --listen :9443", "not on loopback", "--client-ca"}},
+		{"server without client certs on a public address", []string{"agent-server", "--listen", "203.0.113.5:9443", "--cert", "c.pem", "--key", "k.pem", "--no-client-cert"},
+			[]string{"--no-client-cert with --listen 203.0.113.5:9443", "not on loopback"}},
+		// On loopback --no-client-cert is taken: the run goes on to read --cert (and fails there).
+		{"server without client certs on loopback", []string{"agent-server", "--listen", "127.0.0.1:0", "--cert", "c.pem", "--key", "k.pem", "--no-client-cert"},
+			[]string{"--cert c.pem"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
