@@ -82,7 +82,8 @@ token=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n') # the LB's admin API is off
 
 # The config: the in-house LB here at the fleet's gateway, examples/local.yaml's fast numbers,
 # the zero502 app on {address}:8000 of every host, reached over ssh.
-config() { # config BATCH FILE
+config() { # config BATCH FILE (0600: it holds the LB's admin token)
+  (umask 077 && : >"$2")
   cat >"$2" <<EOF
 balancer:
   kind: inhouse

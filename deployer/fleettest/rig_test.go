@@ -128,14 +128,14 @@ func (f *fleet) fresh(version string) {
 	}
 }
 
-// write encodes cfg into path.
+// write encodes cfg into path, readable by its owner alone: it holds the LB's admin token.
 func (f *fleet) write(path string, cfg *config.Config) {
 	f.t.Helper()
 	data, err := config.Encode(cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		f.t.Fatal(err)
 	}
 }

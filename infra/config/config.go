@@ -122,7 +122,9 @@ type Balancer struct {
 	// when every one has it in. Default: [admin] for kind inhouse; required for kind edges.
 	Admins []string `mapstructure:"admins"`
 	// AdminToken is the bearer token the admin API requires, once set, on every address (but for
-	// GET /admin/health and /metrics); required when Admin is not on loopback.
+	// GET /admin/health and /metrics); required when Admin is not on loopback. A secret: a config
+	// file that sets it must be readable by its owner alone (mode 0600), else it is refused; or
+	// set it in $ZERO502_BALANCER_ADMIN_TOKEN and keep it out of the file.
 	AdminToken string `mapstructure:"admin_token"`
 	// Record is the edges' DNS A record set (kind dns): the deployer takes an edge out of it,
 	// waits edge.dns_ttl plus the monitor's detection (edge.check_interval ×

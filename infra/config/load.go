@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+	"github.com/zero502/zero502/infra/trust"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -57,7 +58,38 @@ func Load(path string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("config %s: %w (pass --config FILE; examples/ has two)", path, err)
 	}
-	return LoadBytes(data, path)
+	c, err := LoadBytes(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := secretsKeptPrivate(path, data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// adminTokenEnv is the variable that sets balancer.admin_token over the file.
+const adminTokenEnv = EnvPrefix + "_BALANCER_ADMIN_TOKEN"
+
+// secretsKeptPrivate refuses the config file path, holding data, when it sets
+// balancer.admin_token (the key to the LB's admin API) while others may read it, or change it,
+// as trust.CheckPrivate says of a secrets file. A token from the environment leaves the file free
+// to be world-readable (as the LB's unit needs it under DynamicUser).
+func secretsKeptPrivate(path string, data []byte) error {
+	var raw struct {
+		Balancer struct {
+			AdminToken string `yaml:"admin_token"`
+		} `yaml:"balancer"`
+	}
+	if yaml.Unmarshal(data, &raw) != nil || raw.Balancer.AdminToken == "" {
+		return nil // not YAML Load reads (it said so), or no token in the file
+	}
+	if err := trust.CheckPrivate(path, os.Getuid()); err != nil {
+		return fmt.Errorf("config %s: %w", path, &FieldError{Key: "balancer.admin_token", Value: "(set, not shown)", Rule: fmt.Sprintf(
+			"a secret, so the file holding it must be readable by its owner alone: %v; or leave it out of the file and set $%s "+
+				"(the LB itself also takes $ZERO502_LB_ADMIN_TOKEN or --admin-token-file)", err, adminTokenEnv)})
+	}
+	return nil
 }
 
 // LoadBytes is Load on YAML already in memory; name is used in error messages.
