@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,47 +11,6 @@ import (
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
 )
-
-// A step over ssh waiting for its turn is told go, and then its session is lost before any event
-// of it arrives (ssh exits 255: a silent partition right after go). The host may have begun:
-// its outcome is unknown and no version is claimed, not "unreachable, not changed" on the version
-// it ran. The ssh client here is a fake that plays the host: it prints the look, waits for go and
-// exits 255 (and 255 for any other session, as a host cut off would).
-func TestASilentPartitionAfterGoIsUnknownNotUnchanged(t *testing.T) {
-	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("go.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake below
-	cfg.Rollout.LockHost = cfg.Hosts[1].Name                                 // the fleet lock on host-b, local
-	cfg = f.load(f.write("go.yaml", cfg))
-	fake := filepath.Join(f.dir, "fake-ssh")
-	script := `#!/bin/sh
-case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
-echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"}}'
-while IFS= read -r line; do
-	[ "$line" = go ] && exit 255
-done
-exit 255
-`
-	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var ev eventLog
-	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
-	if err == nil {
-		t.Fatalf("deploy with host-a lost right after go: no error\nevents:\n%s", &ev)
-	}
-	a := rep.Hosts[0]
-	if a.Outcome != report.OutcomeUnknown || a.Running != "" || !strings.Contains(a.Error, "what it runs is unknown") {
-		t.Errorf("host-a, lost right after go: %q, runs %q, error %q; want %q, no version claimed\nevents:\n%s",
-			a.Outcome, a.Running, a.Error, report.OutcomeUnknown, &ev)
-	}
-	if b := rep.Hosts[1]; b.Outcome != report.OutcomeNotReached {
-		t.Errorf("host-b: %q, want %q", b.Outcome, report.OutcomeNotReached)
-	}
-}
 
 // A host over ssh finished earlier in the deploy (host-a) goes down before the final re-verify:
 // its service is killed once host-b has verified. Cut off from ssh too (a host lost, link and
@@ -127,22 +87,27 @@ func TestAHostLostBeforeReverifyOverSSH(t *testing.T) {
 }
 
 // Just before go the deployer asks the waiting step whether it is there (turnAsk). A step that
-// answers is told go, and a partition after that leaves the host unknown; one that does not
-// answer within turnAskBudget (its host went silent while it waited: a pulled cable that ssh has
-// not noticed yet) is never told go, so the host is known unchanged: "unreachable, not changed",
-// still on v1.
+// answers is told go, and a partition after that (its session lost before any event of it
+// arrives: ssh exits 255) leaves the host unknown, no version claimed; one that does not answer
+// within turnAskBudget (its host went silent while it waited: a pulled cable that ssh has not
+// noticed yet) is never told go, so the host is known unchanged: "unreachable, not changed",
+// still on v1. A step of a zero502 that predates the question is told go at once, and lost after
+// it is unknown too. The ssh client is a fake that plays the host: it prints the look, answers or
+// not, and exits 255 on go (and 255 for any other session, as a host cut off would).
 func TestAWaitingStepIsToldGoOnlyOnceItAnsweredThatItIsThere(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
+		asks    bool   // its look says it answers "ready?"
 		answer  string // the fake step's reply to "ready?" ("" none)
 		outcome string
 		running string
 		says    string
 		toldGo  bool
 	}{
-		{"silent", "", report.OutcomeUnreachable, "v1", "did not answer within " + turnAskBudget.String(), false},
-		{"answers, then lost", `{"ready":true}`, report.OutcomeUnknown, "", "what it runs is unknown", true},
+		{"silent", true, "", report.OutcomeUnreachable, "v1", "did not answer within " + turnAskBudget.String(), false},
+		{"answers, then lost", true, `{"ready":true}`, report.OutcomeUnknown, "", "what it runs is unknown", true},
+		{"predates the question, lost after go", false, "", report.OutcomeUnknown, "", "what it runs is unknown", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -156,7 +121,7 @@ func TestAWaitingStepIsToldGoOnlyOnceItAnsweredThatItIsThere(t *testing.T) {
 			fake, told := filepath.Join(f.dir, "fake-ssh"), filepath.Join(f.dir, "told-go")
 			script := `#!/bin/sh
 case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
-echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"},"asks":true}'
+echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"},"asks":` + fmt.Sprint(tc.asks) + `}'
 while IFS= read -r line; do
 	case "$line" in
 	"ready?") [ -n '` + tc.answer + `' ] && echo '` + tc.answer + `' ;;
