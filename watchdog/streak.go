@@ -16,9 +16,25 @@ const StateFile = "watchdog.json"
 
 // streaks is the state file's content.
 type streaks struct {
-	Host      string             `json:"host"`
-	UpdatedAt time.Time          `json:"updated_at"`
-	Services  map[string]*streak `json:"services"`
+	Host      string    `json:"host"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Spec is when the spec the failures were counted against was published: a spec published
+	// since (a deploy) starts every streak over.
+	Spec     time.Time          `json:"spec_published_at,omitzero"`
+	Services map[string]*streak `json:"services"`
+}
+
+// since starts every streak over when the published spec is not the one its failures were
+// counted against (published at specAt): the instances a deploy started since are new, and the
+// old ones' failures say nothing of them. Heals are kept (a total).
+func (s *streaks) since(specAt time.Time) {
+	if s.Spec.Equal(specAt) {
+		return
+	}
+	for _, st := range s.Services {
+		st.Failures, st.LastError = 0, ""
+	}
+	s.Spec = specAt
 }
 
 // streak is one service's run of consecutive failed checks, and its heal count.

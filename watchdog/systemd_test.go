@@ -53,10 +53,15 @@ func TestSystemdUnitsVerify(t *testing.T) {
 	}
 }
 
-// The units say what the design says: a oneshot tick, every minute, randomised, persistent.
+// The units say what the design says: a oneshot tick, every minute, randomised, persistent; its
+// end stops the tick alone (KillMode=process), not a service it healed on the process runtime,
+// which runs in the tick's cgroup, and gives that service no Nice= of its own.
 func TestSystemdUnitsAreAOneshotTickEveryMinute(t *testing.T) {
+	if data, err := os.ReadFile(filepath.Join("systemd", "zero502-watchdog.service")); err != nil || strings.Contains(string(data), "\nNice=") {
+		t.Errorf("zero502-watchdog.service sets Nice= (a healed service would inherit it) or is unreadable: %v", err)
+	}
 	for name, wants := range map[string][]string{
-		"zero502-watchdog.service": {"Type=oneshot", "ExecStart=/usr/local/bin/zero502 watchdog --config "},
+		"zero502-watchdog.service": {"Type=oneshot", "ExecStart=/usr/local/bin/zero502 watchdog --config ", "KillMode=process"},
 		"zero502-watchdog.timer":   {"OnCalendar=*-*-* *:*:00", "RandomizedDelaySec=", "Persistent=true", "Unit=zero502-watchdog.service", "WantedBy=timers.target"},
 	} {
 		data, err := os.ReadFile(filepath.Join("systemd", name))

@@ -172,7 +172,8 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 	rep.Version = published.Version
 
 	st := w.loadStreaks(stateDir)
-	next := streaks{Host: w.host.Name, Services: map[string]*streak{}}
+	st.since(published.PublishedAt)
+	next := streaks{Host: w.host.Name, Spec: published.PublishedAt, Services: map[string]*streak{}}
 	for _, svc := range published.Services {
 		prev := st.get(svc.Name)
 		v := w.watch(ctx, svc, prev)

@@ -101,6 +101,24 @@ func TestASuccessResetsTheStreak(t *testing.T) {
 	}
 }
 
+// A deploy publishes a new spec: the failures counted against the old instances do not carry
+// over to the new ones, so a new version is healed on its own 4th failure, not its first.
+func TestANewSpecStartsEveryStreakOver(t *testing.T) {
+	f := processFixture(t)
+	f.kill("web")
+	for i := 1; i <= 3; i++ {
+		if v := verdict(t, f.tick(), "web"); v.Streak != i || v.Healed {
+			t.Fatalf("tick %d: %+v, want streak %d and no heal", i, v, i)
+		}
+	}
+	f.kill("worker")
+	f.deploy("v2") // a deploy: the spec republished, web and worker v2 started and healthy
+	f.kill("web")  // and then down once
+	if v := verdict(t, f.tick(), "web"); v.Streak != 1 || v.Healed {
+		t.Fatalf("v2's first failed check after v1's three: %+v, want streak 1 and no heal", v)
+	}
+}
+
 func TestAHeldLockSkipsTheTickAndLeavesTheCountersUntouched(t *testing.T) {
 	f := processFixture(t)
 	f.kill("web")
