@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 )
+
+var filepathGlob = filepath.Glob
 
 // procStat is what zero502 reads of /proc/<pid>/stat: the state letter (field 3) and the start
 // time in clock ticks since boot (field 22), which together with the pid names one process for
@@ -62,4 +65,29 @@ func liveness(pid int, start uint64) bool {
 		return false
 	}
 	return st.State != 'Z' && st.State != 'X'
+}
+
+// groupLives says whether a live process (not a zombie, which PID 1 may take its time to reap)
+// is left in process group pgid: one the service's leader left behind when it exited (a wrapper
+// script's server that it did not exec).
+func groupLives(pgid int) bool {
+	if !groupExists(pgid) {
+		return false
+	}
+	stats, _ := filepathGlob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(data[i+1:])
+		if len(f) > 2 && string(f[2]) == strconv.Itoa(pgid) && len(f[0]) == 1 && f[0][0] != 'Z' && f[0][0] != 'X' {
+			return true
+		}
+	}
+	return false
 }

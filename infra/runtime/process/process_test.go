@@ -172,6 +172,45 @@ func TestIgnoringSIGTERMIsKilledAndReportedAsI2(t *testing.T) {
 	poll.Until(t, 10*time.Second, "the group (sh and its sleep) to be gone", func() bool { return groupGone(pid) })
 }
 
+// A wrapper script that does not exec its server exits on the stop signal at once and leaves
+// the server in its process group: the server gets the signal too, and the rest of the grace to
+// drain, not an immediate SIGKILL; one that outlives the grace is SIGKILLed and reported (I2).
+func TestAWrappersServerGetsTheStopSignalAndTheGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server string // what the wrapper runs without exec
+		killed bool
+	}{
+		{"drains", `trap 'sleep 0.3; s=drained; echo "server: $s"; exit 0' TERM; s=up; echo "server: $s"; sleep 60 & wait`, false},
+		{"ignores it", `trap '' TERM; s=up; echo "server: $s"; sleep 60`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := newRuntime(t, t.TempDir())
+			wrapper := []string{"sh", "-c", "sh -c \"$0\"; echo wrapper done", tc.server}
+			inst := start(t, rt, spec.Service{Name: "wrapped", Version: "v1", Command: wrapper})
+			poll.Until(t, 10*time.Second, "the server under the wrapper", func() bool {
+				data, _ := os.ReadFile(rt.LogPath("wrapped"))
+				return strings.Contains(string(data), "server: up") // not the command's text, which the log's header quotes
+			})
+			st, err := rt.Stop(context.Background(), inst, 2*time.Second)
+			if tc.killed {
+				if !errors.Is(err, runtime.ErrKilled) || !st.Killed || st.Took < 2*time.Second {
+					t.Fatalf("Stop = %+v %v; want the server SIGKILLed after the 2s grace, reported as ErrKilled", st, err)
+				}
+			} else {
+				if err != nil || st.Killed {
+					t.Fatalf("Stop = %+v %v; want a clean stop: the server drained within the grace", st, err)
+				}
+				if data, _ := os.ReadFile(rt.LogPath("wrapped")); !strings.Contains(string(data), "server: drained") {
+					t.Fatalf("log %q: the server under the wrapper never got the stop signal", data)
+				}
+			}
+			pid := mustPID(t, inst.ID)
+			poll.Until(t, 10*time.Second, "the group to be gone", func() bool { return groupGone(pid) })
+		})
+	}
+}
+
 func TestGraceZeroKillsAtOnceWithoutError(t *testing.T) {
 	rt := newRuntime(t, t.TempDir())
 	inst := start(t, rt, spec.Service{Name: "web", Version: "v1", Command: graceful})

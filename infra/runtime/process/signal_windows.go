@@ -16,5 +16,9 @@ func signal(int, syscall.Signal) error { return errNoSignals }
 
 func killGroup(int) error { return errNoSignals }
 
+func signalGroup(int, syscall.Signal) error { return errNoSignals }
+
+func groupExists(int) bool { return false }
+
 // noFollow has no equivalent to ask for here.
 const noFollow = 0

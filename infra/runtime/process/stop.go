@@ -56,8 +56,19 @@ func (rt *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.D
 			r.Service, r.id(), err, sigName, time.Since(begin).Round(time.Millisecond))
 	}
 	if gone {
-		// Whatever the service left in its process group goes with it.
-		killGroup(r.PID)
+		// What the service left in its process group (a wrapper script's server it did not
+		// exec, which never got the signal) gets it now, and the rest of the grace.
+		if rest := grace - time.Since(begin); groupLives(r.PID) {
+			_ = signalGroup(r.PID, sig)
+			if !rt.waitGroup(ctx, r.PID, rest) {
+				_ = killGroup(r.PID)
+				return runtime.Stopped{ExitCode: code, Killed: true, Took: time.Since(begin)}, fmt.Errorf(
+					"host %s: service %s %s (%s) exited on %s, but what it left in its process group (a server a wrapper script "+
+						"started without exec?) did not exit within the stop grace %s of the same signal and was SIGKILLed: %w",
+					r.Host, r.Service, r.Version, r.id(), sigName, grace, runtime.ErrKilled)
+			}
+		}
+		_ = killGroup(r.PID) // whatever is left (where groupLives cannot see: no /proc) goes with it
 		return runtime.Stopped{ExitCode: code, Took: time.Since(begin)}, nil
 	}
 	code, err = rt.kill(ctx, r)
@@ -87,6 +98,25 @@ func (rt *Runtime) kill(ctx context.Context, r record) (int, error) {
 		rt.noteExit(r, code, time.Now())
 	}
 	return code, nil
+}
+
+// waitGroup waits up to d for no live process to be left in the group led by pid; false when
+// one still is (or ctx ended).
+func (rt *Runtime) waitGroup(ctx context.Context, pid int, d time.Duration) bool {
+	limit := time.NewTimer(max(d, 0))
+	defer limit.Stop()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for groupLives(pid) {
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			return !groupLives(pid)
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // waitExit waits up to d for r's process to exit: on its done channel when it is our child, by
