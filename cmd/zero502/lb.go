@@ -92,7 +92,8 @@ connection. If the new process fails, this one keeps serving.`,
 				}
 			}
 			reserveSpareP(lb.EventLoopsAvailable, &set.Loops) // this process runs one LB
-			opts := []lb.Option{lb.WithLogger(logger), lb.WithAccessLogOutput(sink), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen)}
+			opts := []lb.Option{lb.WithLogger(logger), lb.WithAccessLogOutput(sink), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen),
+				lb.WithHandoff(up.HandedOff)}
 			if slowPathOnly {
 				opts = append(opts, lb.WithSlowPathOnly())
 			}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,7 +39,14 @@ type Upgrader struct {
 	upg   *tableflip.Upgrader // nil where sockets cannot be handed on (Windows)
 	hup   chan os.Signal      // SIGHUP, caught from New on so it never ends the process
 	ready bool
+	// handed is set once a new process took the sockets: this one's serving context then ends.
+	handed atomic.Bool
 }
+
+// HandedOff reports whether a new process took over the sockets (the context UpgradeOnHangup
+// returned ended for that, not for a stop): this process now drains what it still serves, while
+// the address it listened on goes on being served by its successor.
+func (u *Upgrader) HandedOff() bool { return u.handed.Load() }
 
 // New prepares the hand-off; call it before opening any listener. In a process started by an
 // upgrade it takes over the sockets the old process passed. From now until Close, SIGHUP no
@@ -176,6 +184,7 @@ func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) contex
 				return
 			case <-hup:
 				if u.upgrade() {
+					u.handed.Store(true)
 					handedOff()
 					return
 				}

@@ -41,7 +41,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	})
 	mux.HandleFunc("GET /admin/health", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if s.draining.Load() {
+		if s.drainingHealth() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("draining\n"))
 			return

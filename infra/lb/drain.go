@@ -17,6 +17,10 @@ import (
 // peers close it cleanly before the budget is over, and what is still open then is cut with the
 // rest. Nothing outlasts the window plus the budget, which I2 keeps below the stop grace.
 func (s *Server) drain() error {
+	if s.handoff != nil && s.handoff() {
+		s.handedOff.Store(true)
+		s.log.Info("lb handed its listeners to the upgraded process: its health stays 200 while this one drains what it serves")
+	}
 	d := &lbDrain{s: s, stop: make(chan struct{})}
 	defer d.stopWatching()
 	return drain.Drive(s.Addr(), d, drain.Handshake{
@@ -32,6 +36,12 @@ type lbDrain struct {
 }
 
 func (d *lbDrain) Draining() { d.s.draining.Store(true) }
+
+// drainingHealth says whether the LB's own health answers 503: from the start of its drain on,
+// but for a drain after a hand-off (the address goes on being served by the successor).
+func (s *Server) drainingHealth() bool {
+	return (s.draining.Load() || s.closing.Load()) && !s.handedOff.Load()
+}
 
 // freshGrace is how long a client connection accepted just before the LB stopped accepting, and
 // not used yet, gets for its first request once the drain closes idle connections: it was

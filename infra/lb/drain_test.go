@@ -195,3 +195,35 @@ func TestInvalidSettingsAreRefusedNamingTheFlag(t *testing.T) {
 		t.Fatalf("lab defaults must be valid: %v", err)
 	}
 }
+
+// A drain after a hand-off to an upgraded process (WithHandoff) keeps the LB's own health at 200:
+// the successor shares the listening socket and serves the address, so a health check that lands
+// on this process must not take the address out. It still drains what it serves: responses carry
+// Connection: close, and it stops accepting after the window.
+func TestADrainAfterAHandOffKeepsItsHealthUp(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.Drain = 1500 * time.Millisecond
+	set.Shutdown = 2 * time.Second
+	l := startLB(t, set, WithHandoff(func() bool { return true }))
+	stopped := make(chan struct{})
+	go func() { l.stop(); close(stopped) }()
+	poll.Until(t, 5*time.Second, "the drain window: responses carry Connection: close", func() bool {
+		out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second)
+		return strings.Contains(out, "\r\nConnection: close\r\n")
+	})
+	if out := raw(t, l.Addr(), "GET /_lb/health HTTP/1.1\r\nHost: x\r\n\r\n", 5*time.Second); !strings.HasPrefix(out, "HTTP/1.1 200 ") {
+		t.Errorf("own health during the drain after a hand-off: %q, want 200", out)
+	}
+	resp, err := http.Get("http://" + l.AdminAddr() + "/admin/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("/admin/health during the drain after a hand-off: %v %v, want 200", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}

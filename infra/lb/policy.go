@@ -15,12 +15,12 @@ func (s *Server) isOwnHealth(req *http1.Request) bool {
 }
 
 // answersItself says whether the LB answers req without asking a backend, and with which
-// status: its own health (200, or 503 from the start of the drain on), or any other request
+// status: its own health (200, or 503 from the start of the drain on: drainingHealth), or any other request
 // while maintenance is on (503 and the maintenance page: maintenanceFor). Both paths ask it
 // first, and write the answer with ownAnswer.
 func (s *Server) answersItself(req *http1.Request) (int, bool) {
 	if s.isOwnHealth(req) {
-		if s.draining.Load() || s.closing.Load() {
+		if s.drainingHealth() {
 			return 503, true
 		}
 		return 200, true

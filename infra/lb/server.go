@@ -75,8 +75,12 @@ type Server struct {
 
 	maint    maintenance // maintenance.go: every request answered 503 and a page while on
 	draining atomic.Bool // own drain window: health 503, responses carry Connection: close
-	closing  atomic.Bool // listener closed: idle client connections leave
-	aborting atomic.Bool // the shutdown budget ran out: every client connection is closed
+	// handedOff: this drain follows a hand-off of the listeners to an upgrade (WithHandoff), whose
+	// process serves the same address: own health stays 200 (drainingHealth).
+	handedOff atomic.Bool
+	handoff   func() bool
+	closing   atomic.Bool // listener closed: idle client connections leave
+	aborting  atomic.Bool // the shutdown budget ran out: every client connection is closed
 
 	mu    sync.Mutex
 	conns map[*clientConn]struct{} // client connections on the goroutine path
@@ -95,6 +99,12 @@ type Option func(*Server)
 
 // withClock makes the health checker wait on c (tests use clock.Fake).
 func withClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
+
+// WithHandoff tells the LB, when its context ends, whether that is a hand-off of its listeners
+// to an upgraded process (handedOff true: handoff.Upgrader.HandedOff) rather than a stop. Its
+// drain then keeps its own health at 200: the process that shares the listening socket now
+// serves the address, and a health check landing on this one must not take the address out.
+func WithHandoff(handedOff func() bool) Option { return func(s *Server) { s.handoff = handedOff } }
 
 // WithLogger sends the LB's logs (and access log) to l.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
