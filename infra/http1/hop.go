@@ -22,22 +22,92 @@ func isHopByHop(name []byte) bool {
 // Content-Length from a request with a body would let its body pass for another request
 // (request smuggling); dropping it, or Transfer-Encoding, from a response would leave the
 // client reading until the close of a kept-alive connection.
+//
+// Its cost is linear in the head whatever it holds: the field names are indexed once in a
+// case-insensitive hash table, each Connection token is looked up in it once, and the fields
+// are marked in one last pass. (Comparing every token with every field was quadratic: a 64 KiB
+// head of 16K tokens and 8K fields made some 134M comparisons.)
 func markConnectionNamed(head []byte, fields []field, hop []bool) {
-	for _, f := range fields {
+	conn := -1
+	for k, f := range fields {
+		if equalFold(f.name.of(head), "Connection") {
+			conn = k
+			break
+		}
+	}
+	if conn < 0 {
+		return
+	}
+	// slots: 0 empty, k+1 the first field of a name, -(k+1) once a Connection token named it;
+	// built at the first token that is not a hop-by-hop name already (keep-alive, upgrade:
+	// those fields are dropped anyway), so the common Connection header costs no table
+	var (
+		stack [256]int32
+		slots []int32
+		mask  uint32
+		named bool
+	)
+	for _, f := range fields[conn:] {
 		if !equalFold(f.name.of(head), "Connection") {
 			continue
 		}
 		for v := f.value.of(head); len(v) > 0; {
 			var tok []byte
 			tok, v = nextToken(v)
-			if equalFold(tok, "Content-Length") || equalFold(tok, "Transfer-Encoding") || equalFold(tok, "Host") {
+			if len(tok) == 0 || isHopByHop(tok) || equalFold(tok, "Content-Length") || equalFold(tok, "Host") {
 				continue
 			}
-			for k, g := range fields {
-				if equalFold(g.name.of(head), string(tok)) {
-					hop[k] = true
+			if slots == nil {
+				size := len(stack)
+				for size < 2*len(fields) {
+					size *= 2
+				}
+				slots = stack[:]
+				if size > len(stack) {
+					slots = make([]int32, size)
+				}
+				mask = uint32(size - 1)
+				for k, g := range fields {
+					if i, found := lookupName(head, fields, slots, mask, g.name.of(head)); !found {
+						slots[i] = int32(k + 1)
+					}
 				}
 			}
+			if i, found := lookupName(head, fields, slots, mask, tok); found && slots[i] > 0 {
+				slots[i], named = -slots[i], true
+			}
+		}
+	}
+	if !named {
+		return
+	}
+	for k, f := range fields {
+		if i, _ := lookupName(head, fields, slots, mask, f.name.of(head)); slots[i] < 0 {
+			hop[k] = true
+		}
+	}
+}
+
+// lookupName finds name (case-insensitive) in the open-addressing table slots of the names of
+// fields (see markConnectionNamed): its slot and true, or the empty slot where it goes and false.
+func lookupName(head []byte, fields []field, slots []int32, mask uint32, name []byte) (uint32, bool) {
+	h := uint32(2166136261) // FNV-1a of the lower-case name
+	for _, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h = (h ^ uint32(c)) * 16777619
+	}
+	for i := h & mask; ; i = (i + 1) & mask {
+		k := slots[i]
+		if k == 0 {
+			return i, false
+		}
+		if k < 0 {
+			k = -k
+		}
+		if equalFoldBytes(fields[k-1].name.of(head), name) {
+			return i, true
 		}
 	}
 }
@@ -51,6 +121,8 @@ func markConnectionNamed(head []byte, fields []field, hop []bool) {
 // address a backend sees. An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1
 // needs one. X-Forwarded-Proto follows the same rule: a trusted proxy's is kept; from anyone
 // else it is dropped, and a request that came over TLS (https) gets X-Forwarded-Proto: https.
+// Forwarded (RFC 7239) and X-Real-IP, which backends also read the client's address from, are
+// kept from a trusted proxy and dropped from anyone else (the LB sets neither).
 func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, https bool, backend string) []byte {
 	dst = append(dst, r.Method()...)
 	dst = append(dst, ' ')
@@ -67,7 +139,7 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 			continue
 		}
 		name, value := r.Field(k)
-		if !keepForwarded && equalFold(name, "X-Forwarded-Proto") {
+		if !keepForwarded && (equalFold(name, "X-Forwarded-Proto") || equalFold(name, "Forwarded") || equalFold(name, "X-Real-IP")) {
 			continue
 		}
 		if equalFold(name, "X-Forwarded-For") {

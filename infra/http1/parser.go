@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ParseError is a request the LB refuses; Status is the answer it gets (400, 431 or 501). The
@@ -98,9 +99,9 @@ func SkipEmptyLines(b []byte) int {
 
 // parseFields parses header lines from b starting at i up to the empty line; it appends to
 // fields and returns them. Refused: obs-fold, whitespace before the colon, an empty or non-token
-// name, control characters in a value.
-func parseFields(b []byte, i int, fields []field) ([]field, error) {
-	for {
+// name, control characters in a value; with max > 0, more than max lines (431).
+func parseFields(b []byte, i int, fields []field, max int) ([]field, error) {
+	for n := 0; ; n++ {
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
 			return fields, errIncomplete
@@ -112,6 +113,9 @@ func parseFields(b []byte, i int, fields []field) ([]field, error) {
 		line := b[i : j-1]
 		if len(line) == 0 {
 			return fields, nil
+		}
+		if max > 0 && n == max {
+			return fields, &ParseError{Status: 431, Reason: "more than " + strconv.Itoa(max) + " header fields"}
 		}
 		if line[0] == ' ' || line[0] == '\t' {
 			return fields, badRequest("obsolete line folding")

@@ -79,13 +79,18 @@ func (r *Request) Reset() {
 	r.hop = r.hop[:0]
 }
 
+// MaxRequestFields is how many header lines a request may have (HAProxy's default is 101, many
+// proxies use 100); a request with more is refused with 431, whatever its size in bytes.
+const MaxRequestFields = 100
+
 // ParseRequest parses a whole request head (as found by HeadEnd) into r, enforcing the RFC 9112
 // §6.3 framing rules a proxy needs against request smuggling:
 //   - Transfer-Encoding in a request: only one, saying exactly chunked, in HTTP/1.1, without
 //     Content-Length; anything else is 400 (an unknown or stacked coding, repeated, both);
 //   - Content-Length that is repeated, a list, signed or not a number: 400;
 //   - obs-fold, whitespace before the colon, bare LF, control characters: 400;
-//   - HTTP/1.1 without exactly one Host: 400.
+//   - HTTP/1.1 without exactly one Host: 400;
+//   - more than MaxRequestFields header lines: 431.
 func ParseRequest(head []byte, r *Request) error {
 	r.Reset()
 	r.Head = head
@@ -130,7 +135,7 @@ func ParseRequest(head []byte, r *Request) error {
 	r.Minor = int(version[7] - '0')
 
 	var err error
-	r.fields, err = parseFields(head, eol+1, r.fields)
+	r.fields, err = parseFields(head, eol+1, r.fields, MaxRequestFields)
 	if err != nil {
 		return err
 	}
@@ -219,6 +224,29 @@ func nextToken(v []byte) (tok, rest []byte) {
 		tok = tok[:len(tok)-1]
 	}
 	return tok, rest
+}
+
+// equalFoldBytes is equalFold for two byte slices.
+func equalFoldBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // equalFold compares b and s ignoring ASCII case, without allocating.

@@ -56,7 +56,7 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 	}
 	r.reason = span{min(13, len(line)), len(line)}
 	var err error
-	r.fields, err = parseFields(head, eol+1, r.fields)
+	r.fields, err = parseFields(head, eol+1, r.fields, 0)
 	if err != nil {
 		return errBadResponse
 	}
@@ -111,8 +111,14 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 		r.Framing = UntilClose
 	}
 	if tes > 0 && cls > 0 {
-		// RFC 9112 §6.3: Transfer-Encoding overrides; the connection must not be reused
+		// RFC 9112 §6.3: Transfer-Encoding overrides; the connection must not be reused, and
+		// an intermediary removes Content-Length before forwarding the message
 		r.KeepAlive = false
+		for k, f := range r.fields {
+			if equalFold(f.name.of(head), "Content-Length") {
+				r.hop[k] = true
+			}
+		}
 	}
 	if r.Framing == UntilClose {
 		r.KeepAlive = false
@@ -131,7 +137,8 @@ func (r *Response) Get(name string) ([]byte, bool) {
 }
 
 // AppendClientHead appends the head the LB sends to its client: the backend's status line as
-// HTTP/1.1, the end-to-end headers byte for byte (Transfer-Encoding stays: the chunked framing
+// HTTP/1.1, the end-to-end headers byte for byte (Content-Length is dropped when
+// Transfer-Encoding came with it, RFC 9112 §6.3; Transfer-Encoding stays: the chunked framing
 // is relayed as it came, except to an HTTP/1.0 client, which gets the body decoded and
 // close-delimited: dechunk), and Connection: close when the LB will close the client connection.
 func AppendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte {

@@ -5,9 +5,11 @@ import "time"
 // streamChunked relays a chunked request body from the client to u as it comes, framing and
 // all, with the same backpressure and timeouts as streamBody: the bytes already buffered, then
 // chunk data read straight into the copy buffer (never past the chunk's end, so a pipelined
-// request stays in the read buffer) and framing read into the read buffer. A body whose framing
-// breaks ends the exchange (attemptClientFraming): the backend connection is closed, so the
-// backend sees a truncated body, never a second request.
+// request stays in the read buffer) and framing read into the read buffer. What x.chunk has
+// scanned is consumed from the read buffer at once, before it is written: the read buffer and
+// the framer never disagree on where the body stands, even when a write fails. A body whose
+// framing breaks ends the exchange (attemptClientFraming): the backend connection is closed, so
+// the backend sees a truncated body, never a second request.
 func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *deadline, _ *int64, start time.Time) attemptError {
 	body := s.newClientBody(cc, 0, start)
 	defer body.close()
@@ -17,11 +19,14 @@ func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *dea
 			if err != nil {
 				return attemptClientFraming
 			}
+			// consumed before the write: x.chunk has taken these bytes, so they are body
+			// whatever the write does; left in the buffer after a failed write, they would be
+			// read as the client's next request (request smuggling)
+			cc.in.consume(n)
 			uw.touch(time.Now())
 			if _, err := u.conn.Write(p[:n]); err != nil {
 				return backendWriteFailed(err)
 			}
-			cc.in.consume(n)
 			continue
 		}
 		if left := x.chunk.DataLeft(); left > 0 {

@@ -147,6 +147,12 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			} else if rest > 0 || req.Chunked && !x.chunk.Done() {
 				req.Close = true // the body was not read to its end: the connection cannot go on
 			}
+			if req.Chunked && aerr != attemptConnect {
+				// a chunked body whose relay failed: whatever the client sends after it is not
+				// trusted to be a request of its own (request smuggling); the connection closes
+				// after the answer
+				req.Close = true
+			}
 			consumed()
 			return s.answer(cc, req, status, start, b)
 		default: // the client's fault: the backend is not blamed, its counters untouched
@@ -266,7 +272,10 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			s.answered(u.backend, req, x.resp.Status, time.Since(t0))
 			return attemptOK
 		}
-		got := u.in.w > 0
+		// an interim response passed on (consumed: u.in may be empty again) is an answer too:
+		// the backend is not blamed as silent, and the request is not sent again (the client
+		// would get the interim response twice), as on the event loops (lup.got)
+		got := answered || u.in.w > 0
 		if err := u.in.fill(maxResponseHead); err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded) && wait != nil && u.backend.takeCut(wait):

@@ -1,0 +1,180 @@
+package lb
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/http1"
+	"github.com/zero502/zero502/internal/testrig/tcpserver"
+)
+
+// A request with more than http1.MaxRequestFields header lines is refused with 431 and the
+// connection closed, on either engine, though it is far below max_header_bytes; one with
+// exactly that many is served.
+func TestTooManyHeaderFieldsGet431(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	head := func(n int) string {
+		var b strings.Builder
+		b.WriteString("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n")
+		for i := 2; i < n; i++ {
+			fmt.Fprintf(&b, "X-F%d: v\r\n", i)
+		}
+		return b.String() + "\r\n"
+	}
+	if out := raw(t, l.Addr(), head(200), 10*time.Second); !strings.HasPrefix(out, "HTTP/1.1 431 Request Header Fields Too Large\r\n") ||
+		!strings.Contains(out, "Connection: close\r\n") {
+		t.Errorf("200 header lines: %q, want 431 and the connection closed", out)
+	}
+	if out := raw(t, l.Addr(), head(http1.MaxRequestFields), 10*time.Second); !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") {
+		t.Errorf("%d header lines: %q, want 200", http1.MaxRequestFields, out)
+	}
+}
+
+// A backend that takes a chunked request's head, then resets the connection while its body is
+// on the way: the client gets 502 and its connection is closed. The body's bytes (here a last
+// chunk whose extension and trailer read as a request line and Host) were relayed, never a
+// request of their own: the LB must not parse them as the client's next request, and neither
+// the backend nor the LB sees a second request (request smuggling).
+func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
+	var requests atomic.Int64 // apart from health checks
+	reset := make(chan struct{})
+	var once sync.Once
+	addr := tcpserver.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.URL.Path == "/health" {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				continue
+			}
+			if requests.Add(1) == 1 {
+				_ = c.(*net.TCPConn).SetLinger(0) // Close sends RST
+				_ = c.Close()
+				once.Do(func() { close(reset) })
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nsmuggled\n")
+		}
+	})
+	l := startSteadyLB(t, fastSettings(addr))
+	c := dialLB(t, l.Addr(), 10*time.Second)
+	if _, err := io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reset:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request head did not reach the backend")
+	}
+	time.Sleep(100 * time.Millisecond) // the reset reaches the LB: its write of the body fails
+	if _, err := io.WriteString(c, "0 / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 {
+		t.Errorf("status %d, want 502", resp.StatusCode)
+	}
+	rest, err := io.ReadAll(br)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		t.Errorf("the client connection stayed open after the 502 (then read %q)", rest)
+	case len(rest) > 0:
+		t.Errorf("after the 502 the client got %q: the body was read as a request", rest)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the backend saw %d requests, want 1", n)
+	}
+}
+
+// A backend that sends 103 Early Hints, then closes without a final response, answered: both
+// engines pass the 103 on once, then answer 502, without sending the GET to another backend or
+// ejecting the backend (it did answer).
+func TestInterimResponseThenCloseIs502(t *testing.T) {
+	var requests atomic.Int64
+	hints := func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.URL.Path == "/health" {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				continue
+			}
+			requests.Add(1)
+			_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+			return
+		}
+	}
+	l := startSteadyLB(t, fastSettings(tcpserver.Serve(t, hints), tcpserver.Serve(t, hints)))
+	out := raw(t, l.Addr(), "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
+	if n := strings.Count(out, "103 Early Hints"); n != 1 || !strings.HasPrefix(out, "HTTP/1.1 103 Early Hints\r\n") ||
+		!strings.Contains(out, "\r\n\r\nHTTP/1.1 502 Bad Gateway\r\n") {
+		t.Errorf("answer %q, want one 103, then 502", out)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the GET went to %d backends, want 1", n)
+	}
+	for _, b := range l.Backends() {
+		if !b.InRotation() {
+			t.Errorf("backend %s ejected for a 1xx then a close: %+v", b.Address, b.Status())
+		}
+	}
+}
+
+// A backend response with both Transfer-Encoding: chunked and Content-Length reaches the client
+// framed by chunked, without Content-Length (RFC 9112 §6.3), on either engine.
+func TestResponseContentLengthWithChunkedIsDropped(t *testing.T) {
+	body := "5\r\nhello\r\n0\r\n\r\n"
+	addr := scriptedBackend(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nX-A: 1\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+	l := startLB(t, fastSettings(addr))
+	out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
+	head, got, ok := strings.Cut(out, "\r\n\r\n")
+	if !ok || !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") || strings.Contains(strings.ToLower(head), "content-length") ||
+		!strings.Contains(head, "\r\nTransfer-Encoding: chunked") || !strings.Contains(head, "\r\nX-A: 1") || got != body {
+		t.Errorf("relayed %q, want the head without Content-Length, then the chunked body %q", out, body)
+	}
+}
+
+// Forwarded and X-Real-IP reach the backend from a trusted proxy only; from any other client
+// they are dropped, on either engine.
+func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.TrustedProxies = []string{"127.0.0.3/32"}
+	l := startLB(t, set)
+	sent := func(local string) string {
+		c := dialFrom(t, local, l.Addr())
+		_, _ = io.WriteString(c, "GET /headers HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n\r\n")
+		return readResponses(t, bufio.NewReader(c), 1, "GET")[0]
+	}
+	if got := sent("127.0.0.2"); strings.Contains(got, "6.6.6.6") {
+		t.Errorf("from an untrusted client the backend saw:\n%s", got)
+	}
+	if got := sent("127.0.0.3"); !strings.Contains(got, "Forwarded: for=6.6.6.6") || !strings.Contains(got, "X-Real-Ip: 6.6.6.6") {
+		t.Errorf("from a trusted proxy the backend saw:\n%s", got)
+	}
+}
