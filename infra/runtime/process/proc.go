@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
+	"time"
 )
-
-var filepathGlob = filepath.Glob
 
 // procStat is what zero502 reads of /proc/<pid>/stat: the state letter (field 3) and the start
 // time in clock ticks since boot (field 22), which together with the pid names one process for
@@ -69,14 +67,25 @@ func liveness(pid int, start uint64) bool {
 
 // groupLives says whether a live process (not a zombie, which PID 1 may take its time to reap)
 // is left in process group pgid: one the service's leader left behind when it exited (a wrapper
-// script's server that it did not exec).
+// script's server that it did not exec). Only processes with a higher pid than the leader's are
+// read: what it forked came after it (short of a pid wrap-around, whose leftovers Stop still
+// SIGKILLs), and reading every /proc/N/stat of a busy host costs tens of milliseconds.
 func groupLives(pgid int) bool {
+	// The usual group is the leader alone, a zombie until its parent (PID 1) reaps it: give that
+	// a moment before reading /proc.
+	for i := 0; i < 5 && groupExists(pgid); i++ {
+		time.Sleep(2 * time.Millisecond)
+	}
 	if !groupExists(pgid) {
 		return false
 	}
-	stats, _ := filepathGlob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		data, err := os.ReadFile(path)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid < pgid {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
