@@ -106,7 +106,7 @@ func lookupName(head []byte, fields []field, slots []int32, mask uint32, name []
 		if k < 0 {
 			k = -k
 		}
-		if equalFoldBytes(fields[k-1].name.of(head), name) {
+		if equalFold(fields[k-1].name.of(head), name) {
 			return i, true
 		}
 	}

@@ -226,31 +226,8 @@ func nextToken(v []byte) (tok, rest []byte) {
 	return tok, rest
 }
 
-// equalFoldBytes is equalFold for two byte slices.
-func equalFoldBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x == y {
-			continue
-		}
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
-// equalFold compares b and s ignoring ASCII case, without allocating.
-func equalFold(b []byte, s string) bool {
+// equalFold compares b and s (a string or bytes) ignoring ASCII case, without allocating.
+func equalFold[S string | []byte](b []byte, s S) bool {
 	if len(b) != len(s) {
 		return false
 	}
