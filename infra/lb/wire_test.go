@@ -50,27 +50,17 @@ func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
 	var requests atomic.Int64 // apart from health checks
 	reset := make(chan struct{})
 	var once sync.Once
-	addr := tcpserver.Serve(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			if req.URL.Path == "/health" {
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-				continue
-			}
-			if requests.Add(1) == 1 {
-				_ = c.(*net.TCPConn).SetLinger(0) // Close sends RST
-				_ = c.Close()
-				once.Do(func() { close(reset) })
-				return
-			}
-			_, _ = io.Copy(io.Discard, req.Body)
-			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nsmuggled\n")
+	addr := tcpserver.Serve(t, rawBackend(func(c net.Conn, req *http.Request) bool {
+		if requests.Add(1) == 1 {
+			_ = c.(*net.TCPConn).SetLinger(0) // Close sends RST
+			_ = c.Close()
+			once.Do(func() { close(reset) })
+			return false
 		}
-	})
+		_, _ = io.Copy(io.Discard, req.Body)
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nsmuggled\n")
+		return true
+	}))
 	l := startSteadyLB(t, fastSettings(addr))
 	c := dialLB(t, l.Addr(), 10*time.Second)
 	if _, err := io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
@@ -113,22 +103,11 @@ func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
 // ejecting the backend (it did answer).
 func TestInterimResponseThenCloseIs502(t *testing.T) {
 	var requests atomic.Int64
-	hints := func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			if req.URL.Path == "/health" {
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-				continue
-			}
-			requests.Add(1)
-			_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
-			return
-		}
-	}
+	hints := rawBackend(func(c net.Conn, _ *http.Request) bool {
+		requests.Add(1)
+		_, _ = io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+		return false
+	})
 	l := startSteadyLB(t, fastSettings(tcpserver.Serve(t, hints), tcpserver.Serve(t, hints)))
 	out := raw(t, l.Addr(), "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
 	if n := strings.Count(out, "103 Early Hints"); n != 1 || !strings.HasPrefix(out, "HTTP/1.1 103 Early Hints\r\n") ||
@@ -176,5 +155,26 @@ func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
 	}
 	if got := sent("127.0.0.3"); !strings.Contains(got, "Forwarded: for=6.6.6.6") || !strings.Contains(got, "X-Real-Ip: 6.6.6.6") {
 		t.Errorf("from a trusted proxy the backend saw:\n%s", got)
+	}
+}
+
+// rawBackend is a backend written byte by byte: it answers the LB's health checks 200 and hands
+// every other request to serve, which writes its answer on c and says whether to read another.
+func rawBackend(serve func(c net.Conn, req *http.Request) bool) func(net.Conn) {
+	return func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			if req.URL.Path == "/health" {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				continue
+			}
+			if !serve(c, req) {
+				return
+			}
+		}
 	}
 }
