@@ -26,6 +26,10 @@ type Evidence struct {
 	// LBAnswers are the 502/503/504 the balancer made itself because of these targets.
 	LBAnswers uint64
 	P99       time.Duration
+	// Restarted counts the targets' counters (one per balancer instance) that went back to zero
+	// during the window (the balancer restarted, or re-added the target): what they hold then is
+	// counted, all of it got inside the window, so the evidence is a lower bound.
+	Restarted int
 	latency   adminapi.Histogram
 }
 
@@ -39,20 +43,28 @@ func (e Evidence) ErrorRate() float64 {
 
 // String is the evidence with its numbers, for a verdict's message.
 func (e Evidence) String() string {
-	return fmt.Sprintf("%d requests, %d errors (%.1f%%: %d 5xx, %d with no answer, %d answered by the balancer itself), p99 %s",
-		e.Requests, e.Errors, 100*e.ErrorRate(), e.ServerErrors, e.Failures, e.LBAnswers, e.P99.Round(100*time.Microsecond))
+	restarted := ""
+	if e.Restarted > 0 {
+		restarted = fmt.Sprintf(" (at least: %d counter(s) restarted during the window, counted from their restart)", e.Restarted)
+	}
+	return fmt.Sprintf("%d requests, %d errors (%.1f%%: %d 5xx, %d with no answer, %d answered by the balancer itself), p99 %s%s",
+		e.Requests, e.Errors, 100*e.ErrorRate(), e.ServerErrors, e.Failures, e.LBAnswers, e.P99.Round(100*time.Microsecond), restarted)
 }
 
 // pool adds up what targets got between the snapshots before and after. A target missing from
-// either snapshot (added or removed meanwhile) counts nothing.
+// either snapshot (added or removed meanwhile) counts nothing. A counter that went back during
+// the window (the balancer restarted, or dropped and re-added the target) counts what it holds
+// after: all of that was got inside the window, and skipping it would judge a version that
+// failed every request since by no requests at all.
 func pool(before, after balancer.Outcomes, targets []string) (Evidence, error) {
 	e := Evidence{Targets: targets}
 	for _, t := range targets {
 		b, a := before[t], after[t]
 		for i := range min(len(b), len(a)) {
 			w, err := adminapi.Window(b[i], a[i])
-			if errors.Is(err, adminapi.ErrNotOneWindow) {
-				continue // re-added or restarted meanwhile: this instance has no window of it
+			if errors.Is(err, adminapi.ErrNotOneWindow) && b[i].Address == a[i].Address {
+				e.Restarted++
+				w, err = adminapi.Window(sinceStart(a[i]), a[i])
 			}
 			if err != nil {
 				return Evidence{}, err
@@ -75,6 +87,13 @@ func pool(before, after balancer.Outcomes, targets []string) (Evidence, error) {
 	}
 	e.P99 = e.latency.Quantile(0.99)
 	return e, nil
+}
+
+// sinceStart is a snapshot of s's target with every counter at zero: the window from the
+// counters' start to s.
+func sinceStart(s adminapi.BackendStatus) adminapi.BackendStatus {
+	return adminapi.BackendStatus{Address: s.Address, Outcomes: adminapi.Outcomes{Latency: adminapi.Histogram{
+		Bounds: s.Outcomes.Latency.Bounds, Counts: make([]uint64, len(s.Outcomes.Latency.Counts))}}}
 }
 
 // Verdict is the analysis of one batch of new targets against the old version's (the baseline).
@@ -110,7 +129,7 @@ func judge(a config.Analysis, window time.Duration, fresh, base Evidence) Verdic
 		v.Reason = fmt.Sprintf("%d errors in %d requests over %s: fewer requests than rollout.analysis.min_requests %d, but more errors than "+
 			"rollout.analysis.max_error_rate %.1f%% allows even of %d (%.0f), whatever the others would have got: new version: %s; %s",
 			fresh.Errors, fresh.Requests, window, a.MinRequests, 100*a.MaxErrorRate, a.MinRequests, a.MaxErrorRate*float64(a.MinRequests), fresh, baseline)
-	case fresh.Requests < uint64(a.MinRequests):
+	case fresh.Requests < uint64(max(a.MinRequests, 1)): // min_requests 0 still needs one request: none is no evidence
 		v.NoTraffic = true
 		v.Pass = a.OnNoTraffic == config.OnNoTrafficPass
 		v.Reason = fmt.Sprintf("not enough traffic to judge: %d requests reached the new version in %s, rollout.analysis.min_requests is %d; "+

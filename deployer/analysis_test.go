@@ -346,6 +346,53 @@ func TestPoolAddsEveryTargetAndInstanceOfTheWindow(t *testing.T) {
 	}
 }
 
+// TestPoolCountsACounterThatRestartedInTheWindow: a balancer that restarts (an in-place upgrade,
+// one instance of a tier) during the window starts its counters again. What they hold after was
+// all got inside the window: a version that failed every one of those requests must not be judged
+// by "no traffic" (with on_no_traffic pass, a bad version went on).
+func TestPoolCountsACounterThatRestartedInTheWindow(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	st := func(addr string, answered, errs uint64) adminapi.BackendStatus {
+		return adminapi.BackendStatus{Address: addr, Outcomes: adminapi.Outcomes{Answered: answered, ServerErrors: errs,
+			Latency: adminapi.Histogram{Bounds: bounds, Counts: []uint64{answered, 0, 0, 0}}}}
+	}
+	before := balancer.Outcomes{"new": {st("new", 1000, 0), st("new", 400, 0)}, "old": {st("old", 5000, 0)}}
+	after := balancer.Outcomes{"new": {st("new", 200, 200), st("new", 450, 50)}, "old": {st("old", 5900, 0)}}
+	fresh, err := pool(before, after, []string{"new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Requests != 250 || fresh.Errors != 250 || fresh.Restarted != 1 {
+		t.Fatalf("pooled %d requests, %d errors, %d restarted; want 200 since the restart + 50 = 250, all errors, 1 restarted",
+			fresh.Requests, fresh.Errors, fresh.Restarted)
+	}
+	base, err := pool(before, after, []string{"old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := config.Defaults().Rollout.Analysis
+	a.OnNoTraffic = config.OnNoTrafficPass
+	v := judge(a, 30*time.Second, fresh, base)
+	if v.Pass || v.NoTraffic || !strings.Contains(v.Reason, "counted from their restart") {
+		t.Errorf("judge = pass %v, no traffic %v, %q; want a failed verdict that says the counters restarted", v.Pass, v.NoTraffic, v.Reason)
+	}
+}
+
+// TestJudgeNoRequestIsNoEvidenceWhateverMinRequests: min_requests 0 means "judge whatever came",
+// not "pass when nothing came": no request at all is no traffic, and on_no_traffic decides.
+func TestJudgeNoRequestIsNoEvidenceWhateverMinRequests(t *testing.T) {
+	a := config.Defaults().Rollout.Analysis
+	a.MinRequests = 0
+	a.OnNoTraffic = "fail"
+	v := judge(a, 10*time.Second, Evidence{}, Evidence{Requests: 100})
+	if v.Pass || !v.NoTraffic || !strings.Contains(v.Reason, "not enough traffic") {
+		t.Errorf("judge of 0 requests with min_requests 0, on_no_traffic fail = pass %v, no traffic %v, %q; want a no-traffic fail", v.Pass, v.NoTraffic, v.Reason)
+	}
+	if v := judge(a, 10*time.Second, Evidence{Requests: 1}, Evidence{Requests: 100}); !v.Pass || v.NoTraffic {
+		t.Errorf("judge of 1 clean request with min_requests 0 = pass %v, no traffic %v, %q; want it judged and passed", v.Pass, v.NoTraffic, v.Reason)
+	}
+}
+
 // baselineP99 is the old version's p99 in a verdict's text ("baseline (…): …, p99 109.9ms").
 func baselineP99(verdict string) (time.Duration, bool) {
 	m := regexp.MustCompile(`baseline \(the old version's targets\):[^;]*p99 ([0-9.]+(?:µs|ms|s))`).FindStringSubmatch(verdict)

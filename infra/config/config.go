@@ -422,8 +422,8 @@ type Analysis struct {
 	// Window is how long each batch is watched once it is in rotation and baked. Default 30s.
 	Window time.Duration `mapstructure:"window"`
 	// MinRequests is how many requests the new version's targets must get in the window for a
-	// verdict on the numbers; fewer is the verdict "not enough traffic" (OnNoTraffic).
-	// Default 20.
+	// verdict on the numbers; fewer is the verdict "not enough traffic" (OnNoTraffic). 0 judges
+	// whatever came, but no request at all is still "not enough traffic". Default 20.
 	MinRequests int `mapstructure:"min_requests"`
 	// MaxErrorRate is the highest share of the new version's requests that may fail (a 5xx
 	// answer but a 503 of the health path, or no answer), absolute, 0..1. Default 0.05.
