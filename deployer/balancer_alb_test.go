@@ -470,3 +470,40 @@ func TestALBRotationMapsBothStartFirstPortsToTheHostsTarget(t *testing.T) {
 		t.Fatalf("app-1.internal:1: %v; want the unknown target %s:1", err, instance)
 	}
 }
+
+// With --accept-drift the deploy runs on what the balancer does: a target group that holds a
+// deregistered target draining 8s, where the config says 1s, is waited out 8s before a
+// balancer-side drain's stop signal (it waited 1s and signalled a target the ALB still sent
+// requests to), and every host's step is sent the live numbers.
+func TestAcceptedDriftRunsOnTheLiveNumbers(t *testing.T) {
+	a := newALBDouble(t, nil, elbv2double.Settings{HealthCheckPath: "/health", Interval: 2 * time.Second,
+		Timeout: time.Second, HealthyThreshold: 2, UnhealthyThreshold: 2, DeregistrationDelay: 8 * time.Second})
+	f := newFleet(t, 2)
+	c := f.albFleetConfig(a.arn)
+	c.Balancer.HeaderTimeout = 500 * time.Millisecond
+	c.Services = []config.Service{{Name: "web", Port: f.base, Drain: config.DrainBalancer,
+		Command: []string{"{self}", "app", "--version", "{version}", "--port", "{port}"}}}
+	cfg := f.load(f.write("alb.yaml", c))
+	var ev eventLog
+	opts := a.options(cfg)
+	opts.AcceptDrift = true
+	d := f.deployer(cfg, &ev, opts)
+	if err := d.setup(); err != nil {
+		t.Fatal(err)
+	}
+	if reasons := d.checkDrift(context.Background()); len(reasons) != 0 {
+		t.Fatalf("drift of the deregistration delay with --accept-drift refused: %v", reasons)
+	}
+	if !strings.Contains(ev.String(), "drift accepted: balancer.deregistration_delay") {
+		t.Errorf("no event names the accepted drift:\n%s", &ev)
+	}
+	if got := balancerDrainWindow(d.cfg); got != 8*time.Second {
+		t.Errorf("the balancer-side drain waits %s; want the live deregistration delay 8s", got)
+	}
+	if got := d.configFor(cfg.Hosts[0], []string{"host", "step"}).Balancer.DeregistrationDelay; got != 8*time.Second {
+		t.Errorf("a host's step is sent deregistration_delay %s; want the live 8s", got)
+	}
+	if cfg.Balancer.DeregistrationDelay != time.Second {
+		t.Errorf("the caller's config was changed: deregistration_delay %s", cfg.Balancer.DeregistrationDelay)
+	}
+}

@@ -115,8 +115,14 @@ func New(cfg *config.Config, opts Options) *Deployer {
 	if d.opts.LockTimeout <= 0 {
 		d.opts.LockTimeout = DefaultLockTimeout
 	}
-	d.checkTimeout = max(2*cfg.Balancer.Timeout, 2*time.Second)
+	d.checkTimeout = checkTimeoutOf(cfg)
 	return d
+}
+
+// checkTimeoutOf is the deployer's own health checks' timeout when a rule has none: twice the
+// balancer's, and at least 2s.
+func checkTimeoutOf(cfg *config.Config) time.Duration {
+	return max(2*cfg.Balancer.Timeout, 2*time.Second)
 }
 
 // refusedError is a deploy refused by preflight: nothing was changed on any host.
