@@ -64,13 +64,16 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 		done <- result{st, err}
 	}()
 
-	var finding error
+	var finding, cancelled error
 	var res result
 	stopped := false
 	if watch {
 		window := t0.Add(d.cfg.Drain.Window)
 		var lastErr error
 		for {
+			if cancelled = ctx.Err(); cancelled != nil {
+				break // no view any more: the stop goes on, and the balancer's part is not known
+			}
 			st, err := d.bal.TargetState(ctx, target)
 			now := d.clock.Now()
 			if err == nil && !st.InRotation {
@@ -99,6 +102,7 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 			case res = <-done:
 				stopped = true // look once more: did the balancer see it go?
 			case <-d.clock.After(d.pollEvery()):
+			case <-ctx.Done():
 			}
 		}
 	}
@@ -128,6 +132,10 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 		Message: fmt.Sprintf("%s +%.2fs after the signal", exit, now.Sub(t0).Seconds())})
 	if finding == nil {
 		d.forget(context.WithoutCancel(ctx), h, rt, inst)
+	}
+	if cancelled != nil && finding == nil {
+		return fmt.Errorf("host %s: service %s: the deploy was cancelled while %s drained: the old instance %s stopped (%s), "+
+			"when the balancer took it out was not seen: %w", h.Name, inst.Service, target, inst.ID, exit, cancelled)
 	}
 	return finding
 }

@@ -62,3 +62,35 @@ func TestKilledOldInstanceFailsNamingI2(t *testing.T) {
 		t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
 	}
 }
+
+// A deploy cancelled (Ctrl-C) while the old instance drains has no balancer view any more: the
+// stop goes on to its end, and the error is the cancellation with what is known (the old
+// instance stopped), not a finding about the balancer ("still in rotation … does the balancer
+// check this health path?") that never happened.
+func TestCancelDuringTheDrainIsReportedAsTheCancel(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	path := f.config("fleet.yaml", defaultValues())
+	cfg := f.load(path)
+	f.startLB(path)
+	if _, err := f.deployer(cfg, nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ev eventLog
+	opts := Options{Events: func(e Event) {
+		ev.add(e)
+		if e.Step == StepDrain && e.Host == cfg.Hosts[0].Name {
+			cancel() // Ctrl-C as host-a's drain begins
+		}
+	}}
+	d := f.deployer(cfg, nil, opts)
+	_, err := d.Deploy(ctx, "v2")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, errStillInRotation) {
+		t.Fatalf("deploy v2 cancelled during host-a's drain: %v; want the cancellation, not a still-in-rotation finding\nevents:\n%s", err, &ev)
+	}
+	if !strings.Contains(err.Error(), "stopped (exit 0)") {
+		t.Errorf("the error %q does not say the old instance stopped", err)
+	}
+}
