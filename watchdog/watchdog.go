@@ -242,10 +242,10 @@ func (w *Watchdog) heal(ctx context.Context, svc spec.Service) (runtime.Instance
 		return runtime.Instance{}, 0, fmt.Errorf("list instances of %s: %w", svc.Name, err)
 	}
 	for _, in := range insts {
-		if in.Running() {
-			if _, err := w.rt.Stop(ctx, in, w.cfg.Drain.StopGrace); err != nil && !errors.Is(err, runtime.ErrKilled) {
-				return runtime.Instance{}, 0, fmt.Errorf("stop the old instance %s of %s: %w", in.ID, svc.Name, err)
-			}
+		// An exited one is stopped too: what its first process left in its process group (a
+		// wrapper's server) may still hold the port, and its runtime removes it only once gone.
+		if _, err := w.rt.Stop(ctx, in, w.cfg.Drain.StopGrace); err != nil && !errors.Is(err, runtime.ErrKilled) && !errors.Is(err, runtime.ErrNotFound) {
+			return runtime.Instance{}, 0, fmt.Errorf("stop the old instance %s of %s: %w", in.ID, svc.Name, err)
 		}
 		if err := w.rt.Remove(ctx, in); err != nil {
 			return runtime.Instance{}, 0, fmt.Errorf("remove the old instance %s of %s: %w", in.ID, svc.Name, err)

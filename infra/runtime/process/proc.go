@@ -100,3 +100,14 @@ func groupLives(pgid int) bool {
 	}
 	return false
 }
+
+// leftBehind says whether r's leader has exited but something it started is still alive in its
+// process group (a wrapper script's server it did not exec, a sidecar started with &). While a
+// group has a member the kernel gives its id to no new process, so a live process with r's pid
+// and another start time means r's group is gone (and the group with that id is not r's).
+func leftBehind(r record) bool {
+	if st, err := readStat(r.PID); err == nil && st.Start != r.ProcStart {
+		return false
+	}
+	return groupLives(r.PID)
+}

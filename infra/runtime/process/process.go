@@ -105,8 +105,16 @@ func (rt *Runtime) Start(ctx context.Context, host string, svc spec.Service) (ru
 	select {
 	case <-c.done:
 		<-c.noted // the record says "exited" before Start returns
-		return runtime.Instance{}, fmt.Errorf("host %s: service %s %s exited at once with code %d; end of %s:\n%s",
-			host, svc.Name, svc.Version, c.code, rec.Log, tail(rec.Log, logStart))
+		left := ""
+		if leftBehind(rec) { // it never ran as an instance: what it started goes with it
+			left = "; what it left in its process group was SIGKILLed"
+			_ = killGroup(rec.PID)
+			if !rt.waitGroup(context.WithoutCancel(ctx), rec.PID, killWait) {
+				left = fmt.Sprintf("; what it left in its process group %d is still there %s after SIGKILL", rec.PID, killWait)
+			}
+		}
+		return runtime.Instance{}, fmt.Errorf("host %s: service %s %s exited at once with code %d%s; end of %s:\n%s",
+			host, svc.Name, svc.Version, c.code, left, rec.Log, tail(rec.Log, logStart))
 	case <-time.After(rt.EarlyExitWindow):
 	}
 	return rt.instance(rec), nil
@@ -133,9 +141,16 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 		return record{}, 0, nil, err
 	}
 	for _, old := range olds {
-		if inst := rt.instance(old); inst.Running() && (old.Slot == slot || svc.Address != "" && old.Address == svc.Address) {
+		if old.Slot != slot && (svc.Address == "" || old.Address != svc.Address) {
+			continue
+		}
+		if inst := rt.instance(old); inst.Running() {
 			return record{}, 0, nil, fmt.Errorf("host %s: service %s already runs as %s on %s (version %s, started %s); stop it first",
 				host, svc.Name, inst.ID, orNone(inst.Address), inst.Version, inst.StartedAt.Format(time.RFC3339))
+		} else if leftBehind(old) {
+			return record{}, 0, nil, fmt.Errorf("host %s: service %s: instance %s (version %s) exited with code %d, but what it started "+
+				"still runs in its process group %d (holding %s?); stop that instance first", host, svc.Name, inst.ID, inst.Version,
+				inst.ExitCode, old.PID, orNone(inst.Address))
 		}
 	}
 
@@ -237,8 +252,13 @@ func (rt *Runtime) Remove(_ context.Context, inst runtime.Instance) error {
 	if err != nil {
 		return err
 	}
-	if rt.instance(r).Running() {
+	cur := rt.instance(r)
+	if cur.Running() {
 		return fmt.Errorf("service %s: instance %s is running; stop it before removing it", inst.Service, inst.ID)
+	}
+	if leftBehind(r) { // forgotten, nothing would track what it left (holding its port, maybe)
+		return fmt.Errorf("service %s: instance %s exited with code %d, but what it started still runs in its process group %d "+
+			"(a server a wrapper script started without exec, a sidecar?); stop the instance before removing it", inst.Service, inst.ID, cur.ExitCode, r.PID)
 	}
 	if err := os.Remove(rt.recordPath(r.key())); err != nil {
 		return err

@@ -412,3 +412,85 @@ func TestStartFirstServiceRunsOneInstancePerPort(t *testing.T) {
 		t.Fatalf("List after stopping the old = %+v %v, want the new one alone, running", insts, err)
 	}
 }
+
+// A service whose first process (the group's leader) exits while what it started lives on in its
+// process group (a wrapper's server it did not exec, a sidecar started with &) has crashed: it
+// reads as exited with the leader's code. But what it left is not forgotten: Remove refuses while
+// it lives, and Stop gives it the stop signal and the grace, then SIGKILL (reported, I2).
+func TestStopOfAnExitedLeaderStopsWhatItLeftInItsGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		left   string // what the leader starts with & before it exits
+		killed bool
+	}{
+		{"drains", `sleep 300`, false},
+		{"ignores it", `(trap '' TERM; sleep 300)`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			rt := newRuntime(t, dir)
+			exit := filepath.Join(dir, "exit-now") // the leader exits once it exists: after Start
+			cmd := []string{"sh", "-c", tc.left + ` & while [ ! -e "$0" ]; do sleep 0.01; done; exit 3`, exit}
+			inst := start(t, rt, spec.Service{Name: "wrapped", Version: "v1", Address: "127.0.0.1:19201", Command: cmd})
+			pid := mustPID(t, inst.ID)
+			t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) }) // its record goes: newRuntime's cleanup would not see it
+			if err := os.WriteFile(exit, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var got runtime.Instance
+			poll.Until(t, 10*time.Second, "Inspect to say exited", func() bool {
+				var err error
+				got, err = rt.Inspect(ctx, inst.ID)
+				return err == nil && !got.Running()
+			})
+			if got.ExitCode != 3 {
+				t.Fatalf("Inspect = %+v, want exited with the leader's code 3", got)
+			}
+			if groupGone(pid) {
+				t.Fatal("the leader's background process is gone already: the test proves nothing")
+			}
+			if err := rt.Remove(ctx, got); err == nil || !strings.Contains(err.Error(), "process group") {
+				t.Fatalf("Remove while the group lives = %v, want a refusal naming its process group", err)
+			}
+			if _, err := rt.Start(ctx, "host-a", spec.Service{Name: "wrapped", Version: "v2", Address: "127.0.0.1:19201", Command: graceful}); err == nil ||
+				!strings.Contains(err.Error(), inst.ID) || !strings.Contains(err.Error(), "process group") {
+				t.Fatalf("Start of v2 while what v1 left runs = %v, want a refusal naming %s and its process group", err, inst.ID)
+			}
+			st, err := rt.Stop(ctx, got, time.Second)
+			if tc.killed {
+				if !errors.Is(err, runtime.ErrKilled) || !st.Killed || st.ExitCode != 3 || st.Took < time.Second {
+					t.Fatalf("Stop = %+v %v; want what the leader left SIGKILLed after the 1s grace, reported as ErrKilled, exit code 3", st, err)
+				}
+			} else if err != nil || st.Killed || st.ExitCode != 3 {
+				t.Fatalf("Stop = %+v %v; want exit code 3, what the leader left gone on the stop signal, not killed", st, err)
+			}
+			if err := rt.Remove(ctx, got); err != nil {
+				t.Fatalf("Remove after Stop: %v", err)
+			}
+			poll.Until(t, 5*time.Second, "the process group to be gone", func() bool { return groupGone(pid) })
+		})
+	}
+}
+
+// A process that exits at once fails Start; what it started in its group goes with it.
+func TestExitAtOnceTakesWhatItLeftInItsGroup(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	var pid int
+	t.Cleanup(func() {
+		if pid > 0 {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	})
+	_, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v1",
+		Command: []string{"sh", "-c", "sleep 300 & exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "code 3") {
+		t.Fatalf("Start = %v, want an error with code 3", err)
+	}
+	recs, _ := rt.records()
+	if len(recs) != 1 {
+		t.Fatalf("records after the failed start = %+v, want its one record", recs)
+	}
+	pid = recs[0].PID
+	poll.Until(t, 5*time.Second, "the process group to be gone", func() bool { return groupGone(pid) })
+}
