@@ -10,6 +10,7 @@ package compose
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -100,12 +101,25 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	}
 	names := project.ServiceNames()
 	sort.Strings(names)
+	scs := make([]types.ServiceConfig, 0, len(names))
 	for _, name := range names {
 		sc, err := project.GetService(name)
 		if err != nil {
 			return nil, fmt.Errorf("compose file %s: %w", path, err)
 		}
-		keys, _ := set[name].(map[string]any)
+		scs = append(scs, sc)
+	}
+	// rollout.strategy is one for the fleet, and start-first gives every service with a port
+	// its two ports: it is decided (the first service, in name order, that sets an order)
+	// before any service is read
+	for _, sc := range scs {
+		if s := updateOrder(sc); s != "" {
+			im.Strategy = s
+			break
+		}
+	}
+	for _, sc := range scs {
+		keys, _ := set[sc.Name].(map[string]any)
 		im.service(sc, keys)
 	}
 	if len(im.Services) == 0 {
@@ -205,6 +219,13 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	svc.Command = append(append([]string{}, sc.Entrypoint...), sc.Command...)
 	if len(sc.Entrypoint) > 0 {
 		note("entrypoint", "zero502 sets the container's command only: the entrypoint and the command are joined into services[].command, which replaces the image's CMD (an image ENTRYPOINT would still run first: check it)")
+	} else if keys["entrypoint"] != nil {
+		// [] or "": Compose runs the container without the image's ENTRYPOINT; zero502's
+		// services have no key for it
+		note("entrypoint", "cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT, which runs with services[].command as its arguments: build an image without an ENTRYPOINT (or whose ENTRYPOINT runs its arguments)")
+	}
+	if len(sc.Command) == 0 && keys["command"] != nil {
+		note("command", "cleared in Compose; zero502's docker runtime keeps the image's CMD when services[].command is empty: build an image without a CMD, or set services[].command")
 	}
 	fromShell := valueless(keys["environment"])
 	for k, v := range sc.Environment {
@@ -228,21 +249,27 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	if len(sc.EnvFiles) > 0 {
 		note("env_file", "read now, at import: its values are in services[].env; move a secret's to secrets.file and list its name in services[].secrets")
 	}
-	for i, p := range sc.Ports {
-		if i > 0 {
-			note("ports", fmt.Sprintf("only the first published port is balanced: %s is not published", portString(p)))
+	first := true // the first TCP port is the service's; zero502 balances TCP and HTTP only
+	for _, p := range sc.Ports {
+		if p.Protocol != "" && !strings.EqualFold(p.Protocol, "tcp") {
+			note("ports", fmt.Sprintf("%s: zero502 balances TCP and HTTP only: this %s port is not published and is not services[].port; serve it outside zero502", portString(p), p.Protocol))
 			continue
 		}
+		if !first {
+			note("ports", fmt.Sprintf("only the first published TCP port is balanced: %s is not published", portString(p)))
+			continue
+		}
+		first = false
 		pub, err := strconv.Atoi(p.Published)
 		if err != nil || pub == 0 {
 			note("ports", fmt.Sprintf("port %s is not published on a fixed host port: publish it (host:container) so the balancer can reach it", portString(p)))
 			continue
 		}
 		if uint32(pub) != p.Target {
-			note("ports", fmt.Sprintf("%d:%d: zero502 publishes a port to the same port in the container; services[].port is %d, so make the service listen on %d (or publish %d:%d)", pub, p.Target, pub, pub, p.Target, p.Target))
+			note("ports", fmt.Sprintf("%s: zero502 publishes a port to the same port in the container; services[].port is %d, so make the service listen on %d (or publish %d:%d)", portString(p), pub, pub, p.Target, p.Target))
 		}
 		if p.HostIP != "" {
-			note("ports", fmt.Sprintf("host_ip %s: zero502 publishes on the host's address (hosts[].address)", p.HostIP))
+			note("ports", fmt.Sprintf("%s: host_ip %s: zero502 publishes on the host's address (hosts[].address)", portString(p), p.HostIP))
 		}
 		svc.Port = pub
 	}
@@ -257,6 +284,13 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 				svc.Health.Timeout = time.Duration(*hc.Timeout)
 			}
 			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold)", svc.Health.Path))
+			hk, _ := keys["healthcheck"].(map[string]any)
+			if _, ok := hk["start_period"]; ok && hc.StartPeriod != nil {
+				note("healthcheck.start_period", fmt.Sprintf("%s: zero502 has no start period: a new instance gets rollout.healthy_deadline (default 60s) to become healthy, so set that above the start period", time.Duration(*hc.StartPeriod)))
+			}
+			if _, ok := hk["start_interval"]; ok && hc.StartInterval != nil {
+				note("healthcheck.start_interval", fmt.Sprintf("%s: zero502 has no start interval: a starting instance is checked as any other (balancer.interval at the balancer)", time.Duration(*hc.StartInterval)))
+			}
 		} else {
 			note("healthcheck", fmt.Sprintf("%q is not an HTTP check zero502 can run: the service is judged by its container's state only; give it an HTTP health path (services[].health.path)", test))
 		}
@@ -264,25 +298,23 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	if sc.StopGracePeriod != nil {
 		im.StopGrace = max(im.StopGrace, time.Duration(*sc.StopGracePeriod))
 	}
+	order := updateOrder(sc)
 	if d := sc.Deploy; d != nil {
-		if u := d.UpdateConfig; u != nil {
-			switch u.Order {
-			case "start-first":
-				im.strategy(note, config.StartFirst)
-			case "stop-first":
-				im.strategy(note, config.StopFirst)
-			}
-			if u.Parallelism != nil && *u.Parallelism > 0 {
-				if im.Batch != 0 && im.Batch != int(*u.Parallelism) {
-					note("deploy.update_config.parallelism", fmt.Sprintf("rollout.batch is one number for the fleet: kept %d", im.Batch))
-				} else {
-					im.Batch = int(*u.Parallelism)
-				}
+		if order != "" && order != im.Strategy {
+			note("deploy.update_config.order", fmt.Sprintf("rollout.strategy is one for the fleet: kept %s", im.Strategy))
+		}
+		if u := d.UpdateConfig; u != nil && u.Parallelism != nil && *u.Parallelism > 0 {
+			if im.Batch != 0 && im.Batch != int(*u.Parallelism) {
+				note("deploy.update_config.parallelism", fmt.Sprintf("rollout.batch is one number for the fleet: kept %d", im.Batch))
+			} else {
+				im.Batch = int(*u.Parallelism)
 			}
 		}
 		if d.Replicas != nil && *d.Replicas != 1 {
 			note("deploy.replicas", "zero502 runs one instance of each service per host: add hosts to scale")
 		}
+		dk, _ := keys["deploy"].(map[string]any)
+		deployNotes(note, dk)
 	}
 	if svc.Port > 0 {
 		// a service that knows nothing of zero502 leaves rotation at the balancer first
@@ -290,7 +322,11 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	}
 	if im.Strategy == config.StartFirst && svc.Port > 0 {
 		svc.Ports = []int{svc.Port, svc.Port + 1}
-		note("deploy.update_config.order", fmt.Sprintf("start-first runs the new instance beside the old on the other of services[].ports [%d, %d]: the service must listen on {port} (pass it in its command or env)", svc.Port, svc.Port+1))
+		key := "ports" // the fleet's strategy, which another service's update_config.order set
+		if order == config.StartFirst {
+			key = "deploy.update_config.order"
+		}
+		note(key, fmt.Sprintf("start-first runs the new instance beside the old on the other of services[].ports [%d, %d]: the service must listen on {port} (pass it in its command or env)", svc.Port, svc.Port+1))
 	}
 	names := make([]string, 0, len(keys))
 	for k := range keys {
@@ -310,20 +346,96 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	im.Services = append(im.Services, svc)
 }
 
-// strategy sets the rollout strategy one service's update order asks for.
-func (im *Import) strategy(note func(key, what string), s string) {
-	if im.Strategy != "" && im.Strategy != s {
-		note("deploy.update_config.order", fmt.Sprintf("rollout.strategy is one for the fleet: kept %s", im.Strategy))
-		return
+// updateOrder is the rollout strategy sc's deploy.update_config.order asks for ("" for none).
+func updateOrder(sc types.ServiceConfig) string {
+	if sc.Deploy == nil || sc.Deploy.UpdateConfig == nil {
+		return ""
 	}
-	im.Strategy = s
+	switch sc.Deploy.UpdateConfig.Order {
+	case "start-first":
+		return config.StartFirst
+	case "stop-first":
+		return config.StopFirst
+	}
+	return ""
 }
 
-func portString(p types.ServicePortConfig) string {
-	if p.Published == "" {
-		return strconv.Itoa(int(p.Target))
+// deployAdvice is what zero502 does instead of a deploy key it does not honour; replicas,
+// update_config and resources are read key by key (deployNotes).
+var deployAdvice = map[string]string{
+	"restart_policy":  advice["restart"],
+	"placement":       "zero502 runs every service on every host of the fleet (hosts[]): constraints and preferences are not applied; give the services that must run elsewhere their own config and hosts",
+	"rollback_config": "a host that fails is rolled back to its last good spec at once and the rollout stops; rollback parallelism, order and delay are not set",
+	"labels":          "zero502 labels its containers itself (host, service, version, address), and there is no Swarm service to label",
+	"endpoint_mode":   "the balancer reaches each instance on its host's address and port (hosts[].address): there is no virtual IP or DNS round robin",
+	"mode":            "zero502 runs one long-running instance of each service on every host of the fleet (as global does): jobs and replica counts across a cluster are not honoured",
+}
+
+// updateAdvice is what zero502 does instead of an update_config key it does not honour.
+var updateAdvice = map[string]string{
+	"delay":             "zero502 waits for no delay between batches: each batch is in rotation, baked (rollout.bake) and verified before the next starts",
+	"failure_action":    "a host that fails is rolled back to its last good spec and the rollout stops (the deploy exits 1): pause and continue are not offered",
+	"monitor":           "set rollout.bake: how long each new instance must stay healthy before its host counts as deployed",
+	"max_failure_ratio": "zero502 tolerates no failed host: the first failure rolls its host back and stops the rollout",
+}
+
+const resourcesAdvice = "zero502 sets no CPU, memory, pids or device limits or reservations on the container (`docker compose up` applies them): it runs unbounded, so size each host for its services"
+
+// deployNotes notes each key of a service's deploy section (dk, as the file set it) that
+// zero502 does not honour.
+func deployNotes(note func(key, what string), dk map[string]any) {
+	for _, k := range slices.Sorted(maps.Keys(dk)) {
+		v := dk[k]
+		switch {
+		case k == "replicas" || strings.HasPrefix(k, "x-"): // read above; extensions are no one's
+		case k == "mode" && (v == "global" || v == "replicated"): // one instance per host
+		case k == "update_config":
+			uk, _ := v.(map[string]any)
+			for _, u := range slices.Sorted(maps.Keys(uk)) {
+				switch {
+				case u == "order" || u == "parallelism" || strings.HasPrefix(u, "x-"): // read above
+				case updateAdvice[u] != "":
+					note("deploy.update_config."+u, fmt.Sprintf("%v: %s", uk[u], updateAdvice[u]))
+				default:
+					note("deploy.update_config."+u, unhandled)
+				}
+			}
+		case k == "resources":
+			resourceNotes(note, "deploy.resources", v)
+		case k == "mode" || k == "endpoint_mode":
+			note("deploy."+k, fmt.Sprintf("%v: %s", v, deployAdvice[k]))
+		case deployAdvice[k] != "":
+			note("deploy."+k, deployAdvice[k])
+		default:
+			note("deploy."+k, unhandled)
+		}
 	}
-	return p.Published + ":" + strconv.Itoa(int(p.Target))
+}
+
+// resourceNotes notes each value under deploy.resources (key, as the file set it).
+func resourceNotes(note func(key, what string), key string, v any) {
+	switch r := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(r)) {
+			resourceNotes(note, key+"."+k, r[k])
+		}
+	case []any, nil: // devices: a list of requests
+		note(key, resourcesAdvice)
+	default:
+		note(key, fmt.Sprintf("%v: %s", r, resourcesAdvice))
+	}
+}
+
+// portString is p as the file could write it, with its protocol: 8080:80/tcp.
+func portString(p types.ServicePortConfig) string {
+	s := strconv.Itoa(int(p.Target))
+	if p.Published != "" {
+		s = p.Published + ":" + s
+	}
+	if p.Protocol != "" {
+		s += "/" + p.Protocol
+	}
+	return s
 }
 
 // services_from: in a config reads the services of a Compose file through Load, with the notes

@@ -310,3 +310,197 @@ func TestInterpolationReadsTheDotEnvBesideTheFile(t *testing.T) {
 		}
 	}
 }
+
+// Every deploy key zero502 does not honour, and a healthcheck's start_period and start_interval,
+// is a note naming the key and what zero502 does instead: none is dropped silently.
+func TestEveryDeployAndHealthcheckKeyNotHonouredIsNoted(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: shop/web:{version}
+    ports: ["8080:8080"]
+    healthcheck:
+      test: [CMD, curl, -f, "http://localhost:8080/up"]
+      interval: 5s
+      retries: 3
+      start_period: 40s
+      start_interval: 2s
+    deploy:
+      mode: replicated
+      replicas: 1
+      endpoint_mode: dnsrr
+      labels: {team: shop}
+      resources:
+        limits: {cpus: "0.5", memory: 512M}
+        reservations: {memory: 128M}
+      restart_policy: {condition: on-failure, max_attempts: 3}
+      placement: {constraints: ["node.role == worker"]}
+      update_config: {order: stop-first, parallelism: 1, delay: 10s, failure_action: pause, monitor: 30s, max_failure_ratio: 0.2}
+      rollback_config: {parallelism: 1, order: stop-first}
+  job:
+    image: shop/job:{version}
+    deploy: {mode: replicated-job}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, n := range im.Notes {
+		notes = append(notes, n.String())
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"services.web.deploy.resources.limits.cpus: 0.5: zero502 sets no",
+		"services.web.deploy.resources.limits.memory: 512M: zero502 sets no",
+		"services.web.deploy.resources.reservations.memory: 128M: zero502 sets no",
+		"services.web.deploy.restart_policy: zero502's watchdog heals",
+		"services.web.deploy.placement: zero502 runs every service on every host",
+		"services.web.deploy.update_config.delay: 10s: ",
+		"services.web.deploy.update_config.failure_action: pause: ",
+		"services.web.deploy.update_config.monitor: 30s: ",
+		"services.web.deploy.update_config.max_failure_ratio: 0.2: ",
+		"services.web.deploy.rollback_config: ",
+		"services.web.deploy.labels: ",
+		"services.web.deploy.endpoint_mode: dnsrr: ",
+		"services.job.deploy.mode: replicated-job: ",
+		"services.web.healthcheck.start_period: 40s: ",
+		"services.web.healthcheck.start_interval: 2s: ",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes lack %q:\n%s", want, all)
+		}
+	}
+	for _, honoured := range []string{"services.web.deploy.mode", "services.web.deploy.replicas", "deploy.update_config.order", "deploy.update_config.parallelism"} {
+		if strings.Contains(all, honoured) {
+			t.Errorf("notes name %s, which was honoured:\n%s", honoured, all)
+		}
+	}
+}
+
+// The rollout strategy is the fleet's: a service that sorts before the one asking for
+// start-first gets its two ports too, and the written config loads.
+func TestStartFirstGivesEveryServiceWithAPortItsTwoPorts(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  api:
+    image: api:{version}
+    ports: ["9000:9000"]
+  web:
+    image: web:{version}
+    ports: ["8080:8080"]
+    deploy: {update_config: {order: start-first}}
+  worker:
+    image: worker:{version}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int{"api": {9000, 9001}, "web": {8080, 8081}, "worker": nil}
+	for _, s := range im.Services {
+		if !slices.Equal(s.Ports, want[s.Name]) {
+			t.Errorf("%s: ports %v; want %v", s.Name, s.Ports, want[s.Name])
+		}
+	}
+	data, err := compose.Write(im, "compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.LoadBytes(data, "the imported config"); err != nil {
+		t.Fatalf("the written config does not load: %v\n%s", err, data)
+	}
+}
+
+// zero502 balances TCP and HTTP only: a UDP port is never the service's port, and every port
+// note keeps the port's protocol.
+func TestAUDPPortIsNotTheServicesPort(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  dns:
+    image: dns:{version}
+    ports: ["5353:5353/udp", "8080:8080", "53:53/udp", "9090:9090"]
+  udponly:
+    image: udp:{version}
+    ports: ["5353:5353/udp"]
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns, udp := im.Services[0], im.Services[1]
+	if dns.Port != 8080 || dns.Drain != config.DrainBalancer {
+		t.Errorf("dns %+v; want port 8080 (the first TCP port), drained at the balancer", dns)
+	}
+	if udp.Port != 0 || udp.Drain != "" {
+		t.Errorf("udponly %+v; want no port (its only port is UDP)", udp)
+	}
+	var notes []string
+	for _, n := range im.Notes {
+		notes = append(notes, n.String())
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"services.dns.ports: 5353:5353/udp: zero502 balances TCP and HTTP only",
+		"services.dns.ports: 53:53/udp: zero502 balances TCP and HTTP only",
+		"services.dns.ports: only the first published TCP port is balanced: 9090:9090/tcp is not published",
+		"services.udponly.ports: 5353:5353/udp: zero502 balances TCP and HTTP only",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes lack %q:\n%s", want, all)
+		}
+	}
+	data, err := compose.Write(im, "compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := config.LoadBytes(data, "the imported config"); err != nil {
+		t.Fatalf("the written config does not load: %v\n%s", err, data)
+	} else if s, _ := cfg.BalancedService(); s.Name != "dns" || s.Port != 8080 {
+		t.Errorf("balanced %+v; want dns on 8080\n%s", s, data)
+	}
+}
+
+// An empty entrypoint or command (Compose: clear the image's) is a note: zero502's docker
+// runtime keeps the image's ENTRYPOINT, and an empty command keeps its CMD.
+func TestAClearedEntrypointOrCommandIsNoted(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  list:
+    image: a:{version}
+    entrypoint: []
+    command: ["sh", "-c", "echo hi"]
+  str:
+    image: b:{version}
+    entrypoint: ""
+    command: []
+  kept:
+    image: c:{version}
+    command: ["run"]
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, n := range im.Notes {
+		notes = append(notes, n.String())
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"services.list.entrypoint: cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT",
+		"services.str.entrypoint: cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT",
+		"services.str.command: cleared in Compose; zero502's docker runtime keeps the image's CMD",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes lack %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "services.kept.entrypoint") || strings.Contains(all, "services.kept.command") || strings.Contains(all, "services.list.command") {
+		t.Errorf("notes name an entrypoint or command the file did not clear:\n%s", all)
+	}
+}
