@@ -67,13 +67,17 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)
 		}
 		prev := *hr
-		// The step back starts from what the host was seen running, the new version: a step that
-		// cannot reach the host reports that, not the version it was to go back to.
-		hr.From = orDefault(prev.Running, version)
+		// The step back starts from what the host was last seen running (the new version, or
+		// nothing claimed once a re-verify saw it not run it): a step that cannot reach the host
+		// reports that, not the version it was to go back to.
+		hr.From = prev.Running
 		err := d.remoteStep(ctx, h, prev.From, hr)
 		hr.From, hr.To = prev.From, prev.To
 		if err != nil {
-			return fmt.Errorf("host %s: roll back to %s: %w", h.Name, prev.From, err)
+			notBack(hr)
+			runs := orDefault(hr.Running, "what is unknown")
+			hr.Error = fmt.Sprintf("%v; rollback to %s failed too: %v; it runs %s", cause, prev.From, err, runs)
+			return fmt.Errorf("host %s: roll back to %s: %w; it runs %s", h.Name, prev.From, err, runs)
 		}
 		hr.Outcome, hr.Error, hr.Verdict = report.OutcomeRolledBack, cause.Error(), prev.Verdict
 		return nil
@@ -99,6 +103,16 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 		return nil
 	}
 	return err
+}
+
+// notBack corrects host hr's outcome after its step back to the version it ran before failed:
+// whatever that step said of itself ("rolled back": to its own last good spec, the version it
+// was to leave), the host is not back, so it is failed; unreachable or unknown already say what
+// is known.
+func notBack(hr *report.HostReport) {
+	if hr.Outcome != report.OutcomeUnknown && hr.Outcome != report.OutcomeUnreachable {
+		hr.Outcome = report.OutcomeFailed
+	}
 }
 
 func orNothing(v string) string {

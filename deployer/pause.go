@@ -30,6 +30,10 @@ type Pause struct {
 	Canary  []string  `json:"canary"` // the canary's hosts
 	Since   time.Time `json:"since"`
 	By      string    `json:"by"` // the paused deploy's holder record
+	// From is the version each canary host ran before the deploy, as its look saw it before its
+	// step: a host over ssh keeps its previous spec there, out of reach of an abort that acts
+	// itself.
+	From map[string]string `json:"from,omitempty"`
 	// Decision is "" while the deploy waits, then promote or abort.
 	Decision string `json:"decision,omitempty"`
 	// DecidedBy names who decided.
@@ -79,8 +83,10 @@ func writePause(cfg *config.Config, p Pause) error {
 // takes the lock itself).
 func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *report.Report, b batch) (decision string, err error) {
 	p := Pause{Version: version, Since: d.clock.Now().UTC(), By: d.holder(version).String()}
-	for _, h := range d.cfg.Hosts[b.first:b.end] {
+	p.From = map[string]string{}
+	for i, h := range d.cfg.Hosts[b.first:b.end] {
 		p.Canary = append(p.Canary, h.Name)
+		p.From[h.Name] = rep.Hosts[b.first+i].From
 	}
 	if err := writePause(d.cfg, p); err != nil {
 		return "", fmt.Errorf("record the pause after the canary: %w", err)
@@ -198,6 +204,14 @@ func (d *Deployer) abortCanary(ctx context.Context, p Pause, rep *report.Report)
 			}
 			hr.From = prev.Version
 			d.setBack(h, &prev)
+		} else {
+			from, ok := p.From[h.Name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("host %s: the pause record %s does not say what it ran before %s: deploy the version it should run",
+					h.Name, pausePath(d.cfg), p.Version))
+				continue
+			}
+			hr.From = from // "" on a host fresh before the deploy: rollBackHost says there is nothing to go back to
 		}
 		if err := d.rollBackHost(ctx, h, p.Version, hr, cause); err != nil {
 			errs = append(errs, err)

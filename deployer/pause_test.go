@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -120,6 +121,66 @@ func TestAbortRollsTheCanaryBackWhetherTheDeployWaitsOrNot(t *testing.T) {
 			t.Errorf("promote with nothing paused: exit %d\n%s; want 2 saying so", code, msg)
 		}
 	})
+}
+
+// When the paused deploy was stopped, abort takes the fleet lock and rolls the canary back
+// itself, a host over ssh too: that host keeps its previous spec on it, out of abort's reach,
+// so the version it ran before comes from the pause record (the paused deploy's look at the
+// host before its step), and the canary ends back on v1.
+func TestAbortWithNoDeployWaitingRollsACanaryOverSSHBack(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 3)
+	_, cfg := f.remoteConfig(s, "fleet.yaml", 1)
+	judged(cfg, analysisWindow, canaryFor)
+	path := f.write("fleet.yaml", cfg)
+	cfg = f.load(path)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	paused, stop := context.WithCancel(ctx)
+	defer stop()
+	var ev eventLog
+	ended := make(chan error, 1)
+	go func() {
+		_, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, PauseAfterCanary: true}).Deploy(paused, "v2")
+		ended <- err
+	}()
+	poll.UntilNil(t, time.Minute, "the deploy paused after its canary", func() error {
+		_, err := readPause(cfg)
+		return err
+	})
+	if got := f.versions(); got["host-a"] != "v2" || got["host-b"] != "v1" || got["host-c"] != "v1" {
+		t.Fatalf("paused after the canary: %v; want host-a on v2, the rest on v1\nevents:\n%s", got, &ev)
+	}
+	stop()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatalf("the paused deploy, stopped, ended with no error\nevents:\n%s", &ev)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the paused deploy did not end within a minute of being stopped\nevents:\n%s", &ev)
+	}
+	if _, err := readPause(cfg); err != nil {
+		t.Fatalf("the stopped deploy left no pause record: %v\nevents:\n%s", err, &ev)
+	}
+	var aev eventLog
+	rep, err := Decide(ctx, cfg, Abort, f.deployer(cfg, &aev, Options{RemoteBinary: bin}).opts, time.Minute)
+	if err != nil || rep == nil {
+		t.Fatalf("deploy abort with no deploy waiting: %v\nevents:\n%s", err, &aev)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.From != "v1" || a.Running != "v1" {
+		t.Errorf("host-a after abort: %s → %s %q, runs %q, error %q; want v1 → v2 rolled back, running v1",
+			a.From, a.To, a.Outcome, a.Running, a.Error)
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q after abort, want v1\nevents:\n%s", host, v, &aev)
+		}
+	}
 }
 
 // rollback returns the fleet to what it ran before its last deploy.

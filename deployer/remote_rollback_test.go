@@ -67,3 +67,71 @@ func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.
 		}
 	}
 }
+
+// A failed verdict rolls back the canary, a host over ssh, whose step back to v1 begins there and
+// fails (v1's instance exits at once under this config): the host's own step then returns it to
+// its last good spec, v2, and calls that "rolled back". The deploy must not: the host is not back
+// on the version it ran before, so the report says failed, running v2, and the error says so.
+func TestRemoteRollbackThatFailsOnTheHostIsNotCalledRolledBack(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 3)
+	_, cfg := f.remoteConfig(s, "good.yaml", 1)
+	judged(cfg, analysisWindow, canaryFor)
+	cfg.Rollout.Analysis.MinRequests = 10
+	good := f.write("good.yaml", cfg)
+	bad := f.load(good)
+	// Under v2's config every request fails (the verdict), and v1 cannot start: its instance
+	// exits 3 before the app runs, so the rollback's step to v1 fails after it began.
+	app := append(bad.Services[0].Command, "--fail-every", "1")
+	bad.Services[0].Command = append([]string{"/bin/sh", "-c", `[ "{version}" != v1 ] || exit 3; exec "$0" "$@"`}, app...)
+	v2 := f.write("v2.yaml", bad)
+	f.startLB(good)
+	ctx := context.Background()
+	if _, err := f.deployer(f.load(good), nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
+		for _, h := range f.load(good).Targets() {
+			if st, err := balancer.NewInHouse(f.admin, "").TargetState(ctx, h); err != nil || !st.InRotation {
+				return fmt.Errorf("%s: %+v %v", h, st, err)
+			}
+		}
+		return nil
+	})
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{RemoteBinary: bin}).Deploy(ctx, "v2")
+	m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) {
+		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, &ev)
+	}
+	if got := f.versions()["host-a"]; got != "v2" {
+		t.Fatalf("host-a runs %q; the rig's step back to v1 was meant to fail on the host, leaving v2\nevents:\n%s", got, &ev)
+	}
+	if !strings.Contains(ev.String(), "rolling back to v2") {
+		t.Fatalf("host-a's step back to v1 never failed on the host (its own rollback to v2)\nevents:\n%s", &ev)
+	}
+	a := rep.Hosts[0]
+	if a.Running != "v2" || a.From != "v1" || a.To != "v2" {
+		t.Errorf("host-a: from %q to %q, runs %q; want v1 → v2, running v2 (read back by its step)", a.From, a.To, a.Running)
+	}
+	if a.Outcome == report.OutcomeRolledBack || a.Outcome != report.OutcomeFailed {
+		t.Errorf("host-a reported %q while it runs %q: rolled back means it runs v1 again; want %q: %s",
+			a.Outcome, a.Running, report.OutcomeFailed, a.Error)
+	}
+	if !strings.Contains(a.Error, "runs v2") {
+		t.Errorf("host-a's error does not say it runs v2: %s", a.Error)
+	}
+	if !strings.Contains(err.Error(), "the rollback failed on host-a (runs v2)") || strings.Contains(err.Error(), "rolled back (host-a") {
+		t.Errorf("error does not say the rollback failed on host-a, which runs v2: %v", err)
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(line, "host-a ") && strings.Contains(line, "→") && strings.Contains(line, report.OutcomeRolledBack) {
+			t.Errorf("the report's row calls host-a rolled back while it runs v2: %q\n%s", line, &text)
+		}
+	}
+}

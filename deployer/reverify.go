@@ -92,18 +92,16 @@ func (d *Deployer) reverifyFailedRemote(ctx context.Context, h config.Host, vers
 		return fmt.Errorf("host %s: %s", h.Name, hr.Error)
 	}
 	cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
+	// What its step saw it run, the re-verify just saw it not run healthy: nothing is claimed
+	// here, so the step back says what it runs, else the read-back looks again.
+	hr.Running = ""
 	if hr.From == "" || hr.From == version {
 		hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("%v; no rollback: it ran no other version before; look at host %s", cause, h.Name)
 		d.emit(Event{Host: h.Name, Step: stepFailed, Version: version, Message: hr.Error})
 		return fmt.Errorf("%s", hr.Error)
 	}
 	d.emit(Event{Host: h.Name, Step: stepRollback, Version: hr.From, Message: "rolling back to " + hr.From + ": " + cause.Error()})
-	if rerr := d.rollBackHost(ctx, h, version, hr, cause); rerr != nil {
-		if hr.Outcome != report.OutcomeUnknown && hr.Outcome != report.OutcomeUnreachable {
-			// Whatever its step to the old version said of itself (rolled back: to the
-			// failing version), the host is not back.
-			hr.Outcome = report.OutcomeFailed
-		}
+	if rerr := d.rollBackHost(ctx, h, version, hr, cause); rerr != nil { // its outcome corrected there (notBack)
 		hr.Error = fmt.Sprintf("%v; rollback failed too: %v", cause, rerr)
 		d.emit(Event{Host: h.Name, Step: stepFailed, Message: hr.Error})
 		return fmt.Errorf("%w; rollback failed too: %v: look at host %s", cause, rerr, h.Name)
@@ -138,7 +136,11 @@ func (d *Deployer) vouched(ctx context.Context, h config.Host, svc config.Servic
 func (d *Deployer) reverifyHost(ctx context.Context, h config.Host, version string) (spec.Spec, error) {
 	if h.SSH != "" {
 		v, err := d.remoteView(ctx, h, version)
-		if err == nil && (!v.serving || v.from != version) {
+		switch {
+		case err != nil:
+		case !v.instance: // its from is then only what it published
+			err = fmt.Errorf("no instance runs (its published spec names %q): %s", v.from, v.detail)
+		case !v.serving || v.from != version:
 			err = fmt.Errorf("runs %q, serving %v: %s", v.from, v.serving, v.detail)
 		}
 		return spec.Spec{}, err
