@@ -173,7 +173,8 @@ func newEdgeOriginCmd() *cobra.Command {
 		Long: `Accept on --listen, sniff the first bytes of each connection: a PROXY v2 (or v1) header is
 parsed and stripped, anything else passes through untouched. Then dial --to and copy bytes both
 ways. A header with the right signature and a bad body, or from a peer outside --trusted, closes
-the connection with a log line. One log line per connection when it closes, with claimed (the
+the connection with a log line; without --trusted no peer may send one (as agent-server without
+--trusted and lb without --accept-proxy-from). One log line per connection when it closes, with claimed (the
 header's client), measured (the socket's peer) and inner (the local address the server sees as
 its peer, to match the server's own logs). A connection that sends nothing is not logged.`,
 		Example: `  zero502 edge origin --listen :443 --to 127.0.0.1:9443 --trusted 10.0.0.0/8
@@ -207,7 +208,7 @@ its peer, to match the server's own logs). A connection that sends nothing is no
 	fl.StringVar(&r.Listen, "listen", "", "address the edges connect to, e.g. :443 (required)")
 	fl.StringVar(&r.Backend, "to", "", "local server host:port every connection is relayed to (required)")
 	fl.StringVar(&r.Metrics, "metrics", "", "HTTP listener serving GET /metrics (Prometheus), e.g. 127.0.0.1:9103; default none")
-	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs, repeatable or comma-separated); default any peer")
+	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs, repeatable or comma-separated); default none: a header from any peer closes its connection")
 	fl.DurationVar(&r.HeaderTimeout, "header-timeout", origin.DefaultHeaderTimeout, "wait this long for a connection's first bytes before passing it on without a header")
 	fl.DurationVar(&r.ConnectTimeout, "connect-timeout", edge.DefaultConnectTimeout, "timeout of the dial to --to")
 	fl.DurationVar(&r.IdleTimeout, "idle-timeout", edge.DefaultIdleTimeout, "close a connection silent in both directions this long")

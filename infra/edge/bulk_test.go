@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestForwarderMovesMegabytesBothWaysUnderBackpressure(t *testing.T) {
 			}
 		}
 	})
-	relay := startRelay(t, &Relay{Backend: backend})
+	relay := startRelay(t, &Relay{Backend: backend, Trusted: []netip.Prefix{loopback}})
 	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}})
 	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())
 	_ = client.SetDeadline(time.Now().Add(deadline))
@@ -62,7 +63,7 @@ func TestForwarderMovesMegabytesBothWaysUnderBackpressure(t *testing.T) {
 
 // An upstream given by name is resolved (off the event loops) and connected to.
 func TestForwarderConnectsToAnUpstreamByName(t *testing.T) {
-	relay := startRelay(t, &Relay{Backend: startBackend(t, nil)})
+	relay := startRelay(t, &Relay{Backend: startBackend(t, nil), Trusted: []netip.Prefix{loopback}})
 	_, port, _ := net.SplitHostPort(relay.Addr().String())
 	fwd := startForwarder(t, &Forwarder{Origins: []string{"localhost:" + port}})
 	client := dialFrom(t, "127.0.0.1", fwd.Addr().String())

@@ -133,7 +133,7 @@ func TestForwarderIdleTimeoutIsSilenceInBothDirectionsNotDuration(t *testing.T) 
 // one finishes.
 func TestForwarderDrainKeepsForwardingThenRefusesThenFinishes(t *testing.T) {
 	const drainWindow, shutdown = 30 * time.Second, 10 * time.Second
-	relay := startRelay(t, &Relay{Backend: startBackend(t, nil)})
+	relay := startRelay(t, &Relay{Backend: startBackend(t, nil), Trusted: []netip.Prefix{loopback}})
 	clk := clock.NewFake(time.Unix(0, 0))
 	fwd := &Forwarder{Listen: "127.0.0.1:0", Health: "127.0.0.1:0", Origins: []string{relay.Addr().String()},
 		Drain: drainWindow, Shutdown: shutdown, Clock: clk}
@@ -265,7 +265,7 @@ type draining struct {
 func startDraining(t *testing.T) draining {
 	t.Helper()
 	d := draining{m: &innerMap{}, clk: clock.NewFake(time.Unix(0, 0)), done: make(chan error, 1)}
-	relay := startRelay(t, &Relay{Backend: startBackend(t, d.m), Map: d.m})
+	relay := startRelay(t, &Relay{Backend: startBackend(t, d.m), Map: d.m, Trusted: []netip.Prefix{loopback}})
 	fwd := ForTests(&Forwarder{Listen: "127.0.0.1:0", Origins: []string{relay.Addr().String()}, Drain: drainWindow, Shutdown: shutdown, Clock: d.clk})
 	if err := fwd.Open(); err != nil {
 		t.Fatal(err)

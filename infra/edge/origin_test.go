@@ -75,7 +75,7 @@ func TestOriginPassesConnectionsWithoutAHeaderThroughUntouched(t *testing.T) {
 		{"a single byte", "x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startOriginEcho(t, &origin.Listener{}, nil)
+			e := startOriginEcho(t, &origin.Listener{Trusted: []netip.Prefix{loopback}}, nil)
 			c := dialFrom(t, "127.0.0.2", e.addr())
 			r := bufio.NewReader(c)
 			if _, err := io.WriteString(c, tc.first+"\n"); err != nil {
@@ -102,7 +102,7 @@ func TestOriginPassesConnectionsWithoutAHeaderThroughUntouched(t *testing.T) {
 
 func TestOriginPassesTLSThroughUntouchedAndBehindTheEdge(t *testing.T) {
 	serverCfg, clientCfg := selfSignedTLS(t)
-	e := startOriginEcho(t, &origin.Listener{}, serverCfg)
+	e := startOriginEcho(t, &origin.Listener{Trusted: []netip.Prefix{loopback}}, serverCfg)
 
 	t.Run("a TLS client straight to the origin", func(t *testing.T) {
 		raw := dialFrom(t, "127.0.0.2", e.addr())
@@ -209,7 +209,7 @@ func TestOriginRejectsAHeaderFromAnUntrustedPeer(t *testing.T) {
 }
 
 func TestOriginAcceptsV1AndV2LocalHeaders(t *testing.T) {
-	e := startOriginEcho(t, &origin.Listener{}, nil)
+	e := startOriginEcho(t, &origin.Listener{Trusted: []netip.Prefix{loopback}}, nil)
 
 	v1 := dialFrom(t, "127.0.0.1", e.addr())
 	if _, err := io.WriteString(v1, "PROXY TCP4 198.51.100.7 127.0.0.1 5555 443\r\n"); err != nil {

@@ -28,7 +28,7 @@ func serveOrigin(t *testing.T, pki testPKI, ln net.Listener) {
 	t.Helper()
 	cs := &conns{}
 	t.Cleanup(func() { _ = ln.Close(); cs.closeAll() })
-	tln := tls.NewListener(&origin.Listener{Listener: ln}, &tls.Config{Certificates: []tls.Certificate{pki.cert}})
+	tln := tls.NewListener(&origin.Listener{Listener: ln, Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, &tls.Config{Certificates: []tls.Certificate{pki.cert}})
 	go func() {
 		for {
 			c, err := tln.Accept()

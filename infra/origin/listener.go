@@ -50,10 +50,11 @@ type Listener struct {
 	// passed on without a header (a server-first protocol waits that long before the server sees
 	// the connection through a Relay); a header cut short by it is malformed.
 	HeaderTimeout time.Duration
-	// Trusted are the edges allowed to send a header. Empty: any peer may (only do that when the
-	// origin's port is reachable by the edges alone). A header from a peer outside them closes
-	// the connection (errUntrustedHeader). Connections without a header are passed on from
-	// anyone: trust restricts claims, not traffic.
+	// Trusted are the edges allowed to send a header. A header from a peer outside them closes
+	// the connection (errUntrustedHeader). Empty: no peer may, so every header closes its
+	// connection, as the agent does without --trusted and the LB without accept_proxy_from.
+	// Connections without a header are passed on from anyone: trust restricts claims, not
+	// traffic.
 	Trusted []netip.Prefix
 	// Logger gets a line for every connection closed over a bad or untrusted header; nil logs
 	// nothing.
@@ -93,7 +94,7 @@ func (l *Listener) headerTimeout() time.Duration {
 }
 
 func (l *Listener) trusted(a netip.Addr) bool {
-	return len(l.Trusted) == 0 || Trusts(l.Trusted, a)
+	return Trusts(l.Trusted, a) // none trusted: no one's header is believed
 }
 
 func (l *Listener) warn(msg string, args ...any) {

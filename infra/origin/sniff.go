@@ -75,7 +75,8 @@ type sniffed struct {
 //
 // A read that ends before the decision (io.EOF, or a deadline set on the connection under br)
 // means no header: the bytes seen so far are passed on. Any other read error is returned as is.
-// A complete signature followed by a header that does not parse returns errMalformedHeader.
+// A complete signature followed by a header that does not parse, its TLVs included (a v2 TLV
+// cut short by the header's length), returns errMalformedHeader.
 func sniff(br *bufio.Reader) (sniffed, error) {
 	for {
 		seen, _ := br.Peek(br.Buffered())
@@ -85,6 +86,13 @@ func sniff(br *bufio.Reader) (sniffed, error) {
 				return sniffed{kind: HeaderNone}, nil
 			}
 			h, err := proxyproto.Read(br)
+			if err == nil {
+				// Read does not look at a v2 header's TLV area: a TLV whose length runs past the
+				// header would be accepted, and its claimed address believed, with the bytes
+				// after it unaccounted for. The header is consumed either way (the connection is
+				// closed).
+				_, err = h.TLVs()
+			}
 			if err != nil {
 				return sniffed{kind: kind}, fmt.Errorf("%w (%s): %w", errMalformedHeader, kind, err)
 			}

@@ -78,9 +78,52 @@ func TestSniffTellsHeadersFromEverythingElse(t *testing.T) {
 	}
 }
 
+// v2WithTLVs is a v2 PROXY/TCP4 header from 203.0.113.66:4711 to 192.0.2.1:443 whose length
+// covers the 12-byte address block and then tlvs, followed by rest.
+func v2WithTLVs(tlvs []byte, rest string) []byte {
+	b := append([]byte{}, proxyproto.SIGV2...)
+	n := 12 + len(tlvs)
+	b = append(b, 0x21, 0x11, byte(n>>8), byte(n))
+	b = append(b, 203, 0, 113, 66, 192, 0, 2, 1, 0x12, 0x67, 0x01, 0xbb)
+	b = append(b, tlvs...)
+	return append(b, rest...)
+}
+
+func TestSniffRefusesAV2HeaderWhoseTLVsDoNotParse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tlvs []byte
+	}{
+		{"a TLV claiming 65535 bytes, none present", []byte{0x20, 0xff, 0xff}},
+		{"a TLV one byte longer than what is left", []byte{0x04, 0x00, 0x02, 0x00}},
+		{"a TLV type without its length", []byte{0x04}},
+		{"a TLV length cut in half", []byte{0x04, 0x00}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(bytes.NewReader(v2WithTLVs(tc.tlvs, "payload")), sniffBufferSize)
+			s, err := sniff(br)
+			if !errors.Is(err, errMalformedHeader) || s.kind != HeaderV2 || s.header != nil {
+				t.Fatalf("sniff = kind %s, header %v, claimed %q, err %v; want v2, no header, ErrMalformedHeader",
+					s.kind, s.header != nil, LogAddr(claimedAddr(s)), err)
+			}
+		})
+	}
+	t.Run("well-formed TLVs are accepted", func(t *testing.T) {
+		tlvs := []byte{0x04, 0x00, 0x02, 0x00, 0x00, 0x20, 0x00, 0x00} // a NOOP of 2 bytes, an empty SSL TLV
+		br := bufio.NewReaderSize(bytes.NewReader(v2WithTLVs(tlvs, "payload")), sniffBufferSize)
+		s, err := sniff(br)
+		if err != nil || s.kind != HeaderV2 || LogAddr(claimedAddr(s)) != "203.0.113.66:4711" {
+			t.Fatalf("sniff = kind %s, claimed %q, err %v; want v2 from 203.0.113.66:4711", s.kind, LogAddr(claimedAddr(s)), err)
+		}
+		if rest, _ := io.ReadAll(br); string(rest) != "payload" {
+			t.Fatalf("the stream after sniffing is %q, want %q", rest, "payload")
+		}
+	})
+}
+
 // FuzzSniff: whatever a connection opens with, sniffing never panics, and it either parses a
-// header (whose signature the bytes start with, the rest of the stream being what follows it),
-// passes every byte on untouched, or refuses a header whose signature it saw.
+// header (whose signature the bytes start with, whose TLVs parse, the rest of the stream being
+// what follows it), passes every byte on untouched, or refuses a header whose signature it saw.
 func FuzzSniff(f *testing.F) {
 	f.Add(append(v2Header(f, "198.51.100.7:5555", "192.0.2.1:443"), "payload"...))
 	f.Add(append(v2Header(f, "[2001:db8::7]:5555", "[2001:db8::1]:443"), 0x16, 0x03, 0x01))
@@ -109,6 +152,9 @@ func FuzzSniff(f *testing.F) {
 				rest, _ := io.ReadAll(br)
 				if !startsWithSignature || !bytes.HasSuffix(in, rest) || len(rest) >= len(in) {
 					t.Fatalf("sniff(%q) parsed a %s header, leaving %q", in, s.kind, rest)
+				}
+				if _, err := s.header.TLVs(); err != nil {
+					t.Fatalf("sniff(%q) accepted a %s header whose TLVs do not parse: %v", in, s.kind, err)
 				}
 				_ = LogAddr(claimedAddr(s)) // a parsed header always has loggable addresses
 			default:
