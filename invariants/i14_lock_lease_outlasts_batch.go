@@ -31,9 +31,9 @@ func evaluateI14(c *config.Config) Verdict {
 	}
 	r, b, d := c.Rollout, c.Balancer, c.Drain
 	services := len(c.Services)
-	perService := d.Window + b.DeregistrationDelay + d.StopGrace + r.HealthyDeadline
-	worst := 2*time.Duration(services)*perService + r.Bake + time.Duration(b.HealthyThreshold)*b.Interval +
-		r.Analysis.Window + r.Canary.Duration + config.MaxLockRenewal
+	perService := config.AddDurations(d.Window, b.DeregistrationDelay, d.StopGrace, r.HealthyDeadline)
+	worst := config.AddDurations(config.MulDuration(perService, 2*services), r.Bake, config.MulDuration(b.Interval, b.HealthyThreshold),
+		r.Analysis.Window, r.Canary.Duration, config.MaxLockRenewal)
 	nums := []Number{
 		dur("rollout.lock_lease", r.LockLease), count("services", services), dur("drain.window", d.Window),
 		dur("balancer.deregistration_delay", b.DeregistrationDelay), dur("drain.stop_grace", d.StopGrace),

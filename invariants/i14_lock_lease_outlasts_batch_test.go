@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,19 @@ func TestI14LockLeaseOutlastsABatch(t *testing.T) {
 			expect(t, c, "I14", tc.want)
 		})
 	}
+	t.Run("a worst case that overflows is longer than any lease", func(t *testing.T) {
+		for name, set := range map[string]func(c *config.Config){
+			"healthy_threshold × interval": func(c *config.Config) { c.Balancer.Interval = math.MaxInt64 / 2 },
+			"2 × services × (…)":           func(c *config.Config) { c.Rollout.HealthyDeadline = math.MaxInt64 / 2 },
+			"the sum":                      func(c *config.Config) { c.Rollout.Bake = math.MaxInt64 - time.Second },
+		} {
+			c := lockedOverSSH(1)
+			set(c)
+			if v := verdictOf(t, c, "I14"); v.Status != Warned {
+				t.Errorf("%s overflowing: %s (%s), want warned", name, v.Status, v.Arithmetic)
+			}
+		}
+	})
 	t.Run("the sentence names the keys, the numbers and the fix", func(t *testing.T) {
 		c := lockedOverSSH(1)
 		c.Rollout.LockLease = 30 * time.Second

@@ -19,7 +19,7 @@ func evaluateI1(c *config.Config) Verdict {
 		return skipped(inv, reason)
 	}
 	window, interval, threshold := c.Drain.Window, c.Balancer.Interval, c.Balancer.UnhealthyThreshold
-	detection := interval * time.Duration(threshold)
+	detection := config.MulDuration(interval, threshold)
 	nums := []Number{
 		dur("drain.window", window), dur("balancer.interval", interval),
 		count("balancer.unhealthy_threshold", threshold),

@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ func TestI1DrainOutlastsDetection(t *testing.T) {
 		{"one millisecond past detection", 10*time.Second + time.Millisecond, 5 * time.Second, 2, Holds},
 		{"the original bug: 5s drain against 5s × 2", 5 * time.Second, 5 * time.Second, 2, Violated},
 		{"threshold raised to 3 catches up with the drain", 15 * time.Second, 5 * time.Second, 3, Violated},
+		// 5s × 2000000000 wraps around to -2346317h… in time.Duration: the detection saturates instead.
+		{"a threshold whose detection overflows", 15 * time.Second, 5 * time.Second, 2000000000, Violated},
+		{"an interval whose detection overflows", 15 * time.Second, math.MaxInt64, 2, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Defaults()
@@ -42,6 +46,14 @@ func TestI1DrainOutlastsDetection(t *testing.T) {
 		if got := (Violation{Numbers: v.Numbers}); !hasNumber(got, "drain.window", "10s") ||
 			!hasNumber(got, "balancer.interval × balancer.unhealthy_threshold", "10s") {
 			t.Errorf("numbers %v lack drain.window 10s or the detection 10s", v.Numbers)
+		}
+	})
+	t.Run("an overflowing detection is the largest duration, never a negative one", func(t *testing.T) {
+		c := config.Defaults()
+		c.Balancer.UnhealthyThreshold = 2000000000
+		v := expect(t, c, "I1", Violated)
+		if want := "15s ≤ 5s × 2000000000 = 2562047h47m16.854775807s"; v.Arithmetic != want {
+			t.Errorf("arithmetic %q, want %q", v.Arithmetic, want)
 		}
 	})
 	requireShippedHold(t, "I1")

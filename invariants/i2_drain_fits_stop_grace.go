@@ -25,7 +25,7 @@ func evaluateI2(c *config.Config) Verdict {
 	if handshake, balancer := drainModes(c); len(handshake) == 0 && len(balancer) > 0 {
 		return balancerDrainFitsGrace(inv, shutdown, grace, balancer)
 	}
-	drain := window + shutdown
+	drain := config.AddDurations(window, shutdown)
 	nums := []Number{
 		dur("drain.window", window), dur("drain.shutdown", shutdown),
 		dur("drain.window + drain.shutdown", drain), dur("drain.stop_grace", grace),

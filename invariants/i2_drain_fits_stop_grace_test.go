@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ func TestI2DrainEndsBeforeStopGrace(t *testing.T) {
 		{"balancer drain: only the shutdown follows the signal", config.DrainBalancer, 15 * time.Second, 10 * time.Second, 25 * time.Second, Holds},
 		{"balancer drain: shutdown exactly at the stop grace", config.DrainBalancer, 15 * time.Second, 10 * time.Second, 10 * time.Second, Violated},
 		{"balancer drain: one millisecond before the stop grace", config.DrainBalancer, 15 * time.Second, 10 * time.Second, 10*time.Second + time.Millisecond, Holds},
+		{"a window and shutdown whose sum overflows", "", math.MaxInt64, 10 * time.Second, 30 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Defaults()

@@ -19,7 +19,7 @@ func evaluateI3(c *config.Config) Verdict {
 		return skipped(inv, reason)
 	}
 	threshold, interval, maxRecovery := c.Balancer.HealthyThreshold, c.Balancer.Interval, c.Drain.MaxRecovery
-	recovery := interval * time.Duration(threshold)
+	recovery := config.MulDuration(interval, threshold)
 	nums := []Number{
 		count("balancer.healthy_threshold", threshold), dur("balancer.interval", interval),
 		dur("balancer.healthy_threshold × balancer.interval", recovery), dur("drain.max_recovery", maxRecovery),

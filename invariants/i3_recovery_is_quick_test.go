@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -18,6 +19,8 @@ func TestI3HostReturnsToRotationQuickly(t *testing.T) {
 		{"exactly at max recovery", 2, 5 * time.Second, 10 * time.Second, Holds},
 		{"one millisecond over max recovery", 2, 5 * time.Second, 10*time.Second - time.Millisecond, Violated},
 		{"ALB's default 5 healthy checks every 30s", 5, 30 * time.Second, 30 * time.Second, Violated},
+		{"a threshold whose recovery overflows (wraps to -2346317h…)", 2000000000, 5 * time.Second, 30 * time.Second, Violated},
+		{"an interval whose recovery overflows", 2, math.MaxInt64, 30 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Defaults()

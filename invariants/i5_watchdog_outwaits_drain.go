@@ -24,7 +24,7 @@ func evaluateI5(c *config.Config) Verdict {
 	}
 	healAfter, interval := c.Watchdog.HealAfter, c.Watchdog.Interval
 	window, shutdown := c.Drain.Window, c.Drain.Shutdown
-	patience, drain := interval*time.Duration(healAfter-1), window+shutdown
+	patience, drain := config.MulDuration(interval, healAfter-1), config.AddDurations(window, shutdown)
 	nums := []Number{
 		count("watchdog.heal_after", healAfter), dur("watchdog.interval", interval),
 		dur("(watchdog.heal_after − 1) × watchdog.interval", patience),

@@ -1,6 +1,7 @@
 package invariants
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ func TestI5WatchdogOutwaitsDrain(t *testing.T) {
 		{"one millisecond past drain plus shutdown", 4, 8001 * time.Millisecond, 14 * time.Second, 10 * time.Second, Holds},
 		{"DESIGN's first rule holds (4 × 8s > 24s) yet a drain spans 4 ticks", 4, 8 * time.Second, 20 * time.Second, 10 * time.Second, Violated},
 		{"the original watchdog: healed on 1 failure a minute against a 150s drain", 1, time.Minute, 140 * time.Second, 10 * time.Second, Violated},
+		// (2000000000 − 1) × 60s wraps around to a negative duration: the patience saturates instead.
+		{"a patience that overflows outlasts any drain", 2000000000, time.Minute, 15 * time.Second, 10 * time.Second, Holds},
+		{"a drain that overflows outlasts any patience", 4, time.Minute, math.MaxInt64, 10 * time.Second, Violated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := config.Defaults()

@@ -19,8 +19,7 @@ func evaluateI6(c *config.Config) Verdict {
 	if !e.Configured() {
 		return skipped(inv, "no edge configured (edge.drain is 0)")
 	}
-	detection := e.CheckInterval * time.Duration(e.UnhealthyThreshold)
-	gone := e.DNSTTL + detection
+	gone := config.AddDurations(e.DNSTTL, config.MulDuration(e.CheckInterval, e.UnhealthyThreshold))
 	nums := []Number{
 		dur("edge.drain", e.Drain), dur("edge.dns_ttl", e.DNSTTL), dur("edge.check_interval", e.CheckInterval),
 		count("edge.unhealthy_threshold", e.UnhealthyThreshold),

@@ -83,9 +83,10 @@ func ceilMillis(s float64) time.Duration {
 }
 
 // above is the smallest whole number of milliseconds strictly greater than d: the least value a
-// "must exceed d" suggestion can name in a config file.
+// "must exceed d" suggestion can name in a config file (the largest duration, for a d that
+// is already saturated: config.MulDuration).
 func above(d time.Duration) time.Duration {
-	return d.Truncate(time.Millisecond) + time.Millisecond
+	return config.AddDurations(d.Truncate(time.Millisecond), time.Millisecond)
 }
 
 // below is the largest whole number of milliseconds strictly less than d.

@@ -28,9 +28,10 @@ type BalancerNumbers struct {
 	Interval time.Duration `mapstructure:"interval" json:"interval,omitempty"`
 	// Timeout is how long one health check may take. Default 2s; must be below Interval (I4).
 	Timeout time.Duration `mapstructure:"timeout" json:"timeout,omitempty"`
-	// UnhealthyThreshold is how many consecutive failed checks take a target out. Default 2.
+	// UnhealthyThreshold is how many consecutive failed checks take a target out, at most 1000.
+	// Default 2.
 	UnhealthyThreshold int `mapstructure:"unhealthy_threshold" json:"unhealthy_threshold,omitempty"`
-	// HealthyThreshold is how many consecutive good checks put it back. Default 2.
+	// HealthyThreshold is how many consecutive good checks put it back, at most 1000. Default 2.
 	HealthyThreshold int `mapstructure:"healthy_threshold" json:"healthy_threshold,omitempty"`
 	// IdleTimeout is how long the balancer keeps an idle upstream keep-alive connection. Default
 	// 60s; must be below the app's keep-alive idle timeout (I7).
@@ -49,14 +50,15 @@ type BalancerNumbers struct {
 }
 
 // Detection is how long the balancer needs, at worst, to take a failing target out of rotation:
-// Interval × UnhealthyThreshold.
+// Interval × UnhealthyThreshold (saturated: MulDuration).
 func (n BalancerNumbers) Detection() time.Duration {
-	return n.Interval * time.Duration(n.UnhealthyThreshold)
+	return MulDuration(n.Interval, n.UnhealthyThreshold)
 }
 
-// Recovery is how long a healthy target needs to be back in rotation: Interval × HealthyThreshold.
+// Recovery is how long a healthy target needs to be back in rotation: Interval × HealthyThreshold
+// (saturated: MulDuration).
 func (n BalancerNumbers) Recovery() time.Duration {
-	return n.Interval * time.Duration(n.HealthyThreshold)
+	return MulDuration(n.Interval, n.HealthyThreshold)
 }
 
 // BalancerNumberKeys are the config keys of every number (health_path, interval, …; under

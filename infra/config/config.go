@@ -8,8 +8,9 @@
 package config
 
 import (
-	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/zero502/zero502/infra/healthcheck"
@@ -114,12 +115,14 @@ type Balancer struct {
 	// Listen is where the in-house LB serves clients (host:port). Default 127.0.0.1:8080.
 	Listen string `mapstructure:"listen"`
 	// Admin is the in-house LB's admin API listener (host:port), which also serves its metrics
-	// and status page. Default 127.0.0.1:8081.
+	// and status page; without admins the deployer connects to it, so its port is not 0.
+	// Default 127.0.0.1:8081.
 	Admin string `mapstructure:"admin"`
-	// Admins are the admin APIs (host:port) of every instance of the balancer when there are
-	// several: kind inhouse, every LB instance; kind edges, every edge forwarder (its
-	// /admin/upstreams). The deployer drains a target at each, and counts it in rotation only
-	// when every one has it in. Default: [admin] for kind inhouse; required for kind edges.
+	// Admins are the admin APIs (host:port, with a host and a port from 1 to 65535) of every
+	// instance of the balancer when there are several: kind inhouse, every LB instance; kind
+	// edges, every edge forwarder (its /admin/upstreams). The deployer drains a target at each,
+	// and counts it in rotation only when every one has it in. Default: [admin] for kind
+	// inhouse; required for kind edges.
 	Admins []string `mapstructure:"admins"`
 	// AdminToken is the bearer token the admin API requires, once set, on every address (but for
 	// GET /admin/health and /metrics); required when Admin is not on loopback. A secret: a config
@@ -247,8 +250,8 @@ type Drain struct {
 type Watchdog struct {
 	// Interval is the time between two watchdog ticks (the systemd timer). Default 60s.
 	Interval time.Duration `mapstructure:"interval"`
-	// HealAfter is how many consecutive failed checks a service needs before it is healed.
-	// Default 4; (HealAfter − 1) × Interval must exceed drain window + shutdown (I5).
+	// HealAfter is how many consecutive failed checks a service needs before it is healed, at
+	// most 1000. Default 4; (HealAfter − 1) × Interval must exceed drain window + shutdown (I5).
 	HealAfter int `mapstructure:"heal_after"`
 	// CheckTimeout bounds one health check of a service whose published spec carries no
 	// health timeout (one published before it did); otherwise services[].health.timeout does.
@@ -284,10 +287,11 @@ type Edge struct {
 	DNSTTL time.Duration `mapstructure:"dns_ttl"`
 	// CheckInterval is the time between two checks of an edge by the DNS health checker.
 	CheckInterval time.Duration `mapstructure:"check_interval"`
-	// UnhealthyThreshold is how many failed checks remove an edge from the A set.
+	// UnhealthyThreshold is how many failed checks remove an edge from the A set, at most 1000.
 	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
 	// Origins are the upstreams an edge forwards to (`zero502 edge forward --config`): the
-	// origin, or its in-house LB instances; host:port each. --origin replaces them.
+	// origin, or its in-house LB instances; host:port each, with a host and a port from 1 to
+	// 65535. --origin replaces them.
 	Origins []string `mapstructure:"origins"`
 	// UpstreamCheck is how an edge checks its upstreams.
 	UpstreamCheck EdgeUpstreamCheck `mapstructure:"upstream_check"`
@@ -304,10 +308,11 @@ type EdgeUpstreamCheck struct {
 	Interval time.Duration `mapstructure:"interval"`
 	// Timeout bounds one check, below Interval. Default 1s.
 	Timeout time.Duration `mapstructure:"timeout"`
-	// HealthyThreshold: good checks in a row that put an upstream in rotation. Default 2.
-	HealthyThreshold int `mapstructure:"healthy_threshold"`
-	// UnhealthyThreshold: failed checks in a row that take it out (a 503 takes it out at once).
+	// HealthyThreshold: good checks in a row that put an upstream in rotation, at most 1000.
 	// Default 2.
+	HealthyThreshold int `mapstructure:"healthy_threshold"`
+	// UnhealthyThreshold: failed checks in a row that take it out (a 503 takes it out at once),
+	// at most 1000. Default 2.
 	UnhealthyThreshold int `mapstructure:"unhealthy_threshold"`
 }
 
@@ -491,7 +496,8 @@ type Service struct {
 	// {address} (the host's address), {drain}, {shutdown}, {idle_timeout}.
 	Command []string `mapstructure:"command"`
 	// Port is the port the service listens on (before the host's port offset); 0 for a service
-	// without a port (a worker), which is checked by its process or container state instead.
+	// without a port (a worker), which is checked by its process or container state instead. No
+	// two services may share a port (nor a start-first ports entry): every host runs them all.
 	Port int `mapstructure:"port"`
 	// Ports, for rollout.strategy start-first, are the service's two ports [A, B] (before the
 	// host's port offset): the new instance starts on whichever the running one does not hold,
@@ -660,10 +666,12 @@ type ServiceVerify struct {
 type Host struct {
 	// Name identifies the host in output, locks and specs. Required.
 	Name string `mapstructure:"name"`
-	// Address is where the host's services are reached (an IP or name). Default 127.0.0.1.
+	// Address is where the host's services are reached: a host name or an IP address (IPv6
+	// without brackets), without a port. Default 127.0.0.1.
 	Address string `mapstructure:"address"`
 	// PortOffset is added to every service port on this host, so several "hosts" can share one
-	// machine's loopback in the demo. Default 0.
+	// machine's loopback in the demo; no port of one may then be another's, and every port plus
+	// the offset must stay within 65535. Default 0.
 	PortOffset int `mapstructure:"port_offset"`
 	// SSH, when set (user@host[:port]), runs the host's deploy step there over the system ssh
 	// (docs/deploy.md, "A fleet over SSH"); address is then required.
@@ -732,7 +740,7 @@ func (c *Config) BalancedService() (Service, bool) {
 
 // ServiceAddr is the host:port where service s answers on host h (its first port).
 func (h Host) ServiceAddr(s Service) string {
-	return fmt.Sprintf("%s:%d", h.Address, s.Port+h.PortOffset)
+	return net.JoinHostPort(h.Address, strconv.Itoa(s.Port+h.PortOffset))
 }
 
 // ServiceAddrs are every host:port service s may answer on, on host h: its port, or both of its
@@ -743,7 +751,7 @@ func (h Host) ServiceAddrs(s Service) []string {
 	}
 	out := make([]string, 0, len(s.Ports))
 	for _, p := range s.Ports {
-		out = append(out, fmt.Sprintf("%s:%d", h.Address, p+h.PortOffset))
+		out = append(out, net.JoinHostPort(h.Address, strconv.Itoa(p+h.PortOffset)))
 	}
 	return out
 }

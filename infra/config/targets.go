@@ -2,35 +2,133 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
-// duplicateTargets refuses two hosts whose balanced service answers at the same address and port
-// (same address, same port_offset): the balancer would count one server twice, and a deploy of
-// one "host" would stop the other's service.
-func (c *Config) duplicateTargets() []error {
-	s, ok := c.BalancedService()
-	if !ok {
-		return nil
+// servicePort is one port of a service (before a host's port_offset) and its key under
+// services[i] (port, ports[0], ports[1]).
+type servicePort struct {
+	key  string
+	port int
+}
+
+// allPorts are every port service s listens on, on each host (before the host's port_offset):
+// its port and, for start-first, both of its ports, each once; none for a worker. Ports out of
+// range are refused on their own and left out here.
+func (s Service) allPorts() []servicePort {
+	var out []servicePort
+	add := func(key string, p int) {
+		if p < 1 || p > 65535 {
+			return
+		}
+		for _, o := range out {
+			if o.port == p {
+				return
+			}
+		}
+		out = append(out, servicePort{key, p})
 	}
+	for j, p := range s.Ports {
+		add(fmt.Sprintf("ports[%d]", j), p)
+	}
+	add("port", s.Port) // ports[0] when ports are set
+	return out
+}
+
+// portClashes refuses a port two services of one host would both listen on (every host runs
+// every service), and a port two hosts on one address would both listen on (the same address and
+// port_offset, or offsets close enough that one host's port is another's, e.g. start-first ports
+// [8080, 8081] with port_offset 0 and 1). Either way one listener's failed bind would be answered
+// by the other's health check: the balancer would count one server twice, and a deploy of one
+// service or "host" would stop the other.
+func (c *Config) portClashes() []error {
 	var errs []error
-	first := map[string]int{} // target → index of the first host with it
+	// Two services of one host.
+	owner := map[int]int{} // port → index of the first service with it
+	for i, s := range c.Services {
+		for _, p := range s.allPorts() {
+			j, taken := owner[p.port]
+			if !taken {
+				owner[p.port] = i
+				continue
+			}
+			if j == i {
+				continue
+			}
+			other := c.Services[j]
+			errs = append(errs, &FieldError{
+				Key:   fmt.Sprintf("services[%d].%s", i, p.key),
+				Value: p.port,
+				Rule: fmt.Sprintf("service %s and service %s (services[%d]) both listen on port %d on every host: "+
+					"one would fail to bind and the other would answer its health checks; give each service its own ports",
+					s.Name, other.Name, j, p.port),
+			})
+		}
+	}
+
+	// Two hosts on one address.
+	balanced, hasBalanced := c.BalancedService()
+	type use struct {
+		host    int
+		service string
+		port    int // before the offset
+	}
+	byAddr := map[string]map[int]use{} // address → port on it → first host and service with it
 	for i, h := range c.Hosts {
-		if h.Address == "" {
+		if h.Address == "" || hostRule(h.Address) != "" {
 			continue // refused on its own
 		}
-		target := strings.ToLower(h.ServiceAddr(s))
-		j, seen := first[target]
-		if !seen {
-			first[target] = i
-			continue
+		addr := canonicalHost(h.Address)
+		if byAddr[addr] == nil {
+			byAddr[addr] = map[int]use{}
 		}
-		errs = append(errs, &FieldError{
-			Key:   fmt.Sprintf("hosts[%d].address", i),
-			Value: h.ServiceAddr(s),
-			Rule: fmt.Sprintf("host %s and host %s (hosts[%d]) are the same balanced target (service %s on the same address and port): "+
-				"every host needs its own address, or its own port_offset on a shared address", h.Name, c.Hosts[j].Name, j, s.Name),
-		})
+		ports := byAddr[addr]
+		clashed := map[int]bool{} // hosts this one was already refused against
+		for _, s := range c.Services {
+			for _, p := range s.allPorts() {
+				at := p.port + h.PortOffset
+				u, taken := ports[at]
+				if !taken {
+					ports[at] = use{i, s.Name, p.port}
+					continue
+				}
+				if u.host == i || clashed[u.host] {
+					continue
+				}
+				clashed[u.host] = true
+				other := c.Hosts[u.host]
+				key, value := fmt.Sprintf("hosts[%d].port_offset", i), any(h.PortOffset)
+				what := fmt.Sprintf("service %s's port %d + port_offset %d on host %s is service %s's port %d + port_offset %d on host %s",
+					s.Name, p.port, h.PortOffset, h.Name, u.service, u.port, other.PortOffset, other.Name)
+				if h.PortOffset == other.PortOffset {
+					key, value = fmt.Sprintf("hosts[%d].address", i), h.ServiceAddr(Service{Port: p.port})
+					what = fmt.Sprintf("service %s", s.Name)
+					if u.service != s.Name {
+						what = fmt.Sprintf("service %s on host %s, service %s on host %s", s.Name, h.Name, u.service, other.Name)
+					}
+				}
+				if hasBalanced && s.Name == balanced.Name && u.service == balanced.Name {
+					what += ": the same balanced target"
+				}
+				errs = append(errs, &FieldError{
+					Key:   key,
+					Value: value,
+					Rule: fmt.Sprintf("host %s and host %s (hosts[%d]) both listen on %s (%s): every host needs its own address, "+
+						"or on a shared address a port_offset that keeps all its ports apart from the other hosts'",
+						h.Name, other.Name, u.host, h.ServiceAddr(Service{Port: p.port}), what),
+				})
+			}
+		}
 	}
 	return errs
+}
+
+// canonicalHost is h as two hosts on the same address write it alike: an IP in its canonical
+// form (::1 for 0:0::1), a name in lower case without a trailing dot.
+func canonicalHost(h string) string {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().String()
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
 }

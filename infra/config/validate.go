@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,11 +56,36 @@ func (c *Config) Validate() error {
 			bad(key, n, fmt.Sprintf("must be at least %d", min))
 		}
 	}
+	atMost := func(key string, n, max int, why string) {
+		if n > max {
+			bad(key, n, fmt.Sprintf("must be at most %d%s", max, why))
+		}
+	}
+	threshold := func(key string, n, min int) {
+		atLeast(key, n, min)
+		atMost(key, n, MaxThreshold, " checks in a row: more would keep a failing target for hours")
+	}
+	// hostPort is a listener (host:port): an empty host is every interface, port 0 any free port.
 	hostPort := func(key, v string) {
 		if _, port, err := net.SplitHostPort(v); err != nil {
 			bad(key, fmt.Sprintf("%q", v), "must be host:port, e.g. 127.0.0.1:8080")
 		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 			bad(key, fmt.Sprintf("%q", v), "port must be a number from 0 to 65535")
+		}
+	}
+	// dialAddr is an address zero502 connects to (host:port): it needs a host (a name or an IP)
+	// and a port from 1 to 65535.
+	dialAddr := func(key, v string) {
+		host, port, err := net.SplitHostPort(v)
+		if err != nil {
+			bad(key, fmt.Sprintf("%q", v), "must be host:port, e.g. 10.0.0.5:8081 (an IPv6 address in brackets: [2001:db8::1]:8081)")
+			return
+		}
+		if rule := hostRule(host); rule != "" {
+			bad(key, fmt.Sprintf("%q", v), "host "+strings.TrimSuffix(rule, ", without a port")+": zero502 connects to it")
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			bad(key, fmt.Sprintf("%q", v), "must have a port from 1 to 65535: zero502 connects to it")
 		}
 	}
 	path := func(key, v string) {
@@ -73,15 +99,19 @@ func (c *Config) Validate() error {
 	case BalancerInHouse:
 		hostPort("balancer.listen", b.Listen)
 		hostPort("balancer.admin", b.Admin)
+		if _, port, err := net.SplitHostPort(b.Admin); err == nil && port == "0" && len(b.Admins) == 0 {
+			// The deployer connects to it (AdminAddrs); an empty host dials this machine.
+			bad("balancer.admin", fmt.Sprintf("%q", b.Admin), "must have a port from 1 to 65535: without balancer.admins the deployer connects to it")
+		}
 		for i, a := range b.Admins {
-			hostPort(fmt.Sprintf("balancer.admins[%d]", i), a)
+			dialAddr(fmt.Sprintf("balancer.admins[%d]", i), a)
 		}
 	case BalancerEdges:
 		if len(b.Admins) == 0 {
 			bad("balancer.admins", "[]", "is required when balancer.kind is edges: the admin API (host:port) of every edge")
 		}
 		for i, a := range b.Admins {
-			hostPort(fmt.Sprintf("balancer.admins[%d]", i), a)
+			dialAddr(fmt.Sprintf("balancer.admins[%d]", i), a)
 		}
 	case BalancerDNS:
 		if b.Record.Name == "" {
@@ -105,8 +135,8 @@ func (c *Config) Validate() error {
 	path("balancer.health_path", b.HealthPath)
 	positive("balancer.interval", b.Interval)
 	positive("balancer.timeout", b.Timeout)
-	atLeast("balancer.unhealthy_threshold", b.UnhealthyThreshold, 1)
-	atLeast("balancer.healthy_threshold", b.HealthyThreshold, 1)
+	threshold("balancer.unhealthy_threshold", b.UnhealthyThreshold, 1)
+	threshold("balancer.healthy_threshold", b.HealthyThreshold, 1)
 	positive("balancer.idle_timeout", b.IdleTimeout)
 	positive("balancer.connect_timeout", b.ConnectTimeout)
 	positive("balancer.header_timeout", b.HeaderTimeout)
@@ -175,7 +205,7 @@ func (c *Config) Validate() error {
 	positive("drain.max_recovery", c.Drain.MaxRecovery)
 
 	positive("watchdog.interval", c.Watchdog.Interval)
-	atLeast("watchdog.heal_after", c.Watchdog.HealAfter, 1)
+	threshold("watchdog.heal_after", c.Watchdog.HealAfter, 1)
 	positive("watchdog.check_timeout", c.Watchdog.CheckTimeout)
 	if c.Watchdog.LockPath == "" {
 		bad("watchdog.lock_path", `""`, "is required")
@@ -189,13 +219,13 @@ func (c *Config) Validate() error {
 	nonNegative("edge.drain", c.Edge.Drain)
 	nonNegative("edge.dns_ttl", c.Edge.DNSTTL)
 	nonNegative("edge.check_interval", c.Edge.CheckInterval)
-	atLeast("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 0)
+	threshold("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 0)
 	if c.Edge.Configured() {
 		positive("edge.check_interval", c.Edge.CheckInterval)
 		atLeast("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 1)
 	}
 	for i, o := range c.Edge.Origins {
-		hostPort(fmt.Sprintf("edge.origins[%d]", i), o)
+		dialAddr(fmt.Sprintf("edge.origins[%d]", i), o)
 	}
 	uc := c.Edge.UpstreamCheck
 	if uc.Path != "" {
@@ -206,8 +236,8 @@ func (c *Config) Validate() error {
 	if uc.Timeout > 0 && uc.Interval > 0 && uc.Timeout >= uc.Interval {
 		bad("edge.upstream_check.timeout", uc.Timeout, fmt.Sprintf("must be below edge.upstream_check.interval (%s): a check ends before the next starts", uc.Interval))
 	}
-	atLeast("edge.upstream_check.healthy_threshold", uc.HealthyThreshold, 1)
-	atLeast("edge.upstream_check.unhealthy_threshold", uc.UnhealthyThreshold, 1)
+	threshold("edge.upstream_check.healthy_threshold", uc.HealthyThreshold, 1)
+	threshold("edge.upstream_check.unhealthy_threshold", uc.UnhealthyThreshold, 1)
 
 	atLeast("rollout.batch", c.Rollout.Batch, 1)
 	if c.Rollout.Runtime != RuntimeProcess && c.Rollout.Runtime != RuntimeDocker {
@@ -406,13 +436,63 @@ func (c *Config) Validate() error {
 		seen[h.Name] = true
 		if h.Address == "" {
 			bad(key+".address", `""`, "is required (an IP or name where the host's services answer)")
+		} else if rule := hostRule(h.Address); rule != "" {
+			bad(key+".address", fmt.Sprintf("%q", h.Address), rule+": where the host's services answer, without a port "+
+				"(each service's port, plus port_offset, is added)")
 		}
 		if h.PortOffset < 0 || h.PortOffset > 60000 {
 			bad(key+".port_offset", h.PortOffset, "must be from 0 to 60000")
+		} else if s, p, ok := c.highestPort(); ok && p+h.PortOffset > 65535 {
+			bad(key+".port_offset", h.PortOffset, fmt.Sprintf("%s %d + port_offset %d = %d: a port must be from 1 to 65535",
+				s, p, h.PortOffset, p+h.PortOffset))
 		}
 	}
-	errs = append(errs, c.duplicateTargets()...)
+	errs = append(errs, c.portClashes()...)
 	return errors.Join(errs...)
+}
+
+// hostLabelRE is one label of a host name: letters, digits, - and _ (not at either end).
+var hostLabelRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)
+
+// hostRule is "" when h is a host name (web-1, db.internal, shop.example.com.) or an IP address
+// (10.0.0.1, 2001:db8::1, without brackets), else the rule it breaks.
+func hostRule(h string) string {
+	const rule = "must be a host name or an IP address (IPv6 without brackets), without a port"
+	if h == "" {
+		return rule
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return ""
+	}
+	name := strings.TrimSuffix(h, ".")
+	if len(name) == 0 || len(name) > 253 {
+		return rule
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if !hostLabelRE.MatchString(l) {
+			return rule
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return rule // 10.0.0.256: no IP, and no name either (a top-level domain is not a number)
+	}
+	return ""
+}
+
+// highestPort is the highest port (before a host's port_offset) of any service, and which
+// service's port it is; false when no service has a port.
+func (c *Config) highestPort() (string, int, bool) {
+	var which string
+	high := 0
+	for i, s := range c.Services {
+		for _, p := range s.allPorts() {
+			if p.port > high {
+				high, which = p.port, fmt.Sprintf("services[%d].%s", i, p.key)
+			}
+		}
+	}
+	return which, high, high > 0
 }
 
 // RequireFleet refuses a config without services or hosts, for the commands that act on a fleet.

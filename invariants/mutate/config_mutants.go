@@ -112,7 +112,9 @@ func replace(data []byte, n number, value string) ([]byte, error) {
 
 // configMutants makes, for every timing number of every shipped config that takes part in an
 // invariant that applies to that config (no edge: no I6; no drain: balancer: no I9), a copy with
-// the number at the invariant's boundary and one at a typical wrong value. Numbers in no
+// the number at the invariant's boundary and one at a typical wrong value, and, for a duration
+// in a product or sum that breaks the relation as it grows, one at the largest duration, where
+// that product or sum overflows time.Duration (relation.overflows). Numbers in no
 // applicable invariant come back in unused; mutants that do not load come back not viable.
 func configMutants(examplesDir, tmp string) (mutants []*mutant, unused []string, err error) {
 	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
@@ -142,10 +144,17 @@ func configMutants(examplesDir, tmp string) (mutants []*mutant, unused []string,
 				}
 				used = true
 				boundary, wrong := r.boundary(n.key, vals)
-				for _, c := range []struct {
+				cases := []struct {
 					kind  string
 					value int64
-				}{{"boundary", boundary}, {"wrong value", wrong}} {
+				}{{"boundary", boundary}, {"wrong value", wrong}}
+				if n.isDuration && r.overflows(n.key, vals) {
+					cases = append(cases, struct {
+						kind  string
+						value int64
+					}{"overflow", maxMillis})
+				}
+				for _, c := range cases {
 					if c.kind == "wrong value" && c.value == boundary {
 						continue
 					}

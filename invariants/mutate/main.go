@@ -3,8 +3,11 @@
 //
 //   - config mutants: every timing number of every shipped config (examples/*.yaml) that takes
 //     part in an invariant is set, in a temporary copy, to the invariant's boundary and to a
-//     typical wrong value (drain.window 5s against 5s × 2, the source's bug); the prebuilt test
-//     binary runs on the copy through ZERO502_INVARIANT_CONFIGS;
+//     typical wrong value (drain.window 5s against 5s × 2, the source's bug), and a duration in
+//     a product or sum that breaks the invariant as it grows to the largest duration, where the
+//     arithmetic overflows (balancer.interval 2562047h47m16.854s × 2 must not wrap around to a
+//     negative detection); the prebuilt test binary runs on the copy through
+//     ZERO502_INVARIANT_CONFIGS;
 //   - code mutants: every relational operator in the relationIn functions of package invariants
 //     gets its boundary shifted (> → >=, < → <=, and back) and its operands swapped; each runs
 //     with go test -overlay, so the working tree is never written.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"maps"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/zero502/zero502/infra/config"
@@ -242,6 +245,40 @@ func (r relation) holds(vals map[string]int64) bool {
 	default:
 		return l <= rr
 	}
+}
+
+// maxMillis is the largest duration in whole milliseconds (2562047h47m16.854s): a config mutant
+// that sets a duration to it makes every sum or product it is in overflow time.Duration.
+const maxMillis = int64(math.MaxInt64 / int64(time.Millisecond))
+
+// overflows says whether key, a duration, is in a product or a sum (other numbers with it on
+// its side of the relation) that a larger value of key breaks: set to maxMillis, that side
+// overflows time.Duration, and an invariant that wrapped around instead of saturating
+// (config.MulDuration, config.AddDurations) would see a short, even negative, time and say it
+// holds (2 × 2562047h47m16.854s wraps to -1.551616ms).
+func (r relation) overflows(key string, vals map[string]int64) bool {
+	for _, side := range [][][]string{r.lhs, r.rhs} {
+		for _, term := range side {
+			if slices.Contains(term, key) && (len(term) > 1 || len(side) > 1) {
+				return r.breaksAbove(key, vals)
+			}
+		}
+	}
+	return false
+}
+
+// breaksAbove says whether the relation breaks as key grows (every other number as in vals).
+func (r relation) breaksAbove(key string, vals map[string]int64) bool {
+	at := func(v int64) map[string]int64 {
+		m := maps.Clone(vals)
+		m[key] = v
+		return m
+	}
+	a := sum(r.lhs, at(1)) - sum(r.rhs, at(1)) - (sum(r.lhs, at(0)) - sum(r.rhs, at(0)))
+	if r.op == ">" || r.op == ">=" {
+		return a < 0
+	}
+	return a > 0
 }
 
 // boundary is the value of key nearest to where the relation turns (every other number as in

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,43 @@ func TestABatchShareIsMutatedAsAShare(t *testing.T) {
 		if r.id == "I15" {
 			t.Error("I15 applies to a batch written as a number")
 		}
+	}
+}
+
+// A duration in a product or sum that breaks its relation as it grows gets an overflow mutant:
+// the interval in I1's detection, the TTL in I6's sum; not a lone term, nor one whose growth
+// makes the relation hold (the watchdog's patience in I5).
+func TestOverflowMutantsAreTheDurationsInProductsOrSumsThatBreak(t *testing.T) {
+	c := config.Defaults()
+	c.Edge.Drain, c.Edge.DNSTTL, c.Edge.CheckInterval, c.Edge.UnhealthyThreshold = 90*time.Second, 30*time.Second, 10*time.Second, 3
+	vals := numbers(c)
+	byID := map[string]relation{}
+	for _, r := range applicable(c) {
+		if _, seen := byID[r.id]; !seen {
+			byID[r.id] = r
+		}
+	}
+	for _, tc := range []struct {
+		id, key string
+		want    bool
+	}{
+		{"I1", "balancer.interval", true},
+		{"I1", "drain.window", false}, // alone on its side, and growing it holds
+		{"I2", "drain.window", true},
+		{"I3", "balancer.interval", true},
+		{"I3", "drain.max_recovery", false},
+		{"I4", "balancer.interval", false},
+		{"I5", "watchdog.interval", false}, // a longer patience holds
+		{"I5", "drain.shutdown", true},
+		{"I6", "edge.dns_ttl", true},
+		{"I6", "edge.check_interval", true},
+		{"I6", "edge.drain", false},
+	} {
+		if got := byID[tc.id].overflows(tc.key, vals); got != tc.want {
+			t.Errorf("%s %s: overflows %v, want %v", tc.id, tc.key, got, tc.want)
+		}
+	}
+	if maxMillis*int64(time.Millisecond) < math.MaxInt64-int64(time.Millisecond) || time.Duration(maxMillis)*time.Millisecond < 0 {
+		t.Fatalf("maxMillis %d is not the largest duration in whole milliseconds", maxMillis)
 	}
 }
