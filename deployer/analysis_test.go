@@ -109,6 +109,51 @@ func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing
 		100*float64(res.Failures)/float64(res.Sent), bound, res.Counts)
 }
 
+// A deploy cut short while its canary is judged leaves the canary on the new version, never
+// judged, and the rerun finds it "unchanged". When the rerun's next batch fails its verdict, the
+// canary goes back with it: the verdict is on the version, not on the run, and a host an
+// earlier run of it moved keeps the spec to go back to.
+func TestARerunRollsBackTheCanaryACutShortRunLeftUnjudged(t *testing.T) {
+	t.Parallel()
+	f, _, v2 := analysisFleet(t, analysisWindow, "--fail-every", "1")
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cut eventLog
+	opts := Options{Events: func(e Event) {
+		cut.add(e)
+		if e.Host == "host-a" && e.Step == stepDone {
+			cancel() // Ctrl-C once the canary is in, while it is judged
+		}
+	}}
+	if _, err := f.deployer(f.load(v2), nil, opts).Deploy(ctx, "v2"); err == nil {
+		t.Fatalf("the deploy cut short during its canary's window succeeded\nevents:\n%s", &cut)
+	}
+	if v := f.versions()["host-a"]; v != "v2" {
+		t.Fatalf("host-a runs %q after the cut-short deploy; want v2 (the canary, not judged), else this test proves nothing\nevents:\n%s", v, &cut)
+	}
+	// What a deployer over ssh learns from the host's own look, to send it back the same way.
+	if l, err := Look(context.Background(), f.load(v2), "host-a", "v2", Options{Self: bin}); err != nil || !l.InProgress || l.Previous != "v1" {
+		t.Errorf("host look of host-a: in progress %v, previous %q, %v; want in progress, previous v1", l.InProgress, l.Previous, err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
+	m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) || !strings.Contains(err.Error(), "host-a runs v1") {
+		t.Fatalf("the rerun: %v; want host-b's failed verdict, naming host-a back on v1\nevents:\n%s", err, &ev)
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q after the failed verdict; want v1", host, v)
+		}
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.From != "v1" || a.Running != "v1" {
+		t.Errorf("host-a: %s from %q, runs %q; want rolled back from the version before the first run, v1", a.Outcome, a.From, a.Running)
+	}
+}
+
 // A version failing one request in four is stopped the same way: 25 % is above max_error_rate.
 func TestVersionFailingOneRequestInFourIsStopped(t *testing.T) {
 	t.Parallel()

@@ -88,7 +88,10 @@ type Deployer struct {
 	fleet    fleetHold // the fleet deploy lock, held from preflight to the read-back
 	backsMu  sync.Mutex
 	backs    map[string]*spec.Spec // each deployed host's last good spec, for a later rollback
-	mux      *ssh.Mux              // the deploy's reused ssh connections (nil: one per session): package deployer/ssh
+	// previous is, per host found already on the version at preflight, the version it keeps
+	// the spec of from before (hostView.previous): a failed verdict sends it back there too.
+	previous map[string]string
+	mux      *ssh.Mux // the deploy's reused ssh connections (nil: one per session): package deployer/ssh
 	started  time.Time
 	emitMu   sync.Mutex
 	// action names what holds the locks when it is not a deploy (zero502 stop).

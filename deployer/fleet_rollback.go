@@ -14,8 +14,10 @@ import (
 // rollBackFleet answers a failed verdict on the batch first..end: with rollout.on_failure
 // rollback (the default) every host this deploy moved to the new version goes back to the spec
 // it ran before, newest first, each under its host lock and through the same drain; with stop,
-// only the judged batch does. It returns the error the deploy ends with: the verdict, and which
-// host runs what now.
+// only the judged batch does. A host this deploy found already on the version goes back too
+// when it keeps the spec of another version from before (an earlier run of this version, cut
+// short or paused, moved it there, maybe never judged): the verdict is on the version, not on
+// the run. It returns the error the deploy ends with: the verdict, and which host runs what now.
 func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *report.Report, first, end int, verdict error) error {
 	from := first
 	if d.cfg.Rollout.OnFailure == config.OnFailureRollback {
@@ -25,10 +27,13 @@ func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *repor
 	var errs []error
 	for i := end - 1; i >= from; i-- {
 		hr := &rep.Hosts[i]
-		if hr.Outcome != report.OutcomeDeployed {
-			continue // unchanged hosts ran the version before this deploy; the rest never got it
-		}
 		h := d.cfg.Hosts[i]
+		switch prev := d.previous[h.Name]; {
+		case hr.Outcome == report.OutcomeUnchanged && prev != "":
+			hr.From = prev // what the earlier run moved it from, and where it goes back to
+		case hr.Outcome != report.OutcomeDeployed:
+			continue // the rest never got the version, or kept nothing to go back to
+		}
 		if err := d.rollBackHost(ctx, h, version, hr, verdict); err != nil {
 			errs = append(errs, err)
 			failed = append(failed, fmt.Sprintf("%s (runs %s)", h.Name, orDefault(hr.Running, "what is unknown")))

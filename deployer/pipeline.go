@@ -94,8 +94,12 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 	if err := d.runHook(ctx, "pre_deploy", d.cfg.Hooks.PreDeploy, version, nil); err != nil {
 		return &refusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
 	}
-	for i := range rep.Hosts {
+	d.previous = map[string]string{}
+	for i, h := range d.cfg.Hosts {
 		rep.Hosts[i].From = views[i].from
+		if views[i].previous != "" {
+			d.previous[h.Name] = views[i].previous
+		}
 	}
 	for _, b := range d.batches() {
 		start, end := b.first, b.end

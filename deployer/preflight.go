@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,10 @@ type hostView struct {
 	// inProgress: the host's published spec already names the version (an interrupted deploy,
 	// or a finished one): its step completes or verifies it, so it need not be serving now.
 	inProgress bool
+	// previous: with inProgress, the version of the spec the host keeps from before it (an
+	// earlier run of this version moved it from there; never judged, maybe): where a failed
+	// verdict sends it back. Empty: none kept, or the same version.
+	previous string
 	// serving: healthy directly and in rotation at the balancer.
 	serving bool
 	detail  string
@@ -154,6 +159,9 @@ func (d *Deployer) look(ctx context.Context, h config.Host, version string) (hos
 	default:
 		v.inProgress = published.Version == version
 		v.from = published.Version
+		if prev, err := spec.Read(filepath.Join(d.cfg.HostStateDir(h), previousFileName)); v.inProgress && err == nil && prev.Version != version {
+			v.previous = prev.Version
+		}
 	}
 	svc, balanced := d.cfg.BalancedService()
 	names := []string{svc.Name}

@@ -296,7 +296,7 @@ func (d *Deployer) remoteView(ctx context.Context, h config.Host, version string
 // viewOf is host h's view from its look: read there, while whether it serves is checked from
 // here.
 func (d *Deployer) viewOf(ctx context.Context, h config.Host, l hostLook) hostView {
-	v := hostView{from: l.From, instance: l.Instance, inProgress: l.InProgress, serving: l.Serving, detail: l.Detail}
+	v := hostView{from: l.From, instance: l.Instance, inProgress: l.InProgress, previous: l.Previous, serving: l.Serving, detail: l.Detail}
 	if svc, balanced := d.cfg.BalancedService(); balanced && v.instance {
 		v.target = knownTarget(h, svc, l.Target) // the host has no runtime here: its look says where it answers
 		d.noteRemoteTarget(h, svc, v.target)

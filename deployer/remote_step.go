@@ -34,6 +34,9 @@ type hostLook struct {
 	// start-first service moves between its two ports. Empty: no instance (or a zero502 there
 	// that predates it: the service's first port).
 	Target string `json:"target,omitempty"`
+	// Previous is the version of the spec the host keeps from before the one it published, when
+	// that names the version asked about (hostView.previous). Empty from a zero502 that predates it.
+	Previous string `json:"previous,omitempty"`
 	// Running is what every service runs, read from the host's runtime (as Report's Running).
 	Running string `json:"running"`
 	// Status is the host's status as `zero502 status` shows it, read on the host (without the
@@ -99,6 +102,6 @@ func Look(ctx context.Context, cfg *config.Config, name, version string, opts Op
 	all := &report.Report{Hosts: []report.HostReport{{Host: name}}}
 	d.readBack(ctx, all)
 	st := d.hostStatus(ctx, h)
-	return hostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Serving: v.serving,
+	return hostLook{From: v.from, Instance: v.instance, InProgress: v.inProgress, Previous: v.previous, Serving: v.serving,
 		Detail: v.detail, Target: v.target, Running: all.Hosts[0].Running, Status: &st}, nil
 }
