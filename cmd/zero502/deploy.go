@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/report"
@@ -121,8 +122,7 @@ runs which version); 2: refused before anything changed.`,
 	f.BoolVar(&opts.Naive, "naive", false,
 		"kill old instances at once, no drain, no balancer watch: the failing 'before' picture, for demos")
 	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
-	f.StringVar(&opts.RemoteBinary, "remote-binary", "zero502",
-		"zero502 binary on hosts with ssh: (their step runs there as zero502 host step; see zero502 host --help)")
+	stepBinaryFlag(f, &opts.RemoteBinary)
 	parallelFlag(f, &opts.Parallel)
 	f.BoolVar(&opts.PauseAfterCanary, "pause-after-canary", false,
 		"once the canary's verdict passed, wait with the fleet serving both versions for zero502 deploy promote or abort")
@@ -165,4 +165,11 @@ func writeDeployHTML(w io.Writer, rep *report.Report) error {
 	intro := fmt.Sprintf("A rolling deploy to %s, host by host through the drain: each host's handshake as the deployer saw it "+
 		"(drain, left rotation, stopped, new started, healthy, back in rotation), seconds from the deploy's start.", html.EscapeString(rep.Version))
 	return report.WriteHTML(w, "zero502 deploy "+rep.Version, intro, rep.ReportHTML())
+}
+
+// stepBinaryFlag is --remote-binary of the commands that run a host's step over ssh (deploy,
+// deploy promote|abort, rollback): every one of them must reach the same zero502 on the hosts.
+func stepBinaryFlag(f *pflag.FlagSet, p *string) {
+	f.StringVar(p, "remote-binary", "zero502",
+		"zero502 binary on hosts with ssh: (their step runs there as zero502 host step; see zero502 host --help)")
 }

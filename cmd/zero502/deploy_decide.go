@@ -63,6 +63,7 @@ itself. Exit 0 when the decision was carried out, 1 when it failed, 2 when nothi
 	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
 	f.DurationVar(&wait, "wait", time.Minute, "how long to wait for a paused deploy that still runs to take the decision")
 	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
+	stepBinaryFlag(f, &opts.RemoteBinary)
 	return cmd
 }
 
@@ -113,5 +114,6 @@ as deploy's.`,
 	f.StringVar(&to, "to", "", "the version to roll back to (default: what every host ran before its last deploy)")
 	f.BoolVar(&asJSON, "json", false, "one JSON event per line, then the report as one JSON object")
 	f.StringVar(&opts.Self, "self", "", "zero502 binary that {self} stands for (default: this one)")
+	stepBinaryFlag(f, &opts.RemoteBinary)
 	return cmd
 }
