@@ -66,6 +66,7 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	hctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(hctx, prog, h.Command[1:]...)
+	cmd.Args[0] = h.Command[0] // the file checked runs, under the name it was given (busybox picks its applet by it)
 	cmd.Env = append(os.Environ(), d.hookEnv(name, version, vars)...)
 	out := &ssh.TailBuffer{} // the end of its output, for its event and error
 	cmd.Stdout, cmd.Stderr = out, out

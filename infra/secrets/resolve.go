@@ -157,6 +157,7 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+	cmd.Args[0] = argv[0] // the file checked runs, under the name it was given (busybox picks its applet by it)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxCommandOutput}, &limited{&stderr, 4 << 10}
 	err = cmd.Run()

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -279,15 +280,18 @@ var ErrUntrusted = errors.New("not trusted")
 // one another user could have written (trust.Check: the file or a directory above it group- or
 // world-writable, or owned by someone else) is refused, ErrUntrusted, and never believed.
 func Read(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	// Checked before a byte is read, and the file read is the one checked (trust.Open).
+	f, err := trust.Open(path, os.Getuid())
+	switch {
+	case errors.Is(err, trust.ErrRefused):
+		return Spec{}, fmt.Errorf("spec %s is %w, so nothing it says is run: %w", path, ErrUntrusted, err)
+	case errors.Is(err, os.ErrNotExist):
 		return Spec{}, fmt.Errorf("%s: %w", path, ErrNone)
+	case err != nil:
+		return Spec{}, fmt.Errorf("read spec: %w", err)
 	}
-	if err == nil {
-		if terr := trust.Check(path, os.Getuid()); terr != nil {
-			return Spec{}, fmt.Errorf("spec %s is %w, so nothing it says is run: %w", path, ErrUntrusted, terr)
-		}
-	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return Spec{}, fmt.Errorf("read spec: %w", err)
 	}

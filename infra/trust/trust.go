@@ -3,6 +3,9 @@
 // them can be written by anyone else (no group or world write bit). A sticky directory such as
 // /tmp is the one exception: its other users may add files but cannot rename or remove what
 // they do not own, so a directory of this user's inside it stays this user's.
+// A path is judged as the kernel looks it up: every directory that holds a name on the way (one of
+// the path as given, or of a symlink's target) must pass, and a symlink must be owned by root or
+// this user, for a link in a directory another user may write can be swapped after the check.
 // A file that fails the rule is refused with the path, its owner and mode, and what to change.
 package trust
 
@@ -15,30 +18,121 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
-// Check resolves path (symlinks followed) and reports why it may not be trusted, or nil when it
-// may. uid is the user zero502 runs as (os.Getuid()).
+// ErrRefused is wrapped by every refusal of the rule (Check, CheckPrivate, Program, Open, MkdirAll),
+// so a caller can tell "another user could change this" from an I/O error such as a missing file.
+var ErrRefused = errors.New("refused by the trust rule")
+
+// refusal is a refusal of the rule: its text is the reason alone, and errors.Is(it, ErrRefused).
+type refusal struct{ error }
+
+func (r refusal) Unwrap() []error { return []error{r.error, ErrRefused} }
+
+// maxLinks bounds the symlinks one path may go through (Linux's limit is 40).
+const maxLinks = 255
+
+// Check reports why path may not be trusted, or nil when it may. uid is the user zero502 runs as
+// (os.Getuid()). Every name on the way to the file is judged as the kernel looks it up: each
+// directory that holds a name (a directory or a symlink of the path as given, or of a link's
+// target) and the file itself must pass the rule, and a symlink must be owned by root or this
+// user; so neither a link nor anything it leads through can be swapped by another user.
 func Check(path string, uid int) error {
+	_, _, err := resolve(path, uid)
+	return err
+}
+
+// resolve is the real path of path (absolute, every symlink followed) and its Lstat, once every
+// directory looked up on the way, every symlink followed and the file itself pass the rule.
+func resolve(path string, uid int) (string, os.FileInfo, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return "", nil, fmt.Errorf("%s: %w", path, err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	root := filepath.VolumeName(abs) + string(filepath.Separator)
+	var via []string // the links followed so far, "link links to target", for the error
+	fail := func(err error) error {
+		if len(via) > 0 {
+			return refusal{fmt.Errorf("%s (the symlink %s): %w", path, strings.Join(via, ", then "), err)}
+		}
+		return refusal{err}
+	}
+	fi, err := os.Lstat(root)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return "", nil, err
 	}
-	for p := real; ; p = filepath.Dir(p) {
-		if err := checkOne(p, uid, p == real); err != nil {
-			if real != abs {
-				return fmt.Errorf("%s (the file %s links to): %w", path, real, err)
+	if err := checkInfo(root, fi, uid, root == abs); err != nil {
+		return "", nil, fail(err)
+	}
+	cur, rest, links := root, splitPath(abs[len(root):]), 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			// cur is real (no links) and was checked with all above it: its parent too.
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, name)
+		if fi, err = os.Lstat(next); err != nil {
+			if len(via) > 0 {
+				return "", nil, fmt.Errorf("%s (the symlink %s): %w", path, strings.Join(via, ", then "), err)
 			}
-			return err
+			return "", nil, err
 		}
-		if p == filepath.Dir(p) {
-			return nil
+		if fi.Mode()&os.ModeSymlink == 0 {
+			if err := checkInfo(next, fi, uid, len(rest) == 0); err != nil {
+				return "", nil, fail(err)
+			}
+			cur = next
+			continue
 		}
+		// A symlink: its directory (cur) passed, so only its owner may replace it (in a sticky
+		// directory, which lets others add names, the owner still may); its mode means nothing.
+		if owner, ok := ownerOf(fi); ok && owner != 0 && owner != uid {
+			return "", nil, fail(fmt.Errorf("symlink %s is owned by %s, neither root nor this user (uid %d): its owner could "+
+				"point it elsewhere; chown -h it to root or to this user, or name the file it links to", next, ownerName(owner), uid))
+		}
+		if links++; links > maxLinks {
+			return "", nil, fmt.Errorf("%s: more than %d symlinks", path, maxLinks)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", nil, err
+		}
+		via = append(via, next+" links to "+target)
+		if filepath.IsAbs(target) {
+			tvol := filepath.VolumeName(target)
+			if tvol+string(filepath.Separator) != root {
+				// Another volume (Windows): its root is judged as the first one was.
+				root = tvol + string(filepath.Separator)
+				rfi, err := os.Lstat(root)
+				if err != nil {
+					return "", nil, err
+				}
+				if err := checkInfo(root, rfi, uid, false); err != nil {
+					return "", nil, fail(err)
+				}
+			}
+			cur = root
+			target = target[len(tvol):]
+		}
+		rest = append(splitPath(target), rest...)
 	}
+	// The last name may have been ".." or "."; cur and all above it passed.
+	if fi, err = os.Lstat(cur); err != nil {
+		return "", nil, err
+	}
+	return cur, fi, nil
+}
+
+// splitPath is p's names, separator by separator (empty ones included: resolve skips them).
+func splitPath(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return os.IsPathSeparator(uint8(r)) })
 }
 
 func checkOne(p string, uid int, leaf bool) error {
@@ -46,19 +140,50 @@ func checkOne(p string, uid int, leaf bool) error {
 	if err != nil {
 		return err
 	}
+	return checkInfo(p, fi, uid, leaf)
+}
+
+// checkInfo is the rule for p, whose Lstat (or Stat) is fi; leaf names a non-directory "file".
+func checkInfo(p string, fi os.FileInfo, uid int, leaf bool) error {
 	what := "directory"
 	if leaf && !fi.IsDir() {
 		what = "file"
 	}
 	if owner, ok := ownerOf(fi); ok && owner != 0 && owner != uid {
-		return fmt.Errorf("%s %s is owned by %s, neither root nor this user (uid %d): another user could change it; "+
-			"chown it to root or to this user", what, p, ownerName(owner), uid)
+		return refusal{fmt.Errorf("%s %s is owned by %s, neither root nor this user (uid %d): another user could change it; "+
+			"chown it to root or to this user", what, p, ownerName(owner), uid)}
 	}
 	if fi.Mode().Perm()&0o022 != 0 && !(fi.IsDir() && fi.Mode()&os.ModeSticky != 0) {
-		return fmt.Errorf("%s %s has mode %04o: group or others may write it, so another user could change what runs; "+
-			"chmod go-w %s, or keep the file in a directory only you can write", what, p, fi.Mode().Perm(), p)
+		return refusal{fmt.Errorf("%s %s has mode %04o: group or others may write it, so another user could change what runs; "+
+			"chmod go-w %s, or keep the file in a directory only you can write", what, p, fi.Mode().Perm(), p)}
 	}
 	return nil
+}
+
+// Open opens path for reading once Check trusts it, and checks the open file (fstat) is the file
+// Check judged and still passes the rule: what is read is what was checked. A missing file is
+// the open's error (errors.Is(err, fs.ErrNotExist)); a refusal wraps ErrRefused.
+func Open(path string, uid int) (*os.File, error) {
+	real, fi, err := resolve(path, uid)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, err
+	}
+	ofi, err := f.Stat()
+	if err == nil && !os.SameFile(fi, ofi) {
+		err = refusal{fmt.Errorf("%s: the file opened (%s) is not the one checked: it changed between the check and the open", path, real)}
+	}
+	if err == nil {
+		err = checkInfo(real, ofi, uid, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // ownerName is uid as an error names it: "uid 998 (zero502-svc)", or "uid 998" when the user
@@ -96,19 +221,22 @@ func MkdirAll(path string, mode os.FileMode, uid int) error {
 // ProgramRule is the rule a program zero502 runs (a hook, secrets.command) must pass.
 const ProgramRule = "a program zero502 runs must be owned by root or this user, and neither it nor a directory above it writable by anyone else"
 
-// Program is the path of the program name (exec.LookPath: a name without a slash is looked up
-// on PATH), once Check trusts it: run that path, not name. A program that cannot be found is
-// exec.LookPath's error (an *exec.Error, unchanged); one Check refuses is refused naming the
-// program, Check's reason and ProgramRule, before it ever runs.
+// Program is the path to run for the program name (exec.LookPath: a name without a slash is
+// looked up on PATH), once Check trusts it: its real path, every symlink resolved, so what runs
+// is the file that was checked, not a name a link could redirect afterwards. Run that path, not
+// name (argv[0] is then the real path; set cmd.Args[0] to name where a program dispatches on
+// it). A program that cannot be found is exec.LookPath's error (an *exec.Error, unchanged); one
+// Check refuses is refused naming the program, Check's reason and ProgramRule, before it runs.
 func Program(name string, uid int) (string, error) {
 	prog, err := exec.LookPath(name)
 	if err != nil {
 		return "", err
 	}
-	if err := Check(prog, uid); err != nil {
+	real, _, err := resolve(prog, uid)
+	if err != nil {
 		return "", fmt.Errorf("refused to run %s: %w (%s)", prog, err, ProgramRule)
 	}
-	return prog, nil
+	return real, nil
 }
 
 // CheckPrivate is Check for a file that holds secrets: trusted, and besides readable by its
@@ -119,7 +247,7 @@ func CheckPrivate(path string, uid int) error {
 		return err
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%s has mode %04o: group or others may read the secrets in it; chmod 600 %s", path, perm, path)
+		return refusal{fmt.Errorf("%s has mode %04o: group or others may read the secrets in it; chmod 600 %s", path, perm, path)}
 	}
 	return Check(path, uid)
 }

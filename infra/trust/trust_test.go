@@ -180,7 +180,7 @@ func TestProgramIsFoundThenChecked(t *testing.T) {
 	if err := os.Chmod(open, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := Program(prog, uid); err != nil || p != prog {
+	if p, err := Program(prog, uid); err != nil || p != realPath(t, prog) {
 		t.Fatalf("a program in this user's 0755 directory: %q, %v; want it trusted", p, err)
 	}
 }
