@@ -148,10 +148,15 @@ func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
 		if _, known := snap[t]; !known {
 			continue // not at the balancer yet (a start-first port before its instance started)
 		}
-		if err := w.SetWeight(ctx, t, weight); err != nil {
-			return fmt.Sprintf("every target at the same weight (set the canary's weight: %v)", err)
-		}
+		// Recorded before it is asked: a balancer that fails may still have set it (one instance
+		// of a tier of several, or an LB that applied it but answered late), and unweighCanary
+		// puts back only what it finds here.
 		d.weighted = append(d.weighted, t)
+		if err := w.SetWeight(ctx, t, weight); err != nil {
+			return fmt.Sprintf("the canary's weight %d may be set at part of %s only (set it for %s: %v); "+
+				"every target weighed is put back to %d once the canary is judged or the deploy ends",
+				weight, d.bal.Name(), t, err, adminapi.DefaultWeight)
+		}
 	}
 	got := 100 * float64(weight*len(canaries)) / float64(weight*len(canaries)+others*adminapi.DefaultWeight)
 	return fmt.Sprintf("weight %d against %d other target(s) at %d: %.0f%% of new requests (rollout.canary.weight %d%%)",
@@ -193,8 +198,13 @@ func (d *Deployer) unweighCanary(ctx context.Context, version string) {
 		return
 	}
 	for _, t := range slices.Compact(slices.Sorted(slices.Values(d.weighted))) {
-		if err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight); err != nil && !errors.Is(err, balancer.ErrNoView) && !errors.Is(err, balancer.ErrUnknownTarget) {
-			d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("could not put %s back at weight %d: %v", t, adminapi.DefaultWeight, err)})
+		// A tier asks every instance and wraps ErrUnknownTarget only when none knows t (nothing
+		// to put back); any other failure names the instance it comes from.
+		err := w.SetWeight(context.WithoutCancel(ctx), t, adminapi.DefaultWeight)
+		if err != nil && !errors.Is(err, balancer.ErrNoView) && !errors.Is(err, balancer.ErrUnknownTarget) {
+			d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf(
+				"could not put %s back at weight %d at %s: %v; it keeps the canary's share of new requests until set by hand "+
+					"(PUT /admin/backends/%s/weight {\"weight\": %d} on that LB's admin API)", t, adminapi.DefaultWeight, d.bal.Name(), err, t, adminapi.DefaultWeight)})
 		}
 	}
 	d.weighted = nil

@@ -78,9 +78,11 @@ func (t Tier) Outcomes(ctx context.Context) (Outcomes, error) {
 	return out, nil
 }
 
-// SetWeight sets target's weight at every instance that weighs targets (Weighter).
+// SetWeight sets target's weight at every instance that weighs targets (Weighter): it asks each
+// one, even after another failed (a weight left at one instance stays there until set again),
+// and returns their failures joined, each named after its instance (tierResult).
 func (t Tier) SetWeight(ctx context.Context, target string, weight int) error {
-	set := false
+	var errs []error
 	for _, b := range t {
 		w, ok := b.(Weighter)
 		if !ok {
@@ -91,12 +93,37 @@ func (t Tier) SetWeight(ctx context.Context, target string, weight int) error {
 			continue
 		}
 		if err != nil {
-			return err
+			err = fmt.Errorf("set the weight of %s to %d at %s: %w", target, weight, b.Name(), err)
 		}
-		set = true
+		errs = append(errs, err)
 	}
-	if !set {
+	if len(errs) == 0 {
 		return fmt.Errorf("no instance of %s weighs targets: %w", t.Name(), ErrNoView)
+	}
+	return tierResult(errs)
+}
+
+// tierResult is the outcome of one change asked of several instances, errs holding each one's
+// answer (nil: done). An instance that does not know the target (ErrUnknownTarget) is harmless
+// while another took the change: the result wraps ErrUnknownTarget only when every instance
+// said so, for callers treat that as nothing to change anywhere. Any other failures are
+// joined, without the unknown ones, so no caller takes them for harmless.
+func tierResult(errs []error) error {
+	var failed, unknown []error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrUnknownTarget):
+			unknown = append(unknown, err)
+		default:
+			failed = append(failed, err)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return errors.Join(failed...)
+	case len(unknown) == len(errs):
+		return errors.Join(unknown...) // nil for no instance
 	}
 	return nil
 }
@@ -145,17 +172,24 @@ func (t Tier) drift(ctx context.Context, cfg config.Balancer) (Settings, []confi
 	return first, out, nil
 }
 
+// each asks do of every instance, even after another failed or did not know the target: an
+// instance asked nothing keeps a target in rotation (or out) that the rest changed. Its errors
+// are tierResult's: ErrUnknownTarget only when no instance knows the target.
 func (t Tier) each(ctx context.Context, what string, do func(Rotation) error) error {
+	errs := make([]error, 0, len(t))
 	for _, b := range t {
 		rot, ok := b.(Rotation)
 		if !ok {
-			return fmt.Errorf("%s: %s cannot change its rotation", what, b.Name())
+			errs = append(errs, fmt.Errorf("%s: %s cannot change its rotation; list only LB instances or edges in the tier", what, b.Name()))
+			continue
 		}
 		if err := do(rot); err != nil {
-			return fmt.Errorf("%s at %s: %w", what, b.Name(), err)
+			errs = append(errs, fmt.Errorf("%s at %s: %w", what, b.Name(), err))
+			continue
 		}
+		errs = append(errs, nil)
 	}
-	return nil
+	return tierResult(errs)
 }
 
 // Add adds target at every instance.

@@ -2,6 +2,8 @@ package balancer_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,83 @@ func TestTierComparesEveryInstancesSettings(t *testing.T) {
 	}
 	if !first || !second {
 		t.Errorf("drifts %v: want balancer.interval for the first instance and for %s", drifts, b.Name())
+	}
+}
+
+// TestTierDrainReachesAnInstanceAfterOneThatForgotTheTarget: the first instance does not know
+// the target (restarted, or its config predates it) but the second has it in rotation; the
+// tier's drain must still reach the second, and only a target no instance knows is unknown.
+func TestTierDrainReachesAnInstanceAfterOneThatForgotTheTarget(t *testing.T) {
+	t.Parallel()
+	app, other := healthyApp(t), healthyApp(t)
+	_, a := inHouseLB(t, other) // does not know app
+	_, b := inHouseLB(t, app)
+	ctx := context.Background()
+	waitFor(t, 5*time.Second, "the app in rotation at the second", func() (bool, error) {
+		st, err := b.TargetState(ctx, app)
+		return st.InRotation, err
+	})
+	if err := (balancer.Tier{a, b}).Drain(ctx, app); err != nil {
+		t.Errorf("tier drain of a target only the second knows: %v, want nil", err)
+	}
+	if st, err := b.TargetState(ctx, app); err != nil || st.InRotation || st.State != "draining" {
+		t.Fatalf("%s after the tier's drain: %+v, %v; want draining, out of rotation (the first instance did not know it)", b.Name(), st, err)
+	}
+	_, c := inHouseLB(t, other)
+	err := (balancer.Tier{a, c}).Drain(ctx, app)
+	if !errors.Is(err, balancer.ErrUnknownTarget) {
+		t.Errorf("tier drain of a target no instance knows: %v, want ErrUnknownTarget", err)
+	}
+}
+
+// adminWeight is target's weight as the LB behind admin reports it (0: not there).
+func adminWeight(t *testing.T, admin *balancer.InHouse, target string) int {
+	t.Helper()
+	o, err := admin.Outcomes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sts := o[target]; len(sts) > 0 {
+		return sts[0].Weight
+	}
+	return 0
+}
+
+// TestTierSetWeightAsksEveryInstance: an instance that fails does not keep the weight from the
+// next one, and its failure names it; one that does not know the target is harmless while
+// another does.
+func TestTierSetWeightAsksEveryInstance(t *testing.T) {
+	t.Parallel()
+	app, other := healthyApp(t), healthyApp(t)
+	_, a := inHouseLB(t, app, other)
+	_, forgot := inHouseLB(t, other)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	_ = ln.Close()
+	dead := balancer.NewInHouse(gone, "")
+	ctx := context.Background()
+
+	err = (balancer.Tier{dead, a}).SetWeight(ctx, app, 7)
+	if err == nil || !strings.Contains(err.Error(), gone) || errors.Is(err, balancer.ErrUnknownTarget) {
+		t.Errorf("set the weight with the first instance down: %v, want an error naming %s, not ErrUnknownTarget", err, gone)
+	}
+	if w := adminWeight(t, a, app); w != 7 {
+		t.Errorf("weight at %s after the tier set it, its first instance down: %d, want 7", a.Name(), w)
+	}
+	if err := (balancer.Tier{forgot, a}).SetWeight(ctx, app, 9); err != nil {
+		t.Errorf("set the weight with the first instance not knowing the target: %v, want nil", err)
+	}
+	if w := adminWeight(t, a, app); w != 9 {
+		t.Errorf("weight at %s after the tier set it, its first instance not knowing it: %d, want 9", a.Name(), w)
+	}
+	err = (balancer.Tier{forgot, dead, a}).SetWeight(ctx, app, 11)
+	if err == nil || errors.Is(err, balancer.ErrUnknownTarget) {
+		t.Errorf("set the weight with one instance down and one not knowing it: %v, want the failure, not ErrUnknownTarget", err)
+	}
+	if err := (balancer.Tier{forgot, forgot}).SetWeight(ctx, app, 9); !errors.Is(err, balancer.ErrUnknownTarget) {
+		t.Errorf("set the weight of a target no instance knows: %v, want ErrUnknownTarget", err)
 	}
 }
