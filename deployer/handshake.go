@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
@@ -19,9 +20,9 @@ var errStillInRotation = errors.New("target still in rotation at the balancer")
 // stop ends inst, an instance of svc, through its drain. With drain: handshake it sends the
 // stop signal (svc.stop_signal, SIGTERM by default) with grace drain.stop_grace (the app's
 // /health answers 503 for drain.window while it keeps serving) and, when watch is set, polls the
-// balancer's view of the target every interval/5 to record when it left rotation. Not leaving
-// before drain.window elapsed is a finding that stops the rollout; so is a SIGKILL (invariant
-// I2). With drain: balancer the deployer first takes the target out of rotation at the balancer
+// balancer's view of the target every interval/5 to record when it left rotation (at every
+// instance of a tier: leftState). Not leaving before drain.window elapsed is a finding that
+// stops the rollout; so is a SIGKILL (invariant I2). With drain: balancer the deployer first takes the target out of rotation at the balancer
 // and waits until nothing is in flight to it (drainAtBalancer), and only then signals. A naive
 // deploy kills at once (grace 0) without watching.
 func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst runtime.Instance, svc spec.Service, watch bool, tl *report.Timeline) error {
@@ -70,11 +71,15 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 	if watch {
 		window := t0.Add(d.cfg.Drain.Window)
 		var lastErr error
+		var still []string // the balancer instances that still had it in rotation at the last look
 		for {
 			if cancelled = ctx.Err(); cancelled != nil {
 				break // no view any more: the stop goes on, and the balancer's part is not known
 			}
-			st, err := d.bal.TargetState(ctx, target)
+			st, in, err := d.leftState(ctx, target)
+			if err == nil {
+				still = in
+			}
 			now := d.clock.Now()
 			if err == nil && !st.InRotation {
 				if tl != nil {
@@ -88,14 +93,14 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 			lastErr = err
 			if now.After(window) {
 				finding = fmt.Errorf("host %s: %s: %w at the end of drain.window %s after SIGTERM, though its detection "+
-					"(interval × unhealthy_threshold) is %s: does the balancer check this health path? (last view: %s)",
-					h.Name, target, errStillInRotation, d.cfg.Drain.Window, d.cfg.Balancer.Detection(), viewString(st, lastErr))
+					"(interval × unhealthy_threshold) is %s: does the balancer check this health path?%s (last view: %s)",
+					h.Name, target, errStillInRotation, d.cfg.Drain.Window, d.cfg.Balancer.Detection(), stillAt(still), viewString(st, lastErr))
 				break
 			}
 			if stopped {
 				finding = fmt.Errorf("host %s: %s: the old instance exited +%.2fs after SIGTERM with the %w: requests sent to it "+
-					"went nowhere (502); its drain must outlast the balancer's detection, interval × unhealthy_threshold = %s (I1) "+
-					"(last view: %s)", h.Name, target, now.Sub(t0).Seconds(), errStillInRotation, d.cfg.Balancer.Detection(), viewString(st, lastErr))
+					"went nowhere (502); its drain must outlast the balancer's detection, interval × unhealthy_threshold = %s (I1)%s "+
+					"(last view: %s)", h.Name, target, now.Sub(t0).Seconds(), errStillInRotation, d.cfg.Balancer.Detection(), stillAt(still), viewString(st, lastErr))
 				break
 			}
 			select {
@@ -138,6 +143,26 @@ func (d *Deployer) stop(ctx context.Context, h config.Host, rt Runtime, inst run
 			"when the balancer took it out was not seen: %w", h.Name, inst.Service, target, inst.ID, exit, cancelled)
 	}
 	return finding
+}
+
+// leftState is the balancer's view of target for a drain: with several instances (a
+// balancer.LeaveViewer, a Tier), out of rotation only once every instance took it out, and still
+// naming the instances that have it in; a single balancer's TargetState otherwise.
+func (d *Deployer) leftState(ctx context.Context, target string) (balancer.TargetState, []string, error) {
+	if lv, ok := d.bal.(balancer.LeaveViewer); ok {
+		return lv.LeftState(ctx, target)
+	}
+	st, err := d.bal.TargetState(ctx, target)
+	return st, nil, err
+}
+
+// stillAt names the balancer instances that still route to a target, for a finding ("" when
+// none is known).
+func stillAt(still []string) string {
+	if len(still) == 0 {
+		return ""
+	}
+	return " (still routed to by " + strings.Join(still, ", ") + ")"
 }
 
 func viewString(st balancer.TargetState, err error) string {

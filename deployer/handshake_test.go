@@ -5,9 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/infra/runtime"
+	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/lbinproc"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // The original bug: a server that stops listening as soon as it gets SIGTERM, while the
@@ -92,5 +98,62 @@ func TestCancelDuringTheDrainIsReportedAsTheCancel(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "stopped (exit 0)") {
 		t.Errorf("the error %q does not say the old instance stopped", err)
+	}
+}
+
+// Behind a tier of two LBs, a draining target has left rotation only once both took it out.
+// Here the second LB checks / (which a draining app still answers with 200), so it never does:
+// the first LB taking it out is not enough, the old instance exits while the second still sends
+// it requests, and stop reports errStillInRotation naming the second LB, not a clean drain.
+func TestStopBehindATierWaitsForEveryInstanceToLetGo(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	path := f.config("fleet.yaml", defaultValues())
+	cfg := f.load(path)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(cfg, nil, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	h, rt := cfg.Hosts[0], f.runtimes[cfg.Hosts[0].Name]
+	published, err := spec.Read(spec.Path(cfg.HostStateDir(h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := published.Service("web")
+	insts, err := running(ctx, rt, h.Name, "web")
+	if err != nil || len(insts) != 1 {
+		t.Fatalf("running web on %s: %v, %v; want the one v1 instance", h.Name, insts, err)
+	}
+
+	// The second LB of the tier: its health checks ask /, which stays 200 through the drain.
+	set := lb.LabSettings("127.0.0.1:0", []string{svc.Address})
+	set.Admin, set.HealthPath = "127.0.0.1:0", "/"
+	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
+	second := lbinproc.Start(t, set)
+	first, other := balancer.NewInHouse(f.admin, ""), balancer.NewInHouse(second.AdminAddr(), "")
+	poll.Until(t, 10*time.Second, "v1 in rotation at the second LB", func() bool {
+		st, err := other.TargetState(ctx, svc.Address)
+		return err == nil && st.InRotation
+	})
+
+	var ev eventLog
+	d := f.deployer(cfg, &ev, Options{Balancer: balancer.Tier{first, other}})
+	if err := d.setup(); err != nil {
+		t.Fatal(err)
+	}
+	var tl report.Timeline
+	err = d.stop(ctx, h, rt, insts[0], svc, true, &tl)
+	if !errors.Is(err, errStillInRotation) || !strings.Contains(err.Error(), "still routed to by "+other.Name()+")") {
+		t.Fatalf("stop behind a tier whose second LB keeps the target: %v; want errStillInRotation naming %s\nevents:\n%s", err, other.Name(), &ev)
+	}
+	if strings.Contains(err.Error(), "still routed to by "+first.Name()) {
+		t.Errorf("the finding %q names %s, which took the target out", err, first.Name())
+	}
+	if !tl.LeftRotation.IsZero() {
+		t.Errorf("left rotation recorded at %v, though the second LB never took the target out", tl.LeftRotation)
+	}
+	if st, err := first.TargetState(ctx, svc.Address); err != nil || st.InRotation {
+		t.Errorf("the first LB: %+v, %v; want the drained target out of rotation there", st, err)
 	}
 }

@@ -273,12 +273,14 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			// (stop-first, handshake) the balancer would take the new instance back by its health
 			// checks alone, and side by side it may know the other port already (a backend of its
 			// own config) and would too. A target it does not know gets users only once the
-			// deployer adds it, after the checks.
-			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, balancer.ErrUnknownTarget)) {
-				return fmt.Errorf("host %s: service %s: hold %s out at %s until it passed its checks before traffic: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
-			}
+			// deployer adds it, after the checks. Held is recorded before the balancer is asked:
+			// a drain it applied in part (one instance of a tier, or one that answered after the
+			// client gave up) is undone by the release below, or by the rollback's.
 			if !addsItself {
 				d.held.hold(svc.Address)
+			}
+			if err := rot.Drain(ctx, svc.Address); err != nil && !(addsItself && errors.Is(err, balancer.ErrUnknownTarget)) {
+				return fmt.Errorf("host %s: service %s: hold %s out at %s until it passed its checks before traffic: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
 		}
 		inst := kept

@@ -52,6 +52,17 @@ type Rotation interface {
 	Remove(ctx context.Context, target string) error
 }
 
+// LeaveViewer is a Balancer of several instances (a Tier) that can tell when a target has left
+// rotation at every one of them. Its TargetState answers "is it in rotation?" (in only when
+// every instance has it in: right for a target coming back); a target that left at one instance
+// only still gets new requests from the others, so a drain asks LeftState instead.
+type LeaveViewer interface {
+	// LeftState is target's state with InRotation false only once every instance has it out of
+	// rotation; while any still has it in, InRotation is true and still names those instances
+	// (by their Name), in the instances' order.
+	LeftState(ctx context.Context, target string) (st TargetState, still []string, err error)
+}
+
 // ErrNoView is wrapped by a Balancer that cannot see targets or settings (kind none): the
 // deployer then relies on direct health checks alone.
 var ErrNoView = errors.New("balancer has no view of its targets")
