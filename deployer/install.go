@@ -27,22 +27,98 @@ type Install struct {
 	// Units are the systemd units (*.service at the root), written as they are except that
 	// /usr/local/bin/zero502 becomes Binary and /etc/zero502/ becomes ConfigDir.
 	Units fs.FS
+	// Size and SHA256 (hex) are those of the binary sent on the script's stdin: the script
+	// refuses an upload that differs (cut short, or changed on the way). They are not secret and
+	// go on the script's command line. SHA256 "" checks neither; the upload must still be
+	// non-empty and run there.
+	Size   int64
+	SHA256 string
 }
 
-// Script is the shell script, run by the server's sh, that installs in: the binary from stdin
-// to Binary (through a temporary file and a rename, mode 0755), the dirs, each unit into UnitDir
-// (mode 0644, also through a rename), a daemon-reload when systemd runs, then `Binary version`
-// as the proof the new binary runs there. Every path is quoted for the shell; the script stops
-// at the first failing command.
+// InstallKept is the exit status of the install script when it failed before replacing
+// anything: the server keeps its previous binary and units (and the new ones are removed).
+const InstallKept = 3
+
+// InstallPartly is the exit status of the install script when the new binary, checked, is in
+// place, but a later step failed (moving a unit into place, systemd's daemon-reload).
+const InstallPartly = 4
+
+// Check refuses paths that are not absolute, naming the flag they come from: they are the
+// server's, and a relative one would land wherever the ssh login starts.
+func (in Install) Check() error {
+	for _, p := range []struct{ flag, value, like string }{
+		{"--dest", in.Binary, "/usr/local/bin/zero502"}, {"--state-dir", in.StateDir, "/var/lib/zero502"},
+		{"--config-dir", in.ConfigDir, "/etc/zero502"}, {"--unit-dir", in.UnitDir, "/etc/systemd/system"},
+	} {
+		if !path.IsAbs(p.value) {
+			return fmt.Errorf("%s %q: must be an absolute path on the server (as %s); nothing was sent", p.flag, p.value, p.like)
+		}
+	}
+	if strings.HasSuffix(in.Binary, "/") {
+		return fmt.Errorf("--dest %q: must be the binary's file path, not a directory (as /usr/local/bin/zero502); nothing was sent", in.Binary)
+	}
+	if in.SHA256 != "" {
+		if len(in.SHA256) != 64 || strings.Trim(in.SHA256, "0123456789abcdef") != "" {
+			return fmt.Errorf("install: the binary's sha256 %q is not 64 lower-case hex digits", in.SHA256)
+		}
+		if in.Size <= 0 {
+			return fmt.Errorf("install: the binary to send is empty: --binary must name a zero502 built for the server's OS and CPU")
+		}
+	}
+	return nil
+}
+
+// Script is the shell script, run by the server's sh, that installs in, replacing nothing until
+// everything new is there and checked: the binary from stdin into Binary.new, checked (its byte
+// count and sha256 against Size and SHA256, non-empty, and `Binary.new version` must run there
+// and print its version: a binary for another OS or CPU does not), the dirs (StateDir made 0750),
+// each unit into UnitDir as NAME.new (mode 0644); then the renames, the binary's first; a
+// daemon-reload when systemd runs; and the new binary's version printed as the proof it runs.
+// A failure before the binary's rename removes the .new files and exits InstallKept: the server
+// keeps its previous binary; one after it exits InstallPartly. Every path is quoted for the
+// shell; the script stops at the first failing command. Check's errors come first.
 func (in Install) Script() (string, error) {
+	if err := in.Check(); err != nil {
+		return "", err
+	}
 	q := ssh.ShellQuote
-	var b strings.Builder
-	fmt.Fprintf(&b, "set -e; umask 022; mkdir -p %s %s %s %s; ", q(path.Dir(in.Binary)), q(in.StateDir), q(in.ConfigDir), q(in.UnitDir))
-	fmt.Fprintf(&b, "cat > %[1]s.new; chmod 755 %[1]s.new; mv %[1]s.new %[1]s; ", q(in.Binary))
 	names, err := fs.Glob(in.Units, "*.service")
 	if err != nil {
 		return "", fmt.Errorf("install: listing the systemd units: %w", err)
 	}
+	newFiles := []string{q(in.Binary + ".new")}
+	for _, name := range names {
+		newFiles = append(newFiles, q(path.Join(in.UnitDir, name)+".new"))
+	}
+	var b strings.Builder
+	// The trap: on a failure before the binary's rename, remove what was written and say the
+	// server keeps its binary; after it, say the new binary is in place. A signal (the ssh
+	// session hung up) ends the script through it too.
+	trap := fmt.Sprintf(`st=$?; trap - EXIT; rm -f %[1]s; if [ "$st" -ne 0 ]; then if [ -z "$replaced" ]; then `+
+		`echo %[2]s >&2; exit %[3]d; fi; echo %[4]s >&2; exit %[5]d; fi`,
+		strings.Join(newFiles, " "),
+		q("zero502 host install: failed before replacing anything: "+in.Binary+" is still the previous binary, the units the previous units"),
+		InstallKept,
+		q("zero502 host install: "+in.Binary+" is the new binary, checked, but a later step failed (above): fix it and install again"),
+		InstallPartly)
+	fmt.Fprintf(&b, "set -e; umask 022; replaced=; trap %s EXIT; trap 'exit 1' HUP INT TERM PIPE; ", q(trap))
+	fmt.Fprintf(&b, "mkdir -p %s %s %s; mkdir -p -m 0750 %s; ", q(path.Dir(in.Binary)), q(in.ConfigDir), q(in.UnitDir), q(in.StateDir))
+	newBin := q(in.Binary + ".new")
+	fmt.Fprintf(&b, "cat > %s; ", newBin)
+	fmt.Fprintf(&b, `[ -s %[1]s ] || { echo 'zero502 host install: received an empty binary' >&2; exit 1; }; `, newBin)
+	if in.SHA256 != "" {
+		fmt.Fprintf(&b, `n=$(wc -c < %[1]s); n=$((n+0)); [ "$n" -eq %[2]d ] || `+
+			`{ echo "zero502 host install: received $n bytes of the %[2]d sent: the upload was cut short" >&2; exit 1; }; `, newBin, in.Size)
+		fmt.Fprintf(&b, `if command -v sha256sum >/dev/null 2>&1; then sum=$(sha256sum < %[1]s); `+
+			`elif command -v shasum >/dev/null 2>&1; then sum=$(shasum -a 256 < %[1]s); `+
+			`else echo 'zero502 host install: neither sha256sum nor shasum on the server to check the upload' >&2; exit 1; fi; `+
+			`sum=${sum%%%% *}; [ "$sum" = %[2]s ] || `+
+			`{ echo "zero502 host install: received a binary of sha256 $sum, not the %[2]s sent: the upload was changed on the way" >&2; exit 1; }; `,
+			newBin, in.SHA256)
+	}
+	fmt.Fprintf(&b, `chmod 755 %[1]s; v=$(%[1]s version) && [ -n "$v" ] || `+
+		`{ echo 'zero502 host install: the new binary does not run here (built for another OS or CPU?): its version printed nothing or failed' >&2; exit 1; }; `,
+		newBin)
 	for _, name := range names {
 		data, err := fs.ReadFile(in.Units, name)
 		if err != nil {
@@ -51,9 +127,13 @@ func (in Install) Script() (string, error) {
 		text := strings.ReplaceAll(string(data), unitBinary, in.Binary)
 		text = strings.ReplaceAll(text, unitConfigDir, strings.TrimSuffix(in.ConfigDir, "/")+"/")
 		to := path.Join(in.UnitDir, name)
-		fmt.Fprintf(&b, "printf '%%s' %[1]s > %[2]s.new; chmod 644 %[2]s.new; mv %[2]s.new %[2]s; ", q(text), q(to))
+		fmt.Fprintf(&b, "printf '%%s' %[1]s > %[2]s.new; chmod 644 %[2]s.new; ", q(text), q(to))
+	}
+	fmt.Fprintf(&b, "mv %[1]s.new %[1]s; replaced=1; ", q(in.Binary))
+	for _, name := range names {
+		fmt.Fprintf(&b, "mv %[1]s.new %[1]s; ", q(path.Join(in.UnitDir, name)))
 	}
 	b.WriteString("if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; ")
-	fmt.Fprintf(&b, "%s version", q(in.Binary))
+	b.WriteString(`printf '%s\n' "$v"`)
 	return b.String(), nil
 }

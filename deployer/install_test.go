@@ -1,6 +1,9 @@
 package deployer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +22,25 @@ var installUnits = fstest.MapFS{
 	"README":               {Data: []byte("not a unit")},
 }
 
-// installRun runs in's script with sh, the binary on stdin, and returns its combined output.
+// fakeBinary is the "binary" the install tests send: a script that answers `version`.
+const fakeBinary = "#!/bin/sh\necho \"fake zero502 $1\"\n"
+
+// installRun runs in's script with sh, fakeBinary on stdin, its size and sha256 given, and
+// returns its combined output.
 func installRun(t *testing.T, in Install) (string, error) {
+	t.Helper()
+	in.Size, in.SHA256 = sent(fakeBinary)
+	return installSend(t, in, fakeBinary)
+}
+
+// sent is the size and sha256 (hex) of binary, as host install gives them to the script.
+func sent(binary string) (int64, string) {
+	sum := sha256.Sum256([]byte(binary))
+	return int64(len(binary)), hex.EncodeToString(sum[:])
+}
+
+// installSend runs in's script with sh, stdin on its stdin, and returns its combined output.
+func installSend(t *testing.T, in Install, stdin string) (string, error) {
 	t.Helper()
 	script, err := in.Script()
 	if err != nil {
@@ -30,7 +50,7 @@ func installRun(t *testing.T, in Install) (string, error) {
 		t.Fatalf("sh -n: the script does not parse: %v\n%s\n%s", err, out, script)
 	}
 	sh := exec.Command("sh", "-c", script)
-	sh.Stdin = strings.NewReader("#!/bin/sh\necho \"fake zero502 $1\"\n")
+	sh.Stdin = strings.NewReader(stdin)
 	out, err := sh.CombinedOutput()
 	return string(out), err
 }
@@ -55,9 +75,9 @@ func TestInstallScriptPutsTheBinaryTheDirsAndTheUnitsInPlace(t *testing.T) {
 	if st, err := os.Stat(in.Binary); err != nil || st.Mode().Perm() != 0o755 {
 		t.Fatalf("binary at %s: %v %v, want mode 755", in.Binary, st, err)
 	}
-	for _, dir := range []string{in.StateDir, in.ConfigDir} {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			t.Errorf("%s: %v, want a directory", dir, err)
+	for dir, mode := range map[string]os.FileMode{in.StateDir: 0o750, in.ConfigDir: 0o755} {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() || st.Mode().Perm() != mode {
+			t.Errorf("%s: %v %v, want a directory of mode %o", dir, st, err, mode)
 		}
 	}
 	configDir := strings.TrimSuffix(in.ConfigDir, "/")
@@ -104,5 +124,92 @@ func TestInstallScriptStopsAtTheFirstFailure(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(in.UnitDir, "zero502-lb.service")); !os.IsNotExist(err) {
 		t.Fatalf("a unit was installed after the failure: %v", err)
+	}
+}
+
+// A server with a working binary and units gets an upload that is not the binary sent: cut
+// short (a Ctrl-C or a dropped connection: cat sees an end and exits 0), empty, changed on the
+// way, or whole but not runnable there (built for another CPU). Each time the script fails with
+// InstallKept and says so, before anything is replaced: the previous binary and units stay, byte
+// for byte, and no .new file is left.
+func TestInstallScriptKeepsThePreviousBinaryWhenTheUploadIsNotTheBinarySent(t *testing.T) {
+	t.Parallel()
+	const old = "#!/bin/sh\necho \"old zero502 $1\"\n"
+	const oldUnit = "[Service]\nExecStart=/old\n"
+	notRunnable := "\x7fELF\x02\x01\x01\x00" + strings.Repeat("\x00", 56) // an ELF header this machine cannot run
+	for _, c := range []struct {
+		name, binary, stdin string
+	}{
+		{"cut short", fakeBinary, fakeBinary[:12]},
+		{"empty", fakeBinary, ""},
+		{"changed on the way", fakeBinary, strings.Replace(fakeBinary, "fake", "evil", 1)},
+		{"longer than sent", fakeBinary, fakeBinary + "echo appended\n"},
+		{"not runnable there", notRunnable, notRunnable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			in := Install{Binary: filepath.Join(root, "bin", "zero502"), StateDir: filepath.Join(root, "state"),
+				ConfigDir: filepath.Join(root, "etc"), UnitDir: filepath.Join(root, "units"), Units: installUnits}
+			in.Size, in.SHA256 = sent(c.binary)
+			for file, data := range map[string]string{in.Binary: old, filepath.Join(in.UnitDir, "zero502-lb.service"): oldUnit} {
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte(data), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := installSend(t, in, c.stdin)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != InstallKept || !strings.Contains(out, "still the previous binary") {
+				t.Errorf("install of an upload %s: %v\n%s\nwant exit %d saying the previous binary stays", c.name, err, out, InstallKept)
+			}
+			if data, _ := os.ReadFile(in.Binary); string(data) != old {
+				t.Errorf("after a failed install %s holds %q, want the previous binary %q", in.Binary, data, old)
+			}
+			if data, _ := os.ReadFile(filepath.Join(in.UnitDir, "zero502-lb.service")); string(data) != oldUnit {
+				t.Errorf("after a failed install the unit holds %q, want the previous %q", data, oldUnit)
+			}
+			if _, err := os.Stat(filepath.Join(in.UnitDir, "zero502-mesh.service")); !os.IsNotExist(err) {
+				t.Errorf("a unit was installed by a failed install: %v", err)
+			}
+			for _, dir := range []string{filepath.Dir(in.Binary), in.UnitDir} {
+				if news, _ := filepath.Glob(filepath.Join(dir, "*.new")); len(news) > 0 {
+					t.Errorf("a failed install left %v behind", news)
+				}
+			}
+		})
+	}
+}
+
+// The server's paths must be absolute (a relative one lands wherever the ssh login starts) and
+// the binary must not be empty: Script refuses, naming the flag, and makes no script.
+func TestInstallScriptRefusesARelativePathOrAnEmptyBinary(t *testing.T) {
+	t.Parallel()
+	size, sum := sent(fakeBinary)
+	good := Install{Binary: "/usr/local/bin/zero502", StateDir: "/var/lib/zero502", ConfigDir: "/etc/zero502",
+		UnitDir: "/etc/systemd/system", Units: installUnits, Size: size, SHA256: sum}
+	if _, err := good.Script(); err != nil {
+		t.Fatalf("absolute paths: %v", err)
+	}
+	for _, c := range []struct {
+		want string
+		bad  func(*Install)
+	}{
+		{`--dest "zero502"`, func(in *Install) { in.Binary = "zero502" }},
+		{`--dest "bin/zero502"`, func(in *Install) { in.Binary = "bin/zero502" }},
+		{`--dest "/usr/local/bin/"`, func(in *Install) { in.Binary = "/usr/local/bin/" }},
+		{`--state-dir "var/lib/zero502"`, func(in *Install) { in.StateDir = "var/lib/zero502" }},
+		{`--config-dir ""`, func(in *Install) { in.ConfigDir = "" }},
+		{`--unit-dir "~/units"`, func(in *Install) { in.UnitDir = "~/units" }},
+		{"empty", func(in *Install) { in.Size, in.SHA256 = sent("") }},
+	} {
+		in := good
+		c.bad(&in)
+		script, err := in.Script()
+		if err == nil || !strings.Contains(err.Error(), c.want) || script != "" {
+			t.Errorf("Script of %+v: %v; want a refusal naming %s, and no script", in, err, c.want)
+		}
 	}
 }

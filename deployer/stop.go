@@ -42,7 +42,9 @@ func (t StopTarget) Check(cfg *config.Config) error {
 // the balancer, or drain: balancer played by the deployer) and signalled with drain.stop_grace.
 // The next zero502 deploy starts them again. A host without a published spec has its running
 // instances stopped the same way and gets a spec that says so (a corrupt spec is set aside
-// first, as a deploy does). A host reached over ssh runs its part there (zero502 host stop).
+// first, as a deploy does); its services that run nowhere there are marked stopped too, selected
+// or not, so the watchdog starts nothing that was never deployed there. A host reached over ssh
+// runs its part there (zero502 host stop).
 func Stop(ctx context.Context, cfg *config.Config, target StopTarget, opts Options) error {
 	d := New(cfg, opts)
 	d.action = "zero502 stop"
@@ -92,9 +94,14 @@ func (d *Deployer) stopHost(ctx context.Context, h config.Host, only string) err
 		d.emit(Event{Host: h.Name, Step: StepPublish, Message: fmt.Sprintf("the published spec was corrupt: set aside as %s", to)})
 		err = spec.ErrNone
 	}
+	var idle []string // services marked stopped because nothing runs them and no spec asks for them
 	switch {
 	case errors.Is(err, spec.ErrNone):
-		// Stop what runs by the config's word for it; the version is whatever runs.
+		// Stop what runs by the config's word for it; the version is whatever runs. A service
+		// not selected that runs nowhere here is marked stopped too: no spec asks for it, so
+		// it was never deployed here (or what deployed it is gone), and a spec asking for it
+		// at version "" would have the watchdog start it. The next deploy starts it, as it
+		// starts the selected ones.
 		s = spec.Render(d.cfg, h, "", d.self)
 		for i, svc := range s.Services {
 			insts, err := running(ctx, rt, h.Name, svc.Name)
@@ -103,6 +110,9 @@ func (d *Deployer) stopHost(ctx context.Context, h config.Host, only string) err
 			}
 			if len(insts) > 0 {
 				s.Services[i].Version, s.Version = insts[0].Version, insts[0].Version
+			} else if only != "" && svc.Name != only {
+				s.Services[i].Stopped = true
+				idle = append(idle, svc.Name)
 			}
 		}
 	case err != nil:
@@ -117,7 +127,11 @@ func (d *Deployer) stopHost(ctx context.Context, h config.Host, only string) err
 	if err := spec.Publish(path, s); err != nil {
 		return fmt.Errorf("host %s: publish the spec with the stopped services: %w; nothing was stopped", h.Name, err)
 	}
-	d.emit(Event{Host: h.Name, Step: StepPublish, Version: s.Version, Message: "spec marks " + stoppedNames(s) + " stopped: the watchdog leaves them down"})
+	msg := "spec marks " + stoppedNames(s) + " stopped: the watchdog leaves them down"
+	if len(idle) > 0 {
+		msg += " (" + strings.Join(idle, ", ") + ": running nowhere here and asked for by no published spec, so the watchdog starts nothing never deployed; the next deploy starts them)"
+	}
+	d.emit(Event{Host: h.Name, Step: StepPublish, Version: s.Version, Message: msg})
 	bsvc, balanced := d.cfg.BalancedService()
 	for _, svc := range s.Services {
 		if !svc.Stopped {

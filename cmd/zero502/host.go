@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"time"
@@ -210,7 +213,9 @@ server's OS and CPU) to --dest on the server through ssh, creates the state dir 
 --config-dir (/etc/zero502), and installs the daemons' systemd units into --unit-dir:
 zero502-lb.service, zero502-edge.service and zero502-mesh.service (hardened: a dynamic user,
 a read-only system, CAP_NET_BIND_SERVICE only for the LB and the edge), then reloads systemd.
-It enables none of them. The user needs to write there (root, or sudo rights given to it
+It enables none of them. Nothing is replaced until the upload is checked there (its size and
+sha256, and its version must run): a failed install leaves the previous binary and units. The
+paths are the server's, absolute; the state dir is made 0750. The user needs to write there (root, or sudo rights given to it
 beforehand). Then, by hand, once per server:
   1. the config: scp zero502.yaml user@host:/etc/zero502/zero502.yaml (for the watchdog; deploys
      send theirs over stdin);
@@ -231,6 +236,10 @@ beforehand). Then, by hand, once per server:
 			if target == "" {
 				return exitCode(2, errors.New("--ssh is required: the server as user@host[:port]"))
 			}
+			in := deployer.Install{Binary: dest, StateDir: stateDir, ConfigDir: configDir, UnitDir: unitDir, Units: shippedUnits()}
+			if err := in.Check(); err != nil {
+				return exitCode(2, err)
+			}
 			if binary == "" {
 				exe, err := os.Executable()
 				if err != nil {
@@ -243,8 +252,21 @@ beforehand). Then, by hand, once per server:
 				return exitCode(2, fmt.Errorf("--binary %s: %w", binary, err))
 			}
 			defer f.Close()
-			script, err := deployer.Install{Binary: dest, StateDir: stateDir, ConfigDir: configDir, UnitDir: unitDir,
-				Units: shippedUnits()}.Script()
+			// Its size and sha256, which the server checks the upload against before it
+			// replaces anything.
+			sum := sha256.New()
+			n, err := io.Copy(sum, f)
+			if err == nil {
+				_, err = f.Seek(0, io.SeekStart)
+			}
+			if err != nil {
+				return exitCode(2, fmt.Errorf("--binary %s: reading it: %w", binary, err))
+			}
+			if n == 0 {
+				return exitCode(2, fmt.Errorf("--binary %s is empty: name a zero502 built for the server's OS and CPU; nothing was sent", binary))
+			}
+			in.Size, in.SHA256 = n, hex.EncodeToString(sum.Sum(nil))
+			script, err := in.Script()
 			if err != nil {
 				return err
 			}
@@ -254,7 +276,19 @@ beforehand). Then, by hand, once per server:
 			}
 			client.Stdin, client.Stdout, client.Stderr = f, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if err := client.Run(); err != nil {
-				return exitCode(1, fmt.Errorf("install on %s: %w (ssh's message above)", target, err))
+				var exit *exec.ExitError
+				switch {
+				case errors.As(err, &exit) && exit.ExitCode() == deployer.InstallKept:
+					err = fmt.Errorf("install on %s failed before replacing anything: %w; the host keeps its previous binary at %s "+
+						"and its units: fix the cause in the message above and install again", target, err, dest)
+				case errors.As(err, &exit) && exit.ExitCode() == deployer.InstallPartly:
+					err = fmt.Errorf("install on %s: %w: the new binary, checked, is at %s, but a later step failed (message above): "+
+						"fix it and install again", target, err, dest)
+				default:
+					err = fmt.Errorf("install on %s: %w (ssh's message above): the host keeps its previous binary at %s unless the new one, "+
+						"checked, replaced it whole (look with ssh %s %s version); install again", target, err, dest, target, dest)
+				}
+				return exitCode(1, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s, units zero502-lb, zero502-edge and zero502-mesh in %s: "+
 				"now the config and the watchdog units (zero502 host install --help)\n", dest, target, stateDir, unitDir)

@@ -1,0 +1,65 @@
+package deployer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// zero502 stop of a host over ssh whose `zero502 host stop` lies, over real ssh: it speaks for
+// host-b (an event naming it, a result line naming it in a step), prints its own event, then a
+// line that is not a well-formed result. The forged event is never relayed (the operator's
+// output would say host-b was stopped); only {"stopped":true}, or {"stopped":false,"error":…},
+// counts as the result: a stray {} or a bare {"stopped":false} is no success.
+func TestALyingHostCannotSpeakForAnotherNorFakeItsStopResult(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	const lies = `  echo '{"host":"host-b","step":"publish","message":"forged for host-b"}'
+  echo '{"host":"host-b","step":"drain","stopped":true}'
+  echo '{"host":"host-a","step":"publish","message":"from host-a itself"}'
+  echo 'not json at all'
+`
+	for _, c := range []struct {
+		name, last string
+		wantErr    string // "": the stop succeeds
+	}{
+		{"a stray {} is no result", `{}`, "without its result"},
+		{"stopped false without an error is no result", `{"stopped":false}`, "without its result"},
+		{"stopped true with an error is no result", `{"stopped":true,"error":"both"}`, "without its result"},
+		{"its own failure is an error naming it", `{"stopped":false,"error":"the lock is held"}`, "host host-a: the lock is held"},
+		{"a well-formed result", `{"stopped":true}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			liar := filepath.Join(t.TempDir(), "zero502-liar")
+			script := "#!/bin/sh\nif [ \"$1 $2\" = \"host stop\" ]; then\n" + lies + "  echo '" + c.last + "'\n  exit 0\nfi\nexec " + bin + " \"$@\"\n"
+			if err := os.WriteFile(liar, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var ev eventLog
+			err := Stop(ctx, cfg, StopTarget{Host: "host-a"}, Options{RemoteBinary: liar, Events: ev.add, LockTimeout: time.Second})
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Errorf("stop with host-a's result %s: %v; want success\n%s", c.last, err, &ev)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Errorf("stop with host-a's last line %s: %v; want an error saying %q\n%s", c.last, err, c.wantErr, &ev)
+			}
+			var own bool
+			for _, e := range ev.events {
+				own = own || e.Host == "host-a" && e.Message == "from host-a itself"
+				if e.Host != "host-a" || strings.Contains(e.Message, "forged") {
+					t.Errorf("relayed an event host-a wrote for another host: %+v\n%s", e, &ev)
+				}
+			}
+			if !own {
+				t.Errorf("host-a's own event was not relayed\n%s", &ev)
+			}
+		})
+	}
+}
