@@ -149,7 +149,7 @@ func (a *alertFlags) build(log *slog.Logger) (*alert.Sender, *alert.Tracker, err
 	}
 	if a.webhook != "" {
 		if u, err := parseHTTPURL(a.webhook); err != nil {
-			errs = append(errs, fmt.Errorf("the alert webhook %s: %w", alert.Redact(a.webhook), err))
+			errs = append(errs, fmt.Errorf("the alert webhook %s: %w", alert.Redact(a.webhook), alert.RedactErr(err)))
 		} else {
 			a.webhook = u
 		}

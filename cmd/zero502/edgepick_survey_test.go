@@ -78,6 +78,32 @@ func TestEdgePickSurveyRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// A webhook URL that does not parse is refused without its secret (path, query, userinfo) in
+// the error: url.Parse's *url.Error quotes the whole URL, so it is redacted too.
+func TestEdgePickSurveyWebhookThatDoesNotParseKeepsItsSecret(t *testing.T) {
+	for _, raw := range []string{
+		"https://hooks.slack.com/services/T0/B0/s3cr3t%zz",
+		"https://hooks.slack.com:443x/services/s3cr3t",
+		"https://hooks.slack.com/services/s3cr3t\tX",
+		"https://user:s3cr3t@hooks.slack.com/services/%zz",
+	} {
+		a := &alertFlags{webhook: raw, attempts: 1, confirm: 1, timeout: time.Second}
+		_, _, err := a.build(nil)
+		if err == nil {
+			t.Errorf("%q: accepted", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "the alert webhook") {
+			t.Errorf("%q: want an error naming the alert webhook without its secret: %v", raw, err)
+		}
+	}
+	t.Setenv(alertWebhookEnv, "https://hooks.slack.com/services/T0/B0/s3cr3t%zz")
+	_, errOut, code := runEdgePick(t, "survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--rounds", "1")
+	if code != 2 || strings.Contains(errOut, "s3cr3t") || !strings.Contains(errOut, "invalid URL escape") {
+		t.Errorf("exit %d, want 2 saying why without the secret:\n%s", code, errOut)
+	}
+}
+
 // startDeadEdge serves a real forwarder whose origin nobody listens on, until the test ends: TCP
 // to it succeeds, a TLS handshake through it fails.
 func startDeadEdge(t *testing.T) *edge.Forwarder {

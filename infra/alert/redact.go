@@ -15,8 +15,10 @@ func Redact(raw string) string {
 	return u.Scheme + "://" + u.Host + "/…"
 }
 
-// redactErr replaces the URL net/http puts in its errors (*url.Error) with its redacted form.
-func redactErr(err error) error {
+// RedactErr replaces the URL net/http and net/url put in their errors (*url.Error) with its
+// redacted form (see Redact), in place, and returns err: an error about a webhook URL, from a
+// POST or from parsing it, never shows its path, query or userinfo.
+func RedactErr(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		ue.URL = Redact(ue.URL)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -49,5 +50,17 @@ func TestWebhookURLIsRedactedInLogsAndErrors(t *testing.T) {
 		if n := strings.Count(logs.String(), "retrying"); n != 2 {
 			t.Errorf("%s: %d retry lines, want 2", base, n)
 		}
+	}
+}
+
+// An error from parsing a webhook URL (*url.Error quotes the whole URL) keeps its secret too.
+func TestRedactErrHidesTheURLOfAParseError(t *testing.T) {
+	const raw = "https://hooks.example.com/services/T0/B0/s3cr3t%zz"
+	_, err := url.Parse(raw)
+	if err == nil {
+		t.Fatal("parsed")
+	}
+	if got := RedactErr(err).Error(); strings.Contains(got, "s3cr3t") || !strings.Contains(got, `invalid URL escape "%zz"`) {
+		t.Errorf("want the reason without the secret: %s", got)
 	}
 }

@@ -90,12 +90,12 @@ func (s *Sender) post(ctx context.Context, body []byte, log *slog.Logger) error 
 func (s *Sender) postOnce(ctx context.Context, client *http.Client, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("bad webhook URL %s: %w", Redact(s.URL), redactErr(err))
+		return fmt.Errorf("bad webhook URL %s: %w", Redact(s.URL), RedactErr(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return redactErr(err)
+		return RedactErr(err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))

@@ -135,6 +135,49 @@ func TestStateOlderThanMaxAgeIsMeasuredAgain(t *testing.T) {
 	}
 }
 
+// A measurement stamped after now (the clock went back) has a negative age: it is stale beyond
+// FutureAllowance, or it would stay fresh for as long as the clock went back plus MaxAge.
+func TestStateMeasuredInTheFutureIsStale(t *testing.T) {
+	a, b := ap("192.0.2.1:443"), ap("192.0.2.2:443")
+	set := setOf([]netip.AddrPort{a, b})
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		ahead time.Duration
+		want  string // "": fresh
+	}{
+		{0, ""},
+		{FutureAllowance, ""},
+		{FutureAllowance + time.Second, "in the future"},
+		{365 * 24 * time.Hour, "the clock went back"},
+	} {
+		st := State{Set: set, MeasuredAt: now.Add(tc.ahead)}
+		why := st.Stale(set, now, DefaultMaxAge)
+		if (why == "") != (tc.want == "") || !strings.Contains(why, tc.want) {
+			t.Errorf("measured %s after now: stale %q, want %q", tc.ahead, why, tc.want)
+		}
+		if why := st.Stale(set, now, 0); (why == "") != (tc.want == "") {
+			t.Errorf("measured %s after now, no age limit: stale %q, want %q", tc.ahead, why, tc.want)
+		}
+	}
+}
+
+func TestStateMeasuredInTheFutureIsMeasuredAgain(t *testing.T) {
+	l := newLab(t)
+	state := filepath.Join(t.TempDir(), "edgepick.json")
+	l.picker(state, l.fast, l.slow).Choose(context.Background())
+	probed := l.probes.n.Load()
+	l.clk = clock.NewFake(l.clk.Now().Add(-24 * time.Hour)) // the clock stepped back a day
+	if c, _ := l.picker(state, l.fast, l.slow).Choose(context.Background()); c.FromState {
+		t.Error("a state measured a day in the future was used")
+	}
+	if l.probes.n.Load() == probed {
+		t.Error("no probe after the clock went back")
+	}
+	if !strings.Contains(l.logs.String(), "in the future") {
+		t.Errorf("no log line says the measurement is in the future:\n%s", l.logs)
+	}
+}
+
 func TestCorruptStateIsLoggedAndMeasuredAgain(t *testing.T) {
 	for _, tc := range []struct{ name, content string }{
 		{"not json", "{half a file"},

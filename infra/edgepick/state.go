@@ -91,11 +91,22 @@ func saveState(path string, s State) error {
 	return nil
 }
 
+// FutureAllowance is how far after now a measurement's MeasuredAt may be and still count as
+// fresh: clocks stepped back by a little (NTP, a VM resumed). A measurement stamped further in
+// the future has an age nobody can tell, so it is stale: without this, a clock stepped back by a
+// day would keep a measurement "fresh" for that day plus MaxAge.
+const FutureAllowance = time.Minute
+
 // Stale says why the state cannot be used for set at now, or "" when it can: the set changed
-// (an edge was added or removed), or the measurement is older than maxAge (0: no age limit).
+// (an edge was added or removed), the measurement is stamped more than FutureAllowance after
+// now (the clock went back), or it is older than maxAge (0: no age limit).
 func (s State) Stale(set Set, now time.Time, maxAge time.Duration) string {
 	if !s.Set.Equal(set) {
 		return fmt.Sprintf("the set changed from %v to %v", s.Set, set)
+	}
+	if ahead := s.MeasuredAt.Sub(now); ahead > FutureAllowance {
+		return fmt.Sprintf("measured %s in the future (at %s, now %s), more than the %s allowance: the clock went back",
+			ahead.Round(time.Second), s.MeasuredAt.Format(time.RFC3339), now.Format(time.RFC3339), FutureAllowance)
 	}
 	if age := now.Sub(s.MeasuredAt); maxAge > 0 && age > maxAge {
 		return fmt.Sprintf("measured %s ago, more than the %s limit", age.Round(time.Second), maxAge)

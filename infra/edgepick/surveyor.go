@@ -50,8 +50,8 @@ type SurveyRound struct {
 }
 
 // Surveyor is the platform-side monitor in use: every Interval it runs Survey, hands the round
-// to OnRound, keeps it for Metrics and alerts once per confirmed transition into or out of
-// backend-dead.
+// to OnRound, keeps it for Metrics and alerts once per confirmed transition into backend-dead,
+// and once when an edge so alerted is confirmed healthy again (down in between or not).
 type Surveyor struct {
 	Name     string
 	Resolver Resolver // nil: the system resolver
@@ -69,6 +69,9 @@ type Surveyor struct {
 	mu     sync.Mutex
 	last   SurveyRound
 	rounds int
+	// open holds every edge whose backend-dead alert went out and whose recovery has not: its
+	// recovery is told on its first confirmed healthy, whatever came between (down included).
+	open map[netip.AddrPort]bool
 }
 
 // Run surveys until ctx ends or Rounds are done.
@@ -118,7 +121,9 @@ func (s *Surveyor) round(ctx context.Context, now time.Time) {
 }
 
 // alert sends one alert per confirmed transition into backend-dead, and one when such an edge
-// is healthy again. An edge that is simply down (TCP refused) is the DNS health check's job.
+// is confirmed healthy again, even if it was down in between (backend-dead → down → healthy):
+// the page its backend-dead alert opened is closed. An edge that is simply down (TCP refused)
+// is the DNS health check's job: that is never alerted here.
 func (s *Surveyor) alert(ctx context.Context, e surveyEdge, now time.Time) {
 	tr, ok := s.Tracker.Observe(e.Addr.String(), e.State)
 	if !ok || s.Alerts == nil {
@@ -130,15 +135,36 @@ func (s *Surveyor) alert(ctx context.Context, e surveyEdge, now time.Time) {
 		a.Summary = fmt.Sprintf("edge %s of %s accepts TCP but the TLS handshake through it fails: the forwarder is up, its backend is dead (%s)",
 			e.Addr, s.Name, e.Err)
 		a.Suggestion = "check the edge's route to the origin and the origin itself; take the edge out of the A set until it forwards"
-	case tr.From == EdgeBackendDead && tr.To == EdgeHealthy:
+		s.setOpen(e.Addr, true) // sent, delivered or not: the receiver may have it
+	case tr.To == EdgeHealthy && s.setOpen(e.Addr, false):
 		a.Kind = "recovered"
 		a.Summary = fmt.Sprintf("edge %s of %s finishes the TLS handshake again", e.Addr, s.Name)
+		if tr.From != EdgeBackendDead {
+			a.Summary += fmt.Sprintf(" (alerted %s, %s since)", EdgeBackendDead, tr.From)
+		}
 	default:
 		return
 	}
 	if err := s.Alerts.Send(ctx, a); err != nil {
 		s.logger().Error("edgepick survey: alert not delivered", "edge", e.Addr, "err", err)
 	}
+}
+
+// setOpen records whether edge a has a backend-dead alert out without its recovery, and returns
+// whether it had.
+func (s *Surveyor) setOpen(a netip.AddrPort, open bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.open[a]
+	if open {
+		if s.open == nil {
+			s.open = map[netip.AddrPort]bool{}
+		}
+		s.open[a] = true
+	} else {
+		delete(s.open, a)
+	}
+	return was
 }
 
 // Last is the latest round and how many rounds ran.

@@ -3,12 +3,14 @@ package edgepick
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,43 @@ func TestSurveyAlertsOnceWhenAForwarderIsUpAndItsBackendDeadAndOnceWhenItRecover
 	last := lines[len(lines)-1]
 	if len(last.Edges) != 2 || last.Edges[0].Connect <= 0 || last.Edges[0].Handshake <= 0 {
 		t.Errorf("last round %+v; want both edges with connect and handshake times", last)
+	}
+}
+
+// An edge alerted as backend-dead that goes down (not alerted: the DNS health check's job) and
+// then healthy gets its recovery alert, so the page its first alert opened is closed. An edge
+// only ever down, then healthy, is alerted neither way.
+func TestSurveyAlertsTheRecoveryOfABackendDeadEdgeThatWasDownBetween(t *testing.T) {
+	a := netip.MustParseAddrPort("192.0.2.1:443")
+	// each round's state of a, confirmed after 2 (alert.DefaultConfirm)
+	script := []string{"dead", "dead", "down", "down", "ok", "ok", "down", "down", "ok", "ok"}
+	round := 0
+	probe := func(_ context.Context, addr netip.AddrPort) Measurement {
+		m := Measurement{Addr: addr}
+		switch script[round] {
+		case "dead":
+			m.Connect, m.Err = time.Millisecond, errors.New("handshake: EOF")
+		case "down":
+			m.Err = errors.New("connect: connection refused")
+		case "ok":
+			m.Connect, m.Handshake = time.Millisecond, time.Millisecond
+		}
+		return m
+	}
+	recv := &alerttest.Receiver{}
+	hook := httptest.NewServer(recv)
+	defer hook.Close()
+	s := &Surveyor{Name: "edges.example.test:443", Resolver: fixedResolver{ips: []netip.Addr{a.Addr()}}, Probe: probe,
+		Alerts: &alert.Sender{URL: hook.URL, Backoff: backoff.Backoff{Base: time.Millisecond}}, Tracker: &alert.Tracker{Initial: EdgeHealthy}}
+	for round = range script {
+		s.round(context.Background(), time.Now())
+	}
+	want := []string{a.String() + " " + EdgeBackendDead, a.String() + " recovered"}
+	if got := recv.List(); !slices.Equal(got, want) {
+		t.Errorf("after backend-dead → down → healthy → down → healthy, alerts %v; want %v", got, want)
+	}
+	if r, ok := recv.Find(a.String(), "recovered"); ok && (r.From != edgeDown || !strings.Contains(r.Summary, "alerted backend-dead, down since")) {
+		t.Errorf("recovered alert from %q: %s; want it to say it was backend-dead, then down", r.From, r.Summary)
 	}
 }
 

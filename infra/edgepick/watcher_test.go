@@ -232,6 +232,29 @@ func TestOnTheBestEdgeNothingIsProbed(t *testing.T) {
 	}
 }
 
+// A session whose measurement is stamped a day ahead (the clock went back) re-measures on its
+// first round instead of trusting it for a day plus MaxAge.
+func TestMeasurementFromTheFutureMakesTheWatcherMeasureEverything(t *testing.T) {
+	l := newWatchLab(t, "")
+	l.probes.set(l.a, ms(30))
+	l.probes.set(l.b, ms(100))
+	r := Ranking{{Addr: l.a, Handshake: ms(30)}, {Addr: l.b, Handshake: ms(100)}}
+	c := Choice{Addr: l.a, Set: setOf([]netip.AddrPort{l.a, l.b}), Ranking: r, MeasuredAt: l.clk.Now().Add(24 * time.Hour)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(l.done)
+		l.watcher.Run(ctx, c, func(r SwitchReason) { l.switched <- r })
+	}()
+	t.Cleanup(func() { cancel(); <-l.done })
+	if _, switched := l.round(t); switched {
+		t.Fatal("switched away from the best edge")
+	}
+	if l.probes.called(l.a) != 1 || l.probes.called(l.b) != 1 {
+		t.Errorf("probes %d of a, %d of b in the first round; want every edge measured once (the measurement is a day in the future)",
+			l.probes.called(l.a), l.probes.called(l.b))
+	}
+}
+
 func TestRemeasureSwitchesOnlyPastBothThresholds(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -118,9 +118,22 @@ func (e *Evaluator) Probe(p Probe) error {
 	return nil
 }
 
+// errProbedTwice is Record's error for a bulletin with more than one probe of the same pair.
+var errProbedTwice = errors.New("probed more than once in one bulletin")
+
 // Record applies a Bulletin: its report, then its probes. Every observation is tried; the
-// errors of those refused are joined.
+// errors of those refused are joined. A bulletin is one round: one with two probes of the same
+// pair (which would count as two rounds, so one bulletin could make a failure streak) is
+// refused whole and applies nothing.
 func (e *Evaluator) Record(b Bulletin) error {
+	seen := make(map[pair]bool, len(b.Probes))
+	for _, p := range b.Probes {
+		k := pair{p.Prober, p.Target}
+		if seen[k] {
+			return fmt.Errorf("bulletin of %s: probe %s→%s: %w; a bulletin holds one probe per target", b.Report.Server, p.Prober, p.Target, errProbedTwice)
+		}
+		seen[k] = true
+	}
 	errs := []error{e.Report(b.Report)}
 	for _, p := range b.Probes {
 		errs = append(errs, e.Probe(p))

@@ -40,6 +40,23 @@ func TestOnlyASustainedStreakCountsAsAFailure(t *testing.T) {
 	}
 }
 
+// One bulletin is one round: FailStreak copies of a failing probe in it are refused, not a
+// streak; two witnesses sending one each do not take the target Down by quorum.
+func TestOneBulletinIsNotAFailureStreak(t *testing.T) {
+	f := newFixture(t, DefaultThresholds(), "a", "b", "c")
+	f.healthy()
+	for _, w := range []string{"b", "c"} {
+		b := Bulletin{Report: Report{Server: w, Healthy: true}}
+		for range DefaultThresholds().FailStreak {
+			b.Probes = append(b.Probes, Probe{Prober: w, Target: "a", OK: false, Err: "x"})
+		}
+		if err := f.e.Record(b); !errors.Is(err, errProbedTwice) {
+			t.Errorf("a bulletin of %s with %d probes of a: %v, want %v", w, len(b.Probes), err, errProbedTwice)
+		}
+	}
+	expect(t, f.verdict("a"), Up)
+}
+
 func TestUnreachableNeedsAQuorumOfWitnesses(t *testing.T) {
 	for _, tc := range []struct {
 		name      string

@@ -51,8 +51,9 @@ func (n *Node) serveRoute(w http.ResponseWriter, r *http.Request) {
 
 // receive records a peer's bulletin once it is authenticated (see auth.go): from a configured
 // peer at its configured address, signed, fresh and not seen before. A server speaks only for
-// itself: its report and every probe must be its own. What it claims as its service is
-// replaced by the service configured here for it. Times are stamped on receipt. A bulletin
+// itself: its report and every probe must be its own, each of another member and at most one
+// per target (see checkProbes). What it claims as its service is replaced by the service
+// configured here for it. Times are stamped on receipt. A bulletin
 // refused for any reason changes nothing and is logged, naming the sender and the reason.
 func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletin))
@@ -79,12 +80,9 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 		n.refuse(w, r, from, forbidden("the report speaks for %q but the bulletin is from %q: a server reports only about itself", b.Report.Server, from))
 		return
 	}
-	for i := range b.Probes {
-		if b.Probes[i].Prober != from {
-			n.refuse(w, r, from, &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin from %q carries a probe by %q; a server sends only its own probes",
-				from, b.Probes[i].Prober)})
-			return
-		}
+	if bad := n.checkProbes(from, b.Probes); bad != nil {
+		n.refuse(w, r, from, bad)
+		return
 	}
 	if bad := n.accept(from, ts); bad != nil {
 		n.refuse(w, r, from, bad)
@@ -105,6 +103,31 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkProbes refuses the probes of a bulletin from sender unless each is sender's own, of
+// another member of the mesh, and the only one of its target: a bulletin is one round, and every
+// probe in it is stamped with the same receipt time, so a second probe of the same target would
+// count as a further round and one bulletin could make a whole failure streak.
+func (n *Node) checkProbes(from string, probes []Probe) *refusal {
+	seen := make(map[string]bool, len(probes))
+	for _, p := range probes {
+		switch {
+		case p.Prober != from:
+			return &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin from %q carries a probe by %q; a server sends only its own probes",
+				from, p.Prober)}
+		case p.Target == from:
+			return &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin from %q carries a probe of itself; a server does not probe itself", from)}
+		case !n.eval.member(p.Target):
+			return &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin from %q carries a probe of %q, which is %v (members: %v)",
+				from, p.Target, errUnknownServer, n.eval.servers)}
+		case seen[p.Target]:
+			return &refusal{http.StatusBadRequest, fmt.Sprintf("bulletin from %q carries more than one probe of %q; a bulletin is one round: one probe per target",
+				from, p.Target)}
+		}
+		seen[p.Target] = true
+	}
+	return nil
 }
 
 // refuse answers a refused bulletin and logs it, naming the sender (as claimed) and the reason.

@@ -161,6 +161,38 @@ func TestNodeRefusesSignedBulletinsThatSpeakForOthers(t *testing.T) {
 	}
 }
 
+// A bulletin is one round: every probe in it is stamped with the same receipt time, so a second
+// probe of the same target would count as another round, and one signed bulletin could carry a
+// whole failure streak (two such peers: Down by quorum in one round). Such a bulletin, and one
+// probing a server outside the mesh or the sender itself, is refused whole and changes nothing.
+func TestNodeRefusesBulletinsWithMoreThanOneProbePerTarget(t *testing.T) {
+	nodes := startMesh(t, "a", "b", "c")
+	loop := netip.MustParseAddr("127.0.0.1")
+	streak := `{"prober":"b","target":"a","ok":false,"err":"x"}`
+	for _, tc := range []struct {
+		name, probes, want string
+	}{
+		{"a failure streak in one bulletin", streak + "," + streak + "," + streak, `more than one probe of "a"`},
+		{"the same target twice", `{"prober":"b","target":"a","ok":true},` + streak, `more than one probe of "a"`},
+		{"a target outside the mesh", `{"prober":"b","target":"x","ok":false}`, `probe of "x", which is not a member of the mesh`},
+		{"a probe of itself", `{"prober":"b","target":"b","ok":false}`, "does not probe itself"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"report":{"server":"b","healthy":true},"probes":[` + tc.probes + `]}`
+			b := bulletinPost{key: testKey, sender: "b", ts: time.Now().UnixNano(), body: body}
+			if code, msg := b.send(t, nodes["a"], loop); code != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+				t.Errorf("answer %d %s, want 400 saying %q", code, msg, tc.want)
+			}
+		})
+	}
+	a := nodes["a"]
+	a.eval.mu.Lock()
+	defer a.eval.mu.Unlock()
+	if s := a.eval.pairs[pair{"b", "a"}]; s != nil && s.fails > 0 {
+		t.Errorf("a refused bulletin was recorded: b's streak against a is %d failures", s.fails)
+	}
+}
+
 func TestNodeValidateNamesFlagValueAndRule(t *testing.T) {
 	for _, tc := range []struct {
 		name string

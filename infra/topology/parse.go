@@ -108,11 +108,31 @@ func Parse(r io.Reader) (*Set, error) {
 			v.errs = append(v.errs, fmt.Errorf("topology file: %s", e))
 		}
 	}
+	if err := oneDocument(dec); err != nil {
+		v.errs = append(v.errs, err)
+	}
 	s := v.set(&f)
 	if err := errors.Join(v.errs...); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// errSecondDocument is Parse's error for a file holding more than one YAML document.
+var errSecondDocument = errors.New("a topology file is one YAML document")
+
+// oneDocument checks that dec, past the first document, is at the end of its input: a second
+// document (after ---) would otherwise be dropped without a word, its records with it.
+func oneDocument(dec *yaml.Decoder) error {
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return fmt.Errorf("topology file: after the first document: %w", err)
+	}
+	return fmt.Errorf("topology file: a second YAML document starts at line %d (after ---): %w; "+
+		"put every pool and record in the first and remove the ---", next.Line, errSecondDocument)
 }
 
 // validator turns the file into a Set, collecting every error instead of stopping at one.

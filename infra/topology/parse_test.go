@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // parse reads a set from YAML or fails the test.
@@ -57,6 +59,60 @@ func TestParseRefusesEmptyInput(t *testing.T) {
 	if _, err := Parse(strings.NewReader("")); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty file: %v", err)
 	}
+}
+
+// A topology file is one YAML document: a second one (after ---) is refused, naming where it
+// starts, not dropped with its records; so is a first document followed by broken YAML.
+func TestParseRefusesASecondYAMLDocument(t *testing.T) {
+	const first = "pools: [{name: POOL1}, {name: POOL2}]\nrecords:\n  - {source: \"subnet 10.0.0.0/8\", destination: \"pool POOL1\", score: 10}\n"
+	for _, tc := range []struct{ name, in, want string }{
+		{"more records", first + "---\nrecords:\n  - {source: \"subnet 10.1.2.0/24\", destination: \"pool POOL2\", score: 90}\n",
+			"a second YAML document starts at line 4 (after ---): a topology file is one YAML document"},
+		{"an empty one", first + "---\n", "a second YAML document starts at line 4"},
+		{"broken YAML after it", first + "---\nrecords: [\n", "after the first document: yaml: line 5"},
+		{"with a type error in the first", "pools: [{name: P}]\nrecords: 3\n---\nrecords: []\n", "a second YAML document starts at line 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse(strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+				if err == nil {
+					t.Errorf("%d records parsed: the second document was dropped", len(s.Records))
+				}
+			}
+		})
+	}
+	if _, err := Parse(strings.NewReader("---\n" + first + "...\n")); err != nil {
+		t.Errorf("one document between --- and ... refused: %v", err)
+	}
+}
+
+// FuzzParse: Parse never panics, and YAML with more than one document is never accepted.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		ExampleYAML, "", "---\n", "pools: [{name: P}]\nrecords: [{source: subnet 10.0.0.0/8, destination: pool P}]\n",
+		"pools: [{name: P}]\nrecords: [{source: subnet 10.0.0.0/8, destination: pool P}]\n---\nrecords: []\n",
+		"pools: [{name: P}]\nrecords: [{source: subnet 10.0.0.0/8, destination: pool P}]\n...\n---\n",
+		"a: 1\n---\nb: [\n", "{", "records: 3\n---\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if _, err := Parse(strings.NewReader(in)); err != nil {
+			return
+		}
+		dec := yaml.NewDecoder(strings.NewReader(in))
+		var doc yaml.Node
+		for n := 0; ; n++ {
+			err := dec.Decode(&doc)
+			if err != nil {
+				if n > 1 {
+					t.Fatalf("accepted %d YAML documents:\n%s", n, in)
+				}
+				return
+			}
+		}
+	})
 }
 
 // Every problem is reported at once, each naming the field, the value and the rule.
