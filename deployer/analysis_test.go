@@ -62,15 +62,35 @@ func analysisFleet(t *testing.T, window time.Duration, bad ...string) (f *fleet,
 // again, and the 500s users got came only from the one host for its bake and window.
 func TestVersionFailingEveryRealRequestIsStoppedAndTheFleetRolledBack(t *testing.T) {
 	t.Parallel()
-	f, _, v2 := analysisFleet(t, analysisWindow, "--fail-every", "1")
+	f, good, v2 := analysisFleet(t, analysisWindow, "--fail-every", "1")
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
 	time.Sleep(300 * time.Millisecond)
+	// The canary's target (host-a's web) and its weight at the LB while it is judged.
+	lb, canary, judgedAt := balancer.NewInHouse(f.admin, ""), f.load(good).Targets()[0], -1
 	var ev eventLog
-	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
+	d := f.deployer(f.load(v2), &ev, Options{})
+	d.opts.Events = func(e Event) {
+		ev.add(e)
+		if e.Step == StepCanary && judgedAt < 0 { // said once the canary's weight is set
+			if o, err := lb.Outcomes(context.Background()); err == nil && len(o[canary]) > 0 {
+				judgedAt = o[canary][0].Weight
+			}
+		}
+	}
+	rep, err := d.Deploy(context.Background(), "v2")
 	res := m.stop(t)
 	var verdict *VerdictError
 	if !errors.As(err, &verdict) {
 		t.Fatalf("deploy of a version failing every request: %v; want a failed analysis verdict\nevents:\n%s", err, &ev)
+	}
+	// A failed canary keeps its small share through its rollback; the deploy puts it back as it
+	// ends: host-a, on v1 again, must not keep the canary's share of new requests.
+	if judgedAt < 0 || judgedAt == adminapi.DefaultWeight {
+		t.Errorf("the canary %s had weight %d at the LB while judged, want the canary's (the test's premise)\nevents:\n%s", canary, judgedAt, &ev)
+	}
+	if w := weightAt(t, lb, canary); w != adminapi.DefaultWeight {
+		t.Errorf("the canary %s has weight %d at the LB after the failed verdict and its rollback, want %d (adminapi.DefaultWeight)\nevents:\n%s",
+			canary, w, adminapi.DefaultWeight, &ev)
 	}
 	for _, want := range []string{"analysis of host-a failed", "above rollout.analysis.max_error_rate 5.0%", "5xx", "rolled back (host-a runs v1)"} {
 		if !strings.Contains(err.Error(), want) {

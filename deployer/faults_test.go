@@ -268,6 +268,41 @@ func TestChangedConfigUnderTheSameVersionIsRolledOut(t *testing.T) {
 	}
 }
 
+// The same --version with a changed command (here one more flag) is rolled out too, not only a
+// changed env: each host is deployed again, through the drain, and publishes the new command.
+func TestChangedCommandUnderTheSameVersionIsRolledOut(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	path := f.config("fleet.yaml", v)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	before := f.instances("host-b")["web"]
+	v.AppFlags = []string{"--delay", "0s"} // a flag that changes nothing the app does
+	load := startMeasureOf(t, f.listen, "/", "/orders", "/health")
+	var ev eventLog
+	rep, err := f.deployer(f.load(f.config("changed.yaml", v)), &ev, Options{}).Deploy(ctx, "v1")
+	requireNoFailure(t, load.stop(t))
+	if err != nil {
+		t.Fatalf("deploy v1 with a changed command: %v\nevents:\n%s", err, &ev)
+	}
+	for _, h := range rep.Hosts {
+		if h.Outcome != report.OutcomeDeployed {
+			t.Errorf("%s: %s, want deployed (its command changed)\nevents:\n%s", h.Host, h.Outcome, &ev)
+		}
+	}
+	if after := f.instances("host-b")["web"]; after.ID == before.ID {
+		t.Errorf("host-b still runs the instance %s started before the change", after.ID)
+	}
+	s, err := spec.Read(spec.Path(f.stateDir(1)))
+	if err != nil || len(s.Services) == 0 || !strings.HasSuffix(strings.Join(s.Services[0].Command, " "), "--delay 0s") {
+		t.Errorf("host-b's published spec %+v %v, want its command ending in --delay 0s", s.Services, err)
+	}
+}
+
 // A corrupt published spec is set aside (kept for a look) and the host is deployed by what runs
 // on it: the deploy is the way out the corrupt-spec message names.
 func TestCorruptSpecIsSetAsideAndTheHostDeployed(t *testing.T) {
