@@ -46,7 +46,7 @@ func newMeshServeCmd() *cobra.Command {
 	th := mesh.DefaultThresholds()
 	var logs *logFlags // set below, with the flags
 	cmd := &cobra.Command{
-		Use:   "serve --name NAME --listen ADDR --peers NAME=HOST:PORT,... [--checker] [flags]",
+		Use:   "serve --name NAME --listen ADDR --peers NAME=HOST:PORT,... [--checkers NAME,...] [flags]",
 		Short: "Run one mesh server: probe the peers, exchange reports, serve the verdicts",
 		Long: `Listen on --listen (HTTP): POST /mesh/bulletin takes a peer's report and probes, GET
 /mesh/verdicts serves this server's view, GET /route the never-empty rotation (addresses and why
@@ -63,6 +63,12 @@ server takes a bulletin only from a peer of its --peers, sent from that peer's c
 and later than the last one taken from it; anything else is refused (401/403) and logged. Without
 a key a server starts only when --listen and every peer are on loopback (a lab on one machine).
 
+Checker servers are the ones the operator trusts to judge others: when a checker cannot reach an
+ordinary server, that server's address is likely blocked (it leaves rotation without a quorum).
+List them with --checkers NAME,... (each this server's --name or one of its --peers), the same
+list on every server: each server judges with its own list, and a peer's bulletin claiming the
+role is not believed. --checker is gone: list the checker servers on every node with --checkers.
+
 Alerts (--alert-webhook-file or $ZERO502_ALERT_WEBHOOK, --alert-command) go out once per confirmed verdict change that needs a
 person: unreachable (a quorum), blocked (a checker: change its IP), unavailable, recovered. Give
 every server the same alert flags: only one of them (the first by name that is up) sends each. Verdict changes are JSON log lines on
@@ -70,9 +76,9 @@ stderr. --name must be the name the other servers give this one in their --peers
 
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags (or no key off loopback).`,
 		Example: `  zero502 mesh serve --name a --listen 10.0.0.5:7946 --key-file /etc/zero502/mesh.key --service tls://203.0.113.5:443 --check-command 'systemctl is-active --quiet openvpn' --peers b=10.0.0.6:7946,c=10.0.0.7:7946 --peer-service b=tls://203.0.113.6:443 --peer-service c=tls://203.0.113.7:443 --alert-webhook-file /etc/zero502/mesh-webhook
-  zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checker
-  zero502 mesh serve --name b --listen 127.0.0.1:7002 --peers a=127.0.0.1:7001,c=127.0.0.1:7003 --probe-every 2s --probe-timeout 1s
-  zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --probe-every 2s --probe-timeout 1s`,
+  zero502 mesh serve --name a --listen 127.0.0.1:7001 --peers b=127.0.0.1:7002,c=127.0.0.1:7003 --checkers a
+  zero502 mesh serve --name b --listen 127.0.0.1:7002 --peers a=127.0.0.1:7001,c=127.0.0.1:7003 --checkers a --probe-every 2s --probe-timeout 1s
+  zero502 mesh serve --name c --listen 127.0.0.1:7003 --peers a=127.0.0.1:7001,b=127.0.0.1:7002 --checkers a --probe-every 2s --probe-timeout 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "name", "listen", "peers"); err != nil {
@@ -137,7 +143,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags (or n
 	fl.StringVar(&n.CheckCommand, "check-command", "", "local check run through sh -c each round, exit 0 = running, e.g. 'systemctl is-active --quiet openvpn'")
 	fl.StringVar(&source, "source", "", "local IP address probes leave from (default: chosen by the kernel)")
 	al.register(cmd)
-	fl.BoolVar(&n.Checker, "checker", false, "trust this server to judge others: when it cannot reach an ordinary server, that server's address is likely blocked")
+	fl.StringSliceVar(&n.Checkers, "checkers", nil, "the checker servers, comma-separated or repeated, each this server's --name or one of its --peers, the same list on every server: when a checker cannot reach an ordinary server, that server's address is likely blocked (a peer's claim to the role is ignored)")
 	fl.DurationVar(&n.ProbeEvery, "probe-every", mesh.DefaultProbeEvery, "one round: probe every peer, report, send the bulletin")
 	fl.DurationVar(&n.ProbeTimeout, "probe-timeout", mesh.DefaultProbeTimeout, "timeout of each probe and each bulletin (below --probe-every)")
 	fl.IntVar(&th.FailStreak, "fail-streak", th.FailStreak, "failed probes in a row before a witness's vote counts (2 or more)")

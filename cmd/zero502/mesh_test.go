@@ -33,6 +33,10 @@ func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 		{"timeout not below the round", append(serve, "--probe-every", "1s", "--probe-timeout", "2s"),
 			[]string{"--probe-timeout 2s", "below --probe-every 1s"}},
 		{"not a duration", append(serve, "--probe-every", "often"), []string{"--probe-every", `"often"`, "must be a duration with a unit"}},
+		{"a checker outside the mesh", append(serve, "--checkers", "b,z"),
+			[]string{`--checkers "z"`, `not this server's --name "a" nor one of its --peers`, "list only servers of the mesh"}},
+		{"an empty checker", append(serve, "--checkers", "a,,c", "--probe-every", "1s", "--probe-timeout", "2s"),
+			[]string{`--checkers ""`, "nor one of its --peers"}},
 		{"verdicts without --from", []string{"verdicts"}, []string{"--from is required"}},
 		{"verdicts with no time to answer", []string{"verdicts", "--from", "127.0.0.1:1", "--timeout", "0s"},
 			[]string{"--timeout 0s", "above 0"}},
@@ -48,6 +52,28 @@ func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The checker role is given by --checkers on every server; the old --checker (a server naming
+// itself, which then travelled in its bulletins) is gone.
+func TestMeshServeTakesCheckersNotChecker(t *testing.T) {
+	out, code := runCLI(t, "mesh", "serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:7002", "--checker")
+	if code != 2 || !strings.Contains(out, "unknown flag: --checker") {
+		t.Fatalf("--checker: exit %d, want 2 with cobra's unknown-flag error:\n%s", code, out)
+	}
+	serve := newMeshServeCmd()
+	if f := serve.Flags().Lookup("checkers"); f == nil || f.Value.Type() != "stringSlice" {
+		t.Fatalf("mesh serve has no --checkers NAME,... flag: %v", f)
+	}
+	if !strings.Contains(serve.Long, "--checker is gone: list the checker servers on every node with --checkers") {
+		t.Errorf("the long help has no upgrade note:\n%s", serve.Long)
+	}
+	// Listed servers, comma-separated and repeated, pass validation: only the timeout is wrong.
+	out, code = runCLI(t, "mesh", "serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:7002,c=127.0.0.1:7003",
+		"--checkers", "a,b", "--checkers", "c", "--probe-every", "1s", "--probe-timeout", "2s")
+	if code != 2 || strings.Contains(out, "--checkers") || !strings.Contains(out, "--probe-timeout 2s") {
+		t.Fatalf("valid --checkers: exit %d, want only the --probe-timeout error:\n%s", code, out)
 	}
 }
 

@@ -65,7 +65,7 @@ func forgedBulletin(t *testing.T, server string, healthy bool, service string, t
 // bulletin (signed, from b's address, fresh) is still taken, but what it claims as b's service
 // is ignored: b's service is the one a is configured with.
 func TestForgedBulletinsChangeNeitherTheRouteNorTheBalancer(t *testing.T) {
-	m := startServiceMesh(t, "", "a", "b", "c")
+	m := startServiceMesh(t, nil, "a", "b", "c")
 	lbBackends := startLB(t, m, "a", "b", "c")
 	services := []string{m.services["a"].Addr().String(), m.services["b"].Addr().String(), m.services["c"].Addr().String()}
 	poll.Until(t, 20*time.Second, "all three in the balancer's rotation", func() bool {

@@ -10,7 +10,9 @@
 //     failures. A server is Unreachable (out of rotation) only when a Quorum of reliable
 //     witnesses fail it, or when a reliable checker server does. A witness that fails to see at
 //     least half of its other neighbours (or reports itself unhealthy) is unreliable: its votes
-//     are ignored. An ordinary server failing to see a checker means nothing.
+//     are ignored. An ordinary server failing to see a checker means nothing. Which servers
+//     are checkers is the operator's list given to every server (Node.Checkers, --checkers),
+//     never what a server's report claims: a peer cannot make itself a checker.
 //   - A failing pair without a quorum and without a checker accuses nobody: the side the probes
 //     did not reach gets a mark naming both servers (both sides when it fails both ways), and
 //     nothing is taken out of rotation.

@@ -26,6 +26,8 @@ type Evaluator struct {
 
 	mu      sync.Mutex
 	servers []string // sorted
+	// checker is the operator's list of checker servers as configured on this server
+	// (--checkers): fixed at construction, never taken from a report.
 	checker map[string]bool
 	reports map[string]Report
 	pairs   map[pair]*streak
@@ -34,8 +36,10 @@ type Evaluator struct {
 type pair struct{ prober, target string }
 
 // newEvaluator returns an Evaluator for the mesh of servers (names, at least two) judged with th
-// and time from clk.
-func newEvaluator(th Thresholds, clk clock.Clock, servers ...string) (*Evaluator, error) {
+// and time from clk, in which the servers named in checkers (each a member) are the checkers.
+// The role comes from this configuration only: what a report claims (Report.Checker) is never
+// believed.
+func newEvaluator(th Thresholds, clk clock.Clock, checkers []string, servers ...string) (*Evaluator, error) {
 	if err := th.Validate(); err != nil {
 		return nil, err
 	}
@@ -55,11 +59,22 @@ func newEvaluator(th Thresholds, clk clock.Clock, servers ...string) (*Evaluator
 			return nil, fmt.Errorf("mesh: server %q is listed twice; names must be unique", s)
 		}
 	}
+	checker := map[string]bool{}
+	for _, c := range checkers {
+		if _, ok := slices.BinarySearch(sorted, c); !ok {
+			return nil, fmt.Errorf("mesh: checker %q: %w (members: %v); list only servers of the mesh as checkers", c, errUnknownServer, sorted)
+		}
+		checker[c] = true
+	}
 	return &Evaluator{
 		th: th, clock: clk, servers: sorted,
-		checker: map[string]bool{}, reports: map[string]Report{}, pairs: map[pair]*streak{},
+		checker: checker, reports: map[string]Report{}, pairs: map[pair]*streak{},
 	}, nil
 }
+
+// isChecker reports whether s is a checker server in this Evaluator's configuration (fixed at
+// construction: safe without the lock).
+func (e *Evaluator) isChecker(s string) bool { return e.checker[s] }
 
 // Servers are the members of the mesh, sorted.
 func (e *Evaluator) Servers() []string { return slices.Clone(e.servers) }
@@ -72,7 +87,9 @@ func (e *Evaluator) member(s string) bool {
 	return ok
 }
 
-// Report records a server's report about itself. A zero At is stamped with the clock's now.
+// Report records a server's report about itself. A zero At is stamped with the clock's now. The
+// role the report claims (Checker) is replaced by the configured one: a server cannot make
+// itself a checker by saying so.
 func (e *Evaluator) Report(r Report) error {
 	if !e.member(r.Server) {
 		return fmt.Errorf("report from %q: %w (members: %v); add it to the peers of every server", r.Server, errUnknownServer, e.servers)
@@ -85,8 +102,8 @@ func (e *Evaluator) Report(r Report) error {
 	if old, ok := e.reports[r.Server]; ok && r.At.Before(old.At) {
 		return fmt.Errorf("report from %s at %s: %w (%s)", r.Server, r.At.Format(time.RFC3339Nano), errOutOfOrder, old.At.Format(time.RFC3339Nano))
 	}
+	r.Checker = e.checker[r.Server]
 	e.reports[r.Server] = r
-	e.checker[r.Server] = r.Checker
 	return nil
 }
 

@@ -222,9 +222,8 @@ func TestUnreliableWitnessesAreIgnored(t *testing.T) {
 func TestCheckerServers(t *testing.T) {
 	t.Run("a checker's failing streak makes an ordinary server unreachable", func(t *testing.T) {
 		for _, fails := range []int{2, 3} {
-			f := newFixture(t, DefaultThresholds(), "k", "a", "b", "c")
+			f := newCheckersFixture(t, DefaultThresholds(), []string{"k"}, "k", "a", "b", "c")
 			f.healthy()
-			f.checker("k")
 			f.probe("k", "a", false, fails)
 			v := f.verdict("a")
 			if fails < 3 {
@@ -238,9 +237,8 @@ func TestCheckerServers(t *testing.T) {
 		}
 	})
 	t.Run("an ordinary server not seeing a checker means nothing", func(t *testing.T) {
-		f := newFixture(t, DefaultThresholds(), "k", "a", "b", "c")
+		f := newCheckersFixture(t, DefaultThresholds(), []string{"k"}, "k", "a", "b", "c")
 		f.healthy()
-		f.checker("k")
 		f.probe("a", "k", false, 5)
 		f.probe("b", "k", false, 5)
 		v := f.verdict("k")
@@ -250,13 +248,54 @@ func TestCheckerServers(t *testing.T) {
 		}
 	})
 	t.Run("an unreliable checker is ignored too", func(t *testing.T) {
-		f := newFixture(t, DefaultThresholds(), "k", "a", "b", "c")
+		f := newCheckersFixture(t, DefaultThresholds(), []string{"k"}, "k", "a", "b", "c")
 		f.healthy()
-		f.checker("k")
 		f.probe("k", "a", false, 3)
 		f.probe("k", "b", false, 3)
 		v := f.verdict("a")
 		expect(t, v, Up, "entry point marked", "ignored: k (k fails to reach 1 of 2")
+	})
+}
+
+// The checker role is the receiving server's configuration, never what a report claims: in a
+// mesh of three, a peer whose report claims the role (any key holder can write one) cannot take
+// a server down alone, nor make the others' votes about it mean nothing; a configured checker
+// keeps the role even when its report does not claim it.
+func TestTheCheckerRoleIsConfiguredNotClaimed(t *testing.T) {
+	t.Run("a claimed role is not believed: the target is only marked", func(t *testing.T) {
+		f := newFixture(t, DefaultThresholds(), "a", "b", "k")
+		f.healthy()
+		f.claimChecker("k")
+		f.probe("k", "a", false, 5)
+		v := f.verdict("a")
+		expect(t, v, Up, "entry point marked", "quorum 2 not met, no checker failing it")
+		if v.BlockedBy != "" || v.Checker {
+			t.Errorf("a's verdict blocked by %q (checker %v); k claimed the role, nobody listed it", v.BlockedBy, v.Checker)
+		}
+		if k := f.verdict("k"); k.Checker {
+			t.Errorf("k's verdict says checker: its claim was believed")
+		}
+		if r := f.e.reports["k"]; r.Checker {
+			t.Errorf("k's recorded report keeps the claimed role: %+v", r)
+		}
+	})
+	t.Run("a claimed role does not silence the others' votes", func(t *testing.T) {
+		f := newFixture(t, DefaultThresholds(), "a", "b", "k")
+		f.healthy()
+		f.claimChecker("k")
+		f.probe("a", "k", false, 3)
+		f.probe("b", "k", false, 3)
+		expect(t, f.verdict("k"), Down, "unreachable from 2 of your servers")
+	})
+	t.Run("a listed checker is one even when its report does not say so", func(t *testing.T) {
+		f := newCheckersFixture(t, DefaultThresholds(), []string{"k"}, "a", "b", "k")
+		f.healthy() // every report says Checker: false
+		f.probe("k", "a", false, 3)
+		v := f.verdict("a")
+		expect(t, v, Down, "unreachable from checker k", "consider changing its IP")
+		if v.BlockedBy != "k" || !f.verdict("k").Checker {
+			t.Errorf("blocked by %q, k checker %v; want blocked by the listed checker k", v.BlockedBy, f.verdict("k").Checker)
+		}
 	})
 }
 

@@ -93,6 +93,8 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 			"claimed", claimed, "configured", configured)
 	}
 	b.Report.Service = n.serviceOf(from).URL
+	n.checkRoleClaim(from, b.Report.Checker)
+	b.Report.Checker = n.eval.isChecker(from)
 	now := n.Clock.Now()
 	b.Report.At = now
 	for i := range b.Probes {
@@ -103,6 +105,26 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkRoleClaim logs, once per sender and claim, a bulletin whose report claims a checker role
+// other than the one this server's --checkers gives the sender: the claim is not believed (a
+// key holder cannot make itself a checker), and a mismatch usually means the servers were given
+// different --checkers lists.
+func (n *Node) checkRoleClaim(from string, claimed bool) {
+	configured := n.eval.isChecker(from)
+	n.authMu.Lock()
+	last, logged := n.roleClaims[from]
+	if claimed == configured {
+		delete(n.roleClaims, from)
+	} else {
+		n.roleClaims[from] = claimed
+	}
+	n.authMu.Unlock()
+	if claimed != configured && (!logged || last != claimed) {
+		n.Logger.Warn("bulletin's checker role ignored: this server's --checkers decides", "server", n.Name, "sender", from,
+			"claimed", claimed, "configured", configured, "checkers", n.Checkers)
+	}
 }
 
 // checkProbes refuses the probes of a bulletin from sender unless each is sender's own, of

@@ -21,8 +21,14 @@ type fixture struct {
 
 func newFixture(t *testing.T, th Thresholds, servers ...string) *fixture {
 	t.Helper()
+	return newCheckersFixture(t, th, nil, servers...)
+}
+
+// newCheckersFixture is newFixture with checkers configured as the checker servers.
+func newCheckersFixture(t *testing.T, th Thresholds, checkers []string, servers ...string) *fixture {
+	t.Helper()
 	clk := clock.NewFake(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
-	e, err := newEvaluator(th, clk, servers...)
+	e, err := newEvaluator(th, clk, checkers, servers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +43,8 @@ func (f *fixture) report(s string, healthy bool) {
 	}
 }
 
-func (f *fixture) checker(s string) {
+// claimChecker records s's healthy report claiming the checker role, now.
+func (f *fixture) claimChecker(s string) {
 	f.t.Helper()
 	if err := f.e.Report(Report{Server: s, Healthy: true, Checker: true}); err != nil {
 		f.t.Fatal(err)

@@ -48,7 +48,11 @@ type Node struct {
 	// know every address before building the peers).
 	Listener net.Listener
 	Peers    map[string]string // name → host:port of every other server's mesh listener
-	Checker  bool              // this server judges others' blocking (see Report.Checker)
+	// Checkers are the servers the operator trusts to judge others (--checkers): when one of
+	// them fails to reach an ordinary server, that server's address is likely blocked. Each is
+	// Name or one of Peers; give every server the same list. The role is this configuration's
+	// only: what a peer's bulletin claims (Report.Checker) is ignored.
+	Checkers []string
 
 	// PeerServices is every peer's service as configured here (a peer without one: its mesh
 	// /health is probed, and it has no address a balancer may use). A peer's bulletin never
@@ -94,6 +98,7 @@ type Node struct {
 
 	authMu       sync.Mutex
 	lastBulletin map[string]int64 // sender → timestamp of the last bulletin taken (replay guard)
+	roleClaims   map[string]bool  // sender → the checker role it last claimed against --checkers (logged once)
 }
 
 // Snapshot is a node's view: every verdict and the route over the whole mesh.
@@ -148,6 +153,12 @@ func (n *Node) Validate() error {
 		}
 		if err := checkAddr("peers "+name, n.Peers[name], 1); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, name := range n.Checkers {
+		if _, peer := n.Peers[name]; name == "" || (name != n.Name && !peer) {
+			errs = append(errs, fmt.Errorf("--checkers %q: not this server's --name %q nor one of its --peers; list only servers of the mesh, the same list on every server",
+				name, n.Name))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(n.PeerServices)) {
@@ -240,7 +251,7 @@ func (n *Node) Open() error {
 		return fmt.Errorf("mesh node: %w", err)
 	}
 	servers := append([]string{n.Name}, slices.Collect(maps.Keys(n.Peers))...)
-	eval, err := newEvaluator(n.Thresholds, n.Clock, servers...)
+	eval, err := newEvaluator(n.Thresholds, n.Clock, n.Checkers, servers...)
 	if err != nil {
 		return fmt.Errorf("mesh node %s: %w", n.Name, err)
 	}
@@ -258,6 +269,7 @@ func (n *Node) Open() error {
 	}
 	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
 	n.lastBulletin = map[string]int64{}
+	n.roleClaims = map[string]bool{}
 	n.reachable.Store(true)
 	n.last = map[string]State{}
 	n.alerts = make(chan alert.Alert, 64)
@@ -307,7 +319,7 @@ func (n *Node) Serve(ctx context.Context) error {
 	srv := adminapi.NewServer(n.handler(), adminapi.DefaultLimits, slog.NewLogLogger(n.Logger.Handler(), slog.LevelWarn))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(n.ln) }()
-	n.Logger.Info("mesh node serving", "server", n.Name, "listen", n.Addr(), "peers", n.Peers, "checker", n.Checker,
+	n.Logger.Info("mesh node serving", "server", n.Name, "listen", n.Addr(), "peers", n.Peers, "checkers", n.Checkers,
 		"probe_every", n.ProbeEvery.String(), "fail_streak", n.Thresholds.FailStreak, "quorum", n.Thresholds.Quorum)
 
 	rounds, stop := context.WithCancel(ctx)

@@ -3,15 +3,17 @@ package mesh
 import "time"
 
 // Report is what a server says about itself: its checks (in the write-up, "is the traffic
-// listener on 443 alive" and "is the VPN service running") and whether it is a checker server.
+// listener on 443 alive" and "is the VPN service running").
 type Report struct {
 	Server string    `json:"server"`
 	At     time.Time `json:"at"`
 	// Healthy is the server's own conclusion; Detail says which check failed when it is false.
 	Healthy bool   `json:"healthy"`
 	Detail  string `json:"detail,omitempty"`
-	// Checker marks a server its operator trusts to judge others ("use this server to check
-	// whether other servers are blocked"). The role travels with the report.
+	// Checker is the sender's own view of its role: whether its --checkers lists it as a server
+	// its operator trusts to judge others ("use this server to check whether other servers are
+	// blocked"). Informational only: a receiver judges with its own --checkers and replaces it
+	// (a claim that disagrees is logged, never believed).
 	Checker bool `json:"checker,omitempty"`
 	// Service is the server's service URL as its users reach it (see Service): the other
 	// servers probe it. Empty: they probe the mesh's own /health.

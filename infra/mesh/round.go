@@ -74,7 +74,7 @@ func (n *Node) probePeer(ctx context.Context, peer string) error {
 // command happy (without a service: does its own listener accept a connection), with its
 // metrics.
 func (n *Node) selfCheck(ctx context.Context) Report {
-	r := Report{Server: n.Name, Healthy: true, Checker: n.Checker}
+	r := Report{Server: n.Name, Healthy: true, Checker: n.eval.isChecker(n.Name)}
 	if !n.Service.IsZero() {
 		r.Service = n.Service.URL
 		latency, err := n.Service.Check(ctx, n.Source, n.ProbeTimeout)

@@ -182,7 +182,7 @@ func captureRoute(t *testing.T, n *Node, challenge string) (body []byte, signatu
 // reaches the balancer. The captured answer is valid for its own challenge, so only the
 // challenge refuses it.
 func TestLBSyncRefusesASignedRouteReplayedForAnotherChallenge(t *testing.T) {
-	m := startServiceMesh(t, "", "a", "b")
+	m := startServiceMesh(t, nil, "a", "b")
 	a := m.nodes["a"]
 	readyRoute(t, m, a)
 	captured := newChallenge()
@@ -217,7 +217,7 @@ func TestLBSyncRefusesASignedRouteReplayedForAnotherChallenge(t *testing.T) {
 // answer for lb-sync's challenge and the services are added. An lb-sync with another key takes
 // nothing from the same node.
 func TestLBSyncWithTheMeshKeySyncsFromARealNode(t *testing.T) {
-	m := startServiceMesh(t, "", "a", "b")
+	m := startServiceMesh(t, nil, "a", "b")
 	a := m.nodes["a"]
 	readyRoute(t, m, a)
 	own := httpBackend(t)

@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +71,14 @@ type serviceMesh struct {
 	logs     map[string]*syncbuffer.Buffer // each node's warnings and errors, JSON lines
 }
 
-func startServiceMesh(t *testing.T, checker string, names ...string) *serviceMesh {
+// listing is every node's --checkers: the same names on every server.
+func listing(checkers ...string) func(node string) []string {
+	return func(string) []string { return checkers }
+}
+
+// startServiceMesh starts the mesh of names, each node with checkers(name) as its --checkers
+// (checkers nil: none anywhere).
+func startServiceMesh(t *testing.T, checkers func(node string) []string, names ...string) *serviceMesh {
 	t.Helper()
 	m := &serviceMesh{nodes: map[string]*Node{}, services: map[string]*blockable{}, ips: map[string]netip.Addr{}, recv: &alerttest.Receiver{},
 		logs: map[string]*syncbuffer.Buffer{}}
@@ -118,7 +126,11 @@ func startServiceMesh(t *testing.T, checker string, names ...string) *serviceMes
 				peerServices[o] = svcs[o]
 			}
 		}
-		n := &Node{Name: name, Listen: lns[name].Addr().String(), Listener: lns[name], Peers: peers, Checker: name == checker,
+		var listed []string
+		if checkers != nil {
+			listed = checkers(name)
+		}
+		n := &Node{Name: name, Listen: lns[name].Addr().String(), Listener: lns[name], Peers: peers, Checkers: listed,
 			Service: svcs[name], PeerServices: peerServices, Key: testKey, CheckCommand: "true", Source: m.ips[name],
 			ProbeEvery: 300 * time.Millisecond, ProbeTimeout: 250 * time.Millisecond, Thresholds: th,
 			Alerts: &alert.Sender{URL: hook.URL, Backoff: backoff.Backoff{Base: time.Millisecond}},
@@ -232,7 +244,7 @@ func startLB(t *testing.T, m *serviceMesh, names ...string) func() map[string]lb
 }
 
 func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHealed(t *testing.T) {
-	m := startServiceMesh(t, "", "a", "b", "c")
+	m := startServiceMesh(t, nil, "a", "b", "c")
 	c := m.services["c"]
 	lbBackends := startLB(t, m, "a", "b", "c")
 	cAddr := c.Addr().String()
@@ -304,7 +316,7 @@ func TestAServerWhoseServicePortAloneIsBlockedIsFoundAlertedOnceTakenOutAndHeale
 }
 
 func TestACheckerThatCannotReachAServerBlocksItAndSuggestsANewIP(t *testing.T) {
-	m := startServiceMesh(t, "a", "a", "b", "c", "d")
+	m := startServiceMesh(t, listing("a"), "a", "b", "c", "d")
 	m.services["b"].block(false, m.ips["a"]) // only the checker's probes fail
 
 	m.wait(t, "b blocked by checker a", func(s Snapshot) bool {
@@ -325,8 +337,64 @@ func TestACheckerThatCannotReachAServerBlocksItAndSuggestsANewIP(t *testing.T) {
 	}
 }
 
+// A peer whose bulletins claim the checker role (here c, which lists itself in its own
+// --checkers, as any key holder could) is not believed by servers that list no checkers: in a
+// mesh of three, c failing b alone only marks b's entry point on a and b, it stays in rotation,
+// nobody is alerted, and the claim is logged once.
+func TestAPeerClaimingTheCheckerRoleCannotTakeAServerDownAlone(t *testing.T) {
+	m := startServiceMesh(t, func(node string) []string {
+		if node == "c" {
+			return []string{"c"}
+		}
+		return nil
+	}, "a", "b", "c")
+	m.services["b"].block(false, m.ips["c"]) // only c's probes fail
+
+	m.wait(t, "c's failing vote against b", func(s Snapshot) bool {
+		v := verdictOf(s, "b")
+		if s.Server == "c" { // c believes its own configuration
+			return v.State == Down && v.BlockedBy == "c"
+		}
+		i := slices.IndexFunc(v.Votes, func(x Vote) bool { return x.Witness == "c" })
+		return i >= 0 && v.Votes[i].Failing
+	})
+	m.settle()
+	for _, name := range []string{"a", "b"} {
+		s, err := FetchSnapshot(m.nodes[name].Addr(), 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := verdictOf(s, "b"); v.State != Up || !v.InRotation || v.BlockedBy != "" || !v.Has(Marked) {
+			t.Errorf("%s's verdict on b: %s, in rotation %v, blocked by %q, reason %q; want up and marked: c's claim to be a checker is not believed",
+				name, v.State, v.InRotation, v.BlockedBy, v.Reason)
+		}
+		if v := verdictOf(s, "c"); v.Checker {
+			t.Errorf("%s's verdict on c says checker; %s lists no checkers", name, name)
+		}
+		if rv := route(t, m.nodes[name]); !slices.Contains(rv.Addresses, m.services["b"].Addr().String()) {
+			t.Errorf("%s's route %v lacks b", name, rv.Addresses)
+		}
+		claims := 0
+		for line := range strings.Lines(m.logs[name].String()) {
+			var l struct {
+				Msg, Sender string
+				Claimed     bool
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && strings.HasPrefix(l.Msg, "bulletin's checker role ignored") && l.Sender == "c" && l.Claimed {
+				claims++
+			}
+		}
+		if claims != 1 {
+			t.Errorf("%s logged c's claim %d times, want once:\n%s", name, claims, m.logs[name])
+		}
+	}
+	if got := m.recv.List(); len(got) != 0 {
+		t.Errorf("alerts %v; c's claim blocks nobody", got)
+	}
+}
+
 func TestAnUnreliableWitnessIsIgnored(t *testing.T) {
-	m := startServiceMesh(t, "", "a", "b", "c", "d")
+	m := startServiceMesh(t, nil, "a", "b", "c", "d")
 	for _, name := range []string{"a", "b", "c"} {
 		m.services[name].block(false, m.ips["d"]) // d cannot see anyone: the problem is d's
 	}

@@ -64,16 +64,20 @@ func TestNewEvaluatorRefusesABadMesh(t *testing.T) {
 		{"an empty name", []string{"a", ""}, "empty name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := newEvaluator(DefaultThresholds(), fakeClock(), tc.servers...)
+			_, err := newEvaluator(DefaultThresholds(), fakeClock(), nil, tc.servers...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to say %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := newEvaluator(DefaultThresholds(), nil, "a", "b"); err == nil || !strings.Contains(err.Error(), "no clock") {
+	if _, err := newEvaluator(DefaultThresholds(), nil, nil, "a", "b"); err == nil || !strings.Contains(err.Error(), "no clock") {
 		t.Fatalf("nil clock: %v", err)
 	}
-	if _, err := newEvaluator(Thresholds{}, fakeClock(), "a", "b"); err == nil || !strings.Contains(err.Error(), "FailStreak") {
+	if _, err := newEvaluator(Thresholds{}, fakeClock(), nil, "a", "b"); err == nil || !strings.Contains(err.Error(), "FailStreak") {
 		t.Fatalf("zero thresholds: %v", err)
+	}
+	if _, err := newEvaluator(DefaultThresholds(), fakeClock(), []string{"z"}, "a", "b"); err == nil || !strings.Contains(err.Error(), `checker "z"`) ||
+		!strings.Contains(err.Error(), "not a member") {
+		t.Fatalf("a checker outside the mesh: %v", err)
 	}
 }

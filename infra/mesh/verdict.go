@@ -41,7 +41,8 @@ type Vote struct {
 	Fails int `json:"fails"`
 	// LastErr is why the last failed probe failed.
 	LastErr string `json:"last_err,omitempty"`
-	Checker bool   `json:"checker,omitempty"`
+	// Checker: the witness is a checker in the judging server's --checkers (never a claim).
+	Checker bool `json:"checker,omitempty"`
 	// Ignored says why this vote does not count (an unreliable witness, or an ordinary server
 	// judging a checker); empty when it counts.
 	Ignored string `json:"ignored,omitempty"`
@@ -63,7 +64,8 @@ type Verdict struct {
 	State      State       `json:"state"`
 	Conditions []Condition `json:"conditions,omitempty"`
 	InRotation bool        `json:"in_rotation"`
-	Checker    bool        `json:"checker,omitempty"`
+	// Checker: the server is a checker in the judging server's --checkers (never a claim).
+	Checker bool `json:"checker,omitempty"`
 	// Quorum is the quorum this verdict was judged with.
 	Quorum int `json:"quorum"`
 	// Failing are the reliable witnesses whose votes say "cannot reach" ("how many of your
