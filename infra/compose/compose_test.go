@@ -88,12 +88,8 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 	if im.Strategy != config.StopFirst || im.Batch != 2 || im.StopGrace != 45*time.Second {
 		t.Errorf("strategy %q batch %d stop grace %s; want stop-first, 2, 45s", im.Strategy, im.Batch, im.StopGrace)
 	}
-	var notes []string
-	for _, n := range im.Notes {
-		notes = append(notes, n.String())
-	}
-	all := strings.Join(notes, "\n")
-	for _, want := range []string{
+	all := notesText(im)
+	requireNotes(t, all,
 		"services.web.volumes: zero502 manages no volumes",
 		"services.web.image: registry.example.com/shop/web:v7 names no {version}",
 		"services.web.depends_on: ",
@@ -104,11 +100,7 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 		"services.db.cap_add: zero502 does not set this",
 		"volumes: zero502 creates no volumes",
 		"networks: zero502 creates no networks",
-	} {
-		if !strings.Contains(all, want) {
-			t.Errorf("notes lack %q:\n%s", want, all)
-		}
-	}
+	)
 
 	if strings.Contains(all, "services.db.networks") {
 		t.Errorf("notes name keys the file did not set, or that were honoured:\n%s", all)
@@ -346,12 +338,8 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var notes []string
-	for _, n := range im.Notes {
-		notes = append(notes, n.String())
-	}
-	all := strings.Join(notes, "\n")
-	for _, want := range []string{
+	all := notesText(im)
+	requireNotes(t, all,
 		"services.web.deploy.resources.limits.cpus: 0.5: zero502 sets no",
 		"services.web.deploy.resources.limits.memory: 512M: zero502 sets no",
 		"services.web.deploy.resources.reservations.memory: 128M: zero502 sets no",
@@ -367,11 +355,7 @@ services:
 		"services.job.deploy.mode: replicated-job: ",
 		"services.web.healthcheck.start_period: 40s: ",
 		"services.web.healthcheck.start_interval: 2s: ",
-	} {
-		if !strings.Contains(all, want) {
-			t.Errorf("notes lack %q:\n%s", want, all)
-		}
-	}
+	)
 	for _, honoured := range []string{"services.web.deploy.mode", "services.web.deploy.replicas", "deploy.update_config.order", "deploy.update_config.parallelism"} {
 		if strings.Contains(all, honoured) {
 			t.Errorf("notes name %s, which was honoured:\n%s", honoured, all)
@@ -438,21 +422,13 @@ services:
 	if udp.Port != 0 || udp.Drain != "" {
 		t.Errorf("udponly %+v; want no port (its only port is UDP)", udp)
 	}
-	var notes []string
-	for _, n := range im.Notes {
-		notes = append(notes, n.String())
-	}
-	all := strings.Join(notes, "\n")
-	for _, want := range []string{
+	all := notesText(im)
+	requireNotes(t, all,
 		"services.dns.ports: 5353:5353/udp: zero502 balances TCP and HTTP only",
 		"services.dns.ports: 53:53/udp: zero502 balances TCP and HTTP only",
 		"services.dns.ports: only the first published TCP port is balanced: 9090:9090/tcp is not published",
 		"services.udponly.ports: 5353:5353/udp: zero502 balances TCP and HTTP only",
-	} {
-		if !strings.Contains(all, want) {
-			t.Errorf("notes lack %q:\n%s", want, all)
-		}
-	}
+	)
 	data, err := compose.Write(im, "compose.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -486,21 +462,32 @@ services:
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := notesText(im)
+	requireNotes(t, all,
+		"services.list.entrypoint: cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT",
+		"services.str.entrypoint: cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT",
+		"services.str.command: cleared in Compose; zero502's docker runtime keeps the image's CMD",
+	)
+	if strings.Contains(all, "services.kept.entrypoint") || strings.Contains(all, "services.kept.command") || strings.Contains(all, "services.list.command") {
+		t.Errorf("notes name an entrypoint or command the file did not clear:\n%s", all)
+	}
+}
+
+// notesText is im's notes, one per line, as they are written at the top of the config.
+func notesText(im *compose.Import) string {
 	var notes []string
 	for _, n := range im.Notes {
 		notes = append(notes, n.String())
 	}
-	all := strings.Join(notes, "\n")
-	for _, want := range []string{
-		"services.list.entrypoint: cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT",
-		"services.str.entrypoint: cleared in Compose; zero502's docker runtime keeps the image's ENTRYPOINT",
-		"services.str.command: cleared in Compose; zero502's docker runtime keeps the image's CMD",
-	} {
-		if !strings.Contains(all, want) {
-			t.Errorf("notes lack %q:\n%s", want, all)
+	return strings.Join(notes, "\n")
+}
+
+// requireNotes fails t for each of want that the notes (notesText) do not say.
+func requireNotes(t *testing.T, all string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("notes lack %q:\n%s", w, all)
 		}
-	}
-	if strings.Contains(all, "services.kept.entrypoint") || strings.Contains(all, "services.kept.command") || strings.Contains(all, "services.list.command") {
-		t.Errorf("notes name an entrypoint or command the file did not clear:\n%s", all)
 	}
 }
