@@ -272,14 +272,9 @@ func TestChangedConfigUnderTheSameVersionIsRolledOut(t *testing.T) {
 // changed env: each host is deployed again, through the drain, and publishes the new command.
 func TestChangedCommandUnderTheSameVersionIsRolledOut(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
 	v := defaultValues()
-	path := f.config("fleet.yaml", v)
-	f.startLB(path)
+	f, _ := onV1(t, 2, v)
 	ctx := context.Background()
-	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
 	before := f.instances("host-b")["web"]
 	v.AppFlags = []string{"--delay", "0s"} // a flag that changes nothing the app does
 	load := startMeasureOf(t, f.listen, "/", "/orders", "/health")

@@ -264,6 +264,19 @@ func (f *fleet) deployer(cfg *config.Config, events *eventLog, opts Options) *De
 }
 
 // eventLog collects a deploy's events.
+// onV1 is a fleet of hosts behind the LB, configured by v (written as fleet.yaml, whose path it
+// returns) and deployed to v1: where the tests of a second deploy start.
+func onV1(t *testing.T, hosts int, v fleetValues) (*fleet, string) {
+	t.Helper()
+	f := newFleet(t, hosts)
+	path := f.config("fleet.yaml", v)
+	f.startLB(path)
+	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	return f, path
+}
+
 type eventLog struct {
 	mu     sync.Mutex
 	events []Event

@@ -75,13 +75,8 @@ func TestKilledOldInstanceFailsNamingI2(t *testing.T) {
 // check this health path?") that never happened.
 func TestCancelDuringTheDrainIsReportedAsTheCancel(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	path := f.config("fleet.yaml", defaultValues())
+	f, path := onV1(t, 2, defaultValues())
 	cfg := f.load(path)
-	f.startLB(path)
-	if _, err := f.deployer(cfg, nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var ev eventLog
@@ -107,14 +102,9 @@ func TestCancelDuringTheDrainIsReportedAsTheCancel(t *testing.T) {
 // it requests, and stop reports errStillInRotation naming the second LB, not a clean drain.
 func TestStopBehindATierWaitsForEveryInstanceToLetGo(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	path := f.config("fleet.yaml", defaultValues())
+	f, path := onV1(t, 2, defaultValues())
 	cfg := f.load(path)
-	f.startLB(path)
 	ctx := context.Background()
-	if _, err := f.deployer(cfg, nil, Options{}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
 	h, rt := cfg.Hosts[0], f.runtimes[cfg.Hosts[0].Name]
 	published, err := spec.Read(spec.Path(cfg.HostStateDir(h)))
 	if err != nil {

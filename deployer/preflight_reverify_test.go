@@ -23,13 +23,8 @@ import (
 // byte, instead of being rolled to v2 before host-b's turn finds its lock held.
 func TestAHeldLockOnTheLastHostRefusesBeforeTheFirstIsTouched(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	path := f.config("fleet.yaml", defaultValues())
-	f.startLB(path)
+	f, path := onV1(t, 2, defaultValues())
 	ctx := context.Background()
-	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
 	cfg := f.load(path)
 	held, err := hostlock.TryAcquire(cfg.HostLockPath(cfg.Hosts[1]), hostlock.Holder{Who: "ops@test", Command: "bootstrap.sh", PID: os.Getpid(), Since: time.Now()})
 	if err != nil {
@@ -77,14 +72,8 @@ func TestAHeldLockOnTheLastHostRefusesBeforeTheFirstIsTouched(t *testing.T) {
 // exited: the ordering the promise is about, made certain.
 func TestALastHostThatDiesAfterItsStepIsCaughtByTheFinalReverify(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	good := f.config("good.yaml", v)
-	f.startLB(good)
+	f, good := onV1(t, 2, defaultValues())
 	ctx := context.Background()
-	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
 	cfg := f.load(good)
 	exitAfter := 5 * time.Second // longer than host-b's step from its start (healthy, bake, verify)
 	cfg.Services[0].Command = append([]string{"sh", "-c",
