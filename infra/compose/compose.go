@@ -273,7 +273,10 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 		}
 		svc.Port = pub
 	}
-	if hc := sc.HealthCheck; hc != nil && !hc.Disable && len(hc.Test) > 0 {
+	portKeyNotes(note, keys)
+	if hc := sc.HealthCheck; hc != nil && healthOff(hc) {
+		note("healthcheck", healthInstead(svc, "disabled in Compose"))
+	} else if hc != nil && len(hc.Test) > 0 {
 		test := strings.Join(hc.Test, " ")
 		if m := healthURL.FindStringSubmatch(test); m != nil && (strings.Contains(test, "curl") || strings.Contains(test, "wget")) {
 			svc.Health.Path = m[1]
@@ -292,7 +295,7 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 				note("healthcheck.start_interval", fmt.Sprintf("%s: zero502 has no start interval: a starting instance is checked as any other (balancer.interval at the balancer)", time.Duration(*hc.StartInterval)))
 			}
 		} else {
-			note("healthcheck", fmt.Sprintf("%q is not an HTTP check zero502 can run: the service is judged by its container's state only; give it an HTTP health path (services[].health.path)", test))
+			note("healthcheck", healthInstead(svc, fmt.Sprintf("%q is not an HTTP check zero502 can run", test)))
 		}
 	}
 	if sc.StopGracePeriod != nil {
@@ -303,7 +306,9 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 		if order != "" && order != im.Strategy {
 			note("deploy.update_config.order", fmt.Sprintf("rollout.strategy is one for the fleet: kept %s", im.Strategy))
 		}
-		if u := d.UpdateConfig; u != nil && u.Parallelism != nil && *u.Parallelism > 0 {
+		if u := d.UpdateConfig; u != nil && u.Parallelism != nil && *u.Parallelism == 0 {
+			note("deploy.update_config.parallelism", "0 (Swarm: every task at once): zero502 never takes the whole fleet at once, a batch leaves a healthy host (invariant I8): rollout.batch is left to the config (default 1)")
+		} else if u != nil && u.Parallelism != nil && *u.Parallelism > 0 {
 			if im.Batch != 0 && im.Batch != int(*u.Parallelism) {
 				note("deploy.update_config.parallelism", fmt.Sprintf("rollout.batch is one number for the fleet: kept %d", im.Batch))
 			} else {
@@ -427,6 +432,47 @@ func resourceNotes(note func(key, what string), key string, v any) {
 }
 
 // portString is p as the file could write it, with its protocol: 8080:80/tcp.
+// healthOff says whether hc turns the image's health check off (disable: true, or test: [NONE]).
+func healthOff(hc *types.HealthCheckConfig) bool {
+	return hc.Disable || (len(hc.Test) > 0 && strings.EqualFold(hc.Test[0], "NONE"))
+}
+
+// healthInstead says, after why a Compose health check is not taken, how zero502 judges svc: a
+// service with a port by an HTTP GET of the default health path (the import sets none), one
+// without by its container's state.
+func healthInstead(svc config.Service, why string) string {
+	if svc.Port == 0 {
+		return why + ": the service has no port, so it is judged by its container's state only"
+	}
+	return fmt.Sprintf("%s: the deployer, the watchdog and the balancer GET the default health path "+
+		"(balancer.health_path, /health unless set) on port %d and want 200: serve it, or set the service's "+
+		"HTTP health path (services[].health.path)", why, svc.Port)
+}
+
+// portKeys are what a long-syntax port entry may say that zero502 does not take, and why.
+var portKeys = map[string]string{
+	"name":         "zero502 keeps no port names",
+	"app_protocol": "zero502 does not read it: the balancer speaks HTTP/1.1 (or TCP at the edge) to the port",
+}
+
+// portKeyNotes notes each key of the long-syntax port entries (keys["ports"]) that portKeys
+// lists. (Not mode: compose-go writes mode: ingress into every short-syntax port too, and outside
+// Swarm Compose ignores it, as zero502 does, publishing on each host's own address.)
+func portKeyNotes(note func(key, what string), keys map[string]any) {
+	entries, _ := keys["ports"].([]any)
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range []string{"name", "app_protocol"} {
+			if v, ok := m[k]; ok {
+				note("ports", fmt.Sprintf("%v:%v: %s %v: %s", m["published"], m["target"], k, v, portKeys[k]))
+			}
+		}
+	}
+}
+
 func portString(p types.ServicePortConfig) string {
 	s := strconv.Itoa(int(p.Target))
 	if p.Published != "" {

@@ -491,3 +491,56 @@ func requireNotes(t *testing.T, all string, want ...string) {
 		}
 	}
 }
+
+// A Compose health check zero502 does not run (disabled, test: [NONE], or not HTTP) is a note
+// that says how the service is judged instead: a service with a port by a GET of the default
+// health path on that port, one without by its container's state. A long-syntax port's name and
+// app_protocol, and parallelism 0 (Swarm: all at once), are notes too.
+func TestAHealthCheckNotTakenSaysWhatJudgesTheServiceInstead(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  api:
+    image: api:{version}
+    ports:
+      - {target: 9090, published: "9090", name: api-http, app_protocol: http}
+    healthcheck: {disable: true}
+    deploy: {update_config: {parallelism: 0}}
+  none:
+    image: none:{version}
+    ports: ["8081:8081"]
+    healthcheck: {test: ["NONE"]}
+  pg:
+    image: pg:{version}
+    ports: ["5432:5432"]
+    healthcheck: {test: ["CMD", "pg_isready"]}
+  worker:
+    image: worker:{version}
+    healthcheck: {test: ["CMD", "pgrep", "worker"]}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := notesText(im)
+	requireNotes(t, all,
+		"services.api.healthcheck: disabled in Compose: the deployer, the watchdog and the balancer GET the default health path (balancer.health_path, /health unless set) on port 9090",
+		"services.none.healthcheck: disabled in Compose: the deployer, the watchdog and the balancer GET the default health path (balancer.health_path, /health unless set) on port 8081",
+		`services.pg.healthcheck: "CMD pg_isready" is not an HTTP check zero502 can run: the deployer, the watchdog and the balancer GET the default health path (balancer.health_path, /health unless set) on port 5432`,
+		`services.worker.healthcheck: "CMD pgrep worker" is not an HTTP check zero502 can run: the service has no port, so it is judged by its container's state only`,
+		"services.api.ports: 9090:9090: name api-http: zero502 keeps no port names",
+		"services.api.ports: 9090:9090: app_protocol http: zero502 does not read it",
+		"services.api.deploy.update_config.parallelism: 0 (Swarm: every task at once)",
+	)
+	if strings.Contains(all, "mode ingress") {
+		t.Errorf("a note names the port mode compose-go filled in:\n%s", all)
+	}
+	for _, s := range im.Services {
+		if s.Health.Path != "" {
+			t.Errorf("%s: health path %q; want none set (the default applies)", s.Name, s.Health.Path)
+		}
+	}
+	if im.Batch != 0 {
+		t.Errorf("batch %d; want 0 (left to the config) for parallelism 0", im.Batch)
+	}
+}
