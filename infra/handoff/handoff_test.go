@@ -221,3 +221,51 @@ func TestDefaultPIDFilePrefersTheUnitsRuntimeDirectory(t *testing.T) {
 		t.Fatalf("without a runtime directory: %q, want an absolute path to edge.pid", bare)
 	}
 }
+
+// The new process gets the listening sockets and runs as this one, so the executable must be a
+// file no other user could have put there: run from a directory everyone may write, an upgrade is
+// refused before anything starts, the record says why, and the serving process goes on.
+func TestAnUpgradeRefusesAnExecutableOthersCouldReplace(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // past the umask: anyone may write here
+		t.Fatal(err)
+	}
+	bin := filepath.Join(open, "helper.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd := exec.Command(bin, "-test.run=^TestHandoffHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperBreak+"="+filepath.Join(dir, "never"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	first := cmd.Process.Pid
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
+
+	_, err = Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+	if !errors.Is(err, errFailed) || !strings.Contains(err.Error(), "refused to run "+bin) || !strings.Contains(err.Error(), open) {
+		t.Fatalf("upgrade from %s: %v; want it refused naming the executable and the directory others may write", open, err)
+	}
+	if pid := whoServes(addr); pid != first {
+		t.Fatalf("after the refused upgrade pid %d answers, want %d still", pid, first)
+	}
+	a, err := readAttempt(attemptPath(pidFile))
+	if err != nil || a.State != Failed || a.NewPID != 0 {
+		t.Fatalf("attempt record %+v, %v; want a failed attempt that started no process", a, err)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cloudflare/tableflip"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // DefaultTimeout is how long a new process gets to report ready before the old one kills it
@@ -207,6 +209,14 @@ func (u *Upgrader) upgrade() bool {
 		}
 		a.Seq = prev.Seq + 1
 		u.record(path, a)
+	}
+	// The new process gets the listening sockets and runs as this one: it must be a file no other
+	// user could have put there (this executable as it is on disk now; tableflip starts os.Args[0]).
+	if _, err := trust.Program(os.Args[0], os.Geteuid()); err != nil {
+		a.At, a.State, a.Reason = time.Now().UTC(), Failed, fmt.Sprintf("the new process was not started: %v", err)
+		u.record(path, a)
+		u.log.Error("upgrade refused; this process keeps serving", "seq", a.Seq, "reason", a.Reason)
+		return false
 	}
 	u.log.Info("upgrade: starting a new process with the listening sockets", "seq", a.Seq, "timeout", u.opts.Timeout.String())
 	err := u.upg.Upgrade()
