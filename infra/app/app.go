@@ -152,14 +152,18 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// The WebSocket sessions get their close frame (1001) within the shutdown budget: the
+	// server's Shutdown does not wait for hijacked connections, so Serve does.
+	sessionsDue, sessionsEnded := make(chan time.Time, 1), make(chan struct{})
 	hs := drain.Handshake{
 		Window:   a.opts.Drain,
 		Shutdown: a.opts.Shutdown,
 		Clock:    a.opts.Clock,
 		Logger:   log.With("version", a.opts.Version),
-		OnPhase: func(p drain.Phase, _ time.Time) {
+		OnPhase: func(p drain.Phase, at time.Time) {
 			if p == drain.PhaseStoppedAccepting {
-				go a.sessions.end()
+				sessionsDue <- at.Add(a.opts.Shutdown)
+				go func() { a.sessions.end(); close(sessionsEnded) }()
 			}
 		},
 	}
@@ -177,6 +181,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	select {
 	case err := <-served:
+		select {
+		case due := <-sessionsDue:
+			select {
+			case <-sessionsEnded:
+			case <-a.opts.Clock.After(due.Sub(a.opts.Clock.Now())):
+				log.Warn("WebSocket sessions still closing at the end of the shutdown budget", "shutdown", a.opts.Shutdown.String())
+			}
+		default: // never stopped accepting (the listener failed)
+		}
 		return err
 	case <-exit:
 		log.Error("exiting without drain as told", "version", a.opts.Version, "exit_after", a.opts.ExitAfter.String())

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // childEnv makes the test binary run as an app process (Options as JSON), as `zero502 app` does:
@@ -183,5 +185,41 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 	}
 	if strings.Join(phases, ",") != "stopped_accepting,done" {
 		t.Fatalf("phases logged after draining = %v, want stopped_accepting, done", phases)
+	}
+}
+
+// On SIGTERM every open WebSocket session gets its close frame, 1001 "draining", before the
+// process exits: the server's shutdown does not wait for hijacked connections, the app does
+// (within the shutdown budget). Three sessions, as a race lost once in a few runs shows.
+func TestSIGTERMClosesEveryWebSocketSessionBeforeExit(t *testing.T) {
+	c := startChild(t, Options{Version: "v1", Host: "127.0.0.1", IdleTimeout: time.Minute,
+		Drain: 300 * time.Millisecond, Shutdown: 3 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	var conns []*websocket.Conn
+	for range 3 {
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(c.url, "http")+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		conns = append(conns, ws)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for i, ws := range conns {
+		_, _, err := ws.Read(ctx)
+		if st := websocket.CloseStatus(err); st != websocket.StatusGoingAway {
+			t.Errorf("session %d ended with %v (status %v); want the close frame 1001 (going away)", i, err, st)
+		}
+	}
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Fatalf("app exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(deadline):
+		t.Fatal("app did not exit after drain + shutdown")
 	}
 }
