@@ -256,6 +256,10 @@ func (u *lup) unread() bool     { return u.in.r != u.in.w }
 func (u *lup) alive() bool      { return peekAlive(u.fd) }
 func (u *lup) close()           { u.l.closeUpstream(u) }
 
+// mayHoldMore: no short read or EAGAIN showed the socket empty. (Bytes that arrive once it is
+// parked are an edge the loop sees: upstreamReady drops the connection.)
+func (u *lup) mayHoldMore() bool { return u.CanRead }
+
 // sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up
 // at its first connection). Each call returns a new Sockaddr: connect(2) writes into it.
 func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {

@@ -47,7 +47,13 @@ func staleRetry(req *http1.Request, aerr attemptError, reused bool) bool {
 
 // probeBeforeReuse says a pooled connection must pass the MSG_PEEK probe before req goes on
 // it: req would not be sent again if the connection turned out closed (see idlePool).
+// (The event loops' rule: a parked connection the backend writes to is an edge they see and
+// drop. The goroutine path hears nothing of a parked connection, so it probes every reuse:
+// reuseProbe.)
 func probeBeforeReuse(req *http1.Request) bool { return !req.Idempotent() }
+
+// reuseProbe is the goroutine path's probe rule: every reuse (see probeBeforeReuse).
+const reuseProbe = true
 
 // failure is what follows a failed attempt that was not a stale-pool retry (nor the client's
 // fault, which the caller handles): eject takes the backend out of rotation at once (passive

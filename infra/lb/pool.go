@@ -16,6 +16,9 @@ type pooled interface {
 	peerClosed() bool
 	// unread says bytes of the backend's are buffered that no response claimed.
 	unread() bool
+	// mayHoldMore says the socket may hold bytes no response claimed: the response's last read
+	// filled what it asked for, so nothing showed the socket empty (put then probes).
+	mayHoldMore() bool
 	// alive is the non-blocking MSG_PEEK probe: open, with nothing waiting on it.
 	alive() bool
 	close()
@@ -34,7 +37,9 @@ type pooled interface {
 //   - a request that may be replayed (GET, HEAD without a body) that fails on a pooled
 //     connection before any byte of the response came back is sent again on a fresh connection
 //     to the same backend (staleRetry);
-//   - any other request is sent on a pooled connection only after a non-blocking MSG_PEEK
+//   - any other request (and, on the goroutine path, which hears nothing of a parked
+//     connection until it reads, every request) is sent on a pooled connection only after a
+//     non-blocking MSG_PEEK
 //     probe shows the connection still open with nothing unexpected waiting on it (a closed
 //     connection reads EOF at once, since the backend's FIN has already arrived), and otherwise
 //     on a fresh connection (probeBeforeReuse). What is left is the window between that probe
@@ -72,9 +77,12 @@ func (p *idlePool[C]) get(b *Backend, now time.Time, maxAge time.Duration, probe
 
 // put parks c after a response that left it reusable, unless its backend left rotation,
 // something unread or the backend's close arrived on it, or max connections wait already.
+// Bytes the backend sent past its response (a body on a HEAD, 204 or 304, a Content-Length
+// shorter than the body) would be the next request's response, another client's: a
+// connection that may hold more is parked only when the probe finds it empty.
 func (p *idlePool[C]) put(c C, now time.Time, max int) {
 	b := c.target()
-	if !b.InRotation() || c.peerClosed() || c.unread() || len(p.idle) >= max {
+	if !b.InRotation() || c.peerClosed() || c.unread() || len(p.idle) >= max || c.mayHoldMore() && !c.alive() {
 		c.close()
 		return
 	}

@@ -178,7 +178,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 // start is when the request began (slow bodies count from it).
 func (s *Server) attempt(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, start time.Time) (*upstream, attemptError) {
 	now := s.clock.Now()
-	if u := b.pool.get(now, s.set.IdleTimeout, probeBeforeReuse(&x.req)); u != nil {
+	if u := b.pool.get(now, s.set.IdleTimeout, reuseProbe); u != nil {
 		return u, s.exchange(cc, x, u, body, rest, start)
 	}
 	return s.attemptFresh(cc, x, b, body, rest, start)

@@ -28,3 +28,7 @@ func (u *upstream) target() *Backend { return u.backend }
 func (u *upstream) peerClosed() bool { return false }
 
 func (u *upstream) unread() bool { return u.in.r != u.in.w }
+
+// mayHoldMore is false: the goroutine path probes every reuse instead (reuseProbe), which also
+// sees bytes that came after the connection was parked.
+func (u *upstream) mayHoldMore() bool { return false }

@@ -178,3 +178,40 @@ func rawBackend(serve func(c net.Conn, req *http.Request) bool) func(net.Conn) {
 		}
 	}
 }
+
+// Bytes a backend sends past its response (a body on a HEAD, a Content-Length shorter than the
+// body) would be the next request's response on that connection, another client's: on either
+// engine such a connection is closed, never reused. Both ways it happens: in the same write as
+// the body (the socket holds more when the response is done), and a moment after a response
+// (the connection waits in the pool).
+func TestBytesABackendSentPastItsResponseNeverReachAnotherClient(t *testing.T) {
+	const evil = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"
+	sneaky := rawBackend(func(c net.Conn, req *http.Request) bool {
+		switch req.URL.Path {
+		case "/long":
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n")
+			time.Sleep(30 * time.Millisecond) // the body in a read of its own, which it fills exactly
+			_, _ = io.WriteString(c, strings.Repeat("x", 5000)+evil)
+		case "/late":
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			time.Sleep(50 * time.Millisecond)
+			_, _ = io.WriteString(c, evil)
+		default:
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+		return true
+	})
+	l := startSteadyLB(t, fastSettings(tcpserver.Serve(t, sneaky)))
+	for _, first := range []string{"/long", "/late"} {
+		if out := raw(t, l.Addr(), "GET "+first+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second); !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") {
+			t.Fatalf("GET %s: %q", first, out)
+		}
+		time.Sleep(200 * time.Millisecond) // the late bytes arrive while the connection waits in the pool
+		for i := range 2 {
+			out := raw(t, l.Addr(), "GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
+			if _, body, _ := strings.Cut(out, "\r\n\r\n"); body != "ok" {
+				t.Errorf("after GET %s, request %d of another client got %q; want its own answer, ok", first, i+1, out)
+			}
+		}
+	}
+}
