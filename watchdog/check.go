@@ -22,6 +22,11 @@ func (w *Watchdog) check(ctx context.Context, svc spec.Service) string {
 }
 
 func (w *Watchdog) checkHTTP(ctx context.Context, svc spec.Service) string {
+	return w.checkAt(ctx, svc, svc.Address)
+}
+
+// checkAt is checkHTTP of an instance of svc that answers at addr (svc's own rule).
+func (w *Watchdog) checkAt(ctx context.Context, svc spec.Service, addr string) string {
 	rule := svc.HealthRule()
 	if rule.Path == "" {
 		rule.Path = w.cfg.Balancer.HealthPath
@@ -29,8 +34,8 @@ func (w *Watchdog) checkHTTP(ctx context.Context, svc spec.Service) string {
 	if rule.Timeout <= 0 {
 		rule.Timeout = w.cfg.Watchdog.CheckTimeout
 	}
-	if _, err := healthcheck.Check(ctx, svc.Address, rule, "zero502-watchdog"); err != nil {
-		return fmt.Sprintf("health http://%s%s: %v", svc.Address, rule.Path, err)
+	if _, err := healthcheck.Check(ctx, addr, rule, "zero502-watchdog"); err != nil {
+		return fmt.Sprintf("health http://%s%s: %v", addr, rule.Path, err)
 	}
 	return ""
 }

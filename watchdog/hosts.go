@@ -9,8 +9,9 @@ import (
 )
 
 // Hosts picks the hosts this machine watches: the one named name; else the host named like this
-// machine (os.Hostname, also without its domain); else every host reached without ssh (the
-// local demo's hosts share one machine).
+// machine (os.Hostname, also without its domain); else, in a config whose hosts are all reached
+// without ssh (the local demo's hosts share one machine), every host. A config with a host over
+// ssh says which machine is which only by name: there, --host is required.
 func Hosts(cfg *config.Config, name string) ([]config.Host, error) {
 	names := make([]string, 0, len(cfg.Hosts))
 	for _, h := range cfg.Hosts {
@@ -34,16 +35,13 @@ func Hosts(cfg *config.Config, name string) ([]config.Host, error) {
 			}
 		}
 	}
-	var local []config.Host
 	for _, h := range cfg.Hosts {
-		if h.SSH == "" {
-			local = append(local, h)
+		if h.SSH != "" {
+			return nil, fmt.Errorf("no host of the config is named like this machine, and host %s is reached over ssh, so the config "+
+				"does not say which host this is: pass --host NAME (hosts: %s)", h.Name, strings.Join(names, ", "))
 		}
 	}
-	if len(local) == 0 {
-		return nil, fmt.Errorf("no host of the config is this machine; pass --host NAME (hosts: %s)", strings.Join(names, ", "))
-	}
-	return local, nil
+	return cfg.Hosts, nil
 }
 
 // ForHosts returns the watchdog of each of hosts, in order, all with opts.

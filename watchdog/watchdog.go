@@ -100,6 +100,9 @@ func (r Report) Healed() int {
 	return n
 }
 
+// errAnotherServes: a heal was not done because an instance the spec does not name still passes.
+var errAnotherServes = errors.New("not healed")
+
 // ErrHealFailed is wrapped by Report.Err when a heal of the tick failed.
 var ErrHealFailed = errors.New("heal failed")
 
@@ -169,6 +172,13 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("host %s: %w", w.host.Name, err)
 	}
+	if published.Host != w.host.Name {
+		// Two hosts of the config share this state dir (or --host names the wrong one): healing
+		// here would start another host's services under this host's name.
+		return rep, fmt.Errorf("host %s: the spec at %s was published for host %q: refused to watch it as %s; "+
+			"give each host of this machine its own hosts[].state_dir, or run the watchdog with --host %s",
+			w.host.Name, spec.Path(stateDir), published.Host, w.host.Name, published.Host)
+	}
 	rep.Version = published.Version
 
 	st := w.loadStreaks(stateDir)
@@ -181,6 +191,9 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 		if !svc.Stopped {
 			next.Services[svc.Name] = prev
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("host %s: the tick was called off before it finished (%w): no failure was counted, nothing healed", w.host.Name, err)
 	}
 	next.UpdatedAt = rep.At
 	if err := saveStreaks(stateDir, next); err != nil {
@@ -201,8 +214,12 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 		return v
 	}
 	now := w.clock.Now().UTC()
-	s.LastCheck = now
 	reason := w.check(ctx, svc)
+	if ctx.Err() != nil { // called off (SIGTERM, Ctrl-C): the check said nothing of the service
+		v.Reason = "not checked: the tick was called off"
+		return v
+	}
+	s.LastCheck = now
 	if reason == "" {
 		s.Failures, s.LastError = 0, ""
 		v.Healthy = true
@@ -234,12 +251,22 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 }
 
 // heal recreates svc from the published spec: whatever instance of it exists is stopped (with
-// the stop grace) and removed, then one is started at the spec's version.
+// the stop grace) and removed, then one is started at the spec's version. Not while an instance
+// at another address than the spec's still passes svc's check: that is a deploy cut short
+// between its steps (a start-first deploy published the spec of an instance it had not started
+// yet, or had not verified), and the instance that passes is the one the balancer routes to.
 func (w *Watchdog) heal(ctx context.Context, svc spec.Service) (runtime.Instance, time.Duration, error) {
 	start := time.Now()
 	insts, err := w.rt.List(ctx, runtime.Filter{Host: w.host.Name, Service: svc.Name})
 	if err != nil {
 		return runtime.Instance{}, 0, fmt.Errorf("list instances of %s: %w", svc.Name, err)
+	}
+	for _, in := range insts {
+		if in.Running() && in.Address != "" && in.Address != svc.Address && w.checkAt(ctx, svc, in.Address) == "" {
+			return runtime.Instance{}, 0, fmt.Errorf("%w: %s %s at %s (instance %s) passes its check while the spec's %s at %s does not: "+
+				"a deploy was cut short; finish it (zero502 deploy --version %s) or roll back (zero502 rollback)",
+				errAnotherServes, svc.Name, in.Version, in.Address, in.ID, svc.Version, svc.Address, svc.Version)
+		}
 	}
 	for _, in := range insts {
 		// An exited one is stopped too: what its first process left in its process group (a

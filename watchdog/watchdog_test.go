@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
@@ -289,6 +291,12 @@ func TestHostsPicksTheNamedHostOrTheLocalOnes(t *testing.T) {
 	if hs, err := watchdog.Hosts(cfg, ""); err != nil || len(hs) != 1 {
 		t.Fatalf("Hosts(\"\") = %v, %v, want the host without ssh", hs, err)
 	}
+	// a host over ssh beside the local one: which one this machine is, only a name can say
+	mixed := *cfg
+	mixed.Hosts = append(slices.Clone(cfg.Hosts), config.Host{Name: "app-2", Address: "10.0.0.2", SSH: "deploy@app-2"})
+	if hs, err := watchdog.Hosts(&mixed, ""); err == nil || !strings.Contains(err.Error(), "--host") {
+		t.Fatalf("Hosts(\"\") with a host over ssh beside the local one = %v, %v; want a request for --host", hs, err)
+	}
 	cfg.Hosts[0].SSH = "deploy@elsewhere"
 	if _, err := watchdog.Hosts(cfg, ""); err == nil || !strings.Contains(err.Error(), "--host") {
 		t.Fatalf("Hosts(\"\") with only remote hosts = %v, want a request for --host", err)
@@ -324,4 +332,80 @@ func TestLoopTicksEveryIntervalUntilCancelled(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A deploy cut short between its steps can leave a spec naming an instance that does not run
+// (start-first: the new version's port) while the old instance still serves on its own port,
+// the one the balancer routes to. The watchdog counts the failures but never stops the instance
+// that passes to start the unverified version: the heal is refused, naming both and what to do.
+func TestNoHealStopsAnInstanceThatPassesAtAnotherAddress(t *testing.T) {
+	f := processFixture(t) // web v1 on its port, healthy
+	moved := *f.cfg
+	moved.Services = slices.Clone(f.cfg.Services)
+	moved.Services[0].Port = tcpserver.FreePort(t) // nothing listens there
+	cut := spec.Render(&moved, f.host, "v2", "")
+	if err := spec.Publish(spec.Path(f.dir), cut); err != nil {
+		t.Fatal(err)
+	}
+	oldAddr := f.cfg.Hosts[0].ServiceAddr(f.cfg.Services[0])
+	var rep watchdog.Report
+	for range f.cfg.Watchdog.HealAfter + 1 {
+		rep = f.tick()
+	}
+	v := verdict(t, rep, "web")
+	if v.Healed || !strings.Contains(v.HealError, "not healed: web v1 at "+oldAddr) || !strings.Contains(v.HealError, "zero502 deploy --version v2") {
+		t.Errorf("verdict %+v; want the heal refused, naming v1 at %s and how to finish the deploy", v, oldAddr)
+	}
+	if rep.Err() == nil {
+		t.Error("the tick that refused to heal exits 0; want it flagged")
+	}
+	if got := f.running("web"); len(got) != 1 || got[0].Version != "v1" {
+		t.Fatalf("web instances %+v; want v1 alone, still running", got)
+	}
+	waitVersion(t, oldAddr, "v1")
+}
+
+// A tick called off (SIGTERM, Ctrl-C) counts no failure and heals nothing: its checks were cut
+// short, not failed.
+func TestACalledOffTickCountsNothingAndHealsNothing(t *testing.T) {
+	f := processFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range f.cfg.Watchdog.HealAfter + 1 {
+		rep, err := f.w.Tick(ctx)
+		if err == nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("called-off tick %d: %v; want an error saying so", i+1, err)
+		}
+		if v := verdict(t, rep, "web"); v.Healed || v.Streak != 0 {
+			t.Fatalf("called-off tick %d: %+v; want nothing counted or healed", i+1, v)
+		}
+		f.clk.Advance(f.cfg.Watchdog.Interval)
+	}
+	if got := f.running("web"); len(got) != 1 || got[0].Version != "v1" {
+		t.Fatalf("web instances %+v; want v1 still running", got)
+	}
+	if v := verdict(t, f.tick(), "web"); !v.Healthy || v.Streak != 0 {
+		t.Errorf("the next tick: %+v; want healthy with no streak", v)
+	}
+}
+
+// A spec published for another host (two hosts of one machine sharing a state dir) is refused:
+// healing it would start that host's services under this host's name.
+func TestASpecOfAnotherHostIsRefused(t *testing.T) {
+	f := processFixture(t)
+	other := spec.Render(f.cfg, config.Host{Name: "app-2", Address: "127.0.0.1"}, "v1", "")
+	if err := spec.Publish(spec.Path(f.dir), other); err != nil {
+		t.Fatal(err)
+	}
+	f.kill("web")
+	for i := range f.cfg.Watchdog.HealAfter {
+		rep, err := f.w.Tick(context.Background())
+		if err == nil || !strings.Contains(err.Error(), `published for host "app-2"`) || len(rep.Services) != 0 {
+			t.Fatalf("tick %d over app-2's spec: %+v, %v; want it refused naming app-2", i+1, rep, err)
+		}
+		f.clk.Advance(f.cfg.Watchdog.Interval)
+	}
+	if got := f.running("web"); len(got) != 0 {
+		t.Fatalf("web instances %+v; want none started from another host's spec", got)
+	}
 }
