@@ -30,7 +30,8 @@ spec. A service the spec marks stopped is never started. Exit 1 when a host coul
 or a heal failed (the other services were still checked and healed). Heals are JSON log lines on stderr and
 counters in <state dir>/zero502_watchdog.prom (Prometheus textfile).
 
-Without --host it watches the host named like this machine, else every host without ssh.`,
+Without --host it watches the host named like this machine, else, in a config with no host over
+ssh (the local demo), every host.`,
 		Example: `  zero502 watchdog --config /etc/zero502/zero502.yaml --host app-1
   zero502 watchdog --config examples/local.yaml --loop     # tick every watchdog.interval
   flock "$(zero502 host lock-path --config examples/local.yaml --host host-a)" sleep 30 &  # while held, ticks are skipped`,
@@ -66,7 +67,7 @@ Without --host it watches the host named like this machine, else every host with
 		},
 	}
 	configFlag(cmd, &configPath)
-	cmd.Flags().StringVar(&hostName, "host", "", "the host of the config this machine is (default: by hostname, else every host without ssh)")
+	cmd.Flags().StringVar(&hostName, "host", "", "the host of the config this machine is (default: by hostname, else every host of a config with none over ssh)")
 	cmd.Flags().BoolVar(&loop, "loop", false, "tick every watchdog.interval until interrupted (development; servers use the systemd timer)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each tick's report as one JSON line")
 	logs = addLogFlags(cmd, false)

@@ -2,8 +2,10 @@
 // bootstrap script share: flock(2) exclusive on a file (gofrs/flock), compatible with flock(1).
 // The kernel releases it when the holder dies, so there is no stale lock to clean up. The holder
 // writes who and since when beside the lock (LOCK.holder), so a blocked command can say who
-// holds it. The lock file and the holder record are spec.FileMode (0644): a status reader or a
-// script running as another user can open them (flock(1) needs only read access).
+// holds it. The lock file is spec.PrivateMode (0600): flock(2) needs only read access, so a lock
+// another user could read, another user could hold for ever, turning the watchdog off and
+// refusing every deploy; only its owner and root may take it. The holder record is
+// spec.FileMode (0644): a status reader running as another user can say who holds the lock.
 package hostlock
 
 import (
@@ -59,7 +61,7 @@ func TryAcquire(path string, me Holder) (*Lock, error) {
 	if err := trust.Check(filepath.Dir(path), os.Getuid()); err != nil {
 		return nil, fmt.Errorf("lock %s: refused: %w", path, err)
 	}
-	fl := flock.New(path, flock.SetPermissions(spec.FileMode))
+	fl := flock.New(path, flock.SetPermissions(spec.PrivateMode))
 	ok, err := fl.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -79,8 +81,9 @@ func TryAcquire(path string, me Holder) (*Lock, error) {
 	if me.PID == 0 {
 		me.PID = os.Getpid()
 	}
-	// The umask may have narrowed a new lock file; a lock file of another user stays as it is.
-	_ = os.Chmod(path, spec.FileMode)
+	// A lock file an earlier version made 0644 is narrowed (a lock file of another user, which
+	// trust.Check refused above unless root owns it, stays as it is).
+	_ = os.Chmod(path, spec.PrivateMode)
 	data, _ := json.Marshal(me)
 	// The holder record is informative: a failure to write it must not fail the lock. Written
 	// atomically, a reader never sees half of it.

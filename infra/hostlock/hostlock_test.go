@@ -77,24 +77,48 @@ func TestFlockCommandHoldsTheSameLock(t *testing.T) {
 	l.Release()
 }
 
-func TestTheLockAndItsHolderRecordAreReadableByOtherUsers(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "host-a", "deploy.lock")
+// The lock is its owner's alone (0600): flock(2) needs only read access, so another user who
+// could read it could hold it for ever, turning the watchdog off and refusing every deploy. A
+// 0644 lock an earlier version made is narrowed when taken. The holder record stays readable
+// (0644): a status reader of another user says who holds the lock.
+func TestOnlyItsOwnerCanHoldTheLockAndAnyoneCanReadItsHolder(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hostlock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // other users may look in (as /run/lock)
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "deploy.lock")
+	if err := os.WriteFile(p, nil, 0o644); err != nil { // as an earlier version left it
+		t.Fatal(err)
+	}
 	l, err := TryAcquire(p, Holder{Who: "deployer", Command: "zero502 deploy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Release()
-	for _, f := range []string{p, holderPath(p)} {
-		fi, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi.Mode().Perm() != 0o644 {
-			t.Errorf("%s mode %v, want 0644 (flock(1) and a status reader of another user open it)", f, fi.Mode().Perm())
+	for f, want := range map[string]os.FileMode{p: 0o600, holderPath(p): 0o644} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %v", f, fi.Mode().Perm(), err, want)
 		}
 	}
 	if h := ReadHolder(p); h.Who != "deployer" {
 		t.Fatalf("holder %+v, want the deployer", h)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if _, ferr := exec.LookPath("flock"); err != nil || ferr != nil || os.Geteuid() != 0 {
+		t.Skip("the other-user half needs root, setpriv(1) and flock(1) (util-linux)")
+	}
+	out, err := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "flock", "-n", p, "true").CombinedOutput()
+	if err == nil {
+		t.Fatalf("user nobody took the free lock with flock(1) (%s); want it refused", out)
+	}
+	if !strings.Contains(string(out), "Permission denied") {
+		t.Errorf("flock(1) as nobody: %v %s; want permission denied", err, out)
 	}
 }
 

@@ -29,8 +29,9 @@ import (
 const fileName = "spec.json"
 
 // The modes of what zero502 writes in a state dir. The spec (which holds services' env) and the
-// instance records are PrivateMode, the owner's alone; the rest (metrics, the lock and its holder
-// record, the watchdog's counters) is FileMode, readable by a collector or a status reader. A
+// instance records are PrivateMode, the owner's alone, and so is the host lock (infra/hostlock);
+// the rest (metrics, the lock's holder record, the watchdog's counters) is FileMode, readable by
+// a collector or a status reader. A
 // state dir is DirMode: only its owner may write it, its group (node_exporter's textfile
 // collector, added to it) may read it, others may not enter.
 const (
