@@ -115,7 +115,10 @@ func TestAHealthyTickIsNoError(t *testing.T) {
 func TestTheStateFilesAreReadableByOtherUsers(t *testing.T) {
 	f := processFixture(t)
 	f.tick()
-	for _, p := range []string{metricsPath(f), statePath(f), f.cfg.HostLockPath(f.host)} {
+	if fi, err := os.Stat(f.cfg.HostLockPath(f.host)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the host lock: %v, %v; want 0600 (a user who could read it could hold it)", fi.Mode().Perm(), err)
+	}
+	for _, p := range []string{metricsPath(f), statePath(f)} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

@@ -219,12 +219,22 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 		v.Reason = "not checked: the tick was called off"
 		return v
 	}
-	s.LastCheck = now
 	if reason == "" {
+		s.LastCheck = now
 		s.Failures, s.LastError = 0, ""
 		v.Healthy = true
 		return v
 	}
+	// A failure counts once per tick of the timer: one less than half an interval after the last
+	// counted check (a manual run, or --loop, beside the timer) is reported but not counted, so
+	// it never brings a heal closer than heal_after ticks (invariant I5). A clock that went back
+	// counts, and so does every failure once a heal was due (a failed heal is tried again).
+	if gap := now.Sub(s.LastCheck); s.Failures > 0 && s.Failures < w.cfg.Watchdog.HealAfter && gap >= 0 && gap < w.cfg.Watchdog.Interval/2 {
+		v.Reason, v.Streak = fmt.Sprintf("%s (not counted: %s after the last counted check, under half of watchdog.interval %s)",
+			reason, gap, w.cfg.Watchdog.Interval), s.Failures
+		return v
+	}
+	s.LastCheck = now
 	s.Failures++
 	s.LastError = reason
 	v.Reason, v.Streak = reason, s.Failures

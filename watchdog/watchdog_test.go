@@ -409,3 +409,35 @@ func TestASpecOfAnotherHostIsRefused(t *testing.T) {
 		t.Fatalf("web instances %+v; want none started from another host's spec", got)
 	}
 }
+
+// A failure counts once per tick of the timer: checks less than half an interval after the last
+// counted one (a manual run beside the timer) are reported, never counted, so quick runs never
+// heal before heal_after ticks' time (I5).
+func TestQuickRunsBesideTheTimerDoNotHastenAHeal(t *testing.T) {
+	f := processFixture(t)
+	f.kill("web")
+	tick := func(advance time.Duration) watchdog.Verdict {
+		t.Helper()
+		rep, err := f.w.Tick(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(advance)
+		return verdict(t, rep, "web")
+	}
+	quick := f.cfg.Watchdog.Interval / 8
+	for i := range 4 { // 4 runs within 3/8 of an interval
+		if v := tick(quick); v.Healed || v.Streak != 1 || (i > 0 && !strings.Contains(v.Reason, "not counted")) {
+			t.Fatalf("quick run %d: %+v; want one counted failure, the rest reported as not counted", i+1, v)
+		}
+	}
+	f.clk.Advance(f.cfg.Watchdog.Interval)
+	for i := 2; i < f.cfg.Watchdog.HealAfter; i++ {
+		if v := tick(f.cfg.Watchdog.Interval); v.Healed || v.Streak != i {
+			t.Fatalf("tick %d an interval apart: %+v; want streak %d", i, v, i)
+		}
+	}
+	if v := tick(f.cfg.Watchdog.Interval); !v.Healed {
+		t.Fatalf("the heal_after-th counted failure: %+v; want the heal", v)
+	}
+}
