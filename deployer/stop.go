@@ -45,6 +45,14 @@ func (t StopTarget) Check(cfg *config.Config) error {
 // first, as a deploy does); its services that run nowhere there are marked stopped too, selected
 // or not, so the watchdog starts nothing that was never deployed there. A host reached over ssh
 // runs its part there (zero502 host stop).
+//
+// Before any of that, Stop takes the fleet lock as a deploy does (fleetLock: on the lock host,
+// waiting up to Options.LockTimeout or refusing at once with NoLockWait, its holder recorded as
+// zero502 stop) and holds it to the end, as Kamal runs `kamal app stop` inside its deploy lock:
+// a deploy running meanwhile would otherwise reach the stopped host later and publish a spec
+// without the stop, silently starting the service again. A deploy holding the lock, or the
+// fleet locked for maintenance (zero502 lock acquire), refuses the stop before anything changed
+// (a *StopRefusedError).
 func Stop(ctx context.Context, cfg *config.Config, target StopTarget, opts Options) error {
 	d := New(cfg, opts)
 	d.action = "zero502 stop"
@@ -58,10 +66,24 @@ func Stop(ctx context.Context, cfg *config.Config, target StopTarget, opts Optio
 		return err
 	}
 	d.started = d.clock.Now()
+	fleet, err := d.fleetLock(ctx, "")
+	if err != nil {
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			return &StopRefusedError{refused: refused}
+		}
+		return err
+	}
+	d.fleet = fleet
+	defer fleet.Release()
 	var errs []error
 	for _, h := range cfg.Hosts {
 		if target.Host != "" && h.Name != target.Host {
 			continue
+		}
+		if err := d.fleetLost(); err != nil { // over ssh: its session ended, a deploy may hold it now
+			errs = append(errs, fmt.Errorf("stopped before host %s: %w", h.Name, err))
+			break
 		}
 		if h.SSH != "" {
 			if err := d.remoteStop(ctx, h, target.Service); err != nil {
@@ -75,6 +97,20 @@ func Stop(ctx context.Context, cfg *config.Config, target StopTarget, opts Optio
 	}
 	return errors.Join(errs...)
 }
+
+// StopRefusedError is Stop refused at the fleet lock, before anything changed on any host:
+// another deploy (or stop) holds it, or the fleet is locked for maintenance. Its reasons are a
+// refused deploy's, word for word; errors.Is(err, hostlock.ErrHeld) when another command holds
+// the lock.
+type StopRefusedError struct {
+	refused *refusedError
+}
+
+func (e *StopRefusedError) Error() string {
+	return "stop refused before anything changed: " + strings.Join(e.refused.Reasons, "; ")
+}
+
+func (e *StopRefusedError) Unwrap() error { return e.refused }
 
 // stopHost is Stop on one host, under its lock.
 func (d *Deployer) stopHost(ctx context.Context, h config.Host, only string) error {

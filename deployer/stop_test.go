@@ -2,15 +2,19 @@ package deployer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/watchdog"
 )
 
@@ -95,4 +99,125 @@ hosts:
 	if err != nil || len(insts) != 1 || insts[0].Version != "v1" {
 		t.Errorf("cache after the stop and the tick: %v %+v; want its v1 instance still running", err, insts)
 	}
+}
+
+// zero502 stop takes the fleet lock, as a deploy does, before it changes anything: a deploy
+// that holds it (here its lock taken through the package's own hostlock, with a deploy's holder
+// record) refuses a stop with --lock-timeout 0, naming the holder, and makes a stop with a
+// timeout wait until it is released; a maintenance lock (zero502 lock acquire -m) refuses it as
+// it refuses a deploy. Until the stop runs, no host's spec says stopped: else a deploy on
+// another host meanwhile would reach the stopped one later and undo the stop.
+func TestStopTakesTheFleetLockAndHonoursTheMaintenanceLock(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	cfg, err := config.LoadBytes([]byte(`
+rollout: {runtime: process}
+services:
+  - {name: web, command: [sleep, "30"]}
+hosts:
+  - {name: h1, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h1")+`}
+  - {name: h2, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h2")+`}
+`), "test config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	specOf := func(host string) (spec.Spec, error) {
+		h, _ := cfg.Host(host)
+		return spec.Read(spec.Path(cfg.HostStateDir(h)))
+	}
+	requireNoSpec := func(when string) {
+		t.Helper()
+		for _, host := range []string{"h1", "h2"} {
+			if s, err := specOf(host); !errors.Is(err, spec.ErrNone) {
+				t.Fatalf("%s: host %s has a published spec (%v, %+v); want none: stop changed nothing", when, host, err, s.Services)
+			}
+		}
+	}
+	requireStopped := func(host string) {
+		t.Helper()
+		s, err := specOf(host)
+		if err != nil || len(s.Services) != 1 || !s.Services[0].Stopped {
+			t.Fatalf("host %s after the stop: %v %+v; want its spec marking web stopped", host, err, s.Services)
+		}
+	}
+	lockPath := cfg.FleetLockPath()
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deploy := Holder("zero502 deploy --version v2")
+	held, err := hostlock.TryAcquire(lockPath, deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Release() })
+
+	// --lock-timeout 0 while a deploy runs: refused at once, in a refused deploy's words.
+	var ev eventLog
+	err = Stop(ctx, cfg, StopTarget{Host: "h2"}, Options{NoLockWait: true, Events: ev.add})
+	var refused *StopRefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, hostlock.ErrHeld) ||
+		!strings.Contains(err.Error(), "another deploy of this fleet is running") || !strings.Contains(err.Error(), lockPath) ||
+		!strings.Contains(err.Error(), "zero502 deploy --version v2") {
+		t.Fatalf("stop --host h2 --lock-timeout 0 while a deploy holds the fleet lock: %v; want refused, naming the deploy and the lock\n%s", err, &ev)
+	}
+	requireNoSpec("stop refused by a running deploy")
+
+	// With a timeout it waits, saying for whom, and stops once the deploy has released the lock.
+	var waited eventLog
+	done := make(chan error, 1)
+	go func() {
+		done <- Stop(ctx, cfg, StopTarget{Host: "h2"}, Options{LockTimeout: time.Minute, Events: waited.add})
+	}()
+	poll.Until(t, 30*time.Second, "stop waiting for the fleet lock", func() bool {
+		return strings.Contains(waited.String(), "waiting for the fleet deploy lock held by")
+	})
+	time.Sleep(300 * time.Millisecond) // three of its polls: a stop that went on would have published by now
+	select {
+	case err := <-done:
+		t.Fatalf("stop returned (%v) while the deploy still held the fleet lock\n%s", err, &waited)
+	default:
+	}
+	requireNoSpec("stop waiting for a running deploy")
+	if err := held.Release(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stop after the deploy released the fleet lock: %v\n%s", err, &waited)
+		}
+	case <-time.After(30 * time.Second): // a bound on a hang, not a timing claim
+		t.Fatalf("stop still waits after the fleet lock was released\n%s", &waited)
+	}
+	requireStopped("h2")
+	if _, err := specOf("h1"); !errors.Is(err, spec.ErrNone) {
+		t.Errorf("stop --host h2 published a spec on h1: %v", err)
+	}
+	if held, _, err := hostlock.Held(lockPath); err != nil || held {
+		t.Errorf("the fleet lock after the stop: held %v (%v); want it released", held, err)
+	}
+
+	// A maintenance lock refuses the stop as it refuses a deploy, with the same words.
+	if _, err := LockOp(ctx, cfg, LockAcquireOp, "DB migration", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, derr := New(cfg, Options{}).Deploy(ctx, "v3")
+	err = Stop(ctx, cfg, StopTarget{Host: "h1"}, Options{LockTimeout: time.Minute})
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "locked for maintenance") || !strings.Contains(err.Error(), `"DB migration"`) {
+		t.Fatalf("stop during the maintenance lock: %v; want refused naming it (a deploy says: %v)", err, derr)
+	}
+	if _, reason, _ := strings.Cut(derr.Error(), "refused before anything changed: "); !strings.HasSuffix(err.Error(), reason) {
+		t.Errorf("stop during the maintenance lock says %q; want a refused deploy's reason, %q", err, reason)
+	}
+	if _, err := specOf("h1"); !errors.Is(err, spec.ErrNone) {
+		t.Fatalf("stop refused by the maintenance lock published a spec on h1: %v", err)
+	}
+	if _, err := LockOp(ctx, cfg, LockReleaseOp, "", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Stop(ctx, cfg, StopTarget{Host: "h1"}, Options{LockTimeout: time.Minute}); err != nil {
+		t.Fatalf("stop after lock release: %v", err)
+	}
+	requireStopped("h1")
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/spec"
+)
+
+// zero502 stop takes the fleet lock as a deploy does: with a deploy holding it, --lock-timeout 0
+// refuses at once (exit 2, naming the holder and the lock, no spec touched); a maintenance lock
+// refuses it too, naming who and why; once lifted, stop runs.
+func TestStopRefusedByTheFleetLockAndTheMaintenanceLock(t *testing.T) {
+	dir := t.TempDir()
+	local, err := os.ReadFile(filepath.Join("..", "..", "examples", "local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "z.yaml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-{uid}", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.Hosts[len(cfg.Hosts)-1]
+	published := func() bool {
+		_, err := spec.Read(spec.Path(cfg.HostStateDir(h)))
+		return err == nil
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.FleetLockPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held, err := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: "ops@test", Command: "zero502 deploy --version v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	done := make(chan struct{})
+	var out string
+	var code int
+	go func() {
+		defer close(done)
+		out, code = runCLI(t, "stop", "--config", path, "--host", h.Name, "--lock-timeout", "0")
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a bound on a hang, not a timing claim
+		t.Fatal("stop --lock-timeout 0 waited for the held fleet lock")
+	}
+	if code != 2 || !strings.Contains(out, "stop refused before anything changed: another deploy of this fleet is running") ||
+		!strings.Contains(out, "ops@test") || !strings.Contains(out, cfg.FleetLockPath()) || published() {
+		t.Fatalf("stop --lock-timeout 0 with the fleet lock held: exit %d, spec published %v; want 2 naming the holder and the lock, nothing published\n%s",
+			code, published(), out)
+	}
+	if err := held.Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	if out, code := runCLI(t, "lock", "acquire", "--config", path, "-m", "DB migration"); code != 0 {
+		t.Fatalf("lock acquire: exit %d\n%s", code, out)
+	}
+	out, code = runCLI(t, "stop", "--config", path, "--host", h.Name, "--lock-timeout", "0")
+	if code != 2 || !strings.Contains(out, "locked for maintenance") || !strings.Contains(out, `"DB migration"`) || published() {
+		t.Fatalf("stop during the maintenance lock: exit %d, spec published %v; want 2 naming it, nothing published\n%s", code, published(), out)
+	}
+	if out, code := runCLI(t, "lock", "release", "--config", path); code != 0 {
+		t.Fatalf("lock release: exit %d\n%s", code, out)
+	}
+	out, code = runCLI(t, "stop", "--config", path, "--host", h.Name)
+	if code != 0 || !strings.Contains(out, "spec marks") || !published() {
+		t.Fatalf("stop after lock release: exit %d, spec published %v; want 0 and the spec marking the services stopped\n%s", code, published(), out)
+	}
+}
