@@ -7,10 +7,12 @@ import "errors"
 // responses, on both of its paths, with it alone. Scan is given the next bytes as they arrive,
 // in pieces of any size, and says how many belong to the body. Its rules are strict, since a
 // proxy and the server behind it must agree on where a request ends (request smuggling): a hex
-// size of at most 15 digits; extensions only after ';' or whitespace, without control
-// characters but HTAB; CRLF line ends (a bare CR or LF is broken framing); CRLF after the data;
-// trailer lines without control characters; at most maxChunkLine bytes per line and maxTrailer
-// for the trailer section.
+// size of at most 15 digits, then only optional whitespace (BWS) and ';' with the extensions,
+// which hold no control characters but HTAB, or the line's end (RFC 9112 §7.1.1: "3 x" is broken
+// framing, not size 3); CRLF line ends (a bare CR or LF is broken framing); CRLF after the data;
+// trailer lines that are header fields (RFC 9112 §7.1.2): a token name, a colon, a value without
+// control characters but HTAB, no leading whitespace (obs-fold); at most maxChunkLine bytes per
+// line and maxTrailer for the trailer section.
 type ChunkFramer struct {
 	state  chunkState
 	size   int64 // of the current chunk while reading its size; data bytes left in it after
@@ -23,13 +25,15 @@ type chunkState uint8
 
 const (
 	csSize        chunkState = iota // the hex size
+	csSizeBWS                       // whitespace after the size, up to ';' or CR
 	csExt                           // extensions, up to CR
 	csSizeLF                        // LF after the size line
 	csData                          // size bytes of data
 	csDataCR                        // CR after the data
 	csDataLF                        // LF after the data
 	csTrailer                       // the start of a trailer line, or the final CRLF
-	csTrailerText                   // inside a trailer line
+	csTrailerName                   // a trailer field's name, up to its colon
+	csTrailerText                   // a trailer field's value
 	csTrailerLF                     // LF after a trailer line
 	csEndLF                         // LF of the final empty line
 	csDone                          // the body ended
@@ -118,7 +122,19 @@ func (f *ChunkFramer) step(c byte) error {
 			return errChunkFraming
 		}
 		switch c {
-		case ';', ' ', '\t':
+		case ';':
+			f.state = csExt
+		case ' ', '\t':
+			f.state = csSizeBWS
+		case '\r':
+			f.state = csSizeLF
+		default:
+			return errChunkFraming
+		}
+	case csSizeBWS:
+		switch c {
+		case ' ', '\t':
+		case ';':
 			f.state = csExt
 		case '\r':
 			f.state = csSizeLF
@@ -161,7 +177,18 @@ func (f *ChunkFramer) step(c byte) error {
 			f.state = csEndLF
 			return nil
 		}
-		f.state = csTrailerText
+		if !tchar[c] { // obs-fold, an empty name, anything but a field
+			return errChunkFraming
+		}
+		f.state = csTrailerName
+		return f.trailerByte(c)
+	case csTrailerName:
+		switch {
+		case c == ':':
+			f.state = csTrailerText
+		case !tchar[c]: // the line's end without a colon, whitespace before it
+			return errChunkFraming
+		}
 		return f.trailerByte(c)
 	case csTrailerText:
 		if c == '\r' {

@@ -36,7 +36,18 @@ func TestChunkFramer(t *testing.T) {
 		{"bare CR after the size", "5\rhello\r\n", -1, false},
 		{"data longer than the size", "3\r\nhello\r\n", -1, false},
 		{"sixteen hex digits", "1000000000000000\r\n", -1, false},
-		{"space inside the size", "1 0\r\n", 5, false}, // "1" then an extension " 0": legal
+		{"whitespace before an extension", "1 \t;a=b\r\nx\r\n0 \r\n\r\n", 18, true}, // BWS ";" chunk-ext
+		{"space inside the size", "1 0\r\n", -1, false},                             // not "1" then an extension " 0"
+		{"junk after the size", "3 x\r\nabc\r\n0\r\n\r\n", -1, false},
+		{"junk after the size and a tab", "2\tzz\r\nok\r\n", -1, false},
+		{"whitespace then a bare CR", "1 \rx\r\n", -1, false},
+		{"empty trailer value", "0\r\nX:\r\n\r\n", 9, true},
+		{"trailer line without a colon", "0\r\nGET /smuggled HTTP/1.1\r\n\r\n", -1, false},
+		{"trailer name alone", "0\r\nX-T\r\n\r\n", -1, false},
+		{"obs-fold in the trailer", "0\r\nX: a\r\n b\r\n\r\n", -1, false},
+		{"trailer line starting with a tab", "0\r\n\tX: a\r\n\r\n", -1, false},
+		{"whitespace before a trailer colon", "0\r\nX : a\r\n\r\n", -1, false},
+		{"empty trailer name", "0\r\n: a\r\n\r\n", -1, false},
 		{"control character in an extension", "1;\x00\r\n", -1, false},
 		{"bare LF ending the trailer", "0\r\nX: 1\n\r\n", -1, false},
 		{"bare LF as the last line", "0\r\n\n", -1, false},
@@ -60,7 +71,8 @@ func TestChunkFramer(t *testing.T) {
 // FuzzChunkFramer: however the bytes are split, the framer finds the same end, and a size line
 // it accepts holds the size its hex digits say.
 func FuzzChunkFramer(f *testing.F) {
-	for _, s := range []string{"0\r\n\r\n", "5;a=b\r\nhello\r\n0\r\nX: y\r\n\r\nrest", "5\nhello", "ff\r\n", "0\r\nX\x01\r\n\r\n"} {
+	for _, s := range []string{"0\r\n\r\n", "5;a=b\r\nhello\r\n0\r\nX: y\r\n\r\nrest", "5\nhello", "ff\r\n", "0\r\nX\x01\r\n\r\n",
+		"3 x\r\nabc\r\n", "1 ;a\r\nx\r\n0\r\n\r\n", "0\r\nGET / HTTP/1.1\r\n\r\n", "0\r\nX: a\r\n b\r\n\r\n"} {
 		f.Add([]byte(s), uint8(1))
 	}
 	f.Fuzz(func(t *testing.T, p []byte, step uint8) {

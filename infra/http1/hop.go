@@ -2,9 +2,11 @@ package http1
 
 // hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
 // plus Proxy-Connection. They are never forwarded, in either direction; neither are the headers
-// a Connection header names.
+// a Connection header names. Trailer is not one (RFC 9110 §6.6.2): it announces the fields of
+// the trailer section, which the LB relays with the chunked body it belongs to (it is dropped
+// only where the body is decoded, see AppendClientHead).
 var hopByHop = []string{
-	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Transfer-Encoding", "Upgrade",
 }
 
 func isHopByHop(name []byte) bool {
@@ -122,7 +124,9 @@ func lookupName(head []byte, fields []field, slots []int32, mask uint32, name []
 // needs one. X-Forwarded-Proto follows the same rule: a trusted proxy's is kept; from anyone
 // else it is dropped, and a request that came over TLS (https) gets X-Forwarded-Proto: https.
 // Forwarded (RFC 7239) and X-Real-IP, which backends also read the client's address from, are
-// kept from a trusted proxy and dropped from anyone else (the LB sets neither).
+// kept from a trusted proxy and dropped from anyone else (the LB sets neither). Any of these
+// spelled with an underscore (X_Forwarded_For, X-Real_IP) is dropped, trusted or not: CGI, WSGI
+// and PHP backends read '_' and '-' alike, so it would pass for the header the LB sets or keeps.
 func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, https bool, backend string) []byte {
 	dst = append(dst, r.Method()...)
 	dst = append(dst, ' ')
@@ -139,10 +143,11 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 			continue
 		}
 		name, value := r.Field(k)
-		if !keepForwarded && (equalFold(name, "X-Forwarded-Proto") || equalFold(name, "Forwarded") || equalFold(name, "X-Real-IP")) {
+		fwd, underscore := forwardingHeader(name)
+		if underscore || fwd != notForwarding && fwd != forwardedFor && !keepForwarded {
 			continue
 		}
-		if equalFold(name, "X-Forwarded-For") {
+		if fwd == forwardedFor {
 			if xff || !keepForwarded {
 				continue
 			}
@@ -178,4 +183,58 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 		dst = append(dst, "Transfer-Encoding: chunked\r\n"...) // the body is relayed in its framing
 	}
 	return append(dst, "\r\n"...)
+}
+
+// The request headers a backend reads the client's address or scheme from: the LB sets
+// X-Forwarded-For and X-Forwarded-Proto, and keeps any of them only from a trusted proxy (see
+// AppendUpstreamHead).
+const (
+	notForwarding = iota
+	forwardedFor
+	forwardedProto
+	forwarded
+	realIP
+)
+
+var forwardingNames = [...]string{
+	forwardedFor:   "X-Forwarded-For",
+	forwardedProto: "X-Forwarded-Proto",
+	forwarded:      "Forwarded",
+	realIP:         "X-Real-IP",
+}
+
+// forwardingHeader says which of forwardingNames name is (notForwarding for none), compared
+// case-insensitively with '_' read as '-', and whether name has an underscore.
+func forwardingHeader(name []byte) (kind int, underscore bool) {
+	for k := forwardedFor; k < len(forwardingNames); k++ {
+		if h := forwardingNames[k]; len(name) == len(h) { // most names end here, without a call
+			if eq, us := equalFoldDash(name, h); eq {
+				return k, us
+			}
+		}
+	}
+	return notForwarding, false
+}
+
+// equalFoldDash is equalFold reading '_' in b as '-', and says whether b had one.
+func equalFoldDash(b []byte, s string) (eq, underscore bool) {
+	if len(b) != len(s) {
+		return false, false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], s[i]
+		if x == '_' {
+			x, underscore = '-', true
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false, false
+		}
+	}
+	return true, underscore
 }

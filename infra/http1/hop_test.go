@@ -96,19 +96,49 @@ func TestResponseContentLengthDroppedWithTransferEncoding(t *testing.T) {
 // Forwarded and X-Real-IP, like X-Forwarded-For and X-Forwarded-Proto, are kept from a trusted
 // proxy only: from anyone else they are dropped, so a client cannot forge the address a
 // backend reads from them.
+// The same names spelled with an underscore (CGI, WSGI and PHP backends read '_' as '-') are
+// dropped from anyone, trusted proxy or not; other names with an underscore pass.
 func TestForwardedAndRealIPOnlyFromTrustedProxies(t *testing.T) {
-	head := "GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nx-real-ip: 6.6.6.6\r\nX-Other: 1\r\nFORWARDED: for=7.7.7.7\r\n\r\n"
+	head := "GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nx-real-ip: 6.6.6.6\r\nX-Other: 1\r\nFORWARDED: for=7.7.7.7\r\n" +
+		"X_Forwarded_For: 6.6.6.6\r\nX-Real_IP: 6.6.6.6\r\nx_forwarded-proto: http\r\nX-Forwarded_Host: h\r\nMy_Header: 1\r\n\r\n"
 	var r Request
 	if err := ParseRequest([]byte(head), &r); err != nil {
 		t.Fatal(err)
 	}
-	got := string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), false, false, "b:1"))
-	if want := "GET / HTTP/1.1\r\nHost: x\r\nX-Other: 1\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n"; got != want {
+	got := string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), false, true, "b:1"))
+	if want := "GET / HTTP/1.1\r\nHost: x\r\nX-Other: 1\r\nX-Forwarded_Host: h\r\nMy_Header: 1\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n"; got != want {
 		t.Errorf("from an untrusted client:\n%q\nwant\n%q", got, want)
 	}
-	got = string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), true, false, "b:1"))
-	if want := "GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nx-real-ip: 6.6.6.6\r\nX-Other: 1\r\nFORWARDED: for=7.7.7.7\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n"; got != want {
+	got = string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), true, true, "b:1"))
+	if want := "GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nx-real-ip: 6.6.6.6\r\nX-Other: 1\r\nFORWARDED: for=7.7.7.7\r\n" +
+		"X-Forwarded_Host: h\r\nMy_Header: 1\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n"; got != want {
 		t.Errorf("from a trusted proxy:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// Trailer is end-to-end (RFC 9110 §6.6.2): it reaches the backend with a chunked request and the
+// client with a chunked response; only an HTTP/1.0 client, which gets the body decoded without
+// its trailer section, does not get it (RFC 9112 §7.1.3).
+func TestTrailerIsForwarded(t *testing.T) {
+	var r Request
+	head := "POST / HTTP/1.1\r\nHost: x\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\n\r\n"
+	if err := ParseRequest([]byte(head), &r); err != nil {
+		t.Fatal(err)
+	}
+	got := string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), false, false, "b:1"))
+	if want := "POST / HTTP/1.1\r\nHost: x\r\nTrailer: X-Sum\r\nX-Forwarded-For: 10.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"; got != want {
+		t.Errorf("for the backend:\n%q\nwant\n%q", got, want)
+	}
+	var resp Response
+	rh := "HTTP/1.1 200 OK\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\n\r\n"
+	if err := ParseResponse([]byte(rh), false, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(AppendClientHead(nil, &resp, false, false)); got != rh {
+		t.Errorf("for the client:\n%q\nwant\n%q", got, rh)
+	}
+	if got, want := string(AppendClientHead(nil, &resp, true, true)), "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"; got != want {
+		t.Errorf("decoded for an HTTP/1.0 client:\n%q\nwant\n%q", got, want)
 	}
 }
 

@@ -55,13 +55,20 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 		return errBadResponse
 	}
 	r.reason = span{min(13, len(line)), len(line)}
+	for _, c := range r.reason.of(head) {
+		// RFC 9112 §4: HTAB, SP, VCHAR, obs-text; a bare CR or a NUL passed on to the client
+		// would let a backend write lines of its own into the head the LB sends
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			return errBadResponse
+		}
+	}
 	var err error
 	r.fields, err = parseFields(head, eol+1, r.fields, 0)
 	if err != nil {
 		return errBadResponse
 	}
 	r.KeepAlive = r.Minor == 1
-	var cls, tes int
+	var cls, tes, chunked int
 	chunkedLast := false
 	r.ContentLength = -1
 	for k, f := range r.fields {
@@ -82,6 +89,9 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 				var tok []byte
 				tok, v = nextToken(v)
 				chunkedLast = equalFold(tok, "chunked")
+				if chunkedLast {
+					chunked++
+				}
 			}
 		case equalFold(name, "Connection"):
 			for v := value; len(v) > 0; {
@@ -96,6 +106,11 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 			}
 		}
 		_ = k
+	}
+	if chunked > 1 {
+		// RFC 9112 §6.1: chunked is applied once; relayed as it came, the client would decode
+		// it twice or frame the body otherwise than the LB
+		return errBadResponse
 	}
 	markConnectionNamed(head, r.fields, r.hop)
 	switch {
@@ -120,7 +135,9 @@ func ParseResponse(head []byte, reqHead bool, r *Response) error {
 			}
 		}
 	}
-	if r.Framing == UntilClose {
+	if r.Framing == UntilClose || tes > 0 && r.Minor == 0 {
+		// RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing; the
+		// connection is closed after it, whatever its Connection header says
 		r.KeepAlive = false
 	}
 	return nil
@@ -140,7 +157,8 @@ func (r *Response) Get(name string) ([]byte, bool) {
 // HTTP/1.1, the end-to-end headers byte for byte (Content-Length is dropped when
 // Transfer-Encoding came with it, RFC 9112 §6.3; Transfer-Encoding stays: the chunked framing
 // is relayed as it came, except to an HTTP/1.0 client, which gets the body decoded and
-// close-delimited: dechunk), and Connection: close when the LB will close the client connection.
+// close-delimited, without the trailer section: dechunk, which drops Transfer-Encoding and
+// Trailer, RFC 9112 §7.1.3), and Connection: close when the LB will close the client connection.
 func AppendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte {
 	dst = append(dst, "HTTP/1.1 "...)
 	dst = append(dst, r.Head[9:12]...)
@@ -148,7 +166,7 @@ func AppendClientHead(dst []byte, r *Response, closeClient, dechunk bool) []byte
 	dst = append(dst, r.reason.of(r.Head)...)
 	dst = append(dst, "\r\n"...)
 	for k, f := range r.fields {
-		if r.hop[k] || dechunk && equalFold(f.name.of(r.Head), "Transfer-Encoding") {
+		if r.hop[k] || dechunk && (equalFold(f.name.of(r.Head), "Transfer-Encoding") || equalFold(f.name.of(r.Head), "Trailer")) {
 			continue
 		}
 		dst = append(dst, f.name.of(r.Head)...)

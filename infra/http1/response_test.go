@@ -36,6 +36,41 @@ var responseSeeds = []string{
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
 	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r0\r\n\r\n", // a bare CR in the size line
 	"\x00\x01garbage\r\n\r\n",
+	"HTTP/1.1 200 OK\rSet-Cookie: injected=1\x00\r\nContent-Length: 2\r\n\r\nok", // a bare CR and a NUL in the reason
+	"HTTP/1.1 103 Early\x01Hints\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2 zz\r\nok\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nGET /smuggled HTTP/1.1\r\n\r\n",
+}
+
+// ParseResponse refuses a reason phrase with control characters (RFC 9112 §4) and chunked
+// applied more than once (RFC 9112 §6.1), and closes the connection after an HTTP/1.0 response
+// with Transfer-Encoding (§6.1: its framing is faulty, whatever its Connection header says).
+func TestParseResponseRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, head string
+		ok, keep   bool // accepted; KeepAlive
+	}{
+		{"reason with HTAB and obs-text", "HTTP/1.1 200 O\tK \xe9\r\nContent-Length: 0\r\n\r\n", true, true},
+		{"empty reason", "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n", true, true},
+		{"bare CR in the reason", "HTTP/1.1 200 OK\rSet-Cookie: injected=1\r\nContent-Length: 0\r\n\r\n", false, false},
+		{"NUL in the reason", "HTTP/1.1 200 OK\x00\r\nContent-Length: 0\r\n\r\n", false, false},
+		{"DEL in the reason", "HTTP/1.1 200 OK\x7f\r\nContent-Length: 0\r\n\r\n", false, false},
+		{"control character in an interim reason", "HTTP/1.1 103 Early\x1bHints\r\n\r\n", false, false},
+		{"chunked twice", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", false, false},
+		{"chunked twice in one line", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", false, false},
+		{"chunked twice around gzip", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n", false, false},
+		{"gzip then chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n", true, true},
+		{"HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", true, true},
+		{"HTTP/1.0 keep-alive with chunked", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n", true, false},
+		{"HTTP/1.0 keep-alive with Transfer-Encoding on a 204", "HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n", true, false},
+	} {
+		var r Response
+		err := ParseResponse([]byte(tc.head), false, &r)
+		if (err == nil) != tc.ok || err == nil && r.KeepAlive != tc.keep {
+			t.Errorf("%s: %q: error %v, keep-alive %v; want accepted %v, keep-alive %v", tc.name, tc.head, err, r.KeepAlive, tc.ok, tc.keep)
+		}
+	}
 }
 
 // FuzzParseResponse: the response parser and the chunked framing never panic; a response it
@@ -65,6 +100,11 @@ func FuzzParseResponse(f *testing.F) {
 			t.Fatalf("a close-delimited body on a kept-alive connection from %q", data[:n])
 		}
 		out := AppendClientHead(nil, &r, false, false)
+		for _, c := range out[:strings.Index(string(out), "\r\n")] {
+			if c < 0x20 && c != '\t' || c == 0x7f {
+				t.Fatalf("the status line for the client %q (from %q) holds a control character", out, data[:n])
+			}
+		}
 		var again Response
 		if err := ParseResponse(out, reqHead, &again); err != nil {
 			t.Fatalf("the head for the client %q (from %q) does not parse: %v", out, data[:n], err)

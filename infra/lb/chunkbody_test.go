@@ -84,6 +84,9 @@ func TestBrokenChunkedFramingIs400AndNeverForwarded(t *testing.T) {
 		{"bare CR in an extension", "5;a\rb\r\nhello\r\n0\r\n\r\n"},
 		{"control character in a trailer", "5\r\nhello\r\n0\r\nX: a\x01b\r\n\r\n"},
 		{"size too large", "1000000000000000\r\nhello\r\n"},
+		{"junk after the size", "3 x\r\nabc\r\n0\r\n\r\n"},
+		{"trailer line without a colon", "5\r\nhello\r\n0\r\nGET /smuggled HTTP/1.1\r\n\r\n"},
+		{"obs-fold in a trailer", "5\r\nhello\r\n0\r\nX: a\r\n b\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := b.hits.Load() + b.posts.Load()

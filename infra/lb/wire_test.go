@@ -43,9 +43,9 @@ func TestTooManyHeaderFieldsGet431(t *testing.T) {
 
 // A backend that takes a chunked request's head, then resets the connection while its body is
 // on the way: the client gets 502 and its connection is closed. The body's bytes (here a last
-// chunk whose extension and trailer read as a request line and Host) were relayed, never a
-// request of their own: the LB must not parse them as the client's next request, and neither
-// the backend nor the LB sees a second request (request smuggling).
+// chunk whose extension and trailer read as a request line and Host: "0 ;/ HTTP/1.1") were
+// relayed, never a request of their own: the LB must not parse them as the client's next
+// request, and neither the backend nor the LB sees a second request (request smuggling).
 func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
 	var requests atomic.Int64 // apart from health checks
 	reset := make(chan struct{})
@@ -72,7 +72,7 @@ func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
 		t.Fatal("the request head did not reach the backend")
 	}
 	time.Sleep(100 * time.Millisecond) // the reset reaches the LB: its write of the body fails
-	if _, err := io.WriteString(c, "0 / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "0 ;/ HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(c)
@@ -139,7 +139,8 @@ func TestResponseContentLengthWithChunkedIsDropped(t *testing.T) {
 }
 
 // Forwarded and X-Real-IP reach the backend from a trusted proxy only; from any other client
-// they are dropped, on either engine.
+// they are dropped, on either engine. Spelled with an underscore (X_Forwarded_For, X-Real_IP,
+// which CGI, WSGI and PHP backends read as the real ones) they are dropped from anyone.
 func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
 	a := startBackend(t, "a")
 	set := fastSettings(a.addr())
@@ -147,14 +148,106 @@ func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
 	l := startLB(t, set)
 	sent := func(local string) string {
 		c := dialFrom(t, local, l.Addr())
-		_, _ = io.WriteString(c, "GET /headers HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n\r\n")
+		_, _ = io.WriteString(c, "GET /headers HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n"+
+			"X_Forwarded_For: 7.7.7.7\r\nX-Real_IP: 7.7.7.7\r\nx-forwarded_proto: 7.7.7.7\r\n\r\n")
 		return readResponses(t, bufio.NewReader(c), 1, "GET")[0]
 	}
-	if got := sent("127.0.0.2"); strings.Contains(got, "6.6.6.6") {
+	if got := sent("127.0.0.2"); strings.Contains(got, "6.6.6.6") || strings.Contains(got, "7.7.7.7") {
 		t.Errorf("from an untrusted client the backend saw:\n%s", got)
 	}
-	if got := sent("127.0.0.3"); !strings.Contains(got, "Forwarded: for=6.6.6.6") || !strings.Contains(got, "X-Real-Ip: 6.6.6.6") {
+	if got := sent("127.0.0.3"); !strings.Contains(got, "Forwarded: for=6.6.6.6") || !strings.Contains(got, "X-Real-Ip: 6.6.6.6") ||
+		strings.Contains(got, "7.7.7.7") {
 		t.Errorf("from a trusted proxy the backend saw:\n%s", got)
+	}
+}
+
+// A backend's reason phrase with control characters (a bare CR that would start a line of its
+// own in the client's head, a NUL), in a final or an interim response, is a malformed response:
+// the client gets 502 and none of it, on either engine (RFC 9112 §4).
+func TestControlCharactersInAReasonPhraseAre502(t *testing.T) {
+	for _, answer := range []string{
+		"HTTP/1.1 200 OK\rSet-Cookie: injected=1\x00\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 103 Early\rSet-Cookie: injected=1\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\x7f\r\nContent-Length: 2\r\n\r\nok",
+	} {
+		l := startLB(t, fastSettings(scriptedBackend(t, answer)))
+		out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
+		if !strings.HasPrefix(out, "HTTP/1.1 502 ") || strings.Contains(out, "injected") || strings.Contains(out, "\x7f") {
+			t.Errorf("backend answer %q reached the client as %q, want 502", answer, out)
+		}
+	}
+}
+
+// A response with chunked applied twice is malformed: 502 (RFC 9112 §6.1), on either engine.
+func TestResponseChunkedTwiceIs502(t *testing.T) {
+	for _, te := range []string{"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "Transfer-Encoding: chunked, chunked"} {
+		l := startLB(t, fastSettings(scriptedBackend(t, "HTTP/1.1 200 OK\r\n"+te+"\r\n\r\n5\r\nhello\r\n0\r\n\r\n")))
+		if out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second); !strings.HasPrefix(out, "HTTP/1.1 502 ") {
+			t.Errorf("%q: the client got %q, want 502", te, out)
+		}
+	}
+}
+
+// An HTTP/1.0 response with Transfer-Encoding has faulty framing (RFC 9112 §6.1): it is relayed,
+// but its backend connection is closed after it, never reused, though it said keep-alive, on
+// either engine.
+func TestHTTP10ResponseWithTransferEncodingClosesTheBackendConnection(t *testing.T) {
+	var mu sync.Mutex
+	served := map[net.Conn]int{}
+	addr := tcpserver.Serve(t, rawBackend(func(c net.Conn, _ *http.Request) bool {
+		mu.Lock()
+		served[c]++
+		mu.Unlock()
+		_, _ = io.WriteString(c, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+		return true
+	}))
+	l := startSteadyLB(t, fastSettings(addr))
+	for i := range 3 {
+		out := raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
+		if !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(out, "\r\n\r\n2\r\nok\r\n0\r\n\r\n") {
+			t.Fatalf("request %d: %q", i+1, out)
+		}
+		time.Sleep(50 * time.Millisecond) // a connection kept would be back in the pool by now
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range served {
+		if n > 1 {
+			t.Fatalf("a backend connection carried %d requests after an HTTP/1.0 response with Transfer-Encoding", n)
+		}
+	}
+}
+
+// Trailer is end-to-end (RFC 9110 §6.6.2): it reaches the backend with a chunked request, the
+// trailer field with it, and the client with a chunked response, on either engine.
+func TestTrailerHeaderIsForwardedBothWays(t *testing.T) {
+	type seen struct{ announced, value string }
+	got := make(chan seen, 1)
+	addr := tcpserver.Serve(t, rawBackend(func(c net.Conn, req *http.Request) bool {
+		var s seen
+		for name := range req.Trailer { // the Trailer header's names, before the body
+			s.announced += name
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		s.value = req.Trailer.Get("X-Sum")
+		got <- s
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Sum: 2\r\n\r\n")
+		return true
+	}))
+	l := startSteadyLB(t, fastSettings(addr))
+	out := raw(t, l.Addr(), "POST /sum HTTP/1.1\r\nHost: x\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"+
+		"5\r\nhello\r\n0\r\nX-Sum: 5\r\n\r\n", 10*time.Second)
+	select {
+	case s := <-got:
+		if s != (seen{"X-Sum", "5"}) {
+			t.Errorf("the backend saw Trailer %q and X-Sum %q in the trailer, want X-Sum and 5", s.announced, s.value)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not reach the backend")
+	}
+	head, body, _ := strings.Cut(out, "\r\n\r\n")
+	if !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") || !strings.Contains(head, "\r\nTrailer: X-Sum") || body != "2\r\nok\r\n0\r\nX-Sum: 2\r\n\r\n" {
+		t.Errorf("the client got %q, want Trailer: X-Sum in the head and the trailer after the body", out)
 	}
 }
 
