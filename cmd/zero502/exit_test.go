@@ -147,18 +147,7 @@ func TestConfigErrorsSpeakTheConfigsLanguage(t *testing.T) {
 // 10-minute default), naming the holder; a negative one is a flag error.
 func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	local, err := os.ReadFile(filepath.Join("..", "..", "examples", "local.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "z.yaml")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-{uid}", dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, cfg := localConfigIn(t, dir)
 	held, err := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: "ops@test", Command: "zero502 deploy --version v0"})
 	if err != nil {
 		t.Fatal(err)
@@ -183,4 +172,23 @@ func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "--lock-timeout -1s: must not be negative") {
 		t.Errorf("--lock-timeout -1s: exit %d, %q", code, out)
 	}
+}
+
+// localConfigIn is examples/local.yaml with its state under dir, written there as z.yaml, and
+// loaded.
+func localConfigIn(t *testing.T, dir string) (string, *config.Config) {
+	t.Helper()
+	local, err := os.ReadFile(filepath.Join("..", "..", "examples", "local.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "z.yaml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-{uid}", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, cfg
 }

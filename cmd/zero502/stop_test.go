@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -17,18 +16,7 @@ import (
 // refuses it too, naming who and why; once lifted, stop runs.
 func TestStopRefusedByTheFleetLockAndTheMaintenanceLock(t *testing.T) {
 	dir := t.TempDir()
-	local, err := os.ReadFile(filepath.Join("..", "..", "examples", "local.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "z.yaml")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(local), "/tmp/zero502-{uid}", dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, cfg := localConfigIn(t, dir)
 	h := cfg.Hosts[len(cfg.Hosts)-1]
 	published := func() bool {
 		_, err := spec.Read(spec.Path(cfg.HostStateDir(h)))
