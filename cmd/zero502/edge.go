@@ -75,9 +75,12 @@ shipped config's (edge.*); with --config, the file's edge.* values are the defau
 
 On SIGHUP the edge hands its listening sockets (--listen, --metrics, --admin; --health opens its
 own with SO_REUSEPORT) to a new process of its executable as it is on disk, with the same
-arguments, and drains as on SIGTERM once that one forwards; nothing is refused meanwhile. If the
-new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE (this command's
---pid-file) sends it and waits for the outcome.`,
+arguments, and what its admin API changed (upstreams drained, added, removed: a file beside
+--pid-file; admin writes get 503 with Retry-After while the attempt runs). Once the new process
+forwards, this one closes its admin and metrics listeners, stops accepting at once and gives its
+open connections --shutdown (no --drain: the address stays served); nothing is refused
+meanwhile. If the new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file
+FILE (this command's --pid-file) sends it and waits for the outcome.`,
 		Example: `  zero502 edge forward --listen 0.0.0.0:443 --origin 10.0.0.5:443 --health 0.0.0.0:8443 --drain 30s
   zero502 edge forward --listen :443 --origin 10.0.0.5:8080 --origin 10.0.0.6:8080 --check-path /_lb/health --admin 127.0.0.1:9104
   zero502 edge forward --config prod.yaml --listen :443`,
@@ -108,12 +111,28 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 				return exitCode(2, fmt.Errorf("edge forward: %w", err))
 			}
 			f.ListenFunc = up.Listen
+			f.HandedOff = up.HandedOff
+			state := edgeAdminStateFile(up.pidFile)
+			if state != "" && up.Inherited() {
+				// started by an upgrade: what the admin API changed in the old process goes on here
+				st, ok, err := edge.ReadAdminState(state, os.Getppid())
+				if err != nil {
+					return exitCode(1, fmt.Errorf("edge forward: %w", err))
+				}
+				if ok {
+					f.Inherit = &st
+					_ = os.Remove(state)
+				}
+			}
 			reserveSpareP(edge.EventLoopsAvailable, &f.Loops) // this process runs one edge
 			if err := f.Open(); err != nil {
 				return exitCode(1, err)
 			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
+			if state != "" && f.Admin != "" {
+				up.OnUpgrade(func() error { return f.PrepareHandoff(state) }, f.HandoffFailed)
+			}
 			ctx = up.UpgradeOnHangup(ctx, f.Logger)
 			if err := up.Ready(); err != nil {
 				return exitCode(1, err)
@@ -143,6 +162,15 @@ new process fails, this one keeps forwarding. zero502 lb upgrade --pid-file FILE
 	logs = addLogFlags(cmd, false)
 	up = withHandoff(cmd, "edge")
 	return cmd
+}
+
+// edgeAdminStateFile is where an edge forward hands what its admin API changed to the process an
+// upgrade starts: beside its pid file (none without one).
+func edgeAdminStateFile(pidFile string) string {
+	if pidFile == "" {
+		return ""
+	}
+	return pidFile + ".admin.json"
 }
 
 // edgeForwardConfig takes, with --config, every edge.* value for the flags left unset

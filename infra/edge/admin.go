@@ -21,7 +21,8 @@ import (
 //	POST   /admin/upstreams/{addr}/drain  admin drain (200): out of rotation, open connections go on
 //	DELETE /admin/upstreams/{addr}        remove (204); in rotation: 409; unknown: 404
 //
-// Off loopback, every request needs Authorization: Bearer <token>.
+// Off loopback, every request needs Authorization: Bearer <token>. While an upgrade attempt is
+// under way every write is refused 503 with Retry-After (handoff.go).
 type adminEndpoint struct {
 	ln  net.Listener
 	srv *http.Server
@@ -50,7 +51,7 @@ func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpo
 	})
 	adminapi.HandleWrites(mux, "/admin/upstreams", adminWrites{f})
 	h := adminapi.Access{Token: token, Listen: ln.Addr().String(), Realm: "zero502 edge admin",
-		Setting: "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN"}.Guard(mux)
+		Setting: "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN"}.Guard(f.holdWritesDuringHandoff(mux))
 	return &adminEndpoint{ln: ln, srv: adminapi.NewServer(h, adminapi.DefaultLimits, nil)}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,7 @@ type Forwarder struct {
 	IdleTimeout time.Duration
 	// Drain is how long the edge keeps forwarding, and accepting, after ctx ends while it
 	// reports draining: longer than it takes to leave the DNS A set (edge.drain, invariant I6).
+	// After a hand-off (HandedOff) there is none.
 	Drain time.Duration
 	// Shutdown is how long open connections get to finish once the edge stopped accepting;
 	// what is still open then is closed.
@@ -70,6 +72,18 @@ type Forwarder struct {
 	// forwards on the sockets of the one it replaces.
 	ListenFunc func(network, addr string) (net.Listener, error)
 
+	// HandedOff, when set, says whether Serve's context ended because the listening sockets went
+	// to an upgraded process (the command passes infra/handoff's Upgrader.HandedOff) rather than
+	// for a stop. The edge then closes its admin and metrics listeners at once (the successor
+	// shares their sockets) and stops accepting at once: the drain window is for leaving the A
+	// set, which the address does not; open connections get Shutdown.
+	HandedOff func() bool
+	// Inherit, when set, is what the admin API changed in the process this one replaces
+	// (ReadAdminState of the file its PrepareHandoff wrote): Open starts from the configured
+	// Origins without the ones removed there, with the ones added there, and holds drained the
+	// ones drained there.
+	Inherit *AdminState
+
 	// Clock drives Drain and Shutdown; nil is the wall clock.
 	Clock clock.Clock
 	// Logger gets a line per non-empty connection, per unreachable origin and per drain phase;
@@ -80,8 +94,12 @@ type Forwarder struct {
 	// loops: the tests' switch (ZERO502_TEST_EDGE_ENGINE=goroutines), never the user's.
 	goroutines bool
 
-	ln       net.Listener
-	health   *healthGate
+	ln     net.Listener
+	health *healthGate
+	// adminMu orders the admin API's writes (read-locked) against PrepareHandoff (locked), which
+	// sets frozen: writes are refused until the upgrade attempt ends.
+	adminMu  sync.RWMutex
+	frozen   bool
 	metrics  *metricsEndpoint
 	admin    *adminEndpoint
 	ups      *upstreams
@@ -126,13 +144,25 @@ func (f *Forwarder) Validate() error {
 	)...)
 }
 
-// Open validates the settings and opens the listeners: clients', and the health, metrics and
-// admin ones when set. Every upstream starts in rotation (its checks start with Serve).
+// Open validates the settings, opens the listeners (clients', and the health, metrics and
+// admin ones when set) and checks every upstream once, all at the same time, each within the
+// check timeout. A configured upstream is out of rotation until its first check: a good one puts
+// it in at once, and the health listener, closed until then, opens with the first upstream in
+// rotation. Connections that arrive meanwhile wait in the listener's backlog. The checks go on
+// with Serve.
 func (f *Forwarder) Open() error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	f.ups = newUpstreams(f.Origins, clockOr(f.Clock).Now())
+	now := clockOr(f.Clock).Now()
+	f.ups = newUpstreams(inherited(f.Origins, f.Inherit), now)
+	if f.Inherit != nil {
+		for _, a := range f.Inherit.Drained {
+			_, _, _, _ = f.ups.drain(a, now)
+		}
+		logger(f.Logger).Info("edge: admin state taken over from the process this one replaces",
+			"added", f.Inherit.Added, "removed", f.Inherit.Removed, "drained", f.Inherit.Drained)
+	}
 	listen := f.ListenFunc
 	if listen == nil {
 		listen = func(_, addr string) (net.Listener, error) { return listenTCP(addr) }
@@ -163,7 +193,24 @@ func (f *Forwarder) Open() error {
 		h.log = logger(f.Logger)
 	}
 	f.ln, f.health, f.metrics, f.admin = ln, h, m, a
+	f.firstChecks()
 	return nil
+}
+
+// firstChecks checks every upstream once, all at the same time, and places each by its verdict
+// (standing.StartAwaitingFirstCheck): a good one puts it in rotation at once. Its checks under
+// Serve start an interval later.
+func (f *Forwarder) firstChecks() {
+	var wg sync.WaitGroup
+	for _, u := range f.ups.all() {
+		u.checkedFirst = true
+		wg.Go(func() {
+			if t, ok := u.Record(f.Check.probe(context.Background(), u.addr), clockOr(f.Clock).Now(), f.Check.thresholds()); ok {
+				f.changed(u, t)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func (f *Forwarder) adminString() string {
@@ -190,9 +237,9 @@ func (f *Forwarder) Draining() bool { return f.draining.Load() }
 func (f *Forwarder) Counts() Counts { return f.counts.snapshot() }
 
 // Serve forwards until ctx ends, then drains: it keeps forwarding and accepting for Drain while
-// it reports draining, stops accepting, gives open connections Shutdown to finish and closes the
-// rest. It returns nil after a clean drain, or an error when it cannot listen or the listener
-// fails.
+// it reports draining (not after a hand-off: HandedOff), stops accepting, gives open connections
+// Shutdown to finish and closes the rest. It returns nil after a clean drain, or an error when it
+// cannot listen or the listener fails.
 func (f *Forwarder) Serve(ctx context.Context) error {
 	if f.ln == nil {
 		if err := f.Open(); err != nil {
@@ -226,15 +273,23 @@ func (f *Forwarder) serveConns(ctx context.Context, log *slog.Logger) error {
 	onDraining := func() {
 		f.draining.Store(true)
 		f.health.close()
+		if f.handedOff() {
+			// the successor shares the admin and metrics sockets: every request goes to it now
+			// (the deferred closes in Serve find them closed)
+			log.Info("edge handed its listeners to the upgraded process: admin and metrics closed here, served by the new process")
+			go f.admin.close()
+			go f.metrics.close()
+		}
 	}
 	if !f.goroutines {
-		phases := &drainPhases{addr: f.ln.Addr().String(), window: f.Drain, shutdown: f.Shutdown, clk: clockOr(f.Clock),
-			log: log, who: "edge", onDraining: onDraining, done: make(chan struct{})}
+		phases := &drainPhases{addr: f.ln.Addr().String(), drain: f.Drain, handedOff: f.handedOff, shutdown: f.Shutdown,
+			clk: clockOr(f.Clock), log: log, who: "edge", onDraining: onDraining, done: make(chan struct{})}
 		if served, err := f.serveLoops(ctx, phases); served {
 			return err
 		}
 	}
-	return serveDrained(ctx, f.ln, f.forward, maxConns(f.MaxConns), &f.counts.overCap, f.Drain, f.Shutdown, clockOr(f.Clock), log, "edge", onDraining)
+	return serveDrained(ctx, f.ln, f.forward, maxConns(f.MaxConns), &f.counts.overCap, f.Drain, f.Shutdown, f.handedOff,
+		clockOr(f.Clock), log, "edge", onDraining)
 }
 
 // forward relays one client connection to an upstream behind a PROXY v2 header. An upstream
@@ -360,11 +415,22 @@ func (f *Forwarder) eject(u *upstream, err error) {
 	}
 }
 
-// watch runs u's active checks until ctx ends.
+// watch runs u's active checks until ctx ends: the first at once, or an interval after the one
+// Open made.
 func (f *Forwarder) watch(ctx context.Context, u *upstream) {
 	c := standing.Checks{Clock: clockOr(f.Clock), Every: f.Check.interval(), Thresholds: f.Check.thresholds()}
-	u.Watch(ctx, c, func(ctx context.Context) standing.Verdict { return f.Check.probe(ctx, u.addr) },
-		func(t standing.Transition) { f.changed(u, t) })
+	wait := u.checkedFirst
+	u.Watch(ctx, c, func(ctx context.Context) standing.Verdict {
+		if wait {
+			wait = false
+			select {
+			case <-ctx.Done():
+				return standing.Verdict{Err: ctx.Err()} // (Watch returns)
+			case <-c.Clock.After(c.Every):
+			}
+		}
+		return f.Check.probe(ctx, u.addr)
+	}, func(t standing.Transition) { f.changed(u, t) })
 }
 
 // changed logs a transition of u and opens or closes the health listener accordingly; when u

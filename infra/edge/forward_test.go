@@ -30,6 +30,9 @@ func startChain(t *testing.T) chain {
 	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, Logger: log})
 	fwd := startForwarder(t, &Forwarder{Origins: []string{relay.Addr().String()}, Logger: log})
+	// the edge's first check (Open: a TCP connect) is an empty connection to the relay, which
+	// counts it on its own time: counts taken afterwards see only the test's own connections
+	poll.Until(t, deadline, "the relay to count the edge's first check", func() bool { return relay.Counts().Empty == 1 })
 	return chain{fwd: fwd, relay: relay, logs: lines}
 }
 

@@ -13,8 +13,9 @@ import (
 // The edge's health probe is a TCP listener (Forwarder.Health): the DNS health checker connects
 // to it, and a connection accepted is the answer. It listens while the edge forwards and at
 // least one upstream is in rotation; it is closed (connections refused) while no upstream is in
-// rotation, and for good when the drain starts, so the edge leaves the A set while it still
-// forwards (invariant I6). Draining reports the drain in process.
+// rotation (from Open until the first good check of an upstream, too), and for good when the
+// drain starts, so the edge leaves the A set while it still forwards (invariant I6). Draining
+// reports the drain in process.
 
 // healthGate is the health listener, opened and closed as the edge's health changes.
 type healthGate struct {
@@ -26,7 +27,9 @@ type healthGate struct {
 	shut bool         // the drain started: closed for good
 }
 
-// openHealth listens on addr; an empty addr is no health listener (nil).
+// openHealth makes the gate of addr, closed: it opens with the first upstream in rotation (set).
+// It listens once, so that an address it cannot take fails at once and a port 0 is chosen; an
+// empty addr is no health listener (nil).
 func openHealth(addr string) (*healthGate, error) {
 	if addr == "" {
 		return nil, nil
@@ -35,8 +38,8 @@ func openHealth(addr string) (*healthGate, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &healthGate{addr: ln.Addr().String(), ln: ln}
-	go acceptAndClose(ln)
+	g := &healthGate{addr: ln.Addr().String()}
+	_ = ln.Close()
 	return g, nil
 }
 

@@ -93,6 +93,7 @@ func (f *Forwarder) serveLoops(ctx context.Context, phases *drainPhases) (served
 		l.closeAll(errShutdown)
 	})
 	<-ctx.Done()
+	phases.begin() // the window: none after a hand-off
 	err = drain.Drive(phases.addr, ls, drain.Handshake{Window: phases.window, Shutdown: phases.shutdown,
 		Clock: phases.clk, OnPhase: phases.enter})
 	close(phases.done)

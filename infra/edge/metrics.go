@@ -18,7 +18,8 @@ import (
 // metricsEndpoint is the optional HTTP listener (--metrics) that serves GET /metrics in the
 // Prometheus text format: a component's Counts and whether it drains, on a registry of its own
 // (no global state), plus the Go runtime and process collectors. It keeps serving through the
-// drain, so a scrape sees the drain happen, and closes when Serve returns.
+// drain, so a scrape sees the drain happen, and closes when Serve returns; after a hand-off to
+// an upgraded process it closes at once (the new process answers on the same socket).
 type metricsEndpoint struct {
 	ln  net.Listener
 	srv *http.Server

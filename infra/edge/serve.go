@@ -14,9 +14,10 @@ import (
 
 // serveDrained runs the drain handshake (infra/drain.ServeTCP, the contract every zero502 server
 // follows) over ln, calling relay for each accepted connection as a *pairedConn. When ctx ends,
-// onDraining runs, ln keeps accepting for the drain window, then it is closed and open
-// connections get the shutdown budget. A linger before the budget ends (at most 2 s, at most
-// half the budget) each still open gets a FIN toward its server: the server finishes what it was
+// onDraining runs, ln keeps accepting for the drain window (none when handedOff, not nil, says
+// ctx ended for a hand-off to an upgraded process), then it is closed and open connections get
+// the shutdown budget. A linger before the budget ends (at most 2 s, at most half the budget)
+// each still open gets a FIN toward its server: the server finishes what it was
 // answering and closes, and its FIN reaches the client after the answer, so the connection ends
 // cleanly within the budget (an HTTP server behind closes after its response; a chat's
 // WebSocket reconnects; nobody reads a reset). What is still open when the budget runs out is
@@ -25,13 +26,30 @@ import (
 // Each phase gets a log line of its own (who names the server in it): drain's own lines speak
 // of an HTTP health path a TCP server does not have.
 func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), max int64, overCap *atomic.Uint64,
-	window, shutdown time.Duration, clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
+	window, shutdown time.Duration, handedOff func() bool, clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
 	var open atomic.Int64
 	conns := &openConns{set: map[*pairedConn]struct{}{}}
-	phases := drainPhases{addr: ln.Addr().String(), window: window, shutdown: shutdown, clk: clk, log: log, who: who,
-		onDraining: onDraining, open: open.Load, finish: conns.finish, done: make(chan struct{})}
+	phases := &drainPhases{addr: ln.Addr().String(), drain: window, handedOff: handedOff, shutdown: shutdown, clk: clk, log: log,
+		who: who, onDraining: onDraining, open: open.Load, finish: conns.finish, done: make(chan struct{})}
 	defer close(phases.done)
-	return drain.ServeTCP(ctx, pairingListener{ln}, func(c net.Conn) {
+	// The window is known only once ctx ended (none after a hand-off): ServeTCP runs without one,
+	// under a context that ends when the window here is over.
+	serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-phases.done:
+			return
+		}
+		phases.enter(drain.PhaseDraining, clk.Now())
+		select {
+		case <-clk.After(phases.window):
+		case <-phases.done:
+		}
+		stopServing()
+	}()
+	return drain.ServeTCP(serving, pairingListener{ln}, func(c net.Conn) {
 		defer open.Add(-1)
 		if open.Add(1) > max {
 			overCap.Add(1)
@@ -42,32 +60,56 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 		conns.add(pc)
 		defer conns.remove(pc)
 		relay(pc)
-	}, drain.Handshake{Window: window, Shutdown: shutdown, Clock: clk, OnPhase: phases.enter})
+	}, drain.Handshake{Shutdown: shutdown, Clock: clk, OnPhase: func(p drain.Phase, at time.Time) {
+		if p != drain.PhaseDraining { // entered above, as ctx ended
+			phases.enter(p, at)
+		}
+	}})
 }
 
 // drainPhases is what a forwarder does at each phase of the drain handshake, whichever engine
 // forwards (the goroutines of serveDrained, or the event loops): the onDraining hook, a log line
 // per phase, and the FINs toward the servers a linger before the shutdown budget ends.
 type drainPhases struct {
-	addr             string
-	window, shutdown time.Duration
-	clk              clock.Clock
-	log              *slog.Logger
-	who              string
-	onDraining       func()
-	open             func() int64  // connections open now
-	finish           func() int    // half-closes every open connection toward its server; how many
-	done             chan struct{} // closed when the server returns: the linger's FINs are moot
+	addr            string
+	drain, shutdown time.Duration // the drain window (edge.drain) and the shutdown budget
+	// handedOff, when not nil, says the drain follows a hand-off to an upgraded process: no window
+	handedOff  func() bool
+	clk        clock.Clock
+	log        *slog.Logger
+	who        string
+	onDraining func()
+	open       func() int64  // connections open now
+	finish     func() int    // half-closes every open connection toward its server; how many
+	done       chan struct{} // closed when the server returns: the linger's FINs are moot
 
-	began time.Time
+	began  time.Time
+	window time.Duration // the drain window, decided as the drain begins: drain, or none after a hand-off
+	handed bool          // the drain follows a hand-off
 }
 
-// enter is the handshake's OnPhase.
+// begin decides the drain window as the drain begins: none after a hand-off, whose successor
+// already serves the same sockets, else drain (long enough to leave the DNS A set).
+func (d *drainPhases) begin() {
+	d.handed = d.handedOff != nil && d.handedOff()
+	d.window = d.drain
+	if d.handed {
+		d.window = 0
+	}
+}
+
+// enter is the handshake's OnPhase (PhaseDraining sets the window: begin).
 func (d *drainPhases) enter(p drain.Phase, at time.Time) {
 	switch p {
 	case drain.PhaseDraining:
 		d.began = at
+		d.begin()
 		d.onDraining()
+		if d.handed {
+			d.log.Info(d.who+" handed its listeners to the upgraded process: stops accepting now, without a drain window; open connections get the shutdown budget",
+				"phase", string(p), "addr", d.addr, "shutdown", d.shutdown.String(), "open", d.open())
+			return
+		}
 		d.log.Info(d.who+" drain started: reporting draining, still forwarding and accepting",
 			"phase", string(p), "addr", d.addr, "window", d.window.String(), "open", d.open())
 	case drain.PhaseStoppedAccepting:

@@ -116,6 +116,8 @@ type upstream struct {
 	connects connects
 	// stop ends its checks (nil before they started); under the set's lock.
 	stop context.CancelFunc
+	// checkedFirst: Open checked it (firstChecks); its checks under Serve start an interval later.
+	checkedFirst bool
 }
 
 func (u *upstream) status() adminapi.BackendStatus {
@@ -150,7 +152,7 @@ func newUpstreams(addrs []string, now time.Time) *upstreams {
 	all := make([]*upstream, 0, len(addrs))
 	for _, a := range addrs {
 		u := &upstream{addr: a}
-		u.StartInRotation(now)
+		u.StartAwaitingFirstCheck(now) // out until its first check (Forwarder.Open)
 		all = append(all, u)
 	}
 	s.list.Store(&all)

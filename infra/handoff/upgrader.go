@@ -43,6 +43,24 @@ type Upgrader struct {
 	ready bool
 	// handed is set once a new process took the sockets: this one's serving context then ends.
 	handed atomic.Bool
+
+	hooks sync.Mutex
+	// prepare and failed are OnUpgrade's start and failed (nil: none)
+	prepare func() error
+	failed  func()
+}
+
+// OnUpgrade registers what the server does around each upgrade attempt: start runs as the
+// attempt begins, before the new process starts, to hand over what the sockets do not carry
+// (the admin API's changes: the server records them for the new process and takes no more
+// until the attempt ends); an error from it fails the attempt, and this process keeps serving.
+// failed runs when an attempt failed after start ran (start's own error included): this
+// process keeps serving, and takes changes again. Once an attempt succeeds this process's
+// serving context ends instead (HandedOff).
+func (u *Upgrader) OnUpgrade(start func() error, failed func()) {
+	u.hooks.Lock()
+	defer u.hooks.Unlock()
+	u.prepare, u.failed = start, failed
 }
 
 // HandedOff reports whether a new process took over the sockets (the context UpgradeOnHangup
@@ -218,6 +236,20 @@ func (u *Upgrader) upgrade() bool {
 		u.log.Error("upgrade refused; this process keeps serving", "seq", a.Seq, "reason", a.Reason)
 		return false
 	}
+	u.hooks.Lock()
+	prepare, failed := u.prepare, u.failed
+	u.hooks.Unlock()
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			a.At, a.State, a.Reason = time.Now().UTC(), Failed, fmt.Sprintf("the new process was not started: this one could not hand over its state: %v", err)
+			u.record(path, a)
+			u.log.Error("upgrade failed; this process keeps serving", "seq", a.Seq, "reason", a.Reason)
+			if failed != nil {
+				failed()
+			}
+			return false
+		}
+	}
 	u.log.Info("upgrade: starting a new process with the listening sockets", "seq", a.Seq, "timeout", u.opts.Timeout.String())
 	err := u.upg.Upgrade()
 	a.At = time.Now().UTC()
@@ -230,6 +262,9 @@ func (u *Upgrader) upgrade() bool {
 		u.log.Info("upgrade: the new process is ready; this one drains and exits", "seq", a.Seq, "new_pid", a.NewPID,
 			"took", time.Since(start).String())
 		return true
+	}
+	if failed != nil {
+		failed()
 	}
 	a.State, a.Reason = Failed, u.explain(err)
 	if path != "" {

@@ -104,6 +104,8 @@ func withClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 // to an upgraded process (handedOff true: handoff.Upgrader.HandedOff) rather than a stop. Its
 // drain then keeps its own health at 200: the process that shares the listening socket now
 // serves the address, and a health check landing on this one must not take the address out.
+// Its admin listener closes at once: the new process shares that socket too, and answers every
+// admin request from then on (a change made here would be gone when this process exits).
 func WithHandoff(handedOff func() bool) Option { return func(s *Server) { s.handoff = handedOff } }
 
 // WithLogger sends the LB's logs (and access log) to l.
@@ -258,6 +260,12 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case err := <-acceptErr:
 		return fmt.Errorf("accept on %s: %w", s.Addr(), err)
+	}
+	if admin != nil && s.handoff != nil && s.handoff() {
+		// the upgraded process shares the admin socket: from now on it answers every admin
+		// request (a write here would be lost when this process exits)
+		admin.close()
+		admin = nil
 	}
 	err := s.drain()
 	if admin != nil {
