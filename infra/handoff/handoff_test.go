@@ -253,7 +253,15 @@ func TestAnUpgradeRefusesAnExecutableOthersCouldReplace(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid { // an upgrade that went through
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	first := cmd.Process.Pid
 	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
 
