@@ -431,7 +431,6 @@ func resourceNotes(note func(key, what string), key string, v any) {
 	}
 }
 
-// portString is p as the file could write it, with its protocol: 8080:80/tcp.
 // healthOff says whether hc turns the image's health check off (disable: true, or test: [NONE]).
 func healthOff(hc *types.HealthCheckConfig) bool {
 	return hc.Disable || (len(hc.Test) > 0 && strings.EqualFold(hc.Test[0], "NONE"))
@@ -473,6 +472,7 @@ func portKeyNotes(note func(key, what string), keys map[string]any) {
 	}
 }
 
+// portString is p as the file could write it, with its protocol: 8080:80/tcp.
 func portString(p types.ServicePortConfig) string {
 	s := strconv.Itoa(int(p.Target))
 	if p.Published != "" {

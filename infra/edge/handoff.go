@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // An in-place upgrade (infra/handoff: SIGHUP, or zero502 lb upgrade) hands the edge's listening
@@ -48,6 +49,14 @@ var errUpgrading = errors.New("an upgrade of this edge is under way: its admin s
 // (the parent recorded none: no admin API, or a version that did not), or one another process
 // wrote (a stale one).
 func ReadAdminState(path string, parent int) (st AdminState, ok bool, err error) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return st, false, nil
+	}
+	// Its upstreams get traffic: only a file the edge's own user (or root) wrote, and no one else
+	// may read or change (a pid file may sit in a sticky directory others can write to).
+	if err := trust.CheckPrivate(path, os.Geteuid()); err != nil {
+		return st, false, fmt.Errorf("admin state handed over by the upgraded process: %w", err)
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, false, nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -190,5 +191,28 @@ func TestHealthRefusesFromOpenUntilAnUpstreamPassesItsFirstCheck(t *testing.T) {
 	}
 	if st := upstreamState(live, a.addr); !st.InRotation {
 		t.Fatalf("a after its first good check: %+v, want in rotation at once", st)
+	}
+}
+
+// The admin state's upstreams get traffic, so the new process takes only a file no other user
+// could have written or read (a pid file may sit in a sticky directory others can write to): one
+// readable or writable by others is refused, naming it, and nothing of it is applied.
+func TestAdminStateOthersCouldWriteIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edge.pid.admin.json")
+	planted := `{"pid":` + strconv.Itoa(os.Getpid()) + `,"added":["10.66.66.66:443"]}`
+	if err := os.WriteFile(path, []byte(planted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok, err := ReadAdminState(path, os.Getpid()); ok || err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a 0666 admin state: %+v, ok %v, %v; want it refused naming the file", st, ok, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok, err := ReadAdminState(path, os.Getpid()); !ok || err != nil || !slices.Equal(st.Added, []string{"10.66.66.66:443"}) {
+		t.Fatalf("the same file 0600: %+v, ok %v, %v; want it read", st, ok, err)
 	}
 }

@@ -3,6 +3,7 @@ package hostlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -120,6 +121,57 @@ func TestOnlyItsOwnerCanHoldTheLockAndAnyoneCanReadItsHolder(t *testing.T) {
 	if !strings.Contains(string(out), "Permission denied") {
 		t.Errorf("flock(1) as nobody: %v %s; want permission denied", err, out)
 	}
+
+	// A status reader of another user, who may not open the lock, still sees it held, and by
+	// whom, from the holder record (this test binary, run as nobody: Held's answer on stdout).
+	bin := filepath.Join(dir, "hostlock.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	heldAs := func() string {
+		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestHeldHelperProcess$")
+		cmd.Env = append(os.Environ(), heldEnv+"="+p)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("Held as nobody: %v %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := heldAs(); got != "free" {
+		t.Errorf("Held of the free lock, as nobody: %q; want free", got)
+	}
+	l, err = TryAcquire(p, Holder{Who: "deployer", Command: "zero502 deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if got := heldAs(); got != "held by deployer" {
+		t.Errorf("Held of the taken lock, as nobody: %q; want held by deployer", got)
+	}
+}
+
+// heldEnv makes the test binary print Held of the lock it names and exit (run as another user).
+const heldEnv = "ZERO502_HOSTLOCK_HELD"
+
+func TestHeldHelperProcess(t *testing.T) {
+	p := os.Getenv(heldEnv)
+	if p == "" {
+		t.Skip("the helper of TestOnlyItsOwnerCanHoldTheLockAndAnyoneCanReadItsHolder")
+	}
+	held, h, err := Held(p)
+	switch {
+	case err != nil:
+		fmt.Println("error:", err)
+	case held:
+		fmt.Println("held by", h.Who)
+	default:
+		fmt.Println("free")
+	}
+	os.Exit(0)
 }
 
 // A lock another user could write, or one in a directory they could write, is refused naming
