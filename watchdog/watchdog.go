@@ -192,15 +192,17 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 			next.Services[svc.Name] = prev
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("host %s: the tick was called off before it finished (%w): no failure was counted, nothing healed", w.host.Name, err)
-	}
+	// Saved even when called off: what this tick did before (a heal) stays counted; a check it
+	// cut short changed nothing (watch).
 	next.UpdatedAt = rep.At
 	if err := saveStreaks(stateDir, next); err != nil {
 		return rep, fmt.Errorf("host %s: %w", w.host.Name, err)
 	}
 	if err := writeMetrics(stateDir, rep.At, next); err != nil {
 		return rep, fmt.Errorf("host %s: %w", w.host.Name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, fmt.Errorf("host %s: the tick was called off before it finished (%w): the checks it cut short were not counted", w.host.Name, err)
 	}
 	return rep, nil
 }
@@ -225,10 +227,11 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 		v.Healthy = true
 		return v
 	}
-	// A failure counts once per tick of the timer: one less than half an interval after the last
-	// counted check (a manual run, or --loop, beside the timer) is reported but not counted, so
-	// it never brings a heal closer than heal_after ticks (invariant I5). A clock that went back
-	// counts, and so does every failure once a heal was due (a failed heal is tried again).
+	// A failure less than half an interval after the last counted check (a manual run, or
+	// --loop, beside the timer, whose own ticks are at least 5/6 of an interval apart) is
+	// reported but not counted: quick runs add at most one failure per half interval to a
+	// streak. A clock that went back counts, and so does every failure once a heal was due (a
+	// failed heal is tried again).
 	if gap := now.Sub(s.LastCheck); s.Failures > 0 && s.Failures < w.cfg.Watchdog.HealAfter && gap >= 0 && gap < w.cfg.Watchdog.Interval/2 {
 		v.Reason, v.Streak = fmt.Sprintf("%s (not counted: %s after the last counted check, under half of watchdog.interval %s)",
 			reason, gap, w.cfg.Watchdog.Interval), s.Failures
