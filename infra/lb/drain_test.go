@@ -203,7 +203,7 @@ func TestInvalidSettingsAreRefusedNamingTheFlag(t *testing.T) {
 func TestADrainAfterAHandOffKeepsItsHealthUp(t *testing.T) {
 	a := startBackend(t, "a")
 	set := fastSettings(a.addr())
-	set.Drain = 1500 * time.Millisecond
+	set.Drain = 5 * time.Second // outlasts the checks below on a loaded machine
 	set.Shutdown = 2 * time.Second
 	l := startLB(t, set, WithHandoff(func() bool { return true }))
 	stopped := make(chan struct{})
