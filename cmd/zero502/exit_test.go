@@ -148,23 +148,7 @@ func TestConfigErrorsSpeakTheConfigsLanguage(t *testing.T) {
 func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	path, cfg := localConfigIn(t, dir)
-	held, err := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: "ops@test", Command: "zero502 deploy --version v0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release()
-	done := make(chan struct{})
-	var out string
-	var code int
-	go func() {
-		defer close(done)
-		out, code = runCLI(t, "deploy", "--config", path, "--version", "v1", "--lock-timeout", "0")
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second): // a bound on a hang, not a timing claim
-		t.Fatal("deploy --lock-timeout 0 waited for the held fleet lock")
-	}
+	_, out, code := whileFleetLockHeld(t, cfg, "zero502 deploy --version v0", "deploy", "--config", path, "--version", "v1", "--lock-timeout", "0")
 	if code != 2 || !strings.Contains(out, "ops@test") || !strings.Contains(out, cfg.FleetLockPath()) {
 		t.Errorf("--lock-timeout 0 with the fleet lock held: exit %d, want 2 naming the holder and the lock\n%s", code, out)
 	}
@@ -191,4 +175,30 @@ func localConfigIn(t *testing.T, dir string) (string, *config.Config) {
 		t.Fatal(err)
 	}
 	return path, cfg
+}
+
+// whileFleetLockHeld takes cfg's fleet lock as ops@test running command (released when the test
+// ends, or earlier through held), then runs zero502 args, which must return within 30s (a bound
+// on a hang, not a timing claim), and returns its output and exit code.
+func whileFleetLockHeld(t *testing.T, cfg *config.Config, command string, args ...string) (held *hostlock.Lock, out string, code int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(cfg.FleetLockPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held, err := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: "ops@test", Command: command})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Release() })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		out, code = runCLI(t, args...)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("zero502 %s waited for the held fleet lock", strings.Join(args, " "))
+	}
+	return held, out, code
 }

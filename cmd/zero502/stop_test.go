@@ -1,13 +1,9 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -22,26 +18,7 @@ func TestStopRefusedByTheFleetLockAndTheMaintenanceLock(t *testing.T) {
 		_, err := spec.Read(spec.Path(cfg.HostStateDir(h)))
 		return err == nil
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.FleetLockPath()), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	held, err := hostlock.TryAcquire(cfg.FleetLockPath(), hostlock.Holder{Who: "ops@test", Command: "zero502 deploy --version v2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Release()
-	done := make(chan struct{})
-	var out string
-	var code int
-	go func() {
-		defer close(done)
-		out, code = runCLI(t, "stop", "--config", path, "--host", h.Name, "--lock-timeout", "0")
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second): // a bound on a hang, not a timing claim
-		t.Fatal("stop --lock-timeout 0 waited for the held fleet lock")
-	}
+	held, out, code := whileFleetLockHeld(t, cfg, "zero502 deploy --version v2", "stop", "--config", path, "--host", h.Name, "--lock-timeout", "0")
 	if code != 2 || !strings.Contains(out, "stop refused before anything changed: another deploy of this fleet is running") ||
 		!strings.Contains(out, "ops@test") || !strings.Contains(out, cfg.FleetLockPath()) || published() {
 		t.Fatalf("stop --lock-timeout 0 with the fleet lock held: exit %d, spec published %v; want 2 naming the holder and the lock, nothing published\n%s",
