@@ -123,8 +123,10 @@ func lookupName(head []byte, fields []field, slots []int32, mask uint32, name []
 // address a backend sees. An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1
 // needs one. X-Forwarded-Proto follows the same rule: a trusted proxy's is kept; from anyone
 // else it is dropped, and a request that came over TLS (https) gets X-Forwarded-Proto: https.
-// Forwarded (RFC 7239) and X-Real-IP, which backends also read the client's address from, are
-// kept from a trusted proxy and dropped from anyone else (the LB sets neither). Any of these
+// Forwarded (RFC 7239) and X-Real-IP, which backends also read the client's address from, and
+// X-Forwarded-Host, -Port, -Prefix, -Scheme and -Ssl, which frameworks build absolute URLs from
+// (a password-reset link pointing at the client's own host), are kept from a trusted proxy and
+// dropped from anyone else (the LB sets none of them: the backend reads Host). Any of these
 // spelled with an underscore (X_Forwarded_For, X-Real_IP) is dropped, trusted or not: CGI, WSGI
 // and PHP backends read '_' and '-' alike, so it would pass for the header the LB sets or keeps.
 func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, https bool, backend string) []byte {
@@ -188,19 +190,31 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 // The request headers a backend reads the client's address or scheme from: the LB sets
 // X-Forwarded-For and X-Forwarded-Proto, and keeps any of them only from a trusted proxy (see
 // AppendUpstreamHead).
+// X-Forwarded-Host and the others after realIP are what Rack, Django, Spring and Werkzeug's
+// ProxyFix build the request's own URL from.
 const (
 	notForwarding = iota
 	forwardedFor
 	forwardedProto
 	forwarded
 	realIP
+	forwardedHost
+	forwardedPort
+	forwardedPrefix
+	forwardedScheme
+	forwardedSSL
 )
 
 var forwardingNames = [...]string{
-	forwardedFor:   "X-Forwarded-For",
-	forwardedProto: "X-Forwarded-Proto",
-	forwarded:      "Forwarded",
-	realIP:         "X-Real-IP",
+	forwardedFor:    "X-Forwarded-For",
+	forwardedProto:  "X-Forwarded-Proto",
+	forwarded:       "Forwarded",
+	realIP:          "X-Real-IP",
+	forwardedHost:   "X-Forwarded-Host",
+	forwardedPort:   "X-Forwarded-Port",
+	forwardedPrefix: "X-Forwarded-Prefix",
+	forwardedScheme: "X-Forwarded-Scheme",
+	forwardedSSL:    "X-Forwarded-Ssl",
 }
 
 // forwardingHeader says which of forwardingNames name is (notForwarding for none), compared

@@ -95,23 +95,27 @@ func TestResponseContentLengthDroppedWithTransferEncoding(t *testing.T) {
 
 // Forwarded and X-Real-IP, like X-Forwarded-For and X-Forwarded-Proto, are kept from a trusted
 // proxy only: from anyone else they are dropped, so a client cannot forge the address a
-// backend reads from them.
+// backend reads from them; so are X-Forwarded-Host, -Port, -Prefix, -Scheme and -Ssl, which a
+// framework builds its absolute URLs from.
 // The same names spelled with an underscore (CGI, WSGI and PHP backends read '_' as '-') are
 // dropped from anyone, trusted proxy or not; other names with an underscore pass.
 func TestForwardedAndRealIPOnlyFromTrustedProxies(t *testing.T) {
 	head := "GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nx-real-ip: 6.6.6.6\r\nX-Other: 1\r\nFORWARDED: for=7.7.7.7\r\n" +
-		"X_Forwarded_For: 6.6.6.6\r\nX-Real_IP: 6.6.6.6\r\nx_forwarded-proto: http\r\nX-Forwarded_Host: h\r\nMy_Header: 1\r\n\r\n"
+		"X_Forwarded_For: 6.6.6.6\r\nX-Real_IP: 6.6.6.6\r\nx_forwarded-proto: http\r\nX-Forwarded_Hostname: h\r\nMy_Header: 1\r\n" +
+		"X-Forwarded-Host: evil.example\r\nx-forwarded-port: 1\r\nX-Forwarded-Prefix: /evil\r\nX-Forwarded-Scheme: http\r\nX-Forwarded-SSL: off\r\nX_Forwarded_Host: u\r\n\r\n"
 	var r Request
 	if err := ParseRequest([]byte(head), &r); err != nil {
 		t.Fatal(err)
 	}
 	got := string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), false, true, "b:1"))
-	if want := "GET / HTTP/1.1\r\nHost: x\r\nX-Other: 1\r\nX-Forwarded_Host: h\r\nMy_Header: 1\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n"; got != want {
+	if want := "GET / HTTP/1.1\r\nHost: x\r\nX-Other: 1\r\nX-Forwarded_Hostname: h\r\nMy_Header: 1\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n"; got != want {
 		t.Errorf("from an untrusted client:\n%q\nwant\n%q", got, want)
 	}
 	got = string(AppendUpstreamHead(nil, &r, []byte("10.0.0.1"), true, true, "b:1"))
 	if want := "GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nx-real-ip: 6.6.6.6\r\nX-Other: 1\r\nFORWARDED: for=7.7.7.7\r\n" +
-		"X-Forwarded_Host: h\r\nMy_Header: 1\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n"; got != want {
+		"X-Forwarded_Hostname: h\r\nMy_Header: 1\r\n" +
+		"X-Forwarded-Host: evil.example\r\nx-forwarded-port: 1\r\nX-Forwarded-Prefix: /evil\r\nX-Forwarded-Scheme: http\r\nX-Forwarded-SSL: off\r\n" +
+		"X-Forwarded-For: 10.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n"; got != want {
 		t.Errorf("from a trusted proxy:\n%q\nwant\n%q", got, want)
 	}
 }

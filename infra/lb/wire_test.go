@@ -138,8 +138,8 @@ func TestResponseContentLengthWithChunkedIsDropped(t *testing.T) {
 	}
 }
 
-// Forwarded and X-Real-IP reach the backend from a trusted proxy only; from any other client
-// they are dropped, on either engine. Spelled with an underscore (X_Forwarded_For, X-Real_IP,
+// Forwarded, X-Real-IP and X-Forwarded-Host reach the backend from a trusted proxy only; from
+// any other client they are dropped, on either engine. Spelled with an underscore (X_Forwarded_For, X-Real_IP,
 // which CGI, WSGI and PHP backends read as the real ones) they are dropped from anyone.
 func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
 	a := startBackend(t, "a")
@@ -148,7 +148,7 @@ func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
 	l := startLB(t, set)
 	sent := func(local string) string {
 		c := dialFrom(t, local, l.Addr())
-		_, _ = io.WriteString(c, "GET /headers HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n"+
+		_, _ = io.WriteString(c, "GET /headers HTTP/1.1\r\nHost: x\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\nX-Forwarded-Host: 6.6.6.6\r\n"+
 			"X_Forwarded_For: 7.7.7.7\r\nX-Real_IP: 7.7.7.7\r\nx-forwarded_proto: 7.7.7.7\r\n\r\n")
 		return readResponses(t, bufio.NewReader(c), 1, "GET")[0]
 	}
@@ -156,6 +156,7 @@ func TestForwardedAndRealIPAreKeptOnlyFromTrustedProxies(t *testing.T) {
 		t.Errorf("from an untrusted client the backend saw:\n%s", got)
 	}
 	if got := sent("127.0.0.3"); !strings.Contains(got, "Forwarded: for=6.6.6.6") || !strings.Contains(got, "X-Real-Ip: 6.6.6.6") ||
+		!strings.Contains(got, "X-Forwarded-Host: 6.6.6.6") ||
 		strings.Contains(got, "7.7.7.7") {
 		t.Errorf("from a trusted proxy the backend saw:\n%s", got)
 	}
