@@ -7,9 +7,11 @@ import "errors"
 // responses, on both of its paths, with it alone. Scan is given the next bytes as they arrive,
 // in pieces of any size, and says how many belong to the body. Its rules are strict, since a
 // proxy and the server behind it must agree on where a request ends (request smuggling): a hex
-// size of at most 15 digits, then only optional whitespace (BWS) and ';' with the extensions,
-// which hold no control characters but HTAB, or the line's end (RFC 9112 §7.1.1: "3 x" is broken
-// framing, not size 3); CRLF line ends (a bare CR or LF is broken framing); CRLF after the data;
+// size of at most 15 digits, then only optional whitespace (BWS) and the extensions, or the
+// line's end (RFC 9112 §7.1.1: "3 x" is broken framing, not size 3); each extension is ';', a
+// token name and optionally '=' and a token or a quoted string that closes on its line (a server
+// that reads a quoted string to its closing quote across the line's end would see a chunk where
+// the LB sees data); CRLF line ends (a bare CR or LF is broken framing); CRLF after the data;
 // trailer lines that are header fields (RFC 9112 §7.1.2): a token name, a colon, a value without
 // control characters but HTAB, no leading whitespace (obs-fold); at most maxChunkLine bytes per
 // line and maxTrailer for the trailer section.
@@ -24,19 +26,26 @@ type ChunkFramer struct {
 type chunkState uint8
 
 const (
-	csSize        chunkState = iota // the hex size
-	csSizeBWS                       // whitespace after the size, up to ';' or CR
-	csExt                           // extensions, up to CR
-	csSizeLF                        // LF after the size line
-	csData                          // size bytes of data
-	csDataCR                        // CR after the data
-	csDataLF                        // LF after the data
-	csTrailer                       // the start of a trailer line, or the final CRLF
-	csTrailerName                   // a trailer field's name, up to its colon
-	csTrailerText                   // a trailer field's value
-	csTrailerLF                     // LF after a trailer line
-	csEndLF                         // LF of the final empty line
-	csDone                          // the body ended
+	csSize          chunkState = iota // the hex size
+	csSizeBWS                         // whitespace after the size, up to ';' or CR
+	csExt                             // after an extension's ';': BWS, then its name
+	csExtName                         // an extension's name
+	csExtAfterName                    // BWS after a name: '=', ';' or CR
+	csExtValue                        // after '=': BWS, then a token or a quoted string
+	csExtToken                        // a token value
+	csExtQuoted                       // inside a quoted value
+	csExtQuotedPair                   // after a backslash inside a quoted value
+	csExtAfterValue                   // BWS after a value: ';' or CR
+	csSizeLF                          // LF after the size line
+	csData                            // size bytes of data
+	csDataCR                          // CR after the data
+	csDataLF                          // LF after the data
+	csTrailer                         // the start of a trailer line, or the final CRLF
+	csTrailerName                     // a trailer field's name, up to its colon
+	csTrailerText                     // a trailer field's value
+	csTrailerLF                       // LF after a trailer line
+	csEndLF                           // LF of the final empty line
+	csDone                            // the body ended
 )
 
 const (
@@ -141,13 +150,9 @@ func (f *ChunkFramer) step(c byte) error {
 		default:
 			return errChunkFraming
 		}
-	case csExt:
-		if c == '\r' {
-			f.state = csSizeLF
-			return nil
-		}
-		if c < ' ' && c != '\t' || c == 0x7f {
-			return errChunkFraming
+	case csExt, csExtName, csExtAfterName, csExtValue, csExtToken, csExtQuoted, csExtQuotedPair, csExtAfterValue:
+		if err := f.extByte(c); err != nil {
+			return err
 		}
 	case csSizeLF:
 		if c != '\n' {
@@ -212,6 +217,66 @@ func (f *ChunkFramer) step(c byte) error {
 	}
 	if f.line++; f.line > maxChunkLine {
 		return errChunkFraming
+	}
+	return nil
+}
+
+// extByte takes one byte of a chunk extension (RFC 9112 §7.1.1):
+//
+//	chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+//	chunk-ext-val = token / quoted-string
+func (f *ChunkFramer) extByte(c byte) error {
+	bws := c == ' ' || c == '\t'
+	switch f.state {
+	case csExt:
+		switch {
+		case tchar[c]:
+			f.state = csExtName
+		case !bws:
+			return errChunkFraming
+		}
+	case csExtName, csExtAfterName, csExtToken, csExtAfterValue:
+		named := f.state == csExtName || f.state == csExtAfterName
+		switch {
+		case c == '\r':
+			f.state = csSizeLF
+		case c == ';':
+			f.state = csExt
+		case c == '=' && named:
+			f.state = csExtValue
+		case bws:
+			if named {
+				f.state = csExtAfterName
+			} else {
+				f.state = csExtAfterValue
+			}
+		case tchar[c] && (f.state == csExtName || f.state == csExtToken):
+		default:
+			return errChunkFraming
+		}
+	case csExtValue:
+		switch {
+		case c == '"':
+			f.state = csExtQuoted
+		case tchar[c]:
+			f.state = csExtToken
+		case !bws:
+			return errChunkFraming
+		}
+	case csExtQuoted:
+		switch {
+		case c == '"':
+			f.state = csExtAfterValue
+		case c == '\\':
+			f.state = csExtQuotedPair
+		case c < ' ' && c != '\t' || c == 0x7f: // qdtext: no CR, LF or other control
+			return errChunkFraming
+		}
+	case csExtQuotedPair:
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return errChunkFraming
+		}
+		f.state = csExtQuoted
 	}
 	return nil
 }

@@ -82,6 +82,8 @@ func TestBrokenChunkedFramingIs400AndNeverForwarded(t *testing.T) {
 		{"size without CRLF", "5\nhello\r\n0\r\n\r\n"},
 		{"data longer than its size", "3\r\nhello\r\n0\r\n\r\n"},
 		{"bare CR in an extension", "5;a\rb\r\nhello\r\n0\r\n\r\n"},
+		{"quoted extension value across the line's end", "5;a=\"x\r\n\"\r\nhello\r\n0\r\n\r\n"},
+		{"extension name that is no token", "5;/ HTTP/1.1\r\nhello\r\n0\r\n\r\n"},
 		{"control character in a trailer", "5\r\nhello\r\n0\r\nX: a\x01b\r\n\r\n"},
 		{"size too large", "1000000000000000\r\nhello\r\n"},
 		{"junk after the size", "3 x\r\nabc\r\n0\r\n\r\n"},

@@ -43,7 +43,7 @@ func TestTooManyHeaderFieldsGet431(t *testing.T) {
 
 // A backend that takes a chunked request's head, then resets the connection while its body is
 // on the way: the client gets 502 and its connection is closed. The body's bytes (here a last
-// chunk whose extension and trailer read as a request line and Host: "0 ;/ HTTP/1.1") were
+// chunk whose extension and trailer hold a request line and Host: `0;x="/ HTTP/1.1"`) were
 // relayed, never a request of their own: the LB must not parse them as the client's next
 // request, and neither the backend nor the LB sees a second request (request smuggling).
 func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
@@ -72,7 +72,7 @@ func TestChunkedBodyAfterBackendResetIsNotARequest(t *testing.T) {
 		t.Fatal("the request head did not reach the backend")
 	}
 	time.Sleep(100 * time.Millisecond) // the reset reaches the LB: its write of the body fails
-	if _, err := io.WriteString(c, "0 ;/ HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "0;x=\"/ HTTP/1.1\"\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(c)
