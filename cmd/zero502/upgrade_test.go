@@ -137,12 +137,9 @@ func testUpgradeLB(t *testing.T, bin string) {
 			t.Logf("old LB: %s", line)
 		}
 	}
-	// Known issue, reported: when the old LB stops accepting it closes connections it accepted
-	// just before, under their first request (its event loops take a connection that has not
-	// sent a request yet for idle, a new one added or handed to the goroutine path then is
-	// closed): 0 to 5 of ~1200 requests in about one run in three. The shared socket makes that
-	// moment busy; a lone LB on SIGTERM is out of rotation by then. Refused connections,
-	// non-2xx answers and failures on reused connections must still be zero.
+	// The old LB accepts nothing once it has handed its sockets on, so every connection it has
+	// was accepted a whole drain window before it closes idle ones: none is closed under its
+	// first request. Refused connections, resets and non-2xx answers must all be zero.
 	l.stopAndCheck(t)
 	// Each keep-alive worker's connection began on the old process; its drain ended every one
 	// with a Connection: close response, never by closing it under a request.

@@ -19,7 +19,9 @@ import (
 func (s *Server) drain() error {
 	if s.handoff != nil && s.handoff() {
 		s.handedOff.Store(true)
-		s.log.Info("lb handed its listeners to the upgraded process: its health stays 200 while this one drains what it serves")
+		s.stopAccepting()
+		s.log.Info("lb handed its listeners to the upgraded process: it accepts no new connection, and its health stays 200 " +
+			"while it drains the connections it has")
 	}
 	d := &lbDrain{s: s, stop: make(chan struct{})}
 	defer d.stopWatching()
@@ -64,10 +66,9 @@ func (d *lbDrain) StopAccepting() {
 			s.tunnels.shut(linger)
 		}
 	}()
+	s.stopAccepting()
 	s.mu.Lock()
 	s.closing.Store(true)
-	_ = s.ln.Close()
-	s.stopTLS()
 	for cc := range s.conns {
 		if cc.idle.Load() && cc.used.Load() {
 			_ = cc.conn.SetReadDeadline(time.Unix(1, 0))
@@ -76,6 +77,22 @@ func (d *lbDrain) StopAccepting() {
 	s.mu.Unlock()
 	if s.loops != nil {
 		s.loops.wakeAll() // they stop accepting and close their idle connections
+	}
+}
+
+// stopAccepting closes the LB's listeners to new connections (each event loop drops its copy
+// when woken); the connections it has go on as before. The drain's StopAccepting calls it and,
+// after a hand-off, the drain's start: the successor shares the sockets and accepts from then
+// on, so what this process accepted has a whole drain window to be served and ended with
+// Connection: close before idle connections are closed.
+func (s *Server) stopAccepting() {
+	if !s.acceptStopped.CompareAndSwap(false, true) {
+		return
+	}
+	_ = s.ln.Close()
+	s.stopTLS()
+	if s.loops != nil {
+		s.loops.wakeAll()
 	}
 }
 

@@ -220,9 +220,9 @@ func (l *loop) register(fd int) error {
 	return l.Add(fd, evloop.EdgeTriggered, uint64(fd))
 }
 
-// mayAccept: once the LB is closing, new connections stay in the listen queue (for the process
-// an upgrade hands the socket to).
-func (l *loop) mayAccept() bool { return !l.s.closing.Load() }
+// mayAccept: once the LB stopped accepting, new connections stay in the listen queue (for the
+// process an upgrade hands the socket to).
+func (l *loop) mayAccept() bool { return !l.s.acceptStopped.Load() }
 
 // wakeHandedTo wakes the loops an accept round queued connections for: once each, however many
 // they got.
@@ -317,8 +317,10 @@ func (l *loop) woken() {
 	l.adoptedSpare = adopted[:0]
 	l.evictIdle()
 	l.resendEjected()
-	if l.s.closing.Load() {
+	if l.s.acceptStopped.Load() {
 		l.StopAccepting()
+	}
+	if l.s.closing.Load() {
 		for fd := range l.slots {
 			c := l.slots[fd].c
 			switch {

@@ -79,8 +79,11 @@ type Server struct {
 	// process serves the same address: own health stays 200 (drainingHealth).
 	handedOff atomic.Bool
 	handoff   func() bool
-	closing   atomic.Bool // listener closed: idle client connections leave
-	aborting  atomic.Bool // the shutdown budget ran out: every client connection is closed
+	// acceptStopped: the listeners take no new connection (stopAccepting): from the drain's
+	// StopAccepting on, or at once after a hand-off (the successor accepts on the same sockets)
+	acceptStopped atomic.Bool
+	closing       atomic.Bool // the drain stopped accepting: idle client connections leave
+	aborting      atomic.Bool // the shutdown budget ran out: every client connection is closed
 
 	mu    sync.Mutex
 	conns map[*clientConn]struct{} // client connections on the goroutine path
@@ -297,7 +300,7 @@ func (s *Server) acceptFrom(ln net.Listener, serve func(net.Conn)) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			if s.closing.Load() {
+			if s.acceptStopped.Load() {
 				return nil
 			}
 			var ne net.Error
