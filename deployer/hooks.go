@@ -55,7 +55,7 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 		return nil
 	}
 	key := "hooks." + name
-	prog, err := trust.Program(h.Command[0], os.Getuid())
+	prog, err := trust.Command(h.Command, "", os.Getuid())
 	var notFound *exec.Error
 	switch {
 	case errors.As(err, &notFound):

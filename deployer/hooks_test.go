@@ -291,6 +291,15 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.dir, "ran")); err == nil {
 		t.Error("the refused hook ran")
 	}
+	// the same script given to a trusted interpreter: what runs is the script, refused alike
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{"sh", swappable}, Timeout: 10 * time.Second}
+	_, err = deploy(cfg, "v2")
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "with the file "+swappable) || !strings.Contains(err.Error(), "mode 0777") {
+		t.Fatalf("sh running a script in a 0777 directory: %v; want it refused, naming the script and the directory's mode", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "ran")); err == nil {
+		t.Error("the refused hook's script ran")
+	}
 
 	_ = os.Remove(log)
 	withHooks(cfg, script, "post_deploy")

@@ -144,9 +144,9 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	// Its program must be one only root or this user can change (infra/trust), as a hook's: it
-	// sees every secret it prints.
-	prog, err := trust.Program(argv[0], os.Getuid())
+	// Its program, and a script it is given, must be ones only root or this user can change
+	// (infra/trust), as a hook's: it sees every secret it prints.
+	prog, err := trust.Command(argv, "", os.Getuid())
 	if err != nil {
 		var notFound *exec.Error
 		if errors.As(err, &notFound) {

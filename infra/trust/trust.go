@@ -218,8 +218,10 @@ func MkdirAll(path string, mode os.FileMode, uid int) error {
 	return os.MkdirAll(path, mode)
 }
 
-// ProgramRule is the rule a program zero502 runs (a hook, secrets.command) must pass.
-const ProgramRule = "a program zero502 runs must be owned by root or this user, and neither it nor a directory above it writable by anyone else"
+// ProgramRule is the rule a program zero502 runs (a hook, secrets.command, a process-runtime
+// service) must pass, and with it a file named among its arguments (Command).
+const ProgramRule = "a program zero502 runs, and a file named among its arguments (the script an interpreter reads), " +
+	"must be owned by root or the user it runs as, and neither it nor a directory above it writable by anyone else"
 
 // Program is the path to run for the program name (exec.LookPath: a name without a slash is
 // looked up on PATH), once Check trusts it: its real path, every symlink resolved, so what runs
@@ -237,6 +239,31 @@ func Program(name string, uid int) (string, error) {
 		return "", fmt.Errorf("refused to run %s: %w (%s)", prog, err, ProgramRule)
 	}
 	return real, nil
+}
+
+// Command is Program for argv[0], and besides Check for every later argument that names an
+// existing regular file (relative to dir; "" is the working directory): the script an
+// interpreter reads (sh hooks/pre.sh, python3 app.py) is as much what runs as the interpreter
+// is. uid is the user the command runs as: root or that user may own what it runs. A refusal
+// names the argument, Check's reason and ProgramRule.
+func Command(argv []string, dir string, uid int) (string, error) {
+	prog, err := Program(argv[0], uid)
+	if err != nil {
+		return "", err
+	}
+	for _, arg := range argv[1:] {
+		p := arg
+		if dir != "" && !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			continue // not a file: an option, a word, a URL
+		}
+		if err := Check(p, uid); err != nil {
+			return "", fmt.Errorf("refused to run %s with the file %s: %w (%s)", argv[0], arg, err, ProgramRule)
+		}
+	}
+	return prog, nil
 }
 
 // CheckPrivate is Check for a file that holds secrets: trusted, and besides readable by its

@@ -184,3 +184,35 @@ func TestProgramIsFoundThenChecked(t *testing.T) {
 		t.Fatalf("a program in this user's 0755 directory: %q, %v; want it trusted", p, err)
 	}
 }
+
+// Command checks argv[0] as Program does, and every later argument that names a regular file:
+// the script sh or python3 reads is what runs. Words, options and directories are not files.
+func TestCommandChecksTheScriptAnInterpreterReads(t *testing.T) {
+	uid := os.Getuid()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(open, "pre.sh")
+	if err := os.WriteFile(script, []byte("exit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Command([]string{"sh", "-e", script, "--flag", "word", open}, "", uid); err != nil || !filepath.IsAbs(p) {
+		t.Fatalf("sh with a script in this user's 0755 directory: %q, %v; want it trusted", p, err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Command([]string{"sh", "-e", script}, "", uid); err == nil || !strings.Contains(err.Error(), "with the file "+script) ||
+		!strings.Contains(err.Error(), open+" has mode 0777") || !strings.Contains(err.Error(), ProgramRule) {
+		t.Fatalf("sh with a script in a 0777 directory: %v; want refused naming the script, the directory and the rule", err)
+	}
+	// a relative name is the file in dir
+	if _, err := Command([]string{"sh", "pre.sh"}, open, uid); err == nil || !strings.Contains(err.Error(), "with the file pre.sh") {
+		t.Fatalf("sh pre.sh in the 0777 directory: %v; want refused", err)
+	}
+	if _, err := Command([]string{"sh", "pre.sh"}, dir, uid); err != nil {
+		t.Fatalf("sh pre.sh where no such file is: %v; want no refusal (a word, not a file)", err)
+	}
+}

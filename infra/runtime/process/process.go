@@ -175,6 +175,14 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	env := runtime.ServiceEnv(as, svc.Environment())
 	cmd.Args, cmd.Env = svc.Command, env
 	cmd.Path, cmd.Err = lookPath(svc.Command[0], env)
+	if cmd.Err == nil {
+		// what runs, and a script it reads, must be changeable by root or the user it runs as
+		// alone: a service started as root from a file another user may write is theirs to run
+		argv := append([]string{cmd.Path}, svc.Command[1:]...)
+		if cmd.Path, err = trust.Command(argv, "", int(as.UID)); err != nil {
+			return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].command): %w", host, svc.Name, err)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: start %q: %w", host, svc.Name, svc.Command[0], err)

@@ -62,6 +62,41 @@ func TestAnUnknownServiceUserIsRefusedAndNothingStarts(t *testing.T) {
 	}
 }
 
+// A service's program, or the script its interpreter reads, in a directory another user may
+// write is refused before anything starts: the process runtime runs it as the spec's user
+// (root, for a root deploy), and whoever may swap the file would choose what that user runs.
+func TestAServiceProgramAnotherUserMayChangeIsRefused(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	prog := filepath.Join(open, "server.sh")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch "+marker+"\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, command := range [][]string{{prog}, {"sh", prog}} {
+		_, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v1", Command: command})
+		if err == nil || !strings.Contains(err.Error(), "services[].command") || !strings.Contains(err.Error(), open+" has mode 0777") {
+			t.Fatalf("Start of %q: %v; want a refusal naming services[].command and the directory's mode", command, err)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the refused program ran")
+	}
+	if insts, _ := rt.List(context.Background(), runtime.Filter{}); len(insts) != 0 {
+		t.Fatalf("instances after the refusal: %+v", insts)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start(t, rt, spec.Service{Name: "web", Version: "v1", Command: []string{"sh", prog}})
+}
+
 // An instance record another user could have written (it names the pid zero502 signals) is not
 // believed: listing the service's instances is an error naming the record.
 func TestAWritableInstanceRecordIsNotBelieved(t *testing.T) {
