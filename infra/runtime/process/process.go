@@ -178,9 +178,14 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	if cmd.Err == nil {
 		// what runs, and a script it reads, must be changeable by root or the user it runs as
 		// alone: a service started as root from a file another user may write is theirs to run
-		argv := append([]string{cmd.Path}, svc.Command[1:]...)
-		if cmd.Path, err = trust.Command(argv, "", int(as.UID)); err != nil {
+		real, err := trust.Command(append([]string{cmd.Path}, svc.Command[1:]...), "", int(as.UID))
+		var notFound *exec.Error
+		switch {
+		case errors.As(err, &notFound): // no such program: Start says so, as for any other
+		case err != nil:
 			return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].command): %w", host, svc.Name, err)
+		default:
+			cmd.Path = real
 		}
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
