@@ -1,6 +1,7 @@
 package edgepick
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/netip"
@@ -205,6 +206,54 @@ func TestCorruptStateIsLoggedAndMeasuredAgain(t *testing.T) {
 			}
 			if _, err := LoadState(state); err != nil {
 				t.Errorf("the state file was not rewritten: %v", err)
+			}
+		})
+	}
+}
+
+// A state file another user could have written is not believed (it picks the edge the agent
+// connects to), nor one far too large to be a state: the picker measures again.
+func TestUntrustedOrOversizedStateIsMeasuredAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		spoil      func(t *testing.T, path string)
+	}{
+		{"writable by others", "mode 0666", func(t *testing.T, path string) {
+			if err := os.Chmod(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"over the size bound", "over 1048576 bytes", func(t *testing.T, path string) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = bytes.TrimSuffix(bytes.TrimSpace(data), []byte("}")) // a valid state, padded past the bound
+			big := append(data, []byte(`,"pad":"`+strings.Repeat("x", maxState)+`"}`)...)
+			if err := os.WriteFile(path, big, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t)
+			state := filepath.Join(t.TempDir(), "edgepick.json")
+			if _, ok := l.picker(state, l.fast, l.slow).Choose(context.Background()); !ok {
+				t.Fatal("no first choice")
+			}
+			if _, err := LoadState(state); err != nil {
+				t.Fatalf("the state just written: %v", err)
+			}
+			tc.spoil(t, state)
+			if _, err := LoadState(state); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("LoadState: %v, want an error saying %q", err, tc.want)
+			}
+			probed := l.probes.n.Load()
+			if c, ok := l.picker(state, l.fast, l.slow).Choose(context.Background()); !ok || c.FromState {
+				t.Fatalf("choice %s ok %v from state %v, want a fresh measurement", c.Addr, ok, c.FromState)
+			}
+			if l.probes.n.Load() == probed {
+				t.Error("no probe: the spoilt state was used")
 			}
 		})
 	}

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"time"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // State is what the agent's state file keeps of a choice: the whole ranking, not only the
@@ -32,16 +35,28 @@ type State struct {
 // errNoState is LoadState's error when there is no state file yet.
 var errNoState = errors.New("no edgepick state file")
 
-// LoadState reads the state file at path. A missing file is errNoState; a file that does not
-// parse or does not hold together (chosen outside the set, a ranking of another set) is an error
-// that says so; the caller measures again and overwrites it.
+// maxState bounds what LoadState reads: a ranking of a few hundred edges is a few tens of KiB.
+const maxState = 1 << 20
+
+// LoadState reads the state file at path. A missing file is errNoState; a file another user could
+// have written (infra/trust: it decides which edge the agent connects to), one over maxState, or
+// one that does not parse or does not hold together (chosen outside the set, a ranking of
+// another set) is an error that says so; the caller measures again and overwrites it.
 func LoadState(path string) (State, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	f, err := trust.Open(path, os.Getuid())
+	if errors.Is(err, fs.ErrNotExist) {
 		return State{}, fmt.Errorf("%s: %w", path, errNoState)
 	}
 	if err != nil {
+		return State{}, fmt.Errorf("edgepick state %s is not used: %w; measuring again", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxState+1))
+	if err != nil {
 		return State{}, fmt.Errorf("read edgepick state %s: %w", path, err)
+	}
+	if len(data) > maxState {
+		return State{}, fmt.Errorf("edgepick state %s is over %d bytes: not an edgepick state; the next measurement overwrites it", path, maxState)
 	}
 	var s State
 	if err := json.Unmarshal(data, &s); err != nil {

@@ -161,12 +161,16 @@ func checkInfo(p string, fi os.FileInfo, uid int, leaf bool) error {
 }
 
 // Open opens path for reading once Check trusts it, and checks the open file (fstat) is the file
-// Check judged and still passes the rule: what is read is what was checked. A missing file is
-// the open's error (errors.Is(err, fs.ErrNotExist)); a refusal wraps ErrRefused.
+// Check judged and still passes the rule: what is read is what was checked. Only a regular file
+// is opened (a FIFO would block the reader, a device never end). A missing file is the open's
+// error (errors.Is(err, fs.ErrNotExist)); a refusal wraps ErrRefused.
 func Open(path string, uid int) (*os.File, error) {
 	real, fi, err := resolve(path, uid)
 	if err != nil {
 		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, refusal{fmt.Errorf("%s is not a regular file (%s): only a file is read", path, fi.Mode().Type())}
 	}
 	f, err := os.Open(real)
 	if err != nil {
