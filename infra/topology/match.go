@@ -78,7 +78,7 @@ func (p *place) declare(d *Declared) {
 // and, for a region, which member matched ("subnet 10.1.0.0/16", or "region iberia > country
 // ES"). A negated statement matches exactly when the plain one does not.
 func (s *Set) sourceMatches(st Statement, p place) (bool, string) {
-	ok, via := s.addressMatches(st, p, map[string]bool{})
+	ok, via := s.addressMatches(st, p, newWalk())
 	if st.Not {
 		return !ok, ""
 	}
@@ -88,7 +88,7 @@ func (s *Set) sourceMatches(st Statement, p place) (bool, string) {
 // addressMatches is the plain (un-negated) match of st against an address. Pool and data
 // center statements never match an address: only region members can be those, and they
 // count for destinations only.
-func (s *Set) addressMatches(st Statement, p place, seen map[string]bool) (bool, string) {
+func (s *Set) addressMatches(st Statement, p place, w *walk) (bool, string) {
 	switch st.Kind {
 	case KindSubnet:
 		if !p.addr.IsValid() {
@@ -101,8 +101,8 @@ func (s *Set) addressMatches(st Statement, p place, seen map[string]bool) (bool,
 		if slices.Contains(p.regions, st.Name) {
 			return true, "declared"
 		}
-		return s.regionMatches(st.Name, seen, func(m Statement, seen map[string]bool) (bool, string) {
-			return s.addressMatches(m, p, seen)
+		return s.regionMatches(st.Name, w, func(m Statement, w *walk) (bool, string) {
+			return s.addressMatches(m, p, w)
 		})
 	}
 	return false, ""
@@ -154,23 +154,23 @@ func (s *Set) destinationMatches(st Statement, c Candidate) bool {
 	if s.Level == LevelWideIP && !appliesAtWideIP(st.Kind) {
 		return false
 	}
-	ok := s.candidateMatches(st, c, map[string]bool{})
+	ok := s.candidateMatches(st, c, newWalk())
 	return ok != st.Not
 }
 
 // appliesAtWideIP reports whether a destination kind can match a pool.
 func appliesAtWideIP(k Kind) bool { return k == KindPool || k == KindRegion }
 
-func (s *Set) candidateMatches(st Statement, c Candidate, seen map[string]bool) bool {
+func (s *Set) candidateMatches(st Statement, c Candidate, w *walk) bool {
 	switch st.Kind {
 	case KindPool:
 		return c.Pool == st.Name
 	case KindRegion:
-		ok, _ := s.regionMatches(st.Name, seen, func(m Statement, seen map[string]bool) (bool, string) {
+		ok, _ := s.regionMatches(st.Name, w, func(m Statement, w *walk) (bool, string) {
 			if s.Level == LevelWideIP && !appliesAtWideIP(m.Kind) {
 				return false, ""
 			}
-			return s.candidateMatches(m, c, seen), ""
+			return s.candidateMatches(m, c, w), ""
 		})
 		return ok
 	case KindDataCenter:
@@ -179,7 +179,7 @@ func (s *Set) candidateMatches(st Statement, c Candidate, seen map[string]bool) 
 		if !c.Address.IsValid() {
 			return false
 		}
-		ok, _ := s.addressMatches(st, s.place(c.Address), seen)
+		ok, _ := s.addressMatches(st, s.place(c.Address), w)
 		return ok
 	}
 	return false

@@ -94,17 +94,43 @@ func (v *validator) cycles(regions map[string][]Statement) {
 // decided. test is the plain (un-negated) match of one member. The region matches when a plain
 // member matches (or it has no plain member) and no negated member's plain form matches: "EU,
 // not GB" is Europe without Britain, "not US, not CA" is everywhere else. The sources do not
-// say how BIG-IP combines negated members; Warnings flags every region that has them. seen
-// holds the regions on the current path, guarding against cycles in a Set Parse did not build.
-func (s *Set) regionMatches(name string, seen map[string]bool, test func(Statement, map[string]bool) (bool, string)) (bool, string) {
-	if _, defined := s.Regions[name]; !defined || seen[name] {
+// say how BIG-IP combines negated members; Warnings flags every region that has them. w holds
+// the regions on the current path, guarding against cycles in a Set Parse did not build, and
+// the verdict on each region already judged in this match, so regions nested as a diamond
+// (each holding two that hold the same next one) cost their number, not 2^depth.
+func (s *Set) regionMatches(name string, w *walk, test func(Statement, *walk) (bool, string)) (bool, string) {
+	if _, defined := s.Regions[name]; !defined || w.path[name] {
 		return false, "" // a region not pasted is inside only what declares it (Paste.Unpasted)
 	}
-	seen[name] = true
-	defer delete(seen, name)
+	if v, ok := w.judged[name]; ok {
+		return v.ok, v.via
+	}
+	ok, via := s.judgeRegion(name, w, test)
+	w.judged[name] = verdict{ok, via}
+	return ok, via
+}
+
+// walk is one match's way through nested regions: the regions on the current path and the
+// verdicts reached so far (one match asks one question of every region: the same test).
+type walk struct {
+	path   map[string]bool
+	judged map[string]verdict
+}
+
+type verdict struct {
+	ok  bool
+	via string
+}
+
+func newWalk() *walk { return &walk{path: map[string]bool{}, judged: map[string]verdict{}} }
+
+// judgeRegion is regionMatches for a region not judged yet in w.
+func (s *Set) judgeRegion(name string, w *walk, test func(Statement, *walk) (bool, string)) (bool, string) {
+	w.path[name] = true
+	defer delete(w.path, name)
 	hit, plain := "", false
 	for _, m := range s.Regions[name] {
-		ok, via := test(m, seen)
+		ok, via := test(m, w)
 		if !m.Not {
 			plain = true
 			if ok && hit == "" {
@@ -130,13 +156,13 @@ func (s *Set) regionMatches(name string, seen map[string]bool, test func(Stateme
 
 // regionHoldsPool reports whether region name holds a pool statement, directly or through
 // nested regions.
-func (s *Set) regionHoldsPool(name string, seen map[string]bool) bool {
-	ok, _ := s.regionMatches(name, seen, func(m Statement, seen map[string]bool) (bool, string) {
+func (s *Set) regionHoldsPool(name string, w *walk) bool {
+	ok, _ := s.regionMatches(name, w, func(m Statement, w *walk) (bool, string) {
 		if m.Not {
 			return false, ""
 		}
 		if m.Kind == KindRegion {
-			return s.regionHoldsPool(m.Name, seen), ""
+			return s.regionHoldsPool(m.Name, w), ""
 		}
 		return m.Kind == KindPool, ""
 	})

@@ -55,7 +55,7 @@ func (s *Set) Warnings() []Warning {
 					"level; this tool never matches it against a pool", ref, d.Kind.words())
 			}
 		}
-		if s.Level == LevelWideIP && d.Kind == KindRegion && !s.regionHoldsPool(d.Name, map[string]bool{}) {
+		if s.Level == LevelWideIP && d.Kind == KindRegion && !s.regionHoldsPool(d.Name, newWalk()) {
 			add(RuleDestinationAtWideIP, "%s: region %s holds no pool; at wide-IP level only the pools of a region "+
 				"can match a pool, so it never scores here", ref, d.Name)
 		}
