@@ -536,7 +536,8 @@ type Service struct {
 	Smoke []SmokeRequest `mapstructure:"smoke"`
 	// User is the user the service runs as (a name or a numeric uid, as on the host), on every
 	// start and every heal: the process runtime starts it with that user's uid, groups, HOME,
-	// USER and LOGNAME; the docker runtime passes it as the container's user. Default: the
+	// USER and LOGNAME; the docker runtime passes it as the container's user, where user:group
+	// or uid:gid also sets the group (docker run --user). Default: the
 	// process runtime runs it as the user who publishes the spec (the deploy's user on the
 	// host), recorded in the spec, so a heal by a root watchdog starts it as that user again;
 	// docker keeps the image's own USER.

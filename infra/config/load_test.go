@@ -92,6 +92,10 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"hook without a program", "hooks:\n  pre_traffic:\n    command: ['', x]\n", []string{"hooks.pre_traffic.command[0]", `""`, "must name the program"}},
 		{"service user that is no user name", "services:\n  - name: web\n    image: x\n    user: 'app user'\n",
 			[]string{"services[0].user", `"app user"`, "must be a user name"}},
+		{"service user with an empty group", "services:\n  - name: web\n    image: x\n    user: 'app:'\n",
+			[]string{"services[0].user", `"app:"`, "optionally :group or :gid"}},
+		{"service user with a group on the process runtime", "rollout:\n  runtime: process\nservices:\n  - name: web\n    command: [x]\n    user: 'app:app'\n",
+			[]string{"services[0].user", `"app:app"`, "a group (user:group) is for the docker runtime"}},
 		{"maintenance retry-after in milliseconds", "balancer:\n  maintenance_retry_after: 1500ms\n",
 			[]string{"balancer.maintenance_retry_after", "1.5s", "whole seconds"}},
 		{"maintenance retry-after of two days", "balancer:\n  maintenance_retry_after: 48h\n",
@@ -123,6 +127,17 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The docker runtime takes services[].user as docker run --user does: a name or uid, and
+// optionally its group or gid.
+func TestDockerServiceUserTakesAGroup(t *testing.T) {
+	for _, user := range []string{"1000:1000", "app:staff", "app", "1000"} {
+		c, err := Load(writeConfig(t, "rollout:\n  runtime: docker\nservices:\n  - name: web\n    image: x\n    user: '"+user+"'\n"))
+		if err != nil || c.Services[0].User != user {
+			t.Errorf("user %q on docker: %v", user, err)
+		}
 	}
 }
 

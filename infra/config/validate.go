@@ -401,8 +401,16 @@ func (c *Config) Validate() error {
 			bad(key+".ports", s.Ports, "rollout.strategy start-first needs two ports per service with a port, e.g. ports: [8080, 8081]: "+
 				"the new instance starts beside the old one on the other port")
 		}
-		if s.User != "" && !userRE.MatchString(s.User) {
-			bad(key+".user", fmt.Sprintf("%q", s.User), "must be a user name (letters, digits, . _ -, not starting with -) or a numeric uid")
+		if s.User != "" {
+			name, group, grouped := strings.Cut(s.User, ":")
+			switch {
+			case !userRE.MatchString(name) || grouped && !userRE.MatchString(group):
+				bad(key+".user", fmt.Sprintf("%q", s.User), "must be a user name (letters, digits, . _ -, not starting with -) or a numeric uid, "+
+					"and with the docker runtime optionally :group or :gid (docker run --user)")
+			case grouped && c.Rollout.Runtime != RuntimeDocker:
+				bad(key+".user", fmt.Sprintf("%q", s.User), "a group (user:group) is for the docker runtime: the process runtime "+
+					"runs the service with its user's own groups; give the user alone")
+			}
 		}
 		if !slices.Contains(stopSignals, s.StopSignal) {
 			bad(key+".stop_signal", fmt.Sprintf("%q", s.StopSignal), "must be one of "+strings.Join(stopSignals, ", "))
