@@ -9,6 +9,7 @@ package compose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/zero502/zero502/infra/config"
@@ -65,31 +67,44 @@ type Options struct {
 }
 
 // Load reads the Compose file path.
+//
+// A secret's value (a variable a service lists without a value: one of services[].secrets) never
+// comes out of the import: the file is read first without interpolation, for the secrets' names,
+// then with each secret's ${NAME} standing for a token of its own (seal) instead of its value. A
+// note or an error shows the token as ${NAME}; a field the import writes that holds one (the
+// command, the image, an env value, …) is refused, naming the field and the secret.
 func Load(ctx context.Context, path string, o Options) (*Import, error) {
-	fns := []cli.ProjectOptionsFn{cli.WithWorkingDirectory(filepath.Dir(path)), cli.WithProfiles(o.Profiles),
+	base := []cli.ProjectOptionsFn{cli.WithWorkingDirectory(filepath.Dir(path)), cli.WithProfiles(o.Profiles),
 		cli.WithName(projectName(path))}
+	names, err := secretNames(ctx, path, base)
+	if err != nil {
+		return nil, fmt.Errorf("compose file %s: %w", path, err)
+	}
+	secrets := newSeal(names)
+	fns := slices.Clone(base)
 	if o.Env != nil {
 		fns = append(fns, cli.WithEnv(o.Env))
 	} else {
 		fns = append(fns, cli.WithOsEnv)
 	}
+	fns = append(fns, secrets.option)
 	fns = append(fns, cli.WithEnvFiles(), cli.WithDotEnv) // the .env beside the file, under the environment
 	opts, err := cli.NewProjectOptions([]string{path}, fns...)
 	if err != nil {
-		return nil, fmt.Errorf("compose file %s: %w", path, err)
+		return nil, secrets.wrap(path, err)
 	}
 	project, err := opts.LoadProject(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("compose file %s: %w", path, err)
+		return nil, secrets.wrap(path, err)
 	}
 	// the keys as the file set them: the loader's normalisation adds some (a default network)
 	raw, err := cli.NewProjectOptions([]string{path}, append(fns, cli.WithNormalization(false))...)
 	if err != nil {
-		return nil, fmt.Errorf("compose file %s: %w", path, err)
+		return nil, secrets.wrap(path, err)
 	}
 	model, err := raw.LoadModel(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("compose file %s: %w", path, err)
+		return nil, secrets.wrap(path, err)
 	}
 	set, _ := model["services"].(map[string]any)
 
@@ -99,13 +114,13 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 			im.Notes = append(im.Notes, Note{Key: k, What: topLevel[k]})
 		}
 	}
-	names := project.ServiceNames()
-	sort.Strings(names)
-	scs := make([]types.ServiceConfig, 0, len(names))
-	for _, name := range names {
+	serviceNames := project.ServiceNames()
+	sort.Strings(serviceNames)
+	scs := make([]types.ServiceConfig, 0, len(serviceNames))
+	for _, name := range serviceNames {
 		sc, err := project.GetService(name)
 		if err != nil {
-			return nil, fmt.Errorf("compose file %s: %w", path, err)
+			return nil, secrets.wrap(path, err)
 		}
 		scs = append(scs, sc)
 	}
@@ -118,14 +133,45 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 			break
 		}
 	}
+	var refused []error
 	for _, sc := range scs {
 		keys, _ := set[sc.Name].(map[string]any)
-		im.service(sc, keys)
+		refused = append(refused, im.service(sc, keys, secrets)...)
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("compose file %s: %w", path, errors.Join(refused...))
+	}
+	for i, n := range im.Notes {
+		im.Notes[i] = Note{Service: secrets.open(n.Service), Key: secrets.open(n.Key), What: secrets.open(n.What)}
 	}
 	if len(im.Services) == 0 {
 		return nil, fmt.Errorf("compose file %s: no service is enabled (profiles %v): name a --profile, or give a service no profile", path, o.Profiles)
 	}
 	return im, nil
+}
+
+// secretNames are the variables a service of the file (in any profile) lists without a value:
+// the secrets. The file is read without interpolation (so nothing of the environment is in it)
+// and without validation (a ${VAR} stands where a number goes).
+func secretNames(ctx context.Context, path string, base []cli.ProjectOptionsFn) (map[string]bool, error) {
+	opts, err := cli.NewProjectOptions([]string{path}, append(slices.Clone(base), cli.WithInterpolation(false),
+		cli.WithNormalization(false), cli.WithConsistency(false), cli.WithLoadOptions(func(o *loader.Options) {
+			o.SkipValidation = true
+		}))...)
+	if err != nil {
+		return nil, err
+	}
+	model, err := opts.LoadModel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	services, _ := model["services"].(map[string]any)
+	for _, sc := range services {
+		keys, _ := sc.(map[string]any)
+		maps.Copy(names, valueless(keys["environment"]))
+	}
+	return names, nil
 }
 
 // valueless are the names an environment section, as the file wrote it (a list or a map), gives
@@ -144,6 +190,26 @@ func valueless(env any) map[string]bool {
 			if v == nil {
 				out[k] = true
 			}
+		}
+	}
+	return out
+}
+
+// envNames are the names an environment section, as the file wrote it (a list or a map), sets,
+// with a value or without.
+func envNames(env any) map[string]bool {
+	out := map[string]bool{}
+	switch e := env.(type) {
+	case []any:
+		for _, item := range e {
+			if s, ok := item.(string); ok {
+				name, _, _ := strings.Cut(s, "=")
+				out[strings.TrimSpace(name)] = true
+			}
+		}
+	case map[string]any:
+		for k := range e {
+			out[k] = true
 		}
 	}
 	return out
@@ -177,7 +243,7 @@ var mapped = map[string]bool{
 // gets the general word (unhandled).
 var advice = map[string]string{
 	"build":          "zero502 deploys images, it builds none: build and push the image in CI (or `zero502 image build`), then set image",
-	"volumes":        "zero502 manages no volumes: create them on each host (docker volume create, or a host directory) before the first deploy; the container gets none",
+	"volumes":        "not mounted, bind mounts and named volumes alike: zero502 keeps each VOLUME the image declares across deploys and heals in a named volume per host and service, zero502-<host>-<service>-<path>-<hash>, filled from the image on the first deploy; declare the data's directory a VOLUME in the image",
 	"networks":       "zero502 runs each container on Docker's default bridge and publishes its port on the host's address: services reach one another through the balancer or the host's address",
 	"network_mode":   "zero502 runs each container on Docker's default bridge: remove network_mode",
 	"depends_on":     "zero502 starts the services of a host in the config's order, without waiting for one another: list the dependencies first, and make each service retry what it needs",
@@ -198,7 +264,7 @@ const unhandled = "zero502 does not set this on the container: remove it, or mak
 
 // topLevel is what to do about the file's top-level resources.
 var topLevel = map[string]string{
-	"volumes":  "zero502 creates no volumes: create them on each host before the first deploy",
+	"volumes":  "not created and not mounted: zero502 keeps each VOLUME a service's image declares across deploys and heals in a named volume per host and service, zero502-<host>-<service>-<path>-<hash>",
 	"networks": "zero502 creates no networks: its containers use Docker's default bridge",
 	"secrets":  "zero502 mounts no Compose secrets: give each as an environment variable listed in services[].secrets",
 	"configs":  "zero502 passes no Compose configs: bake them into the image",
@@ -207,9 +273,25 @@ var topLevel = map[string]string{
 // healthURL finds the URL a curl or wget health check asks for.
 var healthURL = regexp.MustCompile(`https?://[^\s"'/]+(/[^\s"'|;&]*)?`)
 
-// service adds sc (whose keys, as the file set them, are keys) to im.
-func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
+// service adds sc (whose keys, as the file set them, are keys) to im, or says which of its fields
+// interpolate a secret (secrets holds their tokens), each refused.
+func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *seal) []error {
 	note := func(key, what string) { im.Notes = append(im.Notes, Note{Service: sc.Name, Key: key, What: what}) }
+	var refused []error
+	refuse := func(key string, values ...string) {
+		if name := secrets.secretIn(values...); name != "" {
+			field := "services." + sc.Name
+			if key != "" {
+				field += "." + key
+			}
+			refused = append(refused, refusal(field, name))
+		}
+	}
+	refuse("image", sc.Image)
+	refuse("entrypoint", sc.Entrypoint...)
+	refuse("command", sc.Command...)
+	refuse("user", sc.User)
+	refuse("stop_signal", sc.StopSignal)
 	svc := config.Service{Name: sc.Name, Image: sc.Image, User: sc.User, StopSignal: sc.StopSignal}
 	if svc.Image == "" {
 		note("image", "no image: zero502 deploys images; build and push one, then set image (services[].image; {version} stands for the version deployed)")
@@ -227,18 +309,29 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 	if len(sc.Command) == 0 && keys["command"] != nil {
 		note("command", "cleared in Compose; zero502's docker runtime keeps the image's CMD when services[].command is empty: build an image without a CMD, or set services[].command")
 	}
-	fromShell := valueless(keys["environment"])
-	for k, v := range sc.Environment {
+	fromShell, inFile := valueless(keys["environment"]), envNames(keys["environment"])
+	for _, k := range slices.Sorted(maps.Keys(sc.Environment)) {
+		v := sc.Environment[k]
 		if fromShell[k] {
 			// Compose takes it from the shell at `up` time: a secret's way in. It becomes one of
-			// services[].secrets, found when the deploy starts, and its value (which the loader
-			// may have read from this shell) goes into no config and no spec.
+			// services[].secrets, found when the deploy starts, and its value goes into no
+			// config and no spec (the loader had its token, never its value).
+			if !secrets.sealed(k) {
+				// secretNames reads the file uninterpolated: only a name written as ${…} is missed
+				refused = append(refused, fmt.Errorf("services.%s.environment: %s: a secret's name comes from interpolation: write the name itself", sc.Name, k))
+			}
+			refuse("environment", k)
 			svc.Secrets = append(svc.Secrets, k)
 			continue
 		}
 		if v == nil {
 			note("environment."+k, "has no value here: set it in services[].env, or list it in services[].secrets")
 			continue
+		}
+		if inFile[k] {
+			refuse("environment."+k, k, *v)
+		} else {
+			refuse("env_file ("+k+")", k, *v)
 		}
 		if svc.Env == nil {
 			svc.Env = map[string]string{}
@@ -283,6 +376,7 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 			if svc.Health.Path == "" {
 				svc.Health.Path = "/"
 			}
+			refuse("healthcheck.test", svc.Health.Path)
 			if hc.Timeout != nil {
 				svc.Health.Timeout = time.Duration(*hc.Timeout)
 			}
@@ -348,7 +442,15 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any) {
 			note(k, unhandled)
 		}
 	}
+	if len(refused) == 0 {
+		// what a field above does not name: anything else of the service the import sets
+		refuse("", fmt.Sprintf("%+v", svc))
+	}
+	if len(refused) > 0 {
+		return refused
+	}
 	im.Services = append(im.Services, svc)
+	return nil
 }
 
 // updateOrder is the rollout strategy sc's deploy.update_config.order asks for ("" for none).

@@ -90,7 +90,7 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 	}
 	all := notesText(im)
 	requireNotes(t, all,
-		"services.web.volumes: zero502 manages no volumes",
+		"services.web.volumes: not mounted, bind mounts and named volumes alike: zero502 keeps each VOLUME the image declares across deploys and heals in a named volume per host and service, zero502-<host>-<service>-<path>-<hash>",
 		"services.web.image: registry.example.com/shop/web:v7 names no {version}",
 		"services.web.depends_on: ",
 		"services.web.networks: ",
@@ -98,7 +98,7 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 		"services.web.env_file: ",
 		"services.db.healthcheck: \"CMD-SHELL pg_isready -U shop\" is not an HTTP check",
 		"services.db.cap_add: zero502 does not set this",
-		"volumes: zero502 creates no volumes",
+		"volumes: not created and not mounted: zero502 keeps each VOLUME a service's image declares",
 		"networks: zero502 creates no networks",
 	)
 
@@ -542,5 +542,151 @@ services:
 	}
 	if im.Batch != 0 {
 		t.Errorf("batch %d; want 0 (left to the config) for parallelism 0", im.Batch)
+	}
+}
+
+// A secret (a variable a service lists without a value) interpolated into a health check zero502
+// does not run is shown in the note as ${NAME}, never as its value: the notes are printed by
+// init --from-compose, written into the config and reported by a deploy (services_from).
+func TestASecretInAHealthCheckNoteIsShownAsItsName(t *testing.T) {
+	const value = "Mysql-Root-Pw-7f3a"
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  db:
+    image: mysql:{version}
+    ports: ["3306:3306"]
+    environment: [MYSQL_ROOT_PASSWORD]
+    healthcheck:
+      test: ["CMD", "mysqladmin", "ping", "-uroot", "-p${MYSQL_ROOT_PASSWORD}"]
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"MYSQL_ROOT_PASSWORD=" + value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := notesText(im)
+	requireNotes(t, all, `services.db.healthcheck: "CMD mysqladmin ping -uroot -p${MYSQL_ROOT_PASSWORD}" is not an HTTP check`)
+	if strings.Contains(all, value) {
+		t.Errorf("a note holds the secret's value:\n%s", all)
+	}
+	if !slices.Equal(im.Services[0].Secrets, []string{"MYSQL_ROOT_PASSWORD"}) {
+		t.Errorf("secrets %v; want [MYSQL_ROOT_PASSWORD]", im.Services[0].Secrets)
+	}
+	data, err := compose.Write(im, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), value) || !strings.Contains(string(data), "-p${MYSQL_ROOT_PASSWORD}") {
+		t.Errorf("the written config holds the secret's value, or lacks the note naming it:\n%s", data)
+	}
+
+	// services_from: the notes a deploy reports
+	t.Setenv("MYSQL_ROOT_PASSWORD", value)
+	cfg, err := config.Load(write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(cfg.ComposeNotes, "\n")
+	if strings.Contains(notes, value) || !strings.Contains(notes, "-p${MYSQL_ROOT_PASSWORD}") {
+		t.Errorf("services_from's notes hold the secret's value, or lack the note naming it:\n%s", notes)
+	}
+}
+
+// A secret interpolated into anything the import writes (the command, the entrypoint, the image,
+// another variable's value, an env_file's, the user, the health check's path) is refused with an
+// error naming the Compose field, the secret and the rule; nothing of it (nor an error of the
+// Compose loader about such a field) holds the value.
+func TestASecretInterpolatedIntoTheConfigIsRefused(t *testing.T) {
+	const value = "Redis-Pw-9c1e"
+	rule := "a secret reaches the container only as its environment variable"
+	for _, tc := range []struct{ name, service, want string }{
+		{"command", `command: [redis-server, --requirepass, "${REDIS_PASSWORD}"]`, "services.cache.command: interpolates secret REDIS_PASSWORD: " + rule},
+		{"entrypoint", `entrypoint: ["/run", "--pass=${REDIS_PASSWORD:-none}"]`, "services.cache.entrypoint: interpolates secret REDIS_PASSWORD: " + rule},
+		{"image", `image: "redis:${REDIS_PASSWORD}"`, "services.cache.image: interpolates secret REDIS_PASSWORD: " + rule},
+		{"environment", `environment: {URL: "redis://:${REDIS_PASSWORD}@cache"}`, "services.cache.environment.URL: interpolates secret REDIS_PASSWORD: " + rule},
+		{"env_file", `env_file: cache.env`, "services.cache.env_file (URL): interpolates secret REDIS_PASSWORD: " + rule},
+		{"user", `user: "${REDIS_PASSWORD}"`, "services.cache.user: interpolates secret REDIS_PASSWORD: " + rule},
+		{"health path", `healthcheck: {test: [CMD, curl, -f, "http://localhost:6379/${REDIS_PASSWORD}"]}`, "services.cache.healthcheck.test: interpolates secret REDIS_PASSWORD: " + rule},
+		{"a loader error", `stop_grace_period: "${REDIS_PASSWORD}"`, "${REDIS_PASSWORD}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "cache.env", "URL=redis://:${REDIS_PASSWORD}@cache\n")
+			path := write(t, dir, "compose.yaml", `
+services:
+  cache:
+    image: redis:{version}
+    ports: ["6379:6379"]
+  app:
+    image: app:{version}
+    environment: [REDIS_PASSWORD]
+`)
+			data, _ := os.ReadFile(path)
+			write(t, dir, "compose.yaml", strings.Replace(string(data), "    image: redis:{version}\n", "    image: redis:{version}\n    "+tc.service+"\n", 1))
+			if strings.HasPrefix(tc.service, "image:") {
+				data, _ := os.ReadFile(path)
+				write(t, dir, "compose.yaml", strings.Replace(string(data), "    image: redis:{version}\n", "", 1))
+			}
+			im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"REDIS_PASSWORD=" + value}})
+			if err == nil {
+				t.Fatalf("Load took the file: services %+v, notes:\n%s", im.Services, notesText(im))
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), value) {
+				t.Errorf("Load = %v; want an error with %q, without the secret's value", err, tc.want)
+			}
+		})
+	}
+}
+
+// A variable that is no secret is interpolated into the command, the image and the environment as
+// Compose does, beside a secret the file lists.
+func TestANonSecretVariableIsInterpolatedAsBefore(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  cache:
+    image: redis:${REDIS_TAG}
+    command: [redis-server, --maxmemory, "${REDIS_MAXMEMORY}"]
+    environment:
+      - REDIS_PASSWORD
+      - MAXMEMORY=${REDIS_MAXMEMORY}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"REDIS_TAG=7.2", "REDIS_MAXMEMORY=256mb", "REDIS_PASSWORD=x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := im.Services[0]
+	if c.Image != "redis:7.2" || !slices.Equal(c.Command, []string{"redis-server", "--maxmemory", "256mb"}) || c.Env["MAXMEMORY"] != "256mb" || !slices.Equal(c.Secrets, []string{"REDIS_PASSWORD"}) {
+		t.Errorf("cache %+v; want the variables interpolated, REDIS_PASSWORD a secret", c)
+	}
+}
+
+// A secret is found by where its name is interpolated, never by its value: one whose value is
+// "1" leaves every other 1 of the file as it is.
+func TestAShortSecretValueCausesNoFalseRefusal(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "web.env", "WORKERS=1\n")
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: web:1.{version}
+    command: ["/web", "--workers", "1", "--level=${LEVEL}"]
+    user: "1001"
+    ports: ["8081:8081"]
+    environment: [FEATURE_FLAG, "REPLICAS=1"]
+    env_file: web.env
+    healthcheck: {test: [CMD, curl, -f, "http://localhost:8081/v1/health"]}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"FEATURE_FLAG=1", "LEVEL=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := im.Services[0]
+	if web.Image != "web:1.{version}" || !slices.Equal(web.Command, []string{"/web", "--workers", "1", "--level=1"}) || web.User != "1001" ||
+		web.Port != 8081 || web.Env["REPLICAS"] != "1" || web.Env["WORKERS"] != "1" || web.Health.Path != "/v1/health" || !slices.Equal(web.Secrets, []string{"FEATURE_FLAG"}) {
+		t.Errorf("web %+v; want every 1 kept, FEATURE_FLAG a secret", web)
+	}
+	if all := notesText(im); strings.Contains(all, "${FEATURE_FLAG}") {
+		t.Errorf("a note names the secret where the file does not:\n%s", all)
 	}
 }

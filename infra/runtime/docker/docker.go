@@ -7,6 +7,10 @@
 // or an OOM kill is reported as a violation of invariant I2, never hidden), inspects, lists by
 // label and removes containers. Prepare creates a container ahead of its Start (while the old
 // instance drains). Containers get no restart policy: the watchdog is the healer.
+// Every VOLUME the image declares is mounted from a named volume of the host and service
+// (VolumeName), never an anonymous one, and Remove removes no volume: the data an instance writes
+// there is what the next version, or the watchdog's replacement, finds (as docker compose up keeps
+// a recreated container's volumes).
 // Start pulls a missing image from its registry (EnsureImage, with the docker CLI's credentials);
 // BuildImage builds the zero502 image FROM scratch and PushImage pushes it. docs/ARCHITECTURE.md.
 package docker
@@ -14,12 +18,14 @@ package docker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -29,6 +35,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
@@ -43,6 +50,9 @@ const (
 	LabelVersion = "zero502.version"
 	// LabelAddress records host:port where the instance answers (empty without a port).
 	LabelAddress = "zero502.address"
+	// LabelDestination is, on a volume (labelled LabelHost and LabelService as well), the path
+	// in the container it is mounted at: a VOLUME of the service's image.
+	LabelDestination = "zero502.destination"
 )
 
 // Runtime runs services as containers on one Docker Engine. It is safe for concurrent use.
@@ -213,6 +223,11 @@ func (r *Runtime) create(ctx context.Context, host string, svc spec.Service) (st
 	if err := r.EnsureImage(ctx, svc.Image); err != nil {
 		return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 	}
+	mounts, err := r.volumeMounts(ctx, host, svc)
+	if err != nil {
+		return "", err
+	}
+	hc.Mounts = mounts
 	name := containerName(host, svc.Name, svc.Version)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
 	if err != nil {
@@ -346,9 +361,12 @@ func (r *Runtime) List(ctx context.Context, f runtime.Filter) ([]runtime.Instanc
 }
 
 // Remove removes an exited container. A running one is refused (stop it first); one that is
-// already gone is not an error.
+// already gone is not an error. No volume is removed with it: the named volumes of the image's
+// VOLUMEs (volumeMounts) hold the service's data for its next container, and an anonymous volume
+// (a container made before zero502 named them) is left as well, its data for the user to keep or
+// drop (docker volume rm).
 func (r *Runtime) Remove(ctx context.Context, inst runtime.Instance) error {
-	_, err := r.cli.ContainerRemove(ctx, inst.ID, client.ContainerRemoveOptions{RemoveVolumes: true})
+	_, err := r.cli.ContainerRemove(ctx, inst.ID, client.ContainerRemoveOptions{})
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}
@@ -406,6 +424,71 @@ func errNoAddress(n int) error {
 		return errors.New("no address in the answer")
 	}
 	return nil
+}
+
+// volumeMounts mounts every VOLUME svc's image declares (its config's Volumes, read by an
+// image inspect) from the named volume VolumeName(host, svc.Name, path), where Docker would make
+// an anonymous volume for each container and lose the data with the container. The name depends
+// on nothing but the host, the service and the path, so every version of the service and every
+// container the watchdog heals it with on that host mounts the same volume, whichever of the
+// old container's removal and the new one's creation comes first; two instances that run at once
+// (start-first, or a prepared container beside the old) share it, as two containers of one
+// Compose service sharing a named volume would. The engine creates the volume on the first
+// container's creation, labelled LabelHost, LabelService and LabelDestination, and copies the
+// image's content at the path into it, as it does into an anonymous volume; an existing volume is
+// mounted as it is (a later image's content at the path is not copied over the data).
+func (r *Runtime) volumeMounts(ctx context.Context, host string, svc spec.Service) ([]mount.Mount, error) {
+	img, err := r.cli.ImageInspect(ctx, svc.Image)
+	if err != nil {
+		return nil, r.engineErr(fmt.Sprintf("host %s: service %s: inspect image %s", host, svc.Name, svc.Image), err)
+	}
+	if img.Config == nil || len(img.Config.Volumes) == 0 {
+		return nil, nil
+	}
+	dests := make([]string, 0, len(img.Config.Volumes))
+	seen := map[string]bool{}
+	for d := range img.Config.Volumes {
+		d = path.Clean(d)
+		if !seen[d] {
+			seen[d] = true
+			dests = append(dests, d)
+		}
+	}
+	sort.Strings(dests)
+	mounts := make([]mount.Mount, 0, len(dests))
+	for _, d := range dests {
+		mounts = append(mounts, mount.Mount{
+			Type:   mount.TypeVolume,
+			Source: VolumeName(host, svc.Name, d),
+			Target: d,
+			VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{
+				LabelHost:        host,
+				LabelService:     svc.Name,
+				LabelDestination: d,
+			}},
+		})
+	}
+	return mounts, nil
+}
+
+// VolumeName is the named volume that holds the VOLUME at path dest of service's image on host:
+// zero502-<host>-<service>-<dest>-<8 hex>, the host and service as in a container's name, dest
+// without its leading '/' and with every run of characters Docker refuses in a name (the other
+// slashes too) replaced by '_', cut to 64 characters, and the hex the start of the SHA-256 of
+// host, service and the cleaned dest, so that names the replacement or a '-' in a host or service
+// name would make alike stay apart. It is the same for every version of the service.
+func VolumeName(host, service, dest string) string {
+	dest = path.Clean(dest)
+	sum := sha256.Sum256([]byte(host + "\x00" + service + "\x00" + dest))
+	d := nameUnsafe.ReplaceAllString(strings.TrimPrefix(dest, "/"), "_")
+	if len(d) > 64 {
+		d = d[:64]
+	}
+	if d == "" {
+		d = "_"
+	}
+	return strings.Join([]string{"zero502", nameUnsafe.ReplaceAllString(host, "_"),
+		nameUnsafe.ReplaceAllString(service, "_"), d, hex.EncodeToString(sum[:4])}, "-")
 }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)

@@ -1,11 +1,14 @@
 // Package dockertest gives tests the real Docker Engine this machine runs: Engine connects (a
 // test is skipped when the engine is unreachable, and fails instead when CI=true), Image builds
-// the zero502 image FROM scratch once per test binary under a tag of its own, and Main removes
-// that tag and every container of the tests' hosts when the run ends, or before its -timeout,
-// and at its start whatever an earlier run whose test binary died left behind (stale.go).
+// the zero502 image FROM scratch once per test binary under a tag of its own (Import makes other
+// images), and Main removes that tag and every container and volume of the tests' hosts when the
+// run ends, or before its -timeout, and at its start whatever an earlier run whose test binary
+// died left behind (stale.go).
 package dockertest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,10 +16,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/volume"
 	"github.com/moby/moby/client"
 
 	"github.com/zero502/zero502/infra/runtime"
@@ -37,10 +42,10 @@ type suite struct {
 var s suite // one per test binary: the image is built once and removed once
 
 // Main runs the tests through testmain (o: the binary, -parallel), after removing what earlier
-// runs left on the engine (containers of test hosts and test image tags whose test binary is no
-// longer running: one that hit its -timeout); when the tests end, or just before this run's
-// -timeout, it removes every container of the hosts the tests named (HostName) and the image tag
-// Image built. Call it from TestMain: os.Exit(dockertest.Main(m, testmain.Options{…})).
+// runs left on the engine (containers and volumes of test hosts and test image tags whose test
+// binary is no longer running: one that hit its -timeout); when the tests end, or just before this run's
+// -timeout, it removes every container and volume of the hosts the tests named (HostName) and the
+// image tag Image built. Call it from TestMain: os.Exit(dockertest.Main(m, testmain.Options{…})).
 func Main(m *testing.M, o testmain.Options) int {
 	sweepStale()
 	testmain.AtExit(cleanup)
@@ -178,8 +183,8 @@ func Binary(t testing.TB, rt *docker.Runtime) string {
 	return s.bin
 }
 
-// HostName returns a host name no other test uses; every container labelled with it is removed
-// when the test ends (and again by Main, should a test have been killed midway).
+// HostName returns a host name no other test uses; every container and volume labelled with it
+// is removed when the test ends (and again by Main, should a test have been killed midway).
 func HostName(t testing.TB, rt *docker.Runtime) string {
 	t.Helper()
 	h := owned("t")
@@ -194,7 +199,8 @@ func HostName(t testing.TB, rt *docker.Runtime) string {
 	return h
 }
 
-// removeHost force-removes every container of host.
+// removeHost force-removes every container of host, then every volume labelled with it (the
+// named volumes of its services' image VOLUMEs, which Remove leaves).
 func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 	insts, err := rt.List(ctx, runtime.Filter{Host: host})
 	if err != nil {
@@ -206,6 +212,74 @@ func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 		}
 		_ = rt.Remove(ctx, in)
 	}
+	vols, err := Volumes(ctx, rt, host)
+	if err != nil {
+		return
+	}
+	for _, v := range vols {
+		_, _ = rt.Client().VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+	}
+}
+
+// Volumes lists the volumes labelled zero502.host=host ("": every volume with the label).
+func Volumes(ctx context.Context, rt *docker.Runtime, host string) ([]volume.Volume, error) {
+	label := docker.LabelHost
+	if host != "" {
+		label += "=" + host
+	}
+	res, err := rt.Client().VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", label)})
+	return res.Items, err
+}
+
+// File is a file, or with a Name ending in '/' a directory, of an image Import makes.
+type File struct {
+	Name string // relative to the image's root: "app", "data/"
+	Mode int64
+	Body []byte
+}
+
+// Import makes an image of files alone (one layer, no base image) with changes applied, as
+// docker import --change takes them (`CMD ["/app"]`, "VOLUME /data", "USER 65534"), tags it
+// Repository:test-<pid>x<hex> and returns the tag, removed when the test ends (or by a later run's
+// sweep should this test binary die first).
+func Import(t testing.TB, rt *docker.Runtime, files []File, changes ...string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		h := &tar.Header{Name: f.Name, Mode: f.Mode, Size: int64(len(f.Body)), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(f.Name, "/") {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ref := Repository + ":" + owned("test-")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc, err := rt.Client().ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref,
+		client.ImageImportOptions{Changes: changes})
+	if err != nil {
+		t.Fatalf("import %s: %v", ref, err)
+	}
+	out, _ := io.ReadAll(rc)
+	rc.Close()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = rt.RemoveImage(ctx, ref)
+	})
+	if _, err := rt.Client().ImageInspect(ctx, ref); err != nil {
+		t.Fatalf("import %s: %v; the engine answered %s", ref, err, out)
+	}
+	return ref
 }
 
 func randHex(n int) string {

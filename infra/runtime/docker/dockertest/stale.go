@@ -16,7 +16,8 @@ import (
 )
 
 // What the tests create on the engine carries the pid of the test binary that made it: host names
-// t<pid>x<hex> (so every container's zero502.host label) and image tags zero502/app:test-<pid>x<hex>.
+// t<pid>x<hex> (so every container's and volume's zero502.host label) and image tags
+// zero502/app:test-<pid>x<hex>.
 // A run of any test binary removes, at its start, what a test binary that is no longer running
 // left behind (it hit its -timeout, or was killed), and never what a live one still uses, so two
 // runs side by side leave each other alone.
@@ -42,8 +43,8 @@ func stale(name string) bool {
 	return err != nil || !strings.HasSuffix(argv0, ".test") // a live test binary is <package>.test
 }
 
-// sweepStale removes the containers and image tags of test binaries that are gone. An engine
-// that does not answer is left to Engine to report.
+// sweepStale removes the containers, volumes and image tags of test binaries that are gone. An
+// engine that does not answer is left to Engine to report.
 func sweepStale() {
 	rt, err := docker.New("")
 	if err != nil {
@@ -68,6 +69,17 @@ func sweepStale() {
 			swept++
 		}
 	}
+	// The volumes after the containers: a volume a container still uses cannot be removed.
+	if vols, err := Volumes(ctx, rt, ""); err == nil {
+		for _, v := range vols {
+			if !stale(v.Labels[docker.LabelHost]) {
+				continue
+			}
+			if _, err := rt.Client().VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err == nil {
+				swept++
+			}
+		}
+	}
 	images, err := rt.Client().ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", Repository)})
 	if err == nil {
 		for _, img := range images.Items {
@@ -79,6 +91,6 @@ func sweepStale() {
 		}
 	}
 	if swept > 0 {
-		fmt.Fprintf(os.Stderr, "dockertest: removed %d containers and image tags left by test runs that are no longer running\n", swept)
+		fmt.Fprintf(os.Stderr, "dockertest: removed %d containers, volumes and image tags left by test runs that are no longer running\n", swept)
 	}
 }
