@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/pkg/authconfig"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // DockerHubServer is the key the docker CLI files Docker Hub's credentials under.
@@ -69,13 +71,19 @@ func RegistryOf(ref string) (host, server string, err error) {
 // Credentials returns what the docker CLI would send to the registry server (a RegistryOf
 // server address) from the config file at path: a credential helper's answer when credHelpers
 // names one for the registry or credsStore is set, else the auths entry. A registry the config
-// does not know, or a missing config file, gives empty (anonymous) credentials.
+// does not know, or a missing config file, gives empty (anonymous) credentials. The file names the
+// helper that runs, so it must pass infra/trust's rule (no one else may write it).
 func Credentials(ctx context.Context, path, server string) (registrytypes.AuthConfig, error) {
 	anonymous := registrytypes.AuthConfig{ServerAddress: server}
-	data, err := os.ReadFile(path)
+	f, err := trust.Open(path, os.Getuid())
 	if errors.Is(err, fs.ErrNotExist) {
 		return anonymous, nil
 	}
+	if err != nil {
+		return anonymous, fmt.Errorf("docker config %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	if err != nil {
 		return anonymous, fmt.Errorf("docker config %s: %w", path, err)
 	}

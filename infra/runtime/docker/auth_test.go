@@ -159,3 +159,33 @@ func TestImageProgressStreamIsReadToItsEndAndItsErrorSurfaces(t *testing.T) {
 		t.Fatal("readStream accepted a cut-off stream")
 	}
 }
+
+// The docker config names the program that runs for credentials, so neither it nor the helper
+// may be a file another user could change (a root watchdog's heal pulls too).
+func TestImageCredentialsRefuseAHelperOrConfigAnotherUserMayChange(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh for the helper script")
+	}
+	ctx := context.Background()
+	credentialHelper(t, "ztopen", "127.0.0.1:5000", "deploy", "from-helper")
+	dir := strings.SplitN(os.Getenv("PATH"), string(os.PathListSeparator), 2)[0] // credentialHelper's
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	path := writeConfig(t, `{"credsStore": "ztopen"}`)
+	if ac, err := Credentials(ctx, path, "127.0.0.1:5000"); err == nil || !strings.Contains(err.Error(), "mode 0777") || ac.Password != "" {
+		t.Fatalf("Credentials through a helper in a 0777 directory = %+v, %v; want refused, naming the directory's mode", ac, err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if ac, err := Credentials(ctx, path, "127.0.0.1:5000"); err != nil || ac.Password != "from-helper" {
+		t.Fatalf("Credentials through a trusted helper = %+v, %v", ac, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Credentials(ctx, path, "127.0.0.1:5000"); err == nil || !strings.Contains(err.Error(), "mode 0666") {
+		t.Fatalf("Credentials from a 0666 docker config: %v; want refused, naming its mode", err)
+	}
+}

@@ -3,24 +3,39 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 
 	helperclient "github.com/docker/docker-credential-helpers/client"
 	"github.com/docker/docker-credential-helpers/credentials"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // helperCredentials asks the docker credential helper docker-credential-<name> (on PATH) for
-// the server's credentials, by the helper protocol the docker CLI speaks. A helper that knows
-// no credentials for the server gives anonymous ones; a username of <token> means the secret
-// is an identity token.
+// the server's credentials, by the helper protocol the docker CLI speaks. The helper must pass
+// infra/trust's program rule (a watchdog's heal may pull as root). A helper that knows no
+// credentials for the server gives anonymous ones; a username of <token> means the secret is an
+// identity token.
 func helperCredentials(ctx context.Context, name, server string) (registrytypes.AuthConfig, error) {
 	program := "docker-credential-" + name
+	real, err := trust.Program(program, os.Getuid())
+	var notFound *exec.Error
+	switch {
+	case errors.As(err, &notFound):
+		return registrytypes.AuthConfig{}, fmt.Errorf("%s: %w; install %s on PATH, log in again with docker login, or remove the helper from the config",
+			program, err, program)
+	case err != nil:
+		return registrytypes.AuthConfig{}, err
+	}
 	creds, err := helperclient.Get(func(args ...string) helperclient.Program {
-		return &helperProgram{cmd: exec.CommandContext(ctx, program, args...)}
+		cmd := exec.CommandContext(ctx, real, args...)
+		cmd.Args[0] = program
+		return &helperProgram{cmd: cmd}
 	}, server)
 	if credentials.IsErrCredentialsNotFound(err) {
 		return registrytypes.AuthConfig{ServerAddress: server}, nil
