@@ -28,9 +28,11 @@ import (
 // The receiver takes a bulletin only from a configured peer, from that peer's configured
 // address, whose report speaks for the sender, signed with the key, stamped within
 // BulletinWindow of the receiver's clock and later than the last bulletin it took from that
-// sender (so a captured bulletin cannot be replayed, to this receiver or to another one). A
-// bulletin failing any check is refused (401: signature, time, replay; 403: who sent it) and
-// changes nothing.
+// sender (so a captured bulletin cannot be replayed, to this receiver or to another one), and
+// arriving at least half a round (ProbeEvery/2) after that one (so a key holder cannot make a
+// failure streak out of bulletins sent back to back: a streak takes FailStreak rounds). A
+// bulletin failing any check is refused (401: signature, time, replay; 403: who sent it; 429:
+// too soon) and changes nothing.
 //
 // The route. lb-sync (LBSync) sends every GET /route with a fresh random challenge, and a node
 // with a key answers it signed:
@@ -189,16 +191,35 @@ func (n *Node) fromPeerAddress(r *http.Request, sender string) error {
 	return fmt.Errorf("sender %s: sent from %s, not from its configured address %s (--peers); a server sends from its --listen address, or --source", sender, from, host)
 }
 
-// accept applies the replay guard: ts must be later than the last bulletin taken from sender.
-// It records ts, so of two copies of one bulletin only the first passes. The memory is one
-// number per configured peer.
-func (n *Node) accept(sender string, ts int64) *refusal {
+// taken is what a receiver remembers of the last bulletin it took from a sender.
+type taken struct {
+	ts int64     // the sender's timestamp (the replay guard)
+	at time.Time // its arrival, on this server's clock (one bulletin a round)
+}
+
+// accept applies the replay guard and the one-bulletin-a-round rule to a bulletin from sender
+// stamped ts and arriving at now. ts must be later than the last bulletin taken from sender (401
+// otherwise: of two copies of one bulletin only the first passes). And it must arrive at least
+// half a round (--probe-every/2) after the last one taken from sender (429 otherwise): each
+// bulletin advances every streak it carries a probe for by one, and a sender sends one a round,
+// so without this a key holder could send --fail-streak bulletins back to back and make a whole
+// failure streak (a checker: take any server out) in milliseconds instead of --fail-streak
+// rounds. An honest peer's bulletins arrive a whole round apart (it waits --probe-every after
+// its previous round's bulletins were answered). Only a bulletin taken is remembered, so refused
+// ones do not push the next one back. The memory is one pair per configured peer.
+func (n *Node) accept(sender string, ts int64, now time.Time) *refusal {
 	n.authMu.Lock()
 	defer n.authMu.Unlock()
-	if last, ok := n.lastBulletin[sender]; ok && ts <= last {
-		return unauthorized("replayed: stamped %d, not later than the last bulletin taken from %s (%d)", ts, sender, last)
+	last, ok := n.lastBulletin[sender]
+	if ok && ts <= last.ts {
+		return unauthorized("replayed: stamped %d, not later than the last bulletin taken from %s (%d)", ts, sender, last.ts)
 	}
-	n.lastBulletin[sender] = ts
+	if gap := now.Sub(last.at); ok && gap < n.ProbeEvery/2 {
+		return &refusal{http.StatusTooManyRequests, fmt.Sprintf("too soon: %s after the last bulletin taken from %s, under half of --probe-every %s; "+
+			"a server sends one bulletin a round and a streak counts rounds, so this one counts nothing (give every server the same --probe-every)",
+			gap.Round(time.Millisecond), sender, n.ProbeEvery)}
+	}
+	n.lastBulletin[sender] = taken{ts: ts, at: now}
 	return nil
 }
 

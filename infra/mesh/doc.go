@@ -33,7 +33,8 @@
 //     No bulletin changes what is probed or routed to.
 //   - It sends its report and probes to every peer as a Bulletin over HTTP, signed with the
 //     mesh's shared Key (auth.go: sender, timestamp and an HMAC-SHA256 in headers; the receiver
-//     takes it only from a configured peer at its configured address, fresh and once), and serves the
+//     takes it only from a configured peer at its configured address, fresh, once, and at most
+//     one every half round, so a burst cannot make a failure streak), and serves the
 //     verdicts on GET /mesh/verdicts (metrics with their age and a stale badge), the route on
 //     GET /route (RouteView: configured service addresses in rotation, never empty, why each
 //     server is in or out, and Ready once reports were exchanged) and Prometheus metrics on

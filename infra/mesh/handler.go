@@ -13,6 +13,10 @@ import (
 // maxBulletin bounds a bulletin's body: a report and one probe per peer fit many times over.
 const maxBulletin = 1 << 20
 
+// maxSnapshot bounds a GET /mesh/verdicts answer's body (`mesh verdicts`): a verdict with a vote
+// per witness is a few hundred bytes a pair, so a mesh of a hundred servers fits several times.
+const maxSnapshot = 8 << 20
+
 func (n *Node) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
@@ -50,10 +54,11 @@ func (n *Node) serveRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // receive records a peer's bulletin once it is authenticated (see auth.go): from a configured
-// peer at its configured address, signed, fresh and not seen before. A server speaks only for
-// itself: its report and every probe must be its own, each of another member and at most one
-// per target (see checkProbes). What it claims as its service is replaced by the service
-// configured here for it. Times are stamped on receipt. A bulletin
+// peer at its configured address, signed, fresh, not seen before, and at least half a round
+// after the last one taken from that peer (one bulletin a round: a streak counts rounds). A
+// server speaks only for itself: its report and every probe must be its own, each of another
+// member and at most one per target (see checkProbes). What it claims as its service is
+// replaced by the service configured here for it. Times are stamped on receipt. A bulletin
 // refused for any reason changes nothing and is logged, naming the sender and the reason.
 func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletin))
@@ -84,7 +89,8 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 		n.refuse(w, r, from, bad)
 		return
 	}
-	if bad := n.accept(from, ts); bad != nil {
+	now := n.Clock.Now()
+	if bad := n.accept(from, ts, now); bad != nil {
 		n.refuse(w, r, from, bad)
 		return
 	}
@@ -95,7 +101,6 @@ func (n *Node) receive(w http.ResponseWriter, r *http.Request) {
 	b.Report.Service = n.serviceOf(from).URL
 	n.checkRoleClaim(from, b.Report.Checker)
 	b.Report.Checker = n.eval.isChecker(from)
-	now := n.Clock.Now()
 	b.Report.At = now
 	for i := range b.Probes {
 		b.Probes[i].At = now
@@ -159,7 +164,8 @@ func (n *Node) refuse(w http.ResponseWriter, r *http.Request, sender string, why
 	http.Error(w, "bulletin refused: "+why.reason, why.status)
 }
 
-// FetchSnapshot reads a node's view from GET /mesh/verdicts at addr (host:port).
+// FetchSnapshot reads a node's view from GET /mesh/verdicts at addr (host:port); an answer above
+// maxSnapshot bytes is an error, not read further.
 func FetchSnapshot(addr string, timeout time.Duration) (Snapshot, error) {
 	c := &http.Client{Timeout: timeout}
 	resp, err := c.Get("http://" + addr + "/mesh/verdicts")
@@ -171,8 +177,15 @@ func FetchSnapshot(addr string, timeout time.Duration) (Snapshot, error) {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return Snapshot{}, fmt.Errorf("read verdicts from %s: answered %d: %s", addr, resp.StatusCode, msg)
 	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSnapshot+1))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("read verdicts from %s: %w", addr, err)
+	}
+	if len(body) > maxSnapshot {
+		return Snapshot{}, fmt.Errorf("read verdicts from %s: answer above %d bytes: not a mesh snapshot", addr, maxSnapshot)
+	}
 	var s Snapshot
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+	if err := json.Unmarshal(body, &s); err != nil {
 		return Snapshot{}, fmt.Errorf("read verdicts from %s: not a mesh snapshot: %w", addr, err)
 	}
 	return s, nil

@@ -33,9 +33,14 @@ import (
 // /admin/backends/{addr}) in a later round, once the balancer reports nothing in flight to it.
 // Backends it did not add (the balancer's own) are never removed.
 //
-// The balancer never has an empty pool because of the mesh: the route is never empty, additions
-// go before drains, and a route with no address changes nothing. Nor does a route that is not
-// Ready (at start-up, before the mesh servers have exchanged reports): LBSync waits for it.
+// The balancer is never left with nothing in rotation because of the mesh: the route is never
+// empty, a route with no address changes nothing, additions go before drains, and the drains
+// (retirements' too) wait until at least one address the route wants is in the balancer's
+// rotation. The balancer lets an added or undrained backend in only after healthy_threshold
+// passing checks, so when the route moves to addresses that are new or drained there, the round
+// that adds them drains nothing (it logs that the drains are deferred) and a later round drains
+// once one of them has passed its checks. Nor does a route that is not Ready (at start-up,
+// before the mesh servers have exchanged reports) change anything: LBSync waits for it.
 //
 // The route is authenticated with the mesh's Key (auth.go): every GET /route carries a fresh
 // random challenge and LBSync takes only an answer signed with the key for that challenge. An
@@ -71,6 +76,7 @@ var errRouteNotReady = errors.New("the mesh route is not ready: its servers have
 // lbBackend is the part of the balancer's GET /admin/backends the sync reads.
 type lbBackend struct {
 	Address      string `json:"address"`
+	State        string `json:"state"`
 	InRotation   bool   `json:"in_rotation"`
 	AdminDrained bool   `json:"admin_drained"`
 	InFlight     int64  `json:"in_flight"`
@@ -146,15 +152,9 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	if len(rv.Addresses) == 0 {
 		return nil, fmt.Errorf("the mesh route %s has no address; nothing changed (a balancer is never emptied by the mesh)", s.Mesh)
 	}
-	var have struct {
-		Backends []lbBackend `json:"backends"`
-	}
-	if err := s.admin(ctx, http.MethodGet, "/admin/backends", &have); err != nil {
+	by, err := s.backends(ctx)
+	if err != nil {
 		return nil, err
-	}
-	by := map[string]lbBackend{}
-	for _, b := range have.Backends {
-		by[b.Address] = b
 	}
 	var changes []string
 	for _, a := range rv.Addresses {
@@ -168,6 +168,17 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 			changes = append(changes, "add "+a)
 		}
 	}
+	// A drain takes a backend out of rotation at once, and an address just added or undrained is
+	// not in it yet (the balancer lets it in after healthy_threshold passing checks, and never
+	// fails open to a drained one): drains wait for one routed address in rotation. After adds
+	// the balancer is read again, so the drains rest on its state after them.
+	if len(changes) > 0 {
+		if by, err = s.backends(ctx); err != nil {
+			return changes, err
+		}
+	}
+	serving := slices.ContainsFunc(rv.Addresses, func(a string) bool { return by[a].InRotation })
+	var deferred []string
 	listed := map[string]bool{}
 	for _, e := range rv.Servers {
 		if e.Address == "" {
@@ -176,6 +187,10 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 		listed[e.Address] = true
 		b, ok := by[e.Address]
 		if !ok || b.AdminDrained || slices.Contains(rv.Addresses, e.Address) {
+			continue
+		}
+		if !serving {
+			deferred = append(deferred, e.Address)
 			continue
 		}
 		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(e.Address)+"/drain", nil); err != nil {
@@ -187,6 +202,10 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 		if listed[a] || slices.Contains(rv.Addresses, a) {
 			continue
 		}
+		if b, ok := by[a]; ok && !b.AdminDrained && !serving {
+			deferred = append(deferred, a) // its retirement starts with a drain
+			continue
+		}
 		c, err := s.retire(ctx, a, by)
 		if c != "" {
 			changes = append(changes, c)
@@ -195,7 +214,32 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 			return changes, err
 		}
 	}
+	if len(deferred) > 0 {
+		routed := make([]string, 0, len(rv.Addresses))
+		for _, a := range rv.Addresses {
+			routed = append(routed, fmt.Sprintf("%s (%s)", a, cmp.Or(by[a].State, "not a backend")))
+		}
+		s.logger().Info("mesh lb sync: drains deferred until one of the routed addresses passes the balancer's health checks "+
+			"(none is in its rotation yet: it takes an added or undrained backend only after healthy_threshold passing checks, "+
+			"so a drain now could leave it nothing to serve); a later round drains them",
+			"deferred", deferred, "routed", routed)
+	}
 	return changes, nil
+}
+
+// backends reads the balancer's GET /admin/backends, by address.
+func (s *LBSync) backends(ctx context.Context) (map[string]lbBackend, error) {
+	var have struct {
+		Backends []lbBackend `json:"backends"`
+	}
+	if err := s.admin(ctx, http.MethodGet, "/admin/backends", &have); err != nil {
+		return nil, err
+	}
+	by := make(map[string]lbBackend, len(have.Backends))
+	for _, b := range have.Backends {
+		by[b.Address] = b
+	}
+	return by, nil
 }
 
 // retire takes a backend this LBSync added, which the mesh no longer lists, out of the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/internal/testrig/poll"
+	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
 
 func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T) {
@@ -50,7 +51,7 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 	go func() { defer close(done); _ = srv.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	s := &LBSync{Mesh: mesh.URL, Admin: "http://" + srv.AdminAddr(), Every: time.Second}
+	s := &LBSync{Mesh: mesh.URL, Admin: "http://" + srv.AdminAddr(), Every: time.Second, Logger: slog.New(slog.DiscardHandler)}
 	read := func() map[string]lbBackend {
 		var got struct {
 			Backends []lbBackend `json:"backends"`
@@ -89,9 +90,22 @@ func TestLBSyncDrainsWhatTheRouteRulesOutAndNeverEmptiesTheBalancer(t *testing.T
 		t.Fatal(err)
 	}
 	got = read()
-	if !got[backends[0]].AdminDrained || got[backends[1]].AdminDrained || got[backends[2]].AdminDrained {
-		t.Errorf("balancer %+v; want b and c back (undrained) before a is drained", got)
+	if got[backends[0]].AdminDrained || got[backends[1]].AdminDrained || got[backends[2]].AdminDrained {
+		t.Errorf("balancer %+v; want b and c back (undrained) and a kept until one of them is in rotation", got)
 	}
+	poll.UntilNil(t, 10*time.Second, "a drained once b or c is in rotation", func() error {
+		if _, err := s.Once(ctx); err != nil {
+			return err
+		}
+		got = read()
+		if !got[backends[0]].AdminDrained {
+			return fmt.Errorf("balancer %+v", got)
+		}
+		if !got[backends[1]].InRotation && !got[backends[2]].InRotation {
+			t.Fatalf("balancer %+v: a drained while neither b nor c is in rotation", got)
+		}
+		return nil
+	})
 }
 
 // startBalancer runs the in-house balancer with backends as its own (lab) backends and an admin
@@ -152,7 +166,7 @@ func TestLBSyncDrainsThenRemovesWhatItAddedOnceTheMeshStopsRoutingIt(t *testing.
 		_ = json.NewEncoder(w).Encode(rv)
 	}))
 	defer mesh.Close()
-	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, own), Every: time.Second}
+	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, own), Every: time.Second, Logger: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 
 	changes, err := s.Once(ctx)
@@ -266,5 +280,168 @@ func TestLBSyncAddsNothingUntilTheMeshHasExchangedReports(t *testing.T) {
 		if e.Server == "b" && e.Address != "" {
 			t.Errorf("route entry %+v: b has no service, so no address", e)
 		}
+	}
+}
+
+// The balancer lets a backend the admin API adds or undrains into rotation only after its
+// healthy_threshold passing checks, and never fails open to a drained one, so a round that
+// undrained the new address and drained the old one in one go left it nothing to serve until
+// the new one passed its checks (503s). Across a switch of the route from a to b (b new to the
+// balancer), and back (a now drained), a watcher reading the balancer's backends all along never
+// sees a moment with none in rotation: the round that adds defers the drains, saying so, and a
+// later round drains once the new address is in rotation.
+func TestLBSyncNeverLeavesTheBalancerWithoutABackendInRotationAcrossASwitch(t *testing.T) {
+	a, b := httpBackend(t), httpBackend(t)
+	var mu sync.Mutex
+	rv := RouteView{Ready: true, Addresses: []string{a}, Servers: []routeEntry{{Server: "a", Address: a}, {Server: "b", Address: b}}}
+	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.NewEncoder(w).Encode(rv)
+	}))
+	defer mesh.Close()
+	logs := &syncbuffer.Buffer{}
+	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, a), Every: time.Second, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	ctx := context.Background()
+	poll.Until(t, 10*time.Second, a+" in the balancer's rotation", func() bool { return balancerBackends(t, s)[a].InRotation })
+	if c, err := s.Once(ctx); err != nil || len(c) != 0 {
+		t.Fatalf("a settled route: %q, %v; want no change", c, err)
+	}
+
+	watch := watchRotation(s)
+
+	switchTo := func(from, to string) {
+		t.Helper()
+		mu.Lock()
+		rv.Addresses = []string{to}
+		mu.Unlock()
+		if c, err := s.Once(ctx); err != nil || !slices.Equal(c, []string{"add " + to}) {
+			t.Errorf("the round that finds %s routed: %q, %v; want only %s added (%s drained once %s is in rotation)", to, c, err, to, from, to)
+		}
+		var log []string
+		poll.UntilNil(t, 10*time.Second, from+" drained once "+to+" is in rotation", func() error {
+			c, err := s.Once(ctx)
+			log = append(log, c...)
+			if err != nil {
+				return err
+			}
+			if bs := balancerBackends(t, s); !bs[from].AdminDrained || !bs[to].InRotation {
+				return fmt.Errorf("balancer %+v; changes so far %q", bs, log)
+			}
+			return nil
+		})
+	}
+	switchTo(a, b) // b new to the balancer
+	switchTo(b, a) // a drained by the first switch: undrained
+	watch.check(t)
+	if !strings.Contains(logs.String(), "drains deferred") {
+		t.Errorf("no log line saying the drains were deferred:\n%s", logs)
+	}
+}
+
+// rotationWatcher reads the balancer's backends again and again, in a goroutine of its own,
+// counting the reads that found none in rotation.
+type rotationWatcher struct {
+	stop, done     chan struct{}
+	samples, empty int
+	examples       []string
+	err            error
+}
+
+// watchRotation starts watching the balancer s administers until check.
+func watchRotation(s *LBSync) *rotationWatcher {
+	w := &rotationWatcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			var got struct {
+				Backends []lbBackend `json:"backends"`
+			}
+			if w.err = s.admin(context.Background(), http.MethodGet, "/admin/backends", &got); w.err != nil {
+				return
+			}
+			w.samples++
+			if !slices.ContainsFunc(got.Backends, func(b lbBackend) bool { return b.InRotation }) {
+				if w.empty++; len(w.examples) < 3 {
+					w.examples = append(w.examples, fmt.Sprintf("%+v", got.Backends))
+				}
+			}
+			time.Sleep(time.Millisecond) // the watcher's pace, not a wait for a state
+		}
+	}()
+	return w
+}
+
+// check stops the watcher and fails t if any read found no backend in rotation.
+func (w *rotationWatcher) check(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if w.empty > 0 {
+		t.Errorf("of %d reads of the balancer's backends, %d had none in rotation, e.g. %s", w.samples, w.empty, strings.Join(w.examples, "; "))
+	}
+	if w.samples < 10 {
+		t.Errorf("the watcher read the balancer's backends %d times; too few to tell", w.samples)
+	}
+}
+
+// A backend lb-sync added and the mesh no longer lists at all is retired (drained, then removed)
+// only once an address the route wants is in the balancer's rotation: here the added one is all
+// the balancer serves (its own backend is down), and the route moves to a new address.
+func TestLBSyncRetiresABackendOnlyOnceARoutedAddressIsInRotation(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // the balancer's own backend: nothing listens, never in rotation
+	x, y := httpBackend(t), httpBackend(t)
+	var mu sync.Mutex
+	rv := RouteView{Ready: true, Addresses: []string{x}, Servers: []routeEntry{{Server: "x", Address: x, In: true}}}
+	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.NewEncoder(w).Encode(rv)
+	}))
+	defer mesh.Close()
+	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, down), Every: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	poll.UntilNil(t, 10*time.Second, x+" added and in rotation", func() error {
+		if _, err := s.Once(ctx); err != nil {
+			return err
+		}
+		if b := balancerBackends(t, s)[x]; !b.InRotation {
+			return fmt.Errorf("%s: %+v", x, b)
+		}
+		return nil
+	})
+
+	watch := watchRotation(s)
+	mu.Lock()
+	rv = RouteView{Ready: true, Addresses: []string{y}, Servers: []routeEntry{{Server: "y", Address: y, In: true}}}
+	mu.Unlock()
+	var log []string
+	poll.UntilNil(t, 10*time.Second, x+" removed from the balancer", func() error {
+		c, err := s.Once(ctx)
+		log = append(log, c...)
+		if err != nil {
+			return err
+		}
+		if _, ok := balancerBackends(t, s)[x]; ok {
+			return fmt.Errorf("still a backend; changes so far %q", log)
+		}
+		return nil
+	})
+	watch.check(t)
+	if len(log) == 0 || log[0] != "add "+y {
+		t.Errorf("changes %q; want %s added first, then %s drained and removed", log, y, x)
 	}
 }

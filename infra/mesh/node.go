@@ -97,7 +97,7 @@ type Node struct {
 	alerts chan alert.Alert
 
 	authMu       sync.Mutex
-	lastBulletin map[string]int64 // sender → timestamp of the last bulletin taken (replay guard)
+	lastBulletin map[string]taken // sender → the last bulletin taken (replay guard, one a round)
 	roleClaims   map[string]bool  // sender → the checker role it last claimed against --checkers (logged once)
 }
 
@@ -268,7 +268,7 @@ func (n *Node) Open() error {
 		d.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
 	}
 	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
-	n.lastBulletin = map[string]int64{}
+	n.lastBulletin = map[string]taken{}
 	n.roleClaims = map[string]bool{}
 	n.reachable.Store(true)
 	n.last = map[string]State{}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -221,5 +222,80 @@ func TestNodeValidateNamesFlagValueAndRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A key holder cannot build a whole failure streak by sending bulletins back to back: a
+// bulletin arriving less than half a round (--probe-every/2) after the last one taken from its
+// sender is refused 429 and counts nothing. Here b is a's configured checker, and its failed
+// probe of c takes c out of rotation at a after FailStreak rounds, not after FailStreak
+// bulletins sent in a burst. a runs on a fake clock: its rounds, and b's bulletins, are spaced
+// by advancing it.
+func TestABurstOfBulletinsCountsAsOneRound(t *testing.T) {
+	peers := map[string]string{}
+	for _, name := range []string{"b", "c"} {
+		ip := map[string]string{"b": "127.0.0.2", "c": "127.0.0.3"}[name]
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				w.WriteHeader(http.StatusNoContent) // a's bulletins
+			}
+		})}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { srv.Close() })
+		peers[name] = ln.Addr().String()
+	}
+	clk := fakeClock()
+	th := DefaultThresholds()
+	a := &Node{Name: "a", Listen: "127.0.0.1:0", Peers: peers, Checkers: []string{"b"}, Key: testKey, Clock: clk,
+		ProbeEvery: 10 * time.Second, ProbeTimeout: time.Second, Thresholds: th}
+	if err := a.Open(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	from := netip.MustParseAddr("127.0.0.2")
+	// b is healthy, sees a, and fails c: a checker's failing vote, once it is a streak.
+	body := `{"report":{"server":"b","healthy":true},"probes":[{"prober":"b","target":"a","ok":true},{"prober":"b","target":"c","ok":false,"err":"refused"}]}`
+	ts := clk.Now().UnixNano()
+	send := func() (int, string) {
+		ts++
+		return bulletinPost{key: testKey, sender: "b", ts: ts, body: body}.send(t, a, from)
+	}
+	onC := func() Verdict { return verdictOf(a.Snapshot(), "c") }
+
+	var codes []int
+	for range th.FailStreak {
+		code, msg := send()
+		codes = append(codes, code)
+		if code != http.StatusNoContent && (code != http.StatusTooManyRequests || !strings.Contains(msg, "--probe-every")) {
+			t.Errorf("a bulletin of the burst: %d %s; want 204, or 429 naming --probe-every", code, msg)
+		}
+	}
+	if want := []int{204, 429, 429}; !slices.Equal(codes, want) {
+		t.Errorf("a burst of %d bulletins answered %v; want %v: only the first is taken", th.FailStreak, codes, want)
+	}
+	if v := onC(); !v.InRotation || v.State == Down {
+		t.Fatalf("after a burst of %d bulletins c is %s at a (%s); a burst is one round, not a failure streak", th.FailStreak, v.State, v.Reason)
+	}
+
+	for round := 2; round <= th.FailStreak; round++ {
+		clk.Advance(a.ProbeEvery)
+		if code, msg := send(); code != http.StatusNoContent {
+			t.Fatalf("bulletin of round %d, a round after the last: %d %s; want 204", round, code, msg)
+		}
+		if v := onC(); round < th.FailStreak && !v.InRotation {
+			t.Fatalf("after %d rounds c is out of rotation at a (%s); want %d rounds", round, v.Reason, th.FailStreak)
+		}
+	}
+	if v := onC(); v.InRotation || v.BlockedBy != "b" {
+		t.Errorf("after %d spaced bulletins c is %s at a, blocked by %q (%s); want out of rotation, blocked by checker b",
+			th.FailStreak, v.State, v.BlockedBy, v.Reason)
 	}
 }

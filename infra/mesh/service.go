@@ -3,12 +3,14 @@ package mesh
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -24,12 +26,19 @@ type Service struct {
 	addr   string
 }
 
-// ParseService reads a --service value; the error names the flag, the value and the rule.
+// ParseService reads a --service value; the error names the flag, the value and the rule. The
+// port must be a number from 1 to 65535, and the URL must hold no credentials (user:password@):
+// the value is in the command line and is shown in logs, alerts, /mesh/verdicts and bulletins.
+// An error shows the value with any credentials masked.
 func ParseService(flag, raw string) (Service, error) {
 	bad := func(why string) (Service, error) {
-		return Service{}, fmt.Errorf("--%s %q: %s; write tcp://host:port, tls://host:port or http(s)://host:port/path, e.g. tls://203.0.113.7:443", flag, raw, why)
+		return Service{}, fmt.Errorf("--%s %q: %s; write tcp://host:port, tls://host:port or http(s)://host:port/path, e.g. tls://203.0.113.7:443",
+			flag, maskUserinfo(raw), why)
 	}
 	u, err := url.Parse(raw)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return bad(ue.Err.Error()) // not ue itself: it quotes raw, credentials and all
+	}
 	if err != nil {
 		return bad(err.Error())
 	}
@@ -38,11 +47,36 @@ func ParseService(flag, raw string) (Service, error) {
 	default:
 		return bad(fmt.Sprintf("scheme %q is not tcp, tls, http or https", u.Scheme))
 	}
+	if u.User != nil {
+		return bad(fmt.Sprintf("it holds credentials (user:password@), and secrets do not belong in --%s: the value is in the command line "+
+			"and is shown in logs, alerts, /mesh/verdicts and bulletins; give a health path that needs none (or check it with --check-command)", flag))
+	}
 	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil || host == "" || port == "" || port == "0" {
+	if err != nil || host == "" || port == "" {
 		return bad("it needs a host and a port")
 	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return bad(fmt.Sprintf("port %q is not a number from 1 to 65535", port))
+	}
 	return Service{URL: raw, scheme: u.Scheme, addr: u.Host}, nil
+}
+
+// maskUserinfo is raw with whatever stands before an "@" in its authority replaced by "xxxxx",
+// for errors: "http://user:secret@host/h" is shown "http://xxxxx@host/h".
+func maskUserinfo(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	return scheme + "://xxxxx" + rest[at:]
 }
 
 // Addr is the service's host:port (what a balancer puts in rotation).
