@@ -32,6 +32,7 @@ import (
 // Options tune a Deployer. The zero value deploys with the handshake through the balancer the
 // config describes, on the runtime it names.
 type Options struct {
+	lookBudget time.Duration // tests: lookBudget, shorter
 	// Self is the zero502 binary {self} stands for in service commands; empty: this executable.
 	Self string
 	// Runtime returns host h's runtime; nil: runtimeFor (rollout.runtime of the config). Deploys

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/zero502/zero502/deployer/ssh"
@@ -43,6 +44,9 @@ const InstallKept = 3
 // place, but a later step failed (moving a unit into place, systemd's daemon-reload).
 const InstallPartly = 4
 
+// plainPath is what an install path may hold: what a unit's ExecStart= takes as it is.
+var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/._+@:-]*$`)
+
 // Check refuses paths that are not absolute, naming the flag they come from: they are the
 // server's, and a relative one would land wherever the ssh login starts.
 func (in Install) Check() error {
@@ -52,6 +56,10 @@ func (in Install) Check() error {
 	} {
 		if !path.IsAbs(p.value) {
 			return fmt.Errorf("%s %q: must be an absolute path on the server (as %s); nothing was sent", p.flag, p.value, p.like)
+		}
+		if !plainPath.MatchString(p.value) {
+			return fmt.Errorf("%s %q: must be a plain path (letters, digits and / . _ - + @ :): it is written into the systemd units "+
+				"(ExecStart=), where a space, quote, %% or line break would change the unit; nothing was sent", p.flag, p.value)
 		}
 	}
 	if strings.HasSuffix(in.Binary, "/") {
@@ -103,8 +111,18 @@ func (in Install) Script() (string, error) {
 		InstallPartly)
 	fmt.Fprintf(&b, "set -e; umask 022; replaced=; trap %s EXIT; trap 'exit 1' HUP INT TERM PIPE; ", q(trap))
 	fmt.Fprintf(&b, "mkdir -p %s %s %s; mkdir -p -m 0750 %s; ", q(path.Dir(in.Binary)), q(in.ConfigDir), q(in.UnitDir), q(in.StateDir))
+	// The directories the binary and the units go to, and every one above them, pass the trust
+	// rule (infra/trust, here in sh): owned by root or this user, and writable by no one else
+	// but where sticky (/tmp). Else another user could swap Binary.new between its check and
+	// its rename, or plant a link where it is written.
+	fmt.Fprintf(&b, `u=$(id -u); for d in %s %s; do while :; do `+
+		`if [ -n "$(find -H "$d" -prune ! -perm -1000 \( -perm -0020 -o -perm -0002 \) -print)" ] || `+
+		`[ -z "$(find -H "$d" -prune \( -user 0 -o -user "$u" \) -print)" ]; then `+
+		`echo "zero502 host install: $d is owned by another user or writable by group or others: another user could replace what is installed below it; chown root and chmod go-w it, or install elsewhere" >&2; exit 1; fi; `+
+		`[ "$d" = / ] && break; d=$(dirname "$d"); done; done; `, q(path.Dir(in.Binary)), q(in.UnitDir))
 	newBin := q(in.Binary + ".new")
-	fmt.Fprintf(&b, "cat > %s; ", newBin)
+	// written only as a new file: a link planted at Binary.new is not written through
+	fmt.Fprintf(&b, "rm -f %[1]s; (set -C; cat > %[1]s); ", newBin)
 	fmt.Fprintf(&b, `[ -s %[1]s ] || { echo 'zero502 host install: received an empty binary' >&2; exit 1; }; `, newBin)
 	if in.SHA256 != "" {
 		fmt.Fprintf(&b, `n=$(wc -c < %[1]s); n=$((n+0)); [ "$n" -eq %[2]d ] || `+

@@ -60,12 +60,12 @@ func installSend(t *testing.T, in Install, stdin string) (string, error) {
 // UnitDir, byte for byte but for the binary's and the config dir's paths; no temporary file stays.
 func TestInstallScriptPutsTheBinaryTheDirsAndTheUnitsInPlace(t *testing.T) {
 	t.Parallel()
-	root := filepath.Join(t.TempDir(), "it's a server")
+	root := filepath.Join(t.TempDir(), "a-server")
 	in := Install{
-		Binary:    filepath.Join(root, "opt bin", "zero502"),
-		StateDir:  filepath.Join(root, "var", "state $HOME"),
+		Binary:    filepath.Join(root, "opt+bin", "zero502"),
+		StateDir:  filepath.Join(root, "var", "state@host:1"),
 		ConfigDir: filepath.Join(root, "etc", "zero502") + "/",
-		UnitDir:   filepath.Join(root, "units `x`"),
+		UnitDir:   filepath.Join(root, "units_x"),
 		Units:     installUnits,
 	}
 	out, err := installRun(t, in)
@@ -109,6 +109,59 @@ func TestInstallScriptPutsTheBinaryTheDirsAndTheUnitsInPlace(t *testing.T) {
 }
 
 // A step that fails stops the script: nothing after it runs, and it exits non-zero.
+// The directory the binary goes to, or one above it, that another user could write (or that
+// another user owns) is refused before anything is written there: whoever may write it could
+// swap the binary between its check and its rename. A link left at the binary's .new name is
+// never written through.
+func TestInstallScriptRefusesADirectoryAnotherUserMayWrite(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the directories here are root's")
+	}
+	root := t.TempDir()
+	open := filepath.Join(root, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := Install{Binary: filepath.Join(open, "bin", "zero502"), StateDir: filepath.Join(root, "state"),
+		ConfigDir: filepath.Join(root, "etc"), UnitDir: filepath.Join(root, "units"), Units: installUnits}
+	victim := filepath.Join(root, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(in.Binary), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, in.Binary+".new"); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o775, 0o777} {
+		if err := os.Chmod(open, mode); err != nil {
+			t.Fatal(err)
+		}
+		out, err := installRun(t, in)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != InstallKept || !strings.Contains(out, open+" is owned by another user or writable by group or others") {
+			t.Fatalf("install below a %04o directory: %v\n%s\nwant exit %d naming the directory", mode, err, out, InstallKept)
+		}
+		if _, err := os.Stat(in.Binary); !os.IsNotExist(err) {
+			t.Fatalf("a binary was installed below the %04o directory: %v", mode, err)
+		}
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := installRun(t, in); err != nil {
+		t.Fatalf("install below this user's 0755 directories: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "precious" {
+		t.Fatalf("the file a link at the binary's .new name pointed to now holds %q (%v): it was written through", data, err)
+	}
+	if fi, err := os.Lstat(in.Binary); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the installed binary: %v, %v; want a regular file", fi, err)
+	}
+}
+
 func TestInstallScriptStopsAtTheFirstFailure(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -203,6 +256,13 @@ func TestInstallScriptRefusesARelativePathOrAnEmptyBinary(t *testing.T) {
 		{`--state-dir "var/lib/zero502"`, func(in *Install) { in.StateDir = "var/lib/zero502" }},
 		{`--config-dir ""`, func(in *Install) { in.ConfigDir = "" }},
 		{`--unit-dir "~/units"`, func(in *Install) { in.UnitDir = "~/units" }},
+		// written into the units' ExecStart=: a line break would add a directive of its own
+		{`--dest "/usr/local/bin/zero502\nExecStartPre=/bin/touch /tmp/x"`, func(in *Install) {
+			in.Binary = "/usr/local/bin/zero502\nExecStartPre=/bin/touch /tmp/x"
+		}},
+		{`--dest "/opt/my bin/zero502": must be a plain path`, func(in *Install) { in.Binary = "/opt/my bin/zero502" }},
+		{`--config-dir "/etc/zero502%h": must be a plain path`, func(in *Install) { in.ConfigDir = "/etc/zero502%h" }},
+		{`--state-dir "/var/lib/it's": must be a plain path`, func(in *Install) { in.StateDir = "/var/lib/it's" }},
 		{"empty", func(in *Install) { in.Size, in.SHA256 = sent("") }},
 	} {
 		in := good

@@ -48,8 +48,12 @@ func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, 
 // the deploy's shared connection to h when it has one), renewing the fleet lock's lease on the
 // session that holds it.
 func (d *Deployer) session(h config.Host, args []string, line func([]byte), input []byte) ssh.Session {
+	budget := d.rollbackBudget(len(d.cfg.Services))
+	if len(args) > 1 && args[0] == "host" && args[1] == "look" {
+		budget = lookEndBudget // a look changes nothing: it has nothing to roll back once told to end
+	}
 	return ssh.Session{Host: h.Name, Target: h.SSH, SSH: d.opts.SSH, Binary: d.opts.RemoteBinary, Mux: d.mux, Args: args,
-		Input: input, Budget: d.rollbackBudget(len(d.cfg.Services)), Line: line,
+		Input: input, Budget: budget, Line: line,
 		Feed: func(ctx context.Context, done <-chan struct{}, stdin io.Writer) error {
 			d.renewLease(ctx, done, stdin, args)
 			return nil
@@ -260,12 +264,27 @@ func (j *remoteJunk) String() string {
 	return s
 }
 
-// lookBudget bounds the wait for a host's look: the read-back's, and preflight's from a step
-// opened with --look-first.
+// lookBudget bounds the wait for a host's look: every `host look` (re-verify's, status's, the
+// read-back's), and preflight's from a step opened with --look-first.
 const lookBudget = 30 * time.Second
 
-// lookRemote runs `zero502 host look` on host h.
+// lookWithin is lookBudget, or the test's Options.lookBudget.
+func (d *Deployer) lookWithin() time.Duration {
+	if d.opts.lookBudget > 0 {
+		return d.opts.lookBudget
+	}
+	return lookBudget
+}
+
+// lookEndBudget is how long a look told to end (its stdin closed) gets before its session is cut.
+const lookEndBudget = 3 * time.Second
+
+// lookRemote runs `zero502 host look` on host h, within lookBudget: a host whose look stops
+// answering while its connection lives (keep-alives pass) holds neither a deploy, and the fleet
+// lock with it, nor a status.
 func (d *Deployer) lookRemote(ctx context.Context, h config.Host, version string) (hostLook, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.lookWithin())
+	defer cancel()
 	var got *hostLook
 	err := d.runRemote(ctx, h, []string{"host", "look", "--config", "-", "--host", h.Name, "--version", version},
 		func(b []byte) {
@@ -274,6 +293,10 @@ func (d *Deployer) lookRemote(ctx context.Context, h config.Host, version string
 				got = &l
 			}
 		})
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && got == nil {
+		return hostLook{}, fmt.Errorf("host %s: zero502 host look did not answer within %s; look at the host (is its zero502 or its runtime stuck?): %w",
+			h.Name, d.lookWithin(), ssh.ErrUnreachable)
+	}
 	if err != nil {
 		return hostLook{}, err
 	}
@@ -310,7 +333,7 @@ func (d *Deployer) readBackRemote(ctx context.Context, h config.Host, rep *repor
 	if rep.Running != "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookBudget)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lookWithin())
 	defer cancel()
 	l, err := d.lookRemote(ctx, h, rep.To)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
@@ -42,6 +43,32 @@ func TestAHostIsSentItsOwnPartOfTheConfigOnly(t *testing.T) {
 	}
 	if d := New(cfg, Options{}); !strings.Contains(mustEncode(t, d.configFor(cfg.Hosts[0], []string{"host", "step"})), "s3cret-admin-token") {
 		t.Error("a step's config lacks the admin token it needs to drain at the balancer")
+	}
+}
+
+// A host whose look stops answering while its ssh connection lives holds no status (nor a
+// deploy's re-verify, and the fleet lock with it): the look is cut after lookBudget, and the
+// host is reported as not answering, the others as usual.
+func TestAHostWhoseLookHangsHoldsNoStatus(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 3)
+	_, cfg := f.remoteConfig(s, "hang.yaml", 2)
+	wrapper := filepath.Join(f.dir, "zero502-hangs")
+	script := "#!/bin/sh\nif [ \"$2\" = look ] && [ \"$6\" = host-a ]; then exec sleep 20; fi\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Status(context.Background(), cfg, Options{RemoteBinary: wrapper, Self: bin, Balancer: balancer.None{}, lookBudget: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	for _, h := range st.Hosts {
+		problems := strings.Join(h.Problems, "; ")
+		hung := strings.Contains(problems, "zero502 host look did not answer within 2s")
+		if hung != (h.Host == "host-a") {
+			t.Errorf("%s: problems %q; want host-a alone reported as not answering within 2s", h.Host, problems)
+		}
 	}
 }
 

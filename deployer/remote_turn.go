@@ -188,7 +188,7 @@ func (t *turn) said(l *hostLook, lookErr string) {
 // view waits for the step's look, at most lookBudget: preflight's view of host h, as remoteView
 // makes it.
 func (t *turn) view(ctx context.Context, d *Deployer) (hostView, error) {
-	wait := time.NewTimer(lookBudget)
+	wait := time.NewTimer(d.lookWithin())
 	defer wait.Stop()
 	select {
 	case <-t.looked:
@@ -198,7 +198,7 @@ func (t *turn) view(ctx context.Context, d *Deployer) (hostView, error) {
 		t.junkMu.Lock()
 		defer t.junkMu.Unlock()
 		return hostView{}, fmt.Errorf("host %s: its step printed no look within %s (stdout said: %s); deploy again, or look at the host",
-			t.h.Name, lookBudget, &t.junk)
+			t.h.Name, d.lookWithin(), &t.junk)
 	}
 	if t.look == nil {
 		if t.lookErr != "" {

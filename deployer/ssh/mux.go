@@ -23,6 +23,10 @@ type Mux struct {
 	bin  string
 }
 
+// maxSocketPath is the longest path a control socket may have (sun_path holds 108 bytes on
+// Linux, 104 on the BSDs; ssh adds a suffix while it binds).
+const maxSocketPath = 90
+
 // ControlPersist keeps an idle master through the pause between batches, and no longer.
 const controlPersist = "60s"
 
@@ -36,8 +40,16 @@ func (m *Mux) Dir() string { return m.dir }
 // Options are the ssh options that put a session to target on its host's master.
 func (m *Mux) Options(target string) []string {
 	m.once.Do(func() {
-		if dir, err := os.MkdirTemp("", "zero502-ssh-"); err == nil { // 0700
-			m.dir = dir
+		// 0700; a socket's path has ~100 bytes (sun_path), so a long $TMPDIR (a sandbox's) falls
+		// back to /tmp, and without a short enough directory there is no reuse
+		for _, parent := range []string{os.TempDir(), "/tmp"} {
+			if len(parent)+len("/zero502-ssh-1234567890/")+16 > maxSocketPath {
+				continue
+			}
+			if dir, err := os.MkdirTemp(parent, "zero502-ssh-"); err == nil {
+				m.dir = dir
+				return
+			}
 		}
 	})
 	if m.dir == "" {

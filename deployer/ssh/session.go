@@ -42,6 +42,9 @@ func (s Session) Command() (*exec.Cmd, error) {
 	if bin == "" {
 		bin = "zero502"
 	}
+	if strings.HasPrefix(bin, "-") {
+		return nil, fmt.Errorf("host %s: --remote-binary %q: must be the path or name of zero502 on the host, not an option (it starts with '-')", s.Host, bin)
+	}
 	words := []string{ShellQuote(bin)}
 	for _, a := range s.Args {
 		words = append(words, ShellQuote(a))

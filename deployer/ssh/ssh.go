@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -28,6 +29,9 @@ func Target(s string) (dest, port string, err error) {
 	if m == nil || strings.HasPrefix(s, "-") {
 		return "", "", fmt.Errorf("%q: must be [user@]host[:port], e.g. deploy@10.0.1.12 or deploy@web-1:2222 "+
 			"(a name from ~/.ssh/config works too)", s)
+	}
+	if n, err := strconv.Atoi(m[2]); m[2] != "" && (err != nil || n < 1 || n > 65535) {
+		return "", "", fmt.Errorf("%q: port %s is not a port number from 1 to 65535", s, m[2])
 	}
 	dest = strings.TrimSuffix(s, ":"+m[2])
 	if m[2] == "" {
@@ -52,7 +56,9 @@ func Command(sshBin, target, remote string) (*exec.Cmd, error) {
 }
 
 // Cmd is ssh to target with ZERO502_SSH_OPTS, then opts, then the deployer's own options,
-// then the destination and tail (a remote command, or nothing after -O exit in opts).
+// then "--", the destination and tail (a remote command, or nothing after -O exit in opts): ssh
+// reads options after the destination too, and "--" ends them, so no word of the remote command
+// can be taken for one (-oProxyCommand=… would run here).
 func Cmd(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error) {
 	dest, port, err := Target(target)
 	if err != nil {
@@ -65,7 +71,7 @@ func Cmd(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error
 	if port != "" {
 		args = append(args, "-p", port)
 	}
-	args = append(args, dest)
+	args = append(args, "--", dest)
 	args = append(args, tail...)
 	if sshBin == "" {
 		sshBin = "ssh"

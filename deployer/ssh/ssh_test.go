@@ -1,6 +1,8 @@
 package ssh
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,13 +20,53 @@ func TestSSHTargetsAndRefusals(t *testing.T) {
 			t.Errorf("Target(%q) = %q %q %v, want %q %q", in, dest, port, err, want[0], want[1])
 		}
 	}
-	for _, bad := range []string{"-oProxyCommand=x", "a b@c", "u@h:port", ""} {
+	for _, bad := range []string{"-oProxyCommand=x", "a b@c", "u@h:port", "", "u@h:0", "u@h:65536", "u@h:99999"} {
 		if _, _, err := Target(bad); err == nil {
 			t.Errorf("Target(%q): no error", bad)
 		}
 	}
 	if got := ShellQuote("it's"); got != `'it'\''s'` {
 		t.Errorf("ShellQuote: %s", got)
+	}
+}
+
+// No word of the remote command can be read by ssh as an option (ssh reads options after the
+// destination too): "--" comes before the destination, and a --remote-binary that starts with
+// '-' is refused, naming the flag.
+func TestTheRemoteCommandIsNeverAnSSHOption(t *testing.T) {
+	cmd, err := Session{Host: "web-1", Target: "root@10.0.0.1:2222", Binary: "/opt/zero502", Args: []string{"host", "look"}}.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := cmd.Args
+	if len(args) < 3 || args[len(args)-3] != "--" || args[len(args)-2] != "root@10.0.0.1" || args[len(args)-1] != "/opt/zero502 host look" {
+		t.Fatalf("ssh argv %q, want it to end -- root@10.0.0.1 '/opt/zero502 host look'", args)
+	}
+	_, err = Session{Host: "web-1", Target: "root@10.0.0.1", Binary: "-oProxyCommand=/tmp/x", Args: []string{"host", "look"}}.Command()
+	if err == nil || !strings.Contains(err.Error(), `--remote-binary "-oProxyCommand=/tmp/x"`) {
+		t.Fatalf("a --remote-binary starting with '-': %v; want a refusal naming the flag", err)
+	}
+}
+
+// A control socket's path must fit sun_path: under a $TMPDIR too long for one, the sockets go to
+// /tmp (a sandbox's TMPDIR made every session fail, reported as unreachable).
+func TestControlSocketsFitUnderALongTMPDIR(t *testing.T) {
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.MkdirAll(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", long)
+	m := NewMux("")
+	defer m.Close()
+	opts := m.Options("root@10.0.0.1")
+	var path string
+	for _, o := range opts {
+		if p, ok := strings.CutPrefix(o, "ControlPath="); ok {
+			path = p
+		}
+	}
+	if path == "" || len(path)+17 >= 108 || strings.HasPrefix(path, long) {
+		t.Fatalf("control path %q (%d bytes) under TMPDIR of %d bytes; want one under /tmp that fits sun_path", path, len(path), len(long))
 	}
 }
 
