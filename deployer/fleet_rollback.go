@@ -42,13 +42,17 @@ func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *repor
 		back = append(back, fmt.Sprintf("%s runs %s", h.Name, orNothing(hr.Running)))
 	}
 	msg := fmt.Sprintf("%v; rollout.on_failure %s: ", verdict, d.cfg.Rollout.OnFailure)
-	if len(back) > 0 {
+	switch {
+	case len(back) > 0:
 		msg += "rolled back (" + strings.Join(back, ", ") + ")"
-	} else {
+	case len(failed) == 0:
 		msg += "no host to roll back"
 	}
 	if len(failed) > 0 {
-		msg += "; the rollback failed on " + strings.Join(failed, ", ") + ": look at them"
+		if len(back) > 0 {
+			msg += "; "
+		}
+		msg += "the rollback failed on " + strings.Join(failed, ", ") + ": look at them"
 	}
 	return errors.Join(&rolledBackError{msg: msg, verdict: verdict}, errors.Join(errs...))
 }

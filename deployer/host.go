@@ -260,7 +260,12 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 				continue
 			}
 			if err := d.stop(ctx, h, rt, in, svc, watch, stl); err != nil {
-				return err
+				if !(gate == nil && keep && stoppedAnyway(err)) {
+					return err
+				}
+				// A rollback: the failed version did end (killed, or left before the balancer saw
+				// it go); its finding must not keep the last good version from starting.
+				d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepStopped, Version: in.Version, Message: "rollback goes on: " + err.Error()})
 			}
 		}
 		if svc.Stopped {
@@ -397,6 +402,7 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 		}
 	}
 	if err != nil {
+		rep.Running = "" // not seen: the read-back says what it runs
 		rep.Outcome, rep.Error = report.OutcomeFailed, fmt.Sprintf("%v; rollback to %s failed too: %v", cause, to, err)
 		d.emit(Event{Host: h.Name, Step: stepFailed, Message: rep.Error})
 		return fmt.Errorf("%w; rollback to %s failed too: %v: look at host %s", cause, to, err, h.Name)
@@ -462,4 +468,9 @@ func ignoreMissing(err error) error {
 		return nil
 	}
 	return err
+}
+
+// stoppedAnyway reports whether err from stop is a finding about an instance that did end.
+func stoppedAnyway(err error) bool {
+	return errors.Is(err, runtime.ErrKilled) || errors.Is(err, errStillInRotation)
 }

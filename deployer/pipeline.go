@@ -103,6 +103,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 	}
 	for _, b := range d.batches() {
 		start, end := b.first, b.end
+		if err := ctx.Err(); err != nil { // cancelled: the hosts done stay as verified; none is judged by a look that was called off
+			return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
+		}
 		if err := d.fleetLost(); err != nil {
 			return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
 		}
@@ -154,6 +157,9 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 	}
 	if d.opts.Naive {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("every host was deployed, but the last re-verify was cancelled: %w", err)
 	}
 	if err := d.reverify(ctx, version, rep, len(d.cfg.Hosts)); err != nil {
 		return fmt.Errorf("every host was deployed, but: %w", err)

@@ -53,6 +53,7 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	reasons = append(reasons, d.checkDrift(ctx)...)
 	reasons = append(reasons, d.checkDrainModes()...)
 	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
+	reasons = append(reasons, d.checkHooks()...)
 
 	views := make([]hostView, len(d.cfg.Hosts))
 	lookErrs := make([]error, len(d.cfg.Hosts))
@@ -102,6 +103,25 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	d.emit(Event{Step: stepPreflight, Version: version, Message: fmt.Sprintf(
 		"invariants hold, balancer %s matches the config, every running target healthy", d.bal.Name())})
 	return views, nil
+}
+
+// checkHooks finds, before anything changes, a hook that could not run: its program missing, or
+// it or a script it names failing the trust rule (runHook's own check, made early). The per-host
+// hooks (pre_traffic, post_traffic) run where a host's step runs: here only for a local host, on
+// the host for one over ssh, where its step checks them.
+func (d *Deployer) checkHooks() []string {
+	local := slices.ContainsFunc(d.cfg.Hosts, func(h config.Host) bool { return h.SSH == "" })
+	var reasons []string
+	for _, n := range d.cfg.Hooks.Named() {
+		perHost := n.Name == "pre_traffic" || n.Name == "post_traffic"
+		if !n.Hook.Set() || perHost && !local {
+			continue
+		}
+		if _, err := trust.Command(n.Hook.Command, "", os.Getuid()); err != nil {
+			reasons = append(reasons, fmt.Sprintf("hooks.%s.command %q: %v; fix the hook, then deploy again", n.Name, n.Hook.Command, err))
+		}
+	}
+	return reasons
 }
 
 // checkDrift compares the live balancer's settings with the config.

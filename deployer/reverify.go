@@ -56,6 +56,10 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Rep
 		if err == nil {
 			continue
 		}
+		if ctx.Err() != nil { // the look was called off, not failed: nothing to roll back for
+			errs = append(errs, fmt.Errorf("host %s not re-verified: %w", d.cfg.Hosts[i].Name, ctx.Err()))
+			continue
+		}
 		hr, h := &rep.Hosts[i], d.cfg.Hosts[i]
 		if h.SSH != "" {
 			errs = append(errs, d.reverifyFailedRemote(ctx, h, version, hr, err))

@@ -29,6 +29,9 @@ decision and goes on; if it was stopped, this command takes the fleet lock and d
 itself. Exit 0 when the decision was carried out, 1 when it failed, 2 when nothing is paused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if wait <= 0 { // the decision would be recorded for the paused deploy, then reported as not taken
+				return exitCode(2, fmt.Errorf("--wait %s: must be a positive duration (how long the paused deploy gets to take the decision)", wait))
+			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)

@@ -1,0 +1,140 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/config"
+)
+
+// A version that fails its bake and hangs on SIGTERM (it drains past drain.stop_grace) is
+// killed by the rollback's stop; the rollback goes on and starts v1 again, rather than leave the
+// host running nothing.
+func TestARollbackGoesOnPastAVersionKilledOnItsStop(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Bake = 3 * time.Second
+	good := f.config("good.yaml", v)
+	f.startLB(good)
+	ctx := context.Background()
+	if _, err := f.deployer(f.load(good), nil, Options{}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	v.AppFlags = []string{"--fail-health-after", "1500ms", "--drain", "30s"}
+	var ev eventLog
+	rep, err := f.deployer(f.load(f.config("bad.yaml", v)), &ev, Options{}).Deploy(ctx, "v2")
+	if err == nil {
+		t.Fatal("a version that fails its bake deployed")
+	}
+	if got := f.versions()["host-a"]; got != "v1" || rep.Hosts[0].Running != "v1" {
+		t.Errorf("host-a runs %q (report: %q) after its failed step and rollback; want v1\nevents:\n%s", got, rep.Hosts[0].Running, &ev)
+	}
+}
+
+// A fleet rollback that fails (an abort after the canary; v2 drains past the stop grace, and v1
+// cannot be started: its port is taken the moment v2 lets it go): the deploy's error and the
+// report never say host-a runs v2 when it was not seen running it.
+func TestAFailedFleetRollbackClaimsNoVersionItDidNotSee(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 3)
+	cfg := f.load(f.config("fleet.yaml", defaultValues()))
+	judged(cfg, analysisWindow, canaryFor)
+	path := f.write("fleet.yaml", cfg)
+	f.startLB(path)
+	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	vals := defaultValues()
+	vals.AppFlags = []string{"--drain", "30s"}
+	v2cfg := f.load(f.config("v2.yaml", vals))
+	v2cfg.Rollout, v2cfg.Balancer.HeaderTimeout = cfg.Rollout, cfg.Balancer.HeaderTimeout
+	c := f.load(f.write("v2.yaml", v2cfg))
+	var squat sync.Once
+	opts := Options{PauseAfterCanary: true, Events: func(e Event) {
+		if e.Host == "host-a" && e.Step == stepRollback {
+			// v1's port, taken the moment v2 lets it go: the rollback cannot start v1
+			squat.Do(func() {
+				go func() {
+					for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+						if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", f.base)); err == nil {
+							t.Cleanup(func() { ln.Close() })
+							return
+						}
+					}
+				}()
+			})
+		}
+		if e.Step == stepPaused && strings.HasPrefix(e.Message, "paused after") {
+			p, err := readPause(c)
+			if err != nil {
+				t.Errorf("read pause: %v", err)
+				return
+			}
+			p.Decision, p.DecidedBy = Abort, "test"
+			if err := writePause(c, p); err != nil {
+				t.Errorf("write pause: %v", err)
+			}
+		}
+	}}
+	rep, _ := f.deployer(c, nil, opts).Deploy(context.Background(), "v2")
+	running := f.versions()["host-a"]
+	if strings.Contains(rep.Error, "host-a (runs v2)") && running != "v2" {
+		t.Errorf("the report's error says host-a runs v2; it runs %q, and its host report says %q", running, rep.Hosts[0].Running)
+	}
+	if rep.Hosts[0].Running != running {
+		t.Errorf("host-a's report says it runs %q; it runs %q", rep.Hosts[0].Running, running)
+	}
+}
+
+// A deploy cancelled (Ctrl-C) right after host-a verified, before the next batch, stops there:
+// host-a stays on v2, verified, and is not rolled back by a re-verify whose looks were called
+// off.
+func TestACancelBetweenBatchesRollsNoVerifiedHostBack(t *testing.T) {
+	t.Parallel()
+	f, path := onV1(t, 2, defaultValues())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ev eventLog
+	opts := Options{Events: func(e Event) {
+		ev.add(e)
+		if e.Host == "host-a" && e.Step == stepDone {
+			cancel()
+		}
+	}}
+	rep, err := f.deployer(f.load(path), nil, opts).Deploy(ctx, "v2")
+	if err == nil || !strings.Contains(err.Error(), "context canceled") || strings.Contains(err.Error(), "no longer runs v2 healthy") {
+		t.Errorf("a cancel between batches: %v; want the cancel, and no host judged unhealthy by a look called off\nevents:\n%s", err, &ev)
+	}
+	if got := f.versions()["host-a"]; got != "v2" || rep.Hosts[0].Outcome != "deployed" {
+		t.Errorf("host-a runs %q, outcome %q after a cancel that came after its step; want v2, deployed", got, rep.Hosts[0].Outcome)
+	}
+}
+
+// A hook whose program does not exist is bad input: the deploy is refused before anything
+// changes, not found mid-step after host-a was drained.
+func TestAHookThatCannotRunIsRefusedBeforeAnythingChanges(t *testing.T) {
+	t.Parallel()
+	f, path := onV1(t, 2, defaultValues())
+	cfg := f.load(path)
+	cfg.Hooks.PreTraffic = config.Hook{Command: []string{"/nonexistent/zero502-hook"}, Timeout: 10 * time.Second}
+	cfg = f.load(f.write("hooked.yaml", cfg))
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{}).Deploy(context.Background(), "v2")
+	if !rep.Refused || err == nil || !strings.Contains(err.Error(), "hooks.pre_traffic.command") {
+		t.Errorf("a hook program that does not exist: %v (refused %v); want a refusal naming hooks.pre_traffic.command", err, rep.Refused)
+	}
+	for _, e := range ev.events {
+		if e.Host != "" && (e.Step == StepDrain || e.Step == stepStart) {
+			t.Errorf("%s: %s %s after a refusal", e.Host, e.Step, e.Message)
+		}
+	}
+	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
+		t.Errorf("after the refusal: %v, want every host on v1", v)
+	}
+}
