@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -25,14 +24,7 @@ import (
 // process (so no write is lost when the old one exits), and every new connection is forwarded
 // by the new process (the old one stopped accepting at once, with no drain window).
 func TestEdgeUpgradeHandsTheAdminStateOverAndTheOldEdgeLetsGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds zero502 and runs processes")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("no hand-off on Windows")
-	}
-	bin := buildZero502(t)
-	dir := t.TempDir()
+	bin, dir := upgradeRig(t)
 	a, b, c, d := namedOrigin(t, "a"), namedOrigin(t, "b"), namedOrigin(t, "c"), namedOrigin(t, "d")
 	listen, admin, metrics := freeAddr(t), freeAddr(t), freeAddr(t)
 	pidFile := filepath.Join(dir, "run", "edge.pid")

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +16,7 @@ import (
 // old process took would be gone when it exits. The upgrade reloads a changed config (another
 // health interval), so /admin/settings says which process answered.
 func TestLBUpgradeLeavesTheAdminListenerToTheNewProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds zero502 and runs processes")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("no hand-off on Windows")
-	}
-	bin := buildZero502(t)
-	dir := t.TempDir()
+	bin, dir := upgradeRig(t)
 	port := backends(t, "127.0.0.1", "127.0.0.2")
 	listen, admin := freeAddr(t), freeAddr(t)
 	cfg := filepath.Join(dir, "lb.yaml")

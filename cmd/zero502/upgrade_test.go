@@ -30,15 +30,23 @@ import (
 // under a steady load of real connections that counts every refused or reset connection and
 // every non-2xx answer.
 func TestUpgrade(t *testing.T) {
+	bin, _ := upgradeRig(t)
+	t.Run("lb under load, config reload, broken config", func(t *testing.T) { testUpgradeLB(t, bin) })
+	t.Run("edge forward under load", func(t *testing.T) { testUpgradeEdge(t, bin) })
+}
+
+// upgradeRig is what every in-place upgrade test starts from: skipped with -short (it builds
+// zero502 and runs processes) and on Windows (no hand-off); the zero502 binary and a directory
+// of the test's.
+func upgradeRig(t *testing.T) (bin, dir string) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("builds zero502 and runs processes under load")
+		t.Skip("builds zero502 and runs processes")
 	}
 	if runtime.GOOS == "windows" {
 		t.Skip("no hand-off on Windows")
 	}
-	bin := buildZero502(t)
-	t.Run("lb under load, config reload, broken config", func(t *testing.T) { testUpgradeLB(t, bin) })
-	t.Run("edge forward under load", func(t *testing.T) { testUpgradeEdge(t, bin) })
+	return buildZero502(t), t.TempDir()
 }
 
 // lbUpgradeConfig is a config whose balanced service runs on port on each of hosts
