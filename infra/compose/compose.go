@@ -97,8 +97,10 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	if err != nil {
 		return nil, secrets.wrap(path, err)
 	}
-	// the keys as the file set them: the loader's normalisation adds some (a default network)
-	raw, err := cli.NewProjectOptions([]string{path}, append(fns, cli.WithNormalization(false))...)
+	// the keys as the file set them: the loader's normalisation adds some (a default network),
+	// and its model, unlike its project, would interpolate them without the environment (a
+	// required ${VAR:?…} would fail)
+	raw, err := cli.NewProjectOptions([]string{path}, append(fns, cli.WithNormalization(false), cli.WithInterpolation(false))...)
 	if err != nil {
 		return nil, secrets.wrap(path, err)
 	}
@@ -175,24 +177,42 @@ func secretNames(ctx context.Context, path string, base []cli.ProjectOptionsFn) 
 }
 
 // valueless are the names an environment section, as the file wrote it (a list or a map), gives
-// no value: "- NAME" or "NAME:" with nothing after it.
+// no value of its own: "- NAME" or "NAME:" with nothing after it, or NAME set to its own variable
+// ("NAME: ${NAME}", "- NAME=$NAME", "${NAME:?…}"), which Compose also takes from the shell at `up`.
 func valueless(env any) map[string]bool {
 	out := map[string]bool{}
 	switch e := env.(type) {
 	case []any:
 		for _, item := range e {
-			if s, ok := item.(string); ok && !strings.Contains(s, "=") {
-				out[strings.TrimSpace(s)] = true
+			s, ok := item.(string)
+			if !ok {
+				continue
+			}
+			name, v, set := strings.Cut(s, "=")
+			if name = strings.TrimSpace(name); !set || passesThrough(name, v) {
+				out[name] = true
 			}
 		}
 	case map[string]any:
 		for k, v := range e {
-			if v == nil {
+			if s, ok := v.(string); v == nil || ok && passesThrough(k, s) {
 				out[k] = true
 			}
 		}
 	}
 	return out
+}
+
+// passesThrough says whether value, as the file wrote it, is only variable name's own value:
+// $NAME, ${NAME}, or ${NAME?…} / ${NAME:?…} (required). A default (${NAME:-…}) is a value of the
+// file's, not passed through.
+func passesThrough(name, value string) bool {
+	value = strings.TrimSpace(value)
+	if value == "$"+name || value == "${"+name+"}" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(value, "${"+name)
+	return ok && strings.HasSuffix(rest, "}") && (strings.HasPrefix(rest, "?") || strings.HasPrefix(rest, ":?"))
 }
 
 // envNames are the names an environment section, as the file wrote it (a list or a map), sets,

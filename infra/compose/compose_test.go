@@ -79,8 +79,11 @@ func TestAComposeFileBecomesAConfigWithEveryKeyAccountedFor(t *testing.T) {
 	if !slices.Equal(web.Command, []string{"/app/web", "--listen", "0.0.0.0:8080"}) {
 		t.Errorf("command %q; want the entrypoint, then the command", web.Command)
 	}
-	if web.Env["LOG_LEVEL"] != "info" || web.Env["REGION"] != "eu-west-1" || web.Env["DB_HOST"] != "db.internal" {
-		t.Errorf("env %v; want the environment, interpolated, and the env_file's", web.Env)
+	if web.Env["LOG_LEVEL"] != "info" || web.Env["DB_HOST"] != "db.internal" || len(web.Env) != 2 {
+		t.Errorf("env %v; want the environment and the env_file's", web.Env)
+	}
+	if !slices.Equal(web.Secrets, []string{"REGION"}) { // REGION: ${REGION}, taken from the shell at `up`
+		t.Errorf("secrets %v; want [REGION]", web.Secrets)
 	}
 	if web.Port != 8080 || web.Health.Path != "/healthz" || web.Health.Timeout != time.Second || web.StopSignal != "SIGQUIT" || web.Drain != config.DrainBalancer {
 		t.Errorf("web %+v; want port 8080, health /healthz within 1s, SIGQUIT, drained at the balancer", web)
@@ -688,5 +691,76 @@ services:
 	}
 	if all := notesText(im); strings.Contains(all, "${FEATURE_FLAG}") {
 		t.Errorf("a note names the secret where the file does not:\n%s", all)
+	}
+}
+
+// A variable set to its own value (NAME: ${NAME}, - NAME=$NAME, ${NAME:?…}) is taken from the
+// shell at `up` as one listed without a value is: a secret, its value in no env and no written
+// config. One with a default of the file's (${NAME:-…}) is a value, interpolated as before.
+func TestAVariableSetToItselfIsASecret(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: shop/web:{version}
+    ports: ["8080:8080"]
+    environment:
+      DB_PASSWORD: ${DB_PASSWORD}
+      API_TOKEN: ${API_TOKEN:?set API_TOKEN}
+      LEVEL: ${LEVEL:-info}
+  worker:
+    image: shop/worker:{version}
+    environment: ["SIGNING_KEY=$SIGNING_KEY", "MODE=batch"]
+`)
+	env := []string{"DB_PASSWORD=hunter2", "API_TOKEN=tok-live-7", "SIGNING_KEY=sk-live-1", "LEVEL=debug"}
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"web": {"API_TOKEN", "DB_PASSWORD"}, "worker": {"SIGNING_KEY"}}
+	for _, svc := range im.Services {
+		if !slices.Equal(svc.Secrets, want[svc.Name]) {
+			t.Errorf("%s: secrets %v, want %v", svc.Name, svc.Secrets, want[svc.Name])
+		}
+		for _, s := range want[svc.Name] {
+			if _, ok := svc.Env[s]; ok {
+				t.Errorf("%s: env holds secret %s", svc.Name, s)
+			}
+		}
+	}
+	if im.Services[0].Env["LEVEL"] != "debug" {
+		t.Errorf("web env %v; want LEVEL=debug interpolated as before", im.Services[0].Env)
+	}
+	data, err := compose.Write(im, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"hunter2", "tok-live-7", "sk-live-1", "zero502secret"} {
+		if strings.Contains(string(data), v) {
+			t.Errorf("the written config holds %q:\n%s", v, data)
+		}
+	}
+}
+
+// A required variable (${VAR:?…}, as Compose files write them) that the environment sets is
+// interpolated: the import does not fail as if it were unset.
+func TestARequiredVariableThatIsSetIsInterpolated(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: shop/web:{version}
+    command: ["/web", "--region", "${REGION:?set REGION}"]
+    ports: ["${PORT:?set PORT}:8080"]
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"REGION=eu-west-1", "PORT=8080"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if web := im.Services[0]; !slices.Equal(web.Command, []string{"/web", "--region", "eu-west-1"}) || web.Port != 8080 {
+		t.Errorf("web %+v; want the required variables interpolated", web)
+	}
+	if _, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"PORT=8080"}}); err == nil || !strings.Contains(err.Error(), "set REGION") {
+		t.Errorf("REGION unset: err %v; want Compose's own message", err)
 	}
 }
