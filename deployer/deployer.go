@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -219,14 +221,28 @@ func (d *Deployer) readBackHost(ctx context.Context, h config.Host, hr *report.H
 			versions[svc.Name] = "unknown"
 			continue
 		}
-		for _, in := range insts {
-			versions[svc.Name] = in.Version
+		if len(insts) > 0 {
+			versions[svc.Name] = versionsOf(insts)
 		}
 	}
 	hr.Running = summarize(versions, len(d.cfg.Services))
 	if hr.Outcome == report.OutcomeNotReached && hr.From == "" {
 		hr.From = hr.Running
 	}
+}
+
+// versionsOf names the versions insts run: one, or each (sorted, joined by "+") when instances
+// of several run at once (a start-first step or a rollback cut short), so a host is never said to
+// run a version alone beside another.
+func versionsOf(insts []runtime.Instance) string {
+	var vs []string
+	for _, in := range insts {
+		if !slices.Contains(vs, in.Version) {
+			vs = append(vs, in.Version)
+		}
+	}
+	slices.Sort(vs)
+	return strings.Join(vs, "+")
 }
 
 // summarize names one version when every service runs it, else each service's version.
