@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -173,12 +174,16 @@ func (b *Balancer) AllOthersHealthy(ctx context.Context, except string) (bool, e
 }
 
 // DrainGuard is AllOthersHealthy as an error that names the targets in the way: nil when
-// draining except is safe, an error wrapping ErrOthersNotHealthy when it is not.
+// draining except is safe, an error wrapping ErrOthersNotHealthy when it is not. Targets
+// already draining (deregistered, their delay not over: a start-first host's old port, a
+// batch before) are not counted: they get no new request, and an ALB that fails open routes
+// only to its registered targets.
 func (b *Balancer) DrainGuard(ctx context.Context, except string) error {
-	others, err := b.others(ctx, except)
+	all, err := b.others(ctx, except)
 	if err != nil {
 		return err
 	}
+	others := slices.DeleteFunc(all, func(t targetStatus) bool { return t.State == StateDraining })
 	if len(others) == 0 {
 		return fmt.Errorf("draining %s would leave %s with no target at all: %w", except, b.arn, ErrOthersNotHealthy)
 	}

@@ -169,3 +169,42 @@ func TestTargetIDIsTheHostsTargetOnTheServicePort(t *testing.T) {
 }
 
 func sorted(s ...string) []string { slices.Sort(s); return s }
+
+// A target already draining (a batch before, or a start-first host's old port, deregistered and
+// within its delay) is not in the way of the next drain: it gets no new request, and a group that
+// fails open routes only to its registered targets. It does not count as a healthy one either.
+func TestFailOpenGuardLooksPastTargetsAlreadyDraining(t *testing.T) {
+	f := newFixture(t, sourceNumbers)
+	ctx := context.Background()
+	b := alb.NewBalancer(f.api, f.arn)
+	one, two, gone := newBackend(t), newBackend(t), newBackend(t)
+	for _, a := range []string{one.addr(), two.addr(), gone.addr()} {
+		f.register(t, a)
+	}
+	f.step(t)
+	f.step(t)
+	if _, err := f.api.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{
+		TargetGroupArn: aws.String(f.arn), Targets: []types.TargetDescription{albtest.Target(t, gone.addr())},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, b, gone.addr(), alb.StateDraining, "Target.DeregistrationInProgress")
+	if err := b.DrainGuard(ctx, one.addr()); err != nil {
+		t.Fatalf("one healthy other and one draining: DrainGuard = %v; want nil", err)
+	}
+	two.status.Store(http.StatusServiceUnavailable)
+	f.step(t)
+	f.step(t)
+	err := b.DrainGuard(ctx, one.addr())
+	if !errors.Is(err, alb.ErrOthersNotHealthy) || !strings.Contains(err.Error(), two.addr()+" is unhealthy") || strings.Contains(err.Error(), gone.addr()) {
+		t.Fatalf("the other unhealthy, one draining: DrainGuard = %v; want it to name %s only", err, two.addr())
+	}
+	if _, err := f.api.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{
+		TargetGroupArn: aws.String(f.arn), Targets: []types.TargetDescription{albtest.Target(t, two.addr())},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DrainGuard(ctx, one.addr()); !errors.Is(err, alb.ErrOthersNotHealthy) || !strings.Contains(err.Error(), "no target at all") {
+		t.Fatalf("every other target draining: DrainGuard = %v; want no target left", err)
+	}
+}
