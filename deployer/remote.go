@@ -206,8 +206,12 @@ func (t *turn) finish(rep *report.HostReport) error {
 		}
 		if !t.began && !t.sentGo.Load() && errors.Is(err, ssh.ErrUnreachable) {
 			// ssh never got there (or lost a step that was never told go): nothing ran, the
-			// host runs what it ran.
-			rep.Outcome, rep.Running = report.OutcomeUnreachable, rep.From
+			// host runs what its look saw running (From may be only its published spec's
+			// version: a host whose service was stopped runs nothing), or it is not known.
+			rep.Outcome, rep.Running = report.OutcomeUnreachable, ""
+			if t.look != nil {
+				rep.Running = t.look.Running
+			}
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
 			return fmt.Errorf("%s", rep.Error)
 		}

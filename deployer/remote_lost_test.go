@@ -149,3 +149,40 @@ exit 255
 		})
 	}
 }
+
+// A host over ssh whose step never gets to go (its connection lost while it waited its turn) is
+// "unreachable, not changed", and it runs what its look saw running: nothing here, its service
+// stopped, though its published spec still names v1.
+func TestAnUnreachableHostRunsWhatItsLookSaw(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("ask.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
+	cfg.Rollout.LockHost = cfg.Hosts[1].Name
+	cfg = f.load(f.write("ask.yaml", cfg))
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
+echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
+while IFS= read -r line; do
+	case "$line" in
+	go) exit 255 ;;
+	esac
+done
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil {
+		t.Fatalf("no error\nevents:\n%s", &ev)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUnreachable || a.Running != "" || a.From != "v1" {
+		t.Errorf("host-a: outcome %q, runs %q, from %q; want %q, running nothing (what its look saw), from v1\nevents:\n%s",
+			a.Outcome, a.Running, a.From, report.OutcomeUnreachable, &ev)
+	}
+}
