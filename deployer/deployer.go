@@ -148,6 +148,16 @@ func (e *refusedError) Error() string {
 
 var versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
 
+// CheckVersion checks version, given as flag (--version, --to), against the rule every version
+// follows: it names images and appears in specs and paths.
+func CheckVersion(flag, version string) error {
+	if !versionRE.MatchString(version) {
+		return fmt.Errorf("%s %q: must be 1–128 letters, digits, . _ + - starting with a letter or digit "+
+			"(it names images and appears in specs)", flag, version)
+	}
+	return nil
+}
+
 // setup builds the balancer and one runtime per host.
 func (d *Deployer) setup() error {
 	if err := d.cfg.RequireFleet(); err != nil {

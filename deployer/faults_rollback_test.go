@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,5 +138,47 @@ func TestAHookThatCannotRunIsRefusedBeforeAnythingChanges(t *testing.T) {
 	}
 	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
 		t.Errorf("after the refusal: %v, want every host on v1", v)
+	}
+}
+
+// A service program that is not there (a --self with a typo) or that fails the trust rule is bad
+// input too: refused before anything changes, naming it, not found once host-a was drained and
+// stopped (the fleet a host short until its rollback).
+func TestAProgramThatCannotStartIsRefusedBeforeAnythingChanges(t *testing.T) {
+	t.Parallel()
+	f, path := onV1(t, 2, defaultValues())
+	open := filepath.Join(f.dir, "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // past the umask: anyone may replace what is in it
+		t.Fatal(err)
+	}
+	planted := filepath.Join(open, "zero502")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\nexec "+bin+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.load(path)
+	cfg.Services[0].Command[0] = "{self}"
+	path = f.write("self.yaml", cfg)
+	for _, tc := range []struct{ self, want string }{
+		{"/nonexistent/zz", "--self /nonexistent/zz"},
+		{planted, "writable"},
+	} {
+		var ev eventLog
+		d := f.deployer(f.load(path), &ev, Options{})
+		d.self, d.opts.Self = tc.self, tc.self // as --self sets them (f.deployer sets the test binary)
+		rep, err := d.Deploy(context.Background(), "v2")
+		if !rep.Refused || err == nil || !strings.Contains(err.Error(), "services[].command") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--self %s: %v (refused %v); want a refusal naming services[].command and %q", tc.self, err, rep.Refused, tc.want)
+		}
+		for _, e := range ev.events {
+			if e.Host != "" && (e.Step == StepDrain || e.Step == stepStart) {
+				t.Errorf("--self %s: %s: %s %s after a refusal", tc.self, e.Host, e.Step, e.Message)
+			}
+		}
+		if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
+			t.Errorf("--self %s: after the refusal: %v, want every host on v1", tc.self, v)
+		}
 	}
 }

@@ -68,9 +68,8 @@ func (d *Deployer) Deploy(ctx context.Context, version string) (*report.Report, 
 }
 
 func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Report) error {
-	if !versionRE.MatchString(version) {
-		return &refusedError{Reasons: []string{fmt.Sprintf("--version %q: must be 1–128 letters, digits, . _ + - "+
-			"starting with a letter or digit (it names images and appears in specs)", version)}}
+	if err := CheckVersion("--version", version); err != nil {
+		return &refusedError{Reasons: []string{err.Error()}}
 	}
 	if err := d.setup(); err != nil {
 		return &refusedError{Reasons: []string{err.Error()}}

@@ -54,6 +54,7 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	reasons = append(reasons, d.checkDrainModes()...)
 	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
 	reasons = append(reasons, d.checkHooks()...)
+	reasons = append(reasons, d.checkPrograms(version)...)
 
 	views := make([]hostView, len(d.cfg.Hosts))
 	lookErrs := make([]error, len(d.cfg.Hosts))
@@ -119,6 +120,39 @@ func (d *Deployer) checkHooks() []string {
 		}
 		if _, err := trust.Command(n.Hook.Command, "", os.Getuid()); err != nil {
 			reasons = append(reasons, fmt.Sprintf("hooks.%s.command %q: %v; fix the hook, then deploy again", n.Name, n.Hook.Command, err))
+		}
+	}
+	return reasons
+}
+
+// programChecker is a runtime that can tell, before anything starts, whether a service's
+// program could run (the process runtime: it is there and passes the trust rule).
+type programChecker interface {
+	CheckProgram(svc spec.Service) error
+}
+
+// checkPrograms finds, before anything changes, a service whose program could not start on a
+// host stepped from here (a --self or a services[].command that is not there, or that fails the
+// trust rule): else the first host would be drained and stopped before its start failed. A host
+// over ssh checks its own in its step.
+func (d *Deployer) checkPrograms(version string) []string {
+	var reasons []string
+	for _, h := range d.cfg.Hosts {
+		pc, ok := d.runtimes[h.Name].(programChecker)
+		if h.SSH != "" || !ok {
+			continue
+		}
+		for _, svc := range spec.Render(d.cfg, h, version, d.self).Services {
+			if svc.Stopped {
+				continue
+			}
+			if err := pc.CheckProgram(svc); err != nil {
+				self := ""
+				if d.opts.Self != "" && len(svc.Command) > 0 && svc.Command[0] == d.self {
+					self = " ({self} is --self " + d.opts.Self + ")"
+				}
+				reasons = append(reasons, fmt.Sprintf("host %s: service %s %v%s; fix it, then deploy again", h.Name, svc.Name, err, self))
+			}
 		}
 	}
 	return reasons

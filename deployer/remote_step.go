@@ -70,8 +70,8 @@ func onHost(cfg *config.Config, name string, opts Options) (*Deployer, config.Ho
 // step's events. The report's Running is read back from the host's runtime.
 func HostStep(ctx context.Context, cfg *config.Config, name, version string, opts Options) (report.HostReport, error) {
 	rep := report.HostReport{Host: name, To: version, Outcome: report.OutcomeNotReached}
-	if !versionRE.MatchString(version) {
-		return rep, fmt.Errorf("--version %q: must be 1–128 letters, digits, . _ + - starting with a letter or digit", version)
+	if err := CheckVersion("--version", version); err != nil {
+		return rep, err
 	}
 	d, h, err := onHost(cfg, name, opts)
 	if err != nil {

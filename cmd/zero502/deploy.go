@@ -84,9 +84,10 @@ runs which version); 2: refused before anything changed.`,
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, version)
+			var textfileErr error // a deploy that rolled is not undone by it, but its exit says so
 			if metricsTextfile != "" && rep != nil {
-				if werr := report.WriteMetricsTextfile(metricsTextfile, *rep); werr != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: --metrics-textfile: %v\n", cmd.CommandPath(), werr)
+				if textfileErr = report.WriteMetricsTextfile(metricsTextfile, *rep); textfileErr != nil {
+					textfileErr = fmt.Errorf("--metrics-textfile: %w; monitoring still reads the previous deploy's outcome", textfileErr)
 				}
 			}
 			renderReport(out, rep, asJSON)
@@ -97,7 +98,13 @@ runs which version); 2: refused before anything changed.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", reportPath)
 			}
 			if err == nil {
+				if textfileErr != nil {
+					return exitCode(1, textfileErr)
+				}
 				return nil
+			}
+			if textfileErr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", cmd.CommandPath(), textfileErr)
 			}
 			if !asJSON {
 				err = nil // the report above already says what went wrong

@@ -46,7 +46,9 @@ itself. Exit 0 when the decision was carried out, 1 when it failed, 2 when nothi
 				return exitCode(2, err)
 			}
 			if rep == nil && err == nil {
-				fmt.Fprintf(out, "%s: the paused deploy took it and goes on (its own output says how it ends)\n", decision)
+				// A notice, on stderr as deploy's "report:" is: stdout is the events and the report
+				// (with --json, JSON lines only).
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: the paused deploy took it and goes on (its own output says how it ends)\n", decision)
 				return nil
 			}
 			if rep != nil {
@@ -85,6 +87,11 @@ its spec), or of --to VERSION: the same preflight, drain, analysis and report as
 as deploy's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if to != "" {
+				if err := deployer.CheckVersion("--to", to); err != nil { // before anything is printed
+					return exitCode(2, err)
+				}
+			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
@@ -99,7 +106,9 @@ as deploy's.`,
 			opts.LockTimeout = deployer.DefaultLockTimeout
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
-			fmt.Fprintf(out, "rolling back to %s\n", to)
+			// A notice, on stderr as deploy's "report:" is: stdout is the events and the report
+			// (with --json, JSON lines only).
+			fmt.Fprintf(cmd.ErrOrStderr(), "rolling back to %s\n", to)
 			rep, err := deployer.New(cfg, opts).Deploy(ctx, to)
 			renderReport(out, rep, asJSON)
 			switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/zero502/zero502/deployer"
@@ -46,6 +47,10 @@ func newLockOpCmd(op string) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if op == deployer.LockAcquireOp && strings.TrimSpace(message) == "" {
+				return exitCode(2, fmt.Errorf("-m/--message %q: required, not blank: say why the fleet is locked, "+
+					"e.g. -m \"DB migration until 18:00\"", message))
+			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)

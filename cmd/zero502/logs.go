@@ -31,6 +31,11 @@ there (zero502 host logs). -f keeps printing new output until Ctrl-C. Exit 0; 1 
 			if err != nil {
 				return exitCode(2, err)
 			}
+			// A host or service the config does not name is a bad flag (exit 2), not nothing to
+			// show: checked as stop checks its own, the message listing the valid names.
+			if err := (deployer.StopTarget{Host: host, Service: service}).Check(cfg); err != nil {
+				return exitCode(2, err)
+			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
 			if err := deployer.Logs(ctx, cfg, host, service, follow, cmd.OutOrStdout(), deployer.Options{RemoteBinary: remoteBinary}); err != nil {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -32,7 +34,7 @@ last heal. It changes nothing (no lock taken, no file written).
 Exit 0: every host agrees with its spec (one healthy instance of the spec's version per service,
 in rotation; nothing of a service the spec marks stopped); 1: it does not (a host never deployed
 has no spec to agree with; a host reached over ssh is read there over ssh), each
-disagreement listed; 2: bad flags or config.`,
+disagreement listed, or the Docker Engine does not answer; 2: bad flags or config.`,
 		Example: `  zero502 status --config examples/local.yaml
   zero502 status --config examples/local.yaml --json | jq '.hosts[].services[].problems'`,
 		Args: cobra.NoArgs,
@@ -43,6 +45,12 @@ disagreement listed; 2: bad flags or config.`,
 			}
 			st, err := deployer.Status(cmd.Context(), cfg, opts)
 			if err != nil {
+				// An engine or endpoint that does not answer (the Docker Engine, a balancer) is a
+				// failure at run time, exit 1, as logs has it; anything else the look refuses
+				// before reading a host is the config's, exit 2.
+				if ne := net.Error(nil); errors.As(err, &ne) {
+					return exitCode(1, err)
+				}
 				return exitCode(2, err)
 			}
 			out := cmd.OutOrStdout()

@@ -28,12 +28,22 @@ func (r Report) Result() string {
 }
 
 // CheckMetricsTextfile checks a textfile path before a deploy, so a bad one is refused before
-// anything changes.
+// anything changes: its name, and that a file can be written beside it (its directory is
+// created, as WriteMetricsTextfile would; a file made there is removed at once).
 func CheckMetricsTextfile(path string) error {
 	if filepath.Ext(path) != ".prom" {
 		return fmt.Errorf("metrics textfile %q: must end in .prom, which is what node_exporter's textfile collector reads", path)
 	}
-	return nil
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("metrics textfile %q: %w; give a path in a directory zero502 can write", path, err)
+	}
+	f, err := os.CreateTemp(dir, ".zero502-check-*")
+	if err != nil {
+		return fmt.Errorf("metrics textfile %q: %w; give a path in a directory zero502 can write", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // WriteMetricsTextfile writes the deploy's outcome for node_exporter's textfile collector at

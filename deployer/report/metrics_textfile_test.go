@@ -64,3 +64,25 @@ func TestMetricsTextfileMustEndInProm(t *testing.T) {
 		t.Fatalf("err = %v, want the path and the .prom rule named", err)
 	}
 }
+
+// A textfile no file can be written beside is refused by the check before a deploy, naming the
+// path, as the write after it would fail.
+func TestMetricsTextfileInADirectoryThatCannotBeWrittenIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(notDir, "sub", "deploy.prom")
+	if err := CheckMetricsTextfile(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("CheckMetricsTextfile(%s) = %v, want it refused, naming the path", path, err)
+	}
+	ok := filepath.Join(dir, "textfile", "deploy.prom")
+	if err := CheckMetricsTextfile(ok); err != nil {
+		t.Fatalf("CheckMetricsTextfile(%s) = %v, want nil", ok, err)
+	}
+	if left, _ := os.ReadDir(filepath.Dir(ok)); len(left) != 0 {
+		t.Errorf("the check left %v behind", left)
+	}
+}

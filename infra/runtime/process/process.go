@@ -129,6 +129,58 @@ func runAs(svc spec.Service) string {
 	return svc.User
 }
 
+// program is what a service's instance runs: its program's path, the account it runs as and
+// its environment.
+type program struct {
+	path string
+	as   runtime.Account
+	env  []string
+}
+
+// missingProgram is programOf's error for a program that is not there: err says where it
+// was looked for.
+type missingProgram struct{ err error }
+
+func (m missingProgram) Error() string { return "(services[].command): " + m.err.Error() }
+func (m missingProgram) Unwrap() error { return m.err }
+
+// programOf finds svc's program as its own environment would and holds it to the trust rule:
+// what runs, and a script it reads, must be changeable by root or the user it runs as alone (a
+// service started as root from a file another user may write is theirs to run). An error says
+// which of services[].user and services[].command is wrong; a program that is not there is a
+// missingProgram, with path the name as written.
+func programOf(svc spec.Service) (program, error) {
+	as, err := runtime.LookupAccount(runAs(svc))
+	if err != nil {
+		return program{}, fmt.Errorf("(services[].user): %w", err)
+	}
+	p := program{as: as, env: runtime.ServiceEnv(as, svc.Environment())}
+	if p.path, err = lookPath(svc.Command[0], p.env); err != nil {
+		p.path = svc.Command[0]
+		return p, missingProgram{err}
+	}
+	real, err := trust.Command(append([]string{p.path}, svc.Command[1:]...), "", int(as.UID))
+	var notFound *exec.Error
+	switch {
+	case errors.As(err, &notFound):
+		return p, missingProgram{err}
+	case err != nil:
+		return p, fmt.Errorf("(services[].command): %w", err)
+	}
+	p.path = real
+	return p, nil
+}
+
+// CheckProgram says, before anything starts, whether svc's instance could be started: its
+// account exists, its program is there and passes the trust rule (Start's own checks).
+func (rt *Runtime) CheckProgram(svc spec.Service) error {
+	if err := checkService(svc); err != nil {
+		return err
+	}
+	_, err := programOf(svc)
+	return err
+}
+
 // spawn checks that no instance of svc runs, starts the process and writes its record; it
 // returns the record, the log offset where this run's output begins and the child.
 func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, error) {
@@ -165,29 +217,18 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	fmt.Fprintf(logFile, "== zero502 %s: starting %s %s on %s: %s\n",
 		time.Now().UTC().Format(time.RFC3339Nano), svc.Name, svc.Version, host, strings.Join(svc.Command, " "))
 
-	as, err := runtime.LookupAccount(runAs(svc))
-	if err == nil {
-		cmd.SysProcAttr, err = sessionAs(as)
+	p, err := programOf(svc)
+	var missing missingProgram
+	switch {
+	case errors.As(err, &missing): // no such program: Start says so, as for any other
+		cmd.Err = missing.err
+	case err != nil:
+		return record{}, 0, nil, fmt.Errorf("host %s: service %s %w", host, svc.Name, err)
 	}
-	if err != nil {
+	if cmd.SysProcAttr, err = sessionAs(p.as); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].user): %w", host, svc.Name, err)
 	}
-	env := runtime.ServiceEnv(as, svc.Environment())
-	cmd.Args, cmd.Env = svc.Command, env
-	cmd.Path, cmd.Err = lookPath(svc.Command[0], env)
-	if cmd.Err == nil {
-		// what runs, and a script it reads, must be changeable by root or the user it runs as
-		// alone: a service started as root from a file another user may write is theirs to run
-		real, err := trust.Command(append([]string{cmd.Path}, svc.Command[1:]...), "", int(as.UID))
-		var notFound *exec.Error
-		switch {
-		case errors.As(err, &notFound): // no such program: Start says so, as for any other
-		case err != nil:
-			return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].command): %w", host, svc.Name, err)
-		default:
-			cmd.Path = real
-		}
-	}
+	cmd.Path, cmd.Args, cmd.Env = p.path, svc.Command, p.env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: start %q: %w", host, svc.Name, svc.Command[0], err)

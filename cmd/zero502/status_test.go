@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// status when the Docker Engine does not answer: a failure at run time, exit 1 (as logs), not
+// 2, which is for bad flags or config.
+func TestStatusEngineThatDoesNotAnswerExitsOne(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.ReplaceAll(`balancer: {kind: none, interval: 250ms, timeout: 100ms, unhealthy_threshold: 2, healthy_threshold: 2}
+drain: {window: 1500ms, shutdown: 1s, stop_grace: 4s, max_recovery: 2s}
+watchdog: {interval: 1s, heal_after: 4, check_timeout: 500ms, state_dir: DIR/state}
+app: {keepalive_idle_timeout: 10s}
+rollout: {batch: 1, runtime: docker, docker_host: "unix://DIR/no-docker.sock", healthy_deadline: 10s}
+services:
+  - {name: web, image: "example/web:{version}", port: 39501}
+hosts:
+  - {name: host-a, address: 127.0.0.1, state_dir: DIR/state/host-a}
+`, "DIR", dir)
+	path := filepath.Join(dir, "z.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status", "--config", path}, {"logs", "--config", path, "--host", "host-a", "--service", "web"}} {
+		out, code := runCLI(t, args...)
+		if code != 1 || !strings.Contains(out, "does not answer") {
+			t.Errorf("%s with no Docker Engine at rollout.docker_host: exit %d, %q; want 1 saying the engine does not answer", args[0], code, out)
+		}
+	}
+}
