@@ -114,6 +114,27 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *re
 	}
 }
 
+// endPause removes the pause record of a deploy paused earlier and no longer waiting (it let go
+// of the fleet lock this deploy holds), once this deploy passed its checks and is about to change
+// the fleet: from here the fleet is this deploy's, and a promote or abort of that record later
+// would undo it (promote the old paused version over it, or roll its canary hosts back). A deploy
+// refused before this point leaves the record for the promote or abort it may be.
+func (d *Deployer) endPause(version string) {
+	p, err := readPause(d.cfg)
+	if errors.Is(err, ErrNotPaused) {
+		return
+	}
+	if rerr := os.Remove(pausePath(d.cfg)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		d.emit(Event{Step: stepPreflight, Version: version, Message: fmt.Sprintf("warning: the pause record %s could not be removed: %v; "+
+			"remove it by hand: a promote or abort of it would undo this deploy", pausePath(d.cfg), rerr)})
+		return
+	}
+	if err == nil {
+		d.emit(Event{Step: stepPreflight, Version: version, Message: fmt.Sprintf("the deploy of %s paused after its canary (%s) is over: "+
+			"this deploy of %s takes the fleet from here", p.Version, strings.Join(p.Canary, ", "), version)})
+	}
+}
+
 // Decide promotes or aborts the paused deploy of cfg's fleet. When that deploy still waits
 // (it holds the fleet lock), the decision is written into its record and Decide waits up to
 // timeout for it to be taken; otherwise Decide takes the fleet lock and acts: promote deploys the
@@ -130,14 +151,21 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 	probe.action = "zero502 deploy " + decision
 	me := probe.holder(p.Version).String()
 	if l, lerr := probe.fleetLock(ctx, p.Version); lerr == nil {
-		_ = l.Release() // nobody waits: act ourselves (Deploy and abort take the lock again)
-		_ = os.Remove(pausePath(cfg))
+		// Nobody waits: act ourselves (Deploy and abort take the lock again). The record goes
+		// once the decision is carried out: a promote's deploy removes it when it passed its
+		// checks (endPause), an abort when the canary is back; refused or failed, it stays,
+		// and the other decision can still be taken.
+		_ = l.Release()
 		if decision == Promote {
 			return New(cfg, opts).Deploy(ctx, p.Version)
 		}
 		d := New(cfg, opts)
 		d.action = "zero502 deploy abort"
-		return d.abort(ctx, p)
+		rep, err := d.abort(ctx, p)
+		if err == nil {
+			_ = os.Remove(pausePath(cfg))
+		}
+		return rep, err
 	} else if !errors.Is(lerr, hostlock.ErrHeld) {
 		return nil, fmt.Errorf("fleet lock %s: %w", cfg.FleetLockPath(), lerr)
 	}

@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/infra/alarms"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -261,4 +263,91 @@ func TestWatchdogNeverFightsAPausedDeployNorItsDecisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pausedThenStopped deploys v1 to a 3-host judged fleet behind the LB, then v2 with
+// --pause-after-canary, stopped (Ctrl-C) once paused: its pause record stays for a decision.
+func pausedThenStopped(t *testing.T) (*fleet, string) {
+	t.Helper()
+	f := newFleet(t, 3)
+	cfg := f.load(f.config("fleet.yaml", defaultValues()))
+	judged(cfg, analysisWindow, canaryFor)
+	path := f.write("fleet.yaml", cfg)
+	f.startLB(path)
+	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.deployer(f.load(path), nil, Options{PauseAfterCanary: true}).Deploy(ctx, "v2")
+		done <- err
+	}()
+	poll.UntilNil(t, time.Minute, "the v2 deploy paused after its canary", func() error { _, err := readPause(f.load(path)); return err })
+	cancel()
+	<-done
+	return f, path
+}
+
+// A complete deploy after a paused one was stopped takes the fleet: the old pause is over, and a
+// promote or abort later finds nothing paused, rather than deploying the old paused version over
+// the fleet or rolling its canary back.
+func TestADeployAfterAStoppedPauseEndsThePause(t *testing.T) {
+	t.Parallel()
+	for _, decision := range []string{Promote, Abort} {
+		t.Run(decision, func(t *testing.T) {
+			t.Parallel()
+			f, path := pausedThenStopped(t)
+			if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v3"); err != nil {
+				t.Fatalf("deploy v3: %v", err)
+			}
+			cfg := f.load(path)
+			if _, err := Decide(context.Background(), cfg, decision, f.deployer(cfg, nil, Options{}).opts, time.Minute); !errors.Is(err, ErrNotPaused) {
+				t.Errorf("deploy %s after a complete deploy of v3: %v; want %v", decision, err, ErrNotPaused)
+			}
+			for h, v := range f.versions() {
+				if v != "v3" {
+					t.Errorf("after deploy %s: %s runs %q; want v3, which the fleet was on", decision, h, v)
+				}
+			}
+		})
+	}
+}
+
+// A promote refused before anything changed (an alarm firing) leaves the pause as it was: abort
+// still rolls the canary back.
+func TestARefusedPromoteLeavesThePauseForAnAbort(t *testing.T) {
+	t.Parallel()
+	f, path := pausedThenStopped(t)
+	withAlarm := f.load(path)
+	withAlarm.Rollout.Alarms = []string{"web-5xx"}
+	opts := f.deployer(withAlarm, nil, Options{}).opts
+	opts.Alarms = firingAlarms{}
+	if rep, err := Decide(context.Background(), withAlarm, Promote, opts, time.Minute); err == nil || rep == nil || !rep.Refused {
+		t.Fatalf("promote with an alarm firing: %v; want it refused", err)
+	}
+	if _, err := readPause(f.load(path)); err != nil {
+		t.Fatalf("the refused promote took the pause record: %v", err)
+	}
+	cfg := f.load(path)
+	if _, err := Decide(context.Background(), cfg, Abort, f.deployer(cfg, nil, Options{}).opts, time.Minute); err != nil {
+		t.Fatalf("abort after the refused promote: %v", err)
+	}
+	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" || v["host-c"] != "v1" {
+		t.Errorf("after the abort: %v; want every host on v1", v)
+	}
+	if _, err := readPause(f.load(path)); !errors.Is(err, ErrNotPaused) {
+		t.Errorf("after the abort the pause record is still there: %v", err)
+	}
+}
+
+// firingAlarms has every alarm it is asked about in ALARM.
+type firingAlarms struct{}
+
+func (firingAlarms) Firing(_ context.Context, names []string) ([]alarms.Alarm, error) {
+	var out []alarms.Alarm
+	for _, n := range names {
+		out = append(out, alarms.Alarm{Name: n, Type: alarms.MetricAlarm, State: alarms.StateAlarm, Reason: "Threshold Crossed"})
+	}
+	return out, nil
 }

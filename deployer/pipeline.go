@@ -93,6 +93,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 	if err := d.runHook(ctx, "pre_deploy", d.cfg.Hooks.PreDeploy, version, nil); err != nil {
 		return &refusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
 	}
+	d.endPause(version)
 	d.previous = map[string]string{}
 	for i, h := range d.cfg.Hosts {
 		rep.Hosts[i].From = views[i].from
