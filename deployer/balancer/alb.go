@@ -155,7 +155,8 @@ func (b *ALB) Settings(ctx context.Context) (Settings, error) {
 	if err != nil {
 		return Settings{}, err
 	}
-	return Settings{BalancerNumbers: t.BalancerNumbers, Reported: alb.Numbers(), Matcher: t.Matcher}, nil
+	return Settings{BalancerNumbers: t.BalancerNumbers, Reported: alb.Numbers(), Matcher: t.Matcher,
+		HealthCheckPort: t.HealthCheckPort, HealthCheckProtocol: t.HealthCheckProtocol}, nil
 }
 
 // DrainGuard is the fail-open guard: nil only when every other registered target of the group

@@ -93,11 +93,17 @@ type Settings struct {
 	Reported []string `json:"-"`
 	// Matcher is an ALB target group's health-check success codes; "" for the in-house LB.
 	Matcher string `json:"matcher,omitempty"`
+	// HealthCheckPort and HealthCheckProtocol are where an ALB target group sends its health
+	// checks ("traffic-port": each target's own port) and how; "" for the in-house LB.
+	HealthCheckPort     string `json:"health_check_port,omitempty"`
+	HealthCheckProtocol string `json:"health_check_protocol,omitempty"`
 }
 
 // Drift lists every setting of live that differs from the config cfg: the listen address,
 // every reported number (infra's one comparison of the numbers, in the order of the type), and
-// the matcher, which must be alb.Matcher (200 only, so a draining server's 503 takes it out).
+// an ALB's fixed settings (alb.Timing.FixedDrift): the matcher, which must be alb.Matcher (200
+// only, so a draining server's 503 takes it out), and the health check's port and protocol
+// (each target's own port, over HTTP: a fixed port checks another instance than the target).
 // One comparison for every kind of balancer; what a balancer does not have is not compared.
 func (live Settings) Drift(cfg config.Balancer) []config.Drift {
 	var out []config.Drift
@@ -105,8 +111,9 @@ func (live Settings) Drift(cfg config.Balancer) []config.Drift {
 		out = append(out, config.Drift{Field: "balancer.listen", Config: cfg.Listen, Live: live.Listen})
 	}
 	out = append(out, cfg.Drift(live.BalancerNumbers, live.Reported)...)
-	if live.Matcher != "" && live.Matcher != alb.Matcher {
-		out = append(out, config.Drift{Field: alb.MatcherKey, Config: alb.Matcher, Live: live.Matcher})
+	if live.Matcher != "" { // an ALB's
+		fixed := alb.Timing{Matcher: live.Matcher, HealthCheckPort: live.HealthCheckPort, HealthCheckProtocol: live.HealthCheckProtocol}
+		out = append(out, fixed.FixedDrift()...)
 	}
 	return out
 }

@@ -20,7 +20,7 @@ func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
 	targetGroup := balancer.Settings{BalancerNumbers: config.BalancerNumbers{HealthPath: cfg.HealthPath, Interval: cfg.Interval,
 		Timeout: cfg.Timeout, UnhealthyThreshold: cfg.UnhealthyThreshold, HealthyThreshold: 5,
 		DeregistrationDelay: 300 * time.Second, SlowStart: 0}, // no idle, connect, header timeouts: not drift
-		Reported: alb.Numbers(), Matcher: "200-499"}
+		Reported: alb.Numbers(), Matcher: "200-499", HealthCheckPort: "8000", HealthCheckProtocol: "HTTP"}
 	for _, tc := range []struct {
 		name string
 		live balancer.Settings
@@ -36,6 +36,7 @@ func TestDriftNamesEachDriftedSettingTheBalancerHas(t *testing.T) {
 			{Field: "balancer.healthy_threshold", Config: "2", Live: "5"},
 			{Field: "balancer.deregistration_delay", Config: "30s", Live: "5m0s"},
 			{Field: "matcher (HttpCode, fixed)", Config: "200", Live: "200-499"},
+			{Field: alb.HealthCheckPortKey, Config: "traffic-port", Live: "8000"},
 		}},
 		{"equal durations written differently", balancer.Settings{BalancerNumbers: config.BalancerNumbers{Interval: 5000 * time.Millisecond},
 			Reported: []string{"interval"}}, nil},

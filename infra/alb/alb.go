@@ -50,7 +50,8 @@ type ClientOptions struct {
 
 // NewClient builds the ELBv2 client for b: credentials from the SDK's default chain
 // (environment, shared profile, web identity, IMDS) unless opts.Credentials is set, region
-// from balancer.region when set, else from the chain (AWS_REGION, profile).
+// from balancer.region when set, else from the chain (AWS_REGION, profile). It refuses a
+// region other than that of balancer.target_group_arn, where ELBv2 would not find the group.
 func NewClient(ctx context.Context, b config.Balancer, opts ClientOptions) (*elbv2.Client, error) {
 	var load []func(*awsconfig.LoadOptions) error
 	if b.Region != "" {
@@ -66,6 +67,14 @@ func NewClient(ctx context.Context, b config.Balancer, opts ClientOptions) (*elb
 	if awsCfg.Region == "" {
 		return nil, fmt.Errorf("no AWS region: set balancer.region in the config (the target group's " +
 			"region, e.g. eu-west-1) or AWS_REGION in the environment")
+	}
+	if tg, err := config.ParseTargetGroupARN(b.TargetGroupARN); err == nil && tg.Region != awsCfg.Region {
+		from := "balancer.region"
+		if b.Region == "" {
+			from = "from AWS_REGION or the profile, balancer.region being empty"
+		}
+		return nil, fmt.Errorf("AWS region %s (%s) differs from the region of balancer.target_group_arn, %s: ELBv2 "+
+			"finds a target group only in its own region; set balancer.region to %s", awsCfg.Region, from, tg.Region, tg.Region)
 	}
 	return elbv2.NewFromConfig(awsCfg, func(o *elbv2.Options) {
 		if opts.Endpoint != "" {

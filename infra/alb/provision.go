@@ -79,8 +79,8 @@ func (d Diff) WriteTable(w io.Writer) error {
 // Provision makes the target group of b run b's numbers. It refuses values outside AWS's
 // ranges before any call (Check), reads what the target group runs (Live), computes the
 // field-by-field diff and, unless dryRun, applies only what differs: ModifyTargetGroup for the
-// health check (interval, timeout, thresholds, path, matcher 200, sent together so AWS checks
-// timeout < interval on the whole) and ModifyTargetGroupAttributes for the attributes that
+// health check (interval, timeout, thresholds, path, matcher 200, port traffic-port, protocol
+// HTTP, sent together so AWS checks timeout < interval on the whole) and ModifyTargetGroupAttributes for the attributes that
 // differ (deregistration delay; slow start when the config sets it or the live group has one).
 // It then reads back and verifies. A second run finds nothing to change and makes no Modify
 // call.
@@ -107,6 +107,8 @@ func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Di
 			HealthyThresholdCount:      aws.Int32(int32(wanted.HealthyThreshold)),
 			UnhealthyThresholdCount:    aws.Int32(int32(wanted.UnhealthyThreshold)),
 			Matcher:                    &types.Matcher{HttpCode: aws.String(wanted.Matcher)},
+			HealthCheckPort:            aws.String(wanted.HealthCheckPort),
+			HealthCheckProtocol:        types.ProtocolEnum(wanted.HealthCheckProtocol),
 		})
 		if err != nil {
 			return d, fmt.Errorf("target group %s: ModifyTargetGroup failed, nothing was changed: %w", b.TargetGroupARN, err)
@@ -150,7 +152,8 @@ func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Di
 func healthCheckDiffers(want, have Timing) bool {
 	return want.HealthPath != have.HealthPath || want.Interval != have.Interval || want.Timeout != have.Timeout ||
 		want.HealthyThreshold != have.HealthyThreshold || want.UnhealthyThreshold != have.UnhealthyThreshold ||
-		want.Matcher != have.Matcher
+		want.Matcher != have.Matcher || want.HealthCheckPort != have.HealthCheckPort ||
+		want.HealthCheckProtocol != have.HealthCheckProtocol
 }
 
 func secondsAttr(key string, n int) types.TargetGroupAttribute {

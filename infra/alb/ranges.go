@@ -32,7 +32,8 @@ func (e *rangeError) Error() string {
 func (e *rangeError) Is(target error) bool { return target == ErrOutOfRange }
 
 // Check refuses, before any call to AWS, a balancer config that is not an ALB target group's
-// or whose numbers AWS would refuse: interval 5–300 s, timeout 2–120 s and below the interval,
+// (kind alb, a target group ARN of balancer.region when that is set) or whose numbers AWS
+// would refuse: interval 5–300 s, timeout 2–120 s and below the interval,
 // healthy and unhealthy thresholds 2–10, deregistration delay 0–3600 s, slow start 0 (off) or
 // 30–900 s, every duration in whole seconds, a health path starting with /. Each refusal names
 // the config key, the value and the range.
@@ -44,9 +45,11 @@ func Check(b config.Balancer) error {
 	if b.Kind != config.BalancerALB {
 		bad("balancer.kind", fmt.Sprintf("%q", b.Kind), `must be "alb" to provision an AWS target group`)
 	}
-	if !strings.HasPrefix(b.TargetGroupARN, "arn:") || !strings.Contains(b.TargetGroupARN, ":targetgroup/") {
-		bad("balancer.target_group_arn", fmt.Sprintf("%q", b.TargetGroupARN),
-			"must be a target group ARN (arn:aws:elasticloadbalancing:REGION:ACCOUNT:targetgroup/NAME/ID)")
+	if tg, err := config.ParseTargetGroupARN(b.TargetGroupARN); err != nil {
+		bad("balancer.target_group_arn", fmt.Sprintf("%q", b.TargetGroupARN), err.Error())
+	} else if b.Region != "" && b.Region != tg.Region {
+		bad("balancer.region", fmt.Sprintf("%q", b.Region), fmt.Sprintf("differs from the region of balancer.target_group_arn, %s: "+
+			"ELBv2 finds a target group only in its own region; set balancer.region to %s", tg.Region, tg.Region))
 	}
 	seconds := func(key string, d time.Duration, lo, hi int, orZero bool) bool {
 		rng := fmt.Sprintf("must be whole seconds from %ds to %ds", lo, hi)

@@ -24,13 +24,27 @@ const (
 // server's 503 takes it out of rotation.
 const Matcher = "200"
 
+// HealthCheckPort is the health-check port zero502 sets: each target's own port. A fixed port
+// would check one port for every target, so a start-first instance registered on its second
+// port would be judged by the old instance's health check.
+const HealthCheckPort = "traffic-port"
+
+// HealthCheckProtocol is the health-check protocol zero502 sets: the servers' health endpoint
+// speaks plain HTTP.
+const HealthCheckProtocol = string(types.ProtocolEnumHttp)
+
 // Timing is what a target group runs, in the config's terms: the balancer's numbers a target
 // group has (Numbers: its health check, deregistration delay and slow start; the others stay
-// zero) and its health-check matcher. Live reads it from AWS; Wanted derives it from the config.
+// zero), its health-check matcher, port and protocol. Live reads it from AWS; Wanted derives
+// it from the config.
 type Timing struct {
 	TargetGroupARN string
 	config.BalancerNumbers
 	Matcher string
+	// HealthCheckPort is "traffic-port" or a fixed port number; HealthCheckProtocol HTTP or
+	// HTTPS.
+	HealthCheckPort     string
+	HealthCheckProtocol string
 }
 
 // Numbers are the config keys of the numbers a target group has: its health check
@@ -46,15 +60,56 @@ func Numbers() []string {
 // always sets Matcher.
 const MatcherKey = "matcher (HttpCode, fixed)"
 
-// Wanted is the timing the config asks for: its numbers a target group has, and Matcher.
+// HealthCheckPortKey and HealthCheckProtocolKey name the health check's port and protocol in
+// provision's diff and in drift: no config keys, zero502 always sets HealthCheckPort and
+// HealthCheckProtocol.
+const (
+	HealthCheckPortKey     = "health check port (HealthCheckPort, fixed)"
+	HealthCheckProtocolKey = "health check protocol (HealthCheckProtocol, fixed)"
+)
+
+// Wanted is the timing the config asks for: its numbers a target group has, Matcher,
+// HealthCheckPort and HealthCheckProtocol.
 func Wanted(b config.Balancer) Timing {
-	t := Timing{TargetGroupARN: b.TargetGroupARN, Matcher: Matcher}
+	t := Timing{TargetGroupARN: b.TargetGroupARN, Matcher: Matcher,
+		HealthCheckPort: HealthCheckPort, HealthCheckProtocol: HealthCheckProtocol}
 	t.BalancerNumbers = t.Overlay(b.BalancerNumbers, Numbers())
 	return t
 }
 
-// diff is every managed setting, in a fixed order (the numbers, then the matcher), with what t
-// (the config) and live say and whether they differ: the numbers by infra's drift comparison.
+// fixedSetting is one setting zero502 always sets, whatever the config: its key in the diff
+// and in drift, and its value.
+type fixedSetting struct{ key, value string }
+
+// fixed are t's settings that have no config key: the matcher and the health check's port and
+// protocol, in that order.
+func (t Timing) fixed() []fixedSetting {
+	return []fixedSetting{
+		{MatcherKey, t.Matcher},
+		{HealthCheckPortKey, t.HealthCheckPort},
+		{HealthCheckProtocolKey, t.HealthCheckProtocol},
+	}
+}
+
+// FixedDrift lists each fixed setting of the live target group t that differs from what
+// zero502 sets (Matcher, HealthCheckPort, HealthCheckProtocol), under MatcherKey,
+// HealthCheckPortKey and HealthCheckProtocolKey: a health check on a fixed port checks one
+// port for every target, an HTTPS one fails against the servers' plain HTTP. The numbers'
+// drift is config.BalancerNumbers.Drift.
+func (t Timing) FixedDrift() []config.Drift {
+	want := Timing{Matcher: Matcher, HealthCheckPort: HealthCheckPort, HealthCheckProtocol: HealthCheckProtocol}.fixed()
+	var out []config.Drift
+	for i, l := range t.fixed() {
+		if l.value != want[i].value {
+			out = append(out, config.Drift{Field: l.key, Config: want[i].value, Live: l.value})
+		}
+	}
+	return out
+}
+
+// diff is every managed setting, in a fixed order (the numbers, then the matcher, the health
+// check's port and protocol), with what t (the config) and live say and whether they differ:
+// the numbers by infra's drift comparison.
 func (t Timing) diff(live Timing) []Change {
 	drifted := map[string]bool{}
 	for _, d := range t.Drift(live.BalancerNumbers, Numbers()) {
@@ -66,11 +121,15 @@ func (t Timing) diff(live Timing) []Change {
 		l, _ := live.Value(key)
 		out = append(out, Change{Key: "balancer." + key, Live: l, Config: c, Differs: drifted["balancer."+key]})
 	}
-	return append(out, Change{Key: MatcherKey, Live: live.Matcher, Config: t.Matcher, Differs: live.Matcher != t.Matcher})
+	have := live.fixed()
+	for i, w := range t.fixed() {
+		out = append(out, Change{Key: w.key, Live: have[i].value, Config: w.value, Differs: have[i].value != w.value})
+	}
+	return out
 }
 
 // Live reads what the target group arn runs now (DescribeTargetGroups and
-// DescribeTargetGroupAttributes).
+// DescribeTargetGroupAttributes): its numbers, matcher and health-check port and protocol.
 func Live(ctx context.Context, api API, arn string) (Timing, error) {
 	out, err := api.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{TargetGroupArns: []string{arn}})
 	if err != nil {
@@ -91,6 +150,7 @@ func Live(ctx context.Context, api API, arn string) (Timing, error) {
 	if tg.Matcher != nil {
 		t.Matcher = aws.ToString(tg.Matcher.HttpCode)
 	}
+	t.HealthCheckPort, t.HealthCheckProtocol = aws.ToString(tg.HealthCheckPort), string(tg.HealthCheckProtocol)
 	attrs, err := api.DescribeTargetGroupAttributes(ctx, &elbv2.DescribeTargetGroupAttributesInput{TargetGroupArn: aws.String(arn)})
 	if err != nil {
 		return Timing{}, fmt.Errorf("reading target group %s (DescribeTargetGroupAttributes): %w%s", arn, err, hint(err))

@@ -127,6 +127,11 @@ func (c *Config) Validate() error {
 	case BalancerALB:
 		if b.TargetGroupARN == "" {
 			bad("balancer.target_group_arn", `""`, "is required when balancer.kind is alb")
+		} else if tg, err := ParseTargetGroupARN(b.TargetGroupARN); err != nil {
+			bad("balancer.target_group_arn", fmt.Sprintf("%q", b.TargetGroupARN), err.Error())
+		} else if b.Region != "" && b.Region != tg.Region {
+			bad("balancer.region", fmt.Sprintf("%q", b.Region), fmt.Sprintf("differs from the region of balancer.target_group_arn, %s: "+
+				"ELBv2 is regional and finds a target group only in its own region; set balancer.region to %s", tg.Region, tg.Region))
 		}
 	case BalancerNone:
 	default:
@@ -513,4 +518,40 @@ func (c *Config) RequireFleet() error {
 		errs = append(errs, &FieldError{Key: "hosts", Value: "[]", Rule: "needs at least one host to deploy to"})
 	}
 	return errors.Join(errs...)
+}
+
+// TargetGroupARN is an ELBv2 target group's ARN, in parts:
+// arn:PARTITION:elasticloadbalancing:REGION:ACCOUNT:targetgroup/NAME/ID.
+type TargetGroupARN struct {
+	Partition, Region, Account, Name, ID string
+}
+
+// regionRE is an AWS region name: eu-west-1, us-gov-west-1, cn-north-1.
+var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+
+// ParseTargetGroupARN splits a target group ARN into its parts; the error says which part is
+// wrong and what the ARN looks like (aws elbv2 describe-target-groups shows it).
+func ParseTargetGroupARN(arn string) (TargetGroupARN, error) {
+	const want = "must be a target group ARN, arn:aws:elasticloadbalancing:REGION:ACCOUNT:targetgroup/NAME/ID " +
+		"(aws elbv2 describe-target-groups --names NAME shows it)"
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" {
+		return TargetGroupARN{}, errors.New(want)
+	}
+	tg := TargetGroupARN{Partition: parts[1], Region: parts[3], Account: parts[4]}
+	resource := strings.Split(parts[5], "/")
+	switch {
+	case !strings.HasPrefix(tg.Partition, "aws"):
+		return TargetGroupARN{}, fmt.Errorf("partition %q is not an AWS partition (aws, aws-cn, aws-us-gov): %s", tg.Partition, want)
+	case parts[2] != "elasticloadbalancing":
+		return TargetGroupARN{}, fmt.Errorf("service %q is not elasticloadbalancing: %s", parts[2], want)
+	case !regionRE.MatchString(tg.Region):
+		return TargetGroupARN{}, fmt.Errorf("region %q is not an AWS region such as eu-west-1: %s", tg.Region, want)
+	case tg.Account == "" || strings.Trim(tg.Account, "0123456789") != "":
+		return TargetGroupARN{}, fmt.Errorf("account %q is not an account ID (digits): %s", tg.Account, want)
+	case len(resource) != 3 || resource[0] != "targetgroup" || resource[1] == "" || resource[2] == "":
+		return TargetGroupARN{}, fmt.Errorf("resource %q is not targetgroup/NAME/ID: %s", parts[5], want)
+	}
+	tg.Name, tg.ID = resource[1], resource[2]
+	return tg, nil
 }

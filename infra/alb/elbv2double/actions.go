@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,9 +18,10 @@ import (
 // It runs with s.mu held.
 type handler func(form url.Values) (any, error)
 
-func (s *Server) handlers() map[string]handler {
+// handlers are the actions, for a request signed for region.
+func (s *Server) handlers(region string) map[string]handler {
 	return map[string]handler{
-		"DescribeTargetGroups":          s.describeTargetGroups,
+		"DescribeTargetGroups":          func(form url.Values) (any, error) { return s.describeTargetGroups(form, region) },
 		"DescribeTargetGroupAttributes": s.onGroup(describeTargetGroupAttributes),
 		"ModifyTargetGroup":             s.onGroup(modifyTargetGroup),
 		"ModifyTargetGroupAttributes":   s.onGroup(modifyTargetGroupAttributes),
@@ -102,9 +104,29 @@ func (s *Server) group(form url.Values) (*targetGroup, error) {
 	return g, nil
 }
 
-func (s *Server) describeTargetGroups(form url.Values) (any, error) {
+// elsewhere refuses a request naming a target group ARN of another region than the one it was
+// signed for, as ELBv2 does: each region's endpoint knows only its own target groups.
+func elsewhere(form url.Values, region string) error {
+	for _, arn := range slices.Concat(form["TargetGroupArn"], members(form, "TargetGroupArns")) {
+		if parts := strings.SplitN(arn, ":", 6); len(parts) == 6 && parts[3] != region {
+			return notFound(arn)
+		}
+	}
+	return nil
+}
+
+// describeTargetGroups answers for the target groups asked for by ARN or name, or for every
+// one; by name or every one, only the groups of the request's signing region.
+func (s *Server) describeTargetGroups(form url.Values, region string) (any, error) {
 	arns, names := members(form, "TargetGroupArns"), members(form, "Names")
 	var out targetGroupsResult
+	if region != s.region && len(arns) == 0 { // every group is in s.region
+		if len(names) > 0 {
+			return nil, awsdouble.Errorf(http.StatusBadRequest, "TargetGroupNotFound",
+				"One or more target groups not found: '%s'", names[0])
+		}
+		return out, nil
+	}
 	switch {
 	case len(arns) > 0:
 		for _, arn := range arns {
@@ -177,9 +199,18 @@ func modifyTargetGroup(g *targetGroup, form url.Values) (any, error) {
 		}
 		next.Matcher = v[0]
 	}
-	if p := form.Get("HealthCheckProtocol"); p != "" && p != "HTTP" {
-		return nil, awsdouble.Errorf(http.StatusBadRequest, "InvalidConfigurationRequest",
-			"Health check protocol '%s' is not supported by this double (HTTP only)", p)
+	if v, ok := form["HealthCheckPort"]; ok {
+		if p, err := strconv.Atoi(v[0]); v[0] != trafficPort && (err != nil || p < 1 || p > 65535) {
+			return nil, validation("Health check port '%s' must be 'traffic-port' or a port from 1 to 65535", v[0])
+		}
+		next.HealthCheckPort = v[0]
+	}
+	if v, ok := form["HealthCheckProtocol"]; ok {
+		if p := v[0]; p != "HTTP" && p != "HTTPS" {
+			return nil, awsdouble.Errorf(http.StatusBadRequest, "InvalidConfigurationRequest",
+				"Health check protocol '%s' is not supported for target groups with the HTTP protocol", p)
+		}
+		next.HealthCheckProtocol = v[0]
 	}
 	if next.Timeout >= next.Interval {
 		return nil, validation("Health check timeout '%d' must be smaller than the interval '%d'",
@@ -269,17 +300,17 @@ func (s *Server) describeTargetHealth(g *targetGroup, form url.Values) (any, err
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, g.targets[k].xml())
+			out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, g.targets[k].xml(g.settings))
 		}
 		return out, nil
 	}
 	for _, a := range asked {
 		if t, ok := g.targets[targetKey(a.Id, a.Port)]; ok {
-			out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, t.xml())
+			out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, t.xml(g.settings))
 			continue
 		}
 		out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, xmlTargetHealthDescription{
-			Target: a, HealthCheckPort: strconv.Itoa(a.Port),
+			Target: a, HealthCheckPort: strconv.Itoa(g.settings.checkPort(a.Port)),
 			TargetHealth: xmlTargetHealth{State: stateUnused, Reason: "Target.NotRegistered",
 				Description: "Target is not registered to the target group"},
 		})

@@ -8,8 +8,9 @@
 // ModifyTargetGroupAttributes, DescribeTargetHealth, RegisterTargets, DeregisterTargets.
 //
 // Target health is simulated the way an ALB does it, over time: every target has a real health
-// endpoint (http://id:port/path on loopback) that the double actually requests once per
-// configured interval (on an injectable clock); a target goes initial → healthy after
+// endpoint (http://id:port/path on loopback; the group's HealthCheckProtocol and, unless it is
+// traffic-port, its HealthCheckPort replace the scheme and port) that the double actually
+// requests once per configured interval (on an injectable clock); a target goes initial → healthy after
 // healthy_threshold good checks, healthy → unhealthy after unhealthy_threshold failed ones,
 // draining for deregistration_delay after DeregisterTargets, and when no registered target is
 // healthy the target group fails open (routes to all of them), which the double reports.
@@ -21,6 +22,7 @@ package elbv2double
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
@@ -46,7 +48,8 @@ type Options struct {
 	// Region goes into the ARNs the double makes. Default eu-west-1.
 	Region string
 	// HTTPClient makes the health checks. Default: a client that never reuses connections,
-	// like an ALB health checker (one request per connection).
+	// like an ALB health checker (one request per connection), and that does not verify a
+	// target's certificate on an HTTPS check, as an ALB does not.
 	HTTPClient *http.Client
 }
 
@@ -79,7 +82,8 @@ func New(opts Options) *Server {
 		opts.Region = "eu-west-1"
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
@@ -105,6 +109,8 @@ type Settings struct {
 	HealthyThreshold    int           // HealthyThresholdCount, default 5
 	UnhealthyThreshold  int           // UnhealthyThresholdCount, default 2
 	Matcher             string        // Matcher.HttpCode, default "200"
+	HealthCheckPort     string        // "traffic-port" (each target's port, the default) or a fixed port
+	HealthCheckProtocol string        // HTTP (the default) or HTTPS
 	DeregistrationDelay time.Duration // deregistration_delay.timeout_seconds, default 300s
 	SlowStart           time.Duration // slow_start.duration_seconds, default 0 (off)
 }
@@ -136,6 +142,12 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.Matcher == "" {
 		s.Matcher = "200"
+	}
+	if s.HealthCheckPort == "" {
+		s.HealthCheckPort = trafficPort
+	}
+	if s.HealthCheckProtocol == "" {
+		s.HealthCheckProtocol = "HTTP"
 	}
 	if s.DeregistrationDelay == 0 {
 		s.DeregistrationDelay = 300 * time.Second
@@ -257,9 +269,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, reqID string) err
 	if v := r.Form.Get("Version"); v != apiVersion {
 		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, v)
 	}
-	handler, ok := s.handlers()[action]
+	handler, ok := s.handlers(region)[action]
 	if !ok {
 		return awsdouble.Errorf(http.StatusBadRequest, "InvalidAction", "Could not find operation %s for version %s", action, apiVersion)
+	}
+	if err := elsewhere(r.Form, region); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	result, err := handler(r.Form)

@@ -61,7 +61,8 @@ func (s *Server) checkRound(g *targetGroup) {
 		}
 		url := ""
 		if host != "" {
-			url = "http://" + targetKey(host, t.port) + g.settings.HealthCheckPath
+			url = strings.ToLower(g.settings.HealthCheckProtocol) + "://" +
+				targetKey(host, g.settings.checkPort(t.port)) + g.settings.HealthCheckPath
 		}
 		probes = append(probes, probe{key: key, generation: t.generation, url: url,
 			timeout: g.settings.Timeout, matcher: g.settings.Matcher})

@@ -55,11 +55,23 @@ type target struct {
 
 func targetKey(id string, port int) string { return net.JoinHostPort(id, strconv.Itoa(port)) }
 
+// trafficPort is the HealthCheckPort that checks each target on its own port.
+const trafficPort = "traffic-port"
+
+// checkPort is the port the health check of a target on port goes to: the target's own
+// (traffic-port) or the fixed HealthCheckPort, the same for every target.
+func (s Settings) checkPort(port int) int {
+	if p, err := strconv.Atoi(s.HealthCheckPort); err == nil {
+		return p
+	}
+	return port
+}
+
 func (g *targetGroup) xml() xmlTargetGroup {
 	return xmlTargetGroup{
 		TargetGroupArn: g.arn, TargetGroupName: g.name, Protocol: "HTTP", ProtocolVersion: "HTTP1",
-		Port: g.port, VpcId: "vpc-0double0000000001", HealthCheckProtocol: "HTTP",
-		HealthCheckPort: "traffic-port", HealthCheckEnabled: true,
+		Port: g.port, VpcId: "vpc-0double0000000001", HealthCheckProtocol: g.settings.HealthCheckProtocol,
+		HealthCheckPort: g.settings.HealthCheckPort, HealthCheckEnabled: true,
 		HealthCheckIntervalSeconds: int(g.settings.Interval / time.Second),
 		HealthCheckTimeoutSeconds:  int(g.settings.Timeout / time.Second),
 		HealthyThresholdCount:      g.settings.HealthyThreshold,
@@ -159,9 +171,9 @@ func (g *targetGroup) routes() []string {
 	return out
 }
 
-func (t *target) xml() xmlTargetHealthDescription {
+func (t *target) xml(s Settings) xmlTargetHealthDescription {
 	d := xmlTargetHealthDescription{
-		Target: xmlTarget{Id: t.id, Port: t.port}, HealthCheckPort: strconv.Itoa(t.port),
+		Target: xmlTarget{Id: t.id, Port: t.port}, HealthCheckPort: strconv.Itoa(s.checkPort(t.port)),
 		TargetHealth: xmlTargetHealth{State: t.state},
 	}
 	if t.state != StateHealthy {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -202,7 +203,9 @@ func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 
 // Remove takes addr out of the set and returns once Route 53 reports the change INSYNC. It is a
 // no-op when addr is not there; it refuses to remove the last address (dnsset.ErrLastAddress)
-// and a record whose TTL is longer than the set's.
+// and a record whose TTL is longer than the set's. A DELETE refused as "not found" (the SDK
+// resent one whose answer was lost) is done when a second listing no longer holds addr; that
+// change cannot be polled for INSYNC, its ID being in the lost answer.
 func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
 	if err := dnsset.CheckAddr("address", addr); err != nil {
 		return err
@@ -233,7 +236,41 @@ func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
 	}
 	// DELETE must repeat the record exactly as it is (TTL, values, routing), or Route 53
 	// refuses it; it is the record just listed.
-	return s.change(ctx, types.ChangeActionDelete, *rec, "remove "+addr.String())
+	err = s.change(ctx, types.ChangeActionDelete, *rec, "remove "+addr.String())
+	if !deleteNotFound(err) {
+		return err
+	}
+	// Route 53 may have applied the DELETE and lost its answer: the SDK's retryer then resent
+	// it, and Route 53 refused the repeat as "not found". If the address has left the set, the
+	// removal is done. Its change ID was in the lost answer, so there is no change to poll for
+	// INSYNC; Route 53 propagates within about 60 s, and the deployer's TTL wait starts now,
+	// after the first attempt.
+	members, lerr := s.members(ctx)
+	if lerr != nil {
+		return fmt.Errorf("%w; listing the set again to see whether an earlier attempt removed %s: %w", err, addr, lerr)
+	}
+	for _, m := range members {
+		if m.addr == addr {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteNotFound reports whether err is Route 53 refusing a DELETE because the record is not
+// there (InvalidChangeBatch "Tried to delete resource record set … but it was not found").
+func deleteNotFound(err error) bool {
+	var bad *types.InvalidChangeBatch
+	if !errors.As(err, &bad) {
+		return false
+	}
+	const notFound = "but it was not found"
+	for _, m := range bad.Messages {
+		if strings.Contains(m, notFound) {
+			return true
+		}
+	}
+	return strings.Contains(bad.ErrorMessage(), notFound)
 }
 
 // change submits one change and waits until it is INSYNC.
