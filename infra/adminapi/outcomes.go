@@ -76,6 +76,17 @@ func (h Histogram) Count() uint64 {
 	return n
 }
 
+// Beyond reports whether the q-quantile of the observations lies above the histogram's last
+// bound, where Quantile can only say "at least the last bound": a rule comparing quantiles must
+// not take that for the value.
+func (h Histogram) Beyond(q float64) bool {
+	total := h.Count()
+	if total == 0 || len(h.Counts) != len(h.Bounds)+1 {
+		return false
+	}
+	return float64(total-h.Counts[len(h.Bounds)]) < q*float64(total)
+}
+
 // Quantile estimates the q-quantile (0 < q ≤ 1) of the observations, interpolating linearly
 // within the bucket it falls in, as Prometheus' histogram_quantile does. One that falls above
 // the last bound is reported as the last bound: the truth is at least that. 0 with no

@@ -55,8 +55,17 @@ func TestWindowP99OfASlowTargetIsInItsBucket(t *testing.T) {
 	}
 	// above the last bound: reported as the last bound, the least the truth is
 	after = snapshot("a", 100, 0, 0, Failures{}, LBAnswers{}, 0, 0, 0, 0, 100)
-	if w, _ = Window(before, after); w.P99 != time.Second {
-		t.Fatalf("every answer above 1s: p99 %v, want 1s", w.P99)
+	if w, _ = Window(before, after); w.P99 != time.Second || !w.Latency.Beyond(0.99) {
+		t.Fatalf("every answer above 1s: p99 %v (beyond the last bound: %v), want 1s and beyond", w.P99, w.Latency.Beyond(0.99))
+	}
+	// 98 in (10ms, 100ms], 2 above: the p99 is beyond the last bound, the p50 is not
+	after = snapshot("a", 100, 0, 0, Failures{}, LBAnswers{}, 0, 0, 98, 0, 2)
+	if w, _ = Window(before, after); !w.Latency.Beyond(0.99) || w.Latency.Beyond(0.5) {
+		t.Fatalf("2 of 100 above the last bound: beyond at p99 %v, at p50 %v; want true, false", w.Latency.Beyond(0.99), w.Latency.Beyond(0.5))
+	}
+	after = snapshot("a", 100, 0, 0, Failures{}, LBAnswers{}, 0, 0, 100, 0, 0)
+	if w, _ = Window(before, after); w.Latency.Beyond(0.99) {
+		t.Fatal("every answer in (10ms, 100ms]: p99 said beyond the last bound")
 	}
 }
 

@@ -85,6 +85,7 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 		{"unknown analysis key", "rollout:\n  analysis:\n    max_error: 0.1\n", []string{`"rollout.analysis.max_error"`, "every key must be one zero502 knows"}},
 		{"negative p99 floor", "rollout:\n  analysis:\n    min_p99_increase: -1ms\n", []string{"rollout.analysis.min_p99_increase", "-1ms", "positive duration"}},
 		{"negative error rate", "rollout:\n  analysis:\n    max_error_rate: -0.1\n", []string{"rollout.analysis.max_error_rate", "-0.1"}},
+		{"infinite p99 increase", "rollout:\n  analysis:\n    max_p99_increase: .inf\n", []string{"rollout.analysis.max_p99_increase", "+Inf", "positive share"}},
 		{"canary weight 0", "rollout:\n  canary:\n    weight: 0\n", []string{"rollout.canary.weight", ": 0:", "from 1 to 100"}},
 		{"canary weight over 100", "rollout:\n  canary:\n    weight: 101\n", []string{"rollout.canary.weight", "101", "from 1 to 100"}},
 		{"smoke request without a path", "services:\n  - name: web\n    image: x\n    smoke:\n      - method: GET\n",

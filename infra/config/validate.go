@@ -270,7 +270,7 @@ func (c *Config) Validate() error {
 			bad(r.key, r.v, "must be a share from 0 to 1 (0.05: 5 %)")
 		}
 	}
-	if an.MaxP99Increase < 0 || an.MaxP99Increase != an.MaxP99Increase {
+	if an.MaxP99Increase < 0 || an.MaxP99Increase != an.MaxP99Increase || math.IsInf(an.MaxP99Increase, 0) {
 		bad("rollout.analysis.max_p99_increase", an.MaxP99Increase, "must be 0 (off) or a positive share (0.5: 50 % slower)")
 	}
 	if an.MinP99Increase < 0 {
