@@ -12,6 +12,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/deployer/ssh"
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
@@ -70,8 +71,7 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	cmd.Env = append(os.Environ(), d.hookEnv(name, version, vars)...)
 	out := &ssh.TailBuffer{} // the end of its output, for its event and error
 	cmd.Stdout, cmd.Stderr = out, out
-	ownGroup(cmd)
-	cmd.WaitDelay = time.Second // a child that keeps the output open does not hold the deploy
+	boundedcmd.Bound(cmd) // its children die with it; one that keeps the output open does not hold the deploy
 	began := d.clock.Now()
 	err = cmd.Run()
 	took := d.clock.Now().Sub(began).Round(time.Millisecond)

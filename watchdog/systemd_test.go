@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/config"
 )
 
 // The shipped units pass systemd-analyze verify (when the tool is installed). ExecStart's
@@ -53,7 +56,7 @@ func TestSystemdUnitsVerify(t *testing.T) {
 	}
 }
 
-// The units say what the design says: a oneshot tick, every minute, randomised, persistent; its
+// The units say what the design says: a oneshot tick, at least a minute apart, randomised; its
 // end stops the tick alone (KillMode=process), not a service it healed on the process runtime,
 // which runs in the tick's cgroup, and gives that service no Nice= of its own.
 func TestSystemdUnitsAreAOneshotTickEveryMinute(t *testing.T) {
@@ -62,7 +65,7 @@ func TestSystemdUnitsAreAOneshotTickEveryMinute(t *testing.T) {
 	}
 	for name, wants := range map[string][]string{
 		"zero502-watchdog.service": {"Type=oneshot", "ExecStart=/usr/local/bin/zero502 watchdog --config ", "KillMode=process"},
-		"zero502-watchdog.timer":   {"OnCalendar=*-*-* *:*:00", "RandomizedDelaySec=", "Persistent=true", "Unit=zero502-watchdog.service", "WantedBy=timers.target"},
+		"zero502-watchdog.timer":   {"OnBootSec=60s", "OnUnitActiveSec=60s", "RandomizedDelaySec=", "Unit=zero502-watchdog.service", "WantedBy=timers.target"},
 	} {
 		data, err := os.ReadFile(filepath.Join("systemd", name))
 		if err != nil {
@@ -73,5 +76,34 @@ func TestSystemdUnitsAreAOneshotTickEveryMinute(t *testing.T) {
 				t.Errorf("%s lacks a line starting %q", name, w)
 			}
 		}
+	}
+}
+
+// I5 takes the watchdog's ticks to be watchdog.interval apart at least: the shipped timer's ticks
+// are never closer than the shipped config's interval. A calendar timer (OnCalendar=) with a
+// randomised delay runs two ticks closer than its period (one late, the next early), so it must
+// not be one; a timer from the last run (OnUnitActiveSec=) is only ever delayed.
+func TestTheShippedTimerTicksAtLeastTheShippedIntervalApart(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("systemd", "zero502-watchdog.timer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var every time.Duration
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "OnCalendar=") {
+			t.Errorf("%s: a calendar timer with RandomizedDelaySec= runs two ticks closer than its period", line)
+		}
+		if v, ok := strings.CutPrefix(line, "OnUnitActiveSec="); ok {
+			if every, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("%s: %v (write it as Go and systemd both read it, e.g. 60s)", line, err)
+			}
+		}
+	}
+	cfg, err := config.Load(filepath.Join("..", "examples", "production.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if every < cfg.Watchdog.Interval {
+		t.Errorf("the timer ticks every %s (OnUnitActiveSec), the shipped config says watchdog.interval %s: I5 counts on ticks at least that far apart", every, cfg.Watchdog.Interval)
 	}
 }

@@ -34,16 +34,17 @@ var Classes = []Class{OK, Health503, C4xx, C502, C503, C504, C5xx, Refused, Rese
 // Failure reports whether c is a request that went nowhere (everything but OK and Health503).
 func (c Class) Failure() bool { return c != OK && c != Health503 }
 
-// classify returns the class of a request to path (healthPath is the health endpoint) that ended
-// with status (when err is nil) or with the transport error err.
-func classify(path, healthPath string, status int, err error) Class {
+// classify returns the class of a request of kind that ended with status (when err is nil) or
+// with the transport error err. Only a health check's 503 is the drain at work: one a user's
+// request got is a failure, whatever its path.
+func classify(kind string, status int, err error) Class {
 	if err != nil {
 		return classifyErr(err)
 	}
 	switch {
 	case status < 400:
 		return OK
-	case status == http.StatusServiceUnavailable && healthPath != "" && path == healthPath:
+	case status == http.StatusServiceUnavailable && kind == KindHealth:
 		return Health503
 	case status < 500:
 		return C4xx

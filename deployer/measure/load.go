@@ -148,7 +148,6 @@ func (o Options) Validate() error {
 type Load struct {
 	opts    Options
 	urls    map[string]string // by kind
-	paths   map[string]string // by kind, without the query (for classification)
 	runID   string
 	reused  *http.Client
 	fresh   *http.Client
@@ -167,12 +166,12 @@ func New(opts Options) (*Load, error) {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
 	base, _ := url.Parse(opts.Target)
-	urls, paths := map[string]string{}, map[string]string{}
+	urls := map[string]string{}
 	for kind, p := range map[string]string{KindGet: opts.GetPath, KindPost: opts.PostPath, KindHealth: opts.HealthPath} {
 		ref, _ := url.Parse(p)
 		u := base.ResolveReference(ref)
 		u.Path = strings.TrimSuffix(base.Path, "/") + ref.Path
-		urls[kind], paths[kind] = u.String(), ref.Path
+		urls[kind] = u.String()
 	}
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
@@ -196,7 +195,6 @@ func New(opts Options) (*Load, error) {
 		sessions: ss,
 		opts:     opts,
 		urls:     urls,
-		paths:    paths,
 		runID:    hex.EncodeToString(id),
 		reused:   &http.Client{Transport: reused, CheckRedirect: noRedirect},
 		fresh:    &http.Client{Transport: fresh, CheckRedirect: noRedirect},

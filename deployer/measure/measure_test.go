@@ -19,30 +19,30 @@ import (
 func TestClassifyStatusesAndErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		path   string
+		kind   string
 		status int
 		err    error
 		want   Class
 	}{
-		{"200 is ok", "/", 200, nil, OK},
-		{"301 is ok", "/", 301, nil, OK},
-		{"503 on the health path is the drain at work", "/health", 503, nil, Health503},
-		{"503 on a real path is a failure", "/", 503, nil, C503},
-		{"503 on orders is a failure", "/orders", 503, nil, C503},
-		{"502", "/", 502, nil, C502},
-		{"504", "/", 504, nil, C504},
-		{"500 is other 5xx", "/", 500, nil, C5xx},
-		{"404 is 4xx", "/", 404, nil, C4xx},
-		{"500 on the health path is still a failure", "/health", 500, nil, C5xx},
-		{"refused", "/", 0, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, Refused},
-		{"reset", "/", 0, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, Reset},
-		{"eof", "/", 0, io.ErrUnexpectedEOF, Reset},
-		{"deadline", "/", 0, context.DeadlineExceeded, Timeout},
-		{"other", "/", 0, errors.New("tls: bad certificate"), ErrOther},
+		{"200 is ok", KindGet, 200, nil, OK},
+		{"301 is ok", KindGet, 301, nil, OK},
+		{"503 to a health check is the drain at work", KindHealth, 503, nil, Health503},
+		{"503 to a user's GET is a failure", KindGet, 503, nil, C503},
+		{"503 to a user's POST is a failure", KindPost, 503, nil, C503},
+		{"502", KindGet, 502, nil, C502},
+		{"504", KindGet, 504, nil, C504},
+		{"500 is other 5xx", KindGet, 500, nil, C5xx},
+		{"404 is 4xx", KindGet, 404, nil, C4xx},
+		{"500 to a health check is still a failure", KindHealth, 500, nil, C5xx},
+		{"refused", KindGet, 0, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, Refused},
+		{"reset", KindGet, 0, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, Reset},
+		{"eof", KindGet, 0, io.ErrUnexpectedEOF, Reset},
+		{"deadline", KindGet, 0, context.DeadlineExceeded, Timeout},
+		{"other", KindGet, 0, errors.New("tls: bad certificate"), ErrOther},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := classify(tc.path, "/health", tc.status, tc.err); got != tc.want {
-				t.Fatalf("Classify(%q, %d, %v) = %s, want %s", tc.path, tc.status, tc.err, got, tc.want)
+			if got := classify(tc.kind, tc.status, tc.err); got != tc.want {
+				t.Fatalf("classify(%q, %d, %v) = %s, want %s", tc.kind, tc.status, tc.err, got, tc.want)
 			}
 			if tc.want.Failure() == (tc.want == OK || tc.want == Health503) {
 				t.Fatalf("%s: Failure() = %v", tc.want, tc.want.Failure())
@@ -110,6 +110,11 @@ func TestHealth503IsNotAFailureButA503OnARealPathIs(t *testing.T) {
 	res = run(t, Options{Target: all503.URL, HealthShare: 0.5})
 	if res.Counts[C503] != res.Kinds[KindGet] || res.Counts[C503] == 0 || !res.Failed() {
 		t.Fatalf("a 503 on / must be a failure: counts %v kinds %v", res.Counts, res.Kinds)
+	}
+	// a user's GET on the health path (or on it with a query) is a user's request still
+	res = run(t, Options{Target: all503.URL, GetPath: "/health?probe=user", HealthShare: 0.5})
+	if res.Counts[C503] != res.Kinds[KindGet] || res.Counts[C503] == 0 || res.Counts[Health503] != res.Kinds[KindHealth] || !res.Failed() {
+		t.Fatalf("a 503 to a user's GET of the health path must be a failure: counts %v kinds %v", res.Counts, res.Kinds)
 	}
 }
 

@@ -60,7 +60,6 @@ func (l *Load) do(ctx context.Context, p planned, at time.Duration) {
 		method = http.MethodPost
 		body = strings.NewReader(fmt.Sprintf(`{"item":"measure","seq":%d}`, p.seq))
 	}
-	path := l.paths[p.kind]
 	var conns atomic.Int32
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), method, l.urls[p.kind], body)
@@ -89,6 +88,6 @@ func (l *Load) do(ctx context.Context, p planned, at time.Duration) {
 	o.latency = time.Since(t0)
 	o.retried = conns.Load() > 1
 	o.err = err
-	o.class = classify(path, l.paths[KindHealth], o.status, err)
+	o.class = classify(p.kind, o.status, err)
 	l.record(o)
 }

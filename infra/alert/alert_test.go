@@ -68,3 +68,49 @@ func TestTheWebhookIsRetriedUntilTheReceiverTakesIt(t *testing.T) {
 		t.Errorf("a receiver that keeps failing: %v; want an error after 2 attempts", err)
 	}
 }
+
+// A webhook that redirects is not followed: a 302 (which would turn the POST into a bodiless GET
+// whose 2xx counted as delivered) and a 307 to another host (which would carry the alert there,
+// with the secret URL in Referer) are both failed deliveries naming the redirect.
+func TestAWebhookRedirectIsNotFollowedAndNotADelivery(t *testing.T) {
+	var mu sync.Mutex
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		elsewhere = append(elsewhere, r.Method+" "+r.Header.Get("Referer"))
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/collect", code)
+		}))
+		s := &Sender{URL: srv.URL + "/services/T0KEN-SECRET", Attempts: 1}
+		err := s.Send(context.Background(), Alert{Source: "t", Subject: "b", Kind: "unreachable", At: time.Now()})
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "redirect") || strings.Contains(err.Error(), "T0KEN-SECRET") {
+			t.Errorf("a webhook answering %d: %v; want a failed delivery naming the redirect, the URL redacted", code, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) > 0 {
+		t.Errorf("the redirect's target got %v", elsewhere)
+	}
+}
+
+// The alert command's timeout bounds Send, and the next alert, even when a child of the command
+// keeps its output open.
+func TestTheAlertCommandTimeoutBoundsItsChildrenToo(t *testing.T) {
+	s := &Sender{Command: "sleep 30; true", Timeout: 200 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- s.Send(context.Background(), Alert{Source: "t", Subject: "b", Kind: "x"}) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a command killed at its timeout: Send returned nil")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Send still running 15s after its 200ms alert timeout")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/backoff"
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/clock"
 )
 
@@ -67,7 +68,10 @@ func (s *Sender) post(ctx context.Context, body []byte, log *slog.Logger) error 
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	client := &http.Client{Timeout: s.timeout()}
+	// A redirect is not followed: a 301/302 would turn the POST into a bodiless GET whose 2xx
+	// counted as delivered, and a 307 to another host would carry the alert, and the webhook's
+	// secret URL in Referer, there. It is a failed delivery naming its status.
+	client := &http.Client{Timeout: s.timeout(), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var last error
 	for i := range attempts {
 		if i > 0 {
@@ -99,6 +103,9 @@ func (s *Sender) postOnce(ctx context.Context, client *http.Client, body []byte)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("answered %d, a redirect (not followed: an alert goes only where it is sent); configure the URL it redirects to", resp.StatusCode)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
 	}
@@ -110,6 +117,7 @@ func (s *Sender) run(ctx context.Context, body []byte) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", s.Command)
 	cmd.Stdin = bytes.NewReader(body)
+	boundedcmd.Bound(cmd) // the next alert does not wait on a child it left
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("alert command %q: %w: %s", s.Command, err, bytes.TrimSpace(out))
 	}

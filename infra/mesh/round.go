@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zero502/zero502/infra/boundedcmd"
 )
 
 // round is one tick of a Node: probe every peer, check itself, record the bulletin, post it to
@@ -157,7 +159,9 @@ func (n *Node) logChanges() {
 func runCheck(ctx context.Context, command string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	boundedcmd.Bound(cmd) // the round does not wait on a child it left
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("check command %q: %v: %s", command, err, strings.TrimSpace(string(out)))
 	}

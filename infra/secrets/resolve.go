@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -159,10 +160,16 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	cmd.Args[0] = argv[0] // the file checked runs, under the name it was given (busybox picks its applet by it)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxCommandOutput}, &limited{&stderr, 4 << 10}
+	out := &limited{b: &stdout, n: maxCommandOutput}
+	cmd.Stdout, cmd.Stderr = out, &limited{b: &stderr, n: 4 << 10}
+	boundedcmd.Bound(cmd) // a child it leaves (a prompt) dies with it at the timeout, not later
 	err = cmd.Run()
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("secrets.command %s: no answer within %s; check that it does not wait for input (a password prompt)", argv[0], timeout)
+	}
+	if out.over {
+		// cut short, its last value would be another value: nothing of it is taken
+		return nil, fmt.Errorf("secrets.command %s printed more than %d bytes: none of its output is taken; print only the variables the services need", argv[0], maxCommandOutput)
 	}
 	if err != nil {
 		var ee *exec.ExitError
@@ -176,14 +183,19 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	return ParseDotenv(stdout.Bytes(), "the output of secrets.command "+argv[0])
 }
 
-// limited keeps the first n bytes written to it and drops the rest.
+// limited keeps the first n bytes written to it and drops the rest, noting that it did (over).
 type limited struct {
-	b *bytes.Buffer
-	n int
+	b    *bytes.Buffer
+	n    int
+	over bool
 }
 
 func (l *limited) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
+	room := l.n - l.b.Len()
+	if len(p) > room {
+		l.over = true
+	}
+	if room > 0 {
 		l.b.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil

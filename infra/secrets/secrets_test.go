@@ -127,6 +127,17 @@ func TestResolveRefusesWhatItCannotTrustOrFind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || time.Since(start) > 10*time.Second {
 		t.Errorf("a command that hangs: %v after %s, want stopped at its timeout", err, time.Since(start))
 	}
+	// a child that keeps the output open (a wrapper script, a prompt) dies with it
+	start = time.Now()
+	_, _, err = Resolve(ctx, []string{"A"}, Sources{Command: []string{"sh", "-c", "sleep 30; echo A=x"}, CommandTimeout: 200 * time.Millisecond, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || time.Since(start) > 10*time.Second {
+		t.Errorf("a command whose child hangs: %v after %s, want stopped at its timeout", err, time.Since(start))
+	}
+	// output past the bound is not cut and taken: its last value would be another value
+	_, _, err = Resolve(ctx, []string{"A"}, Sources{Command: []string{"sh", "-c", "head -c 1048570 /dev/zero | tr '\\0' '#'; echo; echo A=abcdefghij"}, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "more than 1048576 bytes") || strings.Contains(err.Error(), "abc") {
+		t.Errorf("a command printing more than 1 MiB: %v, want refused, taking none of it", err)
+	}
 }
 
 // secrets.command's program passes infra/trust before it runs, as a hook's: one in a directory

@@ -13,6 +13,7 @@ import (
 	helperclient "github.com/docker/docker-credential-helpers/client"
 	"github.com/docker/docker-credential-helpers/credentials"
 	registrytypes "github.com/moby/moby/api/types/registry"
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -35,6 +36,7 @@ func helperCredentials(ctx context.Context, name, server string) (registrytypes.
 	creds, err := helperclient.Get(func(args ...string) helperclient.Program {
 		cmd := exec.CommandContext(ctx, real, args...)
 		cmd.Args[0] = program
+		boundedcmd.Bound(cmd)
 		return &helperProgram{cmd: cmd}
 	}, server)
 	if credentials.IsErrCredentialsNotFound(err) {
