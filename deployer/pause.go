@@ -469,7 +469,9 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 		return nil, fmt.Errorf("the paused deploy (%s) holds the fleet lock, and the %s is recorded on host %s, but reading its record back failed within %s: %w; "+
 			"zero502 lock status --config F shows whether the deploy still holds the lock", p.By, decision, lh.Name, timeout, lastErr)
 	}
-	return nil, fmt.Errorf("the paused deploy (%s) holds the fleet lock but did not take the %s within %s", p.By, decision, timeout)
+	return nil, fmt.Errorf("the paused deploy (%s) holds the fleet lock but did not take the %s within %s: the %s stays in its record, "+
+		"and the deploy takes it when it next looks (if it was stopped meanwhile, run the command again once zero502 lock status shows the lock free)",
+		p.By, decision, timeout, decision)
 }
 
 // abort rolls the paused canary hosts back to the spec each ran before (kept beside its spec as
