@@ -206,9 +206,11 @@ func (t *turn) finish(rep *report.HostReport) error {
 		}
 		if !t.began && !t.sentGo.Load() && errors.Is(err, ssh.ErrUnreachable) {
 			// ssh never got there (or lost a step that was never told go): nothing ran, the
-			// host runs what its look saw running (From may be only its published spec's
-			// version: a host whose service was stopped runs nothing), or it is not known.
-			rep.Outcome, rep.Running = report.OutcomeUnreachable, ""
+			// host runs what this step's look saw running (a preflight look's From may be only
+			// its published spec's version: a host whose service was stopped runs nothing), else
+			// what it ran when this step began (a rollback's From: the version its deploy put
+			// there and verified).
+			rep.Outcome, rep.Running = report.OutcomeUnreachable, rep.From
 			if t.look != nil {
 				rep.Running = t.look.Running
 			}
