@@ -184,7 +184,7 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *report.Repo
 			continue
 		}
 		newVersion[hr.Target] = true
-		if i >= first && i < end && hr.Outcome == report.OutcomeDeployed && hr.From != "" { // a fresh host had no users to judge by
+		if i >= first && i < end && hr.Outcome == report.OutcomeDeployed { // a fresh one too: in rotation, it serves users (judgeBatch skips a first deploy)
 			fresh = append(fresh, hr.Target)
 			hosts = append(hosts, hr.Host)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
@@ -71,40 +70,108 @@ func (d *Deployer) canaryHosts() int {
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,
 // with rollout.canary.weight % of the traffic, any other batch for rollout.analysis.window. It
 // returns the window it judged the batch for (0: not judged), the deploy's floor's part.
+//
+// A batch is judged whenever the fleet served before the deploy, fresh hosts too (a host just
+// added at the head of hosts[] is the canary): in rotation, it serves users, and the hosts still
+// on the old version are the baseline. Only a first deploy, no host serving before it, has
+// neither users to judge by nor an old version to compare with, and goes unjudged.
 func (d *Deployer) judgeBatch(ctx context.Context, version string, rep *report.Report, b batch) (window time.Duration, judged error) {
-	window = d.cfg.Rollout.Analysis.Window
-	fresh := true // a first deploy onto empty hosts has no users yet, nor an old version to compare with
-	for _, hr := range rep.Hosts[b.first:b.end] {
-		fresh = fresh && hr.From == ""
-	}
-	if fresh {
+	if !fleetServed(rep) {
+		if b.canary {
+			return 0, d.canaryNotJudged(ctx, version, rep, b, "a first deploy (no host served before it): no user to judge it by, no old version to compare with")
+		}
 		return 0, nil
 	}
+	window = d.cfg.Rollout.Analysis.Window
 	if b.canary {
 		window = d.cfg.Rollout.Canary.Duration
-		names := make([]string, 0, b.end-b.first)
-		for _, h := range d.cfg.Hosts[b.first:b.end] {
-			names = append(names, h.Name)
-		}
 		share := d.weighCanary(ctx, d.deployedTargets(rep, b))
-		// Put back once the canary passed; a failed one keeps its small share through its rollback
-		// (the deploy puts it back as it ends).
-		defer func() {
-			if judged == nil {
-				d.unweighCanary(ctx, version)
-			}
-		}()
 		d.emit(Event{Step: StepCanary, Version: version, Message: fmt.Sprintf("canary %s: %s, judged for %s (rollout.canary.duration) before the rest rolls",
-			strings.Join(names, ", "), share, window.Round(time.Millisecond))})
+			hostNames(d.cfg.Hosts[b.first:b.end]), share, window.Round(time.Millisecond))})
 	}
 	analysed, err := d.analyse(ctx, version, rep, b.first, b.end, window)
 	if err != nil {
-		return window, err
+		return window, err // a failed canary keeps its small share through its rollback (the deploy puts it back as it ends)
 	}
-	if !analysed && (d.alarms == nil || d.opts.Naive) {
+	if !analysed && (d.alarms == nil || d.opts.Naive || !deployedIn(rep, b)) {
 		window = 0 // nothing to judge by: no wait
 	}
-	return window, d.watchAlarms(ctx, version, rep, b, window, analysed)
+	if err := d.watchAlarms(ctx, version, rep, b, window, analysed); err != nil {
+		return window, err
+	}
+	if !b.canary {
+		return window, nil
+	}
+	if window == 0 {
+		why := "the balancer gave no view of its targets"
+		if !deployedIn(rep, b) {
+			why = "its hosts already ran " + version + " (verified, not redeployed)"
+		}
+		return 0, d.canaryNotJudged(ctx, version, rep, b, why)
+	}
+	if !d.pausesAfterCanary(b) {
+		d.unweighCanary(ctx, version) // passed: the rest rolls, each target at the same weight
+	}
+	// Paused, the canary keeps its rollout.canary.weight share for as long as the pause lasts
+	// (hours, maybe): the deploy puts it back once promoted, or as it ends after an abort.
+	return window, nil
+}
+
+// pausesAfterCanary reports whether the deploy waits after batch b for promote or abort
+// (Options.PauseAfterCanary): b is the canary and hosts remain to roll after it.
+func (d *Deployer) pausesAfterCanary(b batch) bool {
+	return b.canary && d.opts.PauseAfterCanary && b.end < len(d.cfg.Hosts)
+}
+
+// canaryNotJudged says the canary has no verdict and why, and puts its weight back at once:
+// nothing judges it at that share, and on a first deploy the share would be most of the traffic
+// once the others join at the default weight.
+//
+// A deploy asked to pause after the canary never pauses without a verdict that passed: a pause
+// invites a promote, and a promote of a version nobody judged is the one step the pause exists
+// to prevent. What happens instead is what a user of Argo Rollouts expects: on a first deploy
+// Argo Rollouts skips its steps, pauses included, and rolls everything (nobody to protect), so
+// this deploy rolls on without pausing; in a fleet that serves users Argo Rollouts never lets a
+// rollout past a pause step without a promote, so this deploy refuses the pause and stops
+// before the rest rolls, saying what to do.
+func (d *Deployer) canaryNotJudged(ctx context.Context, version string, rep *report.Report, b batch, why string) error {
+	d.unweighCanary(ctx, version)
+	names := hostNames(d.cfg.Hosts[b.first:b.end])
+	msg := fmt.Sprintf("canary not judged: %s: %s", names, why)
+	switch {
+	case !d.pausesAfterCanary(b):
+	case !fleetServed(rep):
+		msg += "; --pause-after-canary does not pause without a verdict, and a first deploy has no user to protect: the rest rolls"
+	default:
+		d.emit(Event{Step: StepCanary, Version: version, Message: msg})
+		return fmt.Errorf("%s; --pause-after-canary pauses only after a verdict that passed, so the rest was not rolled (%s runs %s, unjudged; "+
+			"the other hosts what they ran): deploy again without --pause-after-canary to roll the rest, or deploy the old version to take %s back",
+			msg, names, version, names)
+	}
+	d.emit(Event{Step: StepCanary, Version: version, Message: msg})
+	return nil
+}
+
+// fleetServed reports whether any host of the fleet ran a version before this deploy: its users
+// and the old version's targets are there to judge a batch by, fresh hosts included.
+func fleetServed(rep *report.Report) bool {
+	for _, hr := range rep.Hosts {
+		if hr.From != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// deployedIn reports whether any host of batch b took the new version in this deploy (not one
+// that already ran it).
+func deployedIn(rep *report.Report, b batch) bool {
+	for _, hr := range rep.Hosts[b.first:b.end] {
+		if hr.Outcome == report.OutcomeDeployed {
+			return true
+		}
+	}
+	return false
 }
 
 // canaryWeight is the weight each of canaries targets needs so that together they get share %
@@ -118,7 +185,7 @@ func canaryWeight(share, canaries, others int) int {
 }
 
 // weighCanary gives the canary's targets their rollout.canary.weight share of new requests at a
-// balancer that weighs targets, and says what it set.
+// balancer that weighs targets, and says what it set; none while no other target is in rotation.
 func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
 	w, ok := d.bal.(balancer.Weighter)
 	ov, views := d.bal.(balancer.OutcomeViewer)
@@ -142,6 +209,11 @@ func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
 		if !canaries[addr] && len(sts) > 0 && sts[0].InRotation {
 			others++
 		}
+	}
+	if others == 0 {
+		// Nothing to weigh it against (a first deploy onto empty hosts): at the maximum weight it
+		// would keep most new requests once the other hosts join at the default weight.
+		return "every target at the same weight (no other target in rotation at " + d.bal.Name() + " to weigh the canary against)"
 	}
 	weight := canaryWeight(share, len(canaries), others)
 	for t := range canaries {
@@ -176,7 +248,9 @@ func (d *Deployer) deployedTargets(rep *report.Report, b batch) []string {
 
 // weighCanaryAhead gives the canary's share to the targets its hosts will have before they
 // are deployed (stop-first keeps a host's address), so a bad version never gets a full share,
-// not even during its bake; weighCanary sets it again once they are deployed.
+// not even during its bake; weighCanary sets it again once they are deployed. On a first deploy
+// no other target is in rotation and it weighs none; a canary that turns out not judged is put
+// back at once (canaryNotJudged).
 func (d *Deployer) weighCanaryAhead(ctx context.Context, version string, b batch) {
 	if !b.canary {
 		return

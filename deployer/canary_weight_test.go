@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/lb"
@@ -159,4 +161,80 @@ func TestCanaryWeightSetInPartIsPutBack(t *testing.T) {
 			t.Errorf("weight of the canary %s at %s after unweighCanary: %d, want %d", canary, b.Name(), w, adminapi.DefaultWeight)
 		}
 	})
+}
+
+// With no other target in rotation (a first deploy onto empty hosts) there is nothing to weigh
+// the canary against: at the maximum weight it would take most new requests once the others
+// join at the default weight, so it is not weighed at all.
+func TestCanaryIsNotWeighedWithNoOtherTargetInRotation(t *testing.T) {
+	t.Parallel()
+	canary := healthyTarget(t)
+	_, lb := weighLB(t, canary)
+	d, _ := canaryDeployer(lb)
+	said := d.weighCanary(context.Background(), []string{canary})
+	if w := weightAt(t, lb, canary); w != adminapi.DefaultWeight || !strings.Contains(said, "no other target in rotation") {
+		t.Errorf("weighCanary alone at the LB: weight %d, said %q; want %d, saying no other target is in rotation", w, said, adminapi.DefaultWeight)
+	}
+}
+
+// canaryBatch is a Deployer behind bal with hosts host-a (the canary) and host-b, and the report
+// of a deploy of v2 in which host-a was just deployed at target canary and each host ran from
+// before ("" on a host with nothing on it).
+func canaryBatch(bal balancer.Balancer, canary string, outcome string, from ...string) (*Deployer, func() []Event, *report.Report) {
+	d, events := canaryDeployer(bal)
+	d.cfg.Hosts = []config.Host{{Name: "host-a"}, {Name: "host-b"}}
+	rep := &report.Report{Version: "v2"}
+	for i, h := range d.cfg.Hosts {
+		rep.Hosts = append(rep.Hosts, report.HostReport{Host: h.Name, From: from[i], To: "v2", Outcome: report.OutcomeNotReached})
+	}
+	rep.Hosts[0].Outcome, rep.Hosts[0].Running, rep.Hosts[0].Target = outcome, "v2", canary
+	return d, events, rep
+}
+
+// A canary weighed ahead of its deploy that turns out not judged (here: a first deploy, no host
+// serving before it) is put back at once, not left at its weight for the rest of the deploy.
+func TestCanaryNotJudgedIsPutBackAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	canary, other := healthyTarget(t), healthyTarget(t)
+	_, lb := weighLB(t, canary, other)
+	d, events, rep := canaryBatch(lb, canary, report.OutcomeDeployed, "", "")
+	d.weighCanary(ctx, []string{canary}) // as weighCanaryAhead does
+	if w := weightAt(t, lb, canary); w == adminapi.DefaultWeight {
+		t.Fatalf("weight after weighCanary: %d, want the canary's (the test's premise)", w)
+	}
+	window, err := d.judgeBatch(ctx, "v2", rep, batch{first: 0, end: 1, canary: true})
+	if window != 0 || err != nil {
+		t.Fatalf("judgeBatch of a first deploy's canary: %s, %v; want not judged (0), no error", window, err)
+	}
+	if w := weightAt(t, lb, canary); w != adminapi.DefaultWeight {
+		t.Errorf("the canary %s at weight %d once found not judged; want it put back at %d", canary, w, adminapi.DefaultWeight)
+	}
+	said := false
+	for _, e := range events() {
+		said = said || strings.HasPrefix(e.Message, "canary not judged: host-a: a first deploy")
+	}
+	if !said {
+		t.Errorf("events %+v: want one saying the canary was not judged, and why", events())
+	}
+}
+
+// In a fleet that serves users, a canary the deploy could not judge (its host already ran the
+// version) is no reason to pause: --pause-after-canary refuses, and the deploy stops before the
+// rest rolls, saying why and what to do.
+func TestUnjudgedCanaryOfAServingFleetRefusesThePause(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	canary, other := healthyTarget(t), healthyTarget(t)
+	_, lb := weighLB(t, canary, other)
+	d, _, rep := canaryBatch(lb, canary, report.OutcomeUnchanged, "v2", "v1")
+	d.opts.PauseAfterCanary = true
+	window, err := d.judgeBatch(ctx, "v2", rep, batch{first: 0, end: 1, canary: true})
+	if window != 0 || err == nil || !strings.Contains(err.Error(), "canary not judged: host-a") || !strings.Contains(err.Error(), "--pause-after-canary") {
+		t.Fatalf("judgeBatch of a canary not judged, pause asked: %s, %v; want not judged (0) and the pause refused", window, err)
+	}
+	var verdict *VerdictError
+	if errors.As(err, &verdict) {
+		t.Errorf("the refusal %v is a failed verdict: the canary would be rolled back though nothing found it bad", err)
+	}
 }

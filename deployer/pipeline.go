@@ -145,7 +145,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			}
 			return d.rollBackFleet(ctx, version, rep, start, end, err)
 		}
-		if b.canary && d.opts.PauseAfterCanary && end < len(d.cfg.Hosts) {
+		if d.pausesAfterCanary(b) && judged > 0 { // never without a verdict that passed (canaryNotJudged)
 			decision, err := d.pauseAfterCanary(ctx, version, rep, b)
 			if err != nil {
 				return err
@@ -153,6 +153,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			if decision == Abort {
 				return d.rollBackFleet(ctx, version, rep, start, end, fmt.Errorf("the deploy of %s paused after its canary was aborted", version))
 			}
+			d.unweighCanary(ctx, version) // weighed through the pause; promoted, it takes its full share beside the rest
 		}
 	}
 	if d.opts.Naive {
