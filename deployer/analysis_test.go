@@ -467,3 +467,26 @@ func baselineP99(verdict string) (time.Duration, bool) {
 	d, err := time.ParseDuration(m[1])
 	return d, err == nil
 }
+
+// TestJudgeAP99BeyondTheHistogramFailsBesideABaselineWithin: a new version whose p99 lies above
+// the LB's last latency bound is only "at least that bound"; beside an old version measured
+// within it, the p99 rule fails it rather than compare the bound (3.2s × 2 > 5s passed a version
+// answering in 30s).
+func TestJudgeAP99BeyondTheHistogramFailsBesideABaselineWithin(t *testing.T) {
+	a := config.Defaults().Rollout.Analysis
+	a.MinRequests = 20
+	bounds := []float64{1, 2.5, 5}
+	ev := func(counts ...uint64) Evidence {
+		h := adminapi.Histogram{Bounds: bounds, Counts: counts}
+		return Evidence{Requests: h.Count(), P99: h.Quantile(0.99), latency: h}
+	}
+	slowBase := ev(0, 0, 200, 0)   // every answer in (2.5s, 5s]
+	beyond := ev(0, 0, 0, 200)     // every answer above 5s
+	alsoBeyond := ev(0, 0, 0, 200) // the old version beyond too: nothing to tell them apart by
+	if v := judge(a, 10*time.Second, beyond, slowBase); v.Pass || !strings.Contains(v.Reason, "longest the balancer's latency histogram measures") {
+		t.Errorf("p99 beyond the last bound beside a baseline within it: pass %v, %q; want a failed p99 rule", v.Pass, v.Reason)
+	}
+	if v := judge(a, 10*time.Second, beyond, alsoBeyond); !v.Pass {
+		t.Errorf("both beyond the last bound: %q; want it to hold (the rule cannot tell them apart)", v.Reason)
+	}
+}
