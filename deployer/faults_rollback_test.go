@@ -182,3 +182,25 @@ func TestAProgramThatCannotStartIsRefusedBeforeAnythingChanges(t *testing.T) {
 		}
 	}
 }
+
+// A pre_deploy hook may install the version's program (a release per version): the program
+// check comes after it, still before any host is touched, and the deploy goes on.
+func TestAProgramThePreDeployHookInstallsIsFoundThen(t *testing.T) {
+	t.Parallel()
+	f, path := onV1(t, 2, defaultValues())
+	rel := filepath.Join(f.dir, "rel")
+	cfg := f.load(path)
+	cfg.Services[0].Command[0] = filepath.Join(rel, "{version}", "app")
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{"sh", "-c",
+		`d="` + rel + `/$ZERO502_VERSION"; mkdir -p "$d" && chmod 755 "` + rel + `" "$d" && printf '#!/bin/sh\nexec ` + bin + ` "$@"\n' > "$d/app" && chmod 755 "$d/app"`},
+		Timeout: 30 * time.Second}
+	path = f.write("rel.yaml", cfg)
+	var ev eventLog
+	rep, err := f.deployer(f.load(path), &ev, Options{}).Deploy(context.Background(), "v2")
+	if err != nil {
+		t.Fatalf("deploy v2 (refused %v): %v\nevents:\n%s", rep.Refused, err, &ev)
+	}
+	if v := f.versions(); v["host-a"] != "v2" || v["host-b"] != "v2" {
+		t.Errorf("after the deploy: %v, want every host on v2", v)
+	}
+}

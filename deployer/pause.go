@@ -38,6 +38,9 @@ type Pause struct {
 	Canary  []string  `json:"canary"` // the canary's hosts
 	Since   time.Time `json:"since"`
 	By      string    `json:"by"` // the paused deploy's holder record
+	// Holder is the paused deploy as the fleet lock's holder record names it: Decide tells by it
+	// whether the deploy holding the lock is the paused one waiting for a decision, or another.
+	Holder hostlock.Holder `json:"holder,omitzero"`
 	// From is the version each canary host ran before the deploy, as its look saw it before its
 	// step: a host over ssh keeps its previous spec there, out of reach of an abort that acts
 	// itself.
@@ -323,7 +326,8 @@ const remotePauseTries = 3
 // decides (nil: go on) or ctx ends (the record stays for a later promote or abort, which then
 // takes the lock itself).
 func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *report.Report, b batch) (decision string, err error) {
-	p := Pause{Version: version, Since: d.clock.Now().UTC(), By: d.holder(version).String()}
+	me := d.holder(version)
+	p := Pause{Version: version, Since: d.clock.Now().UTC(), By: me.String(), Holder: me}
 	p.From = map[string]string{}
 	for i, h := range d.cfg.Hosts[b.first:b.end] {
 		p.Canary = append(p.Canary, h.Name)
@@ -443,6 +447,16 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 	} else if !errors.Is(lerr, hostlock.ErrHeld) {
 		return nil, fmt.Errorf("fleet lock %s: %w", cfg.FleetLockPath(), lerr)
 	}
+	if p.Holder.Who != "" { // a record from before Holder: take the holder for the paused deploy, as then
+		// Another deploy holding the lock (the paused one was stopped) would never take the
+		// decision, and, once past its checks, ends the pause: its record's removal must not read
+		// as the decision taken.
+		if st, serr := LockOp(ctx, cfg, LockStatusOp, "", opts); serr == nil && st.Deploy != nil && !isPausedDeploy(*st.Deploy, p.Holder) {
+			return nil, fmt.Errorf("the fleet lock is held by %s, not by the paused deploy of %s (%s): nothing was decided; "+
+				"a deploy that passes its checks ends the pause: wait for it to end (zero502 lock status), then see whether anything is still paused",
+				st.Deploy, p.Version, p.By)
+		}
+	}
 	p.Decision, p.DecidedBy = decision, me
 	if _, err := probe.savePause(ctx, p); err != nil {
 		return nil, err
@@ -472,6 +486,16 @@ func Decide(ctx context.Context, cfg *config.Config, decision string, opts Optio
 	return nil, fmt.Errorf("the paused deploy (%s) holds the fleet lock but did not take the %s within %s: the %s stays in its record, "+
 		"and the deploy takes it when it next looks (if it was stopped meanwhile, run the command again once zero502 lock status shows the lock free)",
 		p.By, decision, timeout, decision)
+}
+
+// isPausedDeploy reports whether holder, the fleet lock's holder record, is the paused deploy
+// whose own record is paused: the same user and process (on a lock host over ssh, the record
+// names the deployer's pid on its machine).
+func isPausedDeploy(holder, paused hostlock.Holder) bool {
+	if holder.Who != paused.Who {
+		return false
+	}
+	return holder.PID == paused.PID || strings.Contains(holder.Command, fmt.Sprintf("pid %d on its machine", paused.PID))
 }
 
 // abort rolls the paused canary hosts back to the spec each ran before (kept beside its spec as

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/alarms"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 	"github.com/zero502/zero502/internal/testrig/testmain"
@@ -350,4 +351,44 @@ func (firingAlarms) Firing(_ context.Context, names []string) ([]alarms.Alarm, e
 		out = append(out, alarms.Alarm{Name: n, Type: alarms.MetricAlarm, State: alarms.StateAlarm, Reason: "Threshold Crossed"})
 	}
 	return out, nil
+}
+
+// A decision asked while another deploy holds the fleet lock (the paused one was stopped; a new
+// one runs) is refused, naming the holder: that deploy would never take it, and, past its checks,
+// it ends the pause; the record's removal must not read as "the paused deploy took it".
+func TestADecisionWhileAnotherDeployHoldsTheLockIsRefused(t *testing.T) {
+	t.Parallel()
+	f, path := onV1(t, 2, defaultValues())
+	cfg := f.load(path)
+	stopped := Holder("zero502 deploy --version v2")
+	stopped.PID = 1 << 22 // not this process: the paused deploy that was stopped
+	if err := writePause(cfg, Pause{Version: "v2", Canary: []string{"host-a"}, Since: time.Now(), By: stopped.String(), Holder: stopped,
+		From: map[string]string{"host-a": "v1"}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hooks.PreDeploy = config.Hook{Command: []string{"sh", "-c", "sleep 3"}, Timeout: 30 * time.Second}
+	slow := f.write("slow.yaml", cfg)
+	var ev eventLog
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.deployer(f.load(slow), &ev, Options{}).Deploy(context.Background(), "v3")
+		done <- err
+	}()
+	poll.UntilNil(t, 20*time.Second, "the v3 deploy holds the fleet lock", func() error {
+		if strings.Contains(ev.String(), "locked") {
+			return nil
+		}
+		return context.DeadlineExceeded
+	})
+	c := f.load(path)
+	rep, err := Decide(context.Background(), c, Abort, f.deployer(c, nil, Options{}).opts, 20*time.Second)
+	if derr := <-done; derr != nil {
+		t.Fatalf("deploy v3: %v", derr)
+	}
+	if rep != nil || err == nil || !strings.Contains(err.Error(), "not by the paused deploy of v2") || !strings.Contains(err.Error(), "nothing was decided") {
+		t.Errorf("abort while the v3 deploy holds the lock: %v, %v; want it refused, naming the holder", rep, err)
+	}
+	if v := f.versions(); v["host-a"] != "v3" || v["host-b"] != "v3" {
+		t.Errorf("after the v3 deploy: %v, want every host on v3", v)
+	}
 }

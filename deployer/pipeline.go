@@ -93,6 +93,12 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 	if err := d.runHook(ctx, "pre_deploy", d.cfg.Hooks.PreDeploy, version, nil); err != nil {
 		return &refusedError{Reasons: []string{err.Error() + "; nothing was changed on any host"}}
 	}
+	if reasons := d.checkPrograms(version); len(reasons) > 0 { // after pre_deploy: it may install them
+		for _, r := range reasons {
+			d.emit(Event{Step: stepRefused, Message: r, Version: version})
+		}
+		return &refusedError{Reasons: reasons}
+	}
 	d.endPause(version)
 	d.previous = map[string]string{}
 	for i, h := range d.cfg.Hosts {

@@ -54,7 +54,6 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	reasons = append(reasons, d.checkDrainModes()...)
 	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
 	reasons = append(reasons, d.checkHooks()...)
-	reasons = append(reasons, d.checkPrograms(version)...)
 
 	views := make([]hostView, len(d.cfg.Hosts))
 	lookErrs := make([]error, len(d.cfg.Hosts))
@@ -133,8 +132,9 @@ type programChecker interface {
 
 // checkPrograms finds, before anything changes, a service whose program could not start on a
 // host stepped from here (a --self or a services[].command that is not there, or that fails the
-// trust rule): else the first host would be drained and stopped before its start failed. A host
-// over ssh checks its own in its step.
+// trust rule): else the first host would be drained and stopped before its start failed. It runs
+// after the pre_deploy hook, which may be what installs the version's program. A host over ssh
+// is not checked here: its program is on the host.
 func (d *Deployer) checkPrograms(version string) []string {
 	var reasons []string
 	for _, h := range d.cfg.Hosts {

@@ -16,7 +16,9 @@ import (
 const WaitDelay = time.Second
 
 // Bound makes cmd (made with exec.CommandContext, not started yet) run in its own process group,
-// killed whole when its context ends, with its output waited for at most WaitDelay.
+// killed whole when its context ends, with its output waited for at most WaitDelay. Run from a
+// terminal, cmd stays in the terminal's group, so that it can prompt there; then its context's
+// end kills it alone.
 func Bound(cmd *exec.Cmd) {
 	ownGroup(cmd)
 	cmd.WaitDelay = WaitDelay

@@ -764,3 +764,21 @@ services:
 		t.Errorf("REGION unset: err %v; want Compose's own message", err)
 	}
 }
+
+// A secret interpolated into a field the loader parses (a port) fails the load; the error says
+// the variable is a secret and why, not only that ${PORT} is not a port.
+func TestASecretInAPortIsRefusedSayingItIsASecret(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: shop/web:{version}
+    environment:
+      PORT: ${PORT}
+    ports: ["${PORT}:${PORT}"]
+`)
+	_, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"PORT=8080"}})
+	if err == nil || !strings.Contains(err.Error(), "PORT is a secret") || strings.Contains(err.Error(), "zero502secret") {
+		t.Fatalf("a secret as a port: %v; want it refused, saying PORT is a secret, no token shown", err)
+	}
+}

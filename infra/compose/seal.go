@@ -94,7 +94,15 @@ type sealedError struct {
 func (e *sealedError) Error() string { return e.text }
 func (e *sealedError) Unwrap() error { return e.err }
 
-// wrap is err, of the loader reading path, with its tokens opened.
+// wrap is err, of the loader reading path, with its tokens opened. An error about a secret's
+// token (a port or a count the file interpolates a secret into: the loader cannot parse the
+// token) says the variable is a secret, and why.
 func (s *seal) wrap(path string, err error) error {
-	return fmt.Errorf("compose file %s: %w", path, &sealedError{text: s.open(err.Error()), err: err})
+	text := s.open(err.Error())
+	if name := s.secretIn(err.Error()); name != "" {
+		text += fmt.Sprintf(" (%s is a secret: the file lists it without a value or sets it to ${%s}, so the import takes it from "+
+			"the environment at each deploy, as Compose does at up; a secret reaches the container only as its environment variable, "+
+			"never a port, a count or another field: write the value there, or use another variable)", name, name)
+	}
+	return fmt.Errorf("compose file %s: %w", path, &sealedError{text: text, err: err})
 }
