@@ -110,6 +110,11 @@ type Deployer struct {
 	// remoteTargets are where the balanced service of each host over ssh answers, as its look or
 	// its step's report last said (no runtime here to read it from): currentTarget.
 	remoteTargets sync.Map // host name → host:port
+	// pausedAtLock is what the lock host said of its pause record when it gave this deploy the
+	// fleet lock over ssh (lockedSaidPause: it said; a zero502 there that predates it does not):
+	// endPause asks the host again only when there is one.
+	pausedAtLock    *Pause
+	lockedSaidPause bool
 }
 
 // New returns a Deployer of cfg's fleet. Problems (no runtime, no balancer) surface in Deploy.

@@ -26,13 +26,17 @@ import (
 // for), then locked (the path it holds) or refused (why, and whether another deploy holds it);
 // for status, acquire and release, the lock's state or the error.
 type FleetLockLine struct {
-	Waiting string      `json:"waiting,omitempty"`
-	Locked  string      `json:"locked,omitempty"`
-	Refused string      `json:"refused,omitempty"`
-	Expired string      `json:"expired,omitempty"` // the lease ran out: the lock was freed
-	Held    bool        `json:"held,omitempty"`
-	Status  *lockStatus `json:"status,omitempty"`
-	Error   string      `json:"error,omitempty"`
+	Waiting string `json:"waiting,omitempty"`
+	Locked  string `json:"locked,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	Expired string `json:"expired,omitempty"` // the lease ran out: the lock was freed
+	Held    bool   `json:"held,omitempty"`
+	// Paused, on the Locked line, is the pause record beside the lock as the lock was taken;
+	// PauseRead says it was read (Paused nil: there is none).
+	Paused    *Pause      `json:"paused,omitempty"`
+	PauseRead bool        `json:"pause_read,omitempty"`
+	Status    *lockStatus `json:"status,omitempty"`
+	Error     string      `json:"error,omitempty"`
 }
 
 // leaseRenewal is the line the deployer sends on the lock's session, after the config, every
@@ -72,7 +76,13 @@ func HoldFleetLock(ctx context.Context, cfg *config.Config, name string, me host
 		return err
 	}
 	defer l.Release()
-	say(FleetLockLine{Locked: path})
+	locked := FleetLockLine{Locked: path, PauseRead: true}
+	if p, err := readPause(cfg); err == nil {
+		locked.Paused = &p
+	} else if !errors.Is(err, ErrNotPaused) {
+		locked.PauseRead = false // the deployer reads it itself, and says what is wrong
+	}
+	say(locked)
 	lease := cfg.Rollout.LockLease
 	if renewals == nil || lease <= 0 {
 		<-ctx.Done()
@@ -174,6 +184,7 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 	select {
 	case l := <-answer:
 		if l.Locked != "" {
+			d.pausedAtLock, d.lockedSaidPause = l.Paused, l.PauseRead
 			d.emit(Event{Step: StepLocked, Version: version, Message: fmt.Sprintf("fleet deploy lock %s %s, held through its ssh session", l.Locked, where)})
 			return hold, nil
 		}

@@ -389,6 +389,9 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *re
 // refused before this point leaves the record for the promote or abort it may be.
 func (d *Deployer) endPause(version string) {
 	ctx := context.Background() // the record's calls over ssh are bounded each (remotePause)
+	if _, remote := d.pauseHost(); remote && d.lockedSaidPause && d.pausedAtLock == nil {
+		return // the lock host said, as it gave this deploy the lock, that nothing is paused
+	}
 	p, err := d.loadPause(ctx)
 	if errors.Is(err, ErrNotPaused) {
 		return

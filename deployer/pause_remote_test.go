@@ -2,6 +2,7 @@ package deployer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -166,5 +167,46 @@ func TestAPauseRecordTheSSHLockHostCannotKeepIsAnErrorNamingIt(t *testing.T) {
 	_, err = d.pauseAfterCanary(ctx, "v2", rep, batch{first: 0, end: 1, canary: true})
 	if err == nil || !strings.Contains(err.Error(), "record the pause after the canary") || !strings.Contains(err.Error(), "host host-a") {
 		t.Errorf("a pause the lock host cannot record: %v; want an error naming host-a", err)
+	}
+}
+
+// The lock host says, as it gives a deploy the fleet lock over ssh, whether a pause record lies
+// beside the lock: a deploy past its checks ends a stale one there (endPause), and asks the host
+// nothing more when there is none (no extra session per deploy).
+func TestTheSSHLockHostSaysWhetherAPauseIsLeftWhenItGivesTheLock(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	_, cfg, _, onHost := pauseOnSSHLockHost(t, s)
+	if err := os.MkdirAll(onHost, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := json.Marshal(Pause{Version: "v2", Canary: []string{"host-a"}, Since: time.Now(), By: "a stopped deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(onHost, "paused.json")
+	if err := os.WriteFile(record, stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, left := range []bool{true, false} {
+		var ev eventLog
+		d := New(cfg, Options{RemoteBinary: bin, Events: ev.add})
+		d.mux = ssh.NewMux("")
+		hold, err := d.fleetLock(context.Background(), "v3")
+		if err != nil {
+			t.Fatalf("fleet lock on host-a: %v\nevents:\n%s", err, &ev)
+		}
+		if !d.lockedSaidPause || (d.pausedAtLock != nil) != left {
+			t.Errorf("pause left %v: the lock host said %v, record %+v", left, d.lockedSaidPause, d.pausedAtLock)
+		}
+		d.endPause("v3")
+		if _, err := os.Stat(record); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("pause left %v: after endPause the record on host-a: %v; want it gone", left, err)
+		}
+		if said := strings.Contains(ev.String(), "the deploy of v2 paused after its canary (host-a) is over"); said != left {
+			t.Errorf("pause left %v: the deploy says the pause is over: %v\nevents:\n%s", left, said, &ev)
+		}
+		_ = hold.Release()
+		d.mux.Close()
 	}
 }
