@@ -117,11 +117,7 @@ func TestFreshCanaryHostInAServingFleetIsJudged(t *testing.T) {
 // on the canary: every host ends with the same share of new requests.
 func TestFirstDeployCanaryIsNeitherPausedAfterNorWeighed(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 3)
-	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	judged(cfg, analysisWindow, canaryFor)
-	path := f.write("fleet.yaml", cfg)
-	f.startLB(path)
+	f, path := judgedFleet(t, false)
 	canary := f.load(path).Targets()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -159,14 +155,7 @@ func TestFirstDeployCanaryIsNeitherPausedAfterNorWeighed(t *testing.T) {
 // it waits, and puts it back once promoted, before the next batch starts.
 func TestPausedCanaryKeepsItsWeightUntilPromoted(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 3)
-	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	judged(cfg, analysisWindow, canaryFor)
-	path := f.write("fleet.yaml", cfg)
-	f.startLB(path)
-	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
+	f, path := judgedFleet(t, true)
 	canary := f.load(path).Targets()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -197,10 +186,10 @@ func TestPausedCanaryKeepsItsWeightUntilPromoted(t *testing.T) {
 		t.Fatalf("the deploy ended without pausing: %v\nevents:\n%s", err, &ev)
 	}
 	time.Sleep(500 * time.Millisecond) // a while into the pause
-	ws := weightsAt(t, f.admin)
-	if share := shareOf(ws, canary); ws[canary] == adminapi.DefaultWeight || share > 2*float64(cfg.Rollout.Canary.Weight) {
+	ws, weight := weightsAt(t, f.admin), f.load(path).Rollout.Canary.Weight
+	if share := shareOf(ws, canary); ws[canary] == adminapi.DefaultWeight || share > 2*float64(weight) {
 		t.Errorf("paused: the canary %s at weight %d of %v: %.0f%% of new requests; want about rollout.canary.weight %d%%",
-			canary, ws[canary], ws, share, cfg.Rollout.Canary.Weight)
+			canary, ws[canary], ws, share, weight)
 	}
 	if _, err := Decide(context.Background(), f.load(path), Promote, Options{}, 30*time.Second); err != nil {
 		t.Fatalf("promote: %v\nevents:\n%s", err, &ev)

@@ -44,14 +44,8 @@ func TestARollbackGoesOnPastAVersionKilledOnItsStop(t *testing.T) {
 // report never say host-a runs v2 when it was not seen running it.
 func TestAFailedFleetRollbackClaimsNoVersionItDidNotSee(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 3)
-	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	judged(cfg, analysisWindow, canaryFor)
-	path := f.write("fleet.yaml", cfg)
-	f.startLB(path)
-	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
+	f, path := judgedFleet(t, true)
+	cfg := f.load(path)
 	vals := defaultValues()
 	vals.AppFlags = []string{"--drain", "30s"}
 	v2cfg := f.load(f.config("v2.yaml", vals))

@@ -148,6 +148,24 @@ func judged(cfg *config.Config, window, canary time.Duration) {
 	cfg.Rollout.Canary = config.Canary{Hosts: 1, Weight: 10, Duration: canary}
 }
 
+// judgedFleet is a fleet of 3 hosts behind the LB whose deploys are judged (judged: the canary
+// host-a, then each batch), its config fleet.yaml (whose path it returns), deployed to v1 when
+// onV1: where the tests of the canary, the analysis and the pause start.
+func judgedFleet(t *testing.T, onV1 bool) (*fleet, string) {
+	t.Helper()
+	f := newFleet(t, 3)
+	cfg := f.load(f.config("fleet.yaml", defaultValues()))
+	judged(cfg, analysisWindow, canaryFor)
+	path := f.write("fleet.yaml", cfg)
+	f.startLB(path)
+	if onV1 {
+		if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+			t.Fatalf("deploy v1: %v", err)
+		}
+	}
+	return f, path
+}
+
 // write encodes cfg into the config file name in f's dir and returns its path.
 func (f *fleet) write(name string, cfg *config.Config) string {
 	f.t.Helper()

@@ -270,14 +270,7 @@ func TestWatchdogNeverFightsAPausedDeployNorItsDecisions(t *testing.T) {
 // --pause-after-canary, stopped (Ctrl-C) once paused: its pause record stays for a decision.
 func pausedThenStopped(t *testing.T) (*fleet, string) {
 	t.Helper()
-	f := newFleet(t, 3)
-	cfg := f.load(f.config("fleet.yaml", defaultValues()))
-	judged(cfg, analysisWindow, canaryFor)
-	path := f.write("fleet.yaml", cfg)
-	f.startLB(path)
-	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
+	f, path := judgedFleet(t, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
