@@ -163,8 +163,26 @@ func checkInfo(p string, fi os.FileInfo, uid int, leaf bool) error {
 // Open opens path for reading once Check trusts it, and checks the open file (fstat) is the file
 // Check judged and still passes the rule: what is read is what was checked. Only a regular file
 // is opened (a FIFO would block the reader, a device never end). A missing file is the open's
-// error (errors.Is(err, fs.ErrNotExist)); a refusal wraps ErrRefused.
+// error (errors.Is(err, fs.ErrNotExist)); a refusal wraps ErrRefused. A file replaced between
+// the check and the open (a spec published by an atomic rename meanwhile) is checked and opened
+// again, a few times, before that is a refusal.
 func Open(path string, uid int) (*os.File, error) {
+	const attempts = 5
+	for i := 1; ; i++ {
+		f, err := openChecked(path, uid)
+		var changed errReplaced
+		if i < attempts && errors.As(err, &changed) {
+			continue
+		}
+		return f, err
+	}
+}
+
+// errReplaced is openChecked's refusal of a file that was replaced between the check and the open.
+type errReplaced struct{ refusal }
+
+// openChecked is one attempt of Open.
+func openChecked(path string, uid int) (*os.File, error) {
 	real, fi, err := resolve(path, uid)
 	if err != nil {
 		return nil, err
@@ -178,7 +196,7 @@ func Open(path string, uid int) (*os.File, error) {
 	}
 	ofi, err := f.Stat()
 	if err == nil && !os.SameFile(fi, ofi) {
-		err = refusal{fmt.Errorf("%s: the file opened (%s) is not the one checked: it changed between the check and the open", path, real)}
+		err = errReplaced{refusal{fmt.Errorf("%s: the file opened (%s) is not the one checked: it changed between the check and the open", path, real)}}
 	}
 	if err == nil {
 		err = checkInfo(real, ofi, uid, true)
