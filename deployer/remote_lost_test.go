@@ -10,6 +10,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // A host over ssh finished earlier in the deploy (host-a) goes down before the final re-verify:
@@ -111,28 +112,10 @@ func TestAWaitingStepIsToldGoOnlyOnceItAnsweredThatItIsThere(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFleet(t, 2)
-			v := defaultValues()
-			v.Kind = "none"
-			cfg := f.load(f.config("ask.yaml", v))
-			cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake below
-			cfg.Rollout.LockHost = cfg.Hosts[1].Name
-			cfg = f.load(f.write("ask.yaml", cfg))
-			fake, told := filepath.Join(f.dir, "fake-ssh"), filepath.Join(f.dir, "told-go")
-			script := `#!/bin/sh
-case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
-echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"},"asks":` + fmt.Sprint(tc.asks) + `}'
-while IFS= read -r line; do
-	case "$line" in
-	"ready?") [ -n '` + tc.answer + `' ] && echo '` + tc.answer + `' ;;
-	go) touch ` + told + `; exit 255 ;;
-	esac
-done
-exit 255
-`
-			if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			told := filepath.Join(t.TempDir(), "told-go")
+			f, cfg, fake := fakeStepHost(t, `{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"},"asks":`+fmt.Sprint(tc.asks)+`}`,
+				`"ready?") [ -n '`+tc.answer+`' ] && echo '`+tc.answer+`' ;;
+	go) touch `+told+`; exit 255 ;;`)
 			var ev eventLog
 			rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
 			if err == nil {
@@ -155,27 +138,8 @@ exit 255
 // stopped, though its published spec still names v1.
 func TestAnUnreachableHostRunsWhatItsLookSaw(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("ask.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
-	cfg.Rollout.LockHost = cfg.Hosts[1].Name
-	cfg = f.load(f.write("ask.yaml", cfg))
-	fake := filepath.Join(f.dir, "fake-ssh")
-	script := `#!/bin/sh
-case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
-echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
-while IFS= read -r line; do
-	case "$line" in
-	go) exit 255 ;;
-	esac
-done
-exit 255
-`
-	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	f, cfg, fake := fakeStepHost(t, `{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}`,
+		`go) exit 255 ;;`)
 	var ev eventLog
 	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
 	if err == nil {
@@ -185,4 +149,34 @@ exit 255
 		t.Errorf("host-a: outcome %q, runs %q, from %q; want %q, running nothing (what its look saw), from v1\nevents:\n%s",
 			a.Outcome, a.Running, a.From, report.OutcomeUnreachable, &ev)
 	}
+}
+
+// fakeStepHost is a fleet of two hosts without a balancer view whose host-a is reached over ssh
+// through a fake ssh client, at the path it returns, that plays host-a's step: it prints look as
+// the step's look, then runs the shell case arms onLine for each line the deployer sends, and
+// exits 255 at the end and for any other session, as a host cut off would.
+func fakeStepHost(t *testing.T, look, onLine string) (*fleet, *config.Config, string) {
+	t.Helper()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("ask.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake
+	cfg.Rollout.LockHost = cfg.Hosts[1].Name
+	cfg = f.load(f.write("ask.yaml", cfg))
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
+echo '` + look + `'
+while IFS= read -r line; do
+	case "$line" in
+	` + onLine + `
+	esac
+done
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f, cfg, fake
 }
