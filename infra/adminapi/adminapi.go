@@ -51,8 +51,10 @@ type BackendStatus struct {
 	LastError            string    `json:"last_error"`
 	InFlight             int64     `json:"in_flight"`
 	// AdminDrained is true while the admin API holds the backend drained (state draining),
-	// whatever its health checks say.
-	AdminDrained bool `json:"admin_drained"`
+	// whatever its health checks say; DrainedBy is who drained it last (the drain's ?by=,
+	// DrainedByAdmin without one), so an automaton undoes only its own drains.
+	AdminDrained bool   `json:"admin_drained"`
+	DrainedBy    string `json:"drained_by,omitempty"`
 	// Weight is the backend's share of new requests relative to the others in rotation, from
 	// MinWeight to MaxWeight (DefaultWeight until the write API sets it); absent (0) where the
 	// balancer has no weights (an edge's upstreams).

@@ -3,8 +3,29 @@ package adminapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
 )
+
+// DrainedByAdmin is who a drain without ?by= is recorded as drained by.
+const DrainedByAdmin = "admin"
+
+var drainerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// DrainedBy is who a drain request says it comes from: its ?by= (lower-case letters, digits
+// and '-', at most 32), DrainedByAdmin when absent.
+func DrainedBy(r *http.Request) (string, error) {
+	by := r.URL.Query().Get("by")
+	if by == "" {
+		return DrainedByAdmin, nil
+	}
+	if !drainerName.MatchString(by) {
+		return "", fmt.Errorf("by %q: must be 1 to 32 lower-case letters, digits and '-', starting with a letter or digit "+
+			"(who drains: an undrain by another leaves the drain to its owner to undo)", by)
+	}
+	return by, nil
+}
 
 // Errors of the admin write API, wrapped by a balancer's own (the LB's backends, the edge's
 // upstreams): the HTTP layer maps them to 404 and 409.
@@ -19,8 +40,8 @@ var (
 type Targets interface {
 	// Add adds addr, joining, or undrains it; created says it was not known.
 	Add(addr string) (st BackendStatus, created bool, err error)
-	// Drain holds addr drained: out of rotation, in-flight work goes on.
-	Drain(addr string) (BackendStatus, error)
+	// Drain holds addr drained for by (DrainedBy): out of rotation, in-flight work goes on.
+	Drain(addr, by string) (BackendStatus, error)
 	// Remove forgets addr; one still in rotation is refused (ErrInRotation).
 	Remove(addr string) error
 }
@@ -29,7 +50,8 @@ type Targets interface {
 // Every change applies at once, without a restart; GET never changes anything.
 //
 //	PUT    {collection}/{addr}        add (201, joining) or undrain (200); known: no-op (200)
-//	POST   {collection}/{addr}/drain  admin drain (200): out of rotation until undrained
+//	POST   {collection}/{addr}/drain  admin drain (200): out of rotation until undrained;
+//	                                  ?by=NAME records who drains (drained_by; default admin)
 //	DELETE {collection}/{addr}        remove (204); in rotation: 409; unknown: 404
 //
 // Answers carry the target's BackendStatus JSON, errors a plain-text message.
@@ -47,7 +69,12 @@ func HandleWrites(mux *http.ServeMux, collection string, t Targets) {
 		WriteJSON(w, code, st)
 	})
 	mux.HandleFunc("POST "+collection+"/{addr}/drain", func(w http.ResponseWriter, r *http.Request) {
-		st, err := t.Drain(r.PathValue("addr"))
+		by, err := DrainedBy(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		st, err := t.Drain(r.PathValue("addr"), by)
 		if err != nil {
 			WriteError(w, err)
 			return

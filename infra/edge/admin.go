@@ -105,9 +105,10 @@ func (f *Forwarder) AddUpstream(addr string) (st adminapi.BackendStatus, created
 }
 
 // DrainUpstream takes addr out of rotation at once and keeps it out (checks do not bring it
-// back) until AddUpstream undrains it: no new connections, open ones go on.
-func (f *Forwarder) DrainUpstream(addr string) (adminapi.BackendStatus, error) {
-	u, t, moved, err := f.ups.drain(addr, clockOr(f.Clock).Now())
+// back) until AddUpstream undrains it: no new connections, open ones go on. by is who drains
+// (adminapi.DrainedBy), reported as drained_by.
+func (f *Forwarder) DrainUpstream(addr, by string) (adminapi.BackendStatus, error) {
+	u, t, moved, err := f.ups.drain(addr, clockOr(f.Clock).Now(), by)
 	if err != nil {
 		return adminapi.BackendStatus{}, err
 	}
@@ -135,7 +136,7 @@ type adminWrites struct{ f *Forwarder }
 func (a adminWrites) Add(addr string) (adminapi.BackendStatus, bool, error) {
 	return a.f.AddUpstream(addr)
 }
-func (a adminWrites) Drain(addr string) (adminapi.BackendStatus, error) {
-	return a.f.DrainUpstream(addr)
+func (a adminWrites) Drain(addr, by string) (adminapi.BackendStatus, error) {
+	return a.f.DrainUpstream(addr, by)
 }
 func (a adminWrites) Remove(addr string) error { return a.f.RemoveUpstream(addr) }

@@ -158,7 +158,7 @@ func (f *Forwarder) Open() error {
 	f.ups = newUpstreams(inherited(f.Origins, f.Inherit), now)
 	if f.Inherit != nil {
 		for _, a := range f.Inherit.Drained {
-			_, _, _, _ = f.ups.drain(a, now)
+			_, _, _, _ = f.ups.drain(a, now, adminapi.DrainedByAdmin)
 		}
 		logger(f.Logger).Info("edge: admin state taken over from the process this one replaces",
 			"added", f.Inherit.Added, "removed", f.Inherit.Removed, "drained", f.Inherit.Drained)
@@ -439,7 +439,7 @@ func (f *Forwarder) changed(u *upstream, t standing.Transition) {
 	logger(f.Logger).Info("edge upstream transition", "origin", u.addr, "from", string(t.From), "to", string(t.To),
 		"reason", t.Reason, "in_rotation", f.ups.inRotation())
 	f.health.set(f.Healthy)
-	if t.To == standing.Unhealthy && t.From != standing.Unhealthy {
+	if standing.Outage(t) {
 		f.abandonConnects(u)
 	}
 }

@@ -259,7 +259,7 @@ func (s *upstreams) add(addr string, now time.Time) (u *upstream, t standing.Tra
 }
 
 // drain holds addr out of rotation until it is added again; open connections go on.
-func (s *upstreams) drain(addr string, now time.Time) (*upstream, standing.Transition, bool, error) {
+func (s *upstreams) drain(addr string, now time.Time, by string) (*upstream, standing.Transition, bool, error) {
 	if err := checkDial("origin", addr); err != nil {
 		return nil, standing.Transition{}, false, err
 	}
@@ -269,7 +269,7 @@ func (s *upstreams) drain(addr string, now time.Time) (*upstream, standing.Trans
 	if u == nil {
 		return nil, standing.Transition{}, false, fmt.Errorf("drain %s: %w", addr, ErrUnknownUpstream)
 	}
-	t, moved := u.AdminDrain(now)
+	t, moved := u.AdminDrain(now, by)
 	return u, t, moved, nil
 }
 

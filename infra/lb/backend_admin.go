@@ -87,8 +87,9 @@ func (s *Server) BackendStatus(addr string) (BackendStatus, error) {
 
 // DrainBackend takes addr out of rotation at once and keeps it out (health checks do not bring
 // it back) until AddBackend undrains it: no new requests, in-flight ones finish, idle pooled
-// connections to it are closed (on both paths; busy ones as they go idle).
-func (s *Server) DrainBackend(addr string) (BackendStatus, error) {
+// connections to it are closed (on both paths; busy ones as they go idle). by is who drains
+// (adminapi.DrainedBy), reported as drained_by.
+func (s *Server) DrainBackend(addr, by string) (BackendStatus, error) {
 	if err := checkBackendAddr(addr); err != nil {
 		return BackendStatus{}, err
 	}
@@ -98,7 +99,7 @@ func (s *Server) DrainBackend(addr string) (BackendStatus, error) {
 	if b == nil {
 		return BackendStatus{}, fmt.Errorf("drain %s: %w", addr, ErrUnknownBackend)
 	}
-	if t, ok := b.AdminDrain(s.clock.Now()); ok {
+	if t, ok := b.AdminDrain(s.clock.Now(), by); ok {
 		s.adminChanged(b, actionDrain, t)
 	}
 	return b.Status(), nil

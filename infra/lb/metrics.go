@@ -89,7 +89,7 @@ var (
 		"Answers of a backend by status class (1xx: upgrades), and attempts at it that got no response (errors).",
 		[]string{"backend", "class"}, nil)
 	inFlightDesc = prometheus.NewDesc("zero502_lb_in_flight_requests",
-		"Requests in progress at a backend.", []string{"backend"}, nil)
+		"Requests in progress at a backend, and upgraded (WebSocket) connections open to it.", []string{"backend"}, nil)
 	inRotationDesc = prometheus.NewDesc("zero502_lb_backend_in_rotation",
 		"1 when the backend is healthy and in rotation.", []string{"backend"}, nil)
 	failOpenDesc = prometheus.NewDesc("zero502_lb_failing_open",

@@ -121,8 +121,10 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 		case attemptOK:
 			if x.resp.Status == 101 {
 				consumed()
-				b.inFlight.Add(-1) // the exchange is over; the tunnel is counted on its own
+				// An open upgraded connection is in flight to its backend until it ends: a drain
+				// at the balancer waits for it (within its window) before the stop signal.
 				s.tunnel(cc, x, b, u, start)
+				b.inFlight.Add(-1)
 				return false
 			}
 			keep := s.relay(cc, x, b, u, start)

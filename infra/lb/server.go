@@ -344,7 +344,7 @@ func (s *Server) forget(cc *clientConn) {
 // idle pooled connections (in-flight ones finish, but when it left for failing, an outage,
 // those that may be are resent: resend.go).
 func (s *Server) changed(b *Backend, t Transition) {
-	failed := t.To == Unhealthy && t.From != Unhealthy // (not a first check's: it was never in)
+	failed := standing.Outage(t)
 	if failed {
 		s.outage(b)
 	}

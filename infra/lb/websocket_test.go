@@ -177,3 +177,33 @@ func TestIdleWebSocketIsClosedAfterTheTunnelIdleTimeout(t *testing.T) {
 		t.Fatal("the idle WebSocket still echoes after its idle timeout")
 	}
 }
+
+// An open WebSocket is in flight to its backend until it ends: a backend drained at the balancer
+// (drain: balancer waits for in_flight 0 before the stop signal; lb-sync deletes a retired
+// backend at in_flight 0) is not reported idle while one is open through it.
+func TestAnOpenWebSocketIsInFlightToItsBackendUntilItEnds(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	ws, err := wsDial(l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.c.Close()
+	if _, err := ws.echo([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.DrainBackend(a.addr(), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InRotation || st.InFlight != 1 {
+		t.Fatalf("drained with a WebSocket open through it: in_rotation %v, in_flight %d; want out of rotation with 1 in flight",
+			st.InRotation, st.InFlight)
+	}
+	if err := ws.close(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "in_flight back to 0 once the WebSocket ended", func() bool {
+		return l.Backends()[0].Status().InFlight == 0
+	})
+}

@@ -24,9 +24,9 @@ import (
 // LBSync makes the in-house balancer (`zero502 lb`) take its backends from a mesh route, through
 // the balancer's admin write API only: every Every it reads the mesh's GET /route and, for the
 // servers the mesh knows, adds or undrains (PUT /admin/backends/{addr}) every address in
-// rotation, then drains (POST /admin/backends/{addr}/drain) every one the mesh ruled out. A
-// server the mesh rules out leaves the balancer's rotation without a restart; it is drained,
-// not removed, so healing is an undrain.
+// rotation, then drains (POST /admin/backends/{addr}/drain?by=mesh-lb-sync) every one the mesh
+// ruled out. A server the mesh rules out leaves the balancer's rotation without a restart; it
+// is drained, not removed, so healing is an undrain, of its own drains only (drainedByMesh).
 //
 // LBSync remembers the backends it added. Once the mesh no longer lists one of them at all (its
 // service left the mesh's configuration), it drains it, then deletes it (DELETE
@@ -79,8 +79,15 @@ type lbBackend struct {
 	State        string `json:"state"`
 	InRotation   bool   `json:"in_rotation"`
 	AdminDrained bool   `json:"admin_drained"`
+	DrainedBy    string `json:"drained_by"`
 	InFlight     int64  `json:"in_flight"`
 }
+
+// drainedByMesh is who LBSync's drains say they come from (?by=, the balancer's drained_by): it
+// undrains only a backend it drained itself. One a deploy (drain: balancer) or an operator
+// drained stays drained, routed or not, until they undrain it: undoing their drain would put it
+// back in rotation while they wait to stop it.
+const drainedByMesh = "mesh-lb-sync"
 
 // Validate returns what is wrong with s's mesh URL and key, naming the flag of `zero502 mesh
 // lb-sync`, the value and the rule: Mesh must be an http(s) URL with a host; without a Key its
@@ -156,9 +163,13 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var changes []string
+	var changes, othersDrains []string
 	for _, a := range rv.Addresses {
 		if b, ok := by[a]; !ok || b.AdminDrained {
+			if ok && b.DrainedBy != drainedByMesh {
+				othersDrains = append(othersDrains, fmt.Sprintf("%s (drained by %s)", a, cmp.Or(b.DrainedBy, "an older balancer")))
+				continue
+			}
 			if err := s.admin(ctx, http.MethodPut, "/admin/backends/"+url.PathEscape(a), nil); err != nil {
 				return changes, err
 			}
@@ -193,7 +204,7 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 			deferred = append(deferred, e.Address)
 			continue
 		}
-		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(e.Address)+"/drain", nil); err != nil {
+		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(e.Address)+"/drain?by="+drainedByMesh, nil); err != nil {
 			return changes, err
 		}
 		changes = append(changes, fmt.Sprintf("drain %s (%s: %s)", e.Address, e.Server, e.Why))
@@ -213,6 +224,10 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return changes, err
 		}
+	}
+	if len(othersDrains) > 0 {
+		s.logger().Info("mesh lb sync: routed addresses held drained by someone else are left drained (a deploy or an operator "+
+			"drained them; they undrain them)", "drained", othersDrains)
 	}
 	if len(deferred) > 0 {
 		routed := make([]string, 0, len(rv.Addresses))
@@ -251,7 +266,7 @@ func (s *LBSync) retire(ctx context.Context, a string, by map[string]lbBackend) 
 		delete(s.added, a)
 		return "", nil
 	case !b.AdminDrained:
-		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(a)+"/drain", nil); err != nil {
+		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(a)+"/drain?by="+drainedByMesh, nil); err != nil {
 			return "", err
 		}
 		return "drain " + a + " (no longer routed by the mesh; removed once nothing is in flight)", nil

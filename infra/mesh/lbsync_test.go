@@ -445,3 +445,80 @@ func TestLBSyncRetiresABackendOnlyOnceARoutedAddressIsInRotation(t *testing.T) {
 		t.Errorf("changes %q; want %s added first, then %s drained and removed", log, y, x)
 	}
 }
+
+// lb-sync undoes only its own drains: a routed backend that a deploy (drain: balancer) or an
+// operator drained stays drained, so it is not put back in rotation while they wait to stop
+// it; one lb-sync drained (drained_by mesh-lb-sync) is undrained once the mesh routes it again,
+// unless someone drained it after it.
+func TestLBSyncUndrainsOnlyWhatItDrained(t *testing.T) {
+	a, b := httpBackend(t), httpBackend(t)
+	var mu sync.Mutex
+	servers := []routeEntry{{Server: "a", Address: a, In: true}, {Server: "b", Address: b, In: true}}
+	rv := RouteView{Ready: true, Addresses: []string{a, b}, Servers: servers}
+	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.NewEncoder(w).Encode(rv)
+	}))
+	defer mesh.Close()
+	route := func(addrs ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		rv = RouteView{Ready: true, Addresses: addrs, Servers: servers}
+	}
+	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, a, b), Every: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	poll.Until(t, 10*time.Second, "a and b in rotation", func() bool {
+		got := balancerBackends(t, s)
+		return got[a].InRotation && got[b].InRotation
+	})
+
+	drain := func(addr, query string) {
+		t.Helper()
+		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+addr+"/drain"+query, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(b, "?by=deploy") // a deploy drains b at the balancer, the mesh still routes it
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := balancerBackends(t, s)[b]; !got.AdminDrained || got.DrainedBy != "deploy" {
+		t.Fatalf("b after a round with b routed: %+v; want it left drained by the deploy", got)
+	}
+	if err := s.admin(ctx, http.MethodPut, "/admin/backends/"+b, nil); err != nil { // the deploy undrains it
+		t.Fatal(err)
+	}
+
+	route(a) // the mesh rules b out: lb-sync drains it
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := balancerBackends(t, s)[b]; !got.AdminDrained || got.DrainedBy != drainedByMesh {
+		t.Fatalf("b ruled out by the mesh: %+v; want drained by %s", got, drainedByMesh)
+	}
+	route(a, b) // and routes it again: lb-sync undoes its drain
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := balancerBackends(t, s)[b]; got.AdminDrained {
+		t.Fatalf("b routed again after lb-sync's own drain: %+v; want it undrained", got)
+	}
+
+	route(a)
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drain(b, "") // an operator drains it too, after lb-sync: theirs now
+	route(a, b)
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := balancerBackends(t, s)[b]; !got.AdminDrained || got.DrainedBy != "admin" {
+		t.Fatalf("b drained by an operator after lb-sync: %+v; want it left drained by admin", got)
+	}
+	if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+b+"/drain?by=Not%20A%20Name", nil); err == nil ||
+		!strings.Contains(err.Error(), `by "Not A Name": must be 1 to 32 lower-case letters`) {
+		t.Fatalf("a drain with a bad ?by=: %v, want 400 naming the rule", err)
+	}
+}

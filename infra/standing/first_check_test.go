@@ -52,3 +52,87 @@ func TestAConfiguredTargetWhoseFirstCheckIs503StartsDraining(t *testing.T) {
 		t.Fatalf("then a 200: %+v %v, want in rotation at its first good check", tr, ok)
 	}
 }
+
+// An undrain makes a configured target earn the healthy threshold from then on, even one that
+// had not been in rotation yet (the idle start-first port the deployer held out, an edge
+// upstream drained before its first check): its first good check no longer puts it in at once.
+func TestUndrainOfATargetNeverInRotationNeedsTheHealthyThreshold(t *testing.T) {
+	th := Thresholds{Unhealthy: 2, Healthy: 3}
+	ok := Verdict{Status: 200}
+	refused := Verdict{Err: errors.New("connect: connection refused")}
+	for _, tc := range []struct {
+		name  string
+		setup func(s *Standing, now time.Time)
+	}{
+		{"first check failed, then drained", func(s *Standing, now time.Time) {
+			s.Record(refused, now, th)
+			s.AdminDrain(now, "admin")
+		}},
+		{"drained before its first check", func(s *Standing, now time.Time) {
+			s.AdminDrain(now, "admin")
+			s.Record(ok, now, th) // held: only recorded
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Standing{}
+			now := zeroTime
+			s.StartAwaitingFirstCheck(now)
+			tc.setup(s, now)
+			now = now.Add(time.Second)
+			if tr, moved := s.Undrain(now); !moved || tr.To != Joining {
+				t.Fatalf("undrain: %+v %v", tr, moved)
+			}
+			for i := 1; i <= th.Healthy; i++ {
+				now = now.Add(time.Second)
+				s.Record(ok, now, th)
+				if in := s.InRotation(); in != (i == th.Healthy) {
+					t.Fatalf("after %d good checks since the undrain: in rotation %v (state %s), want in only at the healthy threshold %d",
+						i, in, s.State(), th.Healthy)
+				}
+			}
+		})
+	}
+}
+
+// Only a target that was in rotation and left it for failing is an outage (what was in flight
+// there may be lost); a draining target that then fails its checks had asked to leave and
+// finishes what it has.
+func TestOnlyLeavingRotationForFailingIsAnOutage(t *testing.T) {
+	th := Thresholds{Unhealthy: 3, Healthy: 2}
+	refused := Verdict{Err: errors.New("connect: connection refused")}
+
+	s := inRotation()
+	now := zeroTime
+	var outages []Transition
+	record := func(v Verdict) {
+		now = now.Add(time.Second)
+		if tr, moved := s.Record(v, now, th); moved && Outage(tr) {
+			outages = append(outages, tr)
+		}
+	}
+	record(Verdict{Status: 503})
+	for range th.Unhealthy {
+		record(refused)
+	}
+	if s.State() != Unhealthy || len(outages) != 0 {
+		t.Fatalf("a draining target that then fails its checks: state %s, outages %+v; want unhealthy and no outage", s.State(), outages)
+	}
+
+	s = inRotation()
+	for range th.Unhealthy {
+		record(refused)
+	}
+	if len(outages) != 1 || outages[0].From != Healthy {
+		t.Fatalf("a target in rotation that fails its checks: outages %+v, want one", outages)
+	}
+	s = inRotation()
+	if tr, moved := s.Eject("connection refused", now); !moved || !Outage(tr) {
+		t.Fatalf("a passive ejection from rotation: %+v %v, want an outage", tr, moved)
+	}
+
+	s = &Standing{}
+	s.StartAwaitingFirstCheck(now)
+	if tr, moved := s.Record(refused, now, th); moved && Outage(tr) {
+		t.Fatalf("a first check's failure: %+v, want no outage (it was never in)", tr)
+	}
+}

@@ -98,8 +98,9 @@ type Standing struct {
 	lastErr     string
 	transitions []Transition
 	// adminDrained: the admin API drained it; checks keep it out of rotation until the admin
-	// API undrains it.
+	// API undrains it. drainedBy names who drained it last (adminapi.DrainedBy).
 	adminDrained bool
+	drainedBy    string
 	// removed: the admin API took it out of the set; nothing changes its state any more.
 	removed bool
 	// first: a configured target's way to its first good check (StartAwaitingFirstCheck); 0 for
@@ -259,11 +260,13 @@ func (s *Standing) Eject(reason string, now time.Time) (Transition, bool) {
 	return s.moveLocked(Unhealthy, now, "passive: "+reason), true
 }
 
-// AdminDrain holds the target drained: state draining, out of rotation, whatever its checks say.
-// Draining one already held drained changes nothing.
-func (s *Standing) AdminDrain(now time.Time) (Transition, bool) {
+// AdminDrain holds the target drained for by (who asks: adminapi.DrainedBy): state draining,
+// out of rotation, whatever its checks say. Draining one already held drained changes nothing
+// but who holds it: the last to drain it, whose drain an undrain by an earlier one would undo.
+func (s *Standing) AdminDrain(now time.Time, by string) (Transition, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.drainedBy = by
 	if s.adminDrained {
 		return Transition{}, false
 	}
@@ -282,10 +285,19 @@ func (s *Standing) Undrain(now time.Time) (Transition, bool) {
 	if !s.adminDrained {
 		return Transition{}, false
 	}
-	s.adminDrained = false
+	s.adminDrained, s.drainedBy = false, ""
 	s.successes = 0
+	s.first = firstDone // a configured target's first good check no longer puts it in at once
 	return s.moveLocked(Joining, now, ReasonAdmin), true
 }
+
+// Outage says whether t took a target that was in rotation out of it for failing (failed
+// checks, or a connection refused or broken: Eject): what was in flight there may be lost, so
+// the LB resends what it safely can and the edge connects elsewhere. A draining target that then
+// fails its checks is no outage: it left rotation when it asked to (a 503), and a service that
+// keeps the drain contract stops accepting at the end of its window while it finishes what it
+// has, which must finish there. A first check's failure is none either: it was never in.
+func Outage(t Transition) bool { return t.From == Healthy && t.To == Unhealthy }
 
 // MarkRemoved takes the target out of the state machine for good, unless it is still in
 // rotation (ErrInRotation: drain it first); from is its last state.
@@ -323,7 +335,7 @@ func (s *Standing) Status(address string, inFlight int64) adminapi.BackendStatus
 	return adminapi.BackendStatus{
 		Address: address, State: s.state, InRotation: s.state == Healthy, Since: s.since.UTC(),
 		ConsecutiveFailures: s.failures, ConsecutiveSuccesses: s.successes,
-		LastCheck: s.lastCheck.UTC(), LastError: s.lastErr, InFlight: inFlight, AdminDrained: s.adminDrained,
+		LastCheck: s.lastCheck.UTC(), LastError: s.lastErr, InFlight: inFlight, AdminDrained: s.adminDrained, DrainedBy: s.drainedBy,
 		Transitions: append([]Transition{}, s.transitions...),
 	}
 }

@@ -107,10 +107,10 @@ func TestAdminHolds(t *testing.T) {
 	if _, err := s.MarkRemoved(); !errors.Is(err, ErrInRotation) {
 		t.Fatalf("remove in rotation: %v, want ErrInRotation", err)
 	}
-	if tr, ok := s.AdminDrain(zeroTime); !ok || tr.To != Draining || tr.Reason != ReasonAdmin {
+	if tr, ok := s.AdminDrain(zeroTime, "admin"); !ok || tr.To != Draining || tr.Reason != ReasonAdmin {
 		t.Fatalf("drain: %+v %v", tr, ok)
 	}
-	if _, ok := s.AdminDrain(zeroTime); ok {
+	if _, ok := s.AdminDrain(zeroTime, "admin"); ok {
 		t.Fatal("a second drain changed something")
 	}
 	for i := 0; i < 3; i++ {
@@ -130,7 +130,7 @@ func TestAdminHolds(t *testing.T) {
 	if !s.InRotation() {
 		t.Fatal("not back after the healthy threshold")
 	}
-	s.AdminDrain(zeroTime)
+	s.AdminDrain(zeroTime, "admin")
 	if from, err := s.MarkRemoved(); err != nil || from != Draining {
 		t.Fatalf("remove drained: %s %v", from, err)
 	}
@@ -324,7 +324,7 @@ func TestFailsOpenOnlyAfterServingAndLeavingByChecks(t *testing.T) {
 	e := inRotation()
 	e.Eject("connect: connection refused", now)
 	check("ejected", e, true)
-	e.AdminDrain(now)
+	e.AdminDrain(now, "admin")
 	check("ejected, then drained by the admin API", e, false)
 	e.Undrain(now)
 	check("undrained: joining", e, false)

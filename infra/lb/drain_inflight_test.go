@@ -1,0 +1,125 @@
+package lb
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
+)
+
+// drainContractBackend is a backend that keeps the drain handshake: once draining its health
+// answers 503 while it still serves; at the end of its window it closes its listener (checks are
+// refused) and finishes what it has. GET /slow takes held to answer "A".
+type drainContractBackend struct {
+	ln       net.Listener
+	draining atomic.Bool
+	slow     atomic.Int64
+	wg       sync.WaitGroup
+}
+
+func startDrainContractBackend(t *testing.T, held time.Duration) *drainContractBackend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &drainContractBackend{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.wg.Add(1)
+			go b.serve(c, held)
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); b.wg.Wait() })
+	return b
+}
+
+func (b *drainContractBackend) serve(c net.Conn, held time.Duration) {
+	defer b.wg.Done()
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		switch {
+		case req.URL.Path == "/health" && b.draining.Load():
+			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+		case req.URL.Path == "/slow":
+			b.slow.Add(1)
+			time.Sleep(held)
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\nA")
+			return
+		default:
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA")
+		}
+	}
+}
+
+// A GET in flight at a backend that drains by the handshake finishes there: when the backend
+// closes its listener at the end of its window, its refused checks take it from draining to
+// unhealthy, which is no outage (it left rotation when it asked to), so the LB neither gives the
+// request up nor resends it elsewhere (it would run twice).
+func TestAGetInFlightAtADrainingBackendFinishesThere(t *testing.T) {
+	a := startDrainContractBackend(t, 2*time.Second)
+	b := startBackend(t, "B")
+	set := fastSettings(a.ln.Addr().String(), b.addr())
+	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
+	set.UnhealthyThreshold, set.HealthyThreshold = 2, 2
+	set.HeaderTimeout = 10 * time.Second
+	l := startLB(t, set)
+	poll.Until(t, 10*time.Second, "both backends in rotation", func() bool {
+		bs := l.Backends()
+		return bs[0].InRotation() && bs[1].InRotation()
+	})
+
+	type answer struct {
+		body string
+		err  error
+	}
+	answers := make(chan answer, 2)
+	for range 2 { // round robin gives one of the two to A
+		go func() {
+			resp, err := client().Get(l.url("/slow"))
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{body: string(body)}
+		}()
+	}
+	poll.Until(t, 5*time.Second, "A took a GET /slow", func() bool { return a.slow.Load() == 1 })
+	a.draining.Store(true)
+	poll.Until(t, 5*time.Second, "A draining", func() bool { return l.Backends()[0].State() == Draining })
+	a.ln.Close() // the end of its window: it stops accepting and finishes what it has
+	poll.Until(t, 5*time.Second, "A's refused checks take it to unhealthy", func() bool { return l.Backends()[0].State() == Unhealthy })
+
+	fromA := 0
+	for range 2 {
+		got := <-answers
+		if got.err != nil {
+			t.Fatalf("GET /slow: %v", got.err)
+		}
+		if got.body == "A" {
+			fromA++
+		}
+	}
+	if fromA != 1 || l.resent.Load() != 0 || a.slow.Load() != 1 {
+		t.Fatalf("answers from A %d (want 1), resent after eject %d (want 0), GETs A ran %d (want 1): the GET in flight at "+
+			"the draining backend was given up and resent", fromA, l.resent.Load(), a.slow.Load())
+	}
+}
