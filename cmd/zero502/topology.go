@@ -29,7 +29,8 @@ gtm region, gtm global-settings load-balancing (topology-longest-match), gtm wid
 and gtm server stanzas, plus query lines that make it one self-contained case:
   source ip=10.1.2.7        (or declared: source country=PT continent=EU isp="..." region=NAME)
   candidates POOL1 POOL2    (optional; else the wide IP's pools, or the record destinations)
-  down vs1                  (optional; pool members marked down)
+  down vs1 s2:vs3           (optional; pool members marked down: SERVER:VS when two
+                            servers have a virtual server of that name)
 Without a source line (and no --ldns) the records are shown in walk order only. With gtm
 wideip and gtm pool stanzas both levels are walked: the wide IP chooses a pool, the pool a
 member, and the answer says where the query ends (a member, the alternate or fallback method,

@@ -15,11 +15,13 @@
 //	List(ctx) ([]netip.Addr, error)   the addresses in the set, sorted
 //	Add(ctx, addr) error              idempotent; returns once the change is visible
 //	Remove(ctx, addr) error           idempotent; refuses to remove the last address
-//	TTL() time.Duration               how long resolvers may keep an answer
+//	TTL() time.Duration               how long resolvers may keep a removed address
 //
 // "Visible" is each provider's strongest promise: Route 53 once the change is INSYNC on all of
 // its authoritative servers; the zone file at the next query after the write. Resolvers that
-// cached the old answer keep it for up to TTL more, which the deployer waits out.
+// cached the old answer keep it for up to TTL more, which the deployer waits out. That holds
+// because Add never lowers a record's TTL and Remove refuses a record whose TTL is longer than
+// TTL (CheckCachedTTL): a removed address was never handed out with a longer one.
 package dnsset
 
 import (
@@ -127,13 +129,17 @@ func CheckRemove(name string, current []netip.Addr, addr netip.Addr) (bool, erro
 
 // CheckCachedTTL is the other rule of Remove: the record about to go must not carry a TTL
 // longer than the one the rollout waits out (want), or resolvers could keep sending clients to
-// the removed edge after the deployer thinks it has left the set.
+// the removed edge after the deployer thinks it has left the set. have must be the longest TTL
+// resolvers may have been handed: the providers' Add never lowers a TTL, so the TTL on file is
+// it. (Lowering it would make this check pass at once while resolvers still hold the answer
+// they got at the old TTL.)
 func CheckCachedTTL(name string, addr netip.Addr, have, want time.Duration) error {
 	if have > want {
 		return fmt.Errorf("%s: the record of %s has TTL %s, longer than the %s the rollout waits for; "+
-			"resolvers could still send clients to it after the wait. Re-add it with TTL %s (which "+
-			"rewrites the record), wait %s for the old answers to expire, then remove it",
-			name, addr, have, want, want, have)
+			"resolvers could still send clients to it after the wait. Roll with a TTL of at least %s "+
+			"(--ttl, edge.dns_ttl), or lower the records' TTL to %s yourself (zero502's add never lowers "+
+			"a TTL), wait %s for the answers already handed out to expire, then remove it",
+			name, addr, have, want, have, want, have)
 	}
 	return nil
 }

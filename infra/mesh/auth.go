@@ -26,13 +26,21 @@ import (
 //	                          "zero502-mesh-bulletin-v1\n" sender "\n" receiver "\n" timestamp "\n" body
 //
 // The receiver takes a bulletin only from a configured peer, from that peer's configured
-// address, whose report speaks for the sender, signed with the key, stamped within
-// BulletinWindow of the receiver's clock and later than the last bulletin it took from that
-// sender (so a captured bulletin cannot be replayed, to this receiver or to another one), and
+// address, whose report speaks for the sender, signed with the key (for this receiver: the
+// signature names it, so a bulletin captured on its way to another server is refused here),
+// stamped within BulletinWindow of the receiver's clock, not before the receiver started (Open)
+// and later than the last bulletin it took from that sender (so a captured bulletin is not
+// taken twice, also across a restart of the receiver, which forgets the last timestamps), and
 // arriving at least half a round (ProbeEvery/2) after that one (so a key holder cannot make a
 // failure streak out of bulletins sent back to back: a streak takes FailStreak rounds). A
 // bulletin failing any check is refused (401: signature, time, replay; 403: who sent it; 429:
 // too soon) and changes nothing.
+//
+// The start floor compares the sender's stamp with the receiver's clock, so it is as exact as
+// the two clocks agree: a sender whose clock runs d ahead of the receiver's stamps its bulletins
+// d late, and one captured in the last d before the receiver restarted can be taken once more
+// after it; a sender whose clock runs d behind has its bulletins refused for the first d after
+// the receiver starts. Both are within BulletinWindow, and both are zero with NTP.
 //
 // The route. lb-sync (LBSync) sends every GET /route with a fresh random challenge, and a node
 // with a key answers it signed:
@@ -198,9 +206,11 @@ type taken struct {
 }
 
 // accept applies the replay guard and the one-bulletin-a-round rule to a bulletin from sender
-// stamped ts and arriving at now. ts must be later than the last bulletin taken from sender (401
-// otherwise: of two copies of one bulletin only the first passes). And it must arrive at least
-// half a round (--probe-every/2) after the last one taken from sender (429 otherwise): each
+// stamped ts and arriving at now. ts must not be before this node started (401 otherwise: the
+// memory below is lost with a restart, so a bulletin captured before it would pass once more)
+// and must be later than the last bulletin taken from sender (401 otherwise: of two copies of
+// one bulletin only the first passes). And it must arrive at least half a round
+// (--probe-every/2) after the last one taken from sender (429 otherwise): each
 // bulletin advances every streak it carries a probe for by one, and a sender sends one a round,
 // so without this a key holder could send --fail-streak bulletins back to back and make a whole
 // failure streak (a checker: take any server out) in milliseconds instead of --fail-streak
@@ -210,6 +220,11 @@ type taken struct {
 func (n *Node) accept(sender string, ts int64, now time.Time) *refusal {
 	n.authMu.Lock()
 	defer n.authMu.Unlock()
+	if ts < n.started {
+		return unauthorized("replayed or delayed: stamped %s, before this server started at %s; a bulletin sent before "+
+			"a restart is not taken after it (if %s's clock is behind this server's, run NTP)",
+			time.Unix(0, ts).UTC().Format(time.RFC3339Nano), time.Unix(0, n.started).UTC().Format(time.RFC3339Nano), sender)
+	}
 	last, ok := n.lastBulletin[sender]
 	if ok && ts <= last.ts {
 		return unauthorized("replayed: stamped %d, not later than the last bulletin taken from %s (%d)", ts, sender, last.ts)

@@ -1,12 +1,14 @@
 package mesh
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -186,6 +188,48 @@ func TestForgedBulletinsChangeNeitherTheRouteNorTheBalancer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A captured bulletin is taken once. The receiver's memory of the last timestamps is lost when
+// it restarts, so a replay to the restarted process is refused by the start floor: a bulletin
+// stamped before the receiver started is not taken, whatever it remembers.
+func TestACapturedBulletinIsRefusedAfterTheReceiverRestarts(t *testing.T) {
+	newNode := func() *Node {
+		n := &Node{Name: "a", Listen: "127.0.0.1:0", Key: testKey,
+			Peers: map[string]string{"b": "127.0.0.2:7946", "c": "127.0.0.3:7946"}}
+		if err := n.Open(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.ln.Close() })
+		return n
+	}
+	body := []byte(forgedBulletin(t, "b", false, "", "c"))
+	var ts int64
+	post := func(n *Node) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "/mesh/bulletin", bytes.NewReader(body))
+		req.RemoteAddr = "127.0.0.2:40000"
+		signRequest(req, testKey, "b", "a", ts, body)
+		w := httptest.NewRecorder()
+		n.handler().ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	first := newNode()
+	ts = time.Now().UnixNano() // b's bulletin, sent to the running receiver and captured on the way
+	if code, msg := post(first); code != http.StatusNoContent {
+		t.Fatalf("the genuine bulletin: %d %s, want 204", code, msg)
+	}
+	if code, msg := post(first); code != http.StatusUnauthorized || !strings.Contains(msg, "replayed") {
+		t.Fatalf("replayed to the same process: %d %s, want 401 replayed", code, msg)
+	}
+	restarted := newNode()
+	if code, msg := post(restarted); code != http.StatusUnauthorized || !strings.Contains(msg, "before this server started") {
+		t.Fatalf("the captured bulletin replayed after the receiver restarted: %d %s; want 401 naming the start", code, msg)
+	}
+	// A bulletin b stamps after the restart is taken as usual.
+	ts = time.Now().UnixNano()
+	if code, msg := post(restarted); code != http.StatusNoContent {
+		t.Fatalf("a fresh bulletin after the restart: %d %s, want 204", code, msg)
+	}
 }
 
 // Without a key a node starts only on loopback: off loopback anyone who reaches it could forge

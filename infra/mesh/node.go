@@ -39,8 +39,9 @@ const (
 //	GET  /metrics         the same view for Prometheus
 //
 // Bulletins are authenticated (auth.go): signed with Key, from a configured peer at its
-// configured address, fresh and each taken once. Times in bulletins are stamped on receipt with
-// the node's clock, so clock skew between servers cannot make data look fresh or stale.
+// configured address, fresh, stamped after this node started and each taken once. Times in
+// bulletins are stamped on receipt with the node's clock, so clock skew between servers cannot
+// make data look fresh or stale.
 type Node struct {
 	Name   string
 	Listen string // host:port of the HTTP endpoint
@@ -97,6 +98,7 @@ type Node struct {
 	alerts chan alert.Alert
 
 	authMu       sync.Mutex
+	started      int64            // Open's time on Clock, Unix ns: every peer's replay floor (a restart forgets lastBulletin)
 	lastBulletin map[string]taken // sender → the last bulletin taken (replay guard, one a round)
 	roleClaims   map[string]bool  // sender → the checker role it last claimed against --checkers (logged once)
 }
@@ -268,6 +270,9 @@ func (n *Node) Open() error {
 		d.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}
 	}
 	n.client = &http.Client{Timeout: n.ProbeTimeout, Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}}
+	// The replay guard's memory (lastBulletin) starts empty: without a floor, a bulletin captured
+	// before this start would be taken once more. Honest bulletins are stamped after it.
+	n.started = n.Clock.Now().UnixNano()
 	n.lastBulletin = map[string]taken{}
 	n.roleClaims = map[string]bool{}
 	n.reachable.Store(true)

@@ -48,7 +48,9 @@ func (p *Paste) newLevel(lvl Level, wideIPMode string, pools []Pool, pool string
 // members there). When the wide IP's choice has a gtm pool stanza, the pool's member decision
 // follows, and PoolLevel and Answer show where the query ends: a member, the pool's alternate
 // or fallback method, the next pool (fallback none), or the local BIND. rr is the round-robin
-// turn for equal top scores. A paste that cannot be decided is an error ending with tmshShape.
+// turn for equal top scores. A paste that cannot be decided is an error ending with tmshShape:
+// among them pools the decision cannot tell apart (checkPoolNames) and a down or candidates
+// line naming by VS name alone a virtual server several servers have (sameVSName).
 func Decide(p *Paste, rr uint64) (*Decision, error) {
 	if err := p.markDown(); err != nil {
 		return nil, shapeError(err)
@@ -58,6 +60,9 @@ func Decide(p *Paste, rr uint64) (*Decision, error) {
 		d := lv.decision(nil)
 		d.Notes = append(d.Notes, p.unpastedNotes()...)
 		return &d, nil
+	}
+	if err := p.checkPoolNames(); err != nil {
+		return nil, shapeError(err)
 	}
 	first, notes, err := p.firstLevel()
 	if err != nil {
@@ -103,13 +108,12 @@ func (p *Paste) secondLevel(d *Decision, first *level, res *Result, rr uint64) {
 		}
 	}
 	for _, name := range order {
-		i := slices.IndexFunc(p.Pools, func(pl Pool) bool { return pl.Name == name })
-		if i < 0 {
+		pool, ok := p.pool(name)
+		if !ok {
 			d.Answer = &Answer{By: "topology", Pool: name, Text: fmt.Sprintf("the wide IP chooses pool %s; its gtm pool "+
 				"stanza is not pasted, so the member decision is not shown", name)}
 			return
 		}
-		pool := p.Pools[i]
 		lv := p.newLevel(LevelPool, "topology", withPool(first.set.Pools, pool), pool.Name)
 		var pd Decision
 		if pool.LoadBalancing == "topology" {
@@ -173,19 +177,24 @@ func (p *Paste) poolAnswer(pool Pool, pd *Decision) (ans *Answer, next bool) {
 		"none so an empty pool passes the query to another pool)", empty, pool.Fallback)}, false
 }
 
-// markDown applies the "down" line to the pasted pool members.
+// markDown applies the "down" line to the pasted pool members: the member it names is down in
+// every pool that has it (one virtual server, whatever pools list it). A VS name that members
+// of several servers share is refused (sameVSName): it does not say which one is down.
 func (p *Paste) markDown() error {
 	for _, name := range p.Down {
-		found := false
+		switch named := membersNamed(p.Pools, name); len(named) {
+		case 0:
+			return fmt.Errorf("down %s: no pasted pool member is named %s (members: %s)", name, name, strings.Join(p.memberNames(), ", "))
+		case 1:
+		default:
+			return sameVSName("down", name, named)
+		}
 		for i := range p.Pools {
 			for j := range p.Pools[i].Members {
 				if m := &p.Pools[i].Members[j]; memberNamed(m.Name, name) {
-					m.Down, found = true, true
+					m.Down = true
 				}
 			}
-		}
-		if !found {
-			return fmt.Errorf("down %s: no pasted pool member is named %s (members: %s)", name, name, strings.Join(p.memberNames(), ", "))
 		}
 	}
 	return nil
@@ -197,11 +206,35 @@ func memberNamed(member, name string) bool {
 	return member == name || vs == name
 }
 
+// membersNamed are the distinct members (SERVER:VS) of pools that name matches, in the order
+// pasted: more than one when name is a VS name that several servers' virtual servers share.
+func membersNamed(pools []pastedPool, name string) []string {
+	var out []string
+	for _, pl := range pools {
+		for _, m := range pl.Members {
+			if memberNamed(m.Name, name) && !slices.Contains(out, m.Name) {
+				out = append(out, m.Name)
+			}
+		}
+	}
+	return out
+}
+
+// sameVSName is the error for a query line (down, candidates) naming by VS name alone a
+// virtual server that several servers have: the members it could be, and how to name one.
+func sameVSName(line, name string, members []string) error {
+	return fmt.Errorf("%s %s: %d servers have a virtual server %s (%s), so the name alone does not say which "+
+		"member: write %s SERVER:VS, e.g. %s %s (name each member meant)", line, name, len(members), name,
+		strings.Join(members, ", "), line, line, members[0])
+}
+
 func (p *Paste) memberNames() []string {
 	var out []string
 	for _, pl := range p.Pools {
 		for _, m := range pl.Members {
-			out = append(out, m.Name)
+			if !slices.Contains(out, m.Name) {
+				out = append(out, m.Name)
+			}
 		}
 	}
 	if out == nil {

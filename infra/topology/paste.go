@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -24,11 +25,15 @@ type Paste struct {
 	PreferECS    bool
 	WideIPs      []WideIP
 	// Pools are the gtm pool stanzas in the order pasted, members resolved through the gtm
-	// server stanzas (data center, address).
-	Pools []Pool
+	// server stanzas (data center, address). A pool is known by its record type and full path
+	// (gtm pool a /Common/P and gtm pool aaaa /Common/P are two pools); a wide IP uses the
+	// pools of its own type (see reachablePools).
+	Pools []pastedPool
 	// Query is the "source" line; nil when there is none (sorted-only).
 	Query *Query
 	// Candidates is the "candidates" line; Down names the members the "down" line marks down.
+	// A member is named SERVER:VS, or VS when no other server has a virtual server of that
+	// name.
 	Candidates []string
 	Down       []string
 	// Ignored are the stanzas read past because they do not bear on topology.
@@ -45,12 +50,45 @@ type pastedRecord struct {
 	Line  int
 }
 
-// WideIP is a gtm wideip stanza: its pools in order and how it chooses among them.
+// pastedPool is one gtm pool stanza with what the paste said of it.
+type pastedPool struct {
+	Pool
+	// Type is the record type (a, aaaa, cname, mx, naptr, srv); empty in formats that give
+	// none. Path is the name as pasted, partition included (/Common/POOL1).
+	Type string
+	Path string
+	Line int
+}
+
+// stanza names the pool as tmsh lists it, with its line: "gtm pool a /Common/P (line 4)".
+func (p pastedPool) stanza() string {
+	return fmt.Sprintf("%s (line %d)", typedStanza("gtm pool", p.Type, p.Path), p.Line)
+}
+
+// WideIP is a gtm wideip stanza: its pools in order and how it chooses among them. A wide IP is
+// known by its record type and full path; it uses the pools of its type.
 type WideIP struct {
+	// Name is the wide IP's name without its partition; Path is the name as pasted.
 	Name string
+	Path string
+	// Type is the record type (a, aaaa, …); empty in formats that give none.
+	Type string
+	Line int
 	// LoadBalancing is pool-lb-mode (BIG-IP's default is round-robin).
 	LoadBalancing string
-	Pools         []string
+	// Pools are the pools as the pools block names them (partition included), in order.
+	Pools []string
+}
+
+// stanza names the wide IP as tmsh lists it: "gtm wideip a www.example.com".
+func (w WideIP) stanza() string { return typedStanza("gtm wideip", w.Type, w.Path) }
+
+// typedStanza is "gtm pool a /Common/P", or "gtm pool /Common/P" when the paste gives no type.
+func typedStanza(kind, typ, path string) string {
+	if typ == "" {
+		return kind + " " + path
+	}
+	return kind + " " + typ + " " + path
 }
 
 // tmshShape is the shape a tmsh paste is expected in; every error about a paste ends with it.
@@ -63,7 +101,7 @@ const tmshShape = `want tmsh text as BIG-IP prints it (tmsh list gtm topology / 
   gtm region /Common/near { region-members { subnet 10.1.0.0/16 { } } }
   source ip=10.1.2.7        (or: source country=PT continent=EU isp="Example Net" state="US/Ohio" region=near)
   candidates POOL1 POOL2    (optional: else the record destinations, or the wide IP's pools)
-  down vs1                  (optional: members marked down)`
+  down vs1                  (optional: members marked down; SERVER:VS when several servers have a vs1)`
 
 // LooksLikeTMSH reports whether text reads as a tmsh paste rather than YAML: its first word
 // (past comments and blank lines) starts a gtm stanza or a query line.

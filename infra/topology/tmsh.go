@@ -13,7 +13,9 @@ import (
 // ParseTMSH reads a tmsh paste (see Paste and tmshShape): gtm topology records in the one-line
 // or the multi-line form tmsh lists, gtm region, gtm global-settings load-balancing, gtm
 // wideip, gtm pool and gtm server stanzas, and the query lines "source …", "candidates …" and
-// "down …". Names lose their partition (/Common/POOL1 is POOL1). The records and regions are
+// "down …". Names lose their partition (/Common/POOL1 is POOL1), but pools and wide IPs are
+// known by record type and full path (a pool or wide IP pasted twice is refused; Decide
+// resolves a wide IP's pools within its type). The records and regions are
 // validated by the same rules as the YAML (a statement that does not parse, an undefined or
 // cyclic region, a source naming a pool or data center, a negative score); every problem is
 // reported, joined, each naming the line and ending with tmshShape. Other gtm stanzas are read
@@ -30,7 +32,7 @@ func ParseTMSH(r io.Reader) (*Paste, error) {
 	if len(stmts) == 0 {
 		return nil, shapeError(errors.New("empty input: no topology records"))
 	}
-	t := &tmshReader{p: &Paste{LongestMatch: true}, regions: map[string][]string{}, servers: map[string]tmshServer{}}
+	t := &tmshReader{p: &Paste{LongestMatch: true}, regions: map[string][]string{}, servers: map[string]tmshServer{}, stanzas: map[string]int{}}
 	t.v.unpasted = map[string]bool{}
 	t.v.recordField = func(i int) string {
 		return fmt.Sprintf("record %d (line %d)", i+1, t.p.Records[i].Line)
@@ -66,6 +68,21 @@ type tmshReader struct {
 	regions map[string][]string
 	// servers are the gtm server stanzas by bare name; members are resolved after reading.
 	servers map[string]tmshServer
+	// stanzas are the lines of the gtm pool and gtm wideip stanzas read, by type and full
+	// path ("gtm pool a /Common/P"): one pasted twice is refused.
+	stanzas map[string]int
+}
+
+// once reports whether the stanza key (typedStanza) is read for the first time, and refuses
+// it as pasted twice when not: two stanzas of one pool or wide IP leave the answer to
+// whichever is read.
+func (t *tmshReader) once(where string, line int, key, what string) bool {
+	if first, dup := t.stanzas[key]; dup {
+		t.v.fail(where, "%s is pasted twice (lines %d and %d): paste each %s once, as tmsh lists it", key, first, line, what)
+		return false
+	}
+	t.stanzas[key] = line
+	return true
 }
 
 type tmshServer struct {
@@ -229,12 +246,15 @@ func (t *tmshReader) globalSettings(where string, st tmshStmt) {
 
 // wideIP reads "gtm wideip TYPE NAME { pool-lb-mode M pools { NAME { order N } … } }".
 func (t *tmshReader) wideIP(where string, st tmshStmt, w []string) {
-	name, ok := typedName(w)
+	typ, name, ok := typedName(w)
 	if !ok {
 		t.v.fail(where, "%q: want gtm wideip a NAME { pools { … } pool-lb-mode topology }", st.text)
 		return
 	}
-	wip := WideIP{Name: bare(name), LoadBalancing: "round-robin"}
+	wip := WideIP{Name: bare(name), Path: name, Type: typ, Line: st.line, LoadBalancing: "round-robin"}
+	if !t.once(where, st.line, wip.stanza(), "wide IP") {
+		return
+	}
 	for _, f := range fieldsOf(st.body) {
 		switch f.key {
 		case "pool-lb-mode":
@@ -246,7 +266,7 @@ func (t *tmshReader) wideIP(where string, st tmshStmt, w []string) {
 			}
 			var pools []ordered
 			for _, m := range fieldsOf(f.block) {
-				o := ordered{name: bare(m.key), order: len(pools)}
+				o := ordered{name: m.key, order: len(pools)}
 				for _, sub := range fieldsOf(m.block) {
 					if sub.key == "order" {
 						if n, err := strconv.Atoi(sub.value); err == nil {
@@ -271,12 +291,16 @@ func (t *tmshReader) wideIP(where string, st tmshStmt, w []string) {
 // pool reads "gtm pool TYPE NAME { load-balancing-mode M alternate-mode M fallback-mode M
 // members { SERVER:VS { member-order N [disabled] [state down] } … } }".
 func (t *tmshReader) pool(where string, st tmshStmt, w []string) {
-	name, ok := typedName(w)
+	typ, name, ok := typedName(w)
 	if !ok {
 		t.v.fail(where, "%q: want gtm pool a NAME { load-balancing-mode topology members { … } }", st.text)
 		return
 	}
-	p := Pool{Name: bare(name), LoadBalancing: defaultPoolLoadBalancing, Fallback: defaultPoolFallback}
+	p := pastedPool{Pool: Pool{Name: bare(name), LoadBalancing: defaultPoolLoadBalancing, Fallback: defaultPoolFallback},
+		Type: typ, Path: name, Line: st.line}
+	if !t.once(where, st.line, typedStanza("gtm pool", typ, name), "pool") {
+		return
+	}
 	for _, f := range fieldsOf(st.body) {
 		switch f.key {
 		case "load-balancing-mode":
@@ -405,15 +429,16 @@ func (t *tmshReader) source(where string, st tmshStmt) {
 	t.p.Query = q
 }
 
-// typedName is the name in "gtm wideip|pool [a|aaaa|cname|mx|naptr|srv] NAME".
-func typedName(w []string) (string, bool) {
+// typedName is the record type and the name in "gtm wideip|pool [a|aaaa|cname|mx|naptr|srv]
+// NAME"; typ is empty in the older form that gives no type.
+func typedName(w []string) (typ, name string, ok bool) {
 	switch {
 	case len(w) == 4 && slices.Contains([]string{"a", "aaaa", "cname", "mx", "naptr", "srv"}, w[2]):
-		return w[3], true
+		return w[2], w[3], true
 	case len(w) == 3:
-		return w[2], true
+		return "", w[2], true
 	}
-	return "", false
+	return "", "", false
 }
 
 // tmshField is one entry of a block read as tmsh key/value pairs: "key value", "key { … }",

@@ -113,7 +113,8 @@ func New(api route53API, zoneID, name string, opts Options) (*Set, error) {
 // Name is the record name, fully qualified.
 func (s *Set) Name() string { return s.name }
 
-// TTL is the TTL Add writes and Remove waits for.
+// TTL is the TTL Add writes (unless the set already holds a longer one) and the longest TTL a
+// record Remove takes out can have been handed to resolvers with: the wait after a Remove.
 func (s *Set) TTL() time.Duration { return s.ttl }
 
 // member is one address of the set and the record that holds it.
@@ -175,7 +176,11 @@ func (s *Set) members(ctx context.Context) ([]member, error) {
 }
 
 // Add puts addr in the set and returns once Route 53 reports the change INSYNC. It is a no-op
-// (no change submitted) when addr is there with the set's TTL.
+// (no change submitted) when addr is there with at least the set's TTL. An Add never lowers a
+// TTL: resolvers may keep the answer they were handed for as long as it said, and Remove's
+// check (dnsset.CheckCachedTTL) must see that TTL, not a lower one written since. So the record
+// it writes gets the longer of the set's TTL and the longest TTL already in the set (the
+// addresses are answered together, as one RRset with one TTL, RFC 2181).
 func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 	if err := dnsset.CheckAddr("address", addr); err != nil {
 		return err
@@ -185,9 +190,12 @@ func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 		return err
 	}
 	id := addr.String()
+	ttl := s.ttl
 	for _, m := range members {
+		have := time.Duration(aws.ToInt64(m.record.TTL)) * time.Second
+		ttl = max(ttl, have)
 		if m.addr == addr {
-			if aws.ToInt64(m.record.TTL) == int64(s.ttl/time.Second) {
+			if have >= s.ttl {
 				return nil
 			}
 			id = aws.ToString(m.record.SetIdentifier)
@@ -195,7 +203,7 @@ func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 	}
 	rec := types.ResourceRecordSet{
 		Name: aws.String(s.name), Type: types.RRTypeA, SetIdentifier: aws.String(id),
-		MultiValueAnswer: aws.Bool(true), TTL: aws.Int64(int64(s.ttl / time.Second)),
+		MultiValueAnswer: aws.Bool(true), TTL: aws.Int64(int64(ttl / time.Second)),
 		ResourceRecords: []types.ResourceRecord{{Value: aws.String(addr.String())}},
 	}
 	return s.change(ctx, types.ChangeActionUpsert, rec, "add "+addr.String())
@@ -203,7 +211,8 @@ func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 
 // Remove takes addr out of the set and returns once Route 53 reports the change INSYNC. It is a
 // no-op when addr is not there; it refuses to remove the last address (dnsset.ErrLastAddress)
-// and a record whose TTL is longer than the set's. A DELETE refused as "not found" (the SDK
+// and a record whose TTL is longer than the set's (as Add never lowers a TTL, the record's TTL
+// is the longest any resolver got from zero502's writes). A DELETE refused as "not found" (the SDK
 // resent one whose answer was lost) is done when a second listing no longer holds addr; that
 // change cannot be polled for INSYNC, its ID being in the lost answer.
 func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {

@@ -215,6 +215,48 @@ func TestRemovingTheLastAddressIsRefusedBeforeAnyChange(t *testing.T) {
 	}
 }
 
+// An Add never lowers a TTL. Resolvers were handed 192.0.2.1 at TTL 300; re-adding it with a
+// 60 s set must not UPSERT it at 60, or Remove's cached-TTL check would pass at once while
+// resolvers keep the address for up to 300 s. A new address joins at the longest TTL in the set.
+func TestAddNeverLowersATTLSoRemoveStillSeesWhatResolversHold(t *testing.T) {
+	ctx := context.Background()
+	f := start(t, route53double.Options{})
+	_, err := f.client.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{
+		HostedZoneId: aws.String(f.zone),
+		ChangeBatch: &types.ChangeBatch{Changes: []types.Change{{Action: types.ChangeActionCreate,
+			ResourceRecordSet: &types.ResourceRecordSet{Name: aws.String(name), Type: types.RRTypeA, SetIdentifier: aws.String("192.0.2.1"),
+				MultiValueAnswer: aws.Bool(true), TTL: aws.Int64(300),
+				ResourceRecords: []types.ResourceRecord{{Value: aws.String("192.0.2.1")}}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.set(t, route53set.Options{TTL: 60 * time.Second})
+	if err := s.Add(ctx, netip.MustParseAddr("192.0.2.2")); err != nil {
+		t.Fatal(err)
+	}
+	changes := f.double.Calls("ChangeResourceRecordSets")
+	if err := s.Add(ctx, netip.MustParseAddr("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.double.Calls("ChangeResourceRecordSets") - changes; got != 0 {
+		t.Errorf("re-adding an address held at TTL 300 with a 60 s set submitted %d changes, want none", got)
+	}
+	for _, r := range f.double.RecordSets(f.zone) {
+		if r.Type == "A" && r.TTL != 300 {
+			t.Errorf("record %s: TTL %d, want 300 (never lowered; a new address joins at the set's longest)", r.SetIdentifier, r.TTL)
+		}
+	}
+	for _, a := range addrs("192.0.2.1", "192.0.2.2") {
+		if err := s.Remove(ctx, a); err == nil || !strings.Contains(err.Error(), "TTL 5m0s, longer than the 1m0s") {
+			t.Fatalf("Remove of %s, served at TTL 300 s, with a 60 s set: %v; want the cached-TTL refusal", a, err)
+		}
+	}
+	if got, _ := s.List(ctx); !slices.Equal(got, addrs("192.0.2.1", "192.0.2.2")) {
+		t.Fatalf("after refused Removes: %v, want both addresses", got)
+	}
+}
+
 func TestListFollowsPagination(t *testing.T) {
 	ctx := context.Background()
 	f := start(t, route53double.Options{})

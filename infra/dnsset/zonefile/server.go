@@ -25,6 +25,10 @@ import (
 //   - an opcode other than QUERY: NOTIMP; not exactly one question: FORMERR;
 //   - ANY for a name with records: one HINFO "RFC8482" record (RFC 8482), never the whole set.
 //
+// It matches owner names exactly: no wildcard expansion, no referrals. A file holding a wildcard
+// owner or an NS record below the apex does not load (Parse refuses it), rather than be answered
+// wrongly (NXDOMAIN for the wildcard's names, the delegation as this zone's data).
+//
 // Over UDP each source address gets at most Rate answers a second (Burst at once); a query
 // beyond that is dropped unanswered and counted (Limited).
 //

@@ -66,7 +66,8 @@ func NewSet(path, name string, opts Options) (*Set, error) {
 // Name is the record name, fully qualified.
 func (s *Set) Name() string { return s.name }
 
-// TTL is the TTL Add writes and Remove waits for.
+// TTL is the TTL Add writes (unless the records already carry a longer one) and the longest
+// TTL a record Remove takes out can have been handed to resolvers with: the wait after a Remove.
 func (s *Set) TTL() time.Duration { return s.ttl }
 
 // List returns the set's addresses, sorted. A missing file is an error: nothing serves it.
@@ -85,15 +86,18 @@ func (s *Set) List(ctx context.Context) ([]netip.Addr, error) {
 	return addrs, nil
 }
 
-// Add puts addr in the set; it is a no-op when addr is there with the set's TTL. It creates the
-// zone file (apex Options.Origin) when there is none. All of the name's A records get the set's
-// TTL: an RRset has one TTL.
+// Add puts addr in the set; it is a no-op when addr is there with at least the set's TTL. It
+// creates the zone file (apex Options.Origin) when there is none. All of the name's A records
+// get one TTL (an RRset has one, RFC 2181), the longer of the set's and the one they carry: an
+// Add never lowers a TTL, since resolvers may keep the answer they were handed for as long as
+// it said, and Remove's check (dnsset.CheckCachedTTL) must see that TTL, not a lower one
+// written since.
 func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 	if err := dnsset.CheckAddr("address", addr); err != nil {
 		return err
 	}
 	return s.edit(ctx, true, func(z *Zone, have []netip.Addr, haveTTL time.Duration) ([]netip.Addr, error) {
-		if slices.Contains(have, addr) && haveTTL == s.ttl {
+		if slices.Contains(have, addr) && haveTTL >= s.ttl {
 			return nil, nil
 		}
 		return append(have, addr), nil
@@ -102,7 +106,9 @@ func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 
 // Remove takes addr out of the set; it is a no-op when addr is not there. It refuses to remove
 // the last address (dnsset.ErrLastAddress) and an address whose record carries a TTL longer
-// than the set's (resolvers would outlast the rollout's wait).
+// than the set's (resolvers would outlast the rollout's wait). As Add never lowers a TTL, the
+// TTL on file is the longest any resolver got from zero502's writes (a TTL lowered by hand is
+// the hand's to wait out).
 func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
 	if err := dnsset.CheckAddr("address", addr); err != nil {
 		return err
@@ -120,7 +126,8 @@ func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
 }
 
 // edit runs change on the current A set under the zone lock and writes the result, unless
-// change returns nil (nothing to do). create allows a missing file to start as a new zone.
+// change returns nil (nothing to do), with the longer of the set's TTL and the one on file (a
+// TTL is never lowered). create allows a missing file to start as a new zone.
 func (s *Set) edit(ctx context.Context, create bool,
 	change func(z *Zone, have []netip.Addr, haveTTL time.Duration) ([]netip.Addr, error)) error {
 	fl := flock.New(s.path+".lock", flock.SetPermissions(spec.FileMode))
@@ -148,7 +155,7 @@ func (s *Set) edit(ctx context.Context, create bool,
 	if err != nil || want == nil {
 		return err
 	}
-	z.SetA(s.name, want, s.ttl)
+	z.SetA(s.name, want, max(s.ttl, haveTTL))
 	if err := spec.WriteAtomic(s.path, z.Bytes()); err != nil {
 		return fmt.Errorf("zone file %s: %w", s.path, err)
 	}

@@ -7,12 +7,14 @@
 package zonefile
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -28,13 +30,20 @@ type Zone struct {
 }
 
 // Parse reads a master file. It must hold exactly one SOA, whose owner is the zone's apex, and
-// nothing outside that apex; $INCLUDE is refused. file names the source in errors.
+// nothing outside that apex; $INCLUDE is refused. Server answers exact names only, so what
+// needs more is refused too, rather than answered wrongly: a wildcard owner ("*.", RFC 4592;
+// Server would answer NXDOMAIN for the names it covers) and an NS record below the apex (a
+// delegation; Server would answer the child's names as its own data, with AA, instead of a
+// referral). file names the source in errors, with the line of the record.
 func Parse(r io.Reader, file string) (*Zone, error) {
-	zp := dns.NewZoneParser(r, "", file)
+	lr := &lineReader{r: bufio.NewReader(r)}
+	zp := dns.NewZoneParser(lr, "", file)
 	var recs []dns.RR
+	var lines []int // lines[i]: the line recs[i] ends on
 	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
 		rr.Header().Name = dns.CanonicalName(rr.Header().Name)
 		recs = append(recs, rr)
+		lines = append(lines, lr.line())
 	}
 	if err := zp.Err(); err != nil {
 		return nil, fmt.Errorf("zone file %s: %w", file, err)
@@ -59,19 +68,73 @@ func Parse(r io.Reader, file string) (*Zone, error) {
 			file, soa.String())
 	}
 	z := &Zone{Origin: soa.Hdr.Name, Records: recs}
-	for _, rr := range recs {
-		if !dns.IsSubDomain(z.Origin, rr.Header().Name) {
-			return nil, fmt.Errorf("zone file %s: record %q is outside the zone %s (its SOA's owner)",
-				file, rr.String(), z.Origin)
+	for i, rr := range recs {
+		owner := rr.Header().Name
+		if !dns.IsSubDomain(z.Origin, owner) {
+			return nil, fmt.Errorf("zone file %s line %d: record %q is outside the zone %s (its SOA's owner)",
+				file, lines[i], rr.String(), z.Origin)
+		}
+		if strings.HasPrefix(owner, "*.") {
+			return nil, fmt.Errorf("zone file %s line %d: owner %s of record %q is a wildcard; this server answers "+
+				"exact names only and would answer NXDOMAIN for the names it covers. Write a record for each name "+
+				"instead, or serve the zone with a full DNS server", file, lines[i], owner, rr.String())
+		}
+		if rr.Header().Rrtype == dns.TypeNS && owner != z.Origin {
+			return nil, fmt.Errorf("zone file %s line %d: NS record %q at %s, below the apex %s, delegates %s; this "+
+				"server answers exact names only, never with a referral, and would answer it as this zone's own "+
+				"authoritative data. "+
+				"Remove it and put the child's records here under their exact names, or serve the zone with a full "+
+				"DNS server", file, lines[i], rr.String(), owner, z.Origin, owner)
 		}
 		// Set rewrites the file from the parsed records: refuse one that would not come back.
 		back, err := dns.NewRR(rr.String())
 		if err != nil || back == nil || !dns.IsDuplicate(rr, back) {
-			return nil, fmt.Errorf("zone file %s: record %q would not survive being written back (%v); "+
-				"write it in its usual presentation form", file, rr.String(), err)
+			return nil, fmt.Errorf("zone file %s line %d: record %q would not survive being written back (%v); "+
+				"write it in its usual presentation form", file, lines[i], rr.String(), err)
 		}
 	}
 	return z, nil
+}
+
+// lineReader counts the lines the zone parser has read, so an error can name a record's line.
+// The parser reads byte by byte (it uses an io.ByteReader as is) and stops at the newline that
+// ends a record, so after Next returns a record the count is the line it ends on.
+type lineReader struct {
+	r     *bufio.Reader
+	lines int  // newlines read
+	atEOL bool // the last byte read was a newline
+}
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for _, b := range p[:n] {
+		l.count(b)
+	}
+	return n, err
+}
+
+func (l *lineReader) ReadByte() (byte, error) {
+	b, err := l.r.ReadByte()
+	if err == nil {
+		l.count(b)
+	}
+	return b, err
+}
+
+func (l *lineReader) count(b byte) {
+	l.atEOL = b == '\n'
+	if l.atEOL {
+		l.lines++
+	}
+}
+
+// line is the line of the record just parsed, 1-based: the last newline read ended it, or it
+// is the last line, without a newline.
+func (l *lineReader) line() int {
+	if l.atEOL {
+		return l.lines
+	}
+	return l.lines + 1
 }
 
 // Load reads and parses the zone file at path.

@@ -183,11 +183,71 @@ func TestRemoveRefusesARecordCachedLongerThanTheSetsTTL(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TTL 5m0s") {
 		t.Fatalf("Remove with a 300s record and a 60s set: %v, want a TTL refusal", err)
 	}
-	// Re-adding rewrites the RRset with the set's TTL; then Remove goes through.
+	// Re-adding does not lower the TTL (resolvers may hold the 300 s answer): still refused.
 	if err := s.Add(ctx, netip.MustParseAddr("192.0.2.1")); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Remove(ctx, netip.MustParseAddr("192.0.2.1")); err == nil || !strings.Contains(err.Error(), "TTL 5m0s") {
+		t.Fatalf("Remove after re-adding with a 60s set: %v, want the TTL refusal still", err)
+	}
+	// The TTL lowered by hand (and, by the operator, waited out): then Remove goes through.
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(zone, " 300 ", " 60 ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Remove(ctx, netip.MustParseAddr("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An Add never lowers the A set's TTL. Resolvers were handed {192.0.2.1} at TTL 300; if adding
+// 192.0.2.2 with a 60 s set rewrote the RRset at 60, Remove's cached-TTL check would compare
+// against 60 and pass at once while resolvers keep 192.0.2.1 for up to 300 s.
+func TestAddNeverLowersTheTTLSoRemoveStillSeesWhatResolversHold(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "edge.zone")
+	zone := "example.test. 3600 IN SOA ns.example.test. h.example.test. 1 3600 600 86400 60\n" +
+		"edge.example.test. 300 IN A 192.0.2.1\n"
+	if err := os.WriteFile(path, []byte(zone), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := zonefile.NewSet(path, name, zonefile.Options{TTL: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, netip.MustParseAddr("192.0.2.2")); err != nil {
+		t.Fatal(err)
+	}
+	z, err := zonefile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ttl := z.A(name); !slices.Equal(got, addrs("192.0.2.1", "192.0.2.2")) || ttl != 300*time.Second {
+		t.Fatalf("after Add: %v at TTL %s, want both at 5m0s (the longer of the file's and the set's)", got, ttl)
+	}
+	for _, rr := range z.Records {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Ttl != 300 {
+			t.Fatalf("record %s: TTL %d, want 300 (one TTL per RRset, never lowered)", a, a.Hdr.Ttl)
+		}
+	}
+	for _, a := range addrs("192.0.2.1", "192.0.2.2") {
+		if err := s.Remove(ctx, a); err == nil || !strings.Contains(err.Error(), "TTL 5m0s, longer than the 1m0s") {
+			t.Fatalf("Remove of %s, served at TTL 300 s, with a 60 s set: %v; want the cached-TTL refusal", a, err)
+		}
+	}
+	// A set with a longer TTL raises it, and then removes as before.
+	long, err := zonefile.NewSet(path, name, zonefile.Options{TTL: 600 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := long.Add(ctx, netip.MustParseAddr("192.0.2.3")); err != nil {
+		t.Fatal(err)
+	}
+	if z, err := zonefile.Load(path); err != nil {
+		t.Fatal(err)
+	} else if _, ttl := z.A(name); ttl != 600*time.Second {
+		t.Fatalf("after an Add with a 600 s set: TTL %s, want 10m0s", ttl)
+	}
+	if err := long.Remove(ctx, netip.MustParseAddr("192.0.2.1")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -326,7 +386,7 @@ func TestParseRefusesFilesThatAreNotOneZone(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"no SOA", "edge.example.test. 60 IN A 192.0.2.1\n", "no SOA"},
 		{"two SOAs", "a.test. 60 IN SOA ns.a.test. h.a.test. 1 1 1 1 1\nb.a.test. 60 IN SOA ns.a.test. h.a.test. 1 1 1 1 1\n", "two SOA"},
-		{"outside the apex", "a.test. 60 IN SOA ns.a.test. h.a.test. 1 1 1 1 1\nb.test. 60 IN A 192.0.2.1\n", "outside the zone a.test."},
+		{"outside the apex", "a.test. 60 IN SOA ns.a.test. h.a.test. 1 1 1 1 1\nb.test. 60 IN A 192.0.2.1\n", "x.zone line 2: record"},
 		{"syntax", "a.test. 60 IN SOA ns.a.test. h.a.test. 1 1 1 1 1\nx.a.test. 60 IN A 300.1.1.1\n", "x.zone"},
 		{"include", "$INCLUDE /etc/passwd\n", "x.zone"},
 	} {
@@ -336,6 +396,64 @@ func TestParseRefusesFilesThatAreNotOneZone(t *testing.T) {
 				t.Fatalf("Parse: %v, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The server answers exact names only. A wildcard would get NXDOMAIN for every name it covers,
+// and an NS record below the apex (a delegation) would be answered as the zone's own data, with
+// AA, instead of a referral: Parse refuses both, naming the line, the owner and the rule, so the
+// server never loads such a zone (it answers SERVFAIL, or keeps the last good one) and Set never
+// rewrites one.
+func TestParseRefusesWildcardsAndDelegationsTheServerCannotAnswer(t *testing.T) {
+	const soa = "$ORIGIN example.test.\n@ 3600 IN SOA ns h 1 3600 600 86400 60\n@ 3600 IN NS ns\nns 60 IN A 192.0.2.53\n"
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"a wildcard", soa + "*.example.test. 60 IN A 192.0.2.9\n",
+			[]string{"x.zone line 5:", "owner *.example.test.", "is a wildcard", "exact names only", "a record for each name"}},
+		{"a relative wildcard after a comment", soa + "; the rest\n\n*.edge 60 IN A 192.0.2.9 ; all of them\n",
+			[]string{"x.zone line 7:", "owner *.edge.example.test.", "is a wildcard"}},
+		{"a delegation", soa + "edge 60 IN A 192.0.2.1\nsub 60 IN NS ns.elsewhere.test.\n",
+			[]string{"x.zone line 6:", "NS record", "at sub.example.test., below the apex example.test.", "exact names only",
+				"never with a referral", "Remove it"}},
+		{"a delegation on its last line, no newline", soa + "sub 60 IN NS ns.elsewhere.test.",
+			[]string{"x.zone line 5:", "sub.example.test."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := zonefile.Parse(strings.NewReader(tc.text), "x.zone")
+			if err == nil {
+				t.Fatal("Parse accepted it")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q: %v", w, err)
+				}
+			}
+		})
+	}
+	// NS records at the apex are the zone's own: fine.
+	if _, err := zonefile.Parse(strings.NewReader(soa+"edge 60 IN A 192.0.2.1\n"), "x.zone"); err != nil {
+		t.Fatalf("a zone with NS at the apex: %v", err)
+	}
+
+	// At the server: a zone file with a wildcard is never loaded, so no name it covers gets a
+	// wrong NXDOMAIN; with no good zone yet the answer is SERVFAIL.
+	path := filepath.Join(t.TempDir(), "edge.zone")
+	if err := os.WriteFile(path, []byte(soa+"*.example.test. 60 IN A 192.0.2.9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("anything.example.test.", dns.TypeA)
+	if r := zonefile.NewServer(path, nil).Answer(q); r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("a query covered by the wildcard: rcode %s, want SERVFAIL (the zone is refused at load)", dns.RcodeToString[r.Rcode])
+	}
+	s, err := zonefile.NewSet(path, name, zonefile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(context.Background(), netip.MustParseAddr("192.0.2.1")); err == nil || !strings.Contains(err.Error(), "wildcard") {
+		t.Fatalf("Add to a zone file with a wildcard: %v, want the wildcard refusal", err)
 	}
 }
 
