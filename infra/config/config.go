@@ -283,7 +283,8 @@ type Edge struct {
 	// Drain is how long an edge keeps forwarding after it leaves the DNS A set; must exceed
 	// dns_ttl + check_interval × unhealthy_threshold (I6). 0: no edge layer (I6 skipped).
 	Drain time.Duration `mapstructure:"drain"`
-	// DNSTTL is the TTL of the edge A record set.
+	// DNSTTL is the TTL of the edge A record set: required when balancer.kind is dns, whole
+	// seconds from 1s to 24h. The deployer waits it out after taking an edge out of the set.
 	DNSTTL time.Duration `mapstructure:"dns_ttl"`
 	// CheckInterval is the time between two checks of an edge by the DNS health checker.
 	CheckInterval time.Duration `mapstructure:"check_interval"`

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,34 @@ func TestEdgeUpstreamKeysAreValidatedNamingKeyValueAndRule(t *testing.T) {
 	}
 	if len(c.Edge.Origins) != 2 || c.Edge.UpstreamCheck.Path != "/_lb/health" || c.Edge.UpstreamCheck.Interval != Defaults().Edge.UpstreamCheck.Interval {
 		t.Fatalf("edge keys: %+v", c.Edge)
+	}
+}
+
+// The edges' A set: edge.dns_ttl is the TTL its records carry and what the deployer and I6 wait
+// out, so it is required, in whole DNS seconds (a 0 was written as the set's default 60 s while
+// I6 counted 0, and the deployer stopped an edge ~58 s before resolvers forgot it); and no edge
+// is deployed start-first (an A record carries no port).
+func TestTheEdgesDNSSetNeedsItsTTLAndNoStartFirst(t *testing.T) {
+	data, err := os.ReadFile("../../examples/traffic-edges.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := strings.Replace(string(data), "/tmp/zero502-traffic/edge.zone", filepath.Join(t.TempDir(), "edge.zone"), 1)
+	if _, err := LoadBytes([]byte(example), "traffic-edges.yaml"); err != nil {
+		t.Fatalf("the example: %v", err)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"  dns_ttl: 1s\n", "", "edge.dns_ttl: 0s: must be set when balancer.kind is dns"},
+		{"  dns_ttl: 1s\n", "  dns_ttl: 1500ms\n", "edge.dns_ttl: 1.5s: must be whole seconds from 1s to 24h"},
+		{"  dns_ttl: 1s\n", "  dns_ttl: 25h\n", "edge.dns_ttl: 25h0m0s: must be whole seconds from 1s to 24h"},
+		{"  runtime: process\n", "  runtime: process\n  strategy: start-first\n", `rollout.strategy: "start-first": cannot deploy services[0], of kind edge`},
+	} {
+		if !strings.Contains(example, tc.from) {
+			t.Fatalf("the example lacks %q", tc.from)
+		}
+		_, err := LoadBytes([]byte(strings.Replace(example, tc.from, tc.to, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q → %q: %v, want %q", tc.from, tc.to, err, tc.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/zero502/zero502/infra/dnsset"
 	"github.com/zero502/zero502/infra/secrets"
 )
 
@@ -123,6 +124,13 @@ func (c *Config) Validate() error {
 		}
 		if !c.Edge.Configured() {
 			bad("edge.drain", c.Edge.Drain, "must be set when balancer.kind is dns: how long an edge keeps forwarding after it leaves the A set (I6)")
+		}
+		if c.Edge.DNSTTL == 0 {
+			bad("edge.dns_ttl", c.Edge.DNSTTL, "must be set when balancer.kind is dns: the TTL the edges' A records carry, which "+
+				"the deployer waits out after taking an edge out of the set before it stops it, and I6 holds edge.drain to (whole "+
+				"seconds from 1s to 24h, e.g. 60s)")
+		} else if _, err := dnsset.TTL("edge.dns_ttl", c.Edge.DNSTTL); err != nil {
+			bad("edge.dns_ttl", c.Edge.DNSTTL, "must be whole seconds from 1s to 24h when balancer.kind is dns: the TTL the edges' A records carry")
 		}
 	case BalancerALB:
 		if b.TargetGroupARN == "" {
@@ -382,6 +390,11 @@ func (c *Config) Validate() error {
 			if s.Drain != DrainBalancer {
 				bad(key+".drain", fmt.Sprintf("%q", s.Drain), "must be balancer for a service of kind edge: "+
 					"the deployer takes the edge out of the A set and waits out the TTL before its stop signal")
+			}
+			if c.Rollout.Strategy == StartFirst {
+				bad("rollout.strategy", `"start-first"`, fmt.Sprintf("cannot deploy %s, of kind edge: an A record carries no port, so "+
+					"a new edge on its host's other port could never be reached, and retiring the old one would take the host out of "+
+					"the set; use stop-first (each edge leaves the set, drains, and comes back with the new version)", key))
 			}
 		default:
 			bad(key+".kind", fmt.Sprintf("%q", s.Kind), "must be app, lb or edge")
