@@ -187,7 +187,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	res.Took = time.Since(p.start)
 	// A rolling deploy that failed requests keeps its dir too: the LB's log says which backend
 	// left when (a naive run fails them on purpose).
-	keep := opts.Keep || !opts.Naive && res.Load.Failures > 0
+	keep := opts.Keep || !opts.Naive && res.Load != nil && res.Load.Failures > 0
 	res.Error, res.Dir = settle(p, f.dir, "config, host state dirs and logs", keep, runErr, stopErr)
 	return res, runErr
 }

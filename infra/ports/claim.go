@@ -73,20 +73,38 @@ func claimDir() string {
 }
 
 // claimFile creates path holding this pid, taking over a claim whose process is gone or that is
-// older than claimTTL; false when a live process holds it.
+// older than claimTTL; false when a live process holds it. A claim file appears whole (link(2)
+// of a file already written: no reader ever sees it empty and takes it for stale), and only
+// one claimant at a time takes over a stale one (exclusively), judging it again first: no
+// claimant removes a fresh claim another made after it judged the old one stale.
 func claimFile(path string) bool {
-	for range 2 {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			_, werr := f.WriteString(strconv.Itoa(os.Getpid()))
-			return f.Close() == nil && werr == nil
-		}
-		if !errors.Is(err, fs.ErrExist) || !stale(path) {
-			return false
-		}
-		_ = os.Remove(path)
+	if created, err := createClaim(path); created || !errors.Is(err, fs.ErrExist) {
+		return created
 	}
-	return false
+	if !stale(path) {
+		return false
+	}
+	won := false
+	exclusively(filepath.Dir(path), func() {
+		if stale(path) {
+			_ = os.Remove(path)
+			won, _ = createClaim(path)
+		}
+	})
+	return won
+}
+
+// createClaim creates path holding this pid, whole or not at all (fs.ErrExist when it exists).
+func createClaim(path string) (bool, error) {
+	tmp := fmt.Sprintf("%s.new-%d-%d", path, os.Getpid(), time.Now().UnixNano())
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // stale reports whether the claim at path may be taken over: unreadable, from a process that is

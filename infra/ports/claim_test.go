@@ -91,3 +91,58 @@ func TestAnotherProcessesClaimIsHonouredWhileItLives(t *testing.T) {
 		t.Fatalf("claim file after takeover: %q, %v; want this pid %d", data, err, os.Getpid())
 	}
 }
+
+// Claimants racing for one port file, as processes on one machine do, never both win: not while
+// the winner's file is being written (it appears whole), and not when they race to take over the
+// same stale claim (a claimant that judged the old file stale does not remove the fresh one that
+// replaced it). The goroutines stand in for processes: claimFile takes no in-process lock.
+func TestRacingClaimantsOfOnePortFileNeverBothWin(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("claims are this process's own where owners cannot be checked")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadPID := []byte(strconv.Itoa(gone.Process.Pid))
+	dir := t.TempDir()
+	for _, stalePresent := range []bool{false, true} {
+		doubles, nones := 0, 0
+		for i := range 500 {
+			path := filepath.Join(dir, strconv.FormatBool(stalePresent)+strconv.Itoa(i))
+			if stalePresent {
+				if err := os.WriteFile(path, deadPID, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wins sync.WaitGroup
+			var mu sync.Mutex
+			won := 0
+			start := make(chan struct{})
+			for range 4 {
+				wins.Go(func() {
+					<-start
+					if claimFile(path) {
+						mu.Lock()
+						won++
+						mu.Unlock()
+					}
+				})
+			}
+			close(start)
+			wins.Wait()
+			switch {
+			case won > 1:
+				doubles++
+			case won == 0:
+				nones++
+			}
+		}
+		if doubles > 0 || nones > 0 {
+			t.Errorf("stale claim present %v: %d of 500 port files claimed by more than one claimant, %d by none", stalePresent, doubles, nones)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "*.*-*")); len(left) > 0 {
+			t.Errorf("temporary files left beside the claims: %v", left)
+		}
+	}
+}
