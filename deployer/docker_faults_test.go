@@ -145,6 +145,9 @@ func TestDockerFailedRedeployKeepsThePublishedSpec(t *testing.T) {
 	if _, err := f.rt.Stop(ctx, insts[0], 0); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.rt.Remove(ctx, insts[0]); err != nil { // and with it its network sandbox, which holds the port
+		t.Fatal(err)
+	}
 	squatter, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", f.ports[0])) // the port is held by someone else
 	if err != nil {
 		t.Fatal(err)

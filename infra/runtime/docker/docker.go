@@ -1,6 +1,7 @@
 // Package docker is the Docker Engine runtime of zero502: it starts a service's instance as a
 // container from the host's published spec (image, command, environment, the service port
-// published on the host's address, labels zero502.host, zero502.service and zero502.version,
+// published on the host's address by the service's network sandbox, whose network namespace the
+// container joins (sandbox.go), labels zero502.host, zero502.service and zero502.version,
 // exactly the configured environment (nothing of the deployer's; the image's own ENV stays as
 // Docker defines it), the spec's stop_signal as the container's), stops it with the stop grace as
 // the stop timeout (the stop signal, SIGTERM by default, starts the drain handshake; a SIGKILL
@@ -28,7 +29,6 @@ import (
 	"path"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +36,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/zero502/zero502/infra/runtime"
@@ -114,8 +113,8 @@ func (r *Runtime) engineErr(what string, err error) error {
 
 // Start creates and starts a container of svc on host and returns once it runs; a container
 // Prepare created for the same spec is started instead of a new one. The service port is
-// published on the IP of svc.Address to the same port inside the container, where the service
-// must listen on 0.0.0.0. A name is resolved here, on the host: Docker's publishing bypasses the
+// published on the IP of svc.Address to the same port inside the container's network namespace,
+// its sandbox's, where the service must listen on 0.0.0.0. A name is resolved here, on the host: Docker's publishing bypasses the
 // host's INPUT rules, so a port is never published on every interface unless the address says
 // 0.0.0.0.
 func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (runtime.Instance, error) {
@@ -126,13 +125,35 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 			return runtime.Instance{}, err
 		}
 	}
+	if svc.Port > 0 {
+		// Its sandbox was made with it; it runs from the service's first start on (or stopped
+		// with the engine, or is new for a new address or port set while the old instance ran).
+		if _, err := r.sandbox(ctx, host, svc, true); err != nil {
+			r.discard(ctx, host, id)
+			return runtime.Instance{}, err
+		}
+	}
 	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		// Leave nothing half-made behind: a created container that never ran is removed.
-		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
-		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %.12s (is port %d on %s free?)",
-			host, svc.Name, id, svc.Port, svc.Address), err)
+		r.discard(ctx, host, id)
+		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %.12s (is port %d free in it? "+
+			"an instance of the service that still runs may hold it)", host, svc.Name, id, svc.Port), err)
 	}
 	return r.Inspect(ctx, id)
+}
+
+// discard removes a created container that never ran, and its sandbox if nothing else uses
+// it: a failed start leaves nothing half-made behind.
+func (r *Runtime) discard(ctx context.Context, host, id string) {
+	ctx = context.WithoutCancel(ctx)
+	c, err := r.inspect(ctx, id)
+	if err != nil {
+		return
+	}
+	if _, err := r.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err == nil {
+		if sb := sandboxOf(c); sb != "" {
+			_ = r.removeSandboxIfUnused(ctx, host, sb)
+		}
+	}
 }
 
 // Prepare creates svc's container on host without starting it, for a Start once the old
@@ -152,7 +173,7 @@ func (r *Runtime) Prepare(ctx context.Context, host string, svc spec.Service) er
 	r.prepared[preparedKey(host, svc)] = id
 	r.mu.Unlock()
 	if old != "" {
-		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), old, client.ContainerRemoveOptions{Force: true})
+		r.discard(ctx, host, old)
 	}
 	return nil
 }
@@ -160,7 +181,7 @@ func (r *Runtime) Prepare(ctx context.Context, host string, svc spec.Service) er
 // Discard removes the container Prepare created for svc on host if Start never took it.
 func (r *Runtime) Discard(ctx context.Context, host string, svc spec.Service) {
 	if id := r.takePrepared(host, svc); id != "" {
-		_, _ = r.cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true})
+		r.discard(ctx, host, id)
 	}
 }
 
@@ -208,18 +229,6 @@ func (r *Runtime) create(ctx context.Context, host string, svc spec.Service) (st
 		cfg.StopSignal = svc.StopSignal
 	}
 	hc := &container.HostConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled}}
-	if svc.Port > 0 {
-		port, err := network.ParsePort(strconv.Itoa(svc.Port) + "/tcp")
-		if err != nil {
-			return "", fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
-		}
-		cfg.ExposedPorts = network.PortSet{port: struct{}{}}
-		ip, err := bindIP(ctx, svc.Address)
-		if err != nil {
-			return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
-		}
-		hc.PortBindings = network.PortMap{port: {{HostIP: ip, HostPort: strconv.Itoa(svc.Port)}}}
-	}
 	if err := r.EnsureImage(ctx, svc.Image); err != nil {
 		return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 	}
@@ -228,6 +237,14 @@ func (r *Runtime) create(ctx context.Context, host string, svc spec.Service) (st
 		return "", err
 	}
 	hc.Mounts = mounts
+	if svc.Port > 0 {
+		// The port is published by the service's network sandbox, whose namespace it joins.
+		sb, err := r.sandbox(ctx, host, svc, false)
+		if err != nil {
+			return "", err
+		}
+		hc.NetworkMode = container.NetworkMode("container:" + sb)
+	}
 	name := containerName(host, svc.Name, svc.Version)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
 	if err != nil {
@@ -364,16 +381,31 @@ func (r *Runtime) List(ctx context.Context, f runtime.Filter) ([]runtime.Instanc
 // already gone is not an error. No volume is removed with it: the named volumes of the image's
 // VOLUMEs (volumeMounts) hold the service's data for its next container, and an anonymous volume
 // (a container made before zero502 named them) is left as well, its data for the user to keep or
-// drop (docker volume rm).
+// drop (docker volume rm). The network sandbox the container was in goes with it when no other
+// container is in it (the service's last container: its ports are free once it is removed).
 func (r *Runtime) Remove(ctx context.Context, inst runtime.Instance) error {
-	_, err := r.cli.ContainerRemove(ctx, inst.ID, client.ContainerRemoveOptions{})
-	if err == nil || cerrdefs.IsNotFound(err) {
+	c, err := r.inspect(ctx, inst.ID)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return r.engineErr(fmt.Sprintf("remove %s", describe(inst)), err)
+	}
+	_, err = r.cli.ContainerRemove(ctx, inst.ID, client.ContainerRemoveOptions{})
+	if cerrdefs.IsNotFound(err) {
 		return nil
 	}
 	if cerrdefs.IsConflict(err) {
 		return fmt.Errorf("remove %s: it is still running; stop it first: %w", describe(inst), err)
 	}
-	return r.engineErr(fmt.Sprintf("remove %s", describe(inst)), err)
+	if err != nil {
+		return r.engineErr(fmt.Sprintf("remove %s", describe(inst)), err)
+	}
+	if sb := sandboxOf(c); sb != "" && c.Config != nil {
+		// The last container of the service's address and ports takes their sandbox with it.
+		return r.removeSandboxIfUnused(ctx, c.Config.Labels[LabelHost], sb)
+	}
+	return nil
 }
 
 // describe names an instance in errors.

@@ -95,8 +95,12 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 	if c.HostConfig.RestartPolicy.Name != "no" {
 		t.Errorf("restart policy %q, want no (the watchdog is the healer)", c.HostConfig.RestartPolicy.Name)
 	}
-	for p, bs := range c.HostConfig.PortBindings {
-		if len(c.HostConfig.PortBindings) != 1 || len(bs) != 1 || bs[0].HostIP.String() != "127.0.0.1" || bs[0].HostPort != fmt.Sprint(port) {
+	sb := sandboxOf(t, rt, c)
+	if len(c.HostConfig.PortBindings) != 0 || len(sb.HostConfig.PortBindings) != 1 {
+		t.Errorf("bindings: container %+v, its sandbox %+v; want the port published by the sandbox alone", c.HostConfig.PortBindings, sb.HostConfig.PortBindings)
+	}
+	for p, bs := range sb.HostConfig.PortBindings {
+		if len(bs) != 1 || bs[0].HostIP.String() != "127.0.0.1" || bs[0].HostPort != fmt.Sprint(port) || p.Num() != uint16(port) {
 			t.Errorf("binding %s → %+v, want only 127.0.0.1:%d", p, bs, port)
 		}
 	}
@@ -139,13 +143,14 @@ func TestANameAddressIsPublishedOnItsIPOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, bs := range c.HostConfig.PortBindings {
+	sb := sandboxOf(t, rt, c)
+	for p, bs := range sb.HostConfig.PortBindings {
 		if len(bs) != 1 || bs[0].HostIP.String() != "127.0.0.1" {
 			t.Errorf("address localhost:%d: binding %s → %+v, want 127.0.0.1 only (never every interface)", port, p, bs)
 		}
 	}
-	if len(c.HostConfig.PortBindings) != 1 {
-		t.Errorf("bindings %+v, want the one port", c.HostConfig.PortBindings)
+	if len(sb.HostConfig.PortBindings) != 1 {
+		t.Errorf("bindings %+v, want the one port", sb.HostConfig.PortBindings)
 	}
 }
 

@@ -199,8 +199,9 @@ func HostName(t testing.TB, rt *docker.Runtime) string {
 	return h
 }
 
-// removeHost force-removes every container of host, then every volume labelled with it (the
-// named volumes of its services' image VOLUMEs, which Remove leaves).
+// removeHost force-removes every container of host and its services' network sandboxes, then
+// every volume labelled with it (the named volumes of its services' image VOLUMEs, which Remove
+// leaves).
 func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 	insts, err := rt.List(ctx, runtime.Filter{Host: host})
 	if err != nil {
@@ -212,6 +213,7 @@ func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 		}
 		_ = rt.Remove(ctx, in)
 	}
+	removeSandboxes(ctx, rt, func(h string) bool { return h == host })
 	vols, err := Volumes(ctx, rt, host)
 	if err != nil {
 		return
@@ -219,6 +221,24 @@ func removeHost(ctx context.Context, rt *docker.Runtime, host string) {
 	for _, v := range vols {
 		_, _ = rt.Client().VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
 	}
+}
+
+// removeSandboxes force-removes the network sandboxes of the hosts gone says, returning how many.
+func removeSandboxes(ctx context.Context, rt *docker.Runtime, gone func(host string) bool) int {
+	sbs, err := rt.Client().ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", docker.LabelSandboxHost)})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, sb := range sbs.Items {
+		if gone(sb.Labels[docker.LabelSandboxHost]) {
+			if _, err := rt.Client().ContainerRemove(ctx, sb.ID, client.ContainerRemoveOptions{Force: true}); err == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Volumes lists the volumes labelled zero502.host=host ("": every volume with the label).

@@ -69,6 +69,7 @@ func sweepStale() {
 			swept++
 		}
 	}
+	swept += removeSandboxes(ctx, rt, stale)
 	// The volumes after the containers: a volume a container still uses cannot be removed.
 	if vols, err := Volumes(ctx, rt, ""); err == nil {
 		for _, v := range vols {
