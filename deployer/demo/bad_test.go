@@ -105,3 +105,17 @@ func TestBadVersionDemoIsStoppedAtTheCanaryWithinTheBound(t *testing.T) {
 	}
 	t.Logf("%v failed of %v during the deploy (%.1f%%), bound %.0f", failed, res["deploy_requests"], 100*failed/res["deploy_requests"].(float64), bound)
 }
+
+// A run that fails before its load starts (the LB cannot start: no such binary) returns its
+// error, naming what failed, instead of dereferencing the load's missing result.
+func TestARunThatFailsBeforeItsLoadReturnsItsError(t *testing.T) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("demo.Run panicked instead of returning its error: %v", p)
+		}
+	}()
+	res, err := Run(t.Context(), Options{Self: "/nonexistent/zero502"})
+	if err == nil || res == nil || res.Error == "" {
+		t.Fatalf("Run with no binary: result %+v, error %v; want the error in both", res, err)
+	}
+}
