@@ -382,7 +382,9 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 	if back == nil {
 		err = d.clear(rctx, h, rt, failed)
 		if err == nil {
-			err = errors.Join(ignoreMissing(os.Remove(spec.Path(dir))), ignoreMissing(os.Remove(filepath.Join(dir, previousFileName))))
+			for _, p := range []string{spec.Path(dir), filepath.Join(dir, previousFileName)} {
+				err = errors.Join(err, ignoreMissing(os.Remove(p)), ignoreMissing(os.Remove(spec.SecretsPath(p))))
+			}
 		}
 	} else {
 		restored := *back

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
@@ -176,5 +177,26 @@ func TestASecretReachesTheServiceAndNothingElse(t *testing.T) {
 	}
 	if v := f.versions(); v["host-a"] != "v1" || v["host-b"] != "v1" {
 		t.Errorf("after the refusal hosts run %v, want v1", v)
+	}
+}
+
+// A first deploy rolled back to nothing leaves nothing of it on the host: no spec, and no
+// secret values beside it either (they stayed, 0600, until the next publish).
+func TestAFreshHostRolledBackKeepsNoSecretValues(t *testing.T) {
+	t.Parallel()
+	f, cfg, _ := secretFleet(t, nil)
+	cfg.Services[0].Command = append(cfg.Services[0].Command, "--start-unhealthy")
+	cfg.Rollout.HealthyDeadline = 2 * time.Second
+	path := f.write("fleet.yaml", cfg)
+	rep, _, err := deploySecret(t, f, path, "v1")
+	if err == nil {
+		t.Fatal("deploy of a never-healthy v1 succeeded")
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "" {
+		t.Fatalf("host-a: %s, runs %q; want rolled back to nothing", a.Outcome, a.Running)
+	}
+	left, _ := filepath.Glob(filepath.Join(f.stateDir(0), "*secrets*"))
+	if _, err := spec.Read(spec.Path(f.stateDir(0))); !errors.Is(err, spec.ErrNone) || len(left) > 0 {
+		t.Fatalf("host-a rolled back to nothing keeps its spec (%v) or secret values %v", err, left)
 	}
 }
