@@ -114,3 +114,33 @@ func TestASecretsValueMustMatchItsDigest(t *testing.T) {
 		t.Errorf("a spec without secrets left %s behind: %v", SecretsPath(p), err)
 	}
 }
+
+// A reader without the host lock (status) that reads a spec just before a publish replaces it,
+// and its values just after the publish dropped the old ones, reads the new spec again: it never
+// takes the publish for a corrupt spec.
+func TestAReadRacingAPublishReadsTheNewSpecNotACorruptOne(t *testing.T) {
+	p := Path(t.TempDir())
+	cfg := secretConfig(t, "one")
+	if err := Publish(p, Render(cfg, cfg.Hosts[0], "v1", "/bin/zero502")); err != nil {
+		t.Fatal(err)
+	}
+	next := secretConfig(t, "two")
+	published := false
+	afterSpecRead = func() {
+		if !published {
+			published = true // between this read of v1 and the read of its value: v2 lands
+			if err := Publish(p, Render(next, next.Hosts[0], "v2", "/bin/zero502")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { afterSpecRead = nil }()
+	got, err := Read(p)
+	if err != nil {
+		t.Fatalf("a read racing a publish: %v", err)
+	}
+	web, _ := got.Service("web")
+	if got.Version != "v2" || web.Environment()["DB_PASSWORD"] != "two" {
+		t.Fatalf("read %s with DB_PASSWORD %q, want v2 with its own value", got.Version, web.Environment()["DB_PASSWORD"])
+	}
+}

@@ -279,32 +279,59 @@ var ErrUntrusted = errors.New("not trusted")
 
 // Read reads the spec at path. A missing file is ErrNone; a corrupt one is an error that says so;
 // one another user could have written (trust.Check: the file or a directory above it group- or
-// world-writable, or owned by someone else) is refused, ErrUntrusted, and never believed.
+// world-writable, or owned by someone else) is refused, ErrUntrusted, and never believed. A spec
+// replaced by a publish between the read of it and the read of its secret values (which the
+// publish drops once the new spec is in place) is read again: a reader without the host lock
+// (status) never takes a publish for corruption.
 func Read(path string) (Spec, error) {
+	for attempt := 1; ; attempt++ {
+		s, read, err := readOnce(path)
+		if err == nil || read == nil || attempt == 3 {
+			return s, err
+		}
+		if now, serr := os.Stat(path); serr != nil || os.SameFile(now, read) {
+			return s, err
+		}
+	}
+}
+
+// afterSpecRead, when set (tests), runs between the read of a spec and the read of its values.
+var afterSpecRead func()
+
+// readOnce is one Read; read is the spec file it read, when its secret values were unreadable.
+func readOnce(path string) (Spec, os.FileInfo, error) {
 	// Checked before a byte is read, and the file read is the one checked (trust.Open).
 	f, err := trust.Open(path, os.Getuid())
 	switch {
 	case errors.Is(err, trust.ErrRefused):
-		return Spec{}, fmt.Errorf("spec %s is %w, so nothing it says is run: %w", path, ErrUntrusted, err)
+		return Spec{}, nil, fmt.Errorf("spec %s is %w, so nothing it says is run: %w", path, ErrUntrusted, err)
 	case errors.Is(err, os.ErrNotExist):
-		return Spec{}, fmt.Errorf("%s: %w", path, ErrNone)
+		return Spec{}, nil, fmt.Errorf("%s: %w", path, ErrNone)
 	case err != nil:
-		return Spec{}, fmt.Errorf("read spec: %w", err)
+		return Spec{}, nil, fmt.Errorf("read spec: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return Spec{}, nil, fmt.Errorf("read spec: %w", err)
 	}
 	data, err := io.ReadAll(f)
 	f.Close()
 	if err != nil {
-		return Spec{}, fmt.Errorf("read spec: %w", err)
+		return Spec{}, nil, fmt.Errorf("read spec: %w", err)
 	}
 	var s Spec
 	if err := json.Unmarshal(data, &s); err != nil {
-		return Spec{}, fmt.Errorf("spec %s is corrupt (%v): %w; zero502 deploy --version V sets it aside "+
+		return Spec{}, nil, fmt.Errorf("spec %s is corrupt (%v): %w; zero502 deploy --version V sets it aside "+
 			"(as %s%s) and republishes the host", path, err, ErrCorrupt, fileName, CorruptSuffix)
 	}
-	if err := readSecrets(path, &s); err != nil {
-		return Spec{}, fmt.Errorf("spec %s: %w: %w; zero502 deploy --version V sets it aside and republishes the host", path, err, ErrCorrupt)
+	if afterSpecRead != nil {
+		afterSpecRead()
 	}
-	return s, nil
+	if err := readSecrets(path, &s); err != nil {
+		return Spec{}, fi, fmt.Errorf("spec %s: %w: %w; zero502 deploy --version V sets it aside and republishes the host", path, err, ErrCorrupt)
+	}
+	return s, nil, nil
 }
 
 // Publish writes s to path atomically: a temp file in the same directory, fsync, rename over the
