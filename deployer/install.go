@@ -6,8 +6,10 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/zero502/zero502/deployer/ssh"
+	"github.com/zero502/zero502/watchdog"
 )
 
 // The paths the shipped systemd units name; Install.Script rewrites them to where the binary
@@ -28,6 +30,11 @@ type Install struct {
 	// Units are the systemd units (*.service at the root), written as they are except that
 	// /usr/local/bin/zero502 becomes Binary and /etc/zero502/ becomes ConfigDir.
 	Units fs.FS
+	// WatchdogInterval, when set, installs the watchdog's units too (watchdog.Units, rewritten
+	// like Units): zero502-watchdog.service, and zero502-watchdog.timer ticking every
+	// WatchdogInterval, which must be the watchdog.interval of the config the watchdog reads on
+	// the server. Zero installs neither.
+	WatchdogInterval time.Duration
 	// Size and SHA256 (hex) are those of the binary sent on the script's stdin: the script
 	// refuses an upload that differs (cut short, or changed on the way). They are not secret and
 	// go on the script's command line. SHA256 "" checks neither; the upload must still be
@@ -81,22 +88,30 @@ func (in Install) Check() error {
 // count and sha256 against Size and SHA256, non-empty, and `Binary.new version` must run there
 // and print its version: a binary for another OS or CPU does not), the dirs (StateDir made 0750),
 // each unit into UnitDir as NAME.new (mode 0644); then the renames, the binary's first; a
-// daemon-reload when systemd runs; and the new binary's version printed as the proof it runs.
-// A failure before the binary's rename removes the .new files and exits InstallKept: the server
-// keeps its previous binary; one after it exits InstallPartly. Every path is quoted for the
-// shell; the script stops at the first failing command. Check's errors come first.
+// daemon-reload when systemd runs (as root only); and the new binary's version printed as the
+// proof it runs. A failure before the binary's rename removes the .new files and exits
+// InstallKept: the server keeps its previous binary; one after it exits InstallPartly. Every
+// path is quoted for the shell; the script stops at the first failing command. Check's errors
+// come first.
+//
+// A user other than root (deploy@) who cannot write where the binary or the units go, or where
+// a missing dir must be made (/usr/local/bin, /etc/systemd/system: root's), runs all of it
+// through `sudo -n` (never a password prompt: there is no terminal to answer it), and a StateDir
+// it makes is then that user's, as the deploys that log in as that user write it. Without sudo,
+// or when sudo -n refuses (a password needed, no sudoers rule), the script exits InstallKept
+// before reading anything, saying what needs root and what to do.
 func (in Install) Script() (string, error) {
 	if err := in.Check(); err != nil {
 		return "", err
 	}
 	q := ssh.ShellQuote
-	names, err := fs.Glob(in.Units, "*.service")
+	units, err := in.units()
 	if err != nil {
-		return "", fmt.Errorf("install: listing the systemd units: %w", err)
+		return "", err
 	}
 	newFiles := []string{q(in.Binary + ".new")}
-	for _, name := range names {
-		newFiles = append(newFiles, q(path.Join(in.UnitDir, name)+".new"))
+	for _, u := range units {
+		newFiles = append(newFiles, q(path.Join(in.UnitDir, u.Name)+".new"))
 	}
 	var b strings.Builder
 	// The trap: on a failure before the binary's rename, remove what was written and say the
@@ -109,8 +124,10 @@ func (in Install) Script() (string, error) {
 		InstallKept,
 		q("zero502 host install: "+in.Binary+" is the new binary, checked, but a later step failed (above): fix it and install again"),
 		InstallPartly)
-	fmt.Fprintf(&b, "set -e; umask 022; replaced=; trap %s EXIT; trap 'exit 1' HUP INT TERM PIPE; ", q(trap))
-	fmt.Fprintf(&b, "mkdir -p %s %s %s; mkdir -p -m 0750 %s; ", q(path.Dir(in.Binary)), q(in.ConfigDir), q(in.UnitDir), q(in.StateDir))
+	// $1 and $2: the uid and gid a state dir made here belongs to (empty: whoever runs this).
+	fmt.Fprintf(&b, "set -e; umask 022; owner=${1:-}; group=${2:-}; replaced=; trap %s EXIT; trap 'exit 1' HUP INT TERM PIPE; ", q(trap))
+	fmt.Fprintf(&b, "mkdir -p %s %s %s; ", q(path.Dir(in.Binary)), q(in.ConfigDir), q(in.UnitDir))
+	fmt.Fprintf(&b, `if [ ! -d %[1]s ]; then mkdir -p -m 0750 %[1]s; if [ -n "$owner" ]; then chown "$owner:$group" %[1]s; fi; fi; `, q(in.StateDir))
 	// The directories the binary and the units go to, and every one above them, pass the trust
 	// rule (infra/trust, here in sh): owned by root or this user, and writable by no one else
 	// but where sticky (/tmp). Else another user could swap Binary.new between its check and
@@ -137,21 +154,71 @@ func (in Install) Script() (string, error) {
 	fmt.Fprintf(&b, `chmod 755 %[1]s; v=$(%[1]s version) && [ -n "$v" ] || `+
 		`{ echo 'zero502 host install: the new binary does not run here (built for another OS or CPU?): its version printed nothing or failed' >&2; exit 1; }; `,
 		newBin)
-	for _, name := range names {
-		data, err := fs.ReadFile(in.Units, name)
-		if err != nil {
-			return "", fmt.Errorf("install: reading the systemd unit %s: %w", name, err)
-		}
-		text := strings.ReplaceAll(string(data), unitBinary, in.Binary)
+	for _, u := range units {
+		text := strings.ReplaceAll(u.Text, unitBinary, in.Binary)
 		text = strings.ReplaceAll(text, unitConfigDir, strings.TrimSuffix(in.ConfigDir, "/")+"/")
-		to := path.Join(in.UnitDir, name)
+		to := path.Join(in.UnitDir, u.Name)
 		fmt.Fprintf(&b, "printf '%%s' %[1]s > %[2]s.new; chmod 644 %[2]s.new; ", q(text), q(to))
 	}
 	fmt.Fprintf(&b, "mv %[1]s.new %[1]s; replaced=1; ", q(in.Binary))
-	for _, name := range names {
-		fmt.Fprintf(&b, "mv %[1]s.new %[1]s; ", q(path.Join(in.UnitDir, name)))
+	for _, u := range units {
+		fmt.Fprintf(&b, "mv %[1]s.new %[1]s; ", q(path.Join(in.UnitDir, u.Name)))
 	}
-	b.WriteString("if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; ")
+	// Only root may reload systemd; a user who could write every path itself (its own dirs, no
+	// sudo) is told to.
+	fmt.Fprintf(&b, `if [ -d /run/systemd/system ]; then if [ "$(id -u)" -eq 0 ]; then systemctl daemon-reload; `+
+		`else echo %s >&2; fi; fi; `,
+		q("zero502 host install: systemd was not reloaded (this user is not root): if "+in.UnitDir+" is a directory systemd reads, run systemctl daemon-reload as root"))
 	b.WriteString(`printf '%s\n' "$v"`)
-	return b.String(), nil
+	return in.asRoot(b.String()), nil
+}
+
+// units are the systemd units the script writes: Units' *.service, then the watchdog's when
+// WatchdogInterval is set.
+func (in Install) units() ([]watchdog.Unit, error) {
+	names, err := fs.Glob(in.Units, "*.service")
+	if err != nil {
+		return nil, fmt.Errorf("install: listing the systemd units: %w", err)
+	}
+	var units []watchdog.Unit
+	for _, name := range names {
+		data, err := fs.ReadFile(in.Units, name)
+		if err != nil {
+			return nil, fmt.Errorf("install: reading the systemd unit %s: %w", name, err)
+		}
+		units = append(units, watchdog.Unit{Name: name, Text: string(data)})
+	}
+	if in.WatchdogInterval != 0 {
+		wd, err := watchdog.Units(in.WatchdogInterval)
+		if err != nil {
+			return nil, fmt.Errorf("install: the watchdog's units: %w", err)
+		}
+		units = append(units, wd...)
+	}
+	return units, nil
+}
+
+// asRoot wraps script, the install itself, so that a user other than root who cannot write
+// every path it writes runs it through sudo -n, with the uid and gid a state dir it makes is
+// given to ($1 and $2); root, or a user who can, runs it as it is. What needs root is found
+// before anything is read or written: the directory the binary goes to, UnitDir, and, for a
+// dir still to be made, the nearest one above it that exists must be writable.
+func (in Install) asRoot(script string) string {
+	q := ssh.ShellQuote
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -e; install=%s; u=$(id -u); need=; ", q(script))
+	fmt.Fprintf(&b, `writable() { d=$1; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; [ -w "$d" ]; }; `+
+		`if [ "$u" -ne 0 ]; then `+
+		`for p in %[1]s %[2]s; do writable "$p" || need="$need $p"; done; `+
+		`for p in %[3]s %[4]s; do [ -e "$p" ] || writable "$p" || need="$need $p"; done; fi; `,
+		q(path.Dir(in.Binary)), q(path.Clean(in.UnitDir)), q(path.Clean(in.ConfigDir)), q(path.Clean(in.StateDir)))
+	fmt.Fprintf(&b, `if [ -n "$need" ]; then who=$(id -un 2>/dev/null) || who="uid $u"; `+
+		`what="zero502 host install: $who needs root or passwordless sudo for writing$need"; `+
+		`if ! command -v sudo >/dev/null 2>&1; then `+
+		`echo "$what, and sudo is not installed: install as root (--ssh root@HOST), or install sudo and grant $who passwordless sudo; nothing was changed" >&2; exit %[1]d; fi; `+
+		`if ! e=$(sudo -n sh -c : </dev/null 2>&1); then `+
+		`echo "$what, and sudo -n refused ($e): install as root (--ssh root@HOST), or grant $who passwordless sudo (NOPASSWD in sudoers); nothing was changed" >&2; exit %[1]d; fi; `+
+		`exec sudo -n sh -c "$install" zero502-install "$u" "$(id -g)"; fi; `+
+		`exec sh -c "$install" zero502-install`, InstallKept)
+	return b.String()
 }

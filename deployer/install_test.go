@@ -4,12 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
+
+	"github.com/zero502/zero502/internal/testrig/osuser"
 )
 
 // installUnits are two units written like the shipped ones, with text a shell would expand or
@@ -105,6 +113,38 @@ func TestInstallScriptPutsTheBinaryTheDirsAndTheUnitsInPlace(t *testing.T) {
 	}
 	if _, err := os.Stat(in.Binary + ".new"); !os.IsNotExist(err) {
 		t.Errorf("%s.new is left behind: %v", in.Binary, err)
+	}
+}
+
+// With WatchdogInterval (the config's watchdog.interval) the watchdog's units are installed too,
+// rewritten like the others, the timer ticking every watchdog.interval (OnActiveSec= and
+// OnUnitActiveSec=), not the shipped file's 60s: ticks closer than the interval would only be
+// logged as not counted. An interval that is not positive is refused, naming it.
+func TestInstallScriptWritesTheWatchdogTimerForTheConfigsInterval(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	in := Install{Binary: filepath.Join(root, "bin", "zero502"), StateDir: filepath.Join(root, "state"),
+		ConfigDir: filepath.Join(root, "etc"), UnitDir: filepath.Join(root, "units"), Units: installUnits,
+		WatchdogInterval: 90 * time.Second}
+	if out, err := installRun(t, in); err != nil {
+		t.Fatalf("install script: %v\n%s", err, out)
+	}
+	timer, _ := os.ReadFile(filepath.Join(in.UnitDir, "zero502-watchdog.timer"))
+	service, _ := os.ReadFile(filepath.Join(in.UnitDir, "zero502-watchdog.service"))
+	for _, want := range []string{"\nOnActiveSec=90s\n", "\nOnUnitActiveSec=90s\n", "\nUnit=zero502-watchdog.service\n"} {
+		if !strings.Contains(string(timer), want) {
+			t.Errorf("the installed timer lacks %q:\n%s", want, timer)
+		}
+	}
+	if want := "\nExecStart=" + in.Binary + " watchdog --config " + in.ConfigDir + "/zero502.yaml\n"; !strings.Contains(string(service), want) {
+		t.Errorf("the installed watchdog service lacks %q:\n%s", want, service)
+	}
+	if entries, err := os.ReadDir(in.UnitDir); err != nil || len(entries) != 4 {
+		t.Errorf("unit dir holds %v (%v), want the two units and the watchdog's two", entries, err)
+	}
+	in.WatchdogInterval = -time.Second
+	if _, err := in.Script(); err == nil || !strings.Contains(err.Error(), "watchdog.interval -1s: must be positive") {
+		t.Errorf("Script with watchdog.interval -1s: %v; want it refused, naming it", err)
 	}
 }
 
@@ -272,4 +312,229 @@ func TestInstallScriptRefusesARelativePathOrAnEmptyBinary(t *testing.T) {
 			t.Errorf("Script of %+v: %v; want a refusal naming %s, and no script", in, err, c.want)
 		}
 	}
+}
+
+// A user other than root (deploy@, as the README's quick start logs in) cannot write
+// /usr/local/bin or /etc/systemd/system. The script, run by a real shell as such a user into
+// root's directories, asks sudo -n for the install; without sudo, or when sudo wants a password,
+// it stops before anything is read or written, saying what needs root and what to do (it used to
+// go on and stop at "Permission denied", half-way).
+func TestInstallScriptAsAnotherUserNeedsRootOrPasswordlessSudo(t *testing.T) {
+	u, root := installUser(t)
+	for _, c := range []struct{ name, sudo, want string }{
+		{"no sudo", "", "and sudo is not installed: install as root (--ssh root@HOST), or install sudo and grant " + u.Username + " passwordless sudo"},
+		{"sudo wants a password", "#!/bin/sh\necho 'sudo: a password is required' >&2\nexit 1\n",
+			"and sudo -n refused (sudo: a password is required): install as root (--ssh root@HOST), or grant " + u.Username + " passwordless sudo (NOPASSWD in sudoers)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(root, strings.ReplaceAll(c.name, " ", "-"))
+			in := Install{Binary: filepath.Join(dir, "bin", "zero502"), StateDir: filepath.Join(dir, "state"),
+				ConfigDir: filepath.Join(dir, "etc"), UnitDir: filepath.Join(dir, "units"), Units: installUnits}
+			if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil { // root's, as /usr/local/bin
+				t.Fatal(err)
+			}
+			out, err := installAs(t, u, in, toolsPath(t, dir, c.sudo))
+			var exit *exec.ExitError
+			want := "zero502 host install: " + u.Username + " needs root or passwordless sudo for writing " + filepath.Join(dir, "bin") + " " + dir + "/units"
+			if !errors.As(err, &exit) || exit.ExitCode() != InstallKept || !strings.Contains(out, want) || !strings.Contains(out, c.want) {
+				t.Fatalf("install as %s into root's dirs, %s: %v\n%s\nwant exit %d and\n%s, %s", u.Username, c.name, err, out, InstallKept, want, c.want)
+			}
+			for _, p := range []string{in.Binary + ".new", in.Binary, in.StateDir, in.ConfigDir, in.UnitDir} {
+				if _, err := os.Lstat(p); !os.IsNotExist(err) {
+					t.Errorf("%s exists after the refusal (%v): nothing should have been written", p, err)
+				}
+			}
+		})
+	}
+}
+
+// With passwordless sudo (a stand-in here: a set-uid-root sudo that wants -n and runs the command
+// as root), the same user installs into root's directories: the binary and the units are root's,
+// the state dir the script made is the user's (the deploys that log in as it write it), and sudo
+// was asked with -n, never a prompt. Into directories of its own, the user needs no sudo at all.
+func TestInstallScriptAsAnotherUserGoesThroughSudo(t *testing.T) {
+	u, root := installUser(t)
+	uid, _ := strconv.Atoi(u.Uid)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sudoBin := filepath.Join(root, "sudo-bin")
+	if err := os.Mkdir(sudoBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, self, filepath.Join(sudoBin, "sudo"), 0o755)
+	if err := os.Chmod(filepath.Join(sudoBin, "sudo"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(sudoBin, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Flags&0x2 != 0 { // ST_NOSUID
+		skipOrFail(t, sudoBin+" is on a nosuid file system: the stand-in sudo cannot be set-uid there")
+	}
+	log := filepath.Join(root, "sudo.log")
+	in := Install{Binary: filepath.Join(root, "bin", "zero502"), StateDir: filepath.Join(root, "state"),
+		ConfigDir: filepath.Join(root, "etc"), UnitDir: filepath.Join(root, "units"), Units: installUnits,
+		WatchdogInterval: 90 * time.Second}
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := installAs(t, u, in, toolsPath(t, root, "")+":"+sudoBin, fakeSudoLogEnv+"="+log)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "fake zero502 version") {
+		t.Fatalf("install as %s through sudo: %v\n%s", u.Username, err, out)
+	}
+	if data, err := os.ReadFile(log); err != nil || !strings.HasPrefix(string(data), "-n sh -c ") || !strings.HasSuffix(string(data), " zero502-install "+u.Uid+" "+u.Gid+"\n") {
+		t.Errorf("sudo was run with %q (%v); want -n sh -c SCRIPT zero502-install %s %s", data, err, u.Uid, u.Gid)
+	}
+	for p, owner := range map[string]int{in.Binary: 0, filepath.Join(in.UnitDir, "zero502-lb.service"): 0,
+		filepath.Join(in.UnitDir, "zero502-watchdog.timer"): 0, in.ConfigDir: 0, in.StateDir: uid} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int(st.Sys().(*syscall.Stat_t).Uid); got != owner {
+			t.Errorf("%s belongs to uid %d, want %d", p, got, owner)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(in.UnitDir, "zero502-watchdog.timer")); !strings.Contains(string(data), "\nOnUnitActiveSec=90s\n") {
+		t.Errorf("the installed timer does not tick every watchdog.interval 90s:\n%s", data)
+	}
+
+	// Into its own directories: no sudo (none on the path), and the files are its own.
+	own := filepath.Join(root, "own")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(own, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	mine := Install{Binary: filepath.Join(own, "bin", "zero502"), StateDir: filepath.Join(own, "state"),
+		ConfigDir: filepath.Join(own, "etc"), UnitDir: filepath.Join(own, "units"), Units: installUnits}
+	if out, err := installAs(t, u, mine, toolsPath(t, own+"-tools", "")); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "fake zero502 version") {
+		t.Fatalf("install as %s into its own dirs: %v\n%s", u.Username, err, out)
+	}
+	if st, err := os.Stat(mine.Binary); err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+		t.Errorf("%s: %v, %v; want the user's", mine.Binary, st, err)
+	}
+}
+
+// installUser is the user the tests run the script as (osuser.Service: not root, no sudo rights)
+// and a directory of root's (0755, as /usr/local) that the user can reach: the tests need root.
+func installUser(t *testing.T) (*user.User, string) {
+	t.Helper()
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		skipOrFail(t, "setpriv not found (util-linux)")
+	}
+	u := osuser.Ensure(t, osuser.Service)
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} { // t.TempDir's are 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u, root
+}
+
+// installAs runs in's script as u (setpriv), fakeBinary on stdin, with PATH path and env.
+func installAs(t *testing.T, u *user.User, in Install, path string, env ...string) (string, error) {
+	t.Helper()
+	in.Size, in.SHA256 = sent(fakeBinary)
+	script, err := in.Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("setpriv", "--reuid", u.Uid, "--regid", u.Gid, "--clear-groups", "sh", "-c", script)
+	sh.Env = append([]string{"PATH=" + path, "HOME=/nonexistent", "LANG=C"}, env...)
+	sh.Stdin = strings.NewReader(fakeBinary)
+	out, err := sh.CombinedOutput()
+	return string(out), err
+}
+
+// toolsPath is a PATH (a directory made in dir) holding the tools the script runs, links to
+// this machine's, and no sudo: sudo, when not "", is a script put there as sudo.
+func toolsPath(t *testing.T, dir, sudo string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "tools")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"sh", "id", "dirname", "find", "mkdir", "chown", "rm", "cat", "wc", "sha256sum", "chmod", "mv", "systemctl"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			continue // systemctl: the script reloads systemd only where it runs
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sudo != "" {
+		if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte(sudo), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// skipOrFail skips the test, or fails it under CI (.ci/run runs as root, with util-linux).
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeSudoLogEnv names the file the stand-in sudo appends its arguments to.
+const fakeSudoLogEnv = "ZERO502_TEST_FAKE_SUDO_LOG"
+
+// This test binary, set-uid root and run as "sudo", is the stand-in of a passwordless sudo:
+// it wants -n first (never a prompt), notes its arguments, and runs the command as root.
+func init() {
+	if filepath.Base(os.Args[0]) != "sudo" {
+		return
+	}
+	args := os.Args[1:]
+	if len(args) < 2 || args[0] != "-n" {
+		fmt.Fprintf(os.Stderr, "sudo (the test's): want -n COMMAND..., got %q\n", args)
+		os.Exit(1)
+	}
+	if log := os.Getenv(fakeSudoLogEnv); log != "" {
+		f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, strings.Join(args, " "))
+			f.Close()
+		}
+	}
+	cmd, err := exec.LookPath(args[1])
+	if err == nil {
+		if err = syscall.Setgid(0); err == nil {
+			err = syscall.Setuid(0)
+		}
+	}
+	if err == nil {
+		err = syscall.Exec(cmd, args[1:], os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "sudo (the test's): %v\n", err)
+	os.Exit(1)
 }

@@ -16,6 +16,12 @@ import (
 // watchdog heals on the heal_after-th, so a drain is safe only when
 // floor(D / interval) + 1 < heal_after, that is (heal_after − 1) × interval > D. The first
 // statement of I5, heal_after × interval > D, allowed one failing tick too many.
+//
+// The watchdog, not its timer, keeps the ticks that far apart: it counts a failure only about an
+// interval after the last counted one, and the heal_after-th only (heal_after − 1) × interval
+// after the first (watchdog's notCounted), whatever runs its ticks: a timer ticking more often
+// than watchdog.interval, a run by hand or --loop beside it. So the heal comes more than D after
+// the first failing check, which is no sooner than the drain's start.
 func evaluateI5(c *config.Config) Verdict {
 	inv := Invariant{
 		ID:       "I5",

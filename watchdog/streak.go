@@ -32,7 +32,7 @@ func (s *streaks) since(specAt time.Time) {
 		return
 	}
 	for _, st := range s.Services {
-		st.Failures, st.LastError = 0, ""
+		st.Failures, st.LastError, st.FailingSince = 0, "", time.Time{}
 	}
 	s.Spec = specAt
 }
@@ -42,8 +42,11 @@ type streak struct {
 	Failures  int       `json:"consecutive_failures"`
 	LastError string    `json:"last_error,omitempty"`
 	LastCheck time.Time `json:"last_check"`
-	Heals     int       `json:"heals_total"`
-	LastHeal  time.Time `json:"last_heal,omitempty"`
+	// FailingSince is when the streak's first counted failure was seen: the heal_after-th counts
+	// only (heal_after − 1) × watchdog.interval later (I5). Zero with no failure.
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	Heals        int       `json:"heals_total"`
+	LastHeal     time.Time `json:"last_heal,omitempty"`
 }
 
 // get returns the streak of service, creating it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/watchdog"
 )
 
 // The shipped units pass systemd-analyze verify (when the tool is installed). ExecStart's
@@ -54,9 +55,30 @@ func TestSystemdUnitsVerify(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Fatalf("systemd-analyze verify (with the deploy-user drop-in): %v\n%s", err, out)
 	}
+	// As zero502 host install writes them for a config's watchdog.interval.
+	for _, interval := range []time.Duration{90 * time.Second, 1500 * time.Millisecond} {
+		written, err := watchdog.Units(interval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		var files []string
+		for _, u := range written {
+			file := filepath.Join(dir, u.Name)
+			if err := os.WriteFile(file, []byte(strings.ReplaceAll(u.Text, "/usr/local/bin/zero502", self)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, file)
+		}
+		out, err := exec.Command(tool, append([]string{"verify"}, files...)...).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Fatalf("systemd-analyze verify of the units written for watchdog.interval %s: %v\n%s", interval, err, out)
+		}
+	}
 }
 
-// The units say what the design says: a oneshot tick, at least a minute apart, randomised; its
+// The units say what the design says: a oneshot tick, at least a minute apart (the shipped
+// config's watchdog.interval), randomised; its
 // end stops the tick alone (KillMode=process), not a service it healed on the process runtime,
 // which runs in the tick's cgroup, and gives that service no Nice= of its own.
 func TestSystemdUnitsAreAOneshotTickEveryMinute(t *testing.T) {
@@ -108,5 +130,64 @@ func TestTheShippedTimerTicksAtLeastTheShippedIntervalApart(t *testing.T) {
 	}
 	if every < cfg.Watchdog.Interval {
 		t.Errorf("the timer ticks every %s (OnUnitActiveSec), the shipped config says watchdog.interval %s: I5 counts on ticks at least that far apart", every, cfg.Watchdog.Interval)
+	}
+	// The shipped file is the timer host install writes for the shipped config.
+	written, err := watchdog.Timer(cfg.Watchdog.Interval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written != string(data) {
+		t.Errorf("the timer written for examples/production.yaml's watchdog.interval %s is not the shipped one:\n%s\nshipped:\n%s",
+			cfg.Watchdog.Interval, written, data)
+	}
+}
+
+// The timer a server gets ticks every watchdog.interval of its config (OnActiveSec= and
+// OnUnitActiveSec=), in a form systemd and Go both read, never sooner; the rest is the shipped
+// file's. With the shipped 60s beside a config's 90s, two ticks in three would only be logged as
+// not counted.
+func TestTheTimerTicksEveryWatchdogInterval(t *testing.T) {
+	shipped, err := os.ReadFile(filepath.Join("systemd", "zero502-watchdog.timer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for interval, want := range map[time.Duration]string{
+		90 * time.Second:        "90s",
+		10 * time.Minute:        "600s",
+		1500 * time.Millisecond: "1500ms",
+		1500 * time.Nanosecond:  "2us",
+	} {
+		timer, err := watchdog.Timer(interval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, old := strings.Split(timer, "\n"), strings.Split(string(shipped), "\n")
+		if len(got) != len(old) {
+			t.Fatalf("timer for %s: %d lines, the shipped one %d", interval, len(got), len(old))
+		}
+		for i := range got {
+			key, _, _ := strings.Cut(old[i], "=")
+			switch key {
+			case "OnActiveSec", "OnUnitActiveSec":
+				if got[i] != key+"="+want {
+					t.Errorf("timer for %s: %q, want %s=%s", interval, got[i], key, want)
+				}
+				if d, err := time.ParseDuration(want); err != nil || d < interval {
+					t.Errorf("timer for %s: %s reads as %s (%v): sooner than the interval", interval, want, d, err)
+				}
+			default:
+				if got[i] != old[i] {
+					t.Errorf("timer for %s: line %d is %q, the shipped one %q", interval, i+1, got[i], old[i])
+				}
+			}
+		}
+	}
+	if _, err := watchdog.Timer(0); err == nil || !strings.Contains(err.Error(), "watchdog.interval 0s: must be positive") {
+		t.Errorf("Timer(0) = %v; want a refusal naming watchdog.interval", err)
+	}
+	units, err := watchdog.Units(90 * time.Second)
+	if err != nil || len(units) != 2 || units[0].Name != watchdog.ServiceUnitName || units[1].Name != watchdog.TimerUnitName ||
+		!strings.Contains(units[1].Text, "\nOnUnitActiveSec=90s\n") {
+		t.Errorf("Units(90s) = %+v, %v; want the service and the timer ticking every 90s", units, err)
 	}
 }

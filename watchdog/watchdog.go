@@ -1,13 +1,14 @@
 // Package watchdog owns the self-healing watchdog of a host: one tick per run (a systemd timer
-// runs it every minute). A tick takes the host lock without waiting and skips when a deploy, or
-// any flock(1) script, holds it, leaving every failure counter untouched; it reads the host's
-// published spec (never writes it), checks every service (by its own health rule from the spec,
-// package healthcheck, or by the instance's state for a service without a port), counts
-// consecutive failures in a state file, and on the heal_after-th consecutive failure recreates
-// the service from the spec. A service the spec marks stopped is never started. Each heal is one
-// JSON log line and a counter in a Prometheus textfile. A heal that fails makes the tick fail
-// (Report.Err, a non-zero exit that systemd flags) without stopping the heals of the host's other
-// services. Invariant I5 says why a draining service is never healed.
+// runs it every watchdog.interval). A tick takes the host lock without waiting and skips when a
+// deploy, or any flock(1) script, holds it, leaving every failure counter untouched; it reads the
+// host's published spec (never writes it), checks every service (by its own health rule from the
+// spec, package healthcheck, or by the instance's state for a service without a port), counts
+// consecutive failures in a state file (one per watchdog.interval, whatever runs the ticks:
+// notCounted), and on the heal_after-th consecutive failure recreates the service from the spec.
+// A service the spec marks stopped is never started. Each heal is one JSON log line and a counter
+// in a Prometheus textfile. A heal that fails makes the tick fail (Report.Err, a non-zero exit
+// that systemd flags) without stopping the heals of the host's other services. Invariant I5 says
+// why a draining service is never healed.
 package watchdog
 
 import (
@@ -223,19 +224,31 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 	}
 	if reason == "" {
 		s.LastCheck = now
-		s.Failures, s.LastError = 0, ""
+		s.Failures, s.LastError, s.FailingSince = 0, "", time.Time{}
 		v.Healthy = true
 		return v
 	}
-	// A failure less than half an interval after the last counted check (a manual run, or
-	// --loop, beside the timer, whose own ticks are at least 5/6 of an interval apart) is
-	// reported but not counted: quick runs add at most one failure per half interval to a
-	// streak. A clock that went back counts, and so does every failure once a heal was due (a
-	// failed heal is tried again).
-	if gap := now.Sub(s.LastCheck); s.Failures > 0 && s.Failures < w.cfg.Watchdog.HealAfter && gap >= 0 && gap < w.cfg.Watchdog.Interval/2 {
-		v.Reason, v.Streak = fmt.Sprintf("%s (not counted: %s after the last counted check, under half of watchdog.interval %s)",
-			reason, gap, w.cfg.Watchdog.Interval), s.Failures
-		return v
+	healAfter := w.cfg.Watchdog.HealAfter
+	if s.Failures > 0 && s.FailingSince.IsZero() {
+		// A streak counted by an older zero502, which did not record when it began: taken to
+		// begin at its last counted failure, so it can only heal later, never sooner.
+		s.FailingSince = s.LastCheck
+	}
+	if s.Failures > 0 && s.Failures < healAfter {
+		if why := w.notCounted(now, s); why != "" {
+			v.Reason, v.Streak = fmt.Sprintf("%s (not counted: %s)", reason, why), s.Failures
+			w.log.Info("check failed; not counted", "service", svc.Name, "consecutive_failures", s.Failures,
+				"heal_after", healAfter, "reason", reason, "not_counted", why)
+			return v
+		}
+	}
+	switch {
+	case s.Failures == 0:
+		s.FailingSince = now
+	case now.Before(s.LastCheck):
+		// The wall clock went back: the failure counts, and the streak is taken to have begun
+		// one watchdog.interval before each of its counted failures.
+		s.FailingSince = now.Add(-config.MulDuration(w.cfg.Watchdog.Interval, s.Failures))
 	}
 	s.LastCheck = now
 	s.Failures++
@@ -255,12 +268,56 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 	}
 	s.Heals++
 	s.LastHeal = now
-	s.Failures, s.LastError = 0, ""
+	s.Failures, s.LastError, s.FailingSince = 0, "", time.Time{}
 	v.Healed, v.Streak, v.Instance = true, 0, inst.ID
 	w.log.Info("heal", "service", svc.Name, "version", svc.Version,
 		"consecutive_failures", w.cfg.Watchdog.HealAfter, "reason", reason,
 		"instance", inst.ID, "took_ms", took.Milliseconds(), "heals_total", s.Heals)
 	return v
+}
+
+// CountTolerance is how much sooner than watchdog.interval after the last counted failure a
+// failure still counts: a twentieth of the interval (3s of the shipped 60s). The systemd timer
+// never runs a tick before it is due (it counts from the start of the last tick, OnUnitActiveSec=;
+// AccuracySec= and RandomizedDelaySec= only ever delay it), so the ticks' starts are at least an
+// interval apart; what the watchdog compares, though, are the times it checked the service, each
+// later than its tick's start by the process's start and by the checks of the services before it
+// (each up to its health timeout), which differ from tick to tick. A tolerance too small would
+// make such a tick's failure not counted, and the heal one interval later; one too large would
+// count a run by hand shortly before a timer tick. Neither makes a heal sooner than invariant I5
+// counts on: the heal_after-th failure must come (heal_after − 1) × interval after the streak's
+// first, with no tolerance (notCounted).
+func CountTolerance(interval time.Duration) time.Duration { return interval / 20 }
+
+// notCounted says why the failure of a service seen at now, s being its streak of 1 to
+// heal_after − 1 counted failures, is not counted; "" when it counts. A failure counts once per
+// watchdog.interval (less CountTolerance): a run by hand or `--loop` beside the timer, or a timer
+// that ticks more often than watchdog.interval, adds no failure to a streak. And the
+// heal_after-th counts only (heal_after − 1) × interval after the streak's first, so that a
+// service is healed only after failing for longer than invariant I5 says a drain lasts, whatever
+// ran the ticks and however the tolerances added up. A clock that went back counts.
+func (w *Watchdog) notCounted(now time.Time, s *streak) string {
+	interval, healAfter := w.cfg.Watchdog.Interval, w.cfg.Watchdog.HealAfter
+	gap := now.Sub(s.LastCheck)
+	if gap < 0 {
+		return ""
+	}
+	if tol := CountTolerance(interval); gap < interval-tol {
+		return fmt.Sprintf("%s after the last counted failure, under watchdog.interval %s less its %s tolerance: "+
+			"a failure counts once per interval, so a run beside the timer (by hand or --loop), or a timer ticking more often "+
+			"than watchdog.interval, never hastens a heal (I5); the timer's OnUnitActiveSec= should be watchdog.interval",
+			gap, interval, tol)
+	}
+	if s.Failures+1 < healAfter {
+		return ""
+	}
+	if patience, span := config.MulDuration(interval, healAfter-1), now.Sub(s.FailingSince); span < patience {
+		return fmt.Sprintf("it would be failure %d of watchdog.heal_after %d, %s after the streak's first, under "+
+			"(watchdog.heal_after − 1) × watchdog.interval %s = %s: a service failing for less may only be draining (I5); "+
+			"the next failing check heals it",
+			healAfter, healAfter, span, interval, patience)
+	}
+	return ""
 }
 
 // heal recreates svc from the published spec: whatever instance of it exists is stopped (with

@@ -410,9 +410,10 @@ func TestASpecOfAnotherHostIsRefused(t *testing.T) {
 	}
 }
 
-// A failure counts once per tick of the timer: checks less than half an interval after the last
-// counted one (a manual run beside the timer) are reported, never counted, so quick runs never
-// heal before heal_after ticks' time (I5).
+// A failure counts once per tick of the timer: checks less than an interval (less
+// CountTolerance) after the last counted one (a manual run beside the timer) are reported, never
+// counted, so quick runs never heal before heal_after ticks' time (I5). Not even 0.6 of an
+// interval after it, which the first rule (half an interval) counted.
 func TestQuickRunsBesideTheTimerDoNotHastenAHeal(t *testing.T) {
 	f := processFixture(t)
 	f.kill("web")
@@ -425,19 +426,23 @@ func TestQuickRunsBesideTheTimerDoNotHastenAHeal(t *testing.T) {
 		f.clk.Advance(advance)
 		return verdict(t, rep, "web")
 	}
-	quick := f.cfg.Watchdog.Interval / 8
+	interval := f.cfg.Watchdog.Interval
+	quick := interval / 8
 	for i := range 4 { // 4 runs within 3/8 of an interval
 		if v := tick(quick); v.Healed || v.Streak != 1 || (i > 0 && !strings.Contains(v.Reason, "not counted")) {
 			t.Fatalf("quick run %d: %+v; want one counted failure, the rest reported as not counted", i+1, v)
 		}
 	}
-	f.clk.Advance(f.cfg.Watchdog.Interval)
+	f.clk.Advance(interval / 10) // 0.6 of an interval after the counted failure
+	if v := tick(interval * 4 / 10); v.Healed || v.Streak != 1 || !strings.Contains(v.Reason, "not counted") {
+		t.Fatalf("a run 0.6 of an interval after the counted failure: %+v; want it reported as not counted", v)
+	}
 	for i := 2; i < f.cfg.Watchdog.HealAfter; i++ {
-		if v := tick(f.cfg.Watchdog.Interval); v.Healed || v.Streak != i {
+		if v := tick(interval); v.Healed || v.Streak != i {
 			t.Fatalf("tick %d an interval apart: %+v; want streak %d", i, v, i)
 		}
 	}
-	if v := tick(f.cfg.Watchdog.Interval); !v.Healed {
+	if v := tick(interval); !v.Healed {
 		t.Fatalf("the heal_after-th counted failure: %+v; want the heal", v)
 	}
 }

@@ -204,23 +204,27 @@ changes nothing and takes no lock.`,
 }
 
 func newHostInstallCmd() *cobra.Command {
-	var target, binary, dest, stateDir, configDir, unitDir string
+	var target, binary, dest, stateDir, configDir, unitDir, configPath string
 	cmd := &cobra.Command{
-		Use:   "install --ssh user@host [--binary PATH]",
+		Use:   "install --ssh user@host [--config FILE] [--binary PATH]",
 		Short: "Put the zero502 binary, its state dir and its systemd units on a server, over ssh",
 		Long: `install copies the zero502 binary (--binary, default: this one, which must be built for the
 server's OS and CPU) to --dest on the server through ssh, creates the state dir and
 --config-dir (/etc/zero502), and installs the daemons' systemd units into --unit-dir:
 zero502-lb.service, zero502-edge.service and zero502-mesh.service (hardened: a dynamic user,
-a read-only system, CAP_NET_BIND_SERVICE only for the LB and the edge), then reloads systemd.
-It enables none of them. Nothing is replaced until the upload is checked there (its size and
-sha256, and its version must run): a failed install leaves the previous binary and units. The
-paths are the server's, absolute; the state dir is made 0750. The user needs to write there (root, or sudo rights given to it
-beforehand). Then, by hand, once per server:
-  1. the config: scp zero502.yaml user@host:/etc/zero502/zero502.yaml (for the watchdog; deploys
-     send theirs over stdin);
-  2. the watchdog: scp watchdog/systemd/zero502-watchdog.service watchdog/systemd/zero502-watchdog.timer
-     user@host:/etc/systemd/system/ && ssh user@host systemctl enable --now zero502-watchdog.timer;
+a read-only system, CAP_NET_BIND_SERVICE only for the LB and the edge), and with --config the
+watchdog's zero502-watchdog.service and zero502-watchdog.timer, the timer ticking every
+watchdog.interval of that config; then reloads systemd. It enables none of them. Nothing is
+replaced until the upload is checked there (its size and sha256, and its version must run): a
+failed install leaves the previous binary and units. The paths are the server's, absolute; the
+state dir is made 0750. Run it as root, or as a user with passwordless sudo (the install then
+runs through sudo -n; a state dir it creates then belongs to that user, whose watchdog needs
+watchdog/systemd/deploy-user.conf). Then, by hand, once per server:
+  1. the config: ssh user@host 'sudo -n sh -c "umask 077; cat > /etc/zero502/zero502.yaml"' < zero502.yaml
+     (for the watchdog; deploys send theirs over stdin; as root: scp it there);
+  2. the watchdog: ssh user@host systemctl enable --now zero502-watchdog.timer (installed with
+     --config; without it, copy watchdog/systemd/zero502-watchdog.{service,timer} there and set
+     the timer's OnActiveSec= and OnUnitActiveSec= to watchdog.interval);
   3. the runtime: Docker Engine for rollout.runtime docker (the user in the docker group), or
      nothing for process;
   4. in the deployer's config: hosts[].ssh user@host[:port] and hosts[].address (where the
@@ -237,6 +241,13 @@ beforehand). Then, by hand, once per server:
 				return exitCode(2, errors.New("--ssh is required: the server as user@host[:port]"))
 			}
 			in := deployer.Install{Binary: dest, StateDir: stateDir, ConfigDir: configDir, UnitDir: unitDir, Units: shippedUnits()}
+			if configPath != "" {
+				cfg, err := config.Load(configPath)
+				if err != nil {
+					return exitCode(2, fmt.Errorf("--config: %w; nothing was sent", err))
+				}
+				in.WatchdogInterval = cfg.Watchdog.Interval
+			}
 			if err := in.Check(); err != nil {
 				return exitCode(2, err)
 			}
@@ -290,8 +301,12 @@ beforehand). Then, by hand, once per server:
 				}
 				return exitCode(1, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s, units zero502-lb, zero502-edge and zero502-mesh in %s: "+
-				"now the config and the watchdog units (zero502 host install --help)\n", dest, target, stateDir, unitDir)
+			units, next := "zero502-lb, zero502-edge and zero502-mesh", "now the config and the watchdog units (zero502 host install --help)"
+			if in.WatchdogInterval != 0 {
+				units = "zero502-lb, zero502-edge, zero502-mesh and the watchdog's (its timer every " + in.WatchdogInterval.String() + ")"
+				next = "now the config, then systemctl enable --now zero502-watchdog.timer (zero502 host install --help)"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "installed %s on %s, state dir %s, units %s in %s: %s\n", dest, target, stateDir, units, unitDir, next)
 			return nil
 		},
 	}
@@ -302,5 +317,6 @@ beforehand). Then, by hand, once per server:
 	f.StringVar(&stateDir, "state-dir", "/var/lib/zero502", "the host's state dir (watchdog.state_dir)")
 	f.StringVar(&configDir, "config-dir", "/etc/zero502", "where the config and the units' environment files live")
 	f.StringVar(&unitDir, "unit-dir", "/etc/systemd/system", "where the systemd units go")
+	f.StringVar(&configPath, "config", "", "the config the server's watchdog reads: install the watchdog's units too, its timer every watchdog.interval")
 	return cmd
 }

@@ -20,7 +20,7 @@ func newWatchdogCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watchdog --config FILE [--host NAME] [--loop]",
 		Short: "One watchdog tick: heal a service after heal_after consecutive failed checks",
-		Long: `One tick of the self-healing watchdog (a systemd timer runs it every minute; the units are
+		Long: `One tick of the self-healing watchdog (a systemd timer runs it every watchdog.interval; the units are
 in watchdog/systemd). It takes the host lock without waiting: when a deploy or a flock(1) script
 holds it, the tick is skipped and no failure counter changes. Otherwise it reads the host's
 published spec (it never writes it), checks each service (HTTP GET on its health path; the
