@@ -257,12 +257,13 @@ type Watchdog struct {
 	// health timeout (one published before it did); otherwise services[].health.timeout does.
 	// Default 2s.
 	CheckTimeout time.Duration `mapstructure:"check_timeout"`
-	// LockPath is the host's deploy lock (flock), shared with the deployer and bootstrap scripts:
-	// the lock of the hosts without their own state_dir. A config that sets it while a host with
-	// its own state_dir would not use it is refused (`zero502 host lock-path` prints each host's).
-	// Default /run/lock/zero502.lock; a host may override it. {uid} in it, as in every state dir
-	// and lock path, is the uid zero502 runs as where the path is used, the host's ssh user for a
-	// host over ssh (UIDPlaceholder).
+	// LockPath is the host's deploy lock (flock), shared with the deployer, the watchdog and
+	// bootstrap scripts: the lock of the hosts without their own lock_path. A config that sets it
+	// while a host with its own state_dir would not use it is refused (`zero502 host lock-path`
+	// prints each host's). Default "": deploy.lock in each host's state dir, which the deploy user
+	// and root share (a lock must sit in a directory only its owner can write: /run/lock, sticky,
+	// is refused). {uid} in it, as in every state dir and lock path, is the uid zero502 runs as
+	// where the path is used, the host's ssh user for a host over ssh (UIDPlaceholder).
 	LockPath string `mapstructure:"lock_path"`
 	// StateDir holds the published spec, the watchdog's streaks and instance files; it is made
 	// 0750 and refused (naming its owner and mode) when another user owns it or may write it.
@@ -681,7 +682,7 @@ type Host struct {
 	// StateDir overrides watchdog.state_dir for this host ({uid}: UIDPlaceholder).
 	StateDir string `mapstructure:"state_dir"`
 	// LockPath is this host's lock ({uid}: UIDPlaceholder). Default: deploy.lock in its
-	// state_dir when it sets one, else watchdog.lock_path.
+	// state_dir when it sets one, else watchdog.lock_path, else deploy.lock in watchdog.state_dir.
 	LockPath string `mapstructure:"lock_path"`
 	// Target is the host's ALB target id (instance id or IP) when it differs from Address.
 	Target string `mapstructure:"target"`
@@ -696,13 +697,13 @@ func (c *Config) HostStateDir(h Host) string {
 }
 
 // HostLockPath is the deploy lock file of host h: its own lock_path, else deploy.lock in its own
-// state_dir, else watchdog.lock_path.
+// state_dir, else watchdog.lock_path, else (the default) deploy.lock in watchdog.state_dir.
 func (c *Config) HostLockPath(h Host) string {
 	switch {
 	case h.LockPath != "":
 		return userPath(h.LockPath)
-	case h.StateDir != "":
-		return filepath.Join(userPath(h.StateDir), "deploy.lock")
+	case h.StateDir != "" || c.Watchdog.LockPath == "":
+		return filepath.Join(c.HostStateDir(h), "deploy.lock")
 	}
 	return userPath(c.Watchdog.LockPath)
 }

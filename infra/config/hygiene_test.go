@@ -100,8 +100,20 @@ func TestDefaultLockPathIsTheEmbeddedDefault(t *testing.T) {
 	if got := Defaults().Watchdog.LockPath; got != defaultLockPath {
 		t.Fatalf("embedded watchdog.lock_path %q, defaultLockPath %q: keep them equal", got, defaultLockPath)
 	}
-	cfg, err := LoadBytes([]byte("watchdog: {lock_path: "+defaultLockPath+"}\nhosts: [{name: a, state_dir: /srv/a}]\n"), "encoded")
+	cfg, err := LoadBytes([]byte("watchdog: {lock_path: '"+defaultLockPath+"'}\nhosts: [{name: a, state_dir: /srv/a}]\n"), "encoded")
 	if err != nil || cfg.HostLockPath(cfg.Hosts[0]) != "/srv/a/deploy.lock" {
 		t.Fatalf("a config writing out the default lock path: %v, want it loaded", err)
+	}
+}
+
+// By default a host's lock is deploy.lock in its state dir: the deploy user owns that directory
+// and shares the lock with root there (/run/lock, sticky, lets any user make the lock first).
+func TestTheDefaultLockIsInTheHostsStateDir(t *testing.T) {
+	cfg, err := LoadBytes([]byte("watchdog: {state_dir: /srv/z}\nhosts: [{name: a}, {name: b, state_dir: /srv/b}]\n"), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := cfg.HostLockPath(cfg.Hosts[0]), cfg.HostLockPath(cfg.Hosts[1]); a != "/srv/z/deploy.lock" || b != "/srv/b/deploy.lock" {
+		t.Fatalf("default lock paths %s, %s; want /srv/z/deploy.lock and /srv/b/deploy.lock", a, b)
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/spf13/viper"
 )
 
-// defaultLockPath is the embedded default of watchdog.lock_path (defaults.yaml).
-const defaultLockPath = "/run/lock/zero502.lock"
+// defaultLockPath is the embedded default of watchdog.lock_path (defaults.yaml): none, each host
+// locks deploy.lock in its own state dir.
+const defaultLockPath = ""
 
 // lockPathEnv is the environment override of watchdog.lock_path.
 const lockPathEnv = EnvPrefix + "_WATCHDOG_LOCK_PATH"

@@ -220,9 +220,6 @@ func (c *Config) Validate() error {
 	positive("watchdog.interval", c.Watchdog.Interval)
 	threshold("watchdog.heal_after", c.Watchdog.HealAfter, 1)
 	positive("watchdog.check_timeout", c.Watchdog.CheckTimeout)
-	if c.Watchdog.LockPath == "" {
-		bad("watchdog.lock_path", `""`, "is required")
-	}
 	if c.Watchdog.StateDir == "" {
 		bad("watchdog.state_dir", `""`, "is required")
 	}

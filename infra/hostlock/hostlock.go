@@ -1,11 +1,23 @@
 // Package hostlock owns the one lock per host that the deployer, the watchdog and a server's
-// bootstrap script share: flock(2) exclusive on a file (gofrs/flock), compatible with flock(1).
+// bootstrap script share: flock(2) exclusive on a file, compatible with flock(1) on the same path.
 // The kernel releases it when the holder dies, so there is no stale lock to clean up. The holder
 // writes who and since when beside the lock (LOCK.holder), so a blocked command can say who
-// holds it. The lock file is spec.PrivateMode (0600): flock(2) needs only read access, so a lock
-// another user could read, another user could hold for ever, turning the watchdog off and
-// refusing every deploy; only its owner and root may take it. The holder record is
-// spec.FileMode (0644): a status reader running as another user can say who holds the lock.
+// holds it. The holder record is spec.FileMode (0644): a status reader running as another user
+// can say who holds the lock.
+//
+// It owns too where a lock may be, and whose it is (Rule). The lock file is spec.PrivateMode
+// (0600): flock(2) needs only read access, so a lock another user could read, another user could
+// hold for ever, turning the watchdog off and refusing every deploy; only its owner and root may
+// take it. For the same reason its directory must be writable by its owner alone, even a sticky
+// one such as /run/lock is refused: there any user could make the lock first. The lock is opened
+// without following a symlink, made 0600 if it is not there (O_EXCL), and the open descriptor is
+// judged (a regular file with one name, passing infra/trust's rule) before it is flocked, so
+// nothing is ever made, locked, chmodded or chowned through a name another user could point
+// elsewhere. Root shares the lock with the user who owns its directory (the deploy user's state
+// dir): it judges that directory and the lock by trust's rule for that user, and a lock file root
+// makes there is handed to that user (fchown), so a root watchdog tick or an operator never locks
+// the deploy user out. A lock this user may not open is refused naming its owner and mode and
+// what to do.
 package hostlock
 
 import (
@@ -14,14 +26,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
-
-	"github.com/gofrs/flock"
-
-	"github.com/zero502/zero502/infra/spec"
-	"github.com/zero502/zero502/infra/trust"
 )
+
+// Rule is what a host lock must be, and where: the rule every refusal of this package names.
+const Rule = "a host lock is a regular file with one name, never a symlink, owned by root, by the user taking it or by " +
+	"the owner of its directory, writable by no one else, in a directory only its owner can write (owned by root or " +
+	"the user taking it, or by the user root shares the lock with; no group or other write bit, sticky or not)"
+
+// advice is what to do about a lock in the wrong place.
+const advice = "set watchdog.lock_path (or hosts[].lock_path) to a file in a directory only root and the deploy user " +
+	"can write, or leave it empty to use deploy.lock in the host's state dir (zero502 host lock-path --config FILE " +
+	"prints each host's lock)"
 
 // Holder says who holds a lock and since when.
 type Holder struct {
@@ -43,52 +59,34 @@ var ErrHeld = errors.New("host lock is held")
 
 // Lock is a held host lock.
 type Lock struct {
-	fl   *flock.Flock
-	path string
+	path    string
+	release func() error // unlocks and closes the lock file
 }
 
 // holderPath is the file beside the lock that names its holder.
 func holderPath(lockPath string) string { return lockPath + ".holder" }
 
+// maxHolder bounds what ReadHolder reads: a record is a few hundred bytes.
+const maxHolder = 64 << 10
+
 // TryAcquire takes the lock without waiting. When it is held it returns an error wrapping
-// ErrHeld that names the holder.
+// ErrHeld that names the holder. A lock in the wrong place, or one this user may not take, is an
+// error naming the path, the owner and mode at fault, Rule, and what to do; nothing is made,
+// locked or changed through a symlink.
 func TryAcquire(path string, me Holder) (*Lock, error) {
-	if err := trust.MkdirAll(filepath.Dir(path), spec.DirMode, os.Getuid()); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	// A lock in a directory, or a lock file, another user could write is refused: they could hold
-	// it for ever, or swap it so two deploys each hold "the" lock (infra/trust).
-	if err := trust.Check(filepath.Dir(path), os.Getuid()); err != nil {
-		return nil, fmt.Errorf("lock %s: refused: %w", path, err)
-	}
-	fl := flock.New(path, flock.SetPermissions(spec.PrivateMode))
-	ok, err := fl.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if err := trust.Check(path, os.Getuid()); err != nil {
-		if ok {
-			_ = fl.Unlock()
-		}
-		return nil, fmt.Errorf("lock %s: refused: %w", path, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("lock %s: %w by %s", path, ErrHeld, ReadHolder(path))
-	}
 	if me.Since.IsZero() {
 		me.Since = time.Now().UTC()
 	}
 	if me.PID == 0 {
 		me.PID = os.Getpid()
 	}
-	// A lock file an earlier version made 0644 is narrowed (a lock file of another user, which
-	// trust.Check refused above unless root owns it, stays as it is).
-	_ = os.Chmod(path, spec.PrivateMode)
-	data, _ := json.Marshal(me)
-	// The holder record is informative: a failure to write it must not fail the lock. Written
-	// atomically, a reader never sees half of it.
-	_ = spec.WriteAtomic(holderPath(path), data)
-	return &Lock{fl: fl, path: path}, nil
+	// The holder record is informative: a failure to write it must not fail the lock.
+	record, _ := json.Marshal(me)
+	release, err := acquire(path, record)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{path: path, release: release}, nil
 }
 
 // Acquire waits for the lock until ctx ends, polling every poll. Each time it finds the lock
@@ -119,10 +117,11 @@ func Acquire(ctx context.Context, path string, me Holder, poll time.Duration, wa
 
 // ReadHolder returns the last holder record of the lock at path. The record may be stale when
 // the lock is free or held by a process that does not write records (flock(1)): callers only
-// show it while they find the lock held.
+// show it while they find the lock held. A record that is not a small regular file (a symlink
+// another user planted, a FIFO) is no record.
 func ReadHolder(path string) Holder {
 	var h Holder
-	data, err := os.ReadFile(holderPath(path))
+	data, err := readHolder(holderPath(path))
 	if err != nil {
 		return h
 	}
@@ -136,7 +135,7 @@ func ReadHolder(path string) Holder {
 // Release frees the lock and clears the holder record.
 func (l *Lock) Release() error {
 	_ = os.Remove(holderPath(l.path))
-	return l.fl.Unlock()
+	return l.release()
 }
 
 // Path is the lock file.

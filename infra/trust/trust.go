@@ -7,6 +7,8 @@
 // the path as given, or of a symlink's target) must pass, and a symlink must be owned by root or
 // this user, for a link in a directory another user may write can be swapped after the check.
 // A file that fails the rule is refused with the path, its owner and mode, and what to change.
+// CheckInfo judges one name by the rule alone, such as an open descriptor's fstat (infra/hostlock
+// judges the lock it opened so; it asks more of the lock's directory: no sticky exception).
 package trust
 
 import (
@@ -95,7 +97,7 @@ func resolve(path string, uid int) (string, os.FileInfo, error) {
 		// directory, which lets others add names, the owner still may); its mode means nothing.
 		if owner, ok := ownerOf(fi); ok && owner != 0 && owner != uid {
 			return "", nil, fail(fmt.Errorf("symlink %s is owned by %s, neither root nor this user (uid %d): its owner could "+
-				"point it elsewhere; chown -h it to root or to this user, or name the file it links to", next, ownerName(owner), uid))
+				"point it elsewhere; chown -h it to root or to this user, or name the file it links to", next, OwnerName(owner), uid))
 		}
 		if links++; links > maxLinks {
 			return "", nil, fmt.Errorf("%s: more than %d symlinks", path, maxLinks)
@@ -135,6 +137,15 @@ func splitPath(p string) []string {
 	return strings.FieldsFunc(p, func(r rune) bool { return os.IsPathSeparator(uint8(r)) })
 }
 
+// CheckInfo is the rule for one name alone, p, whose Lstat, or fstat of an open descriptor, is
+// fi: owned by root or uid, and writable by no one else (a sticky directory excepted). Nothing
+// above p is judged: a caller that opened p at a place Check judged (infra/hostlock opens its lock
+// in a directory Check trusts) judges what it opened with it, so what it uses is what passed.
+// A refusal wraps ErrRefused.
+func CheckInfo(p string, fi os.FileInfo, uid int) error {
+	return checkInfo(p, fi, uid, true)
+}
+
 func checkOne(p string, uid int, leaf bool) error {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -151,7 +162,7 @@ func checkInfo(p string, fi os.FileInfo, uid int, leaf bool) error {
 	}
 	if owner, ok := ownerOf(fi); ok && owner != 0 && owner != uid {
 		return refusal{fmt.Errorf("%s %s is owned by %s, neither root nor this user (uid %d): another user could change it; "+
-			"chown it to root or to this user", what, p, ownerName(owner), uid)}
+			"chown it to root or to this user", what, p, OwnerName(owner), uid)}
 	}
 	if fi.Mode().Perm()&0o022 != 0 && !(fi.IsDir() && fi.Mode()&os.ModeSticky != 0) {
 		return refusal{fmt.Errorf("%s %s has mode %04o: group or others may write it, so another user could change what runs; "+
@@ -208,9 +219,9 @@ func openChecked(path string, uid int) (*os.File, error) {
 	return f, nil
 }
 
-// ownerName is uid as an error names it: "uid 998 (zero502-svc)", or "uid 998" when the user
+// OwnerName is uid as an error names it: "uid 998 (zero502-svc)", or "uid 998" when the user
 // database does not know it.
-func ownerName(uid int) string {
+func OwnerName(uid int) string {
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		return fmt.Sprintf("uid %d (%s)", uid, u.Username)
 	}
