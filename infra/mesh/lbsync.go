@@ -67,6 +67,9 @@ type LBSync struct {
 
 	mu    sync.Mutex
 	added map[string]bool // the backends this LBSync added, until it removes them
+	// drained are the backends this LBSync drained and has not undrained: how it knows its own
+	// drains on a balancer too old to report drained_by.
+	drained map[string]bool
 }
 
 // errRouteNotReady is returned by Once while the mesh's route does not rest on exchanged reports
@@ -144,7 +147,7 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.added == nil {
-		s.added = map[string]bool{}
+		s.added, s.drained = map[string]bool{}, map[string]bool{}
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w; nothing changed", err)
@@ -166,8 +169,9 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	var changes, othersDrains []string
 	for _, a := range rv.Addresses {
 		if b, ok := by[a]; !ok || b.AdminDrained {
-			if ok && b.DrainedBy != drainedByMesh {
-				othersDrains = append(othersDrains, fmt.Sprintf("%s (drained by %s)", a, cmp.Or(b.DrainedBy, "an older balancer")))
+			if ok && !s.ownDrain(a, b) {
+				othersDrains = append(othersDrains, fmt.Sprintf("%s (drained by %s)", a,
+					cmp.Or(b.DrainedBy, "someone, before this lb-sync started (the balancer reports no drained_by: upgrade it)")))
 				continue
 			}
 			if err := s.admin(ctx, http.MethodPut, "/admin/backends/"+url.PathEscape(a), nil); err != nil {
@@ -176,6 +180,7 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 			if !ok {
 				s.added[a] = true
 			}
+			delete(s.drained, a)
 			changes = append(changes, "add "+a)
 		}
 	}
@@ -207,6 +212,7 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(e.Address)+"/drain?by="+drainedByMesh, nil); err != nil {
 			return changes, err
 		}
+		s.drained[e.Address] = true
 		changes = append(changes, fmt.Sprintf("drain %s (%s: %s)", e.Address, e.Server, e.Why))
 	}
 	for _, a := range slices.Sorted(maps.Keys(s.added)) {
@@ -242,6 +248,15 @@ func (s *LBSync) Once(ctx context.Context) ([]string, error) {
 	return changes, nil
 }
 
+// ownDrain says whether the drained backend b at a is held drained by this LBSync: its
+// drained_by says so, or, from a balancer too old to report drained_by, this process drained it.
+func (s *LBSync) ownDrain(a string, b lbBackend) bool {
+	if b.DrainedBy != "" {
+		return b.DrainedBy == drainedByMesh
+	}
+	return s.drained[a]
+}
+
 // backends reads the balancer's GET /admin/backends, by address.
 func (s *LBSync) backends(ctx context.Context) (map[string]lbBackend, error) {
 	var have struct {
@@ -264,11 +279,13 @@ func (s *LBSync) retire(ctx context.Context, a string, by map[string]lbBackend) 
 	switch {
 	case !ok: // removed by someone else: forget it
 		delete(s.added, a)
+		delete(s.drained, a)
 		return "", nil
 	case !b.AdminDrained:
 		if err := s.admin(ctx, http.MethodPost, "/admin/backends/"+url.PathEscape(a)+"/drain?by="+drainedByMesh, nil); err != nil {
 			return "", err
 		}
+		s.drained[a] = true
 		return "drain " + a + " (no longer routed by the mesh; removed once nothing is in flight)", nil
 	case b.InFlight > 0:
 		return "", nil // the next round deletes it
@@ -277,6 +294,7 @@ func (s *LBSync) retire(ctx context.Context, a string, by map[string]lbBackend) 
 		return "", err
 	}
 	delete(s.added, a)
+	delete(s.drained, a)
 	return "remove " + a + " (no longer routed by the mesh)", nil
 }
 

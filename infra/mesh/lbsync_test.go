@@ -522,3 +522,65 @@ func TestLBSyncUndrainsOnlyWhatItDrained(t *testing.T) {
 		t.Fatalf("a drain with a bad ?by=: %v, want 400 naming the rule", err)
 	}
 }
+
+// Against a balancer too old to report drained_by, lb-sync still undoes the drains it made itself
+// (it remembers them), and leaves alone those it did not make.
+func TestLBSyncUndrainsItsOwnDrainsOnABalancerWithoutDrainedBy(t *testing.T) {
+	a, b, c := "127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"
+	var mu sync.Mutex
+	drained := map[string]bool{c: true} // c: drained by someone before lb-sync started
+	lbAdmin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		addr := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/admin/backends/"), "/drain")
+		switch r.Method {
+		case http.MethodGet:
+			type be struct {
+				Address      string `json:"address"`
+				InRotation   bool   `json:"in_rotation"`
+				AdminDrained bool   `json:"admin_drained"`
+			}
+			var out struct {
+				Backends []be `json:"backends"`
+			}
+			for _, x := range []string{a, b, c} {
+				out.Backends = append(out.Backends, be{Address: x, InRotation: !drained[x], AdminDrained: drained[x]})
+			}
+			_ = json.NewEncoder(w).Encode(out)
+		case http.MethodPost:
+			drained[addr] = true // ?by= ignored, no drained_by reported
+		case http.MethodPut:
+			drained[addr] = false
+		}
+	}))
+	defer lbAdmin.Close()
+	servers := []routeEntry{{Server: "a", Address: a, In: true}, {Server: "b", Address: b, In: true}, {Server: "c", Address: c, In: true}}
+	rv := RouteView{Ready: true, Addresses: []string{a}, Servers: servers}
+	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.NewEncoder(w).Encode(rv)
+	}))
+	defer mesh.Close()
+	s := &LBSync{Mesh: mesh.URL, Admin: lbAdmin.URL, Every: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	bDrained := drained[b]
+	rv = RouteView{Ready: true, Addresses: []string{a, b, c}, Servers: servers} // b heals; c is routed too
+	mu.Unlock()
+	if !bDrained {
+		t.Fatal("b, ruled out by the mesh, was not drained")
+	}
+	if _, err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if drained[b] || !drained[c] {
+		t.Fatalf("after the mesh routes b and c again: b drained %v (lb-sync's own drain: want undone), c drained %v (not lb-sync's: want kept)",
+			drained[b], drained[c])
+	}
+}
