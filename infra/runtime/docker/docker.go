@@ -129,12 +129,12 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 		// Its sandbox was made with it; it runs from the service's first start on (or stopped
 		// with the engine, or is new for a new address or port set while the old instance ran).
 		if _, err := r.sandbox(ctx, host, svc, true); err != nil {
-			r.discard(ctx, host, id)
+			r.discard(ctx, id)
 			return runtime.Instance{}, err
 		}
 	}
 	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		r.discard(ctx, host, id)
+		r.discard(ctx, id)
 		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %.12s (is port %d free in it? "+
 			"an instance of the service that still runs may hold it)", host, svc.Name, id, svc.Port), err)
 	}
@@ -143,16 +143,14 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 
 // discard removes a created container that never ran, and its sandbox if nothing else uses
 // it: a failed start leaves nothing half-made behind.
-func (r *Runtime) discard(ctx context.Context, host, id string) {
+func (r *Runtime) discard(ctx context.Context, id string) {
 	ctx = context.WithoutCancel(ctx)
 	c, err := r.inspect(ctx, id)
 	if err != nil {
 		return
 	}
 	if _, err := r.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true}); err == nil {
-		if sb := sandboxOf(c); sb != "" {
-			_ = r.removeSandboxIfUnused(ctx, host, sb)
-		}
+		r.releaseSandbox(ctx, c)
 	}
 }
 
@@ -173,7 +171,7 @@ func (r *Runtime) Prepare(ctx context.Context, host string, svc spec.Service) er
 	r.prepared[preparedKey(host, svc)] = id
 	r.mu.Unlock()
 	if old != "" {
-		r.discard(ctx, host, old)
+		r.discard(ctx, old)
 	}
 	return nil
 }
@@ -181,7 +179,7 @@ func (r *Runtime) Prepare(ctx context.Context, host string, svc spec.Service) er
 // Discard removes the container Prepare created for svc on host if Start never took it.
 func (r *Runtime) Discard(ctx context.Context, host string, svc spec.Service) {
 	if id := r.takePrepared(host, svc); id != "" {
-		r.discard(ctx, host, id)
+		r.discard(ctx, id)
 	}
 }
 
@@ -257,6 +255,15 @@ func (r *Runtime) create(ctx context.Context, host string, svc spec.Service) (st
 	return created.ID, nil
 }
 
+// releaseSandbox removes the network sandbox c was in when no container in it runs or waits to
+// start: the port is free once the service's last instance there is stopped. Best effort: a
+// sandbox left by a failure here is removed before the service's next sandbox starts.
+func (r *Runtime) releaseSandbox(ctx context.Context, c container.InspectResponse) {
+	if sb := sandboxOf(c); sb != "" && c.Config != nil {
+		_ = r.removeSandboxIfUnused(context.WithoutCancel(ctx), c.Config.Labels[LabelHost], sb)
+	}
+}
+
 // Stop sends the container's stop signal (the spec's stop_signal, set at create; SIGTERM by
 // default) and waits up to grace (rounded up to whole seconds, as docker stop -t) for
 // the exit, then SIGKILLs. grace 0 kills at once (the naive deploy): Killed, but not an error. An
@@ -268,6 +275,7 @@ func (r *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Du
 		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("stop %s", describe(inst)), err)
 	}
 	if !before.State.Running {
+		r.releaseSandbox(ctx, before)
 		return runtime.Stopped{ExitCode: before.State.ExitCode}, nil
 	}
 	start := time.Now()
@@ -287,6 +295,7 @@ func (r *Runtime) Stop(ctx context.Context, inst runtime.Instance, grace time.Du
 	if err != nil {
 		return runtime.Stopped{}, r.engineErr(fmt.Sprintf("inspect %s after stop", describe(inst)), err)
 	}
+	r.releaseSandbox(ctx, after)
 	st := runtime.Stopped{ExitCode: after.State.ExitCode, Took: time.Since(start)}
 	if grace <= 0 {
 		st.Killed = true // asked for, so not an error
@@ -381,8 +390,8 @@ func (r *Runtime) List(ctx context.Context, f runtime.Filter) ([]runtime.Instanc
 // already gone is not an error. No volume is removed with it: the named volumes of the image's
 // VOLUMEs (volumeMounts) hold the service's data for its next container, and an anonymous volume
 // (a container made before zero502 named them) is left as well, its data for the user to keep or
-// drop (docker volume rm). The network sandbox the container was in goes with it when no other
-// container is in it (the service's last container: its ports are free once it is removed).
+// drop (docker volume rm). The network sandbox the container was in goes when no container in it
+// runs or waits to start (releaseSandbox; Stop has usually released it already).
 func (r *Runtime) Remove(ctx context.Context, inst runtime.Instance) error {
 	c, err := r.inspect(ctx, inst.ID)
 	if cerrdefs.IsNotFound(err) {
@@ -401,10 +410,7 @@ func (r *Runtime) Remove(ctx context.Context, inst runtime.Instance) error {
 	if err != nil {
 		return r.engineErr(fmt.Sprintf("remove %s", describe(inst)), err)
 	}
-	if sb := sandboxOf(c); sb != "" && c.Config != nil {
-		// The last container of the service's address and ports takes their sandbox with it.
-		return r.removeSandboxIfUnused(ctx, c.Config.Labels[LabelHost], sb)
-	}
+	r.releaseSandbox(ctx, c)
 	return nil
 }
 

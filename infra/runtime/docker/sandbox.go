@@ -8,8 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
-	"sort"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -21,20 +20,23 @@ import (
 	"github.com/zero502/zero502/infra/spec"
 )
 
-// A network sandbox holds a service's network namespace on a host, as a Kubernetes pod's pause
-// container does: one small container per host, service, address and ports that publishes the
-// service's ports (both of a start-first service) and runs nothing but pauseProgram. Every
-// container of the service joins its namespace (network mode container:<sandbox>), so starting
-// or stopping a version's container sets up and tears down no bridge endpoint, NAT rule or
-// port proxy: on the engines measured that halves a container's start (about 380 → 110 ms) and
-// takes 100 ms off its stop, time the host would otherwise stand out of rotation. The old and new
-// container of a stop-first deploy bind the same port in the same namespace one after the other.
+// A network sandbox holds a service's network namespace for one port on a host, as a
+// Kubernetes pod's pause container does: one small container per host, service, bind IP and
+// port that publishes the port and runs nothing but pauseProgram. Every container of the service
+// on that port joins its namespace (network mode container:<sandbox>), so starting or stopping a
+// version's container sets up and tears down no bridge endpoint, NAT rule or port proxy: on the
+// engines measured that halves a container's start (about 380 → 110 ms) and takes 100 ms off its
+// stop, time the host would otherwise stand out of rotation. The old and new container of a
+// stop-first deploy bind the port in the same namespace one after the other; the two instances
+// of a start-first service, on its two ports, run side by side in two sandboxes, each in a
+// namespace of its own as before (a second listener of the program, an admin port, never
+// collides with the other instance's).
 //
-// A sandbox is made on a service's first start and reused while its address and ports stay
-// the same; Remove takes it away with the last container that uses it (runs, or is made and
-// not yet started), so a stopped service holds no port. A different address or port set gets a
-// new sandbox beside the old, whose containers keep serving until they go; the service's
-// sandboxes nothing uses are removed before a new one starts, so the ports they held are free.
+// A sandbox is made on the first start on its port and reused while its IP and port stay the
+// same. It goes once no container in it runs or waits for its start (a prepared one): Stop and
+// Remove take it away with the last one, so a stopped service holds no port, and an exited
+// container kept for its logs holds none; a service's other sandboxes nothing uses are removed
+// before a new one of it starts, so the ports they held are free for it.
 const (
 	// LabelSandboxHost and LabelSandboxService mark a sandbox with its host and service (not
 	// LabelHost and LabelService: a sandbox is no instance, and List does not return it).
@@ -44,52 +46,29 @@ const (
 	SandboxRepository = "zero502/sandbox"
 )
 
-// sandboxPorts are the ports svc's sandbox publishes: a start-first service's two, else its one.
-func sandboxPorts(svc spec.Service) []int {
-	ports := append([]int(nil), svc.Ports...)
-	if len(ports) == 0 || !containsInt(ports, svc.Port) {
-		ports = append(ports, svc.Port)
-	}
-	sort.Ints(ports)
-	return ports
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-// sandboxAddress is the host part of svc's address: where its sandbox publishes (the port of
-// a start-first service's address is one of two).
-func sandboxAddress(svc spec.Service) string {
-	if h, _, err := net.SplitHostPort(svc.Address); err == nil {
-		return h
-	}
-	return svc.Address
-}
-
-// sandboxName is zero502-<host>-<service>-sandbox-<8 hex>, the hex the start of the SHA-256 of
-// the host, service, address and ports: what the sandbox publishes, so a change of them names a
-// new one.
-func sandboxName(host string, svc spec.Service) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%v", host, svc.Name, sandboxAddress(svc), sandboxPorts(svc)))
+// sandboxName is zero502-<host>-<service>-sandbox-<port>-<8 hex>, the hex the start of the
+// SHA-256 of the host, service, IP and port: what the sandbox publishes, so a change of them names
+// a new one (a host address given as a name is resolved for every start, as it was for every
+// container).
+func sandboxName(host string, svc spec.Service, ip netip.Addr) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%s\x00%d", host, svc.Name, ip, svc.Port))
 	return strings.Join([]string{"zero502", nameUnsafe.ReplaceAllString(host, "_"),
-		nameUnsafe.ReplaceAllString(svc.Name, "_"), "sandbox", hex.EncodeToString(sum[:4])}, "-")
+		nameUnsafe.ReplaceAllString(svc.Name, "_"), "sandbox", strconv.Itoa(svc.Port), hex.EncodeToString(sum[:4])}, "-")
 }
 
-// sandbox returns the id of svc's sandbox on host, making it first. With start it is running
-// too: its sandboxes that no container uses any more (of an earlier address or port set) are
-// removed first, so the ports they hold are free for it. Without start (a container prepared
-// while the old instance still serves) it may be only made: its ports may still be another's.
+// sandbox returns the id of the sandbox of svc's port on host, making it first. With start it is
+// running too: the service's sandboxes that no container uses any more (of an earlier IP or
+// port) are removed first, so the ports they hold are free for it. Without start (a container
+// prepared while the old instance still serves) it may be only made.
 func (r *Runtime) sandbox(ctx context.Context, host string, svc spec.Service, start bool) (string, error) {
-	name := sandboxName(host, svc)
+	ip, err := bindIP(ctx, svc.Address)
+	if err != nil {
+		return "", fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+	}
+	name := sandboxName(host, svc, ip)
 	c, err := r.inspect(ctx, name)
 	if cerrdefs.IsNotFound(err) {
-		if err := r.makeSandbox(ctx, host, svc, name); err != nil {
+		if err := r.makeSandbox(ctx, host, svc, ip, name); err != nil {
 			return "", err
 		}
 		c, err = r.inspect(ctx, name)
@@ -105,43 +84,36 @@ func (r *Runtime) sandbox(ctx context.Context, host string, svc spec.Service, st
 		return "", err
 	}
 	if _, err := r.cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil && !cerrdefs.IsNotModified(err) {
-		return "", r.engineErr(fmt.Sprintf("host %s: service %s: start its network sandbox %s, which publishes port(s) %v on %s "+
-			"(are they free? `ss -ltnp` names what holds one)", host, svc.Name, name, sandboxPorts(svc), sandboxAddress(svc)), err)
+		return "", r.engineErr(fmt.Sprintf("host %s: service %s: start its network sandbox %s, which publishes port %d on %s "+
+			"(is it free? `ss -ltnp` names what holds it; a container of the service made by a zero502 before network "+
+			"sandboxes publishes it itself until it is stopped)", host, svc.Name, name, svc.Port, ip), err)
 	}
 	return c.ID, nil
 }
 
-// makeSandbox creates (does not start) the sandbox name of svc on host. One another process
-// made meanwhile under the same name is as good.
-func (r *Runtime) makeSandbox(ctx context.Context, host string, svc spec.Service, name string) error {
+// makeSandbox creates (does not start) the sandbox name publishing svc's port on ip on host.
+// One another process made meanwhile under the same name is as good.
+func (r *Runtime) makeSandbox(ctx context.Context, host string, svc spec.Service, ip netip.Addr, name string) error {
 	image, err := r.sandboxImage(ctx)
 	if err != nil {
 		return fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
 	}
-	ip, err := bindIP(ctx, svc.Address)
+	port, err := network.ParsePort(strconv.Itoa(svc.Port) + "/tcp")
 	if err != nil {
-		return fmt.Errorf("host %s: service %s: %w", host, svc.Name, err)
+		return fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, svc.Port, err)
 	}
 	cfg := &container.Config{
 		Image:        image,
 		User:         "65534:65534",
-		ExposedPorts: network.PortSet{},
+		ExposedPorts: network.PortSet{port: struct{}{}},
 		Labels:       map[string]string{LabelSandboxHost: host, LabelSandboxService: svc.Name},
 	}
 	hc := &container.HostConfig{
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
-		PortBindings:   network.PortMap{},
+		PortBindings:   network.PortMap{port: {{HostIP: ip, HostPort: strconv.Itoa(svc.Port)}}},
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
-	}
-	for _, p := range sandboxPorts(svc) {
-		port, err := network.ParsePort(strconv.Itoa(p) + "/tcp")
-		if err != nil {
-			return fmt.Errorf("host %s: service %s: port %d: %w", host, svc.Name, p, err)
-		}
-		cfg.ExposedPorts[port] = struct{}{}
-		hc.PortBindings[port] = []network.PortBinding{{HostIP: ip, HostPort: strconv.Itoa(p)}}
 	}
 	_, err = r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
 	if err != nil && !cerrdefs.IsConflict(err) {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/zero502/zero502/infra/runtime"
@@ -65,9 +68,9 @@ func assertFree(t *testing.T, port int) {
 }
 
 // A stop-first replacement joins the sandbox its predecessor ran in (made while the old one
-// still serves, started once it stopped); the sandbox outlives the old container's removal and
-// goes with the last one, freeing the port.
-func TestAReplacementRunsInItsPredecessorsSandboxAndTheLastRemoveFreesThePort(t *testing.T) {
+// still serves, started once it stopped); the sandbox outlives the old container and goes with
+// the stop of the last one, freeing the port.
+func TestAReplacementRunsInItsPredecessorsSandboxAndTheLastStopFreesThePort(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
@@ -87,6 +90,9 @@ func TestAReplacementRunsInItsPredecessorsSandboxAndTheLastRemoveFreesThePort(t 
 	if _, err := rt.Stop(ctx, v1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if got, err := inspectContainer(ctx, rt, sb.ID); err != nil || !got.State.Running {
+		t.Fatalf("after v1's stop, with v2 prepared in it, the sandbox: %v; want it kept", err)
+	}
 	v2, err := rt.Start(ctx, host, v2svc)
 	if err != nil {
 		t.Fatalf("start the prepared v2: %v", err)
@@ -98,23 +104,33 @@ func TestAReplacementRunsInItsPredecessorsSandboxAndTheLastRemoveFreesThePort(t 
 	if err := rt.Remove(ctx, v1); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := inspectContainer(ctx, rt, sb.ID); err != nil || !got.State.Running {
-		t.Fatalf("after v1's removal the sandbox v2 runs in: %v, running %v; want it kept", err, got.State)
-	}
 	waitBody(t, "http://"+v2svc.Address+"/", "version v2")
 
 	if _, err := rt.Stop(ctx, v2, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	assertGone(t, rt, sb.ID, "the sandbox of the service's last stopped container")
+	assertFree(t, port)
 	if err := rt.Remove(ctx, v2); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, rt, sb.ID, "the sandbox of the service's last container")
+}
+
+// A container killed (kept for its logs, never removed) holds no port: its sandbox goes with it.
+func TestAKilledContainerKeptForItsLogsHoldsNoPort(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	port := tcpserver.FreePort(t)
+	v1 := startApp(t, rt, host, appService(image, "web", "v1", port, 200*time.Millisecond, 200*time.Millisecond))
+	if _, err := rt.Stop(context.Background(), v1, 0); err != nil {
+		t.Fatal(err)
+	}
 	assertFree(t, port)
 }
 
-// A sandbox that is gone (removed by hand) or stopped (with the engine) is made or started again
-// by the next Start: the watchdog's heal after a reboot finds the port published again.
+// A sandbox removed by hand, or stopped with the engine, is made or started again by the next
+// Start: the watchdog's heal after a reboot finds the port published again.
 func TestAStartMakesAGoneSandboxAgainAndStartsAStoppedOne(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
@@ -123,10 +139,10 @@ func TestAStartMakesAGoneSandboxAgainAndStartsAStoppedOne(t *testing.T) {
 	ctx := context.Background()
 	v1 := startApp(t, rt, host, appService(image, "web", "v1", port, 200*time.Millisecond, 200*time.Millisecond))
 	sb := sandboxOfInstance(t, rt, v1)
-	if _, err := rt.Stop(ctx, v1, 5*time.Second); err != nil {
+	if _, err := rt.Client().ContainerRemove(ctx, sb.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Client().ContainerRemove(ctx, sb.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+	if _, err := rt.Stop(ctx, v1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	v2 := startApp(t, rt, host, appService(image, "web", "v2", port, 200*time.Millisecond, 200*time.Millisecond))
@@ -135,11 +151,11 @@ func TestAStartMakesAGoneSandboxAgainAndStartsAStoppedOne(t *testing.T) {
 		t.Fatal("v2 claims the removed sandbox")
 	}
 
-	if _, err := rt.Stop(ctx, v2, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.Client().ContainerKill(ctx, sb2.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		t.Fatal(err)
+	// The engine stops both (a restart of it, a reboot): killed behind the runtime's back.
+	for _, id := range []string{v2.ID, sb2.ID} {
+		if _, err := rt.Client().ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	v3 := startApp(t, rt, host, appService(image, "web", "v3", port, 200*time.Millisecond, 200*time.Millisecond))
 	if got := sandboxOfInstance(t, rt, v3); got.ID != sb2.ID || !got.State.Running {
@@ -147,10 +163,10 @@ func TestAStartMakesAGoneSandboxAgainAndStartsAStoppedOne(t *testing.T) {
 	}
 }
 
-// A start-first service's sandbox publishes both its ports, and its two instances run side by
-// side in it. When the service becomes stop-first on one of those ports, the old sandbox (its
-// instances exited, one of them kept) is removed for the new one, which needs that port.
-func TestAStartFirstSandboxPublishesBothPortsAndGivesThemUpForANewSet(t *testing.T) {
+// A start-first service's two instances, on its two ports, run side by side in two sandboxes,
+// each its own network namespace as before. When the service becomes stop-first on one port, the
+// new instance gets that port's sandbox, and the other port is free.
+func TestAStartFirstServiceHasASandboxPerPort(t *testing.T) {
 	rt := dockertest.Engine(t)
 	image := dockertest.Image(t, rt)
 	host := dockertest.HostName(t, rt)
@@ -162,12 +178,10 @@ func TestAStartFirstSandboxPublishesBothPortsAndGivesThemUpForANewSet(t *testing
 	b.Ports = a.Ports
 	v1 := startApp(t, rt, host, a)
 	v2 := startApp(t, rt, host, b)
-	sb := sandboxOfInstance(t, rt, v1)
-	if got := sandboxOfInstance(t, rt, v2); got.ID != sb.ID {
-		t.Fatalf("the second port's instance runs in sandbox %s, want the first's %s", got.Name, sb.Name)
-	}
-	if len(sb.HostConfig.PortBindings) != 2 {
-		t.Fatalf("sandbox bindings %+v, want both ports", sb.HostConfig.PortBindings)
+	sa, sb := sandboxOfInstance(t, rt, v1), sandboxOfInstance(t, rt, v2)
+	if sa.ID == sb.ID || len(sa.HostConfig.PortBindings) != 1 || len(sb.HostConfig.PortBindings) != 1 {
+		t.Fatalf("start-first sandboxes %s %+v and %s %+v: want one per port, each publishing its own",
+			sa.Name, sa.HostConfig.PortBindings, sb.Name, sb.HostConfig.PortBindings)
 	}
 	waitBody(t, "http://"+a.Address+"/", "version v1")
 
@@ -180,10 +194,35 @@ func TestAStartFirstSandboxPublishesBothPortsAndGivesThemUpForANewSet(t *testing
 		t.Fatal(err)
 	}
 	one := appService(image, "web", "v3", ps[0], 200*time.Millisecond, 200*time.Millisecond)
-	v3 := startApp(t, rt, host, one)
-	if got := sandboxOfInstance(t, rt, v3); got.ID == sb.ID || len(got.HostConfig.PortBindings) != 1 {
-		t.Fatalf("v3 runs in sandbox %s with bindings %+v, want a new one publishing its one port", got.Name, got.HostConfig.PortBindings)
-	}
-	assertGone(t, rt, sb.ID, "the start-first sandbox no running container uses")
+	startApp(t, rt, host, one)
 	assertFree(t, ps[1])
+}
+
+// The first start-first deploy after an upgrade from a zero502 without sandboxes: the old
+// container publishes its port itself; the new instance's sandbox publishes only the other port,
+// so it starts beside it.
+func TestAStartFirstInstanceStartsBesideAContainerFromBeforeSandboxes(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	ps := tcpserver.FreePorts(t, 2)
+	ctx := context.Background()
+	old := appService(image, "web", "v1", ps[0], 200*time.Millisecond, 200*time.Millisecond)
+	port, _ := network.ParsePort(strconv.Itoa(ps[0]) + "/tcp")
+	c, err := rt.Client().ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: image, Cmd: old.Command, ExposedPorts: network.PortSet{port: {}},
+			Labels: map[string]string{docker.LabelHost: host, docker.LabelService: "web", docker.LabelVersion: "v1", docker.LabelAddress: old.Address}},
+		HostConfig: &container.HostConfig{PortBindings: network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(ps[0])}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Client().ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBody(t, "http://"+old.Address+"/", "version v1")
+	next := appService(image, "web", "v2", ps[1], 200*time.Millisecond, 200*time.Millisecond)
+	next.Ports = []int{ps[0], ps[1]}
+	startApp(t, rt, host, next)
+	waitBody(t, "http://"+old.Address+"/", "version v1")
 }
