@@ -57,6 +57,24 @@ func (d *Deployer) rollBackFleet(ctx context.Context, version string, rep *repor
 	return errors.Join(&rolledBackError{msg: msg, verdict: verdict}, errors.Join(errs...))
 }
 
+// fleetLostBefore is the error of a fleet-level change of host h (a rollback after cause) once
+// the fleet lock was lost: another deploy may hold the fleet by now, so h is left as it is and
+// its report says so. nil while the lock holds.
+func (d *Deployer) fleetLostBefore(h config.Host, hr *report.HostReport, cause error) error {
+	lost := d.fleetLost()
+	if lost == nil {
+		return nil
+	}
+	err := fmt.Errorf("host %s not rolled back (it runs %s): the fleet lock was lost (%w), and another deploy may hold the "+
+		"fleet now; once the lock is yours, roll it back with zero502 rollback or deploy again", h.Name, orDefault(hr.Running, "what is unknown"), lost)
+	if hr.Error == "" {
+		hr.Error = fmt.Sprintf("%v; %v", cause, err)
+	} else {
+		hr.Error += "; " + err.Error()
+	}
+	return err
+}
+
 // rolledBackError is a failed verdict after the rollback it caused; errors.As finds the
 // *VerdictError in it.
 type rolledBackError struct {
@@ -71,6 +89,9 @@ func (e *rolledBackError) Unwrap() error { return e.verdict }
 // local host under its lock through rollback; a host over ssh by a step to the version it ran
 // before, on the host.
 func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *report.HostReport, cause error) error {
+	if err := d.fleetLostBefore(h, hr, cause); err != nil {
+		return err
+	}
 	if h.SSH != "" {
 		if hr.From == "" {
 			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)

@@ -118,7 +118,17 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 		t = nil
 	}
 	if t == nil || !t.begin() {
-		t = d.openStep(ctx, h, version, false)
+		// Opened now, it too prints its look and is told go only after: a session lost before
+		// that changed nothing (unreachable), one lost after may have begun (unknown).
+		t = d.openStep(ctx, h, version, true)
+		t.begin()
+		select {
+		case <-t.looked:
+		case <-ctx.Done():
+		}
+		if t.predates() { // a zero502 there that does not know --look-first: it starts at once
+			t = d.openStep(ctx, h, version, false)
+		}
 	}
 	err := t.finish(rep)
 	if svc, balanced := d.cfg.BalancedService(); balanced {

@@ -128,6 +128,18 @@ func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, 
 			case <-done:
 				return nil
 			}
+			// Go only once the host's look arrived: ssh reached it and the step waits; one whose
+			// session ended first was never told go, and changed nothing.
+			select {
+			case <-t.looked:
+			case <-ctx.Done():
+				return nil
+			case <-done:
+				return nil
+			}
+			if t.look == nil {
+				return nil
+			}
 			if t.asks.Load() {
 				if answered, err := t.ask(ctx, done, stdin); !answered {
 					return err

@@ -66,6 +66,10 @@ func (d *Deployer) reverify(ctx context.Context, version string, rep *report.Rep
 			continue
 		}
 		cause := fmt.Errorf("host %s no longer runs %s healthy when re-verified after its step: %w", h.Name, version, err)
+		if lerr := d.fleetLostBefore(h, hr, cause); lerr != nil {
+			errs = append(errs, lerr)
+			continue
+		}
 		lock, lerr := d.lock(ctx, h, version)
 		if lerr != nil {
 			hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, lerr)

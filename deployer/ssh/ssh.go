@@ -76,7 +76,9 @@ func Cmd(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error
 	if sshBin == "" {
 		sshBin = "ssh"
 	}
-	return exec.Command(sshBin, args...), nil
+	c := exec.Command(sshBin, args...)
+	ownGroup(c)
+	return c, nil
 }
 
 // ConnectionFailed is the exit status of ssh(1) when it could not reach or log in to the
