@@ -123,8 +123,8 @@ func TestNeverHealthyVersionIsRolledBackAndTheRolloutStops(t *testing.T) {
 	if got := rep.Versions(); got["host-a"] != "v1" || got["host-b"] != "v1" {
 		t.Errorf("Versions() = %v, want every host on v1", got)
 	}
-	if s, err := spec.Read(spec.Path(f.stateDir(0))); err != nil || s.Version != "v1" {
-		t.Errorf("host-a's published spec: %v %v, want v1 republished", s.Version, err)
+	if s, err := spec.Read(spec.Path(f.stateDir(0))); err != nil || s.Version != "v1" || s.LockPath != cfg.HostLockPath(cfg.Hosts[0]) {
+		t.Errorf("host-a's published spec: %v %v, lock %q; want v1 republished under the host lock %s", s.Version, err, s.LockPath, cfg.HostLockPath(cfg.Hosts[0]))
 	}
 	if s, err := spec.Read(spec.Path(f.stateDir(1))); err != nil || s.Version != "v1" {
 		t.Errorf("host-b's published spec: %v %v, want v1 untouched", s.Version, err)

@@ -364,6 +364,13 @@ func (d *Deployer) rollbackBudget(n int) time.Duration {
 	return time.Duration(n+1) * (d.cfg.Drain.StopGrace + d.cfg.Rollout.HealthyDeadline + d.StabilityWindow() + 10*time.Second)
 }
 
+// publish publishes s at path for host h, recording the host lock this deploy holds (the
+// watchdog takes it too, whatever lock the server's own config names).
+func (d *Deployer) publish(h config.Host, path string, s spec.Spec) error {
+	s.LockPath = d.cfg.HostLockPath(h)
+	return spec.Publish(path, s)
+}
+
 // rollback returns host h to back after cause: republish it (or remove the spec of a fresh
 // host), converge, verify. The host's report says what it runs afterwards. The published spec is
 // removed only on a host that had none and ran nothing: a last good spec survives every failure.
@@ -389,7 +396,7 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 	} else {
 		restored := *back
 		restored.PublishedAt, restored.PublishedBy = time.Time{}, ""
-		err = spec.Publish(spec.Path(dir), restored)
+		err = d.publish(h, spec.Path(dir), restored)
 		if err == nil {
 			err = d.clearExtra(rctx, h, rt, failed, restored)
 		}

@@ -216,13 +216,13 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 	specPath, prevPath := spec.Path(dir), filepath.Join(dir, previousFileName)
 	switch {
 	case plan.back != nil && !spec.Same(*plan.back, plan.want):
-		if err := spec.Publish(prevPath, *plan.back); err != nil {
+		if err := d.publish(h, prevPath, *plan.back); err != nil {
 			return fmt.Errorf("host %s: keep the previous spec: %w; nothing was changed on it", h.Name, err)
 		}
 	case plan.back == nil:
 		_ = os.Remove(prevPath) // a leftover of a host that was wiped
 	}
-	if err := spec.Publish(specPath, plan.want); err != nil {
+	if err := d.publish(h, specPath, plan.want); err != nil {
 		return fmt.Errorf("host %s: publish spec %s: %w; nothing was changed on it", h.Name, specPath, err)
 	}
 	d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: "spec published at " + specPath})

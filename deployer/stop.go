@@ -160,7 +160,7 @@ func (d *Deployer) stopHost(ctx context.Context, h config.Host, only string) err
 		}
 	}
 	s.PublishedAt, s.PublishedBy = time.Time{}, ""
-	if err := spec.Publish(path, s); err != nil {
+	if err := d.publish(h, path, s); err != nil {
 		return fmt.Errorf("host %s: publish the spec with the stopped services: %w; nothing was stopped", h.Name, err)
 	}
 	msg := "spec marks " + stoppedNames(s) + " stopped: the watchdog leaves them down"

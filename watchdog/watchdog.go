@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -141,6 +142,17 @@ type Verdict struct {
 	HealError string `json:"heal_error,omitempty"`
 }
 
+// skip makes rep a tick skipped because the host lock at path is held, logged with its holder.
+func (w *Watchdog) skip(rep *Report, path string) {
+	holder := hostlock.ReadHolder(path)
+	rep.Skipped, rep.HeldBy = true, holder.String()
+	attrs := []any{"lock", path, "holder", holder.String()}
+	if !holder.Since.IsZero() {
+		attrs = append(attrs, "since", holder.Since)
+	}
+	w.log.Info("host lock held; skipping this tick, failure counters untouched", attrs...)
+}
+
 // Tick runs one watchdog round on the host. Only a corrupt spec or an unwritable state dir is
 // an error; an unhealthy service, a failed heal or a held lock are results (a failed heal is in
 // Report.Err, so the command still exits non-zero).
@@ -149,13 +161,7 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 	lockPath := w.cfg.HostLockPath(w.host)
 	lock, err := hostlock.TryAcquire(lockPath, hostlock.Holder{Who: spec.Holder(), Command: "zero502 watchdog"})
 	if errors.Is(err, hostlock.ErrHeld) {
-		holder := hostlock.ReadHolder(lockPath)
-		rep.Skipped, rep.HeldBy = true, holder.String()
-		attrs := []any{"lock", lockPath, "holder", holder.String()}
-		if !holder.Since.IsZero() {
-			attrs = append(attrs, "since", holder.Since)
-		}
-		w.log.Info("host lock held; skipping this tick, failure counters untouched", attrs...)
+		w.skip(&rep, lockPath)
 		return rep, nil
 	}
 	if err != nil {
@@ -179,6 +185,25 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("host %s: the spec at %s was published for host %q: refused to watch it as %s; "+
 			"give each host of this machine its own hosts[].state_dir, or run the watchdog with --host %s",
 			w.host.Name, spec.Path(stateDir), published.Host, w.host.Name, published.Host)
+	}
+	if other := published.LockPath; other != "" && filepath.Clean(other) != filepath.Clean(lockPath) {
+		// The deploy that published the spec holds another lock than this watchdog's config names
+		// (the server's copy of the config differs from the deployer's): that lock is taken too,
+		// so the watchdog never acts while the deploy holds it.
+		w.log.Warn("the spec was published under another host lock than this watchdog's config names; taking it too: "+
+			"make hosts[].lock_path and watchdog.lock_path in the server's config match the deployer's",
+			"spec_lock", other, "config_lock", lockPath)
+		theirs, err := hostlock.TryAcquire(other, hostlock.Holder{Who: spec.Holder(), Command: "zero502 watchdog"})
+		if errors.Is(err, hostlock.ErrHeld) {
+			w.skip(&rep, other)
+			return rep, nil
+		}
+		if err != nil {
+			return rep, fmt.Errorf("host %s: the spec at %s was published under the host lock %s, which this watchdog's config "+
+				"does not name (it names %s), and taking it failed: %w; make hosts[].lock_path and watchdog.lock_path in the "+
+				"server's config match the deployer's", w.host.Name, spec.Path(stateDir), other, lockPath, err)
+		}
+		defer theirs.Release()
 	}
 	rep.Version = published.Version
 

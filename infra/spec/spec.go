@@ -49,6 +49,10 @@ type Spec struct {
 	// PublishedAt and PublishedBy say when and by whom (user@machine pid N) it was written.
 	PublishedAt time.Time `json:"published_at"`
 	PublishedBy string    `json:"published_by"`
+	// LockPath is the host lock its publisher held (the deploy's config's, Config.HostLockPath):
+	// the watchdog takes it too, so a server whose own config names another lock never acts
+	// while a deploy holds this one. Empty in a spec published before it was recorded.
+	LockPath string `json:"lock_path,omitempty"`
 	// Services are the host's services, rendered for this host (placeholders filled in).
 	Services []Service `json:"services"`
 }
@@ -218,9 +222,10 @@ func Same(a, b Spec) bool {
 	return reflect.DeepEqual(unpublished(a), unpublished(b))
 }
 
-// unpublished is s without what Publish adds: when, by whom, and each service's RunAs.
+// unpublished is s without what Publish adds: when, by whom, under which lock, and each
+// service's RunAs.
 func unpublished(s Spec) Spec {
-	s.PublishedAt, s.PublishedBy = time.Time{}, ""
+	s.PublishedAt, s.PublishedBy, s.LockPath = time.Time{}, "", ""
 	s.Services = slices.Clone(s.Services)
 	for i := range s.Services {
 		s.Services[i].RunAs = ""
