@@ -76,3 +76,35 @@ func TestPIDFileInAnUntrustedDirectoryIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A pid file left by a server that died without removing it names a pid the system may give to
+// any later process: one that started after the file was written is refused, and not signalled.
+func TestAPIDReusedSinceThePIDFileWasWrittenIsNotSignalled(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start times are read from /proc")
+	}
+	later := exec.Command("sleep", "30")
+	if err := later.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- later.Wait() }()
+	t.Cleanup(func() { _ = later.Process.Kill(); <-exited })
+	pidFile := filepath.Join(t.TempDir(), "lb.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(later.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now().Add(-time.Minute) // the dead server wrote it a minute before this process started
+	if err := os.Chtimes(pidFile, written, written); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Request{PIDFile: pidFile, Timeout: 5 * time.Second}.Do(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "its pid was reused; nothing was signalled") {
+		t.Fatalf("upgrade through a pid file older than the process it names: %v, want it refused as a reused pid", err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the process the stale pid file names was signalled: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

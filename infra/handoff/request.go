@@ -37,7 +37,8 @@ type Outcome struct {
 	Took           time.Duration
 }
 
-// Do sends SIGHUP to the process in the pid file and waits until its attempt file records that
+// Do sends SIGHUP to the process in the pid file (one that started after the file was written
+// is refused: a reused pid) and waits until its attempt file records that
 // the new process is ready (the old one now drains) or failed (errFailed, with the reason; the
 // old one keeps serving).
 func (r Request) Do(ctx context.Context) (Outcome, error) {
@@ -61,6 +62,15 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pid %d (from %s) is not running (%w); start the server, or remove the stale pid file", pid, r.PIDFile, err)
+	}
+	// A process that started after the pid file was written is not the server that wrote it:
+	// that one is gone (killed before it could remove the file) and its pid was reused.
+	if fi, err := os.Stat(r.PIDFile); err == nil {
+		if at, err := startedAt(pid); err == nil && at.After(fi.ModTime().Add(2*time.Second)) {
+			return Outcome{}, fmt.Errorf("pid %d (from %s) started at %s, after the pid file was written (%s): the server that wrote "+
+				"it is gone and its pid was reused; nothing was signalled: start the server, or remove the stale pid file",
+				pid, r.PIDFile, at.Format(time.RFC3339), fi.ModTime().Format(time.RFC3339))
+		}
 	}
 	path := attemptPath(r.PIDFile)
 	before, err := readAttempt(path)
