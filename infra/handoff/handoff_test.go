@@ -27,6 +27,8 @@ const (
 	helperEnv   = "ZERO502_HANDOFF_HELPER"  // pid file path
 	helperAddr  = "ZERO502_HANDOFF_ADDR"    // where it listens
 	helperBreak = "ZERO502_HANDOFF_BREAKER" // a file whose presence makes a new process give up
+	helperSlow  = "ZERO502_HANDOFF_SLOW"    // a file whose presence holds a new process short of ready
+	helperDrain = "ZERO502_HANDOFF_DRAIN"   // how long a stopped process goes on (its drain window)
 )
 
 func TestHandoffHelperProcess(t *testing.T) {
@@ -34,10 +36,10 @@ func TestHandoffHelperProcess(t *testing.T) {
 	if pidFile == "" {
 		t.Skip("the helper server of the hand-off tests")
 	}
-	os.Exit(helperMain(pidFile, os.Getenv(helperAddr), os.Getenv(helperBreak)))
+	os.Exit(helperMain(pidFile, os.Getenv(helperAddr), os.Getenv(helperBreak), os.Getenv(helperSlow)))
 }
 
-func helperMain(pidFile, addr, breaker string) int {
+func helperMain(pidFile, addr, breaker, slow string) int {
 	u, err := New(Options{PIDFile: pidFile, Timeout: 10 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -58,6 +60,12 @@ func helperMain(pidFile, addr, breaker string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	ctx = u.UpgradeOnHangup(ctx, nil)
+	for start := time.Now(); u.Inherited() && slow != "" && time.Since(start) < 20*time.Second; {
+		if _, err := os.Stat(slow); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := u.Ready(); err != nil {
 		return 1
 	}
@@ -67,6 +75,9 @@ func helperMain(pidFile, addr, breaker string) int {
 	}), ReadHeaderTimeout: time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	<-ctx.Done()
+	if d, err := time.ParseDuration(os.Getenv(helperDrain)); err == nil && !u.HandedOff() {
+		time.Sleep(d) // a stop's drain window
+	}
 	_ = srv.Shutdown(context.Background())
 	return 0
 }
@@ -275,5 +286,61 @@ func TestAnUpgradeRefusesAnExecutableOthersCouldReplace(t *testing.T) {
 	a, err := readAttempt(attemptPath(pidFile))
 	if err != nil || a.State != Failed || a.NewPID != 0 {
 		t.Fatalf("attempt record %+v, %v; want a failed attempt that started no process", a, err)
+	}
+}
+
+// A stop (SIGTERM) while an upgrade's new process is starting ends the attempt: the new process
+// is killed before it is ready, so it never serves beside the old one's drain, nor after it.
+func TestAStopDuringAnUpgradeKillsTheNewProcessBeforeItServes(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	slow := filepath.Join(dir, "slow")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperSlow+"="+slow, helperDrain+"=2s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+		_ = cmd.Process.Kill()
+	})
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == cmd.Process.Pid })
+	if err := os.WriteFile(slow, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the upgrade starting", func() bool {
+		a, err := readAttempt(attemptPath(pidFile))
+		return err == nil && a.State == Starting
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the stop under way: the old process drains for 2s
+	_ = os.Remove(slow)                // a new process still alive becomes ready meanwhile
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the old process did not exit after SIGTERM")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if pid := whoServes(addr); pid != 0 {
+			t.Fatalf("pid %d serves on %s after the old process stopped during its upgrade: the new process outlived the stop", pid, addr)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -185,7 +185,7 @@ func (u *Upgrader) Fail(reason error) {
 
 // UpgradeOnHangup starts upgrading on SIGHUP and returns a context that ends when ctx ends or
 // once a new process is ready: the caller then drains, as on SIGTERM, and exits. After ctx
-// ended, no upgrade starts. Each attempt and its outcome get a line on log. A SIGHUP that
+// ended, no upgrade starts, and one under way is ended (its new process killed). Each attempt and its outcome get a line on log. A SIGHUP that
 // arrived before (after New) starts an attempt now, which fails while the process is not Ready.
 func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) context.Context {
 	if u.upg == nil {
@@ -203,7 +203,13 @@ func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) contex
 				u.upg.Stop()
 				return
 			case <-hup:
-				if u.upgrade() {
+				// A stop (SIGTERM) while the new process starts ends the attempt: the new
+				// process is killed before it is ready, so it never serves beside this one's
+				// drain and outlives it.
+				stopOnEnd := context.AfterFunc(ctx, u.upg.Stop)
+				upgraded := u.upgrade()
+				stopOnEnd()
+				if upgraded {
 					u.handed.Store(true)
 					handedOff()
 					return
