@@ -82,6 +82,29 @@ func helperMain(pidFile, addr, breaker, slow string) int {
 	return 0
 }
 
+// startHelper starts the helper server with its pid file and address (and env), returning it
+// and a channel that gets its exit; when the test ends it and any process it upgraded to are
+// killed.
+func startHelper(t *testing.T, pidFile, addr string, env ...string) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+		_ = cmd.Process.Kill()
+	})
+	return cmd, exited
+}
+
 // whoServes is the pid that answered on addr, 0 when nothing did.
 func whoServes(addr string) int {
 	c := &http.Client{Timeout: time.Second}
@@ -107,21 +130,7 @@ func TestHandoffUpgradesAndSurvivesABrokenSuccessor(t *testing.T) {
 	breaker := filepath.Join(dir, "broken")
 	ps := tcpserver.FreePorts(t, 1) // below the ephemeral range: no outgoing connection takes it first
 	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperBreak+"="+breaker)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Kill()
-			}
-		}
-		_ = cmd.Process.Kill()
-	})
+	cmd, exited := startHelper(t, pidFile, addr, helperBreak+"="+breaker)
 	first := cmd.Process.Pid
 	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
 
@@ -300,21 +309,7 @@ func TestAStopDuringAnUpgradeKillsTheNewProcessBeforeItServes(t *testing.T) {
 	slow := filepath.Join(dir, "slow")
 	ps := tcpserver.FreePorts(t, 1)
 	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHandoffHelperProcess$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr, helperSlow+"="+slow, helperDrain+"=2s")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
-			if p, err := os.FindProcess(pid); err == nil {
-				_ = p.Kill()
-			}
-		}
-		_ = cmd.Process.Kill()
-	})
+	cmd, exited := startHelper(t, pidFile, addr, helperSlow+"="+slow, helperDrain+"=2s")
 	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == cmd.Process.Pid })
 	if err := os.WriteFile(slow, nil, 0o600); err != nil {
 		t.Fatal(err)
