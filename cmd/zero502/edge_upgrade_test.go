@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -116,6 +117,56 @@ func TestEdgeUpgradeHandsTheAdminStateOverAndTheOldEdgeLetsGo(t *testing.T) {
 	}
 	if !drained[a] || !drained[b] || drained[c] {
 		t.Fatalf("admin-drained once the old edge exited: %v, want a and b", drained)
+	}
+}
+
+// Who drained an upstream (POST .../drain?by=NAME, drained_by) goes with the drain to the
+// process an upgrade starts, so an automaton that undoes only its own drains (mesh lb-sync) still
+// tells an operator's drain from its own after an edge upgrade.
+func TestEdgeUpgradeKeepsWhoDrainedEachUpstream(t *testing.T) {
+	bin, dir := upgradeRig(t)
+	a, b, c := namedOrigin(t, "a"), namedOrigin(t, "b"), namedOrigin(t, "c")
+	listen, admin := freeAddr(t), freeAddr(t)
+	pidFile := filepath.Join(dir, "run", "edge.pid")
+	old := startServer(t, bin, filepath.Join(dir, "edge.log"), pidFile, "edge", "forward", "--listen", listen,
+		"--origin", a, "--origin", b, "--origin", c, "--admin", admin,
+		"--check-interval", "250ms", "--check-timeout", "200ms", "--pid-file", pidFile)
+	poll.Until(t, 10*time.Second, "the edge forwards", func() bool { return answeredBy(listen) != "" })
+	for _, path := range []string{"/admin/upstreams/" + a + "/drain?by=someone", "/admin/upstreams/" + b + "/drain"} {
+		if code := adminDo(t, "POST", "http://"+admin+path); code != http.StatusOK {
+			t.Fatalf("POST %s: %d, want 200", path, code)
+		}
+	}
+	drainedBy := func() map[string]string {
+		var list struct {
+			Upstreams []adminapi.BackendStatus `json:"upstreams"`
+		}
+		getJSON(t, "http://"+admin+"/admin/upstreams", &list)
+		by := map[string]string{}
+		for _, u := range list.Upstreams {
+			if u.AdminDrained {
+				by[u.Address] = u.DrainedBy
+			}
+		}
+		return by
+	}
+	want := map[string]string{a: "someone", b: adminapi.DrainedByAdmin}
+	if got := drainedBy(); !maps.Equal(got, want) {
+		t.Fatalf("drained_by before the upgrade: %v, want %v", got, want)
+	}
+
+	if out, code := runBin(t, bin, "lb", "upgrade", "--pid-file", pidFile); code != 0 {
+		t.Fatalf("upgrade of the edge: exit %d, %q\n%s", code, out, readLog(t, dir, "edge.log"))
+	}
+	if code := old.waitExit(t, 15*time.Second); code != 0 {
+		t.Fatalf("the old edge exited %d, want 0\n%s", code, readLog(t, dir, "edge.log"))
+	}
+	if pid := readPID(t, pidFile); pid == old.Process.Pid {
+		t.Fatalf("the pid file still names the old edge %d after it exited", pid)
+	}
+	if got := drainedBy(); !maps.Equal(got, want) {
+		t.Fatalf("drained_by from the new edge (the old one exited): %v, want %v, as before the upgrade\n%s",
+			got, want, readLog(t, dir, "edge.log"))
 	}
 }
 

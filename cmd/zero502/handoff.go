@@ -64,7 +64,7 @@ runs under --pid-file; 2: bad flags.`,
 				return exitCode(1, fmt.Errorf("lb upgrade: %w", err))
 			}
 			if out.NewPID == 0 {
-				return exitCode(1, errors.New("lb upgrade: the new process reported ready but wrote no pid file"))
+				return exitCode(1, errors.New("lb upgrade: the new process reported ready but the pid file does not name it (the old process could not learn its pid): look at both processes' logs"))
 			}
 			_, _ = fmt.Fprintf(cmd.OutOrStdout(), "upgraded: pid %d serves (took %s); pid %d drains and exits\n",
 				out.NewPID, out.Took.Round(time.Millisecond), out.OldPID)

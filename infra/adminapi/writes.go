@@ -13,18 +13,27 @@ const DrainedByAdmin = "admin"
 
 var drainerName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
-// DrainedBy is who a drain request says it comes from: its ?by= (lower-case letters, digits
-// and '-', at most 32), DrainedByAdmin when absent.
+// DrainedBy is who a drain request says it comes from: its ?by= (CheckDrainer), DrainedByAdmin
+// when absent.
 func DrainedBy(r *http.Request) (string, error) {
 	by := r.URL.Query().Get("by")
 	if by == "" {
 		return DrainedByAdmin, nil
 	}
-	if !drainerName.MatchString(by) {
-		return "", fmt.Errorf("by %q: must be 1 to 32 lower-case letters, digits and '-', starting with a letter or digit "+
-			"(who drains: an undrain by another leaves the drain to its owner to undo)", by)
+	if err := CheckDrainer(by); err != nil {
+		return "", err
 	}
 	return by, nil
+}
+
+// CheckDrainer accepts a name of who drains (a drain's ?by=, or one handed over with a drain):
+// lower-case letters, digits and '-', at most 32.
+func CheckDrainer(by string) error {
+	if !drainerName.MatchString(by) {
+		return fmt.Errorf("by %q: must be 1 to 32 lower-case letters, digits and '-', starting with a letter or digit "+
+			"(who drains: an undrain by another leaves the drain to its owner to undo)", by)
+	}
+	return nil
 }
 
 // Errors of the admin write API, wrapped by a balancer's own (the LB's backends, the edge's

@@ -158,10 +158,14 @@ func (f *Forwarder) Open() error {
 	f.ups = newUpstreams(inherited(f.Origins, f.Inherit), now)
 	if f.Inherit != nil {
 		for _, a := range f.Inherit.Drained {
-			_, _, _, _ = f.ups.drain(a, now, adminapi.DrainedByAdmin)
+			by := f.Inherit.DrainedBy[a]
+			if by == "" { // handed over by an edge of an earlier version
+				by = adminapi.DrainedByAdmin
+			}
+			_, _, _, _ = f.ups.drain(a, now, by)
 		}
 		logger(f.Logger).Info("edge: admin state taken over from the process this one replaces",
-			"added", f.Inherit.Added, "removed", f.Inherit.Removed, "drained", f.Inherit.Drained)
+			"added", f.Inherit.Added, "removed", f.Inherit.Removed, "drained", f.Inherit.Drained, "drained_by", f.Inherit.DrainedBy)
 	}
 	listen := f.ListenFunc
 	if listen == nil {

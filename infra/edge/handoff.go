@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
 )
@@ -39,6 +40,11 @@ type AdminState struct {
 	Removed []string `json:"removed,omitempty"`
 	// Drained are upstreams the admin API holds drained (POST .../drain, not undrained since).
 	Drained []string `json:"drained,omitempty"`
+	// DrainedBy is who drained each of Drained (the drain's ?by=, adminapi.DrainedBy), by
+	// address. A drained upstream missing here (a file of an earlier version) is taken as
+	// adminapi.DrainedByAdmin's; an earlier version reading this file ignores it and takes
+	// Drained alone.
+	DrainedBy map[string]string `json:"drained_by,omitempty"`
 }
 
 // errUpgrading refuses an admin write while an upgrade attempt is under way.
@@ -75,6 +81,11 @@ func ReadAdminState(path string, parent int) (st AdminState, ok bool, err error)
 			return AdminState{}, false, fmt.Errorf("admin state %s: %w", path, err)
 		}
 	}
+	for a, by := range st.DrainedBy {
+		if err := adminapi.CheckDrainer(by); err != nil {
+			return AdminState{}, false, fmt.Errorf("admin state %s: drained_by of %s: %w; remove the file and upgrade again", path, a, err)
+		}
+	}
 	return st, true, nil
 }
 
@@ -96,7 +107,7 @@ func (f *Forwarder) PrepareHandoff(path string) error {
 		return fmt.Errorf("write the admin state for the new process: %w", err)
 	}
 	logger(f.Logger).Info("edge: admin state handed to the upgrade; admin writes wait for its outcome", "state", path,
-		"added", st.Added, "removed", st.Removed, "drained", st.Drained)
+		"added", st.Added, "removed", st.Removed, "drained", st.Drained, "drained_by", st.DrainedBy)
 	return nil
 }
 
@@ -116,8 +127,12 @@ func (f *Forwarder) adminState() AdminState {
 		if !slices.Contains(f.Origins, u.addr) {
 			st.Added = append(st.Added, u.addr)
 		}
-		if u.status().AdminDrained {
+		if s := u.status(); s.AdminDrained {
 			st.Drained = append(st.Drained, u.addr)
+			if st.DrainedBy == nil {
+				st.DrainedBy = map[string]string{}
+			}
+			st.DrainedBy[u.addr] = s.DrainedBy
 		}
 	}
 	for _, o := range f.Origins {

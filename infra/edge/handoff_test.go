@@ -92,9 +92,9 @@ func TestAfterAHandOffTheOldEdgeClosesItsAdminAndMetricsAtOnce(t *testing.T) {
 	e.wait(t)
 }
 
-// As an upgrade starts, the edge writes what its admin API changed (upstreams drained, added,
-// removed) to a file only its owner reads, and refuses writes until the attempt ends; the new
-// process starts from the configured origins with those changes on top.
+// As an upgrade starts, the edge writes what its admin API changed (upstreams drained, and who
+// drained them; added, removed) to a file only its owner reads, and refuses writes until the
+// attempt ends; the new process starts from the configured origins with those changes on top.
 func TestAdminStateGoesToTheUpgradedProcessAndWritesWaitMeanwhile(t *testing.T) {
 	a, b, c, d := startUpstream(t, "a"), startUpstream(t, "b"), startUpstream(t, "c"), startUpstream(t, "d")
 	fwd := startForwarder(t, &Forwarder{Origins: []string{a.addr, b.addr, d.addr}, Admin: "127.0.0.1:0", Check: looseChecks})
@@ -102,7 +102,7 @@ func TestAdminStateGoesToTheUpgradedProcessAndWritesWaitMeanwhile(t *testing.T) 
 		method, path string
 		want         int
 	}{
-		{"POST", "/admin/upstreams/" + a.addr + "/drain", http.StatusOK},
+		{"POST", "/admin/upstreams/" + a.addr + "/drain?by=someone", http.StatusOK},
 		{"POST", "/admin/upstreams/" + d.addr + "/drain", http.StatusOK},
 		{"DELETE", "/admin/upstreams/" + d.addr, http.StatusNoContent},
 		{"PUT", "/admin/upstreams/" + c.addr, http.StatusCreated},
@@ -142,8 +142,8 @@ func TestAdminStateGoesToTheUpgradedProcessAndWritesWaitMeanwhile(t *testing.T) 
 	if want := []string{a.addr, b.addr, c.addr}; !slices.Equal(got, want) {
 		t.Fatalf("the new process's upstreams: %v, want %v (d removed, c added)", got, want)
 	}
-	if st := upstreamState(next, a.addr); !st.AdminDrained || st.State != adminapi.Draining || st.InRotation {
-		t.Fatalf("a in the new process: %+v, want held drained", st)
+	if st := upstreamState(next, a.addr); !st.AdminDrained || st.State != adminapi.Draining || st.InRotation || st.DrainedBy != "someone" {
+		t.Fatalf("a in the new process: %+v, want held drained by someone", st)
 	}
 	poll.Until(t, deadline, "b and c in rotation in the new process", func() bool {
 		return upstreamState(next, b.addr).InRotation && upstreamState(next, c.addr).InRotation

@@ -10,8 +10,11 @@
 // so the kernel queues new connections whichever process accepts them. Nothing is refused.
 //
 // Two files beside each other carry the upgrade between processes and to `zero502 lb upgrade`:
-// the pid file (the process that serves now, written when it is ready) and the attempt file
-// (pid file + ".handoff.json": the last upgrade's sequence number, state and reason). Request is
+// the pid file (the process that serves now: a first process writes it when it is ready; in an
+// upgrade the new process puts its pid in the attempt file and the old one writes it to the pid
+// file only as it accepts the new one's ready, so a new process it refuses or kills is never
+// named there) and the attempt file (pid file + ".handoff.json": the last upgrade's sequence
+// number, state, new pid and reason). Request is
 // the command's side: it signals the process the pid file names and waits for the attempt to
 // end. Windows has no way to pass listening sockets on: there the listeners open as usual and an
 // upgrade says it is not supported.

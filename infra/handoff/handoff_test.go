@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +30,10 @@ const (
 	helperBreak = "ZERO502_HANDOFF_BREAKER" // a file whose presence makes a new process give up
 	helperSlow  = "ZERO502_HANDOFF_SLOW"    // a file whose presence holds a new process short of ready
 	helperDrain = "ZERO502_HANDOFF_DRAIN"   // how long a stopped process goes on (its drain window)
+	// a file whose presence holds a new process once it is ready, before the old one hears it;
+	// the process writes its pid to this path + ".held" as it begins to wait
+	helperHold    = "ZERO502_HANDOFF_HOLD"
+	helperTimeout = "ZERO502_HANDOFF_TIMEOUT" // how long a new process gets to be ready (10s unless set)
 )
 
 func TestHandoffHelperProcess(t *testing.T) {
@@ -36,11 +41,34 @@ func TestHandoffHelperProcess(t *testing.T) {
 	if pidFile == "" {
 		t.Skip("the helper server of the hand-off tests")
 	}
+	if hold := os.Getenv(helperHold); hold != "" {
+		holdReady = func() { holdWhile(hold) }
+	}
 	os.Exit(helperMain(pidFile, os.Getenv(helperAddr), os.Getenv(helperBreak), os.Getenv(helperSlow)))
 }
 
+// holdWhile is the helper's holdReady: it says so in hold + ".held" (its pid) and waits while
+// the file hold exists, 20s at most.
+func holdWhile(hold string) {
+	if _, err := os.Stat(hold); err != nil {
+		return
+	}
+	if err := os.WriteFile(hold+".held", []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(hold); err != nil {
+			return
+		}
+	}
+}
+
 func helperMain(pidFile, addr, breaker, slow string) int {
-	u, err := New(Options{PIDFile: pidFile, Timeout: 10 * time.Second})
+	timeout := 10 * time.Second
+	if d, err := time.ParseDuration(os.Getenv(helperTimeout)); err == nil {
+		timeout = d
+	}
+	u, err := New(Options{PIDFile: pidFile, Timeout: timeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -337,5 +365,125 @@ func TestAStopDuringAnUpgradeKillsTheNewProcessBeforeItServes(t *testing.T) {
 			t.Fatalf("pid %d serves on %s after the old process stopped during its upgrade: the new process outlived the stop", pid, addr)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// heldPID is the pid a helper held short of telling the old process it is ready wrote beside
+// hold (holdWhile), 0 while there is none.
+func heldPID(hold string) int {
+	b, err := os.ReadFile(hold + ".held")
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(b))
+	return pid
+}
+
+// The pid file names the process that serves. A new process that is ready but refused by the
+// old one (its timeout ran out first, and it was killed) never appears there: SIGHUP and
+// `zero502 lb upgrade` go on reaching the old one, which serves. One the old process accepts is
+// named there by the time the attempt is recorded ready, and stays named once the old one exited.
+func TestThePIDFileNamesANewProcessOnlyOnceTheOldOneAcceptedIt(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	hold := filepath.Join(dir, "hold")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd, exited := startHelper(t, pidFile, addr, helperHold+"="+hold, helperTimeout+"=3s")
+	first := cmd.Process.Pid
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
+
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+	if !errors.Is(err, errFailed) || !strings.Contains(err.Error(), "not ready within 3s") {
+		t.Fatalf("upgrade to a new process held short of telling the old one: %v; want it failed on the old one's timeout", err)
+	}
+	refused := heldPID(hold)
+	if refused == 0 || refused == first {
+		t.Fatalf("held pid %d: the new process never got ready, so the old one refused nothing", refused)
+	}
+	if pid, err := ReadPID(pidFile); err != nil || pid != first {
+		t.Fatalf("after the old process refused the ready new one (pid %d, killed), the pid file names %d (%v); want the old %d, which serves",
+			refused, pid, err, first)
+	}
+	if pid := whoServes(addr); pid != first {
+		t.Fatalf("after the failed upgrade pid %d answers, want %d still", pid, first)
+	}
+
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if out.OldPID != first || out.NewPID == first || out.NewPID == refused || out.NewPID == 0 {
+		t.Fatalf("outcome %+v: want old %d and a new pid (neither it nor the refused %d)", out, first, refused)
+	}
+	if pid, err := ReadPID(pidFile); err != nil || pid != out.NewPID {
+		t.Fatalf("once the attempt is recorded ready the pid file names %d (%v), want the new %d", pid, err, out.NewPID)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the old process exited with %v, want 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old process did not exit after the hand-off")
+	}
+	if pid := whoServes(addr); pid != out.NewPID {
+		t.Fatalf("pid %d answers on %s, want the new %d", pid, addr, out.NewPID)
+	}
+	if pid, err := ReadPID(pidFile); err != nil || pid != out.NewPID {
+		t.Fatalf("after the old process exited the pid file names %d (%v), want the new %d", pid, err, out.NewPID)
+	}
+}
+
+// A stop (SIGTERM) that ends an attempt whose new process is ready but not yet accepted kills
+// that process: the pid file goes on naming the old process while it drains, and is gone once it
+// exited; it never names the killed one.
+func TestAStopDuringAnUpgradeLeavesThePIDFileToTheOldProcess(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	hold := filepath.Join(dir, "hold")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd, exited := startHelper(t, pidFile, addr, helperHold+"="+hold, helperDrain+"=2s")
+	first := cmd.Process.Pid
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the new process ready, held short of telling the old one", func() bool { return heldPID(hold) != 0 })
+	refused := heldPID(hold)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "the attempt recorded as failed by the stop", func() bool {
+		a, err := readAttempt(attemptPath(pidFile))
+		return err == nil && a.State == Failed
+	})
+	if pid, err := ReadPID(pidFile); err != nil || pid != first {
+		t.Fatalf("while the old process drains after a stop that killed the ready new one (pid %d), the pid file names %d (%v); want the old %d",
+			refused, pid, err, first)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the old process did not exit after SIGTERM")
+	}
+	if pid, err := ReadPID(pidFile); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after the old process exited the pid file names %d (%v); want it removed, never naming the killed new process %d", pid, err, refused)
 	}
 }

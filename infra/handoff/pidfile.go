@@ -54,8 +54,9 @@ func ReadPID(path string) (int, error) {
 	return pid, nil
 }
 
-// writePID writes this process's pid to path, atomically.
-func writePID(path string) error {
+// writePID writes pid to path, atomically: a first process its own, an old process its
+// successor's once it accepted it.
+func writePID(path string, pid int) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create the pid file's directory %s: %w", dir, err)
@@ -63,7 +64,7 @@ func writePID(path string) error {
 	if err := trustPIDFile(dir); err != nil {
 		return err
 	}
-	return spec.WriteAtomic(path, []byte(strconv.Itoa(os.Getpid())+"\n"))
+	return spec.WriteAtomic(path, []byte(strconv.Itoa(pid)+"\n"))
 }
 
 // trustPIDFile is trust.Check of a pid file or its directory, with what to do.

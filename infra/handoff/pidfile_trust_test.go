@@ -67,7 +67,7 @@ func TestPIDFileInAnUntrustedDirectoryIsRefused(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			if err := writePID(file); err == nil || !strings.Contains(err.Error(), "not trusted") {
+			if err := writePID(file, os.Getpid()); err == nil || !strings.Contains(err.Error(), "not trusted") {
 				t.Errorf("writing a pid file there: %v, want it refused", err)
 			}
 			if err := victim.Process.Signal(syscall.Signal(0)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -25,8 +26,10 @@ const DefaultTimeout = time.Minute
 
 // Options configure this process's side of the hand-off.
 type Options struct {
-	// PIDFile is written with this process's pid once it is ready (and the attempt file beside
-	// it records each upgrade); "" writes neither, and only SIGHUP can start an upgrade.
+	// PIDFile names the process that serves: a first process writes its pid once it is ready;
+	// in an upgrade the old process writes the new one's once it accepted its ready, never
+	// before (it may still refuse it). The attempt file beside it records each upgrade. ""
+	// writes neither, and only SIGHUP can start an upgrade.
 	PIDFile string
 	// Timeout is how long a new process gets to report ready; 0 is DefaultTimeout.
 	Timeout time.Duration
@@ -43,6 +46,8 @@ type Upgrader struct {
 	ready bool
 	// handed is set once a new process took the sockets: this one's serving context then ends.
 	handed atomic.Bool
+	// closed is set by Close: the pid file is no longer this process's to write.
+	closed atomic.Bool
 
 	hooks sync.Mutex
 	// prepare and failed are OnUpgrade's start and failed (nil: none)
@@ -147,22 +152,78 @@ func unwrapTableflip(err error) error {
 	return errors.New(msg)
 }
 
-// Ready says this process serves: it writes the pid file and, in a process started by an
-// upgrade, tells the old process to drain. Listeners opened from now on are not inherited.
+// holdReady, when set, runs in a process started by an upgrade between its own readiness and
+// telling the old process: the tests hold a ready process there for the old one to refuse.
+var holdReady func()
+
+// Ready says this process serves. A first process writes the pid file. A process started by an
+// upgrade records its pid in the attempt file and tells the old process, which may still refuse
+// it (its timeout, a stop) and otherwise writes that pid to the pid file as it accepts it and
+// begins its drain: until then the pid file names the old process, the one that serves, so
+// SIGHUP, `zero502 lb upgrade` and systemd's PIDFile= never reach a process the old one did not
+// accept, nor one it killed. Listeners opened from now on are not inherited.
 func (u *Upgrader) Ready() error {
 	u.ready = true
-	if u.opts.PIDFile != "" {
-		if err := writePID(u.opts.PIDFile); err != nil {
+	inherited, parent := u.Inherited(), os.Getppid()
+	switch {
+	case u.opts.PIDFile == "":
+	case inherited:
+		u.updateAttempt(parent, "could not record this new process's pid for the old one to write to the pid file",
+			func(a *Attempt) { a.NewPID = os.Getpid() })
+	default:
+		if err := writePID(u.opts.PIDFile, os.Getpid()); err != nil {
 			return fmt.Errorf("pid file (--pid-file): %w", err)
 		}
 	}
 	if u.upg == nil {
 		return nil
 	}
+	if inherited && holdReady != nil {
+		holdReady()
+	}
 	if err := u.upg.Ready(); err != nil {
 		return fmt.Errorf("tell the old process this one is ready: %w", err)
 	}
+	if inherited && u.opts.PIDFile != "" {
+		go u.claimPIDFile(parent)
+	}
 	return nil
+}
+
+// claimPIDFile covers an old process that did not write the pid file on accepting this one (an
+// earlier version, which left it to its successor and removed it as it exited; or its write
+// failed): once the old process exited, a pid file that is gone or still names it gets this
+// process's pid. The old one had accepted this process: one it refused was killed.
+func (u *Upgrader) claimPIDFile(parent int) {
+	_ = u.upg.WaitForParent(context.Background()) // an error says how it exited, not whether
+	if u.closed.Load() {
+		return
+	}
+	pid, err := ReadPID(u.opts.PIDFile)
+	if err == nil && pid != parent || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return // it names another process, or cannot be trusted: left alone
+	}
+	if err := writePID(u.opts.PIDFile, os.Getpid()); err != nil {
+		u.log.Warn("the old process exited without naming this one in the pid file, which could not be written; "+
+			"zero502 lb upgrade and systemd's PIDFile= cannot reach this process: check --pid-file's directory", "err", err)
+		return
+	}
+	u.log.Info("the old process exited without naming this one in the pid file; this one wrote it", "pid_file", u.opts.PIDFile)
+}
+
+// updateAttempt changes the attempt file while it records an attempt of parent under way
+// (Starting), the one that started this process; otherwise it leaves it alone. what is the
+// warning logged when it cannot be written.
+func (u *Upgrader) updateAttempt(parent int, what string, change func(*Attempt)) {
+	path := attemptPath(u.opts.PIDFile)
+	a, err := readAttempt(path)
+	if err != nil || a.PID != parent || a.State != Starting {
+		return
+	}
+	change(&a)
+	if err := writeAttempt(path, a); err != nil {
+		u.log.Warn(what, "err", err)
+	}
 }
 
 // Fail records why a process started by an upgrade gives up before it was ready (a config
@@ -172,15 +233,9 @@ func (u *Upgrader) Fail(reason error) {
 	if reason == nil || u.ready || !u.Inherited() || u.opts.PIDFile == "" {
 		return
 	}
-	path := attemptPath(u.opts.PIDFile)
-	a, err := readAttempt(path)
-	if err != nil || a.PID != os.Getppid() || a.State != Starting {
-		return
-	}
-	a.NewPID, a.Reason, a.At = os.Getpid(), reason.Error(), time.Now().UTC()
-	if err := writeAttempt(path, a); err != nil {
-		u.log.Warn("could not record why this new process failed", "err", err)
-	}
+	u.updateAttempt(os.Getppid(), "could not record why this new process failed", func(a *Attempt) {
+		a.NewPID, a.Reason, a.At = os.Getpid(), reason.Error(), time.Now().UTC()
+	})
 }
 
 // UpgradeOnHangup starts upgrading on SIGHUP and returns a context that ends when ctx ends or
@@ -262,7 +317,14 @@ func (u *Upgrader) upgrade() bool {
 	if err == nil {
 		a.State = Ready
 		if u.opts.PIDFile != "" {
-			a.NewPID, _ = ReadPID(u.opts.PIDFile)
+			// The pid file names the new process from now on, and before the record says Ready.
+			a.NewPID = u.successor(path, a.Seq)
+			if a.NewPID != 0 {
+				if err := writePID(u.opts.PIDFile, a.NewPID); err != nil {
+					u.log.Warn("upgrade: could not write the new process's pid to the pid file; it writes it itself once this one exited",
+						"seq", a.Seq, "new_pid", a.NewPID, "err", err)
+				}
+			}
 		}
 		u.record(path, a)
 		u.log.Info("upgrade: the new process is ready; this one drains and exits", "seq", a.Seq, "new_pid", a.NewPID,
@@ -281,6 +343,19 @@ func (u *Upgrader) upgrade() bool {
 	u.record(path, a)
 	u.log.Error("upgrade failed; this process keeps serving", "seq", a.Seq, "reason", a.Reason)
 	return false
+}
+
+// successor is the pid of the new process this one just accepted: the one it recorded in the
+// attempt file (seq) before it reported ready, else the pid file's when it names another process
+// (a new process of an earlier version writes it itself as it reports ready); 0 if neither.
+func (u *Upgrader) successor(path string, seq int) int {
+	if child, err := readAttempt(path); err == nil && child.Seq == seq && child.PID == os.Getpid() && child.NewPID != 0 {
+		return child.NewPID
+	}
+	if pid, err := ReadPID(u.opts.PIDFile); err == nil && pid != os.Getpid() {
+		return pid
+	}
+	return 0
 }
 
 func (u *Upgrader) record(path string, a Attempt) {
@@ -309,6 +384,7 @@ func (u *Upgrader) explain(err error) string {
 // Close ends the hand-off as the process exits: no upgrade starts any more, and the pid file is
 // removed while it still names this process (after a hand-off it names the new one).
 func (u *Upgrader) Close() {
+	u.closed.Store(true)
 	if u.upg != nil {
 		u.upg.Stop()
 		signal.Stop(u.hup)
