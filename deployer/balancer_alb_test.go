@@ -497,7 +497,7 @@ func TestAcceptedDriftRunsOnTheLiveNumbers(t *testing.T) {
 	if !strings.Contains(ev.String(), "drift accepted: balancer.deregistration_delay") {
 		t.Errorf("no event names the accepted drift:\n%s", &ev)
 	}
-	if got := balancerDrainWindow(d.cfg); got != 8*time.Second {
+	if got := d.cfg.BalancerDrainWindow(); got != 8*time.Second {
 		t.Errorf("the balancer-side drain waits %s; want the live deregistration delay 8s", got)
 	}
 	if got := d.configFor(cfg.Hosts[0], []string{"host", "step"}).Balancer.DeregistrationDelay; got != 8*time.Second {

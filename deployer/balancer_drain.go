@@ -3,7 +3,6 @@ package deployer
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
@@ -17,23 +16,8 @@ import (
 // of rotation at the balancer itself (the in-house LB's admin API; ALB DeregisterTargets),
 // waits until the balancer has nothing in flight to it, and only then sends the stop signal.
 
-// balancerDrainWindow is how long the deployer waits, at most, for a target drained at the
-// balancer to have nothing in flight: drain.window for the in-house LB and the edges, the
-// target group's deregistration delay for an ALB (which holds the target in draining that
-// long), edge.drain for the edges' DNS A record set (I6 keeps it above the TTL plus the
-// monitor's detection, which is what DNSSet waits for).
-func balancerDrainWindow(cfg *config.Config) time.Duration {
-	switch cfg.Balancer.Kind {
-	case config.BalancerALB:
-		return cfg.Balancer.DeregistrationDelay
-	case config.BalancerDNS:
-		return cfg.Edge.Drain
-	}
-	return cfg.Drain.Window
-}
-
 // drainAtBalancer takes target out of rotation at the balancer and waits until it is drained
-// (nothing in flight), at most balancerDrainWindow plus a few polls. A target still busy then
+// (nothing in flight), at most config.BalancerDrainWindow plus a few polls. A target still busy then
 // is signalled anyway, and the event says how many requests that may cut: a request longer than
 // the drain window (I9 keeps the window above balancer.header_timeout).
 func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runtime.Instance, target string, tl *report.Timeline) error {
@@ -54,7 +38,7 @@ func (d *Deployer) drainAtBalancer(ctx context.Context, h config.Host, inst runt
 	d.emit(Event{Host: h.Name, Service: inst.Service, Step: stepLeftRotation, Version: inst.Version,
 		Message: fmt.Sprintf("%s drained at the balancer by the deployer (drain: balancer) +%.2fs", target, now.Sub(t0).Seconds())})
 
-	window := balancerDrainWindow(d.cfg)
+	window := d.cfg.BalancerDrainWindow()
 	deadline := t0.Add(window + 2*d.pollEvery())
 	for {
 		drained, err := rot.Drained(ctx, target)

@@ -107,6 +107,8 @@ type Deployer struct {
 	alarms AlarmWatcher
 	// turns are the steps over ssh preflight opened, waiting for their batch (remote_turn.go).
 	turns turns
+	// progress is the progress clock of each host's step while it runs (progress.go).
+	progress progress
 	// remoteTargets are where the balanced service of each host over ssh answers, as its look or
 	// its step's report last said (no runtime here to read it from): currentTarget.
 	remoteTargets sync.Map // host name → host:port

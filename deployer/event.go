@@ -26,6 +26,7 @@ const (
 	stepRollback     = "rollback"      // the host is being rolled back to its previous spec
 	stepRolledBack   = "rolled-back"   // the host runs its previous version again
 	stepFailed       = "failed"        // the host (or the rollout) failed
+	StepStalled      = "stalled"       // the host's step reported nothing for rollout.progress_deadline: told to stop
 	stepDone         = "done"          // the host is finished; the lock is released
 )
 
@@ -48,6 +49,7 @@ func (e Event) Elapsed() time.Duration { return time.Duration(e.ElapsedMS) * tim
 
 // emit stamps e and hands it to the Events callback, one at a time.
 func (d *Deployer) emit(e Event) {
+	d.progressed(e)
 	if d.opts.Events == nil {
 		return
 	}

@@ -130,6 +130,9 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 			t = d.openStep(ctx, h, version, false)
 		}
 	}
+	// A step stopped for stalling (watchProgress) is told so as a cancelled deploy's is: its
+	// stdin closes, it rolls back by itself, or is cut off after the rollback's budget.
+	defer context.AfterFunc(ctx, t.cancel)()
 	err := t.finish(rep)
 	if svc, balanced := d.cfg.BalancedService(); balanced {
 		d.noteRemoteTarget(h, svc, rep.Target) // where it answers now, for the checks between batches

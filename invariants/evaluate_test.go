@@ -10,8 +10,8 @@ import (
 
 func TestEvaluateGivesEveryInvariantInOrder(t *testing.T) {
 	vs := Evaluate(withHosts(config.Defaults(), 3))
-	if len(vs) != 15 {
-		t.Fatalf("got %d verdicts, want 15", len(vs))
+	if len(vs) != 16 {
+		t.Fatalf("got %d verdicts, want 16", len(vs))
 	}
 	for i, v := range vs {
 		if want := fmt.Sprintf("I%d", i+1); v.ID != want || v.Relation == "" || v.Why == "" || v.Sentence == "" {

@@ -6,12 +6,13 @@
 // canary judged longer than a batch (I10), the window longer than the wait for a response (I11),
 // two warnings, the canary's (I12) and the smallest batch's (I13) expected traffic against
 // rollout.analysis.min_requests, a third, the fleet lock's lease against a batch's worst
-// case (I14), and a fourth, a batch given as a share of the fleet coming to a whole host (I15). Evaluate gives every invariant's verdict (holds, violated,
+// case (I14), a fourth, a batch given as a share of the fleet coming to a whole host (I15), and
+// the progress deadline against a service's whole step (I16). Evaluate gives every invariant's verdict (holds, violated,
 // warned or skipped) with its numbers; Check returns only the violations, each with a sentence a
 // person can act on; Warnings returns the warnings, which refuse nothing; Summary counts the
 // violations (and the live settings that drifted) and says them in one error.
 //
-// Each invariant lives in its own file (i1_…go to i15_…go) and keeps its relation in one small
+// Each invariant lives in its own file (i1_…go to i16_…go) and keeps its relation in one small
 // function named relationIn, so the mutation harness (invariants/mutate) can find and mutate
 // every relational operator; its test is named TestIn… so the harness knows which test must
 // kill which mutant. IDs are stable: a new invariant takes the next number.
@@ -44,7 +45,7 @@ type Number struct {
 
 // Invariant is one relation of docs/ARCHITECTURE.md, "The numbers and their invariants".
 type Invariant struct {
-	ID       string `json:"id"`       // I1…I15
+	ID       string `json:"id"`       // I1…I16
 	Relation string `json:"relation"` // in the config's key names
 	Why      string `json:"why"`      // what goes wrong when it breaks
 }
@@ -87,11 +88,11 @@ func evaluators() []func(*config.Config) Verdict {
 	return []func(*config.Config) Verdict{
 		evaluateI1, evaluateI2, evaluateI3, evaluateI4,
 		evaluateI5, evaluateI6, evaluateI7, evaluateI8, evaluateI9,
-		evaluateI10, evaluateI11, evaluateI12, evaluateI13, evaluateI14, evaluateI15,
+		evaluateI10, evaluateI11, evaluateI12, evaluateI13, evaluateI14, evaluateI15, evaluateI16,
 	}
 }
 
-// Evaluate returns the verdict of every invariant I1…I15 on cfg, in ID order.
+// Evaluate returns the verdict of every invariant I1…I16 on cfg, in ID order.
 func Evaluate(cfg *config.Config) []Verdict {
 	fns := evaluators()
 	out := make([]Verdict, 0, len(fns))

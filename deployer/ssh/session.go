@@ -135,7 +135,7 @@ func (s Session) Run(ctx context.Context) error {
 	}
 	fed.Unlock()
 	if cutOff.Load() {
-		err = fmt.Errorf("cut off %s after the deploy was cancelled: the host neither ended nor reported within the rollback budget: %w", s.Budget, err)
+		err = fmt.Errorf("cut off %s after it was told to stop (the deploy was cancelled, or its step stalled): the host neither ended nor reported within the rollback budget: %w", s.Budget, err)
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())

@@ -192,3 +192,18 @@ func (n BalancerNumbers) Overlay(live BalancerNumbers, reported []string) Balanc
 	}
 	return n
 }
+
+// BalancerDrainWindow is how long the deployer waits, at most, for a target drained at the
+// balancer (a service with drain: balancer) to have nothing in flight: drain.window for the
+// in-house LB and the edges, the target group's deregistration delay for an ALB (which holds
+// the target in draining that long), edge.drain for the edges' DNS A record set (I6 keeps it
+// above the TTL plus the monitor's detection, which is what the deployer waits for there).
+func (c *Config) BalancerDrainWindow() time.Duration {
+	switch c.Balancer.Kind {
+	case BalancerALB:
+		return c.Balancer.DeregistrationDelay
+	case BalancerDNS:
+		return c.Edge.Drain
+	}
+	return c.Drain.Window
+}

@@ -387,6 +387,14 @@ type Rollout struct {
 	// one) before another deploy can take the lock (I14, a warning). Default 30m; a local lock
 	// host's lock is a file on this machine and has no lease.
 	LockLease time.Duration `mapstructure:"lock_lease"`
+	// ProgressDeadline is how long a host's step may report nothing (no event) before the
+	// deployer stops it, as Kubernetes' and Argo Rollouts' progressDeadlineSeconds: a host frozen
+	// (out of memory, a hung disk) or a call that never returns (a Docker Engine that hangs)
+	// would otherwise hold its batch, and the fleet lock, for ever. The step is told to stop
+	// (its session's stdin closes): it rolls back by itself, or is cut off after the rollback's
+	// budget and reported as unknown. A wait for the host lock (--lock-timeout) comes on top.
+	// Must outlast a service's whole step (I16). Default 10m.
+	ProgressDeadline time.Duration `mapstructure:"progress_deadline"`
 	// Analysis judges each batch, once it is in rotation and baked, by what users got from it
 	// through the balancer (its error rate and p99 against the old version's targets) before
 	// the rollout moves on: health is not what users get. On by default; the in-house LB

@@ -255,6 +255,7 @@ func (c *Config) Validate() error {
 	}
 	positive("rollout.healthy_deadline", c.Rollout.HealthyDeadline)
 	positive("rollout.lock_lease", c.Rollout.LockLease)
+	positive("rollout.progress_deadline", c.Rollout.ProgressDeadline)
 	nonNegative("rollout.bake", c.Rollout.Bake)
 	if c.Rollout.Strategy != StopFirst && c.Rollout.Strategy != StartFirst {
 		bad("rollout.strategy", fmt.Sprintf("%q", c.Rollout.Strategy), "must be stop-first or start-first")

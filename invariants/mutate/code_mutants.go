@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// relationFunc names the functions that hold an invariant's relation: relationI1 … relationI15.
+// relationFunc names the functions that hold an invariant's relation: relationI1 … relationI16.
 var relationFunc = regexp.MustCompile(`^relation(I[0-9]+)$`)
 
 // boundaryShift is the mutation that moves a relation's boundary by one: strict ↔ non-strict.

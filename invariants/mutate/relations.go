@@ -58,6 +58,12 @@ func relations() []relation {
 			{"rollout.canary.duration"}, {"#lock-renewal"}}, ">", lockOverSSH},
 		// a batch written as a share [%] × hosts ≥ 100 %: it comes to at least one host
 		{"I15", [][]string{{"rollout.batch%", "#hosts"}}, [][]string{{"#percent"}}, ">=", batchShare},
+		// progress deadline > the drain at the balancer (window; alb: deregistration delay; dns:
+		//   edge.drain) + stop grace + healthy deadline + bake + healthy_threshold × interval
+		//   + the per-host hooks' timeouts (when set)
+		{"I16", [][]string{{"rollout.progress_deadline"}}, i16Step("drain.window"), ">", not(either(kindIs(config.BalancerALB), kindIs(config.BalancerDNS)))},
+		{"I16", [][]string{{"rollout.progress_deadline"}}, i16Step("balancer.deregistration_delay"), ">", kindIs(config.BalancerALB)},
+		{"I16", [][]string{{"rollout.progress_deadline"}}, i16Step("edge.drain"), ">", kindIs(config.BalancerDNS)},
 	}
 }
 
@@ -196,6 +202,9 @@ func numbers(c *config.Config) map[string]int64 {
 		"rollout.lock_lease":             ms(c.Rollout.LockLease),
 		"rollout.healthy_deadline":       ms(c.Rollout.HealthyDeadline),
 		"rollout.bake":                   ms(c.Rollout.Bake),
+		"rollout.progress_deadline":      ms(c.Rollout.ProgressDeadline),
+		"#pre-traffic-hook":              ms(hookTimeout(c.Hooks.PreTraffic)),  // its timeout when set, else 0
+		"#post-traffic-hook":             ms(hookTimeout(c.Hooks.PostTraffic)), // the same
 		"#services":                      int64(len(c.Services)),
 		"#two":                           2,                         // a constant: a batch's step and its rollback
 		"#lock-renewal":                  ms(config.MaxLockRenewal), // the longest interval between renewals
@@ -333,3 +342,33 @@ func floorDiv(n, d int64) int64 {
 }
 
 func ceilDiv(n, d int64) int64 { return -floorDiv(-n, d) }
+
+// i16Step is a service's whole step, I16's right side, with drain as the drain at the balancer.
+func i16Step(drain string) [][]string {
+	return [][]string{{drain}, {"drain.stop_grace"}, {"rollout.healthy_deadline"}, {"rollout.bake"},
+		{"balancer.healthy_threshold", "balancer.interval"}, {"#pre-traffic-hook"}, {"#post-traffic-hook"}}
+}
+
+// kindIs: the balancer is of kind kind.
+func kindIs(kind string) func(*config.Config) bool {
+	return func(c *config.Config) bool { return c.Balancer.Kind == kind }
+}
+
+func either(conds ...func(*config.Config) bool) func(*config.Config) bool {
+	return func(c *config.Config) bool {
+		for _, cond := range conds {
+			if cond(c) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// hookTimeout is how long a per-host hook may run: its timeout when it is set, 0 when not.
+func hookTimeout(h config.Hook) time.Duration {
+	if !h.Set() {
+		return 0
+	}
+	return h.Timeout
+}

@@ -24,7 +24,7 @@ const (
 
 // mutant is one change to the shipped configs or to the invariants code.
 type mutant struct {
-	invariant string // I1…I15: the invariant whose test must kill it
+	invariant string // I1…I16: the invariant whose test must kill it
 	kind      string // config or code
 	label     string
 
