@@ -1,14 +1,15 @@
 // Package watchdog owns the self-healing watchdog of a host: one tick per run (a systemd timer
 // runs it every watchdog.interval). A tick takes the host lock without waiting and skips when a
 // deploy, or any flock(1) script, holds it, leaving every failure counter untouched; it reads the
-// host's published spec (never writes it), checks every service (by its own health rule from the
-// spec, package healthcheck, or by the instance's state for a service without a port), counts
-// consecutive failures in a state file (one per watchdog.interval, whatever runs the ticks:
-// notCounted), and on the heal_after-th consecutive failure recreates the service from the spec.
-// A service the spec marks stopped is never started. Each heal is one JSON log line and a counter
-// in a Prometheus textfile. A heal that fails makes the tick fail (Report.Err, a non-zero exit
-// that systemd flags) without stopping the heals of the host's other services. Invariant I5 says
-// why a draining service is never healed.
+// host's published spec (never writes it; with none, it fails when the host's configured
+// services run anyway, since a deploy then published it at another state dir), checks every
+// service (by its own health rule from the spec, package healthcheck, or by the instance's state
+// for a service without a port), counts consecutive failures in a state file (one per
+// watchdog.interval, whatever runs the ticks: notCounted), and on the heal_after-th consecutive
+// failure recreates the service from the spec. A service the spec marks stopped is never
+// started. Each heal is one JSON log line and a counter in a Prometheus textfile. A heal that
+// fails makes the tick fail (Report.Err, a non-zero exit that systemd flags) without stopping the
+// heals of the host's other services. Invariant I5 says why a draining service is never healed.
 package watchdog
 
 import (
@@ -105,6 +106,10 @@ func (r Report) Healed() int {
 // errAnotherServes: a heal was not done because an instance the spec does not name still passes.
 var errAnotherServes = errors.New("not healed")
 
+// ErrSpecElsewhere is wrapped by Tick's error when no spec is published at the host's state dir
+// while instances of its configured services run: a past deploy published it elsewhere.
+var ErrSpecElsewhere = errors.New("no published spec, but the host's services run")
+
 // ErrHealFailed is wrapped by Report.Err when a heal of the tick failed.
 var ErrHealFailed = errors.New("heal failed")
 
@@ -153,9 +158,10 @@ func (w *Watchdog) skip(rep *Report, path string) {
 	w.log.Info("host lock held; skipping this tick, failure counters untouched", attrs...)
 }
 
-// Tick runs one watchdog round on the host. Only a corrupt spec or an unwritable state dir is
-// an error; an unhealthy service, a failed heal or a held lock are results (a failed heal is in
-// Report.Err, so the command still exits non-zero).
+// Tick runs one watchdog round on the host. Only a corrupt spec, an unwritable state dir, or no
+// spec while the host's services run (ErrSpecElsewhere; a fresh host, nothing running, is
+// Report.NoSpec) is an error; an unhealthy service, a failed heal or a held lock are results (a
+// failed heal is in Report.Err, so the command still exits non-zero).
 func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 	rep := Report{Host: w.host.Name, At: w.clock.Now().UTC()}
 	lockPath := w.cfg.HostLockPath(w.host)
@@ -172,6 +178,9 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 	stateDir := w.cfg.HostStateDir(w.host)
 	published, err := spec.Read(spec.Path(stateDir))
 	if errors.Is(err, spec.ErrNone) {
+		if err := w.unwatched(ctx, spec.Path(stateDir)); err != nil {
+			return rep, err
+		}
 		rep.NoSpec = true
 		w.log.Info("no published spec yet; nothing to watch (zero502 deploy publishes it)", "spec", spec.Path(stateDir))
 		return rep, writeMetrics(stateDir, rep.At, streaks{})
@@ -231,6 +240,36 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("host %s: the tick was called off before it finished (%w): the checks it cut short were not counted", w.host.Name, err)
 	}
 	return rep, nil
+}
+
+// unwatched is nil on a fresh host: no instance of a configured service runs (or the runtime
+// could not say, which is logged). When some run while no spec is published at specPath, a deploy
+// published it elsewhere (the server's config names another state dir than the deployer's), so
+// the watchdog would watch nothing for ever: the error names the spec path and what runs, and
+// wraps ErrSpecElsewhere. A first deploy publishes its spec under the host lock, which Tick holds,
+// so a deploy in progress is never taken for this.
+func (w *Watchdog) unwatched(ctx context.Context, specPath string) error {
+	var running []string
+	for _, svc := range w.cfg.Services {
+		insts, err := w.rt.List(ctx, runtime.Filter{Host: w.host.Name, Service: svc.Name})
+		if err != nil {
+			w.log.Warn("no published spec, and the runtime could not list the instances of a configured service: "+
+				"the tick cannot tell a fresh host from a spec published elsewhere", "spec", specPath, "service", svc.Name, "error", err.Error())
+			return nil
+		}
+		for _, in := range insts {
+			if in.Running() {
+				running = append(running, fmt.Sprintf("%s %s, instance %s", in.Service, in.Version, in.ID))
+			}
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	return fmt.Errorf("host %s: %w (%s): none at %s, so a deploy published it elsewhere and this watchdog watches nothing; "+
+		"make hosts[].state_dir (or watchdog.state_dir) in the server's config match the deployer's, "+
+		"or deploy once with zero502 deploy to publish the spec at %s",
+		w.host.Name, ErrSpecElsewhere, strings.Join(running, "; "), specPath, specPath)
 }
 
 // watch checks one service, updates its streak s in place and heals it on the heal_after-th

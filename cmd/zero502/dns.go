@@ -97,6 +97,8 @@ type aSet interface {
 	Name() string
 	TTL() time.Duration
 	List(context.Context) ([]netip.Addr, error)
+	// Records is List with the TTL the records carry, which Add never lowers to TTL.
+	Records(context.Context) ([]netip.Addr, time.Duration, error)
 	Add(context.Context, netip.Addr) error
 	Remove(context.Context, netip.Addr) error
 }
@@ -170,16 +172,27 @@ func newDNSEditCmd(verb string) *cobra.Command {
 			if err := change(cmd.Context(), addr); err != nil {
 				return exitCode(1, fmt.Errorf("%s: %w", cmd.CommandPath(), err))
 			}
-			addrs, err := s.List(cmd.Context())
+			addrs, ttl, err := s.Records(cmd.Context())
 			if err != nil {
 				return exitCode(1, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d addresses, TTL %s: %v\n", s.Name(), verb, len(addrs), s.TTL(), addrs)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d addresses, %s: %v\n", s.Name(), verb, len(addrs), carriedTTL(ttl, s.TTL()), addrs)
 			return nil
 		},
 	}
 	f = addDNSSetFlags(cmd)
 	return cmd
+}
+
+// carriedTTL says the TTL the set's records carry (have) after a change made with --ttl want,
+// in seconds as DNS counts them, and why when it is longer: a change never lowers a TTL.
+func carriedTTL(have, want time.Duration) string {
+	s := fmt.Sprintf("TTL %ds", have/time.Second)
+	if have > want {
+		s += fmt.Sprintf(" (longer than --ttl %ds: zero502 never lowers a TTL, since resolvers may keep "+
+			"the answers already handed out for %ds)", want/time.Second, have/time.Second)
+	}
+	return s
 }
 
 func newDNSListCmd() *cobra.Command {

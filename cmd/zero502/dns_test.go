@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/infra/dnsset/route53double"
+	"github.com/zero502/zero502/infra/dnsset/zonefile"
 )
 
 func TestDNSCommandRefusesBadInputNamingFlagValueAndRule(t *testing.T) {
@@ -68,7 +71,42 @@ func TestDNSAddRemoveListRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDNSCommandsKeepTheSetInRoute53(t *testing.T) {
+// An add never lowers the TTL resolvers may hold: with --ttl 30s to a set served at 300s it says
+// the 300s the set carries, and why, not the --ttl it was given. In a zone file and in Route 53.
+func TestDNSAddSaysTheTTLTheSetCarries(t *testing.T) {
+	zone := filepath.Join(t.TempDir(), "edge.zone")
+	for _, tc := range []struct {
+		name string
+		set  func(t *testing.T) []string
+	}{
+		{"zone file", func(*testing.T) []string { return []string{"--zone", zone} }},
+		{"route 53", func(t *testing.T) []string { _, flags := route53Double(t); return flags }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			add := append(append([]string{"dns", "add", "--name", "edge.example.test"}, tc.set(t)...), "--ttl")
+			out, code := runCLI(t, append(add, "300s", "192.0.2.1")...)
+			if code != 0 || !strings.Contains(out, "1 addresses, TTL 300s: ") {
+				t.Fatalf("add with --ttl 300s to an empty set: exit %d, want it to say TTL 300s\n%s", code, out)
+			}
+			out, code = runCLI(t, append(add, "30s", "192.0.2.2")...)
+			if code != 0 || !strings.Contains(out, "2 addresses, TTL 300s (longer than --ttl 30s: ") || strings.Contains(out, "TTL 30s") {
+				t.Fatalf("add with --ttl 30s to a set served at 300s: exit %d, want it to say TTL 300s, longer than --ttl 30s\n%s", code, out)
+			}
+		})
+	}
+	s, err := zonefile.NewSet(zone, "edge.example.test", zonefile.Options{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addrs, ttl, err := s.Records(context.Background()); err != nil || len(addrs) != 2 || ttl != 300*time.Second {
+		t.Fatalf("the zone file holds %v at TTL %s, %v; want two addresses at 300s", addrs, ttl, err)
+	}
+}
+
+// route53Double runs a Route 53 double with one hosted zone and returns it with the flags that
+// keep the set there.
+func route53Double(t *testing.T) (*route53double.Server, []string) {
+	t.Helper()
 	d := route53double.New(route53double.Options{})
 	srv := httptest.NewServer(d)
 	t.Cleanup(srv.Close)
@@ -77,7 +115,12 @@ func TestDNSCommandsKeepTheSetInRoute53(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	set := []string{"--route53-zone", zone, "--route53-endpoint", srv.URL, "--name", "edge.example.test", "--ttl", "30s"}
+	return d, []string{"--route53-zone", zone, "--route53-endpoint", srv.URL}
+}
+
+func TestDNSCommandsKeepTheSetInRoute53(t *testing.T) {
+	d, flags := route53Double(t)
+	set := append(flags, "--name", "edge.example.test", "--ttl", "30s")
 	for _, a := range []string{"192.0.2.1", "192.0.2.2"} {
 		if out, code := runCLI(t, append(append([]string{"dns", "add"}, set...), a)...); code != 0 {
 			t.Fatalf("add %s: exit %d\n%s", a, code, out)

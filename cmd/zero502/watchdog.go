@@ -26,8 +26,10 @@ holds it, the tick is skipped and no failure counter changes. Otherwise it reads
 published spec (it never writes it), checks each service (HTTP GET on its health path; the
 container or process state for a service without a port), counts consecutive failures in
 <state dir>/watchdog.json and, on the watchdog.heal_after-th, recreates the service from the
-spec. A service the spec marks stopped is never started. Exit 1 when a host could not be checked
-or a heal failed (the other services were still checked and healed). Heals are JSON log lines on stderr and
+spec. A service the spec marks stopped is never started. No published spec is nothing to watch on a
+fresh host; while the host's services run it is an error (the spec was published at another
+state_dir than this config's). Exit 1 when a host could not be checked or a heal failed (the other
+services were still checked and healed). Heals are JSON log lines on stderr and
 counters in <state dir>/zero502_watchdog.prom (Prometheus textfile).
 
 Without --host it watches the host named like this machine, else, in a config with no host over

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -36,6 +38,50 @@ hosts:
 	out, code := runCLI(t, "watchdog", "--config", path, "--host", "h1")
 	if code != 1 || !strings.Contains(out, "worker heal FAILED") || !strings.Contains(out, "a heal failed") {
 		t.Fatalf("watchdog tick with a failing heal: exit %d, output:\n%s\nwant exit 1 naming the failed heal", code, out)
+	}
+}
+
+// No published spec while the host's services run (the server's config names another state dir
+// than the deployer's, or the spec was removed): the watchdog would watch nothing, so the tick
+// exits 1 naming the spec it looked for; a fresh host, nothing running, exits 0.
+func TestAWatchdogTickWithoutASpecWhileServicesRunExitsNonZero(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "zero502.yaml")
+	yaml := fmt.Sprintf(`
+rollout: {runtime: process}
+watchdog: {state_dir: %[1]s}
+services:
+  - {name: worker, command: [sleep, "600"]}
+hosts:
+  - {name: h1, state_dir: %[1]s}
+`, dir)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCLI(t, "watchdog", "--config", path, "--host", "h1"); code != 0 || !strings.Contains(out, "no published spec yet") {
+		t.Fatalf("watchdog tick on a fresh host: exit %d, output:\n%s\nwant exit 0, nothing to watch", code, out)
+	}
+	rt, err := process.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := spec.Render(cfg, cfg.Hosts[0], "v1", "")
+	inst, err := rt.Start(context.Background(), "h1", s.Services[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rt.Stop(context.Background(), inst, 0)
+		rt.Remove(context.Background(), inst)
+	})
+	out, code := runCLI(t, "watchdog", "--config", path, "--host", "h1")
+	if code != 1 || !strings.Contains(out, spec.Path(dir)) || !strings.Contains(out, "worker v1") {
+		t.Fatalf("watchdog tick with worker v1 running and no spec: exit %d, output:\n%s\nwant exit 1 naming %s and worker v1",
+			code, out, spec.Path(dir))
 	}
 }
 

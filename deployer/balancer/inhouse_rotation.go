@@ -20,10 +20,15 @@ func (b *InHouse) Add(ctx context.Context, target string) error {
 	return b.write(ctx, http.MethodPut, target, "", nil, http.StatusOK, http.StatusCreated)
 }
 
-// Drain takes target out of rotation (POST /admin/backends/{target}/drain): no new requests,
-// in-flight ones finish; the LB keeps it out until Add undrains it.
+// DrainedByDeploy is who the deployer's drains say they come from (?by=, the balancer's
+// drained_by): an operator's drain is recorded as adminapi.DrainedByAdmin and mesh lb-sync's as
+// its own, so each undoes only its drains and a person sees which drains a deploy made.
+const DrainedByDeploy = "deploy"
+
+// Drain takes target out of rotation (POST /admin/backends/{target}/drain?by=deploy): no new
+// requests, in-flight ones finish; the LB keeps it out until Add undrains it.
 func (b *InHouse) Drain(ctx context.Context, target string) error {
-	return b.write(ctx, http.MethodPost, target, "/drain", nil, http.StatusOK)
+	return b.write(ctx, http.MethodPost, target, "/drain?by="+DrainedByDeploy, nil, http.StatusOK)
 }
 
 // Remove forgets target (DELETE /admin/backends/{target}); an unknown target is already gone.

@@ -2,6 +2,7 @@ package balancer_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/lb"
 	"github.com/zero502/zero502/internal/testrig/lbinproc"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -101,6 +103,71 @@ func TestInHouseRotationAgainstARealLB(t *testing.T) {
 	err = rot.Add(ctx, "not-an-address")
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("Add of a bad address: %v, want the LB's 400 and its rule", err)
+	}
+}
+
+// drainedBy is who GET /admin/backends of the LB at admin says drained target ("" when it says
+// nobody), read as an operator would.
+func drainedBy(t *testing.T, admin, target string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+admin+"/admin/backends", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(adminapi.ClientHeader, "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Backends []adminapi.BackendStatus `json:"backends"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET http://%s/admin/backends: %s, %v", admin, resp.Status, err)
+	}
+	for _, be := range body.Backends {
+		if be.Address == target {
+			return be.DrainedBy
+		}
+	}
+	t.Fatalf("GET http://%s/admin/backends does not list %s: %+v", admin, target, body.Backends)
+	return ""
+}
+
+// A drain the deployer makes is recorded at the LB as the deploy's (drained_by deploy), not as
+// an operator's (admin): mesh lb-sync and people tell it apart. Through one LB and through a tier
+// of two, whose drain reaches each instance.
+func TestTheDeployersDrainsAreRecordedAsTheDeploys(t *testing.T) {
+	t.Parallel()
+	one, tierApp := healthyApp(t), healthyApp(t)
+	srv, rot := inHouseLB(t, one)
+	lb1, a := inHouseLB(t, tierApp)
+	lb2, b := inHouseLB(t, tierApp)
+	tier := balancer.Tier{a, b}
+	ctx := context.Background()
+	waitFor(t, 5*time.Second, "the apps in rotation", func() (bool, error) {
+		st1, err := rot.TargetState(ctx, one)
+		if err != nil {
+			return false, err
+		}
+		st2, err := tier.TargetState(ctx, tierApp)
+		return st1.InRotation && st2.InRotation, err
+	})
+
+	if err := rot.Drain(ctx, one); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	if got := drainedBy(t, srv.AdminAddr(), one); got != "deploy" {
+		t.Errorf("after the adapter's drain the LB says drained_by %q, want %q", got, "deploy")
+	}
+	if err := tier.Drain(ctx, tierApp); err != nil {
+		t.Fatalf("the tier's Drain: %v", err)
+	}
+	for _, s := range []*lb.Server{lb1, lb2} {
+		if got := drainedBy(t, s.AdminAddr(), tierApp); got != "deploy" {
+			t.Errorf("after the tier's drain the LB at %s says drained_by %q, want %q", s.AdminAddr(), got, "deploy")
+		}
 	}
 }
 

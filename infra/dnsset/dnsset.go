@@ -10,12 +10,16 @@
 //     small authoritative DNS server that answers from the file's newest content;
 //   - route53double: a local Route 53 API for tests, driven by the real aws-sdk-go-v2 client.
 //
-// Every provider has the same four methods, so the deployer's small interface fits them all:
+// Every provider has these four methods, so the deployer's small interface fits them all:
 //
 //	List(ctx) ([]netip.Addr, error)   the addresses in the set, sorted
 //	Add(ctx, addr) error              idempotent; returns once the change is visible
 //	Remove(ctx, addr) error           idempotent; refuses to remove the last address
 //	TTL() time.Duration               how long resolvers may keep a removed address
+//
+// and Records(ctx) ([]netip.Addr, time.Duration, error): List with the TTL the records carry,
+// longer than TTL when the set already served a longer one, which Add keeps (zero502 dns add
+// prints it).
 //
 // "Visible" is each provider's strongest promise: Route 53 once the change is INSYNC on all of
 // its authoritative servers; the zone file at the next query after the write. Resolvers that

@@ -123,17 +123,32 @@ type member struct {
 	record types.ResourceRecordSet
 }
 
+// recordTTL is the TTL r carries.
+func recordTTL(r types.ResourceRecordSet) time.Duration {
+	return time.Duration(aws.ToInt64(r.TTL)) * time.Second
+}
+
 // List returns the set's addresses, sorted.
 func (s *Set) List(ctx context.Context) ([]netip.Addr, error) {
+	addrs, _, err := s.Records(ctx)
+	return addrs, err
+}
+
+// Records returns the set's addresses, sorted, and the longest TTL their records carry (zero
+// when there are none): how long a resolver may keep the answer it was handed, longer than TTL
+// when the set already held a longer one (Add never lowers it).
+func (s *Set) Records(ctx context.Context) ([]netip.Addr, time.Duration, error) {
 	members, err := s.members(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []netip.Addr
+	var ttl time.Duration
 	for _, m := range members {
 		out = append(out, m.addr)
+		ttl = max(ttl, recordTTL(m.record))
 	}
-	return dnsset.Sorted(out), nil
+	return dnsset.Sorted(out), ttl, nil
 }
 
 // members reads the name's A records, page by page, starting at the name.
@@ -192,7 +207,7 @@ func (s *Set) Add(ctx context.Context, addr netip.Addr) error {
 	id := addr.String()
 	ttl := s.ttl
 	for _, m := range members {
-		have := time.Duration(aws.ToInt64(m.record.TTL)) * time.Second
+		have := recordTTL(m.record)
 		ttl = max(ttl, have)
 		if m.addr == addr {
 			if have >= s.ttl {
@@ -240,7 +255,7 @@ func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
 			"Split it into one multivalue record per address first", s.zoneID, s.name,
 			aws.ToString(rec.SetIdentifier), len(rec.ResourceRecords), addr)
 	}
-	if err := dnsset.CheckCachedTTL(s.name, addr, time.Duration(aws.ToInt64(rec.TTL))*time.Second, s.ttl); err != nil {
+	if err := dnsset.CheckCachedTTL(s.name, addr, recordTTL(*rec), s.ttl); err != nil {
 		return err
 	}
 	// DELETE must repeat the record exactly as it is (TTL, values, routing), or Route 53

@@ -247,6 +247,9 @@ func TestAddNeverLowersATTLSoRemoveStillSeesWhatResolversHold(t *testing.T) {
 			t.Errorf("record %s: TTL %d, want 300 (never lowered; a new address joins at the set's longest)", r.SetIdentifier, r.TTL)
 		}
 	}
+	if got, ttl, err := s.Records(ctx); err != nil || !slices.Equal(got, addrs("192.0.2.1", "192.0.2.2")) || ttl != 300*time.Second {
+		t.Errorf("Records after the Adds of a 60 s set: %v at TTL %s, %v; want both at 5m0s, the TTL resolvers may hold", got, ttl, err)
+	}
 	for _, a := range addrs("192.0.2.1", "192.0.2.2") {
 		if err := s.Remove(ctx, a); err == nil || !strings.Contains(err.Error(), "TTL 5m0s, longer than the 1m0s") {
 			t.Fatalf("Remove of %s, served at TTL 300 s, with a 60 s set: %v; want the cached-TTL refusal", a, err)

@@ -72,18 +72,26 @@ func (s *Set) TTL() time.Duration { return s.ttl }
 
 // List returns the set's addresses, sorted. A missing file is an error: nothing serves it.
 func (s *Set) List(ctx context.Context) ([]netip.Addr, error) {
+	addrs, _, err := s.Records(ctx)
+	return addrs, err
+}
+
+// Records returns the set's addresses, sorted, and the TTL their records carry (zero when there
+// are none): how long a resolver may keep the answer it was handed, longer than TTL when the
+// records already carried a longer one (Add never lowers it). A missing file is an error.
+func (s *Set) Records(ctx context.Context) ([]netip.Addr, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	z, err := Load(s.path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := z.checkName(s.name); err != nil {
-		return nil, fmt.Errorf("zone file %s: %w", s.path, err)
+		return nil, 0, fmt.Errorf("zone file %s: %w", s.path, err)
 	}
-	addrs, _ := z.A(s.name)
-	return addrs, nil
+	addrs, ttl := z.A(s.name)
+	return addrs, ttl, nil
 }
 
 // Add puts addr in the set; it is a no-op when addr is there with at least the set's TTL. It

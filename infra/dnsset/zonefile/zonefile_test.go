@@ -229,6 +229,9 @@ func TestAddNeverLowersTheTTLSoRemoveStillSeesWhatResolversHold(t *testing.T) {
 			t.Fatalf("record %s: TTL %d, want 300 (one TTL per RRset, never lowered)", a, a.Hdr.Ttl)
 		}
 	}
+	if got, ttl, err := s.Records(ctx); err != nil || !slices.Equal(got, addrs("192.0.2.1", "192.0.2.2")) || ttl != 300*time.Second {
+		t.Fatalf("Records after the Add of a 60 s set: %v at TTL %s, %v; want both at 5m0s, the TTL the file serves", got, ttl, err)
+	}
 	for _, a := range addrs("192.0.2.1", "192.0.2.2") {
 		if err := s.Remove(ctx, a); err == nil || !strings.Contains(err.Error(), "TTL 5m0s, longer than the 1m0s") {
 			t.Fatalf("Remove of %s, served at TTL 300 s, with a 60 s set: %v; want the cached-TTL refusal", a, err)
