@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
@@ -146,9 +147,9 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 	}
 	dir := d.cfg.HostStateDir(h)
 	published, err := spec.Read(spec.Path(dir))
+	noSpec := errors.Is(err, spec.ErrNone)
 	switch {
-	case errors.Is(err, spec.ErrNone):
-		hs.Problems = append(hs.Problems, "no published spec: never deployed (zero502 deploy --version V)")
+	case noSpec: // said once the services are seen: noSpecProblem
 	case err != nil:
 		hs.Problems = append(hs.Problems, err.Error())
 	default:
@@ -198,7 +199,27 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 		ss.Problems = append(ss.Problems, disagreements(want, inSpec, ss.Instances)...)
 		hs.Services = append(hs.Services, ss)
 	}
+	if noSpec {
+		hs.Problems = append(hs.Problems, noSpecProblem(spec.Path(dir), hs.Services))
+	}
 	return hs
+}
+
+// noSpecProblem is what status says of a host with no spec published at path: never deployed
+// when none of its services runs; otherwise what runs, since a deploy did publish one, at another
+// state dir (a config whose hosts[].state_dir differs), or its services were started by hand.
+func noSpecProblem(path string, services []serviceStatus) string {
+	var runs []string
+	for _, s := range services {
+		for _, in := range s.Instances {
+			runs = append(runs, s.Service+" "+in.Version)
+		}
+	}
+	if len(runs) == 0 {
+		return "no published spec: never deployed (zero502 deploy --version V)"
+	}
+	return fmt.Sprintf("no published spec at %s, but %s runs: deployed with another state dir (make hosts[].state_dir match the "+
+		"deployer's config) or started by hand; zero502 deploy --version V publishes one", path, strings.Join(runs, ", "))
 }
 
 // remoteHostStatus is hostStatus for a host reached over ssh: everything the host knows is read

@@ -110,6 +110,19 @@ func TestStatusAgreesWithARealFleetBeforeAndAfterADeployAndAfterACrash(t *testin
 	if code != 0 || !strings.Contains(out, "every host agrees with its published spec") || strings.Count(out, "healthy, in rotation") != 2 {
 		t.Fatalf("status table after v2: exit %d\n%s", code, out)
 	}
+	// Host-b's spec moved away (a config naming another state dir sees none): status says what
+	// runs there without one, not "never deployed".
+	specB := spec.Path(f.load(path).HostStateDir(f.load(path).Hosts[1]))
+	if err := os.Rename(specB, specB+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runZero502(t, "status", "--config", path)
+	if code != 1 || strings.Contains(out, "never deployed") || !strings.Contains(out, "no published spec at "+specB+", but web v2 runs") {
+		t.Fatalf("status with host-b's spec moved away while v2 runs there: exit %d; want 1 saying v2 runs without a spec\n%s", code, out)
+	}
+	if err := os.Rename(specB+".moved", specB); err != nil {
+		t.Fatal(err)
+	}
 
 	insts, err := f.runtimes["host-a"].List(context.Background(), runtime.Filter{Service: "web"})
 	if err != nil || len(insts) == 0 {
