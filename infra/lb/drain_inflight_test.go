@@ -15,11 +15,14 @@ import (
 
 // drainContractBackend is a backend that keeps the drain handshake: once draining its health
 // answers 503 while it still serves; at the end of its window it closes its listener (checks are
-// refused) and finishes what it has. GET /slow takes held to answer "A".
+// refused) and finishes what it has. GET /slow takes held to answer "A". Silent, it answers
+// nothing more (a host lost or frozen): connections are accepted and never answered.
 type drainContractBackend struct {
 	ln       net.Listener
 	draining atomic.Bool
+	silent   atomic.Bool
 	slow     atomic.Int64
+	gone     chan struct{} // closed at the test's end: whatever it holds ends
 	wg       sync.WaitGroup
 }
 
@@ -29,7 +32,7 @@ func startDrainContractBackend(t *testing.T, held time.Duration) *drainContractB
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &drainContractBackend{ln: ln}
+	b := &drainContractBackend{ln: ln, gone: make(chan struct{})}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -40,7 +43,7 @@ func startDrainContractBackend(t *testing.T, held time.Duration) *drainContractB
 			go b.serve(c, held)
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); b.wg.Wait() })
+	t.Cleanup(func() { ln.Close(); close(b.gone); b.wg.Wait() })
 	return b
 }
 
@@ -55,11 +58,18 @@ func (b *drainContractBackend) serve(c net.Conn, held time.Duration) {
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
 		switch {
+		case b.silent.Load():
+			<-b.gone
+			return
 		case req.URL.Path == "/health" && b.draining.Load():
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
 		case req.URL.Path == "/slow":
 			b.slow.Add(1)
-			time.Sleep(held)
+			select {
+			case <-time.After(held):
+			case <-b.gone:
+				return
+			}
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\nA")
 			return
 		default:
@@ -121,5 +131,69 @@ func TestAGetInFlightAtADrainingBackendFinishesThere(t *testing.T) {
 	if fromA != 1 || l.resent.Load() != 0 || a.slow.Load() != 1 {
 		t.Fatalf("answers from A %d (want 1), resent after eject %d (want 0), GETs A ran %d (want 1): the GET in flight at "+
 			"the draining backend was given up and resent", fromA, l.resent.Load(), a.slow.Load())
+	}
+}
+
+// A GET in flight at a draining backend whose checks then get no answer at all (its host lost or
+// frozen mid-drain: what it had will never come back) is resent to another backend at once, as
+// one at a backend that failed in rotation is: the client does not wait out
+// balancer.header_timeout for a 504. Refused checks (above) leave it where it is.
+func TestAGetInFlightAtADrainingBackendThatGoesSilentIsResent(t *testing.T) {
+	a := startDrainContractBackend(t, time.Hour) // the GET /slow it takes never answers
+	b := startBackend(t, "B")
+	set := fastSettings(a.ln.Addr().String(), b.addr())
+	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
+	set.UnhealthyThreshold, set.HealthyThreshold = 2, 2
+	set.HeaderTimeout = 20 * time.Second
+	l := startLB(t, set)
+	poll.Until(t, 10*time.Second, "both backends in rotation", func() bool {
+		bs := l.Backends()
+		return bs[0].InRotation() && bs[1].InRotation()
+	})
+
+	type answer struct {
+		body string
+		err  error
+	}
+	answers := make(chan answer, 2)
+	for range 2 { // round robin gives one of the two to A
+		go func() {
+			resp, err := client().Get(l.url("/slow"))
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{body: string(body)}
+		}()
+	}
+	poll.Until(t, 5*time.Second, "A took a GET /slow", func() bool { return a.slow.Load() == 1 })
+	a.draining.Store(true)
+	poll.Until(t, 5*time.Second, "A draining", func() bool { return l.Backends()[0].State() == Draining })
+	a.silent.Store(true) // the host is gone: its checks get no answer, nor will the GET it holds
+	silentAt := time.Now()
+
+	for range 2 {
+		select {
+		case got := <-answers:
+			if got.err != nil || got.body != "slow" {
+				t.Fatalf("GET /slow: %q, %v; want B's answer, \"slow\" (to both: the one A held, resent)", got.body, got.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Logf("A: %+v", l.Backends()[0].Status().Transitions)
+			t.Fatalf("the GET A held while draining is still unanswered %s after A went silent (state %s): not resent, "+
+				"it waits out balancer.header_timeout %s", time.Since(silentAt).Round(time.Millisecond), l.Backends()[0].State(), set.HeaderTimeout)
+		}
+	}
+	if got := l.resent.Load(); got != 1 {
+		t.Errorf("resent after A went silent: %d, want 1", got)
+	}
+	var last Transition
+	for _, tr := range l.Backends()[0].Status().Transitions {
+		last = tr
+	}
+	if last.From != Draining || last.To != Unhealthy || !last.NoAnswer {
+		t.Errorf("A's last transition %+v; want draining → unhealthy with no_answer", last)
 	}
 }

@@ -2,8 +2,10 @@ package standing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
@@ -99,11 +101,24 @@ func HTTPProbe(ctx context.Context, addr, path, userAgent string, timeout time.D
 		buf = buf[:len(buf)+n]
 		if err != nil && n == 0 {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				return Verdict{Err: fmt.Errorf("no answer within %s", timeout)}
+				return Verdict{Err: fmt.Errorf("%w within %s", ErrNoAnswer, timeout)}
 			}
 			return Verdict{Err: fmt.Errorf("read: %w", UnwrapOp(err))}
 		}
 	}
+}
+
+// ErrNoAnswer is a check's failure when the target accepted it but said nothing within the
+// check's timeout.
+var ErrNoAnswer = errors.New("no answer")
+
+// silent reports whether a check's error says the target gave no answer at all: nothing within
+// the timeout (connecting, or waiting for the status line), as a host that is gone or frozen
+// gives; a refusal, a reset or a bad answer is an answer.
+func silent(err error) bool {
+	var ne net.Error
+	return errors.Is(err, ErrNoAnswer) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }
 
 // UnwrapOp drops net.OpError's address noise, keeping the cause (e.g. "connection refused").

@@ -1,7 +1,9 @@
 package standing
 
 import (
+	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 )
@@ -134,5 +136,53 @@ func TestOnlyLeavingRotationForFailingIsAnOutage(t *testing.T) {
 	s.StartAwaitingFirstCheck(now)
 	if tr, moved := s.Record(refused, now, th); moved && Outage(tr) {
 		t.Fatalf("a first check's failure: %+v, want no outage (it was never in)", tr)
+	}
+
+	// A draining target whose checks then get no answer at all is an outage: its host is lost
+	// or frozen, and what it had will never come back. The verdicts come from real probes: a
+	// listener that accepts and never answers, and a closed port.
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	silent := HTTPProbe(context.Background(), mute.Addr().String(), "/health", "test", 50*time.Millisecond, nil)
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	_ = closed.Close()
+	refusedProbe := HTTPProbe(context.Background(), closed.Addr().String(), "/health", "test", time.Second, nil)
+	if !silent.silent() || refusedProbe.silent() {
+		t.Fatalf("no answer %+v silent %v, refused %+v silent %v; want true, false", silent, silent.silent(), refusedProbe, refusedProbe.silent())
+	}
+	for _, tc := range []struct {
+		name   string
+		fails  []Verdict
+		outage bool
+	}{
+		// The 503 counts as the first of the th.Unhealthy failed checks.
+		{"no answer, every time", []Verdict{silent, silent}, true},
+		{"refused, then no answer", []Verdict{refusedProbe, silent}, false},
+		{"no answer, then refused", []Verdict{silent, refusedProbe}, false},
+		{"no answer, then a bad status", []Verdict{silent, {Status: 500}}, false},
+	} {
+		outages = nil
+		s = inRotation()
+		record(Verdict{Status: 503})
+		for _, v := range tc.fails {
+			record(v)
+		}
+		if s.State() != Unhealthy || (len(outages) == 1) != tc.outage {
+			t.Errorf("a draining target, then %s: state %s, outages %+v; want unhealthy, an outage %v", tc.name, s.State(), outages, tc.outage)
+		}
+	}
+	outages = nil
+	s = inRotation()
+	record(Verdict{Status: 503})
+	record(refusedProbe)
+	record(Verdict{Status: 503}) // it answers again: the drain's answer starts a new run
+	for range th.Unhealthy - 1 {
+		record(silent)
+	}
+	if len(outages) != 1 || !outages[0].NoAnswer {
+		t.Errorf("a draining target refused once, answered 503, then went silent: outages %+v; want one, no_answer", outages)
 	}
 }

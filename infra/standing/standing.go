@@ -71,6 +71,10 @@ func (v Verdict) Reason() string {
 	return "no answer"
 }
 
+// silent reports whether the check got no answer at all (standing.silent): no status, and an
+// error that says nothing came within the timeout.
+func (v Verdict) silent() bool { return v.Status == 0 && v.Err != nil && silent(v.Err) }
+
 // good names a good verdict's kind in a transition's reason.
 func (v Verdict) good() string {
 	if v.Status == 0 {
@@ -89,13 +93,16 @@ type Thresholds struct {
 // StartInRotation or StartJoining. It is safe for concurrent use; InRotation is a lock-free read
 // for the forwarding path.
 type Standing struct {
-	mu          sync.Mutex
-	state       State
-	since       time.Time
-	failures    int
-	successes   int
-	lastCheck   time.Time
-	lastErr     string
+	mu        sync.Mutex
+	state     State
+	since     time.Time
+	failures  int
+	successes int
+	lastCheck time.Time
+	lastErr   string
+	// answered: a failed check since the last good one (or the last 503, the drain's answer) got
+	// an answer of some kind (a refusal, a reset, a bad status): not silent (Verdict.silent).
+	answered    bool
 	transitions []Transition
 	// adminDrained: the admin API drained it; checks keep it out of rotation until the admin
 	// API undrains it. drainedBy names who drained it last (adminapi.DrainedBy).
@@ -198,7 +205,7 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 		return t, changed
 	}
 	if v.OK() {
-		s.lastErr = ""
+		s.lastErr, s.answered = "", false
 		s.successes++
 		s.failures = 0
 		if !held && s.state != Healthy && s.successes >= th.Healthy {
@@ -207,6 +214,7 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 		return Transition{}, false
 	}
 	s.lastErr = v.Reason()
+	s.answered = v.Status != 503 && (s.answered || !v.silent())
 	s.failures++
 	s.successes = 0
 	switch {
@@ -214,7 +222,10 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 	case v.Err == nil && v.Status == 503 && s.state != Draining:
 		return s.moveLocked(Draining, now, "health 503"), true
 	case v.Status != 503 && s.state != Unhealthy && s.state != Joining && s.failures >= th.Unhealthy:
-		return s.moveLocked(Unhealthy, now, fmt.Sprintf("%d consecutive failed checks, last: %s", s.failures, v.Reason())), true
+		t := s.moveLocked(Unhealthy, now, fmt.Sprintf("%d consecutive failed checks, last: %s", s.failures, v.Reason()))
+		t.NoAnswer = !s.answered
+		s.transitions[len(s.transitions)-1].NoAnswer = t.NoAnswer
+		return t, true
 	}
 	return Transition{}, false
 }
@@ -291,13 +302,17 @@ func (s *Standing) Undrain(now time.Time) (Transition, bool) {
 	return s.moveLocked(Joining, now, ReasonAdmin), true
 }
 
-// Outage says whether t took a target that was in rotation out of it for failing (failed
-// checks, or a connection refused or broken: Eject): what was in flight there may be lost, so
-// the LB resends what it safely can and the edge connects elsewhere. A draining target that then
-// fails its checks is no outage: it left rotation when it asked to (a 503), and a service that
-// keeps the drain contract stops accepting at the end of its window while it finishes what it
-// has, which must finish there. A first check's failure is none either: it was never in.
-func Outage(t Transition) bool { return t.From == Healthy && t.To == Unhealthy }
+// Outage says whether t took a target out for failing while what was in flight there may be
+// lost, so that the LB resends what it safely can and the edge connects elsewhere: a target in
+// rotation that failed (failed checks, or a connection refused or broken: Eject), or a draining
+// one whose checks then got no answer at all (a host lost or frozen mid-drain: what it still
+// had will never come back). A draining target whose checks are refused is no outage: it left
+// rotation when it asked to (a 503), and a service that keeps the drain contract stops accepting
+// at the end of its window while it finishes what it has, which must finish there. A first
+// check's failure is none either: it was never in.
+func Outage(t Transition) bool {
+	return t.To == Unhealthy && (t.From == Healthy || t.From == Draining && t.NoAnswer)
+}
 
 // MarkRemoved takes the target out of the state machine for good, unless it is still in
 // rotation (ErrInRotation: drain it first); from is its last state.
