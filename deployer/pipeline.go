@@ -227,7 +227,8 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 			return fmt.Errorf("host %s: keep the previous spec: %w; nothing was changed on it", h.Name, err)
 		}
 	case plan.back == nil:
-		_ = os.Remove(prevPath) // a leftover of a host that was wiped
+		_ = os.Remove(prevPath) // a leftover of a host that was wiped, and its secret values
+		_ = os.Remove(spec.SecretsPath(prevPath))
 	}
 	if err := d.publish(h, specPath, plan.want); err != nil {
 		return fmt.Errorf("host %s: publish spec %s: %w; nothing was changed on it", h.Name, specPath, err)

@@ -200,3 +200,28 @@ func TestAFreshHostRolledBackKeepsNoSecretValues(t *testing.T) {
 		t.Fatalf("host-a rolled back to nothing keeps its spec (%v) or secret values %v", err, left)
 	}
 }
+
+// A wiped host (no published spec, nothing running) that kept a previous spec and its secret
+// values from before loses both at its next first deploy: no stale values stay behind.
+func TestAWipedHostsLeftoverPreviousSecretsGo(t *testing.T) {
+	t.Parallel()
+	f, cfg, _ := secretFleet(t, nil)
+	path := f.write("fleet.yaml", cfg)
+	prev := filepath.Join(f.stateDir(0), previousFileName)
+	if err := os.MkdirAll(f.stateDir(0), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{prev, spec.SecretsPath(prev)} {
+		if err := os.WriteFile(p, []byte(`{}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, out, err := deploySecret(t, f, path, "v1"); err != nil {
+		t.Fatalf("first deploy of the wiped host: %v\n%s", err, out)
+	}
+	for _, p := range []string{prev, spec.SecretsPath(prev)} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there after the wiped host's first deploy (%v): a leftover of before the wipe", p, err)
+		}
+	}
+}

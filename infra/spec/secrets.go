@@ -79,7 +79,7 @@ func readValues(path string) (map[string]string, error) {
 	}
 	vals := map[string]string{}
 	if err := json.Unmarshal(data, &vals); err != nil {
-		return nil, fmt.Errorf("secrets file %s is not readable (%v)", path, err)
+		return nil, fmt.Errorf("secrets file %s is not readable: %w; publish the spec again (zero502 deploy)", path, err)
 	}
 	return vals, nil
 }
