@@ -29,13 +29,18 @@ func newImageBuildCmd() *cobra.Command {
 		Short: "Build the zero502 image FROM scratch with the static zero502 binary, through the Engine API",
 		Long: `Builds the runtime image of the docker runtime: FROM scratch, nothing but a static zero502
 binary at /zero502 (infra/runtime/docker/Dockerfile). The binary is --binary, else one built
-from --source with CGO_ENABLED=0, else this executable when it is static, else one built from
-the zero502 module around the working directory. Services run it as, e.g.,
+from --source with CGO_ENABLED=0 by the go on PATH, else this executable when it is static,
+else one built from the zero502 module around the working directory (go run in a checkout)
+when it and every directory above it pass the rule of every program zero502 runs: owned by root
+or this user, in directories no one else can write (a go.mod another user put above the working
+directory would otherwise run in every container). That go must pass the same rule.
+Services run it as, e.g.,
   /zero502 app --host 0.0.0.0 --port {port} --version {version}
 (--host 0.0.0.0: inside a container the app must listen on every interface).`,
 		Example: `  zero502 image build                                  # tags zero502/app:dev
   zero502 image build --tag zero502/app:v1 --tag zero502/app:v2
-  CGO_ENABLED=0 go build -o /tmp/zero502 ./cmd/zero502 && zero502 image build --binary /tmp/zero502`,
+  CGO_ENABLED=0 go build -o /tmp/zero502 ./cmd/zero502 && zero502 image build --binary /tmp/zero502
+  zero502 image build --source ~/src/zero502            # builds the static binary from that checkout`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if binary != "" && source != "" {

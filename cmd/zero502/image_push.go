@@ -19,8 +19,9 @@ func newImagePushCmd() *cobra.Command {
 from the Docker Engine to its registry. Credentials are the docker CLI's: the auths of
 $DOCKER_CONFIG/config.json, else ~/.docker/config.json (what docker login writes: base64
 auth or username/password), or the credential helper credHelpers or credsStore name
-(docker-credential-NAME on PATH). A registry the config does not name is pushed to
-anonymously. The engine's status lines go to stderr; the result to stdout. The docker
+(docker-credential-NAME on PATH, given 30s to answer). The config must be writable by its
+owner alone, and readable by its owner alone (chmod 600) when it holds the credential itself.
+A registry the config does not name is pushed to anonymously. The engine's status lines go to stderr; the result to stdout. The docker
 runtime pulls the same image on every host with the same credentials (services[].image).
 Exit 0: pushed; 1: the push failed (the error names the registry and its answer);
 2: IMAGE is not a valid reference.`,

@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// DefaultTimeout bounds a command asked for a secret when nothing else says how long it may take
+// (secrets.command without a timeout, a Docker credential helper): long enough for a password
+// manager to answer, short enough that one waiting at a prompt does not hold a deploy's locks.
+const DefaultTimeout = 30 * time.Second
+
 // WaitDelay is how long a bounded command's output is still read after its context ended or
 // it exited, before the pipes are closed under whatever still holds them.
 const WaitDelay = time.Second

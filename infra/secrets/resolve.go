@@ -143,7 +143,7 @@ const maxCommandOutput = 1 << 20
 
 func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[string]Value, error) {
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = boundedcmd.DefaultTimeout
 	}
 	// Its program, and a script it is given, must be ones only root or this user can change
 	// (infra/trust), as a hook's: it sees every secret it prints.

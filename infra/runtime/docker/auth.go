@@ -41,6 +41,12 @@ type authEntry struct {
 	RegistryToken string `json:"registrytoken"`
 }
 
+// holdsSecret tells whether the entry holds a credential itself, not only a marker of docker login
+// with a credential helper or a bare username.
+func (e authEntry) holdsSecret() bool {
+	return e.Auth != "" || e.Password != "" || e.IdentityToken != "" || e.RegistryToken != ""
+}
+
 // dockerConfigPath is the docker CLI's config file: $DOCKER_CONFIG/config.json, else
 // ~/.docker/config.json.
 func dockerConfigPath() (string, error) {
@@ -72,7 +78,9 @@ func RegistryOf(ref string) (host, server string, err error) {
 // server address) from the config file at path: a credential helper's answer when credHelpers
 // names one for the registry or credsStore is set, else the auths entry. A registry the config
 // does not know, or a missing config file, gives empty (anonymous) credentials. The file names the
-// helper that runs, so it must pass infra/trust's rule (no one else may write it).
+// helper that runs, so it must pass infra/trust's rule (no one else may write it); when the entry
+// used holds a credential inline (auth, password, identitytoken or registrytoken) it must also
+// be readable by its owner alone (trust.CheckPrivate, as a secrets.file must), or it is refused.
 func Credentials(ctx context.Context, path, server string) (registrytypes.AuthConfig, error) {
 	anonymous := registrytypes.AuthConfig{ServerAddress: server}
 	f, err := trust.Open(path, os.Getuid())
@@ -102,6 +110,12 @@ func Credentials(ctx context.Context, path, server string) (registrytypes.AuthCo
 	key, entry, ok := cfg.authFor(server, host)
 	if !ok {
 		return anonymous, nil
+	}
+	if entry.holdsSecret() {
+		if err := trust.CheckPrivate(path, os.Getuid()); err != nil {
+			return anonymous, fmt.Errorf("docker config %s: auths[%q] holds a credential, so the file must be readable by its owner alone: %w; "+
+				"or keep the credential in a credential helper (credsStore)", path, key, err)
+		}
 	}
 	ac := registrytypes.AuthConfig{
 		Username: entry.Username, Password: entry.Password, ServerAddress: server,

@@ -189,3 +189,57 @@ func TestImageCredentialsRefuseAHelperOrConfigAnotherUserMayChange(t *testing.T)
 		t.Fatalf("Credentials from a 0666 docker config: %v; want refused, naming its mode", err)
 	}
 }
+
+// A docker config whose entry for the registry holds a credential (auth, password, identity
+// token) is a secrets file: one others may read is refused, naming it, its mode and chmod 600,
+// as secrets.file is. An entry that leaves the credential to a helper needs no such care.
+func TestImageCredentialsRefuseADockerConfigOthersMayReadWhenItHoldsTheCredential(t *testing.T) {
+	ctx := context.Background()
+	for name, entry := range map[string]string{
+		"auth":          `{"auth": "` + b64("ci:s3cret") + `"}`,
+		"password":      `{"username": "ci", "password": "s3cret"}`,
+		"identitytoken": `{"identitytoken": "s3cret"}`,
+	} {
+		path := writeConfig(t, `{"auths": {"registry.example.com": `+entry+`}}`)
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ac, err := Credentials(ctx, path, "registry.example.com")
+		for _, want := range []string{path, "mode 0644", "chmod 600 " + path, `auths["registry.example.com"]`} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: Credentials from a 0644 config = %+v, %v\nwant a refusal with %q", name, ac, err, want)
+			}
+		}
+		if ac.Password != "" || ac.IdentityToken != "" {
+			t.Errorf("%s: Credentials from a 0644 config gave the credential: %+v", name, ac)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if ac, err := Credentials(ctx, path, "registry.example.com"); err != nil || (ac.Password != "s3cret" && ac.IdentityToken != "s3cret") {
+			t.Errorf("%s: Credentials from a 0600 config = %+v, %v; want the credential", name, ac, err)
+		}
+	}
+
+	// Nothing secret in the entry used: a readable config is fine.
+	path := writeConfig(t, `{"auths": {"127.0.0.1:5000": {"auth": "`+b64("ci:s3cret")+`"}, "registry.example.com": {}}}`)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, server := range []string{"registry.example.com", "127.0.0.1:5001"} {
+		if ac, err := Credentials(ctx, path, server); err != nil || ac.Username != "" || ac.Password != "" {
+			t.Errorf("Credentials(%s) from a 0644 config with no credential for it = %+v, %v; want anonymous", server, ac, err)
+		}
+	}
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh for the helper script")
+	}
+	credentialHelper(t, "ztreadable", "127.0.0.1:5000", "deploy", "from-helper")
+	path = writeConfig(t, `{"auths": {"127.0.0.1:5000": {}}, "credsStore": "ztreadable"}`)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ac, err := Credentials(ctx, path, "127.0.0.1:5000"); err != nil || ac.Password != "from-helper" {
+		t.Errorf("Credentials through a helper named by a 0644 config = %+v, %v; want the helper's answer", ac, err)
+	}
+}

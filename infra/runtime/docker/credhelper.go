@@ -17,11 +17,18 @@ import (
 	"github.com/zero502/zero502/infra/trust"
 )
 
+// helperTimeout bounds a credential helper's answer: boundedcmd.DefaultTimeout, as
+// secrets.command's default (infra/secrets), the other command zero502 asks for a secret. A pull holds the host's lock and
+// its context has no deadline, so a helper waiting at a prompt (a keychain to unlock) would hold
+// the lock, and the deploys and heals behind it, for ever. A variable for the tests.
+var helperTimeout = boundedcmd.DefaultTimeout
+
 // helperCredentials asks the docker credential helper docker-credential-<name> (on PATH) for
 // the server's credentials, by the helper protocol the docker CLI speaks. The helper must pass
-// infra/trust's program rule (a watchdog's heal may pull as root). A helper that knows no
-// credentials for the server gives anonymous ones; a username of <token> means the secret is an
-// identity token.
+// infra/trust's program rule (a watchdog's heal may pull as root), and answer within
+// helperTimeout: then it is killed, with its process group (boundedcmd), and refused. A helper
+// that knows no credentials for the server gives anonymous ones; a username of <token> means the
+// secret is an identity token.
 func helperCredentials(ctx context.Context, name, server string) (registrytypes.AuthConfig, error) {
 	program := "docker-credential-" + name
 	real, err := trust.Program(program, os.Getuid())
@@ -33,12 +40,19 @@ func helperCredentials(ctx context.Context, name, server string) (registrytypes.
 	case err != nil:
 		return registrytypes.AuthConfig{}, err
 	}
+	hctx, cancel := context.WithTimeout(ctx, helperTimeout)
+	defer cancel()
 	creds, err := helperclient.Get(func(args ...string) helperclient.Program {
-		cmd := exec.CommandContext(ctx, real, args...)
+		cmd := exec.CommandContext(hctx, real, args...)
 		cmd.Args[0] = program
-		boundedcmd.Bound(cmd)
+		boundedcmd.Bound(cmd) // a child it leaves (a prompt) dies with it at the timeout, not later
 		return &helperProgram{cmd: cmd}
 	}, server)
+	if err != nil && ctx.Err() == nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		return registrytypes.AuthConfig{}, fmt.Errorf("%s get %s: no answer within %s (%w); check that it does not wait for input "+
+			"(a keychain or password prompt), log in again with docker login, or remove the helper from the config",
+			program, server, helperTimeout, hctx.Err())
+	}
 	if credentials.IsErrCredentialsNotFound(err) {
 		return registrytypes.AuthConfig{ServerAddress: server}, nil
 	}

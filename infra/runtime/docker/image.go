@@ -18,6 +18,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/client"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // Dockerfile is the image definition BuildImage uses: FROM scratch plus the static binary.
@@ -56,8 +57,9 @@ type Built struct {
 
 // BuildImage builds the zero502 image through the Engine API from a tar context holding the
 // Dockerfile and the binary. The binary is opts.Binary, else one built from opts.Source, else
-// this very executable when it is static, else one built from the module around the working
-// directory. A dynamically linked binary is refused: FROM scratch has no C library.
+// this very executable when it is static, else one built from the zero502 module around the
+// working directory when it passes infra/trust's rule (moduleAround). A dynamically linked
+// binary is refused: FROM scratch has no C library.
 func (r *Runtime) BuildImage(ctx context.Context, opts BuildOptions) (Built, error) {
 	if len(opts.Tags) == 0 {
 		opts.Tags = []string{DefaultTag}
@@ -71,7 +73,8 @@ func (r *Runtime) BuildImage(ctx context.Context, opts BuildOptions) (Built, err
 	if progress == nil {
 		progress = io.Discard
 	}
-	bin, src, cleanup, err := resolveBinary(ctx, opts, progress)
+	self, _ := os.Executable()
+	bin, src, cleanup, err := resolveBinary(ctx, opts, self, progress)
 	if err != nil {
 		return Built{}, err
 	}
@@ -112,23 +115,24 @@ func (r *Runtime) RemoveImage(ctx context.Context, tag string) error {
 }
 
 // resolveBinary picks the binary for the image and, when it built one, the source it built it
-// from; cleanup removes a temporary build.
-func resolveBinary(ctx context.Context, opts BuildOptions, progress io.Writer) (bin, src string, cleanup func(), err error) {
+// from; cleanup removes a temporary build. self is this executable ("" when unknown), put in
+// the image when neither opts.Binary nor opts.Source is given and it is static.
+func resolveBinary(ctx context.Context, opts BuildOptions, self string, progress io.Writer) (bin, src string, cleanup func(), err error) {
 	noop := func() {}
 	if opts.Binary != "" {
 		return opts.Binary, "", noop, CheckStatic(opts.Binary)
 	}
 	src = opts.Source
 	if src == "" {
-		if self, err := os.Executable(); err == nil && CheckStatic(self) == nil {
-			return self, "", noop, nil
+		why := errors.New("the path of this zero502 executable is not known")
+		if self != "" {
+			if why = CheckStatic(self); why == nil {
+				return self, "", noop, nil
+			}
 		}
-		wd, _ := os.Getwd()
-		root, err := ModuleRoot(wd)
-		if err != nil {
-			return "", "", noop, fmt.Errorf("this zero502 binary is not static and %w; pass --binary (a CGO_ENABLED=0 build) or --source DIR", err)
+		if src, err = moduleAround(why); err != nil {
+			return "", "", noop, err
 		}
-		src = root
 	}
 	dir, err := os.MkdirTemp("", "zero502-image-")
 	if err != nil {
@@ -143,10 +147,52 @@ func resolveBinary(ctx context.Context, opts BuildOptions, progress io.Writer) (
 	return bin, src, cleanup, nil
 }
 
+// binaryAdvice says how to give `zero502 image build` a binary when this executable will not do.
+const binaryAdvice = "pass --binary FILE (a static zero502: CGO_ENABLED=0 go build -o FILE ./cmd/zero502) " +
+	"or --source DIR (the zero502 module to build one from)"
+
+// moduleAround is the zero502 module around the working directory, to build the image's binary
+// from when this executable cannot go in the image (why is CheckStatic's error), as `go run
+// ./cmd/zero502 demo --runtime docker` in a checkout needs. It must pass infra/trust's rule, its
+// go.mod and every directory from / down to the working directory: the first go.mod naming the
+// module above it may be one another user put in a directory they can write (a go.mod in /tmp is
+// above every directory in it), and what it builds runs in every container. Otherwise, or with
+// no module around, the error says why and what to pass instead.
+func moduleAround(why error) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("%w; %s", why, binaryAdvice)
+	}
+	root, err := ModuleRoot(wd)
+	if err != nil {
+		return "", fmt.Errorf("%w, and %w; %s", why, err, binaryAdvice)
+	}
+	uid := os.Getuid()
+	err = trust.Check(wd, uid)
+	if err == nil {
+		err = trust.Check(filepath.Join(root, "go.mod"), uid)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w; the %s module at %s, around the working directory, is not one to build: %w "+
+			"(what zero502 builds is held to the rule of what it runs: %s); %s", why, Module, root, err, trust.ProgramRule, binaryAdvice)
+	}
+	return root, nil
+}
+
 // BuildBinary builds the static zero502 binary (CGO_ENABLED=0) from the module at src into out.
+// The go it runs (on PATH) must pass infra/trust's program rule.
 func BuildBinary(ctx context.Context, src, out string, progress io.Writer) error {
+	goProg, err := trust.Program("go", os.Getuid())
+	var notFound *exec.Error
+	switch {
+	case errors.As(err, &notFound):
+		return fmt.Errorf("go build ./cmd/zero502 in %s: %w; install Go (and put go on PATH), or pass --binary FILE, a static zero502 built elsewhere", src, err)
+	case err != nil:
+		return fmt.Errorf("go build ./cmd/zero502 in %s: %w; fix that go, put a trusted one first on PATH, or pass --binary FILE, a static zero502 built elsewhere", src, err)
+	}
 	fmt.Fprintf(progress, "building a static zero502 from %s (CGO_ENABLED=0 go build)\n", src)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/zero502")
+	cmd := exec.CommandContext(ctx, goProg, "build", "-trimpath", "-o", out, "./cmd/zero502")
+	cmd.Args[0] = "go"
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -171,7 +217,9 @@ func CheckStatic(path string) error {
 	return nil
 }
 
-// ModuleRoot finds the zero502 module's root at or above dir.
+// ModuleRoot finds the zero502 module's root at or above dir: the first go.mod naming Module.
+// It judges nothing of what it finds (dockertest builds the checkout under test from it);
+// BuildImage never builds from it unasked (noBinary).
 func ModuleRoot(dir string) (string, error) {
 	for d := dir; ; d = filepath.Dir(d) {
 		data, err := os.ReadFile(filepath.Join(d, "go.mod"))
