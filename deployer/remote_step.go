@@ -3,6 +3,7 @@ package deployer
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
@@ -42,6 +43,33 @@ type hostLook struct {
 	// Status is the host's status as `zero502 status` shows it, read on the host (without the
 	// balancer's view, which the caller adds from where it runs).
 	Status *HostStatus `json:"status,omitempty"`
+}
+
+// DigestHidden is what a look read by a person shows for each secret instead of its digest.
+const DigestHidden = "set (its digest goes only to the deployer)"
+
+// WithoutDigests is l with every secret's digest replaced by DigestHidden: a look run by hand
+// (its config not framed by a deployer) prints no digest, which would let whoever reads the
+// output (a terminal log, a ticket) test guesses of a weak secret offline. The deployer gets the
+// digests to compare hosts, and labels them itself (labelSecrets).
+func (l hostLook) WithoutDigests() hostLook {
+	if l.Status == nil {
+		return l
+	}
+	st := *l.Status
+	st.Services = slices.Clone(st.Services)
+	for i, s := range st.Services {
+		if len(s.Secrets) == 0 {
+			continue
+		}
+		hidden := make(map[string]string, len(s.Secrets))
+		for name := range s.Secrets {
+			hidden[name] = DigestHidden
+		}
+		st.Services[i].Secrets = hidden
+	}
+	l.Status = &st
+	return l
 }
 
 // onHost returns a Deployer of cfg reduced to the one host named name, taken as local: the

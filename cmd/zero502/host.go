@@ -70,15 +70,15 @@ func hostFlags(cmd *cobra.Command, cfgPath, name *string, sender string) {
 
 // hostNamedConfig is hostConfig for a subcommand that needs --host and nothing from stdin after
 // the config: a bad-flag error (exit 2) when name is empty or the config does not load.
-func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (*config.Config, error) {
+func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (cfg *config.Config, framed bool, err error) {
 	if name == "" {
-		return nil, exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
+		return nil, false, exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
 	}
-	cfg, _, _, err := hostConfig(cmd, cfgPath)
+	cfg, _, framed, err = hostConfig(cmd, cfgPath)
 	if err != nil {
-		return nil, exitCode(2, err)
+		return nil, false, exitCode(2, err)
 	}
-	return cfg, nil
+	return cfg, framed, nil
 }
 
 // hostResult is how a host subcommand that changes the host answers the deployer on the other
@@ -182,7 +182,7 @@ changes nothing and takes no lock.`,
 		Example: `  zero502 host look --config /etc/zero502/zero502.yaml --host web-1 --version v2`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := hostNamedConfig(cmd, cfgPath, name)
+			cfg, framed, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
 				return err
 			}
@@ -194,6 +194,9 @@ changes nothing and takes no lock.`,
 			l, err := deployer.Look(ctx, cfg, name, version, deployer.Options{})
 			if err != nil {
 				return exitCode(1, err)
+			}
+			if !framed { // run by hand: no secret's digest for a person's terminal
+				l = l.WithoutDigests()
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(l)
 		},

@@ -25,7 +25,7 @@ the services stopped, each instance drained its way. It prints one JSON event pe
 {"stopped":true} or {"error":"…"}. Exit 0: stopped; 1: failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := hostNamedConfig(cmd, cfgPath, name)
+			cfg, _, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
 				return err
 			}
