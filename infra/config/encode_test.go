@@ -228,7 +228,7 @@ func randomConfig(r *rand.Rand) *Config {
 	}
 	c.Rollout = Rollout{Batch: 1 + r.Intn(4), Runtime: pick(RuntimeProcess, RuntimeDocker), HealthyDeadline: dur(5 * time.Minute),
 		DockerHost: pick("", "unix:///var/run/docker.sock", "tcp://127.0.0.1:2375"), Strategy: pick(StopFirst, StartFirst),
-		Bake: dur(time.Minute) - 1, LockPath: pick("", "/tmp/fleet.lock"), LockLease: dur(time.Hour), OnFailure: pick(OnFailureRollback, onFailureStop),
+		Bake: dur(time.Minute) - 1, LockPath: pick("", "/tmp/fleet.lock"), LockLease: dur(time.Hour), ProgressDeadline: dur(time.Hour), OnFailure: pick(OnFailureRollback, onFailureStop),
 		Analysis: Analysis{Enabled: r.Intn(2) == 0, Window: dur(time.Minute), MinRequests: r.Intn(100),
 			MaxErrorRate: float64(r.Intn(101)) / 100, MaxErrorRateIncrease: r.Float64(), MaxP99Increase: 3 * r.Float64(), MinP99Increase: dur(time.Second),
 			OnNoTraffic: pick(OnNoTrafficPass, onNoTrafficFail), ExpectedRate: float64(r.Intn(3)) * 500 * r.Float64()}, // 0 (unknown) a third of the time
