@@ -22,14 +22,15 @@ func newInitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init --from-compose FILE [--profile NAME]... [--out zero502.yaml]",
 		Short: "Write a config from a Compose file, saying key by key what zero502 does not honour",
-		Long: `Read a Compose file as docker compose does (profiles, ${VAR} interpolation from the environment and
-the .env file beside it, env_file) and write a zero502 config a person reads and edits: each
-service's image, command (entrypoint first), environment, published port, HTTP health check (a
-healthcheck that curls or wgets a URL), stop signal; deploy.update_config's order and parallelism
-as rollout.strategy and rollout.batch; the longest stop_grace_period as drain.stop_grace when it
-keeps the invariants. Every key zero502 does not honour (volumes, networks, depends_on, build, …)
-is a comment at the top naming the service, the key and what to do. The written config is loaded
-before it is written, so it is always one zero502 accepts; set its hosts and balancer next.
+		Long: `Read a Compose file as docker compose does (profiles: --profile, or else COMPOSE_PROFILES;
+${VAR} interpolation from the environment and the .env file beside it, env_file) and write a
+zero502 config a person reads and edits: each service's image, command (entrypoint first),
+environment, published port, HTTP health check (a healthcheck that curls or wgets a URL), stop
+signal; deploy.update_config's order and parallelism as rollout.strategy and rollout.batch; the
+longest stop_grace_period as drain.stop_grace when it keeps the invariants. Every key zero502
+does not honour (volumes, networks, depends_on, build, …) is a comment at the top naming the
+service, the key and what to do. The written config is loaded before it is written, so it is
+always one zero502 accepts; set its hosts and balancer next.
 Exit status: 0 written, 1 the file exists (--force replaces it), 2 bad flags or a Compose file the
 Compose loader refuses.`,
 		Example: `  zero502 init --from-compose docker-compose.yml
@@ -39,7 +40,7 @@ Compose loader refuses.`,
 			if err := requireFlags(cmd, "from-compose"); err != nil {
 				return err
 			}
-			im, err := compose.Load(cmd.Context(), from, compose.Options{Profiles: profiles})
+			im, err := compose.Load(cmd.Context(), from, compose.Options{Profiles: profiles, ProfileFlag: "--profile"})
 			if err != nil {
 				return exitCode(2, fmt.Errorf("init: %w", err))
 			}
@@ -81,7 +82,7 @@ Compose loader refuses.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&from, "from-compose", "", "the Compose file to read (required)")
-	fl.StringSliceVar(&profiles, "profile", nil, "a Compose profile to enable (repeatable)")
+	fl.StringSliceVar(&profiles, "profile", nil, "a Compose profile to enable (repeatable; replaces COMPOSE_PROFILES)")
 	fl.StringVar(&out, "out", "zero502.yaml", "the config file to write (mode 0600)")
 	fl.BoolVar(&force, "force", false, "replace --out if it exists")
 	return cmd

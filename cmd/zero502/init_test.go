@@ -51,3 +51,53 @@ func TestInitFromComposeWritesALoadableConfig(t *testing.T) {
 		t.Fatalf("init of a broken file: exit %d:\n%s\nwant 2 naming it", code, said)
 	}
 }
+
+// A Compose value a note quotes (a port's name) may hold a line break YAML or a terminal knows
+// (\r, U+0085, U+2028, U+2029) or an escape: init prints each note on one line of its own, with
+// them escaped, and the config it writes runs no hook the value spells.
+func TestInitPrintsEachNoteOnOneLineWhateverTheComposeFileHolds(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "compose.yaml")
+	inject := `http\rhooks: {pre_deploy: {command: [sh, -c, 'id']}}\u2028\u0085\u2029\e[2J#`
+	if err := os.WriteFile(in, []byte("services:\n  web:\n    image: web:{version}\n    ports:\n      - {target: 8080, published: \"8080\", name: \""+inject+"\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "zero502.yaml")
+	said, code := runCLI(t, "init", "--from-compose", in, "--out", out)
+	if code != 0 {
+		t.Fatalf("init: exit %d:\n%s", code, said)
+	}
+	if strings.ContainsAny(said, "\r\u0085\u2028\u2029\x1b") {
+		t.Errorf("init printed a line break or an escape of the Compose file's:\n%q", said)
+	}
+	if want := `  services.web.ports: 8080:8080: name "http\rhooks: {pre_deploy: {command: [sh, -c, 'id']}}\u2028\u0085\u2029\x1b[2J#": zero502 keeps no port names` + "\n"; !strings.Contains(said, want) {
+		t.Errorf("init printed:\n%s\nwant the note on one line:\n%s", said, want)
+	}
+	cfg, err := config.Load(out)
+	if err != nil {
+		t.Fatalf("the written config does not load: %v", err)
+	}
+	if len(cfg.Hooks.PreDeploy.Command) > 0 {
+		t.Errorf("the written config runs hooks.pre_deploy %q", cfg.Hooks.PreDeploy.Command)
+	}
+}
+
+// init reads COMPOSE_PROFILES as docker compose does, --profile wins over it, and a service in a
+// profile not enabled is a note saying how to enable it: --profile, or COMPOSE_PROFILES.
+func TestInitReadsComposeProfilesAndSaysHowToEnableOne(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "compose.yaml")
+	if err := os.WriteFile(in, []byte("services:\n  web:\n    image: web:{version}\n  jobs:\n    image: jobs:{version}\n    profiles: [prod]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COMPOSE_PROFILES", "prod")
+	out := filepath.Join(dir, "zero502.yaml")
+	if said, code := runCLI(t, "init", "--from-compose", in, "--out", out); code != 0 || !strings.Contains(said, "wrote "+out+": 2 services") {
+		t.Fatalf("init with COMPOSE_PROFILES=prod: exit %d:\n%s\nwant web and jobs", code, said)
+	}
+	said, code := runCLI(t, "init", "--from-compose", in, "--out", out, "--force", "--profile", "debug")
+	if code != 0 || !strings.Contains(said, "wrote "+out+": 1 services") ||
+		!strings.Contains(said, "services.jobs.profiles: prod, not enabled (enabled: debug): the service is not imported; to import it, enable its profile with --profile prod, or COMPOSE_PROFILES=prod") {
+		t.Fatalf("init --profile debug: exit %d:\n%s\nwant web only, and how to enable prod", code, said)
+	}
+}

@@ -19,12 +19,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // Note is one thing of the Compose file zero502 does not do as Compose would.
@@ -34,11 +36,49 @@ type Note struct {
 	What    string // what zero502 does instead, and what to do
 }
 
+// String is the note as one line, as init prints it, Write comments it and a deploy reports it:
+// each rune that is not graphic (a control character, a line or paragraph separator, a format
+// character: what a Compose value may hold) is written as its Go escape, so that nothing of the
+// file ends the line (a YAML comment ends at \r, U+0085, U+2028 and U+2029 too) or moves the
+// terminal's cursor.
 func (n Note) String() string {
 	if n.Service == "" {
-		return n.Key + ": " + n.What
+		return oneLine(n.Key + ": " + n.What)
 	}
-	return "services." + n.Service + "." + n.Key + ": " + n.What
+	return oneLine("services." + n.Service + "." + n.Key + ": " + n.What)
+}
+
+// oneLine is s with each rune that is not graphic, but the space, written as its Go escape
+// (strconv.QuoteRuneToGraphic without the quotes): \r, \u2028, \x1b.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, notGraphic) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !notGraphic(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToGraphic(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func notGraphic(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }
+
+// shown is a value of the file as a note quotes it: as written when it is plain (no space, quote,
+// backslash or rune that is not graphic), otherwise quoted by strconv.QuoteToGraphic, so that
+// where it ends is plain and nothing in it ends the note's line.
+func shown(v any) string {
+	s := fmt.Sprint(v)
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || r == '"' || r == '\\' || r == '`' || !unicode.IsGraphic(r)
+	}) {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
 }
 
 // Import is what a Compose file becomes.
@@ -58,9 +98,14 @@ type Import struct {
 
 // Options choose what of the file is read.
 type Options struct {
-	// Profiles are the Compose profiles to enable (as --profile); services in no profile are
-	// always read.
+	// Profiles are the Compose profiles to enable (as --profile); none: those COMPOSE_PROFILES
+	// names (comma-separated, in Env or the .env beside the file), as docker compose does.
+	// Services in no profile are always read; one in a profile not enabled is a note.
 	Profiles []string
+	// ProfileFlag is how the caller enables a profile besides COMPOSE_PROFILES ("--profile" for
+	// init --from-compose), named where a note or an error says how; "": COMPOSE_PROFILES only
+	// (services_from).
+	ProfileFlag string
 	// Env is the environment ${VAR} interpolation reads (as KEY=VALUE), before the .env file
 	// beside the Compose file; nil: this process's environment.
 	Env []string
@@ -74,8 +119,7 @@ type Options struct {
 // note or an error shows the token as ${NAME}; a field the import writes that holds one (the
 // command, the image, an env value, …) is refused, naming the field and the secret.
 func Load(ctx context.Context, path string, o Options) (*Import, error) {
-	base := []cli.ProjectOptionsFn{cli.WithWorkingDirectory(filepath.Dir(path)), cli.WithProfiles(o.Profiles),
-		cli.WithName(projectName(path))}
+	base := []cli.ProjectOptionsFn{cli.WithWorkingDirectory(filepath.Dir(path)), cli.WithName(projectName(path))}
 	names, err := secretNames(ctx, path, base)
 	if err != nil {
 		return nil, fmt.Errorf("compose file %s: %w", path, err)
@@ -89,6 +133,8 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	}
 	fns = append(fns, secrets.option)
 	fns = append(fns, cli.WithEnvFiles(), cli.WithDotEnv) // the .env beside the file, under the environment
+	// the profiles given, or COMPOSE_PROFILES of the environment and .env (read above)
+	fns = append(fns, cli.WithDefaultProfiles(o.Profiles...))
 	opts, err := cli.NewProjectOptions([]string{path}, fns...)
 	if err != nil {
 		return nil, secrets.wrap(path, err)
@@ -143,18 +189,45 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 	if len(refused) > 0 {
 		return nil, fmt.Errorf("compose file %s: %w", path, errors.Join(refused...))
 	}
+	enabled := "none"
+	if p := slices.DeleteFunc(slices.Clone(project.Profiles), func(p string) bool { return p == "" }); len(p) > 0 {
+		enabled = shown(strings.Join(p, ","))
+	}
+	disabled := slices.Sorted(maps.Keys(project.DisabledServices))
+	for _, name := range disabled {
+		profiles := project.DisabledServices[name].Profiles
+		im.Notes = append(im.Notes, Note{Service: name, Key: "profiles", What: fmt.Sprintf(
+			"%s, not enabled (enabled: %s): the service is not imported; to import it, enable its profile %s",
+			shown(strings.Join(profiles, ",")), enabled, o.enableProfile(profiles[0]))})
+	}
 	for i, n := range im.Notes {
 		im.Notes[i] = Note{Service: secrets.open(n.Service), Key: secrets.open(n.Key), What: secrets.open(n.What)}
 	}
 	if len(im.Services) == 0 {
-		return nil, fmt.Errorf("compose file %s: no service is enabled (profiles %v): name a --profile, or give a service no profile", path, o.Profiles)
+		profile := "NAME"
+		if len(disabled) > 0 {
+			profile = project.DisabledServices[disabled[0]].Profiles[0]
+		}
+		return nil, fmt.Errorf("compose file %s: no service is enabled (enabled profiles: %s): enable a profile %s, or give a service no profile",
+			path, enabled, o.enableProfile(profile))
 	}
 	return im, nil
 }
 
-// secretNames are the variables a service of the file (in any profile) lists without a value:
-// the secrets. The file is read without interpolation (so nothing of the environment is in it)
-// and without validation (a ${VAR} stands where a number goes).
+// enableProfile says how profile is enabled for o's caller: COMPOSE_PROFILES, which docker
+// compose reads too, and the caller's flag (ProfileFlag), which wins over it.
+func (o Options) enableProfile(profile string) string {
+	env := fmt.Sprintf("with COMPOSE_PROFILES=%s (in the environment, or the .env beside the Compose file)", shown(profile))
+	if o.ProfileFlag == "" {
+		return env
+	}
+	return fmt.Sprintf("with %s %s, or %s", o.ProfileFlag, shown(profile), strings.TrimPrefix(env, "with "))
+}
+
+// secretNames are the variables a service of the file (in any profile) lists without a value,
+// under environment: or in an env_file (fromEnvironment): the secrets. The file is read without
+// interpolation (so nothing of the environment is in it) and without validation (a ${VAR} stands
+// where a number goes).
 func secretNames(ctx context.Context, path string, base []cli.ProjectOptionsFn) (map[string]bool, error) {
 	opts, err := cli.NewProjectOptions([]string{path}, append(slices.Clone(base), cli.WithInterpolation(false),
 		cli.WithNormalization(false), cli.WithConsistency(false), cli.WithLoadOptions(func(o *loader.Options) {
@@ -172,8 +245,37 @@ func secretNames(ctx context.Context, path string, base []cli.ProjectOptionsFn) 
 	for _, sc := range services {
 		keys, _ := sc.(map[string]any)
 		maps.Copy(names, valueless(keys["environment"]))
+		for _, path := range envFilePaths(keys["env_file"]) {
+			// a path the file interpolates is read after interpolation only: a name it takes
+			// from the environment is refused there (service)
+			if !strings.Contains(path, "$") {
+				maps.Copy(names, fromEnvironment(path))
+			}
+		}
 	}
 	return names, nil
+}
+
+// envFilePaths are the paths of an env_file section as the loader's model holds it (a list of
+// {path, required, format}, each path resolved; a string or a list of strings as written).
+func envFilePaths(section any) []string {
+	var paths []string
+	switch e := section.(type) {
+	case string:
+		paths = append(paths, e)
+	case []any:
+		for _, item := range e {
+			switch f := item.(type) {
+			case string:
+				paths = append(paths, f)
+			case map[string]any:
+				if p, ok := f["path"].(string); ok {
+					paths = append(paths, p)
+				}
+			}
+		}
+	}
+	return paths
 }
 
 // valueless are the names an environment section, as the file wrote it (a list or a map), gives
@@ -316,8 +418,26 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 	if svc.Image == "" {
 		note("image", "no image: zero502 deploys images; build and push one, then set image (services[].image; {version} stands for the version deployed)")
 	} else if !strings.Contains(svc.Image, "{version}") {
-		note("image", fmt.Sprintf("%s names no {version}: every deploy would run this same image; put {version} where its tag is (zero502 deploy --version V runs the image tagged V)", svc.Image))
+		note("image", fmt.Sprintf("%s names no {version}: every deploy would run this same image; put {version} where its tag is (zero502 deploy --version V runs the image tagged V)", shown(svc.Image)))
 	}
+	placeholderNote := func(key string, values ...string) {
+		var found []string
+		for _, v := range values {
+			for _, p := range placeholders(v) {
+				if !slices.Contains(found, p) && (key != "image" || p != "{version}") { // the tag deployed: the image's own
+					found = append(found, p)
+				}
+			}
+		}
+		if len(found) > 0 {
+			note(key, fmt.Sprintf("%s: zero502 fills in its placeholders ({host}, {port}, {address}, {version}, … as services[].command "+
+				"lists them) at each deploy, where Compose passes the text as written: nothing to do if they are meant for zero502; if "+
+				"the program needs the braces as written, build the text in the program or the image (zero502 has no escape for them)", strings.Join(found, ", ")))
+		}
+	}
+	placeholderNote("image", sc.Image)
+	placeholderNote("entrypoint", sc.Entrypoint...)
+	placeholderNote("command", sc.Command...)
 	svc.Command = append(append([]string{}, sc.Entrypoint...), sc.Command...)
 	if len(sc.Entrypoint) > 0 {
 		note("entrypoint", "zero502 sets the container's command only: the entrypoint and the command are joined into services[].command, which replaces the image's CMD (an image ENTRYPOINT would still run first: check it)")
@@ -330,8 +450,24 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 		note("command", "cleared in Compose; zero502's docker runtime keeps the image's CMD when services[].command is empty: build an image without a CMD, or set services[].command")
 	}
 	fromShell, inFile := valueless(keys["environment"]), envNames(keys["environment"])
+	envFileShell := map[string]bool{} // the names an env_file takes from the environment
+	for _, f := range sc.EnvFiles {
+		maps.Copy(envFileShell, fromEnvironment(f.Path))
+	}
 	for _, k := range slices.Sorted(maps.Keys(sc.Environment)) {
 		v := sc.Environment[k]
+		if !inFile[k] && envFileShell[k] && !secrets.sealed(k) {
+			// secretNames reads the env_files whose path is written as is
+			refused = append(refused, fmt.Errorf("services.%s.env_file: %s: listed without a value (or set to $%s), so Compose "+
+				"takes it from the environment, a secret's way in; but the env_file's path is interpolated, and the import "+
+				"reads a secret's name before interpolation: write the path without ${…}, or list %s under environment: too", sc.Name, k, k, k))
+			continue
+		}
+		if !inFile[k] && v != nil && secrets.sealed(k) && *v == secrets.tokens[k] {
+			// an env_file's bare NAME (or NAME=${NAME}): Compose takes it from the shell, as it
+			// does "- NAME" under environment:, and so does the import (below)
+			fromShell[k] = true
+		}
 		if fromShell[k] {
 			// Compose takes it from the shell at `up` time: a secret's way in. It becomes one of
 			// services[].secrets, found when the deploy starts, and its value goes into no
@@ -350,8 +486,10 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 		}
 		if inFile[k] {
 			refuse("environment."+k, k, *v)
+			placeholderNote("environment."+k, *v)
 		} else {
 			refuse("env_file ("+k+")", k, *v)
+			placeholderNote("env_file ("+k+")", *v)
 		}
 		if svc.Env == nil {
 			svc.Env = map[string]string{}
@@ -360,12 +498,13 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 	}
 	sort.Strings(svc.Secrets)
 	if len(sc.EnvFiles) > 0 {
-		note("env_file", "read now, at import: its values are in services[].env; move a secret's to secrets.file and list its name in services[].secrets")
+		note("env_file", "read now, at import: its values are in services[].env, and a name it lists without a value (or sets to its own "+
+			"variable) is one of services[].secrets, as under environment:; move a secret's value to secrets.file and list its name in services[].secrets")
 	}
 	first := true // the first TCP port is the service's; zero502 balances TCP and HTTP only
 	for _, p := range sc.Ports {
 		if p.Protocol != "" && !strings.EqualFold(p.Protocol, "tcp") {
-			note("ports", fmt.Sprintf("%s: zero502 balances TCP and HTTP only: this %s port is not published and is not services[].port; serve it outside zero502", portString(p), p.Protocol))
+			note("ports", fmt.Sprintf("%s: zero502 balances TCP and HTTP only: this %s port is not published and is not services[].port; serve it outside zero502", portString(p), shown(p.Protocol)))
 			continue
 		}
 		if !first {
@@ -382,7 +521,7 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 			note("ports", fmt.Sprintf("%s: zero502 publishes a port to the same port in the container; services[].port is %d, so make the service listen on %d (or publish %d:%d)", portString(p), pub, pub, p.Target, p.Target))
 		}
 		if p.HostIP != "" {
-			note("ports", fmt.Sprintf("%s: host_ip %s: zero502 publishes on the host's address (hosts[].address)", portString(p), p.HostIP))
+			note("ports", fmt.Sprintf("%s: host_ip %s: zero502 publishes on the host's address (hosts[].address)", portString(p), shown(p.HostIP)))
 		}
 		svc.Port = pub
 	}
@@ -400,7 +539,7 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 			if hc.Timeout != nil {
 				svc.Health.Timeout = time.Duration(*hc.Timeout)
 			}
-			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold)", svc.Health.Path))
+			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold)", shown(svc.Health.Path)))
 			hk, _ := keys["healthcheck"].(map[string]any)
 			if _, ok := hk["start_period"]; ok && hc.StartPeriod != nil {
 				note("healthcheck.start_period", fmt.Sprintf("%s: zero502 has no start period: a new instance gets rollout.healthy_deadline (default 60s) to become healthy, so set that above the start period", time.Duration(*hc.StartPeriod)))
@@ -473,6 +612,28 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 	return nil
 }
 
+// braced is what may be a placeholder of zero502's: a word in braces.
+var braced = regexp.MustCompile(`\{[^{}\s]+\}`)
+
+// placeholders are zero502's placeholders in s ({host}, {port}, …: what spec.RenderOn fills in a
+// service's image, command words and env values at each deploy), each once, in order.
+func placeholders(s string) []string {
+	var out []string
+	for _, p := range braced.FindAllString(s, -1) {
+		if !slices.Contains(out, p) && filled(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// filled says whether zero502 fills p in when it renders a service: spec.Render itself is asked
+// (of a command word p), so the placeholders are always spec's own.
+func filled(p string) bool {
+	probe := &config.Config{Services: []config.Service{{Name: "probe", Command: []string{p}}}}
+	return spec.Render(probe, config.Host{}, "", "").Services[0].Command[0] != p
+}
+
 // updateOrder is the rollout strategy sc's deploy.update_config.order asks for ("" for none).
 func updateOrder(sc types.ServiceConfig) string {
 	if sc.Deploy == nil || sc.Deploy.UpdateConfig == nil {
@@ -522,7 +683,7 @@ func deployNotes(note func(key, what string), dk map[string]any) {
 				switch {
 				case u == "order" || u == "parallelism" || strings.HasPrefix(u, "x-"): // read above
 				case updateAdvice[u] != "":
-					note("deploy.update_config."+u, fmt.Sprintf("%v: %s", uk[u], updateAdvice[u]))
+					note("deploy.update_config."+u, fmt.Sprintf("%s: %s", shown(uk[u]), updateAdvice[u]))
 				default:
 					note("deploy.update_config."+u, unhandled)
 				}
@@ -530,7 +691,7 @@ func deployNotes(note func(key, what string), dk map[string]any) {
 		case k == "resources":
 			resourceNotes(note, "deploy.resources", v)
 		case k == "mode" || k == "endpoint_mode":
-			note("deploy."+k, fmt.Sprintf("%v: %s", v, deployAdvice[k]))
+			note("deploy."+k, fmt.Sprintf("%s: %s", shown(v), deployAdvice[k]))
 		case deployAdvice[k] != "":
 			note("deploy."+k, deployAdvice[k])
 		default:
@@ -549,7 +710,7 @@ func resourceNotes(note func(key, what string), key string, v any) {
 	case []any, nil: // devices: a list of requests
 		note(key, resourcesAdvice)
 	default:
-		note(key, fmt.Sprintf("%v: %s", r, resourcesAdvice))
+		note(key, fmt.Sprintf("%s: %s", shown(r), resourcesAdvice))
 	}
 }
 
@@ -588,13 +749,14 @@ func portKeyNotes(note func(key, what string), keys map[string]any) {
 		}
 		for _, k := range []string{"name", "app_protocol"} {
 			if v, ok := m[k]; ok {
-				note("ports", fmt.Sprintf("%v:%v: %s %v: %s", m["published"], m["target"], k, v, portKeys[k]))
+				note("ports", fmt.Sprintf("%s:%s: %s %s: %s", shown(m["published"]), shown(m["target"]), k, shown(v), portKeys[k]))
 			}
 		}
 	}
 }
 
-// portString is p as the file could write it, with its protocol: 8080:80/tcp.
+// portString is p as the file could write it, with its protocol: 8080:80/tcp (shown: quoted if
+// the file's published or protocol is not plain).
 func portString(p types.ServicePortConfig) string {
 	s := strconv.Itoa(int(p.Target))
 	if p.Published != "" {
@@ -603,7 +765,7 @@ func portString(p types.ServicePortConfig) string {
 	if p.Protocol != "" {
 		s += "/" + p.Protocol
 	}
-	return s
+	return shown(s)
 }
 
 // services_from: in a config reads the services of a Compose file through Load, with the notes

@@ -2,8 +2,11 @@ package compose_test
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -780,5 +783,245 @@ services:
 	_, err := compose.Load(context.Background(), path, compose.Options{Env: []string{"PORT=8080"}})
 	if err == nil || !strings.Contains(err.Error(), "PORT is a secret") || strings.Contains(err.Error(), "zero502secret") {
 		t.Fatalf("a secret as a port: %v; want it refused, saying PORT is a secret, no token shown", err)
+	}
+}
+
+// yamlLines are data's lines as YAML reads them: a line ends at \n, \r, U+0085, U+2028 or U+2029.
+func yamlLines(data []byte) []string {
+	return regexp.MustCompile("\r\n|[\n\r\u0085\u2028\u2029]").Split(string(data), -1)
+}
+
+// A note quotes values of the Compose file (a port's name or protocol, deploy.mode, an x- key):
+// whatever line break YAML knows is in one (\r, U+0085, U+2028, U+2029), the note stays one
+// comment line of the written config, as init prints it, and nothing of the value becomes config
+// (a pre_deploy hook would run on the deployer's machine).
+func TestANoteStaysOneCommentLineWhateverLineBreakTheFileHolds(t *testing.T) {
+	for _, brk := range []string{`\r`, `\u0085`, `\u2028`, `\u2029`} {
+		t.Run(brk, func(t *testing.T) {
+			inject := `http` + brk + `hooks: {pre_deploy: {command: [sh, -c, 'id > /tmp/zero502-injected']}}` + brk + `#`
+			path := write(t, t.TempDir(), "compose.yaml", `
+services:
+  web:
+    image: web:{version}
+    ports:
+      - target: 8080
+        published: "8080"
+        name: "`+inject+`"
+      - {target: 5353, published: "5353", protocol: "`+inject+`"}
+    deploy: {mode: "`+inject+`"}
+    "x-`+inject+`": 1
+`)
+			im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := compose.Write(im, "compose.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := yamlLines(data)
+			at := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "# What zero502 does not honour") })
+			if at < 0 || at+len(im.Notes) >= len(lines) {
+				t.Fatalf("no notes in the written config:\n%q", data)
+			}
+			for i, n := range im.Notes {
+				if got, want := lines[at+1+i], "#   "+n.String(); got != want {
+					t.Errorf("comment line %d is %q; want note %q on one line:\n%q", at+1+i, got, want, data)
+				}
+			}
+			if next := lines[at+1+len(im.Notes)]; strings.HasPrefix(next, "#   ") {
+				t.Errorf("a comment line %q follows the notes", next)
+			}
+			cfg, err := config.LoadBytes(data, "the imported config")
+			if err != nil {
+				t.Fatalf("the written config does not load: %v\n%q", err, data)
+			}
+			if len(cfg.Hooks.PreDeploy.Command) > 0 || len(cfg.Services) != 1 {
+				t.Errorf("the written config has hooks.pre_deploy %q and services %+v; want web only, no hook:\n%q", cfg.Hooks.PreDeploy.Command, cfg.Services, data)
+			}
+			requireNotes(t, notesText(im), `name "http`+brk+`hooks:`, `this "http`+brk+`hooks:`, `services.web.deploy.mode: "http`+brk+`hooks:`)
+		})
+	}
+}
+
+// A typo in the .env beside the Compose file or in an env_file (a quote not closed, a character
+// no name holds, a $ that starts no variable) is an error naming the file and the line, never the
+// value compose-go's parser quotes: a secret's, as likely as not. So is it through services_from.
+func TestAnEnvFileTypoNamesTheFileAndLineNeverTheValue(t *testing.T) {
+	const value = "Hunter2-Prod-Secret"
+	for _, tc := range []struct{ name, file, text, want string }{
+		{"a quote not closed in .env", ".env", "A=1\nDB_PASSWORD=\"" + value + "\nB=2\n", "line 2: a quoted value is not closed"},
+		{"a quote not closed in an env_file", "web.env", "A=1\n\nDB_PASSWORD='" + value + "\n", "line 3: a quoted value is not closed"},
+		{"a character no name holds", "web.env", "A=1\nDB@PASSWORD=" + value + "\n", `line 2: unexpected character "@" in a variable's name`},
+		{"a $ that starts no variable", "web.env", "DB_PASSWORD=" + value + "${\n", "line 1: a value holds a $ that starts no ${NAME}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			envFile := write(t, dir, tc.file, tc.text)
+			write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:{version}\n    environment: [DB_PASSWORD]\n    env_file: [{path: web.env, required: false}]\n")
+			_, err := compose.Load(context.Background(), filepath.Join(dir, "compose.yaml"), compose.Options{Env: []string{}})
+			if err == nil || !strings.Contains(err.Error(), "failed to read "+envFile+": "+tc.want) || strings.Contains(err.Error(), value) {
+				t.Errorf("Load = %v; want an error with %q, without the value", err, envFile+": "+tc.want)
+			}
+			for e := err; e != nil; e = errors.Unwrap(e) {
+				if strings.Contains(e.Error(), value) {
+					t.Errorf("an error it wraps holds the value: %v", e)
+				}
+			}
+			_, err = config.Load(write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n"))
+			if err == nil || !strings.Contains(err.Error(), envFile+": "+tc.want) || strings.Contains(err.Error(), value) {
+				t.Errorf("services_from: config.Load = %v; want an error with %q, without the value", err, envFile+": "+tc.want)
+			}
+		})
+	}
+}
+
+// A name an env_file lists without a value (or sets to its own variable: NAME=${NAME},
+// NAME=${NAME:?…}) is taken from the shell by Compose, as "- NAME" under environment: is: a
+// secret, its value in no env and no written config. A default of the file's (${NAME:-…}) is a
+// value, and environment: still wins over the env_file. An env_file whose path is interpolated
+// (the import reads a secret's name before interpolation) is refused naming it.
+func TestANameAnEnvFileListsWithoutAValueIsASecret(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "web.env", "API_KEY\nexport SIGNING_KEY\nTOKEN=${TOKEN}\nREGION=\"${REGION:?set REGION}\"\nLEVEL=${LEVEL:-info}\nMODE=batch\nPLAIN\n")
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: shop/web:{version}
+    env_file: web.env
+    environment: {PLAIN: given}
+`)
+	env := []string{"API_KEY=sk-live-7f3a", "SIGNING_KEY=sig-live-1", "TOKEN=tok-live-2", "REGION=eu-west-1", "LEVEL=debug", "PLAIN=from-the-shell"}
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := im.Services[0]
+	if want := []string{"API_KEY", "REGION", "SIGNING_KEY", "TOKEN"}; !slices.Equal(web.Secrets, want) {
+		t.Errorf("secrets %v; want %v", web.Secrets, want)
+	}
+	if want := map[string]string{"LEVEL": "debug", "MODE": "batch", "PLAIN": "given"}; !maps.Equal(web.Env, want) {
+		t.Errorf("env %v; want %v", web.Env, want)
+	}
+	data, err := compose.Write(im, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"sk-live-7f3a", "sig-live-1", "tok-live-2", "eu-west-1", "from-the-shell", "zero502secret"} {
+		if strings.Contains(string(data), v) {
+			t.Errorf("the written config holds %q:\n%s", v, data)
+		}
+	}
+
+	write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:{version}\n    env_file: ${ENV_DIR:-.}/web.env\n")
+	_, err = compose.Load(context.Background(), path, compose.Options{Env: env})
+	if err == nil || !strings.Contains(err.Error(), "services.web.env_file: API_KEY: listed without a value") || strings.Contains(err.Error(), "sk-live-7f3a") {
+		t.Errorf("an interpolated env_file path: %v; want API_KEY refused, without its value", err)
+	}
+}
+
+// Compose passes "{host}" as written (a Caddy placeholder, a template); zero502 fills in its own
+// placeholders in an image, a command word and an env value at each deploy: each such field is a
+// note naming the service, the field and the placeholder. {version} in the image is the tag
+// deployed, as the import asks, and braces zero502 does not fill ({uri}) are no note.
+func TestZero502PlaceholdersInAnImportedFieldAreNoted(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "web.env", "ORIGIN=http://{address}:{port}\nPLAIN={uri}\n")
+	path := write(t, dir, "compose.yaml", `
+services:
+  web:
+    image: caddy:{version}
+    entrypoint: [caddy]
+    command: [respond, --listen, ":8080", "served by {host} on {port}, {version} of {self}"]
+    environment:
+      REDIRECT: "https://{host}{uri}"
+      LITERAL: "{uri} {HOST} {ho st}"
+    env_file: web.env
+    ports: ["8080:8080"]
+  side:
+    image: "side:{host}-{version}"
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := notesText(im)
+	const fills = ": zero502 fills in its placeholders"
+	requireNotes(t, all,
+		"services.web.environment.REDIRECT: {host}"+fills,
+		"services.web.command: {host}, {port}, {version}, {self}"+fills,
+		"services.web.env_file (ORIGIN): {address}, {port}"+fills,
+		"services.side.image: {host}"+fills,
+	)
+	for _, none := range []string{"services.web.image", "services.web.entrypoint: {", "LITERAL", "PLAIN", "side.image: {host}, {version}"} {
+		if strings.Contains(all, none) {
+			t.Errorf("a note names %s, which holds no placeholder zero502 fills (or only the image's {version}):\n%s", none, all)
+		}
+	}
+}
+
+// COMPOSE_PROFILES (the environment, or the .env beside the file) enables profiles as docker
+// compose does, and profiles given (init's --profile) win over it. A service in a profile not
+// enabled is a note saying how to enable it for the caller: init has --profile, services_from
+// COMPOSE_PROFILES only; so does the error when no service is enabled.
+func TestComposeProfilesEnablesProfilesAsDockerComposeDoes(t *testing.T) {
+	dir := t.TempDir()
+	const file = "services:\n  web:\n    image: shop/web:{version}\n  jobs:\n    image: shop/jobs:{version}\n    profiles: [prod]\n  debug:\n    image: busybox:{version}\n    profiles: [debug, dev]\n"
+	path := write(t, dir, "compose.yaml", file)
+	names := func(im *compose.Import) []string {
+		var out []string
+		for _, s := range im.Services {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, dotEnv string
+		o            compose.Options
+		want         []string
+		notes        []string
+	}{
+		{"none", "", compose.Options{Env: []string{}}, []string{"web"}, []string{
+			"services.jobs.profiles: prod, not enabled (enabled: none): the service is not imported; to import it, enable its profile with COMPOSE_PROFILES=prod (in the environment, or the .env beside the Compose file)",
+			"services.debug.profiles: debug,dev, not enabled"}},
+		{"in .env", "COMPOSE_PROFILES=prod\n", compose.Options{Env: []string{}}, []string{"jobs", "web"}, []string{"services.debug.profiles: debug,dev, not enabled (enabled: prod)"}},
+		{"in the environment, over .env", "COMPOSE_PROFILES=prod\n", compose.Options{Env: []string{"COMPOSE_PROFILES=debug, prod"}}, []string{"debug", "jobs", "web"}, nil},
+		{"given, over COMPOSE_PROFILES", "COMPOSE_PROFILES=prod\n", compose.Options{Env: []string{}, Profiles: []string{"debug"}, ProfileFlag: "--profile"}, []string{"debug", "web"}, []string{
+			"services.jobs.profiles: prod, not enabled (enabled: debug): the service is not imported; to import it, enable its profile with --profile prod, or COMPOSE_PROFILES=prod (in the environment, or the .env beside the Compose file)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(filepath.Join(dir, ".env"))
+			if tc.dotEnv != "" {
+				write(t, dir, ".env", tc.dotEnv)
+			}
+			im, err := compose.Load(context.Background(), path, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(im); !slices.Equal(got, tc.want) {
+				t.Errorf("services %v; want %v", got, tc.want)
+			}
+			all := notesText(im)
+			requireNotes(t, all, tc.notes...)
+			if len(tc.notes) == 0 && strings.Contains(all, "profiles") {
+				t.Errorf("a note names a profile, with every service enabled:\n%s", all)
+			}
+		})
+	}
+
+	write(t, dir, "compose.yaml", "services:\n  jobs:\n    image: shop/jobs:{version}\n    profiles: [prod]\n")
+	_ = os.Remove(filepath.Join(dir, ".env"))
+	_, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}, ProfileFlag: "--profile"})
+	if err == nil || !strings.Contains(err.Error(), "no service is enabled (enabled profiles: none): enable a profile with --profile prod, or COMPOSE_PROFILES=prod") {
+		t.Errorf("init, no service enabled: %v; want --profile and COMPOSE_PROFILES named", err)
+	}
+	t.Setenv("COMPOSE_PROFILES", "")
+	_, err = config.Load(write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n"))
+	if err == nil || !strings.Contains(err.Error(), "enable a profile with COMPOSE_PROFILES=prod (in the environment, or the .env beside the Compose file)") || strings.Contains(err.Error(), "--profile") {
+		t.Errorf("services_from, no service enabled: %v; want COMPOSE_PROFILES named, and no --profile (services_from has none)", err)
+	}
+	t.Setenv("COMPOSE_PROFILES", "prod")
+	if cfg, err := config.Load(filepath.Join(dir, "zero502.yaml")); err != nil || len(cfg.Services) != 1 || cfg.Services[0].Name != "jobs" {
+		t.Errorf("services_from with COMPOSE_PROFILES=prod: %v; want jobs", err)
 	}
 }

@@ -85,7 +85,7 @@ func refusal(field, name string) error {
 }
 
 // sealedError is an error of the loader with each token put back as ${NAME}; what it wraps holds
-// tokens, never a secret's value.
+// tokens, never a secret's value (an error that quoted an env file's value wraps nothing).
 type sealedError struct {
 	text string
 	err  error
@@ -94,15 +94,20 @@ type sealedError struct {
 func (e *sealedError) Error() string { return e.text }
 func (e *sealedError) Unwrap() error { return e.err }
 
-// wrap is err, of the loader reading path, with its tokens opened. An error about a secret's
-// token (a port or a count the file interpolates a secret into: the loader cannot parse the
-// token) says the variable is a secret, and why.
+// wrap is err, of the loader reading path, with its tokens opened and the values an env file's
+// parse error quotes left out (withoutValues). An error about a secret's token (a port or a count
+// the file interpolates a secret into: the loader cannot parse the token) says the variable is a
+// secret, and why.
 func (s *seal) wrap(path string, err error) error {
-	text := s.open(err.Error())
-	if name := s.secretIn(err.Error()); name != "" {
+	sealed, unquoted := withoutValues(err.Error())
+	text := s.open(sealed)
+	if name := s.secretIn(sealed); name != "" {
 		text += fmt.Sprintf(" (%s is a secret: the file lists it without a value or sets it to ${%s}, so the import takes it from "+
 			"the environment at each deploy, as Compose does at up; a secret reaches the container only as its environment variable, "+
 			"never a port, a count or another field: write the value there, or use another variable)", name, name)
+	}
+	if unquoted {
+		err = nil // it quotes a value of the file: nothing shows it, errors.Unwrap neither
 	}
 	return fmt.Errorf("compose file %s: %w", path, &sealedError{text: text, err: err})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -16,13 +17,13 @@ import (
 // names the Compose file in the header.
 func Write(im *Import, from string) ([]byte, error) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# zero502 config imported from %s (zero502 init --from-compose).\n", from)
+	fmt.Fprintf(&b, "# zero502 config imported from %s (zero502 init --from-compose).\n", comment(from))
 	b.WriteString("# Set the hosts (and ssh) of your fleet and the balancer's addresses, then check it:\n")
 	b.WriteString("#   zero502 invariants --config THIS_FILE\n")
 	if len(im.Notes) > 0 {
 		b.WriteString("#\n# What zero502 does not honour as Compose would, key by key, and what to do:\n")
 		for _, n := range im.Notes {
-			b.WriteString("#   " + strings.ReplaceAll(n.String(), "\n", " ") + "\n")
+			b.WriteString("#   " + comment(n.String()) + "\n")
 		}
 	}
 	doc := document{Rollout: rollout{Runtime: config.RuntimeDocker, Strategy: im.Strategy, Batch: im.Batch},
@@ -109,4 +110,16 @@ type health struct {
 type host struct {
 	Name    string `yaml:"name"`
 	Address string `yaml:"address"`
+}
+
+// comment is s as the text of one YAML comment line: each control character and each character
+// YAML ends a line at (\r, \n, U+0085, U+2028, U+2029) becomes a space. Note.String has escaped
+// them already; this holds whatever a note, or the Compose file's name, is made of.
+func comment(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' ' // unicode.IsControl holds U+0085
+		}
+		return r
+	}, s)
 }

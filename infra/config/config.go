@@ -45,8 +45,9 @@ type Config struct {
 	Services []Service `mapstructure:"services"`
 	// ServicesFrom, when set, is a Compose file (relative to the config file) the services are
 	// read from at load, instead of services: (one or the other; ServicesFromFile), as zero502
-	// init --from-compose maps them. Once read it is cleared, so the config a host gets over ssh
-	// carries the services themselves.
+	// init --from-compose maps them. The services of the profiles COMPOSE_PROFILES enables (in
+	// the environment or the file's .env) are read, as docker compose does. Once read it is
+	// cleared, so the config a host gets over ssh carries the services themselves.
 	ServicesFrom string `mapstructure:"services_from"`
 	// Secrets say where a deploy finds the values of services[].secrets (package secrets).
 	Secrets Secrets `mapstructure:"secrets"`
