@@ -78,43 +78,54 @@ func (b *drainContractBackend) serve(c net.Conn, held time.Duration) {
 	}
 }
 
-// A GET in flight at a backend that drains by the handshake finishes there: when the backend
-// closes its listener at the end of its window, its refused checks take it from draining to
-// unhealthy, which is no outage (it left rotation when it asked to), so the LB neither gives the
-// request up nor resends it elsewhere (it would run twice).
-func TestAGetInFlightAtADrainingBackendFinishesThere(t *testing.T) {
-	a := startDrainContractBackend(t, 2*time.Second)
+// getAnswer is what a client got for one GET through the LB.
+type getAnswer struct {
+	body string
+	err  error
+}
+
+// drainingWithAGetInFlight starts an LB (checks every 100 ms, header_timeout headerTimeout) in
+// front of a drain-contract backend A, whose GET /slow takes held, and an ordinary backend B;
+// sends two GET /slow through it (round robin gives one to each) and, once A has taken its own,
+// has A drain: it returns when the LB sees A draining, with the two answers to come.
+func drainingWithAGetInFlight(t *testing.T, held, headerTimeout time.Duration) (*drainContractBackend, *testLB, Settings, chan getAnswer) {
+	t.Helper()
+	a := startDrainContractBackend(t, held)
 	b := startBackend(t, "B")
 	set := fastSettings(a.ln.Addr().String(), b.addr())
 	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
 	set.UnhealthyThreshold, set.HealthyThreshold = 2, 2
-	set.HeaderTimeout = 10 * time.Second
+	set.HeaderTimeout = headerTimeout
 	l := startLB(t, set)
 	poll.Until(t, 10*time.Second, "both backends in rotation", func() bool {
 		bs := l.Backends()
 		return bs[0].InRotation() && bs[1].InRotation()
 	})
-
-	type answer struct {
-		body string
-		err  error
-	}
-	answers := make(chan answer, 2)
-	for range 2 { // round robin gives one of the two to A
+	answers := make(chan getAnswer, 2)
+	for range 2 {
 		go func() {
 			resp, err := client().Get(l.url("/slow"))
 			if err != nil {
-				answers <- answer{err: err}
+				answers <- getAnswer{err: err}
 				return
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			answers <- answer{body: string(body)}
+			answers <- getAnswer{body: string(body)}
 		}()
 	}
 	poll.Until(t, 5*time.Second, "A took a GET /slow", func() bool { return a.slow.Load() == 1 })
 	a.draining.Store(true)
 	poll.Until(t, 5*time.Second, "A draining", func() bool { return l.Backends()[0].State() == Draining })
+	return a, l, set, answers
+}
+
+// A GET in flight at a backend that drains by the handshake finishes there: when the backend
+// closes its listener at the end of its window, its refused checks take it from draining to
+// unhealthy, which is no outage (it left rotation when it asked to), so the LB neither gives the
+// request up nor resends it elsewhere (it would run twice).
+func TestAGetInFlightAtADrainingBackendFinishesThere(t *testing.T) {
+	a, l, _, answers := drainingWithAGetInFlight(t, 2*time.Second, 10*time.Second)
 	a.ln.Close() // the end of its window: it stops accepting and finishes what it has
 	poll.Until(t, 5*time.Second, "A's refused checks take it to unhealthy", func() bool { return l.Backends()[0].State() == Unhealthy })
 
@@ -139,39 +150,10 @@ func TestAGetInFlightAtADrainingBackendFinishesThere(t *testing.T) {
 // one at a backend that failed in rotation is: the client does not wait out
 // balancer.header_timeout for a 504. Refused checks (above) leave it where it is.
 func TestAGetInFlightAtADrainingBackendThatGoesSilentIsResent(t *testing.T) {
-	a := startDrainContractBackend(t, time.Hour) // the GET /slow it takes never answers
-	b := startBackend(t, "B")
-	set := fastSettings(a.ln.Addr().String(), b.addr())
-	set.Interval, set.Timeout = 100*time.Millisecond, 80*time.Millisecond
-	set.UnhealthyThreshold, set.HealthyThreshold = 2, 2
-	set.HeaderTimeout = 20 * time.Second
-	l := startLB(t, set)
-	poll.Until(t, 10*time.Second, "both backends in rotation", func() bool {
-		bs := l.Backends()
-		return bs[0].InRotation() && bs[1].InRotation()
-	})
-
-	type answer struct {
-		body string
-		err  error
-	}
-	answers := make(chan answer, 2)
-	for range 2 { // round robin gives one of the two to A
-		go func() {
-			resp, err := client().Get(l.url("/slow"))
-			if err != nil {
-				answers <- answer{err: err}
-				return
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			answers <- answer{body: string(body)}
-		}()
-	}
-	poll.Until(t, 5*time.Second, "A took a GET /slow", func() bool { return a.slow.Load() == 1 })
-	a.draining.Store(true)
-	poll.Until(t, 5*time.Second, "A draining", func() bool { return l.Backends()[0].State() == Draining })
-	a.silent.Store(true) // the host is gone: its checks get no answer, nor will the GET it holds
+	// the GET /slow A takes never answers
+	a, l, set, answers := drainingWithAGetInFlight(t, time.Hour, 20*time.Second)
+	// the host is gone: its checks get no answer, nor will the GET it holds
+	a.silent.Store(true)
 	silentAt := time.Now()
 
 	for range 2 {
