@@ -37,8 +37,8 @@ type Transition struct {
 	From   State     `json:"from"`
 	To     State     `json:"to"`
 	Reason string    `json:"reason"`
-	// NoAnswer: the failed checks that made it got no answer at all (timeouts: the target went
-	// silent, a host lost or frozen), not a refusal or a bad status.
+	// NoAnswer: the last unhealthy-threshold checks that made it got no answer at all (timeouts:
+	// the target went silent, a host lost or frozen), not a refusal or a bad status.
 	NoAnswer bool `json:"no_answer,omitempty"`
 }
 

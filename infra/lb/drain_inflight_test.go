@@ -21,6 +21,8 @@ type drainContractBackend struct {
 	ln       net.Listener
 	draining atomic.Bool
 	silent   atomic.Bool
+	// slowOnce: its next health answer comes 300 ms late (a GC pause, a busy process)
+	slowOnce atomic.Bool
 	slow     atomic.Int64
 	gone     chan struct{} // closed at the test's end: whatever it holds ends
 	wg       sync.WaitGroup
@@ -62,6 +64,9 @@ func (b *drainContractBackend) serve(c net.Conn, held time.Duration) {
 			<-b.gone
 			return
 		case req.URL.Path == "/health" && b.draining.Load():
+			if b.slowOnce.CompareAndSwap(true, false) {
+				time.Sleep(300 * time.Millisecond)
+			}
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
 		case req.URL.Path == "/slow":
 			b.slow.Add(1)
@@ -177,5 +182,28 @@ func TestAGetInFlightAtADrainingBackendThatGoesSilentIsResent(t *testing.T) {
 	}
 	if last.From != Draining || last.To != Unhealthy || !last.NoAnswer {
 		t.Errorf("A's last transition %+v; want draining → unhealthy with no_answer", last)
+	}
+}
+
+// One slow check of a draining backend (its 503 came after the check's timeout) between 503s
+// is no outage, though its 503s counted as failed checks: the GET it holds finishes there, not
+// resent to run twice. Silence takes as many checks as the unhealthy threshold.
+func TestOneSlowCheckOfADrainingBackendResendsNothing(t *testing.T) {
+	a, l, _, answers := drainingWithAGetInFlight(t, 2*time.Second, 10*time.Second)
+	poll.Until(t, 5*time.Second, "A's 503s counted as failed checks", func() bool { return l.Backends()[0].Status().ConsecutiveFailures >= 3 })
+	a.slowOnce.Store(true)
+	fromA := 0
+	for range 2 {
+		got := <-answers
+		if got.err != nil {
+			t.Fatalf("GET /slow: %v", got.err)
+		}
+		if got.body == "A" {
+			fromA++
+		}
+	}
+	if fromA != 1 || l.resent.Load() != 0 || a.slow.Load() != 1 {
+		t.Fatalf("answers from A %d (want 1), resent %d (want 0), GETs A ran %d (want 1): one slow 503 gave up the GET "+
+			"A was still serving (transitions %+v)", fromA, l.resent.Load(), a.slow.Load(), l.Backends()[0].Status().Transitions)
 	}
 }

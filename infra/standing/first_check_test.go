@@ -155,34 +155,26 @@ func TestOnlyLeavingRotationForFailingIsAnOutage(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		fails  []Verdict
+		after  []Verdict // after its first 503
+		state  State
 		outage bool
 	}{
-		// The 503 counts as the first of the th.Unhealthy failed checks.
-		{"no answer, every time", []Verdict{silent, silent}, true},
-		{"refused, then no answer", []Verdict{refusedProbe, silent}, false},
-		{"no answer, then refused", []Verdict{silent, refusedProbe}, false},
-		{"no answer, then a bad status", []Verdict{silent, {Status: 500}}, false},
+		{"no answer, as many times as the unhealthy threshold", []Verdict{silent, silent, silent}, Unhealthy, true},
+		{"no answer, fewer times: it may be a slow check", []Verdict{silent, silent}, Draining, false},
+		{"one slow 503 among its 503s", []Verdict{{Status: 503}, {Status: 503}, silent, {Status: 503}}, Draining, false},
+		{"refused", []Verdict{refusedProbe, refusedProbe}, Unhealthy, false},
+		{"no answer, then refused", []Verdict{silent, silent, refusedProbe}, Unhealthy, false},
+		{"no answer, then a bad status", []Verdict{silent, {Status: 500}}, Unhealthy, false},
+		{"refused once, a 503, then no answer", []Verdict{refusedProbe, {Status: 503}, silent, silent, silent}, Unhealthy, true},
 	} {
 		outages = nil
 		s = inRotation()
 		record(Verdict{Status: 503})
-		for _, v := range tc.fails {
+		for _, v := range tc.after {
 			record(v)
 		}
-		if s.State() != Unhealthy || (len(outages) == 1) != tc.outage {
-			t.Errorf("a draining target, then %s: state %s, outages %+v; want unhealthy, an outage %v", tc.name, s.State(), outages, tc.outage)
+		if s.State() != tc.state || (len(outages) == 1) != tc.outage || tc.outage && !outages[0].NoAnswer {
+			t.Errorf("a draining target, then %s: state %s, outages %+v; want %s, an outage %v (no_answer)", tc.name, s.State(), outages, tc.state, tc.outage)
 		}
-	}
-	outages = nil
-	s = inRotation()
-	record(Verdict{Status: 503})
-	record(refusedProbe)
-	record(Verdict{Status: 503}) // it answers again: the drain's answer starts a new run
-	for range th.Unhealthy - 1 {
-		record(silent)
-	}
-	if len(outages) != 1 || !outages[0].NoAnswer {
-		t.Errorf("a draining target refused once, answered 503, then went silent: outages %+v; want one, no_answer", outages)
 	}
 }

@@ -100,9 +100,9 @@ type Standing struct {
 	successes int
 	lastCheck time.Time
 	lastErr   string
-	// answered: a failed check since the last good one (or the last 503, the drain's answer) got
-	// an answer of some kind (a refusal, a reset, a bad status): not silent (Verdict.silent).
-	answered    bool
+	// silentRun counts the consecutive failed checks that got no answer at all (Verdict.silent),
+	// since the last check that got one (good, a 503, a refusal, a bad status).
+	silentRun   int
 	transitions []Transition
 	// adminDrained: the admin API drained it; checks keep it out of rotation until the admin
 	// API undrains it. drainedBy names who drained it last (adminapi.DrainedBy).
@@ -205,7 +205,7 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 		return t, changed
 	}
 	if v.OK() {
-		s.lastErr, s.answered = "", false
+		s.lastErr, s.silentRun = "", 0
 		s.successes++
 		s.failures = 0
 		if !held && s.state != Healthy && s.successes >= th.Healthy {
@@ -214,16 +214,23 @@ func (s *Standing) Record(v Verdict, now time.Time, th Thresholds) (Transition, 
 		return Transition{}, false
 	}
 	s.lastErr = v.Reason()
-	s.answered = v.Status != 503 && (s.answered || !v.silent())
+	if v.silent() {
+		s.silentRun++
+	} else {
+		s.silentRun = 0
+	}
 	s.failures++
 	s.successes = 0
 	switch {
 	case held:
 	case v.Err == nil && v.Status == 503 && s.state != Draining:
 		return s.moveLocked(Draining, now, "health 503"), true
+	case s.state == Draining && v.silent() && s.silentRun < th.Unhealthy:
+		// A draining target's 503s count as failed checks, so one slow check would take it out
+		// at once; silence takes as many checks as the unhealthy threshold, like any failing.
 	case v.Status != 503 && s.state != Unhealthy && s.state != Joining && s.failures >= th.Unhealthy:
 		t := s.moveLocked(Unhealthy, now, fmt.Sprintf("%d consecutive failed checks, last: %s", s.failures, v.Reason()))
-		t.NoAnswer = !s.answered
+		t.NoAnswer = s.silentRun >= th.Unhealthy
 		s.transitions[len(s.transitions)-1].NoAnswer = t.NoAnswer
 		return t, true
 	}
@@ -305,8 +312,8 @@ func (s *Standing) Undrain(now time.Time) (Transition, bool) {
 // Outage says whether t took a target out for failing while what was in flight there may be
 // lost, so that the LB resends what it safely can and the edge connects elsewhere: a target in
 // rotation that failed (failed checks, or a connection refused or broken: Eject), or a draining
-// one whose checks then got no answer at all (a host lost or frozen mid-drain: what it still
-// had will never come back). A draining target whose checks are refused is no outage: it left
+// one whose checks then got no answer at all, as many in a row as the unhealthy threshold (a
+// host lost or frozen mid-drain: what it still had will never come back; one slow check is not). A draining target whose checks are refused is no outage: it left
 // rotation when it asked to (a 503), and a service that keeps the drain contract stops accepting
 // at the end of its window while it finishes what it has, which must finish there. A first
 // check's failure is none either: it was never in.
