@@ -9,6 +9,7 @@ const (
 	stepLockWait     = "lock-wait"     // the host lock is held by someone else; waiting
 	StepLocked       = "locked"        // the host lock is ours
 	StepPublish      = "publish"       // the host's new spec is published
+	stepPull         = "pull"          // an image is being pulled (said every few seconds while it goes on)
 	StepDrain        = "drain"         // SIGTERM sent: the drain handshake started
 	stepLeftRotation = "left-rotation" // the balancer took the target out of rotation
 	stepStopped      = "stopped"       // the old instance exited

@@ -88,10 +88,12 @@ func (e *rolledBackError) Unwrap() error { return e.verdict }
 // rollBackHost returns one host that finished its step on version to its last good spec: a
 // local host under its lock through rollback; a host over ssh by a step to the version it ran
 // before, on the host.
-func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *report.HostReport, cause error) error {
+func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *report.HostReport, cause error) (err error) {
 	if err := d.fleetLostBefore(h, hr, cause); err != nil {
 		return err
 	}
+	ctx, clock := d.watchProgress(ctx, h) // a step back stalls as a step forward does
+	defer clock.end(&err, &hr.Error)
 	if h.SSH != "" {
 		if hr.From == "" {
 			return fmt.Errorf("host %s: nothing ran before %s to go back to: stop it with zero502 stop --host %s", h.Name, version, h.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,9 +25,10 @@ import (
 const previousFileName = "spec.previous.json"
 
 // imageEnsurer is a runtime that can fetch an image before anything on the host is touched (the
-// Docker runtime pulls it from its registry when the engine lacks it).
+// Docker runtime pulls it from its registry when the engine lacks it), writing a pull's status
+// lines to progress as they come.
 type imageEnsurer interface {
-	EnsureImage(ctx context.Context, ref string) error
+	EnsureImageWith(ctx context.Context, ref string, progress io.Writer) error
 }
 
 // preparer is a runtime that can make an instance ready before its predecessor stops (the
@@ -161,11 +163,39 @@ func (d *Deployer) ensureImages(ctx context.Context, h config.Host, rt Runtime, 
 		if svc.Image == "" || svc.Stopped {
 			continue
 		}
-		if err := e.EnsureImage(ctx, svc.Image); err != nil {
+		if err := e.EnsureImageWith(ctx, svc.Image, d.pullProgress(h, svc)); err != nil {
 			return fmt.Errorf("host %s: service %s: %w; nothing was changed on this host", h.Name, svc.Name, err)
 		}
 	}
 	return nil
+}
+
+// pullEvery is how often, at most, a pull under way is said (an event, and so progress).
+const pullEvery = 2 * time.Second
+
+// pullProgress is where the runtime writes the status lines of a pull of svc's image on host h:
+// the first line, then at most one every pullEvery, becomes a pull event, so a pull that goes
+// on restarts the step's progress clock and one whose stream stops lets it run out.
+func (d *Deployer) pullProgress(h config.Host, svc spec.Service) io.Writer {
+	return &pullReporter{say: func(line string) {
+		d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepPull, Version: svc.Version,
+			Message: fmt.Sprintf("pulling %s: %s", svc.Image, line)})
+	}}
+}
+
+// pullReporter says the last status line written to it, at most once every pullEvery.
+type pullReporter struct {
+	say  func(line string)
+	last time.Time
+}
+
+func (p *pullReporter) Write(b []byte) (int, error) {
+	if now := time.Now(); now.Sub(p.last) >= pullEvery {
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		p.say(strings.TrimSpace(lines[len(lines)-1]))
+		p.last = now
+	}
+	return len(b), nil
 }
 
 // setBack remembers host h's last good spec for a rollback after its step (re-verification).

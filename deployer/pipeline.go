@@ -178,13 +178,8 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 // release. On failure the host is rolled back to its last good spec, which survives any failed
 // step.
 func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string, rep *report.HostReport) (err error) {
-	ctx, stalled := d.watchProgress(ctx, h)
-	defer func() {
-		if cause := stalled(); cause != nil && err != nil {
-			err = fmt.Errorf("%w; then: %v", cause, err)
-			rep.Error = cause.Error() + "; then: " + rep.Error
-		}
-	}()
+	ctx, clock := d.watchProgress(ctx, h)
+	defer clock.end(&err, &rep.Error)
 	if h.SSH != "" {
 		return d.remoteStep(ctx, h, version, rep) // the same step, run on the host (remote.go)
 	}

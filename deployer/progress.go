@@ -27,24 +27,30 @@ type progress struct {
 
 // stepClock is one step's progress clock.
 type stepClock struct {
-	timer *time.Timer
-	cause error // set once the deadline passed; then the clock no longer restarts
+	d      *Deployer
+	host   string
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+	fired  chan struct{} // closed once the deadline passed and the step was told to stop
+	cause  error         // set once the deadline passed (under progress.mu); then the clock no longer restarts
 }
 
-// watchProgress starts host h's progress clock for its step and returns the step's context,
-// cancelled with an error wrapping ErrStalled once the step has reported nothing for
-// rollout.progress_deadline (its first wait, for the host lock, may take --lock-timeout more),
-// and end, which stops the clock and returns that error if the deadline passed (nil if not).
-func (d *Deployer) watchProgress(ctx context.Context, h config.Host) (context.Context, func() error) {
+// watchProgress starts host h's progress clock for a step of it (a deploy's, or a rollback's)
+// and returns the step's context, cancelled with an error wrapping ErrStalled once the step has
+// reported nothing for rollout.progress_deadline (its first wait, for the host lock, may take
+// --lock-timeout more). The caller ends the clock with end when the step returns.
+func (d *Deployer) watchProgress(ctx context.Context, h config.Host) (context.Context, *stepClock) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	deadline := d.cfg.Rollout.ProgressDeadline
-	c := &stepClock{}
+	c := &stepClock{d: d, host: h.Name, cancel: cancel, fired: make(chan struct{})}
 	d.progress.mu.Lock()
+	defer d.progress.mu.Unlock()
 	if d.progress.steps == nil {
 		d.progress.steps = map[string]*stepClock{}
 	}
 	d.progress.steps[h.Name] = c
 	c.timer = time.AfterFunc(d.opts.LockTimeout+deadline, func() {
+		defer close(c.fired)
 		cause := fmt.Errorf("host %s: its step reported nothing for rollout.progress_deadline %s (a frozen host, or a call "+
 			"that never returns): it was told to stop, and rolls back by itself or is cut off: %w", h.Name, deadline, ErrStalled)
 		d.progress.mu.Lock()
@@ -53,21 +59,31 @@ func (d *Deployer) watchProgress(ctx context.Context, h config.Host) (context.Co
 		d.emit(Event{Host: h.Name, Step: StepStalled, Message: cause.Error()})
 		cancel(cause)
 	})
-	d.progress.mu.Unlock()
-	return ctx, func() error {
-		c.timer.Stop()
-		d.progress.mu.Lock()
-		defer d.progress.mu.Unlock()
-		if d.progress.steps[h.Name] == c {
-			delete(d.progress.steps, h.Name)
-		}
-		cancel(nil)
-		return c.cause
+	return ctx, c
+}
+
+// end stops the clock once its step returned err (and wrote repErr, its report's error): when
+// the deadline had passed, both say so first.
+func (c *stepClock) end(err *error, repErr *string) {
+	if !c.timer.Stop() {
+		<-c.fired // it fired: its event and cancel are done before the step's end is told
+	}
+	c.d.progress.mu.Lock()
+	if c.d.progress.steps[c.host] == c {
+		delete(c.d.progress.steps, c.host)
+	}
+	cause := c.cause
+	c.d.progress.mu.Unlock()
+	c.cancel(nil)
+	if cause != nil && *err != nil {
+		*err = fmt.Errorf("%w; then: %v", cause, *err)
+		*repErr = cause.Error() + "; then: " + *repErr
 	}
 }
 
 // progressed restarts the progress clock of the step of e's host, if one runs: by
 // rollout.progress_deadline, and by --lock-timeout more when the step now waits for its host lock.
+// A clock that already ran out stays out (Stop fails once it fired).
 func (d *Deployer) progressed(e Event) {
 	if e.Host == "" {
 		return
@@ -75,7 +91,7 @@ func (d *Deployer) progressed(e Event) {
 	d.progress.mu.Lock()
 	defer d.progress.mu.Unlock()
 	c := d.progress.steps[e.Host]
-	if c == nil || c.cause != nil {
+	if c == nil || c.cause != nil || !c.timer.Stop() {
 		return
 	}
 	wait := d.cfg.Rollout.ProgressDeadline

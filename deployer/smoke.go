@@ -30,6 +30,10 @@ func (d *Deployer) smoke(ctx context.Context, h config.Host, svc spec.Service, c
 			return fmt.Errorf("host %s: service %s: new version %s failed services[].smoke[%d] %s %s on %s before taking traffic: %w",
 				h.Name, svc.Name, svc.Version, i, c.Method, c.Path, svc.Address, err)
 		}
+		if len(checks) > 1 { // each one said: progress, within its own timeout
+			d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepSmoke, Version: svc.Version,
+				Message: fmt.Sprintf("services[].smoke[%d] %s %s answered %d as expected", i, c.Method, c.Path, a.Status)})
+		}
 	}
 	d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepSmoke, Version: svc.Version,
 		Message: fmt.Sprintf("%d smoke request(s) answered as expected on %s before it takes traffic", len(checks), svc.Address)})

@@ -138,6 +138,7 @@ func TestImageProgressStreamIsReadToItsEndAndItsErrorSurfaces(t *testing.T) {
 	stream := `{"status":"Pulling from shop/web","id":"v9"}
 {"status":"Pulling fs layer","progressDetail":{},"id":"a1"}
 {"status":"Downloading","progressDetail":{"current":10,"total":100},"progress":"[=>  ]","id":"a1"}
+{"status":"Downloading","progressDetail":{"current":14,"total":100},"progress":"[=>  ]","id":"a1"}
 {"status":"Downloading","progressDetail":{"current":50,"total":100},"progress":"[==> ]","id":"a1"}
 {"errorDetail":{"message":"unknown blob"},"error":"unknown blob"}
 {"status":"trailing line the reader must still consume"}
@@ -151,9 +152,9 @@ func TestImageProgressStreamIsReadToItsEndAndItsErrorSurfaces(t *testing.T) {
 	if r.Len() != 0 {
 		t.Fatalf("readStream left %d bytes unread", r.Len())
 	}
-	want := "v9: Pulling from shop/web\na1: Pulling fs layer\na1: Downloading\ntrailing line the reader must still consume\n"
+	want := "v9: Pulling from shop/web\na1: Pulling fs layer\na1: Downloading 10%\na1: Downloading 50%\ntrailing line the reader must still consume\n"
 	if out.String() != want {
-		t.Fatalf("progress = %q, want one line per status change: %q", out.String(), want)
+		t.Fatalf("progress = %q, want one line per status change and per tenth of a transfer: %q", out.String(), want)
 	}
 	if err := readStream(strings.NewReader(`{"status":"ok"`), &out, nil); err == nil {
 		t.Fatal("readStream accepted a cut-off stream")

@@ -17,6 +17,13 @@ import (
 // an image that cannot be had fails the step while the old instance still serves. A pull is
 // logged (slog) with the time it took.
 func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
+	return r.EnsureImageWith(ctx, ref, io.Discard)
+}
+
+// EnsureImageWith is EnsureImage writing a pull's status lines, as the engine sends them, to
+// progress (the deployer turns them into events: a pull that goes on is progress, one whose
+// stream stops is a stall).
+func (r *Runtime) EnsureImageWith(ctx context.Context, ref string, progress io.Writer) error {
 	if _, _, err := RegistryOf(ref); err != nil {
 		return err
 	}
@@ -28,7 +35,7 @@ func (r *Runtime) EnsureImage(ctx context.Context, ref string) error {
 		return r.engineErr("inspect image "+ref, err)
 	}
 	start := time.Now()
-	if err := r.PullImage(ctx, ref, io.Discard); err != nil {
+	if err := r.PullImage(ctx, ref, progress); err != nil {
 		return err
 	}
 	slog.InfoContext(ctx, "pulled image", "image", ref, "engine", r.endpoint, "took", time.Since(start).Round(time.Millisecond))
