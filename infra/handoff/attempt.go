@@ -33,6 +33,10 @@ type Attempt struct {
 	Reason string `json:"reason,omitempty"`
 	// At is when the state was written.
 	At time.Time `json:"at"`
+	// ParentWritesPID: the old process writes the new one's pid to the pid file once it accepted
+	// it. A new process that does not find it set (an old process of an earlier version, which
+	// leaves the pid file to its successor) writes its own pid there as it reports ready.
+	ParentWritesPID bool `json:"parent_writes_pid,omitempty"`
 }
 
 // attemptPath is the attempt file that belongs to pidFile.

@@ -34,6 +34,9 @@ const (
 	// the process writes its pid to this path + ".held" as it begins to wait
 	helperHold    = "ZERO502_HANDOFF_HOLD"
 	helperTimeout = "ZERO502_HANDOFF_TIMEOUT" // how long a new process gets to be ready (10s unless set)
+	// helperEarlier makes the helper, as the old process of an upgrade, do as the earlier
+	// version did (asEarlierParent)
+	helperEarlier = "ZERO502_HANDOFF_EARLIER"
 )
 
 func TestHandoffHelperProcess(t *testing.T) {
@@ -44,6 +47,7 @@ func TestHandoffHelperProcess(t *testing.T) {
 	if hold := os.Getenv(helperHold); hold != "" {
 		holdReady = func() { holdWhile(hold) }
 	}
+	asEarlierParent = os.Getenv(helperEarlier) != ""
 	os.Exit(helperMain(pidFile, os.Getenv(helperAddr), os.Getenv(helperBreak), os.Getenv(helperSlow)))
 }
 
@@ -441,6 +445,62 @@ func TestThePIDFileNamesANewProcessOnlyOnceTheOldOneAcceptedIt(t *testing.T) {
 	}
 	if pid, err := ReadPID(pidFile); err != nil || pid != out.NewPID {
 		t.Fatalf("after the old process exited the pid file names %d (%v), want the new %d", pid, err, out.NewPID)
+	}
+}
+
+// An upgrade from a process of the earlier version (which leaves the pid file to its successor
+// and removes it as it exits while it names itself) never leaves the pid file missing, nor
+// naming the old process once it is gone: the new process, not told that its parent writes the
+// pid file, writes its own as it reports ready, as before; the attempt says the new pid.
+func TestAnUpgradeFromTheEarlierVersionAlwaysHasAPIDFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd, exited := startHelper(t, pidFile, addr, helperEarlier+"=1")
+	first := cmd.Process.Pid
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
+
+	// Every millisecond until the old process exited: is there a pid file?
+	stop := make(chan struct{})
+	seen := make(chan []string, 1)
+	go func() {
+		var bad []string
+		for {
+			select {
+			case <-stop:
+				seen <- bad
+				return
+			default:
+			}
+			if _, err := ReadPID(pidFile); err != nil {
+				bad = append(bad, err.Error())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	out, err := Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+	if err != nil {
+		close(stop)
+		t.Fatalf("upgrade from the earlier version: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old process did not exit after the hand-off")
+	}
+	close(stop)
+	if bad := <-seen; len(bad) > 0 {
+		t.Errorf("during the upgrade from the earlier version the pid file was missing %d times, first: %s", len(bad), bad[0])
+	}
+	if out.NewPID == first || out.NewPID == 0 {
+		t.Errorf("the attempt says the new process is %d; want the new pid, not the old %d", out.NewPID, first)
+	}
+	if pid, err := ReadPID(pidFile); err != nil || pid != out.NewPID || whoServes(addr) != out.NewPID {
+		t.Errorf("after the old process exited the pid file names %d (%v), %d serves; want the new %d", pid, err, whoServes(addr), out.NewPID)
 	}
 }
 

@@ -156,21 +156,29 @@ func unwrapTableflip(err error) error {
 // telling the old process: the tests hold a ready process there for the old one to refuse.
 var holdReady func()
 
+// asEarlierParent makes this process, when it is the old one of an upgrade, do as the earlier
+// version did: no ParentWritesPID in the attempt, no pid written on accepting the new process
+// (it reads the one the new process wrote). The tests upgrade from it.
+var asEarlierParent bool
+
 // Ready says this process serves. A first process writes the pid file. A process started by an
 // upgrade records its pid in the attempt file and tells the old process, which may still refuse
 // it (its timeout, a stop) and otherwise writes that pid to the pid file as it accepts it and
 // begins its drain: until then the pid file names the old process, the one that serves, so
 // SIGHUP, `zero502 lb upgrade` and systemd's PIDFile= never reach a process the old one did not
-// accept, nor one it killed. Listeners opened from now on are not inherited.
+// accept, nor one it killed. A new process whose old one is of the earlier version (no
+// ParentWritesPID in the attempt: it leaves the pid file to its successor, and removes it as it
+// exits while it names itself) writes its own pid as it reports ready, as that version's did.
+// Listeners opened from now on are not inherited.
 func (u *Upgrader) Ready() error {
 	u.ready = true
 	inherited, parent := u.Inherited(), os.Getppid()
 	switch {
 	case u.opts.PIDFile == "":
-	case inherited:
-		u.updateAttempt(parent, "could not record this new process's pid for the old one to write to the pid file",
-			func(a *Attempt) { a.NewPID = os.Getpid() })
-	default:
+	case inherited && u.updateAttempt(parent, "could not record this new process's pid for the old one to write to the pid file",
+		func(a *Attempt) { a.NewPID = os.Getpid() }):
+		// the old process writes it once it accepted this one
+	default: // a first process, or the successor of an old process of an earlier version
 		if err := writePID(u.opts.PIDFile, os.Getpid()); err != nil {
 			return fmt.Errorf("pid file (--pid-file): %w", err)
 		}
@@ -213,17 +221,20 @@ func (u *Upgrader) claimPIDFile(parent int) {
 
 // updateAttempt changes the attempt file while it records an attempt of parent under way
 // (Starting), the one that started this process; otherwise it leaves it alone. what is the
-// warning logged when it cannot be written.
-func (u *Upgrader) updateAttempt(parent int, what string, change func(*Attempt)) {
+// warning logged when it cannot be written. It reports whether it wrote the change into a record
+// whose old process writes the pid file (ParentWritesPID).
+func (u *Upgrader) updateAttempt(parent int, what string, change func(*Attempt)) bool {
 	path := attemptPath(u.opts.PIDFile)
 	a, err := readAttempt(path)
 	if err != nil || a.PID != parent || a.State != Starting {
-		return
+		return false
 	}
 	change(&a)
 	if err := writeAttempt(path, a); err != nil {
 		u.log.Warn(what, "err", err)
+		return false
 	}
+	return a.ParentWritesPID
 }
 
 // Fail records why a process started by an upgrade gives up before it was ready (a config
@@ -279,7 +290,7 @@ func (u *Upgrader) UpgradeOnHangup(ctx context.Context, log *slog.Logger) contex
 func (u *Upgrader) upgrade() bool {
 	start := time.Now()
 	path := ""
-	a := Attempt{PID: os.Getpid(), State: Starting, At: start.UTC()}
+	a := Attempt{PID: os.Getpid(), State: Starting, At: start.UTC(), ParentWritesPID: !asEarlierParent}
 	if u.opts.PIDFile != "" {
 		path = attemptPath(u.opts.PIDFile)
 		prev, err := readAttempt(path)
@@ -316,7 +327,11 @@ func (u *Upgrader) upgrade() bool {
 	a.At = time.Now().UTC()
 	if err == nil {
 		a.State = Ready
-		if u.opts.PIDFile != "" {
+		switch {
+		case u.opts.PIDFile == "":
+		case asEarlierParent:
+			a.NewPID, _ = ReadPID(u.opts.PIDFile)
+		default:
 			// The pid file names the new process from now on, and before the record says Ready.
 			a.NewPID = u.successor(path, a.Seq)
 			if a.NewPID != 0 {
