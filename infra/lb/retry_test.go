@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,13 +19,10 @@ import (
 
 // deadAddr is a loopback address nobody listens on (connect is refused).
 func deadAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Helper()
+	// A claimed port below the ephemeral range (tcpserver.FreePort): a port the kernel handed out
+	// and took back would soon be another test's listener, which this "dead" backend then was.
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcpserver.FreePort(t)))
 }
 
 // slowChecks keeps the active checker to its first check, so passive behaviour shows alone.
