@@ -109,7 +109,7 @@ func TestTheWatchdogOnEachHostJudgesBySlowServicesOwnHealthRule(t *testing.T) {
 // hostsRoot is the parent of the hosts' state dirs in a config newFleet is making.
 func hostsRoot(cfg *config.Config) string { return filepath.Dir(cfg.Hosts[0].StateDir) }
 
-// tickWatchdogs runs `zero502 watchdog --json` n times in a row on each of hosts, there over
+// tickWatchdogs runs `zero502 watchdog --json` n times, paced as its timer, on each of hosts, there over
 // ssh (as its systemd timer runs it on the host), all hosts at once, and returns each host's
 // reports in order.
 func (f *fleet) tickWatchdogs(hosts []*netfleet.Host, n int) map[string][]watchdog.Report {
@@ -122,7 +122,14 @@ func (f *fleet) tickWatchdogs(hosts []*netfleet.Host, n int) map[string][]watchd
 		go func() {
 			defer wg.Done()
 			tick := ssh.ShellQuote(bin) + " watchdog --json --config " + ssh.ShellQuote(f.path) + " --host " + h.Name
+			var last time.Time
 			for i := range n {
+				// As the systemd timer does: a tick starts watchdog.interval after the one before,
+				// or a little later, never sooner (the watchdog counts a failure once per interval
+				// and heals only (heal_after − 1) × interval after a streak's first, so a tick
+				// whose check came a few ms early would heal one tick late).
+				time.Sleep(time.Until(last.Add(f.cfg.Watchdog.Interval + f.cfg.Watchdog.Interval/10)))
+				last = time.Now()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				data, err := f.nf.SSHCommand(ctx, h, tick).Output()
 				cancel()
