@@ -3,7 +3,6 @@ package deployer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -24,30 +23,12 @@ import (
 // as long as the host's sshd keeps the session.
 func TestAFleetRollbacksStepOverSSHStallsAsADeploysStepDoes(t *testing.T) {
 	t.Parallel()
-	s := startSSHD(t)
-	f := newFleet(t, 3)
-	_, cfg := f.remoteConfig(s, "good.yaml", 1)
-	judged(cfg, analysisWindow, canaryFor)
-	cfg.Rollout.Analysis.MinRequests = 10
-	cfg.Rollout.HealthyDeadline = 5 * time.Second
-	cfg.Rollout.ProgressDeadline = 11 * time.Second // > 1s + 4s + 5s + 0 + 2 × 200ms (I16)
-	good := f.write("good.yaml", cfg)
-	bad := f.load(good)
-	bad.Services[0].Command = append(bad.Services[0].Command, "--fail-every", "1")
-	v2 := f.write("v2.yaml", bad)
-	f.startLB(good)
-	ctx := context.Background()
-	if _, err := f.deployer(f.load(good), nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
-	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
-		for _, h := range f.load(good).Targets() {
-			if st, err := balancer.NewInHouse(f.admin, "").TargetState(ctx, h); err != nil || !st.InRotation {
-				return fmt.Errorf("%s: %+v %v", h, st, err)
-			}
-		}
-		return nil
+	const deadline = 11 * time.Second // > 1s + 4s + 5s + 0 + 2 × 200ms (I16)
+	f, v2 := judgedOverSSHOnV1(t, func(cfg *config.Config) {
+		cfg.Rollout.HealthyDeadline = 5 * time.Second
+		cfg.Rollout.ProgressDeadline = deadline
 	})
+	ctx := context.Background()
 	reached := filepath.Join(f.dir, "step-back-reached")
 	wrapper := f.sshWrapper(`case "$*" in *"--version v1 "*) echo $$ > ` + reached + `; exec sleep 600;; esac`)
 	t.Cleanup(func() {
@@ -77,8 +58,8 @@ func TestAFleetRollbacksStepOverSSHStallsAsADeploysStepDoes(t *testing.T) {
 			t.Fatalf("the deploy ended %s after the silent step back began: %v; want it stopped for stalling, saying "+
 				"rollout.progress_deadline 11s, with a %s event\n%s", time.Since(began).Round(time.Millisecond), err, StepStalled, &ev)
 		}
-	case <-time.After(cfg.Rollout.ProgressDeadline + time.Second + d.rollbackBudget(len(cfg.Services)) + 20*time.Second):
+	case <-time.After(deadline + time.Second + d.rollbackBudget(1) + 20*time.Second):
 		t.Fatalf("the fleet rollback's silent step over ssh is still waited for %s after it began (rollout.progress_deadline %s, "+
-			"--lock-timeout 1s): it holds the deploy and the fleet lock\n%s", time.Since(began).Round(time.Second), cfg.Rollout.ProgressDeadline, &ev)
+			"--lock-timeout 1s): it holds the deploy and the fleet lock\n%s", time.Since(began).Round(time.Second), deadline, &ev)
 	}
 }

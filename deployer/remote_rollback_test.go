@@ -10,23 +10,27 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
-// A failed verdict rolls back the canary, a host over ssh; when ssh cannot reach it for the step
-// back, the host still runs the new version, and the report says so: unreachable, not changed,
-// running v2 (never v1, the version it was to go back to), and the deploy's error names it.
-func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.T) {
-	t.Parallel()
+// judgedOverSSHOnV1 is a judged fleet of 3 hosts whose canary, host-a, is reached over ssh
+// (edit changes its config), on v1 and in rotation at its LB; v2 is a config of a version that
+// fails every request, whose canary's verdict fails and rolls host-a back.
+func judgedOverSSHOnV1(t *testing.T, edit func(*config.Config)) (f *fleet, v2 string) {
+	t.Helper()
 	s := startSSHD(t)
-	f := newFleet(t, 3)
+	f = newFleet(t, 3)
 	_, cfg := f.remoteConfig(s, "good.yaml", 1)
 	judged(cfg, analysisWindow, canaryFor)
 	cfg.Rollout.Analysis.MinRequests = 10
+	if edit != nil {
+		edit(cfg)
+	}
 	good := f.write("good.yaml", cfg)
 	bad := f.load(good)
 	bad.Services[0].Command = append(bad.Services[0].Command, "--fail-every", "1")
-	v2 := f.write("v2.yaml", bad)
+	v2 = f.write("v2.yaml", bad)
 	f.startLB(good)
 	ctx := context.Background()
 	if _, err := f.deployer(f.load(good), nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
@@ -40,6 +44,16 @@ func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.
 		}
 		return nil
 	})
+	return f, v2
+}
+
+// A failed verdict rolls back the canary, a host over ssh; when ssh cannot reach it for the step
+// back, the host still runs the new version, and the report says so: unreachable, not changed,
+// running v2 (never v1, the version it was to go back to), and the deploy's error names it.
+func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.T) {
+	t.Parallel()
+	f, v2 := judgedOverSSHOnV1(t, nil)
+	ctx := context.Background()
 	// ssh reaches host-a for v2's step, and never for a step to v1: the rollback's.
 	wrapper := f.sshWrapper(`case "$*" in *"--version v1 "*) echo "ssh: connect to host 127.0.0.1 port 22: Connection refused" >&2; exit 255;; esac`)
 	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
