@@ -26,6 +26,8 @@ func TestExitTwoOnEveryUsageError(t *testing.T) {
 		{[]string{"stop", "--config", filepath.Join("..", "..", "examples", "local.yaml"), "--lock-timeout", "-1s"}, []string{"--lock-timeout -1s: must not be negative"}},
 		{[]string{"bogus"}, []string{`unknown command "bogus" for zero502 (see zero502 --help)`}},
 		{[]string{"mesh", "bogus"}, []string{`unknown command "bogus" for zero502 mesh`}},
+		// what the deployer runs over ssh: a host command an older zero502 lacks must fail, not print help and exit 0
+		{[]string{"host", "bogus"}, []string{`unknown command "bogus" for zero502 host`}},
 		{[]string{"app", "--port", "abc"}, []string{`--port "abc": must be a whole number`}},
 		{[]string{"deploy", "--lock-timeout", "soon"}, []string{`--lock-timeout "soon": must be a duration with a unit`}},
 		{[]string{"mesh", "serve", "--name", "a", "--listen", "127.0.0.1:1", "--peers", "b=127.0.0.1:2,c=127.0.0.1:3", "--quorum", "1"},

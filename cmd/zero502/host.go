@@ -25,7 +25,7 @@ import (
 
 func newHostCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "host step|look|stop|logs|install|lock-path|fleet-lock|pause",
+		Use:   "host",
 		Short: "The deployer's side on a server of a fleet over SSH",
 		Long: `host is what zero502 deploy runs ON a host whose config entry has ssh: user@host[:port],
 through the system ssh client (so ~/.ssh/config, agents and ProxyJump apply; ZERO502_SSH_OPTS adds
@@ -34,7 +34,6 @@ no copy of it. People rarely run step or look by hand; install sets a server up.
 		Example: `  zero502 host install --ssh deploy@10.0.1.12
   zero502 host look --config zero502.yaml --host web-1 --version v2
   ssh deploy@10.0.1.12 zero502 host step --config - --host web-1 --version v2 < zero502.yaml`,
-		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newHostStepCmd(), newHostLookCmd(), newHostStopCmd(), newHostLogsCmd(), newHostInstallCmd(), newHostLockPathCmd(), newHostFleetLockCmd(), newHostPauseCmd())
 	return cmd

@@ -19,8 +19,10 @@ func exitTwoOnUsageErrors(root *cobra.Command) {
 	})
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
-		if c.HasSubCommands() && c.Args == nil && !c.Runnable() {
-			// A group (zero502, zero502 mesh…): its help without arguments, else an unknown command.
+		if c.HasSubCommands() && !c.Runnable() {
+			// A group (zero502, zero502 mesh…): its help without arguments, else an unknown command,
+			// whatever Args it was given (cobra shows a group's help for any argument and exits 0: a
+			// host command an older zero502 lacks would pass for done over ssh).
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				if len(args) == 0 {

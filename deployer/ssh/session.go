@@ -150,7 +150,36 @@ func (s Session) Run(ctx context.Context) error {
 		if bin == "" {
 			bin = "zero502"
 		}
+		if olderRemote(err, msg) {
+			return fmt.Errorf("host %s: ssh %s `%s %s`: %w: %s; %w (%s there): install this deployer's zero502 on it "+
+				"(zero502 host install --ssh %s, with --dest where --remote-binary points) and rerun",
+				s.Host, s.Target, bin, strings.Join(s.Args, " "), err, msg, ErrOlderRemote, bin, s.Target)
+		}
 		return fmt.Errorf("host %s: ssh %s `%s %s`: %w: %s", s.Host, s.Target, bin, strings.Join(s.Args, " "), err, msg)
 	}
 	return nil
+}
+
+// ErrOlderRemote is wrapped by Run's error when zero502 on the host refused what the deployer
+// sent it the way a zero502 older than the deployer's does: a config key, a flag or a host
+// command it does not know (a usage error, exit 2).
+var ErrOlderRemote = errors.New("the zero502 on the host is older than this deployer's: it does not know what this deployer sends")
+
+// refusalsOfTheUnknown are how zero502 refuses what it does not know: its config's unknown key,
+// an unknown flag or command (cobra's words).
+var refusalsOfTheUnknown = []string{`unknown key "`, "unknown flag: ", "unknown shorthand flag: ", `unknown command "`}
+
+// olderRemote says whether a session that ended with err and stderr msg was refused by an older
+// zero502 (see ErrOlderRemote).
+func olderRemote(err error, msg string) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		return false
+	}
+	for _, w := range refusalsOfTheUnknown {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
 }
