@@ -222,8 +222,10 @@ failed install leaves the previous binary and units. The paths are the server's,
 state dir is made 0750. Run it as root, or as a user with passwordless sudo (the install then
 runs through sudo -n; a state dir it creates then belongs to that user, whose watchdog needs
 watchdog/systemd/deploy-user.conf). Then, by hand, once per server:
-  1. the config: ssh user@host 'sudo -n sh -c "umask 077; cat > /etc/zero502/zero502.yaml"' < zero502.yaml
-     (for the watchdog; deploys send theirs over stdin; as root: scp it there);
+  1. the config: ssh user@host 'sudo -n sh -c "umask 022; cat > /etc/zero502/zero502.yaml"' < zero502.yaml
+     (for the watchdog and the daemons, whose units run as a user of their own and must read it:
+     keep tokens out of it, in /etc/zero502/lb.env or edge.env, mode 0600, which systemd reads;
+     deploys send their config over stdin; as root: scp it there);
   2. the watchdog: ssh user@host systemctl enable --now zero502-watchdog.timer (installed with
      --config; without it, copy watchdog/systemd/zero502-watchdog.{service,timer} there and set
      the timer's OnActiveSec= and OnUnitActiveSec= to watchdog.interval);
