@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,10 +52,15 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		path = DefaultPath
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && path == DefaultPath {
 			return nil, errNoDefaultConfig
+		}
+		if errors.Is(err, trust.ErrRefused) {
+			return nil, fmt.Errorf("config %s: %w: root reads only a config that is root's alone (it names the hooks a deploy runs, "+
+				"and the state dirs and runtime the watchdog heals from): make it and every directory above it root's, writable by "+
+				"no one else", path, err)
 		}
 		return nil, fmt.Errorf("config %s: %w (pass --config FILE; examples/ has two)", path, err)
 	}
@@ -66,6 +72,20 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// readFile reads the config file at path; as root only through trust.Open, so that a file
+// another user could change (or any directory above it) never chooses what root runs.
+func readFile(path string) ([]byte, error) {
+	if os.Geteuid() != 0 {
+		return os.ReadFile(path)
+	}
+	f, err := trust.Open(path, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // adminTokenEnv is the variable that sets balancer.admin_token over the file.
