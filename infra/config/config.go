@@ -693,7 +693,8 @@ type Host struct {
 	// LockPath is this host's lock ({uid}: UIDPlaceholder). Default: deploy.lock in its
 	// state_dir when it sets one, else watchdog.lock_path, else deploy.lock in watchdog.state_dir.
 	LockPath string `mapstructure:"lock_path"`
-	// Target is the host's ALB target id (instance id or IP) when it differs from Address.
+	// Target is the host's ALB target id when it differs from Address: an EC2 instance id or an
+	// IP address, without a port (the service's port is added). No two hosts may be one target.
 	Target string `mapstructure:"target"`
 }
 

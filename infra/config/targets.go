@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strings"
 )
 
@@ -131,4 +132,49 @@ func canonicalHost(h string) string {
 		return a.Unmap().String()
 	}
 	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// instanceIDRE is an EC2 instance id, as an ALB target of type instance names it.
+var instanceIDRE = regexp.MustCompile(`^i-([0-9a-f]{8}|[0-9a-f]{17})$`)
+
+// albTargets refuses, on an ALB, a hosts[].target that is no target id (an EC2 instance id or an
+// IP address, without a port: the service's port is added), and two hosts whose balanced service
+// would be one target of the group (hosts[].target, else hosts[].address, on the same port): a
+// drain of one host would take the other's target out, its own never watched, and a start-first
+// deploy would register its new instance under the other's name.
+func (c *Config) albTargets() []error {
+	if c.Balancer.Kind != BalancerALB {
+		return nil
+	}
+	var errs []error
+	balanced, hasBalanced := c.BalancedService()
+	owner := map[string]int{} // target id:port → the first host with it
+	for i, h := range c.Hosts {
+		id, key := h.Address, fmt.Sprintf("hosts[%d].address", i)
+		if h.Target != "" {
+			id, key = h.Target, fmt.Sprintf("hosts[%d].target", i)
+			if _, err := netip.ParseAddr(h.Target); err != nil && !instanceIDRE.MatchString(h.Target) {
+				errs = append(errs, &FieldError{Key: key, Value: h.Target, Rule: "must be the host's target id in the target " +
+					"group: an EC2 instance id (i-0a1b2c3d4e5f60001) or an IP address, without a port (the service's port is added)"})
+				continue
+			}
+		}
+		if id == "" || !hasBalanced {
+			continue
+		}
+		id = canonicalHost(id)
+		for _, p := range balanced.allPorts() {
+			at := fmt.Sprintf("%s:%d", id, p.port+h.PortOffset)
+			j, taken := owner[at]
+			if !taken {
+				owner[at] = i
+				continue
+			}
+			errs = append(errs, &FieldError{Key: key, Value: id, Rule: fmt.Sprintf("host %s and host %s (hosts[%d]) would be one target "+
+				"of the target group, %s (service %s's port %d): each host needs its own target (hosts[].target, else its address)",
+				h.Name, c.Hosts[j].Name, j, at, balanced.Name, p.port+h.PortOffset)})
+			break
+		}
+	}
+	return errs
 }

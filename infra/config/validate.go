@@ -472,6 +472,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.portClashes()...)
+	errs = append(errs, c.albTargets()...)
 	return errors.Join(errs...)
 }
 
