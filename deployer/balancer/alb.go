@@ -190,19 +190,12 @@ func (b *ALB) Drained(ctx context.Context, target string) (bool, error) {
 	return reason == alb.ReasonNotRegistered, nil
 }
 
-// Remove deregisters target if the target group still holds it; a target it does not hold
-// (never registered, or its deregistration over) is left alone without an error, and a target
-// already draining keeps draining.
+// Remove deregisters target, with no look first: ELBv2 leaves a target it does not hold (never
+// registered, or its deregistration over) and one already draining as they are, and its reads are
+// eventually consistent, so a target registered a moment ago may still read "not registered"
+// and would be left in the group for good (a start-first instance that died at once).
 func (b *ALB) Remove(ctx context.Context, target string) error {
-	id := b.targetID(target)
-	state, reason, err := b.bal.TargetHealth(ctx, id)
-	if err != nil {
-		return err
-	}
-	if reason == alb.ReasonNotRegistered || state == alb.StateDraining {
-		return nil
-	}
-	return b.bal.Deregister(ctx, id)
+	return b.bal.Deregister(ctx, b.targetID(target))
 }
 
 var (
