@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,7 +39,8 @@ func newAgentCmd() *cobra.Command {
 to every address of --name's A set), dial the choice first, then the rest of the ranking, or the
 name through the system resolver when there is nothing to choose, and hold one TLS session. Each
 line read from stdin, and a "tick N" every --every, is a message with its own id; it waits in a
-bounded outbox (--outbox) until the server acknowledges it and is replayed after a reconnect.
+bounded outbox (--outbox) until the server acknowledges it and is replayed after a reconnect. A
+line whose frame would be over 1 MiB is dropped with a warning, and the next lines are read on.
 
 The failback watcher runs beside the session (a fully jittered --interval, a streak of two, 20 ms
 and 25 %). A switch ends the session cleanly and the next dial goes to the new edge at once; a
@@ -103,20 +107,15 @@ Exit status: 0 after SIGTERM or Ctrl-C, 2 bad flags.`,
 }
 
 // agentFeed turns stdin lines and ticks into messages.
-func agentFeed(ctx context.Context, a *agent.Agent, in interface{ Read([]byte) (int, error) }, every time.Duration, log *slog.Logger) {
+func agentFeed(ctx context.Context, a *agent.Agent, in io.Reader, every time.Duration, log *slog.Logger) {
 	send := func(body string) {
 		if id, err := a.Send(body); err != nil {
 			log.Warn("agent: message dropped", "body", body, "err", err)
 		} else {
-			log.Debug("agent: message queued", "id", id)
+			log.Debug("agent: message queued", "id", id, "bytes", len(body))
 		}
 	}
-	go func() {
-		sc := bufio.NewScanner(in)
-		for sc.Scan() && ctx.Err() == nil {
-			send(sc.Text())
-		}
-	}()
+	go agentLines(ctx, in, send, log)
 	if every <= 0 {
 		return
 	}
@@ -128,6 +127,46 @@ func agentFeed(ctx context.Context, a *agent.Agent, in interface{ Read([]byte) (
 			return
 		case <-t.C:
 			send(fmt.Sprintf("tick %d", n))
+		}
+	}
+}
+
+// agentLines sends every line of in (without its line ending) until in ends or ctx does. A line
+// over agent.MaxFrame bytes could never be a message: it is dropped with a warning, without
+// being held whole, and the lines after it are read on (a bufio.Scanner stops for good at
+// its first line over 64 KiB).
+func agentLines(ctx context.Context, in io.Reader, send func(string), log *slog.Logger) {
+	br := bufio.NewReader(in)
+	var (
+		line []byte // the line read so far, while it is within the limit
+		size int    // the line's length so far
+	)
+	for ctx.Err() == nil {
+		chunk, err := br.ReadSlice('\n')
+		ended := err == nil // chunk ends with the newline
+		if ended {
+			chunk = chunk[:len(chunk)-1]
+		}
+		size += len(chunk)
+		if size <= agent.MaxFrame {
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue // the line goes on past the reader's buffer
+		}
+		switch {
+		case size > agent.MaxFrame:
+			log.Warn("agent: stdin line dropped: longer than a message can be; split it into smaller lines",
+				"bytes", size, "limit_bytes", agent.MaxFrame)
+		case ended || size > 0: // the last line may end without a newline
+			send(string(bytes.TrimSuffix(line, []byte("\r"))))
+		}
+		line, size = line[:0], 0
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				log.Warn("agent: reading stdin failed; no more lines are sent", "err", err)
+			}
+			return
 		}
 	}
 }
@@ -149,7 +188,8 @@ header from --trusted edges is read and logged; one from any other peer, or from
 --trusted is not given, closes the connection), apply every
 message whose id is new to the dedup store (a log line) and acknowledge every message, saying
 whether it was a duplicate: a replay after a reconnect is harmless. Agents must present a client
-certificate chained to --client-ca; --no-client-cert accepts any, and only on a loopback --listen (labs). One log line per session with
+certificate chained to --client-ca; --no-client-cert accepts any, and only on a loopback --listen
+and without --trusted: an edge on this host would relay clients from anywhere (labs). One log line per session with
 the agent's claimed and measured address and its counts; the totals on exit.
 Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 		Example: `  zero502 agent-server --listen 127.0.0.1:9443 --cert origin.pem --key origin-key.pem --no-client-cert
@@ -165,6 +205,10 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 					"without it anyone who reaches --listen could send messages that are applied (pass --no-client-cert to accept any client, labs only)"))
 			case clientCA != "" && anyClient:
 				return exitCode(2, fmt.Errorf("agent-server: --client-ca %s and --no-client-cert: give one of them", clientCA))
+			case anyClient && len(trusted) > 0:
+				return exitCode(2, fmt.Errorf("agent-server: --no-client-cert with --trusted %s: an edge relays clients from anywhere, "+
+					"so through an edge on this host a client on the internet arrives from loopback and could send messages that are applied; "+
+					"give --client-ca FILE with --trusted, or drop --trusted (labs: agents connect to --listen directly)", strings.Join(trusted, ",")))
 			case anyClient && !adminapi.Loopback(listen):
 				return exitCode(2, fmt.Errorf("agent-server: --no-client-cert with --listen %s: not on loopback, so anyone who reaches it "+
 					"could send messages that are applied; --no-client-cert is for labs on loopback only (e.g. --listen 127.0.0.1:9443): "+
@@ -208,7 +252,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags.`,
 	fl.StringVar(&certFile, "cert", "", "PEM certificate of the origin (required)")
 	fl.StringVar(&keyFile, "key", "", "PEM key of --cert (required)")
 	fl.StringVar(&clientCA, "client-ca", "", "PEM CA that agents' client certificates must chain to (required unless --no-client-cert)")
-	fl.BoolVar(&anyClient, "no-client-cert", false, "accept agents without a client certificate (labs: only with a loopback --listen)")
+	fl.BoolVar(&anyClient, "no-client-cert", false, "accept agents without a client certificate (labs: only with a loopback --listen and no --trusted)")
 	fl.StringSliceVar(&trusted, "trusted", nil, "edges allowed to send a PROXY header (IPs or CIDRs); default none: a header closes the connection")
 	fl.IntVar(&dedup, "dedup", agent.DefaultDedup, "message ids remembered for deduplication")
 	logs = addLogFlags(cmd, false)

@@ -64,7 +64,8 @@ type Event struct {
 }
 
 // Send queues body and returns its id; it is sent now if a session is up, else after the
-// reconnect. errOutboxFull when the outbox is at its limit.
+// reconnect. errOutboxFull when the outbox is at its limit; errTooLarge, and nothing queued,
+// when the body's frame would be over MaxFrame.
 func (a *Agent) Send(body string) (string, error) { return a.Outbox.Send(body) }
 
 // Pending is how many messages wait for the server's acknowledgement.
@@ -135,6 +136,11 @@ func (a *Agent) session(ctx context.Context, d dialed, choice edgepick.Choice) (
 	defer d.conn.Close()
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// A write has no deadline and blocks once the origin stops reading and the socket buffers
+	// fill: closing the connection when the session's context ends (Run's context, or a
+	// planned switch) is what unblocks it, so a SIGTERM or a switch is never stuck behind it.
+	stopClosing := context.AfterFunc(sctx, func() { d.conn.Close() })
+	defer stopClosing()
 	ob := a.Outbox
 	log := a.logger()
 
@@ -172,22 +178,30 @@ func (a *Agent) session(ctx context.Context, d dialed, choice edgepick.Choice) (
 		}
 	}()
 
+	// ended is how the session ended after err broke its connection: when the session's
+	// context ended first, the connection was closed on purpose and the context says why.
+	ended := func(err error) (*edgepick.SwitchReason, error) {
+		if sctx.Err() == nil {
+			return nil, err
+		}
+		if errors.Is(context.Cause(sctx), errSwitch) {
+			r := <-switched
+			return &r, nil
+		}
+		return nil, ctx.Err()
+	}
 	frames := replay
 	for {
 		for _, f := range frames {
 			if err := writeFrame(d.conn, f); err != nil {
-				return nil, fmt.Errorf("session through %s: write message %s: %w", d.edge, f.ID, err)
+				return ended(fmt.Errorf("session through %s: write message %s: %w", d.edge, f.ID, err))
 			}
 		}
 		select {
 		case <-sctx.Done():
-			if errors.Is(context.Cause(sctx), errSwitch) {
-				r := <-switched
-				return &r, nil
-			}
-			return nil, ctx.Err()
+			return ended(nil)
 		case err := <-readErr:
-			return nil, err
+			return ended(err)
 		case <-ob.changed:
 			frames, sent = ob.after(sent)
 		}

@@ -2,11 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,5 +228,112 @@ func TestTheOutboxIsBounded(t *testing.T) {
 	}
 	if _, err := o.Send("c"); err != nil {
 		t.Fatalf("after an ack there is room: %v", err)
+	}
+}
+
+// An origin that finished the handshake and then stopped reading blocks the agent's writes once
+// the socket buffers fill. Cancelling Run's context (SIGTERM) still ends Run promptly: the
+// session's connection is closed under the blocked write.
+func TestAnAgentStopsWhenCancelledWhileItsOriginStopsReading(t *testing.T) {
+	serverConf, client := newPKI(t)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", serverConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		held []net.Conn // handshaken, never read again
+	)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+
+	ev := &events{}
+	a := newAgent(t, client, []netip.AddrPort{netip.MustParseAddrPort(ln.Addr().String())}, "", ev)
+	a.Picker.Probe = nil
+	// 32 MiB queued before Run: the session replays all of it before it looks at its context,
+	// and loopback's socket buffers hold a few MiB, so the replay blocks in a write.
+	body := strings.Repeat("x", 512<<10)
+	for range 64 {
+		if _, err := a.Send(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close() // unblocks a writer the cancel did not
+		}
+		mu.Unlock()
+		<-done
+	})
+	poll.Until(t, 20*time.Second, "the session", func() bool { _, ok := ev.last(Connected); return ok })
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Agent.Run did not return 5s after its context was cancelled: a write blocked on an origin that stopped reading")
+	}
+	if e, ok := ev.last(Failed); ok {
+		t.Errorf("a stop by cancel was recorded as a failure (%v); want the session ended quietly", e.Err)
+	}
+}
+
+// A body whose frame would be over MaxFrame, in bytes or once JSON-escaped, is refused by Send,
+// naming its size and the limit, and never queued: the messages sent after it are delivered,
+// the largest body that fits among them.
+func TestABodyOverTheFrameLimitIsRefusedAndTheMessagesAfterItAreDelivered(t *testing.T) {
+	serverConf, client := newPKI(t)
+	_, origin, applied := startServer(t, serverConf)
+	ev := &events{}
+	a := newAgent(t, client, []netip.AddrPort{netip.MustParseAddrPort(origin)}, "", ev)
+	a.Picker.Probe = nil
+
+	for _, tc := range []struct{ name, body string }{
+		{"a body over the limit", strings.Repeat("x", MaxFrame+1)},
+		// 174 763 bytes, each escaped to the 6 bytes of \u0001: over the limit as a frame.
+		{"a body of control characters under the limit", strings.Repeat("\x01", MaxFrame/6+1)},
+	} {
+		id, err := a.Send(tc.body)
+		if !errors.Is(err, errTooLarge) {
+			t.Fatalf("%s: id %q, err %v; want it refused as too large", tc.name, id, err)
+		}
+		for _, want := range []string{fmt.Sprintf("body of %d bytes", len(tc.body)), fmt.Sprintf("%d-byte frame limit", MaxFrame)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want it to say %q", tc.name, err, want)
+			}
+		}
+		if n := a.Pending(); n != 0 {
+			t.Fatalf("%s: %d messages pending after the refusal; want none queued", tc.name, n)
+		}
+	}
+	ids := []string{}
+	for _, body := range []string{"small", strings.Repeat("x", MaxFrame-len(`{"kind":"msg","id":"`+rand.Text()+`","body":""}`))} {
+		id, err := a.Send(body)
+		if err != nil {
+			t.Fatalf("a body of %d bytes: %v; want it queued", len(body), err)
+		}
+		ids = append(ids, id)
+	}
+	runAgent(t, a)
+	poll.Until(t, 20*time.Second, "the messages after the refused ones acknowledged", func() bool { return a.Pending() == 0 })
+	assertExactlyOnce(t, applied(), ids)
+	if e, ok := ev.last(Failed); ok {
+		t.Errorf("a session failed (%v); want one session that carried every message", e.Err)
 	}
 }

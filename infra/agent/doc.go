@@ -12,7 +12,8 @@
 //     state file and waits an exponential backoff with full jitter and a cap before the next
 //     dial. The ladder restarts once a session is established.
 //   - Messages sent while disconnected wait in a bounded Outbox and are replayed after the
-//     reconnect; a message leaves the outbox only when the server acknowledged it. Each carries
+//     reconnect; a message leaves the outbox only when the server acknowledged it, and one
+//     whose frame would be over MaxFrame never enters it (Send refuses it). Each carries
 //     an id, so the receiver's dedupStore makes a replay harmless (at least once on the wire,
 //     at most once applied).
 //

@@ -7,9 +7,10 @@ import (
 	"io"
 )
 
-// maxFrame bounds one frame's JSON document; a larger frame is a protocol error that ends the
-// session.
-const maxFrame = 1 << 20
+// MaxFrame bounds one frame's JSON document; a larger frame is a protocol error that ends the
+// session. It bounds a message's body too: Outbox.Send refuses a body whose frame would be
+// larger, JSON escaping included, rather than queue a message no session can carry.
+const MaxFrame = 1 << 20
 
 // Frame is what travels on the session, either way: a Message from the agent (Kind "msg") or
 // the server's acknowledgement of one (Kind "ack").
@@ -35,8 +36,8 @@ func writeFrame(w io.Writer, f Frame) error {
 	if err != nil {
 		return fmt.Errorf("encode %s frame %s: %w", f.Kind, f.ID, err)
 	}
-	if len(data) > maxFrame {
-		return fmt.Errorf("%s frame %s is %d bytes, more than the %d-byte limit; send a smaller body", f.Kind, f.ID, len(data), maxFrame)
+	if len(data) > MaxFrame {
+		return fmt.Errorf("%s frame %s is %d bytes, more than the %d-byte limit; send a smaller body", f.Kind, f.ID, len(data), MaxFrame)
 	}
 	buf := make([]byte, 4+len(data))
 	binary.BigEndian.PutUint32(buf, uint32(len(data)))
@@ -52,8 +53,8 @@ func readFrame(r io.Reader) (Frame, error) {
 		return Frame{}, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return Frame{}, fmt.Errorf("frame of %d bytes announced, more than the %d-byte limit: not a zero502 agent peer?", n, maxFrame)
+	if n > MaxFrame {
+		return Frame{}, fmt.Errorf("frame of %d bytes announced, more than the %d-byte limit: not a zero502 agent peer?", n, MaxFrame)
 	}
 	data := make([]byte, n)
 	if _, err := io.ReadFull(r, data); err != nil {

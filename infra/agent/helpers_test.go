@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"net"
@@ -28,9 +29,21 @@ func TestMain(m *testing.M) { os.Exit(testmain.Run(m, testmain.Options{Binary: &
 
 const originName = "origin.example.test"
 
-// newPKI is a server config with a certificate for originName and the client config that
-// trusts its CA.
+// newPKI is a server config with a certificate for originName that requires a client
+// certificate of its CA (`agent-server --client-ca`, which trusted edges need), and the client
+// config that trusts the CA and presents one.
 func newPKI(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	ca := testpki.New(t, "zero502 agent test CA")
+	server, client = ca.Server(t, originName), ca.Client(originName)
+	server.ClientCAs, server.ClientAuth = ca.Pool(), tls.RequireAndVerifyClientCert
+	client.Certificates = []tls.Certificate{ca.Issue(t, x509.ExtKeyUsageClientAuth, "agent-1")}
+	return server, client
+}
+
+// newPKIWithoutClientCerts is newPKI for a server that accepts any client
+// (`agent-server --no-client-cert`).
+func newPKIWithoutClientCerts(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
 	ca := testpki.New(t, "zero502 agent test CA")
 	return ca.Server(t, originName), ca.Client(originName)

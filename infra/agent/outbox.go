@@ -2,6 +2,7 @@ package agent
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +13,9 @@ const DefaultOutbox = 1024
 
 // errOutboxFull is Send's error when the outbox holds its limit of unacknowledged messages.
 var errOutboxFull = errors.New("outbox full")
+
+// errTooLarge is Send's error when a body's frame would be over MaxFrame.
+var errTooLarge = errors.New("message too large")
 
 // Outbox holds every message sent and not yet acknowledged, in send order: while disconnected
 // they wait; after a reconnect they are replayed. It is bounded: Send fails with errOutboxFull
@@ -38,8 +42,22 @@ func NewOutbox(limit int) *Outbox {
 	return &Outbox{limit: limit, changed: make(chan struct{}, 1)}
 }
 
-// Send queues body as a new message with a fresh id and returns the id.
+// Send queues body as a new message with a fresh id and returns the id. A body whose frame
+// would be over MaxFrame is refused (errTooLarge), not queued: no session could write it, so
+// it would fail every session, be replayed first after every reconnect and hold back every
+// message behind it.
 func (o *Outbox) Send(body string) (string, error) {
+	msg := Frame{Kind: kindMsg, ID: rand.Text(), Body: body}
+	// The frame is measured as it goes on the wire: JSON escaping can make a body under the
+	// limit a frame over it (a control character takes 6 bytes).
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return "", fmt.Errorf("message not queued: encode its body of %d bytes: %w", len(body), err)
+	}
+	if len(data) > MaxFrame {
+		return "", fmt.Errorf("message not queued: %w: its body of %d bytes is a frame of %d bytes (JSON-escaped), "+
+			"more than the %d-byte frame limit; split it into smaller messages", errTooLarge, len(body), len(data), MaxFrame)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.entries) >= o.limit {
@@ -48,10 +66,9 @@ func (o *Outbox) Send(body string) (string, error) {
 			errOutboxFull, len(o.entries), o.limit)
 	}
 	o.seq++
-	id := rand.Text()
-	o.entries = append(o.entries, entry{seq: o.seq, msg: Frame{Kind: kindMsg, ID: id, Body: body}})
+	o.entries = append(o.entries, entry{seq: o.seq, msg: msg})
 	o.notify()
-	return id, nil
+	return msg.ID, nil
 }
 
 // Ack removes the message id (an acknowledged message is delivered); false when it was not

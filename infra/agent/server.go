@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/origin"
 )
 
@@ -29,7 +30,7 @@ func (s *Server) handshakeTimeout() time.Duration {
 // it once (Apply, when its id is new to the dedupStore) and acknowledges it either way, saying
 // whether it was a duplicate. It accepts connections from edges (the PROXY headers of Trusted
 // edges are read and logged by an origin.Listener) or directly. Without a verified client
-// certificate (TLS.ClientAuth) it serves on loopback only.
+// certificate (TLS.ClientAuth) it serves on loopback only, and with no Trusted edges.
 type Server struct {
 	// Listener is where agents (through the edges) connect; it is wrapped in an
 	// origin.Listener and TLS, and closed when Serve returns.
@@ -74,7 +75,9 @@ func (s *Server) Counts() Counts {
 	return s.counts
 }
 
-// Serve accepts sessions until ctx ends, then closes the listener and every open session.
+// Serve accepts sessions until ctx ends, then closes the listener and every open session, and
+// returns nil. A failed accept is retried after a pause (backoff.AcceptPause); the listener
+// closed underneath it ends Serve with an error, having closed every open session too.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.Listener == nil || s.TLS == nil || s.Dedup == nil {
 		return errors.New("agent server: Listener, TLS and Dedup are required")
@@ -83,24 +86,48 @@ func (s *Server) Serve(ctx context.Context) error {
 		return fmt.Errorf("agent server: listening on %s, not loopback, without requiring a verified client certificate: "+
 			"anyone who reaches it could send messages that are applied; give a client CA (--client-ca), or listen on loopback (labs)", addr)
 	}
+	if s.TLS.ClientAuth != tls.RequireAndVerifyClientCert && len(s.Trusted) > 0 {
+		// An edge relays anyone: through an edge on this host, a client on the internet arrives
+		// from loopback, so loopback is no longer the lab it stands for.
+		return fmt.Errorf("agent server: trusted edges %v without requiring a verified client certificate: "+
+			"an edge relays clients from anywhere, so anyone who reaches an edge could send messages that are applied; "+
+			"give a client CA (--client-ca), or no trusted edges (labs)", s.Trusted)
+	}
 	log := s.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	ln := tls.NewListener(&origin.Listener{Listener: s.Listener, Logger: log, Trusted: s.Trusted}, s.TLS)
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	go func() { <-ctx.Done(); ln.Close() }()
 	var wg sync.WaitGroup
+	// Deferred calls run last first: cancel must come before the wait, as it is what closes the
+	// open sessions; the other way round, a return with a session open waits for it forever.
 	defer wg.Wait()
+	defer cancel()
+	var pause backoff.AcceptPause
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("agent server: accept on %s: %w", s.Listener.Addr(), err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("agent server: accept on %s: the listener was closed while serving, not by a stop; "+
+					"the server stopped with it: start it again: %w", s.Listener.Addr(), err)
+			}
+			// Anything else leaves the listener open (out of file descriptors, a connection
+			// aborted before it was accepted): wait and accept again. A stop ends the wait.
+			wait := pause.Next()
+			log.Warn("agent server: accept failed; retrying", "listen", s.Listener.Addr().String(), "err", err, "pause", wait.String())
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			continue
 		}
+		pause.Reset()
 		wg.Go(func() {
 			stop := context.AfterFunc(ctx, func() { c.Close() })
 			defer stop()

@@ -6,8 +6,12 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 // proxiedSession dials addr, sends a PROXY v1 header claiming 192.0.2.7, then the TLS session,
@@ -73,7 +77,7 @@ func (l addrListener) Addr() net.Addr { return l.addr }
 // Without a verified client certificate a Server serves on loopback only: on any other address
 // Serve refuses, naming the address and what to give.
 func TestAServerWithoutClientCertsServesOnLoopbackOnly(t *testing.T) {
-	server, _ := newPKI(t)
+	server, _ := newPKIWithoutClientCerts(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -98,5 +102,112 @@ func TestAServerWithoutClientCertsServesOnLoopbackOnly(t *testing.T) {
 	defer cancel()
 	if err := s.Serve(ctx); err != nil {
 		t.Fatalf("client certificates required on 10.0.0.5:9443: %v; want served until the context ended", err)
+	}
+}
+
+// acceptFailing is a listener whose first fails Accepts fail as when the process is out of file
+// descriptors, with the listener still open.
+type acceptFailing struct {
+	net.Listener
+	fails atomic.Int64
+}
+
+func (l *acceptFailing) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// An accept that fails with the listener still open (out of file descriptors) is retried after a
+// pause: the agent that connects next is served.
+func TestAServerRetriesAFailedAcceptAndServesTheNextAgent(t *testing.T) {
+	server, client := newPKI(t)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &acceptFailing{Listener: inner}
+	ln.fails.Store(3)
+	s := &Server{Listener: ln, TLS: server, Dedup: NewDedupStore(0), Logger: testLogger(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+
+	poll.Until(t, 5*time.Second, "the three failing accepts", func() bool { return ln.fails.Load() < 0 })
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned after an EMFILE accept: %v; want it retried", err)
+	default:
+	}
+	if acks, err := sendIDs(t, inner.Addr().String(), client, "after-emfile"); err != nil || len(acks) != 1 {
+		t.Fatalf("an agent after three failed accepts: acks %v, %v; want its message acknowledged", acks, err)
+	}
+}
+
+// A listener closed underneath a Server (not by its context) ends Serve with an error, though a
+// session is open: the open sessions are closed too, not waited for.
+func TestServeReturnsWhenItsListenerIsClosedWithASessionOpen(t *testing.T) {
+	server, client := newPKI(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Listener: ln, TLS: server, Dedup: NewDedupStore(0), Logger: testLogger(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+
+	c, err := tls.Dial("tcp", ln.Addr().String(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := writeFrame(c, Frame{Kind: kindMsg, ID: "one", Body: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readFrame(c); err != nil {
+		t.Fatalf("the open session's message: %v; want an ack", err)
+	}
+
+	ln.Close()
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "listener was closed") {
+			t.Errorf("Serve returned %v; want an error naming the address and that the listener was closed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return 5s after its listener was closed with a session open")
+	}
+	if f, err := readFrame(c); err == nil {
+		t.Errorf("the open session read %+v after Serve returned; want it closed", f)
+	}
+}
+
+// Trusted edges relay clients from anywhere: through an edge on the same host a client on the
+// internet arrives from loopback. So a Server with trusted edges refuses to start without a
+// verified client certificate, even on loopback, naming the rule and the fix.
+func TestAServerWithTrustedEdgesRequiresAClientCertificateEvenOnLoopback(t *testing.T) {
+	anyClient, _ := newPKIWithoutClientCerts(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s := &Server{Listener: ln, TLS: anyClient, Dedup: NewDedupStore(0), Logger: testLogger(t),
+		Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = s.Serve(ctx)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("trusted edges without client certificates: Serve returned %v after %v; want it refused at once", err, ctx.Err())
+	}
+	for _, want := range []string{"trusted edges [127.0.0.0/8]", "client certificate", "--client-ca"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v; want it to say %q", err, want)
+		}
 	}
 }
