@@ -45,10 +45,12 @@ func TestEachHostCallsEveryHostOnceWithinTheBound(t *testing.T) {
 	}
 }
 
-// A deploy over ssh keeps one connection per host and one step session per host, opened at
-// preflight: mid-deploy its control master answers `ssh -O check`; at the end every master was told to exit, none is left running, and the
-// 0700 directory of their sockets is gone.
-func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) {
+// A deploy over ssh opens one step session per host, at preflight. The fleet lock's host, whose
+// sessions are several (the lock's hold, its step), shares one connection through a control
+// master that answers `ssh -O check` mid-deploy; every other host's one session is a plain
+// connection, with no master to start and end. At the end the master was told to exit, none is
+// left running, and the 0700 directory of its socket is gone.
+func TestDeployOverSSHSharesTheLockHostsConnectionAndLeavesNoMaster(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
 	f := newFleet(t, 2)
@@ -75,7 +77,7 @@ func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) 
 				return
 			}
 			for _, sock := range sockets {
-				c, err := ssh.Cmd("", cfg.Hosts[1].SSH, []string{"-o", "ControlPath=" + sock, "-O", "check"})
+				c, err := ssh.Cmd("", cfg.Hosts[0].SSH, []string{"-o", "ControlPath=" + sock, "-O", "check"})
 				if err != nil {
 					checkErr = err
 					return
@@ -96,10 +98,20 @@ func TestDeployOverSSHReusesOneConnectionPerHostAndLeavesNoMaster(t *testing.T) 
 	}
 	data, _ := os.ReadFile(calls)
 	log := string(data)
-	// The sessions: the fleet lock's hold, and one step per host opened at preflight (its look
-	// first, then its turn), none of them a connection of its own, and no look of its own.
-	if n, sessions := strings.Count(log, "ControlMaster=auto"), strings.Count(log, "zero502 host "); n != sessions || n != 3 {
-		t.Errorf("%d sessions asked for the shared connection of %d; want the 3 (the lock, a step per host):\n%s", n, sessions, log)
+	// The sessions: the fleet lock's hold on host-a (rollout.lock_host, the first host), and one
+	// step per host opened at preflight (its look first, then its turn), and no look of its own;
+	// host-a's two over its shared connection, host-b's one a connection of its own.
+	if sessions := strings.Count(log, "zero502 host "); sessions != 3 {
+		t.Errorf("%d sessions; want the 3 (the lock, a step per host):\n%s", sessions, log)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
+		if !strings.Contains(l, "zero502 host ") {
+			continue
+		}
+		onA := strings.Contains(l, "--host host-a") || strings.Contains(l, "host fleet-lock")
+		if shared := strings.Contains(l, "ControlMaster=auto"); shared != onA {
+			t.Errorf("session %q: over the shared connection %v, want %v (only the lock host's sessions share one)", l, shared, onA)
+		}
 	}
 	for _, h := range []string{"host-a", "host-b"} {
 		if n := strings.Count(log, "host step --config - --host "+h+" --version v1 --lock-timeout 10m0s --look-first"); n != 1 {

@@ -45,19 +45,32 @@ func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, 
 }
 
 // session is the ssh session that runs `zero502 ARGS…` on host h with input on its stdin (over
-// the deploy's shared connection to h when it has one), renewing the fleet lock's lease on the
-// session that holds it.
+// the deploy's shared connection to h when it has one: muxFor), renewing the fleet lock's lease
+// on the session that holds it.
 func (d *Deployer) session(h config.Host, args []string, line func([]byte), input []byte) ssh.Session {
 	budget := d.rollbackBudget(len(d.cfg.Services))
 	if len(args) > 1 && args[0] == "host" && args[1] == "look" {
 		budget = lookEndBudget // a look changes nothing: it has nothing to roll back once told to end
 	}
-	return ssh.Session{Host: h.Name, Target: h.SSH, SSH: d.opts.SSH, Binary: d.opts.RemoteBinary, Mux: d.mux, Args: args,
+	return ssh.Session{Host: h.Name, Target: h.SSH, SSH: d.opts.SSH, Binary: d.opts.RemoteBinary, Mux: d.muxFor(h), Args: args,
 		Input: input, Budget: budget, Line: line,
 		Feed: func(ctx context.Context, done <-chan struct{}, stdin io.Writer) error {
 			d.renewLease(ctx, done, stdin, args)
 			return nil
 		}}
+}
+
+// muxFor is the deploy's shared connections when h is the fleet lock's host, whose sessions are
+// several (the lock's hold, its step, the pause record), else nil: every other host has one
+// session for the whole deploy (its step, opened at preflight), and a control master for it would
+// only add its start and its `ssh -O exit` (half again a login's CPU, at 50 hosts on 2 cores).
+// A later session to such a host (a step reopened at its turn, a rollback after the canary's
+// verdict, the read-back's look of a host not vouched for) logs in anew.
+func (d *Deployer) muxFor(h config.Host) *ssh.Mux {
+	if lh, ok := d.cfg.FleetLockHost(); ok && lh.Name == h.Name {
+		return d.mux
+	}
+	return nil
 }
 
 // renewLease sends the fleet lock's lease renewals on the session of `zero502 host fleet-lock`

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
-	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
@@ -94,8 +93,8 @@ func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
-	d.mux = ssh.NewMux(d.opts.SSH)
-	defer d.mux.Close()
+	// One look per host: no control master (its start and `ssh -O exit` would cost half again a
+	// login), each host's look is a connection of its own.
 	out := &FleetStatus{Balancer: d.bal.Name(), Hosts: make([]HostStatus, len(cfg.Hosts))}
 	d.eachHost(hostIndexes(len(cfg.Hosts)), func(i int) { out.Hosts[i] = d.hostStatus(ctx, cfg.Hosts[i]) })
 	labelSecrets(out)
