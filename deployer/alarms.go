@@ -53,6 +53,10 @@ func (d *Deployer) alarmsQuiet(ctx context.Context) error {
 // watchAlarms fails the batch's verdict when one of rollout.alarms is in ALARM: looked at every
 // few seconds for window (when the analysis did not already watch the batch for it), and once at
 // its end. It is the verdict behind a balancer that publishes no per-target outcomes (an ALB).
+// A read that fails (throttled, CloudWatch unreachable) is tried again alarmPoll later; readTries
+// in a row fail the verdict too: a gate that cannot look never passes a batch, and the failed
+// verdict rolls it back as rollout.on_failure says, as CodeDeploy does when it cannot read its
+// alarms and Argo Rollouts once its analysis's consecutiveErrorLimit is reached.
 func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *report.Report, b batch, window time.Duration, waited bool) error {
 	if d.alarms == nil || d.opts.Naive {
 		return nil
@@ -72,23 +76,41 @@ func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *report.
 		d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("watching %s for %s: CloudWatch alarms %s must not fire (rollout.alarms)",
 			strings.Join(hosts, ", "), window, strings.Join(d.cfg.Rollout.Alarms, ", "))})
 	}
+	fail := func(reason string) error {
+		v := Verdict{Reason: "rollout.alarms: " + reason}
+		for i := b.first; i < b.end; i++ {
+			rep.Hosts[i].Verdict = v.Reason
+		}
+		d.emit(Event{Step: stepFailed, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
+		return &VerdictError{Hosts: hosts, Verdict: v}
+	}
+	failed := 0 // reads in a row that failed
 	for {
 		firing, err := d.alarms.Firing(ctx, d.cfg.Rollout.Alarms)
 		var missing *alarms.MissingError
-		if err != nil && !errors.As(err, &missing) {
+		switch {
+		case err != nil && errors.As(err, &missing):
+		case err != nil && ctx.Err() != nil: // called off: no verdict, as for any look called off
 			return fmt.Errorf("watch rollout.alarms for %s: %w", strings.Join(hosts, ", "), err)
+		case err != nil:
+			if failed++; failed >= readTries {
+				return fail(fmt.Sprintf("the alarm gate could not look: %d reads in a row failed, the last: %v; "+
+					"a gate that cannot look never passes a batch: fix what the error names, then deploy again", failed, err))
+			}
+			d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("warning: %v; looking at rollout.alarms again in %s "+
+				"(%d of %d reads in a row failed: %d fail the verdict)", err, alarmPoll, failed, readTries, readTries)})
+			if err := d.sleep(ctx, alarmPoll); err != nil {
+				return fmt.Errorf("watch rollout.alarms for %s: %w", strings.Join(hosts, ", "), err)
+			}
+			continue
 		}
+		failed = 0
 		if len(firing) > 0 || missing != nil {
 			reason := describeAlarms(firing)
 			if missing != nil {
 				reason = strings.TrimPrefix(strings.Join([]string{reason, missing.Error()}, "; "), "; ")
 			}
-			v := Verdict{Reason: "rollout.alarms: " + reason}
-			for i := b.first; i < b.end; i++ {
-				rep.Hosts[i].Verdict = v.Reason
-			}
-			d.emit(Event{Step: stepFailed, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
-			return &VerdictError{Hosts: hosts, Verdict: v}
+			return fail(reason)
 		}
 		left := end.Sub(d.clock.Now())
 		if left <= 0 {
@@ -98,6 +120,20 @@ func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *report.
 			return fmt.Errorf("watch rollout.alarms for %s: %w", strings.Join(hosts, ", "), err)
 		}
 	}
+}
+
+// alarmsBefore looks at rollout.alarms once more before batch next rolls, prev the batch before
+// it: an alarm that fired since prev was judged (during a pause after the canary, which may last
+// hours, or between two batches) fails prev's verdict as it would have within its window, and
+// next is never touched. A deploy into a firing alarm could never tell its own harm; preflight
+// refuses one (alarmsQuiet), and a promote is no exception.
+func (d *Deployer) alarmsBefore(ctx context.Context, version string, rep *report.Report, prev, next batch) error {
+	if d.alarms == nil || d.opts.Naive || !deployedIn(rep, prev) {
+		return nil
+	}
+	d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("before %s rolls: CloudWatch alarms %s must not fire (rollout.alarms), "+
+		"else %s goes back", hostNames(d.cfg.Hosts[next.first:next.end]), strings.Join(d.cfg.Rollout.Alarms, ", "), hostNames(d.cfg.Hosts[prev.first:prev.end]))})
+	return d.watchAlarms(ctx, version, rep, prev, 0, true)
 }
 
 // alarmPoll is how often the alarms are looked at while a batch is watched (CloudWatch

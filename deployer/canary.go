@@ -57,14 +57,49 @@ func (d *Deployer) drainsEarly(h config.Host) bool {
 }
 
 // canaryHosts is how many hosts form the canary: rollout.canary.hosts, capped at the fleet, or
-// 0 when the deploy cannot judge one.
+// 0 when the deploy cannot judge one (noCanary says why).
 func (d *Deployer) canaryHosts() int {
-	_, outcomes := d.bal.(balancer.OutcomeViewer)
-	judged := outcomes || len(d.cfg.Rollout.Alarms) > 0 // by what users got, or by alarms
-	if !d.cfg.Rollout.Analysis.Enabled || !judged || d.opts.Naive || !d.view {
+	if d.noCanary() != "" {
 		return 0
 	}
 	return min(d.cfg.Rollout.Canary.Hosts, len(d.cfg.Hosts))
+}
+
+// noCanary says why the deploy has no canary, and what would give it one; "" when it has one.
+// A canary is judged by what users got (a balancer that publishes per-target outcomes) or by
+// rollout.alarms, with the analysis on, behind a balancer the deployer sees, not naive.
+func (d *Deployer) noCanary() string {
+	_, outcomes := d.bal.(balancer.OutcomeViewer)
+	switch {
+	case d.opts.Naive:
+		return "--naive judges nothing: deploy without it"
+	case !d.view:
+		return "balancer.kind none gives the deployer no view of the targets, so nothing judges a canary: " +
+			"use balancer.kind inhouse, or alb with rollout.alarms"
+	case !d.cfg.Rollout.Analysis.Enabled:
+		return "rollout.analysis.enabled is false: set it to true"
+	case d.cfg.Rollout.Canary.Hosts <= 0:
+		return "rollout.canary.hosts is 0: set it to 1 or more"
+	case !outcomes && len(d.cfg.Rollout.Alarms) == 0:
+		return d.bal.Name() + " publishes no per-target outcomes and rollout.alarms is empty, so nothing judges a canary: " +
+			"list in rollout.alarms the CloudWatch alarms that judge it"
+	}
+	return ""
+}
+
+// checkCanaryPause refuses, before anything changes, a deploy asked to pause after its canary
+// (Options.PauseAfterCanary) when it has no canary: it would roll every host without a pause,
+// the one thing the flag was given to prevent.
+func (d *Deployer) checkCanaryPause() []string {
+	if !d.opts.PauseAfterCanary {
+		return nil
+	}
+	why := d.noCanary()
+	if why == "" {
+		return nil
+	}
+	return []string{"--pause-after-canary: this deploy has no canary to pause after (" + why + "); " +
+		"without one every host would roll with no pause: give it a canary, or deploy without --pause-after-canary"}
 }
 
 // judgeBatch runs the analysis of a batch just deployed: the canary for rollout.canary.duration,

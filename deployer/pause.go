@@ -318,9 +318,11 @@ func (d *Deployer) remotePause(ctx context.Context, h config.Host, op string, p 
 	return *got, nil
 }
 
-// remotePauseTries is how many reads of the pause record in a row may fail over ssh before the
-// paused deploy stops waiting: one ssh hiccup does not end a pause.
-const remotePauseTries = 3
+// readTries is how many reads in a row may fail before the deploy stops relying on them: of the
+// pause record over ssh (the paused deploy stops waiting), of rollout.alarms (watchAlarms: the
+// gate could not look, a failed verdict). One hiccup, an ssh session or a throttled
+// DescribeAlarms, ends neither a pause nor a batch.
+const readTries = 3
 
 // pauseAfterCanary records the pause and waits, holding the fleet lock, until promote or abort
 // decides (nil: go on) or ctx ends (the record stays for a later promote or abort, which then
@@ -365,7 +367,7 @@ func (d *Deployer) pauseAfterCanary(ctx context.Context, version string, rep *re
 			if lost := d.fleetLost(); lost != nil {
 				return "", fmt.Errorf("paused after the canary: %w", lost)
 			}
-			if failed++; failed >= remotePauseTries {
+			if failed++; failed >= readTries {
 				return "", fmt.Errorf("paused after the canary, stopped waiting: %d reads of the pause record in a row failed, the last: %w; "+
 					"the fleet serves %s on %s and the record stays: zero502 deploy promote or zero502 deploy abort decides later",
 					failed, err, version, strings.Join(p.Canary, ", "))

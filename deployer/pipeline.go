@@ -19,10 +19,12 @@ import (
 // deploy"): Deploy sets up the report and ends with the read-back, the hooks and the fleet
 // lock's release; deploy refuses a bad version, builds the balancer and the runtimes (setup),
 // resolves the secrets, takes the fleet lock (fleetlock.go), runs preflight (preflight.go), then
-// goes batch by batch: the lock still held, the hosts done re-verified (reverify.go) and I8 on
-// the live fleet, the canary's weight (canary.go), each host's step in parallel (deployHost),
-// the batch judged by what users got (canary.go, analysis.go) and rolled back on a failed
-// verdict (fleet_rollback.go), the pause after the canary (pause.go); and a last re-verify.
+// goes batch by batch: the lock still held, rollout.alarms looked at again (alarms.go: one that
+// fires rolls the batches done back, a promote included), the hosts done re-verified
+// (reverify.go) and I8 on the live fleet, the canary's weight (canary.go), each host's step in
+// parallel (deployHost), the batch judged by what users got (canary.go, analysis.go) and rolled
+// back on a failed verdict (fleet_rollback.go), the pause after the canary (pause.go); and a
+// last re-verify.
 // deployHost is one host's step: host lock, plan (host.go), image pull, publish, converge
 // through the drain (host.go, handshake.go, balancer_drain.go), wait healthy and bake
 // (health.go, stable.go), verify, the post-traffic hook, or the rollback (host.go). A host over
@@ -107,6 +109,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			d.previous[h.Name] = views[i].previous
 		}
 	}
+	var prev batch // the batch before b
 	for _, b := range d.batches() {
 		start, end := b.first, b.end
 		if err := ctx.Err(); err != nil { // cancelled: the hosts done stay as verified; none is judged by a look that was called off
@@ -116,6 +119,14 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
 		}
 		if start > 0 && !d.opts.Naive { // a naive deploy does not wait for rotation, nor look
+			if err := d.alarmsBefore(ctx, version, rep, prev, b); err != nil {
+				err = fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
+				var verdict *VerdictError
+				if !errors.As(err, &verdict) {
+					return err
+				}
+				return d.rollBackFleet(ctx, version, rep, prev.first, prev.end, err)
+			}
 			if err := d.reverify(ctx, version, rep, start); err != nil {
 				return fmt.Errorf("rollout stopped before %s: %w", hostNames(d.cfg.Hosts[start:end]), err)
 			}
@@ -161,6 +172,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			}
 			d.unweighCanary(ctx, version) // weighed through the pause; promoted, it takes its full share beside the rest
 		}
+		prev = b
 	}
 	if d.opts.Naive {
 		return nil

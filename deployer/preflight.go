@@ -54,6 +54,7 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	reasons = append(reasons, d.checkDrainModes()...)
 	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
 	reasons = append(reasons, d.checkHooks()...)
+	reasons = append(reasons, d.checkCanaryPause()...)
 
 	views := make([]hostView, len(d.cfg.Hosts))
 	lookErrs := make([]error, len(d.cfg.Hosts))

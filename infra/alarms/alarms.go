@@ -2,8 +2,9 @@
 // of the config, it tells which of them are in state ALARM now, through aws-sdk-go-v2's
 // CloudWatch client (DescribeAlarms, metric, composite and log alarms alike). It is the
 // verdict's evidence where the balancer publishes no per-target outcomes, an ALB: the deployer
-// asks during the canary, each batch and the bake, and an alarm in ALARM fails the verdict, as
-// CodeDeploy's and ECS's alarm rollbacks do. A name that matches no alarm is an error, never a
+// asks before the deploy, through the window of the canary and of each batch once its hosts are
+// baked, and before each next batch (docs/aws.md says exactly when), and an alarm in ALARM fails
+// the verdict, as CodeDeploy's and ECS's alarm rollbacks do. A name that matches no alarm is an error, never a
 // pass: a typo in rollout.alarms would otherwise switch the gate off without a word.
 //
 // The package only reads alarms (IAM: cloudwatch:DescribeAlarms); when to ask and what a
@@ -31,6 +32,15 @@ import (
 // ZERO502_CLOUDWATCH_ENDPOINT=http://127.0.0.1:4566). The config loader accepts it
 // (config.EnvNotConfig).
 const EnvEndpoint = "ZERO502_CLOUDWATCH_ENDPOINT"
+
+// callTimeout bounds each DescribeAlarms call, the SDK's retries included: the client has no
+// timeout of its own, and the deployer asks on the deploy's context, which nothing else bounds
+// while a batch is judged, so a CloudWatch endpoint that accepts the connection and never answers
+// would hold the deploy, and the fleet lock, forever. CloudWatch answers within a second; the
+// SDK's standard retryer makes 3 attempts with at most 2s and 4s of backoff between them: 20s
+// lets a slow endpoint finish all three and still turns a hung one into an error the deployer
+// can act on. A variable so the tests can shorten it.
+var callTimeout = 20 * time.Second
 
 // batchSize is the most alarm names one DescribeAlarms call may carry (its AlarmNames limit);
 // longer lists are asked in batches of this size.
@@ -154,8 +164,9 @@ func (w *Watcher) Region() string { return w.region }
 // Firing returns the alarms among names that are in state ALARM, in the order of names. A
 // name that matches no alarm is a *MissingError naming every such name; the alarms returned
 // with it are the firing ones among the names that exist, so a report can show both. Any
-// other error (credentials, permissions, throttling after the SDK's retries) comes with no
-// alarms: the gate could not look, which is not a pass either.
+// other error (credentials, permissions, throttling after the SDK's retries, an endpoint that
+// did not answer within callTimeout) comes with no alarms: the gate could not look, which is not
+// a pass either.
 func (w *Watcher) Firing(ctx context.Context, names []string) ([]Alarm, error) {
 	all, err := w.States(ctx, names)
 	var missing *MissingError
@@ -229,7 +240,14 @@ func (w *Watcher) describe(ctx context.Context, batch []string, found map[string
 		MaxRecords: aws.Int32(batchSize),
 	}, func(o *cloudwatch.DescribeAlarmsPaginatorOptions) { o.StopOnDuplicateToken = true })
 	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+		call, cancel := context.WithTimeout(ctx, callTimeout)
+		page, err := pages.NextPage(call)
+		hung := call.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && hung {
+			return fmt.Errorf("rollout.alarms: CloudWatch DescribeAlarms in region %s did not answer within %s (%w): "+
+				"check that this machine reaches CloudWatch there (network, proxy, VPC endpoint, $%s)", w.region, callTimeout, err, EnvEndpoint)
+		}
 		if err != nil {
 			return fmt.Errorf("rollout.alarms: CloudWatch DescribeAlarms in region %s: %w "+
 				"(the deployer needs the IAM action cloudwatch:DescribeAlarms there)", w.region, err)

@@ -17,10 +17,12 @@ package alb
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/zero502/zero502/infra/config"
 )
@@ -80,5 +82,32 @@ func NewClient(ctx context.Context, b config.Balancer, opts ClientOptions) (*elb
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
+		o.APIOptions = append(o.APIOptions, boundEachCall)
 	}), nil
+}
+
+// callTimeout bounds each ELBv2 call, the SDK's retries included: the client has no timeout of
+// its own, and the deployer makes some calls outside any host step (preflight's drift check and
+// fail-open guard, the re-verify between batches), on a context nothing else bounds, so an
+// endpoint that accepts the connection and never answers would hold the deploy, and the fleet
+// lock, forever. ELBv2 answers within a second; the SDK's standard retryer makes 3 attempts with
+// at most 2s and 4s of backoff between them: 20s lets a slow endpoint finish all three and still
+// turns a hung one into an error. A variable so the tests can shorten it.
+var callTimeout = 20 * time.Second
+
+// boundEachCall gives every operation of the client callTimeout, at the start of its middleware
+// stack, so the deadline covers the retries, and says so when it is what ended the call. Every
+// output of the calls this package makes is read whole inside the stack, none streams past it.
+func boundEachCall(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("zero502CallTimeout",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			call, cancel := context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+			out, md, err := next.HandleInitialize(call, in)
+			if err != nil && call.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("ELBv2 did not answer within %s (%w): check that this machine reaches the ELBv2 endpoint of the "+
+					"target group's region (network, proxy, VPC endpoint)", callTimeout, err)
+			}
+			return out, md, err
+		}), middleware.Before)
 }

@@ -410,10 +410,14 @@ type Rollout struct {
 	// the deploy exits 1) or stop (only the judged batch goes back; hosts done before stay).
 	OnFailure string `mapstructure:"on_failure"`
 	// Alarms are CloudWatch alarm names (metric, composite or log alarms, in balancer.region)
-	// whose ALARM state during the canary, a batch or the bake fails the verdict, as
-	// CodeDeploy's and ECS's alarm rollback do: the gate of a balancer that publishes no
-	// per-target outcomes, such as an ALB. An alarm that does not exist is an error, never a
-	// pass (docs/aws.md). Each name is 1 to 255 characters, unique. Default [] (no alarm gate).
+	// whose ALARM state fails the verdict, as CodeDeploy's and ECS's alarm rollback do: looked
+	// at before the deploy (one in ALARM refuses it), through each batch's window once its hosts
+	// are deployed and baked (rollout.canary.duration, rollout.analysis.window), and again before
+	// each next batch, a promote included; not during a host's step, so an alarm that fires and
+	// clears within its bake is not seen. The gate of a balancer that publishes no per-target
+	// outcomes, such as an ALB. An alarm that does not exist, or 3 reads in a row that fail,
+	// fail it, never pass (docs/aws.md). Each name is 1 to 255 characters, unique. Default []
+	// (no alarm gate).
 	Alarms []string `mapstructure:"alarms"`
 }
 
