@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,10 @@ func (d *Deployer) watchAlarms(ctx context.Context, version string, rep *report.
 		d.emit(Event{Step: stepFailed, Version: version, Message: strings.Join(hosts, ", ") + ": " + v.Reason})
 		return &VerdictError{Hosts: hosts, Verdict: v}
 	}
+	if fired := d.firedDuringSteps; len(fired) > 0 { // seen while the hosts took their steps: alarmsDuringSteps
+		d.firedDuringSteps = nil
+		return fail(describeAlarms(fired) + " while the hosts took their steps (drain, start, bake), though it may be OK again now")
+	}
 	failed := 0 // reads in a row that failed
 	for {
 		firing, err := d.alarms.Firing(ctx, d.cfg.Rollout.Alarms)
@@ -134,6 +139,41 @@ func (d *Deployer) alarmsBefore(ctx context.Context, version string, rep *report
 	d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("before %s rolls: CloudWatch alarms %s must not fire (rollout.alarms), "+
 		"else %s goes back", hostNames(d.cfg.Hosts[next.first:next.end]), strings.Join(d.cfg.Rollout.Alarms, ", "), hostNames(d.cfg.Hosts[prev.first:prev.end]))})
 	return d.watchAlarms(ctx, version, rep, prev, 0, true)
+}
+
+// alarmsDuringSteps watches rollout.alarms every alarmPoll while the hosts of a batch take their
+// steps (drain, start, bake), before the batch's window opens: an alarm that fires and clears
+// meanwhile fails the batch's verdict all the same (watchAlarms, through d.firedDuringSteps), as
+// CodeDeploy's alarms do at any time during a deployment. end stops the watch and returns the
+// alarms seen in ALARM, each as first seen; a read that fails here is left to the window's own
+// looks, which count failed reads.
+func (d *Deployer) alarmsDuringSteps(ctx context.Context) (end func() []alarms.Alarm) {
+	if d.alarms == nil || d.opts.Naive {
+		return func() []alarms.Alarm { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var seen []alarms.Alarm
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if firing, err := d.alarms.Firing(ctx, d.cfg.Rollout.Alarms); err == nil {
+				for _, a := range firing {
+					if !slices.ContainsFunc(seen, func(s alarms.Alarm) bool { return s.Name == a.Name }) {
+						seen = append(seen, a)
+					}
+				}
+			}
+			if d.sleep(ctx, alarmPoll) != nil {
+				return
+			}
+		}
+	}()
+	return func() []alarms.Alarm {
+		cancel()
+		<-done
+		return seen
+	}
 }
 
 // alarmPoll is how often the alarms are looked at while a batch is watched (CloudWatch

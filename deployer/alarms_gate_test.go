@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/alarms"
@@ -13,19 +14,32 @@ import (
 	"github.com/zero502/zero502/infra/config"
 )
 
-// flakyAlarms is the real watcher of the CloudWatch double whose nth read (1: preflight's) fails
-// as a throttled DescribeAlarms does, after the SDK's retries, when fails(n) says so.
+// flakyAlarms is the real watcher of the CloudWatch double whose reads, once the canary's verdict
+// began (armed, on its StepCanary event: after the watch during the hosts' steps has ended), fail
+// as a throttled DescribeAlarms does after the SDK's retries, the nth of them (1: the verdict's
+// first) when fails(n) says so.
 type flakyAlarms struct {
 	AlarmWatcher
-	calls atomic.Int32
-	fails func(n int32) bool
+	armed  atomic.Bool
+	judged atomic.Int32 // reads since armed
+	fails  func(n int32) bool
 }
 
 func (f *flakyAlarms) Firing(ctx context.Context, names []string) ([]alarms.Alarm, error) {
-	if f.fails(f.calls.Add(1)) {
+	if f.armed.Load() && f.fails(f.judged.Add(1)) {
 		return nil, errors.New("rollout.alarms: CloudWatch DescribeAlarms in region eu-west-1: ThrottlingException: Rate exceeded")
 	}
 	return f.AlarmWatcher.Firing(ctx, names)
+}
+
+// arm is Options.Events that arms f at the canary's verdict and logs every event in ev.
+func (f *flakyAlarms) arm(ev *eventLog) func(Event) {
+	return func(e Event) {
+		ev.add(e)
+		if e.Step == StepCanary {
+			f.armed.Store(true)
+		}
+	}
 }
 
 // One read of rollout.alarms that fails (throttled) is read again: the canary, judged by its
@@ -36,9 +50,9 @@ func TestOneFailedAlarmReadIsReadAgainAndTheRolloutGoesOn(t *testing.T) {
 	f, path := judgedFleet(t, true)
 	cfg := f.load(path)
 	cfg.Rollout.Alarms = []string{"web-5xx"}
-	flaky := &flakyAlarms{AlarmWatcher: watcher, fails: func(n int32) bool { return n == 2 }} // 1: preflight, 2: the canary's look
+	flaky := &flakyAlarms{AlarmWatcher: watcher, fails: func(n int32) bool { return n == 1 }} // the canary's first look
 	var ev eventLog
-	_, err := f.deployer(cfg, &ev, Options{Alarms: flaky}).Deploy(context.Background(), "v2")
+	_, err := f.deployer(cfg, nil, Options{Alarms: flaky, Events: flaky.arm(&ev)}).Deploy(context.Background(), "v2")
 	if err != nil {
 		t.Fatalf("deploy v2 with one failed read of rollout.alarms: %v; want it read again and the rollout to go on\nevents:\n%s", err, &ev)
 	}
@@ -61,9 +75,9 @@ func TestAlarmReadsThatKeepFailingFailTheCanaryAndRollItBack(t *testing.T) {
 	f, path := judgedFleet(t, true)
 	cfg := f.load(path)
 	cfg.Rollout.Alarms = []string{"web-5xx"}
-	flaky := &flakyAlarms{AlarmWatcher: watcher, fails: func(n int32) bool { return n >= 2 }} // every read after preflight's
+	flaky := &flakyAlarms{AlarmWatcher: watcher, fails: func(int32) bool { return true }} // every read of the verdict
 	var ev eventLog
-	rep, err := f.deployer(cfg, &ev, Options{Alarms: flaky}).Deploy(context.Background(), "v2")
+	rep, err := f.deployer(cfg, nil, Options{Alarms: flaky, Events: flaky.arm(&ev)}).Deploy(context.Background(), "v2")
 	var verdict *VerdictError
 	if !errors.As(err, &verdict) || !strings.Contains(err.Error(), "the alarm gate could not look") || !strings.Contains(err.Error(), "ThrottlingException") {
 		t.Fatalf("deploy v2 with every read of rollout.alarms failing: %v; want a failed verdict saying the gate could not look, and why\nevents:\n%s", err, &ev)
@@ -76,8 +90,8 @@ func TestAlarmReadsThatKeepFailingFailTheCanaryAndRollItBack(t *testing.T) {
 	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || !strings.Contains(a.Verdict, "could not look") {
 		t.Errorf("host-a (the canary): %s, verdict %q; want rolled back by the alarm gate", a.Outcome, a.Verdict)
 	}
-	if n := flaky.calls.Load(); n != 1+readTries {
-		t.Errorf("rollout.alarms read %d times; want preflight's and %d for the canary", n, readTries)
+	if n := flaky.judged.Load(); n != readTries {
+		t.Errorf("rollout.alarms read %d times for the canary's verdict; want %d", n, readTries)
 	}
 }
 
@@ -158,6 +172,40 @@ func TestPauseAfterCanaryWithoutACanaryIsRefusedBeforeAnythingChanges(t *testing
 			if got != "v1" {
 				t.Fatalf("%s: %s runs %q after deploy v2 --pause-after-canary with no canary; want v1\nevents:\n%s", tc.name, host, got, &ev)
 			}
+		}
+	}
+}
+
+// An alarm in ALARM while the canary's hosts take their steps (here from host-a's first healthy
+// answer through its 4 s bake, two polls of the watch at least) fails the canary's verdict although
+// it is OK again once the bake ends, before the canary's window: the canary goes back to v1.
+func TestAnAlarmThatFiresAndClearsDuringTheBakeFailsTheVerdict(t *testing.T) {
+	t.Parallel()
+	cw, watcher := cloudWatch(t)
+	f, path := judgedFleet(t, true)
+	cfg := f.load(path)
+	cfg.Rollout.Alarms = []string{"web-5xx"}
+	cfg.Rollout.Bake = 2*alarmPoll + time.Second
+	var ev eventLog
+	opts := Options{Alarms: watcher, Events: func(e Event) {
+		ev.add(e)
+		if e.Host == "host-a" && e.Version == "v2" {
+			switch e.Step {
+			case stepHealthy:
+				cw.SetState("web-5xx", cloudwatchdouble.Alarming, "Threshold Crossed: 40 5XX in 1 minute")
+			case stepStable:
+				cw.SetState("web-5xx", cloudwatchdouble.OK, "Threshold Crossed: 0 5XX in 1 minute")
+			}
+		}
+	}}
+	_, err := f.deployer(cfg, nil, opts).Deploy(context.Background(), "v2")
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) || !strings.Contains(err.Error(), "web-5xx") || !strings.Contains(err.Error(), "while the hosts took their steps") {
+		t.Fatalf("deploy v2 with web-5xx in ALARM during host-a's bake: %v; want a failed verdict naming the alarm\nevents:\n%s", err, &ev)
+	}
+	for host, got := range f.versions() {
+		if got != "v1" {
+			t.Errorf("%s runs %q, want v1 (the canary rolled back, the rest never touched)\nevents:\n%s", host, got, &ev)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/deployer/ssh"
+	"github.com/zero502/zero502/infra/alarms"
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
@@ -105,6 +106,9 @@ type Deployer struct {
 	weighted []string
 	// alarms watches rollout.alarms (nil when there are none).
 	alarms AlarmWatcher
+	// firedDuringSteps are the alarms seen in ALARM while the current batch's hosts took their
+	// steps (alarmsDuringSteps), for its verdict (watchAlarms).
+	firedDuringSteps []alarms.Alarm
 	// turns are the steps over ssh preflight opened, waiting for their batch (remote_turn.go).
 	turns turns
 	// progress is the progress clock of each host's step while it runs (progress.go).

@@ -135,6 +135,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			}
 		}
 		d.weighCanaryAhead(ctx, version, b)
+		endAlarmWatch := d.alarmsDuringSteps(ctx)
 		errs := make([]error, end-start)
 		var wg sync.WaitGroup
 		for i := start; i < end; i++ {
@@ -145,6 +146,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			}()
 		}
 		wg.Wait()
+		d.firedDuringSteps = endAlarmWatch()
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
@@ -153,6 +155,7 @@ func (d *Deployer) deploy(ctx context.Context, version string, rep *report.Repor
 			slowest = max(slowest, hr.Floor)
 		}
 		judged, err := d.judgeBatch(ctx, version, rep, b)
+		d.firedDuringSteps = nil // judged by it, or no verdict to fail
 		rep.Floor += slowest + judged
 		rep.Judged += judged
 		if err != nil {

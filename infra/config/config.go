@@ -411,10 +411,10 @@ type Rollout struct {
 	OnFailure string `mapstructure:"on_failure"`
 	// Alarms are CloudWatch alarm names (metric, composite or log alarms, in balancer.region)
 	// whose ALARM state fails the verdict, as CodeDeploy's and ECS's alarm rollback do: looked
-	// at before the deploy (one in ALARM refuses it), through each batch's window once its hosts
-	// are deployed and baked (rollout.canary.duration, rollout.analysis.window), and again before
-	// each next batch, a promote included; not during a host's step, so an alarm that fires and
-	// clears within its bake is not seen. The gate of a balancer that publishes no per-target
+	// at before the deploy (one in ALARM refuses it), every 2 s while each batch's hosts take
+	// their steps (drain, start, bake) and through its window once they are baked
+	// (rollout.canary.duration, rollout.analysis.window), and again before each next batch, a
+	// promote included. The gate of a balancer that publishes no per-target
 	// outcomes, such as an ALB. An alarm that does not exist, or 3 reads in a row that fail,
 	// fail it, never pass (docs/aws.md). Each name is 1 to 255 characters, unique. Default []
 	// (no alarm gate).
