@@ -130,6 +130,12 @@ func ParseRequest(head []byte, r *Request) error {
 		}
 		return badRequest("malformed HTTP version")
 	}
+	if string(line[:sp1]) == "CONNECT" {
+		// A CONNECT is a tunnel, not an exchange (RFC 9110 §9.3.6; a 2xx makes the connection
+		// one, RFC 9112 §6.3): the LB opens none, and one forwarded as an exchange would frame
+		// the bytes after it, which a hop in front that tunnels them reads as no request at all.
+		return &ParseError{Status: 501, Reason: "CONNECT is not supported: the LB opens no tunnel"}
+	}
 	r.method = span{i, i + sp1}
 	r.target = span{i + sp1 + 1, i + sp1 + 1 + sp2}
 	r.Minor = int(version[7] - '0')
@@ -164,7 +170,9 @@ func ParseRequest(head []byte, r *Request) error {
 			tes++
 			teChunked = equalFold(value, "chunked")
 		case equalFold(name, "Expect") && equalFold(value, "100-continue"):
-			r.ExpectContinue = true
+			// RFC 9110 §10.1.1: an HTTP/1.0 request's 100-continue is ignored, and §15.2: a 1.0
+			// client is never sent a 1xx (it would read the 100 as its answer); dropped either way.
+			r.ExpectContinue = r.Minor == 1
 			hop = true
 		case equalFold(name, "Upgrade"):
 			if upgradeField < 0 && len(value) > 0 {

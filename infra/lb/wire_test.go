@@ -309,3 +309,32 @@ func TestBytesABackendSentPastItsResponseNeverReachAnotherClient(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP/1.0 client that says Expect: 100-continue gets no 100 Continue from the LB (RFC 9110
+// §15.2: no 1xx to a 1.0 client, which would read it as its answer; §10.1.1: a 1.0 request's
+// expectation is ignored), only its answer, once its body came; on either engine.
+func TestAnHTTP10ClientIsNeverSentA100Continue(t *testing.T) {
+	a := startBackend(t, "a")
+	l := startLB(t, fastSettings(a.addr()))
+	c := dialLB(t, l.Addr(), 10*time.Second)
+	if _, err := io.WriteString(c, "POST /upload HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The LB answers an expectation as soon as it has read the head and no body came with it: a
+	// 100 would be on the wire within this wait. (The wait only gives it the chance.)
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if early, _ := io.ReadAll(c); len(early) > 0 {
+		t.Fatalf("an HTTP/1.0 client with Expect: 100-continue got %q before it sent its body; want nothing yet", early)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(out), "HTTP/1.1 200 OK\r\n") || strings.Contains(string(out), " 100 Continue") {
+		t.Fatalf("an HTTP/1.0 client with Expect: 100-continue got %q; want its 200 alone", out)
+	}
+	if _, body, _ := strings.Cut(string(out), "\r\n\r\n"); !strings.HasPrefix(body, "5 ") { // /upload answers the length it got
+		t.Errorf("the backend's answer %q does not say it got the 5-byte body", out)
+	}
+}
