@@ -151,11 +151,7 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 	if err != nil {
 		return nil, err
 	}
-	wait := d.opts.LockTimeout
-	if d.opts.NoLockWait {
-		wait = 0
-	}
-	args := []string{"host", "fleet-lock", "--config", "-", "--host", h.Name, "--holder", string(me), "--lock-timeout", wait.String()}
+	args := []string{"host", "fleet-lock", "--config", "-", "--host", h.Name, "--holder", string(me), "--lock-timeout", d.remoteLockWait().String()}
 	holdCtx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // held through a rollback after an interrupt, until Release
 	answer := make(chan FleetLockLine, 1)
 	hold := &remoteHold{host: h.Name, cancel: cancel, ended: make(chan struct{})}
@@ -167,7 +163,7 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 			}
 			if l.Waiting != "" {
 				d.emit(Event{Step: stepLockWait, Version: version, Message: fmt.Sprintf(
-					"waiting for the fleet deploy lock on host %s, held by %s (giving up after %s)", h.Name, l.Waiting, wait)})
+					"waiting for the fleet deploy lock on host %s, held by %s (giving up after %s)", h.Name, l.Waiting, d.remoteLockWait())})
 				return
 			}
 			select {

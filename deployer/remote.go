@@ -153,15 +153,21 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 	return err
 }
 
+// remoteLockWait is the --lock-timeout a host command over ssh gets: this deploy's or stop's
+// own, and 0 for --lock-timeout 0 (New made that the default wait here): a host lock there is
+// refused at once too.
+func (d *Deployer) remoteLockWait() time.Duration {
+	if d.opts.NoLockWait {
+		return 0
+	}
+	return d.opts.LockTimeout
+}
+
 // stepArgs are the arguments of `zero502 host step` on host h; lookFirst: it prints its look and
 // waits for its turn (--look-first).
 func (d *Deployer) stepArgs(h config.Host, version string, lookFirst bool) []string {
-	wait := d.opts.LockTimeout
-	if d.opts.NoLockWait {
-		wait = 0 // --lock-timeout 0 here: the host lock there is not waited for either
-	}
 	args := []string{"host", "step", "--config", "-", "--host", h.Name, "--version", version,
-		"--lock-timeout", wait.String()}
+		"--lock-timeout", d.remoteLockWait().String()}
 	if d.opts.Naive {
 		args = append(args, "--naive")
 	}

@@ -49,7 +49,7 @@ func HostLogs(ctx context.Context, cfg *config.Config, name, service string, fol
 // an event naming another host is dropped, as is anything else that is not its result; only a
 // well-formed result line ({"stopped":true} or {"stopped":false,"error":…}) counts.
 func (d *Deployer) remoteStop(ctx context.Context, h config.Host, service string) error {
-	args := []string{"host", "stop", "--config", "-", "--host", h.Name, "--lock-timeout", d.opts.LockTimeout.String()}
+	args := []string{"host", "stop", "--config", "-", "--host", h.Name, "--lock-timeout", d.remoteLockWait().String()}
 	if service != "" {
 		args = append(args, "--service", service)
 	}

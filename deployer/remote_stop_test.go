@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra/hostlock"
 )
 
 // zero502 stop of a host over ssh whose `zero502 host stop` lies, over real ssh: it speaks for
@@ -64,5 +66,37 @@ func TestALyingHostCannotSpeakForAnotherNorFakeItsStopResult(t *testing.T) {
 				t.Errorf("host-a's own event was not relayed\n%s", &ev)
 			}
 		})
+	}
+}
+
+// zero502 stop --lock-timeout 0 refuses at once when the host lock of a host over ssh is held (a
+// watchdog tick, a flock(1) script), naming the holder, as it does for a local host: the host's
+// own stop got --lock-timeout 10m0s (the default New puts in for 0) and waited ten minutes.
+func TestStopWithLockTimeoutZeroRefusesAtOnceOverSSH(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	path, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	h := cfg.Hosts[0]
+	held, err := hostlock.TryAcquire(cfg.HostLockPath(h), Holder("a flock script of the test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var ev eventLog
+	err = Stop(sctx, cfg, StopTarget{Host: h.Name}, Options{RemoteBinary: bin, NoLockWait: true, Events: ev.add})
+	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "a flock script of the test") {
+		t.Fatalf("zero502 stop --lock-timeout 0 of %s (over ssh) with its host lock held: %v (deadline: %v); want a refusal at once naming the holder\n%s",
+			h.Name, err, sctx.Err(), &ev)
+	}
+	if v := f.versions()[h.Name]; v != "v1" {
+		t.Errorf("%s runs %q after the refused stop, want v1", h.Name, v)
 	}
 }
