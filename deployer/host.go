@@ -475,20 +475,36 @@ func (d *Deployer) forgetTargets(ctx context.Context, failed, restored spec.Spec
 }
 
 // clear stops every instance of the services of s on host h (rolling a fresh host back to
-// nothing).
+// nothing). The balanced service's instance may be in rotation and serving by then (its
+// post_traffic hook failed, or the verdict after it): it leaves the way any stop takes it out,
+// through its drain (at the balancer first for drain: balancer), unless the balancer never knew
+// its target.
 func (d *Deployer) clear(ctx context.Context, h config.Host, rt Runtime, s spec.Spec) error {
+	bsvc, balanced := d.cfg.BalancedService()
 	for _, svc := range s.Services {
 		insts, err := running(ctx, rt, h.Name, svc.Name)
 		if err != nil {
 			return err
 		}
 		for _, in := range insts {
-			if err := d.stop(ctx, h, rt, in, svc, false, nil); err != nil {
+			watch := balanced && svc.Name == bsvc.Name && d.view && d.balancerKnows(ctx, in, svc)
+			if err := d.stop(ctx, h, rt, in, svc, watch, nil); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// balancerKnows says whether the balancer has the target of instance in of svc (any answer but
+// ErrUnknownTarget: one it cannot be asked about is treated as known, and drained as any).
+func (d *Deployer) balancerKnows(ctx context.Context, in runtime.Instance, svc spec.Service) bool {
+	target := in.Address
+	if target == "" {
+		target = svc.Address
+	}
+	_, err := d.bal.TargetState(ctx, target)
+	return !errors.Is(err, balancer.ErrUnknownTarget)
 }
 
 // clearExtra stops the services of failed that restored does not have.
