@@ -409,11 +409,14 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.rollbackBudget(len(failed.Services)))
 	defer cancel()
 	dir := d.cfg.HostStateDir(h)
-	to := "nothing (fresh host)"
+	to, runs := "nothing (fresh host)", "" // what the host goes back to, and the version it then runs
 	if back != nil {
-		to = back.Version
+		to, runs = back.Version, back.Version
+		if allStopped(*back) {
+			to, runs = back.Version+" with every service stopped (as zero502 stop left it)", ""
+		}
 	}
-	d.emit(Event{Host: h.Name, Step: stepRollback, Version: to, Message: "rolling back to " + to + ": " + cause.Error()})
+	d.emit(Event{Host: h.Name, Step: stepRollback, Version: runs, Message: "rolling back to " + to + ": " + cause.Error()})
 
 	var err error
 	if back == nil {
@@ -446,12 +449,24 @@ func (d *Deployer) rollback(ctx context.Context, h config.Host, rt Runtime, back
 		d.emit(Event{Host: h.Name, Step: stepFailed, Message: rep.Error})
 		return fmt.Errorf("%w; rollback to %s failed too: %v: look at host %s", cause, to, err, h.Name)
 	}
-	rep.Outcome, rep.Error, rep.Running = report.OutcomeRolledBack, cause.Error(), ""
-	if back != nil {
-		rep.Running = back.Version
+	rep.Outcome, rep.Error, rep.Running = report.OutcomeRolledBack, cause.Error(), runs
+	again := "host runs " + runs + " again"
+	if runs == "" {
+		again = "host runs nothing again: " + to
 	}
-	d.emit(Event{Host: h.Name, Step: stepRolledBack, Version: to, Message: "host runs " + to + " again"})
+	d.emit(Event{Host: h.Name, Step: stepRolledBack, Version: runs, Message: again})
 	return fmt.Errorf("%w; host %s rolled back to %s, rollout stopped", cause, h.Name, to)
+}
+
+// allStopped says whether spec s marks every one of its services stopped: a host on it runs
+// nothing, whatever its version.
+func allStopped(s spec.Spec) bool {
+	for _, svc := range s.Services {
+		if !svc.Stopped {
+			return false
+		}
+	}
+	return true
 }
 
 // forgetTargets removes at the balancer the targets the failed spec added that the restored one
