@@ -22,8 +22,10 @@ import (
 // host once it is in rotation and verified, post_deploy once after the last host, on_failure
 // once after a failed deploy. A hook is a program the deployer runs with the deploy's facts in
 // ZERO502_* variables (HookEnv), its output kept in the hook's event, killed with its process
-// group when its timeout runs out. The program must be a file only root or this user can change
-// (package trust): a hook another user could rewrite would run with the deployer's rights.
+// group when its timeout runs out, and that group killed once it exits: what it started in the
+// background ends with it, whether or not the deploy runs from a terminal. The program must be a
+// file only root or this user can change (package trust): a hook another user could rewrite
+// would run with the deployer's rights.
 
 // stepHook is a hook that ran (its outcome and the end of its output in the message).
 const stepHook = "hook"
@@ -71,9 +73,10 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	cmd.Env = append(os.Environ(), d.hookEnv(name, version, vars)...)
 	out := &ssh.TailBuffer{} // the end of its output, for its event and error
 	cmd.Stdout, cmd.Stderr = out, out
-	boundedcmd.Bound(cmd) // its children die with it; one that keeps the output open does not hold the deploy
 	began := d.clock.Now()
-	err = cmd.Run()
+	// Its own process group even from a terminal (it never prompts: its stdin is /dev/null), killed
+	// at its timeout and once it exits: nothing it started goes on after the deploy moved past it.
+	err = boundedcmd.RunGroup(cmd)
 	took := d.clock.Now().Sub(began).Round(time.Millisecond)
 	tail := strings.TrimSpace(out.String())
 	shown := ""
@@ -83,6 +86,9 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	switch {
 	case hctx.Err() == context.DeadlineExceeded:
 		err = fmt.Errorf("%s (%s) did not finish within hooks.%s.timeout %s and was killed%s", key, strings.Join(h.Command, " "), name, h.Timeout, shown)
+	case errors.Is(err, exec.ErrWaitDelay):
+		err = fmt.Errorf("%s (%s) exited, but a process it started outside its process group (setsid) still held its output %s later; "+
+			"send that process's output elsewhere (>/dev/null 2>&1) or have the hook wait for it%s", key, strings.Join(h.Command, " "), boundedcmd.WaitDelay, shown)
 	case err != nil:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -317,3 +317,29 @@ func TestFleetHooksRefuseFailAndTimeOut(t *testing.T) {
 		t.Errorf("hooks after a failing post_deploy: %q; want on_failure last, told every host runs v2", lines)
 	}
 }
+
+// A hook that exits leaving a child behind takes it with it: one still holding the hook's output
+// neither fails the hook (its exit is its verdict) nor goes on running after the deploy moved on.
+func TestHookChildrenLeftBehindDieWhenTheHookExits(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 1)
+	cfg := f.load(f.config("fleet.yaml", defaultValues()))
+	pidFile := filepath.Join(f.dir, "leftover.pid")
+	h := config.Hook{Command: []string{"sh", "-c", "sleep 60 & echo $! > " + pidFile + "; echo checked"}, Timeout: 30 * time.Second}
+	var ev eventLog
+	if err := f.deployer(cfg, &ev, Options{}).runHook(context.Background(), "pre_deploy", h, "v1", nil); err != nil {
+		t.Fatalf("a pre_deploy that exits 0 leaving a child holding its output: %v; want it passed", err)
+	}
+	if !strings.Contains(ev.String(), "hooks.pre_deploy (sh -c sleep 60 & echo $! > "+pidFile+"; echo checked) passed") ||
+		!strings.Contains(ev.String(), "its output ends: checked") {
+		t.Errorf("events:\n%s\nwant the hook passed, its output shown", &ev)
+	}
+	data, rerr := os.ReadFile(pidFile)
+	pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+	if rerr != nil || perr != nil {
+		t.Fatalf("the hook's child wrote no pid: %v %v", rerr, perr)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	poll.Until(t, 10*time.Second, fmt.Sprintf("the child %d the pre_deploy hook left gone once the hook exited", pid),
+		func() bool { return syscall.Kill(pid, 0) != nil })
+}

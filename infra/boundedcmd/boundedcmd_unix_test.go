@@ -94,3 +94,88 @@ func TestABoundedCommandRunFromATerminalCanPromptThere(t *testing.T) {
 		t.Fatalf("a bounded command prompting on the terminal was not answered:\n%s", out.String())
 	}
 }
+
+// A command run as a group (a hook, which never prompts) is killed whole at its timeout even from
+// a terminal, where Bound leaves a command in the terminal's group to prompt there. The test runs
+// itself under script(1), which gives it a terminal, and the child is looked for while the
+// terminal is still open: its hangup would kill a survivor in the terminal's group and hide it.
+func TestACommandRunAsAGroupEndsWithItsTimeoutChildrenAndAllFromATerminal(t *testing.T) {
+	if os.Getenv("BOUNDEDCMD_GROUP_TIMEOUT") == "1" {
+		pidFile := filepath.Join(t.TempDir(), "child.pid")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", "sleep 30 & echo $! > "+pidFile+"; wait")
+		err := boundedcmd.RunGroup(cmd)
+		data, rerr := os.ReadFile(pidFile)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+		if rerr != nil || perr != nil {
+			fmt.Printf("RESULT no pid: %v %v\n", rerr, perr)
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(poll.Interval)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			fmt.Printf("RESULT child %d outlived its command's timeout (%v)\n", pid, err)
+			return
+		}
+		fmt.Printf("RESULT child gone (%v)\n", err)
+		return
+	}
+	script := scriptForATerminal(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := exec.CommandContext(ctx, script, "-qec", os.Args[0]+" -test.run '^TestACommandRunAsAGroupEndsWithItsTimeoutChildrenAndAllFromATerminal$' -test.v", "/dev/null")
+	run.Env = append(os.Environ(), "BOUNDEDCMD_GROUP_TIMEOUT=1")
+	out, err := run.CombinedOutput()
+	if !strings.Contains(string(out), "RESULT child gone (signal: killed)") {
+		t.Fatalf("a command run as a group past its timeout, from a terminal: %v\n%s\nwant it and its child killed", err, out)
+	}
+}
+
+// A command run as a group takes what it left in the background with it when it exits: a child
+// holding its output does not hold the caller WaitDelay and fail it, and one that let go of the
+// output does not run on unseen.
+func TestACommandRunAsAGroupTakesItsChildrenWithItWhenItExits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	holding, quiet := filepath.Join(dir, "holding.pid"), filepath.Join(dir, "quiet.pid")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", "sleep 30 & echo $! > "+holding+"; sleep 30 >/dev/null 2>&1 & echo $! > "+quiet+"; echo done")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := boundedcmd.RunGroup(cmd); err != nil || out.String() != "done\n" {
+		t.Fatalf("RunGroup: %v, output %q; want nil and \"done\\n\", its exit's, not the wait for a child's output", err, out.String())
+	}
+	for _, file := range []string{holding, quiet} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		poll.Until(t, 10*time.Second, fmt.Sprintf("the child %s (%d) killed once its command exited", filepath.Base(file), pid),
+			func() bool { return syscall.Kill(pid, 0) != nil })
+	}
+}
+
+// scriptForATerminal is script(1), which runs a command on a terminal of its own. Without it the
+// test is skipped, and failed under CI (CI=true), whose machine has it.
+func scriptForATerminal(t *testing.T) string {
+	t.Helper()
+	script, err := exec.LookPath("script")
+	if err != nil {
+		const why = "script(1) is not installed (apt-get install bsdutils): no terminal to run under"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why + " (CI must run this test)")
+		}
+		t.Skip(why)
+	}
+	return script
+}
