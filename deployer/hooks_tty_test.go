@@ -17,6 +17,7 @@ import (
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/terminal"
 )
 
 // A deploy run by hand has a terminal, and a hook must still die whole at its timeout: were it
@@ -25,14 +26,7 @@ import (
 // test runs the real binary under script(1), which gives it a terminal.
 func TestHookChildrenDieAtItsTimeoutWhenTheDeployRunsFromATerminal(t *testing.T) {
 	t.Parallel()
-	script, err := exec.LookPath("script")
-	if err != nil {
-		const why = "script(1) is not installed (apt-get install bsdutils): no terminal to run the deploy under"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why + " (CI must run this test)")
-		}
-		t.Skip(why)
-	}
+	script := terminal.Script(t)
 	f := newFleet(t, 2)
 	cfg := f.load(f.config("fleet.yaml", defaultValues()))
 	f.startLB(f.write("fleet.yaml", cfg))

@@ -2,9 +2,6 @@ package alb
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,35 +9,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/internal/testrig/awsdouble"
 )
 
 // An ELBv2 endpoint that takes the request and never answers is an error within callTimeout,
 // never a wait without end: preflight and the re-verify between batches ask it on the deploy's
 // context, which nothing else bounds, and the deploy holds the fleet lock meanwhile.
 func TestAHangingELBv2IsAnErrorWithinTheCallTimeout(t *testing.T) {
-	none := filepath.Join(t.TempDir(), "none")
-	for k, v := range map[string]string{
-		"AWS_PROFILE": "", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
-	} {
-		t.Setenv(k, v)
-	}
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) })
+	awsdouble.OfflineSDK(t)
+	url := awsdouble.Silent(t)
 	old := callTimeout
 	callTimeout = 300 * time.Millisecond
 	t.Cleanup(func() { callTimeout = old })
 
 	arn := "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web/0123456789abcdef"
 	api, err := NewClient(context.Background(), config.Balancer{Region: "eu-west-1", TargetGroupARN: arn},
-		ClientOptions{Endpoint: srv.URL, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "x", "")})
+		ClientOptions{Endpoint: url, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "x", "")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
+	"github.com/zero502/zero502/internal/testrig/terminal"
 )
 
 // A command whose child keeps its output open (sh -c 'sleep 30; …') ends with its timeout, not
@@ -124,7 +125,7 @@ func TestACommandRunAsAGroupEndsWithItsTimeoutChildrenAndAllFromATerminal(t *tes
 		fmt.Printf("RESULT child gone (%v)\n", err)
 		return
 	}
-	script := scriptForATerminal(t)
+	script := terminal.Script(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run := exec.CommandContext(ctx, script, "-qec", os.Args[0]+" -test.run '^TestACommandRunAsAGroupEndsWithItsTimeoutChildrenAndAllFromATerminal$' -test.v", "/dev/null")
@@ -163,19 +164,4 @@ func TestACommandRunAsAGroupTakesItsChildrenWithItWhenItExits(t *testing.T) {
 		poll.Until(t, 10*time.Second, fmt.Sprintf("the child %s (%d) killed once its command exited", filepath.Base(file), pid),
 			func() bool { return syscall.Kill(pid, 0) != nil })
 	}
-}
-
-// scriptForATerminal is script(1), which runs a command on a terminal of its own. Without it the
-// test is skipped, and failed under CI (CI=true), whose machine has it.
-func scriptForATerminal(t *testing.T) string {
-	t.Helper()
-	script, err := exec.LookPath("script")
-	if err != nil {
-		const why = "script(1) is not installed (apt-get install bsdutils): no terminal to run under"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why + " (CI must run this test)")
-		}
-		t.Skip(why)
-	}
-	return script
 }

@@ -17,6 +17,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -168,4 +170,34 @@ func Call(t testing.TB, client *http.Client, req *http.Request) (status int, bod
 		t.Fatalf("Content-Type %q, want text/xml", ct)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// Silent is the URL of an endpoint that takes every request and answers none until the test
+// ends: an AWS endpoint behind a broken proxy, or a connection left half-open.
+func Silent(t testing.TB) string {
+	t.Helper()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the requests end, then the server closes
+	return srv.URL
+}
+
+// OfflineSDK points the SDK's default chain, for the rest of the test, at static test
+// credentials and at no file, profile, region or instance metadata of the machine's.
+func OfflineSDK(t testing.TB) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "test-secret", "AWS_SESSION_TOKEN": "",
+		"AWS_PROFILE": "", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
+	} {
+		t.Setenv(k, v)
+	}
 }
