@@ -504,7 +504,12 @@ func (d *Deployer) clear(ctx context.Context, h config.Host, rt Runtime, s spec.
 		for _, in := range insts {
 			watch := balanced && svc.Name == bsvc.Name && d.view && d.balancerKnows(ctx, in, svc)
 			if err := d.stop(ctx, h, rt, in, svc, watch, nil); err != nil {
-				return err
+				if !stoppedAnyway(err) {
+					return err
+				}
+				// It did end (killed, or left before the balancer saw it go), as converge's
+				// rollback goes on in that case: the finding is said, the host is cleared.
+				d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepStopped, Version: in.Version, Message: "rollback goes on: " + err.Error()})
 			}
 		}
 	}
