@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/spec"
 )
 
 // zero502 stop of a host over ssh whose `zero502 host stop` lies, over real ssh: it speaks for
@@ -98,5 +100,73 @@ func TestStopWithLockTimeoutZeroRefusesAtOnceOverSSH(t *testing.T) {
 	}
 	if v := f.versions()[h.Name]; v != "v1" {
 		t.Errorf("%s runs %q after the refused stop, want v1", h.Name, v)
+	}
+}
+
+// A zero502 stop cancelled (Ctrl-C) while a host over ssh waits for its host lock ends there:
+// the host's `zero502 host stop` hears the deployer go through stdin and gives up, so the lock
+// coming free later stops nothing. It used to wait out its --lock-timeout and then stop the
+// services, long after the operator had cancelled the stop.
+func TestACancelledStopOverSSHStopsNothingWhenTheHostLockComesFree(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	path, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	f.startLB(path)
+	ctx := context.Background()
+	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	h := cfg.Hosts[0]
+	held, err := hostlock.TryAcquire(cfg.HostLockPath(h), Holder("a flock script of the test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ev eventLog
+	waiting := make(chan struct{})
+	var once sync.Once
+	events := func(e Event) {
+		ev.add(e)
+		if e.Host == h.Name && e.Step == stepLockWait {
+			once.Do(func() { close(waiting) })
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- Stop(sctx, cfg, StopTarget{Host: h.Name}, Options{RemoteBinary: bin, LockTimeout: time.Minute, Events: events})
+	}()
+	select {
+	case <-waiting:
+	case err := <-done:
+		held.Release()
+		t.Fatalf("stop ended before its host waited for the lock: %v\n%s", err, &ev)
+	case <-time.After(30 * time.Second):
+		held.Release()
+		t.Fatalf("host %s never said it waits for its lock\n%s", h.Name, &ev)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		t.Logf("the cancelled stop ended: %v", err)
+	case <-time.After(30 * time.Second):
+		held.Release()
+		t.Fatalf("the cancelled stop did not end\n%s", &ev)
+	}
+	// The host's stop must be gone: with the lock free, nothing takes it and nothing changes.
+	held.Release()
+	time.Sleep(2 * time.Second) // a host stop still waiting would take the lock and publish now
+	sp, err := spec.Read(spec.Path(f.stateDir(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range sp.Services {
+		if svc.Stopped {
+			t.Errorf("host %s: %s marked stopped by a stop cancelled before it had the lock\n%s", h.Name, svc.Name, &ev)
+		}
+	}
+	if v := f.versions()[h.Name]; v != "v1" {
+		t.Errorf("%s runs %q after the cancelled stop, want v1", h.Name, v)
 	}
 }

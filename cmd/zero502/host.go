@@ -67,17 +67,33 @@ func hostFlags(cmd *cobra.Command, cfgPath, name *string, sender string) {
 	f.StringVar(name, "host", "", "this host's name in the config (hosts[].name)")
 }
 
-// hostNamedConfig is hostConfig for a subcommand that needs --host and nothing from stdin after
-// the config: a bad-flag error (exit 2) when name is empty or the config does not load.
-func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (cfg *config.Config, framed bool, err error) {
+// hostNamedConfig is hostConfig for a subcommand that needs --host: a bad-flag error (exit 2)
+// when name is empty or the config does not load.
+func hostNamedConfig(cmd *cobra.Command, cfgPath, name string) (cfg *config.Config, stdin *bufio.Reader, framed bool, err error) {
 	if name == "" {
-		return nil, false, exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
+		return nil, nil, false, exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
 	}
-	cfg, _, framed, err = hostConfig(cmd, cfgPath)
+	cfg, stdin, framed, err = hostConfig(cmd, cfgPath)
 	if err != nil {
-		return nil, false, exitCode(2, err)
+		return nil, nil, false, exitCode(2, err)
 	}
-	return cfg, framed, nil
+	return cfg, stdin, framed, nil
+}
+
+// untilDeployerGone is ctx, ended too when the deployer that sent the config framed on stdin
+// goes (stdin ends: its ssh session is gone, or it closed stdin as it was cancelled), for a host
+// command that waits or changes the host; a config read from a file (by hand) leaves ctx as it
+// is. Such a command ignores SIGPIPE (signal.Ignore) so that a gone deployer does not kill it on
+// its next line out, halfway through a change: it notices through stdin instead.
+func untilDeployerGone(ctx context.Context, stdin io.Reader, framed bool) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if framed {
+		go func() {
+			_, _ = io.Copy(io.Discard, stdin)
+			cancel() // the deployer is gone
+		}()
+	}
+	return ctx, cancel
 }
 
 // hostResult is how a host subcommand that changes the host answers the deployer on the other
@@ -142,15 +158,8 @@ nothing until a "go" line on stdin. Exit 0: verified; 1: failed.`,
 					return nil // the deployer went on without this host: nothing was changed
 				}
 			}
-			if framed {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				defer cancel()
-				go func() {
-					_, _ = io.Copy(io.Discard, stdin)
-					cancel() // the deployer is gone
-				}()
-			}
+			ctx, cancel := untilDeployerGone(ctx, stdin, framed)
+			defer cancel()
 			if opts.LockTimeout == 0 {
 				opts.NoLockWait = true // the deployer's --lock-timeout 0: refuse at once
 			}
@@ -181,7 +190,7 @@ changes nothing and takes no lock.`,
 		Example: `  zero502 host look --config /etc/zero502/zero502.yaml --host web-1 --version v2`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, framed, err := hostNamedConfig(cmd, cfgPath, name)
+			cfg, _, framed, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
 				return err
 			}

@@ -30,12 +30,9 @@ record (read, remove), or {"path": …, "error": "…"}. Exit 0: done; 1: failed
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{deployer.PauseReadOp, deployer.PauseWriteOp, deployer.PauseRemoveOp},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name == "" {
-				return exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
-			}
-			cfg, stdin, _, err := hostConfig(cmd, cfgPath)
+			cfg, stdin, _, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
-				return exitCode(2, err)
+				return err
 			}
 			var record io.Reader = stdin // the config came on stdin: the record follows it
 			if stdin == nil {

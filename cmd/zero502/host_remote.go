@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,12 +26,18 @@ the services stopped, each instance drained its way. It prints one JSON event pe
 {"stopped":true} or {"error":"…"}. Exit 0: stopped; 1: failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := hostNamedConfig(cmd, cfgPath, name)
+			cfg, stdin, framed, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
 				return err
 			}
+			signal.Ignore(syscall.SIGPIPE) // a gone deployer is heard through stdin (untilDeployerGone)
 			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
+			// A deployer gone (or cancelled) while this stop waits for the host lock must not
+			// have it stop the services minutes later, when the lock comes free: it ends, as a
+			// cancelled local stop does.
+			ctx, cancel := untilDeployerGone(ctx, stdin, framed)
+			defer cancel()
 			if opts.LockTimeout == 0 {
 				opts.NoLockWait = true
 			}

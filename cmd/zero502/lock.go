@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -96,12 +95,9 @@ partition), when it prints {"expired": …} and exits 1. With
 --op status|acquire|release it does what zero502 lock does, here, and prints {"status": …}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if name == "" {
-				return exitCode(2, errors.New("--host is required: this host's name in the config (hosts[].name)"))
-			}
-			cfg, stdin, framed, err := hostConfig(cmd, cfgPath)
+			cfg, stdin, framed, err := hostNamedConfig(cmd, cfgPath, name)
 			if err != nil {
-				return exitCode(2, err)
+				return err
 			}
 			me := deployer.Holder("zero502 host fleet-lock")
 			if holderJSON != "" {
