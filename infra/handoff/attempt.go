@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // The states of an Attempt.
@@ -45,14 +45,18 @@ func attemptPath(pidFile string) string { return pidFile + ".handoff.json" }
 // Final reports whether the attempt ended (Ready or Failed).
 func (a Attempt) Final() bool { return a.State == Ready || a.State == Failed }
 
-// readAttempt reads the attempt file; a missing file is the zero Attempt (no upgrade yet).
+// readAttempt reads the attempt file; a missing file is the zero Attempt (no upgrade yet). A
+// record another user could have written is refused (readTrusted), as the pid file is: the pid it
+// names would be written to the pid file and signalled by the next upgrade.
 func readAttempt(path string) (Attempt, error) {
 	var a Attempt
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := readTrusted(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return a, nil
-	}
-	if err != nil {
+	case errors.Is(err, trust.ErrRefused):
+		return a, fmt.Errorf("upgrade record %s is not trusted: %w; remove it, or give --pid-file a path in a directory only this user can write", path, err)
+	case err != nil:
 		return a, fmt.Errorf("read the upgrade record %s: %w", path, err)
 	}
 	if err := json.Unmarshal(data, &a); err != nil {

@@ -3,6 +3,7 @@ package handoff
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,16 +36,13 @@ func DefaultPIDFile(name string, getenv func(string) string) string {
 // ReadPID is the pid in the pid file at path. A pid file that another user could have written
 // (it or a directory above it fails trust.Check) is refused: its pid would be signalled.
 func ReadPID(path string) (int, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := readTrusted(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return 0, fmt.Errorf("pid file %s does not exist: is the server running, and with this --pid-file? (%w)", path, err)
-	}
-	if err == nil {
-		if err := trustPIDFile(path); err != nil {
-			return 0, err
-		}
-	}
-	if err != nil {
+	case errors.Is(err, trust.ErrRefused):
+		return 0, fmt.Errorf("pid file %s is not trusted: %w; or give --pid-file a path in a directory only this user can write", path, err)
+	case err != nil:
 		return 0, fmt.Errorf("read the pid file %s: %w", path, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
@@ -73,4 +71,21 @@ func trustPIDFile(path string) error {
 		return fmt.Errorf("pid file %s is not trusted: %w; or give --pid-file a path in a directory only this user can write", path, err)
 	}
 	return nil
+}
+
+// maxRecord is the most readTrusted reads of a pid file or an upgrade record (both a few bytes).
+const maxRecord = 64 << 10
+
+// readTrusted is the content of the file at path (up to maxRecord bytes) once trust.Open trusts
+// it: a regular file only this user (or root) could have written, through every directory above
+// it, judged before it is read. The pid file and the upgrade record may sit in a sticky directory
+// such as /tmp, where another user can create either first: what they say would be signalled,
+// and their FIFO would block the reader.
+func readTrusted(path string) ([]byte, error) {
+	f, err := trust.Open(path, os.Geteuid())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxRecord))
 }
