@@ -264,7 +264,9 @@ type Watchdog struct {
 	// prints each host's). Default "": deploy.lock in each host's state dir, which the deploy user
 	// and root share (a lock must sit in a directory only its owner can write: /run/lock, sticky,
 	// is refused). {uid} in it, as in every state dir and lock path, is the uid zero502 runs as
-	// where the path is used, the host's ssh user for a host over ssh (UIDPlaceholder).
+	// where the path is used, the host's ssh user for a host over ssh (UIDPlaceholder). Every
+	// state dir and lock path must be absolute: the deployer and the watchdog run in different
+	// working directories, and a relative path would be two locks.
 	LockPath string `mapstructure:"lock_path"`
 	// StateDir holds the published spec, the watchdog's streaks and instance files; it is made
 	// 0750 and refused (naming its owner and mode) when another user owns it or may write it.
@@ -373,7 +375,7 @@ type Rollout struct {
 	// whole deploy, so two deploys of one fleet never run at once: the second waits
 	// (--lock-timeout) or is refused, naming the holder. It lives on rollout.lock_host, so
 	// deploys from two machines (two CI runners, a laptop and CI) meet there. Default: fleet.lock
-	// in the lock host's state dir.
+	// in the lock host's state dir. An absolute path.
 	LockPath string `mapstructure:"lock_path"`
 	// LockHost is the host of the fleet that holds the fleet lock, as Kamal keeps its lock on
 	// the primary server. Over SSH a `zero502 host fleet-lock` process there holds the flock for
@@ -692,10 +694,12 @@ type Host struct {
 	// SSH, when set (user@host[:port]), runs the host's deploy step there over the system ssh
 	// (docs/deploy.md, "A fleet over SSH"); address is then required.
 	SSH string `mapstructure:"ssh"`
-	// StateDir overrides watchdog.state_dir for this host ({uid}: UIDPlaceholder).
+	// StateDir overrides watchdog.state_dir for this host ({uid}: UIDPlaceholder). An absolute
+	// path, as every state dir and lock path.
 	StateDir string `mapstructure:"state_dir"`
 	// LockPath is this host's lock ({uid}: UIDPlaceholder). Default: deploy.lock in its
 	// state_dir when it sets one, else watchdog.lock_path, else deploy.lock in watchdog.state_dir.
+	// An absolute path.
 	LockPath string `mapstructure:"lock_path"`
 	// Target is the host's ALB target id when it differs from Address: an EC2 instance id or an
 	// IP address, without a port (the service's port is added). No two hosts may be one target.

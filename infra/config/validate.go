@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -220,9 +221,21 @@ func (c *Config) Validate() error {
 	positive("watchdog.interval", c.Watchdog.Interval)
 	threshold("watchdog.heal_after", c.Watchdog.HealAfter, 1)
 	positive("watchdog.check_timeout", c.Watchdog.CheckTimeout)
+	// absolute is a lock or state path: one file for every process that reads this config (the
+	// deployer over ssh in the deploy user's home, the watchdog under systemd in /), never
+	// resolved against each one's own working directory.
+	absolute := func(key, p string) {
+		if p != "" && !filepath.IsAbs(userPath(p)) {
+			bad(key, fmt.Sprintf("%q", p), "must be an absolute path: the deployer (over ssh, in the deploy user's home) "+
+				"and the watchdog (under systemd, in /) would each lock a different file")
+		}
+	}
 	if c.Watchdog.StateDir == "" {
 		bad("watchdog.state_dir", `""`, "is required")
 	}
+	absolute("watchdog.state_dir", c.Watchdog.StateDir)
+	absolute("watchdog.lock_path", c.Watchdog.LockPath)
+	absolute("rollout.lock_path", c.Rollout.LockPath)
 
 	positive("app.keepalive_idle_timeout", c.App.KeepAliveIdleTimeout)
 
@@ -464,6 +477,8 @@ func (c *Config) Validate() error {
 			bad(key+".address", fmt.Sprintf("%q", h.Address), rule+": where the host's services answer, without a port "+
 				"(each service's port, plus port_offset, is added)")
 		}
+		absolute(key+".state_dir", h.StateDir)
+		absolute(key+".lock_path", h.LockPath)
 		if h.PortOffset < 0 || h.PortOffset > 60000 {
 			bad(key+".port_offset", h.PortOffset, "must be from 0 to 60000")
 		} else if s, p, ok := c.highestPort(); ok && p+h.PortOffset > 65535 {
