@@ -13,10 +13,11 @@ import (
 // its own health rule as the spec publishes it (healthcheck: GET its health path on a fresh
 // connection, never following a redirect, wanting exactly its expected status, within its
 // health timeout; watchdog.check_timeout only when the spec carries no timeout); one without is
-// checked by its instance's state and, where the runtime has one, its own health verdict.
-func (w *Watchdog) check(ctx context.Context, svc spec.Service) string {
+// checked by its instance's state and, where the runtime has one, its own health verdict. An
+// error is a runtime that did not answer (the Docker daemon restarting): no verdict on svc.
+func (w *Watchdog) check(ctx context.Context, svc spec.Service) (string, error) {
 	if svc.Address != "" {
-		return w.checkHTTP(ctx, svc)
+		return w.checkHTTP(ctx, svc), nil
 	}
 	return w.checkInstance(ctx, svc)
 }
@@ -40,24 +41,24 @@ func (w *Watchdog) checkAt(ctx context.Context, svc spec.Service, addr string) s
 	return ""
 }
 
-func (w *Watchdog) checkInstance(ctx context.Context, svc spec.Service) string {
+func (w *Watchdog) checkInstance(ctx context.Context, svc spec.Service) (string, error) {
 	insts, err := w.rt.List(ctx, runtime.Filter{Host: w.host.Name, Service: svc.Name})
 	if err != nil {
-		return fmt.Sprintf("list instances: %v", err)
+		return "", fmt.Errorf("the runtime did not list the instances of %s: %w", svc.Name, err)
 	}
 	var last *runtime.Instance
 	for i, in := range insts {
 		if in.Running() && in.Health != "unhealthy" {
-			return ""
+			return "", nil
 		}
 		last = &insts[i]
 	}
 	switch {
 	case last == nil:
-		return "no instance"
+		return "no instance", nil
 	case last.Running():
-		return "runtime health: unhealthy"
+		return "runtime health: unhealthy", nil
 	default:
-		return fmt.Sprintf("not running (exit code %d)", last.ExitCode)
+		return fmt.Sprintf("not running (exit code %d)", last.ExitCode), nil
 	}
 }

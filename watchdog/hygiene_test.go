@@ -73,8 +73,9 @@ func TestAHealedServiceGetsTheDeployedEnvironmentNothingOfTheWatchdogs(t *testin
 }
 
 // A corrupt instance record of one service is reported on that service and fails the tick; the
-// host's other services are still healed.
-func TestACorruptRecordFailsItsOwnHealNotTheOthers(t *testing.T) {
+// host's other services are still healed. The record says nothing of whether the service runs:
+// it is not checked, and not counted towards a heal.
+func TestACorruptRecordFailsItsOwnCheckNotTheOthers(t *testing.T) {
 	f := processFixture(t)
 	f.kill("web")
 	f.kill("worker")
@@ -93,15 +94,16 @@ func TestACorruptRecordFailsItsOwnHealNotTheOthers(t *testing.T) {
 		t.Fatalf("web runs %+v after the heal, want one v1", got)
 	}
 	w := verdict(t, rep, "worker")
-	if w.Healed || !strings.Contains(w.HealError, record) {
-		t.Fatalf("worker: %+v, want a failed heal naming %s", w, record)
+	if w.Healed || w.Streak != 0 || !strings.Contains(w.CheckError, record) {
+		t.Fatalf("worker: %+v, want not checked, not counted, naming %s", w, record)
 	}
 	err := rep.Err()
-	if !errors.Is(err, watchdog.ErrHealFailed) || !strings.Contains(err.Error(), "worker") || strings.Contains(err.Error(), "web:") {
-		t.Fatalf("Report.Err = %v, want ErrHealFailed naming worker only", err)
+	if !errors.Is(err, watchdog.ErrNotChecked) || errors.Is(err, watchdog.ErrHealFailed) ||
+		!strings.Contains(err.Error(), "worker") || strings.Contains(err.Error(), "web:") {
+		t.Fatalf("Report.Err = %v, want ErrNotChecked naming worker only", err)
 	}
-	if !strings.Contains(rep.String(), "worker heal FAILED") {
-		t.Errorf("report line %q should say worker's heal failed", rep.String())
+	if !strings.Contains(rep.String(), "worker NOT CHECKED") {
+		t.Errorf("report line %q should say worker was not checked", rep.String())
 	}
 }
 

@@ -3,11 +3,13 @@ package watchdog
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // StateFile is the watchdog's state inside a host's state dir: the consecutive failures and
@@ -60,11 +62,12 @@ func (s *streaks) get(service string) *streak {
 	return s.Services[service]
 }
 
-// loadStreaks reads the state file. A missing one starts empty; an unreadable or corrupt one is
-// reset with a warning: the worst outcome is a heal one streak later, never a crash.
+// loadStreaks reads the state file. A missing one starts empty; an unreadable, corrupt or
+// untrusted one is reset with a warning: the worst outcome is a heal one streak later, never a
+// crash.
 func (w *Watchdog) loadStreaks(stateDir string) streaks {
 	path := filepath.Join(stateDir, StateFile)
-	data, err := os.ReadFile(path)
+	data, err := readTrusted(path)
 	if os.IsNotExist(err) {
 		return streaks{}
 	}
@@ -85,6 +88,18 @@ func (w *Watchdog) loadStreaks(stateDir string) streaks {
 		return streaks{}
 	}
 	return s
+}
+
+// readTrusted reads the file at path by the rule the spec beside it is read by (trust.Open: a
+// regular file of root's or this user's that no one else could have written, judged before it is
+// read): a streak another user wrote would heal at the first failed check.
+func readTrusted(path string) ([]byte, error) {
+	f, err := trust.Open(path, os.Getuid())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // saveStreaks writes the state file atomically.

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -113,20 +114,34 @@ var ErrSpecElsewhere = errors.New("no published spec, but the host's services ru
 // ErrHealFailed is wrapped by Report.Err when a heal of the tick failed.
 var ErrHealFailed = errors.New("heal failed")
 
-// Err is nil unless a heal of this tick failed; then it names every failed heal and wraps
-// ErrHealFailed. The other services were still checked and healed.
+// ErrNotChecked is wrapped by Report.Err when a service could not be checked: its runtime did not
+// answer (the Docker daemon down, a corrupt instance record). That is no verdict on the service,
+// and is not counted towards a heal, but it is not silence either.
+var ErrNotChecked = errors.New("not checked")
+
+// Err is nil unless a heal of this tick failed or a service could not be checked; then it names
+// each and wraps ErrHealFailed, ErrNotChecked or both. The other services were still checked and
+// healed.
 func (r Report) Err() error {
-	var failed []string
+	var failed, unchecked []string
 	for _, v := range r.Services {
 		if v.HealError != "" {
 			failed = append(failed, v.Service+": "+v.HealError)
 		}
+		if v.CheckError != "" {
+			unchecked = append(unchecked, v.Service+": "+v.CheckError)
+		}
 	}
-	if len(failed) == 0 {
-		return nil
+	var errs []error
+	if len(failed) > 0 {
+		errs = append(errs, fmt.Errorf("host %s: %w: %s (the next failing tick tries again; fix the cause)",
+			r.Host, ErrHealFailed, strings.Join(failed, "; ")))
 	}
-	return fmt.Errorf("host %s: %w: %s (the next failing tick tries again; fix the cause)",
-		r.Host, ErrHealFailed, strings.Join(failed, "; "))
+	if len(unchecked) > 0 {
+		errs = append(errs, fmt.Errorf("host %s: %w: %s (not counted towards a heal; fix the runtime)",
+			r.Host, ErrNotChecked, strings.Join(unchecked, "; ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Verdict is one service's check and what followed.
@@ -145,6 +160,9 @@ type Verdict struct {
 	Instance string `json:"instance,omitempty"`
 	// HealError says why a heal failed; the next failing tick tries again.
 	HealError string `json:"heal_error,omitempty"`
+	// CheckError says why the service could not be checked (its runtime did not answer): no
+	// verdict, not counted.
+	CheckError string `json:"check_error,omitempty"`
 }
 
 // skip makes rep a tick skipped because the host lock at path is held, logged with its holder.
@@ -195,7 +213,7 @@ func (w *Watchdog) Tick(ctx context.Context) (Report, error) {
 			"give each host of this machine its own hosts[].state_dir, or run the watchdog with --host %s",
 			w.host.Name, spec.Path(stateDir), published.Host, w.host.Name, published.Host)
 	}
-	if other := published.LockPath; other != "" && filepath.Clean(other) != filepath.Clean(lockPath) {
+	if other := published.LockPath; other != "" && !sameFile(other, lockPath) {
 		// The deploy that published the spec holds another lock than this watchdog's config names
 		// (the server's copy of the config differs from the deployer's): that lock is taken too,
 		// so the watchdog never acts while the deploy holds it.
@@ -281,9 +299,15 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 		return v
 	}
 	now := w.clock.Now().UTC()
-	reason := w.check(ctx, svc)
+	reason, unanswered := w.check(ctx, svc)
 	if ctx.Err() != nil { // called off (SIGTERM, Ctrl-C): the check said nothing of the service
 		v.Reason = "not checked: the tick was called off"
+		return v
+	}
+	if unanswered != nil { // the runtime said nothing of the service: neither healthy nor failing
+		v.CheckError, v.Streak = unanswered.Error(), s.Failures
+		w.log.Warn("check not made: the runtime did not answer; not counted", "service", svc.Name,
+			"consecutive_failures", s.Failures, "error", unanswered.Error())
 		return v
 	}
 	if reason == "" {
@@ -384,6 +408,18 @@ func (w *Watchdog) notCounted(now time.Time, s *streak) string {
 	return ""
 }
 
+// sameFile reports whether paths a and b name one file: by name, or by two names of one file (a
+// link, /var/run and /run). The tick must not flock the lock it holds a second time under another
+// name: the second flock would conflict with its own first, and every tick be skipped.
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
 // heal recreates svc from the published spec: whatever instance of it exists is stopped (with
 // the stop grace) and removed, then one is started at the spec's version. Not while an instance
 // at another address than the spec's still passes svc's check: that is a deploy cut short
@@ -436,6 +472,8 @@ func (r Report) String() string {
 			parts = append(parts, fmt.Sprintf("%s HEALED (%s)", v.Service, v.Reason))
 		case v.HealError != "":
 			parts = append(parts, fmt.Sprintf("%s heal FAILED: %s", v.Service, v.HealError))
+		case v.CheckError != "":
+			parts = append(parts, fmt.Sprintf("%s NOT CHECKED (not counted): %s", v.Service, v.CheckError))
 		case v.Healthy:
 			parts = append(parts, v.Service+" ok")
 		default:
