@@ -275,10 +275,13 @@ func Program(name string, uid int) (string, error) {
 }
 
 // Command is Program for argv[0], and besides Check for every later argument that names an
-// existing regular file (relative to dir; "" is the working directory): the script an
-// interpreter reads (sh hooks/pre.sh, python3 app.py) is as much what runs as the interpreter
-// is. uid is the user the command runs as: root or that user may own what it runs. A refusal
-// names the argument, Check's reason and ProgramRule.
+// existing file or directory (relative to dir; "" is the working directory): the script an
+// interpreter reads (sh hooks/pre.sh, python3 app.py), or the directory it runs (python3 DIR runs
+// DIR/__main__.py, node DIR its index.js), is as much what runs as the interpreter is. An
+// argument with a slash that names nothing yet, in a directory that exists, is judged by that
+// directory: one another user may write (even a sticky one, such as /tmp) lets them make the
+// script before it runs. uid is the user the command runs as: root or that user may own what it
+// runs. A refusal names the argument, Check's reason and ProgramRule.
 func Command(argv []string, dir string, uid int) (string, error) {
 	prog, err := Program(argv[0], uid)
 	if err != nil {
@@ -289,14 +292,35 @@ func Command(argv []string, dir string, uid int) (string, error) {
 		if dir != "" && !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-			continue // not a file: an option, a word, a URL
-		}
-		if err := Check(p, uid); err != nil {
+		if err := checkArgument(p, arg, uid); err != nil {
 			return "", fmt.Errorf("refused to run %s with the file %s: %w (%s)", argv[0], arg, err, ProgramRule)
 		}
 	}
 	return prog, nil
+}
+
+// checkArgument is Command's rule for one argument arg, at path p.
+func checkArgument(p, arg string, uid int) error {
+	fi, err := os.Stat(p)
+	switch {
+	case err == nil && (fi.Mode().IsRegular() || fi.IsDir()):
+		return Check(p, uid)
+	case err == nil, !errors.Is(err, fs.ErrNotExist) || !strings.ContainsRune(arg, filepath.Separator):
+		return nil // a device, or not a path: an option, a word, a URL
+	}
+	parent := filepath.Dir(p)
+	pfi, err := os.Stat(parent)
+	if err != nil || !pfi.IsDir() {
+		return nil // no such directory either: not a path here
+	}
+	if err := Check(parent, uid); err != nil {
+		return err
+	}
+	if pfi.Mode().Perm()&0o022 != 0 {
+		return refusal{fmt.Errorf("%s does not exist yet, and its directory %s has mode %04o: another user could make it before it runs",
+			p, parent, pfi.Mode().Perm())}
+	}
+	return nil
 }
 
 // CheckPrivate is Check for a file that holds secrets: trusted, and besides readable by its
