@@ -115,16 +115,17 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 		return nil
 	}
 	rt := d.runtimes[h.Name]
-	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
-	if err != nil {
-		published = spec.Render(d.cfg, h, version, d.self)
-	}
 	lock, err := d.lock(ctx, h, version)
 	if err != nil {
 		hr.Outcome, hr.Error = report.OutcomeFailed, fmt.Sprintf("%v; no rollback: %v", cause, err)
 		return fmt.Errorf("host %s: %s", h.Name, hr.Error)
 	}
 	defer lock.Release()
+	// Read under the host lock: what the host runs now is what its last holder published.
+	published, err := spec.Read(spec.Path(d.cfg.HostStateDir(h)))
+	if err != nil {
+		published = spec.Render(d.cfg, h, version, d.self)
+	}
 	d.backsMu.Lock()
 	back := d.backs[h.Name]
 	d.backsMu.Unlock()
