@@ -1,5 +1,7 @@
 package edge
 
+import "fmt"
+
 // DefaultMaxConns is how many client connections a Forwarder or a Relay holds open at once
 // when its MaxConns is 0: beyond it, a new connection is closed at once and counted as
 // over_cap, so one client opening connections cannot exhaust the process's descriptors.
@@ -11,4 +13,12 @@ func maxConns(n int) int64 {
 		return DefaultMaxConns
 	}
 	return int64(n)
+}
+
+// checkMaxConns checks --max-conns is 0 (the default) or more.
+func checkMaxConns(n int) error {
+	if n < 0 {
+		return fmt.Errorf("--max-conns %d: must be 0 (the default, %d) or more", n, DefaultMaxConns)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,55 @@ func TestRelayClosesConnectionsBeyondMaxConns(t *testing.T) {
 	m := &innerMap{}
 	relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}, MaxConns: 2})
 	capHolds(t, relay.Addr().String(), func() uint64 { return relay.Counts().OverCap })
+}
+
+// A negative --max-conns is refused, by the Forwarder and the Relay alike, naming the flag and
+// the value, instead of being served as DefaultMaxConns.
+func TestNegativeMaxConnsIsRefused(t *testing.T) {
+	f := &Forwarder{Listen: "127.0.0.1:0", Origins: []string{"127.0.0.1:1"}, MaxConns: -1}
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "--max-conns -1") {
+		t.Errorf("Forwarder.Validate with --max-conns -1: %v (served as %d)", err, maxConns(f.MaxConns))
+	}
+	r := &Relay{Listen: "127.0.0.1:0", Backend: "127.0.0.1:1", MaxConns: -1}
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "--max-conns -1") {
+		t.Errorf("Relay.Validate with --max-conns -1: %v (served as %d)", err, maxConns(r.MaxConns))
+	}
+}
+
+// outcome="accepted" is every connection accepted, on both engines: one closed at once over
+// --max-conns is accepted too (over_cap is a part of accepted), on the event loops and on the
+// goroutine path alike.
+func TestOverCapConnectionsCountAsAcceptedOnBothEngines(t *testing.T) {
+	for _, goroutines := range []bool{false, true} {
+		name := "loops"
+		if goroutines {
+			name = "goroutines"
+		}
+		t.Run(name, func(t *testing.T) {
+			m := &innerMap{}
+			relay := startRelay(t, &Relay{Backend: startBackend(t, m), Map: m, Trusted: []netip.Prefix{loopback}})
+			f := &Forwarder{Origins: []string{relay.Addr().String()}, MaxConns: 1}
+			f.Listen = "127.0.0.1:0"
+			f.Check.Interval = time.Hour
+			f.goroutines = goroutines
+			if err := f.Open(); err != nil {
+				t.Fatal(err)
+			}
+			serveUntilCleanup(t, f.Serve)
+			a, ok := echoed(t, f.Addr().String())
+			defer a.Close()
+			if !ok {
+				t.Fatal("first connection not relayed")
+			}
+			b, okB := echoed(t, f.Addr().String())
+			b.Close()
+			if okB {
+				t.Fatal("second connection relayed beyond max 1")
+			}
+			poll.Until(t, 5*time.Second, "over_cap 1", func() bool { return f.Counts().OverCap == 1 })
+			if c := f.Counts(); c.Accepted != 2 {
+				t.Fatalf("counts %+v: accepted %d, want 2 (both connections were accepted; one closed over cap)", c, c.Accepted)
+			}
+		})
+	}
 }

@@ -19,11 +19,15 @@ type Counts struct {
 	Unreachable uint64 `json:"unreachable"`
 	// OverCap is connections closed at once because MaxConns were open (Forwarder, Relay).
 	OverCap uint64 `json:"over_cap"`
+	// LocalError is connections closed because the connect to an upstream failed for a reason
+	// of the edge's own (out of descriptors, memory, buffers or local ports), which leaves the
+	// upstream in rotation (Forwarder).
+	LocalError uint64 `json:"local_error"`
 }
 
 // counters are the live atomics behind a Forwarder's Counts (a Relay's listener keeps its own).
 type counters struct {
-	accepted, empty, unreachable, overCap atomic.Uint64
+	accepted, empty, unreachable, overCap, localError atomic.Uint64
 }
 
 func (c *counters) snapshot() Counts {
@@ -32,5 +36,6 @@ func (c *counters) snapshot() Counts {
 		Empty:       c.empty.Load(),
 		Unreachable: c.unreachable.Load(),
 		OverCap:     c.overCap.Load(),
+		LocalError:  c.localError.Load(),
 	}
 }

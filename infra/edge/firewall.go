@@ -33,7 +33,8 @@ const DefaultFirewallChain = "ZERO502-EDGE"
 // replaced in one iptables-restore --noflush transaction, so re-applying never leaves a moment
 // with the allow list but no DROP; nothing outside our chain and its one jump is touched.
 type Firewall struct {
-	// Allow are the sources that may reach the port (IPv4 and IPv6 prefixes).
+	// Allow are the sources that may reach the port (IPv4 and IPv6 prefixes; an IPv4-mapped IPv6
+	// one, ::ffff:198.51.100.7, is its IPv4 prefix).
 	Allow []netip.Prefix
 	// Port is the published port on the host (what clients connect to).
 	Port int
@@ -72,10 +73,26 @@ func (f Firewall) Validate() error {
 	if f.Port < 1 || f.Port > 65535 {
 		errs = append(errs, fmt.Errorf("--port %d: must be the published port, from 1 to 65535", f.Port))
 	}
-	if f.InInterface == "" || strings.ContainsAny(f.InInterface, " /\t") || len(f.InInterface) > 15 {
-		errs = append(errs, fmt.Errorf("--in-interface %q: must be the external interface's name (at most 15 characters, e.g. eth0): the drop applies to traffic arriving there", f.InInterface))
+	if !interfaceName(f.InInterface) {
+		errs = append(errs, fmt.Errorf("--in-interface %q: must be the external interface's name, 1 to 15 of A-Z a-z 0-9 _ . - (or iptables' + wildcard), e.g. eth0 (see ip link): the drop applies to traffic arriving there", f.InInterface))
 	}
 	return errors.Join(errs...)
+}
+
+// interfaceName says s is what Linux names an interface (1 to 15 characters, never "." or "..";
+// the kernel refuses '/', ':' and white space, and this takes only A-Z a-z 0-9 _ . -) or
+// iptables' wildcard of one ("eth+"). It goes into the iptables-restore input as it is: a
+// newline in it would add lines of its own.
+func interfaceName(s string) bool {
+	if s == "" || len(s) > 15 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("_.-+", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f Firewall) chain() string {
@@ -91,11 +108,21 @@ func (f Firewall) Rules(fam Family) [][]string {
 	match := []string{"-i", f.InInterface, "-p", "tcp", "-m", "conntrack", "--ctorigdstport", port}
 	rules := [][]string{{"-A", f.chain(), "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"}}
 	for _, p := range f.Allow {
-		if fam.is(p.Addr().Unmap()) {
-			rules = append(rules, append(append([]string{"-A", f.chain()}, match...), "-s", p.Masked().String(), "-j", "RETURN"))
+		if src := sourcePrefix(p); fam.is(src.Addr()) {
+			rules = append(rules, append(append([]string{"-A", f.chain()}, match...), "-s", src.String(), "-j", "RETURN"))
 		}
 	}
 	return append(rules, append(append([]string{"-A", f.chain()}, match...), "-j", "DROP"))
+}
+
+// sourcePrefix is p as a rule's source, masked. An IPv4-mapped IPv6 prefix (::ffff:198.51.100.7,
+// as an IPv6 socket shows an IPv4 peer) is the IPv4 prefix it covers (198.51.100.7/32; /96+n is
+// /n): the packets come from an IPv4 source, and only iptables sees them.
+func sourcePrefix(p netip.Prefix) netip.Prefix {
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96).Masked()
+	}
+	return p.Masked()
 }
 
 // restoreInput is family fam's iptables-restore --noflush input: our chain declared (created,

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -391,5 +392,73 @@ func TestFirewallFiltersIPv6Packets(t *testing.T) {
 	}
 	if !l.reaches(l.out, "10.100.0.2", "10.100.0.1:443") {
 		t.Error("the allowed IPv4 source no longer reaches the published port")
+	}
+}
+
+// --in-interface must be a Linux interface name: a newline in it would become extra lines of the
+// iptables-restore input ("x\n-F\n#" turns each rule into "-A ZERO502-EDGE -i x", then "-F",
+// which flushes every chain of the filter table, Docker's included). Validate refuses it, naming
+// the flag, before anything is applied.
+func TestFirewallRefusesAnInterfaceNameWithANewline(t *testing.T) {
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}, Port: 443, InInterface: "x\n-F\n#"}
+	if err := fw.Validate(); err == nil {
+		in := fw.restoreInput(Families[0], true)
+		flush := 0
+		for _, line := range strings.Split(in, "\n") {
+			if line == "-F" {
+				flush++
+			}
+		}
+		t.Fatalf("Validate accepted --in-interface %q; the restore input has %d bare \"-F\" lines:\n%s", fw.InInterface, flush, in)
+	} else if !strings.Contains(err.Error(), "--in-interface") {
+		t.Errorf("error %v does not name --in-interface", err)
+	}
+}
+
+// An IPv4-mapped IPv6 source (--allow ::ffff:198.51.100.7, as pasted from an IPv6 socket's
+// peer) is an IPv4 source: the IPv4 (iptables) rules allow it as 198.51.100.7/32, never as
+// "::ffff:198.51.100.7/128", which iptables cannot parse; a mapped prefix /96+n is the IPv4 /n.
+func TestFirewallIPv4MappedAllowIsUnmapped(t *testing.T) {
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("::ffff:198.51.100.7/128"), netip.MustParsePrefix("::ffff:203.0.113.0/120")},
+		Port: 443, InInterface: "eth0"}
+	if err := fw.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var v4 []string
+	for _, r := range fw.Rules(Families[0]) {
+		s := strings.Join(r, " ")
+		if strings.Contains(s, "::ffff:") {
+			t.Fatalf("Validate accepted --allow ::ffff:198.51.100.7 and the IPv4 (iptables) rules hold an IPv6 source: %q", s)
+		}
+		v4 = append(v4, s)
+	}
+	for _, want := range []string{"-s 198.51.100.7/32 -j RETURN", "-s 203.0.113.0/24 -j RETURN"} {
+		if !strings.Contains(strings.Join(v4, "\n"), want) {
+			t.Errorf("the IPv4 rules lack %q:\n%s", want, strings.Join(v4, "\n"))
+		}
+	}
+	for _, r := range fw.Rules(Families[1]) {
+		if slices.Contains(r, "-s") {
+			t.Errorf("the IPv6 rules allow an IPv4-mapped source: %q", strings.Join(r, " "))
+		}
+	}
+}
+
+// --in-interface takes what Linux names an interface (1 to 15 of A-Z a-z 0-9 _ . -, or
+// iptables' trailing "+" wildcard) and refuses the rest, naming the flag and the value.
+func TestFirewallInterfaceNames(t *testing.T) {
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}, Port: 443}
+	for _, name := range []string{"eth0", "enp0s31f6", "br-1a2b3c4d5e6f", "eth0.100", "veth_a", "eth+"} {
+		fw.InInterface = name
+		if err := fw.Validate(); err != nil {
+			t.Errorf("--in-interface %q refused: %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "eth0 ", "a/b", "eth0:1", "x\rF", "eth0\x00", "0123456789abcdef", ".", "..", "ethé"} {
+		fw.InInterface = name
+		err := fw.Validate()
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--in-interface %q", name)) {
+			t.Errorf("--in-interface %q: error %v, want one naming the flag and the value", name, err)
+		}
 	}
 }

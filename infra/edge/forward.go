@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/zero502/zero502/infra/adminapi"
@@ -130,6 +131,7 @@ func (f *Forwarder) Validate() error {
 		}
 		seen[o] = true
 	}
+	errs = append(errs, checkMaxConns(f.MaxConns))
 	if f.Loops < 0 || f.Loops > 1024 {
 		errs = append(errs, fmt.Errorf("--loops %d: must be from 0 (one per CPU) to 1024", f.Loops))
 	}
@@ -237,7 +239,7 @@ func (f *Forwarder) Addr() net.Addr { return f.ln.Addr() }
 // of the A set (its health listener refuses connections).
 func (f *Forwarder) Draining() bool { return f.draining.Load() }
 
-// Counts says what the edge has seen: Accepted, Empty and Unreachable.
+// Counts says what the edge has seen: Accepted, Empty, Unreachable, LocalError and OverCap.
 func (f *Forwarder) Counts() Counts { return f.counts.snapshot() }
 
 // Serve forwards until ctx ends, then drains: it keeps forwarding and accepting for Drain while
@@ -292,18 +294,18 @@ func (f *Forwarder) serveConns(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 	}
-	return serveDrained(ctx, f.ln, f.forward, maxConns(f.MaxConns), &f.counts.overCap, f.Drain, f.Shutdown, f.handedOff,
+	return serveDrained(ctx, f.ln, f.forward, maxConns(f.MaxConns), &f.counts.accepted, &f.counts.overCap, f.Drain, f.Shutdown, f.handedOff,
 		clockOr(f.Clock), log, "edge", onDraining)
 }
 
 // forward relays one client connection to an upstream behind a PROXY v2 header. An upstream
 // that cannot be reached (or refuses the header) is ejected and the next one is tried: nothing
 // of the client's has been sent yet; so is the next one when the upstream is ejected while the
-// connect to it is in progress (reconnect.go). It is the goroutine path; the event loops (Linux,
-// loop_linux.go) take the same steps through the same policy functions below.
+// connect to it is in progress (reconnect.go). A connect failed for the edge's own lack of
+// resources ejects nothing and closes the client (dialFailed). It is the goroutine path; the
+// event loops (Linux, loop_linux.go) take the same steps through the same policy functions below.
 func (f *Forwarder) forward(client *pairedConn) {
 	start := time.Now()
-	f.counts.accepted.Add(1)
 	measured := origin.AddrPort(client.RemoteAddr())
 	var tried []*upstream
 	for {
@@ -322,8 +324,10 @@ func (f *Forwarder) forward(client *pairedConn) {
 			return
 		}
 		if err != nil {
-			f.dialFailed(measured, u, err)
-			continue
+			if f.dialFailed(measured, u, err) {
+				continue
+			}
+			return
 		}
 		if origin == nil {
 			return // the client went away meanwhile
@@ -348,11 +352,34 @@ func (f *Forwarder) nextUpstream(measured netip.AddrPort, tried []*upstream) *up
 	return u
 }
 
-// dialFailed logs a failed connect to u and ejects it; the caller tries the next upstream.
-func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) {
+// dialFailed logs a failed connect to u and ejects it; the caller tries the next upstream
+// (tryNext). A failure of the edge's own (localDialError) is not u's: u stays in rotation, and
+// the client connection is counted as local_error, logged, and closed (not tryNext: another
+// upstream would fail the same way).
+func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) (tryNext bool) {
+	if localDialError(err) {
+		f.counts.localError.Add(1)
+		logger(f.Logger).Warn("edge: cannot connect for lack of this host's own resources; upstream kept in rotation, client connection closed: "+
+			"raise the descriptor limit (LimitNOFILE, ulimit -n) above twice --max-conns, or lower --max-conns",
+			"measured", origin.LogAddr(measured), "origin", u.addr, "error", err.Error())
+		return false
+	}
 	logger(f.Logger).Warn("edge: upstream unreachable; ejected, trying the next", "measured", origin.LogAddr(measured),
 		"origin", u.addr, "error", err.Error())
 	f.eject(u, err)
+	return true
+}
+
+// localDialError says a connect failed for a reason of the edge's own, not the upstream's: out
+// of descriptors (EMFILE, ENFILE), of buffers or memory (ENOBUFS, ENOMEM), or of local ports
+// (EADDRNOTAVAIL).
+func localDialError(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 // headerRefused counts and logs an upstream that took the connection but not the header; the

@@ -101,8 +101,10 @@ func (l *loop) dial(c *lconn) {
 			return
 		}
 		if err := l.connect(c, ap); err != nil {
-			l.f.dialFailed(c.measured, u, dialError(u.addr, err))
-			continue
+			if l.f.dialFailed(c.measured, u, dialError(u.addr, err)) {
+				continue
+			}
+			l.end(c, nil)
 		}
 		return
 	}
@@ -135,8 +137,7 @@ func (l *loop) resolve(c *lconn, u *upstream) {
 				return // closed meanwhile
 			}
 			if err != nil {
-				l.f.dialFailed(c.measured, u, dialError(u.addr, err))
-				l.dial(c)
+				l.retry(c, l.f.dialFailed(c.measured, u, dialError(u.addr, err)))
 				return
 			}
 			c.addrs = addrs
@@ -156,8 +157,17 @@ func (l *loop) connectNext(c *lconn, last error) {
 		}
 	}
 	c.state = stNew
-	l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, last))
-	l.dial(c)
+	l.retry(c, l.f.dialFailed(c.measured, c.u, dialError(c.u.addr, last)))
+}
+
+// retry goes on after c's upstream failed: with the next upstream when tryNext (dialFailed),
+// else it closes c.
+func (l *loop) retry(c *lconn, tryNext bool) {
+	if tryNext {
+		l.dial(c)
+		return
+	}
+	l.end(c, nil)
 }
 
 // connect starts a non-blocking connect of c to ap; the loop finishes it on EPOLLOUT.

@@ -89,7 +89,8 @@ var (
 	edgeConnsDesc = prometheus.NewDesc("zero502_edge_connections_total",
 		"Connections by what became of them: accepted (all), empty (closed without a byte: health checks), "+
 			"unreachable (the origin or backend could not be reached), proxy_header (PROXY header parsed and stripped), "+
-			"passed_through (no header, relayed untouched), malformed (bad header body), untrusted (header from outside --trusted), over_cap (closed at once: --max-conns were open).",
+			"passed_through (no header, relayed untouched), malformed (bad header body), untrusted (header from outside --trusted), over_cap (closed at once: --max-conns were open), "+
+			"local_error (closed: the connect to an upstream failed for lack of the edge's own descriptors, memory, buffers or local ports; the upstream stays in rotation).",
 		[]string{"role", "outcome"}, nil)
 	edgeDrainingDesc = prometheus.NewDesc("zero502_edge_draining",
 		"1 once the drain started (health refuses, still forwarding), else 0.", []string{"role"}, nil)
@@ -108,7 +109,7 @@ func (c *countsCollector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{"accepted", n.Accepted}, {"empty", n.Empty}, {"unreachable", n.Unreachable},
 		{"proxy_header", n.Headers}, {"passed_through", n.PassedThrough},
-		{"malformed", n.Malformed}, {"untrusted", n.Untrusted}, {"over_cap", n.OverCap},
+		{"malformed", n.Malformed}, {"untrusted", n.Untrusted}, {"over_cap", n.OverCap}, {"local_error", n.LocalError},
 	} {
 		ch <- prometheus.MustNewConstMetric(edgeConnsDesc, prometheus.CounterValue, float64(o.v), c.role, o.outcome)
 	}

@@ -67,6 +67,7 @@ func (r *Relay) Validate() error {
 		checkListen("listen", r.Listen),
 		checkDial("to", r.Backend),
 		checkOptionalListen("metrics", r.Metrics),
+		checkMaxConns(r.MaxConns),
 		checkDuration("header-timeout", r.HeaderTimeout, fmt.Sprintf("the default, %s", origin.DefaultHeaderTimeout)),
 		checkDuration("connect-timeout", r.ConnectTimeout, fmt.Sprintf("the default, %s", DefaultConnectTimeout)),
 		checkDuration("idle-timeout", r.IdleTimeout, fmt.Sprintf("the default, %s", DefaultIdleTimeout)),
@@ -128,7 +129,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	log.Info("edge origin relaying", "listen", r.Addr().String(), "to", r.Backend, "trusted", fmt.Sprint(r.Trusted),
 		"header_timeout", orDefault(r.HeaderTimeout, origin.DefaultHeaderTimeout).String(), "idle_timeout", r.idleTimeout().String(),
 		"drain", r.Drain.String(), "shutdown", r.Shutdown.String())
-	err := serveDrained(ctx, r.origin, r.relay, maxConns(r.MaxConns), &r.counts.overCap, r.Drain, r.Shutdown, nil, clockOr(r.Clock), log, "edge origin",
+	err := serveDrained(ctx, r.origin, r.relay, maxConns(r.MaxConns), nil, &r.counts.overCap, r.Drain, r.Shutdown, nil, clockOr(r.Clock), log, "edge origin",
 		func() { r.draining.Store(true) })
 	c := r.Counts()
 	log.Info("edge origin stopped", "accepted", c.Accepted, "empty", c.Empty, "unreachable", c.Unreachable,

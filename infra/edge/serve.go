@@ -21,11 +21,12 @@ import (
 // answering and closes, and its FIN reaches the client after the answer, so the connection ends
 // cleanly within the budget (an HTTP server behind closes after its response; a chat's
 // WebSocket reconnects; nobody reads a reset). What is still open when the budget runs out is
-// closed, both sides of it. A connection beyond max open at once is closed at once and counted
-// in overCap.
+// closed, both sides of it. Every connection accepted is counted in accepted (nil: the listener
+// counts them, as the Relay's origin.Listener does), one beyond max open at once too, before it
+// is closed at once and counted in overCap.
 // Each phase gets a log line of its own (who names the server in it): drain's own lines speak
 // of an HTTP health path a TCP server does not have.
-func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), max int64, overCap *atomic.Uint64,
+func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn), max int64, accepted, overCap *atomic.Uint64,
 	window, shutdown time.Duration, handedOff func() bool, clk clock.Clock, log *slog.Logger, who string, onDraining func()) error {
 	var open atomic.Int64
 	conns := &openConns{set: map[*pairedConn]struct{}{}}
@@ -51,6 +52,9 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 	}()
 	return drain.ServeTCP(serving, pairingListener{ln}, func(c net.Conn) {
 		defer open.Add(-1)
+		if accepted != nil {
+			accepted.Add(1)
+		}
 		if open.Add(1) > max {
 			overCap.Add(1)
 			_ = c.Close()

@@ -1,0 +1,124 @@
+package edge
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/standing"
+	"github.com/zero502/zero502/internal/testrig/poll"
+)
+
+// openFDs are the descriptor numbers open now.
+func openFDs(t *testing.T) map[int]bool {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := d.Readdirnames(-1)
+	self := int(d.Fd())
+	_ = d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]bool{}
+	for _, n := range names {
+		if fd, err := strconv.Atoi(n); err == nil && fd != self {
+			out[fd] = true
+		}
+	}
+	return out
+}
+
+// A connect that fails for a reason of the edge's own (socket(): EMFILE, the edge out of
+// descriptors) is not the upstream's failure: every healthy upstream stays in rotation, so a
+// client that fills the descriptor table (--max-conns × 2 descriptors) cannot eject them all,
+// close the health listener and take the edge out of the A set.
+func TestLocalDescriptorExhaustionDoesNotEjectHealthyUpstreams(t *testing.T) {
+	// upstreams that complete handshakes in the kernel and are never accepted: no descriptor here
+	var ups []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		ups = append(ups, ln.Addr().String())
+	}
+	log, lines := newLogs()
+	f := startForwarder(t, &Forwarder{Origins: ups, Health: "127.0.0.1:0", Logger: log})
+	poll.Until(t, deadline, "both upstreams in rotation", func() bool { return f.ups.inRotation() == 2 })
+
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	open := openFDs(t)
+	soft := uint64(0)
+	for free := 0; free < 2; soft++ { // the lowest limit with exactly two free slots below it
+		if !open[int(soft)] {
+			free++
+		}
+	}
+	lim := syscall.Rlimit{Cur: soft, Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// one free slot for the client's socket, one for the edge's accept; the upstream dial gets none
+	c, err := net.DialTimeout("tcp", f.Addr().String(), 2*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil {
+		c.Close()
+	}
+	for _, l := range lines.withMsg(t, "edge: upstream unreachable; ejected, trying the next") {
+		t.Logf("edge log: origin %v error %v", l["origin"], l["error"])
+	}
+	for _, u := range f.ups.all() {
+		if st := u.State(); st != standing.Healthy {
+			t.Errorf("upstream %s is %s after the edge ran out of descriptors (%v): ejected for the edge's own failure; in rotation now: %d",
+				u.addr, st, u.status().LastError, f.ups.inRotation())
+		}
+	}
+}
+
+// A connect that fails with EMFILE, ENFILE, ENOBUFS, ENOMEM or EADDRNOTAVAIL failed for the
+// edge's own lack of descriptors, memory, buffers or local ports: the upstream stays in rotation,
+// the client connection is closed (no other upstream tried), counted as local_error and logged
+// at warn level once; any other failure (ECONNREFUSED) ejects the upstream and tries the next.
+func TestLocalDialErrorsAreCountedAndLoggedNotEjected(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	log, lines := newLogs()
+	f := startForwarder(t, &Forwarder{Origins: []string{ln.Addr().String()}, Logger: log})
+	u := f.ups.all()[0]
+	local := []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL}
+	for _, errno := range local {
+		if f.dialFailed(netip.AddrPort{}, u, dialError(u.addr, os.NewSyscallError("socket", errno))) {
+			t.Errorf("%v: dialFailed says try the next upstream, want the client connection closed", errno)
+		}
+		if st := u.State(); st != standing.Healthy {
+			t.Fatalf("%v: upstream %s, want healthy: ejected for the edge's own failure", errno, st)
+		}
+	}
+	if c := f.Counts(); c.LocalError != uint64(len(local)) || c.Unreachable != 0 {
+		t.Errorf("counts %+v: want local_error %d, unreachable 0", c, len(local))
+	}
+	warned := lines.withMsg(t, "edge: cannot connect for lack of this host's own resources; upstream kept in rotation, client connection closed: "+
+		"raise the descriptor limit (LimitNOFILE, ulimit -n) above twice --max-conns, or lower --max-conns")
+	if len(warned) != len(local) || warned[0]["level"] != "WARN" {
+		t.Errorf("%d lines for %d local errors (%v), want one each at WARN:\n%s", len(warned), len(local), warned, lines)
+	}
+	if !f.dialFailed(netip.AddrPort{}, u, dialError(u.addr, os.NewSyscallError("connect", syscall.ECONNREFUSED))) || u.State() == standing.Healthy {
+		t.Errorf("ECONNREFUSED: upstream %s, want ejected and the next one tried", u.State())
+	}
+}
