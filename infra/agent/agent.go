@@ -71,6 +71,13 @@ func (a *Agent) Send(body string) (string, error) { return a.Outbox.Send(body) }
 // Pending is how many messages wait for the server's acknowledgement.
 func (a *Agent) Pending() int { return a.Outbox.Len() }
 
+// stableSession is how long a session must last before its end starts the backoff ladder again.
+// One that ends sooner (an origin that completes the handshake and drops the connection, one
+// overloaded, or refusing this agent) climbs the ladder as a failed dial does: reset at every
+// handshake, every agent would reconnect within Backoff.Base, for ever, at an origin already
+// struggling.
+const stableSession = 10 * time.Second
+
 // Run keeps a session up until ctx ends, then returns ctx's error. Every failure is retried.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.Picker == nil {
@@ -95,14 +102,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		})
 		if err == nil {
-			failures = 0 // a session through to the origin: the ladder starts again
 			if choice.Addr.IsValid() && d.edge.IsValid() {
 				choice.Addr = d.edge
 			}
+			began := a.clock().Now()
 			var r *edgepick.SwitchReason
 			r, err = a.session(ctx, d, choice)
 			if ctx.Err() != nil {
 				break
+			}
+			if a.clock().Now().Sub(began) >= stableSession {
+				failures = 0 // a session that held: the ladder starts again
 			}
 			if r != nil {
 				a.emit(Event{Kind: Switched, Edge: d.edge, Switch: *r})

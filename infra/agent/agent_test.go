@@ -337,3 +337,50 @@ func TestABodyOverTheFrameLimitIsRefusedAndTheMessagesAfterItAreDelivered(t *tes
 		t.Errorf("a session failed (%v); want one session that carried every message", e.Err)
 	}
 }
+
+// maxRand draws the longest wait of every rung: the ladder's climb shows in each Failed event.
+type maxRand struct{}
+
+func (maxRand) Int64N(n int64) int64 { return n - 1 }
+
+// An origin that completes the TLS handshake and drops the connection at once is a failure that
+// climbs the backoff ladder: the agent used to start the ladder again at every handshake and
+// reconnect within Backoff.Base for ever, at an origin already refusing it.
+func TestASessionDroppedAtOnceClimbsTheBackoffLadder(t *testing.T) {
+	serverTLS, clientTLS := newPKI(t)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", serverTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake() // the session is established, then dropped
+			c.Close()
+		}
+	}()
+	var ev events
+	a := newAgent(t, clientTLS, []netip.AddrPort{netip.MustParseAddrPort(ln.Addr().String())}, filepath.Join(t.TempDir(), "state.json"), &ev)
+	a.Backoff.Rand = maxRand{}
+	runAgent(t, a)
+	failed := func() []Event {
+		var out []Event
+		for _, e := range ev.list() {
+			if e.Kind == Failed {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	poll.Until(t, 20*time.Second, "five failed sessions", func() bool { return len(failed()) >= 5 })
+	f := failed()
+	for i, e := range f[:5] {
+		if want := a.Backoff.Delay(i); e.Backoff != want {
+			t.Errorf("failure %d (%v): backoff %s, want %s: a session dropped at once must climb the ladder", i+1, e.Err, e.Backoff, want)
+		}
+	}
+}

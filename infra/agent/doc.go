@@ -10,7 +10,8 @@
 //     and the next dial goes to the new edge at once: a planned end never feeds the backoff.
 //   - A real failure (a dial that fails, a session that breaks) is recorded as a failover in the
 //     state file and waits an exponential backoff with full jitter and a cap before the next
-//     dial. The ladder restarts once a session is established.
+//     dial. The ladder restarts once a session has held for stableSession (10 s): an origin
+//     that completes the handshake and drops the connection climbs it as a failed dial does.
 //   - Messages sent while disconnected wait in a bounded Outbox and are replayed after the
 //     reconnect; a message leaves the outbox only when the server acknowledged it, and one
 //     whose frame would be over MaxFrame never enters it (Send refuses it). Each carries
