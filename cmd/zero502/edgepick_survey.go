@@ -166,9 +166,12 @@ func (a *alertFlags) build(log *slog.Logger) (*alert.Sender, *alert.Tracker, err
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	return &alert.Sender{URL: a.webhook, Command: a.command, Attempts: a.attempts, Timeout: a.timeout,
-			Backoff: backoff.Backoff{Base: time.Second, Cap: 30 * time.Second}, Logger: log},
-		&alert.Tracker{Confirm: a.confirm}, nil
+	sender := &alert.Sender{URL: a.webhook, Command: a.command, Attempts: a.attempts, Timeout: a.timeout,
+		Backoff: backoff.Backoff{Base: time.Second, Cap: 30 * time.Second}, Logger: log}
+	if err := sender.Validate(); err != nil { // a command the trust rule refuses, before anything runs
+		return nil, nil, err
+	}
+	return sender, &alert.Tracker{Confirm: a.confirm}, nil
 }
 
 // parseHTTPURL checks that s is an absolute http or https URL with a host.

@@ -61,6 +61,15 @@ func TestEdgePickSurveyRefusesBadFlags(t *testing.T) {
 	if err := os.WriteFile(noScheme, []byte("hooks.example.com\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	open := filepath.Join(t.TempDir(), "open") // a directory anyone may write: its script is refused
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(open, 0o777)
+	mailer := filepath.Join(open, "mail.sh")
+	if err := os.WriteFile(mailer, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -70,6 +79,7 @@ func TestEdgePickSurveyRefusesBadFlags(t *testing.T) {
 		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-webhook-file", noScheme}, "http:// or https://"},
 		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-webhook", "https://hooks.example.com/s3cret", "--alert-confirm", "0"}, "unknown flag: --alert-webhook"},
 		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--alert-confirm", "0"}, "--alert-confirm 0"},
+		{[]string{"survey", "--name", "127.0.0.1:1", "--insecure-skip-verify", "--rounds", "1", "--alert-command", mailer}, "--alert-command"},
 	} {
 		_, errOut, code := runEdgePick(t, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

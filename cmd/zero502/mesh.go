@@ -140,7 +140,7 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags (or n
 	fl.StringArrayVar(&peerServices, "peer-service", nil, "a peer's service as NAME=URL (its --service), repeatable: what this server probes and routes to for that peer (default: its mesh /health, and no address in the route)")
 	meshKeySource.register(fl, "")
 	fl.DurationVar(&n.BulletinWindow, "bulletin-window", mesh.DefaultBulletinWindow, "a bulletin stamped further than this from this server's clock is refused (replay, or clocks off)")
-	fl.StringVar(&n.CheckCommand, "check-command", "", "local check run through sh -c each round, exit 0 = running, e.g. 'systemctl is-active --quiet openvpn'")
+	fl.StringVar(&n.CheckCommand, "check-command", "", "local check run through sh -c each round, exit 0 = running, e.g. 'systemctl is-active --quiet openvpn'; sh and a script it names must be files only root or this user can change (refused otherwise), and it runs without the mesh's secrets in its environment")
 	fl.StringVar(&source, "source", "", "local IP address probes leave from (default: chosen by the kernel)")
 	al.register(cmd)
 	fl.StringSliceVar(&n.Checkers, "checkers", nil, "the checker servers, comma-separated or repeated, each this server's --name or one of its --peers, the same list on every server: when a checker cannot reach an ordinary server, that server's address is likely blocked (a peer's claim to the role is ignored)")

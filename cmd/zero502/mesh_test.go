@@ -6,10 +6,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/mesh"
 )
 
@@ -168,5 +170,41 @@ func TestMeshServeKeyFromFileOrEnvironmentAndNoneOffLoopback(t *testing.T) {
 	}
 	if newMeshServeCmd().Flags().Lookup("key") != nil {
 		t.Error("mesh serve has a --key flag: a key in argv is visible in ps")
+	}
+}
+
+// mesh serve refuses at startup (exit 2) a --check-command or --alert-command whose script
+// another user could change, naming the flag, the script and the mode at fault.
+func TestMeshServeRefusesAnUntrustedCheckOrAlertCommand(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(open, 0o777)
+	script := filepath.Join(open, "check.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	serve := []string{"mesh", "serve", "--name", "a", "--listen", "127.0.0.1:0", "--peers", "b=127.0.0.1:7002"}
+	for _, flag := range []string{"--check-command", "--alert-command"} {
+		out, code := runCLI(t, append(serve, flag, script+" --quiet")...)
+		if code != 2 {
+			t.Fatalf("%s: exit %d, want 2\n%s", flag, code, out)
+		}
+		for _, w := range []string{flag, script, "0777"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: the message does not say %q:\n%s", flag, w, out)
+			}
+		}
+	}
+}
+
+// Every environment variable through which a command takes a secret is one that the commands
+// zero502 runs for the mesh and alerts never get (boundedcmd.SecretEnv).
+func TestTheSecretVariablesAreKeptFromChildCommands(t *testing.T) {
+	for _, env := range []string{alertWebhookEnv, lbAdminTokenEnv, edgeAdminTokenEnv, meshKeyEnv} {
+		if !slices.Contains(boundedcmd.SecretEnv(), env) {
+			t.Errorf("boundedcmd.SecretEnv() lacks $%s: a check or alert command would get it", env)
+		}
 	}
 }

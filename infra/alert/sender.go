@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os/exec"
 	"time"
 
 	"github.com/zero502/zero502/infra/backoff"
@@ -24,7 +23,9 @@ const DefaultAttempts = 5
 type Sender struct {
 	// URL is the webhook: each alert is POSTed to it as JSON; a 2xx answer is delivery.
 	URL string
-	// Command, when set, is run through sh -c with the alert's JSON on stdin (e.g. a mailer).
+	// Command, when set, is run through sh -c with the alert's JSON on stdin (e.g. a mailer),
+	// once the trust rule holds it (boundedcmd.ShellProgram: sh and the script it names) and without
+	// zero502's secrets in its environment (boundedcmd.ChildEnv).
 	Command string
 	// Attempts bounds the webhook's tries (DefaultAttempts when 0); Backoff is the wait between
 	// them (base 500 ms, cap 1 min when zero).
@@ -112,10 +113,23 @@ func (s *Sender) postOnce(ctx context.Context, client *http.Client, body []byte)
 	return nil
 }
 
+// Validate refuses a Command the trust rule refuses (boundedcmd.ShellProgram), naming --alert-command, the
+// command and why, before anything is sent.
+func (s *Sender) Validate() error {
+	if s.Command == "" {
+		return nil
+	}
+	_, err := boundedcmd.ShellProgram("--alert-command", s.Command)
+	return err
+}
+
 func (s *Sender) run(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", s.Command)
+	cmd, err := boundedcmd.ShellCommand(ctx, "--alert-command", s.Command)
+	if err != nil {
+		return fmt.Errorf("alert command not run: %w", err)
+	}
 	cmd.Stdin = bytes.NewReader(body)
 	boundedcmd.Bound(cmd) // the next alert does not wait on a child it left
 	if out, err := cmd.CombinedOutput(); err != nil {

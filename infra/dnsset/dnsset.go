@@ -81,7 +81,9 @@ func Name(field, name string) (string, error) {
 	return n, nil
 }
 
-// Addr parses an edge address for an A record: IPv4 only (an AAAA set is another record set).
+// Addr parses an edge address for an A record: IPv4 only (an AAAA set is another record set),
+// and one a client can connect to: not the unspecified, broadcast, multicast or link-local
+// address. An error names field, the value and the rule.
 func Addr(field, s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil {
@@ -91,10 +93,21 @@ func Addr(field, s string) (netip.Addr, error) {
 	if !a.Is4() {
 		return netip.Addr{}, fmt.Errorf("%s %q is not IPv4: an A record holds IPv4 addresses only", field, s)
 	}
-	if a.IsUnspecified() {
-		return netip.Addr{}, fmt.Errorf("%s %q is the unspecified address; clients cannot connect to it", field, s)
+	var what string
+	switch {
+	case a.IsUnspecified():
+		what = "the unspecified address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		what = "the broadcast address"
+	case a.IsMulticast():
+		what = "a multicast address (224.0.0.0/4)"
+	case a.IsLinkLocalUnicast():
+		what = "a link-local address (169.254.0.0/16), reachable from its own link only"
+	default:
+		return a, nil
 	}
-	return a, nil
+	return netip.Addr{}, fmt.Errorf("%s %q is %s: no client handed it can open a connection to it; "+
+		"an edge address is the unicast IPv4 address clients reach the edge at, e.g. 192.0.2.10", field, s, what)
 }
 
 // CheckAddr is Addr's rule for an already parsed address.

@@ -53,12 +53,20 @@ func TestNameIsFullyQualifiedLowerCaseAndAHostName(t *testing.T) {
 	}
 }
 
+// An edge address enters the A set only when a client handed it can open a TCP connection to it:
+// IPv4, and not the unspecified, broadcast, multicast or link-local address; a refusal names the
+// field, the value and the rule.
 func TestAddrIsAUsableIPv4Address(t *testing.T) {
 	for _, tc := range []struct{ in, want, err string }{
 		{"192.0.2.1", "192.0.2.1", ""},
 		{"::ffff:192.0.2.1", "192.0.2.1", ""},
 		{"2001:db8::1", "", "not IPv4"},
 		{"0.0.0.0", "", "unspecified"},
+		{"255.255.255.255", "", "the broadcast address"},
+		{"224.0.0.1", "", "multicast"},
+		{"239.1.2.3", "", "multicast"},
+		{"::ffff:224.0.0.1", "", "multicast"},
+		{"169.254.10.20", "", "link-local"},
 		{"edge-1", "", "not an IP address"},
 	} {
 		got, err := dnsset.Addr("ADDR", tc.in)

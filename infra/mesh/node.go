@@ -18,6 +18,7 @@ import (
 
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/alert"
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/clock"
 )
 
@@ -72,7 +73,9 @@ type Node struct {
 	// the mesh's /health.
 	Service Service
 	// CheckCommand, when set, is a local check run through sh -c each round ("is the VPN
-	// service running", e.g. systemctl is-active --quiet openvpn): exit 0 is running.
+	// service running", e.g. systemctl is-active --quiet openvpn): exit 0 is running. sh and a
+	// script it names must pass the trust rule (boundedcmd.ShellProgram; Validate refuses them); it
+	// runs without the mesh's secrets in its environment (boundedcmd.ChildEnv).
 	CheckCommand string
 	// Source, when valid, is the local address probes leave from (the server's own address).
 	Source netip.Addr
@@ -169,6 +172,14 @@ func (n *Node) Validate() error {
 		}
 	}
 	errs = append(errs, n.validateKey())
+	if n.CheckCommand != "" {
+		if _, err := boundedcmd.ShellProgram("--check-command", n.CheckCommand); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.Alerts != nil {
+		errs = append(errs, n.Alerts.Validate())
+	}
 	if n.ProbeEvery <= 0 {
 		errs = append(errs, fmt.Errorf("--probe-every %s: must be above 0", n.ProbeEvery))
 	}

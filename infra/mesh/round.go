@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,15 +154,20 @@ func (n *Node) logChanges() {
 	}
 }
 
-// runCheck runs the local check command: exit 0 is running.
+// runCheck runs the local check command: exit 0 is running. It is held to the trust rule and
+// runs without the mesh's secrets (boundedcmd.ShellCommand): a refused command is not run, and the
+// check fails with the refusal.
 func runCheck(ctx context.Context, command string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd, err := boundedcmd.ShellCommand(ctx, "--check-command", command)
+	if err != nil {
+		return fmt.Errorf("check command not run: %w", err)
+	}
 	boundedcmd.Bound(cmd) // the round does not wait on a child it left
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("check command %q: %v: %s", command, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("check command %q: %w: %s", command, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

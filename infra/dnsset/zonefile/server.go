@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // Server answers DNS queries authoritatively (AA set) from a zone file:
@@ -33,8 +35,10 @@ import (
 // beyond that is dropped unanswered and counted (Limited).
 //
 // It checks the file on every query (inode, size, mtime) and reloads it when it changed, so a
-// Set change is visible at the next query. A file that fails to parse is logged and the last
-// good zone keeps being served; with no good zone yet, queries get SERVFAIL.
+// Set change is visible at the next query. A file that fails to parse, or that another user
+// could have written (Load refuses it by the trust rule), is logged and the last good zone keeps
+// being served; with no good zone yet, queries get SERVFAIL. Nothing of a refused file is ever
+// answered.
 type Server struct {
 	path string
 	log  *slog.Logger
@@ -50,6 +54,9 @@ type Server struct {
 	zone  *Zone
 	stamp fileStamp
 	bad   fileStamp // the stamp of a file that failed to parse, so it is logged once
+	// refused is the stamp of a file the trust rule refused, so it is logged once (it is judged
+	// again at each query: what fixes it changes no stamp).
+	refused fileStamp
 }
 
 type fileStamp struct {
@@ -72,7 +79,9 @@ func NewServer(path string, log *slog.Logger) *Server {
 	return &Server{path: path, log: log}
 }
 
-// current returns the newest good zone, reloading the file when its stamp changed.
+// current returns the newest good zone, reloading the file when its stamp changed. A file that
+// does not parse is not read again until it changes; one the trust rule refuses is judged again
+// at every query until it loads (fixing its owner or mode, or its directory's, changes no stamp).
 func (s *Server) current() (*Zone, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,16 +104,26 @@ func (s *Server) current() (*Zone, error) {
 	}
 	z, err := Load(s.path)
 	if err != nil {
-		s.bad = st
+		refused := errors.Is(err, trust.ErrRefused)
+		logged := refused && st.same(s.refused)
+		if refused {
+			s.refused = st // logged once for this file, judged again at the next query
+		} else {
+			s.bad = st
+		}
 		if s.zone != nil {
-			s.log.Error("zone file changed but does not parse; serving the last good zone", "err", err,
-				"serial", s.zone.SOA().Serial)
+			if !logged {
+				s.log.Error("zone file changed but cannot be loaded; serving the last good zone", "err", err,
+					"serial", s.zone.SOA().Serial)
+			}
 			return s.zone, nil
 		}
-		s.log.Error("zone file does not parse; answering SERVFAIL until it does", "err", err)
+		if !logged {
+			s.log.Error("zone file cannot be loaded; answering SERVFAIL until it can", "err", err)
+		}
 		return nil, err
 	}
-	s.zone, s.stamp = z, st
+	s.zone, s.stamp, s.refused = z, st, fileStamp{}
 	s.log.Info("zone loaded", "file", s.path, "origin", z.Origin, "serial", z.SOA().Serial, "records", len(z.Records))
 	return z, nil
 }

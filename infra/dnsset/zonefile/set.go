@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/miekg/dns"
 
 	"github.com/zero502/zero502/infra/dnsset"
+	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
 
@@ -30,8 +30,9 @@ type Options struct {
 }
 
 // Set is the A set of one name in a zone file. Add and Remove are read-modify-write under an
-// exclusive flock on Path+".lock" (two writers never lose each other's change) and replace the
-// file atomically (temp file, fsync, rename), so a reader sees either the old or the new zone.
+// exclusive flock on Path+".lock", taken as infra/hostlock takes the host lock (two writers never
+// lose each other's change, and no other user can hold it), and replace the file atomically
+// (temp file, fsync, rename), so a reader sees either the old or the new zone.
 // A change is visible to Server at the next query after the write returns.
 type Set struct {
 	path, name, origin string
@@ -133,20 +134,36 @@ func (s *Set) Remove(ctx context.Context, addr netip.Addr) error {
 	})
 }
 
+// lock takes the zone's lock, Path+".lock", waiting until ctx ends. It is judged and taken as
+// infra/hostlock takes the host lock: opened never through a symlink, made 0600 (flock needs only
+// read access, so a lock another user could open, that user could hold for ever, and every change
+// of the zone would wait on it), in a directory only its owner can write; one that breaks that
+// rule is refused naming the lock, its owner or mode, and what to change.
+func (s *Set) lock(ctx context.Context) (*hostlock.Lock, error) {
+	path := s.path + ".lock"
+	me := hostlock.Holder{Who: spec.Holder(), Command: "zero502 dns: change " + s.name + " in " + s.path}
+	lock, err := hostlock.Acquire(ctx, path, me, lockRetry, nil)
+	switch {
+	case err == nil:
+		return lock, nil
+	case errors.Is(err, hostlock.ErrHeld) || ctx.Err() != nil:
+		return nil, fmt.Errorf("zone file %s: waiting for its lock: %w; try again once its holder is done", s.path, err)
+	default:
+		return nil, fmt.Errorf("zone file %s: its lock %s is not taken: %w (for a zone file: keep it in a directory only "+
+			"root and this user can write, where its lock is made)", s.path, path, err)
+	}
+}
+
 // edit runs change on the current A set under the zone lock and writes the result, unless
 // change returns nil (nothing to do), with the longer of the set's TTL and the one on file (a
 // TTL is never lowered). create allows a missing file to start as a new zone.
 func (s *Set) edit(ctx context.Context, create bool,
 	change func(z *Zone, have []netip.Addr, haveTTL time.Duration) ([]netip.Addr, error)) error {
-	fl := flock.New(s.path+".lock", flock.SetPermissions(spec.FileMode))
-	locked, err := fl.TryLockContext(ctx, lockRetry)
+	lock, err := s.lock(ctx)
 	if err != nil {
-		return fmt.Errorf("zone file %s: waiting for its lock %s.lock: %w", s.path, s.path, err)
+		return err
 	}
-	if !locked {
-		return fmt.Errorf("zone file %s: lock %s.lock not taken", s.path, s.path)
-	}
-	defer fl.Unlock()
+	defer lock.Release()
 
 	z, err := Load(s.path)
 	switch {

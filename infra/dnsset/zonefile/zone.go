@@ -9,6 +9,7 @@ package zonefile
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/zero502/zero502/infra/dnsset"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // Zone is one parsed zone file: the apex (the SOA's owner) and every record in it, names
@@ -137,11 +139,23 @@ func (l *lineReader) line() int {
 	return l.lines + 1
 }
 
-// Load reads and parses the zone file at path.
+// Load reads and parses the zone file at path, once infra/trust holds it (trust.Open): a zone
+// file another user could have written (owned by another user, or group or others may write it
+// or a directory above it) is refused, naming the file, its owner or mode and what to change,
+// for what it says is served as authoritative and put in the edge rotation. A missing file is
+// an error wrapping fs.ErrNotExist.
 func Load(path string) (*Zone, error) {
-	data, err := os.ReadFile(path)
+	f, err := trust.Open(path, os.Getuid())
+	if errors.Is(err, trust.ErrRefused) {
+		return nil, fmt.Errorf("zone file %s: not loaded, for another user could have written it: %w", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zone file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("zone file %s: %w", path, err)
 	}
 	return Parse(bytes.NewReader(data), path)
 }
