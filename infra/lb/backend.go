@@ -1,8 +1,8 @@
 package lb
 
 import (
+	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,9 +69,15 @@ type Backend struct {
 	pool lockedPool   // the goroutine path's idle connections (the event loops keep their own)
 	idle atomic.Int64 // idle connections to it in every pool, of both paths
 
-	saOnce sync.Once // sockaddr: the address for the event loops' connect(2)
-	sa     netip.AddrPort
-	saErr  error
+	// Where the event loops connect(2) (sockaddr). A backend given by IP address: ip, for good.
+	// One given by host name (named) is never looked up on a loop: the loops connect to reached,
+	// the address the last connection by its name got to (a passing health check, which
+	// resolves the name and tries each address as net.Dial does, or the goroutine path's dial);
+	// nil before any, and again after a connect to it failed. Without it a loop hands the
+	// request to the goroutine path, which connects by name (loop.failed).
+	ip      netip.AddrPort
+	named   bool
+	reached atomic.Pointer[netip.AddrPort]
 
 	connectSeconds prometheus.Observer
 
@@ -107,9 +113,36 @@ func newJoiningBackend(addr string, index int, now time.Time) *Backend {
 // blankBackend is addr at index with the default weight, before its standing starts.
 func blankBackend(addr string, index int) *Backend {
 	b := &Backend{Address: addr, index: index}
+	if ip, err := netip.ParseAddrPort(addr); err == nil {
+		b.ip = netip.AddrPortFrom(ip.Addr().Unmap(), ip.Port())
+	} else {
+		b.named = true
+	}
 	b.weight.Store(adminapi.DefaultWeight)
 	b.pool.backend = b
 	return b
+}
+
+// reach records a, where a connection by b's name got to, as where the event loops connect to
+// b (a backend given by IP address has no use for it). It stores only a change.
+func (b *Backend) reach(a net.Addr) {
+	ta, ok := a.(*net.TCPAddr)
+	if !b.named || !ok {
+		return
+	}
+	ap := ta.AddrPort()
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if p := b.reached.Load(); p != nil && *p == ap {
+		return
+	}
+	b.reached.Store(&ap)
+}
+
+// unreach forgets p, the address a connect to b failed at, unless a newer one replaced it.
+func (b *Backend) unreach(p *netip.AddrPort) {
+	if p != nil {
+		b.reached.CompareAndSwap(p, nil)
+	}
 }
 
 // Weight is b's share of new requests relative to the other backends in rotation.

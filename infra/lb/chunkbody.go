@@ -25,7 +25,7 @@ func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *dea
 			cc.in.consume(n)
 			uw.touch(time.Now())
 			if _, err := u.conn.Write(p[:n]); err != nil {
-				return backendWriteFailed(err)
+				return backendWriteFailed(err, true)
 			}
 			continue
 		}
@@ -36,7 +36,7 @@ func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *dea
 				_, _ = x.chunk.Scan(x.copy[:n]) // chunk data: no framing to break
 				uw.touch(time.Now())
 				if _, err := u.conn.Write(x.copy[:n]); err != nil {
-					return backendWriteFailed(err)
+					return backendWriteFailed(err, true)
 				}
 			}
 			if aerr != attemptOK {

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/zero502/zero502/infra/clock"
@@ -32,9 +33,21 @@ func (c *checker) run(ctx context.Context, b *Backend) {
 }
 
 // httpProbe sends GET path to b over a fresh connection and reads the status line, all within
-// timeout.
+// timeout. For a backend given by name, a check that passes records the address its connection
+// got to (Backend.reach): where the event loops connect to it.
 func httpProbe(path string, timeout time.Duration) func(ctx context.Context, b *Backend) Verdict {
 	return func(ctx context.Context, b *Backend) Verdict {
-		return standing.HTTPProbe(ctx, b.Address, path, "zero502-lb-health", timeout, nil)
+		if !b.named {
+			return standing.HTTPProbe(ctx, b.Address, path, "zero502-lb-health", timeout, nil)
+		}
+		var peer net.Addr
+		v := standing.HTTPProbe(ctx, b.Address, path, "zero502-lb-health", timeout, func(c net.Conn) ([]byte, error) {
+			peer = c.RemoteAddr() // (no preamble: only the connection's address)
+			return nil, nil
+		})
+		if v.OK() {
+			b.reach(peer)
+		}
+		return v
 	}
 }

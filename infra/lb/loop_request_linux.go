@@ -245,6 +245,20 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 		}
 		aerr, u = attemptConnect, nil
 	}
+	if aerr == attemptConnect && b.named {
+		// a backend given by name: no connection by its name reached it yet, or its address
+		// moved. The goroutine path connects by name (the lookup, each address in turn), off
+		// the loop: the request goes there whole (nothing of it was sent), and from there on
+		// the goroutine path's rules decide, as on that engine.
+		if u != nil {
+			b.unreach(u.via)
+			l.closeUpstream(u)
+		}
+		b.inFlight.Add(-1)
+		c.b = nil
+		l.handOff(c)
+		return
+	}
 	if u != nil {
 		l.closeUpstream(u)
 	}

@@ -2,7 +2,7 @@ package lb
 
 import (
 	"errors"
-	"net"
+	"net/netip"
 	"time"
 
 	"github.com/zero502/zero502/infra/http1"
@@ -22,7 +22,9 @@ type lup struct {
 	connected bool
 	reused    bool // came from the pool: the backend may have closed it meanwhile
 	got       bool // a byte of the response arrived
+	cut       bool // a write of the request body failed: its answer is read on (writeFailed)
 	dialed    time.Time
+	via       *netip.AddrPort // the address of a backend given by name it connected to (Backend.reached)
 	sent      time.Time
 	out       []byte // the request, from x.out
 	outOff    int
@@ -59,7 +61,7 @@ func (l *loop) bind(c *lclient, u *lup) {
 	out := http1.AppendUpstreamHead(c.x.out[:0], req, c.ip, l.s.trustsForwarded(c.ip), false, u.b.Address) // (TLS is on the goroutine path)
 	out = append(out, c.in.buffered()[c.reqLen-int(req.ContentLength):c.reqLen]...)
 	c.x.out = out
-	u.out, u.outOff, u.got = out, 0, false
+	u.out, u.outOff, u.got, u.cut = out, 0, false, false
 	if !u.connected {
 		c.phase, c.deadline = phConnect, u.dialed.Add(l.s.set.budget(phConnect))
 		return
@@ -105,7 +107,15 @@ func (l *loop) send(c *lclient, u *lup) {
 	u.outOff += n
 	switch {
 	case !ok:
-		l.failed(c, u, attemptNoAnswer)
+		headOut := u.outOff >= len(u.out)-int(c.x.req.ContentLength)
+		if aerr := writeFailed(headOut); aerr != attemptCut {
+			l.failed(c, u, aerr)
+			return
+		}
+		u.cut, u.CanRead = true, true // a reset connection reads at once: its answer, then the error
+		u.sent = l.Now()
+		l.enter(c, phAwait)
+		l.readHead(c, u)
 		return
 	case u.outOff < len(u.out):
 		l.progress(c) // only silence counts
@@ -159,6 +169,9 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			continue
 		case headFinal:
 			l.s.answered(u.b, &x.req, x.resp.Status, l.Now().Sub(u.sent))
+			if u.cut {
+				x.resp.KeepAlive = false // the connection broke under the body
+			}
 			l.startRelay(c, u)
 			return
 		}
@@ -184,6 +197,9 @@ func (l *loop) readHead(c *lclient, u *lup) {
 		case u.got:
 			l.failed(c, u, attemptBad)
 			return
+		case u.cut:
+			l.failed(c, u, attemptCut)
+			return
 		default:
 			l.failed(c, u, attemptNoAnswer)
 			return
@@ -191,18 +207,21 @@ func (l *loop) readHead(c *lclient, u *lup) {
 	}
 }
 
+// errNotReached: a backend given by name has no address for the loops yet (Backend.reached).
+var errNotReached = errors.New("no connection by name has reached it yet")
+
 // dial starts a non-blocking connection to b.
 func (l *loop) dial(b *Backend) (*lup, error) {
-	sa, family, err := b.sockaddr()
-	if err != nil {
-		return nil, err
+	sa, family, via := b.sockaddr()
+	if sa == nil {
+		return nil, errNotReached
 	}
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	u := &lup{l: l, fd: fd, b: b, dialed: l.Now(), in: reader{buf: make([]byte, 8<<10)}}
+	u := &lup{l: l, fd: fd, b: b, dialed: l.Now(), via: via, in: reader{buf: make([]byte, 8<<10)}}
 	err = unix.Connect(fd, sa)
 	switch {
 	case err == nil:
@@ -211,6 +230,7 @@ func (l *loop) dial(b *Backend) (*lup, error) {
 	case errors.Is(err, unix.EINPROGRESS):
 	default:
 		rawsys.Close(fd)
+		b.unreach(via)
 		return nil, err
 	}
 	if err := l.register(fd); err != nil {
@@ -260,25 +280,23 @@ func (u *lup) close()           { u.l.closeUpstream(u) }
 // parked are an edge the loop sees: upstreamReady drops the connection.)
 func (u *lup) mayHoldMore() bool { return u.CanRead }
 
-// sockaddr is b's address for connect(2), resolved once (a backend given by name is looked up
-// at its first connection). Each call returns a new Sockaddr: connect(2) writes into it.
-func (b *Backend) sockaddr() (unix.Sockaddr, int, error) {
-	b.saOnce.Do(func() {
-		a, err := net.ResolveTCPAddr("tcp", b.Address)
-		if err != nil {
-			b.saErr = err
-			return
+// sockaddr is b's address for connect(2) and its address family: a backend given by IP
+// address has it from the start; one given by name is not looked up here (a loop never blocks
+// on DNS), it gets the address the last connection by its name reached (Backend.reached, via),
+// or nil before any. Each call returns a new Sockaddr: connect(2) writes into it.
+func (b *Backend) sockaddr() (sa unix.Sockaddr, family int, via *netip.AddrPort) {
+	ap := b.ip
+	if b.named {
+		if via = b.reached.Load(); via == nil {
+			return nil, 0, nil
 		}
-		b.sa = a.AddrPort()
-	})
-	if b.saErr != nil {
-		return nil, 0, b.saErr
+		ap = *via
 	}
-	ip := b.sa.Addr().Unmap()
+	ip := ap.Addr()
 	if ip.Is4() {
-		return &unix.SockaddrInet4{Port: int(b.sa.Port()), Addr: ip.As4()}, unix.AF_INET, nil
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}, unix.AF_INET, via
 	}
-	return &unix.SockaddrInet6{Port: int(b.sa.Port()), Addr: ip.As16()}, unix.AF_INET6, nil
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}, unix.AF_INET6, via
 }
 
 // resendEjected gives up, once a backend left rotation for failing (an outage, resend.go), the

@@ -55,13 +55,33 @@ func probeBeforeReuse(req *http1.Request) bool { return !req.Idempotent() }
 // reuseProbe is the goroutine path's probe rule: every reuse (see probeBeforeReuse).
 const reuseProbe = true
 
+// writeFailed is how a failed write of the request to a backend ends the attempt (one that took
+// no byte for body_timeout is priced by expiry(phSend) instead). Before the whole head went out
+// (headOut false) it is attemptNoAnswer. After it, the backend may have answered from the head
+// alone and closed with the body unread (413 for a body over its limit, 401 for a missing
+// token): its kernel resets the connection, the LB's next write fails, and the answer is still
+// in the socket's receive buffer, readable before the reset's error (Linux). So the attempt is
+// attemptCut: it reads on for the response head (within header_timeout; a reset connection
+// answers at once) and relays one that came (the connection to the backend then closes, and
+// the client's closes too when the rest of its body was not read); with none, failure decides.
+func writeFailed(headOut bool) attemptError {
+	if headOut {
+		return attemptCut
+	}
+	return attemptNoAnswer
+}
+
 // failure is what follows a failed attempt that was not a stale-pool retry (nor the client's
 // fault, which the caller handles): eject takes the backend out of rotation at once (passive
 // ejection: a refused connect, or a fresh connection that broke before the response); next
 // sends the request to another backend; otherwise the client gets status (502, or 504 for a
 // backend that took too long). inRotation is whether the backend was in rotation when the
 // attempt failed: a refused connect to one that was not (the rotation failing open) says what
-// the checks said, no backend is healthy, so a request that cannot go on gets 503.
+// the checks said, no backend is healthy, so a request that cannot go on gets 503. A backend
+// that stopped taking a request body and gave no answer either (attemptCut) is not ejected:
+// it took the connection and the head, and a body refused (a body limit, a token missing) says
+// nothing of its health, while any client could otherwise eject healthy backends with uploads;
+// its checks judge it. The request, which has a body, gets 502.
 func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (eject, next bool, status int) {
 	switch aerr {
 	case attemptConnect, attemptNoAnswer:
@@ -75,6 +95,8 @@ func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (ej
 		return eject, false, 502
 	case attemptTimeout:
 		return false, false, 504
+	case attemptCut:
+		return false, false, 502
 	case attemptEjected: // (only ever for a request resendAfterEject allowed)
 		if req.Idempotent() {
 			return false, true, 0 // out of rotation already

@@ -50,6 +50,7 @@ const (
 	attemptSlowBody                   // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
 	attemptClientFraming              // the client's chunked body has broken framing: 400, close
 	attemptEjected                    // no response byte yet when the backend left rotation for failing: resent (resendNow)
+	attemptCut                        // the head went out, a write of the body failed, and no response head came: 502, no ejection (writeFailed)
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
@@ -127,11 +128,16 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				b.inFlight.Add(-1)
 				return false
 			}
+			if rest > 0 || req.Chunked && !x.chunk.Done() {
+				// the backend answered before it took the whole body (writeFailed): the rest of
+				// it was not read, so the connection cannot carry another request
+				req.Close = true
+			}
 			keep := s.relay(cc, x, b, u, start)
 			b.inFlight.Add(-1)
 			consumed()
 			return keep
-		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad, attemptEjected:
+		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad, attemptEjected, attemptCut:
 			reused := u != nil && u.reused
 			if u != nil {
 				u.close()
@@ -141,8 +147,9 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				again = aerr
 				continue
 			}
-			if aerr == attemptConnect || aerr == attemptNoAnswer {
-				// nothing of the request may have been taken: get past the body to go on
+			if aerr == attemptConnect || aerr == attemptNoAnswer || aerr == attemptCut {
+				// nothing of the request may have been taken (or not all of its body): get past
+				// the rest of the body to go on
 				if !s.skipBody(cc, x, rest, start) {
 					return false
 				}
@@ -197,10 +204,16 @@ func (s *Server) attemptFresh(cc *clientConn, x *exchange, b *Backend, body []by
 func (s *Server) dial(b *Backend) (*upstream, error) {
 	t0 := time.Now()
 	c, err := net.DialTimeout("tcp", b.Address, s.set.budget(phConnect))
+	if err != nil && b.named {
+		c, err = s.dialReached(b, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	b.connectSeconds.Observe(time.Since(t0).Seconds())
+	if b.named {
+		b.reach(c.RemoteAddr()) // where the event loops connect to it too
+	}
 	tc := c.(*net.TCPConn)
 	raw, err := tc.SyscallConn()
 	if err != nil {
@@ -212,11 +225,24 @@ func (s *Server) dial(b *Backend) (*upstream, error) {
 	return u, nil
 }
 
+// dialReached connects to b, given by name, where the last connection by its name got
+// (Backend.reached), as the event loops do, when the dial by name failed with err because the
+// name did not resolve (a resolver blip); otherwise, or without such an address, it is err.
+func (s *Server) dialReached(b *Backend, err error) (net.Conn, error) {
+	var dnsErr *net.DNSError
+	p := b.reached.Load()
+	if p == nil || !errors.As(err, &dnsErr) {
+		return nil, err
+	}
+	return net.DialTimeout("tcp", p.String(), s.set.budget(phConnect))
+}
+
 // exchange writes the request on u and reads the response head. Writing to the backend times
 // out on silence (body_timeout without progress), never on the total duration of the body.
 func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte, rest *int64, start time.Time) attemptError {
 	req := &x.req
 	out := http1.AppendUpstreamHead(x.out[:0], req, cc.ip, s.trustsForwarded(cc.ip), cc.tls, u.backend.Address)
+	headLen := len(out)
 	if len(body) <= smallBuf {
 		out = append(out, body...)
 		body = nil
@@ -224,15 +250,15 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 	x.out = out[:0]
 	uw := deadline{conn: u.conn, write: true, silence: s.set.budget(phSend)}
 	uw.touch(time.Now())
-	if _, err := u.conn.Write(out); err != nil {
-		return backendWriteFailed(err)
-	}
-	if len(body) > 0 {
+	aerr := attemptOK // attemptCut: a write of the body failed, an answer may be waiting (writeFailed)
+	if n, err := u.conn.Write(out); err != nil {
+		aerr = backendWriteFailed(err, n >= headLen)
+	} else if len(body) > 0 {
 		if _, err := u.conn.Write(body); err != nil {
-			return backendWriteFailed(err)
+			aerr = backendWriteFailed(err, true)
 		}
 	}
-	if *rest > 0 || req.Chunked {
+	if aerr == attemptOK && (*rest > 0 || req.Chunked) {
 		if req.ExpectContinue {
 			req.ExpectContinue = false
 			_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.budget(phAnswer)))
@@ -244,9 +270,11 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 		if req.Chunked {
 			stream = s.streamChunked
 		}
-		if aerr := stream(cc, x, u, &uw, rest, start); aerr != attemptOK {
-			return aerr
-		}
+		aerr = stream(cc, x, u, &uw, rest, start)
+	}
+	cut := aerr == attemptCut
+	if aerr != attemptOK && !cut {
+		return aerr
 	}
 	t0 := time.Now()
 	_ = u.conn.SetReadDeadline(t0.Add(s.set.budget(phAwait)))
@@ -272,6 +300,9 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			continue
 		case headFinal:
 			s.answered(u.backend, req, x.resp.Status, time.Since(t0))
+			if cut {
+				x.resp.KeepAlive = false // the connection broke under the body
+			}
 			return attemptOK
 		}
 		// an interim response passed on (consumed: u.in may be empty again) is an answer too:
@@ -291,6 +322,8 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 				return expiry(phAwait).attempt
 			case errors.Is(err, errBufferFull), got:
 				return attemptBad
+			case cut:
+				return attemptCut
 			}
 			return attemptNoAnswer
 		}
@@ -301,12 +334,13 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 const maxResponseHead = 64 << 10
 
 // backendWriteFailed classifies a failed write of the request to a backend: one that took no
-// bytes for body_timeout is a slow backend (504, like a late response head), not a broken one.
-func backendWriteFailed(err error) attemptError {
+// bytes for body_timeout is a slow backend (504, like a late response head), not a broken one;
+// any other is writeFailed's, headOut saying whether the whole head had gone out.
+func backendWriteFailed(err error, headOut bool) attemptError {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return expiry(phSend).attempt
 	}
-	return attemptNoAnswer
+	return writeFailed(headOut)
 }
 
 // streamBody copies the rest of the request body from the client to u (see clientBody for the
@@ -320,7 +354,7 @@ func (s *Server) streamBody(cc *clientConn, x *exchange, u *upstream, uw *deadli
 		if n > 0 {
 			uw.touch(time.Now())
 			if _, err := u.conn.Write(x.copy[:n]); err != nil {
-				return backendWriteFailed(err)
+				return backendWriteFailed(err, true)
 			}
 		}
 		if aerr != attemptOK {
