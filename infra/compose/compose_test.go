@@ -1025,3 +1025,27 @@ func TestComposeProfilesEnablesProfilesAsDockerComposeDoes(t *testing.T) {
 		t.Errorf("services_from with COMPOSE_PROFILES=prod: %v; want jobs", err)
 	}
 }
+
+// An environment a process cannot be given (a NUL byte in a value) or a name that is not a
+// variable's name (with '=' it would set another variable in the child, PATH here) is refused
+// when the config that imports the compose file loads, naming services[0].env: never at Start on
+// a host, after a stop-first deploy stopped the old instance.
+func TestAComposeEnvNoProcessCanBeGivenIsRefusedAtLoad(t *testing.T) {
+	for _, tc := range []struct{ name, env, want string }{
+		{"NUL in a value", "      A: \"x\\0y\"\n", `services[0].env.A: "x\x00y"`},
+		{"= in a name", "      \"PATH=/opt/evil/bin:/usr/bin\": \"\"\n", `services[0].env: "PATH=/opt/evil/bin:/usr/bin"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:{version}\n    environment:\n"+tc.env)
+			base := "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\n"
+			cfg, err := config.Load(write(t, dir, "zero502.yaml", base+"services_from: compose.yaml\n"))
+			if err == nil {
+				t.Fatalf("config with services_from loaded; env %q accepted; want an error naming services[0].env", cfg.Services[0].Env)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v does not name %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -508,7 +508,11 @@ type Service struct {
 	// deployed version.
 	Image string `mapstructure:"image"`
 	// Command is the program and arguments (process runtime: required; docker: the container's
-	// command).
+	// command). With the process runtime the program, command[0], is a name looked up on the
+	// service's own PATH (env's, else the fixed base; empty and relative PATH elements are
+	// skipped) or an absolute path, never a relative one such as ./server; the service runs in
+	// the directory / (as systemd's default WorkingDirectory), whoever starts it, so a relative
+	// argument (python3 app.py) is relative to /. No word may contain a NUL byte.
 	// Placeholders: {self} (this zero502 binary), {version}, {port}, {host} (the host's name),
 	// {address} (the host's address), {drain}, {shutdown}, {idle_timeout}.
 	Command []string `mapstructure:"command"`
@@ -537,7 +541,8 @@ type Service struct {
 	Verify ServiceVerify `mapstructure:"verify"`
 	// Env is the service's environment, on top of a fixed base (PATH, HOME, LANG=C.UTF-8,
 	// TZ=UTC); nothing of the deployer's environment reaches it. Values may use the same
-	// placeholders as Command.
+	// placeholders as Command. A name may not be empty nor hold '=' or a NUL byte (dotted names
+	// are fine, as Docker takes them); a value may not contain a NUL byte.
 	Env map[string]string `mapstructure:"env"`
 	// Secrets are names of environment variables whose values are secrets (a database password,
 	// an API key): found when the deploy starts (the top-level secrets:; docs/deploy.md,

@@ -244,3 +244,28 @@ func TestRolloutMaxUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// services[].env and services[].command are held to what a process can be given: an env name is
+// what comes before the '=' (no '=' in it: "PATH=/opt/evil/bin" would set PATH; a dotted name is
+// fine, as Docker takes it), no value or command word holds a NUL byte, and a process-runtime
+// command[0] is a name or an absolute path (the service runs in /, so ./server would not be the
+// file meant). Each refusal names the key, the value and the rule when the config loads, before
+// a deploy changes anything.
+func TestServiceEnvAndCommandAProcessCannotBeGivenAreRefused(t *testing.T) {
+	const base = "rollout: {runtime: process}\nhosts: [{name: h1, address: 127.0.0.1, state_dir: /tmp/x}]\n"
+	for _, tc := range []struct{ svc, key, value, rule string }{
+		{`{name: web, command: [/bin/true], env: {A: "x\0y"}}`, "services[0].env.A", `"x\x00y"`, "NUL"},
+		{`{name: web, command: [/bin/true], env: {"PATH=/opt/evil/bin": d}}`, "services[0].env", `"PATH=/opt/evil/bin"`, "'='"},
+		{`{name: web, command: [/bin/true, "a\0b"]}`, "services[0].command[1]", `"a\x00b"`, "NUL"},
+		{`{name: web, command: [./server]}`, "services[0].command[0]", `"./server"`, "absolute path"},
+		{`{name: web, command: [bin/server]}`, "services[0].command[0]", `"bin/server"`, "absolute path"},
+	} {
+		_, err := Load(writeConfig(t, base+"services: ["+tc.svc+"]\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.key+": "+tc.value+": ") || !strings.Contains(err.Error(), tc.rule) {
+			t.Errorf("services: [%s]: Load = %v; want %s: %s: ...%s...", tc.svc, err, tc.key, tc.value, tc.rule)
+		}
+	}
+	if _, err := Load(writeConfig(t, base+"services: [{name: web, command: [server, ./conf], env: {_A1: \"x y\", PATH: /opt/app/bin, spring.datasource.url: x}}]\n")); err != nil {
+		t.Fatalf("a bare command name and plain env: %v", err)
+	}
+}

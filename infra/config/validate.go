@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/netip"
@@ -352,6 +353,23 @@ func (c *Config) Validate() error {
 		if c.Rollout.Runtime == RuntimeProcess && len(s.Command) == 0 {
 			bad(key+".command", "[]", "is required with the process runtime")
 		}
+		for j, w := range s.Command {
+			if strings.ContainsRune(w, 0) {
+				bad(fmt.Sprintf("%s.command[%d]", key, j), fmt.Sprintf("%q", w), "must not contain a NUL byte: no program can be given one")
+			}
+		}
+		if c.Rollout.Runtime == RuntimeProcess && len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
+			bad(key+".command[0]", fmt.Sprintf("%q", s.Command[0]), "must be a name looked up on the service's PATH, or an absolute path: "+
+				"a service runs in the directory /, whoever starts it, so a relative path would not name the program you mean")
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Env)) {
+			switch v := s.Env[name]; {
+			case !EnvName(name):
+				bad(key+".env", fmt.Sprintf("%q", name), EnvNameRule)
+			case strings.ContainsRune(v, 0):
+				bad(key+".env."+name, fmt.Sprintf("%q", v), "must not contain a NUL byte: no process can be given one")
+			}
+		}
 		if c.Rollout.Runtime == RuntimeDocker && s.Image == "" {
 			bad(key+".image", `""`, "is required with the docker runtime")
 		}
@@ -490,6 +508,14 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.albTargets()...)
 	return errors.Join(errs...)
 }
+
+// EnvNameRule is what a name of services[].env must be: what execve takes before a '=' (Docker
+// takes any such name, dotted ones too: spring.datasource.url).
+const EnvNameRule = "a name must not be empty nor hold '=' or a NUL byte: it is what comes before the '=' of NAME=value"
+
+// EnvName reports whether name is one EnvNameRule allows. Without it, a name such as
+// "PATH=/opt/evil/bin" would set another variable than the one it names.
+func EnvName(name string) bool { return name != "" && !strings.ContainsAny(name, "=\x00") }
 
 // hostLabelRE is one label of a host name: letters, digits, - and _ (not at either end).
 var hostLabelRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$`)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,11 +154,12 @@ const binaryAdvice = "pass --binary FILE (a static zero502: CGO_ENABLED=0 go bui
 
 // moduleAround is the zero502 module around the working directory, to build the image's binary
 // from when this executable cannot go in the image (why is CheckStatic's error), as `go run
-// ./cmd/zero502 demo --runtime docker` in a checkout needs. It must pass infra/trust's rule, its
-// go.mod and every directory from / down to the working directory: the first go.mod naming the
-// module above it may be one another user put in a directory they can write (a go.mod in /tmp is
-// above every directory in it), and what it builds runs in every container. Otherwise, or with
-// no module around, the error says why and what to pass instead.
+// ./cmd/zero502 demo --runtime docker` in a checkout needs. It must pass infra/trust's rule: every
+// directory from / down to the working directory, and the whole module (checkModuleTree): the
+// first go.mod naming the module above it may be one another user put in a directory they can
+// write (a go.mod in /tmp is above every directory in it), a source another user may write is
+// their code, and what it builds runs in every container. Otherwise, or with no module around,
+// the error says why and what to pass instead.
 func moduleAround(why error) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -170,13 +172,45 @@ func moduleAround(why error) (string, error) {
 	uid := os.Getuid()
 	err = trust.Check(wd, uid)
 	if err == nil {
-		err = trust.Check(filepath.Join(root, "go.mod"), uid)
+		err = checkModuleTree(root, uid)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w; the %s module at %s, around the working directory, is not one to build: %w "+
 			"(what zero502 builds is held to the rule of what it runs: %s); %s", why, Module, root, err, trust.ProgramRule, binaryAdvice)
 	}
 	return root, nil
+}
+
+// checkModuleTree holds the module at root to infra/trust's rule, in one walk: root and every
+// directory above it (trust.Check), then every directory below it and every file in them, each
+// by its own Lstat (trust.CheckInfo: the walk reached it through directories that passed), a
+// symlink by trust.Check of where it leads. Every file, not only the .go sources and go.mod,
+// go.sum, go.work: go build compiles assembly and embeds files (defaults.yaml, the systemd units,
+// the Dockerfile) into the binary. The .git and testdata directories are skipped: go build reads
+// neither. The first refusal names the file and why.
+func checkModuleTree(root string, uid int) error {
+	if err := trust.Check(root, uid); err != nil {
+		return err
+	}
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case p == root:
+			return nil
+		case d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata"):
+			return fs.SkipDir
+		case d.Type()&fs.ModeSymlink != 0:
+			return trust.Check(p, uid)
+		case !d.IsDir() && !d.Type().IsRegular():
+			return nil // a socket or a fifo: nothing go build reads
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return trust.CheckInfo(p, fi, uid)
+	})
 }
 
 // BuildBinary builds the static zero502 binary (CGO_ENABLED=0) from the module at src into out.

@@ -159,6 +159,51 @@ func TestImageBuildBuildsNoModuleAnotherUserPutAroundTheWorkingDirectory(t *test
 	}
 }
 
+// The module around the working directory is built only when all of it passes the trust rule,
+// not only the working directory, its parents and go.mod: a directory of it another user may
+// write, or a file (a .go source, go.sum, an embedded file) they may write, is their code in
+// every container. The refusal names that file and its mode, and go build never runs.
+func TestImageBuildBuildsNoModuleWithASourceAnotherUserMayWrite(t *testing.T) {
+	for _, tc := range []struct {
+		path string // below the module's root
+		mode os.FileMode
+	}{
+		{"cmd/zero502", 0o777},
+		{"cmd/zero502/main.go", 0o666},
+		{"infra/x/x.go", 0o664},
+		{"go.sum", 0o666},
+		{"defaults.yaml", 0o666},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			root := t.TempDir()
+			zero502Module(t, root)
+			if err := os.MkdirAll(filepath.Join(root, "infra", "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"infra/x/x.go", "go.sum", "defaults.yaml"} {
+				if err := os.WriteFile(filepath.Join(root, f), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := filepath.Join(root, tc.path)
+			if err := os.Chmod(p, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			ran := fakeGo(t, t.TempDir())
+			t.Chdir(root)
+
+			_, _, cleanup, err := resolveBinary(context.Background(), BuildOptions{}, notStatic(t), io.Discard)
+			defer cleanup()
+			if _, statErr := os.Stat(ran); statErr == nil {
+				t.Fatalf("go build ran on a module whose %s has mode %04o: another user's code goes into every container", p, tc.mode)
+			}
+			if err == nil || !strings.Contains(err.Error(), p+" has mode "+fmt.Sprintf("%04o", tc.mode)) || !strings.Contains(err.Error(), "--binary") {
+				t.Fatalf("resolveBinary = %v; want a refusal naming %s, its mode and what to pass instead", err, p)
+			}
+		})
+	}
+}
+
 // A module of this user's around the working directory, in directories no one else may write,
 // is built when this zero502 is not static (`go run ./cmd/zero502 demo --runtime docker` in a
 // checkout), by a go that passes the program rule.

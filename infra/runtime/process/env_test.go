@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +122,49 @@ func sortedEnv(env map[string]string) []string {
 	out := runtime.EnvList(env)
 	sort.Strings(out)
 	return out
+}
+
+// A service runs in "/" (as systemd runs a system service), whoever starts it and from wherever:
+// a relative argument (python3 app.py) names the same file after a deploy from a shell as after
+// a heal by the watchdog.
+func TestAServiceRunsInTheRootDirectoryWhoeverStartsIt(t *testing.T) {
+	state := t.TempDir()
+	rt := newRuntime(t, state)
+	for i, cwd := range []string{t.TempDir(), t.TempDir()} {
+		t.Chdir(cwd)
+		out := filepath.Join(state, "pwd"+strconv.Itoa(i))
+		svc := spec.Service{Name: "web", Version: "v1", Command: []string{"/bin/sh", "-c", "pwd > " + out + ".tmp && mv " + out + ".tmp " + out + "; exec sleep 30"}}
+		inst := start(t, rt, svc)
+		var data []byte
+		poll.Until(t, 10*time.Second, "the service to write "+out, func() bool {
+			var err error
+			data, err = os.ReadFile(out)
+			return err == nil
+		})
+		if got := strings.TrimSpace(string(data)); got != "/" {
+			t.Fatalf("the service started from %s runs in %q; want / whoever starts it", cwd, got)
+		}
+		if _, err := rt.Stop(t.Context(), inst, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Remove(t.Context(), inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// An env no process can be given (a NUL in a value, a name that is not a variable's name) is
+// refused by CheckProgram, the pre-flight, and by Start, naming services[].env, the variable and
+// the rule, before anything starts.
+func TestAnEnvNoProcessCanBeGivenIsRefusedNamingTheVariable(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	for _, env := range []map[string]string{{"TOKEN": "ab\x00cd"}, {"TOKEN=x": "y"}} {
+		svc := spec.Service{Name: "web", Version: "v1", Command: []string{"/bin/sleep", "5"}, Env: env}
+		if err := rt.CheckProgram(svc); err == nil || !strings.Contains(err.Error(), "TOKEN") || !strings.Contains(err.Error(), "services[].env") {
+			t.Fatalf("CheckProgram of env %q = %v; want a refusal naming services[].env and TOKEN", env, err)
+		}
+		if _, err := rt.Start(t.Context(), "host-a", svc); err == nil || !strings.Contains(err.Error(), "TOKEN") || !strings.Contains(err.Error(), "services[].env") {
+			t.Fatalf("Start of env %q = %v; want a refusal naming services[].env and TOKEN", env, err)
+		}
+	}
 }

@@ -67,9 +67,11 @@ func liveness(pid int, start uint64) bool {
 
 // groupLives says whether a live process (not a zombie, which PID 1 may take its time to reap)
 // is left in process group pgid: one the service's leader left behind when it exited (a wrapper
-// script's server that it did not exec). Only processes with a higher pid than the leader's are
-// read: what it forked came after it (short of a pid wrap-around, whose leftovers Stop still
-// SIGKILLs), and reading every /proc/N/stat of a busy host costs tens of milliseconds.
+// script's server that it did not exec). The group is judged by its members, whatever their
+// pids: processes with a higher pid than the leader's are read first (what it forked came after
+// it, and reading every /proc/N/stat of a busy host costs tens of milliseconds), and only when
+// none of them is in the group but the group still exists are the lower pids read too: after a
+// pid wrap-around (pid_max reached), what the leader forked has a lower pid than its own.
 func groupLives(pgid int) bool {
 	// The usual group is the leader alone, a zombie until its parent (PID 1) reaps it: give that
 	// a moment before reading /proc.
@@ -80,25 +82,41 @@ func groupLives(pgid int) bool {
 		return false
 	}
 	entries, _ := os.ReadDir("/proc")
+	var lower []string // the pids below pgid, read only if no higher one is a live member
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid < pgid {
-			continue
+		switch {
+		case err != nil:
+		case pid < pgid:
+			lower = append(lower, e.Name())
+		case liveMember(e.Name(), pgid):
+			return true
 		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(data[i+1:])
-		if len(f) > 2 && string(f[2]) == strconv.Itoa(pgid) && len(f[0]) == 1 && f[0][0] != 'Z' && f[0][0] != 'X' {
+	}
+	if !groupExists(pgid) {
+		return false
+	}
+	for _, pid := range lower {
+		if liveMember(pid, pgid) {
 			return true
 		}
 	}
 	return false
+}
+
+// liveMember says whether the process pid (a /proc entry's name) is in process group pgid and
+// is neither a zombie nor dead.
+func liveMember(pid string, pgid int) bool {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(data[i+1:])
+	return len(f) > 2 && string(f[2]) == strconv.Itoa(pgid) && len(f[0]) == 1 && f[0][0] != 'Z' && f[0][0] != 'X'
 }
 
 // leftBehind says whether r's leader has exited but something it started is still alive in its

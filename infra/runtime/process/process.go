@@ -4,7 +4,9 @@
 // commands through its record <stateDir>/instances/<service>.json (pid plus the kernel's start
 // time of that pid, so a recycled pid is never mistaken for the instance); its output is appended
 // to <stateDir>/logs/<service>.log. A service gets exactly runtime.ServiceEnv of its configured
-// env (a fixed base, never the starter's environment), so a deploy from a shell and a heal by the
+// env (a fixed base, never the starter's environment) and runs in the directory / (as systemd's
+// default WorkingDirectory for a system service, never the starter's working directory), its
+// program found on that environment's PATH alone, so a deploy from a shell and a heal by the
 // watchdog under systemd start the same process. Stop is the service's stop signal (SIGTERM
 // unless services[].stop_signal says otherwise), a grace period, then SIGKILL of the process
 // group, reported as a failure of invariant I2.
@@ -14,15 +16,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
@@ -80,7 +85,8 @@ func (rt *Runtime) StateDir() string { return rt.dir }
 func (rt *Runtime) LogPath(service string) string { return rt.logPath(service) }
 
 // Start runs svc.Command as its user (runAs) with the environment runtime.ServiceEnv of that user
-// and svc.Environment() (its program looked up in that environment's PATH) in its own session, output appended to the service's log, records
+// and svc.Environment() (its program looked up in that environment's PATH) in its own session,
+// in the directory / (serviceDir), output appended to the service's log, records
 // it with its stop signal and returns once it is running. It refuses while an
 // instance of the service runs, and fails with the log's tail when the process exits within
 // EarlyExitWindow.
@@ -159,7 +165,11 @@ func programOf(svc spec.Service) (program, error) {
 		p.path = svc.Command[0]
 		return p, missingProgram{err}
 	}
-	real, err := trust.Command(append([]string{p.path}, svc.Command[1:]...), "", int(as.UID))
+	if !filepath.IsAbs(p.path) { // lookPath's promise: trust.Command must not search zero502's own PATH
+		return p, fmt.Errorf("(services[].command): program %q is not an absolute path", p.path)
+	}
+	// Relative arguments (python3 app.py) are judged where the service runs them: serviceDir.
+	real, err := trust.Command(append([]string{p.path}, svc.Command[1:]...), serviceDir, int(as.UID))
 	var notFound *exec.Error
 	switch {
 	case errors.As(err, &notFound):
@@ -228,7 +238,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 	if cmd.SysProcAttr, err = sessionAs(p.as); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s (services[].user): %w", host, svc.Name, err)
 	}
-	cmd.Path, cmd.Args, cmd.Env = p.path, svc.Command, p.env
+	cmd.Path, cmd.Args, cmd.Env, cmd.Dir = p.path, svc.Command, p.env, serviceDir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return record{}, 0, nil, fmt.Errorf("host %s: service %s: start %q: %w", host, svc.Name, svc.Command[0], err)
@@ -422,6 +432,24 @@ func checkService(svc spec.Service) error {
 		return fmt.Errorf("process runtime: service name %q must be a plain file name (services[].name)", svc.Name)
 	case len(svc.Command) == 0 || svc.Command[0] == "":
 		return fmt.Errorf("process runtime: service %s has no command; set services[].command (the process runtime runs commands, not images)", svc.Name)
+	}
+	for i, w := range svc.Command {
+		if strings.ContainsRune(w, 0) {
+			return fmt.Errorf("process runtime: service %s: services[].command[%d] %q: must not contain a NUL byte (no program can be given one)", svc.Name, i, w)
+		}
+	}
+	env := svc.Environment()
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v := env[k]
+		switch {
+		case !config.EnvName(k):
+			return fmt.Errorf("process runtime: service %s: services[].env %q: %s", svc.Name, k, config.EnvNameRule)
+		case strings.ContainsRune(v, 0):
+			if _, secret := svc.SecretEnv[k]; secret {
+				return fmt.Errorf("process runtime: service %s: the value of services[].env.%s (a secret) must not contain a NUL byte (no process can be given one)", svc.Name, k)
+			}
+			return fmt.Errorf("process runtime: service %s: services[].env.%s %q: must not contain a NUL byte (no process can be given one)", svc.Name, k, v)
+		}
 	}
 	if _, err := runtime.StopSignal(svc.StopSignal); err != nil {
 		return fmt.Errorf("process runtime: service %s: %w", svc.Name, err)

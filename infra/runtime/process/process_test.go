@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -470,6 +471,52 @@ func TestStopOfAnExitedLeaderStopsWhatItLeftInItsGroup(t *testing.T) {
 			}
 			poll.Until(t, 5*time.Second, "the process group to be gone", func() bool { return groupGone(pid) })
 		})
+	}
+}
+
+// A leader's leftover is judged by its process group, whatever its pid: after a pid wrap-around
+// (pid_max reached) what the leader forked has a lower pid than the leader, and Stop of the
+// crashed leader must still give it the stop signal, the grace and SIGKILL, so it does not keep
+// the service's port. The wrap is forced with /proc/sys/kernel/ns_last_pid (root only).
+func TestStopOfAnExitedLeaderStopsALeftoverWithALowerPid(t *testing.T) {
+	const lastPid = "/proc/sys/kernel/ns_last_pid"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to write " + lastPid)
+	}
+	if f, err := os.OpenFile(lastPid, os.O_WRONLY, 0); err != nil {
+		t.Skipf("cannot force a pid wrap-around: %v", err)
+	} else {
+		f.Close()
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	rt := newRuntime(t, filepath.Join(dir, "state"))
+	svc := spec.Service{Name: "web", Version: "v1", Command: []string{"/bin/sh", "-c",
+		"echo 400 > " + lastPid + "; sleep 300 & echo $! > " + pidFile + "; sleep 0.4; exit 3"}}
+	inst := start(t, rt, svc)
+	poll.Until(t, 5*time.Second, "the leader to exit", func() bool {
+		cur, err := rt.Inspect(context.Background(), inst.ID)
+		return err == nil && !cur.Running()
+	})
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	defer syscall.Kill(child, syscall.SIGKILL)
+	leader := mustPID(t, inst.ID)
+	if child <= 0 || child >= leader {
+		t.Skipf("no wrap-around forced: the leader is pid %d, its child %d", leader, child)
+	}
+	st, err := rt.Stop(context.Background(), inst, time.Second)
+	if err != nil || st.ExitCode != 3 {
+		t.Fatalf("Stop = %+v, %v; want the leader's exit code 3 and no error", st, err)
+	}
+	if s, err := readStat(child); err == nil && s.State != 'Z' {
+		t.Fatalf("after Stop, the leader's child (pid %d, in group %d) still runs (state %c)", child, leader, s.State)
+	}
+	if err := rt.Remove(context.Background(), inst); err != nil {
+		t.Fatalf("Remove after Stop: %v", err)
 	}
 }
 
