@@ -112,17 +112,9 @@ FILE (this command's --pid-file) sends it and waits for the outcome.`,
 			}
 			f.ListenFunc = up.Listen
 			f.HandedOff = up.HandedOff
-			state := edgeAdminStateFile(up.pidFile)
-			if state != "" && up.Inherited() {
-				// started by an upgrade: what the admin API changed in the old process goes on here
-				st, ok, err := edge.ReadAdminState(state, os.Getppid())
-				if err != nil {
-					return exitCode(1, fmt.Errorf("edge forward: %w", err))
-				}
-				if ok {
-					f.Inherit = &st
-					_ = os.Remove(state)
-				}
+			// started by an upgrade: what the admin API changed in the old process goes on here
+			if f.Inherit, err = up.inheritedAdmin(edge.ReadHandoff); err != nil {
+				return exitCode(1, fmt.Errorf("edge forward: %w", err))
 			}
 			reserveSpareP(edge.EventLoopsAvailable, &f.Loops) // this process runs one edge
 			if err := f.Open(); err != nil {
@@ -130,9 +122,7 @@ FILE (this command's --pid-file) sends it and waits for the outcome.`,
 			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
-			if state != "" && f.Admin != "" {
-				up.OnUpgrade(func() error { return f.PrepareHandoff(state) }, f.HandoffFailed)
-			}
+			up.handAdminOver(f.Admin != "", f.PrepareHandoff, f.HandoffFailed)
 			ctx = up.UpgradeOnHangup(ctx, f.Logger)
 			if err := up.Ready(); err != nil {
 				return exitCode(1, err)
@@ -162,15 +152,6 @@ FILE (this command's --pid-file) sends it and waits for the outcome.`,
 	logs = addLogFlags(cmd, false)
 	up = withHandoff(cmd, "edge")
 	return cmd
-}
-
-// edgeAdminStateFile is where an edge forward hands what its admin API changed to the process an
-// upgrade starts: beside its pid file (none without one).
-func edgeAdminStateFile(pidFile string) string {
-	if pidFile == "" {
-		return ""
-	}
-	return pidFile + ".admin.json"
 }
 
 // edgeForwardConfig takes, with --config, every edge.* value for the flags left unset

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/handoff"
 )
 
@@ -38,6 +39,32 @@ func withHandoff(cmd *cobra.Command, name string) *handoffFlags {
 		return err
 	}
 	return h
+}
+
+// inheritedAdmin is the admin state the process that started this one by an upgrade handed over
+// (adminapi.HandoffFile beside --pid-file), read by read (the balancer's adminapi.ReadHandoff):
+// nil when this process was not started by an upgrade, or was handed none. The file is removed
+// once read.
+func (h *handoffFlags) inheritedAdmin(read func(path string, parent int) (adminapi.Handoff, bool, error)) (*adminapi.Handoff, error) {
+	path := adminapi.HandoffFile(h.pidFile)
+	if path == "" || !h.Inherited() {
+		return nil, nil
+	}
+	st, ok, err := read(path, os.Getppid())
+	if err != nil || !ok {
+		return nil, err
+	}
+	_ = os.Remove(path)
+	return &st, nil
+}
+
+// handAdminOver has an upgrade attempt hand the admin state over (prepare, to
+// adminapi.HandoffFile beside --pid-file) and take writes again if it fails (failed). Without a
+// pid file, or an admin API (admin false), there is none to hand over.
+func (h *handoffFlags) handAdminOver(admin bool, prepare func(path string) error, failed func()) {
+	if path := adminapi.HandoffFile(h.pidFile); path != "" && admin {
+		h.OnUpgrade(func() error { return prepare(path) }, failed)
+	}
 }
 
 // newLBUpgradeCmd is `zero502 lb upgrade`: SIGHUP to the LB in the pid file, then the outcome.

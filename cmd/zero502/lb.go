@@ -97,7 +97,12 @@ connection. If the new process fails, this one keeps serving.`,
 			if slowPathOnly {
 				opts = append(opts, lb.WithSlowPathOnly())
 			}
-			srv, err := lb.New(set, opts...)
+			// started by an upgrade: what the admin API changed in the old process goes on here
+			inherited, err := up.inheritedAdmin(lb.ReadHandoff)
+			if err != nil {
+				return exitCode(1, fmt.Errorf("lb: %w", err))
+			}
+			srv, err := lb.New(set, append(opts, lb.WithInherited(inherited))...)
 			if err != nil {
 				return exitCode(2, fmt.Errorf("lb: %w", err))
 			}
@@ -106,6 +111,7 @@ connection. If the new process fails, this one keeps serving.`,
 			}
 			ctx, stop := stopsignal.Context(cmd.Context())
 			defer stop()
+			up.handAdminOver(set.Admin != "", srv.PrepareHandoff, srv.HandoffFailed)
 			ctx = up.UpgradeOnHangup(ctx, logger)
 			if err := up.Ready(); err != nil {
 				return exitCode(1, err)

@@ -51,7 +51,7 @@ func openAdmin(listen listenFunc, addr, token string, f *Forwarder) (*adminEndpo
 	})
 	adminapi.HandleWrites(mux, "/admin/upstreams", adminWrites{f})
 	h := adminapi.Access{Token: token, Listen: ln.Addr().String(), Realm: "zero502 edge admin",
-		Setting: "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN"}.Guard(f.holdWritesDuringHandoff(mux))
+		Setting: "the token of --admin-token-file or $ZERO502_EDGE_ADMIN_TOKEN"}.Guard(f.gate.Hold(mux))
 	return &adminEndpoint{ln: ln, srv: adminapi.NewServer(h, adminapi.DefaultLimits, nil)}, nil
 }
 

@@ -80,10 +80,10 @@ type Forwarder struct {
 	// set, which the address does not; open connections get Shutdown.
 	HandedOff func() bool
 	// Inherit, when set, is what the admin API changed in the process this one replaces
-	// (ReadAdminState of the file its PrepareHandoff wrote): Open starts from the configured
+	// (ReadHandoff of the file its PrepareHandoff wrote): Open starts from the configured
 	// Origins without the ones removed there, with the ones added there, and holds drained the
 	// ones drained there.
-	Inherit *AdminState
+	Inherit *adminapi.Handoff
 
 	// Clock drives Drain and Shutdown; nil is the wall clock.
 	Clock clock.Clock
@@ -97,10 +97,9 @@ type Forwarder struct {
 
 	ln     net.Listener
 	health *healthGate
-	// adminMu orders the admin API's writes (read-locked) against PrepareHandoff (locked), which
-	// sets frozen: writes are refused until the upgrade attempt ends.
-	adminMu  sync.RWMutex
-	frozen   bool
+	// gate orders the admin API's writes against PrepareHandoff: writes are refused from then on
+	// until the upgrade attempt ends.
+	gate     adminapi.Gate
 	metrics  *metricsEndpoint
 	admin    *adminEndpoint
 	ups      *upstreams
@@ -157,14 +156,10 @@ func (f *Forwarder) Open() error {
 		return err
 	}
 	now := clockOr(f.Clock).Now()
-	f.ups = newUpstreams(inherited(f.Origins, f.Inherit), now)
+	f.ups = newUpstreams(f.Inherit.Targets(f.Origins), now)
 	if f.Inherit != nil {
 		for _, a := range f.Inherit.Drained {
-			by := f.Inherit.DrainedBy[a]
-			if by == "" { // handed over by an edge of an earlier version
-				by = adminapi.DrainedByAdmin
-			}
-			_, _, _, _ = f.ups.drain(a, now, by)
+			_, _, _, _ = f.ups.drain(a, now, f.Inherit.DrainerOf(a))
 		}
 		logger(f.Logger).Info("edge: admin state taken over from the process this one replaces",
 			"added", f.Inherit.Added, "removed", f.Inherit.Removed, "drained", f.Inherit.Drained, "drained_by", f.Inherit.DrainedBy)

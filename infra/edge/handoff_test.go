@@ -125,12 +125,12 @@ func TestAdminStateGoesToTheUpgradedProcessAndWritesWaitMeanwhile(t *testing.T) 
 	if code, _ := admin(t, fwd, "GET", "/admin/upstreams"); code != http.StatusOK {
 		t.Fatalf("GET during the upgrade: %d, want 200", code)
 	}
-	if _, ok, err := ReadAdminState(path, os.Getpid()+1); ok || err != nil {
+	if _, ok, err := ReadHandoff(path, os.Getpid()+1); ok || err != nil {
 		t.Fatalf("a state written by another process: ok %v, %v; want it ignored", ok, err)
 	}
-	st, ok, err := ReadAdminState(path, os.Getpid())
+	st, ok, err := ReadHandoff(path, os.Getpid())
 	if !ok || err != nil {
-		t.Fatalf("ReadAdminState: ok %v, %v", ok, err)
+		t.Fatalf("ReadHandoff: ok %v, %v", ok, err)
 	}
 
 	// The new process, its config unchanged.
@@ -206,13 +206,13 @@ func TestAdminStateOthersCouldWriteIsRefused(t *testing.T) {
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if st, ok, err := ReadAdminState(path, os.Getpid()); ok || err == nil || !strings.Contains(err.Error(), path) {
+	if st, ok, err := ReadHandoff(path, os.Getpid()); ok || err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("a 0666 admin state: %+v, ok %v, %v; want it refused naming the file", st, ok, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if st, ok, err := ReadAdminState(path, os.Getpid()); !ok || err != nil || !slices.Equal(st.Added, []string{"10.66.66.66:443"}) {
+	if st, ok, err := ReadHandoff(path, os.Getpid()); !ok || err != nil || !slices.Equal(st.Added, []string{"10.66.66.66:443"}) {
 		t.Fatalf("the same file 0600: %+v, ok %v, %v; want it read", st, ok, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // adminServer is the admin listener: GET /admin/backends (one: /admin/backends/{addr}), /admin/settings, /admin/health,
 // /metrics and the HTML status page on / (docs/lb.md: Admin API), and the write API that adds,
 // drains and removes backends and sets their weights (adminWrites), and the maintenance switch
-// (adminapi.MaintenancePath). Who may use it is
+// (adminapi.MaintenancePath); writes wait out an upgrade's hand-off (handoff.go). Who may use it is
 // adminapi.Access: with a token, everything but GET /admin/health and /metrics needs it; with
 // none, only a loopback listener answers, to loopback Host headers, and writes only from programs.
 type adminServer struct{ srv *http.Server }
@@ -54,7 +54,7 @@ func (s *Server) serveAdmin(ln net.Listener) *adminServer {
 	adminapi.HandleWeightWrites(mux, "/admin/backends", adminWrites{s})
 	adminapi.HandleMaintenance(mux, s)
 	h := adminapi.Access{Token: s.set.AdminToken, Listen: ln.Addr().String(), Realm: "zero502 lb admin",
-		Setting: "balancer.admin_token", Open: []string{"/admin/health", "/metrics"}}.Guard(mux)
+		Setting: "balancer.admin_token", Open: []string{"/admin/health", "/metrics"}}.Guard(s.gate.Hold(mux))
 	srv := adminapi.NewServer(h, adminapi.DefaultLimits, nil)
 	go func() { _ = srv.Serve(ln) }()
 	return &adminServer{srv: srv}

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/backoff"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/http1"
@@ -79,6 +80,10 @@ type Server struct {
 	// process serves the same address: own health stays 200 (drainingHealth).
 	handedOff atomic.Bool
 	handoff   func() bool
+	// inherit is the admin state handed over by the process this one replaces (WithInherited);
+	// gate holds the admin API's writes while this one hands its own over (handoff.go).
+	inherit *adminapi.Handoff
+	gate    adminapi.Gate
 	// acceptStopped: the listeners take no new connection (stopAccepting): from the drain's
 	// StopAccepting on, or at once after a hand-off (the successor accepts on the same sockets)
 	acceptStopped atomic.Bool
@@ -152,7 +157,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 	s.forwardedFrom, _ = config.ParseRanges("--trusted-proxy", set.TrustedProxies)
 	now := s.clock.Now()
 	var all []*Backend
-	for i, a := range set.Backends {
+	for i, a := range s.inherit.Targets(set.Backends) {
 		b := newConfiguredBackend(a, i, now)
 		b.pool.max = set.MaxIdlePerBackend
 		all = append(all, b)
@@ -167,6 +172,7 @@ func New(set Settings, opts ...Option) (*Server, error) {
 		probe:   httpProbe(set.HealthPath, set.Timeout),
 		changed: s.changed,
 	}
+	s.applyInherited()
 	return s, nil
 }
 
