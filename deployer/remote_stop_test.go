@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
 )
@@ -76,24 +77,13 @@ func TestALyingHostCannotSpeakForAnotherNorFakeItsStopResult(t *testing.T) {
 // own stop got --lock-timeout 10m0s (the default New puts in for 0) and waited ten minutes.
 func TestStopWithLockTimeoutZeroRefusesAtOnceOverSSH(t *testing.T) {
 	t.Parallel()
-	s := startSSHD(t)
-	f := newFleet(t, 2)
-	path, cfg := f.remoteConfig(s, "ssh.yaml", 1)
-	f.startLB(path)
-	ctx := context.Background()
-	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
-	h := cfg.Hosts[0]
-	held, err := hostlock.TryAcquire(cfg.HostLockPath(h), Holder("a flock script of the test"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg, held := v1WithTheFirstHostLockHeld(t)
 	defer held.Release()
+	ctx, h := context.Background(), cfg.Hosts[0]
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var ev eventLog
-	err = Stop(sctx, cfg, StopTarget{Host: h.Name}, Options{RemoteBinary: bin, NoLockWait: true, Events: ev.add})
+	err := Stop(sctx, cfg, StopTarget{Host: h.Name}, Options{RemoteBinary: bin, NoLockWait: true, Events: ev.add})
 	if err == nil || sctx.Err() != nil || !strings.Contains(err.Error(), "a flock script of the test") {
 		t.Fatalf("zero502 stop --lock-timeout 0 of %s (over ssh) with its host lock held: %v (deadline: %v); want a refusal at once naming the holder\n%s",
 			h.Name, err, sctx.Err(), &ev)
@@ -109,19 +99,8 @@ func TestStopWithLockTimeoutZeroRefusesAtOnceOverSSH(t *testing.T) {
 // services, long after the operator had cancelled the stop.
 func TestACancelledStopOverSSHStopsNothingWhenTheHostLockComesFree(t *testing.T) {
 	t.Parallel()
-	s := startSSHD(t)
-	f := newFleet(t, 2)
-	path, cfg := f.remoteConfig(s, "ssh.yaml", 1)
-	f.startLB(path)
-	ctx := context.Background()
-	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
-		t.Fatalf("deploy v1: %v", err)
-	}
-	h := cfg.Hosts[0]
-	held, err := hostlock.TryAcquire(cfg.HostLockPath(h), Holder("a flock script of the test"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cfg, held := v1WithTheFirstHostLockHeld(t)
+	ctx, h := context.Background(), cfg.Hosts[0]
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var ev eventLog
@@ -169,4 +148,22 @@ func TestACancelledStopOverSSHStopsNothingWhenTheHostLockComesFree(t *testing.T)
 	if v := f.versions()[h.Name]; v != "v1" {
 		t.Errorf("%s runs %q after the cancelled stop, want v1", h.Name, v)
 	}
+}
+
+// v1WithTheFirstHostLockHeld is a fleet of two hosts, the first over ssh, with v1 deployed, and
+// the first host's lock held by the test (a flock script of the test).
+func v1WithTheFirstHostLockHeld(t *testing.T) (*fleet, *config.Config, *hostlock.Lock) {
+	t.Helper()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	path, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	f.startLB(path)
+	if _, err := f.deployer(cfg, nil, Options{RemoteBinary: bin}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	held, err := hostlock.TryAcquire(cfg.HostLockPath(cfg.Hosts[0]), Holder("a flock script of the test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, cfg, held
 }

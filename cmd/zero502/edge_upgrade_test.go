@@ -224,19 +224,7 @@ func ask(t *testing.T, c net.Conn, r *bufio.Reader, keepAlive bool) string {
 // adminDo sends one admin API request on a new connection and returns its status.
 func adminDo(t *testing.T, method, url string) int {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(adminapi.ClientHeader, "1")
-	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	return adminSend(t, method, url, "")
 }
 
 // scrapeDraining is the value of zero502_edge_draining in a scrape of the edge's metrics on a
