@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/spec"
@@ -318,5 +319,41 @@ func holdWithFlock(t *testing.T, path string) {
 	t.Cleanup(func() { syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); holder.Wait() })
 	if line, err := bufio.NewReader(hout).ReadString('\n'); err != nil || line != "locked\n" {
 		t.Fatalf("flock(1) did not take the lock: %q %v", line, err)
+	}
+}
+
+// A host whose step failed at its host lock (taken by someone else after preflight) was reached
+// by its batch and its step failed there before changing anything: it is "untouched" with the
+// lock's error, not "not reached" with none.
+func TestAHostWhoseStepFailedAtItsLockIsUntouched(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("lk.yaml", v))
+	var held *hostlock.Lock
+	d := f.deployer(cfg, nil, Options{Balancer: balancer.None{}, NoLockWait: true})
+	d.opts.Events = func(e Event) {
+		if e.Step == stepPreflight && strings.HasPrefix(e.Message, "invariants hold") && held == nil {
+			l, err := hostlock.TryAcquire(cfg.HostLockPath(cfg.Hosts[0]), hostlock.Holder{Who: "ops@test", Command: "by hand"})
+			if err != nil {
+				t.Errorf("take host-a's lock: %v", err)
+				return
+			}
+			held = l
+		}
+	}
+	t.Cleanup(func() {
+		if held != nil {
+			_ = held.Release()
+		}
+	})
+	rep, err := d.Deploy(context.Background(), "v1")
+	if err == nil || held == nil {
+		t.Fatalf("setup: deploy error %v, lock taken %v", err, held != nil)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUntouched || !strings.Contains(a.Error, "ops@test") {
+		t.Errorf("host-a: outcome %q, error %q: its step ran and failed at its lock; want %q with the lock's error (naming its holder)",
+			a.Outcome, a.Error, report.OutcomeUntouched)
 	}
 }

@@ -219,22 +219,28 @@ func (d *Deployer) setup() error {
 	return errors.Join(errs...)
 }
 
-// readBack fills each host's Running version from its runtime: what it really runs now.
+// readBack fills each host's Running version from its runtime: what it really runs now. It runs
+// even when the deploy was interrupted, each host within lookWithin: a runtime (or a host's look)
+// that stops answering neither holds the deploy, and the fleet lock with it, nor is claimed to
+// run a version.
 func (d *Deployer) readBack(ctx context.Context, rep *report.Report) {
 	ctx = context.WithoutCancel(ctx)
 	d.eachHost(hostIndexes(len(d.cfg.Hosts)), func(i int) { d.readBackHost(ctx, d.cfg.Hosts[i], &rep.Hosts[i]) })
 }
 
-// readBackHost is readBack for one host.
+// readBackHost is readBack for one host. A service its runtime did not list in time (or at all)
+// runs "unknown".
 func (d *Deployer) readBackHost(ctx context.Context, h config.Host, hr *report.HostReport) {
 	if h.SSH != "" {
-		d.readBackRemote(ctx, h, hr) // remote.go
+		d.readBackRemote(ctx, h, hr) // remote.go, within lookWithin too
 		return
 	}
 	rt := d.runtimes[h.Name]
 	if rt == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, d.lookWithin())
+	defer cancel()
 	versions := map[string]string{}
 	for _, svc := range d.cfg.Services {
 		insts, err := running(ctx, rt, h.Name, svc.Name)

@@ -177,6 +177,12 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 		close(hold.ended)
 	}()
 	where := "on host " + h.Name + " (rollout.lock_host)"
+	// The host answers within its --lock-timeout (locked, or refused); a lock host reached but
+	// stuck (its zero502, its state dir's file system; keep-alives still pass) is given a look's
+	// budget more, then the session is ended and the deploy refused: nothing was changed yet.
+	bound := d.remoteLockWait() + d.lookWithin()
+	stuck := time.NewTimer(bound)
+	defer stuck.Stop()
 	select {
 	case l := <-answer:
 		if l.Locked != "" {
@@ -197,6 +203,12 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 		cancel()
 		<-hold.ended
 		return nil, &refusedError{Reasons: []string{fmt.Sprintf("stopped waiting for the fleet deploy lock %s: %v", where, ctx.Err())}}
+	case <-stuck.C:
+		cancel()
+		<-hold.ended
+		return nil, &refusedError{Reasons: []string{fmt.Sprintf("the fleet deploy lock %s: zero502 host fleet-lock there did not answer "+
+			"within %s (--lock-timeout %s, and %s for its answer); nothing was changed on any host: look at host %s (is its zero502 "+
+			"or the file system of its state dir stuck?), then deploy again", where, bound, d.remoteLockWait(), d.lookWithin(), h.Name)}}
 	}
 }
 

@@ -3,6 +3,7 @@ package deployer
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
+	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
@@ -123,5 +126,53 @@ func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
 	// this test machine's PATH): every host agrees with its spec.
 	if out, code := runZero502(t, "status", "--config", path, "--remote-binary", bin); code != 0 || !strings.Contains(out, "host-b") {
 		t.Errorf("status --remote-binary: exit %d; want 0, every host on its spec\n%s", code, out)
+	}
+}
+
+// The wait for the lock host's first answer to `zero502 host fleet-lock` is bounded: a lock
+// host reached over ssh whose fleet-lock never answers (a stuck process, a hung lock file
+// system; keep-alives still pass) refuses the deploy within its lock wait and a look's budget,
+// naming the lock host, instead of holding it until someone interrupts it.
+func TestAFleetLockHostThatNeverAnswersDoesNotHangTheDeploy(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("stuck.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
+	cfg.Rollout.LockHost = cfg.Hosts[0].Name // the fleet lock lives on the stuck host
+	cfg = f.load(f.write("stuck.yaml", cfg))
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in *" host fleet-lock "*) exec sleep 300 ;; esac
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := f.deployer(cfg, nil, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}, NoLockWait: true, lookBudget: 2 * time.Second})
+	done := make(chan error, 1)
+	var rep *report.Report
+	go func() {
+		var err error
+		rep, err = d.Deploy(ctx, "v2")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var refused *refusedError
+		if err == nil {
+			t.Fatalf("deploy succeeded against a lock host that never answered: %+v", rep)
+		}
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), cfg.Hosts[0].Name) {
+			t.Errorf("deploy error %v: want a refusal naming the lock host %s", err, cfg.Hosts[0].Name)
+		}
+	case <-time.After(45 * time.Second):
+		cancel() // let the session end (cut off after its budget)
+		<-done
+		t.Fatalf("the deploy still waited for the fleet lock 45s after it started, with --lock-timeout 0: " +
+			"a lock host that never answers hangs it until someone interrupts it")
 	}
 }

@@ -200,7 +200,8 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 	}
 	rt := d.runtimes[h.Name]
 	lock, err := d.lock(ctx, h, version)
-	if err != nil {
+	if err != nil { // its batch reached it, its step failed before changing anything: not "not reached"
+		rep.Outcome, rep.Error = report.OutcomeUntouched, err.Error()
 		return err
 	}
 	defer func() {
@@ -234,14 +235,18 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 	switch {
 	case plan.back != nil && !spec.Same(*plan.back, plan.want):
 		if err := d.publish(h, prevPath, *plan.back); err != nil {
-			return fmt.Errorf("host %s: keep the previous spec: %w; nothing was changed on it", h.Name, err)
+			err := fmt.Errorf("host %s: keep the previous spec: %w; nothing was changed on it", h.Name, err)
+			rep.Outcome, rep.Error = report.OutcomeUntouched, err.Error()
+			return err
 		}
 	case plan.back == nil:
 		_ = os.Remove(prevPath) // a leftover of a host that was wiped, and its secret values
 		_ = os.Remove(spec.SecretsPath(prevPath))
 	}
 	if err := d.publish(h, specPath, plan.want); err != nil {
-		return fmt.Errorf("host %s: publish spec %s: %w; nothing was changed on it", h.Name, specPath, err)
+		err := fmt.Errorf("host %s: publish spec %s: %w; nothing was changed on it", h.Name, specPath, err)
+		rep.Outcome, rep.Error = report.OutcomeUntouched, err.Error()
+		return err
 	}
 	d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: "spec published at " + specPath})
 

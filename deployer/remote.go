@@ -49,8 +49,10 @@ func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, 
 // on the session that holds it.
 func (d *Deployer) session(h config.Host, args []string, line func([]byte), input []byte) ssh.Session {
 	budget := d.rollbackBudget(len(d.cfg.Services))
-	if len(args) > 1 && args[0] == "host" && args[1] == "look" {
-		budget = lookEndBudget // a look changes nothing: it has nothing to roll back once told to end
+	if len(args) > 1 && args[0] == "host" && (args[1] == "look" || args[1] == "fleet-lock") {
+		// A look changes nothing, and the fleet lock's process only frees its flock: neither has
+		// anything to roll back once told to end.
+		budget = lookEndBudget
 	}
 	return ssh.Session{Host: h.Name, Target: h.SSH, SSH: d.opts.SSH, Binary: d.opts.RemoteBinary, Mux: d.muxFor(h), Args: args,
 		Input: input, Budget: budget, Line: line,
@@ -139,7 +141,8 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 		case <-t.looked:
 		case <-ctx.Done():
 		}
-		if t.predates() { // a zero502 there that does not know --look-first: it starts at once
+		if t.predates() { // a zero502 there that does not know --look-first: it starts at once,
+			// so it is begun (openStep): a session lost before any event of it is unknown
 			t = d.openStep(ctx, h, version, false)
 		}
 	}
@@ -238,11 +241,12 @@ func (t *turn) finish(rep *report.HostReport) error {
 		}
 		if !t.began && !t.sentGo.Load() && errors.Is(err, ssh.ErrUnreachable) {
 			// ssh never got there (or lost a step that was never told go): nothing ran, the
-			// host runs what this step's look saw running (a preflight look's From may be only
-			// its published spec's version: a host whose service was stopped runs nothing), else
-			// what it ran when this step began (a rollback's From: the version its deploy put
-			// there and verified).
-			rep.Outcome, rep.Running = report.OutcomeUnreachable, rep.From
+			// host runs what this step's look saw running, else what this report last saw it
+			// run (a rollback's: the version its deploy put there and verified), else nothing
+			// is claimed and the read-back looks again. Never rep.From: a preflight look's From
+			// may be only its published spec's version (a host whose service was stopped runs
+			// nothing).
+			rep.Outcome = report.OutcomeUnreachable
 			if t.look != nil {
 				rep.Running = t.look.Running
 			}

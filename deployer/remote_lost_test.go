@@ -180,3 +180,83 @@ exit 255
 	}
 	return f, cfg, fake
 }
+
+// A host whose zero502 predates --look-first gets a step that starts as soon as ssh reaches it
+// (opened without --look-first). Its session lost before any event of it arrived (the host gone
+// since), the host is "unreachable after its step began: unknown" with no version claimed, not
+// "unreachable, not changed" on its preflight version: the step may have begun changing it.
+func TestAStepOfAnOlderHostLostBeforeItsFirstEventIsUnknown(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("old.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
+	cfg.Rollout.LockHost = cfg.Hosts[1].Name
+	cfg = f.load(f.write("old.yaml", cfg))
+	began := filepath.Join(f.dir, "step-began")
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in
+*" host step "*"--look-first"*) echo 'Error: unknown flag: --look-first' >&2; exit 2 ;;
+*" host step "*) touch ` + began + `; exit 255 ;; # began (it publishes, drains...), then the connection drops
+*" host look "*) [ -e ` + began + ` ] && exit 255 # preflight's look; once the step began the host is gone
+	echo '{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"}'; exit 0 ;;
+esac
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil {
+		t.Fatalf("no error\n%s", &ev)
+	}
+	if _, serr := os.Stat(began); serr != nil {
+		t.Fatalf("the plain step never ran: %v\n%s", serr, &ev)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUnknown || a.Running == "v1" {
+		t.Errorf("host-a: outcome %q, running %q (error %s); its step was started on the host, so it must be %q with no version claimed",
+			a.Outcome, a.Running, a.Error, report.OutcomeUnknown)
+	}
+}
+
+// A host over ssh that is unreachable and not changed is said to run only what a look saw
+// running, never its published spec's version. Here preflight's look saw nothing running (the
+// published spec names v1), its waiting step's session was lost, and the session opened at its
+// turn never reached the host: it runs nothing known, not v1.
+func TestAnUnreachableHostIsNotSaidToRunWhatItOnlyPublished(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("pub.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
+	cfg.Rollout.LockHost = cfg.Hosts[1].Name
+	cfg = f.load(f.write("pub.yaml", cfg))
+	seen := filepath.Join(f.dir, "looked-once")
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
+[ -e ` + seen + ` ] && exit 255 # the session opened at its turn: the host is gone
+touch ` + seen + `
+echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
+exit 255 # the waiting step's session is lost before its turn
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil {
+		t.Fatalf("no error\n%s", &ev)
+	}
+	a := rep.Hosts[0]
+	if a.Outcome != report.OutcomeUnreachable {
+		t.Fatalf("host-a: outcome %q; want %q (setup)\n%s", a.Outcome, report.OutcomeUnreachable, &ev)
+	}
+	if a.Running != "" {
+		t.Errorf("host-a: report says it runs %q (from %q); the only look of it saw nothing running (v1 is only its published spec)", a.Running, a.From)
+	}
+}

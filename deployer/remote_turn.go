@@ -88,8 +88,9 @@ type turn struct {
 	lookErr  string
 	saidOnce sync.Once
 	began    bool // an event of the step arrived: it may have changed the host
-	// sentGo: turnGo was (about to be) written to the waiting step: it may have begun, even
-	// when no event of it arrived before its session was lost.
+	// sentGo: turnGo was (about to be) written to the waiting step, or the step was opened
+	// without --look-first (it starts at once): it may have begun, even when no event of it
+	// arrived before its session was lost.
 	sentGo atomic.Bool
 	// asks: the step's look said it answers turnAsk; ready closes on its answer.
 	asks      atomic.Bool
@@ -108,7 +109,10 @@ func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, 
 	t := &turn{h: h, version: version, cancel: cancel, goNow: make(chan struct{}), looked: make(chan struct{}), ended: make(chan struct{}),
 		ready: make(chan struct{})}
 	if !lookFirst {
-		t.once.Do(func() { close(t.goNow) }) // begun: nothing to write
+		// Begun: nothing to write, it starts as soon as ssh reaches the host, so a session lost
+		// before any event of it arrived may have changed the host (unknown, finish).
+		t.once.Do(func() { close(t.goNow) })
+		t.sentGo.Store(true)
 	}
 	args := d.stepArgs(h, version, lookFirst)
 	cfgYAML, err := encodeFor(d, h, args)

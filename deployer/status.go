@@ -232,8 +232,12 @@ func (d *Deployer) remoteHostStatus(ctx context.Context, h config.Host) HostStat
 	case l.Status == nil:
 		return HostStatus{Host: h.Name, Problems: []string{fmt.Sprintf("reached over ssh (%s): its zero502 reports no status: "+
 			"install this version there (zero502 host install)", h.SSH)}}
+	case l.Status.Host != "" && l.Status.Host != h.Name: // a host reports for itself only (as a step's report: turn.hear)
+		return HostStatus{Host: h.Name, Problems: []string{fmt.Sprintf("reached over ssh (%s): its look reports the status of host %q, "+
+			"not of %s: dropped; check what hosts[].ssh of %s reaches, and the zero502 there", h.SSH, l.Status.Host, h.Name, h.Name)}}
 	}
 	hs := *l.Status
+	hs.Host = h.Name
 	bsvc, balanced := d.cfg.BalancedService()
 	for i := range hs.Services {
 		ss := &hs.Services[i]

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
 	"github.com/zero502/zero502/infra/runtime"
@@ -262,5 +263,46 @@ func pythonStopOneHostUnderLoadDrainsAtTheBalancerFirst(t *testing.T) {
 	st, err := Status(ctx, f.load(path), opts)
 	if err != nil || !st.OK() {
 		t.Errorf("status after stop --host host-a: %v, %+v; want agreement", err, st)
+	}
+}
+
+// Status shows each host reached over ssh under its own name: a look whose status names another
+// host (host-a speaking for host-b) is not taken as host-b's row, nor as host-a's state; host-a's
+// row says the problem, and host-b keeps its own row.
+func TestStatusShowsEachRemoteHostUnderItsOwnName(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("st.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
+	cfg = f.load(f.write("st.yaml", cfg))
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in *" host look "*)
+echo '{"from":"v1","instance":true,"serving":true,"running":"v1","status":{"host":"host-b","published":"v9","services":[{"service":"web","want":"v9","instances":[{"id":"1","version":"v9","since":"2026-01-01T00:00:00Z","healthy":true}]}]}}'
+exit 0 ;;
+esac
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{},
+		Runtime: func(h config.Host) (Runtime, error) { return f.runtimes[h.Name], nil }}
+	st, err := Status(context.Background(), cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range st.Hosts {
+		if h.Host != cfg.Hosts[i].Name {
+			t.Errorf("status row %d is for %q (published %q), want %q: host-a's look spoke for another host", i, h.Host, h.Published, cfg.Hosts[i].Name)
+		}
+	}
+	if a := st.Hosts[0]; a.Published == "v9" || !strings.Contains(strings.Join(a.Problems, "; "), `"host-b"`) {
+		t.Errorf("host-a: published %q, problems %q; want its look for host-b not taken and said as a problem", a.Published, a.Problems)
+	}
+	if st.OK() {
+		t.Errorf("status OK with a host whose look spoke for another host")
 	}
 }

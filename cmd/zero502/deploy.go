@@ -91,20 +91,28 @@ runs which version); 2: refused before anything changed.`,
 				}
 			}
 			renderReport(out, rep, asJSON)
+			var htmlErr error // as textfileErr: it does not change what the deploy did, nor its exit when it failed
 			if htmlOut != nil {
-				if werr := writeDeployHTML(htmlOut, rep); werr != nil {
-					return exitCode(1, errors.Join(err, fmt.Errorf("--report %s: %w", reportPath, werr)))
+				werr := writeDeployHTML(htmlOut, rep)
+				if cerr := htmlOut.Close(); werr == nil {
+					werr = cerr
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", reportPath)
+				if werr != nil {
+					htmlErr = fmt.Errorf("--report %s: %w", reportPath, werr)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", reportPath)
+				}
 			}
 			if err == nil {
-				if textfileErr != nil {
-					return exitCode(1, textfileErr)
+				if werr := errors.Join(htmlErr, textfileErr); werr != nil {
+					return exitCode(1, werr)
 				}
 				return nil
 			}
-			if textfileErr != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", cmd.CommandPath(), textfileErr)
+			for _, werr := range []error{htmlErr, textfileErr} {
+				if werr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", cmd.CommandPath(), werr)
+				}
 			}
 			if !asJSON {
 				err = nil // the report above already says what went wrong

@@ -160,6 +160,28 @@ func TestDeployLockTimeoutZeroRefusesAtOnce(t *testing.T) {
 	}
 }
 
+// A deploy refused before anything changed (here: the fleet lock held, --lock-timeout 0) exits 2
+// even when its --report HTML cannot be written (/dev/full): the write error is said as well, and
+// the refusal once, in the report.
+func TestARefusedDeployExitsTwoEvenWhenItsHTMLReportCannotBeWritten(t *testing.T) {
+	dir := t.TempDir()
+	path, cfg := localConfigIn(t, dir)
+	_, out, code := whileFleetLockHeld(t, cfg, "zero502 deploy --version v0", "deploy", "--config", path, "--version", "v1",
+		"--lock-timeout", "0", "--report", "/dev/full")
+	if !strings.Contains(out, "another deploy of this fleet is running") {
+		t.Fatalf("setup: the deploy was not refused for the held lock:\n%s", out)
+	}
+	if code != 2 {
+		t.Errorf("refused deploy with an unwritable --report: exit %d, want 2 (refused, nothing changed)\n%s", code, out)
+	}
+	if !strings.Contains(out, "--report /dev/full") {
+		t.Errorf("the --report write error is not said:\n%s", out)
+	}
+	if n := strings.Count(out, "another deploy of this fleet is running"); n != 1 {
+		t.Errorf("the refusal is said %d times, want once:\n%s", n, out)
+	}
+}
+
 // localConfigIn is examples/local.yaml with its state under dir, written there as z.yaml, and
 // loaded.
 func localConfigIn(t *testing.T, dir string) (string, *config.Config) {
