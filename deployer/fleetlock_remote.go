@@ -228,12 +228,21 @@ func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message 
 	}
 	var last FleetLockLine
 	args := []string{"host", "fleet-lock", "--config", "-", "--host", h.Name, "--op", op, "--holder", string(me), "--message", message}
-	err = d.runRemote(ctx, h, args, func(b []byte) {
+	// An operation waits for nothing on the lock host (acquire is refused while a deploy holds
+	// the lock): one that does not answer within a look's budget is stuck, and said so.
+	within := d.lookWithin()
+	opCtx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	err = d.runRemote(opCtx, h, args, func(b []byte) {
 		var l FleetLockLine
 		if json.Unmarshal(b, &l) == nil {
 			last = l
 		}
 	})
+	if err != nil && ctx.Err() == nil && errors.Is(opCtx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("lock host %s did not answer zero502 lock %s within %s (%w): look at it (ssh %s, its zero502), then run it again",
+			h.Name, op, within, err, h.SSH)
+	}
 	var st lockStatus
 	if last.Status != nil {
 		st = *last.Status

@@ -176,3 +176,33 @@ exit 255
 			"a lock host that never answers hangs it until someone interrupts it")
 	}
 }
+
+// zero502 lock status|acquire|release against a lock host that never answers (reachable, its
+// zero502 stuck) ends within a look's budget, naming the lock host: it waits for nothing there.
+func TestALockOpOnALockHostThatNeverAnswersEnds(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("stuck-op.yaml", v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
+	cfg.Rollout.LockHost = cfg.Hosts[0].Name
+	cfg = f.load(f.write("stuck-op.yaml", cfg))
+	fake := filepath.Join(f.dir, "fake-ssh")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := LockOp(context.Background(), cfg, LockStatusOp, "", Options{RemoteBinary: bin, SSH: fake, lookBudget: 2 * time.Second})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not answer") || !strings.Contains(err.Error(), cfg.Hosts[0].Name) {
+			t.Errorf("lock status: %v; want an error saying lock host %s did not answer", err, cfg.Hosts[0].Name)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("zero502 lock status still waited 30s for a lock host that never answers")
+	}
+}
