@@ -197,10 +197,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 		case u.got:
 			l.failed(c, u, attemptBad)
 			return
-		case u.cut:
-			l.failed(c, u, attemptCut)
-			return
-		default:
+		default: // cut under the body or not: the connection broke with no answer (writeFailed)
 			l.failed(c, u, attemptNoAnswer)
 			return
 		}

@@ -41,7 +41,7 @@ func failureKind(aerr attemptError) int {
 	switch aerr {
 	case attemptConnect:
 		return failConnect
-	case attemptNoAnswer, attemptEjected, attemptCut: // nothing came back
+	case attemptNoAnswer, attemptEjected: // nothing came back
 		return failReset
 	case attemptTimeout:
 		return failTimeout

@@ -62,8 +62,10 @@ const reuseProbe = true
 // token): its kernel resets the connection, the LB's next write fails, and the answer is still
 // in the socket's receive buffer, readable before the reset's error (Linux). So the attempt is
 // attemptCut: it reads on for the response head (within header_timeout; a reset connection
-// answers at once) and relays one that came (the connection to the backend then closes, and
-// the client's closes too when the rest of its body was not read); with none, failure decides.
+// answers at once) and relays one that came, without blaming the backend (the connection to it
+// then closes, and the client's closes too when the rest of its body was not read). With none,
+// the attempt is attemptNoAnswer: a connection that broke with no answer, as a crashed backend's
+// does (ejected at once when fresh); a request with a body is never sent again (502).
 func writeFailed(headOut bool) attemptError {
 	if headOut {
 		return attemptCut
@@ -77,11 +79,9 @@ func writeFailed(headOut bool) attemptError {
 // sends the request to another backend; otherwise the client gets status (502, or 504 for a
 // backend that took too long). inRotation is whether the backend was in rotation when the
 // attempt failed: a refused connect to one that was not (the rotation failing open) says what
-// the checks said, no backend is healthy, so a request that cannot go on gets 503. A backend
-// that stopped taking a request body and gave no answer either (attemptCut) is not ejected:
-// it took the connection and the head, and a body refused (a body limit, a token missing) says
-// nothing of its health, while any client could otherwise eject healthy backends with uploads;
-// its checks judge it. The request, which has a body, gets 502.
+// the checks said, no backend is healthy, so a request that cannot go on gets 503. (A backend
+// that refused a body with an answer, 413 or 401, is not here: its answer is relayed and it is
+// not blamed, writeFailed; else any client could eject healthy backends with uploads.)
 func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (eject, next bool, status int) {
 	switch aerr {
 	case attemptConnect, attemptNoAnswer:
@@ -95,8 +95,6 @@ func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (ej
 		return eject, false, 502
 	case attemptTimeout:
 		return false, false, 504
-	case attemptCut:
-		return false, false, 502
 	case attemptEjected: // (only ever for a request resendAfterEject allowed)
 		if req.Idempotent() {
 			return false, true, 0 // out of rotation already

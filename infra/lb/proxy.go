@@ -50,7 +50,7 @@ const (
 	attemptSlowBody                   // the client IP has max_slow_bodies_per_ip slow bodies already: 429, close
 	attemptClientFraming              // the client's chunked body has broken framing: 400, close
 	attemptEjected                    // no response byte yet when the backend left rotation for failing: resent (resendNow)
-	attemptCut                        // the head went out, a write of the body failed, and no response head came: 502, no ejection (writeFailed)
+	attemptCut                        // the head went out and a write of the body failed: read on for an answer (writeFailed); never an attempt's end
 )
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
@@ -137,7 +137,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 			b.inFlight.Add(-1)
 			consumed()
 			return keep
-		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad, attemptEjected, attemptCut:
+		case attemptConnect, attemptNoAnswer, attemptTimeout, attemptBad, attemptEjected:
 			reused := u != nil && u.reused
 			if u != nil {
 				u.close()
@@ -147,7 +147,7 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 				again = aerr
 				continue
 			}
-			if aerr == attemptConnect || aerr == attemptNoAnswer || aerr == attemptCut {
+			if aerr == attemptConnect || aerr == attemptNoAnswer {
 				// nothing of the request may have been taken (or not all of its body): get past
 				// the rest of the body to go on
 				if !s.skipBody(cc, x, rest, start) {
@@ -322,10 +322,8 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 				return expiry(phAwait).attempt
 			case errors.Is(err, errBufferFull), got:
 				return attemptBad
-			case cut:
-				return attemptCut
 			}
-			return attemptNoAnswer
+			return attemptNoAnswer // cut or not: the connection broke with no answer (writeFailed)
 		}
 		answered = true
 	}
