@@ -139,6 +139,10 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 	if h.SSH != "" {
 		return d.remoteHostStatus(ctx, h)
 	}
+	// Bounded as a remote host's look is: a runtime that stopped answering (a hung Docker
+	// Engine) makes this host's row a problem, not status a wait for ever.
+	ctx, cancel := context.WithTimeout(ctx, d.lookWithin())
+	defer cancel()
 	if held, who, err := hostlock.Held(d.cfg.HostLockPath(h)); err != nil {
 		hs.Problems = append(hs.Problems, err.Error())
 	} else if held {

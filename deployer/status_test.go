@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -304,5 +305,41 @@ exit 255
 	}
 	if st.OK() {
 		t.Errorf("status OK with a host whose look spoke for another host")
+	}
+}
+
+// zero502 status of a local host whose runtime stopped answering (a hung Docker Engine) ends,
+// within a look's budget as a remote host's look does, with that host's services shown as a
+// problem: it used to wait for ever.
+func TestStatusOfALocalHostWhoseRuntimeHangsEnds(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 1)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config("hang-status.yaml", v))
+	hang := &atomic.Bool{}
+	hang.Store(true)
+	opts := Options{Balancer: balancer.None{}, lookBudget: 2 * time.Second,
+		Runtime: func(h config.Host) (Runtime, error) { return hangingRuntime{f.runtimes[h.Name], hang}, nil }}
+	type result struct {
+		st  *FleetStatus
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := Status(context.Background(), cfg, opts)
+		done <- result{st, err}
+	}()
+	select {
+	case r := <-done:
+		st := r.st
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if st.OK() || len(st.Hosts) != 1 || len(st.Hosts[0].Services) == 0 || len(st.Hosts[0].Services[0].Problems) == 0 {
+			t.Errorf("status %+v: want host-a's service shown with a problem (its runtime did not answer), status not OK", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("zero502 status of a host whose runtime hangs still waited after 30s")
 	}
 }
