@@ -135,13 +135,7 @@ func TestTwoDeployersOnDifferentMachinesMeetAtTheLockHost(t *testing.T) {
 // naming the lock host, instead of holding it until someone interrupts it.
 func TestAFleetLockHostThatNeverAnswersDoesNotHangTheDeploy(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("stuck.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
-	cfg.Rollout.LockHost = cfg.Hosts[0].Name // the fleet lock lives on the stuck host
-	cfg = f.load(f.write("stuck.yaml", cfg))
+	f, cfg := fakeSSHFleet(t, "stuck.yaml", 0) // the fleet lock lives on the stuck host
 	fake := filepath.Join(f.dir, "fake-ssh")
 	script := `#!/bin/sh
 case "$*" in *" host fleet-lock "*) exec sleep 300 ;; esac
@@ -181,13 +175,7 @@ exit 255
 // zero502 stuck) ends within a look's budget, naming the lock host: it waits for nothing there.
 func TestALockOpOnALockHostThatNeverAnswersEnds(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("stuck-op.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
-	cfg.Rollout.LockHost = cfg.Hosts[0].Name
-	cfg = f.load(f.write("stuck-op.yaml", cfg))
+	f, cfg := fakeSSHFleet(t, "stuck-op.yaml", 0)
 	fake := filepath.Join(f.dir, "fake-ssh")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
 		t.Fatal(err)

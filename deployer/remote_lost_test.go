@@ -151,19 +151,27 @@ func TestAnUnreachableHostRunsWhatItsLookSaw(t *testing.T) {
 	}
 }
 
+// fakeSSHFleet is a fleet of two hosts without a balancer view (config name) whose host-a is
+// reached over ssh, through the fake ssh client a test writes at f.dir/fake-ssh, and whose fleet
+// lock lives on host lockHost (0: host-a, 1: host-b).
+func fakeSSHFleet(t *testing.T, name string, lockHost int) (*fleet, *config.Config) {
+	t.Helper()
+	f := newFleet(t, 2)
+	v := defaultValues()
+	v.Kind = "none"
+	cfg := f.load(f.config(name, v))
+	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake
+	cfg.Rollout.LockHost = cfg.Hosts[lockHost].Name
+	return f, f.load(f.write(name, cfg))
+}
+
 // fakeStepHost is a fleet of two hosts without a balancer view whose host-a is reached over ssh
 // through a fake ssh client, at the path it returns, that plays host-a's step: it prints look as
 // the step's look, then runs the shell case arms onLine for each line the deployer sends, and
 // exits 255 at the end and for any other session, as a host cut off would.
 func fakeStepHost(t *testing.T, look, onLine string) (*fleet, *config.Config, string) {
 	t.Helper()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("ask.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1" // host-a: the fake
-	cfg.Rollout.LockHost = cfg.Hosts[1].Name
-	cfg = f.load(f.write("ask.yaml", cfg))
+	f, cfg := fakeSSHFleet(t, "ask.yaml", 1)
 	fake := filepath.Join(f.dir, "fake-ssh")
 	script := `#!/bin/sh
 case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
@@ -187,13 +195,7 @@ exit 255
 // "unreachable, not changed" on its preflight version: the step may have begun changing it.
 func TestAStepOfAnOlderHostLostBeforeItsFirstEventIsUnknown(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("old.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
-	cfg.Rollout.LockHost = cfg.Hosts[1].Name
-	cfg = f.load(f.write("old.yaml", cfg))
+	f, cfg := fakeSSHFleet(t, "old.yaml", 1)
 	began := filepath.Join(f.dir, "step-began")
 	fake := filepath.Join(f.dir, "fake-ssh")
 	script := `#!/bin/sh
@@ -228,13 +230,7 @@ exit 255
 // turn never reached the host: it runs nothing known, not v1.
 func TestAnUnreachableHostIsNotSaidToRunWhatItOnlyPublished(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, 2)
-	v := defaultValues()
-	v.Kind = "none"
-	cfg := f.load(f.config("pub.yaml", v))
-	cfg.Hosts[0].SSH, cfg.Hosts[0].Address = "root@127.0.0.1:1", "127.0.0.1"
-	cfg.Rollout.LockHost = cfg.Hosts[1].Name
-	cfg = f.load(f.write("pub.yaml", cfg))
+	f, cfg := fakeSSHFleet(t, "pub.yaml", 1)
 	seen := filepath.Join(f.dir, "looked-once")
 	fake := filepath.Join(f.dir, "fake-ssh")
 	script := `#!/bin/sh

@@ -173,16 +173,26 @@ func TestEdgeUpgradeKeepsWhoDrainedEachUpstream(t *testing.T) {
 // namedOrigin is an HTTP server behind a PROXY-header-reading listener on 127.0.0.1 that
 // answers every request with its name.
 func namedOrigin(t *testing.T, name string) string {
+	return serveName(t, name, func(ln net.Listener) net.Listener { return &proxyproto.Listener{Listener: ln} })
+}
+
+// serveName is an HTTP server on 127.0.0.1 answering every request 200 with name, on a listener
+// wrap makes of its own (nil: as it is).
+func serveName(t *testing.T, name string, wrap func(net.Listener) net.Listener) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := ln.Addr().String()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, name)
 	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(&proxyproto.Listener{Listener: ln}) }()
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String()
+	return addr
 }
 
 // answeredBy is the name of the origin that answered a GET through the edge at addr on a new

@@ -110,18 +110,7 @@ func TestLBUpgradeKeepsWhatTheAdminAPIChanged(t *testing.T) {
 }
 
 // namedBackend is an HTTP server on loopback answering every request 200 with name.
-func namedBackend(t *testing.T, name string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, name)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String()
-}
+func namedBackend(t *testing.T, name string) string { return serveName(t, name, nil) }
 
 // adminSend is adminDo with a body.
 func adminSend(t *testing.T, method, url, body string) int {

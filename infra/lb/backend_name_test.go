@@ -96,17 +96,8 @@ func TestBackendByNameFollowsItsRecord(t *testing.T) {
 // connect where the last connection by its name got meanwhile, and no engine keeps the
 // failure: once the name resolves and its checks pass again, both engines serve it.
 func TestBackendByNameSurvivesAResolverBlip(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
-	if err != nil {
-		t.Skip(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	serveOn(t, ln, "ok")
-	var ips atomic.Pointer[[]net.IP]
-	good := []net.IP{net.ParseIP("127.0.0.3")}
+	port, ips, good := backendOnName(t)
 	none := []net.IP{}
-	ips.Store(&good)
-	fakeDNS(t, &ips)
 	l := startSteadyLB(t, fastSettings("backend.lb.test:"+port))
 	b := l.Backends()[0] // in rotation, and its checker waits on the fake clock
 	ips.Store(&none)     // the blip: the name has no address for a moment
@@ -137,16 +128,7 @@ func TestBackendByNameSurvivesAResolverBlip(t *testing.T) {
 // no address to connect to without a lookup): the request is served all the same, by name, and
 // the address it reached is kept for the next ones.
 func TestBackendByNameBeforeAnyAddressIsKnown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.3:0")
-	if err != nil {
-		t.Skip(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	serveOn(t, ln, "ok")
-	var ips atomic.Pointer[[]net.IP]
-	good := []net.IP{net.ParseIP("127.0.0.3")}
-	ips.Store(&good)
-	fakeDNS(t, &ips)
+	port, _, _ := backendOnName(t)
 	l := startSteadyLB(t, fastSettings("backend.lb.test:"+port))
 	b := l.Backends()[0]
 	b.reached.Store(nil) // as before any check passed
@@ -162,4 +144,20 @@ func TestBackendByNameBeforeAnyAddressIsKnown(t *testing.T) {
 	if st := b.Status(); st.State != Healthy {
 		t.Errorf("backend %s, want healthy", st.State)
 	}
+}
+
+// backendOnName is a backend answering "ok" on 127.0.0.3:port, and the fake DNS answering
+// backend.lb.test with good (127.0.0.3) until the test stores other addresses in ips.
+func backendOnName(t *testing.T) (port string, ips *atomic.Pointer[[]net.IP], good []net.IP) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	serveOn(t, ln, "ok")
+	ips = &atomic.Pointer[[]net.IP]{}
+	good = []net.IP{net.ParseIP("127.0.0.3")}
+	ips.Store(&good)
+	fakeDNS(t, ips)
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), ips, good
 }
