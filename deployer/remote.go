@@ -1,6 +1,7 @@
 package deployer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -134,8 +135,15 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 	}
 	if t == nil || !t.begin() {
 		// Opened now, it too prints its look and is told go only after: a session lost before
-		// that changed nothing (unreachable), one lost after may have begun (unknown).
+		// that changed nothing (unreachable), one lost after may have begun (unknown). The
+		// waiting step it replaces was never told go: what its look saw is what the host ran
+		// when last seen.
+		var seen *hostLook
+		if t != nil && !t.sentGo.Load() {
+			seen = t.look
+		}
 		t = d.openStep(ctx, h, version, true)
+		t.seen = seen
 		t.begin()
 		select {
 		case <-t.looked:
@@ -241,14 +249,15 @@ func (t *turn) finish(rep *report.HostReport) error {
 		}
 		if !t.began && !t.sentGo.Load() && errors.Is(err, ssh.ErrUnreachable) {
 			// ssh never got there (or lost a step that was never told go): nothing ran, the
-			// host runs what this step's look saw running, else what this report last saw it
+			// host runs what this step's look saw running, else what the look of the waiting
+			// step it replaced saw (preflight's), else what this report last saw it
 			// run (a rollback's: the version its deploy put there and verified), else nothing
 			// is claimed and the read-back looks again. Never rep.From: a preflight look's From
 			// may be only its published spec's version (a host whose service was stopped runs
 			// nothing).
 			rep.Outcome = report.OutcomeUnreachable
-			if t.look != nil {
-				rep.Running = t.look.Running
+			if l := cmp.Or(t.look, t.seen); l != nil {
+				rep.Running = l.Running
 			}
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
 			return fmt.Errorf("%s", rep.Error)

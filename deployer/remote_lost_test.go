@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
@@ -224,35 +225,62 @@ exit 255
 	}
 }
 
-// A host over ssh that is unreachable and not changed is said to run only what a look saw
-// running, never its published spec's version. Here preflight's look saw nothing running (the
-// published spec names v1), its waiting step's session was lost, and the session opened at its
-// turn never reached the host: it runs nothing known, not v1.
-func TestAnUnreachableHostIsNotSaidToRunWhatItOnlyPublished(t *testing.T) {
+// A host over ssh that is unreachable and not changed is said to run what a look saw running,
+// never its published spec's version. Here preflight's look is the only one (its waiting step's
+// session was lost before its turn, and the session opened at its turn never reached the host):
+// when it saw v1 running the host runs v1; when it saw nothing running (the published spec
+// names v1) it runs nothing known, not v1.
+func TestAnUnreachableHostRunsWhatPreflightsLookSawNotWhatItOnlyPublished(t *testing.T) {
 	t.Parallel()
-	f, cfg := fakeSSHFleet(t, "pub.yaml", 1)
-	seen := filepath.Join(f.dir, "looked-once")
-	fake := filepath.Join(f.dir, "fake-ssh")
-	script := `#!/bin/sh
+	for _, running := range []string{"v1", ""} {
+		t.Run("running "+fmt.Sprintf("%q", running), func(t *testing.T) {
+			t.Parallel()
+			f, cfg := fakeSSHFleet(t, "pub.yaml", 1)
+			seen := filepath.Join(f.dir, "looked-once")
+			fake := filepath.Join(f.dir, "fake-ssh")
+			script := `#!/bin/sh
 case "$*" in *" host step "*"--look-first"*) ;; *) exit 255 ;; esac
 [ -e ` + seen + ` ] && exit 255 # the session opened at its turn: the host is gone
 touch ` + seen + `
-echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
+echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"` + running + `"},"asks":true}'
 exit 255 # the waiting step's session is lost before its turn
 `
-	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var ev eventLog
-	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
-	if err == nil {
-		t.Fatalf("no error\n%s", &ev)
-	}
-	a := rep.Hosts[0]
-	if a.Outcome != report.OutcomeUnreachable {
-		t.Fatalf("host-a: outcome %q; want %q (setup)\n%s", a.Outcome, report.OutcomeUnreachable, &ev)
-	}
-	if a.Running != "" {
-		t.Errorf("host-a: report says it runs %q (from %q); the only look of it saw nothing running (v1 is only its published spec)", a.Running, a.From)
+			if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var ev eventLog
+			d := f.deployer(cfg, nil, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}})
+			d.opts.Events = func(e Event) {
+				ev.add(e)
+				if e.Step != stepPreflight || !strings.HasPrefix(e.Message, "invariants hold") {
+					return
+				}
+				// Preflight is over: the batch takes the waiting step only once its session is
+				// gone (so a fresh one is opened), as a host cut long enough before its turn is.
+				d.turns.mu.Lock()
+				w := d.turns.by["host-a"]
+				d.turns.mu.Unlock()
+				if w == nil {
+					t.Error("preflight left no waiting step for host-a")
+					return
+				}
+				select {
+				case <-w.ended:
+				case <-time.After(10 * time.Second):
+					t.Error("host-a's waiting step's session did not end")
+				}
+			}
+			rep, err := d.Deploy(context.Background(), "v2")
+			if err == nil {
+				t.Fatalf("no error\n%s", &ev)
+			}
+			a := rep.Hosts[0]
+			if a.Outcome != report.OutcomeUnreachable {
+				t.Fatalf("host-a: outcome %q; want %q (setup)\n%s", a.Outcome, report.OutcomeUnreachable, &ev)
+			}
+			if a.Running != running {
+				t.Errorf("host-a: report says it runs %q (from %q); the only look of it saw %q running (v1 is its published spec)", a.Running, a.From, running)
+			}
+		})
 	}
 }

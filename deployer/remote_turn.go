@@ -86,6 +86,7 @@ type turn struct {
 	// Set by hear while the session lives; read after ended (look after looked).
 	look     *hostLook
 	lookErr  string
+	seen     *hostLook // the look of the waiting step this one replaced (never told go), if any
 	saidOnce sync.Once
 	began    bool // an event of the step arrived: it may have changed the host
 	// sentGo: turnGo was (about to be) written to the waiting step, or the step was opened

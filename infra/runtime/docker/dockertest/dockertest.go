@@ -73,7 +73,10 @@ func cleanup() {
 		removeHost(ctx, rt, h)
 	}
 	if s.tag != "" {
-		if err := rt.RemoveImage(ctx, s.tag); err != nil {
+		unlock := lockImages(ctx)
+		err := rt.RemoveImage(ctx, s.tag)
+		unlock()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "dockertest: cleanup:", err)
 		}
 	}
@@ -137,7 +140,10 @@ func Image(t testing.TB, rt *docker.Runtime) string {
 		s.bin = bin
 		s.mu.Unlock()
 		tag := Repository + ":" + owned("test-")
-		if _, err := rt.BuildImage(ctx, docker.BuildOptions{Tags: []string{tag}, Binary: bin}); err != nil {
+		unlock := lockImages(ctx) // imagelock.go
+		_, err = rt.BuildImage(ctx, docker.BuildOptions{Tags: []string{tag}, Binary: bin})
+		unlock()
+		if err != nil {
 			s.err = err
 			return
 		}
@@ -170,6 +176,7 @@ func Version(t testing.TB, rt *docker.Runtime) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		defer lockImages(ctx)()
 		_ = rt.RemoveImage(ctx, Repository+":"+version)
 	})
 	return version

@@ -81,6 +81,8 @@ func sweepStale() {
 			}
 		}
 	}
+	unlock := lockImages(ctx) // imagelock.go
+	defer unlock()
 	images, err := rt.Client().ImageList(ctx, client.ImageListOptions{Filters: make(client.Filters).Add("reference", Repository)})
 	if err == nil {
 		for _, img := range images.Items {
