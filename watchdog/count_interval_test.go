@@ -26,15 +26,19 @@ import (
 // keeps answering 503) and records what the watchdog asks of it. The watchdog's counting is
 // under test, not a runtime.
 type recordingRuntime struct {
-	addr string
-	mu   sync.Mutex
-	did  []string
+	addr      string
+	mu        sync.Mutex
+	did       []string
+	failStart bool // every Start fails (after being recorded)
 }
 
 func (r *recordingRuntime) Start(_ context.Context, _ string, svc spec.Service) (runtime.Instance, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.did = append(r.did, "start "+svc.Version)
+	if r.failStart {
+		return runtime.Instance{}, fmt.Errorf("start %s: no space left on device", svc.Name)
+	}
 	return runtime.Instance{ID: "new", Service: svc.Name, Address: svc.Address, State: runtime.StateRunning}, nil
 }
 
@@ -226,5 +230,39 @@ func TestAClockThatWentBackCountsAndHealsOnTime(t *testing.T) {
 	d.clk.Advance(interval)
 	if v := d.tick(t); !v.Healed {
 		t.Fatalf("the fourth counted failure, 3 intervals into the streak as re-anchored: %+v; want the heal", v)
+	}
+}
+
+// A heal that failed is tried again once per watchdog.interval, as a failure counts: a tick run
+// by hand or by --loop beside the timer does not stop and start the service again sooner.
+func TestAFailedHealIsTriedAgainOncePerInterval(t *testing.T) {
+	d := newDrainingHost(t, "interval: 60s, heal_after: 4", "window: 15s, shutdown: 10s, stop_grace: 30s")
+	d.rt.failStart = true
+	interval := d.cfg.Watchdog.Interval
+	for i := 1; i <= 3; i++ {
+		if v := d.tick(t); v.Streak != i || v.HealError != "" {
+			t.Fatalf("tick %d: %+v; want failure %d counted, no heal yet", i, v, i)
+		}
+		d.clk.Advance(interval)
+	}
+	if v := d.tick(t); v.HealError == "" || v.Healed {
+		t.Fatalf("the 4th failure: %+v; want the heal tried and failed", v)
+	}
+	starts := func() (n int) {
+		for _, a := range d.rt.actions() {
+			if strings.HasPrefix(a, "start ") {
+				n++
+			}
+		}
+		return n
+	}
+	d.clk.Advance(10 * time.Second) // a tick by hand, 10s after the failed heal
+	if v := d.tick(t); v.HealError != "" || starts() != 1 || !strings.Contains(v.Reason, "not counted") {
+		t.Fatalf("a tick 10s after a failed heal: %+v, %d starts (%v); want no second try before an interval, said not counted",
+			v, starts(), d.rt.actions())
+	}
+	d.clk.Advance(interval - 10*time.Second)
+	if v := d.tick(t); v.HealError == "" || starts() != 2 {
+		t.Fatalf("a tick an interval after the failed heal: %+v, %d starts; want the heal tried again", v, starts())
 	}
 }

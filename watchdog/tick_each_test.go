@@ -53,7 +53,6 @@ hosts:
 // others; a host that could not be checked outranks a failed heal in the error, each counted
 // over the hosts ticked.
 func TestTickEachTicksEveryHostAndCountsTheFailures(t *testing.T) {
-	cfg := tickEachConfig(t)
 	for _, tc := range []struct {
 		hosts []string
 		err   string
@@ -63,6 +62,7 @@ func TestTickEachTicksEveryHostAndCountsTheFailures(t *testing.T) {
 		{[]string{"sick", "broken", "calm"}, "watchdog: 1 of 3 hosts could not be checked (see the log above)"},
 	} {
 		t.Run(strings.Join(tc.hosts, "+"), func(t *testing.T) {
+			cfg := tickEachConfig(t) // each its own hosts: sick's failed heal is tried again only an interval later
 			var hosts []config.Host
 			for _, name := range tc.hosts {
 				h, _ := cfg.Host(name)

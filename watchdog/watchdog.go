@@ -134,7 +134,7 @@ func (r Report) Err() error {
 	}
 	var errs []error
 	if len(failed) > 0 {
-		errs = append(errs, fmt.Errorf("host %s: %w: %s (the next failing tick tries again; fix the cause)",
+		errs = append(errs, fmt.Errorf("host %s: %w: %s (the first failing tick a watchdog.interval later tries again; fix the cause)",
 			r.Host, ErrHealFailed, strings.Join(failed, "; ")))
 	}
 	if len(unchecked) > 0 {
@@ -158,7 +158,7 @@ type Verdict struct {
 	Healed bool `json:"healed,omitempty"`
 	// Instance is the new instance's id after a heal.
 	Instance string `json:"instance,omitempty"`
-	// HealError says why a heal failed; the next failing tick tries again.
+	// HealError says why a heal failed; the first failing tick a watchdog.interval later tries again.
 	HealError string `json:"heal_error,omitempty"`
 	// CheckError says why the service could not be checked (its runtime did not answer): no
 	// verdict, not counted.
@@ -322,7 +322,7 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 		// begin at its last counted failure, so it can only heal later, never sooner.
 		s.FailingSince = s.LastCheck
 	}
-	if s.Failures > 0 && s.Failures < healAfter {
+	if s.Failures > 0 { // past heal_after too: a heal that failed is tried again once per interval
 		if why := w.notCounted(now, s); why != "" {
 			v.Reason, v.Streak = fmt.Sprintf("%s (not counted: %s)", reason, why), s.Failures
 			w.log.Info("check failed; not counted", "service", svc.Name, "consecutive_failures", s.Failures,
@@ -350,7 +350,7 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 	inst, took, err := w.heal(ctx, svc)
 	if err != nil {
 		v.HealError = err.Error()
-		w.log.Error("heal failed; the next failing tick tries again", "service", svc.Name,
+		w.log.Error("heal failed; the first failing tick a watchdog.interval later tries again", "service", svc.Name,
 			"version", svc.Version, "consecutive_failures", s.Failures, "reason", reason, "error", err.Error())
 		return v
 	}
@@ -377,10 +377,11 @@ func (w *Watchdog) watch(ctx context.Context, svc spec.Service, s *streak) Verdi
 // first, with no tolerance (notCounted).
 func CountTolerance(interval time.Duration) time.Duration { return interval / 20 }
 
-// notCounted says why the failure of a service seen at now, s being its streak of 1 to
-// heal_after − 1 counted failures, is not counted; "" when it counts. A failure counts once per
-// watchdog.interval (less CountTolerance): a run by hand or `--loop` beside the timer, or a timer
-// that ticks more often than watchdog.interval, adds no failure to a streak. And the
+// notCounted says why the failure of a service seen at now, s being its streak of counted
+// failures (heal_after or more after a heal that failed), is not counted; "" when it counts. A
+// failure counts once per watchdog.interval (less CountTolerance): a run by hand or `--loop`
+// beside the timer, or a timer that ticks more often than watchdog.interval, adds no failure to a
+// streak, nor tries a failed heal again sooner. And the
 // heal_after-th counts only (heal_after − 1) × interval after the streak's first, so that a
 // service is healed only after failing for longer than invariant I5 says a drain lasts, whatever
 // ran the ticks and however the tolerances added up. A clock that went back counts.
