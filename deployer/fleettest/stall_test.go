@@ -87,7 +87,9 @@ func TestAStalledStepIsStoppedAtItsProgressDeadline(t *testing.T) {
 	if froze.IsZero() || stalled.IsZero() {
 		t.Fatalf("host-02's step frozen at %v, said stalled at %v: want both\n%s", froze, stalled, tail2(r.out.String(), 6000))
 	}
-	if waited := stalled.Sub(froze); waited < deadline || waited > deadline+15*time.Second {
+	// The deadline counts from the drain event's arrival, which this callback sees a moment
+	// after the deployer did: a few milliseconds of that are not a stall said early.
+	if waited := stalled.Sub(froze); waited < deadline-250*time.Millisecond || waited > deadline+15*time.Second {
 		t.Errorf("host-02's frozen step was said stalled %s after it froze; want rollout.progress_deadline %s (and a little)", waited, deadline)
 	}
 	want := map[string]string{"host-01": report.OutcomeDeployed, "host-02": report.OutcomeRolledBack,
