@@ -247,8 +247,9 @@ func (t *turn) finish(rep *report.HostReport) error {
 		if err == nil {
 			err = fmt.Errorf("host %s: the step ended without its report (stdout said: %s)", h.Name, &t.junk)
 		}
-		if !t.began && !t.sentGo.Load() && errors.Is(err, ssh.ErrUnreachable) {
-			// ssh never got there (or lost a step that was never told go): nothing ran, the
+		if !t.began && (!t.sentGo.Load() || errors.Is(err, ssh.ErrNeverLoggedIn)) && errors.Is(err, ssh.ErrUnreachable) {
+			// ssh never got there (it said so, even of a step that would have begun at once), or
+			// lost a step that was never told go: nothing ran, the
 			// host runs what this step's look saw running, else what the look of the waiting
 			// step it replaced saw (preflight's), else what this report last saw it
 			// run (a rollback's: the version its deploy put there and verified), else nothing

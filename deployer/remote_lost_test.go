@@ -284,3 +284,32 @@ exit 255 # the waiting step's session is lost before its turn
 		})
 	}
 }
+
+// A host whose zero502 predates --look-first gets a step that would begin as soon as ssh logged
+// in. When ssh says it never did (it could not connect), nothing ran: the host is "unreachable,
+// not changed", not unknown, and the read-back's look says what it runs.
+func TestAStepOfAnOlderHostThatSSHNeverReachedChangedNothing(t *testing.T) {
+	t.Parallel()
+	f, cfg := fakeSSHFleet(t, "old-never.yaml", 1)
+	fake := filepath.Join(f.dir, "fake-ssh")
+	script := `#!/bin/sh
+case "$*" in
+*" host step "*"--look-first"*) echo 'Error: unknown flag: --look-first' >&2; exit 2 ;;
+*" host step "*) echo 'ssh: connect to host 10.0.0.9 port 22: Connection timed out' >&2; exit 255 ;;
+*" host look "*) echo '{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":"v1"}'; exit 0 ;;
+esac
+exit 255
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil {
+		t.Fatalf("no error\n%s", &ev)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUnreachable || a.Running != "v1" || !strings.Contains(a.Error, "unreachable and was not changed") {
+		t.Errorf("host-a: outcome %q, running %q, error %q; ssh never logged in, so want %q, running v1 (the read-back's look)\n%s",
+			a.Outcome, a.Running, a.Error, report.OutcomeUnreachable, &ev)
+	}
+}

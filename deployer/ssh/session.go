@@ -144,6 +144,9 @@ func (s Session) Run(ctx context.Context) error {
 		}
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == ConnectionFailed {
+			if neverLoggedIn(msg) {
+				err = fmt.Errorf("%w: %w", ErrNeverLoggedIn, err)
+			}
 			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
 		}
 		bin := s.Binary

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -87,3 +88,35 @@ const ConnectionFailed = 255
 
 // ErrUnreachable is wrapped when ssh could not reach a host at all: nothing ran there.
 var ErrUnreachable = errors.New("unreachable over ssh")
+
+// ErrNeverLoggedIn is wrapped, beside ErrUnreachable, when ssh's own words say it never logged in
+// to the host (neverLoggedIn): no remote command ran, not even one that starts at once. Without
+// it, an exit 255 may also be a session lost after its command began.
+var ErrNeverLoggedIn = errors.New("ssh never logged in")
+
+// beforeLogin are the starts of the lines ssh(1) prints when it stops before logging in: it
+// could not connect or resolve the name, the server closed or reset the connection before the
+// key exchange or the login, the host key or the login was refused.
+var beforeLogin = []string{"ssh: connect to host ", "ssh: Could not resolve hostname ", "kex_exchange_identification: ",
+	"Connection closed by ", "Connection reset by ", "Host key verification failed.", "Permission denied ("}
+
+// loginRefused is ssh's line for a refused login, which newer clients begin with user@host.
+var loginRefused = regexp.MustCompile(`^\S+@\S+: Permission denied \(`)
+
+// neverLoggedIn says whether ssh's stderr (its tail), from a session that exited 255, shows that
+// ssh never logged in: a line of beforeLogin, and nothing but ssh's own warnings besides it. Any
+// other line may be the remote command's, which then ran.
+func neverLoggedIn(stderr string) bool {
+	said := false
+	for line := range strings.Lines(stderr) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "Warning: "):
+		case slices.ContainsFunc(beforeLogin, func(p string) bool { return strings.HasPrefix(line, p) }), loginRefused.MatchString(line):
+			said = true
+		default:
+			return false
+		}
+	}
+	return said
+}

@@ -86,3 +86,29 @@ func TestARemoteLineOverTheLimitIsDropped(t *testing.T) {
 		}
 	}
 }
+
+// An exit 255 is a session that never logged in only when ssh's own words say so and nothing
+// else was printed: a line from the remote command means it ran, whatever ssh said after it.
+func TestNeverLoggedInIsSaidOnlyBySSHItself(t *testing.T) {
+	for _, tc := range []struct {
+		stderr string
+		never  bool
+	}{
+		{"ssh: connect to host 10.0.0.9 port 22: Connection timed out\n", true},
+		{"ssh: connect to host 10.0.0.9 port 22: Connection refused\r\n", true},
+		{"ssh: Could not resolve hostname web-9: Name or service not known\n", true},
+		{"Warning: Permanently added '10.0.0.9' (ED25519) to the list of known hosts.\nroot@10.0.0.9: Permission denied (publickey).\n", true},
+		{"Warning: Permanently added '10.0.0.9' (ED25519) to the list of known hosts.\nPermission denied (publickey).\n", true},
+		{"Host key verification failed.\n", true},
+		{"kex_exchange_identification: read: Connection reset by peer\n", true},
+		{"Connection closed by 10.0.0.9 port 22\n", true},
+		{"", false},
+		{"Timeout, server 10.0.0.9 not responding.\n", false},
+		{"Connection to 10.0.0.9 closed by remote host.\n", false},
+		{`{"level":"INFO","msg":"drain"}` + "\nssh: connect to host 10.0.0.9 port 22: Connection timed out\n", false},
+	} {
+		if got := neverLoggedIn(tc.stderr); got != tc.never {
+			t.Errorf("neverLoggedIn(%q) = %v, want %v", tc.stderr, got, tc.never)
+		}
+	}
+}
