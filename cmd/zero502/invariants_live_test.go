@@ -15,6 +15,7 @@ import (
 	"github.com/zero502/zero502/infra/alb/elbv2double"
 	"github.com/zero502/zero502/infra/ports"
 	"github.com/zero502/zero502/internal/testrig/lbprocess"
+	"github.com/zero502/zero502/internal/testrig/testmain"
 )
 
 // zero502Bin is the binary buildZero502 builds, once for all the package's tests, in a temp
@@ -27,6 +28,13 @@ var zero502Bin struct {
 }
 
 func TestMain(m *testing.M) {
+	if testmain.StartedAsProgram() {
+		// Code under test ran os.Executable(), this test binary, as zero502 (an in-process demo
+		// starts its LB and apps so): it is zero502, not the tests again (each of which would
+		// start more of it).
+		main()
+		return
+	}
 	zero502Bin.pkg, _ = os.Getwd()
 	code := m.Run()
 	if zero502Bin.dir != "" {

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -58,9 +59,23 @@ var (
 	binary   string
 )
 
+// StartedAsProgram reports whether this test binary was started as a program by the code under
+// test (os.Executable() run with a command's arguments, "lb --config …") rather than by go test,
+// whose arguments are all -test. flags. Such a start must not run the tests again: each would
+// start the program again, without end.
+func StartedAsProgram() bool {
+	return len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.")
+}
+
 // Run parses the test flags, builds the binary when asked, arms the cleanup before the timeout,
-// runs the tests and the remaining cleanups, and returns the exit code for os.Exit.
+// runs the tests and the remaining cleanups, and returns the exit code for os.Exit. A test binary
+// started as a program (StartedAsProgram) runs nothing and exits 2, saying so.
 func Run(m *testing.M, o Options) int {
+	if StartedAsProgram() {
+		fmt.Fprintf(os.Stderr, "testmain: %s is a test binary, started as a program (%q): the code under test ran "+
+			"os.Executable(); give it the zero502 binary instead (Options.Binary)\n", os.Args[0], strings.Join(os.Args[1:], " "))
+		return 2
+	}
 	flag.Parse()
 	if o.Parallel > 0 && !given("test.parallel") {
 		_ = flag.Set("test.parallel", fmt.Sprint(o.Parallel))

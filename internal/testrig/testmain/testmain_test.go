@@ -1,6 +1,7 @@
 package testmain_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -135,5 +136,17 @@ func TestTheUnderLoadPackagesTakeTurns(t *testing.T) {
 		release()
 	case <-time.After(10 * time.Second):
 		t.Fatal("the turn was not taken within 10s of the other package letting go")
+	}
+}
+
+// A test binary started as a program by the code under test (os.Executable() with a command's
+// arguments) runs no test, so it starts no more of itself: it exits 2 at once, saying why.
+func TestATestBinaryStartedAsAProgramRunsNoTest(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "dns", "add", "--zone", "x.zone")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "is a test binary, started as a program") ||
+		strings.Contains(string(out), "PASS") || strings.Contains(string(out), "=== RUN") {
+		t.Fatalf("the test binary started as `zero502 dns add`: %v\n%s\nwant exit 2 and no test run", err, out)
 	}
 }
