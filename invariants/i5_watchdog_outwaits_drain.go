@@ -44,12 +44,18 @@ func evaluateI5(c *config.Config) Verdict {
 				"a drain fits in fewer than %d failing ticks",
 			healAfter, interval, patience, window, shutdown, drain, patience-drain, healAfter))
 	}
+	// With heal_after 1 (or less) the patience is 0 whatever the interval and the drain: only
+	// heal_after can fix it.
+	fix := fmt.Sprintf("raise watchdog.heal_after to at least %d: with heal_after %d the watchdog heals on the first "+
+		"failed check, whatever watchdog.interval and however short the drain", int(drain/interval)+2, healAfter)
+	if healAfter > 1 {
+		fix = fmt.Sprintf("raise watchdog.heal_after to at least %d or watchdog.interval to at least %s, or shorten the drain",
+			int(drain/interval)+2, above(drain/time.Duration(healAfter-1)))
+	}
 	return violated(inv, nums, arith, fmt.Sprintf(
 		"(watchdog.heal_after %d − 1) × watchdog.interval %s = %s must exceed drain.window %s + drain.shutdown %s = %s: "+
-			"a drain can span %d watchdog ticks, so the watchdog may heal a service that is only draining and fight the deploy; "+
-			"raise watchdog.heal_after to at least %d or watchdog.interval to at least %s, or shorten the drain",
-		healAfter, interval, patience, window, shutdown, drain, int(drain/interval)+1,
-		int(drain/interval)+2, above(drain/time.Duration(max(healAfter-1, 1)))))
+			"a drain can span %d watchdog ticks, so the watchdog may heal a service that is only draining and fight the deploy; %s",
+		healAfter, interval, patience, window, shutdown, drain, int(drain/interval)+1, fix))
 }
 
 // relationI5 is I5: the watchdog's patience (heal_after − 1 intervals) must exceed the drain and

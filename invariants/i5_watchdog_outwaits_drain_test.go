@@ -2,6 +2,8 @@ package invariants
 
 import (
 	"math"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,4 +34,39 @@ func TestI5WatchdogOutwaitsDrain(t *testing.T) {
 		})
 	}
 	requireShippedHold(t, "I5")
+}
+
+// Each change a violated I5 suggests makes it hold when made: heal_after raised to what it
+// names, or the interval raised to what it names. With heal_after 1 the watchdog heals on the
+// first failed check whatever its interval, so no interval can be the fix.
+func TestI5SuggestsOnlyChangesThatMakeItHold(t *testing.T) {
+	healAfterRE := regexp.MustCompile(`raise watchdog\.heal_after to at least (\d+)`)
+	intervalRE := regexp.MustCompile(`watchdog\.interval to at least ([0-9.]+[a-zµ]+)`)
+	for _, healAfter := range []int{1, 2, 4} {
+		c := config.Defaults()
+		c.Watchdog.HealAfter, c.Watchdog.Interval = healAfter, time.Second
+		v := expect(t, c, "I5", Violated)
+		m := healAfterRE.FindStringSubmatch(v.Sentence)
+		if m == nil {
+			t.Fatalf("heal_after %d: no heal_after to raise to in %q", healAfter, v.Sentence)
+		}
+		fixed := *c
+		fixed.Watchdog.HealAfter, _ = strconv.Atoi(m[1])
+		if got := verdictOf(t, &fixed, "I5"); got.Status != Holds {
+			t.Errorf("heal_after %d: watchdog.heal_after %s as suggested: %s", healAfter, m[1], got.Status)
+		}
+		m = intervalRE.FindStringSubmatch(v.Sentence)
+		if m == nil {
+			continue
+		}
+		fixed = *c
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed.Watchdog.Interval = d
+		if got := verdictOf(t, &fixed, "I5"); got.Status != Holds {
+			t.Errorf("heal_after %d: watchdog.interval %s as suggested in %q: %s", healAfter, m[1], v.Sentence, got.Status)
+		}
+	}
 }

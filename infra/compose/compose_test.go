@@ -204,6 +204,42 @@ func TestServicesFromReadsTheComposeFileAtLoad(t *testing.T) {
 	}
 }
 
+// Root reads services_from only from a Compose file that is root's alone, as it reads the config
+// itself: the file names the images, commands, users and environment a deploy runs as root, so
+// one another user could change (written by others, or owned by another user) is refused naming
+// the key, the file and why, before a service of it is taken.
+func TestRootReadsServicesFromOnlyAComposeFileThatIsRootsAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the rule is root's: run as root")
+	}
+	const body = "services:\n  web:\n    image: shop/web:v1\n    command: [/bin/web]\n    user: root\n    ports: [\"8080:8080\"]\n"
+	for _, tc := range []struct {
+		what  string
+		setup func(path string) error
+		says  string
+	}{
+		{"written by anyone", func(path string) error { return os.Chmod(path, 0o666) }, "mode 0666"},
+		{"owned by another user", func(path string) error { return os.Chown(path, 4321, 4321) }, "uid 4321"},
+	} {
+		dir := t.TempDir()
+		compose := write(t, dir, "compose.yaml", body)
+		if err := tc.setup(compose); err != nil {
+			t.Fatal(err)
+		}
+		cfg := write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n")
+		_, err := config.Load(cfg)
+		if err == nil {
+			t.Errorf("services_from naming a Compose file %s loaded as root; want it refused", tc.what)
+			continue
+		}
+		for _, want := range []string{"services_from", compose, tc.says, "root's alone"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("a Compose file %s: %q does not say %q", tc.what, err, want)
+			}
+		}
+	}
+}
+
 // A variable a Compose file lists without a value (Compose takes it from the shell at `up` time)
 // is a secret: one of services[].secrets, found when the deploy starts. Its value, which this
 // shell holds, goes into no env and no written config.

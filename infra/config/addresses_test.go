@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,48 @@ func TestDurationArithmeticSaturates(t *testing.T) {
 	n := BalancerNumbers{Interval: 5 * time.Second, UnhealthyThreshold: 2000000000, HealthyThreshold: 2000000000}
 	if n.Detection() != maxD || n.Recovery() != maxD {
 		t.Errorf("detection %s, recovery %s of 5s × 2000000000: want the largest duration, not a wrapped one", n.Detection(), n.Recovery())
+	}
+}
+
+// The in-house LB binds balancer.listen, balancer.admin, balancer.tls.listen and
+// balancer.tls.redirect_http in one process: two on one port of one address (or of an address
+// and every interface) cannot both be bound, so the LB would not start. Such a config is
+// refused naming the second listener, its value and the first; the same port on two different
+// addresses, and port 0 (any free port) twice, are fine.
+func TestTheInHouseLBsListenersEachHaveTheirOwnPort(t *testing.T) {
+	const certs = "    certificates: [{cert: /etc/ssl/a.crt, key: /etc/ssl/a.key}]\n"
+	for _, tc := range []struct{ body, want string }{
+		{"balancer:\n  listen: 127.0.0.1:8080\n  admin: 127.0.0.1:8080\n",
+			`balancer.admin: "127.0.0.1:8080": is on the port of balancer.listen "127.0.0.1:8080"`},
+		{"balancer:\n  listen: 0.0.0.0:8080\n  admin: 127.0.0.1:8080\n",
+			`balancer.admin: "127.0.0.1:8080": is on the port of balancer.listen "0.0.0.0:8080"`},
+		{"balancer:\n  listen: :8443\n  tls:\n    listen: 0.0.0.0:8443\n" + certs,
+			`balancer.tls.listen: "0.0.0.0:8443": is on the port of balancer.listen ":8443"`},
+		{"balancer:\n  listen: 127.0.0.1:8080\n  tls:\n    listen: 127.0.0.1:8443\n    redirect_http: '[::]:8080'\n" + certs,
+			`balancer.tls.redirect_http: "[::]:8080": is on the port of balancer.listen "127.0.0.1:8080"`},
+	} {
+		_, err := Load(writeConfig(t, tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	// A listener on a port another holds cannot be bound: what the LB would meet at start.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if second, err := net.Listen("tcp", ln.Addr().String()); err == nil {
+		second.Close()
+		t.Fatalf("a second listener on %s was bound", ln.Addr())
+	}
+	for _, body := range []string{
+		"balancer:\n  listen: 10.0.0.5:8080\n  admin: 127.0.0.1:8080\n",
+		"balancer:\n  listen: 127.0.0.1:0\n  admin: 127.0.0.1:8081\n  tls:\n    listen: 127.0.0.1:0\n" + certs,
+		"balancer:\n  listen: 0.0.0.0:8080\n  admin: '[::1]:8080'\n",
+	} {
+		if _, err := Load(writeConfig(t, body)); err != nil {
+			t.Errorf("%q: %v", body, err)
+		}
 	}
 }

@@ -56,3 +56,25 @@ func TestAnAdminTokenInAFileOthersCanReadIsRefused(t *testing.T) {
 		t.Errorf("a 0644 config holding a token loaded because $%s is set too; want it refused", adminTokenEnv)
 	}
 }
+
+// A token the YAML reads as a number (all digits) is refused as not text, naming the key and the
+// rule, and never showing the token: the refusal goes to a terminal, a CI log or the journal.
+func TestAnAdminTokenThatIsNotTextIsRefusedWithoutShowingIt(t *testing.T) {
+	const token = "739105528461"
+	path := filepath.Join(t.TempDir(), "zero502.yaml")
+	if err := os.WriteFile(path, []byte("balancer:\n  admin_token: "+token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil {
+		t.Fatal("a numeric balancer.admin_token loaded; want it refused as not text")
+	}
+	for _, want := range []string{"balancer.admin_token", "must be text"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Errorf("refusal shows the token: %v", err)
+	}
+}

@@ -13,6 +13,8 @@ func TestEdgeUpstreamKeysAreValidatedNamingKeyValueAndRule(t *testing.T) {
 		want string
 	}{
 		{"edge:\n  origins: [\"10.0.0.5\"]\n", `edge.origins[0]: "10.0.0.5": must be host:port`},
+		// zero502 edge forward refuses an upstream given twice: the config must not promise it
+		{"edge:\n  origins: [\"10.0.0.5:8080\", \"10.0.0.6:8080\", \"10.0.0.5:8080\"]\n", `edge.origins[2]: "10.0.0.5:8080": is already edge.origins[0]`},
 		{"edge:\n  upstream_check:\n    path: health\n", `edge.upstream_check.path: "health": must be a path starting with /`},
 		{"edge:\n  upstream_check:\n    interval: 0s\n", "edge.upstream_check.interval: 0s: must be a positive duration"},
 		{"edge:\n  upstream_check:\n    interval: 1s\n    timeout: 1s\n", "edge.upstream_check.timeout: 1s: must be below edge.upstream_check.interval (1s)"},

@@ -105,7 +105,7 @@ func secretsKeptPrivate(path string, data []byte) error {
 		return nil // not YAML Load reads (it said so), or no token in the file
 	}
 	if err := trust.CheckPrivate(path, os.Getuid()); err != nil {
-		return fmt.Errorf("config %s: %w", path, &FieldError{Key: "balancer.admin_token", Value: "(set, not shown)", Rule: fmt.Sprintf(
+		return fmt.Errorf("config %s: %w", path, &FieldError{Key: "balancer.admin_token", Value: notShown, Rule: fmt.Sprintf(
 			"a secret, so the file holding it must be readable by its owner alone: %v; or leave it out of the file and set $%s "+
 				"(the LB itself also takes $ZERO502_LB_ADMIN_TOKEN or --admin-token-file)", err, adminTokenEnv)})
 	}

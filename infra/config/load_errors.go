@@ -43,9 +43,13 @@ func decodeProblems(err error, environ []string) (problems error, fromEnv bool) 
 			continue
 		}
 		key := de.Name()
-		rule := ruleOf(de.Unwrap())
+		rule := ruleOf(de.Unwrap(), secretKeys[key])
 		if name := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_")); env[name] != "" {
-			msgs = append(msgs, fmt.Sprintf("environment variable %s=%s (it sets %s): %s; fix or unset it", name, env[name], key, rule))
+			value := env[name]
+			if secretKeys[key] {
+				value = notShown
+			}
+			msgs = append(msgs, fmt.Sprintf("environment variable %s=%s (it sets %s): %s; fix or unset it", name, value, key, rule))
 			continue
 		}
 		fromEnv = false
@@ -55,11 +59,23 @@ func decodeProblems(err error, environ []string) (problems error, fromEnv bool) 
 	return errors.New(strings.Join(msgs, "; ")), fromEnv && len(msgs) > 0
 }
 
-// ruleOf says what is wrong with a value, in words about the value, not about Go types.
-func ruleOf(err error) string {
+// secretKeys are the keys whose values are secrets: a refusal names the key and the rule, never
+// the value (notShown stands for it).
+var secretKeys = map[string]bool{"balancer.admin_token": true}
+
+// notShown stands for a secret's value in an error.
+const notShown = "(set, not shown)"
+
+// ruleOf says what is wrong with a value, in words about the value, not about Go types; secret
+// leaves the value out.
+func ruleOf(err error, secret bool) string {
 	var conv *mapstructure.UnconvertibleTypeError
 	if errors.As(err, &conv) {
-		return fmt.Sprintf("%v is %s; it must be %s", conv.Value, kindWord(reflect.TypeOf(conv.Value)), kindWord(conv.Expected.Type()))
+		value := any(conv.Value)
+		if secret {
+			value = notShown
+		}
+		return fmt.Sprintf("%v is %s; it must be %s", value, kindWord(reflect.TypeOf(conv.Value)), kindWord(conv.Expected.Type()))
 	}
 	msg := err.Error()
 	if got, ok := strings.CutPrefix(msg, "source data must be an array or slice, got "); ok {
@@ -67,9 +83,12 @@ func ruleOf(err error) string {
 	}
 	if strings.HasPrefix(msg, "cannot parse") {
 		var pe *mapstructure.ParseError
-		if errors.As(err, &pe) {
+		if errors.As(err, &pe) && !secret {
 			return fmt.Sprintf("%v is not %s", pe.Value, kindWord(pe.Expected.Type()))
 		}
+	}
+	if secret {
+		return notShown + " must be " + kindWord(reflect.TypeOf(""))
 	}
 	return msg
 }

@@ -237,6 +237,9 @@ func TestRolloutMaxUnavailable(t *testing.T) {
 		{StartFirst, "0%", "share of the fleet from 1% to 100%"},
 		{StartFirst, "120%", "share of the fleet from 1% to 100%"},
 		{StopFirst, "1", "rollout.max_unavailable: 1: applies to rollout.strategy start-first only"},
+		// a share is refused as a count is, even where it comes to 0 hosts: one more host must
+		// not turn a config that loads into one that does not
+		{StopFirst, "5%", "rollout.max_unavailable: 5%: applies to rollout.strategy start-first only"},
 	} {
 		_, err := LoadBytes([]byte(fmt.Sprintf(svc, tc.strategy, tc.value)+hosts), "unavailable")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,8 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // ServicesFromFile reads the services of the Compose file at path, for services_from, and says
@@ -11,7 +16,8 @@ import (
 var ServicesFromFile func(path string) (svcs []Service, notes []string, err error)
 
 // readServicesFrom replaces the services with those of services_from, read relative to the
-// config file name, and clears services_from: what was read is the config from now on.
+// config file name, and clears services_from: what was read is the config from now on. As root
+// it reads only a file that passes the trust rule, as the config itself.
 func (c *Config) readServicesFrom(name string) error {
 	if c.ServicesFrom == "" {
 		return nil
@@ -27,6 +33,14 @@ func (c *Config) readServicesFrom(name string) error {
 	path := c.ServicesFrom
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(name), path)
+	}
+	// As root, the Compose file is held to the config's own rule (readFile): it names the images,
+	// commands, users and environment a deploy runs.
+	if os.Geteuid() == 0 {
+		if err := trust.Check(path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("services_from %s: %w: root reads only a Compose file that is root's alone (it names the images, "+
+				"commands and users a deploy runs): make it and every directory above it root's, writable by no one else", c.ServicesFrom, err)
+		}
 	}
 	svcs, notes, err := ServicesFromFile(path)
 	if err != nil {

@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -123,6 +125,57 @@ func (c *Config) portClashes() []error {
 		}
 	}
 	return errs
+}
+
+// listenerClashes refuses two listeners of the in-house LB (balancer.listen, balancer.admin,
+// balancer.tls.listen, balancer.tls.redirect_http) on one port of one address, or of an address
+// and every interface: the LB binds them all in one process, and would fail to bind the second
+// and not start. Port 0 (any free port) never clashes; a listener refused on its own is left out.
+func (b Balancer) listenerClashes() []error {
+	type listener struct {
+		key, addr, host string
+		port            int
+	}
+	var errs []error
+	var bound []listener
+	for _, l := range []listener{{key: "balancer.listen", addr: b.Listen}, {key: "balancer.admin", addr: b.Admin},
+		{key: "balancer.tls.listen", addr: b.TLS.Listen}, {key: "balancer.tls.redirect_http", addr: b.TLS.RedirectHTTP}} {
+		host, port, err := net.SplitHostPort(l.addr)
+		if err != nil {
+			continue // off ("") or refused on its own
+		}
+		if l.port, err = strconv.Atoi(port); err != nil || l.port < 1 || l.port > 65535 {
+			continue
+		}
+		l.host = host
+		for _, o := range bound {
+			if o.port == l.port && listenersOverlap(o.host, l.host) {
+				errs = append(errs, &FieldError{Key: l.key, Value: fmt.Sprintf("%q", l.addr), Rule: fmt.Sprintf(
+					"is on the port of %s %q: the LB binds both and the second would fail (address in use); give each listener its own port",
+					o.key, o.addr)})
+				break
+			}
+		}
+		bound = append(bound, l)
+	}
+	return errs
+}
+
+// listenersOverlap reports whether listeners on hosts a and b (of host:port) would take the same
+// port of one address: the same host, or one of them every interface ("", ::, or 0.0.0.0 beside
+// anything but an IPv6 address).
+func listenersOverlap(a, b string) bool {
+	a, b = canonicalHost(a), canonicalHost(b)
+	if a == b || a == "" || b == "" || a == "::" || b == "::" {
+		return true
+	}
+	for _, pair := range [][2]string{{a, b}, {b, a}} {
+		if pair[0] == "0.0.0.0" {
+			ip, err := netip.ParseAddr(pair[1])
+			return err != nil || ip.Is4()
+		}
+	}
+	return false
 }
 
 // canonicalHost is h as two hosts on the same address write it alike: an IP in its canonical

@@ -208,6 +208,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if b.Kind == BalancerInHouse {
+		errs = append(errs, b.listenerClashes()...)
+	}
 	if rule := RetryAfterRule(b.MaintenanceRetryAfter); rule != "" {
 		bad("balancer.maintenance_retry_after", b.MaintenanceRetryAfter.String(), rule+": the maintenance page's Retry-After")
 	}
@@ -249,7 +252,12 @@ func (c *Config) Validate() error {
 		atLeast("edge.unhealthy_threshold", c.Edge.UnhealthyThreshold, 1)
 	}
 	for i, o := range c.Edge.Origins {
-		dialAddr(fmt.Sprintf("edge.origins[%d]", i), o)
+		key := fmt.Sprintf("edge.origins[%d]", i)
+		dialAddr(key, o)
+		if j := slices.Index(c.Edge.Origins[:i], o); j >= 0 {
+			// zero502 edge forward refuses an upstream given twice (--origin)
+			bad(key, fmt.Sprintf("%q", o), fmt.Sprintf("is already edge.origins[%d]: list each upstream once", j))
+		}
 	}
 	uc := c.Edge.UpstreamCheck
 	if uc.Path != "" {
@@ -275,8 +283,14 @@ func (c *Config) Validate() error {
 		bad("rollout.strategy", fmt.Sprintf("%q", c.Rollout.Strategy), "must be stop-first or start-first")
 	}
 	atLeast("rollout.max_unavailable", c.Rollout.MaxUnavailable, 0)
-	if c.Rollout.MaxUnavailable > 0 && c.Rollout.Strategy == StopFirst {
-		bad("rollout.max_unavailable", c.Rollout.MaxUnavailable, "applies to rollout.strategy start-first only: every host of a "+
+	if r := c.Rollout; (r.MaxUnavailable > 0 || r.MaxUnavailableShare > 0) && r.Strategy == StopFirst {
+		// A share is refused even where it comes to 0 hosts, so that a larger fleet does not
+		// refuse a config a smaller one took.
+		value := any(r.MaxUnavailable)
+		if r.MaxUnavailableShare > 0 {
+			value = fmt.Sprintf("%d%%", r.MaxUnavailableShare)
+		}
+		bad("rollout.max_unavailable", value, "applies to rollout.strategy start-first only: every host of a "+
 			"stop-first batch leaves rotation (rollout.batch is how many at once); remove it or set rollout.strategy start-first")
 	}
 	an := c.Rollout.Analysis

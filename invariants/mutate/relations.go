@@ -39,7 +39,7 @@ func relations() []relation {
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<", not(startFirst)},
 		{"I8", [][]string{{"rollout.batch"}}, [][]string{{"#hosts"}}, "<=", startFirst},
 		{"I8", [][]string{{"rollout.max_unavailable"}}, [][]string{{"#hosts"}}, "<", startFirst},
-		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerInHouse)},
+		{"I9", [][]string{{"drain.window"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerInHouse, config.BalancerEdges)},
 		{"I9", [][]string{{"balancer.deregistration_delay"}}, [][]string{{"balancer.header_timeout"}}, ">", balancerDrainsAt(config.BalancerALB)},
 		{"I10", [][]string{{"rollout.canary.duration"}}, [][]string{{"rollout.analysis.window"}}, ">", both(judged, withCanary)},
 		{"I11", [][]string{{"rollout.analysis.window"}}, [][]string{{"balancer.header_timeout"}}, ">", judged},
@@ -108,12 +108,13 @@ func onlyBalancerDrains(c *config.Config) bool {
 	return len(c.Services) > 0
 }
 
-// balancerDrainsAt: some service drains at a balancer of kind kind.
-func balancerDrainsAt(kind string) func(*config.Config) bool {
+// balancerDrainsAt: some service drains at a balancer of one of kinds (the in-house LB and the
+// edges both drain a target for drain.window).
+func balancerDrainsAt(kinds ...string) func(*config.Config) bool {
 	return func(c *config.Config) bool {
 		for _, s := range c.Services {
 			if s.Drain == config.DrainBalancer {
-				return c.Balancer.Kind == kind
+				return slices.Contains(kinds, c.Balancer.Kind)
 			}
 		}
 		return false

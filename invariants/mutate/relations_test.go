@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/invariants"
 )
 
 func TestBoundaryIsTheNearestViolatingValue(t *testing.T) {
@@ -230,5 +231,40 @@ func TestOverflowMutantsAreTheDurationsInProductsOrSumsThatBreak(t *testing.T) {
 	}
 	if maxMillis*int64(time.Millisecond) < math.MaxInt64-int64(time.Millisecond) || time.Duration(maxMillis)*time.Millisecond < 0 {
 		t.Fatalf("maxMillis %d is not the largest duration in whole milliseconds", maxMillis)
+	}
+}
+
+// The harness mutates the numbers of every invariant that judges a config: for every balancer
+// kind and drain mode, the invariants with a relation that applies are exactly those whose
+// verdict is not skipped. One judged without an applicable relation would have no mutant, so a
+// wrong number or operator in it would go unnoticed.
+func TestEveryInvariantThatJudgesAConfigHasARelation(t *testing.T) {
+	for _, kind := range []string{config.BalancerInHouse, config.BalancerALB, config.BalancerEdges, config.BalancerDNS, config.BalancerNone} {
+		for _, drain := range []string{config.DrainHandshake, config.DrainBalancer} {
+			c := config.Defaults()
+			c.Balancer.Kind = kind
+			c.Edge.Drain, c.Edge.DNSTTL, c.Edge.CheckInterval, c.Edge.UnhealthyThreshold = 90*time.Second, 30*time.Second, 10*time.Second, 3
+			c.Services = []config.Service{{Name: "web", Port: 9000, Drain: drain}}
+			c.Hosts = []config.Host{{Name: "a", SSH: "u@a", Address: "10.0.0.1"}, {Name: "b", SSH: "u@b", Address: "10.0.0.2"},
+				{Name: "c", SSH: "u@c", Address: "10.0.0.3"}}
+			c.Rollout.Analysis.Enabled, c.Rollout.Analysis.ExpectedRate, c.Rollout.Canary.Hosts = true, 400, 1
+			c.Rollout.Batch, c.Rollout.BatchShare = 1, 34
+			judged := map[string]bool{}
+			for _, v := range invariants.Evaluate(c) {
+				if v.Status != invariants.Skipped {
+					judged[v.ID] = true
+				}
+			}
+			related := map[string]bool{}
+			for _, r := range applicable(c) {
+				related[r.id] = true
+			}
+			for _, id := range invariantIDs() {
+				if judged[id] != related[id] {
+					t.Errorf("balancer.kind %s, drain %s: %s judged %v, but the harness has a relation for it: %v",
+						kind, drain, id, judged[id], related[id])
+				}
+			}
+		}
 	}
 }
