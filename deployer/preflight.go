@@ -52,6 +52,7 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 	}
 	reasons = append(reasons, d.checkDrift(ctx)...)
 	reasons = append(reasons, d.checkDrainModes()...)
+	reasons = append(reasons, d.checkStateDirsShared()...)
 	reasons = append(reasons, d.checkHostsWritable(ctx, version)...)
 	reasons = append(reasons, d.checkHooks()...)
 	reasons = append(reasons, d.checkCanaryPause()...)
@@ -428,6 +429,29 @@ func (d *Deployer) checkDrainModes() []string {
 			reasons = append(reasons, fmt.Sprintf("services[%d].drain: balancer: %s cannot take a target out of rotation; "+
 				"use balancer.kind inhouse or alb, or drain: handshake for a service that answers 503 on health while it drains", i, d.bal.Name()))
 		}
+	}
+	return reasons
+}
+
+// checkStateDirsShared refuses two hosts of the fleet whose specs would be published in one state
+// dir of one machine (both local, or both over the same ssh target, with no hosts[].state_dir of
+// their own or the same one): each deploy of one would overwrite the other's spec, and its
+// watchdog would refuse the spec published for the other host on every tick.
+func (d *Deployer) checkStateDirsShared() []string {
+	var reasons []string
+	first := map[[2]string]string{} // (ssh target, state dir) → the host that has it
+	for _, h := range d.cfg.Hosts {
+		key := [2]string{h.SSH, filepath.Clean(d.cfg.HostStateDir(h))}
+		if other, ok := first[key]; ok {
+			where := "this machine"
+			if h.SSH != "" {
+				where = "ssh " + h.SSH
+			}
+			reasons = append(reasons, fmt.Sprintf("hosts %s and %s have one state dir %s on %s: each would publish its spec over the "+
+				"other's, and its watchdog refuse the other's; give each its own hosts[].state_dir", other, h.Name, key[1], where))
+			continue
+		}
+		first[key] = h.Name
 	}
 	return reasons
 }

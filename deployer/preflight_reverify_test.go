@@ -127,3 +127,27 @@ func TestALastHostThatDiesAfterItsStepIsCaughtByTheFinalReverify(t *testing.T) {
 		t.Errorf("host-b's published spec: %q %v, want v1 republished", s.Version, err)
 	}
 }
+
+// Two hosts of one machine that would publish their specs in one state dir (here host-b given
+// host-a's) refuse the deploy before anything changes, naming both hosts and the dir: each
+// deploy of one would overwrite the other's spec.
+func TestTwoHostsWithOneStateDirOnOneMachineRefuseTheDeploy(t *testing.T) {
+	t.Parallel()
+	f, path := onV1(t, 2, defaultValues())
+	cfg := f.load(path)
+	cfg.Hosts[1].StateDir = cfg.Hosts[0].StateDir
+	specA := spec.Path(f.stateDir(0))
+	beforeSpec, err := os.ReadFile(specA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	_, err = f.deployer(cfg, &ev, Options{}).Deploy(context.Background(), "v2")
+	var refused *refusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "hosts host-a and host-b have one state dir "+f.stateDir(0)) {
+		t.Fatalf("deploy with host-b's state dir host-a's: %v; want refused, naming both hosts and the dir\nevents:\n%s", err, &ev)
+	}
+	if got, err := os.ReadFile(specA); err != nil || !bytes.Equal(got, beforeSpec) {
+		t.Errorf("host-a's published spec changed on a refused deploy (%v)", err)
+	}
+}
