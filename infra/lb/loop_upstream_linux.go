@@ -161,7 +161,8 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.failed(c, u, attemptBad)
 			return
 		case headInterim:
-			if x.req.Minor == 1 && !l.writeClient(c, u.in.buffered()[:n]) {
+			// rewritten as a final head is: its hop-by-hop headers stay with the backend
+			if x.req.Minor == 1 && !l.writeClient(c, http1.AppendClientHead(nil, &x.resp, false, false)) {
 				l.closeClient(c)
 				return
 			}

@@ -291,8 +291,9 @@ func (s *Server) exchange(cc *clientConn, x *exchange, u *upstream, body []byte,
 			return attemptBad
 		case headInterim:
 			if req.Minor == 1 {
+				// rewritten as a final head is: its hop-by-hop headers stay with the backend
 				_ = cc.conn.SetWriteDeadline(time.Now().Add(s.set.budget(phBody)))
-				if _, err := cc.conn.Write(u.in.buffered()[:n]); err != nil {
+				if _, err := cc.conn.Write(http1.AppendClientHead(nil, &x.resp, false, false)); err != nil {
 					return attemptClientGone
 				}
 			}

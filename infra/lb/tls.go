@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/tlscert"
+	"github.com/zero502/zero502/infra/origin"
 )
 
 // tlsFront is HTTPS at the LB (Settings.TLS, balancer.tls): a TLS listener whose connections,
@@ -48,8 +50,9 @@ func (s *Server) listenTLS(listen func(network, addr string) (net.Listener, erro
 			return fmt.Errorf("HTTP redirect listener on %s (balancer.tls.redirect_http): %w", t.RedirectHTTP, err)
 		}
 		_, port, _ := net.SplitHostPort(f.ln.Addr().String())
+		// the proxy listener's limits on a request head: its time and its size
 		f.redirect = &http.Server{Handler: certs.HTTPHandler(port), ReadHeaderTimeout: s.set.ClientHeaderTimeout,
-			IdleTimeout: s.set.ClientIdleTimeout}
+			IdleTimeout: s.set.ClientIdleTimeout, MaxHeaderBytes: s.set.MaxHeaderBytes}
 	}
 	s.tls = f
 	return nil
@@ -88,7 +91,23 @@ func (s *Server) runTLS(ctx context.Context, acceptErr chan<- error) {
 	}
 	go f.certs.Watch(ctx, certReload)
 	go func() {
-		if err := s.acceptFrom(f.ln, func(c net.Conn) { go s.handshake(c) }); err != nil {
+		if err := s.acceptFrom(f.ln, func(c net.Conn) {
+			// counted from its accept, as a plain connection is: max_conns holds connections
+			// in their handshake too, and the drain waits for them; with accept_proxy_from, the
+			// TLS bytes may follow a PROXY header, which the handshake sniffs first
+			var sniff *bufio.Reader
+			under := c
+			if s.proxyFrom != nil {
+				sniff = bufio.NewReaderSize(c, origin.SniffBufferSize)
+				under = &sniffedConn{Conn: c, r: sniff}
+			}
+			cc := newClientConn(tls.Server(under, f.config))
+			if !s.track(cc) {
+				_ = c.Close()
+				return
+			}
+			go s.handshake(cc, sniff)
+		}); err != nil {
 			acceptErr <- fmt.Errorf("TLS listener: %w", err)
 		}
 	}()
@@ -101,24 +120,32 @@ func (s *Server) runTLS(ctx context.Context, acceptErr chan<- error) {
 	}
 }
 
-// handshake completes c's TLS handshake within balancer.tls.handshake_timeout, then serves its
-// requests on the goroutine path.
-func (s *Server) handshake(c net.Conn) {
-	tc := tls.Server(c, s.tls.config)
-	_ = c.SetDeadline(time.Now().Add(s.set.TLS.HandshakeTimeout))
+// handshake completes cc's TLS handshake within balancer.tls.handshake_timeout, then serves its
+// requests on the goroutine path. With sniff (accept_proxy_from), a PROXY header comes first,
+// as on the plain listener (sniffProxy).
+func (s *Server) handshake(cc *clientConn, sniff *bufio.Reader) {
+	if sniff != nil && !s.sniffProxy(cc, sniff) {
+		return
+	}
+	tc := cc.conn.(*tls.Conn)
+	_ = tc.SetDeadline(time.Now().Add(s.set.TLS.HandshakeTimeout))
 	if err := tc.Handshake(); err != nil {
 		s.metrics.tlsHandshakeFailures.Inc()
-		_ = c.Close()
+		s.closeConn(cc)
 		return
 	}
-	_ = c.SetDeadline(time.Time{})
-	cc := newClientConn(tc)
-	if !s.track(cc) {
-		_ = tc.Close()
-		return
-	}
+	_ = tc.SetDeadline(time.Time{})
 	s.serveConn(cc, false)
 }
+
+// sniffedConn is a TLS connection's socket read through the reader that sniffed its PROXY
+// header: the handshake reads what the sniff buffered after it first.
+type sniffedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *sniffedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // stopTLS stops accepting on the TLS and redirect listeners (the drain's StopAccepting): TLS
 // connections already open are drained with the others; the redirect listener's requests in

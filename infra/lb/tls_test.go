@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -172,7 +173,9 @@ func TestTLSServesBySNIReloadsAndRedirects(t *testing.T) {
 	}
 }
 
-// Bad certificate files are refused before anything listens, naming the key, the file and the fix.
+// Bad certificate files are refused before anything listens, naming the key, the file and the fix:
+// a certificate another user may write among them (they could serve a chain of their own for
+// the key, with the names they choose).
 func TestTLSRefusesBadFilesBeforeListening(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.New(t, "zero502 test CA")
@@ -182,12 +185,17 @@ func TestTLSRefusesBadFilesBeforeListening(t *testing.T) {
 	if err := os.Chmod(open.Key, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writable := tlsPair(t, ca, dir, "writable", "d.test")
+	if err := os.Chmod(writable.Cert, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		cert config.TLSCertificate
 		want []string
 	}{
 		{"a key others may read", open, []string{"balancer.tls.certificates[0].key", open.Key, "chmod 600"}},
+		{"a certificate others may write", writable, []string{"balancer.tls.certificates[0].cert", writable.Cert, "chmod go-w"}},
 		{"a key of another certificate", config.TLSCertificate{Cert: good.Cert, Key: other.Key}, []string{"balancer.tls.certificates[0]", good.Cert, other.Key, "private key does not match"}},
 		{"a missing certificate", config.TLSCertificate{Cert: filepath.Join(dir, "none.crt"), Key: good.Key}, []string{"none.crt", "no such file"}},
 		{"a missing key", config.TLSCertificate{Cert: good.Cert, Key: filepath.Join(dir, "none.key")}, []string{"balancer.tls.certificates[0].key", "none.key"}},
@@ -207,6 +215,101 @@ func TestTLSRefusesBadFilesBeforeListening(t *testing.T) {
 		if err := s.Listen(); err == nil {
 			t.Errorf("%s: the LB listened", c.name)
 			_ = s.ln.Close()
+		}
+	}
+}
+
+// max_conns counts a TLS connection from its accept, as the plain listener does: one beyond the
+// cap is closed at once, not held in its handshake for tls.handshake_timeout, and those in
+// their handshake count among the open client connections.
+func TestMaxConnsCountsTLSConnectionsInTheirHandshake(t *testing.T) {
+	a := startBackend(t, "a")
+	ca := testpki.New(t, "zero502 test CA")
+	set := fastSettings(a.addr())
+	set.MaxConns = 2
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", HandshakeTimeout: 10 * time.Second,
+		Certificates: []config.TLSCertificate{tlsPair(t, ca, t.TempDir(), "a", "a.test")}}
+	l := startLB(t, set, slowChecks())
+	var held []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", l.TLSAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	poll.Until(t, 5*time.Second, "2 TLS connections in their handshake counted", func() bool { return l.clients() == 2 })
+	extra, err := net.Dial("tcp", l.TLSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a 3rd TLS connection with max_conns 2: read %d bytes, %v; want it closed at once", n, err)
+	}
+	if got := l.connsRefused.Load(); got != 1 {
+		t.Fatalf("refused connections: %d, want 1", got)
+	}
+	held[0].Close()
+	held[1].Close()
+	poll.Until(t, 5*time.Second, "the handshakes given up counted out", func() bool { return l.clients() == 0 })
+	if _, cn := servedSerial(t, l.TLSAddr(), "a.test", ca.Pool()); cn != "a.test" {
+		t.Errorf("below the cap again: served %s, want a.test", cn)
+	}
+}
+
+// The redirect listener holds a request head to --max-header-bytes as the proxy listener does:
+// a larger one is answered 431, not read to net/http's 1 MiB default.
+func TestRedirectListenerRefusesAHeadPastMaxHeaderBytes(t *testing.T) {
+	a := startBackend(t, "a")
+	ca := testpki.New(t, "zero502 test CA")
+	set := fastSettings(a.addr())
+	set.MaxHeaderBytes = 8 << 10
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", RedirectHTTP: "127.0.0.1:0", HandshakeTimeout: 2 * time.Second,
+		Certificates: []config.TLSCertificate{tlsPair(t, ca, t.TempDir(), "a", "a.test")}}
+	l := startLB(t, set)
+	big := "X-Pad: " + strings.Repeat("p", 64<<10) + "\r\n"
+	out := raw(t, l.RedirectAddr(), "GET / HTTP/1.1\r\nHost: a.test\r\n"+big+"\r\n", 5*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.1 431 ") {
+		t.Errorf("a 64 KiB head with max_header_bytes 8 KiB: %.60q, want 431", out)
+	}
+	if out := raw(t, l.RedirectAddr(), "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", 5*time.Second); !strings.HasPrefix(out, "HTTP/1.1 308 ") {
+		t.Errorf("a small head: %.60q, want 308", out)
+	}
+}
+
+// accept_proxy_from holds on the TLS listener as on the plain one: an edge's PROXY header
+// before the ClientHello sets the client address the backend gets, and a connection without
+// one is served as before.
+func TestTLSListenerTakesAProxyHeaderFromATrustedPeer(t *testing.T) {
+	a := startBackend(t, "a")
+	ca := testpki.New(t, "zero502 test CA")
+	set := fastSettings(a.addr())
+	set.AcceptProxyFrom = []string{"127.0.0.1/32"}
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", HandshakeTimeout: 5 * time.Second,
+		Certificates: []config.TLSCertificate{tlsPair(t, ca, t.TempDir(), "a", "a.test")}}
+	l := startLB(t, set)
+	for _, c := range []struct{ header, xff string }{
+		{"PROXY TCP4 203.0.113.7 127.0.0.1 40000 443\r\n", "X-Forwarded-For: 203.0.113.7\r\n"},
+		{"", "X-Forwarded-For: 127.0.0.1\r\n"},
+	} {
+		raw, err := net.Dial("tcp", l.TLSAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := io.WriteString(raw, c.header); err != nil {
+			t.Fatal(err)
+		}
+		conn := tls.Client(raw, &tls.Config{ServerName: "a.test", RootCAs: ca.Pool()})
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := conn.Handshake(); err != nil {
+			t.Fatalf("header %q: TLS handshake: %v", c.header, err)
+		}
+		if code, body := tlsGet(t, conn, bufio.NewReader(conn), "/headers", ""); code != 200 || !strings.Contains(body, c.xff) {
+			t.Errorf("header %q: %d\n%s\nwant %s", c.header, code, body, c.xff)
 		}
 	}
 }

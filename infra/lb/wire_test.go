@@ -124,6 +124,26 @@ func TestInterimResponseThenCloseIs502(t *testing.T) {
 	}
 }
 
+// An interim response (103 Early Hints) reaches the client without its hop-by-hop headers and
+// those its Connection header names, as a final one does, on either engine.
+func TestInterimResponseLosesItsHopByHopHeaders(t *testing.T) {
+	addr := scriptedBackend(t, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\nConnection: X-Hint-Secret\r\n"+
+		"X-Hint-Secret: s3cret\r\nKeep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\n\r\n"+
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	l := startLB(t, fastSettings(addr))
+	out := raw(t, l.Addr(), "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)
+	interim, final, ok := strings.Cut(out, "\r\n\r\n")
+	if !ok || !strings.HasPrefix(interim, "HTTP/1.1 103 Early Hints\r\n") || !strings.Contains(interim, "\r\nLink: </a.css>") ||
+		!strings.HasPrefix(final, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(final, "\r\n\r\nok") {
+		t.Fatalf("answer %q, want the 103 with its Link, then the 200", out)
+	}
+	for _, h := range []string{"Connection:", "X-Hint-Secret", "Keep-Alive", "Proxy-Connection"} {
+		if strings.Contains(interim, h) {
+			t.Errorf("the 103 passed on %s: %q", h, interim)
+		}
+	}
+}
+
 // A backend response with both Transfer-Encoding: chunked and Content-Length reaches the client
 // framed by chunked, without Content-Length (RFC 9112 §6.3), on either engine.
 func TestResponseContentLengthWithChunkedIsDropped(t *testing.T) {

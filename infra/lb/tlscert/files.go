@@ -24,7 +24,8 @@ type named struct {
 }
 
 // readFiles reads every certificate and key of files, refusing with the file, the key and the
-// fix: a file that is missing or does not parse, a key any other user may read, a key that does
+// fix: a file that is missing or does not parse, a key any other user may read, a certificate
+// another user may write (a chain of theirs for the same key would be served), a key that does
 // not match its certificate, a certificate with no name.
 func readFiles(files []config.TLSCertificate) (*fileSet, error) {
 	set := &fileSet{}
@@ -32,6 +33,9 @@ func readFiles(files []config.TLSCertificate) (*fileSet, error) {
 		key := fmt.Sprintf("balancer.tls.certificates[%d]", i)
 		if err := trust.CheckPrivate(f.Key, os.Getuid()); err != nil {
 			return nil, fmt.Errorf("%s.key %s: %w", key, f.Key, err)
+		}
+		if err := trust.Check(f.Cert, os.Getuid()); err != nil {
+			return nil, fmt.Errorf("%s.cert %s: %w", key, f.Cert, err)
 		}
 		c, err := tls.LoadX509KeyPair(f.Cert, f.Key)
 		if err != nil {

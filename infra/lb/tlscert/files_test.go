@@ -48,3 +48,22 @@ func TestRedirect(t *testing.T) {
 		t.Errorf("no Host: %d, want 400", rec.Code)
 	}
 }
+
+// A client that reached the redirect listener by an IPv6 literal is sent to that address in
+// brackets once, with or without the port it came on.
+func TestRedirectKeepsAnIPv6LiteralInBrackets(t *testing.T) {
+	for _, c := range []struct{ port, host, want string }{
+		{"8443", "[2001:db8::1]", "https://[2001:db8::1]:8443/a"},
+		{"8443", "[2001:db8::1]:80", "https://[2001:db8::1]:8443/a"},
+		{"443", "[2001:db8::1]:80", "https://[2001:db8::1]/a"},
+		{"443", "[2001:db8::1]", "https://[2001:db8::1]/a"},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/a", nil)
+		req.Host = c.host
+		Redirect(c.port).ServeHTTP(rec, req)
+		if rec.Code != http.StatusPermanentRedirect || rec.Header().Get("Location") != c.want {
+			t.Errorf("Host %s, HTTPS port %s: %d %q, want 308 %s", c.host, c.port, rec.Code, rec.Header().Get("Location"), c.want)
+		}
+	}
+}

@@ -75,10 +75,16 @@ func newACME(a config.ACME) (*autocert.Manager, error) {
 		client.HTTPClient = &http.Client{Timeout: 30 * time.Second,
 			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 	}
+	// the domains as GetCertificate reads a client's SNI: shop.example.com. is the name a
+	// client asks for as shop.example.com, which autocert's whitelist would otherwise refuse
+	domains := make([]string, len(a.Domains))
+	for i, d := range a.Domains {
+		domains[i] = serverName(d)
+	}
 	return &autocert.Manager{
 		Prompt:     autocert.AcceptTOS,
 		Cache:      autocert.DirCache(a.CacheDir),
-		HostPolicy: autocert.HostWhitelist(a.Domains...),
+		HostPolicy: autocert.HostWhitelist(domains...),
 		Client:     client,
 		Email:      a.Email,
 	}, nil
@@ -98,7 +104,7 @@ func (s *Source) Config() *tls.Config {
 // ACME's for one of its domains (and every TLS-ALPN-01 challenge), else the first file.
 func (s *Source) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	set := s.loaded.Load()
-	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
+	name := serverName(hello.ServerName)
 	if c := set.match(name); c != nil {
 		return c, nil
 	}
@@ -115,6 +121,10 @@ func (s *Source) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, e
 	}
 	return nil, fmt.Errorf("no certificate for %q: add it to balancer.tls.certificates or tls.acme.domains", hello.ServerName)
 }
+
+// serverName is name as certificates are chosen by: lower case, without the trailing dot of a
+// fully qualified name.
+func serverName(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
 
 // HTTPHandler is the plain HTTP listener's handler: ACME's HTTP-01 challenges when ACME is on,
 // every other request redirected to HTTPS (redirect.go).
