@@ -12,6 +12,7 @@ import (
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/hostlock"
+	"github.com/zero502/zero502/infra/runtime/process"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/watchdog"
 )
@@ -89,6 +90,16 @@ func (s *FleetStatus) OK() bool {
 // disagrees with its specs. It changes nothing: no lock is taken, no file written. Hosts reached
 // over ssh are reported as not looked at (run zero502 status on them).
 func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus, error) {
+	if opts.Runtime == nil && cfg.Rollout.Runtime == config.RuntimeProcess {
+		// It changes nothing: a host never deployed keeps having no state dir.
+		opts.Runtime = func(h config.Host) (Runtime, error) {
+			rt, err := process.Open(cfg.HostStateDir(h))
+			if err != nil {
+				return nil, err // never a typed nil *process.Runtime inside the interface
+			}
+			return rt, nil
+		}
+	}
 	d := New(cfg, opts)
 	if err := d.setup(); err != nil {
 		return nil, err

@@ -32,6 +32,9 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 			if o.Port < 1 || o.Port > 65535 {
 				return exitCode(2, fmt.Errorf("--port %d: give the port to listen on, 1-65535", o.Port))
 			}
+			if err := o.Validate(); err != nil { // a bad flag, not the app's own failure
+				return exitCode(2, err)
+			}
 			var err error
 			if o.Logger, err = logs.logger(cmd, cmd.ErrOrStderr()); err != nil {
 				return err

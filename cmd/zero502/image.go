@@ -46,6 +46,14 @@ Services run it as, e.g.,
 			if binary != "" && source != "" {
 				return exitCode(2, fmt.Errorf("--binary and --source: give one of them"))
 			}
+			if cmd.Flags().Changed("tag") && len(tags) == 0 {
+				tags = []string{""} // --tag "": a tag, empty, not the default
+			}
+			for _, t := range tags {
+				if err := docker.CheckTag("--tag", t); err != nil {
+					return exitCode(2, err)
+				}
+			}
 			rt, err := docker.New(endpoint)
 			if err != nil {
 				return exitCode(2, err)

@@ -24,13 +24,14 @@ func newInvariantsCmd() *cobra.Command {
 	var asJSON, live bool
 	cmd := &cobra.Command{
 		Use:   "invariants",
-		Short: "Check how the config's timing numbers relate (I1–I15): drain vs detection, stop grace, …",
+		Short: "Check how the config's timing numbers relate (I1–I16): drain vs detection, stop grace, …",
 		Long: `Evaluates every invariant of the config's timing numbers (docs/ARCHITECTURE.md, "The numbers
 and their invariants") and prints, for each, the relation, the numbers put in, and whether it
 holds, is violated, warned or is skipped (it does not apply, e.g. I6 with no edge configured).
 Each violation says what to change. A warning (I12, I13: the canary or a batch would not get
-rollout.analysis.min_requests at rollout.analysis.expected_rate) says what to change too, but it
-rests on an estimate: it does not change the exit status, and a deploy goes on.
+rollout.analysis.min_requests at rollout.analysis.expected_rate; I14: rollout.lock_lease does not
+outlast a batch; I15: a rollout.batch share comes to less than one host) says what to change too,
+but it rests on an estimate: it does not change the exit status, and a deploy goes on.
 
 With --live it first reads the settings the balancer really runs (balancer.kind inhouse: the
 LB's admin API at balancer.admin; alb: the target group through the AWS SDK's default credential

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/invariants"
 )
 
 // editedProduction writes a copy of examples/production.yaml with one line replaced.
@@ -59,5 +63,19 @@ func TestInvariantsCommandExitCodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// zero502 invariants --help names the range of invariants the command evaluates, up to the last.
+func TestInvariantsHelpNamesEveryInvariantItChecks(t *testing.T) {
+	_, cfg := localConfigIn(t, t.TempDir())
+	last := 0
+	for _, v := range invariants.Evaluate(cfg) {
+		if n, err := strconv.Atoi(strings.TrimPrefix(v.ID, "I")); err == nil && n > last {
+			last = n
+		}
+	}
+	if short := newInvariantsCmd().Short; !strings.Contains(short, fmt.Sprintf("(I1–I%d)", last)) {
+		t.Errorf("invariants' help %q does not name I1–I%d, the invariants it evaluates", short, last)
 	}
 }

@@ -32,3 +32,20 @@ hosts:
 		}
 	}
 }
+
+// status changes nothing, as its help says: on a fleet never deployed it reports each host
+// never deployed and makes no state dir (one made by root, run before the first deploy, would
+// refuse the deploy user).
+func TestStatusOfAFleetNeverDeployedMakesNoStateDir(t *testing.T) {
+	dir := t.TempDir()
+	path, cfg := localConfigIn(t, dir)
+	out, code := runCLI(t, "status", "--config", path)
+	if code != 1 || !strings.Contains(out, "never deployed") {
+		t.Fatalf("status of a fleet never deployed: exit %d, want 1 saying so\n%s", code, out)
+	}
+	for _, h := range cfg.Hosts {
+		if _, err := os.Stat(cfg.HostStateDir(h)); !os.IsNotExist(err) {
+			t.Errorf("status made %s (err %v); it must change nothing", cfg.HostStateDir(h), err)
+		}
+	}
+}

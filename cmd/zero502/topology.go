@@ -98,7 +98,8 @@ func writeTopologyJSON(cmd *cobra.Command, v any) error {
 	return enc.Encode(v)
 }
 
-// readTopologyFile reads --file, "-" being stdin.
+// readTopologyFile reads --file, "-" being stdin, without the byte order mark some editors start
+// a UTF-8 file with (Notepad): it is no part of the first word, which tells a tmsh paste from YAML.
 func readTopologyFile(cmd *cobra.Command, path string) (string, error) {
 	var data []byte
 	var err error
@@ -110,7 +111,7 @@ func readTopologyFile(cmd *cobra.Command, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--file %s: %w", path, err)
 	}
-	return string(data), nil
+	return strings.TrimPrefix(string(data), "\ufeff"), nil
 }
 
 // runTopologyPaste decides a tmsh paste; --ldns and --ecs override its source line.

@@ -115,6 +115,24 @@ func TestTopologyCommandReadsATMSHPaste(t *testing.T) {
 	}
 }
 
+// A paste saved by an editor that starts its UTF-8 files with a byte order mark (Notepad) is
+// still a tmsh paste, read from a file or from stdin: the mark is no part of the first word.
+func TestTopologyCommandReadsATMSHPasteSavedWithAByteOrderMark(t *testing.T) {
+	paste := "\ufeff" + topology.ExampleTMSH
+	out, code := runCLIIn(t, strings.NewReader(paste), "topology", "--file", "-")
+	if code != 0 || !strings.Contains(out, "winner: POOL1, score 30") {
+		t.Fatalf("stdin paste with a byte order mark: exit %d\n%s", code, out)
+	}
+	path := filepath.Join(t.TempDir(), "paste.txt")
+	if err := os.WriteFile(path, []byte(paste), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCLI(t, "topology", "--file", path, "--ldns", "10.9.9.9")
+	if code != 0 || !strings.Contains(out, "winner: POOL2, score 40") {
+		t.Fatalf("file paste with a byte order mark: exit %d\n%s", code, out)
+	}
+}
+
 func TestTopologyCommandRefusesABadPasteWithExit2AndTheShape(t *testing.T) {
 	for _, tc := range []struct{ name, paste, says string }{
 		{"empty input", "", "empty input"},

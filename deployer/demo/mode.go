@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/zero502/zero502/deployer/measure"
 )
 
 // DefaultRate is the demo's load in requests per second unless told otherwise (`zero502 demo
@@ -72,8 +74,8 @@ func (m Mode) Validate() error {
 	if m.Runtime != RuntimeDocker && (m.ImageSet || m.DockerHost != "") {
 		return errors.New("--image and --docker-host apply to --runtime docker only")
 	}
-	if m.Rate < 1 {
-		return fmt.Errorf("--rate %d: must be at least 1 request per second", m.Rate)
+	if err := measure.CheckRate("--rate", m.Rate); err != nil { // before anything starts, not when the load does
+		return err
 	}
 	if m.BadVersion {
 		return nil

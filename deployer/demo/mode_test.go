@@ -34,7 +34,7 @@ func TestModeValidateNamesTheFlagsThatDoNotGoTogether(t *testing.T) {
 		{"an unknown runtime", func(m *Mode) { m.Runtime = "vm" }, `--runtime "vm": must be process or docker`},
 		{"an image without docker", func(m *Mode) { m.ImageSet = true }, "--image and --docker-host apply to --runtime docker only"},
 		{"a docker host without docker", func(m *Mode) { m.DockerHost = "unix:///d.sock" }, "--image and --docker-host apply to --runtime docker only"},
-		{"no load", func(m *Mode) { m.Rate = 0 }, "--rate 0: must be at least 1 request per second"},
+		{"no load", func(m *Mode) { m.Rate = 0 }, "--rate 0: must be from 1 to 100000 requests per second"},
 		{"traffic layer and compare", func(m *Mode) { m.TrafficLayer, m.Compare = true, true }, "--traffic-layer runs the process runtime and zero502 app alone"},
 		{"traffic layer on docker", func(m *Mode) { m.TrafficLayer, m.Runtime = true, RuntimeDocker }, "--traffic-layer runs the process runtime"},
 		{"traffic layer with python", func(m *Mode) { m.TrafficLayer, m.Service = true, ServicePython }, "--traffic-layer runs the process runtime"},

@@ -47,7 +47,7 @@ type Options struct {
 	HealthPath string
 	// Timeout bounds one request, from dial to the end of the body. Default 2s.
 	Timeout time.Duration
-	// Bucket is the time series' resolution. Default 1s.
+	// Bucket is the time series' resolution, at least 1ms. Default 1s.
 	Bucket time.Duration
 	// Clock paces the load; default the wall clock.
 	Clock clock.Clock
@@ -98,6 +98,18 @@ func (o *Options) defaults() {
 	}
 }
 
+// MaxRate is the highest Rate a load sends, in requests per second.
+const MaxRate = 100000
+
+// CheckRate checks rate, given as option (rate, --rate), against the rule every load's Rate
+// follows: from 1 to MaxRate requests per second.
+func CheckRate(option string, rate int) error {
+	if rate < 1 || rate > MaxRate {
+		return fmt.Errorf("%s %d: must be from 1 to %d requests per second", option, rate, MaxRate)
+	}
+	return nil
+}
+
 // Validate says what is wrong with o, naming the option, its value and the rule.
 func (o Options) Validate() error {
 	var errs []error
@@ -108,8 +120,8 @@ func (o Options) Validate() error {
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
 		errs = append(errs, fmt.Errorf("target %q: must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:18080", o.Target))
 	}
-	if o.Rate < 1 || o.Rate > 100000 {
-		errs = append(errs, fmt.Errorf("rate %d: must be from 1 to 100000 requests per second", o.Rate))
+	if err := CheckRate("rate", o.Rate); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Duration < 0 {
 		errs = append(errs, fmt.Errorf("duration %s: must not be negative (0 runs until interrupted)", o.Duration))
@@ -138,8 +150,12 @@ func (o Options) Validate() error {
 	if o.Sessions < 0 || o.Sessions > 10000 {
 		errs = append(errs, fmt.Errorf("sessions %d: must be from 0 to 10000", o.Sessions))
 	}
-	if o.Timeout < 0 || o.Bucket < 0 {
-		errs = append(errs, fmt.Errorf("timeout %s, bucket %s: must not be negative", o.Timeout, o.Bucket))
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %s: must not be negative", o.Timeout))
+	}
+	if o.Bucket != 0 && o.Bucket < time.Millisecond {
+		// The series holds a point per bucket from the start: 100ns over 100ms is a million.
+		errs = append(errs, fmt.Errorf("bucket %s: must be at least 1ms, the load's finest pace (the series keeps a point per bucket)", o.Bucket))
 	}
 	return errors.Join(errs...)
 }

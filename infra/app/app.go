@@ -88,7 +88,7 @@ func New(opts Options) (*App, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	if err := opts.validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	book, err := openOrderBook(opts.OrdersLog)
@@ -98,7 +98,8 @@ func New(opts Options) (*App, error) {
 	return &App{opts: opts, started: opts.Clock.Now(), orders: book}, nil
 }
 
-func (o Options) validate() error {
+// Validate says what is wrong with o, naming the flag, its value and the rule (New checks it).
+func (o Options) Validate() error {
 	switch {
 	case strings.TrimSpace(o.Version) == "" || strings.ContainsAny(o.Version, " \t\r\n"):
 		return fmt.Errorf("app: --version %q must be a non-empty word (e.g. v1)", o.Version)

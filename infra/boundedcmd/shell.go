@@ -20,9 +20,12 @@ import (
 // bulletins or post to the webhook.
 
 // SecretEnv lists the environment variables through which zero502's commands take a secret (the
-// mesh key, the alert webhook URL, the LB's and the edge's admin tokens; see config.EnvNotConfig).
+// mesh key, the alert webhook URL, the LB's and the edge's admin tokens; see config.EnvNotConfig;
+// and the override of the config's one secret key, balancer.admin_token, which deploy, status and
+// maintenance send to the LB).
 func SecretEnv() []string {
-	return []string{"ZERO502_MESH_KEY", "ZERO502_ALERT_WEBHOOK", "ZERO502_LB_ADMIN_TOKEN", "ZERO502_EDGE_ADMIN_TOKEN"}
+	return []string{"ZERO502_MESH_KEY", "ZERO502_ALERT_WEBHOOK", "ZERO502_LB_ADMIN_TOKEN", "ZERO502_EDGE_ADMIN_TOKEN",
+		"ZERO502_BALANCER_ADMIN_TOKEN"}
 }
 
 // ChildEnv is environ (os.Environ()'s NAME=value lines) without the variables of SecretEnv: the

@@ -1,7 +1,9 @@
 package boundedcmd
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +18,33 @@ func TestChildEnvDropsOnlyTheSecrets(t *testing.T) {
 	}
 	if in[1] != "ZERO502_MESH_KEY=k" {
 		t.Error("ChildEnv changed its argument")
+	}
+}
+
+// A command run through ShellCommand (a mesh check, an alert command) finds none of the
+// variables through which zero502 takes a secret in its environment: the LB's, the edge's and
+// the config's balancer.admin_token override, the mesh key, the webhook URL.
+func TestAShellCommandGetsNoSecretOfTheEnvironment(t *testing.T) {
+	secrets := []string{"ZERO502_MESH_KEY", "ZERO502_ALERT_WEBHOOK", "ZERO502_LB_ADMIN_TOKEN", "ZERO502_EDGE_ADMIN_TOKEN",
+		"ZERO502_BALANCER_ADMIN_TOKEN"}
+	for _, name := range secrets {
+		t.Setenv(name, "s3cret-"+name)
+	}
+	t.Setenv("ZERO502_NOT_A_SECRET", "kept")
+	cmd, err := ShellCommand(context.Background(), "--check-command", "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "ZERO502_NOT_A_SECRET=kept") {
+		t.Fatalf("the command's environment lacks an ordinary variable:\n%s", out)
+	}
+	for _, name := range secrets {
+		if strings.Contains(string(out), "s3cret-"+name) {
+			t.Errorf("the command got $%s", name)
+		}
 	}
 }

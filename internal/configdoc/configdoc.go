@@ -537,7 +537,7 @@ func (r *Reference) Markdown() []byte {
 	p("embedded defaults, [`infra/config/defaults.yaml`](../infra/config/defaults.yaml). Do not edit it: change the\n")
 	p("doc comments in `infra/config/*.go` or the defaults file and run `%s` (`TestDocsConfigIsUpToDate`\n", Command)
 	p("in `internal/configdoc` fails while this file is stale). How the numbers relate, the\n")
-	p("invariants I1–I13: [ARCHITECTURE.md](ARCHITECTURE.md#the-numbers-and-their-invariants) and\n")
+	p("invariants I1–I16: [ARCHITECTURE.md](ARCHITECTURE.md#the-numbers-and-their-invariants) and\n")
 	p("[drain.md](drain.md#the-invariants).\n\n")
 	p("One YAML file (`--config FILE`, default `%s`, which must then exist) over the embedded\n", r.DefaultPath)
 	p("defaults holds every number. Decoding is strict: an unknown key (`drian:` → *unknown key \"drian\"\n")

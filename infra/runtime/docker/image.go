@@ -56,6 +56,15 @@ type Built struct {
 	Source string `json:"source,omitempty"`
 }
 
+// CheckTag checks t, an image name:tag given as option (tag, --tag), against the rule
+// BuildImage holds every tag to: a lower-case image name, no blank in it.
+func CheckTag(option, t string) error {
+	if t == "" || strings.ContainsAny(t, " \t") || strings.ToLower(t) != t {
+		return fmt.Errorf("%s %q: must be a lower-case image name like %s", option, t, DefaultTag)
+	}
+	return nil
+}
+
 // BuildImage builds the zero502 image through the Engine API from a tar context holding the
 // Dockerfile and the binary. The binary is opts.Binary, else one built from opts.Source, else
 // this very executable when it is static, else one built from the zero502 module around the
@@ -66,8 +75,8 @@ func (r *Runtime) BuildImage(ctx context.Context, opts BuildOptions) (Built, err
 		opts.Tags = []string{DefaultTag}
 	}
 	for _, t := range opts.Tags {
-		if t == "" || strings.ContainsAny(t, " \t") || strings.ToLower(t) != t {
-			return Built{}, fmt.Errorf("tag %q: must be a lower-case image name like %s", t, DefaultTag)
+		if err := CheckTag("tag", t); err != nil {
+			return Built{}, err
 		}
 	}
 	progress := opts.Progress

@@ -63,17 +63,28 @@ var _ runtime.Runtime = (*Runtime)(nil)
 
 // New returns the Runtime of the host whose state dir is stateDir (created if missing).
 func New(stateDir string) (*Runtime, error) {
+	rt, err := Open(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"instances", "logs"} {
+		if err := trust.MkdirAll(filepath.Join(rt.dir, sub), spec.DirMode, os.Getuid()); err != nil {
+			return nil, fmt.Errorf("process runtime: create %s: %w", filepath.Join(rt.dir, sub), err)
+		}
+	}
+	return rt, nil
+}
+
+// Open returns the Runtime of the host whose state dir is stateDir to look at what runs there
+// (zero502 status): unlike New it makes no directory, and a state dir not made yet holds no
+// instance.
+func Open(stateDir string) (*Runtime, error) {
 	if stateDir == "" {
 		return nil, errors.New("process runtime: the host's state_dir is empty; set hosts[].state_dir in the config")
 	}
 	dir, err := filepath.Abs(stateDir)
 	if err != nil {
 		return nil, err
-	}
-	for _, sub := range []string{"instances", "logs"} {
-		if err := trust.MkdirAll(filepath.Join(dir, sub), spec.DirMode, os.Getuid()); err != nil {
-			return nil, fmt.Errorf("process runtime: create %s: %w", filepath.Join(dir, sub), err)
-		}
 	}
 	return &Runtime{EarlyExitWindow: defaultEarlyExitWindow, dir: dir, children: map[int]*child{}}, nil
 }
