@@ -249,13 +249,12 @@ func (t *turn) finish(rep *report.HostReport) error {
 		}
 		if !t.began && (!t.sentGo.Load() || errors.Is(err, ssh.ErrNeverLoggedIn)) && errors.Is(err, ssh.ErrUnreachable) {
 			// ssh never got there (it said so, even of a step that would have begun at once), or
-			// lost a step that was never told go: nothing ran, the
-			// host runs what this step's look saw running, else what the look of the waiting
-			// step it replaced saw (preflight's), else what this report last saw it
-			// run (a rollback's: the version its deploy put there and verified), else nothing
-			// is claimed and the read-back looks again. Never rep.From: a preflight look's From
-			// may be only its published spec's version (a host whose service was stopped runs
-			// nothing).
+			// lost a step that was never told go: nothing ran. The host runs what this step's
+			// look saw running, else what the look of the waiting step it replaced saw
+			// (preflight's), else what this report last saw it run (a rollback's: the version
+			// its deploy put there and verified), else nothing is claimed and the read-back
+			// looks again. Never rep.From: a preflight look's From may be only its published
+			// spec's version (a host whose service was stopped runs nothing).
 			rep.Outcome = report.OutcomeUnreachable
 			if l := cmp.Or(t.look, t.seen); l != nil {
 				rep.Running = l.Running
