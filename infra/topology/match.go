@@ -146,15 +146,21 @@ func (s *Set) Candidates() []Candidate {
 //
 // At wide-IP level a candidate is a pool, which has no address and sits in no data center: a
 // pool statement matches by name, a region by a pool member of the region, and data-center,
-// subnet, ISP, country and continent statements never match, negated or not (reported by
-// Warnings). At pool level a candidate is a member: pool by its pool, datacenter by its data
-// center, subnet by its address, ISP, country and continent by its address's geo entry, a
-// region by any of those members.
+// subnet, ISP, country and continent statements never match, negated or not, nor does a region
+// holding no pool statement (reported by Warnings). At pool level a candidate is a member: pool
+// by its pool, datacenter by its data center, subnet by its address, ISP, country and continent
+// by its address's geo entry, a region by any of those members.
 func (s *Set) destinationMatches(st Statement, c Candidate) bool {
-	if s.Level == LevelWideIP && !appliesAtWideIP(st.Kind) {
-		return false
+	w := newWalk()
+	if s.Level == LevelWideIP {
+		if !appliesAtWideIP(st.Kind) {
+			return false
+		}
+		if _, defined := s.Regions[st.Name]; st.Kind == KindRegion && defined && !s.regionHoldsPool(st.Name, w) {
+			return false // no pool in it: it matches no pool, negated or not (Warnings flags it)
+		}
 	}
-	ok := s.candidateMatches(st, c, newWalk())
+	ok := s.candidateMatches(st, c, w)
 	return ok != st.Not
 }
 
@@ -166,6 +172,9 @@ func (s *Set) candidateMatches(st Statement, c Candidate, w *walk) bool {
 	case KindPool:
 		return c.Pool == st.Name
 	case KindRegion:
+		if s.Level == LevelWideIP && !s.regionHoldsPool(st.Name, w) {
+			return false // no pool member: nothing in it is a pool (Warnings flags it)
+		}
 		ok, _ := s.regionMatches(st.Name, w, func(m Statement, w *walk) (bool, string) {
 			if s.Level == LevelWideIP && !appliesAtWideIP(m.Kind) {
 				return false, ""

@@ -111,10 +111,13 @@ func (s *Set) regionMatches(name string, w *walk, test func(Statement, *walk) (b
 }
 
 // walk is one match's way through nested regions: the regions on the current path and the
-// verdicts reached so far (one match asks one question of every region: the same test).
+// verdicts reached so far (one match asks one question of every region: the same test), and
+// which regions hold a pool.
 type walk struct {
 	path   map[string]bool
 	judged map[string]verdict
+	// holds is regionHoldsPool's answer for each region asked about so far.
+	holds map[string]bool
 }
 
 type verdict struct {
@@ -122,7 +125,9 @@ type verdict struct {
 	via string
 }
 
-func newWalk() *walk { return &walk{path: map[string]bool{}, judged: map[string]verdict{}} }
+func newWalk() *walk {
+	return &walk{path: map[string]bool{}, judged: map[string]verdict{}, holds: map[string]bool{}}
+}
 
 // judgeRegion is regionMatches for a region not judged yet in w.
 func (s *Set) judgeRegion(name string, w *walk, test func(Statement, *walk) (bool, string)) (bool, string) {
@@ -154,17 +159,17 @@ func (s *Set) judgeRegion(name string, w *walk, test func(Statement, *walk) (boo
 	return false, ""
 }
 
-// regionHoldsPool reports whether region name holds a pool statement, directly or through
-// nested regions.
+// regionHoldsPool reports whether region name names a pool, plain or negated, directly or
+// through nested regions. At wide-IP level only such a region can match a pool: one of other
+// kinds alone, negated or not, matches none, as those statements do on their own.
 func (s *Set) regionHoldsPool(name string, w *walk) bool {
-	ok, _ := s.regionMatches(name, w, func(m Statement, w *walk) (bool, string) {
-		if m.Not {
-			return false, ""
-		}
-		if m.Kind == KindRegion {
-			return s.regionHoldsPool(m.Name, w), ""
-		}
-		return m.Kind == KindPool, ""
+	if v, ok := w.holds[name]; ok {
+		return v
+	}
+	w.holds[name] = false // a cycle (in a Set Parse did not build) adds nothing
+	holds := slices.ContainsFunc(s.Regions[name], func(m Statement) bool {
+		return m.Kind == KindPool || m.Kind == KindRegion && s.regionHoldsPool(m.Name, w)
 	})
-	return ok
+	w.holds[name] = holds
+	return holds
 }

@@ -456,3 +456,31 @@ records:
 		t.Errorf("POOL2 (in the region) %d, winner %s", p2, r.Winner)
 	}
 }
+
+// At wide-IP level a region matches a pool only through a pool member of the region: a region
+// whose members are all negated statements of other kinds (here "not country ES") holds no
+// pool, so, like "not country ES" as a destination of its own, it scores no pool, negated or
+// not, and the set says so.
+func TestRegionOfNegatedNonPoolMembersScoresNoPoolAtWideIPLevel(t *testing.T) {
+	s := parse(t, `
+regions: {not-spain: ["not country ES"]}
+geo: [{subnet: 10.0.0.0/8, country: PT}]
+pools: [{name: POOL1}, {name: POOL2}]
+records:
+  - {source: "subnet 10.0.0.0/8", destination: "region not-spain", score: 100}
+  - {source: "subnet 10.0.0.0/8", destination: "pool POOL2", score: 50}
+  - {source: "subnet 10.0.0.0/8", destination: "not region not-spain", score: 200}
+`)
+	r := s.Score(query("10.1.2.7"), 0)
+	for _, c := range r.Candidates {
+		if c.Record != 1 && c.Record != -1 {
+			t.Errorf("%s scored %d by records[%d] (region not-spain, which holds no pool)", c.Name, c.Score, c.Record)
+		}
+	}
+	if r.Winner != "POOL2" {
+		t.Errorf("winner %s (score %d), want POOL2 with 50", r.Winner, r.WinnerScore)
+	}
+	if !hasRule(r, RuleDestinationAtWideIP) {
+		t.Errorf("no %s warning for a region that holds no pool; warnings: %v", RuleDestinationAtWideIP, r.Warnings)
+	}
+}

@@ -289,7 +289,8 @@ func (t *tmshReader) wideIP(where string, st tmshStmt, w []string) {
 }
 
 // pool reads "gtm pool TYPE NAME { load-balancing-mode M alternate-mode M fallback-mode M
-// members { SERVER:VS { member-order N [disabled] [state down] } … } }".
+// members { SERVER:VS { member-order N [disabled] [state down] } … } }"; the members are kept
+// in member-order.
 func (t *tmshReader) pool(where string, st tmshStmt, w []string) {
 	typ, name, ok := typedName(w)
 	if !ok {
@@ -310,16 +311,25 @@ func (t *tmshReader) pool(where string, st tmshStmt, w []string) {
 		case "fallback-mode":
 			p.Fallback = f.value
 		case "members":
+			// tmsh lists the members by name; member-order is the pool's order (the
+			// round-robin order), as a wide IP's pools go by their order.
+			order := map[string]int{}
 			for _, m := range fieldsOf(f.block) {
 				mem := Member{Name: bare(m.key)}
+				order[mem.Name] = len(p.Members)
 				for _, sub := range fieldsOf(m.block) {
 					switch {
 					case sub.key == "disabled", sub.key == "state" && (sub.value == "down" || sub.value == "disabled"):
 						mem.Down = true
+					case sub.key == "member-order":
+						if n, err := strconv.Atoi(sub.value); err == nil {
+							order[mem.Name] = n
+						}
 					}
 				}
 				p.Members = append(p.Members, mem)
 			}
+			slices.SortStableFunc(p.Members, func(a, b Member) int { return order[a.Name] - order[b.Name] })
 		}
 	}
 	for field, mode := range map[string]string{"load-balancing-mode": p.LoadBalancing, "alternate-mode": p.Alternate, "fallback-mode": p.Fallback} {
@@ -348,18 +358,34 @@ func (t *tmshReader) server(where string, st tmshStmt, w []string) {
 					if sub.key != "destination" {
 						continue
 					}
-					if ap, err := netip.ParseAddrPort(sub.value); err == nil {
-						s.vs[bare(vs.key)] = ap.Addr().Unmap()
-					} else if a, err := netip.ParseAddr(strings.Split(sub.value, ":")[0]); err == nil {
-						s.vs[bare(vs.key)] = a.Unmap()
+					if a, ok := vsAddress(sub.value); ok {
+						s.vs[bare(vs.key)] = a
 					} else {
-						t.v.fail(where, "virtual server %s: destination %q: want ADDRESS:PORT", vs.key, sub.value)
+						t.v.fail(where, "virtual server %s: destination %q: want ADDRESS:PORT (IPv4) or ADDRESS.PORT (IPv6, as tmsh writes it)", vs.key, sub.value)
 					}
 				}
 			}
 		}
 	}
 	t.servers[bare(w[2])] = s
+}
+
+// vsAddress is the address of a virtual server's destination as tmsh writes it: ADDRESS:PORT
+// for IPv4 (the port may be a service name), ADDRESS.PORT for IPv6 (2001:db8::10.80), or
+// [ADDRESS]:PORT.
+func vsAddress(dest string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(dest); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	if i := strings.LastIndexByte(dest, '.'); i > 0 {
+		if a, err := netip.ParseAddr(dest[:i]); err == nil && a.Is6() {
+			return a.Unmap(), true
+		}
+	}
+	if a, err := netip.ParseAddr(strings.Split(dest, ":")[0]); err == nil {
+		return a.Unmap(), true
+	}
+	return netip.Addr{}, false
 }
 
 // resolveMembers gives each pool member (SERVER:VS) its server's data center and its virtual

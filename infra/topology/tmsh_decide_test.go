@@ -2,6 +2,7 @@ package topology
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -442,4 +443,63 @@ gtm topology ldns: continent Europe server: pool /Common/EU { score 10 }
 	if _, _, ok := candidateScore(t, d, "ASIA"); ok {
 		t.Error("ASIA scored for CN: the pasted region APAC holds JP only")
 	}
+}
+
+// tmsh lists a pool's members by name, each with its member-order: the pool's round-robin
+// order, as a wide IP's pools go by their order. Equal top scores go round robin in that order,
+// so turn 0 is the member with member-order 0, whatever its place in the paste.
+func TestTopologyTMSHMembersGoRoundRobinByMemberOrder(t *testing.T) {
+	d := decidePaste(t, `gtm topology ldns: subnet 10.0.0.0/8 server: datacenter /Common/DC1 { order 1 score 10 }
+gtm pool a /Common/p {
+    fallback-mode none
+    load-balancing-mode topology
+    members {
+        /Common/s1:/Common/vs_a { member-order 1 }
+        /Common/s1:/Common/vs_b { member-order 0 }
+    }
+}
+gtm server /Common/s1 {
+    datacenter /Common/DC1
+    virtual-servers {
+        /Common/vs_a { destination 192.0.2.10:80 }
+        /Common/vs_b { destination 192.0.2.11:80 }
+    }
+}
+source ip=10.1.2.7
+`)
+	if !d.Winner.Tie || d.Winner.Chosen != "s1:vs_b" {
+		t.Errorf("turn 0 of the tie goes to %q (tied: %v), want s1:vs_b (member-order 0)", d.Winner.Chosen, d.Winner.Names)
+	}
+	var order []string
+	for _, c := range d.Candidates {
+		order = append(order, c.Name)
+	}
+	if want := []string{"s1:vs_b", "s1:vs_a"}; !slices.Equal(order, want) {
+		t.Errorf("candidates in the order %v, want the member order %v", order, want)
+	}
+}
+
+// tmsh writes an IPv6 virtual server's destination as ADDRESS.PORT (2001:db8::10.80), an IPv4
+// one as ADDRESS:PORT: both are read, and the IPv6 member's address is matched by subnet.
+func TestTopologyTMSHReadsIPv6VirtualServerDestinations(t *testing.T) {
+	d := decidePaste(t, `gtm topology ldns: subnet 10.0.0.0/8 server: subnet 2001:db8::/64 { order 1 score 30 }
+gtm topology ldns: subnet 10.0.0.0/8 server: subnet 192.0.2.0/24 { order 2 score 20 }
+gtm pool a /Common/p {
+    fallback-mode none
+    load-balancing-mode topology
+    members {
+        /Common/s1:/Common/vs4 { member-order 0 }
+        /Common/s1:/Common/vs6 { member-order 1 }
+    }
+}
+gtm server /Common/s1 {
+    datacenter /Common/DC1
+    virtual-servers {
+        /Common/vs4 { destination 192.0.2.10:80 }
+        /Common/vs6 { destination 2001:db8::10.80 }
+    }
+}
+source ip=10.1.2.7
+`)
+	winnerIs(t, d, "s1:vs6")
 }
