@@ -19,8 +19,9 @@ type ChunkFramer struct {
 	state  chunkState
 	size   int64 // of the current chunk while reading its size; data bytes left in it after
 	digits int
-	line   int // bytes of the current size or trailer line
-	trail  int // bytes of the trailer section
+	line   int  // bytes of the current size or trailer line
+	trail  int  // bytes of the trailer section
+	drop   bool // Relay: the trailer line being read is one the LB drops (see trailerDropped)
 }
 
 type chunkState uint8
@@ -87,6 +88,59 @@ func (f *ChunkFramer) Scan(p []byte) (int, error) {
 		}
 	}
 	return i, nil
+}
+
+// Relay is Scan for a relay that forwards the body in its framing: it consumes the bytes at the
+// start of p up to where the trailer section starts or ends a field the LB drops
+// (trailerDropped), returns how many (n) and whether they go on (send), and the caller writes
+// p[:n] only when send. Everything but those fields goes on as it came: the data, the framing,
+// the other trailer fields and the trailer section's final CRLF. When p ends inside a trailer
+// field's name too short to judge yet, n is 0: the caller reads more and calls again with those
+// bytes still at the start of p. A body without trailer fields costs what Scan does.
+func (f *ChunkFramer) Relay(p []byte) (n int, send bool, err error) {
+	i := 0
+	for i < len(p) && f.state != csDone {
+		if f.state == csData {
+			i += f.Data(len(p) - i)
+			continue
+		}
+		if f.state == csTrailer {
+			drop := false
+			if p[i] != '\r' { // a field's line, not the final CRLF
+				var judged bool
+				if drop, judged = trailerVerdict(p[i:]); !judged {
+					return i, !f.drop, nil
+				}
+			}
+			if drop != f.drop {
+				if i > 0 {
+					return i, !f.drop, nil
+				}
+				f.drop = drop
+			}
+		}
+		if err := f.step(p[i]); err != nil {
+			return i + 1, !f.drop, err
+		}
+		i++
+	}
+	return i, !f.drop, nil
+}
+
+// trailerVerdict judges the trailer line that starts p: whether the LB drops it
+// (trailerDropped) and whether p holds enough of its name to tell (judged). A name longer than
+// any the LB drops is judged kept before its colon arrives; a line that is not a field is left
+// to the framer to refuse.
+func trailerVerdict(p []byte) (drop, judged bool) {
+	for j, c := range p {
+		switch {
+		case c == ':':
+			return trailerDropped(p[:j]), true
+		case !tchar[c] || j >= maxDroppedTrailer:
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // frame consumes the framing bytes at the start of p, up to the next chunk data or the body's

@@ -3,11 +3,38 @@ package http1
 // hopByHop are the headers that describe one connection, not the message (RFC 9110 §7.6.1),
 // plus Proxy-Connection. They are never forwarded, in either direction; neither are the headers
 // a Connection header names. Trailer is not one (RFC 9110 §6.6.2): it announces the fields of
-// the trailer section, which the LB relays with the chunked body it belongs to (it is dropped
-// only where the body is decoded, see AppendClientHead).
+// the trailer section, which the LB relays with the chunked body it belongs to, but for the
+// fields trailerDropped names (it is dropped only where the body is decoded, see
+// AppendClientHead).
 var hopByHop = []string{
 	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Transfer-Encoding", "Upgrade",
 }
+
+// trailerDropped says whether the LB drops the trailer field name from a chunked body it relays,
+// in either direction (ChunkFramer.Relay): the fields the LB frames, routes or answers the
+// message by, or sets itself in the header section, which RFC 9110 §6.5.1 keeps out of a
+// trailer and a recipient that merges trailers into the header section (as some servers and
+// frameworks do, RFC 9110 §6.5.2 notwithstanding) would read as the LB's. Those are the
+// hop-by-hop fields, Content-Length, Host, Trailer, Expect and the forwarding headers however
+// spelled (see AppendUpstreamHead): a client's X-Forwarded-For in a trailer would otherwise pass
+// for the one the LB sets. Any other trailer field goes on as it came.
+func trailerDropped(name []byte) bool {
+	if fwd, underscore := forwardingHeader(name); fwd != notForwarding || underscore {
+		return true
+	}
+	return isHopByHop(name) || equalFold(name, "Content-Length") || equalFold(name, "Host") ||
+		equalFold(name, "Trailer") || equalFold(name, "Expect")
+}
+
+// maxDroppedTrailer is the length of the longest name trailerDropped drops: a longer one is
+// kept before all of it is read.
+var maxDroppedTrailer = func() int {
+	n := len("Content-Length")
+	for _, h := range append(hopByHop, forwardingNames[:]...) {
+		n = max(n, len(h))
+	}
+	return n
+}()
 
 func isHopByHop(name []byte) bool {
 	for _, h := range hopByHop {
@@ -122,7 +149,9 @@ func lookupName(head []byte, fields []field, slots []int32, mask uint32, name []
 // client sent is dropped and X-Forwarded-For is clientIP alone, so a client cannot forge the
 // address a backend sees. An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1
 // needs one. X-Forwarded-Proto follows the same rule: a trusted proxy's is kept; from anyone
-// else it is dropped, and a request that came over TLS (https) gets X-Forwarded-Proto: https.
+// else it is dropped, and a request that came over TLS (https) without one kept gets
+// X-Forwarded-Proto: https (a trusted proxy's named in its Connection header is not kept: it
+// described that proxy's hop).
 // Forwarded (RFC 7239) and X-Real-IP, which backends also read the client's address from, and
 // X-Forwarded-Host, -Port, -Prefix, -Scheme and -Ssl, which frameworks build absolute URLs from
 // (a password-reset link pointing at the client's own host), are kept from a trusted proxy and
@@ -139,7 +168,7 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 		dst = append(dst, backend...)
 		dst = append(dst, "\r\n"...)
 	}
-	xff := false
+	xff, proto := false, false
 	for k := range r.fields {
 		if r.hop[k] {
 			continue
@@ -165,6 +194,7 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 			dst = append(dst, "\r\n"...)
 			continue
 		}
+		proto = proto || fwd == forwardedProto
 		dst = append(dst, name...)
 		dst = append(dst, ": "...)
 		dst = append(dst, value...)
@@ -175,7 +205,7 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 		dst = append(dst, clientIP...)
 		dst = append(dst, "\r\n"...)
 	}
-	if _, sent := r.Get("X-Forwarded-Proto"); https && !(keepForwarded && sent) {
+	if https && !proto { // none kept: from no one, or named in Connection (hop-by-hop)
 		dst = append(dst, "X-Forwarded-Proto: https\r\n"...)
 	}
 	if r.Upgrade {

@@ -3,9 +3,10 @@ package lb
 import "time"
 
 // streamChunked relays a chunked request body from the client to u as it comes, framing and
-// all, with the same backpressure and timeouts as streamBody: the bytes already buffered, then
-// chunk data read straight into the copy buffer (never past the chunk's end, so a pipelined
-// request stays in the read buffer) and framing read into the read buffer. What x.chunk has
+// all but the trailer fields the LB drops (http1.ChunkFramer.Relay), with the same backpressure
+// and timeouts as streamBody: the bytes already buffered, then chunk data read straight into the
+// copy buffer (never past the chunk's end, so a pipelined request stays in the read buffer) and
+// framing read into the read buffer. What x.chunk has
 // scanned is consumed from the read buffer at once, before it is written: the read buffer and
 // the framer never disagree on where the body stands, even when a write fails. A body whose
 // framing breaks ends the exchange (attemptClientFraming): the backend connection is closed, so
@@ -15,19 +16,25 @@ func (s *Server) streamChunked(cc *clientConn, x *exchange, u *upstream, uw *dea
 	defer body.close()
 	for !x.chunk.Done() {
 		if p := cc.in.buffered(); len(p) > 0 {
-			n, err := x.chunk.Scan(p)
+			n, send, err := x.chunk.Relay(p)
 			if err != nil {
 				return attemptClientFraming
 			}
-			// consumed before the write: x.chunk has taken these bytes, so they are body
-			// whatever the write does; left in the buffer after a failed write, they would be
-			// read as the client's next request (request smuggling)
-			cc.in.consume(n)
-			uw.touch(time.Now())
-			if _, err := u.conn.Write(p[:n]); err != nil {
-				return backendWriteFailed(err, true)
+			if n > 0 {
+				// consumed before the write: x.chunk has taken these bytes, so they are body
+				// whatever the write does; left in the buffer after a failed write, they would
+				// be read as the client's next request (request smuggling)
+				cc.in.consume(n)
+				if !send {
+					continue // a trailer field the LB drops
+				}
+				uw.touch(time.Now())
+				if _, err := u.conn.Write(p[:n]); err != nil {
+					return backendWriteFailed(err, true)
+				}
+				continue
 			}
-			continue
+			// a trailer field's name too short yet to judge: read on
 		}
 		if left := x.chunk.DataLeft(); left > 0 {
 			body.rest = left

@@ -33,10 +33,11 @@ func maxConnsFor(nofile uint64) int {
 	return int(min((nofile-descriptorReserve)/2, 1<<20))
 }
 
-// atConnCap reports whether the LB holds max_conns client connections already, on either path.
-// It is checked once per accepted connection, never per request.
+// atConnCap reports whether the LB holds max_conns client connections already, on either path
+// and on the TLS redirect listener. It is checked once per accepted connection, never per
+// request.
 func (s *Server) atConnCap() bool {
-	n := s.tracked.Load()
+	n := s.tracked.Load() + s.redirecting.Load()
 	if s.loops != nil {
 		n += s.loops.clients.Load()
 	}

@@ -86,9 +86,9 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 	l.finish(c)
 }
 
-// relayChunked relays a chunked body byte for byte, its framing checked by the exchange's
-// http1.ChunkFramer only to find where the message ends, as on the goroutine path;
-// backpressure as in relayBody.
+// relayChunked relays a chunked body byte for byte but the trailer fields the LB drops, its
+// framing checked by the exchange's http1.ChunkFramer only to find where the message ends, as
+// on the goroutine path (http1.ChunkFramer.Relay); backpressure as in relayBody.
 func (l *loop) relayChunked(c *lclient, u *lup) {
 	for {
 		if c.pendOff < len(c.pend) {
@@ -100,13 +100,16 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			return
 		}
 		if b := u.in.buffered(); len(b) > 0 {
-			k, err := c.x.chunk.Scan(b)
-			if err != nil || !l.writeClient(c, b[:k]) {
+			k, send, err := c.x.chunk.Relay(b)
+			if err != nil || send && k > 0 && !l.writeClient(c, b[:k]) {
 				l.closeClient(c) // a broken framing or a gone client: no whole response possible
 				return
 			}
-			u.in.consume(k)
-			continue
+			if k > 0 {
+				u.in.consume(k)
+				continue
+			}
+			// a trailer field's name too short yet to judge: read on
 		}
 		if !u.CanRead {
 			return

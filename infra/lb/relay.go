@@ -160,10 +160,10 @@ func (w *sink) copyUntilEOF(u *upstream, ur *deadline, buf []byte) bool {
 	}
 }
 
-// chunked relays a chunked body as it came, its framing checked by an http1.ChunkFramer only
-// to find where the message ends (the last chunk and the trailer section). With dechunk only
-// the data goes out (for an HTTP/1.0 client, which cannot read chunked coding; its connection
-// closes after).
+// chunked relays a chunked body as it came but the trailer fields the LB drops, its framing
+// checked by an http1.ChunkFramer only to find where the message ends (the last chunk and the
+// trailer section; see http1.ChunkFramer.Relay). With dechunk only the data goes out (for an
+// HTTP/1.0 client, which cannot read chunked coding; its connection closes after).
 func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
 	var f http1.ChunkFramer
 	for !f.Done() {
@@ -177,12 +177,24 @@ func (w *sink) chunked(u *upstream, ur *deadline, dechunk bool) bool {
 			k := f.Data(len(b))
 			w.write(b[:k])
 			u.in.consume(k)
-		default:
+		case dechunk:
 			k, err := f.Frame(b)
 			if err != nil {
 				return false
 			}
-			if !dechunk {
+			u.in.consume(k)
+		default:
+			k, send, err := f.Relay(b)
+			if err != nil {
+				return false
+			}
+			if k == 0 { // a trailer field's name too short yet to judge
+				if !w.fill(u, ur) {
+					return false
+				}
+				continue
+			}
+			if send {
 				w.write(b[:k])
 			}
 			u.in.consume(k)

@@ -69,6 +69,7 @@ type Server struct {
 	outages    atomic.Uint64 // every backend's outages: the event loops look when it moves
 
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
+	redirecting  atomic.Int64  // the TLS redirect listener's open connections (max_conns, tls.go)
 	connsRefused atomic.Uint64 // connections closed at accept: max_conns reached
 	proxyRefused atomic.Uint64 // connections closed over a PROXY header from an untrusted peer
 	slow         *slowBodies   // max_slow_bodies_per_ip

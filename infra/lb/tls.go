@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/zero502/zero502/infra/lb/tlscert"
@@ -113,11 +114,49 @@ func (s *Server) runTLS(ctx context.Context, acceptErr chan<- error) {
 	}()
 	if f.redirect != nil {
 		go func() {
-			if err := f.redirect.Serve(f.http); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := f.redirect.Serve(cappedListener{Listener: f.http, s: s}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Error("HTTP redirect listener failed", "err", err)
 			}
 		}()
 	}
+}
+
+// cappedListener is the redirect listener under max_conns: its connections count with the
+// proxy listeners' (atConnCap) from their accept to their close, and one over the cap is closed
+// at once and counted as refused, as on the proxy listener, so the plain HTTP port cannot hold
+// more descriptors than the LB was given.
+type cappedListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l cappedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.s.atConnCap() {
+			_ = c.Close()
+			continue
+		}
+		l.s.redirecting.Add(1)
+		return &redirectConn{Conn: c, open: &l.s.redirecting}, nil
+	}
+}
+
+// redirectConn is a redirect listener's connection, counted in open until its first Close.
+type redirectConn struct {
+	net.Conn
+	open   *atomic.Int64
+	closed atomic.Bool
+}
+
+func (c *redirectConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.open.Add(-1)
+	}
+	return c.Conn.Close()
 }
 
 // handshake completes cc's TLS handshake within balancer.tls.handshake_timeout, then serves its

@@ -313,3 +313,66 @@ func TestTLSListenerTakesAProxyHeaderFromATrustedPeer(t *testing.T) {
 		}
 	}
 }
+
+// A trusted proxy's X-Forwarded-Proto that its Connection header names described its own hop and
+// is dropped with the hop-by-hop fields; a request that came over TLS then gets the LB's own
+// X-Forwarded-Proto: https, as from any client whose X-Forwarded-Proto was not kept, not none.
+func TestForwardedProtoNamedInConnectionIsReplacedOverTLS(t *testing.T) {
+	a := startBackend(t, "a")
+	ca := testpki.New(t, "zero502 test CA")
+	set := fastSettings(a.addr())
+	set.TrustedProxies = []string{"127.0.0.1/32"}
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", HandshakeTimeout: 2 * time.Second,
+		Certificates: []config.TLSCertificate{tlsPair(t, ca, t.TempDir(), "a", "a.test")}}
+	l := startLB(t, set)
+	conn, err := tls.Dial("tcp", l.TLSAddr(), &tls.Config{ServerName: "a.test", RootCAs: ca.Pool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	code, body := tlsGet(t, conn, br, "/headers", "X-Forwarded-Proto: http\r\nConnection: X-Forwarded-Proto\r\n")
+	if code != 200 || strings.Count(body, "X-Forwarded-Proto") != 1 || !strings.Contains(body, "X-Forwarded-Proto: https\r\n") {
+		t.Fatalf("GET /headers over TLS from a trusted proxy naming X-Forwarded-Proto in Connection: %d\n%s\nwant X-Forwarded-Proto: https alone", code, body)
+	}
+	// the trusted proxy's own, not named in Connection, is kept
+	if code, body := tlsGet(t, conn, br, "/headers", "X-Forwarded-Proto: http\r\n"); code != 200 || strings.Count(body, "X-Forwarded-Proto") != 1 || !strings.Contains(body, "X-Forwarded-Proto: http\r\n") {
+		t.Fatalf("GET /headers over TLS from a trusted proxy: %d\n%s\nwant its X-Forwarded-Proto: http alone", code, body)
+	}
+}
+
+// The redirect listener's connections count in max_conns with the proxy listeners': over the
+// cap, one more on either port is closed at once, unanswered; a closed one frees its place.
+func TestRedirectListenerConnectionsCountInMaxConns(t *testing.T) {
+	a := startBackend(t, "a")
+	ca := testpki.New(t, "zero502 test CA")
+	set := fastSettings(a.addr())
+	set.MaxConns = 2
+	set.TLS = config.BalancerTLS{Listen: "127.0.0.1:0", RedirectHTTP: "127.0.0.1:0", HandshakeTimeout: 2 * time.Second,
+		Certificates: []config.TLSCertificate{tlsPair(t, ca, t.TempDir(), "a", "a.test")}}
+	l := startLB(t, set)
+	var held []net.Conn
+	for i := 0; i < 2; i++ { // heads still arriving: each holds its connection
+		c, err := net.Dial("tcp", l.RedirectAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\n")
+		held = append(held, c)
+	}
+	// the listener accepts in order: the held two are open before the next is looked at
+	redirect := "GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n"
+	if out := raw(t, l.RedirectAddr(), redirect, 10*time.Second); out != "" {
+		t.Fatalf("a third connection to the redirect listener with max_conns 2 got %q, want it closed unanswered", out)
+	}
+	if out := raw(t, l.Addr(), "GET /_lb/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second); out != "" {
+		t.Fatalf("the proxy listener with max_conns 2 held by the redirect listener answered %q, want the connection closed", out)
+	}
+	for _, c := range held {
+		_ = c.Close()
+	}
+	poll.Until(t, 10*time.Second, "a redirect once the held connections closed", func() bool {
+		return strings.HasPrefix(raw(t, l.RedirectAddr(), redirect, 10*time.Second), "HTTP/1.1 308 ")
+	})
+}

@@ -358,3 +358,104 @@ func TestAnHTTP10ClientIsNeverSentA100Continue(t *testing.T) {
 		t.Errorf("the backend's answer %q does not say it got the 5-byte body", out)
 	}
 }
+
+// A chunked body's trailer reaches the other side without the fields the LB frames, routes or
+// forwards by, in either direction and on either engine: a backend that merges the trailer into
+// the header section (RFC 9110 §6.5.2 says it must not; some do) cannot be handed a client
+// address, a Host or framing the LB did not set, and a client cannot be handed framing or
+// connection fields the LB did not send. Other trailer fields pass as they came.
+func TestTrailerDropsFieldsTheLBControls(t *testing.T) {
+	got := make(chan string, 1)
+	addr := tcpserver.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		var in strings.Builder
+		for blanks, want := 0, 1; blanks < want; { // the head's end; for the POST, its trailer's too
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if in.Len() == 0 && strings.HasPrefix(line, "POST ") {
+				want = 2
+			}
+			in.WriteString(line)
+			if line == "\r\n" {
+				blanks++
+			}
+		}
+		req := in.String()
+		if strings.HasPrefix(req, "POST ") {
+			_, body, _ := strings.Cut(req, "\r\n\r\n")
+			got <- body
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"+
+			"2\r\nok\r\n0\r\nConnection: keep-alive\r\nX-Sum: 2\r\nContent-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n")
+	})
+	l := startSteadyLB(t, fastSettings(addr))
+	out := raw(t, l.Addr(), "POST /sum HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"+
+		"5\r\nhello\r\n0\r\nX-Forwarded-For: 6.6.6.6\r\nX-Sum: 5\r\nX-Real-IP: 6.6.6.6\r\nForwarded: for=6.6.6.6\r\nHost: evil\r\nContent-Length: 99\r\n\r\n", 10*time.Second)
+	select {
+	case body := <-got:
+		if body != "5\r\nhello\r\n0\r\nX-Sum: 5\r\n\r\n" {
+			t.Errorf("the backend got the body %q, want the trailer X-Sum alone", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not reach the backend")
+	}
+	for _, req := range []string{out, raw(t, l.Addr(), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 10*time.Second)} {
+		if _, body, _ := strings.Cut(req, "\r\n\r\n"); body != "2\r\nok\r\n0\r\nX-Sum: 2\r\n\r\n" {
+			t.Errorf("the client got %q, want the trailer X-Sum alone", req)
+		}
+	}
+}
+
+// A trailer field whose name arrives in two reads is judged once all of it is here: the
+// request's forged X-Forwarded-For and the response's Connection are dropped all the same, the
+// rest of the body goes on, and nothing waits for bytes that never come.
+func TestTrailerFieldNameSplitAcrossReadsIsDropped(t *testing.T) {
+	got := make(chan string, 1)
+	addr := tcpserver.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		var in strings.Builder
+		for blanks, want := 0, 1; blanks < want; {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if in.Len() == 0 && strings.HasPrefix(line, "POST ") {
+				want = 2
+			}
+			in.WriteString(line)
+			if line == "\r\n" {
+				blanks++
+			}
+		}
+		if _, body, _ := strings.Cut(in.String(), "\r\n\r\n"); strings.HasPrefix(in.String(), "POST ") {
+			got <- body
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nConne")
+		time.Sleep(50 * time.Millisecond)
+		_, _ = io.WriteString(c, "ction: keep-alive\r\nX-Sum: 2\r\n\r\n")
+	})
+	l := startSteadyLB(t, fastSettings(addr))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(c, "POST /sum HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\nX-Forw")
+	time.Sleep(50 * time.Millisecond)
+	_, _ = io.WriteString(c, "arded-For: 6.6.6.6\r\nX-Sum: 5\r\n\r\n")
+	select {
+	case body := <-got:
+		if body != "5\r\nhello\r\n0\r\nX-Sum: 5\r\n\r\n" {
+			t.Errorf("the backend got the body %q, want the trailer X-Sum alone", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request's trailer did not reach the backend")
+	}
+	out, _ := io.ReadAll(c)
+	if _, body, _ := strings.Cut(string(out), "\r\n\r\n"); body != "2\r\nok\r\n0\r\nX-Sum: 2\r\n\r\n" {
+		t.Errorf("the client got %q, want the trailer X-Sum alone", out)
+	}
+}
