@@ -51,9 +51,15 @@ Compose loader refuses.`,
 			if _, err := config.LoadBytes(data, "the config imported from "+from); err != nil {
 				return exitCode(2, fmt.Errorf("init: %s makes a config zero502 refuses: %w; fix the Compose file or write the config by hand", from, err))
 			}
-			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL // never through a link: O_EXCL refuses one
 			if force {
 				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+				// --force replaces a file, never what a link there points at (a link another user
+				// planted in a shared directory would have the config written over any file)
+				if fi, err := os.Lstat(out); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+					return exitCode(1, fmt.Errorf("init: --out %s is a symbolic link: --force replaces a file, never what a link "+
+						"points at; remove the link, or give --out the file itself", out))
+				}
 			}
 			f, err := os.OpenFile(out, flags, 0o600) // it may hold env values
 			if errors.Is(err, fs.ErrExist) {

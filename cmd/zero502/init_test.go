@@ -10,7 +10,8 @@ import (
 )
 
 // init --from-compose writes a config zero502 loads, 0600 (it may hold env values), says what it
-// did not honour, never replaces a file without --force, and refuses a broken Compose file.
+// did not honour, never replaces a file without --force, never writes through a link with it, and
+// refuses a broken Compose file.
 func TestInitFromComposeWritesALoadableConfig(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "compose.yaml")
@@ -43,6 +44,20 @@ func TestInitFromComposeWritesALoadableConfig(t *testing.T) {
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("%s replaced with --force: %v %v; want 0600 again", out, fi, err)
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "linked.yaml")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if said, code := runCLI(t, "init", "--from-compose", in, "--out", link, "--force"); code != 1 || !strings.Contains(said, "symbolic link") {
+		t.Fatalf("init --force over a link: exit %d:\n%s\nwant 1 naming the link", code, said)
+	}
+	if got, err := os.ReadFile(victim); err != nil || string(got) != "keep me\n" {
+		t.Fatalf("the file the link points at: %q, %v; want it untouched", got, err)
 	}
 	if err := os.WriteFile(in, []byte("services: [broken\n"), 0o600); err != nil {
 		t.Fatal(err)
