@@ -221,7 +221,8 @@ func canaryWeight(share, canaries, others int) int {
 
 // weighCanary gives the canary's targets their rollout.canary.weight share of new requests at a
 // balancer that weighs targets, and says what it set; none while no other target is in rotation.
-func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
+// A target the balancer does not know is weighed only when it is among add: added first.
+func (d *Deployer) weighCanary(ctx context.Context, targets []string, add ...string) string {
 	w, ok := d.bal.(balancer.Weighter)
 	ov, views := d.bal.(balancer.OutcomeViewer)
 	share := d.cfg.Rollout.Canary.Weight
@@ -253,7 +254,10 @@ func (d *Deployer) weighCanary(ctx context.Context, targets []string) string {
 	weight := canaryWeight(share, len(canaries), others)
 	for t := range canaries {
 		if _, known := snap[t]; !known {
-			continue // not at the balancer yet (a start-first port before its instance started)
+			rot, ok := d.bal.(balancer.Rotation)
+			if !ok || !slices.Contains(add, t) || rot.Add(ctx, t) != nil {
+				continue // not at the balancer yet (a start-first port before its instance started)
+			}
 		}
 		// Recorded before it is asked: a balancer that fails may still have set it (one instance
 		// of a tier of several, or an LB that applied it but answered late), and unweighCanary
@@ -282,21 +286,29 @@ func (d *Deployer) deployedTargets(rep *report.Report, b batch) []string {
 }
 
 // weighCanaryAhead gives the canary's share to the targets its hosts will have before they
-// are deployed (stop-first keeps a host's address), so a bad version never gets a full share,
-// not even during its bake; weighCanary sets it again once they are deployed. On a first deploy
-// no other target is in rotation and it weighs none; a canary that turns out not judged is put
-// back at once (canaryNotJudged).
+// are deployed, so a bad version never gets a full share, not even during its bake;
+// weighCanary sets it again once they are deployed. Those are every address of the balanced
+// service on the canary's hosts: stop-first keeps a host's address, and start-first takes
+// whichever of its two ports the old version does not hold (the old instance, about to be
+// replaced, keeps the canary's share meanwhile). A target the deployer adds itself once its
+// instance started (addsItself), and the balancer does not know now (a start-first port an
+// earlier deploy retired), is added first, out of rotation until its health checks pass, so
+// that it joins at the canary's weight and not the default. On a first deploy no other target
+// is in rotation and it weighs none; a canary that turns out not judged is put back at once
+// (canaryNotJudged).
 func (d *Deployer) weighCanaryAhead(ctx context.Context, version string, b batch) {
-	if !b.canary {
+	bsvc, ok := d.cfg.BalancedService()
+	if !b.canary || !ok {
 		return
 	}
-	var ts []string
+	var ts, adds []string
 	for _, h := range d.cfg.Hosts[b.first:b.end] {
-		if t := d.targetOf(spec.Render(d.cfg, h, version, d.self)); t != "" {
-			ts = append(ts, t)
+		ts = append(ts, h.ServiceAddrs(bsvc)...)
+		if svc, ok := spec.Render(d.cfg, h, version, d.self).Service(bsvc.Name); ok && d.addsItself(svc) {
+			adds = append(adds, h.ServiceAddrs(bsvc)...)
 		}
 	}
-	d.weighCanary(ctx, ts)
+	d.weighCanary(ctx, ts, adds...)
 }
 
 // unweighCanary puts every target weighCanary weighed back at the default weight, whatever the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 )
 
 // pauseGuard is a deploy's events, with ctx cancelled the moment the deploy pauses after its
@@ -205,5 +206,79 @@ func TestPausedCanaryKeepsItsWeightUntilPromoted(t *testing.T) {
 	}
 	if w := weightsAt(t, f.admin)[canary]; w != adminapi.DefaultWeight {
 		t.Errorf("the canary %s at weight %d after the deploy; want %d", canary, w, adminapi.DefaultWeight)
+	}
+}
+
+// inRotationShare is target's share, in %, of new requests at the fleet's LB now: its weight over
+// the weights of every target in rotation (a start-first port not in use gets none).
+func inRotationShare(t *testing.T, admin, target string) (float64, map[string]int) {
+	t.Helper()
+	o, err := balancer.NewInHouse(admin, "").Outcomes(context.Background())
+	if err != nil {
+		t.Error(err)
+		return 0, nil
+	}
+	ws, total := map[string]int{}, 0
+	for addr, sts := range o {
+		if len(sts) > 0 && sts[0].InRotation {
+			ws[addr] = sts[0].Weight
+			total += sts[0].Weight
+		}
+	}
+	if total == 0 {
+		return 0, ws
+	}
+	return 100 * float64(ws[target]) / float64(total), ws
+}
+
+// Under start-first the canary's new instance takes the host's other port. It must have the
+// canary's share of new requests from the moment the balancer puts it in rotation, through its
+// bake, as a stop-first canary has (docs/deploy.md, "What a bad version costs"): v2 takes the
+// port v1 left free (a backend of the LB's config), v3 the port v2's deploy retired (the LB
+// forgot it), and neither may serve its bake at a full host's share.
+func TestStartFirstCanaryHasItsShareThroughItsBake(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, 2)
+	values := defaultValues()
+	values.Bake = 2 * time.Second
+	cfg := f.load(f.config("surge.yaml", values))
+	judged(cfg, analysisWindow, canaryFor)
+	cfg.Rollout.Strategy = config.StartFirst
+	cfg.Services[0].Ports = []int{f.base, f.gatewayBase()}
+	path := f.write("surge.yaml", cfg)
+	f.startLB(path)
+	if _, err := f.deployer(f.load(path), nil, Options{}).Deploy(context.Background(), "v1"); err != nil {
+		t.Fatalf("deploy v1: %v", err)
+	}
+	c := f.load(path)
+	svc, _ := c.BalancedService()
+	ports := c.Hosts[0].ServiceAddrs(svc)
+	for i, version := range []string{"v2", "v3"} {
+		target := ports[(i+1)%2] // v1 took the first port, v2 takes the other, v3 the first again
+		var ev eventLog
+		var mu sync.Mutex
+		var inBake float64 = -1
+		var weights map[string]int
+		events := func(e Event) {
+			ev.add(e)
+			if e.Step == stepInRotation && e.Host == "host-a" && e.Version == version {
+				share, ws := inRotationShare(t, f.admin, target)
+				mu.Lock()
+				inBake, weights = share, ws
+				mu.Unlock()
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		_, err := f.deployer(f.load(path), nil, Options{Events: events}).Deploy(ctx, version)
+		cancel()
+		if err != nil {
+			t.Fatalf("deploy %s: %v\nevents:\n%s", version, err, &ev)
+		}
+		mu.Lock()
+		if weight := float64(c.Rollout.Canary.Weight); inBake < 0 || inBake > 2*weight {
+			t.Errorf("%s: the canary's new instance %s in rotation for its bake with %.0f%% of new requests (weights in rotation %v); "+
+				"want about rollout.canary.weight %.0f%%\nevents:\n%s", version, target, inBake, weights, weight, &ev)
+		}
+		mu.Unlock()
 	}
 }

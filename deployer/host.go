@@ -267,7 +267,7 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 		if err != nil {
 			return err
 		}
-		sideBySide := d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive && !svc.Stopped && len(svc.Ports) == 2
+		sideBySide := d.sideBySide(svc)
 		if p, ok := rt.(preparer); ok && !keep && !svc.Stopped && !sideBySide && len(insts) > 0 {
 			// The new instance is made ready (the Docker runtime creates its container: the
 			// image and its config checked by the engine) before the old one drains, so a
@@ -302,7 +302,7 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			continue
 		}
 		gated := gate != nil && kept == nil && !d.opts.Naive && d.gates(svc.Name, isBalanced)
-		addsItself := sideBySide || svc.Drain == config.DrainBalancer // the deployer adds the target once started
+		addsItself := d.addsItself(svc)
 		if watch && canRotate && gated {
 			// Hold the target out until its smoke requests and pre_traffic hook passed: in place
 			// (stop-first, handshake) the balancer would take the new instance back by its health
@@ -368,6 +368,19 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 		started = append(started, fresh{inst: *inst, svc: svc, at: healthyAt})
 	}
 	return d.stable(ctx, h, rt, started)
+}
+
+// sideBySide reports whether svc's new instance starts beside the old one, on the other of its
+// two ports (start-first), rather than in its place.
+func (d *Deployer) sideBySide(svc spec.Service) bool {
+	return d.cfg.Rollout.Strategy == config.StartFirst && !d.opts.Naive && !svc.Stopped && len(svc.Ports) == 2
+}
+
+// addsItself reports whether the deployer adds svc's target at the balancer itself once its new
+// instance started (side by side, or drain: balancer), rather than the balancer taking it back
+// by its health checks alone.
+func (d *Deployer) addsItself(svc spec.Service) bool {
+	return d.sideBySide(svc) || svc.Drain == config.DrainBalancer
 }
 
 // retire drains and stops the old instances of svc that a start-first step replaced, and removes
