@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zero502/zero502/deployer/balancer"
@@ -208,8 +209,16 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *report.Repo
 	if err != nil {
 		return true, fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
 	}
-	d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s for %s (rollout.analysis) against the old version's targets",
-		strings.Join(hosts, ", "), d.bal.Name(), window)})
+	since := "for " + window.String()
+	for i := first; i < end; i++ {
+		hr := rep.Hosts[i]
+		if at := d.rotated.at(hr.Host); slices.Contains(fresh, hr.Target) && len(at[hr.Target]) > 0 {
+			before[hr.Target] = at[hr.Target] // counted from its coming into rotation (inRotation)
+			since = "since each came into rotation (its bake too) and for " + window.String() + " more"
+		}
+	}
+	d.emit(Event{Step: stepAnalysis, Version: version, Message: fmt.Sprintf("judging %s by what users get through %s %s (rollout.analysis) against the old version's targets",
+		strings.Join(hosts, ", "), d.bal.Name(), since)})
 	if err := d.sleep(ctx, window); err != nil {
 		return true, fmt.Errorf("analysis of %s: %w", strings.Join(hosts, ", "), err)
 	}
@@ -247,6 +256,51 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *report.Repo
 		return true, &VerdictError{Hosts: hosts, Verdict: v}
 	}
 	return true, nil
+}
+
+// inRotation is what the balancer had counted for every target when each host's new target came
+// into rotation in this deploy (its in-rotation event, local or relayed from a host's step): the
+// analysis of a batch counts a new target's requests from there, its bake included, not only
+// over the window after the bake. A version that fails while it warms up (a cold cache, a
+// migration) for less than rollout.bake is judged by those failures. (Not from before its step:
+// a stop-first target keeps its address, and the old version's drain would count as the new
+// version's.) Without such a snapshot (the balancer did not answer in time) the window's own
+// counts alone judge the target.
+type inRotation struct {
+	mu sync.Mutex
+	by map[string]balancer.Outcomes // host name → the balancer's outcomes then
+}
+
+// inRotationLook bounds the read of the balancer's outcomes as a target comes into rotation.
+const inRotationLook = 2 * time.Second
+
+// at is the balancer's outcomes as host's new target came into rotation (nil: none seen).
+func (r *inRotation) at(host string) balancer.Outcomes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.by[host]
+}
+
+// noteInRotation keeps the balancer's outcomes when e says host e.Host's balanced service came
+// into rotation, for a deploy whose batches are analysed (inRotation).
+func (d *Deployer) noteInRotation(e Event) {
+	bsvc, balanced := d.cfg.BalancedService()
+	ov, ok := d.bal.(balancer.OutcomeViewer)
+	if e.Step != stepInRotation || !balanced || e.Service != bsvc.Name || !ok || !d.cfg.Rollout.Analysis.Enabled || d.opts.Naive || !d.view {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), inRotationLook)
+	defer cancel()
+	o, err := ov.Outcomes(ctx)
+	if err != nil {
+		return
+	}
+	d.rotated.mu.Lock()
+	defer d.rotated.mu.Unlock()
+	if d.rotated.by == nil {
+		d.rotated.by = map[string]balancer.Outcomes{}
+	}
+	d.rotated.by[e.Host] = o
 }
 
 // targetOf is the address of host h's balanced service in spec s ("" when it has none).

@@ -495,3 +495,38 @@ func TestJudgeAP99BeyondTheHistogramFailsBesideABaselineWithin(t *testing.T) {
 		t.Errorf("both beyond the last bound: %q; want it to hold (the rule cannot tell them apart)", v.Reason)
 	}
 }
+
+// A version that fails every real request while it warms up, for less than its bake, is judged
+// by those failures: a new target's requests count from its coming into rotation, not only over
+// the window after the bake. Judged by the window alone, it passed with 0 errors, and the fleet
+// rolled to it.
+func TestAVersionFailingWhileItWarmsUpIsJudgedByItsBake(t *testing.T) {
+	t.Parallel()
+	f, _, v2 := analysisFleet(t, analysisWindow, "--fail-for", "2500ms")
+	cfg := f.load(v2)
+	cfg.Rollout.Bake = 3 * time.Second // the failures end within it
+	v2 = f.write("v2-baked.yaml", cfg)
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+	time.Sleep(300 * time.Millisecond)
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{}).Deploy(context.Background(), "v2")
+	res := m.stop(t)
+	if res.Counts["500"]+res.Counts["other_5xx"] == 0 {
+		t.Fatalf("load saw no 500 (%v): the warming version never served, so the test proves nothing\nevents:\n%s", res.Counts, &ev)
+	}
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) || !strings.Contains(err.Error(), "analysis of host-a failed") {
+		t.Fatalf("deploy of a version failing for its first 2.5s, within its 3s bake: %v; want host-a's analysis failed\nevents:\n%s", err, &ev)
+	}
+	if v := verdict.Verdict; v.Pass || v.New.ServerErrors == 0 {
+		t.Errorf("verdict %+v: want the warm-up's 5xx counted", v)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
+		t.Errorf("host-a: %s, runs %q; want rolled back to v1", a.Outcome, a.Running)
+	}
+	for host, v := range f.versions() {
+		if v != "v1" {
+			t.Errorf("%s runs %q after the failed verdict, want v1", host, v)
+		}
+	}
+}

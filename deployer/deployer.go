@@ -113,6 +113,9 @@ type Deployer struct {
 	turns turns
 	// progress is the progress clock of each host's step while it runs (progress.go).
 	progress progress
+	// rotated is the balancer's outcomes as each host's new target came into rotation
+	// (analysis.go).
+	rotated inRotation
 	// remoteTargets are where the balanced service of each host over ssh answers, as its look or
 	// its step's report last said (no runtime here to read it from): currentTarget.
 	remoteTargets sync.Map // host name → host:port

@@ -51,6 +51,7 @@ func (e Event) Elapsed() time.Duration { return time.Duration(e.ElapsedMS) * tim
 // emit stamps e and hands it to the Events callback, one at a time.
 func (d *Deployer) emit(e Event) {
 	d.progressed(e)
+	d.noteInRotation(e)
 	if d.opts.Events == nil {
 		return
 	}

@@ -60,6 +60,7 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.ExitAfter, "exit-after", 0, "exit 1 this long after start, without draining (0: never)")
 	f.StringVar(&o.OrdersLog, "orders-log", "", "file POST /orders appends one JSON line to per execution")
 	f.IntVar(&o.FailEvery, "fail-every", 0, "answer 500 to every Nth request but /health, which stays 200 (1: every request; 0: never): a bad version")
+	f.DurationVar(&o.FailFor, "fail-for", 0, "answer 500 to every request but /health for this long after start, while /health stays 200 (0: never): a version that fails while it warms up")
 	f.DurationVar(&o.Delay, "delay", 0, "wait this long before every answer but /health's: a slow version")
 	logs = addLogFlags(cmd, false)
 	cmd.MarkFlagRequired("version")

@@ -50,6 +50,9 @@ type Options struct {
 	// FailEvery > 0 makes every FailEvery-th request but /health answer 500 (1: every one), while
 	// /health keeps answering 200: a bad version only what users get can tell.
 	FailEvery int
+	// FailFor > 0 makes every request but /health answer 500 for that long after start, while
+	// /health answers 200: a version that fails while it warms up (a cold cache, a migration).
+	FailFor time.Duration
 	// Delay is added before every answer but /health's: a slow version.
 	Delay time.Duration
 	// Clock defaults to clock.Real{}; Logger to a JSON logger on stderr.
@@ -115,6 +118,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("app: --fail-every %d is negative; use 0 (never), 1 (every request) or N (every Nth)", o.FailEvery)
 	case o.Delay < 0:
 		return fmt.Errorf("app: --delay %s is negative; use 0 or more", o.Delay)
+	case o.FailFor < 0:
+		return fmt.Errorf("app: --fail-for %s is negative; use 0 (never) or more", o.FailFor)
 	case o.FailHealthAfter < 0:
 		return fmt.Errorf("app: --fail-health-after %s is negative; use 0 (never) or more", o.FailHealthAfter)
 	case o.ExitAfter < 0:

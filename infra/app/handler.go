@@ -31,11 +31,15 @@ func (a *App) Handler(backend string) http.Handler {
 	})
 }
 
-// misbehave plays a bad version (Options.FailEvery, Options.Delay) on a request but /health's;
-// it reports whether it answered the request itself.
+// misbehave plays a bad version (Options.FailEvery, Options.FailFor, Options.Delay) on a
+// request but /health's; it reports whether it answered the request itself.
 func (a *App) misbehave(w http.ResponseWriter) bool {
 	if a.opts.Delay > 0 {
 		time.Sleep(a.opts.Delay)
+	}
+	if a.opts.FailFor > 0 && a.opts.Clock.Now().Sub(a.started) < a.opts.FailFor {
+		text(w, http.StatusInternalServerError, "version "+a.opts.Version+" failed this request while it warms up (--fail-for)\n")
+		return true
 	}
 	if n := a.opts.FailEvery; n > 0 && a.served.Add(1)%uint64(n) == 0 {
 		text(w, http.StatusInternalServerError, "version "+a.opts.Version+" failed this request (--fail-every)\n")

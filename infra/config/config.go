@@ -441,7 +441,8 @@ type Canary struct {
 type Analysis struct {
 	// Enabled turns the analysis on (default true).
 	Enabled bool `mapstructure:"enabled"`
-	// Window is how long each batch is watched once it is in rotation and baked. Default 30s.
+	// Window is how long each batch is watched once it is in rotation and baked (its new targets'
+	// requests count from their coming into rotation, their bake included). Default 30s.
 	Window time.Duration `mapstructure:"window"`
 	// MinRequests is how many requests the new version's targets must get in the window for a
 	// verdict on the numbers; fewer is the verdict "not enough traffic" (OnNoTraffic). 0 judges
