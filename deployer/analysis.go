@@ -210,6 +210,9 @@ func (d *Deployer) analyse(ctx context.Context, version string, rep *report.Repo
 		return true, fmt.Errorf("analysis of %s: read the balancer's outcomes: %w", strings.Join(hosts, ", "), err)
 	}
 	since := "for " + window.String()
+	if before == nil {
+		before = balancer.Outcomes{}
+	}
 	for i := first; i < end; i++ {
 		hr := rep.Hosts[i]
 		if at := d.rotated.at(hr.Host); slices.Contains(fresh, hr.Target) && len(at[hr.Target]) > 0 {
