@@ -198,7 +198,6 @@ func TestAStepOfAnOlderHostLostBeforeItsFirstEventIsUnknown(t *testing.T) {
 	t.Parallel()
 	f, cfg := fakeSSHFleet(t, "old.yaml", 1)
 	began := filepath.Join(f.dir, "step-began")
-	fake := filepath.Join(f.dir, "fake-ssh")
 	script := `#!/bin/sh
 case "$*" in
 *" host step "*"--look-first"*) echo 'Error: unknown flag: --look-first' >&2; exit 2 ;;
@@ -208,16 +207,9 @@ case "$*" in
 esac
 exit 255
 `
-	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var ev eventLog
-	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: bin, SSH: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
-	if err == nil {
-		t.Fatalf("no error\n%s", &ev)
-	}
+	rep, ev := failedDeployThrough(t, f, cfg, script)
 	if _, serr := os.Stat(began); serr != nil {
-		t.Fatalf("the plain step never ran: %v\n%s", serr, &ev)
+		t.Fatalf("the plain step never ran: %v\n%s", serr, ev)
 	}
 	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUnknown || a.Running == "v1" {
 		t.Errorf("host-a: outcome %q, running %q (error %s); its step was started on the host, so it must be %q with no version claimed",
@@ -291,7 +283,6 @@ exit 255 # the waiting step's session is lost before its turn
 func TestAStepOfAnOlderHostThatSSHNeverReachedChangedNothing(t *testing.T) {
 	t.Parallel()
 	f, cfg := fakeSSHFleet(t, "old-never.yaml", 1)
-	fake := filepath.Join(f.dir, "fake-ssh")
 	script := `#!/bin/sh
 case "$*" in
 *" host step "*"--look-first"*) echo 'Error: unknown flag: --look-first' >&2; exit 2 ;;
@@ -300,6 +291,19 @@ case "$*" in
 esac
 exit 255
 `
+	rep, ev := failedDeployThrough(t, f, cfg, script)
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUnreachable || a.Running != "v1" || !strings.Contains(a.Error, "unreachable and was not changed") {
+		t.Errorf("host-a: outcome %q, running %q, error %q; ssh never logged in, so want %q, running v1 (the read-back's look)\n%s",
+			a.Outcome, a.Running, a.Error, report.OutcomeUnreachable, ev)
+	}
+}
+
+// failedDeployThrough deploys v2 to the fakeSSHFleet f (config cfg) through the fake ssh client
+// script, written at f.dir/fake-ssh, and returns the report and the events of the deploy, which
+// must fail.
+func failedDeployThrough(t *testing.T, f *fleet, cfg *config.Config, script string) (*report.Report, *eventLog) {
+	t.Helper()
+	fake := filepath.Join(f.dir, "fake-ssh")
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -308,8 +312,5 @@ exit 255
 	if err == nil {
 		t.Fatalf("no error\n%s", &ev)
 	}
-	if a := rep.Hosts[0]; a.Outcome != report.OutcomeUnreachable || a.Running != "v1" || !strings.Contains(a.Error, "unreachable and was not changed") {
-		t.Errorf("host-a: outcome %q, running %q, error %q; ssh never logged in, so want %q, running v1 (the read-back's look)\n%s",
-			a.Outcome, a.Running, a.Error, report.OutcomeUnreachable, &ev)
-	}
+	return rep, &ev
 }
