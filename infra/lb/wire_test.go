@@ -367,26 +367,7 @@ func TestAnHTTP10ClientIsNeverSentA100Continue(t *testing.T) {
 func TestTrailerDropsFieldsTheLBControls(t *testing.T) {
 	got := make(chan string, 1)
 	addr := tcpserver.Serve(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		var in strings.Builder
-		for blanks, want := 0, 1; blanks < want; { // the head's end; for the POST, its trailer's too
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if in.Len() == 0 && strings.HasPrefix(line, "POST ") {
-				want = 2
-			}
-			in.WriteString(line)
-			if line == "\r\n" {
-				blanks++
-			}
-		}
-		req := in.String()
-		if strings.HasPrefix(req, "POST ") {
-			_, body, _ := strings.Cut(req, "\r\n\r\n")
-			got <- body
-		}
+		readTrailedRequest(c, got)
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"+
 			"2\r\nok\r\n0\r\nConnection: keep-alive\r\nX-Sum: 2\r\nContent-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n")
 	})
@@ -414,24 +395,7 @@ func TestTrailerDropsFieldsTheLBControls(t *testing.T) {
 func TestTrailerFieldNameSplitAcrossReadsIsDropped(t *testing.T) {
 	got := make(chan string, 1)
 	addr := tcpserver.Serve(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		var in strings.Builder
-		for blanks, want := 0, 1; blanks < want; {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if in.Len() == 0 && strings.HasPrefix(line, "POST ") {
-				want = 2
-			}
-			in.WriteString(line)
-			if line == "\r\n" {
-				blanks++
-			}
-		}
-		if _, body, _ := strings.Cut(in.String(), "\r\n\r\n"); strings.HasPrefix(in.String(), "POST ") {
-			got <- body
-		}
+		readTrailedRequest(c, got)
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nConne")
 		time.Sleep(50 * time.Millisecond)
 		_, _ = io.WriteString(c, "ction: keep-alive\r\nX-Sum: 2\r\n\r\n")
@@ -457,5 +421,30 @@ func TestTrailerFieldNameSplitAcrossReadsIsDropped(t *testing.T) {
 	out, _ := io.ReadAll(c)
 	if _, body, _ := strings.Cut(string(out), "\r\n\r\n"); body != "2\r\nok\r\n0\r\nX-Sum: 2\r\n\r\n" {
 		t.Errorf("the client got %q, want the trailer X-Sum alone", out)
+	}
+}
+
+// readTrailedRequest is the backend's side of the trailer tests: it reads one request from c up
+// to its head's end and, for a POST (a chunked body with a trailer, its fields one per line), up
+// to its trailer's end too, and sends the POST's body, as it came, on got.
+func readTrailedRequest(c net.Conn, got chan<- string) {
+	br := bufio.NewReader(c)
+	var in strings.Builder
+	for blanks, want := 0, 1; blanks < want; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if in.Len() == 0 && strings.HasPrefix(line, "POST ") {
+			want = 2
+		}
+		in.WriteString(line)
+		if line == "\r\n" {
+			blanks++
+		}
+	}
+	if req := in.String(); strings.HasPrefix(req, "POST ") {
+		_, body, _ := strings.Cut(req, "\r\n\r\n")
+		got <- body
 	}
 }
