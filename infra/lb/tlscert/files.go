@@ -26,7 +26,8 @@ type named struct {
 // readFiles reads every certificate and key of files, refusing with the file, the key and the
 // fix: a file that is missing or does not parse, a key any other user may read, a certificate
 // another user may write (a chain of theirs for the same key would be served), a key that does
-// not match its certificate, a certificate with no name.
+// not match its certificate. A certificate with no DNS name (nor common name) is kept: it serves
+// no name by SNI, only as the default (the first file's), e.g. for clients that dial an IP.
 func readFiles(files []config.TLSCertificate) (*fileSet, error) {
 	set := &fileSet{}
 	for i, f := range files {
