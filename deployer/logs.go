@@ -38,7 +38,7 @@ func Logs(ctx context.Context, cfg *config.Config, host, service string, follow 
 	}
 	switch cfg.Rollout.Runtime {
 	case config.RuntimeProcess:
-		rt, err := process.New(cfg.HostStateDir(h))
+		rt, err := process.Open(cfg.HostStateDir(h)) // it only reads: a host never deployed gets no state dir
 		if err != nil {
 			return err
 		}

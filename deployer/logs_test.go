@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/syncbuffer"
 )
@@ -43,5 +44,34 @@ func TestLogsFollowPrintsWhatIsAppended(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("follow ended with %v after cancel, want nil", err)
+	}
+}
+
+// logs and a host's look only read: asked of a host never deployed, logs says the service never
+// started there, a look that nothing runs, and neither makes a state dir (one made by root would
+// refuse the deploy user's first deploy).
+func TestLogsAndALookOfAHostNeverDeployedMakeNoStateDir(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "host-a")
+	cfg, err := config.LoadBytes([]byte(`
+rollout: {runtime: process}
+services: [{name: web, command: [/bin/true]}]
+hosts: [{name: host-a, state_dir: `+dir+`}]
+`), "test config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Logs(context.Background(), cfg, "host-a", "web", false, &bytes.Buffer{}, Options{}); err == nil || !strings.Contains(err.Error(), "never started on this host") {
+		t.Fatalf("logs of a host never deployed: %v, want an error saying the service never started", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("logs made %s (%v): it only reads", dir, err)
+	}
+	// A host's look (zero502 host look: status and preflight over ssh) only reads too.
+	if l, err := Look(context.Background(), cfg, "host-a", "v1", Options{}); err != nil || l.Running != "" {
+		t.Fatalf("look of a host never deployed: %+v, %v; want it running nothing", l, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a look made %s (%v): it only reads", dir, err)
 	}
 }

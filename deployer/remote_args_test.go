@@ -30,8 +30,9 @@ func TestStepArgsCarryTheLockTimeoutAsGiven(t *testing.T) {
 	}
 }
 
-// A host over ssh whose state dir cannot be made (here below a directory anyone may write, which
-// zero502 does not trust) refuses the deploy at preflight, from its look, before host-a (the
+// A host over ssh whose state dir cannot be used (here below a directory anyone may write, which
+// zero502 does not trust) refuses the deploy at preflight, from its look (which reads, and
+// makes no directory), before host-a (the
 // first batch) is touched; the error names the host once, and the directory and its mode.
 func TestARemoteHostsUnusableStateDirRefusesTheDeployBeforeAnyHostChanges(t *testing.T) {
 	t.Parallel()
@@ -53,7 +54,7 @@ func TestARemoteHostsUnusableStateDirRefusesTheDeployBeforeAnyHostChanges(t *tes
 	cfg.Rollout.Batch = 1
 	bad := f.load(f.write("bad.yaml", cfg))
 	_, err := f.deployer(bad, nil, Options{RemoteBinary: bin}).Deploy(context.Background(), "v2")
-	if err == nil || !strings.Contains(err.Error(), "refused before anything changed: host host-b: runtime: ") ||
+	if err == nil || !strings.Contains(err.Error(), "refused before anything changed: host host-b: ") ||
 		!strings.Contains(err.Error(), open+" has mode 0777") || strings.Contains(err.Error(), "host host-b: host host-b") {
 		t.Fatalf("deploy with host-b's state dir below a world-writable directory: %v; want refused naming host-b once, the directory and its mode", err)
 	}

@@ -116,10 +116,11 @@ func HostStep(ctx context.Context, cfg *config.Config, name, version string, opt
 }
 
 // Look reads host name's state on this machine, for a deployer elsewhere: no balancer is
-// asked (the deployer asks its own), services are checked directly.
+// asked (the deployer asks its own), services are checked directly. It changes nothing
+// (lookOnly).
 func Look(ctx context.Context, cfg *config.Config, name, version string, opts Options) (hostLook, error) {
 	opts.Balancer = balancer.None{}
-	d, h, err := onHost(cfg, name, opts)
+	d, h, err := onHost(cfg, name, lookOnly(cfg, opts))
 	if err != nil {
 		return hostLook{}, err
 	}

@@ -85,13 +85,12 @@ func (s *FleetStatus) OK() bool {
 	return true
 }
 
-// Status reads every host's published spec, lock, watchdog state and running instances, checks
-// each instance's health directly and its target at the balancer, and says where the fleet
-// disagrees with its specs. It changes nothing: no lock is taken, no file written. Hosts reached
-// over ssh are reported as not looked at (run zero502 status on them).
-func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus, error) {
+// lookOnly is opts for a command that only looks (status, a host's look): with the process
+// runtime and no runtime given, the runtime that makes no directory (process.Open), so a host
+// never deployed keeps having no state dir (one root made would refuse the deploy user's first
+// deploy).
+func lookOnly(cfg *config.Config, opts Options) Options {
 	if opts.Runtime == nil && cfg.Rollout.Runtime == config.RuntimeProcess {
-		// It changes nothing: a host never deployed keeps having no state dir.
 		opts.Runtime = func(h config.Host) (Runtime, error) {
 			rt, err := process.Open(cfg.HostStateDir(h))
 			if err != nil {
@@ -100,7 +99,15 @@ func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus
 			return rt, nil
 		}
 	}
-	d := New(cfg, opts)
+	return opts
+}
+
+// Status reads every host's published spec, lock, watchdog state and running instances, checks
+// each instance's health directly and its target at the balancer, and says where the fleet
+// disagrees with its specs. It changes nothing: no lock is taken, no file written. Hosts reached
+// over ssh are reported as not looked at (run zero502 status on them).
+func Status(ctx context.Context, cfg *config.Config, opts Options) (*FleetStatus, error) {
+	d := New(cfg, lookOnly(cfg, opts))
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
