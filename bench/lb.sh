@@ -21,7 +21,7 @@
 #     new connection per request, TLS handshakes per second (zero502-tls/haproxy-tls,
 #     zero502-tls-close/haproxy-tls-close);
 #  5. opens IDLE idle keep-alive client connections (each sent one request first) to zero502 lb
-#     and to HAProxy and prints the RSS growth per connection in KiB.
+#     and to HAProxy and prints the RSS growth per connection in KiB (IDLE=0 skips it).
 # Everything listens on 127.0.0.1 and ends when the script ends. Not part of CI: the numbers
 # depend on the machine (and on whatever else runs on it), so compare the ratios, not the req/s.
 set -euo pipefail
@@ -309,16 +309,18 @@ idle_kib() {
     | tee -a "$work/idle"
 }
 
-echo "== idle keep-alive connections: fresh zero502 lb and HAProxy, $IDLE clients each"
-kill "$zpid" "$hpid" 2>/dev/null || true
-"$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>>"$work/zero502.log" &
-zpid=$!; pids+=("$zpid")
-haproxy -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
-hpid=$!; pids+=("$hpid")
-wait_port "$LB_PORT"; wait_port "$HA_PORT"; sleep 1
 : >"$work/idle"
-idle_kib zero502 "$zpid" "$LB_PORT"
-idle_kib haproxy "$hpid" "$HA_PORT"
+if [ "$IDLE" -gt 0 ]; then # IDLE=0 skips it
+  echo "== idle keep-alive connections: fresh zero502 lb and HAProxy, $IDLE clients each"
+  kill "$zpid" "$hpid" 2>/dev/null || true
+  "$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>>"$work/zero502.log" &
+  zpid=$!; pids+=("$zpid")
+  haproxy -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
+  hpid=$!; pids+=("$hpid")
+  wait_port "$LB_PORT"; wait_port "$HA_PORT"; sleep 1
+  idle_kib zero502 "$zpid" "$LB_PORT"
+  idle_kib haproxy "$hpid" "$HA_PORT"
+fi
 
 echo
 echo "== results ($BACKENDS $BACKEND backends, wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, $(nproc) CPUs)"

@@ -63,14 +63,17 @@ runs which version); 2: refused before anything changed.`,
 			case opts.LockTimeout == 0:
 				opts.NoLockWait = true
 			}
-			if metricsTextfile != "" {
-				if err := report.CheckMetricsTextfile(metricsTextfile); err != nil {
-					return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
-				}
+			if err := report.CheckMetricsTextfileName(metricsTextfile); metricsTextfile != "" && err != nil {
+				return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
 			}
 			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return exitCode(2, err)
+			}
+			if metricsTextfile != "" { // its directory once the config holds: a refused deploy makes none
+				if err := report.CheckMetricsTextfile(metricsTextfile); err != nil {
+					return exitCode(2, fmt.Errorf("--metrics-textfile: %w", err))
+				}
 			}
 			var htmlOut *os.File
 			if reportPath != "" {

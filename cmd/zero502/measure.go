@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,8 @@ func newMeasureCmd() *cobra.Command {
 POST /orders (each with a unique Idempotency-Key), on new and reused keep-alive connections,
 and classifies every outcome: ok, 502, 503, 504, other 5xx, 4xx, refused, reset, timeout.
 A 503 from the health endpoint is the drain at work, not a failure; a 503 on a real path is.
-Exits 1 when any request failed (unless --allow-failures); Ctrl-C ends the load early.`,
+Exits 1 when any request failed (unless --allow-failures) or none was sent; Ctrl-C ends the
+load early.`,
 		Example: `  zero502 measure http://127.0.0.1:18080 --rate 400 --duration 30s
   zero502 measure http://127.0.0.1:18080 --duration 0 --json > load.json   # until Ctrl-C`,
 		Args: cobra.ExactArgs(1),
@@ -48,6 +50,10 @@ Exits 1 when any request failed (unless --allow-failures); Ctrl-C ends the load 
 			}
 			if res.Failed() && !allowFailures {
 				return exitCode(1, nil)
+			}
+			if res.Sent == 0 { // no failure counted proves nothing: nothing was measured
+				return exitCode(1, fmt.Errorf("no request was sent in %s, so nothing was measured; "+
+					"give a --duration of at least one request's interval (1/--rate %d)", res.Elapsed.Round(time.Millisecond), o.Rate))
 			}
 			return nil
 		},

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,24 @@ func TestMeasureRefusesABucketFinerThanTheLoadsPace(t *testing.T) {
 			t.Errorf("measure --bucket %s: exit %d, output %q; want exit 2 naming the bucket and the rule", bucket, code, out)
 		}
 	}
-	if out, code := runCLI(t, "measure", "http://127.0.0.1:1", "--rate", "1", "--duration", "1ms", "--bucket", "1ms", "--allow-failures"); code != 0 {
-		t.Errorf("measure --bucket 1ms: exit %d, want 0\n%s", code, out)
+	// 1ms is taken (the load runs: in 1ms at 1/s it sends nothing, which exits 1, not 2).
+	if out, code := runCLI(t, "measure", "http://127.0.0.1:1", "--rate", "1", "--duration", "1ms", "--bucket", "1ms", "--allow-failures"); code == 2 || strings.Contains(out, "bucket") {
+		t.Errorf("measure --bucket 1ms: exit %d, want the load to run\n%s", code, out)
+	}
+}
+
+// A load that sent nothing (interrupted before its first request) measured nothing: it exits 1
+// saying so, not 0 as though no request had failed.
+func TestMeasureThatSentNothingExits1(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the first request
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"measure", "http://127.0.0.1:1", "--rate", "1", "--duration", "10s"})
+	err := root.ExecuteContext(ctx)
+	if code := exitStatus(err); code != 1 || err == nil || !strings.Contains(err.Error(), "no request was sent") {
+		t.Fatalf("exit %d, error %v, output:\n%s\nwant exit 1 saying no request was sent", code, err, out.String())
 	}
 }

@@ -31,8 +31,8 @@ func (r Report) Result() string {
 // anything changes: its name, and that a file can be written beside it (its directory is
 // created, as WriteMetricsTextfile would; a file made there is removed at once).
 func CheckMetricsTextfile(path string) error {
-	if filepath.Ext(path) != ".prom" {
-		return fmt.Errorf("metrics textfile %q: must end in .prom, which is what node_exporter's textfile collector reads", path)
+	if err := CheckMetricsTextfileName(path); err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -44,6 +44,15 @@ func CheckMetricsTextfile(path string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// CheckMetricsTextfileName checks a textfile path's name alone (nothing is created): it must
+// end in .prom.
+func CheckMetricsTextfileName(path string) error {
+	if filepath.Ext(path) != ".prom" {
+		return fmt.Errorf("metrics textfile %q: must end in .prom, which is what node_exporter's textfile collector reads", path)
+	}
+	return nil
 }
 
 // WriteMetricsTextfile writes the deploy's outcome for node_exporter's textfile collector at
