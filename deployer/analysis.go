@@ -53,9 +53,9 @@ func (e Evidence) String() string {
 }
 
 // pool adds up what targets got between the snapshots before and after. A target missing from
-// either snapshot (added or removed meanwhile) counts nothing. A counter that went back during
-// the window (the balancer restarted, or dropped and re-added the target) counts what it holds
-// after: all of that was got inside the window, and skipping it would judge a version that
+// either snapshot (added or removed meanwhile) counts nothing. Counters that started again
+// during the window (the balancer restarted, or dropped and re-added the target: their
+// counting_since moved, or one went back) count what they hold after: all of that was got inside the window, and skipping it would judge a version that
 // failed every request since by no requests at all.
 func pool(before, after balancer.Outcomes, targets []string) (Evidence, error) {
 	e := Evidence{Targets: targets}

@@ -530,3 +530,26 @@ func TestAVersionFailingWhileItWarmsUpIsJudgedByItsBake(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolCountsARestartWhoseCountersOvertookTheOnesBefore: the balancer restarted early in the
+// window and its counters since already exceed the ones before it. Only their start says so:
+// diffed as one run, 1000 requests and 300 errors since the restart would pool as 600 requests
+// and 300 errors, half of them failed where 30 % were.
+func TestPoolCountsARestartWhoseCountersOvertookTheOnesBefore(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	began := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	st := func(since time.Time, answered, errs uint64) adminapi.BackendStatus {
+		return adminapi.BackendStatus{Address: "new", Outcomes: adminapi.Outcomes{Answered: answered, ServerErrors: errs,
+			Latency: adminapi.Histogram{Bounds: bounds, Counts: []uint64{answered, 0, 0, 0}}, CountingSince: since}}
+	}
+	before := balancer.Outcomes{"new": {st(began, 400, 0)}}
+	after := balancer.Outcomes{"new": {st(began.Add(40*time.Second), 1000, 300)}}
+	fresh, err := pool(before, after, []string{"new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Requests != 1000 || fresh.Errors != 300 || fresh.Restarted != 1 {
+		t.Fatalf("pooled %d requests, %d errors, %d restarted; want the 1000 and 300 since the restart, 1 restarted",
+			fresh.Requests, fresh.Errors, fresh.Restarted)
+	}
+}

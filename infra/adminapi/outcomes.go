@@ -28,6 +28,11 @@ type Outcomes struct {
 	// Latency is the time from the request sent to the target to its response head, of every
 	// answer counted in Answered.
 	Latency Histogram `json:"latency"`
+	// CountingSince is when these counters started at zero: the target's addition to this LB,
+	// or the LB's start. Two snapshots that differ in it are of two runs (the LB restarted, or
+	// the target was removed and added again) even where every counter went up between them.
+	// Zero from an LB that predates it.
+	CountingSince time.Time `json:"counting_since,omitzero"`
 }
 
 // Failures count the attempts at a target that got no response, charged to the target.
@@ -117,8 +122,9 @@ func (h Histogram) Quantile(q float64) time.Duration {
 }
 
 // ErrNotOneWindow says two snapshots cannot be diffed: they are of different targets, their
-// histograms have different buckets, or a counter went back (the target was removed and added
-// again, or the LB restarted, between them).
+// histograms have different buckets, or their counters started again between them (the target
+// was removed and added again, or the LB restarted: CountingSince differs, or a counter went
+// back).
 var ErrNotOneWindow = errors.New("snapshots are not of one target's one run")
 
 // WindowOutcome is what the requests sent to one target between two snapshots got.
@@ -149,6 +155,10 @@ func Window(before, after BackendStatus) (WindowOutcome, error) {
 	b, a := before.Outcomes, after.Outcomes
 	if before.Address != after.Address {
 		return WindowOutcome{}, fmt.Errorf("window of %s against %s: %w", before.Address, after.Address, ErrNotOneWindow)
+	}
+	if !b.CountingSince.IsZero() && !a.CountingSince.IsZero() && !b.CountingSince.Equal(a.CountingSince) {
+		return WindowOutcome{}, fmt.Errorf("window of %s: its counters started again at %s (the LB restarted, or the target was added again): %w",
+			after.Address, a.CountingSince.Format(time.RFC3339Nano), ErrNotOneWindow)
 	}
 	if !slices.Equal(b.Latency.Bounds, a.Latency.Bounds) || len(b.Latency.Counts) != len(a.Latency.Counts) {
 		return WindowOutcome{}, fmt.Errorf("window of %s: latency buckets changed: %w", after.Address, ErrNotOneWindow)

@@ -88,4 +88,36 @@ func TestWindowRefusesSnapshotsOfDifferentRuns(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNotOneWindow", name, err)
 		}
 	}
+	// A restart whose counters since already exceed the ones before it: only the start tells.
+	began := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	a.Outcomes.CountingSince = began
+	for name, after := range map[string]BackendStatus{
+		"restarted, every counter up":  snapshotSince(began.Add(time.Minute), "a", 30, 30),
+		"restarted in the same second": snapshotSince(began.Add(time.Nanosecond), "a", 30, 30),
+	} {
+		if _, err := Window(a, after); !errors.Is(err, ErrNotOneWindow) {
+			t.Errorf("%s: %v, want ErrNotOneWindow", name, err)
+		}
+	}
+}
+
+// snapshotSince is a snapshot of addr counting since since: answered answers, errs of them 5xx.
+func snapshotSince(since time.Time, addr string, answered, errs uint64) BackendStatus {
+	st := snapshot(addr, answered, errs, 0, Failures{}, LBAnswers{}, answered, 0, 0, 0, 0)
+	st.Outcomes.CountingSince = since
+	return st
+}
+
+// Snapshots of one run (the same start, or one side from an LB that predates it) are diffed.
+func TestWindowOfOneRunAcrossItsStart(t *testing.T) {
+	began := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	before, after := snapshotSince(began, "a", 10, 0), snapshotSince(began, "a", 30, 5)
+	older := before
+	older.Outcomes.CountingSince = time.Time{}
+	for name, b := range map[string]BackendStatus{"same start": before, "before from an older LB": older} {
+		w, err := Window(b, after)
+		if err != nil || w.Requests != 20 || w.Errors != 5 {
+			t.Errorf("%s: window %+v, %v; want 20 requests, 5 errors", name, w, err)
+		}
+	}
 }

@@ -65,6 +65,7 @@ type Backend struct {
 	failures          [failureKinds]atomic.Uint64
 	lbAnswers         [len(lbAnswerCodes)]atomic.Uint64
 	latency           latency
+	countingSince     time.Time // when these counters started at zero (adminapi.Outcomes.CountingSince)
 
 	pool lockedPool   // the goroutine path's idle connections (the event loops keep their own)
 	idle atomic.Int64 // idle connections to it in every pool, of both paths
@@ -89,7 +90,7 @@ type Backend struct {
 
 // newBackend is a backend in rotation.
 func newBackend(addr string, index int, now time.Time) *Backend {
-	b := blankBackend(addr, index)
+	b := blankBackend(addr, index, now)
 	b.StartInRotation(now)
 	return b
 }
@@ -97,7 +98,7 @@ func newBackend(addr string, index int, now time.Time) *Backend {
 // newConfiguredBackend is a backend of the configuration: out of rotation until its first
 // health check, which the LB runs when it starts (see firstChecks).
 func newConfiguredBackend(addr string, index int, now time.Time) *Backend {
-	b := blankBackend(addr, index)
+	b := blankBackend(addr, index, now)
 	b.StartAwaitingFirstCheck(now)
 	return b
 }
@@ -105,14 +106,15 @@ func newConfiguredBackend(addr string, index int, now time.Time) *Backend {
 // newJoiningBackend is a backend the admin API added: out of rotation until its health checks
 // pass healthy_threshold times.
 func newJoiningBackend(addr string, index int, now time.Time) *Backend {
-	b := blankBackend(addr, index)
+	b := blankBackend(addr, index, now)
 	b.StartJoining(now)
 	return b
 }
 
-// blankBackend is addr at index with the default weight, before its standing starts.
-func blankBackend(addr string, index int) *Backend {
-	b := &Backend{Address: addr, index: index}
+// blankBackend is addr at index with the default weight, before its standing starts, its
+// counters starting at now.
+func blankBackend(addr string, index int, now time.Time) *Backend {
+	b := &Backend{Address: addr, index: index, countingSince: now}
 	if ip, err := netip.ParseAddrPort(addr); err == nil {
 		b.ip = netip.AddrPortFrom(ip.Addr().Unmap(), ip.Port())
 	} else {

@@ -153,6 +153,7 @@ func (b *Backend) outcomes() adminapi.Outcomes {
 		BadGateway: b.lbAnswers[0].Load(), ServiceUnavailable: b.lbAnswers[1].Load(), GatewayTimeout: b.lbAnswers[2].Load(),
 	}
 	o.Latency = b.latency.snapshot()
+	o.CountingSince = b.countingSince
 	return o
 }
 
