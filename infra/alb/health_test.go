@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -207,4 +208,25 @@ func TestFailOpenGuardLooksPastTargetsAlreadyDraining(t *testing.T) {
 	if err := b.DrainGuard(ctx, one.addr()); !errors.Is(err, alb.ErrOthersNotHealthy) || !strings.Contains(err.Error(), "no target at all") {
 		t.Fatalf("every other target draining: DrainGuard = %v; want no target left", err)
 	}
+}
+
+// An ALB's health checker does not follow redirects: a 302 is the answer, checked against the
+// matcher (Target.ResponseCodeMismatch, "[302]"). A health path that redirects to a page
+// answering 200 must read unhealthy, as it would against AWS, not healthy.
+func TestAHealthPathThatRedirectsIsNotHealthy(t *testing.T) {
+	f := newFixture(t, sourceNumbers)
+	b := alb.NewBalancer(f.api, f.arn)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			http.Redirect(w, r, "/login", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	f.register(t, addr)
+	f.step(t)
+	f.step(t)
+	wantState(t, b, addr, alb.StateUnhealthy, "Target.ResponseCodeMismatch")
 }

@@ -2,6 +2,7 @@ package alb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/zero502/zero502/infra/config"
 )
@@ -31,6 +33,10 @@ type Diff struct {
 	DryRun bool `json:"dry_run"`
 	// Calls are the Modify calls made, in order; none when nothing differed or on a dry run.
 	Calls []string `json:"calls"`
+	// Verified is true when the target group was read running the config: nothing differed, or
+	// the changes were applied and read back. False on a dry run with changes, and when
+	// Provision failed on the way (its error says where), the Calls made standing.
+	Verified bool `json:"verified"`
 }
 
 // Changes are the fields that differ.
@@ -69,6 +75,13 @@ func (d Diff) WriteTable(w io.Writer) error {
 		_, err = fmt.Fprintf(w, "no changes: target group %s already runs the config\n", d.TargetGroupARN)
 	case d.DryRun:
 		_, err = fmt.Fprintf(w, "dry run: %d change(s) not applied to %s\n", n, d.TargetGroupARN)
+	case !d.Verified:
+		made := strings.Join(d.Calls, ", ")
+		if made == "" {
+			made = "none answered"
+		}
+		_, err = fmt.Fprintf(w, "failed: %d change(s) to %s not applied and verified (Modify calls answered: %s); see the error\n",
+			n, d.TargetGroupARN, made)
 	default:
 		_, err = fmt.Fprintf(w, "applied %d change(s) to %s (%s), read back and verified\n",
 			n, d.TargetGroupARN, strings.Join(d.Calls, ", "))
@@ -95,6 +108,7 @@ func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Di
 	wanted := Wanted(b)
 	d := Diff{TargetGroupARN: b.TargetGroupARN, DryRun: dryRun, Calls: []string{}, Fields: wanted.diff(live)}
 	if dryRun || d.NoChanges() {
+		d.Verified = d.NoChanges()
 		return d, nil
 	}
 
@@ -111,7 +125,11 @@ func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Di
 			HealthCheckProtocol:        types.ProtocolEnum(wanted.HealthCheckProtocol),
 		})
 		if err != nil {
-			return d, fmt.Errorf("target group %s: ModifyTargetGroup failed, nothing was changed: %w", b.TargetGroupARN, err)
+			done := "nothing was changed"
+			if !refused(err) {
+				done = unknownOutcome
+			}
+			return d, fmt.Errorf("target group %s: ModifyTargetGroup failed, %s: %w", b.TargetGroupARN, done, err)
 		}
 		d.Calls = append(d.Calls, "ModifyTargetGroup")
 	}
@@ -128,7 +146,10 @@ func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Di
 		})
 		if err != nil {
 			done := "nothing was changed"
-			if len(d.Calls) > 0 {
+			switch {
+			case !refused(err):
+				done = unknownOutcome
+			case len(d.Calls) > 0:
 				done = "the health check was already changed (ModifyTargetGroup); run provision again"
 			}
 			return d, fmt.Errorf("target group %s: ModifyTargetGroupAttributes failed, %s: %w", b.TargetGroupARN, done, err)
@@ -146,7 +167,20 @@ func Provision(ctx context.Context, api API, b config.Balancer, dryRun bool) (Di
 				strings.Join(d.Calls, ", "), b.TargetGroupARN, c.Key, c.Config, c.Live)
 		}
 	}
+	d.Verified = true
 	return d, nil
+}
+
+// unknownOutcome is what a Modify call that got no answer from ELBv2 did: it may have been applied.
+const unknownOutcome = "ELBv2 gave no answer, so the change may or may not have been applied; " +
+	"run provision --dry-run to see what the target group runs now, then provision again"
+
+// refused reports whether err is ELBv2's own refusal of a call (AccessDenied, ValidationError,
+// TargetGroupNotFound, …), so the call changed nothing. A call that got no answer (the connection
+// dropped after the request went out, or callTimeout passed) or a server fault may have been applied.
+func refused(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorFault() != smithy.FaultServer
 }
 
 func healthCheckDiffers(want, have Timing) bool {

@@ -48,8 +48,9 @@ type Options struct {
 	// Region goes into the ARNs the double makes. Default eu-west-1.
 	Region string
 	// HTTPClient makes the health checks. Default: a client that never reuses connections,
-	// like an ALB health checker (one request per connection), and that does not verify a
-	// target's certificate on an HTTPS check, as an ALB does not.
+	// like an ALB health checker (one request per connection), that does not verify a
+	// target's certificate on an HTTPS check and does not follow a redirect (a 3xx is the
+	// answer the matcher judges), as an ALB does not.
 	HTTPClient *http.Client
 }
 
@@ -83,7 +84,8 @@ func New(opts Options) *Server {
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
