@@ -5,17 +5,21 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // ServerTLS is the TLS configuration of a Server: the origin's certificate (certFile, keyFile)
 // and, unless clientCA is empty, a client certificate every agent must present, chained to the
 // PEM CA in clientCA (tls.RequireAndVerifyClientCert). An empty clientCA accepts any client;
-// `zero502 agent-server` allows that only with --no-client-cert.
+// `zero502 agent-server` allows that only with --no-client-cert. Every file is held to
+// infra/trust (loadPair, readPool): the CA decides whose messages are applied.
 func ServerTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := loadPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("--cert %s --key %s: %w", certFile, keyFile, err)
+		return nil, err
 	}
 	conf := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	if clientCA == "" {
@@ -44,18 +48,41 @@ func ClientTLS(serverName, caFile, certFile, keyFile string, insecure bool) (*tl
 		return nil, fmt.Errorf("--cert %q and --key %q: give both or neither", certFile, keyFile)
 	}
 	if certFile != "" {
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		pair, err := loadPair(certFile, keyFile)
 		if err != nil {
-			return nil, fmt.Errorf("--cert %s --key %s: %w", certFile, keyFile, err)
+			return nil, err
 		}
 		conf.Certificates = []tls.Certificate{pair}
 	}
 	return conf, nil
 }
 
-// readPool is the certificates of the PEM file path.
+// loadPair reads a certificate and its key as the LB reads its own (infra/lb/tlscert): a key
+// any other user may read is no secret (trust.CheckPrivate), a certificate another user may
+// write could be theirs (trust.Check); either is refused naming its flag and the fix.
+func loadPair(certFile, keyFile string) (tls.Certificate, error) {
+	if err := trust.Check(certFile, os.Getuid()); err != nil {
+		return tls.Certificate{}, fmt.Errorf("--cert %s: %w", certFile, err)
+	}
+	if err := trust.CheckPrivate(keyFile, os.Getuid()); err != nil {
+		return tls.Certificate{}, fmt.Errorf("--key %s: %w", keyFile, err)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--cert %s --key %s: %w", certFile, keyFile, err)
+	}
+	return pair, nil
+}
+
+// readPool is the certificates of the PEM file path, once infra/trust holds it (trust.Open: a
+// CA another user could write would let them add their own).
 func readPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	f, err := trust.Open(path, os.Getuid())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pem, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,5 +84,49 @@ func TestAClientCANeedsEachAgentsCertificateFromIt(t *testing.T) {
 	}
 	if _, err := ServerTLS(originCert, originKey, originKey); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
 		t.Errorf("a --client-ca that holds a key: %v; want \"holds no PEM certificate\"", err)
+	}
+}
+
+// The files that decide who is trusted are held to infra/trust, as the LB's TLS files are: a
+// --client-ca another user may write would let them add their own CA and have their messages
+// applied, an agent's --ca one they may write would let them stand in for the origin, and a key
+// others may read is no longer a secret. Each is refused naming its flag, before anything serves.
+func TestTLSFilesAnotherUserCouldChangeOrReadAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.New(t, "agents CA")
+	caFile := ca.WriteCert(t, filepath.Join(dir, "ca.pem"))
+	cert, key := testpki.WritePair(t, ca.Issue(t, x509.ExtKeyUsageServerAuth, originName),
+		filepath.Join(dir, "origin.pem"), filepath.Join(dir, "origin-key.pem"))
+	if _, err := ServerTLS(cert, key, caFile); err != nil {
+		t.Fatalf("files of this user's, 0600: %v", err)
+	}
+	chmod := func(path string, mode os.FileMode) {
+		t.Helper()
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	chmod(caFile, 0o666)
+	if _, err := ServerTLS(cert, key, caFile); err == nil || !strings.Contains(err.Error(), "--client-ca") || !strings.Contains(err.Error(), "0666") {
+		t.Errorf("a --client-ca anyone may write: %v; want a refusal naming --client-ca and its mode", err)
+	}
+	if _, err := ClientTLS(originName, caFile, "", "", false); err == nil || !strings.Contains(err.Error(), "--ca") || !strings.Contains(err.Error(), "0666") {
+		t.Errorf("an agent's --ca anyone may write: %v; want a refusal naming --ca and its mode", err)
+	}
+	chmod(caFile, 0o644)
+
+	chmod(key, 0o644)
+	if _, err := ServerTLS(cert, key, caFile); err == nil || !strings.Contains(err.Error(), "--key") || !strings.Contains(err.Error(), "0644") {
+		t.Errorf("a --key others may read: %v; want a refusal naming --key and its mode", err)
+	}
+	if _, err := ClientTLS(originName, caFile, cert, key, false); err == nil || !strings.Contains(err.Error(), "--key") || !strings.Contains(err.Error(), "0644") {
+		t.Errorf("an agent's --key others may read: %v; want a refusal naming --key and its mode", err)
+	}
+	chmod(key, 0o600)
+
+	chmod(cert, 0o666)
+	if _, err := ServerTLS(cert, key, caFile); err == nil || !strings.Contains(err.Error(), "--cert") || !strings.Contains(err.Error(), "0666") {
+		t.Errorf("a --cert anyone may write: %v; want a refusal naming --cert and its mode", err)
 	}
 }

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // DefaultFirewallChain is the chain the edge's rules live in; DOCKER-USER jumps to it, so
@@ -157,13 +161,36 @@ func (f Firewall) Script() string {
 type ipTables func(ctx context.Context, program string, stdin string, args ...string) ([]byte, error)
 
 // ExecIPTables runs the program on this host, with prefix before it (e.g. ip netns exec NAME).
+// It runs as root: the program, and the prefix's, are held to infra/trust as every program
+// zero502 runs is, and run by the path that was judged (trustedPath).
 func ExecIPTables(prefix ...string) ipTables {
 	return func(ctx context.Context, program, stdin string, args ...string) ([]byte, error) {
 		argv := append(append(append([]string{}, prefix...), program), args...)
+		for _, i := range slices.Compact([]int{0, len(prefix)}) { // the prefix's program, then this one
+			p, err := trustedPath(argv[i])
+			if err != nil {
+				return nil, err
+			}
+			argv[i] = p
+		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Stdin = strings.NewReader(stdin)
 		return cmd.CombinedOutput()
 	}
+}
+
+// trustedPath is where name is found on PATH, once trust.Program holds it and every link and
+// directory on the way: that path, not the real one, since iptables and ip6tables are one
+// multi-call program (xtables-nft-multi) that picks what to be by the name it was run as.
+func trustedPath(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	if _, err := trust.Program(path, os.Getuid()); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // Apply installs the rules in each family: our chain replaced in one restore transaction (with
@@ -176,7 +203,9 @@ func (f Firewall) Apply(ctx context.Context, ipt ipTables) (notes []string, err 
 		return nil, err
 	}
 	for _, fam := range Families {
-		if _, err := ipt(ctx, fam.Tables, "", "-S", "DOCKER-USER"); err != nil {
+		if _, err := ipt(ctx, fam.Tables, "", "-S", "DOCKER-USER"); errors.Is(err, trust.ErrRefused) {
+			return notes, err // not run at all: nothing says whether the chain is there
+		} else if err != nil {
 			if fam.Name == "IPv4" {
 				return notes, fmt.Errorf("chain DOCKER-USER not found (iptables): is Docker running on this host? Published ports never traverse INPUT, " +
 					"so the rules must go where Docker's FORWARD looks first")

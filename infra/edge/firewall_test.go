@@ -462,3 +462,33 @@ func TestFirewallInterfaceNames(t *testing.T) {
 		}
 	}
 }
+
+// `edge firewall --apply` runs as root: the iptables it runs is held to infra/trust, as every
+// program zero502 runs is. One found on PATH in a directory anyone may write (0777) never runs:
+// Apply fails naming the directory and its mode (not a missing DOCKER-USER chain).
+func TestAnIPTablesAnotherUserCouldChangeIsNotRun(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := root + "/bin"
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	marker := root + "/ran"
+	if err := os.WriteFile(bin+"/iptables", []byte("#!/bin/sh\n: > "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	fw := Firewall{Allow: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}, Port: 443, InInterface: "eth0"}
+	_, err := fw.Apply(context.Background(), ExecIPTables())
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatalf("the iptables of a 0777 directory ran (err %v); want it refused before it runs", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), bin) || !strings.Contains(err.Error(), "0777") {
+		t.Errorf("Apply = %v; want a refusal naming %s and its mode 0777", err, bin)
+	}
+}

@@ -221,3 +221,60 @@ func TestOpenChecksBeforeItReads(t *testing.T) {
 		t.Fatalf("Open of a missing file: %v; want fs.ErrNotExist, not a refusal", err)
 	}
 }
+
+// A ".." after a symlink is judged as the kernel takes it: from where the link leads, not by
+// crossing out the link's name. trusted/link leads to open/sub, so trusted/link/../secret is
+// open/secret to every open(2); its directory (0777) is refused, however trusted
+// trusted/secret, the path with "link/.." crossed out, is. Open reads the file the path names
+// (or nothing), never another one.
+func TestADotDotAfterASymlinkIsJudgedWhereTheLinkLeads(t *testing.T) {
+	uid := os.Getuid()
+	root := trustedRoot(t)
+	trusted := mkdir(t, filepath.Join(root, "trusted"), 0o755)
+	open := mkdir(t, filepath.Join(root, "open"), 0o777)
+	mkdir(t, filepath.Join(open, "sub"), 0o755)
+	if err := os.WriteFile(filepath.Join(trusted, "secret"), []byte("trusted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(open, "secret"), []byte("ATTACKER\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(open, "sub"), filepath.Join(trusted, "link")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(trusted, "link") + "/../secret"
+	if data, err := os.ReadFile(path); err != nil || string(data) != "ATTACKER\n" {
+		t.Fatalf("the kernel reads %q (%v) at %s; the test's layout is wrong", data, err, path)
+	}
+	err := Check(path, uid)
+	if err == nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), open) || !strings.Contains(err.Error(), "0777") {
+		t.Errorf("Check(%s) = %v; want a refusal naming %s (mode 0777), where the kernel looks the file up", path, err, open)
+	}
+	if err := CheckPrivate(path, uid); err == nil {
+		t.Errorf("CheckPrivate(%s) = nil; want the refusal Check gives", path)
+	}
+	if f, err := Open(path, uid); err == nil {
+		data, _ := io.ReadAll(f)
+		f.Close()
+		t.Errorf("Open(%s) read %q; want a refusal (the file the path names is in a 0777 directory)", path, data)
+	}
+}
+
+// MkdirAll takes a ".." after a symlink as the kernel does too: trusted/link/../made is made in
+// open (0777), so it is refused and nothing is made there.
+func TestMkdirAllJudgesADotDotAfterASymlinkWhereTheLinkLeads(t *testing.T) {
+	root := trustedRoot(t)
+	trusted := mkdir(t, filepath.Join(root, "trusted"), 0o755)
+	open := mkdir(t, filepath.Join(root, "open"), 0o777)
+	mkdir(t, filepath.Join(open, "sub"), 0o755)
+	if err := os.Symlink(filepath.Join(open, "sub"), filepath.Join(trusted, "link")); err != nil {
+		t.Fatal(err)
+	}
+	err := MkdirAll(filepath.Join(trusted, "link")+"/../made/deeper", 0o750, os.Getuid())
+	if err == nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "0777") {
+		t.Errorf("MkdirAll through link/..: %v; want a refusal naming the 0777 directory it would make it in", err)
+	}
+	if _, serr := os.Stat(filepath.Join(open, "made")); serr == nil {
+		t.Errorf("MkdirAll made %s, in a directory anyone may write", filepath.Join(open, "made"))
+	}
+}

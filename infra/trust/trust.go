@@ -48,9 +48,9 @@ func Check(path string, uid int) error {
 // resolve is the real path of path (absolute, every symlink followed) and its Lstat, once every
 // directory looked up on the way, every symlink followed and the file itself pass the rule.
 func resolve(path string, uid int) (string, os.FileInfo, error) {
-	abs, err := filepath.Abs(path)
+	abs, err := absolute(path)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w", path, err)
+		return "", nil, err
 	}
 	root := filepath.VolumeName(abs) + string(filepath.Separator)
 	var via []string // the links followed so far, "link links to target", for the error
@@ -130,6 +130,37 @@ func resolve(path string, uid int) (string, os.FileInfo, error) {
 		return "", nil, err
 	}
 	return cur, fi, nil
+}
+
+// absolute is path made absolute as the kernel looks it up, from the working directory. Not
+// filepath.Abs: it cleans the path, crossing out "dir/.." by name, while the kernel takes a ".."
+// from where dir leads when dir is a symlink (resolve's walk takes it so).
+func absolute(path string) (string, error) {
+	if filepath.IsAbs(path) {
+		return path, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return wd + string(filepath.Separator) + path, nil
+}
+
+// parentName is p without its last name, nothing cleaned (absolute's reason); the root is its
+// own parent.
+func parentName(p string) string {
+	vol := len(filepath.VolumeName(p))
+	i := len(p)
+	for i > vol+1 && os.IsPathSeparator(p[i-1]) {
+		i--
+	}
+	for i > vol+1 && !os.IsPathSeparator(p[i-1]) {
+		i--
+	}
+	for i > vol+1 && os.IsPathSeparator(p[i-1]) {
+		i--
+	}
+	return p[:i]
 }
 
 // splitPath is p's names, separator by separator (empty ones included: resolve skips them).
@@ -233,17 +264,17 @@ func OwnerName(uid int) string {
 // inside a directory another user owns or may write (one they made first, say, at a predictable
 // path in /tmp). The error of a refusal is Check's, naming the directory, its owner and mode.
 func MkdirAll(path string, mode os.FileMode, uid int) error {
-	p, err := filepath.Abs(path)
+	p, err := absolute(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	for {
 		if _, err := os.Stat(p); err == nil {
 			break
-		} else if !errors.Is(err, fs.ErrNotExist) || p == filepath.Dir(p) {
+		} else if !errors.Is(err, fs.ErrNotExist) || p == parentName(p) {
 			return err
 		}
-		p = filepath.Dir(p)
+		p = parentName(p)
 	}
 	if err := Check(p, uid); err != nil {
 		return err
