@@ -3,9 +3,7 @@ package agent
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/zero502/zero502/infra/trust"
@@ -74,21 +72,5 @@ func loadPair(certFile, keyFile string) (tls.Certificate, error) {
 	return pair, nil
 }
 
-// readPool is the certificates of the PEM file path, once infra/trust holds it (trust.Open: a
-// CA another user could write would let them add their own).
-func readPool(path string) (*x509.CertPool, error) {
-	f, err := trust.Open(path, os.Getuid())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	pem, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, errors.New("holds no PEM certificate")
-	}
-	return pool, nil
-}
+// readPool is the certificates of the PEM CA file path (trust.CertPool).
+func readPool(path string) (*x509.CertPool, error) { return trust.CertPool(path, os.Getuid()) }

@@ -108,7 +108,7 @@ func (s *LBSync) Validate() error {
 		}
 		return nil
 	}
-	if onLoopback(net.JoinHostPort(u.Hostname(), "0")) {
+	if adminapi.Loopback(net.JoinHostPort(u.Hostname(), "0")) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s %s is not on loopback, so anyone who answers there (a local user on the node's port, someone on the path) "+

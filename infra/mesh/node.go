@@ -215,11 +215,11 @@ func (n *Node) validateKey() error {
 		return nil
 	}
 	off := []string{}
-	if !onLoopback(n.Listen) {
+	if !adminapi.Loopback(n.Listen) {
 		off = append(off, "--listen "+n.Listen)
 	}
 	for _, name := range slices.Sorted(maps.Keys(n.Peers)) {
-		if !onLoopback(n.Peers[name]) {
+		if !adminapi.Loopback(n.Peers[name]) {
 			off = append(off, "--peers "+name+"="+n.Peers[name])
 		}
 	}
@@ -228,16 +228,6 @@ func (n *Node) validateKey() error {
 	}
 	return fmt.Errorf("%w: %s not on loopback, so anyone who reaches it could forge bulletins: give every server the same "+
 		"key with --key-file FILE or $ZERO502_MESH_KEY (e.g. `openssl rand -hex 32 > /etc/zero502/mesh.key`)", errNoKey, strings.Join(off, ", "))
-}
-
-// onLoopback reports whether addr's host is a loopback address (or localhost).
-func onLoopback(addr string) bool {
-	host, _, _ := net.SplitHostPort(addr)
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 func checkAddr(flag, addr string, lowestPort int) error {

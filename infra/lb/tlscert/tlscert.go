@@ -9,7 +9,6 @@ package tlscert
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -64,13 +63,9 @@ func newACME(a config.ACME) (*autocert.Manager, error) {
 	}
 	client := &acme.Client{DirectoryURL: a.Directory}
 	if a.CAFile != "" {
-		pem, err := os.ReadFile(a.CAFile)
+		roots, err := trust.CertPool(a.CAFile, os.Getuid()) // it decides which ACME server is believed
 		if err != nil {
 			return nil, fmt.Errorf("balancer.tls.acme.ca_file %s: %w", a.CAFile, err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("balancer.tls.acme.ca_file %s: no PEM certificate in it", a.CAFile)
 		}
 		client.HTTPClient = &http.Client{Timeout: 30 * time.Second,
 			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
