@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,6 +227,19 @@ func TestDockerStatusLogsAndStop(t *testing.T) {
 	out, code := runZero502(t, "logs", "--config", path, "--host", hosts[0], "--service", "web")
 	if code != 0 || !strings.Contains(out, "app started") || !strings.Contains(out, `"version":"v1"`) {
 		t.Fatalf("logs of %s/web: exit %d\n%s", hosts[0], code, out)
+	}
+	// A docker client another user could change is not run (logs runs it as the deploy's user).
+	open := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(open, 0o777); err != nil || os.Chmod(open, 0o777) != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(open, "docker"), []byte("#!/bin/sh\necho FAKE DOCKER RAN\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logs := exec.Command(bin, "logs", "--config", path, "--host", hosts[0], "--service", "web")
+	logs.Env = append(os.Environ(), "PATH="+open)
+	if out, err := logs.CombinedOutput(); err == nil || strings.Contains(string(out), "FAKE DOCKER RAN") || !strings.Contains(string(out), "0777") {
+		t.Fatalf("logs with a docker client in a 0777 directory: %v\n%s\nwant it refused, naming the mode, and not run", err, out)
 	}
 	if out, code := runZero502(t, "stop", "--config", path); code != 0 {
 		t.Fatalf("stop: exit %d\n%s", code, out)

@@ -13,6 +13,7 @@ import (
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/runtime"
 	"github.com/zero502/zero502/infra/runtime/process"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // logFollowPoll is how often Logs looks for new output of a process service's log when following.
@@ -60,7 +61,12 @@ func Logs(ctx context.Context, cfg *config.Config, host, service string, follow 
 		if follow {
 			args = append(args, "--follow")
 		}
-		cmd := exec.CommandContext(ctx, "docker", append(args, newest.ID)...)
+		docker, err := trust.Program("docker", os.Getuid()) // as every program zero502 runs
+		if err != nil {
+			return fmt.Errorf("docker logs %s: the docker client: %w", newest.ID, err)
+		}
+		cmd := exec.CommandContext(ctx, docker, append(args, newest.ID)...)
+		cmd.Args[0] = "docker"
 		cmd.Stdout, cmd.Stderr = w, w
 		if cfg.Rollout.DockerHost != "" {
 			cmd.Env = append(os.Environ(), "DOCKER_HOST="+cfg.Rollout.DockerHost)

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // OptsEnv holds extra ssh options, split on spaces, placed before the deployer's own (ssh
@@ -77,7 +79,14 @@ func Cmd(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error
 	if sshBin == "" {
 		sshBin = "ssh"
 	}
-	c := exec.Command(sshBin, args...)
+	// It runs as the deploy's user, often root in CI: an ssh client another user could change
+	// would be theirs to run (and would hold the session's keys).
+	prog, err := trust.Program(sshBin, os.Getuid())
+	if err != nil {
+		return nil, fmt.Errorf("the ssh client %s: %w", sshBin, err)
+	}
+	c := exec.Command(prog, args...)
+	c.Args[0] = sshBin
 	ownGroup(c)
 	return c, nil
 }

@@ -1,10 +1,13 @@
 package ssh
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 func TestSSHTargetsAndRefusals(t *testing.T) {
@@ -110,5 +113,33 @@ func TestNeverLoggedInIsSaidOnlyBySSHItself(t *testing.T) {
 		if got := neverLoggedIn(tc.stderr); got != tc.never {
 			t.Errorf("neverLoggedIn(%q) = %v, want %v", tc.stderr, got, tc.never)
 		}
+	}
+}
+
+// The ssh client runs as the deploy's user (root in many CIs) and holds its keys: one another
+// user could change is refused before it runs, naming it; a trusted one runs by its checked path.
+func TestAnSSHClientAnotherUserCouldChangeIsNotRun(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "bin")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	fake := filepath.Join(open, "ssh")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", open)
+	_, err := Command("", "root@10.0.0.1", "true")
+	if !errors.Is(err, trust.ErrRefused) || !strings.Contains(err.Error(), "ssh client") || !strings.Contains(err.Error(), "0777") {
+		t.Fatalf("ssh on a PATH directory anyone may write: %v; want a refusal naming the ssh client and the mode", err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := Command("", "root@10.0.0.1", "true")
+	if err != nil || cmd.Path != fake || cmd.Args[0] != "ssh" {
+		t.Fatalf("a trusted ssh: %v, path %q, argv[0] %q; want %s run as ssh", err, cmd.Path, cmd.Args[0], fake)
 	}
 }
