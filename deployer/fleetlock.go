@@ -118,6 +118,8 @@ type lockStatus struct {
 	Path        string           `json:"path"`
 	Deploy      *hostlock.Holder `json:"deploy,omitempty"`
 	Maintenance *Maintenance     `json:"maintenance,omitempty"`
+	// Lifted is the maintenance lock a release just lifted, whoever took it.
+	Lifted *Maintenance `json:"lifted,omitempty"`
 }
 
 func (s lockStatus) String() string {
@@ -134,6 +136,9 @@ func (s lockStatus) String() string {
 	}
 	if s.Maintenance != nil {
 		fmt.Fprintf(&b, "locked for maintenance by %s: %q (zero502 lock release lifts it)", s.Maintenance.Holder, s.Maintenance.Message)
+	}
+	if s.Lifted != nil {
+		fmt.Fprintf(&b, "; lifted the maintenance lock of %s: %q", s.Lifted.Holder, s.Lifted.Message)
 	}
 	return b.String()
 }
@@ -186,10 +191,16 @@ func whoDeploys() string {
 // HostLockOp is LockOp on this machine, the lock host name; me is who asks.
 func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder) (lockStatus, error) {
 	path := cfg.FleetLockPath()
+	var lookErr error // why the lock could not be looked at: then no status says it is free
 	st := func() lockStatus {
 		s := lockStatus{Host: name, Path: path}
 		// Looked at, not taken: a deploy starting meanwhile must not find it held by a status.
-		if held, h, err := hostlock.Held(path); err == nil && held {
+		held, h, err := hostlock.Held(path)
+		switch {
+		case err != nil:
+			lookErr = fmt.Errorf("fleet lock on host %s: could not tell whether a deploy holds it: %w; no deploy can take it either: "+
+				"fix what stands at %s (one that is not a regular file can be removed: the next deploy makes the lock again)", name, err, path)
+		case held:
 			s.Deploy = &h
 		}
 		if m, ok := readMaintenance(path); ok {
@@ -199,7 +210,10 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 	}
 	switch op {
 	case LockStatusOp:
-		return st(), nil
+		if s := st(); lookErr == nil {
+			return s, nil
+		}
+		return lockStatus{}, lookErr // no status: it would say free
 	case LockAcquireOp:
 		if strings.TrimSpace(message) == "" {
 			return lockStatus{}, errors.New("--message: required: say why the fleet is locked, e.g. -m \"DB migration until 18:00\"")
@@ -212,13 +226,16 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 		_ = l.Release() // before the status: it would say this operation holds the lock
 		return st(), err
 	case LockReleaseOp:
-		if _, ok := readMaintenance(path); !ok {
+		m, ok := readMaintenance(path)
+		if !ok {
 			return st(), fmt.Errorf("the fleet is not locked for maintenance (%s does not exist)", maintenancePath(path))
 		}
 		if err := os.Remove(maintenancePath(path)); err != nil {
 			return st(), fmt.Errorf("lift the maintenance lock: %w", err)
 		}
-		return st(), nil
+		s := st()
+		s.Lifted = &m
+		return s, nil
 	}
 	return lockStatus{}, fmt.Errorf("lock operation %q: must be status, acquire or release", op)
 }

@@ -107,12 +107,13 @@ func HoldFleetLock(ctx context.Context, cfg *config.Config, name string, me host
 
 // remoteHold is a fleet lock held through an ssh session to the lock host.
 type remoteHold struct {
-	host   string
-	cancel context.CancelFunc
-	ended  chan struct{} // closed when the session ended
-	mu     sync.Mutex
-	err    error // the session's end, once ended
-	freed  bool  // Release was called
+	host    string
+	cancel  context.CancelFunc
+	ended   chan struct{} // closed when the session ended
+	mu      sync.Mutex
+	err     error  // the session's end, once ended
+	expired string // the lock host's expired line: why it freed the lock
+	freed   bool   // Release was called
 }
 
 // Release ends the session: the host's process releases the flock and exits.
@@ -141,8 +142,12 @@ func (r *remoteHold) Lost() error {
 	if r.freed {
 		return nil
 	}
+	why := r.err
+	if r.expired != "" {
+		why = errors.New(r.expired)
+	}
 	return fmt.Errorf("the fleet lock's ssh session to %s ended (%v): another deploy may take the lock now; "+
-		"this one stops here, every host on a version its report says", r.host, r.err)
+		"this one stops here, every host on a version its report says", r.host, why)
 }
 
 // remoteFleetLock takes the fleet lock on lock host h over ssh.
@@ -164,6 +169,12 @@ func (d *Deployer) remoteFleetLock(ctx context.Context, h config.Host, version s
 			if l.Waiting != "" {
 				d.emit(Event{Step: stepLockWait, Version: version, Message: fmt.Sprintf(
 					"waiting for the fleet deploy lock on host %s, held by %s (giving up after %s)", h.Name, l.Waiting, d.remoteLockWait())})
+				return
+			}
+			if l.Expired != "" { // the lease ran out there: the lock is freed, and this is why
+				hold.mu.Lock()
+				hold.expired = l.Expired
+				hold.mu.Unlock()
 				return
 			}
 			select {
@@ -247,11 +258,14 @@ func (d *Deployer) remoteLockOp(ctx context.Context, h config.Host, op, message 
 	if last.Status != nil {
 		st = *last.Status
 	}
-	if last.Error != "" {
+	switch {
+	case last.Error != "":
 		return st, errors.New(last.Error)
-	}
-	if err != nil {
+	case err != nil:
 		return st, err
+	case last.Status == nil:
+		return st, fmt.Errorf("lock host %s: zero502 host fleet-lock --op %s printed no answer: nothing says it was done; check that the host "+
+			"runs this zero502 version (zero502 host install --ssh %s, with --dest where --remote-binary points), then run it again", h.Name, op, h.SSH)
 	}
 	return st, nil
 }

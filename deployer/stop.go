@@ -44,7 +44,8 @@ func (t StopTarget) Check(cfg *config.Config) error {
 // instances stopped the same way and gets a spec that says so (a corrupt spec is set aside
 // first, as a deploy does); its services that run nowhere there are marked stopped too, selected
 // or not, so the watchdog starts nothing that was never deployed there. A host reached over ssh
-// runs its part there (zero502 host stop).
+// runs its part there (zero502 host stop). Interrupted (ctx ends), the host under way is stopped
+// to its end and no later host is changed.
 //
 // Before any of that, Stop takes the fleet lock as a deploy does (fleetLock: on the lock host,
 // waiting up to Options.LockTimeout or refusing at once with NoLockWait, its holder recorded as
@@ -80,6 +81,10 @@ func Stop(ctx context.Context, cfg *config.Config, target StopTarget, opts Optio
 	for _, h := range cfg.Hosts {
 		if target.Host != "" && h.Name != target.Host {
 			continue
+		}
+		if err := ctx.Err(); err != nil { // interrupted: a host not reached yet is left as it is
+			errs = append(errs, fmt.Errorf("stopped before host %s (it and the hosts after it unchanged; zero502 stop again stops them): %w", h.Name, err))
+			break
 		}
 		if err := d.fleetLost(); err != nil { // over ssh: its session ended, a deploy may hold it now
 			errs = append(errs, fmt.Errorf("stopped before host %s: %w", h.Name, err))

@@ -221,3 +221,61 @@ hosts:
 	}
 	requireStopped("h1")
 }
+
+// zero502 stop interrupted (Ctrl-C) while it drains host h1 lets h1's stop run to its end, but
+// changes no host after it: h2 keeps its spec and its running instance, and the error says where
+// the stop stopped. An interrupted stop must not go on stopping the rest of the fleet.
+func TestAnInterruptedStopChangesNoFurtherHost(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	cfg, err := config.LoadBytes([]byte(`
+rollout: {runtime: process}
+services:
+  - {name: web, command: [sleep, "30"]}
+hosts:
+  - {name: h1, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h1")+`}
+  - {name: h2, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h2")+`}
+`), "test config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rts := map[string]*process.Runtime{}
+	for _, h := range cfg.Hosts {
+		rt, err := process.New(cfg.HostStateDir(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts[h.Name] = rt
+		t.Cleanup(func() {
+			all, _ := rt.List(context.Background(), runtime.Filter{Host: h.Name})
+			for _, in := range all {
+				if in.Running() {
+					_, _ = rt.Stop(context.Background(), in, 0)
+				}
+			}
+		})
+		if _, err := rt.Start(ctx, h.Name, spec.Render(cfg, h, "v1", "").Services[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var ev eventLog
+	interrupt := func(e Event) {
+		ev.add(e)
+		if e.Host == "h1" && e.Step == StepDrain {
+			cancel() // Ctrl-C while h1 drains
+		}
+	}
+	err = Stop(ctx, cfg, StopTarget{}, Options{LockTimeout: time.Second, Events: interrupt})
+	if err == nil || !strings.Contains(err.Error(), "h2") {
+		t.Errorf("stop interrupted during h1: %v; want an error saying it stopped before h2\n%s", err, &ev)
+	}
+	if s, err := spec.Read(spec.Path(cfg.HostStateDir(cfg.Hosts[1]))); !errors.Is(err, spec.ErrNone) {
+		t.Errorf("h2 after a stop interrupted during h1: spec %+v, %v; want none published (h2 untouched)", s, err)
+	}
+	if insts, err := running(context.Background(), rts["h2"], "h2", "web"); err != nil || len(insts) != 1 {
+		t.Errorf("h2's web after a stop interrupted during h1: %v %+v; want its instance still running\n%s", err, insts, &ev)
+	}
+}

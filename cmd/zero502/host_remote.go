@@ -67,12 +67,16 @@ func newHostLogsCmd() *cobra.Command {
 			if err := requireFlags(cmd, "host", "service"); err != nil {
 				return err
 			}
-			cfg, _, _, err := hostConfig(cmd, cfgPath)
+			cfg, stdin, framed, err := hostConfig(cmd, cfgPath)
 			if err != nil {
 				return exitCode(2, err)
 			}
 			ctx, stop := stopsignal.Context(cmd.Context(), syscall.SIGHUP)
 			defer stop()
+			// A follow ends with its deployer's session (zero502 logs interrupted), not only when
+			// a write to the gone session fails: a quiet log is never written again.
+			ctx, cancel := untilDeployerGone(ctx, stdin, framed)
+			defer cancel()
 			if err := deployer.HostLogs(ctx, cfg, name, service, follow, cmd.OutOrStdout()); err != nil {
 				return exitCode(1, err)
 			}
