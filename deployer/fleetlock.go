@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -101,8 +102,11 @@ func maintenancePath(lockPath string) string { return lockPath + ".maintenance" 
 
 func readMaintenance(lockPath string) (Maintenance, bool) {
 	data, err := os.ReadFile(maintenancePath(lockPath))
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return Maintenance{}, false
+	case err != nil: // there, but not read (its mode, a directory): locked, as a corrupt one is
+		return Maintenance{Message: fmt.Sprintf("(a maintenance record zero502 cannot read: %v)", err)}, true
 	}
 	var m Maintenance
 	if json.Unmarshal(data, &m) != nil {

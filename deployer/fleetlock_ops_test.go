@@ -115,3 +115,23 @@ exit 1
 		t.Errorf("the lost fleet lock says %q; want why: no renewal reached host-a within rollout.lock_lease", err)
 	}
 }
+
+// A maintenance record zero502 cannot read (here a directory stands at its name) still locks the
+// fleet: a deploy is refused naming it, as for a record it cannot parse, rather than going ahead
+// as though no one had locked the fleet.
+func TestAMaintenanceRecordThatCannotBeReadStillLocksTheFleet(t *testing.T) {
+	t.Parallel()
+	cfg := oneLockHost(t)
+	path := cfg.FleetLockPath()
+	if err := os.MkdirAll(maintenancePath(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := takeFleetLock(context.Background(), path, "on this machine", Holder("test deploy"), true, 0, nil)
+	if err == nil {
+		_ = l.Release()
+		t.Fatalf("a deploy took the fleet lock beside a maintenance record it cannot read (%s)", maintenancePath(path))
+	}
+	if !strings.Contains(err.Error(), "locked for maintenance") || !strings.Contains(err.Error(), "cannot read") {
+		t.Errorf("refused with %v; want it locked for maintenance, saying the record cannot be read", err)
+	}
+}
