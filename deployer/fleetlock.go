@@ -223,8 +223,11 @@ func HostLockOp(cfg *config.Config, name, op, message string, me hostlock.Holder
 			return lockStatus{}, errors.New("--message: required: say why the fleet is locked, e.g. -m \"DB migration until 18:00\"")
 		}
 		l, err := hostlock.TryAcquire(path, me)
-		if err != nil {
+		switch {
+		case errors.Is(err, hostlock.ErrHeld):
 			return st(), fmt.Errorf("fleet lock %s on %s: %w; wait for the deploy to end, then lock", path, name, err)
+		case err != nil: // not held: the lock itself is wrong, and its error says what to fix
+			return st(), fmt.Errorf("fleet lock %s on %s: %w", path, name, err)
 		}
 		err = lockForMaintenance(path, me, message)
 		_ = l.Release() // before the status: it would say this operation holds the lock

@@ -135,3 +135,18 @@ func TestAMaintenanceRecordThatCannotBeReadStillLocksTheFleet(t *testing.T) {
 		t.Errorf("refused with %v; want it locked for maintenance, saying the record cannot be read", err)
 	}
 }
+
+// lock acquire on a lock no one holds but no one can take (a symlink at its name) says what is
+// wrong with it, not "wait for the deploy to end": there is no deploy to wait for.
+func TestLockAcquireOnABrokenLockSaysWhatIsWrongNotToWait(t *testing.T) {
+	t.Parallel()
+	cfg := oneLockHost(t)
+	path := cfg.FleetLockPath()
+	if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LockOp(context.Background(), cfg, LockAcquireOp, "DB migration", Options{})
+	if err == nil || strings.Contains(err.Error(), "wait for the deploy") || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("lock acquire through a symlink: %v; want the lock's own fault (a symlink), not advice to wait for a deploy", err)
+	}
+}
