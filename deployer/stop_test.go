@@ -109,18 +109,7 @@ hosts:
 // another host meanwhile would reach the stopped one later and undo the stop.
 func TestStopTakesTheFleetLockAndHonoursTheMaintenanceLock(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	cfg, err := config.LoadBytes([]byte(`
-rollout: {runtime: process}
-services:
-  - {name: web, command: [sleep, "30"]}
-hosts:
-  - {name: h1, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h1")+`}
-  - {name: h2, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h2")+`}
-`), "test config")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := twoSleepingHosts(t)
 	ctx := context.Background()
 	specOf := func(host string) (spec.Spec, error) {
 		h, _ := cfg.Host(host)
@@ -227,18 +216,7 @@ hosts:
 // the stop stopped. An interrupted stop must not go on stopping the rest of the fleet.
 func TestAnInterruptedStopChangesNoFurtherHost(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	cfg, err := config.LoadBytes([]byte(`
-rollout: {runtime: process}
-services:
-  - {name: web, command: [sleep, "30"]}
-hosts:
-  - {name: h1, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h1")+`}
-  - {name: h2, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h2")+`}
-`), "test config")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := twoSleepingHosts(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rts := map[string]*process.Runtime{}
@@ -268,7 +246,7 @@ hosts:
 			cancel() // Ctrl-C while h1 drains
 		}
 	}
-	err = Stop(ctx, cfg, StopTarget{}, Options{LockTimeout: time.Second, Events: interrupt})
+	err := Stop(ctx, cfg, StopTarget{}, Options{LockTimeout: time.Second, Events: interrupt})
 	if err == nil || !strings.Contains(err.Error(), "h2") {
 		t.Errorf("stop interrupted during h1: %v; want an error saying it stopped before h2\n%s", err, &ev)
 	}
@@ -278,4 +256,23 @@ hosts:
 	if insts, err := running(context.Background(), rts["h2"], "h2", "web"); err != nil || len(insts) != 1 {
 		t.Errorf("h2's web after a stop interrupted during h1: %v %+v; want its instance still running\n%s", err, insts, &ev)
 	}
+}
+
+// twoSleepingHosts is a config of two local hosts, h1 and h2, each running web (a sleep) from its
+// own state dir.
+func twoSleepingHosts(t *testing.T) *config.Config {
+	t.Helper()
+	root := t.TempDir()
+	cfg, err := config.LoadBytes([]byte(`
+rollout: {runtime: process}
+services:
+  - {name: web, command: [sleep, "30"]}
+hosts:
+  - {name: h1, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h1")+`}
+  - {name: h2, address: 127.0.0.1, state_dir: `+filepath.Join(root, "h2")+`}
+`), "test config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
