@@ -189,7 +189,8 @@ type TLSCertificate struct {
 // ACME is the ACME account and the names it gets certificates for (HTTP-01 on
 // tls.redirect_http, or TLS-ALPN-01 on tls.listen).
 type ACME struct {
-	// Domains are the names to get certificates for (no wildcards). Default none: ACME off.
+	// Domains are the names to get certificates for: DNS host names (an internationalised one in
+	// its xn-- form), no wildcards, no IP addresses. Default none: ACME off.
 	Domains []string `mapstructure:"domains"`
 	// Email is the account's contact. Required with domains.
 	Email string `mapstructure:"email"`

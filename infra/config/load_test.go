@@ -113,6 +113,17 @@ func TestBadInputIsRefusedNamingKeyValueAndRule(t *testing.T) {
 			[]string{"balancer.tls.acme.email", "is required"}},
 		{"ACME for a wildcard", "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: ['*.example.com'], email: a@b.c, cache_dir: /x}\n",
 			[]string{"balancer.tls.acme.domains[0]", "*.example.com", "no wildcard"}},
+		// names the ACME client would drop without a word (its IDNA lookup refuses them)
+		{"ACME for a name with an underscore", "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: [shop.example.com, a_b.example.com], email: a@b.c, cache_dir: /x}\n",
+			[]string{"balancer.tls.acme.domains[1]", "a_b.example.com", "letters, digits and hyphens"}},
+		{"ACME for an empty label", "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: [shop..example.com], email: a@b.c, cache_dir: /x}\n",
+			[]string{"balancer.tls.acme.domains[0]", "shop..example.com"}},
+		{"ACME for a label starting with a hyphen", "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: [-shop.example.com], email: a@b.c, cache_dir: /x}\n",
+			[]string{"balancer.tls.acme.domains[0]", "-shop.example.com"}},
+		{"ACME for an IP address", "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: [203.0.113.7], email: a@b.c, cache_dir: /x}\n",
+			[]string{"balancer.tls.acme.domains[0]", "203.0.113.7", "not an IP address"}},
+		{"ACME for a name not in its xn-- form", "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: [bücher.example], email: a@b.c, cache_dir: /x}\n",
+			[]string{"balancer.tls.acme.domains[0]", "bücher.example", "xn-- form"}},
 		{"TLS at an ALB", "balancer:\n  kind: alb\n  target_group_arn: arn:x\n  tls:\n    listen: 0.0.0.0:443\n    certificates: [{cert: a.crt, key: a.key}]\n",
 			[]string{"balancer.tls.listen", "balancer.kind must be inhouse"}},
 		{"hook with a negative timeout", "hooks:\n  on_failure:\n    timeout: -1s\n", []string{"hooks.on_failure.timeout", "-1s", "positive"}},
@@ -270,5 +281,14 @@ func TestServiceEnvAndCommandAProcessCannotBeGivenAreRefused(t *testing.T) {
 	}
 	if _, err := Load(writeConfig(t, base+"services: [{name: web, command: [server, ./conf], env: {_A1: \"x y\", PATH: /opt/app/bin, spring.datasource.url: x}}]\n")); err != nil {
 		t.Fatalf("a bare command name and plain env: %v", err)
+	}
+}
+
+// The ACME names a client's SNI carries are taken: any case, a trailing dot, an internationalised
+// name in its xn-- form, a single label.
+func TestACMEDomainsThatAreHostNamesAreAccepted(t *testing.T) {
+	body := "balancer:\n  tls:\n    listen: 0.0.0.0:443\n    acme: {domains: [Shop.Example.COM., xn--bcher-kva.example, intranet, a-b.c0.example], email: a@b.c, cache_dir: /x}\n"
+	if _, err := Load(writeConfig(t, body)); err != nil {
+		t.Fatalf("refused:\n%s\n%v", body, err)
 	}
 }

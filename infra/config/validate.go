@@ -17,6 +17,7 @@ import (
 
 	"github.com/zero502/zero502/infra/dnsset"
 	"github.com/zero502/zero502/infra/secrets"
+	"golang.org/x/net/idna"
 )
 
 // FieldError is one refused value: the key, the value and the rule it breaks.
@@ -202,8 +203,8 @@ func (c *Config) Validate() error {
 				bad("balancer.tls.acme.directory", fmt.Sprintf("%q", a.Directory), "must be an https:// ACME directory URL")
 			}
 			for i, d := range a.Domains {
-				if d == "" || strings.ContainsAny(d, " /:*") {
-					bad(fmt.Sprintf("balancer.tls.acme.domains[%d]", i), fmt.Sprintf("%q", d), "must be a DNS name (no wildcard: HTTP-01 and TLS-ALPN-01 cannot prove one)")
+				if rule := acmeDomainRule(d); rule != "" {
+					bad(fmt.Sprintf("balancer.tls.acme.domains[%d]", i), fmt.Sprintf("%q", d), rule)
 				}
 			}
 		}
@@ -621,4 +622,30 @@ func ParseTargetGroupARN(arn string) (TargetGroupARN, error) {
 	}
 	tg.Name, tg.ID = resource[1], resource[2]
 	return tg, nil
+}
+
+// acmeDomainRule is the rule an ACME domain breaks ("" when it keeps it): a DNS host name in
+// ASCII, labels of letters, digits and hyphens (an internationalised name in its xn-- form, as
+// clients send it in their SNI), not an IP address and no wildcard. The ACME client drops from
+// its list, without a word, a name its IDNA lookup refuses (an underscore, a label starting with
+// a hyphen): refused here instead, naming it.
+func acmeDomainRule(d string) string {
+	const rule = "must be a DNS host name: labels of letters, digits and hyphens (not at a label's start or end), " +
+		"an internationalised name in its xn-- form, no wildcard (HTTP-01 and TLS-ALPN-01 cannot prove one), not an IP address"
+	name := strings.TrimSuffix(d, ".")
+	if name == "" || len(name) > 253 || net.ParseIP(name) != nil {
+		return rule
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.IndexFunc(label, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
+			}) >= 0 {
+			return rule
+		}
+	}
+	if ascii, err := idna.Lookup.ToASCII(name); err != nil || !strings.EqualFold(ascii, name) {
+		return rule
+	}
+	return ""
 }
