@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
@@ -21,6 +22,7 @@ type fileSet struct {
 type named struct {
 	cert  *tls.Certificate
 	names []string
+	file  string // its certificate file, for the log
 }
 
 // readFiles reads every certificate and key of files, refusing with the file, the key and the
@@ -54,7 +56,7 @@ func readFiles(files []config.TLSCertificate) (*fileSet, error) {
 		for j := range names {
 			names[j] = strings.ToLower(names[j])
 		}
-		set.certs = append(set.certs, named{cert: &c, names: names})
+		set.certs = append(set.certs, named{cert: &c, names: names, file: f.Cert})
 	}
 	return set, nil
 }
@@ -99,4 +101,20 @@ func stamps(files []config.TLSCertificate) string {
 		}
 	}
 	return b.String()
+}
+
+// outOfDate says, per certificate of s that clients would refuse at now (expired, or not valid
+// yet), its file, names and validity: it loads (a renewal may be on its way, and a listener
+// with no certificate serves no one), but the log must say so.
+func (s *fileSet) outOfDate(now time.Time) []string {
+	var out []string
+	for _, c := range s.certs {
+		switch leaf := c.cert.Leaf; {
+		case now.After(leaf.NotAfter):
+			out = append(out, fmt.Sprintf("%s (%s) expired at %s", c.file, strings.Join(c.names, " "), leaf.NotAfter.UTC().Format(time.RFC3339)))
+		case now.Before(leaf.NotBefore):
+			out = append(out, fmt.Sprintf("%s (%s) is not valid before %s", c.file, strings.Join(c.names, " "), leaf.NotBefore.UTC().Format(time.RFC3339)))
+		}
+	}
+	return out
 }

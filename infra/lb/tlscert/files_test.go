@@ -1,17 +1,26 @@
 package tlscert
 
 import (
+	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/internal/testrig/testpki"
 )
 
 // A certificate serves its exact names and, by a wildcard, one label below it: never the bare
 // domain nor two labels; the first that matches wins.
 func TestMatchBySNI(t *testing.T) {
 	a, w, b := &tls.Certificate{}, &tls.Certificate{}, &tls.Certificate{}
-	set := &fileSet{certs: []named{{a, []string{"shop.example.com"}}, {w, []string{"*.example.com"}}, {b, []string{"api.example.com"}}}}
+	set := &fileSet{certs: []named{{cert: a, names: []string{"shop.example.com"}}, {cert: w, names: []string{"*.example.com"}}, {cert: b, names: []string{"api.example.com"}}}}
 	for _, c := range []struct {
 		name string
 		want *tls.Certificate
@@ -65,5 +74,38 @@ func TestRedirectKeepsAnIPv6LiteralInBrackets(t *testing.T) {
 		if rec.Code != http.StatusPermanentRedirect || rec.Header().Get("Location") != c.want {
 			t.Errorf("Host %s, HTTPS port %s: %d %q, want 308 %s", c.host, c.port, rec.Code, rec.Header().Get("Location"), c.want)
 		}
+	}
+}
+
+// An expired certificate, or one not valid yet, still loads (a renewal may be on its way; no
+// certificate serves no one), but the log warns, naming its file, its names and the date.
+func TestACertificateClientsWouldRefuseIsLoggedAsAWarning(t *testing.T) {
+	ca := testpki.New(t, "test-ca")
+	dir := t.TempDir()
+	var files []config.TLSCertificate
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"old.example.com", time.Now().Add(-48 * time.Hour), time.Now().Add(-24 * time.Hour)},
+		{"new.example.com", time.Now().Add(24 * time.Hour), time.Now().Add(48 * time.Hour)},
+		{"good.example.com", time.Now().Add(-time.Hour), time.Now().Add(time.Hour)},
+	} {
+		cert, key := testpki.WritePair(t, ca.IssueValid(t, c.from, c.to, x509.ExtKeyUsageServerAuth, c.name),
+			filepath.Join(dir, c.name+".crt"), filepath.Join(dir, c.name+".key"))
+		files = append(files, config.TLSCertificate{Cert: cert, Key: key})
+	}
+	var logs bytes.Buffer
+	if _, err := New(config.BalancerTLS{HandshakeTimeout: time.Second, Certificates: files}, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{"old.example.com.crt (old.example.com) expired at", "new.example.com.crt (new.example.com) is not valid before", "level=WARN"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log:\n%s\nwant %q", out, want)
+		}
+	}
+	if strings.Contains(out, "good.example.com") {
+		t.Errorf("log:\n%s\nwant nothing said of the valid certificate", out)
 	}
 }

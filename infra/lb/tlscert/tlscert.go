@@ -46,6 +46,7 @@ func New(t config.BalancerTLS, log *slog.Logger) (*Source, error) {
 		return nil, err
 	}
 	s.loaded.Store(set)
+	s.warnOutOfDate(set)
 	if a := t.ACME; len(a.Domains) > 0 {
 		if s.acme, err = newACME(a); err != nil {
 			return nil, err
@@ -170,5 +171,15 @@ func (s *Source) Watch(ctx context.Context, interval time.Duration) {
 		s.loaded.Store(set)
 		s.Reloads.Add(1)
 		s.log.Info("certificate files reloaded", "files", len(s.files), "names", strings.Join(set.names(), " "))
+		s.warnOutOfDate(set)
+	}
+}
+
+// warnOutOfDate logs, at warning level, each certificate of set clients would refuse now.
+func (s *Source) warnOutOfDate(set *fileSet) {
+	for _, c := range set.outOfDate(time.Now()) {
+		if s.log != nil {
+			s.log.Warn("certificate served though clients refuse it: replace the file (it is reloaded when it changes)", "certificate", c)
+		}
 	}
 }

@@ -56,9 +56,15 @@ func (ca *CA) Pool() *x509.CertPool {
 // address or a DNS name; the first is the subject's common name.
 func (ca *CA) Issue(t testing.TB, usage x509.ExtKeyUsage, names ...string) tls.Certificate {
 	t.Helper()
+	return ca.IssueValid(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), usage, names...)
+}
+
+// IssueValid is Issue of a certificate valid from notBefore to notAfter (an expired one, say).
+func (ca *CA) IssueValid(t testing.TB, notBefore, notAfter time.Time, usage x509.ExtKeyUsage, names ...string) tls.Certificate {
+	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial.Add(1)),
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
 	for i, n := range names {
 		if i == 0 {
