@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/spec"
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // Note is one thing of the Compose file zero502 does not do as Compose would.
@@ -109,6 +112,11 @@ type Options struct {
 	// Env is the environment ${VAR} interpolation reads (as KEY=VALUE), before the .env file
 	// beside the Compose file; nil: this process's environment.
 	Env []string
+	// Check, when set, judges each file the services are read from besides the Compose file
+	// itself: the .env beside it (interpolation, COMPOSE_PROFILES), each env_file of a service
+	// read, and the files include and extends name (referenced). A file it refuses fails the
+	// load; one that is not there is not judged.
+	Check func(path string) error
 }
 
 // Load reads the Compose file path.
@@ -179,6 +187,25 @@ func Load(ctx context.Context, path string, o Options) (*Import, error) {
 		if s := updateOrder(sc); s != "" {
 			im.Strategy = s
 			break
+		}
+	}
+	if o.Check != nil {
+		files, err := referenced(ctx, path, base, map[string]bool{path: true})
+		if err != nil {
+			return nil, fmt.Errorf("compose file %s: %w", path, err)
+		}
+		files = append(files, filepath.Join(filepath.Dir(path), ".env"))
+		for _, sc := range scs {
+			for _, f := range sc.EnvFiles {
+				if f.Path != os.DevNull { // the empty env_file: nothing anyone can write into
+					files = append(files, f.Path)
+				}
+			}
+		}
+		for _, f := range files {
+			if err := o.Check(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("compose file %s: %w", path, err)
+			}
 		}
 	}
 	var refused []error
@@ -254,6 +281,63 @@ func secretNames(ctx context.Context, path string, base []cli.ProjectOptionsFn) 
 		}
 	}
 	return names, nil
+}
+
+// referenced are the files the Compose loader reads for path besides path itself and the
+// services' env_files: the Compose files its include and extends declarations name, the .env
+// beside each included one, and what those name in turn (seen: the files already followed). They
+// are read as secretNames reads the file (no interpolation), which has read path so already.
+func referenced(ctx context.Context, path string, base []cli.ProjectOptionsFn, seen map[string]bool) ([]string, error) {
+	var named, envs []string
+	listen := func(event string, m map[string]any) {
+		dir := filepath.Dir(path) // an extends file of path's own services is relative to it
+		var paths []string
+		switch event {
+		case "include":
+			if wd, ok := m["workingdir"].(string); ok && wd != "" {
+				dir = wd
+			}
+			paths, _ = m["path"].(types.StringList)
+		case "extends":
+			if f, ok := m["file"].(string); ok {
+				paths = []string{f}
+			}
+		}
+		for i, p := range paths {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			named = append(named, p)
+			if event == "include" && i == 0 {
+				envs = append(envs, filepath.Join(filepath.Dir(p), ".env")) // the included project's
+			}
+		}
+	}
+	opts, err := cli.NewProjectOptions([]string{path}, append(slices.Clone(base), cli.WithWorkingDirectory(filepath.Dir(path)),
+		cli.WithInterpolation(false), cli.WithNormalization(false), cli.WithConsistency(false), cli.WithLoadOptions(func(o *loader.Options) {
+			o.SkipValidation = true
+			o.Listeners = append(o.Listeners, listen)
+		}))...)
+	if err == nil {
+		_, err = opts.LoadModel(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	files := envs
+	for _, f := range named {
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		files = append(files, f)
+		more, err := referenced(ctx, f, base, seen)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, more...)
+	}
+	return files, nil
 }
 
 // envFilePaths are the paths of an env_file section as the loader's model holds it (a list of
@@ -539,7 +623,7 @@ func (im *Import) service(sc types.ServiceConfig, keys map[string]any, secrets *
 			if hc.Timeout != nil {
 				svc.Health.Timeout = time.Duration(*hc.Timeout)
 			}
-			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold)", shown(svc.Health.Path)))
+			note("healthcheck", fmt.Sprintf("the deployer, the watchdog and the balancer GET %s on the service's port and want 200 (services[].health); interval and retries are the balancer's (balancer.interval, unhealthy_threshold); %s", shown(svc.Health.Path), imageHealthcheck))
 			hk, _ := keys["healthcheck"].(map[string]any)
 			if _, ok := hk["start_period"]; ok && hc.StartPeriod != nil {
 				note("healthcheck.start_period", fmt.Sprintf("%s: zero502 has no start period: a new instance gets rollout.healthy_deadline (default 60s) to become healthy, so set that above the start period", time.Duration(*hc.StartPeriod)))
@@ -724,12 +808,19 @@ func healthOff(hc *types.HealthCheckConfig) bool {
 // without by its container's state.
 func healthInstead(svc config.Service, why string) string {
 	if svc.Port == 0 {
-		return why + ": the service has no port, so it is judged by its container's state only"
+		return why + ": the service has no port, so it is judged by its container's state only; " + imageHealthcheck
 	}
 	return fmt.Sprintf("%s: the deployer, the watchdog and the balancer GET the default health path "+
 		"(balancer.health_path, /health unless set) on port %d and want 200: serve it, or set the service's "+
-		"HTTP health path (services[].health.path)", why, svc.Port)
+		"HTTP health path (services[].health.path); %s", why, svc.Port, imageHealthcheck)
 }
+
+// imageHealthcheck is what every healthcheck note adds: Compose's healthcheck replaces the image's
+// HEALTHCHECK (disable and test: [NONE] turn it off), zero502's docker runtime leaves it on, and
+// the deployer and the watchdog take its unhealthy as the instance's.
+const imageHealthcheck = "the image's own HEALTHCHECK, if it has one, still runs in the container (zero502 neither replaces " +
+	"nor turns it off, as Compose does): its unhealthy fails a deploy and has the watchdog heal the instance, so build the " +
+	"image without a HEALTHCHECK that does not fit"
 
 // portKeys are what a long-syntax port entry may say that zero502 does not take, and why.
 var portKeys = map[string]string{
@@ -772,7 +863,20 @@ func portString(p types.ServicePortConfig) string {
 // `zero502 init --from-compose` prints (a deploy reports them); rollout numbers stay the config's.
 func init() {
 	config.ServicesFromFile = func(path string) ([]config.Service, []string, error) {
-		im, err := Load(context.Background(), path, Options{})
+		var o Options
+		if os.Geteuid() == 0 {
+			// as the Compose file itself (config's readServicesFrom): what its services read
+			// names the images, commands and environment a deploy runs as root
+			o.Check = func(p string) error {
+				if err := trust.Check(p, 0); err != nil {
+					return fmt.Errorf("%w: root reads only files that are root's alone for services_from (the .env beside "+
+						"the Compose file, each env_file, and the files include and extends name): make it and every directory "+
+						"above it root's, writable by no one else", err)
+				}
+				return nil
+			}
+		}
+		im, err := Load(context.Background(), path, o)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -240,6 +240,112 @@ func TestRootReadsServicesFromOnlyAComposeFileThatIsRootsAlone(t *testing.T) {
 	}
 }
 
+// What the Compose file's services are read from besides the file itself (the .env beside it,
+// which interpolation and COMPOSE_PROFILES read, and each env_file) is as much the deploy's as the
+// file: as root, one another user could change is refused naming the file, as the file would be.
+func TestRootReadsServicesFromOnlyEnvFilesThatAreRootsAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the rule is root's: run as root")
+	}
+	const body = "services:\n  web:\n    image: shop/web:${TAG}\n    env_file: web.env\n    ports: [\"8080:8080\"]\n"
+	for _, tc := range []struct {
+		what, file string
+		setup      func(path string) error
+		says       string
+	}{
+		{".env written by anyone", ".env", func(path string) error { return os.Chmod(path, 0o666) }, "mode 0666"},
+		{".env owned by another user", ".env", func(path string) error { return os.Chown(path, 4321, 4321) }, "uid 4321"},
+		{"an env_file written by anyone", "web.env", func(path string) error { return os.Chmod(path, 0o666) }, "mode 0666"},
+		{"an env_file owned by another user", "web.env", func(path string) error { return os.Chown(path, 4321, 4321) }, "uid 4321"},
+	} {
+		dir := t.TempDir()
+		write(t, dir, "compose.yaml", body)
+		write(t, dir, ".env", "TAG=v1\n")
+		write(t, dir, "web.env", "LOG_LEVEL=info\n")
+		if err := tc.setup(filepath.Join(dir, tc.file)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n")
+		_, err := config.Load(cfg)
+		if err == nil {
+			t.Errorf("services_from with %s loaded as root; want it refused", tc.what)
+			continue
+		}
+		for _, want := range []string{"services_from", filepath.Join(dir, tc.file), tc.says, "root's alone"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", tc.what, err, want)
+			}
+		}
+	}
+	// root's own files pass, and so does the empty env_file /dev/null (a device others may write)
+	dir := t.TempDir()
+	write(t, dir, "compose.yaml", "services:\n  web:\n    image: shop/web:${TAG}\n    env_file: [web.env, /dev/null]\n    ports: [\"8080:8080\"]\n")
+	write(t, dir, ".env", "TAG=v1\n")
+	write(t, dir, "web.env", "LOG_LEVEL=info\n")
+	cfg := write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n")
+	c, err := config.Load(cfg)
+	if err != nil {
+		t.Fatalf("services_from with root's own .env and env_file, and /dev/null: %v", err)
+	}
+	if c.Services[0].Image != "shop/web:v1" || c.Services[0].Env["LOG_LEVEL"] != "info" {
+		t.Errorf("services %+v; want image shop/web:v1 and LOG_LEVEL=info", c.Services)
+	}
+}
+
+// The Compose files a services_from file includes or extends, however deep, and the .env beside
+// an included one, are read as the file itself is: as root, one another user could change is
+// refused naming it.
+func TestRootReadsServicesFromOnlyIncludedAndExtendedFilesThatAreRootsAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the rule is root's: run as root")
+	}
+	const svc = "services:\n  web:\n    image: shop/web:{version}\n    ports: [\"8080:8080\"]\n"
+	for _, tc := range []struct {
+		what    string
+		compose string
+		others  map[string]string
+		bad     string // the file then made writable by anyone
+		says    string
+	}{
+		{"an extends file", "services:\n  web:\n    extends: {file: base.yaml, service: web}\n",
+			map[string]string{"base.yaml": svc}, "base.yaml", "mode 0666"},
+		{"an included file", "include: [inc.yaml]\n",
+			map[string]string{"inc.yaml": svc}, "inc.yaml", "mode 0666"},
+		{"the .env of an included project", "include: [sub/inc.yaml]\n",
+			map[string]string{"sub/inc.yaml": "services:\n  web:\n    image: shop/web:${TAG}\n    ports: [\"8080:8080\"]\n", "sub/.env": "TAG=v1\n"},
+			"sub/.env", "mode 0666"},
+		{"a file an extended file extends", "services:\n  web:\n    extends: {file: base.yaml, service: web}\n",
+			map[string]string{"base.yaml": "services:\n  web:\n    extends: {file: deeper.yaml, service: web}\n", "deeper.yaml": svc},
+			"deeper.yaml", "mode 0666"},
+	} {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, "compose.yaml", tc.compose)
+		for name, body := range tc.others {
+			write(t, dir, name, body)
+		}
+		cfg := write(t, dir, "zero502.yaml", "rollout: {runtime: docker}\nhosts: [{name: h1, address: 127.0.0.1}]\nservices_from: compose.yaml\n")
+		if _, err := config.Load(cfg); err != nil {
+			t.Fatalf("%s: root's own files refused: %v", tc.what, err)
+		}
+		if err := os.Chmod(filepath.Join(dir, tc.bad), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		_, err := config.Load(cfg)
+		if err == nil {
+			t.Errorf("services_from with %s written by anyone loaded as root; want it refused", tc.what)
+			continue
+		}
+		for _, want := range []string{"services_from", filepath.Join(dir, tc.bad), tc.says, "root's alone"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", tc.what, err, want)
+			}
+		}
+	}
+}
+
 // A variable a Compose file lists without a value (Compose takes it from the shell at `up` time)
 // is a secret: one of services[].secrets, found when the deploy starts. Its value, which this
 // shell holds, goes into no env and no written config.
@@ -584,6 +690,54 @@ services:
 	}
 	if im.Batch != 0 {
 		t.Errorf("batch %d; want 0 (left to the config) for parallelism 0", im.Batch)
+	}
+}
+
+// Compose's healthcheck replaces the image's HEALTHCHECK (disable: true and test: [NONE] turn it
+// off), but zero502 runs the container with the image's, whose unhealthy fails a deploy and has the
+// watchdog heal the instance: every healthcheck note says so, or a service whose image's check does
+// not fit would fail where the note says only zero502's GET judges it.
+func TestAHealthCheckNoteSaysTheImagesHealthcheckStillRuns(t *testing.T) {
+	dir := t.TempDir()
+	path := write(t, dir, "compose.yaml", `
+services:
+  api:
+    image: api:{version}
+    ports: ["9090:9090"]
+    healthcheck: {disable: true}
+  none:
+    image: none:{version}
+    ports: ["8081:8081"]
+    healthcheck: {test: ["NONE"]}
+  pg:
+    image: pg:{version}
+    ports: ["5432:5432"]
+    healthcheck: {test: ["CMD", "pg_isready"]}
+  web:
+    image: web:{version}
+    ports: ["8080:8080"]
+    healthcheck: {test: ["CMD", "curl", "-f", "http://localhost:8080/up"]}
+  worker:
+    image: worker:{version}
+    healthcheck: {test: ["CMD", "pgrep", "worker"]}
+`)
+	im, err := compose.Load(context.Background(), path, compose.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"api", "none", "pg", "web", "worker"} {
+		found := false
+		for _, n := range im.Notes {
+			if n.Service == name && n.Key == "healthcheck" {
+				found = true
+				if !strings.Contains(n.What, "image's own HEALTHCHECK") {
+					t.Errorf("%s: the note does not say the image's HEALTHCHECK still runs: %s", name, n)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no healthcheck note:\n%s", name, notesText(im))
+		}
 	}
 }
 

@@ -135,8 +135,9 @@ func (r *Runtime) Start(ctx context.Context, host string, svc spec.Service) (run
 	}
 	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		r.discard(ctx, id)
-		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %.12s (is port %d free in it? "+
-			"an instance of the service that still runs may hold it)", host, svc.Name, id, svc.Port), err)
+		// Not the port: the sandbox publishes it, and the process binds it only once it runs.
+		return runtime.Instance{}, r.engineErr(fmt.Sprintf("host %s: service %s: start container %.12s (check that services[].command "+
+			"names a program in image %s, and services[].user a user of it)", host, svc.Name, id, svc.Image), err)
 	}
 	return r.Inspect(ctx, id)
 }

@@ -251,6 +251,33 @@ func TestStartWithoutTheImageSaysHowToBuildIt(t *testing.T) {
 	}
 }
 
+// A container the engine cannot start (its command is not in the image) fails the start with the
+// engine's reason and leaves nothing behind. The error points at no port: the service's port is
+// published and bound in its network sandbox, never by the container's start, and a service
+// without a port has none.
+func TestAStartTheEngineRefusesSaysWhyAndNamesNoPort(t *testing.T) {
+	rt := dockertest.Engine(t)
+	image := dockertest.Image(t, rt)
+	host := dockertest.HostName(t, rt)
+	for _, port := range []int{0, tcpserver.FreePort(t)} {
+		svc := appService(image, "web", "v1", port, time.Second, time.Second)
+		if port == 0 {
+			svc.Address = ""
+		}
+		svc.Command = []string{"/no-such-program"}
+		_, err := rt.Start(context.Background(), host, svc)
+		if err == nil || !strings.Contains(err.Error(), "/no-such-program") {
+			t.Fatalf("port %d: Start of a command the image lacks = %v; want the engine's reason naming it", port, err)
+		}
+		if strings.Contains(err.Error(), "port") {
+			t.Errorf("port %d: Start error %q points at a port; the start failed for its command", port, err)
+		}
+		if l, _ := rt.List(context.Background(), runtime.Filter{Host: host}); len(l) != 0 {
+			t.Fatalf("port %d: a failed start left containers behind: %+v", port, l)
+		}
+	}
+}
+
 func TestAnUnreachableEngineSaysWhatToDo(t *testing.T) {
 	rt, err := docker.New("tcp://127.0.0.1:1")
 	if err != nil {
