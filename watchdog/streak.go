@@ -34,7 +34,9 @@ func (s *streaks) since(specAt time.Time) {
 		return
 	}
 	for _, st := range s.Services {
-		st.Failures, st.LastError, st.FailingSince = 0, "", time.Time{}
+		if st != nil {
+			st.Failures, st.LastError, st.FailingSince = 0, "", time.Time{}
+		}
 	}
 	s.Spec = specAt
 }
@@ -123,7 +125,9 @@ type Streak struct {
 
 // ReadStreaks reads the state file of the host whose state dir is stateDir, read-only: each
 // service's streak, and when the last tick wrote it. A host the watchdog never ticked on has
-// none (no error); a corrupt file is an error that names it.
+// none (no error); a corrupt file is an error that names it. Failures counted against another
+// spec than the one published there now (a deploy since the last tick) are not shown: they were
+// the old instances', and the next tick starts them over (streaks.since).
 func ReadStreaks(stateDir string) (map[string]Streak, time.Time, error) {
 	path := filepath.Join(stateDir, StateFile)
 	data, err := readTrusted(path) // the tick's own rule: a file another user wrote says nothing
@@ -136,6 +140,9 @@ func ReadStreaks(stateDir string) (map[string]Streak, time.Time, error) {
 	var s streaks
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, time.Time{}, fmt.Errorf("watchdog state %s is corrupt (%v); the next tick starts every streak from zero", path, err)
+	}
+	if published, err := spec.Read(spec.Path(stateDir)); err == nil {
+		s.since(published.PublishedAt)
 	}
 	out := make(map[string]Streak, len(s.Services))
 	for name, st := range s.Services {

@@ -1,16 +1,19 @@
 package balancer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/handoff"
 )
 
 // InHouse is the client of the in-house LB's admin API (zero502 lb): GET /admin/backends for the
@@ -143,11 +146,43 @@ func (b *InHouse) get(ctx context.Context, path string, into any) error {
 }
 
 // do sends one admin request (body, when not nil, as JSON) and returns the status and body; 401
-// and 403 are errors that say to set the token.
+// and 403 are errors that say to set the token. A write the balancer refuses because it is
+// upgrading in place (adminapi.Gate: 503 with Retry-After while it hands its admin state to the
+// new process) is sent again after the Retry-After, as long as an attempt may last
+// (handoff.DefaultTimeout) and ctx allows: failing it would fail the deploy's step for a second's
+// hand-off.
 func (b *InHouse) do(ctx context.Context, method, path string, body io.Reader) (int, []byte, error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = io.ReadAll(body); err != nil {
+			return 0, nil, fmt.Errorf("%s admin %s %s%s: %w", b.kind, method, b.admin, path, err)
+		}
+	}
+	deadline := time.Now().Add(handoff.DefaultTimeout)
+	for {
+		code, data, retry, err := b.once(ctx, method, path, payload)
+		if err != nil || retry <= 0 || time.Now().Add(retry).After(deadline) {
+			return code, data, err
+		}
+		select {
+		case <-ctx.Done():
+			return code, data, nil
+		case <-time.After(retry):
+		}
+	}
+}
+
+// once is one try of do; retry is the Retry-After of a write the balancer refused while it
+// upgrades (0 for any other answer).
+func (b *InHouse) once(ctx context.Context, method, path string, payload []byte) (code int, data []byte, retry time.Duration, err error) {
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+b.admin+path, body)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s admin %s: %w", b.kind, b.admin, err)
+		return 0, nil, 0, fmt.Errorf("%s admin %s: %w", b.kind, b.admin, err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -158,15 +193,20 @@ func (b *InHouse) do(ctx context.Context, method, path string, body io.Reader) (
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s admin API at %s (balancer.admin) does not answer: %w; is it running with this config?", b.kind, b.admin, err)
+		return 0, nil, 0, fmt.Errorf("%s admin API at %s (balancer.admin) does not answer: %w; is it running with this config?", b.kind, b.admin, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	data, err = io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s admin %s %s%s: %w", b.kind, method, b.admin, path, err)
+		return 0, nil, 0, fmt.Errorf("%s admin %s %s%s: %w", b.kind, method, b.admin, path, err)
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		return 0, nil, fmt.Errorf("%s admin %s %s%s: %s: set balancer.admin_token to its token", b.kind, method, b.admin, path, resp.Status)
+		return 0, nil, 0, fmt.Errorf("%s admin %s %s%s: %s: set balancer.admin_token to its token", b.kind, method, b.admin, path, resp.Status)
 	}
-	return resp.StatusCode, data, nil
+	if resp.StatusCode == http.StatusServiceUnavailable && method != http.MethodGet && method != http.MethodHead {
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			retry = time.Duration(secs) * time.Second
+		}
+	}
+	return resp.StatusCode, data, retry, nil
 }

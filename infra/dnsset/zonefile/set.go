@@ -181,6 +181,9 @@ func (s *Set) edit(ctx context.Context, create bool,
 		return err
 	}
 	z.SetA(s.name, want, max(s.ttl, haveTTL))
+	if _, why := cnameConflict(z.Records); why != "" {
+		return fmt.Errorf("zone file %s: not changed: %s", s.path, why)
+	}
 	if err := spec.WriteAtomic(s.path, z.Bytes()); err != nil {
 		return fmt.Errorf("zone file %s: %w", s.path, err)
 	}

@@ -95,7 +95,34 @@ func Parse(r io.Reader, file string) (*Zone, error) {
 				"write it in its usual presentation form", file, lines[i], rr.String(), err)
 		}
 	}
+	if i, why := cnameConflict(recs); why != "" {
+		return nil, fmt.Errorf("zone file %s line %d: record %q: %s", file, lines[i], recs[i].String(), why)
+	}
 	return z, nil
+}
+
+// cnameConflict finds the first of recs that may not be beside the ones before it, and says why
+// ("" when none): a name with a CNAME has no other record (RFC 1034 §3.6.2, RFC 2181 §10.1;
+// DNSSEC's RRSIG and NSEC aside), and the apex always has its SOA. The server would answer each
+// query type with whichever it finds, the CNAME for some and the other data for the rest.
+func cnameConflict(recs []dns.RR) (int, string) {
+	type seen struct{ cname, other bool }
+	byName := map[string]seen{}
+	for i, rr := range recs {
+		h := rr.Header()
+		if h.Rrtype == dns.TypeRRSIG || h.Rrtype == dns.TypeNSEC {
+			continue
+		}
+		had := byName[h.Name]
+		if had.cname || h.Rrtype == dns.TypeCNAME && had.other {
+			return i, fmt.Sprintf("%s has a CNAME, and a name with a CNAME has no other record (RFC 1034 §3.6.2), "+
+				"so the server would answer some queries with the CNAME and others with the rest; keep either the "+
+				"CNAME or the other records of %s (a CNAME cannot be at the apex, which has the SOA)", h.Name, h.Name)
+		}
+		had.cname, had.other = had.cname || h.Rrtype == dns.TypeCNAME, had.other || h.Rrtype != dns.TypeCNAME
+		byName[h.Name] = had
+	}
+	return 0, ""
 }
 
 // lineReader counts the lines the zone parser has read, so an error can name a record's line.
