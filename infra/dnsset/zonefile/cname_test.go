@@ -30,6 +30,11 @@ func TestACNAMEBesideOtherDataIsRefused(t *testing.T) {
 			[]string{"x.zone line 6:", "CNAME", "www.example.test."}},
 		{"two CNAMEs", soa + "www 60 IN CNAME edge\nwww 60 IN CNAME other\n",
 			[]string{"CNAME", "www.example.test."}},
+		// the server answers class IN and exact names only
+		{"a record of class CH", soa + "www 60 CH A 192.0.2.1\n",
+			[]string{"x.zone line 5:", "class CH", "IN only"}},
+		{"a DNAME", soa + "old 60 IN DNAME new.example.test.\n",
+			[]string{"x.zone line 5:", "DNAME", "NXDOMAIN"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := zonefile.Parse(strings.NewReader(tc.text), "x.zone")

@@ -81,6 +81,15 @@ func Parse(r io.Reader, file string) (*Zone, error) {
 				"exact names only and would answer NXDOMAIN for the names it covers. Write a record for each name "+
 				"instead, or serve the zone with a full DNS server", file, lines[i], owner, rr.String())
 		}
+		if c := rr.Header().Class; c != dns.ClassINET {
+			return nil, fmt.Errorf("zone file %s line %d: record %q is of class %s; this server answers class IN only, "+
+				"and counts every A record as the zone's: write it as IN or remove it", file, lines[i], rr.String(), dns.Class(c))
+		}
+		if rr.Header().Rrtype == dns.TypeDNAME {
+			return nil, fmt.Errorf("zone file %s line %d: DNAME record %q: this server answers exact names only and would "+
+				"answer NXDOMAIN for the names below %s it redirects; write a CNAME for each name instead, or serve the zone "+
+				"with a full DNS server", file, lines[i], rr.String(), owner)
+		}
 		if rr.Header().Rrtype == dns.TypeNS && owner != z.Origin {
 			return nil, fmt.Errorf("zone file %s line %d: NS record %q at %s, below the apex %s, delegates %s; this "+
 				"server answers exact names only, never with a referral, and would answer it as this zone's own "+
