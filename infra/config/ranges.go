@@ -13,7 +13,7 @@ func ParseRanges(what string, entries []string) ([]netip.Prefix, error) {
 	for _, e := range entries {
 		e = strings.TrimSpace(e)
 		if p, err := netip.ParsePrefix(e); err == nil {
-			out = append(out, p.Masked())
+			out = append(out, UnmapPrefix(p))
 			continue
 		}
 		a, err := netip.ParseAddr(e)
@@ -24,4 +24,14 @@ func ParseRanges(what string, entries []string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// UnmapPrefix is p masked, an IPv4-mapped IPv6 prefix (::ffff:198.51.100.7/128, the form a
+// dual-stack socket shows an IPv4 peer in) as the IPv4 prefix it covers (/96+n is /n): peers are
+// compared unmapped, and an IPv4 address is never inside an IPv6 prefix.
+func UnmapPrefix(p netip.Prefix) netip.Prefix {
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96).Masked()
+	}
+	return p.Masked()
 }

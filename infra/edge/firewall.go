@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/trust"
 )
 
@@ -112,21 +113,13 @@ func (f Firewall) Rules(fam Family) [][]string {
 	match := []string{"-i", f.InInterface, "-p", "tcp", "-m", "conntrack", "--ctorigdstport", port}
 	rules := [][]string{{"-A", f.chain(), "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT"}}
 	for _, p := range f.Allow {
-		if src := sourcePrefix(p); fam.is(src.Addr()) {
+		// an IPv4-mapped prefix is the IPv4 one it covers: the packets come from an IPv4
+		// source, and only iptables sees them
+		if src := config.UnmapPrefix(p); fam.is(src.Addr()) {
 			rules = append(rules, append(append([]string{"-A", f.chain()}, match...), "-s", src.String(), "-j", "RETURN"))
 		}
 	}
 	return append(rules, append(append([]string{"-A", f.chain()}, match...), "-j", "DROP"))
-}
-
-// sourcePrefix is p as a rule's source, masked. An IPv4-mapped IPv6 prefix (::ffff:198.51.100.7,
-// as an IPv6 socket shows an IPv4 peer) is the IPv4 prefix it covers (198.51.100.7/32; /96+n is
-// /n): the packets come from an IPv4 source, and only iptables sees them.
-func sourcePrefix(p netip.Prefix) netip.Prefix {
-	if p.Addr().Is4In6() && p.Bits() >= 96 {
-		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96).Masked()
-	}
-	return p.Masked()
 }
 
 // restoreInput is family fam's iptables-restore --noflush input: our chain declared (created,

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,4 +122,49 @@ func TestLocalDialErrorsAreCountedAndLoggedNotEjected(t *testing.T) {
 	if !f.dialFailed(netip.AddrPort{}, u, dialError(u.addr, os.NewSyscallError("connect", syscall.ECONNREFUSED))) || u.State() == standing.Healthy {
 		t.Errorf("ECONNREFUSED: upstream %s, want ejected and the next one tried", u.State())
 	}
+}
+
+// An accept that fails for the origin relay's own lack of descriptors is retried after a pause,
+// and said at warn level, as the forwarder's event loops say theirs: clients waiting in the
+// backlog while nothing in the log says why is the fault no one can find.
+func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
+	log, lines := newLogs()
+	r := startRelay(t, &Relay{Backend: startBackend(t, nil), Logger: log})
+
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	open := openFDs(t)
+	soft := uint64(0)
+	for free := 0; free < 1; soft++ { // the lowest limit with exactly one free slot below it
+		if !open[int(soft)] {
+			free++
+		}
+	}
+	restore := func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: soft, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	// the client's socket takes the free slot; the relay's accept gets none
+	c, err := net.DialTimeout("tcp", r.Addr().String(), 2*time.Second)
+	func() {
+		defer restore()
+		if err != nil {
+			t.Fatalf("dial the relay: %v", err)
+		}
+		poll.Until(t, deadline, "a warning that accepting failed", func() bool {
+			for _, l := range lines.lines(t) {
+				if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.Contains(msg, "accept failed") {
+					return true
+				}
+			}
+			return false
+		})
+	}()
+	_ = c.Close()
 }

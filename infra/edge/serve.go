@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -50,7 +51,7 @@ func serveDrained(ctx context.Context, ln net.Listener, relay func(*pairedConn),
 		}
 		stopServing()
 	}()
-	return drain.ServeTCP(serving, pairingListener{ln}, func(c net.Conn) {
+	return drain.ServeTCP(serving, pairingListener{Listener: ln, log: log, who: who}, func(c net.Conn) {
 		defer open.Add(-1)
 		if accepted != nil {
 			accepted.Add(1)
@@ -174,12 +175,23 @@ func (o *openConns) finish() int {
 	return len(o.set)
 }
 
-// pairingListener hands out accepted connections as *pairedConn.
-type pairingListener struct{ net.Listener }
+// pairingListener hands out accepted connections as *pairedConn, and says at warn level when an
+// accept fails (ServeTCP pauses and retries, but its own line is not wired here: see
+// serveDrained), as the event loops do.
+type pairingListener struct {
+	net.Listener
+	log *slog.Logger
+	who string
+}
 
 func (l pairingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			l.log.Warn(l.who+": accept failed, pausing accepts: if out of descriptors (too many open files), "+
+				"raise the descriptor limit (LimitNOFILE, ulimit -n) above twice --max-conns, or lower --max-conns",
+				"addr", l.Addr().String(), "error", err.Error())
+		}
 		return nil, err
 	}
 	return &pairedConn{Conn: c}, nil

@@ -112,3 +112,25 @@ func TestListenerBelievesAHeaderOnlyFromATrustedEdge(t *testing.T) {
 		}
 	})
 }
+
+// A trusted edge written as the IPv4-mapped form a dual-stack socket shows it in
+// (::ffff:127.0.0.1, as an address or as a range) is that IPv4 edge: the single address already
+// counted as IPv4, and a range of the same edge must not silently trust no one.
+func TestListenerTrustsAnEdgeGivenInItsIPv4MappedForm(t *testing.T) {
+	for _, entry := range []string{"::ffff:127.0.0.1", "::ffff:127.0.0.1/128", "::ffff:127.0.0.0/104"} {
+		t.Run(entry, func(t *testing.T) {
+			trusted, err := ParseTrusted([]string{entry})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := &Listener{HeaderTimeout: 10 * time.Second, Trusted: trusted}
+			c, _ := acceptOne(t, l, forgedHeader(t))
+			if err := c.Sniff(); err != nil {
+				t.Fatalf("Sniff = %v: --trusted %s refused the header of the edge it names", err, entry)
+			}
+			if p := c.Peer(); p.Claimed.String() != "203.0.113.66:4711" {
+				t.Errorf("Peer = %+v, want claimed 203.0.113.66:4711", p)
+			}
+		})
+	}
+}

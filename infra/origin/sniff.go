@@ -85,6 +85,9 @@ func sniff(br *bufio.Reader) (sniffed, error) {
 			if kind == HeaderNone {
 				return sniffed{kind: HeaderNone}, nil
 			}
+			if kind == HeaderV1 {
+				bufferV1Line(br)
+			}
 			h, err := proxyproto.Read(br)
 			if err == nil {
 				// Read does not look at a v2 header's TLV area: a TLV whose length runs past the
@@ -106,6 +109,26 @@ func sniff(br *bufio.Reader) (sniffed, error) {
 				return sniffed{kind: HeaderNone}, nil
 			}
 			return sniffed{kind: HeaderNone}, err
+		}
+	}
+}
+
+// v1MaxLine is the longest PROXY v1 line, its CRLF included (the spec's 107 bytes).
+const v1MaxLine = 107
+
+// bufferV1Line reads into br's buffer until it holds a v1 line's LF (or v1MaxLine bytes), so
+// that a line whose bytes came in several reads (TCP segments) is parsed whole: proxyproto
+// refuses a v1 line it cannot take from the buffer alone, where the spec recommends receivers be
+// tolerant of partial headers. A read that ends first (EOF, the header timeout) leaves the line cut short, which
+// proxyproto then refuses.
+func bufferV1Line(br *bufio.Reader) {
+	for {
+		seen, _ := br.Peek(br.Buffered())
+		if bytes.IndexByte(seen, '\n') >= 0 || len(seen) >= v1MaxLine {
+			return
+		}
+		if _, err := br.Peek(len(seen) + 1); err != nil {
+			return
 		}
 	}
 }

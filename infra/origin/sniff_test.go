@@ -166,3 +166,44 @@ func FuzzSniff(f *testing.F) {
 		}
 	})
 }
+
+// A header whose bytes arrive in two reads (two TCP segments, the signature in the first) is
+// read whole within the header timeout, v1 as v2: the spec recommends being tolerant of partial
+// headers, and HeaderTimeout is documented to bound the wait for the rest of a header once its
+// signature arrived. The pipe's Write returns only once the sniffer has read the first part, so
+// the second arrives in a read of its own.
+func TestSniffReadsAHeaderSplitOverTwoReads(t *testing.T) {
+	v2 := v2Header(t, "198.51.100.7:5555", "192.0.2.1:443")
+	for _, tc := range []struct {
+		name        string
+		first, rest []byte
+		kind        headerKind
+	}{
+		{"v1 cut after the signature", []byte("PROXY "), []byte("TCP4 198.51.100.7 192.0.2.1 5555 443\r\npayload"), HeaderV1},
+		{"v1 cut in an address", []byte("PROXY TCP4 198.51"), []byte(".100.7 192.0.2.1 5555 443\r\npayload"), HeaderV1},
+		{"v1 cut before its LF", []byte("PROXY TCP4 198.51.100.7 192.0.2.1 5555 443\r"), []byte("\npayload"), HeaderV1},
+		{"v2 cut in its addresses", v2[:20], append(append([]byte{}, v2[20:]...), "payload"...), HeaderV2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			go func() {
+				if _, err := pw.Write(tc.first); err != nil {
+					return
+				}
+				_, _ = pw.Write(tc.rest)
+				_ = pw.Close()
+			}()
+			br := bufio.NewReaderSize(pr, SniffBufferSize)
+			s, err := SniffHeader(br)
+			if err != nil {
+				t.Fatalf("SniffHeader = %v: a header split over two reads was refused", err)
+			}
+			if s.Kind != tc.kind || s.Claimed.String() != "198.51.100.7:5555" {
+				t.Errorf("sniffed %+v, want %s claimed 198.51.100.7:5555", s, tc.kind)
+			}
+			if rest, _ := io.ReadAll(br); string(rest) != "payload" {
+				t.Errorf("the stream after the header is %q, want %q", rest, "payload")
+			}
+		})
+	}
+}
