@@ -146,6 +146,9 @@ const (
 	// RuleECSIgnored: the query carried an EDNS0 Client Subnet but prefer_edns0_client_subnet
 	// is off, so the LDNS address was classified.
 	RuleECSIgnored = "ecs-ignored"
+	// RuleECSEmpty: the query carried an EDNS0 Client Subnet of prefix length 0, which says
+	// nothing of the client (RFC 7871), so the LDNS address was classified.
+	RuleECSEmpty = "ecs-empty"
 	// RuleRankUnconfirmed: a record uses a kind (state) that the sources do not place on the
 	// Longest Match ladder; it sorts between ISP and country.
 	RuleRankUnconfirmed = "rank-unconfirmed"

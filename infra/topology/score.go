@@ -111,7 +111,13 @@ func (s *Set) Score(q Query, rr uint64) Result {
 		Warnings: s.Warnings(), Shadowed: []shadow{},
 	}
 	res.Address, res.AddressFrom = q.LDNS, fromLDNS
-	if q.ECS.IsValid() {
+	switch {
+	case q.ECS.IsValid() && q.ECS.Bits() == 0 && s.PreferECS:
+		// RFC 7871 §7.1.2: a SOURCE PREFIX-LENGTH of 0 carries no client information
+		res.Warnings = append(res.Warnings, Warning{Rule: RuleECSEmpty, Text: fmt.Sprintf(
+			"the query carries EDNS0 Client Subnet %s, whose prefix length 0 says nothing of the client (RFC 7871): the LDNS address %s was classified",
+			q.ECS, q.LDNS)})
+	case q.ECS.IsValid():
 		if s.PreferECS {
 			res.Address, res.AddressFrom = q.ECS.Masked().Addr(), fromECS
 		} else {

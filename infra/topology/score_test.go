@@ -272,12 +272,14 @@ records:
 		{"preferred and present: the client subnet", true, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: ecs}, "ES", fromECS, false},
 		{"preferred but absent: the LDNS", true, query("10.1.2.7"), "PT", fromLDNS, false},
 		{"present but not preferred: the LDNS, flagged", false, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: ecs}, "PT", fromLDNS, true},
+		// RFC 7871: a source prefix length of 0 carries no client information, not "0.0.0.0"
+		{"preferred but /0: the LDNS, flagged", true, Query{LDNS: netip.MustParseAddr("10.1.2.7"), ECS: netip.MustParsePrefix("0.0.0.0/0")}, "PT", fromLDNS, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := parse(t, yaml)
 			s.PreferECS = tc.prefer
 			r := s.Score(tc.q, 0)
-			if r.Winner != tc.winner || r.AddressFrom != tc.from || hasRule(r, RuleECSIgnored) != tc.warned {
+			if r.Winner != tc.winner || r.AddressFrom != tc.from || (hasRule(r, RuleECSIgnored) || hasRule(r, RuleECSEmpty)) != tc.warned {
 				t.Fatalf("winner %s from %s, warnings %v", r.Winner, r.AddressFrom, rules(r))
 			}
 		})
