@@ -3,6 +3,7 @@ package topology
 import (
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // classify returns the geo entry of a: the longest subnet in the table containing it. ok is
@@ -24,10 +25,10 @@ func geoMatches(st Statement, g geoEntry, ok bool) bool {
 		return false
 	}
 	switch st.Kind {
-	case KindISP:
-		return g.ISP != "" && g.ISP == st.Name
+	case KindISP: // names, not codes: "comcast" in a record is the geo table's Comcast
+		return g.ISP != "" && strings.EqualFold(g.ISP, st.Name)
 	case KindState:
-		return g.State != "" && g.State == st.Name
+		return g.State != "" && strings.EqualFold(g.State, st.Name)
 	case KindCountry:
 		return g.Country == st.Name
 	case KindContinent:

@@ -486,3 +486,26 @@ records:
 		t.Errorf("no %s warning for a region that holds no pool; warnings: %v", RuleDestinationAtWideIP, r.Warnings)
 	}
 }
+
+// An ISP or a state is a name: a record that writes it in other case than the geo table is the
+// same ISP (it silently matched nothing, and the query fell to a lower record).
+func TestISPAndStateNamesMatchWhateverTheirCase(t *testing.T) {
+	s := parse(t, `
+geo:
+  - {subnet: 10.0.0.0/8, country: US, continent: NA, isp: ExampleNet, state: CA}
+pools: [{name: NET}, {name: STATE}, {name: US}]
+records:
+  - {source: "isp examplenet", destination: "pool NET", score: 30}
+  - {source: "state ca", destination: "pool STATE", score: 20}
+  - {source: "country US", destination: "pool US", score: 10}
+`)
+	r := s.Score(query("10.1.2.7"), 0)
+	if r.Winner != "NET" {
+		t.Fatalf("winner %s, want NET (isp examplenet is the geo table's ExampleNet)", r.Winner)
+	}
+	for _, c := range r.Candidates {
+		if c.Name == "STATE" && c.Score != 20 {
+			t.Errorf("pool STATE scored %d, want 20 (state ca is the geo table's CA)", c.Score)
+		}
+	}
+}
