@@ -288,9 +288,9 @@ func (t *tmshReader) wideIP(where string, st tmshStmt, w []string) {
 	t.p.WideIPs = append(t.p.WideIPs, wip)
 }
 
-// pool reads "gtm pool TYPE NAME { load-balancing-mode M alternate-mode M fallback-mode M
-// members { SERVER:VS { member-order N [disabled] [state down] } … } }"; the members are kept
-// in member-order.
+// pool reads "gtm pool TYPE NAME { [disabled] load-balancing-mode M alternate-mode M
+// fallback-mode M members { SERVER:VS { member-order N [disabled] [state down] } … } }"; the
+// members are kept in member-order, and a disabled pool's are all down (none of them answers).
 func (t *tmshReader) pool(where string, st tmshStmt, w []string) {
 	typ, name, ok := typedName(w)
 	if !ok {
@@ -302,8 +302,11 @@ func (t *tmshReader) pool(where string, st tmshStmt, w []string) {
 	if !t.once(where, st.line, typedStanza("gtm pool", typ, name), "pool") {
 		return
 	}
+	disabled := false
 	for _, f := range fieldsOf(st.body) {
 		switch f.key {
+		case "disabled": // the whole pool: none of its members answers
+			disabled = true
 		case "load-balancing-mode":
 			p.LoadBalancing = f.value
 		case "alternate-mode":
@@ -330,6 +333,11 @@ func (t *tmshReader) pool(where string, st tmshStmt, w []string) {
 				p.Members = append(p.Members, mem)
 			}
 			slices.SortStableFunc(p.Members, func(a, b Member) int { return order[a.Name] - order[b.Name] })
+		}
+	}
+	if disabled {
+		for i := range p.Members {
+			p.Members[i].Down = true
 		}
 	}
 	for field, mode := range map[string]string{"load-balancing-mode": p.LoadBalancing, "alternate-mode": p.Alternate, "fallback-mode": p.Fallback} {

@@ -503,3 +503,18 @@ source ip=10.1.2.7
 `)
 	winnerIs(t, d, "s1:vs6")
 }
+
+// A disabled pool (a lone "disabled" in its stanza) has no member that answers, as though each
+// were down: with fallback none the wide IP passes the query to its next pool. Read past, the
+// flag left the pool answering.
+func TestTopologyTMSHADisabledPoolHasNoAvailableMember(t *testing.T) {
+	paste := strings.Replace(strings.Replace(twoLevels, "FALLBACK", "none", 1), "down vs_near2\n", "", 1)
+	if d := decidePaste(t, paste); d.Answer == nil || d.Answer.Pool != "pool_near" {
+		t.Fatalf("pool_near enabled, vs_near2 up: answer %+v, want pool_near", d.Answer)
+	}
+	paste = strings.Replace(paste, "gtm pool a /Common/pool_near {\n", "gtm pool a /Common/pool_near {\n    disabled\n", 1)
+	d := decidePaste(t, paste)
+	if d.Answer == nil || d.Answer.Pool != "pool_far" || d.Answer.Member != "dc2-server:vs_far" {
+		t.Fatalf("pool_near disabled: answer %+v, want vs_far in pool_far (pool_near has no available member)", d.Answer)
+	}
+}
