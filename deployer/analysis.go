@@ -52,20 +52,29 @@ func (e Evidence) String() string {
 		e.Requests, e.Errors, 100*e.ErrorRate(), e.ServerErrors, e.Failures, e.LBAnswers, e.P99.Round(100*time.Microsecond), restarted)
 }
 
-// pool adds up what targets got between the snapshots before and after. A target missing from
-// either snapshot (added or removed meanwhile) counts nothing. Counters that started again
+// pool adds up what targets got between the snapshots before and after, instance by instance
+// (a target's nth entry is the nth balancer instance's, Tier.Outcomes). A target missing from
+// the snapshot after at an instance (removed meanwhile) counts nothing there; one missing from
+// the snapshot before (added meanwhile) counts all it holds after. Counters that started again
 // during the window (the balancer restarted, or dropped and re-added the target: their
-// counting_since moved, or one went back) count what they hold after: all of that was got inside the window, and skipping it would judge a version that
-// failed every request since by no requests at all.
+// counting_since moved, or one went back) count what they hold after: all of that was got
+// inside the window, and skipping it would judge a version that failed every request since by
+// no requests at all.
 func pool(before, after balancer.Outcomes, targets []string) (Evidence, error) {
 	e := Evidence{Targets: targets}
 	for _, t := range targets {
-		b, a := before[t], after[t]
-		for i := range min(len(b), len(a)) {
-			w, err := adminapi.Window(b[i], a[i])
-			if errors.Is(err, adminapi.ErrNotOneWindow) && b[i].Address == a[i].Address {
+		for i, a := range after[t] {
+			if a.Address == "" { // gone from that instance by the end: what it got there is not known
+				continue
+			}
+			b := sinceStart(a) // added at that instance meanwhile: all it holds came in the window
+			if i < len(before[t]) && before[t][i].Address != "" {
+				b = before[t][i]
+			}
+			w, err := adminapi.Window(b, a)
+			if errors.Is(err, adminapi.ErrNotOneWindow) && b.Address == a.Address {
 				e.Restarted++
-				w, err = adminapi.Window(sinceStart(a[i]), a[i])
+				w, err = adminapi.Window(sinceStart(a), a)
 			}
 			if err != nil {
 				return Evidence{}, err

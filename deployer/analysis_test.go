@@ -553,3 +553,31 @@ func TestPoolCountsARestartWhoseCountersOvertookTheOnesBefore(t *testing.T) {
 			fresh.Requests, fresh.Errors, fresh.Restarted)
 	}
 }
+
+// TestPoolPairsEachBalancerInstancesOwnEntries: the first of two LBs gained the new target during
+// the window (it had it not at the snapshot before). Its 100 answers, all 5xx, count whole; the
+// second's count from its own snapshot. Paired by position in the old way, the second's before
+// was the first's after, and the 5xx went uncounted.
+func TestPoolPairsEachBalancerInstancesOwnEntries(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	began := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	st := func(since time.Time, answered, errs uint64) adminapi.BackendStatus {
+		return adminapi.BackendStatus{Address: "new", Outcomes: adminapi.Outcomes{Answered: answered, ServerErrors: errs,
+			Latency: adminapi.Histogram{Bounds: bounds, Counts: []uint64{answered, 0, 0, 0}}, CountingSince: since}}
+	}
+	before := balancer.Outcomes{"new": {{}, st(began, 400, 0)}}
+	after := balancer.Outcomes{"new": {st(began.Add(time.Minute), 100, 100), st(began, 500, 0)}}
+	fresh, err := pool(before, after, []string{"new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Requests != 200 || fresh.Errors != 100 || fresh.Restarted != 0 {
+		t.Fatalf("pooled %d requests, %d errors, %d restarted; want 100 + 100 = 200 requests, 100 errors, none restarted",
+			fresh.Requests, fresh.Errors, fresh.Restarted)
+	}
+	// gone from the first by the end: what it got there is unknown, the second's still counts
+	fresh, err = pool(after, balancer.Outcomes{"new": {{}, st(began, 600, 10)}}, []string{"new"})
+	if err != nil || fresh.Requests != 100 || fresh.Errors != 10 {
+		t.Fatalf("pooled %+v, %v; want the second instance's 100 requests and 10 errors", fresh, err)
+	}
+}

@@ -242,7 +242,7 @@ func (d *Deployer) weighCanary(ctx context.Context, targets []string, add ...str
 	}
 	others := 0
 	for addr, sts := range snap {
-		if !canaries[addr] && len(sts) > 0 && sts[0].InRotation {
+		if !canaries[addr] && slices.ContainsFunc(sts, func(st adminapi.BackendStatus) bool { return st.InRotation }) {
 			others++
 		}
 	}

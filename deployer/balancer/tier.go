@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -51,10 +52,13 @@ func (t Tier) TargetState(ctx context.Context, target string) (TargetState, erro
 	return all, nil
 }
 
-// Outcomes are every instance's, a target's entries in the instances' order; an instance that
-// publishes none adds nothing, and a tier none of whose instances does has ErrNoView.
+// Outcomes are every instance's, a target's entries in the instances' order, one per instance
+// that publishes outcomes: where that instance does not have the target, its entry is the zero
+// BackendStatus (no Address), so the nth entry of two snapshots is always the same instance's.
+// An instance that publishes none adds nothing, and a tier none of whose instances does has
+// ErrNoView.
 func (t Tier) Outcomes(ctx context.Context) (Outcomes, error) {
-	out, seen := Outcomes{}, false
+	var each []Outcomes
 	for _, b := range t {
 		ov, ok := b.(OutcomeViewer)
 		if !ok {
@@ -67,13 +71,27 @@ func (t Tier) Outcomes(ctx context.Context) (Outcomes, error) {
 		if err != nil {
 			return nil, err
 		}
-		seen = true
+		each = append(each, o)
+	}
+	if len(each) == 0 {
+		return nil, fmt.Errorf("no instance of %s publishes outcomes: %w", t.Name(), ErrNoView)
+	}
+	out := Outcomes{}
+	for i, o := range each {
 		for addr, sts := range o {
+			if out[addr] == nil {
+				out[addr] = make([]adminapi.BackendStatus, 0, len(each))
+			}
+			for len(out[addr]) < i { // the instances before this one do not have it
+				out[addr] = append(out[addr], adminapi.BackendStatus{})
+			}
 			out[addr] = append(out[addr], sts...)
 		}
 	}
-	if !seen {
-		return nil, fmt.Errorf("no instance of %s publishes outcomes: %w", t.Name(), ErrNoView)
+	for addr := range out {
+		for len(out[addr]) < len(each) {
+			out[addr] = append(out[addr], adminapi.BackendStatus{})
+		}
 	}
 	return out, nil
 }

@@ -190,3 +190,23 @@ func TestTierSetWeightAsksEveryInstance(t *testing.T) {
 		t.Errorf("set the weight of a target no instance knows: %v, want ErrUnknownTarget", err)
 	}
 }
+
+// A tier's outcomes keep one entry per instance in the instances' order, an empty one where an
+// instance does not have the target: the nth entries of two snapshots are one instance's, so an
+// instance that gains or loses the target between them does not pair the others' wrongly.
+func TestTierOutcomesKeepOneEntryPerInstance(t *testing.T) {
+	t.Parallel()
+	app, other := healthyApp(t), healthyApp(t)
+	_, a := inHouseLB(t, other) // does not know app
+	_, b := inHouseLB(t, app)
+	o, err := (balancer.Tier{a, b}).Outcomes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sts := o[app]; len(sts) != 2 || sts[0].Address != "" || sts[1].Address != app {
+		t.Fatalf("outcomes of %s: %+v; want two entries, the first instance's empty, the second's for it", app, sts)
+	}
+	if sts := o[other]; len(sts) != 2 || sts[0].Address != other || sts[1].Address != "" {
+		t.Fatalf("outcomes of %s: %+v; want two entries, the first instance's for it, the second's empty", other, sts)
+	}
+}
