@@ -48,8 +48,12 @@ func (e Evidence) String() string {
 	if e.Restarted > 0 {
 		restarted = fmt.Sprintf(" (at least: %d counter(s) restarted during the window, counted from their restart)", e.Restarted)
 	}
-	return fmt.Sprintf("%d requests, %d errors (%.1f%%: %d 5xx, %d with no answer, %d answered by the balancer itself), p99 %s%s",
-		e.Requests, e.Errors, 100*e.ErrorRate(), e.ServerErrors, e.Failures, e.LBAnswers, e.P99.Round(100*time.Microsecond), restarted)
+	lb := ""
+	if e.Failures > 0 { // the LB's own 502/503/504 are for attempts with no answer: among them, not beside
+		lb = fmt.Sprintf(", %d of them answered by the balancer itself", e.LBAnswers)
+	}
+	return fmt.Sprintf("%d requests, %d errors (%.1f%%: %d 5xx, %d with no answer%s), p99 %s%s",
+		e.Requests, e.Errors, 100*e.ErrorRate(), e.ServerErrors, e.Failures, lb, e.P99.Round(100*time.Microsecond), restarted)
 }
 
 // pool adds up what targets got between the snapshots before and after, instance by instance

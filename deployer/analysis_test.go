@@ -581,3 +581,15 @@ func TestPoolPairsEachBalancerInstancesOwnEntries(t *testing.T) {
 		t.Fatalf("pooled %+v, %v; want the second instance's 100 requests and 10 errors", fresh, err)
 	}
 }
+
+// The verdict's numbers add up: errors are the 5xx plus the attempts with no answer, and the
+// balancer's own answers are some of the latter, said as such (not a third kind beside them).
+func TestEvidenceSaysTheBalancersOwnAnswersAreAmongTheUnanswered(t *testing.T) {
+	e := Evidence{Requests: 100, Errors: 12, ServerErrors: 4, Failures: 8, LBAnswers: 3}
+	if s := e.String(); !strings.Contains(s, "12 errors (12.0%: 4 5xx, 8 with no answer, 3 of them answered by the balancer itself)") {
+		t.Errorf("evidence %q: want 4 5xx and 8 with no answer, 3 of them answered by the balancer", s)
+	}
+	if s := (Evidence{Requests: 10, Errors: 1, ServerErrors: 1}).String(); strings.Contains(s, "balancer") {
+		t.Errorf("evidence %q: with no unanswered attempt, nothing to say of the balancer's own answers", s)
+	}
+}
