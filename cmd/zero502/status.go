@@ -82,6 +82,9 @@ func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
 		for _, p := range h.Problems {
 			problems = append(problems, h.Host+": "+p)
 		}
+		if len(h.Services) == 0 { // not read (its look failed): its row claims nothing, its problem says why
+			fmt.Fprintf(tw, "%s\t-\t%s\tunknown\t-\t-\t-\t-\t%s\t-\n", h.Host, dash(h.Published), lock)
+		}
 		for _, s := range h.Services {
 			want := dash(s.Want)
 			if s.Stopped {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/zero502/zero502/deployer"
 )
 
 // status when the Docker Engine does not answer: a failure at run time, exit 1 (as logs), not
@@ -47,5 +51,25 @@ func TestStatusOfAFleetNeverDeployedMakesNoStateDir(t *testing.T) {
 		if _, err := os.Stat(cfg.HostStateDir(h)); !os.IsNotExist(err) {
 			t.Errorf("status made %s (err %v); it must change nothing", cfg.HostStateDir(h), err)
 		}
+	}
+}
+
+// The status table has a row for every host of the fleet: one whose services could not be read
+// (its look over ssh failed) keeps its row, with nothing claimed, rather than vanishing from
+// the table and showing up only among the disagreements.
+func TestStatusTableHasARowForAHostWhoseServicesWereNotRead(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := &deployer.FleetStatus{Hosts: []deployer.HostStatus{
+		{Host: "host-a", Problems: []string{"reached over ssh (root@10.0.0.1): connection refused"}},
+	}}
+	var out bytes.Buffer
+	writeStatus(&out, st, now)
+	table, _, _ := strings.Cut(out.String(), "\n\n")
+	rows := strings.Split(table, "\n")[1:] // under the header
+	if len(rows) != 1 || !strings.HasPrefix(rows[0], "host-a ") {
+		t.Fatalf("status table rows %q, want one for host-a\n%s", rows, out.String())
+	}
+	if strings.Contains(rows[0], "healthy") {
+		t.Errorf("host-a's row %q claims a health it was not seen in", rows[0])
 	}
 }

@@ -23,7 +23,9 @@ type dialer struct {
 }
 
 func newDialer(server string) *dialer {
-	d := &dialer{net: net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}}
+	// No connect timeout of its own: the request's (Options.Timeout, on its context) bounds the
+	// connect with the rest, so a connect slower than some fixed bound but within it is no timeout.
+	d := &dialer{net: net.Dialer{KeepAlive: 30 * time.Second}}
 	if server != "" {
 		d.resolver = &resolver{server: server, now: time.Now, answers: map[string]answer{}}
 	}
@@ -46,14 +48,30 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	ips = append([]string(nil), ips...)
 	rand.Shuffle(len(ips), func(i, j int) { ips[i], ips[j] = ips[j], ips[i] })
 	var errs []error
-	for _, ip := range ips {
-		c, err := d.net.DialContext(ctx, network, net.JoinHostPort(ip, port))
+	for i, ip := range ips {
+		c, err := d.dialShare(ctx, network, net.JoinHostPort(ip, port), len(ips)-i)
 		if err == nil {
 			return c, nil
 		}
 		errs = append(errs, err)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// minShare is the least an address gets of the request's time while others are left to try
+// (net.Dialer's own minimum when it shares a deadline among a name's addresses).
+const minShare = 2 * time.Second
+
+// dialShare connects to addr, one of left addresses still to try: with a deadline, it gets its
+// share of the time remaining (at least minShare), as net.Dialer shares one among a name's
+// addresses, so an address that drops SYNs leaves time for the next; the last gets all of it.
+func (d *dialer) dialShare(ctx context.Context, network, addr string, left int) (net.Conn, error) {
+	if deadline, ok := ctx.Deadline(); ok && left > 1 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(time.Until(deadline)/time.Duration(left), minShare))
+		defer cancel()
+	}
+	return d.net.DialContext(ctx, network, addr)
 }
 
 // resolver asks one DNS server for a name's A records and keeps each answer for its TTL. One

@@ -125,6 +125,11 @@ func (s *sessions) converse(ctx context.Context, c *websocket.Conn, reads <-chan
 				_ = c.Close(websocket.StatusNormalClosure, "load done")
 				return "", seq
 			case r := <-reads:
+				if r.err == nil { // the server spoke first (a welcome, a push): not the echo asked for
+					s.lost(fmt.Errorf("session %d: got %q, which no message asked for (SessionPath must echo)", i, r.msg))
+					sleepCtx(ctx, s.every) // paced as a failed reopen: this server says it again on the next session
+					return "", seq
+				}
 				s.ended(i, r.err, false)
 				return "", seq
 			case <-tick.C:

@@ -5,8 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/zero502/zero502/infra/app"
 	"github.com/zero502/zero502/infra/lb"
@@ -96,5 +101,40 @@ func TestSessionsSurviveABackendDrain(t *testing.T) {
 	}
 	if st.Opened < 6 {
 		t.Errorf("sessions opened %d times, want the 3 first ones and 3 reopenings at least", st.Opened)
+	}
+}
+
+// TestASessionMessageNobodyAskedForIsALossNotACrash: a WebSocket endpoint that speaks first (a
+// welcome on connect, a feed's push) is not the echo the load expects. What it sends unasked is
+// a session failure with the message named, and the load goes on to its result.
+func TestASessionMessageNobodyAskedForIsALossNotACrash(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ws" {
+			return
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		if err := c.Write(r.Context(), websocket.MessageText, []byte("welcome")); err != nil {
+			return
+		}
+		for {
+			typ, msg, err := c.Read(r.Context())
+			if err != nil || c.Write(r.Context(), typ, msg) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	res := run(t, Options{Target: srv.URL, Rate: 10, Duration: 500 * time.Millisecond, Sessions: 1,
+		SessionEvery: 20 * time.Millisecond})
+	st := res.Sessions
+	if st == nil || st.Lost == 0 || !res.Failed() {
+		t.Fatalf("sessions with a welcome nobody asked for: %+v, want them counted lost", st)
+	}
+	if !strings.Contains(strings.Join(st.Errors, " "), `"welcome"`) {
+		t.Errorf("session errors %q do not name the message nobody asked for", st.Errors)
 	}
 }
