@@ -65,13 +65,19 @@ func (d *Deployer) watchProgress(ctx context.Context, h config.Host) (context.Co
 // end stops the clock once its step returned err (and wrote repErr, its report's error): when
 // the deadline had passed, both say so first.
 func (c *stepClock) end(err *error, repErr *string) {
-	if !c.timer.Stop() {
-		<-c.fired // it fired: its event and cancel are done before the step's end is told
-	}
+	// Stopped under the lock progressed restarts it under, and taken out of its reach at once:
+	// else a Stop between progressed's Stop and Reset would find it stopped, wait for it to fire,
+	// and have a step that ended report itself stalled a progress_deadline later.
 	c.d.progress.mu.Lock()
 	if c.d.progress.steps[c.host] == c {
 		delete(c.d.progress.steps, c.host)
 	}
+	stopped := c.timer.Stop()
+	c.d.progress.mu.Unlock()
+	if !stopped {
+		<-c.fired // it fired: its event and cancel are done before the step's end is told
+	}
+	c.d.progress.mu.Lock()
 	cause := c.cause
 	c.d.progress.mu.Unlock()
 	c.cancel(nil)
