@@ -148,10 +148,11 @@ func lookupName(head []byte, fields []field, slots []int32, mask uint32, name []
 // X-Forwarded-For lines are joined in order, in the place of the first); without it, what the
 // client sent is dropped and X-Forwarded-For is clientIP alone, so a client cannot forge the
 // address a backend sees. An HTTP/1.0 request without Host gets Host: backend, since HTTP/1.1
-// needs one. X-Forwarded-Proto follows the same rule: a trusted proxy's is kept; from anyone
-// else it is dropped, and a request that came over TLS (https) without one kept gets
-// X-Forwarded-Proto: https (a trusted proxy's named in its Connection header is not kept: it
-// described that proxy's hop).
+// needs one (an absolute-form target's authority when it has one: a Host that differs from it
+// is refused, RFC 9112 §3.2.2). X-Forwarded-Proto follows the same rule: a trusted proxy's is
+// kept; from anyone else it is dropped, and a request that came over TLS (https) without one
+// kept gets X-Forwarded-Proto: https (a trusted proxy's named in its Connection header is not
+// kept: it described that proxy's hop).
 // Forwarded (RFC 7239) and X-Real-IP, which backends also read the client's address from, and
 // X-Forwarded-Host, -Port, -Prefix, -Scheme and -Ssl, which frameworks build absolute URLs from
 // (a password-reset link pointing at the client's own host), are kept from a trusted proxy and
@@ -165,7 +166,11 @@ func AppendUpstreamHead(dst []byte, r *Request, clientIP []byte, keepForwarded, 
 	dst = append(dst, " HTTP/1.1\r\n"...)
 	if r.Minor == 0 && !r.hasHost {
 		dst = append(dst, "Host: "...)
-		dst = append(dst, backend...)
+		if _, auth, ok := absoluteAuthority(r.Target()); ok {
+			dst = append(dst, auth...) // the host it names (RFC 9112 §3.2.2), not another
+		} else {
+			dst = append(dst, backend...)
+		}
 		dst = append(dst, "\r\n"...)
 	}
 	xff, proto := false, false

@@ -90,6 +90,9 @@ const MaxRequestFields = 100
 //   - Content-Length that is repeated, a list, signed or not a number: 400;
 //   - obs-fold, whitespace before the colon, bare LF, control characters: 400;
 //   - HTTP/1.1 without exactly one Host: 400;
+//   - an absolute-form target whose authority is not its Host (RFC 9112 §3.2.2: the client
+//     must send them identical; a backend that reads the target's and one that reads Host
+//     would serve two different hosts): 400;
 //   - more than MaxRequestFields header lines: 431.
 func ParseRequest(head []byte, r *Request) error {
 	r.Reset()
@@ -148,6 +151,7 @@ func ParseRequest(head []byte, r *Request) error {
 
 	var (
 		hosts, cls, tes int
+		host            []byte
 		teChunked       bool
 		upgradeField    = -1
 		connUpgrade     bool
@@ -159,6 +163,7 @@ func ParseRequest(head []byte, r *Request) error {
 		switch {
 		case equalFold(name, "Host"):
 			hosts++
+			host = value
 		case equalFold(name, "Content-Length"):
 			cls++
 			n, ok := parseContentLength(value)
@@ -207,6 +212,8 @@ func ParseRequest(head []byte, r *Request) error {
 		return badRequest("HTTP/1.1 request needs exactly one Host header")
 	case hosts > 1:
 		return badRequest("repeated Host header")
+	case hosts == 1 && !authorityIsHost(r.Target(), host):
+		return badRequest("the absolute-form target's authority differs from Host")
 	}
 	r.hasHost = hosts == 1
 	r.Chunked = tes == 1
@@ -216,6 +223,53 @@ func ParseRequest(head []byte, r *Request) error {
 		r.hop[upgradeField] = false
 	}
 	return nil
+}
+
+// absoluteAuthority returns the scheme and the authority (without userinfo) of target when it
+// is in absolute-form (scheme "://" authority ...); ok is false for any other form, which has
+// no authority.
+func absoluteAuthority(target []byte) (scheme, auth []byte, ok bool) {
+	sep := bytes.Index(target, []byte("://"))
+	if sep <= 0 {
+		return nil, nil, false
+	}
+	for _, c := range target[:sep] { // a scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return nil, nil, false
+		}
+	}
+	auth = target[sep+3:]
+	if i := bytes.IndexAny(auth, "/?#"); i >= 0 {
+		auth = auth[:i]
+	}
+	if i := bytes.LastIndexByte(auth, '@'); i >= 0 {
+		auth = auth[i+1:]
+	}
+	return target[:sep], auth, true
+}
+
+// authorityIsHost says whether target, when it is in absolute-form, names host as its
+// authority: the same ignoring case and userinfo, a default port (80 for http, 443 for https)
+// written or not. Any other form of target passes.
+func authorityIsHost(target, host []byte) bool {
+	scheme, auth, ok := absoluteAuthority(target)
+	if !ok {
+		return true
+	}
+	port := ""
+	switch {
+	case equalFold(scheme, "http"):
+		port = ":80"
+	case equalFold(scheme, "https"):
+		port = ":443"
+	}
+	trim := func(b []byte) []byte {
+		if port != "" && len(b) > len(port) && string(b[len(b)-len(port):]) == port {
+			return b[:len(b)-len(port)]
+		}
+		return b
+	}
+	return equalFold(trim(auth), trim(host))
 }
 
 // nextToken splits the first comma-separated token (trimmed) off v.

@@ -18,6 +18,7 @@ type exchange struct {
 	resp  http1.Response
 	out   []byte
 	copy  []byte
+	head  []byte            // a copy of the request head while a chunked body streams over it
 	chunk http1.ChunkFramer // a chunked request body's framing, as far as it was relayed
 	t     tried             // the backends the request used
 	seen  uint64            // the outages of the backend of the attempt when it was picked
@@ -80,7 +81,10 @@ func (s *Server) proxy(cc *clientConn, x *exchange, headLen int, start time.Time
 	req := &x.req
 	if req.Chunked {
 		// the body streams from the read buffer through x.chunk (streamChunked); what already
-		// arrived must be well framed before any of it goes to a backend
+		// arrived must be well framed before any of it goes to a backend. Its bytes land where
+		// the head was once that is consumed: the request keeps a copy of its head
+		x.head = append(x.head[:0], cc.in.buffered()[:headLen]...)
+		req.Head = x.head
 		cc.in.consume(headLen)
 		headLen = 0
 		x.chunk.Reset()
