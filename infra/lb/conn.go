@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -297,26 +298,10 @@ func lingerClose(cc *clientConn) {
 	}
 }
 
+// statusText is code's reason phrase as the LB writes it (429 Too Many Requests among them).
 func statusText(code int) string {
-	switch code {
-	case 200:
-		return "OK"
-	case 400:
-		return "Bad Request"
-	case 408:
-		return "Request Timeout"
-	case 431:
-		return "Request Header Fields Too Large"
-	case 501:
-		return "Not Implemented"
-	case 502:
-		return "Bad Gateway"
-	case 503:
-		return "Service Unavailable"
-	case 504:
-		return "Gateway Timeout"
-	case 505:
-		return "HTTP Version Not Supported"
+	if t := http.StatusText(code); t != "" {
+		return t
 	}
 	return "Status " + strconv.Itoa(code)
 }
