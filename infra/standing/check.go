@@ -89,6 +89,10 @@ func HTTPProbe(ctx context.Context, addr, path, userAgent string, timeout time.D
 			if err := http1.ParseResponse(buf[:n], false, &resp); err != nil {
 				return Verdict{Err: err}
 			}
+			if resp.Status >= 100 && resp.Status < 200 && resp.Status != 101 {
+				buf = buf[:copy(buf, buf[n:])] // an interim answer (103 Early Hints): the final one follows
+				continue
+			}
 			return Verdict{Status: resp.Status}
 		}
 		if len(buf) >= maxHead {

@@ -207,8 +207,13 @@ func TestProbesAgainstRealSockets(t *testing.T) {
 	var mu sync.Mutex
 	var firstLine string
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/drain" {
+		switch r.URL.Path {
+		case "/drain":
 			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/hints": // an interim 103 Early Hints, then the final answer
+			w.Header().Set("Link", "</app.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.WriteHeader(http.StatusOK)
 		}
 	})}
 	// A tiny front that records the preamble line, then hands the rest to the HTTP server.
@@ -221,6 +226,9 @@ func TestProbesAgainstRealSockets(t *testing.T) {
 	}
 	if v := HTTPProbe(ctx, addr, "/health", "test", time.Second, nil); !v.OK() || v.Status != 200 {
 		t.Fatalf("HTTP probe: %+v", v)
+	}
+	if v := HTTPProbe(ctx, addr, "/hints", "test", time.Second, nil); !v.OK() || v.Status != 200 {
+		t.Fatalf("HTTP probe of a 103 then a 200: %+v; want the final 200, not the interim 103", v)
 	}
 	v := HTTPProbe(ctx, addr, "/drain", "test", time.Second, func(net.Conn) ([]byte, error) { return []byte("HELLO\r\n"), nil })
 	if v.OK() || v.Status != 503 {
