@@ -299,6 +299,9 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 			}
 		}
 		if svc.Stopped {
+			if err := d.unhold(ctx, svc); err != nil { // nothing runs there next
+				return fmt.Errorf("host %s: service %s: %w", h.Name, svc.Name, err)
+			}
 			continue
 		}
 		gated := gate != nil && kept == nil && !d.opts.Naive && d.gates(svc.Name, isBalanced)
@@ -341,6 +344,9 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 		}
 		if held := d.held.release(svc.Address); watch && canRotate && (addsItself || held) {
 			if err := rot.Add(ctx, svc.Address); err != nil {
+				if held { // still held out: the rollback adds back whatever it runs there next
+					d.held.hold(svc.Address)
+				}
 				return fmt.Errorf("host %s: service %s: add %s at %s: %w", h.Name, svc.Name, svc.Address, d.bal.Name(), err)
 			}
 		}
@@ -525,6 +531,25 @@ func (d *Deployer) clear(ctx context.Context, h config.Host, rt Runtime, s spec.
 				d.emit(Event{Host: h.Name, Service: svc.Name, Step: stepStopped, Version: in.Version, Message: "rollback goes on: " + err.Error()})
 			}
 		}
+		if err := d.unhold(ctx, svc); err != nil {
+			return fmt.Errorf("host %s: service %s: %w", h.Name, svc.Name, err)
+		}
+	}
+	return nil
+}
+
+// unhold gives back to the balancer the target of svc this deploy held out for its checks before
+// traffic (heldOut) when nothing will run there next (a fresh host cleared, a service rolled back
+// to stopped): undrained, it is judged by its health checks again, as before the deploy, instead
+// of staying drained by the deploy, out of rotation for whatever a later deploy starts there. A
+// target the balancer does not know (its hold was refused) is not added.
+func (d *Deployer) unhold(ctx context.Context, svc spec.Service) error {
+	rot, ok := d.bal.(balancer.Rotation)
+	if !ok || !d.held.release(svc.Address) || !d.balancerKnows(ctx, runtime.Instance{}, svc) {
+		return nil
+	}
+	if err := rot.Add(ctx, svc.Address); err != nil {
+		return fmt.Errorf("undrain %s, held out at %s for its checks before traffic: %w", svc.Address, d.bal.Name(), err)
 	}
 	return nil
 }
@@ -540,11 +565,16 @@ func (d *Deployer) balancerKnows(ctx context.Context, in runtime.Instance, svc s
 	return !errors.Is(err, balancer.ErrUnknownTarget)
 }
 
-// clearExtra stops the services of failed that restored does not have.
+// clearExtra stops the services of failed that restored does not have, and those it has at the
+// same version and address but changed otherwise (env, command: a config change under the same
+// version): what runs there may be the failed spec's instance, which the rollback's converge
+// would keep as the restored one's, and report rolled back while it still runs the failed config.
 func (d *Deployer) clearExtra(ctx context.Context, h config.Host, rt Runtime, failed, restored spec.Spec) error {
 	var extra spec.Spec
 	for _, svc := range failed.Services {
-		if _, ok := restored.Service(svc.Name); !ok {
+		r, ok := restored.Service(svc.Name)
+		if !ok || !svc.Stopped && r.Version == svc.Version && r.Address == svc.Address &&
+			!spec.Same(spec.Spec{Services: []spec.Service{r}}, spec.Spec{Services: []spec.Service{svc}}) {
 			extra.Services = append(extra.Services, svc)
 		}
 	}
