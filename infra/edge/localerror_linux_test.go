@@ -54,27 +54,11 @@ func TestLocalDescriptorExhaustionDoesNotEjectHealthyUpstreams(t *testing.T) {
 	f := startForwarder(t, &Forwarder{Origins: ups, Health: "127.0.0.1:0", Logger: log})
 	poll.Until(t, deadline, "both upstreams in rotation", func() bool { return f.ups.inRotation() == 2 })
 
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	open := openFDs(t)
-	soft := uint64(0)
-	for free := 0; free < 2; soft++ { // the lowest limit with exactly two free slots below it
-		if !open[int(soft)] {
-			free++
-		}
-	}
-	lim := syscall.Rlimit{Cur: soft, Max: old.Max}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
+	restore := lowerFDLimit(t, 2)
 	// one free slot for the client's socket, one for the edge's accept; the upstream dial gets none
 	c, err := net.DialTimeout("tcp", f.Addr().String(), 2*time.Second)
 	time.Sleep(500 * time.Millisecond)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	if err == nil {
 		c.Close()
 	}
@@ -131,25 +115,7 @@ func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
 	log, lines := newLogs()
 	r := startRelay(t, &Relay{Backend: startBackend(t, nil), Logger: log})
 
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	open := openFDs(t)
-	soft := uint64(0)
-	for free := 0; free < 1; soft++ { // the lowest limit with exactly one free slot below it
-		if !open[int(soft)] {
-			free++
-		}
-	}
-	restore := func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: soft, Max: old.Max}); err != nil {
-		t.Fatal(err)
-	}
+	restore := lowerFDLimit(t, 1)
 	// the client's socket takes the free slot; the relay's accept gets none
 	c, err := net.DialTimeout("tcp", r.Addr().String(), 2*time.Second)
 	func() {
@@ -167,4 +133,29 @@ func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
 		})
 	}()
 	_ = c.Close()
+}
+
+// lowerFDLimit sets this process's descriptor limit to the lowest that leaves free slots free
+// below it, and returns what restores the old one (call it before the test ends).
+func lowerFDLimit(t *testing.T, free int) (restore func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	open := openFDs(t)
+	soft := uint64(0)
+	for n := 0; n < free; soft++ {
+		if !open[int(soft)] {
+			n++
+		}
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: soft, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
