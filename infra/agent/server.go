@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/zero502/zero502/infra/adminapi"
@@ -166,7 +168,13 @@ func (s *Server) session(c *tls.Conn, log *slog.Logger) {
 	for frames := 0; ; frames++ {
 		f, err := readFrame(c)
 		if err != nil && frames == 0 {
-			return // a probe: a full handshake and nothing else (edgepick measures this way)
+			// A probe is a full handshake and nothing else (edgepick measures this way): it
+			// closes, or resets, before a byte. Anything else read was not an agent's frame.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, net.ErrClosed) {
+				log.Warn("agent server: first frame unreadable; connection closed", "claimed", peer.Claimed.String(),
+					"measured", peer.Measured.String(), "err", err.Error())
+			}
+			return
 		}
 		if frames == 0 {
 			s.mu.Lock()

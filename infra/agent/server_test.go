@@ -1,16 +1,21 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/edgepick"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -209,5 +214,63 @@ func TestAServerWithTrustedEdgesRequiresAClientCertificateEvenOnLoopback(t *test
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v; want it to say %q", err, want)
 		}
+	}
+}
+
+// lockedBuffer is a log destination the server's goroutines write to while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+
+// A peer that completes the handshake and then speaks something else (an HTTPS client pointed at
+// the agent server: "GET " announces a frame of a gigabyte) is closed with a warning that says
+// so, as readFrame words it; it is not taken for an edge's probe, which handshakes and closes
+// without a word and is not logged.
+func TestAPeerThatIsNotAnAgentIsLoggedNotTakenForAProbe(t *testing.T) {
+	server, client := newPKI(t)
+	var logs lockedBuffer
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Listener: ln, TLS: server, Dedup: NewDedupStore(0), Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := netip.MustParseAddrPort(ln.Addr().String())
+
+	if m := edgepick.Probe(context.Background(), addr, client, 5*time.Second); m.Err != nil {
+		t.Fatalf("the probe: %v", m.Err)
+	}
+	c, err := tls.Dial("tcp", addr.String(), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+originName+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, c); err != nil || n != 0 {
+		t.Fatalf("the HTTPS client got %d bytes, %v; want the connection closed", n, err)
+	}
+	poll.Until(t, 5*time.Second, "a warning naming the peer that is not an agent", func() bool {
+		return strings.Contains(logs.String(), "not a zero502 agent peer")
+	})
+	if warns := strings.Count(logs.String(), "level=WARN"); warns != 1 {
+		t.Fatalf("%d warnings, want one (the HTTPS client's, not the probe's):\n%s", warns, logs.String())
+	}
+	if c := s.Counts(); c.Sessions != 0 || c.Applied != 0 {
+		t.Fatalf("counts %+v, want no session and nothing applied", c)
 	}
 }

@@ -14,10 +14,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/internal/testrig/poll"
 	"github.com/zero502/zero502/internal/testrig/tcpserver"
 )
@@ -545,5 +547,146 @@ func TestAStopDuringAnUpgradeLeavesThePIDFileToTheOldProcess(t *testing.T) {
 	}
 	if pid, err := ReadPID(pidFile); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("after the old process exited the pid file names %d (%v); want it removed, never naming the killed new process %d", pid, err, refused)
+	}
+}
+
+// An install that switches a symlink to the new version (/usr/local/bin/zero502 ->
+// /opt/zero502/<version>/zero502, Homebrew's bin, a Nix profile) is upgraded to what the link
+// names now: the new process is the executable as the server was started by name, re-read from
+// disk, not the file the link named when the old process started.
+func TestAnUpgradeFollowsTheLinkTheServerWasStartedThrough(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the new process's executable is read from /proc")
+	}
+	dir := t.TempDir()
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[string]string{}
+	for _, v := range []string{"v1", "v2"} {
+		versions[v] = filepath.Join(dir, v, "helper.test")
+		if err := os.MkdirAll(filepath.Dir(versions[v]), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(versions[v], data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "bin", "helper.test")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(versions["v1"], link); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd := exec.Command(link, "-test.run=^TestHandoffHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+pidFile, helperAddr+"="+addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if pid, err := ReadPID(pidFile); err == nil && pid != cmd.Process.Pid {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == cmd.Process.Pid })
+
+	// the new version is installed: the link is switched atomically, as an installer does
+	next := link + ".new"
+	if err := os.Symlink(versions["v2"], next); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, link); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Request{PIDFile: pidFile, Timeout: 20 * time.Second}.Do(context.Background())
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(out.NewPID) + "/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe != versions["v2"] {
+		t.Fatalf("after the link %s was switched to %s, the upgrade started %s: the version the server started with, not the one installed",
+			link, versions["v2"], exe)
+	}
+}
+
+// waitingClock is the wall clock that closes polling the first time it is asked to wait
+// pollEvery: a Request has read the record it compares against and sent its SIGHUP.
+type waitingClock struct {
+	clock.Real
+	once    sync.Once
+	polling chan struct{}
+}
+
+func (c *waitingClock) After(d time.Duration) <-chan time.Time {
+	if d == pollEvery {
+		c.once.Do(func() { close(c.polling) })
+	}
+	return c.Real.After(d)
+}
+
+// Two upgrades asked for at once (two `systemctl reload`s, a deploy and an operator): the second
+// asks while the first one's new process is starting, so the server has one attempt for both.
+// Once it succeeds, both requests say so and name the new process; the second is not left
+// waiting for an attempt of its own that never comes, then told the server exited without an
+// outcome.
+func TestASecondRequestDuringAnUpgradeGetsItsOutcome(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no hand-off on Windows")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "run", "helper.pid")
+	hold := filepath.Join(dir, "hold")
+	ps := tcpserver.FreePorts(t, 1)
+	addr := "127.0.0.1:" + strconv.Itoa(ps[0])
+	cmd, _ := startHelper(t, pidFile, addr, helperHold+"="+hold)
+	first := cmd.Process.Pid
+	poll.Until(t, 10*time.Second, "the helper serves", func() bool { return whoServes(addr) == first })
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out Outcome
+		err error
+	}
+	do := func(r Request) <-chan result {
+		done := make(chan result, 1)
+		go func() { out, err := r.Do(context.Background()); done <- result{out, err} }()
+		return done
+	}
+	one := do(Request{PIDFile: pidFile, Timeout: 20 * time.Second})
+	poll.Until(t, 10*time.Second, "the first upgrade's new process started, held short of ready", func() bool { return heldPID(hold) != 0 })
+	waiting := &waitingClock{polling: make(chan struct{})}
+	two := do(Request{PIDFile: pidFile, Timeout: 20 * time.Second, Clock: waiting})
+	select {
+	case <-waiting.polling:
+	case r := <-two:
+		t.Fatalf("the second request ended before the first upgrade did: %+v %v", r.out, r.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second request never signalled")
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	for i, done := range []<-chan result{one, two} {
+		select {
+		case r := <-done:
+			if r.err != nil || r.out.OldPID != first || r.out.NewPID != heldPID(hold) {
+				t.Errorf("request %d: %+v %v; want the upgrade from %d to %d", i+1, r.out, r.err, first, heldPID(hold))
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("request %d: no outcome", i+1)
+		}
 	}
 }

@@ -56,7 +56,11 @@ func ReadPID(path string) (int, error) {
 // successor's once it accepted it.
 func writePID(path string, pid int) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Made only below a directory trust.Check accepts: nothing inside another user's.
+	if err := trust.MkdirAll(dir, 0o700, os.Geteuid()); err != nil {
+		if errors.Is(err, trust.ErrRefused) {
+			return fmt.Errorf("pid file %s is not trusted: %w; or give --pid-file a path in a directory only this user can write", path, err)
+		}
 		return fmt.Errorf("create the pid file's directory %s: %w", dir, err)
 	}
 	if err := trustPIDFile(dir); err != nil {

@@ -108,3 +108,26 @@ func TestAPIDReusedSinceThePIDFileWasWrittenIsNotSignalled(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// A pid file whose directory is to be made inside another user's directory (a --pid-file of
+// /tmp/zero502-1000/run/lb.pid, where another user made /tmp/zero502-1000 first) is refused
+// before anything is made there: the rule of every directory zero502 creates.
+func TestWritingAPIDFileMakesNothingInAnotherUsersDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a directory of another user")
+	}
+	other := filepath.Join(t.TempDir(), "zero502-1000")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(other, "run", "lb.pid")
+	if err := writePID(file, os.Getpid()); err == nil || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Fatalf("writing %s: %v, want it refused naming the other user's directory", file, err)
+	}
+	if _, err := os.Lstat(filepath.Dir(file)); err == nil {
+		t.Fatalf("%s was made inside the directory of uid 4242 before the pid file was refused", filepath.Dir(file))
+	}
+}

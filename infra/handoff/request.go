@@ -40,7 +40,8 @@ type Outcome struct {
 // Do sends SIGHUP to the process in the pid file (one that started after the file was written
 // is refused: a reused pid) and waits until its attempt file records that
 // the new process is ready (the old one now drains) or failed (errFailed, with the reason; the
-// old one keeps serving).
+// old one keeps serving). An attempt already under way (another request's) is this request's
+// too once it succeeds: the server starts no second one.
 func (r Request) Do(ctx context.Context) (Outcome, error) {
 	clk := r.Clock
 	if clk == nil {
@@ -60,6 +61,11 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 	if err == nil {
 		err = proc.Signal(syscall.Signal(0))
 	}
+	if errors.Is(err, syscall.EPERM) {
+		// It runs, as a user this one may not signal (root's server, another user's).
+		return Outcome{}, fmt.Errorf("pid %d (from %s) runs as a user this one may not signal (%w); nothing was signalled: "+
+			"ask for the upgrade as the server's user or root", pid, r.PIDFile, err)
+	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pid %d (from %s) is not running (%w); start the server, or remove the stale pid file", pid, r.PIDFile, err)
 	}
@@ -77,6 +83,13 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	// An attempt of this server under way (another request's) answers this one too: once it
+	// succeeds the server hands over and starts no other, so its outcome is this request's;
+	// once it fails, this request's SIGHUP starts the next attempt, whose outcome is.
+	underway := before.PID == pid && before.State == Starting
+	ours := func(a Attempt) bool {
+		return a.PID == pid && (a.Seq > before.Seq || underway && a.Seq == before.Seq && a.State == Ready)
+	}
 	start := clk.Now()
 	if err := proc.Signal(syscall.SIGHUP); err != nil {
 		return Outcome{}, fmt.Errorf("send SIGHUP to pid %d (from %s): %w", pid, r.PIDFile, err)
@@ -87,7 +100,7 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 		if err != nil {
 			return Outcome{}, err
 		}
-		if a.Seq > before.Seq && a.PID == pid && a.Final() {
+		if ours(a) && a.Final() {
 			out := Outcome{OldPID: pid, NewPID: a.NewPID, Seq: a.Seq, Took: clk.Now().Sub(start)}
 			if a.State == Failed {
 				return out, fmt.Errorf("%w: pid %d keeps serving: %s", errFailed, pid, a.Reason)
@@ -95,7 +108,7 @@ func (r Request) Do(ctx context.Context) (Outcome, error) {
 			return out, nil
 		}
 		if proc.Signal(syscall.Signal(0)) != nil {
-			if a, err := readAttempt(path); err == nil && a.Seq > before.Seq && a.State == Ready {
+			if a, err := readAttempt(path); err == nil && ours(a) && a.State == Ready {
 				return Outcome{OldPID: pid, NewPID: a.NewPID, Seq: a.Seq, Took: clk.Now().Sub(start)}, nil
 			}
 			return Outcome{OldPID: pid}, fmt.Errorf("%w: pid %d exited during the upgrade without recording an outcome; see its log", errFailed, pid)

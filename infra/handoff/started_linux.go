@@ -38,8 +38,14 @@ func startedAt(pid int) (time.Time, error) {
 			if err != nil {
 				return time.Time{}, fmt.Errorf("malformed btime in /proc/stat: %w", err)
 			}
-			return time.Unix(boot, 0).Add(time.Duration(ticks) * time.Second / userHZ), nil
+			return sinceBoot(boot, ticks), nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("no btime in /proc/stat")
+}
+
+// sinceBoot is the time ticks (of userHZ) after the boot time boot (Unix seconds). Whole
+// seconds first: ticks in nanoseconds overflow a time.Duration 2.9 years after the boot.
+func sinceBoot(boot int64, ticks uint64) time.Time {
+	return time.Unix(boot+int64(ticks/userHZ), int64(ticks%userHZ)*int64(time.Second/userHZ))
 }

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,12 +116,46 @@ func processUpgrader(timeout time.Duration) (*tableflip.Upgrader, error) {
 			return
 		}
 		// The new process is this executable as it is on disk now (a replaced binary is the
-		// new version); tableflip starts os.Args[0], so it names the executable's path.
-		if exe, err := os.Executable(); err == nil {
+		// new version); tableflip starts os.Args[0], so it names the executable's path: the
+		// one it was started by (invokedPath), so a link switched to a new version since
+		// (/usr/local/bin/zero502 -> /opt/zero502/<version>/zero502) starts that version.
+		if exe, err := invokedPath(os.Args[0]); err == nil {
+			os.Args[0] = exe
+		} else if exe, err := os.Executable(); err == nil {
 			os.Args[0] = exe
 		}
 	})
 	return thisProcess.upg, thisProcess.err
+}
+
+// invokedPath is the absolute path this process was started by, argv0 (looked up on PATH
+// without a slash), its symlinks kept: os.Executable resolves them, so an upgrade would start
+// the file a link named when this process started, not the version installed since. It is
+// refused unless it is this very executable now (argv[0] is whatever the starter chose).
+func invokedPath(argv0 string) (string, error) {
+	path, err := exec.LookPath(argv0)
+	if err != nil {
+		return "", err
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return "", err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	named, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	running, err := os.Stat(exe)
+	if err != nil {
+		return "", err
+	}
+	if !os.SameFile(named, running) {
+		return "", fmt.Errorf("argv[0] %s is not this executable %s", path, exe)
+	}
+	return path, nil
 }
 
 // Supported reports whether this platform can hand listening sockets to a new process.
