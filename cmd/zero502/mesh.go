@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,6 +120,15 @@ Exit status: 0 after SIGTERM or Ctrl-C, 1 the listener failed, 2 bad flags (or n
 			if n.Alerts, n.Tracker, err = al.build(n.Logger); err != nil {
 				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 			}
+			// A zero duration would be taken as the Node's default (its zero value), not refused.
+			for _, d := range []struct {
+				flag  string
+				value time.Duration
+			}{{"--probe-every", n.ProbeEvery}, {"--probe-timeout", n.ProbeTimeout}, {"--bulletin-window", n.BulletinWindow}} {
+				if d.value == 0 {
+					return exitCode(2, fmt.Errorf("mesh serve: %s %s: must be above 0 (leave the flag out for its default)", d.flag, d.value))
+				}
+			}
 			if err := n.Validate(); err != nil {
 				return exitCode(2, fmt.Errorf("mesh serve: %w", err))
 			}
@@ -176,6 +187,12 @@ func parsePeerServices(values []string) (map[string]mesh.Service, error) {
 	return out, nil
 }
 
+// validPort says whether port is a port number from 1 to 65535.
+func validPort(port string) bool {
+	p, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && p > 0
+}
+
 // thresholdFlag names a mesh threshold by the flag of mesh serve that sets it.
 func thresholdFlag(field string) string {
 	flag := map[string]string{
@@ -208,6 +225,9 @@ Exit status: 0 printed, 1 the server could not be read, 2 bad flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "from"); err != nil {
 				return err
+			}
+			if host, port, err := net.SplitHostPort(from); err != nil || host == "" || strings.Contains(from, "/") || !validPort(port) {
+				return exitCode(2, fmt.Errorf("mesh verdicts: --from %q: must be a mesh server's --listen address as host:port, e.g. 127.0.0.1:7001 (no http://: that is lb-sync's --from)", from))
 			}
 			if timeout <= 0 {
 				return exitCode(2, fmt.Errorf("mesh verdicts: --timeout %s: must be above 0", timeout))

@@ -53,7 +53,9 @@ failed, 2 bad flags (or no key off loopback).`,
 			for flag, v := range map[string]*string{"from": &s.Mesh, "admin": &s.Admin} {
 				u, err := parseHTTPURL(*v)
 				if err != nil {
-					return exitCode(2, fmt.Errorf("mesh lb-sync: --%s %q: %w", flag, *v, err))
+					want := map[string]string{"from": "a mesh server's base URL, e.g. http://127.0.0.1:7001 (mesh serve's --listen, with http://)",
+						"admin": "the balancer's admin base URL, e.g. http://127.0.0.1:18081"}[flag]
+					return exitCode(2, fmt.Errorf("mesh lb-sync: --%s %q: must be %s: an http:// or https:// URL with a host", flag, *v, want))
 				}
 				*v = u
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,9 +40,23 @@ func TestMeshCommandRefusesBadFlagsNamingFlagValueAndRule(t *testing.T) {
 			[]string{`--checkers "z"`, `not this server's --name "a" nor one of its --peers`, "list only servers of the mesh"}},
 		{"an empty checker", append(serve, "--checkers", "a,,c", "--probe-every", "1s", "--probe-timeout", "2s"),
 			[]string{`--checkers ""`, "nor one of its --peers"}},
+		{"a round of zero", []string{"serve", "--name", "a", "--listen", "0.0.0.0:0", "--peers", "b=10.0.0.6:7946", "--probe-every", "0s"},
+			[]string{"--probe-every 0s", "above 0"}},
+		{"a probe timeout of zero", []string{"serve", "--name", "a", "--listen", "0.0.0.0:0", "--peers", "b=10.0.0.6:7946", "--probe-timeout", "0s"},
+			[]string{"--probe-timeout 0s", "above 0"}},
+		{"a bulletin window of zero", []string{"serve", "--name", "a", "--listen", "0.0.0.0:0", "--peers", "b=10.0.0.6:7946", "--bulletin-window", "0s"},
+			[]string{"--bulletin-window 0s", "above 0"}},
 		{"verdicts without --from", []string{"verdicts"}, []string{"--from is required"}},
 		{"verdicts with no time to answer", []string{"verdicts", "--from", "127.0.0.1:1", "--timeout", "0s"},
 			[]string{"--timeout 0s", "above 0"}},
+		{"verdicts from a URL", []string{"verdicts", "--from", "http://127.0.0.1:7001"},
+			[]string{`--from "http://127.0.0.1:7001"`, "host:port", "e.g. 127.0.0.1:7001"}},
+		{"verdicts from a host without a port", []string{"verdicts", "--from", "127.0.0.1"},
+			[]string{`--from "127.0.0.1"`, "host:port"}},
+		{"lb-sync from host:port", []string{"lb-sync", "--from", "127.0.0.1:7001", "--admin", "http://127.0.0.1:18081"},
+			[]string{`--from "127.0.0.1:7001"`, "mesh server's", "e.g. http://127.0.0.1:7001"}},
+		{"lb-sync to an admin without a scheme", []string{"lb-sync", "--from", "http://127.0.0.1:7001", "--admin", "127.0.0.1:18081"},
+			[]string{`--admin "127.0.0.1:18081"`, "admin", "e.g. http://127.0.0.1:18081"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := runCLI(t, append([]string{"mesh"}, tc.args...)...)
@@ -170,6 +185,65 @@ func TestMeshServeKeyFromFileOrEnvironmentAndNoneOffLoopback(t *testing.T) {
 	}
 	if newMeshServeCmd().Flags().Lookup("key") != nil {
 		t.Error("mesh serve has a --key flag: a key in argv is visible in ps")
+	}
+}
+
+// The key file that mesh serve's refusal off loopback without a key, and docs/mesh.md, tell the
+// operator to make is one mesh serve then takes: made by the command shown, word for word, under
+// the usual umask 022, it is readable by its owner alone (a 0644 key file is refused).
+func TestMeshServeTakesTheKeyFileItsMessageSaysToMake(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("openssl is not installed")
+	}
+	t.Setenv(meshKeyEnv, "")
+	off := []string{"mesh", "serve", "--name", "a", "--listen", "0.0.0.0:0", "--peers", "b=10.0.0.6:7946", "--probe-every", "1s", "--probe-timeout", "2s"}
+	out, code := runCLI(t, off...)
+	_, rest, _ := strings.Cut(out, "e.g. `")
+	command, _, ok := strings.Cut(rest, "`")
+	if code != 2 || !ok || !strings.Contains(command, "/etc/zero502/mesh.key") {
+		t.Fatalf("off loopback without a key: exit %d, want 2 showing how to make /etc/zero502/mesh.key:\n%s", code, out)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "mesh.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), command) {
+		t.Errorf("docs/mesh.md does not make the key as the message does (%s)", command)
+	}
+	keyFile := filepath.Join(t.TempDir(), "mesh.key")
+	sh := exec.Command("sh", "-c", "umask 022; "+strings.ReplaceAll(command, "/etc/zero502/mesh.key", keyFile))
+	if msg, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, msg)
+	}
+	out, code = runCLI(t, append(off, "--key-file", keyFile)...)
+	if code != 2 || strings.Contains(out, "--key-file") || !strings.Contains(out, "--probe-timeout 2s") {
+		t.Fatalf("the key made by %s: exit %d, want it taken (only the --probe-timeout error):\n%s", command, code, out)
+	}
+}
+
+// The mesh unit's own example (the lines of /etc/zero502/mesh.env its comment shows) is a mesh
+// serve that starts: off loopback it needs the mesh key, and the unit's dynamic user cannot read
+// a root-owned 0600 --key-file, so the comment must give it as $ZERO502_MESH_KEY in mesh.env.
+func TestTheMeshUnitsExampleStarts(t *testing.T) {
+	t.Setenv(meshKeyEnv, "")
+	var args []string
+	for _, line := range strings.Split(readUnit(t, "zero502-mesh.service"), "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "#")), "=")
+		switch {
+		case !ok || !strings.HasPrefix(line, "#"):
+		case name == "MESH_ARGS":
+			args = strings.Fields(value)
+		case name == meshKeyEnv:
+			t.Setenv(meshKeyEnv, "0123456789abcdef0123456789abcdef") // its comment's placeholder, made a key
+		}
+	}
+	if len(args) == 0 {
+		t.Fatal("the mesh unit's comment shows no MESH_ARGS=")
+	}
+	// A timeout not below the round stops the run at validation, once everything else passed.
+	out, code := runCLI(t, append(append([]string{"mesh", "serve"}, args...), "--probe-every", "1s", "--probe-timeout", "2s")...)
+	if code != 2 || strings.Contains(out, "no mesh key") || !strings.Contains(out, "--probe-timeout 2s") {
+		t.Fatalf("mesh serve %s (the unit's example): exit %d, want only the --probe-timeout error:\n%s", strings.Join(args, " "), code, out)
 	}
 }
 

@@ -72,6 +72,9 @@ type Surveyor struct {
 	// open holds every edge whose backend-dead alert went out and whose recovery has not: its
 	// recovery is told on its first confirmed healthy, whatever came between (down included).
 	open map[netip.AddrPort]bool
+	// queue holds the alerts Run delivers beside the rounds, so a slow webhook (its attempts,
+	// timeouts and backoff) never holds the measurements; nil outside Run: sent at once.
+	queue chan alert.Alert
 }
 
 // Run surveys until ctx ends or Rounds are done.
@@ -82,6 +85,13 @@ func (s *Surveyor) Run(ctx context.Context) {
 	}
 	if s.Tracker == nil {
 		s.Tracker = &alert.Tracker{Initial: EdgeHealthy}
+	}
+	if s.Alerts != nil {
+		queue := make(chan alert.Alert, 64)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.deliver(ctx, queue) })
+		s.queue = queue
+		defer func() { s.queue = nil; close(queue); wg.Wait() }() // what the last rounds alerted is delivered
 	}
 	for n := 1; ctx.Err() == nil; n++ {
 		s.round(ctx, clk.Now())
@@ -145,8 +155,28 @@ func (s *Surveyor) alert(ctx context.Context, e surveyEdge, now time.Time) {
 	default:
 		return
 	}
+	if s.queue == nil {
+		s.send(ctx, a)
+		return
+	}
+	select {
+	case s.queue <- a:
+	default:
+		s.logger().Error("edgepick survey: alert dropped: the queue is full (the webhook is slower than the rounds)",
+			"edge", e.Addr, "kind", a.Kind)
+	}
+}
+
+// deliver sends the queued alerts in order until queue is closed.
+func (s *Surveyor) deliver(ctx context.Context, queue <-chan alert.Alert) {
+	for a := range queue {
+		s.send(ctx, a)
+	}
+}
+
+func (s *Surveyor) send(ctx context.Context, a alert.Alert) {
 	if err := s.Alerts.Send(ctx, a); err != nil {
-		s.logger().Error("edgepick survey: alert not delivered", "edge", e.Addr, "err", err)
+		s.logger().Error("edgepick survey: alert not delivered", "edge", a.Subject, "err", err)
 	}
 }
 

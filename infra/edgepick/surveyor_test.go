@@ -172,3 +172,49 @@ func scrape(t *testing.T, s *Surveyor) string {
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
 }
+
+// A webhook slow to answer does not hold the survey's rounds: alerts are delivered beside them,
+// so every edge is still measured each Interval (its metrics and its recovery with it) while an
+// alert is out. With Rounds, what the last round alerted is still delivered before Run returns.
+func TestSurveyKeepsMeasuringWhileAnAlertIsBeingDelivered(t *testing.T) {
+	a := netip.MustParseAddrPort("192.0.2.1:443")
+	probe := func(_ context.Context, addr netip.AddrPort) Measurement {
+		return Measurement{Addr: addr, Connect: time.Millisecond, Err: errors.New("handshake: EOF")}
+	}
+	posted, release := make(chan struct{}, 1), make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case posted <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hook.Close()
+	defer close(release)
+	s := &Surveyor{Name: "edges.example.test:443", Resolver: fixedResolver{ips: []netip.Addr{a.Addr()}}, Probe: probe,
+		Interval: 20 * time.Millisecond, Alerts: &alert.Sender{URL: hook.URL, Attempts: 1, Timeout: time.Minute}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-posted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no backend-dead alert posted within 10s")
+	}
+	_, n := s.Last()
+	poll.Until(t, 5*time.Second, "three more rounds while the webhook holds the alert", func() bool { _, m := s.Last(); return m >= n+3 })
+
+	recv := &alerttest.Receiver{}
+	ok := httptest.NewServer(recv)
+	defer ok.Close()
+	once := &Surveyor{Name: "edges.example.test:443", Resolver: fixedResolver{ips: []netip.Addr{a.Addr()}}, Probe: probe,
+		Interval: time.Millisecond, Rounds: 2, Alerts: &alert.Sender{URL: ok.URL, Attempts: 1}}
+	once.Run(context.Background())
+	if got := recv.List(); !slices.Equal(got, []string{a.String() + " " + EdgeBackendDead}) {
+		t.Errorf("after Run with Rounds 2, alerts %v; want the backend-dead one its last round confirmed", got)
+	}
+}

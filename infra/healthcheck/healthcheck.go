@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -78,7 +79,20 @@ type Answer struct {
 // when the check failed: "answered 503, want 200", "no answer within 2s", "connect: connection
 // refused". agent is the checker's User-Agent; empty sends Go's default.
 func Check(ctx context.Context, addr string, r Rule, agent string) (Answer, error) {
-	a, err := Get(ctx, addr, r.Path, agent, r.Timeout)
+	return CheckFrom(ctx, netip.Addr{}, addr, r, agent)
+}
+
+// CheckFrom is Check on a connection leaving from the local address source (the zero Addr: one
+// the kernel picks), for a checker that must be seen from one address of its host (the mesh's
+// --source).
+func CheckFrom(ctx context.Context, source netip.Addr, addr string, r Rule, agent string) (Answer, error) {
+	c := client
+	if source.IsValid() {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: source.AsSlice()}}
+		c = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: d.DialContext},
+			CheckRedirect: client.CheckRedirect}
+	}
+	a, err := do(ctx, c, addr, http.MethodGet, r.Path, "", agent, r.Timeout)
 	if err != nil {
 		return a, err
 	}
@@ -107,6 +121,10 @@ func Get(ctx context.Context, addr, path, agent string, timeout time.Duration) (
 // Do is Get with another method and a body (the deployer's smoke requests): the same fresh
 // connection, no redirect followed, bounded body and timeout.
 func Do(ctx context.Context, addr, method, path, body, agent string, timeout time.Duration) (Answer, error) {
+	return do(ctx, client, addr, method, path, body, agent, timeout)
+}
+
+func do(ctx context.Context, c *http.Client, addr, method, path, body, agent string, timeout time.Duration) (Answer, error) {
 	cctx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -124,7 +142,7 @@ func Do(ctx context.Context, addr, method, path, body, agent string, timeout tim
 	if agent != "" {
 		req.Header.Set("User-Agent", agent)
 	}
-	resp, err := client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return Answer{}, why(ctx, cctx, timeout, err)
 	}

@@ -298,6 +298,10 @@ func (s *LBSync) retire(ctx context.Context, a string, by map[string]lbBackend) 
 	return "remove " + a + " (no longer routed by the mesh)", nil
 }
 
+// maxAdminAnswer bounds an admin API answer LBSync reads: GET /admin/backends takes some 5 to 8 KB
+// a backend (its transitions and latency histogram), so thousands of backends fit.
+const maxAdminAnswer = 32 << 20
+
 func (s *LBSync) admin(ctx context.Context, method, path string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s.Admin, "/")+path, nil)
 	if err != nil {
@@ -312,7 +316,13 @@ func (s *LBSync) admin(ctx context.Context, method, path string, into any) error
 		return fmt.Errorf("balancer admin %s %s: %w; is `zero502 lb --admin` listening there?", method, path, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminAnswer+1))
+	if err != nil {
+		return fmt.Errorf("balancer admin %s %s: %w", method, path, err)
+	}
+	if len(body) > maxAdminAnswer {
+		return fmt.Errorf("balancer admin %s %s: answer above %d bytes, not read further: not the balancer's admin API", method, path, maxAdminAnswer)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("balancer admin %s %s answered %d: %s", method, path, resp.StatusCode, strings.TrimSpace(string(body)))
 	}

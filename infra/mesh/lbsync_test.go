@@ -584,3 +584,32 @@ func TestLBSyncUndrainsItsOwnDrainsOnABalancerWithoutDrainedBy(t *testing.T) {
 			drained[b], drained[c])
 	}
 }
+
+// A balancer with a few hundred backends answers GET /admin/backends with more than a mebibyte
+// (some 5 KB a backend: its transitions and latency histogram). lb-sync reads it whole and
+// syncs: the answer was cut at 1 MiB and every round failed as "not the balancer's JSON".
+func TestLBSyncReadsTheBackendsOfABigBalancer(t *testing.T) {
+	routed := httpBackend(t)
+	backends := []string{routed}
+	for i := range 300 {
+		backends = append(backends, fmt.Sprintf("127.0.0.1:%d", 40001+i)) // nothing listens: unhealthy, still listed
+	}
+	ruledOut := backends[1]
+	rv := RouteView{Ready: true, Addresses: []string{routed}, Servers: []routeEntry{
+		{Server: "a", Address: routed, In: true}, {Server: "b", Address: ruledOut}}}
+	mesh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(rv) }))
+	defer mesh.Close()
+	s := &LBSync{Mesh: mesh.URL, Admin: startBalancer(t, backends...), Every: time.Second, Logger: slog.New(slog.DiscardHandler)}
+	poll.UntilNil(t, 20*time.Second, "b drained once a is in rotation", func() error {
+		if _, err := s.Once(context.Background()); err != nil {
+			if strings.Contains(err.Error(), "not the balancer's JSON") {
+				t.Fatal(err)
+			}
+			return err
+		}
+		if b := balancerBackends(t, s)[ruledOut]; !b.AdminDrained {
+			return fmt.Errorf("%s: %+v, want drained", ruledOut, b)
+		}
+		return nil
+	})
+}

@@ -227,7 +227,7 @@ func (n *Node) validateKey() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s not on loopback, so anyone who reaches it could forge bulletins: give every server the same "+
-		"key with --key-file FILE or $ZERO502_MESH_KEY (e.g. `openssl rand -hex 32 > /etc/zero502/mesh.key`)", errNoKey, strings.Join(off, ", "))
+		"key with --key-file FILE or $ZERO502_MESH_KEY (e.g. `(umask 077; openssl rand -hex 32 > /etc/zero502/mesh.key)`, a file readable by its owner alone)", errNoKey, strings.Join(off, ", "))
 }
 
 func checkAddr(flag, addr string, lowestPort int) error {
@@ -266,6 +266,7 @@ func (n *Node) Open() error {
 	}
 	n.eval, n.ln = eval, ln
 	n.prober = newHTTPProber("/health", n.ProbeTimeout)
+	n.prober.Source = n.Source // a peer's /health is probed from this server's address, as a service is
 	d := &net.Dialer{Timeout: n.ProbeTimeout}
 	if ip := n.bulletinSource(); ip.IsValid() {
 		d.LocalAddr = &net.TCPAddr{IP: ip.AsSlice()}

@@ -3,6 +3,7 @@ package mesh
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/zero502/zero502/infra/healthcheck"
@@ -14,6 +15,8 @@ import (
 // timed out, another status) fails.
 type httpProber struct {
 	Rule healthcheck.Rule
+	// Source is the local address probes leave from (the Node's Source; invalid: any).
+	Source netip.Addr
 }
 
 // newHTTPProber returns a prober of path (e.g. /health) wanting 200 within timeout. It keeps no
@@ -25,7 +28,7 @@ func newHTTPProber(path string, timeout time.Duration) *httpProber {
 // Probe checks addr (host:port) once and says why it failed ("GET /health answered 503, want
 // 200", "connect: connection refused", "no answer within 1s"), or nil.
 func (p *httpProber) Probe(ctx context.Context, addr string) error {
-	a, err := healthcheck.Check(ctx, addr, p.Rule, "zero502-mesh-probe")
+	a, err := healthcheck.CheckFrom(ctx, p.Source, addr, p.Rule, "zero502-mesh-probe")
 	if err != nil && a.Status != 0 {
 		return fmt.Errorf("GET %s %w", p.Rule.Path, err)
 	}

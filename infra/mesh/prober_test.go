@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -47,4 +48,36 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// A peer without a --peer-service is probed on its mesh /health from this server's --source, as
+// its service would be: the probe is how that peer sees this server's address, and a server
+// whose address is blocked there must be probed from that address, not one the kernel picks.
+func TestHealthProbesLeaveFromTheSource(t *testing.T) {
+	from := make(chan string, 4)
+	peer, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		select {
+		case from <- host:
+		default:
+		}
+	})}
+	go func() { _ = srv.Serve(peer) }()
+	t.Cleanup(func() { srv.Close() })
+	n := &Node{Name: "a", Listen: "127.0.0.1:0", Peers: map[string]string{"b": peer.Addr().String()},
+		Source: netip.MustParseAddr("127.0.0.3"), ProbeEvery: time.Second, ProbeTimeout: 500 * time.Millisecond}
+	if err := n.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.ln.Close() })
+	if err := n.probePeer(context.Background(), "b"); err != nil {
+		t.Fatalf("probe of b's /health: %v", err)
+	}
+	if got := <-from; got != "127.0.0.3" {
+		t.Errorf("b's /health was probed from %s, want --source 127.0.0.3", got)
+	}
 }
