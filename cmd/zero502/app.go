@@ -29,6 +29,11 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
   zero502 app --version v1 --port 19001 --orders-log /tmp/orders.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// required here, not by cobra's MarkFlagRequired, whose error exits 1 (the app's own
+			// failure); one given empty is Validate's
+			if !cmd.Flags().Changed("version") {
+				return requireFlags(cmd, "version")
+			}
 			if o.Port < 1 || o.Port > 65535 {
 				return exitCode(2, fmt.Errorf("--port %d: give the port to listen on, 1-65535", o.Port))
 			}
@@ -63,7 +68,5 @@ requests finish within --shutdown and exits 0. Logs are JSON lines on stderr.`,
 	f.DurationVar(&o.FailFor, "fail-for", 0, "answer 500 to every request but /health for this long after start, while /health stays 200 (0: never): a version that fails while it warms up")
 	f.DurationVar(&o.Delay, "delay", 0, "wait this long before every answer but /health's: a slow version")
 	logs = addLogFlags(cmd, false)
-	cmd.MarkFlagRequired("version")
-	cmd.MarkFlagRequired("port")
 	return cmd
 }

@@ -29,6 +29,9 @@ func TestExitTwoOnEveryUsageError(t *testing.T) {
 		// what the deployer runs over ssh: a host command an older zero502 lacks must fail, not print help and exit 0
 		{[]string{"host", "bogus"}, []string{`unknown command "bogus" for zero502 host`}},
 		{[]string{"app", "--port", "abc"}, []string{`--port "abc": must be a whole number`}},
+		// a required flag left out is a bad flag too, never exit 1 (the app's own failure)
+		{[]string{"app", "--port", "19001"}, []string{"zero502 app: --version is required"}},
+		{[]string{"app", "--version", "v1"}, []string{"zero502 app: --port 0: give the port to listen on"}},
 		{[]string{"deploy", "--lock-timeout", "soon"}, []string{`--lock-timeout "soon": must be a duration with a unit`}},
 		{[]string{"mesh", "serve", "--name", "a", "--listen", "127.0.0.1:1", "--peers", "b=127.0.0.1:2,c=127.0.0.1:3", "--quorum", "1"},
 			[]string{"--quorum 1: must be 2 or more"}},

@@ -130,7 +130,7 @@ func (o Options) Validate() error {
 		name string
 		v    float64
 	}{{"post-share", o.PostShare}, {"health-share", o.HealthShare}, {"new-conn-share", o.NewConnShare}} {
-		if s.v < 0 || s.v > 1 {
+		if !(s.v >= 0 && s.v <= 1) { // NaN too, which passes every comparison
 			errs = append(errs, fmt.Errorf("%s %g: must be from 0 to 1", s.name, s.v))
 		}
 	}

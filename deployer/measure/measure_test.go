@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -287,6 +289,21 @@ func TestBadOptionsAreRefused(t *testing.T) {
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) accepted bad options", o)
+		}
+	}
+}
+
+// A share that is no number (--post-share NaN) is refused as out of 0..1, naming it: it passes
+// every comparison, and the load would silently send none of that kind.
+func TestAShareThatIsNoNumberIsRefused(t *testing.T) {
+	for _, o := range []Options{
+		{Target: "http://x", Rate: 10, PostShare: math.NaN()},
+		{Target: "http://x", Rate: 10, HealthShare: math.NaN()},
+		{Target: "http://x", Rate: 10, NewConnShare: math.NaN()},
+	} {
+		_, err := New(o)
+		if err == nil || !strings.Contains(err.Error(), "NaN: must be from 0 to 1") {
+			t.Errorf("New(%+v) = %v; want a share refused as NaN: must be from 0 to 1", o, err)
 		}
 	}
 }

@@ -227,3 +227,23 @@ func TestTheInHouseLBsListenersEachHaveTheirOwnPort(t *testing.T) {
 		}
 	}
 }
+
+// balancer.service is the service behind the balancer: its port on every host is the balancer's
+// target, so a service without one (a worker) is refused there, naming it, instead of becoming
+// the target host:0 that the LB refuses with no word of the config key.
+func TestTheBalancedServiceHasAPort(t *testing.T) {
+	mustRefuse(t, "balancer: {service: worker}\nservices:\n  - {name: web, image: x, port: 8080}\n  - {name: worker, image: x}\nhosts: [{name: a}]\n",
+		`balancer.service: "worker": names services[1], which has no port`)
+	if _, err := Load(writeConfig(t, "balancer: {service: web}\nservices:\n  - {name: worker, image: x}\n  - {name: web, image: x, port: 8080}\nhosts: [{name: a}]\n")); err != nil {
+		t.Fatalf("balancer.service naming the service with a port: %v", err)
+	}
+}
+
+// balancer.max_header_bytes has the in-house LB's upper bound: a config past it loads, then
+// zero502 lb --config refuses it naming --max-header-bytes, a flag nobody gave.
+func TestMaxHeaderBytesHasTheLBsBound(t *testing.T) {
+	mustRefuse(t, "balancer: {max_header_bytes: 2000000}\n", "balancer.max_header_bytes: 2000000: must be at most 1048576")
+	if _, err := Load(writeConfig(t, "balancer: {max_header_bytes: 1048576}\n")); err != nil {
+		t.Fatalf("max_header_bytes 1 MiB: %v", err)
+	}
+}

@@ -78,3 +78,42 @@ func TestAnAdminTokenThatIsNotTextIsRefusedWithoutShowingIt(t *testing.T) {
 		t.Errorf("refusal shows the token: %v", err)
 	}
 }
+
+// The file's keys are read as viper reads them: in any case (Balancer:, ADMIN_TOKEN:) and as a
+// dotted key (balancer.admin_token:). A token written any of those ways is the token the LB and
+// the deployer use, so a file holding it that others may read is refused all the same.
+func TestAnAdminTokenWrittenAnotherWayIsKeptPrivateToo(t *testing.T) {
+	const token = "s3cret-admin-token"
+	for _, body := range []string{
+		"Balancer:\n  Admin_Token: " + token + "\n",
+		"BALANCER:\n  ADMIN_TOKEN: " + token + "\n",
+		"balancer.admin_token: " + token + "\n",
+	} {
+		path := filepath.Join(t.TempDir(), "zero502.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path)
+		if err == nil {
+			t.Errorf("a 0644 config holding %q loaded with balancer.admin_token %q; want it refused", body, c.Balancer.AdminToken)
+			continue
+		}
+		for _, want := range []string{"balancer.admin_token", "mode 0644"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: refusal %q does not say %q", body, err, want)
+			}
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("refusal shows the token: %v", err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := Load(path); err != nil || c.Balancer.AdminToken != token {
+			t.Errorf("%q at 0600: token %v, error %v; want it loaded", body, c, err)
+		}
+	}
+}

@@ -191,7 +191,7 @@ func randomConfig(r *rand.Rand) *Config {
 	b.Listen = fmt.Sprintf("127.0.0.%d:%d", 1+r.Intn(250), r.Intn(65536))
 	b.Admin = fmt.Sprintf("[::1]:%d", r.Intn(65536))
 	b.AdminToken = text()
-	b.HealthPath = "/" + pick("health", "healthz", "version.txt", "a b", "x:y")
+	b.HealthPath = "/" + pick("health", "healthz", "version.txt", "a%20b", "x:y")
 	b.Interval = dur(time.Minute)
 	b.Timeout = dur(b.Interval)
 	b.UnhealthyThreshold = 1 + r.Intn(10)
@@ -260,7 +260,7 @@ func randomConfig(r *rand.Rand) *Config {
 		s.HealthPath = "/" + pick("health", "version.txt", "up")
 		s.Health = ServiceHealth{Path: s.HealthPath, ExpectStatus: 100 + r.Intn(500), Timeout: dur(10 * time.Second)}
 		if r.Intn(3) == 0 {
-			s.Smoke = []SmokeRequest{{Method: pick("GET", "POST"), Path: "/" + pick("orders", "a b", "x?y=1"), Body: text(),
+			s.Smoke = []SmokeRequest{{Method: pick("GET", "POST"), Path: "/" + pick("orders", "a%20b", "x?y=1"), Body: text(),
 				ExpectStatus: 100 + r.Intn(500), ExpectBody: text(), Timeout: dur(10 * time.Second)}}
 		}
 		if r.Intn(2) == 0 {
@@ -274,8 +274,8 @@ func randomConfig(r *rand.Rand) *Config {
 		}
 		c.Services = append(c.Services, s)
 	}
-	if services > 0 && r.Intn(2) == 0 {
-		b.Service = c.Services[r.Intn(services)].Name
+	if s := c.Services[r.Intn(services+1):]; len(s) > 0 && s[0].Port > 0 && r.Intn(2) == 0 {
+		b.Service = s[0].Name // the balanced service has a port
 	}
 	for i := range r.Intn(5) {
 		h := Host{Name: fmt.Sprintf("host-%d", i), Address: pick("127.0.0.1", "10.0.0.7", "web-1.internal"), PortOffset: 100 * i,

@@ -117,3 +117,28 @@ func TestTheDefaultLockIsInTheHostsStateDir(t *testing.T) {
 		t.Fatalf("default lock paths %s, %s; want /srv/z/deploy.lock and /srv/b/deploy.lock", a, b)
 	}
 }
+
+// A list key (balancer.admins, rollout.alarms…) cannot be set from the environment, whose
+// variables hold text: its variable is refused naming it and saying to set the key in the file,
+// never told to write a list it could not hold either (["a", "b"] is text too).
+func TestAListKeySetFromTheEnvironmentIsRefusedSayingWhereToSetIt(t *testing.T) {
+	for name, key := range map[string]string{"ZERO502_BALANCER_ADMINS": "balancer.admins", "ZERO502_ROLLOUT_ALARMS": "rollout.alarms"} {
+		for _, value := range []string{"10.0.0.1:8081,10.0.0.2:8081", `["a", "b"]`} {
+			t.Run(name+"="+value, func(t *testing.T) {
+				t.Setenv(name, value)
+				_, err := Load(writeConfig(t, "drain:\n  window: 15s\n"))
+				if err == nil {
+					t.Fatalf("%s=%s loaded; want it refused", name, value)
+				}
+				for _, want := range []string{name + "=" + value, "cannot be set from the environment", "set " + key + " in the config file"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("refusal %q does not say %q", err, want)
+					}
+				}
+				if strings.Contains(err.Error(), `e.g. ["a", "b"]`) {
+					t.Errorf("refusal %q tells to write a list the environment cannot hold", err)
+				}
+			})
+		}
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,12 +98,11 @@ const adminTokenEnv = EnvPrefix + "_BALANCER_ADMIN_TOKEN"
 // as trust.CheckPrivate says of a secrets file. A token from the environment leaves the file free
 // to be world-readable (as the LB's unit needs it under DynamicUser).
 func secretsKeptPrivate(path string, data []byte) error {
-	var raw struct {
-		Balancer struct {
-			AdminToken string `yaml:"admin_token"`
-		} `yaml:"balancer"`
-	}
-	if yaml.Unmarshal(data, &raw) != nil || raw.Balancer.AdminToken == "" {
+	// Read as loadBytes reads the file (viper: keys in any case, dotted keys), so that a token
+	// written Balancer: Admin_Token: or balancer.admin_token: is found too.
+	fv := viper.New()
+	fv.SetConfigType("yaml")
+	if fv.ReadConfig(bytes.NewReader(data)) != nil || fv.GetString("balancer.admin_token") == "" {
 		return nil // not YAML Load reads (it said so), or no token in the file
 	}
 	if err := trust.CheckPrivate(path, os.Getuid()); err != nil {
@@ -130,6 +131,9 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 		fv.SetConfigType("yaml")
 		if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("config %s: not valid YAML: %w", name, err)
+		}
+		if err := keysOnce(data); err != nil {
+			return nil, fmt.Errorf("config %s: %w", name, err)
 		}
 		if err := unknownKeys(fv.AllSettings(), "", reflect.TypeOf(Config{})); err != nil {
 			return nil, fmt.Errorf("config %s: %w", name, err)
@@ -161,7 +165,7 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	}
 	var c Config
 	err = v.UnmarshalExact(&c, func(dc *mapstructure.DecoderConfig) {
-		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, intHook)
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, intHook, textHook)
 		dc.WeaklyTypedInput = false
 		dc.ErrorUnused = true
 	})
@@ -241,11 +245,12 @@ func keyFields(t reflect.Type) []reflect.StructField {
 	var out []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if f.Anonymous && f.Tag.Get("mapstructure") == ",squash" {
+		switch tag := f.Tag.Get("mapstructure"); {
+		case f.Anonymous && tag == ",squash":
 			out = append(out, keyFields(f.Type)...)
-			continue
+		case tag != "-": // SecretValues, Rollout.BatchShare…: fields, never keys
+			out = append(out, f)
 		}
-		out = append(out, f)
 	}
 	return out
 }
@@ -259,6 +264,9 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 	switch d := data.(type) {
 	case string:
 		v, err := time.ParseDuration(d)
+		if err != nil && durationFormRE.MatchString(strings.TrimSpace(d)) {
+			return nil, fmt.Errorf("%q is out of range: a duration is at most %s, either way", d, time.Duration(math.MaxInt64))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a duration; write it with a unit, e.g. 5s or 250ms", d)
 		}
@@ -269,6 +277,10 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%v is not a duration; write it with a unit, e.g. 5s or 250ms", data)
 	}
 }
+
+// durationFormRE is what time.ParseDuration reads, numbers each with a unit: a string of this
+// form that it refuses overflows.
+var durationFormRE = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // fleetShare turns key (rollout.batch, rollout.max_unavailable) given as a share of the fleet
 // ("20%", as Nomad, ECS, CodeDeploy and Kubernetes take it) into the number of hosts it is:
@@ -289,9 +301,27 @@ func fleetShare(v *viper.Viper, key string, least int) (int, error) {
 	return p, nil
 }
 
-// intHook accepts integers from environment overrides ("4") but not from other types.
+// intHook accepts integers from environment overrides ("4") but not from other types, and
+// refuses a number of the file that is no int (4.9, 1e20, 2^64-1): the decoder would cut the
+// fraction off or wrap it around, without a word.
 func intHook(from, to reflect.Type, data any) (any, error) {
-	if to.Kind() != reflect.Int || from.Kind() != reflect.String {
+	if to.Kind() != reflect.Int {
+		return data, nil
+	}
+	switch from.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := reflect.ValueOf(data).Float()
+		if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			return nil, fmt.Errorf("%v is not a whole number", data)
+		}
+		return int(f), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if reflect.ValueOf(data).Uint() > math.MaxInt64 {
+			return nil, fmt.Errorf("%v is not a whole number zero502 can hold", data)
+		}
+		return data, nil
+	case reflect.String:
+	default:
 		return data, nil
 	}
 	var n int
@@ -299,6 +329,32 @@ func intHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("%q is not a whole number", data)
 	}
 	return n, nil
+}
+
+// textHook accepts true or false and numbers from environment overrides ("false", "0.1"),
+// which are always text, as intHook accepts whole numbers.
+func textHook(from, to reflect.Type, data any) (any, error) {
+	if from.Kind() != reflect.String {
+		return data, nil
+	}
+	text := strings.TrimSpace(data.(string))
+	switch to.Kind() {
+	case reflect.Bool:
+		switch text {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return nil, fmt.Errorf("%q is not true or false", data)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", data)
+		}
+		return f, nil
+	}
+	return data, nil
 }
 
 // unknownKeys walks what the file set and refuses any key Config does not have, naming the
@@ -352,6 +408,57 @@ func unknownKeys(m map[string]any, prefix string, t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// keysOnce refuses a key the file sets twice in two forms that are read as one key: in another
+// case (window: and Window:, which viper and the decoder fold together) or as a dotted key
+// beside its section (drain.window: beside drain: window:). YAML itself refuses a key written
+// twice alike; of these, one would silently win. services[].env names keep their case (two
+// names), and are not compared.
+func keysOnce(data []byte) error {
+	var raw map[string]any
+	if yaml.Unmarshal(data, &raw) != nil {
+		return nil // the reader reports it
+	}
+	seen := map[string]string{} // key path, folded → how it was written
+	var walk func(m map[string]any, prefix, written string) error
+	walk = func(m map[string]any, prefix, written string) error {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			path, as := prefix+strings.ToLower(k), fmt.Sprintf("%q", written+k)
+			if strings.Contains(k, ".") {
+				as = "the dotted key " + as
+			}
+			if first, twice := seen[path]; twice {
+				return fmt.Errorf("key %s is set twice, as %s and as %s: keys are read in any case, and a dotted key is the keys "+
+					"of its sections; set it once", path, first, as)
+			}
+			seen[path] = as
+			switch v := m[k].(type) {
+			case map[string]any:
+				if strings.HasSuffix(path, ".env") && strings.HasPrefix(path, "services[") {
+					continue // a service's own variable names
+				}
+				if err := walk(v, path+".", written+k+"."); err != nil {
+					return err
+				}
+			case []any:
+				for i, it := range v {
+					if item, ok := it.(map[string]any); ok {
+						if err := walk(item, fmt.Sprintf("%s[%d].", path, i), fmt.Sprintf("%s%s[%d].", written, k, i)); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return walk(raw, "", "")
 }
 
 // closest returns the candidate within edit distance 2 of s, if any.

@@ -49,6 +49,11 @@ func decodeProblems(err error, environ []string) (problems error, fromEnv bool) 
 			if secretKeys[key] {
 				value = notShown
 			}
+			if strings.HasPrefix(rule, "must be a list") {
+				msgs = append(msgs, fmt.Sprintf("environment variable %s=%s: %s is a list, which cannot be set from the environment "+
+					"(a variable holds text); unset it and set %s in the config file", name, value, key, key))
+				continue
+			}
 			msgs = append(msgs, fmt.Sprintf("environment variable %s=%s (it sets %s): %s; fix or unset it", name, value, key, rule))
 			continue
 		}

@@ -292,3 +292,165 @@ func TestACMEDomainsThatAreHostNamesAreAccepted(t *testing.T) {
 		t.Fatalf("refused:\n%s\n%v", body, err)
 	}
 }
+
+// A count (an int key) is a whole number: a fraction is refused naming the key and the value,
+// never cut to the number below (heal_after: 4.9 healing after 4 failures), and a number too
+// large for it is refused as written, never wrapped to a negative one.
+func TestACountThatIsNotAWholeNumberIsRefused(t *testing.T) {
+	for _, tc := range []struct{ body, key, value string }{
+		{"watchdog:\n  heal_after: 4.9\n", "watchdog.heal_after", "4.9"},
+		{"rollout:\n  canary:\n    weight: 5.5\n", "rollout.canary.weight", "5.5"},
+		{"rollout:\n  batch: 1.5\n", "rollout.batch", "1.5"},
+		{"balancer:\n  max_header_bytes: 1e20\n", "balancer.max_header_bytes", "1e+20"},
+		{"balancer:\n  max_header_bytes: 18446744073709551615\n", "balancer.max_header_bytes", "18446744073709551615"},
+		{"services:\n  - {name: web, image: x, port: 8080.5}\n", "services[0].port", "8080.5"},
+	} {
+		c, err := Load(writeConfig(t, tc.body))
+		if err == nil {
+			t.Errorf("%q loaded (watchdog.heal_after %d, canary weight %d, batch %d, max_header_bytes %d); want it refused",
+				tc.body, c.Watchdog.HealAfter, c.Rollout.Canary.Weight, c.Rollout.Batch, c.Balancer.MaxHeaderBytes)
+			continue
+		}
+		for _, want := range []string{tc.key, tc.value, "whole number"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: refusal %q does not say %q", tc.body, err, want)
+			}
+		}
+	}
+	// A whole number written with a fraction's form is still that number.
+	c, err := Load(writeConfig(t, "watchdog:\n  heal_after: 5.0\n"))
+	if err != nil || c.Watchdog.HealAfter != 5 {
+		t.Errorf("heal_after: 5.0: %v, %v; want 5", c, err)
+	}
+}
+
+// An unknown key is offered the closest key there is, never a field that is no key at all
+// (SecretValues, rollout's BatchShare: mapstructure:"-").
+func TestAnUnknownKeyIsNeverOfferedAFieldThatIsNoKey(t *testing.T) {
+	for _, body := range []string{"x: 1\n", "rollout:\n  b: 1\n"} {
+		_, err := Load(writeConfig(t, body))
+		if err == nil {
+			t.Fatalf("%q loaded; want it refused as an unknown key", body)
+		}
+		if strings.Contains(err.Error(), `-"?`) {
+			t.Errorf("%q: refusal %q offers a field that is no key", body, err)
+		}
+	}
+}
+
+// Every scalar key takes its ZERO502_* override, true/false and fractions too: an environment
+// value is always text, and rollout.analysis.enabled or max_error_rate must not be the keys
+// whose override is refused as "false is text; it must be true or false".
+func TestBooleanAndFractionalKeysTakeEnvironmentOverrides(t *testing.T) {
+	t.Setenv("ZERO502_ROLLOUT_ANALYSIS_ENABLED", "false")
+	t.Setenv("ZERO502_ROLLOUT_ANALYSIS_MAX_ERROR_RATE", "0.1")
+	t.Setenv("ZERO502_ROLLOUT_ANALYSIS_EXPECTED_RATE", "12.5")
+	c, err := Load(writeConfig(t, "drain:\n  window: 20s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rollout.Analysis.Enabled || c.Rollout.Analysis.MaxErrorRate != 0.1 || c.Rollout.Analysis.ExpectedRate != 12.5 {
+		t.Fatalf("analysis enabled %t, max_error_rate %v, expected_rate %v; want the environment's false, 0.1 and 12.5",
+			c.Rollout.Analysis.Enabled, c.Rollout.Analysis.MaxErrorRate, c.Rollout.Analysis.ExpectedRate)
+	}
+	for name, value := range map[string]string{"ZERO502_ROLLOUT_ANALYSIS_ENABLED": "yes", "ZERO502_ROLLOUT_ANALYSIS_MAX_ERROR_RATE": "0.1x"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			_, err := Load(writeConfig(t, ""))
+			if err == nil {
+				t.Fatalf("%s=%s loaded; want it refused", name, value)
+			}
+			if !strings.Contains(err.Error(), name+"="+value) {
+				t.Errorf("refusal %q does not name %s=%s", err, name, value)
+			}
+		})
+	}
+}
+
+// A hook's command and secrets.command are run as services[].command is, so what no program can
+// be given (a NUL byte) or no program at all is refused at load, naming the word, and never
+// found by the exec in the middle of a deploy (pre_traffic runs once a host's new instance
+// started).
+func TestHookAndSecretsCommandsAProgramCannotBeGivenAreRefused(t *testing.T) {
+	for _, tc := range []struct{ body, key, value, rule string }{
+		{`hooks: {pre_traffic: {command: [/bin/true, "a\0b"]}}`, "hooks.pre_traffic.command[1]", `"a\x00b"`, "NUL"},
+		{`hooks: {post_deploy: {command: ["/bin/tr\0ue"]}}`, "hooks.post_deploy.command[0]", `"/bin/tr\x00ue"`, "NUL"},
+		{`secrets: {command: [/bin/pass, "a\0b"]}`, "secrets.command[1]", `"a\x00b"`, "NUL"},
+		{`secrets: {command: [" "]}`, "secrets.command[0]", `" "`, "must name the program"},
+	} {
+		_, err := Load(writeConfig(t, tc.body+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.key+": "+tc.value+": ") || !strings.Contains(err.Error(), tc.rule) {
+			t.Errorf("%s: Load = %v; want %s: %s: ...%s...", tc.body, err, tc.key, tc.value, tc.rule)
+		}
+	}
+}
+
+// A path zero502 sends in a request line (a health check, a smoke request, the version check,
+// the edge's upstream check) is refused at load when no request can carry it as written: a
+// space (the in-house LB refuses it, naming a flag the user never gave), a control character
+// (no request is sent at all: every health check of a new instance fails, mid-deploy).
+func TestARequestPathWithSpacesOrControlCharactersIsRefused(t *testing.T) {
+	for _, tc := range []struct{ body, key, value string }{
+		{"balancer: {health_path: '/he alth'}", "balancer.health_path", `"/he alth"`},
+		{"services: [{name: web, image: x, health_path: \"/health\\n\"}]", "services[0].health_path", `"/health\n"`},
+		{"services: [{name: web, image: x, health: {path: \"/a\\tb\"}}]", "services[0].health.path", `"/a\tb"`},
+		{"services: [{name: web, image: x, smoke: [{path: \"/orders\\r\\nX: y\"}]}]", "services[0].smoke[0].path", `"/orders\r\nX: y"`},
+		{"services: [{name: web, image: x, verify: {version_path: '/v ersion'}}]", "services[0].verify.version_path", `"/v ersion"`},
+		{"edge: {upstream_check: {path: \"/_lb/health\\u007f\"}}", "edge.upstream_check.path", `"/_lb/health\x7f"`},
+	} {
+		_, err := Load(writeConfig(t, tc.body+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.key+": "+tc.value+": ") || !strings.Contains(err.Error(), "without spaces or control characters") {
+			t.Errorf("%s: Load = %v; want %s: %s: ...without spaces or control characters...", tc.body, err, tc.key, tc.value)
+		}
+	}
+	if _, err := Load(writeConfig(t, "services: [{name: web, image: x, health_path: /health, smoke: [{path: '/orders?dry-run=1&a=%20'}]}]\n")); err != nil {
+		t.Fatalf("plain paths: %v", err)
+	}
+}
+
+// verify.version_header is a response header's name: one no response can carry (a space, a
+// colon) would fail the verification of every new instance, mid-deploy, so it is refused at load.
+func TestAVersionHeaderThatIsNoHeaderNameIsRefused(t *testing.T) {
+	for _, name := range []string{"X Version", "X-Version:", "X-Versión"} {
+		_, err := Load(writeConfig(t, fmt.Sprintf("services: [{name: web, image: x, verify: {version_header: %q}}]\n", name)))
+		if want := fmt.Sprintf("services[0].verify.version_header: %q: must be an HTTP header name", name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("version_header %q: Load = %v; want ...%s...", name, err, want)
+		}
+	}
+	if _, err := Load(writeConfig(t, "services: [{name: web, image: x, verify: {version_header: X-App_Version.1}}]\n")); err != nil {
+		t.Fatalf("a header name: %v", err)
+	}
+}
+
+// A duration too long for zero502 to hold is refused as out of range, not as a value without a unit:
+// "3000000h is not a duration; write it with a unit" would send its author looking for the
+// wrong mistake.
+func TestADurationTooLongIsRefusedAsTooLong(t *testing.T) {
+	_, err := Load(writeConfig(t, "drain:\n  window: 3000000h\n"))
+	if err == nil || !strings.Contains(err.Error(), `drain.window: "3000000h" is out of range: a duration is at most 2562047h47m16.854775807s`) ||
+		strings.Contains(err.Error(), "write it with a unit") {
+		t.Fatalf("window 3000000h: %v; want it refused as too long", err)
+	}
+}
+
+// The file's keys are read in any case and a dotted key is its sections (viper's reading), so a
+// key written twice in two such forms is one key set twice: refused naming both, as YAML refuses
+// a key written twice alike, never one of them silently winning.
+func TestAKeySetTwiceInTwoFormsIsRefused(t *testing.T) {
+	for _, tc := range []struct{ body, first, second string }{
+		{"drain:\n  window: 20s\n  Window: 31s\n", `"drain.Window"`, `"drain.window"`},
+		{"Drain:\n  window: 30s\ndrain:\n  window: 20s\n", `"Drain"`, `"drain"`},
+		{"drain:\n  window: 20s\ndrain.window: 40s\n", `"drain.window"`, `the dotted key "drain.window"`},
+		{"services:\n  - {name: web, Name: api, image: x}\n", `"services[0].Name"`, `"services[0].name"`},
+	} {
+		_, err := Load(writeConfig(t, tc.body))
+		if err == nil || !strings.Contains(err.Error(), "set twice") || !strings.Contains(err.Error(), tc.first) || !strings.Contains(err.Error(), tc.second) {
+			t.Errorf("%q: Load = %v; want it refused as set twice, naming %s and %s", tc.body, err, tc.first, tc.second)
+		}
+	}
+	// services[].env names are the service's own, in their case: PATH and Path are two.
+	c, err := Load(writeConfig(t, "services:\n  - {name: web, image: x, env: {PATH: /bin, Path: x}}\n"))
+	if err != nil || c.Services[0].Env["PATH"] != "/bin" || c.Services[0].Env["Path"] != "x" {
+		t.Fatalf("env PATH and Path: %v, %v", c, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/zero502/zero502/infra/dnsset"
@@ -32,6 +33,9 @@ func (e *FieldError) Error() string {
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// headerNameRE is an HTTP header field name (RFC 9110's token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // userRE is what services[].user accepts: a user name as useradd allows (no leading -, no : or
 // space) or a numeric uid.
@@ -92,9 +96,11 @@ func (c *Config) Validate() error {
 			bad(key, fmt.Sprintf("%q", v), "must have a port from 1 to 65535: zero502 connects to it")
 		}
 	}
+	// path is the path of a request zero502 sends (a health check, a smoke request): a request
+	// line carries no space or control character (percent-encode one: %20).
 	path := func(key, v string) {
-		if !strings.HasPrefix(v, "/") {
-			bad(key, fmt.Sprintf("%q", v), "must be a path starting with /")
+		if !strings.HasPrefix(v, "/") || strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			bad(key, fmt.Sprintf("%q", v), "must be a path starting with /, without spaces or control characters (percent-encode them: %20)")
 		}
 	}
 
@@ -157,6 +163,7 @@ func (c *Config) Validate() error {
 	positive("balancer.connect_timeout", b.ConnectTimeout)
 	positive("balancer.header_timeout", b.HeaderTimeout)
 	atLeast("balancer.max_header_bytes", b.MaxHeaderBytes, 1024)
+	atMost("balancer.max_header_bytes", b.MaxHeaderBytes, 1<<20, " (1 MiB): the in-house LB reads a request head up to it in memory")
 	for _, e := range b.AcceptProxyFrom {
 		if _, err := ParseRanges("balancer.accept_proxy_from", []string{e}); err != nil {
 			bad("balancer.accept_proxy_from", fmt.Sprintf("%q", e), "must be an IP address or a CIDR range such as 10.0.0.0/8")
@@ -348,13 +355,26 @@ func (c *Config) Validate() error {
 	if lh := c.Rollout.LockHost; lh != "" && !slices.ContainsFunc(c.Hosts, func(h Host) bool { return h.Name == lh }) && len(c.Hosts) > 0 {
 		bad("rollout.lock_host", fmt.Sprintf("%q", lh), "must name one of hosts[].name (the host that keeps the fleet lock); empty: the first host")
 	}
+	// noNUL refuses a word of a command run without a shell that no program can be given.
+	noNUL := func(key string, words []string) {
+		for j, w := range words {
+			if strings.ContainsRune(w, 0) {
+				bad(fmt.Sprintf("%s[%d]", key, j), fmt.Sprintf("%q", w), "must not contain a NUL byte: no program can be given one")
+			}
+		}
+	}
 	for _, h := range c.Hooks.Named() {
 		key := "hooks." + h.Name
 		positive(key+".timeout", h.Hook.Timeout)
 		if h.Hook.Set() && strings.TrimSpace(h.Hook.Command[0]) == "" {
 			bad(key+".command[0]", `""`, "must name the program to run, e.g. /usr/local/bin/notify or sh (with \"-c\", \"…\")")
 		}
+		noNUL(key+".command", h.Hook.Command)
 	}
+	if cmd := c.Secrets.Command; len(cmd) > 0 && strings.TrimSpace(cmd[0]) == "" {
+		bad("secrets.command[0]", fmt.Sprintf("%q", cmd[0]), "must name the program to run, e.g. /usr/local/bin/op (with its arguments), or leave secrets.command out")
+	}
+	noNUL("secrets.command", c.Secrets.Command)
 
 	seen := map[string]bool{}
 	for i, s := range c.Services {
@@ -368,11 +388,7 @@ func (c *Config) Validate() error {
 		if c.Rollout.Runtime == RuntimeProcess && len(s.Command) == 0 {
 			bad(key+".command", "[]", "is required with the process runtime")
 		}
-		for j, w := range s.Command {
-			if strings.ContainsRune(w, 0) {
-				bad(fmt.Sprintf("%s.command[%d]", key, j), fmt.Sprintf("%q", w), "must not contain a NUL byte: no program can be given one")
-			}
-		}
+		noNUL(key+".command", s.Command)
 		if c.Rollout.Runtime == RuntimeProcess && len(s.Command) > 0 && strings.Contains(s.Command[0], "/") && !filepath.IsAbs(s.Command[0]) {
 			bad(key+".command[0]", fmt.Sprintf("%q", s.Command[0]), "must be a name looked up on the service's PATH, or an absolute path: "+
 				"a service runs in the directory /, whoever starts it, so a relative path would not name the program you mean")
@@ -446,6 +462,10 @@ func (c *Config) Validate() error {
 		if s.Verify.VersionPath != "" {
 			path(key+".verify.version_path", s.Verify.VersionPath)
 		}
+		if h := s.Verify.VersionHeader; h != "" && !headerNameRE.MatchString(h) {
+			bad(key+".verify.version_header", fmt.Sprintf("%q", h), "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~, "+
+				"e.g. X-Version): the response header of health.path that names the version")
+		}
 		switch {
 		case len(s.Ports) == 0:
 		case len(s.Ports) != 2 || s.Ports[0] == s.Ports[1]:
@@ -491,8 +511,11 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if b.Service != "" && !seen[b.Service] {
+	if i := slices.IndexFunc(c.Services, func(s Service) bool { return s.Name == b.Service }); b.Service != "" && i < 0 {
 		bad("balancer.service", fmt.Sprintf("%q", b.Service), "must name one of the services")
+	} else if b.Service != "" && c.Services[i].Port == 0 {
+		bad("balancer.service", fmt.Sprintf("%q", b.Service), fmt.Sprintf("names services[%d], which has no port: the balancer's "+
+			"targets are the balanced service's port on every host; name a service with a port, or leave it out (the first one with a port)", i))
 	}
 	positive("secrets.command_timeout", c.Secrets.CommandTimeout)
 	seen = map[string]bool{}

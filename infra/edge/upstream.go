@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/pires/go-proxyproto"
 
 	"github.com/zero502/zero502/infra/adminapi"
+	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/standing"
 )
 
@@ -85,11 +87,17 @@ func (c UpstreamCheck) validate() error {
 	if c.Interval >= 0 && c.Timeout >= 0 && c.timeout() >= c.interval() {
 		errs = append(errs, fmt.Errorf("--check-timeout %s: must be below --check-interval %s (a check ends before the next starts)", c.timeout(), c.interval()))
 	}
-	if c.HealthyThreshold < 0 {
-		errs = append(errs, fmt.Errorf("--healthy-threshold %d: must be 1 or more (0: the default, %d)", c.HealthyThreshold, defaultHealthyThreshold))
-	}
-	if c.UnhealthyThreshold < 0 {
-		errs = append(errs, fmt.Errorf("--unhealthy-threshold %d: must be 1 or more (0: the default, %d)", c.UnhealthyThreshold, defaultUnhealthyThreshold))
+	for _, t := range []struct {
+		flag     string
+		n, deflt int
+	}{{"healthy-threshold", c.HealthyThreshold, defaultHealthyThreshold}, {"unhealthy-threshold", c.UnhealthyThreshold, defaultUnhealthyThreshold}} {
+		switch {
+		case t.n < 0:
+			errs = append(errs, fmt.Errorf("--%s %d: must be 1 or more (0: the default, %d)", t.flag, t.n, t.deflt))
+		case t.n > config.MaxThreshold:
+			errs = append(errs, fmt.Errorf("--%s %d: must be at most %d checks in a row, as edge.upstream_check.%s: more would keep a "+
+				"failing upstream for hours", t.flag, t.n, config.MaxThreshold, strings.ReplaceAll(t.flag, "-", "_")))
+		}
 	}
 	return errors.Join(errs...)
 }

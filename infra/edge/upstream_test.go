@@ -376,6 +376,9 @@ func TestUpstreamSettingsAreValidated(t *testing.T) {
 		{"path", &Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}, Check: UpstreamCheck{Path: "health"}}, `--check-path "health": must start with /`},
 		{"timeout", &Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}, Check: UpstreamCheck{Interval: time.Second, Timeout: time.Second}}, "--check-timeout 1s: must be below --check-interval 1s"},
 		{"threshold", &Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}, Check: UpstreamCheck{UnhealthyThreshold: -1}}, "--unhealthy-threshold -1"},
+		// past edge.upstream_check.*_threshold's bound (config.MaxThreshold), which the flags override
+		{"threshold past the bound", &Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}, Check: UpstreamCheck{HealthyThreshold: 5000}}, "--healthy-threshold 5000: must be at most 1000"},
+		{"unhealthy past the bound", &Forwarder{Listen: ":0", Origins: []string{"10.0.0.5:443"}, Check: UpstreamCheck{UnhealthyThreshold: 1001}}, "--unhealthy-threshold 1001: must be at most 1000"},
 	} {
 		if err := tc.f.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)

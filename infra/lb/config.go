@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,11 +119,17 @@ func (s Settings) Validate() error {
 	if s.Drain < 0 {
 		bad("drain", s.Drain, "must not be negative")
 	}
-	if s.UnhealthyThreshold < 1 {
-		bad("unhealthy-threshold", s.UnhealthyThreshold, "must be at least 1")
-	}
-	if s.HealthyThreshold < 1 {
-		bad("healthy-threshold", s.HealthyThreshold, "must be at least 1")
+	for _, t := range []struct {
+		flag string
+		n    int
+	}{{"unhealthy-threshold", s.UnhealthyThreshold}, {"healthy-threshold", s.HealthyThreshold}} {
+		switch {
+		case t.n < 1:
+			bad(t.flag, t.n, "must be at least 1")
+		case t.n > config.MaxThreshold:
+			bad(t.flag, t.n, fmt.Sprintf("must be at most %d checks in a row, as balancer.%s: more would keep a failing backend for hours",
+				config.MaxThreshold, strings.ReplaceAll(t.flag, "-", "_")))
+		}
 	}
 	if s.MaxHeaderBytes < 1024 || s.MaxHeaderBytes > 1<<20 {
 		bad("max-header-bytes", s.MaxHeaderBytes, "must be from 1024 to 1048576")
@@ -161,9 +168,12 @@ func (s Settings) Validate() error {
 	if len(s.Backends) == 0 {
 		errs = append(errs, errors.New("no backends: give at least one host:port (config: the balanced service on every host)"))
 	}
-	for _, b := range s.Backends {
+	for i, b := range s.Backends {
 		if err := checkBackendAddr(b); err != nil {
 			errs = append(errs, err)
+		} else if slices.Contains(s.Backends[:i], b) {
+			// the admin API finds a backend by its address: a drain would leave the other copy in rotation
+			errs = append(errs, fmt.Errorf("backend %q: given twice: list each backend once", b))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +54,26 @@ func TestDefaultMaxConnsLeavesDescriptorsForBackends(t *testing.T) {
 	}
 	if got := LabSettings("127.0.0.1:0", nil).MaxConns; got != defaultMaxConns() || got < 64 {
 		t.Errorf("lab default max_conns %d, want DefaultMaxConns() %d", got, defaultMaxConns())
+	}
+}
+
+// A backend given twice (zero502 lb 8080 a:1 a:1) is refused, naming it, as the edge refuses an
+// origin given twice: the admin API finds a backend by its address, so a drain would take one
+// copy out and leave the other in rotation. A threshold past the config's bound
+// (config.MaxThreshold) is refused from a flag as from balancer.*_threshold.
+func TestABackendGivenTwiceAndAThresholdPastTheBoundAreRefused(t *testing.T) {
+	s := LabSettings("127.0.0.1:8080", []string{"127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9001"})
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), `backend "127.0.0.1:9001": given twice`) {
+		t.Errorf("a backend given twice: %v, want it refused naming it", err)
+	}
+	for flag, edit := range map[string]func(*Settings){
+		"--unhealthy-threshold 1001": func(s *Settings) { s.UnhealthyThreshold = config.MaxThreshold + 1 },
+		"--healthy-threshold 1001":   func(s *Settings) { s.HealthyThreshold = config.MaxThreshold + 1 },
+	} {
+		s := LabSettings("127.0.0.1:8080", []string{"127.0.0.1:9001"})
+		edit(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), flag+": must be at most 1000") {
+			t.Errorf("%s: %v, want it refused", flag, err)
+		}
 	}
 }
