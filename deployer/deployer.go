@@ -56,6 +56,11 @@ type Options struct {
 	// NoLockWait refuses at once, naming the holder, when another deploy holds the fleet lock
 	// (--lock-timeout 0).
 	NoLockWait bool
+	// Back makes a host's step a step back (zero502 host step --back, how a fleet's rollback
+	// reaches a host over ssh): to the spec the host keeps from before its last deploy
+	// (spec.previous.json), its config as it ran then, when that spec is of the version asked
+	// for; else to that version as this config renders it, and an event says so.
+	Back bool
 	// Naive stops old instances at once with SIGKILL, without drain or balancer watch, and
 	// waits for new ones directly only: the "before" picture the demo compares against.
 	Naive bool

@@ -331,3 +331,37 @@ func TestCorruptSpecIsSetAsideAndTheHostDeployed(t *testing.T) {
 		t.Errorf("previous spec %q %v, want v1 (what ran, rendered from the config)", p.Version, err)
 	}
 }
+
+// A deploy of a changed config under the same version that died after it published host-a's
+// spec (its machine lost before the instance was replaced) left the old config's instance
+// running under the new spec. A rerun must roll the change out there, not verify the old
+// instance as unchanged: it runs the version, but not the config.
+func TestARerunAfterAnInterruptedConfigChangeRollsItOut(t *testing.T) {
+	t.Parallel()
+	v := defaultValues()
+	f, _ := onV1(t, 2, v)
+	ctx := context.Background()
+	before := f.instances("host-a")["web"]
+	v.AppFlags = []string{"--delay", "0s"} // a flag that changes nothing the app does
+	cfg := f.load(f.config("changed.yaml", v))
+	if err := spec.Publish(spec.Path(f.stateDir(0)), spec.Render(cfg, cfg.Hosts[0], "v1", bin)); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{}).Deploy(ctx, "v1")
+	if err != nil {
+		t.Fatalf("rerun of the changed config: %v\nevents:\n%s", err, &ev)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeDeployed {
+		t.Errorf("host-a: %s, want deployed (it ran the old config under the published new one)\nevents:\n%s", a.Outcome, &ev)
+	}
+	after := f.instances("host-a")["web"]
+	cmdline, err := os.ReadFile("/proc/" + strings.TrimPrefix(after.ID, "pid:") + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ID == before.ID || !strings.Contains(string(cmdline), "--delay") {
+		t.Errorf("host-a runs %s (before the rerun %s): %q; want a new instance with the changed command\nevents:\n%s",
+			after.ID, before.ID, strings.ReplaceAll(string(cmdline), "\x00", " "), &ev)
+	}
+}

@@ -86,8 +86,8 @@ func (e *rolledBackError) Error() string { return e.msg }
 func (e *rolledBackError) Unwrap() error { return e.verdict }
 
 // rollBackHost returns one host that finished its step on version to its last good spec: a
-// local host under its lock through rollback; a host over ssh by a step to the version it ran
-// before, on the host.
+// local host under its lock through rollback; a host over ssh by a step back on the host, to
+// the spec it keeps from before (host step --back).
 func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version string, hr *report.HostReport, cause error) (err error) {
 	if err := d.fleetLostBefore(h, hr, cause); err != nil {
 		return err
@@ -103,7 +103,7 @@ func (d *Deployer) rollBackHost(ctx context.Context, h config.Host, version stri
 		// nothing claimed once a re-verify saw it not run it): a step that cannot reach the host
 		// reports that, not the version it was to go back to.
 		hr.From = prev.Running
-		err := d.remoteStep(ctx, h, prev.From, hr)
+		err := d.remoteStep(ctx, h, prev.From, hr, true)
 		hr.From, hr.To = prev.From, prev.To
 		if err != nil {
 			notBack(hr)

@@ -140,13 +140,17 @@ func (d *Deployer) verify(ctx context.Context, h config.Host, rt Runtime, s spec
 			}
 			continue
 		}
-		if len(insts) != 1 || insts[0].Version != svc.Version || insts[0].Address != "" && svc.Address != "" && insts[0].Address != svc.Address {
+		if len(insts) != 1 || !insts[0].Runs(svc) {
 			var got []string
 			for _, in := range insts {
-				got = append(got, in.Version+"@"+in.Address)
+				one := in.Version + "@" + in.Address
+				if in.Digest != "" && in.Digest != svc.Digest() {
+					one += " started from another config (digest " + in.Digest + ")"
+				}
+				got = append(got, one)
 			}
-			return fmt.Errorf("host %s: verify: service %s: want one running instance of %s on %s, found %d %v: %w",
-				h.Name, svc.Name, svc.Version, svc.Address, len(insts), got, errNotRunning)
+			return fmt.Errorf("host %s: verify: service %s: want one running instance of %s on %s, started from the published config (digest %s), found %d %v: %w",
+				h.Name, svc.Name, svc.Version, svc.Address, svc.Digest(), len(insts), got, errNotRunning)
 		}
 		if svc.Port == 0 {
 			if insts[0].Health == "unhealthy" {

@@ -121,6 +121,11 @@ func (d *Deployer) plan(ctx context.Context, h config.Host, rt Runtime, version 
 		}
 		p.want = spec.RenderOn(d.cfg, h, version, d.self, other)
 	}
+	if d.opts.Back {
+		if kept, ok := d.keptBefore(h, version, on); ok {
+			p.want, p.resume = kept, hasSpec && spec.Same(published, kept)
+		}
+	}
 
 	switch {
 	case hasSpec && !spec.Same(published, p.want):
@@ -239,6 +244,39 @@ func (d *Deployer) takeLock(ctx context.Context, h config.Host, version string) 
 	return l, nil
 }
 
+// keptBefore is the spec host h keeps from before its last deploy (spec.previous.json) when a
+// step back (Options.Back) can restore it as it is: of version, with the config's services, and
+// each start-first service on a port what runs now (on) does not hold. Else an event says why the
+// step back goes to version as this config renders it.
+func (d *Deployer) keptBefore(h config.Host, version string, on map[string]int) (spec.Spec, bool) {
+	kept, err := spec.Read(filepath.Join(d.cfg.HostStateDir(h), previousFileName))
+	why := ""
+	switch {
+	case err != nil:
+		why = fmt.Sprintf("no spec kept from before (%v)", err)
+	case kept.Version != version:
+		why = "the spec kept from before is of " + kept.Version
+	case len(kept.Services) != len(d.cfg.Services):
+		why = "the spec kept from before has other services than the config"
+	}
+	for i := 0; why == "" && i < len(d.cfg.Services); i++ {
+		svc, ok := kept.Service(d.cfg.Services[i].Name)
+		switch {
+		case !ok:
+			why = "the spec kept from before has other services than the config"
+		case len(svc.Ports) == 2 && svc.Port-h.PortOffset == on[svc.Name]:
+			why = fmt.Sprintf("service %s runs on port %d, the one the spec kept from before names", svc.Name, svc.Port)
+		}
+	}
+	if why != "" {
+		d.emit(Event{Host: h.Name, Step: StepPublish, Version: version, Message: "step back: " + why +
+			": going back to " + version + " as this config renders it"})
+		return spec.Spec{}, false
+	}
+	kept.PublishedAt, kept.PublishedBy = time.Time{}, ""
+	return kept, true
+}
+
 // converge brings every service of host h to spec s, one service at a time. Stop-first: each
 // old instance leaves through its drain (the handshake, or at the balancer), then the new one
 // starts and is waited for. Start-first: the new instance starts on the service's other port,
@@ -281,7 +319,7 @@ func (d *Deployer) converge(ctx context.Context, h config.Host, rt Runtime, s sp
 		var kept *runtime.Instance
 		var olds []runtime.Instance
 		for _, in := range insts {
-			if kept == nil && keep && !svc.Stopped && in.Version == svc.Version && (in.Address == "" || in.Address == svc.Address) {
+			if kept == nil && keep && !svc.Stopped && in.Runs(svc) {
 				kept = &in
 				continue
 			}
@@ -565,16 +603,13 @@ func (d *Deployer) balancerKnows(ctx context.Context, in runtime.Instance, svc s
 	return !errors.Is(err, balancer.ErrUnknownTarget)
 }
 
-// clearExtra stops the services of failed that restored does not have, and those it has at the
-// same version and address but changed otherwise (env, command: a config change under the same
-// version): what runs there may be the failed spec's instance, which the rollback's converge
-// would keep as the restored one's, and report rolled back while it still runs the failed config.
+// clearExtra stops the services of failed that restored does not have. One it has is the
+// rollback's converge's: an instance of the failed config under the same version and address is
+// not the restored one's (its digest differs), so converge replaces it rather than keep it.
 func (d *Deployer) clearExtra(ctx context.Context, h config.Host, rt Runtime, failed, restored spec.Spec) error {
 	var extra spec.Spec
 	for _, svc := range failed.Services {
-		r, ok := restored.Service(svc.Name)
-		if !ok || !svc.Stopped && r.Version == svc.Version && r.Address == svc.Address &&
-			!spec.Same(spec.Spec{Services: []spec.Service{r}}, spec.Spec{Services: []spec.Service{svc}}) {
+		if _, ok := restored.Service(svc.Name); !ok {
 			extra.Services = append(extra.Services, svc)
 		}
 	}

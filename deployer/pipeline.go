@@ -196,7 +196,7 @@ func (d *Deployer) deployHost(ctx context.Context, h config.Host, version string
 	ctx, clock := d.watchProgress(ctx, h)
 	defer clock.end(&err, &rep.Error)
 	if h.SSH != "" {
-		return d.remoteStep(ctx, h, version, rep) // the same step, run on the host (remote.go)
+		return d.remoteStep(ctx, h, version, rep, false) // the same step, run on the host (remote.go)
 	}
 	rt := d.runtimes[h.Name]
 	lock, err := d.lock(ctx, h, version)

@@ -65,7 +65,7 @@ func (d *Deployer) preflight(ctx context.Context, version string) ([]hostView, e
 			// The host's step, opened now, prints its look and waits for its batch
 			// (remote_turn.go). A step that ends without a look (a zero502 there that predates
 			// --look-first) leaves the look to `host look` and its step to its turn.
-			t := d.openStep(ctx, h, version, true)
+			t := d.openStep(ctx, h, version, false, true)
 			views[i], lookErrs[i] = t.view(ctx, d)
 			if !t.predates() {
 				d.turns.put(t) // one that failed its look is abandoned with the rest

@@ -127,9 +127,9 @@ func (d *Deployer) configFor(h config.Host, args []string) *config.Config {
 // relayed and its report taken from its last line. A host whose step preflight opened (a turn,
 // remote_turn.go) gets the word to start on it; otherwise, or when that session has ended while
 // it waited, a session is opened now.
-func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string, rep *report.HostReport) error {
+func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string, rep *report.HostReport, back bool) error {
 	t := d.turns.take(h.Name)
-	if t != nil && t.version != version { // not this step's (a rollback to another version)
+	if t != nil && (t.version != version || back) { // not this step's (a rollback: a step back)
 		t.abandon()
 		t = nil
 	}
@@ -142,7 +142,7 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 		if t != nil && !t.sentGo.Load() {
 			seen = t.look
 		}
-		t = d.openStep(ctx, h, version, true)
+		t = d.openStep(ctx, h, version, back, true)
 		t.seen = seen
 		t.begin()
 		select {
@@ -151,7 +151,7 @@ func (d *Deployer) remoteStep(ctx context.Context, h config.Host, version string
 		}
 		if t.predates() { // a zero502 there that does not know --look-first: it starts at once,
 			// so it is begun (openStep): a session lost before any event of it is unknown
-			t = d.openStep(ctx, h, version, false)
+			t = d.openStep(ctx, h, version, back, false)
 		}
 	}
 	// A step stopped for stalling (watchProgress) is told so as a cancelled deploy's is: its
@@ -174,11 +174,15 @@ func (d *Deployer) remoteLockWait() time.Duration {
 	return d.opts.LockTimeout
 }
 
-// stepArgs are the arguments of `zero502 host step` on host h; lookFirst: it prints its look and
-// waits for its turn (--look-first).
-func (d *Deployer) stepArgs(h config.Host, version string, lookFirst bool) []string {
+// stepArgs are the arguments of `zero502 host step` on host h; back: a step back to the spec the
+// host keeps from before, of version (--back); lookFirst: it prints its look and waits for its
+// turn (--look-first).
+func (d *Deployer) stepArgs(h config.Host, version string, back, lookFirst bool) []string {
 	args := []string{"host", "step", "--config", "-", "--host", h.Name, "--version", version,
 		"--lock-timeout", d.remoteLockWait().String()}
+	if back {
+		args = append(args, "--back")
+	}
 	if d.opts.Naive {
 		args = append(args, "--naive")
 	}

@@ -24,7 +24,7 @@ func TestStepArgsCarryTheLockTimeoutAsGiven(t *testing.T) {
 		{Options{LockTimeout: 30_000_000_000}, "--lock-timeout 30s"},
 		{Options{NoLockWait: true}, "--lock-timeout 0s"},
 	} {
-		if got := strings.Join(New(cfg, tc.opts).stepArgs(h, "v2", true), " "); !strings.Contains(got, tc.want) {
+		if got := strings.Join(New(cfg, tc.opts).stepArgs(h, "v2", false, true), " "); !strings.Contains(got, tc.want) {
 			t.Errorf("options %+v: step args %q; want %q", tc.opts, got, tc.want)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
@@ -83,9 +86,9 @@ func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.
 }
 
 // A failed verdict rolls back the canary, a host over ssh, whose step back to v1 begins there and
-// fails (v1's instance exits at once under this config): the host's own step then returns it to
-// its last good spec, v2, and calls that "rolled back". The deploy must not: the host is not back
-// on the version it ran before, so the report says failed, running v2, and the error says so.
+// fails (v1's instance now exits at once): the host's own step then returns it to its last good
+// spec, v2, and calls that "rolled back". The deploy must not: the host is not back on the
+// version it ran before, so the report says failed, running v2, and the error says so.
 func TestRemoteRollbackThatFailsOnTheHostIsNotCalledRolledBack(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
@@ -93,17 +96,22 @@ func TestRemoteRollbackThatFailsOnTheHostIsNotCalledRolledBack(t *testing.T) {
 	_, cfg := f.remoteConfig(s, "good.yaml", 1)
 	judged(cfg, analysisWindow, canaryFor)
 	cfg.Rollout.Analysis.MinRequests = 10
+	// Once the file v1-fails exists, v1 cannot start: its instance exits 3 before the app runs,
+	// so the rollback's step back to v1 fails after it began.
+	fails := filepath.Join(f.dir, "v1-fails")
+	cfg.Services[0].Command = append([]string{"/bin/sh", "-c", `[ -e ` + fails + ` ] && [ "{version}" = v1 ] && exit 3; exec "$0" "$@"`},
+		cfg.Services[0].Command...)
 	good := f.write("good.yaml", cfg)
 	bad := f.load(good)
-	// Under v2's config every request fails (the verdict), and v1 cannot start: its instance
-	// exits 3 before the app runs, so the rollback's step to v1 fails after it began.
-	app := append(bad.Services[0].Command, "--fail-every", "1")
-	bad.Services[0].Command = append([]string{"/bin/sh", "-c", `[ "{version}" != v1 ] || exit 3; exec "$0" "$@"`}, app...)
+	bad.Services[0].Command = append(bad.Services[0].Command, "--fail-every", "1") // under v2's config every request fails: the verdict
 	v2 := f.write("v2.yaml", bad)
 	f.startLB(good)
 	ctx := context.Background()
 	if _, err := f.deployer(f.load(good), nil, Options{RemoteBinary: bin}).Deploy(ctx, "v1"); err != nil {
 		t.Fatalf("deploy v1: %v", err)
+	}
+	if err := os.WriteFile(fails, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	poll.UntilNil(t, 10*time.Second, "the LB has every host in rotation", func() error {
 		for _, h := range f.load(good).Targets() {
@@ -147,5 +155,38 @@ func TestRemoteRollbackThatFailsOnTheHostIsNotCalledRolledBack(t *testing.T) {
 		if strings.HasPrefix(line, "host-a ") && strings.Contains(line, "→") && strings.Contains(line, report.OutcomeRolledBack) {
 			t.Errorf("the report's row calls host-a rolled back while it runs v2: %q\n%s", line, &text)
 		}
+	}
+}
+
+// A failed verdict rolls the canary, a host over ssh, back to the spec it ran before: v1 with
+// v1's config, not v1 as the failed deploy's config renders it (here with the flag that fails
+// every request). The step back restores the spec the host keeps (host step --back).
+func TestRemoteRollbackRestoresTheConfigTheHostRanBefore(t *testing.T) {
+	t.Parallel()
+	f, v2 := judgedOverSSHOnV1(t, nil)
+	ctx := context.Background()
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+	var ev eventLog
+	rep, err := f.deployer(f.load(v2), &ev, Options{RemoteBinary: bin}).Deploy(ctx, "v2")
+	m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) {
+		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, &ev)
+	}
+	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
+		t.Fatalf("host-a: %s, runs %q; want rolled back to v1: %s\nevents:\n%s", a.Outcome, a.Running, a.Error, &ev)
+	}
+	in := f.instances("host-a")["web"]
+	cmdline, err := os.ReadFile("/proc/" + strings.TrimPrefix(in.ID, "pid:") + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(cmdline), "--fail-every") {
+		t.Errorf("host-a, rolled back to v1, runs v1 with the failed deploy's config: %q\nevents:\n%s",
+			strings.ReplaceAll(string(cmdline), "\x00", " "), &ev)
+	}
+	s, err := spec.Read(spec.Path(f.stateDir(0)))
+	if err != nil || s.Version != "v1" || strings.Contains(strings.Join(s.Services[0].Command, " "), "--fail-every") {
+		t.Errorf("host-a's published spec after the rollback: %+v %v; want v1 with v1's command", s.Services, err)
 	}
 }

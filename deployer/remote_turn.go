@@ -103,9 +103,10 @@ type turn struct {
 	err       error
 }
 
-// openStep starts `zero502 host step` on host h for version. With lookFirst the step prints its
+// openStep starts `zero502 host step` on host h for version (back: a step back to the spec the
+// host keeps from before, of version). With lookFirst the step prints its
 // look and waits for begin; without, it starts at once.
-func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, lookFirst bool) *turn {
+func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, back, lookFirst bool) *turn {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &turn{h: h, version: version, cancel: cancel, goNow: make(chan struct{}), looked: make(chan struct{}), ended: make(chan struct{}),
 		ready: make(chan struct{})}
@@ -115,7 +116,7 @@ func (d *Deployer) openStep(ctx context.Context, h config.Host, version string, 
 		t.once.Do(func() { close(t.goNow) })
 		t.sentGo.Store(true)
 	}
-	args := d.stepArgs(h, version, lookFirst)
+	args := d.stepArgs(h, version, back, lookFirst)
 	cfgYAML, err := encodeFor(d, h, args)
 	if err != nil {
 		t.err = err

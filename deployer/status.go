@@ -62,6 +62,8 @@ type instanceStatus struct {
 	Version string    `json:"version"`
 	Address string    `json:"address,omitempty"`
 	Since   time.Time `json:"since"`
+	// Digest is the config digest it was started from (runtime.Instance.Digest).
+	Digest string `json:"digest,omitempty"`
 	// Healthy is the direct health check (for a service without a port: the runtime's view);
 	// HealthError says why not.
 	Healthy     bool   `json:"healthy"`
@@ -194,7 +196,7 @@ func (d *Deployer) hostStatus(ctx context.Context, h config.Host) HostStatus {
 			continue
 		}
 		for _, in := range insts {
-			is := instanceStatus{ID: in.ID, Version: in.Version, Address: in.Address, Since: in.StartedAt}
+			is := instanceStatus{ID: in.ID, Version: in.Version, Address: in.Address, Since: in.StartedAt, Digest: in.Digest}
 			switch {
 			case in.Address != "" && inSpec:
 				check := want.HealthRule()
@@ -285,7 +287,7 @@ func (d *Deployer) remoteHostStatus(ctx context.Context, h config.Host) HostStat
 }
 
 // disagreements says where a service's running instances differ from its published spec: the
-// same rules as a deploy's verify (one instance, of the spec's version, on its address, healthy,
+// same rules as a deploy's verify (one instance, of the spec's version and config, on its address, healthy,
 // in rotation where the balancer has a view), and nothing running when the spec says stopped.
 func disagreements(want spec.Service, inSpec bool, insts []instanceStatus) []string {
 	var out []string
@@ -309,6 +311,10 @@ func disagreements(want spec.Service, inSpec bool, insts []instanceStatus) []str
 		}
 		if in.Address != "" && want.Address != "" && in.Address != want.Address {
 			out = append(out, fmt.Sprintf("%s answers on %s, the spec publishes %s", in.ID, in.Address, want.Address))
+		}
+		if in.Version == want.Version && in.Digest != "" && in.Digest != want.Digest() {
+			out = append(out, fmt.Sprintf("%s runs %s from another config (digest %s) than the spec's (%s): a deploy of it was interrupted; deploy again",
+				in.ID, in.Version, in.Digest, want.Digest()))
 		}
 		if !in.Healthy {
 			out = append(out, fmt.Sprintf("%s unhealthy: %s", in.ID, in.HealthError))

@@ -29,6 +29,8 @@ func TestStatusDisagreementsFollowTheSpec(t *testing.T) {
 		{"two instances", want, true, []instanceStatus{ok, ok}, []string{"2 instances run, the spec asks for one"}},
 		{"unhealthy", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", HealthError: "status 503"}}, []string{"pid:1 unhealthy: status 503"}},
 		{"out of rotation", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", Healthy: true, Balancer: &balancer.TargetState{State: "draining"}}}, []string{"not in rotation at the balancer (draining)"}},
+		{"its config", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", Address: ok.Address, Healthy: true, Digest: want.Digest()}}, nil},
+		{"another config", want, true, []instanceStatus{{ID: "pid:1", Version: "v2", Address: ok.Address, Healthy: true, Digest: "0123456789abcdef"}}, []string{"pid:1 runs v2 from another config (digest 0123456789abcdef)"}},
 		{"stopped, nothing runs", stopped, true, nil, nil},
 		{"stopped, but it runs", stopped, true, []instanceStatus{ok}, []string{"stopped by the spec, but 1 instance(s) run"}},
 		{"no spec, something runs", spec.Service{}, false, []instanceStatus{ok}, []string{"no published spec asks for this service"}},

@@ -174,6 +174,8 @@ nothing until a "go" line on stdin. Exit 0: verified; 1: failed.`,
 	f.StringVar(&version, "version", "", "version to deploy")
 	f.DurationVar(&opts.LockTimeout, "lock-timeout", deployer.DefaultLockTimeout, "how long to wait for the host lock (0: refuse at once)")
 	f.BoolVar(&opts.Naive, "naive", false, "kill at once, no drain, no balancer watch (demos)")
+	f.BoolVar(&opts.Back, "back", false, "a step back (a fleet's rollback): to the spec this host keeps from before its last deploy "+
+		"when that is of --version, its config as it ran then; else to --version as the config renders it")
 	f.BoolVar(&lookFirst, "look-first", false, "print this host's look first ({\"look\":…}, as host look), then wait for "+
 		"a \"go\" line on stdin before changing anything; stdin ending first ends the step with nothing changed")
 	return cmd

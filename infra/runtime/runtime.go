@@ -37,6 +37,9 @@ type Instance struct {
 	StartedAt time.Time `json:"started_at"`
 	// StopSignal is the signal Stop sends first (the spec's stop_signal at Start); "" is SIGTERM.
 	StopSignal string `json:"stop_signal,omitempty"`
+	// Digest is the spec.Service.Digest the instance was started from; "" for an instance
+	// started before runtimes recorded it.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Instance states.
@@ -47,6 +50,14 @@ const (
 
 // Running reports whether the instance is running.
 func (i Instance) Running() bool { return i.State == StateRunning }
+
+// Runs reports whether the instance is one of svc as the spec has it: its version, on its
+// address (where both have one), started from its config (where the instance recorded one).
+func (i Instance) Runs(svc spec.Service) bool {
+	return i.Version == svc.Version &&
+		(i.Address == "" || svc.Address == "" || i.Address == svc.Address) &&
+		(i.Digest == "" || i.Digest == svc.Digest())
+}
 
 // Filter selects instances; an empty field matches everything.
 type Filter struct {

@@ -6,6 +6,8 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,6 +123,17 @@ func (s Service) Environment() map[string]string {
 		env[k] = string(v)
 	}
 	return env
+}
+
+// Digest names what an instance of the service is made from: its name, version, image,
+// command, address, environment (its secrets by their digests, never their values), user and
+// stop signal. A runtime records it with each instance it starts, so that an instance of the
+// same version started from another config (a deploy that changed only the env, interrupted
+// after it published) is not taken for this one.
+func (s Service) Digest() string {
+	sum := sha256.New()
+	_ = json.NewEncoder(sum).Encode([]any{s.Name, s.Version, s.Image, s.Command, s.Address, s.Env, s.Secrets, s.User, s.StopSignal})
+	return hex.EncodeToString(sum.Sum(nil))[:16]
 }
 
 // Service returns the service named name.

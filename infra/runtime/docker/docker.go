@@ -49,6 +49,8 @@ const (
 	LabelVersion = "zero502.version"
 	// LabelAddress records host:port where the instance answers (empty without a port).
 	LabelAddress = "zero502.address"
+	// LabelDigest records the spec.Service.Digest the container was created from.
+	LabelDigest = "zero502.digest"
 	// LabelDestination is, on a volume (labelled LabelHost and LabelService as well), the path
 	// in the container it is mounted at: a VOLUME of the service's image.
 	LabelDestination = "zero502.destination"
@@ -195,10 +197,9 @@ func (r *Runtime) takePrepared(host string, svc spec.Service) string {
 }
 
 // preparedKey names what a prepared container was created from: the host, and the service's
-// spec as Start reads it.
+// spec as Start reads it (its digest).
 func preparedKey(host string, svc spec.Service) string {
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%q\x00%q\x00%s\x00%s", host, svc.Name, svc.Version, svc.Image,
-		svc.Address, svc.Command, runtime.EnvList(svc.Environment()), svc.User, svc.StopSignal)
+	return host + "\x00" + svc.Digest()
 }
 
 // create creates (does not start) a container of svc on host and returns its id, pulling a
@@ -219,6 +220,7 @@ func (r *Runtime) create(ctx context.Context, host string, svc spec.Service) (st
 			LabelService: svc.Name,
 			LabelVersion: svc.Version,
 			LabelAddress: svc.Address,
+			LabelDigest:  svc.Digest(),
 		},
 	}
 	if svc.StopSignal != "" {
@@ -343,6 +345,7 @@ func (r *Runtime) Inspect(ctx context.Context, id string) (runtime.Instance, err
 		inst.Service = c.Config.Labels[LabelService]
 		inst.Version = c.Config.Labels[LabelVersion]
 		inst.Address = c.Config.Labels[LabelAddress]
+		inst.Digest = c.Config.Labels[LabelDigest]
 		inst.StopSignal = c.Config.StopSignal
 	}
 	if c.State != nil {

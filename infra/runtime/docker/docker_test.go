@@ -121,8 +121,8 @@ func TestStartPublishesThePortWithLabelsAndListFindsIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 1 || got[0].ID != inst.ID {
-			t.Errorf("List(%+v) = %+v, want just %s", f, got, inst.ID)
+		if len(got) != 1 || got[0].ID != inst.ID || got[0].Digest != svc.Digest() || !got[0].Runs(svc) {
+			t.Errorf("List(%+v) = %+v, want just %s, started from digest %s", f, got, inst.ID, svc.Digest())
 		}
 	}
 	if got, _ := rt.List(ctx, runtime.Filter{Host: host, Version: "v2"}); len(got) != 0 {

@@ -13,9 +13,11 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -273,7 +275,7 @@ func (rt *Runtime) spawn(host string, svc spec.Service) (record, int64, *child, 
 			host, svc.Name, pid, statErr, tail(logPath, logStart))
 	}
 	rec := record{Slot: slot, PID: pid, ProcStart: st.Start, Host: host, Service: svc.Name, Version: svc.Version,
-		Address: svc.Address, Command: svc.Command, StopSignal: svc.StopSignal, StartedAt: time.Now().UTC(), Log: logPath}
+		Address: svc.Address, Command: svc.Command, StopSignal: svc.StopSignal, Digest: svc.Digest(), StartedAt: time.Now().UTC(), Log: logPath}
 	if err := rt.writeRecord(rec); err != nil {
 		killGroup(pid)
 		close(c.noted) // no record to note the exit in
@@ -398,7 +400,7 @@ func orNone(addr string) string {
 // exited unseen (not our child, not stopped by us: its parent got the status).
 func (rt *Runtime) instance(r record) runtime.Instance {
 	inst := runtime.Instance{ID: r.id(), Host: r.Host, Service: r.Service, Version: r.Version,
-		Address: r.Address, State: runtime.StateRunning, StartedAt: r.StartedAt, StopSignal: r.StopSignal}
+		Address: r.Address, State: runtime.StateRunning, StartedAt: r.StartedAt, StopSignal: r.StopSignal, Digest: r.Digest}
 	exited, code := rt.exited(r)
 	if exited {
 		inst.State = runtime.StateExited
@@ -476,14 +478,36 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// tail is the end of the log written since offset from (at most 20 lines).
+// tailMax bounds what tail reads of a log: its last 20 lines are in there, and the log's past
+// (appended to for as long as the host runs the service) is never read into memory.
+const tailMax = 64 << 10
+
+// tail is the end of the log written since offset from (at most 20 lines, of its last tailMax
+// bytes).
 func tail(path string, from int64) string {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "(log unreadable: " + err.Error() + ")"
 	}
-	if from >= 0 && from <= int64(len(data)) {
-		data = data[from:]
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "(log unreadable: " + err.Error() + ")"
+	}
+	if from < 0 || from > fi.Size() {
+		from = 0
+	}
+	start := max(from, fi.Size()-tailMax)
+	data := make([]byte, fi.Size()-start)
+	n, err := f.ReadAt(data, start)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "(log unreadable: " + err.Error() + ")"
+	}
+	data = data[:n]
+	if start > from { // cut in the middle of a line: it starts after the first newline
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) > 20 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,6 +126,14 @@ func TestStartListStopGracefully(t *testing.T) {
 	all, err := rt.List(ctx, runtime.Filter{Host: "host-a", Service: "web"})
 	if err != nil || len(all) != 1 || all[0].ID != inst.ID || !all[0].Running() || all[0].Address != "127.0.0.1:19001" {
 		t.Fatalf("List = %+v %v, want the one running instance", all, err)
+	}
+	svc := spec.Service{Name: "web", Version: "v1", Address: "127.0.0.1:19001", Command: graceful, Env: map[string]string{"GREETING": "from env"}}
+	if !all[0].Runs(svc) || all[0].Digest != svc.Digest() {
+		t.Errorf("List's instance records digest %q, want %q: the instance runs its spec", all[0].Digest, svc.Digest())
+	}
+	svc.Env = map[string]string{"GREETING": "changed"}
+	if all[0].Runs(svc) {
+		t.Errorf("the instance started with GREETING=from env runs a spec with GREETING=changed, by Runs")
 	}
 	if other, _ := rt.List(ctx, runtime.Filter{Version: "v2"}); len(other) != 0 {
 		t.Fatalf("List version v2 = %+v, want none", other)
@@ -540,4 +549,38 @@ func TestExitAtOnceTakesWhatItLeftInItsGroup(t *testing.T) {
 	}
 	pid = recs[0].PID
 	poll.Until(t, 5*time.Second, "the process group to be gone", func() bool { return groupGone(pid) })
+}
+
+// A service's log is appended to for as long as the host runs it, and never rotated by zero502:
+// a start that fails at once shows the end of this run's output without reading the log's past
+// into memory (a crash-looping service healed by the watchdog, its log grown to gigabytes).
+func TestExitAtOnceReadsOnlyTheEndOfALongLog(t *testing.T) {
+	rt := newRuntime(t, t.TempDir())
+	const past = 64 << 20
+	if err := os.WriteFile(rt.LogPath("web"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(rt.LogPath("web"), past); err != nil { // a long past, sparse on disk
+		t.Fatal(err)
+	}
+	var before, after runtimemetrics
+	before.read()
+	_, err := rt.Start(context.Background(), "host-a", spec.Service{Name: "web", Version: "v9",
+		Command: []string{"sh", "-c", "echo 'listen 127.0.0.1:19001: address already in use' >&2; exit 3"}})
+	after.read()
+	if err == nil || !strings.Contains(err.Error(), "code 3") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start = %v, want an error with code 3 and the log tail", err)
+	}
+	if got := after.alloc - before.alloc; got > past/4 {
+		t.Fatalf("a failed start allocated %d bytes beside a log of %d: it read the log's past, not its end", got, past)
+	}
+}
+
+// runtimemetrics is what TestExitAtOnceReadsOnlyTheEndOfALongLog reads of the Go runtime.
+type runtimemetrics struct{ alloc uint64 }
+
+func (m *runtimemetrics) read() {
+	var s goruntime.MemStats
+	goruntime.ReadMemStats(&s)
+	m.alloc = s.TotalAlloc
 }

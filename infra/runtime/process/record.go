@@ -32,9 +32,11 @@ type record struct {
 	Address   string   `json:"address,omitempty"`
 	Command   []string `json:"command"`
 	// StopSignal is the spec's stop_signal at Start, which Stop sends; "" (older records) is SIGTERM.
-	StopSignal string    `json:"stop_signal,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
-	Log        string    `json:"log"`
+	StopSignal string `json:"stop_signal,omitempty"`
+	// Digest is the spec.Service.Digest it was started from; "" in older records.
+	Digest    string    `json:"digest,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	Log       string    `json:"log"`
 	// ExitCode and ExitedAt are filled in when this Runtime saw the exit (its own child, or a
 	// stop it did); nil when the process exited unseen.
 	ExitCode *int      `json:"exit_code,omitempty"`
