@@ -334,11 +334,16 @@ func (s *LBSync) admin(ctx context.Context, method, path string, into any) error
 	return nil
 }
 
+// client is Client (a 5 s timeout by default) following no redirect: the route is the
+// configured node's own answer (another server holding the key would sign its own), and the
+// admin API answers where it was asked.
 func (s *LBSync) client() *http.Client {
-	if s.Client == nil {
-		return &http.Client{Timeout: 5 * time.Second}
+	c := http.Client{Timeout: 5 * time.Second}
+	if s.Client != nil {
+		c = *s.Client
 	}
-	return s.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
 }
 
 func (s *LBSync) logger() *slog.Logger {

@@ -142,6 +142,37 @@ func TestLBSyncWithAKeyRefusesAnUnsignedOrWronglySignedRoute(t *testing.T) {
 	}
 }
 
+// What answers at lb-sync's --from with a redirect hands the challenge to another server that
+// holds the key (another node of this mesh, or of another mesh sharing it), whose signed route
+// is not the configured node's: lb-sync follows no redirect, and the balancer is not touched.
+func TestLBSyncFollowsNoRedirectToAnotherSigner(t *testing.T) {
+	evil := startAttacker(t, netip.MustParseAddr("127.0.0.67"))
+	own := httpBackend(t)
+	body, err := json.Marshal(RouteView{Ready: true, Addresses: []string{evil.addr()}, Servers: []routeEntry{
+		{Server: "evil", Address: evil.addr(), In: true}, {Server: "a", Address: own, Why: "elsewhere: ruled out"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := startFakeMesh(t, func(ch string) ([]byte, string) { return body, signRoute(testKey, ch, body) })
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, signer.URL+"/route", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	admin := startBalancer(t, own)
+	s := &LBSync{Mesh: redirect.URL, Admin: admin, Key: testKey, Every: time.Second}
+	before := backendStates(t, s)
+	changes, err := s.Once(context.Background())
+	if err == nil || len(changes) != 0 || !strings.Contains(err.Error(), "307") {
+		t.Fatalf("Once through a redirect: %q, %v; want an error naming the 307 and no change", changes, err)
+	}
+	if after := backendStates(t, s); !maps.Equal(after, before) {
+		t.Errorf("balancer %v, was %v: a redirected route changed it", after, before)
+	}
+	if n := len(signer.seen()); n != 0 {
+		t.Errorf("the other signer got %d challenges: lb-sync followed the redirect", n)
+	}
+}
+
 // readyRoute waits until n's route is ready with every service of m in it.
 func readyRoute(t *testing.T, m *serviceMesh, n *Node) {
 	t.Helper()
