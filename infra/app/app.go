@@ -18,7 +18,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/zero502/zero502/infra/clock"
 	"github.com/zero502/zero502/infra/drain"
@@ -104,8 +106,8 @@ func New(opts Options) (*App, error) {
 // Validate says what is wrong with o, naming the flag, its value and the rule (New checks it).
 func (o Options) Validate() error {
 	switch {
-	case strings.TrimSpace(o.Version) == "" || strings.ContainsAny(o.Version, " \t\r\n"):
-		return fmt.Errorf("app: --version %q must be a non-empty word (e.g. v1)", o.Version)
+	case strings.TrimSpace(o.Version) == "" || strings.IndexFunc(o.Version, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return fmt.Errorf("app: --version %q must be a non-empty word without spaces or control characters (e.g. v1): X-Version carries it", o.Version)
 	case o.Port < 0 || o.Port > 65535:
 		return fmt.Errorf("app: --port %d is out of range; use 1-65535", o.Port)
 	case o.Drain < 0:
@@ -142,7 +144,14 @@ func Run(ctx context.Context, opts Options) error {
 	addr := net.JoinHostPort(a.opts.Host, strconv.Itoa(a.opts.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("app: listen on %s: %w (is another instance on --port %d?)", addr, err, a.opts.Port)
+		var dnsErr *net.DNSError
+		switch {
+		case errors.Is(err, syscall.EADDRINUSE):
+			return fmt.Errorf("app: listen on %s: %w (is another instance on --port %d?)", addr, err, a.opts.Port)
+		case errors.Is(err, syscall.EADDRNOTAVAIL) || errors.As(err, &dnsErr):
+			return fmt.Errorf("app: listen on %s: %w (--host %q must be an address of this machine)", addr, err, a.opts.Host)
+		}
+		return fmt.Errorf("app: listen on %s: %w", addr, err)
 	}
 	return a.Serve(ctx, ln)
 }

@@ -230,6 +230,10 @@ func TestOptionsAreCheckedBeforeServing(t *testing.T) {
 		want string
 	}{
 		{"no version", Options{IdleTimeout: time.Second}, "--version"},
+		// X-Version carries it: a control character there makes every response one a balancer
+		// refuses (the in-house LB answers 502)
+		{"control character in version", Options{Version: "v1\x01", IdleTimeout: time.Second}, `--version "v1\x01"`},
+		{"DEL in version", Options{Version: "v1\x7f", IdleTimeout: time.Second}, "--version"},
 		{"port out of range", Options{Version: "v1", Port: 70000, IdleTimeout: time.Second}, "--port 70000"},
 		{"no idle timeout", Options{Version: "v1"}, "--idle-timeout"},
 		{"negative drain", Options{Version: "v1", IdleTimeout: time.Second, Drain: -1}, "--drain"},
@@ -256,5 +260,15 @@ func TestRunReportsABusyPort(t *testing.T) {
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--port %d", port)) {
 		t.Fatalf("Run on a busy port = %v, want an error naming --port %d", err, port)
+	}
+}
+
+// An address that is not this machine's is a bad --host, not a busy port: the error names the
+// host and does not send the user looking for another instance on the port.
+func TestRunNamesAHostItCannotListenOn(t *testing.T) {
+	err := Run(context.Background(), Options{Version: "v1", Host: "192.0.2.1", Port: 19999, IdleTimeout: time.Second,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), `--host "192.0.2.1"`) || strings.Contains(err.Error(), "another instance") {
+		t.Fatalf("Run on an address not of this machine = %v, want an error naming --host \"192.0.2.1\", not a busy port", err)
 	}
 }

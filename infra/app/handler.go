@@ -96,9 +96,8 @@ func (a *App) placeOrder(w http.ResponseWriter, r *http.Request) {
 	// ?ms=N: the order takes N ms to process before it is recorded and answered, so a load can
 	// have POSTs in flight when a deploy stops the process (the demo's naive run shows them fail).
 	if q := r.URL.Query().Get("ms"); q != "" {
-		ms, err := strconv.Atoi(q)
-		d := time.Duration(ms) * time.Millisecond
-		if err != nil || ms < 0 || d > maxSlow {
+		d, ok := processingTime(q)
+		if !ok {
 			text(w, http.StatusBadRequest, fmt.Sprintf("POST /orders?ms=N needs 0 <= N <= %d, got %q\n", maxSlow.Milliseconds(), q))
 			return
 		}
@@ -123,9 +122,8 @@ func (a *App) slow(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
 		return
 	}
-	ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
-	d := time.Duration(ms) * time.Millisecond
-	if err != nil || ms < 0 || d > maxSlow {
+	d, ok := processingTime(r.URL.Query().Get("ms"))
+	if !ok {
 		text(w, http.StatusBadRequest, fmt.Sprintf("/slow needs ms=N with 0 <= N <= %d, got %q\n",
 			maxSlow.Milliseconds(), r.URL.Query().Get("ms")))
 		return
@@ -135,7 +133,17 @@ func (a *App) slow(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	text(w, http.StatusOK, fmt.Sprintf("version %s slept %d ms\n", a.opts.Version, ms))
+	text(w, http.StatusOK, fmt.Sprintf("version %s slept %d ms\n", a.opts.Version, d.Milliseconds()))
+}
+
+// processingTime is ?ms=N as a duration: false unless 0 <= N <= maxSlow in ms, checked before it
+// is multiplied (a huge N wrapped to a negative or small duration that passed the cap).
+func processingTime(q string) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(q, 10, 64)
+	if err != nil || ms < 0 || ms > maxSlow.Milliseconds() {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 func getOrHead(w http.ResponseWriter, r *http.Request) bool {

@@ -24,3 +24,22 @@ func TestOrderWithProcessingTimeTakesItAndIsRecordedOnce(t *testing.T) {
 		t.Fatalf("orders after one slow and one bad POST: %s", body)
 	}
 }
+
+// A processing time past the cap is refused however large it is: ms=9223372036855 is past what a
+// time.Duration holds in milliseconds, and once multiplied it wrapped to a negative wait that
+// passed the cap check, so /slow said it slept 9223372036855 ms at once and the order was
+// executed.
+func TestProcessingTimesPastTheCapAreRefusedEvenWhenTheyOverflow(t *testing.T) {
+	r := serve(t, Options{})
+	for _, ms := range []string{"9223372036855", "18446744073710"} {
+		if resp, body := r.do(t, "GET", "/slow?ms="+ms, nil); resp.StatusCode != 400 {
+			t.Errorf("GET /slow?ms=%s = %d %q, want 400", ms, resp.StatusCode, body)
+		}
+		if resp, body := r.do(t, "POST", "/orders?ms="+ms, map[string]string{"Idempotency-Key": "huge-" + ms}); resp.StatusCode != 400 {
+			t.Errorf("POST /orders?ms=%s = %d %q, want 400", ms, resp.StatusCode, body)
+		}
+	}
+	if _, body := r.do(t, "GET", "/orders", nil); strings.Contains(body, "huge-") {
+		t.Fatalf("orders after POSTs with a processing time past the cap: %s, want none executed", body)
+	}
+}

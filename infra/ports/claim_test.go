@@ -146,3 +146,22 @@ func TestRacingClaimantsOfOnePortFileNeverBothWin(t *testing.T) {
 		}
 	}
 }
+
+// A claimed port whose service is not listening right now (a stop-first deploy restarting it)
+// is never bound by another pick, not even for the moment of its check: a pick holds what it
+// bound until it found every port, and the service's bind in that moment failed with "address
+// already in use", the very failure claims exist to prevent.
+func TestAPickNeverBindsAClaimedPort(t *testing.T) {
+	ps, err := Free(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarting := ps[0] // handed out, its service between stop and start
+	h, _ := listenFrom(restarting, restarting+2, 2)
+	ln, err := listen(restarting)
+	closeAll(h)
+	if err != nil {
+		t.Fatalf("the service restarting on its claimed port %d cannot bind it while another pick runs: %v", restarting, err)
+	}
+	ln.Close()
+}

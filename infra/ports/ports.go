@@ -94,20 +94,17 @@ func FreeAtOffsets(offsets, avoid []int) (int, error) {
 			if slices.Contains(taken, p) {
 				continue
 			}
-			if slices.Contains(avoid, p) {
+			if slices.Contains(avoid, p) || !claim(p) {
 				ok = false
 				break
 			}
 			ln, err := listen(p)
 			if err != nil {
+				release(p)
 				ok = false
 				break
 			}
 			held = append(held, ln)
-			if !claim(p) {
-				ok = false
-				break
-			}
 			taken = append(taken, p)
 		}
 		closeAll(held)
@@ -119,19 +116,23 @@ func FreeAtOffsets(offsets, avoid []int) (int, error) {
 	return 0, errors.New("ports: found no base with every offset free on 127.0.0.1 below the ephemeral range")
 }
 
-// listenFrom listens on free ports from start upward (below top) until it holds n.
+// listenFrom listens on free ports from start upward (below top) until it holds n. A port is
+// claimed before it is bound, so a claimed one is never bound here, not even for the moment of
+// the check: its service may be restarting on it (a stop-first deploy), and the listeners are
+// held until all n are found.
 func listenFrom(start, top, n int) ([]net.Listener, []int) {
 	var held []net.Listener
 	var out []int
 	for p := start; p < top && len(out) < n; p++ {
-		ln, err := listen(p)
-		if err != nil {
-			continue
-		}
-		held = append(held, ln)
 		if !claim(p) {
 			continue
 		}
+		ln, err := listen(p)
+		if err != nil {
+			release(p)
+			continue
+		}
+		held = append(held, ln)
 		out = append(out, p)
 	}
 	return held, out
