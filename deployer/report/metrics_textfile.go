@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -96,12 +97,15 @@ func WriteMetricsTextfile(path string, rep Report) error {
 	}, []string{"host"})
 	reg.MustRegister(result, started, took, outcome, hostTook, floor, ratio)
 
+	// A label value must be UTF-8 (WithLabelValues panics otherwise), and a deploy refused for
+	// its --version still says so: a version that is not UTF-8 is written with U+FFFD in place.
+	version := strings.ToValidUTF8(rep.Version, "\uFFFD")
 	for _, r := range []string{resultSucceeded, resultFailed, resultRefused} {
 		v := 0.0
 		if r == rep.Result() {
 			v = 1
 		}
-		result.WithLabelValues(r, rep.Version).Set(v)
+		result.WithLabelValues(r, version).Set(v)
 	}
 	started.Set(float64(rep.Started.UnixMilli()) / 1000)
 	took.Set(rep.Duration.Seconds())

@@ -86,3 +86,24 @@ func TestMetricsTextfileInADirectoryThatCannotBeWrittenIsRefused(t *testing.T) {
 		t.Errorf("the check left %v behind", left)
 	}
 }
+
+// A deploy refused for its --version (one that is not UTF-8, which CheckVersion refuses) still
+// has its outcome written: the textfile says refused, with the version as a valid label value,
+// instead of client_golang panicking on the label after the deploy.
+func TestMetricsTextfileOfADeployRefusedForAVersionThatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "zero502_deploy.prom")
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("WriteMetricsTextfile panicked on the version %q: %v", "v\xff", p)
+			}
+		}()
+		err = WriteMetricsTextfile(path, Report{Version: "v\xff", Refused: true, Error: `--version "v\xff": must be …`})
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireSamples(t, path, map[string]float64{"zero502_deploy_last_result{result=\"refused\",version=\"v\ufffd\"}": 1})
+}

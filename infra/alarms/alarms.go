@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // EnvEndpoint names the environment variable that, when set, replaces the regional CloudWatch
@@ -150,6 +152,13 @@ func NewWatcher(ctx context.Context, region, endpoint string) (*Watcher, error) 
 			"(the alarms' region, e.g. eu-west-1) or AWS_REGION in the environment")
 	}
 	endpoint = strings.TrimSpace(endpoint)
+	if endpoint != "" {
+		// Checked here, not at the first call, whose error would not name where it came from.
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("rollout.alarms: the CloudWatch endpoint %q ($%s): must be an http:// or https:// URL with a host, "+
+				"e.g. https://monitoring.eu-west-1.amazonaws.com; unset it to use the region's endpoint", endpoint, EnvEndpoint)
+		}
+	}
 	client := cloudwatch.NewFromConfig(awsCfg, func(o *cloudwatch.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -247,6 +256,11 @@ func (w *Watcher) describe(ctx context.Context, batch []string, found map[string
 		if err != nil && hung {
 			return fmt.Errorf("rollout.alarms: CloudWatch DescribeAlarms in region %s did not answer within %s (%w): "+
 				"check that this machine reaches CloudWatch there (network, proxy, VPC endpoint, $%s)", w.region, callTimeout, err, EnvEndpoint)
+		}
+		var unsent *smithyhttp.RequestSendError
+		if err != nil && errors.As(err, &unsent) { // no answer came: not a matter of permissions
+			return fmt.Errorf("rollout.alarms: CloudWatch DescribeAlarms in region %s: %w: "+
+				"check that this machine reaches CloudWatch there (network, proxy, VPC endpoint, $%s)", w.region, err, EnvEndpoint)
 		}
 		if err != nil {
 			return fmt.Errorf("rollout.alarms: CloudWatch DescribeAlarms in region %s: %w "+

@@ -258,3 +258,35 @@ func TestWithoutARegionNewWatcherSaysWhereToSetIt(t *testing.T) {
 		t.Fatalf("NewWatcher without a region: %v; want an error naming balancer.region and AWS_REGION", err)
 	}
 }
+
+// $ZERO502_CLOUDWATCH_ENDPOINT that is no http(s) URL (a host:port without its scheme) is
+// refused when the Watcher is built, naming the variable, the value and the rule, not at the
+// first call with a hint about IAM.
+func TestAnEndpointThatIsNoURLIsRefusedNamingTheVariable(t *testing.T) {
+	testCredentials(t)
+	for _, ep := range []string{"127.0.0.1:4566", "ftp://cloudwatch.example", "http://"} {
+		_, err := alarms.NewWatcher(context.Background(), "eu-west-1", ep)
+		if err == nil || !strings.Contains(err.Error(), alarms.EnvEndpoint) || !strings.Contains(err.Error(), ep) ||
+			!strings.Contains(err.Error(), "http:// or https://") {
+			t.Errorf("NewWatcher with the endpoint %q: %v; want it refused naming $%s, the value and the rule", ep, err, alarms.EnvEndpoint)
+		}
+	}
+}
+
+// A CloudWatch the request never reached (nothing listens there) is said as such, with what to
+// check, not as a missing IAM permission: AWS never answered.
+func TestACloudWatchNotReachedSaysSoNotThatIAMIsMissing(t *testing.T) {
+	testCredentials(t)
+	srv := httptest.NewServer(nil)
+	closed := srv.URL
+	srv.Close() // nothing listens there: the calls fail to connect
+	w, err := alarms.NewWatcher(context.Background(), "eu-west-1", closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Firing(context.Background(), []string{"web-5xx"})
+	if err == nil || strings.Contains(err.Error(), "IAM") || !strings.Contains(err.Error(), "reaches CloudWatch") ||
+		!strings.Contains(err.Error(), alarms.EnvEndpoint) {
+		t.Fatalf("Firing against an endpoint nothing listens on: %v; want it said that CloudWatch was not reached, and where to look", err)
+	}
+}

@@ -107,8 +107,8 @@ func TestTheAlertCommandTimeoutBoundsItsChildrenToo(t *testing.T) {
 	go func() { done <- s.Send(context.Background(), Alert{Source: "t", Subject: "b", Kind: "x"}) }()
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Error("a command killed at its timeout: Send returned nil")
+		if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || !strings.Contains(err.Error(), "--alert-timeout") {
+			t.Errorf("a command killed at its timeout: Send = %v; want an error saying it gave no answer within --alert-timeout (200ms)", err)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Send still running 15s after its 200ms alert timeout")

@@ -64,3 +64,30 @@ func TestRedactErrHidesTheURLOfAParseError(t *testing.T) {
 		t.Errorf("want the reason without the secret: %s", got)
 	}
 }
+
+// A receiver whose error page quotes the request (Express's "Cannot POST /path", a proxy's
+// "could not reach http://…") does not carry the webhook's secret into the log or the error:
+// the answer is shown with the URL's path, query and userinfo redacted.
+func TestAnAnswerQuotingTheWebhookURLIsRedacted(t *testing.T) {
+	const secret = "T0000/B0000/s3cr3t-hook-token"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Cannot POST "+r.URL.RequestURI()+" (requested http://"+r.Host+r.URL.RequestURI()+")", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	var logs bytes.Buffer
+	s := &Sender{URL: srv.URL + "/services/" + secret + "?token=" + secret, Attempts: 2,
+		Backoff: backoff.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil))}
+	err := s.Send(context.Background(), Alert{Source: "test", Subject: "b", Kind: "unreachable", At: time.Now()})
+	if err == nil {
+		t.Fatal("delivered to a receiver that answers 404")
+	}
+	for what, text := range map[string]string{"log": logs.String(), "error": err.Error()} {
+		if strings.Contains(text, "s3cr3t") {
+			t.Errorf("the %s holds the webhook's secret, quoted by the receiver's answer:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(err.Error(), "answered 404") || !strings.Contains(err.Error(), "Cannot POST") {
+		t.Errorf("want the answer's status and text, redacted: %v", err)
+	}
+}

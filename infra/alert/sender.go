@@ -108,7 +108,7 @@ func (s *Sender) postOnce(ctx context.Context, client *http.Client, body []byte)
 		return fmt.Errorf("answered %d, a redirect (not followed: an alert goes only where it is sent); configure the URL it redirects to", resp.StatusCode)
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("answered %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+		return fmt.Errorf("answered %d: %s", resp.StatusCode, RedactAnswer(s.URL, string(bytes.TrimSpace(msg))))
 	}
 	return nil
 }
@@ -123,8 +123,8 @@ func (s *Sender) Validate() error {
 	return err
 }
 
-func (s *Sender) run(ctx context.Context, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+func (s *Sender) run(parent context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(parent, s.timeout())
 	defer cancel()
 	cmd, err := boundedcmd.ShellCommand(ctx, "--alert-command", s.Command)
 	if err != nil {
@@ -133,6 +133,10 @@ func (s *Sender) run(ctx context.Context, body []byte) error {
 	cmd.Stdin = bytes.NewReader(body)
 	boundedcmd.Bound(cmd) // the next alert does not wait on a child it left
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if parent.Err() == nil && ctx.Err() != nil { // killed at its timeout: "signal: killed" alone says neither
+			return fmt.Errorf("alert command %q: no answer within %s (--alert-timeout), killed; check that it does not wait for input, "+
+				"or raise --alert-timeout: %s", s.Command, s.timeout(), bytes.TrimSpace(out))
+		}
 		return fmt.Errorf("alert command %q: %w: %s", s.Command, err, bytes.TrimSpace(out))
 	}
 	return nil

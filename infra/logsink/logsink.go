@@ -71,7 +71,9 @@ func (s *Sink) Write(p []byte) (int, error) {
 		wake := s.clk.After(s.delay)
 		go func() {
 			<-wake
-			_ = s.Flush()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.writeLocked() // a failure waits in s.err for the next Write or Flush: the timer has no one to tell
 		}()
 	}
 	err := s.err
@@ -87,6 +89,14 @@ func (s *Sink) Flush() error {
 }
 
 func (s *Sink) flushLocked() error {
+	s.writeLocked()
+	err := s.err
+	s.err = nil
+	return err
+}
+
+// writeLocked writes the waiting lines, keeping a failure in s.err.
+func (s *Sink) writeLocked() {
 	s.armed = false // a timer that fires later finds nothing, or the next batch's first lines
 	if len(s.buf) > 0 {
 		_, err := s.w.Write(s.buf)
@@ -95,9 +105,6 @@ func (s *Sink) flushLocked() error {
 			s.err = err
 		}
 	}
-	err := s.err
-	s.err = nil
-	return err
 }
 
 // Close writes the waiting lines; lines written after it go straight through.

@@ -169,6 +169,25 @@ func TestAFailedBatchIsReportedByTheNextCall(t *testing.T) {
 	}
 }
 
+// A batch the delay wrote and the file refused is reported too, by the next Write, as Write's
+// doc says: the timer has no one to tell.
+func TestABatchTheDelayWroteAndTheFileRefusedIsReportedByTheNextWrite(t *testing.T) {
+	out := newFile(t)
+	clk := clock.NewFake(time.Unix(0, 0))
+	s := New(out, 100*time.Millisecond, clk)
+	disk := errors.New("no space left on device")
+	out.fail = disk
+	_, _ = s.Write([]byte("lost\n"))
+	clk.Advance(100 * time.Millisecond)
+	poll.Until(t, 5*time.Second, "the batch is written once the delay has passed", func() bool { return out.count() == 1 })
+	if _, err := s.Write([]byte("next\n")); !errors.Is(err, disk) {
+		t.Fatalf("Write after a batch the file refused: %v; want %v", err, disk)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatalf("Flush after the file recovered: %v; want the error reported once", err)
+	}
+}
+
 func TestConcurrentLoggersKeepWholeLines(t *testing.T) {
 	out := newFile(t)
 	s := New(out, time.Millisecond, nil)

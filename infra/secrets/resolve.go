@@ -50,7 +50,8 @@ type Where struct {
 }
 
 // Resolve finds every name in names from src. It fails, naming every name it could not find and
-// the sources it tried, before the caller changes anything. The values come back with where each
+// the sources it tried, or every value that holds a NUL byte (no process can be given one) and
+// where it came from, before the caller changes anything. The values come back with where each
 // was found (names only: for a progress line).
 func Resolve(ctx context.Context, names []string, src Sources) (map[string]Value, []Where, error) {
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
@@ -121,6 +122,16 @@ func Resolve(ctx context.Context, names []string, src Sources) (map[string]Value
 			"print it from secrets.command, or set it in the deploy job's environment", strings.Join(m, ", "), strings.Join(tried, ", "))
 	}
 	slices.SortFunc(where, func(a, b Where) int { return strings.Compare(a.Name, b.Name) })
+	var nul []string
+	for _, w := range where {
+		if strings.ContainsRune(string(out[w.Name]), 0) {
+			nul = append(nul, w.Name+" (from "+w.Source+")")
+		}
+	}
+	if len(nul) > 0 {
+		return nil, nil, fmt.Errorf("secret(s) %s: the value holds a NUL byte, which no process can be given in its environment; "+
+			"fix the value where it comes from (a binary secret must be encoded, e.g. in base64)", strings.Join(nul, ", "))
+	}
 	return out, where, nil
 }
 
@@ -155,6 +166,7 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 		}
 		return nil, fmt.Errorf("secrets.command %s: %w", argv[0], err)
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
@@ -164,6 +176,9 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	cmd.Stdout, cmd.Stderr = out, &limited{b: &stderr, n: 4 << 10}
 	boundedcmd.Bound(cmd) // a child it leaves (a prompt) dies with it at the timeout, not later
 	err = cmd.Run()
+	if parent.Err() != nil { // the deploy was called off (or its own deadline passed), not this timeout
+		return nil, fmt.Errorf("secrets.command %s: stopped: %w", argv[0], parent.Err())
+	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("secrets.command %s: no answer within %s; check that it does not wait for input (a password prompt)", argv[0], timeout)
 	}

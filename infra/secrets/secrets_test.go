@@ -3,6 +3,7 @@ package secrets
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,5 +199,32 @@ func TestSecretsCommandRunsOnlyATrustedProgram(t *testing.T) {
 	_, _, err := Resolve(ctx, []string{"A"}, Sources{Command: []string{"no-such-secrets-program"}, Env: noEnv})
 	if err == nil || !strings.Contains(err.Error(), `secrets.command "no-such-secrets-program"`) || !strings.Contains(err.Error(), "on PATH") {
 		t.Errorf("a program not on PATH: %v; want it named with the fix", err)
+	}
+}
+
+// A deploy called off (Ctrl-C, SIGTERM) while secrets.command runs says so, not that the
+// command gave no answer within its timeout and may be waiting at a prompt.
+func TestASecretsCommandCalledOffSaysSoNotThatItTimedOut(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := Resolve(ctx, []string{"A"}, Sources{Command: []string{"sleep", "30"}, CommandTimeout: time.Minute, Env: noEnv})
+	if err == nil || strings.Contains(err.Error(), "no answer within") || !errors.Is(err, context.Canceled) {
+		t.Errorf("secrets.command of a deploy called off: %v; want an error wrapping context.Canceled, not a timeout", err)
+	}
+}
+
+// A value holding a NUL byte, which no process can be given in its environment (a binary secret,
+// a file with a stray NUL), is refused by Resolve, before anything changes, naming the secret
+// and where it came from, as the config refuses services[].env values with one; never the value.
+func TestAValueWithANULByteIsRefusedNamingTheSecretAndItsSource(t *testing.T) {
+	file := writeFile(t, "secrets.env", "A=ok\nB=hunt\x00er2\n", 0o600)
+	_, _, err := Resolve(context.Background(), []string{"A", "B"}, Sources{File: file, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "B") || !strings.Contains(err.Error(), "NUL") || !strings.Contains(err.Error(), file) ||
+		strings.Contains(err.Error(), "hunt") {
+		t.Errorf("a secret whose value holds a NUL byte: %v; want it refused naming B, its source and the rule, never the value", err)
+	}
+	_, _, err = Resolve(context.Background(), []string{"C"}, Sources{Env: func(string) (string, bool) { return "x\x00y", true }})
+	if err == nil || !strings.Contains(err.Error(), "C") || !strings.Contains(err.Error(), "NUL") || !strings.Contains(err.Error(), "environment") {
+		t.Errorf("a secret from the environment holding a NUL byte: %v; want it refused naming C and its source", err)
 	}
 }

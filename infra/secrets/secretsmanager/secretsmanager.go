@@ -9,16 +9,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/infra/secrets"
 )
+
+// callTimeout bounds each GetSecretValue call, the SDK's retries included: the client has no
+// timeout of its own, and the deploy resolves its secrets on its own context, which nothing else
+// bounds, so an endpoint that accepts the connection and never answers (a VPC endpoint behind a
+// broken route, a proxy) would hold the deploy forever, where secrets.command is bounded by its
+// timeout. Secrets Manager answers within a second; the SDK's standard retryer makes 3 attempts
+// with at most 2s and 4s of backoff between them: 20s lets a slow endpoint finish all three and
+// still turns a hung one into an error. A variable so the tests can shorten it.
+var callTimeout = 20 * time.Second
 
 // secretsAPI is the part of the Secrets Manager client Lookup calls; *secretsmanager.Client has it.
 type secretsAPI interface {
@@ -53,7 +64,8 @@ func NewClient(ctx context.Context, region string) (*sm.Client, error) {
 // (ResourceNotFoundException) is not an error: its name is left out of the map, for the caller to
 // look it up elsewhere or report it missing. Any other failure stops Lookup with an error that
 // names the secret id and what to check (credentials, region, the IAM permission
-// secretsmanager:GetSecretValue), wrapping the SDK's error; it never carries a value.
+// secretsmanager:GetSecretValue; the way to Secrets Manager when no answer came, or none within
+// callTimeout), wrapping the SDK's error; it never carries a value.
 func Lookup(ctx context.Context, api secretsAPI, prefix string, names []string) (map[string]secrets.Value, error) {
 	out := make(map[string]secrets.Value, len(names))
 	seen := make(map[string]bool, len(names))
@@ -63,11 +75,21 @@ func Lookup(ctx context.Context, api secretsAPI, prefix string, names []string) 
 		}
 		seen[name] = true
 		id := prefix + name
-		res, err := api.GetSecretValue(ctx, &sm.GetSecretValueInput{SecretId: aws.String(id)})
+		call, cancel := context.WithTimeout(ctx, callTimeout)
+		res, err := api.GetSecretValue(call, &sm.GetSecretValueInput{SecretId: aws.String(id)})
+		hung := call.Err() != nil && ctx.Err() == nil
+		cancel()
 		var notFound *types.ResourceNotFoundException
+		var unsent *smithyhttp.RequestSendError
 		switch {
 		case errors.As(err, &notFound):
 			continue
+		case err != nil && !hung && errors.As(err, &unsent): // no answer came: not a matter of credentials
+			return nil, fmt.Errorf("secrets manager: reading secret %s%s: %w; check that this machine reaches Secrets Manager there "+
+				"(network, proxy, VPC endpoint, AWS_ENDPOINT_URL_SECRETS_MANAGER)", id, where(api), withheld(err))
+		case err != nil && hung:
+			return nil, fmt.Errorf("secrets manager: reading secret %s%s: it did not answer within %s (%w); check that this machine "+
+				"reaches Secrets Manager there (network, proxy, VPC endpoint, AWS_ENDPOINT_URL_SECRETS_MANAGER)", id, where(api), callTimeout, withheld(err))
 		case err != nil:
 			return nil, fmt.Errorf("secrets manager: reading secret %s%s: %w; check the AWS credentials of the deploy, "+
 				"the region, and that they are allowed secretsmanager:GetSecretValue on it", id, where(api), withheld(err))
