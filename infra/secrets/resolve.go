@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -189,13 +190,23 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			// Its standard error is shown (a password manager says why it refused); its output,
-			// which may hold values, never is.
-			return nil, fmt.Errorf("secrets.command %s exited %d: %s", argv[0], ee.ExitCode(), strings.TrimSpace(stderr.String()))
+			// Its standard error is shown (a password manager says why it refused), without what
+			// it quotes (jq quotes the input it failed on: a secret); its output, which may hold
+			// values, never is.
+			return nil, fmt.Errorf("secrets.command %s exited %d: %s", argv[0], ee.ExitCode(), withholdQuoted(strings.TrimSpace(stderr.String())))
 		}
 		return nil, fmt.Errorf("secrets.command %s: %w", argv[0], err)
 	}
 	return ParseDotenv(stdout.Bytes(), "the output of secrets.command "+argv[0])
+}
+
+// quoted is text in single, double or back quotes, on one line.
+var quoted = regexp.MustCompile("'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
+
+// withholdQuoted is s with what it quotes replaced by "'…'": a failing command's message, which
+// may quote the secret it failed on.
+func withholdQuoted(s string) string {
+	return quoted.ReplaceAllString(s, "'…'")
 }
 
 // limited keeps the first n bytes written to it and drops the rest, noting that it did (over).

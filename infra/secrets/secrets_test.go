@@ -123,6 +123,14 @@ func TestResolveRefusesWhatItCannotTrustOrFind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited 3: vault sealed") || strings.Contains(err.Error(), "leaked") {
 		t.Errorf("a failing command: %v, want its exit code and stderr, never its output", err)
 	}
+	// jq quotes what it failed on: with the documented `aws secretsmanager … | jq` pattern, the
+	// secret itself. What stderr quotes is withheld; the rest of it still says why.
+	_, _, err = Resolve(ctx, []string{"A"}, Sources{Command: []string{"sh", "-c",
+		`echo "jq: error (at <stdin>:1): Invalid literal (while parsing 'hunter2') and \"s3cret\"" >&2; exit 5`}, Env: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "exited 5: jq: error (at <stdin>:1): Invalid literal (while parsing") ||
+		strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a failing command whose stderr quotes a value: %v, want its stderr without what it quotes", err)
+	}
 	start := time.Now()
 	_, _, err = Resolve(ctx, []string{"A"}, Sources{Command: []string{"sleep", "30"}, CommandTimeout: 200 * time.Millisecond, Env: noEnv})
 	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") || time.Since(start) > 10*time.Second {
