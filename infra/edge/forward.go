@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/zero502/zero502/infra/adminapi"
@@ -348,11 +347,11 @@ func (f *Forwarder) nextUpstream(measured netip.AddrPort, tried []*upstream) *up
 }
 
 // dialFailed logs a failed connect to u and ejects it; the caller tries the next upstream
-// (tryNext). A failure of the edge's own (localDialError) is not u's: u stays in rotation, and
+// (tryNext). A failure of the edge's own (standing.LocalShortage) is not u's: u stays in rotation, and
 // the client connection is counted as local_error, logged, and closed (not tryNext: another
 // upstream would fail the same way).
 func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) (tryNext bool) {
-	if localDialError(err) {
+	if standing.LocalShortage(err) {
 		f.counts.localError.Add(1)
 		logger(f.Logger).Warn("edge: cannot connect for lack of this host's own resources; upstream kept in rotation, client connection closed: "+
 			"raise the descriptor limit (LimitNOFILE, ulimit -n) above twice --max-conns, or lower --max-conns",
@@ -363,18 +362,6 @@ func (f *Forwarder) dialFailed(measured netip.AddrPort, u *upstream, err error) 
 		"origin", u.addr, "error", err.Error())
 	f.eject(u, err)
 	return true
-}
-
-// localDialError says a connect failed for a reason of the edge's own, not the upstream's: out
-// of descriptors (EMFILE, ENFILE), of buffers or memory (ENOBUFS, ENOMEM), or of local ports
-// (EADDRNOTAVAIL).
-func localDialError(err error) bool {
-	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL} {
-		if errors.Is(err, errno) {
-			return true
-		}
-	}
-	return false
 }
 
 // headerRefused counts and logs an upstream that took the connection but not the header; the

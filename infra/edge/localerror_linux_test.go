@@ -4,36 +4,15 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zero502/zero502/infra/standing"
+	"github.com/zero502/zero502/internal/testrig/fdlimit"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
-
-// openFDs are the descriptor numbers open now.
-func openFDs(t *testing.T) map[int]bool {
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := d.Readdirnames(-1)
-	self := int(d.Fd())
-	_ = d.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int]bool{}
-	for _, n := range names {
-		if fd, err := strconv.Atoi(n); err == nil && fd != self {
-			out[fd] = true
-		}
-	}
-	return out
-}
 
 // A connect that fails for a reason of the edge's own (socket(): EMFILE, the edge out of
 // descriptors) is not the upstream's failure: every healthy upstream stays in rotation, so a
@@ -54,7 +33,7 @@ func TestLocalDescriptorExhaustionDoesNotEjectHealthyUpstreams(t *testing.T) {
 	f := startForwarder(t, &Forwarder{Origins: ups, Health: "127.0.0.1:0", Logger: log})
 	poll.Until(t, deadline, "both upstreams in rotation", func() bool { return f.ups.inRotation() == 2 })
 
-	restore := lowerFDLimit(t, 2)
+	restore := fdlimit.Lower(t, 2)
 	// one free slot for the client's socket, one for the edge's accept; the upstream dial gets none
 	c, err := net.DialTimeout("tcp", f.Addr().String(), 2*time.Second)
 	time.Sleep(500 * time.Millisecond)
@@ -115,7 +94,7 @@ func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
 	log, lines := newLogs()
 	r := startRelay(t, &Relay{Backend: startBackend(t, nil), Logger: log})
 
-	restore := lowerFDLimit(t, 1)
+	restore := fdlimit.Lower(t, 1)
 	// the client's socket takes the free slot; the relay's accept gets none
 	c, err := net.DialTimeout("tcp", r.Addr().String(), 2*time.Second)
 	func() {
@@ -133,29 +112,4 @@ func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
 		})
 	}()
 	_ = c.Close()
-}
-
-// lowerFDLimit sets this process's descriptor limit to the lowest that leaves free slots free
-// below it, and returns what restores the old one (call it before the test ends).
-func lowerFDLimit(t *testing.T, free int) (restore func()) {
-	t.Helper()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	open := openFDs(t)
-	soft := uint64(0)
-	for n := 0; n < free; soft++ {
-		if !open[int(soft)] {
-			n++
-		}
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: soft, Max: old.Max}); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

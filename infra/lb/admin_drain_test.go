@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -204,5 +205,37 @@ func TestRemovedBackendFinishesItsInFlightRequest(t *testing.T) {
 		if got := <-answers; got != "200 slow" {
 			t.Errorf("a request in flight at the removal got %q, want 200 slow", got)
 		}
+	}
+}
+
+// max_idle_per_backend bounds the idle connections kept to a backend, on either engine and
+// however many event loops share the work: eight requests at once through four loops leave at
+// most two connections idle, not two per loop.
+func TestIdleConnectionsToABackendAreCappedAcrossLoops(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.Loops = 4
+	set.MaxIdlePerBackend = 2
+	l := startLB(t, set)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dialLB(t, l.Addr(), 10*time.Second)
+			_, _ = io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Errorf("GET /slow: %v %v", resp, err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}()
+	}
+	wg.Wait()
+	b := l.Backends()[0]
+	poll.Until(t, 5*time.Second, "idle connections to the backend", func() bool { return b.idleConns() >= 2 })
+	if n := b.idleConns(); n > 2 {
+		t.Errorf("%d idle connections to the backend, want at most max_idle_per_backend (2)", n)
 	}
 }

@@ -258,3 +258,39 @@ func TestADrainAfterAHandOffKeepsItsHealthUp(t *testing.T) {
 		t.Fatal("Run did not return")
 	}
 }
+
+// A keep-alive connection the goroutine path served (a chunked upload) and then parked in an
+// event loop was used: once the drain stops accepting it is closed at once with the other idle
+// ones, as on the goroutines engine, not given the grace of a connection accepted and not used
+// yet (freshGrace), in which a new request on it would still be served.
+func TestAParkedConnectionIsClosedWithTheIdleOnesAtTheDrain(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.Loops = 1 // one loop wakes to the drain for both connections at once
+	l := startLB(t, set)
+	plain, handed := dialLB(t, l.Addr(), 20*time.Second), dialLB(t, l.Addr(), 20*time.Second)
+	plainR, handedR := bufio.NewReader(plain), bufio.NewReader(handed)
+	_, _ = io.WriteString(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if got := readResponses(t, plainR, 1, "GET"); got[0] != "200 a" {
+		t.Fatalf("GET: %q", got)
+	}
+	_, _ = io.WriteString(handed, "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+	if got := readResponses(t, handedR, 1, "POST"); !strings.HasPrefix(got[0], "200 5 ") {
+		t.Fatalf("chunked POST: %q", got)
+	}
+	poll.Until(t, 5*time.Second, "both connections idle without a read buffer", func() bool { return parked(l.Server) == 2 })
+	stopped := make(chan struct{})
+	go func() { l.stop(); close(stopped) }()
+	if _, err := plainR.ReadByte(); err != io.EOF {
+		t.Fatalf("the idle connection at the drain: %v, want EOF", err)
+	}
+	_, _ = io.WriteString(handed, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(handedR, nil); err == nil {
+		t.Errorf("a request on the parked connection after the drain closed the idle ones was served (%d), want the connection closed", resp.StatusCode)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}

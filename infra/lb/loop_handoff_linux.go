@@ -66,9 +66,9 @@ func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
 	}
 	tc, err := l.netConn(c.fd)
 	c.closed = true
-	l.count(-1)
 	l.ls.handoffs.Add(1)
 	if err != nil {
+		l.count(-1)
 		l.s.log.Warn("hand-off to the goroutine path failed", "err", err)
 		return nil, false
 	}
@@ -76,7 +76,11 @@ func (l *loop) toClientConn(c *lclient) (*clientConn, bool) {
 	cc.ip = c.ip
 	cc.in.buf, cc.in.pbuf, cc.in.r, cc.in.w = c.in.buf, c.in.pbuf, c.in.r, c.in.w
 	c.in = reader{} // the buffer moved with the connection
-	if !l.s.track(cc) {
+	// Tracked by the goroutine path before the loop stops counting it: a drain waiting for the
+	// connections to go never sees it in neither count while its request is under way.
+	tracked := l.s.track(cc)
+	l.count(-1)
+	if !tracked {
 		cc.in.release()
 		_ = tc.Close()
 		return nil, false

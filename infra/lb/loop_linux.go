@@ -93,6 +93,7 @@ type adoptee struct {
 	fd    int
 	ip    []byte
 	fresh bool // just accepted by another loop: its first request is probably there to read
+	used  bool // parked by the goroutine path after a request (see lclient.used)
 }
 
 // newLoops creates Settings.Loops loops (one per P by default), each with its own epoll set
@@ -150,9 +151,10 @@ func (ls *loops) wait() { ls.group.Wait() }
 // wakeAll makes every loop look at the Server's state (drain, health changes) now.
 func (ls *loops) wakeAll() { ls.group.PokeAll() }
 
-// adopt hands a client connection (its own descriptor) to the loop with the fewest.
-func (ls *loops) adopt(fd int, ip []byte) {
-	if t := ls.all[ls.group.LeastLoaded()]; t.enqueue(adoptee{fd: fd, ip: ip}) {
+// adopt hands a client connection (its own descriptor) to the loop with the fewest; used says
+// a request began on it (see lclient.used).
+func (ls *loops) adopt(fd int, ip []byte, used bool) {
+	if t := ls.all[ls.group.LeastLoaded()]; t.enqueue(adoptee{fd: fd, ip: ip, used: used}) {
 		t.Poke()
 	}
 }
@@ -306,6 +308,7 @@ func (l *loop) woken() {
 	l.mu.Unlock()
 	for _, a := range adopted {
 		c := l.addClient(a.fd, a.ip)
+		c.used = a.used
 		if a.fresh { // as in acceptSome: read its request now
 			c.CanRead = true
 			l.readRequest(c)
@@ -417,6 +420,6 @@ func (s *Server) parkInLoop(cc *clientConn) bool {
 	cc.in.release()
 	_ = cc.conn.Close()
 	s.forget(cc)
-	s.loops.adopt(nfd, cc.ip)
+	s.loops.adopt(nfd, cc.ip, cc.used.Load())
 	return true
 }

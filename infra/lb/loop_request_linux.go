@@ -58,6 +58,11 @@ func (l *loop) clientReady(c *lclient) {
 		case phAnswer:
 			l.finish(c)
 			return
+		case phAwait: // interim heads went: read on for the final one (backpressure, readHead)
+			if c.u != nil {
+				l.readHead(c, c.u)
+			}
+			return
 		case phBody:
 			if c.u != nil {
 				l.relayBody(c, c.u)
@@ -243,7 +248,7 @@ func (l *loop) failed(c *lclient, u *lup, aerr attemptError) {
 			l.bind(c, nu)
 			return
 		}
-		aerr, u = attemptConnect, nil
+		aerr, u = dialFailure(err), nil
 	}
 	if aerr == attemptConnect && b.named {
 		// a backend given by name: no connection by its name reached it yet, or its address
@@ -301,6 +306,9 @@ func (l *loop) closeClient(c *lclient) {
 	if u := c.u; u != nil {
 		c.u, u.c = nil, nil
 		l.closeUpstream(u)
+		if c.phase == phBody { // a response cut short (either side) is logged too, as relay does
+			l.s.logAccess(c.ip, &c.x.req, c.status, c.b, c.start)
+		}
 	}
 	if c.b != nil {
 		c.b.inFlight.Add(-1)

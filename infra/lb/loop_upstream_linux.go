@@ -47,7 +47,7 @@ func (l *loop) pick(c *lclient) {
 	if u == nil {
 		var err error
 		if u, err = l.dial(b); err != nil {
-			l.failed(c, nil, attemptConnect)
+			l.failed(c, nil, dialFailure(err))
 			return
 		}
 	}
@@ -176,8 +176,8 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.startRelay(c, u)
 			return
 		}
-		if !u.CanRead {
-			return
+		if !u.CanRead || c.pendOff < len(c.pend) {
+			return // (interim heads the client has not taken: it first, then clientReady reads on)
 		}
 		free, err := u.in.space(maxResponseHead)
 		if err != nil {
@@ -294,7 +294,7 @@ func (b *Backend) sockaddr() (sa unix.Sockaddr, family int, via *netip.AddrPort)
 	if ip.Is4() {
 		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}, unix.AF_INET, via
 	}
-	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}, unix.AF_INET6, via
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16(), ZoneId: rawsys.ZoneID(ip.Zone())}, unix.AF_INET6, via
 }
 
 // resendEjected gives up, once a backend left rotation for failing (an outage, resend.go), the

@@ -107,6 +107,9 @@ var (
 	overBudgetDesc = prometheus.NewDesc("zero502_lb_resends_over_budget_total",
 		"Resends after an ejection the resend budget refused (over 10s: 20% of the requests sent plus 10 a second): they waited on their backend.",
 		nil, nil)
+	localShortageDesc = prometheus.NewDesc("zero502_lb_local_connect_failures_total",
+		"Connects to a backend that failed for lack of the LB's own descriptors, memory or local ports: answered 503, the backend not blamed.",
+		nil, nil)
 	ejectionsDesc = prometheus.NewDesc("zero502_lb_passive_ejections_total",
 		"Backends taken out of rotation at once because a connection to them was refused or broke.", nil, nil)
 	clientsDesc = prometheus.NewDesc("zero502_lb_client_connections",
@@ -142,7 +145,7 @@ var (
 )
 
 func (c *counters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, weightDesc, failOpenDesc, idleDesc, retriesDesc, resentDesc, overBudgetDesc, ejectionsDesc, clientsDesc,
+	for _, d := range []*prometheus.Desc{requestsDesc, inFlightDesc, inRotationDesc, weightDesc, failOpenDesc, idleDesc, retriesDesc, resentDesc, overBudgetDesc, localShortageDesc, ejectionsDesc, clientsDesc,
 		maxConnsDesc, connsRefusedDesc, slowBodiesDesc, slowRefusedDesc, upgradedDesc, upgradesDesc, proxyRefusedDesc,
 		headerDesc, backendErrorsDesc, backendOwnDesc, healthUnavailableDesc, maintenanceDesc, maintenanceAnswersDesc} {
 		ch <- d
@@ -172,6 +175,7 @@ func (c *counters) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(retriesDesc, prometheus.CounterValue, float64(c.s.retries.Load()))
 	ch <- prometheus.MustNewConstMetric(resentDesc, prometheus.CounterValue, float64(c.s.resent.Load()))
 	ch <- prometheus.MustNewConstMetric(overBudgetDesc, prometheus.CounterValue, float64(c.s.overBudget.Load()))
+	ch <- prometheus.MustNewConstMetric(localShortageDesc, prometheus.CounterValue, float64(c.s.localShortage.Load()))
 	ch <- prometheus.MustNewConstMetric(ejectionsDesc, prometheus.CounterValue, float64(c.s.ejections.Load()))
 	c.s.mu.Lock()
 	n := len(c.s.conns)

@@ -172,6 +172,12 @@ func (s *Server) answered(b *Backend, req *http1.Request, status int, head time.
 func (s *Server) attemptFailed(req *http1.Request, b *Backend, aerr attemptError, reused bool) (next bool, status int) {
 	b.inFlight.Add(-1)
 	eject, next, status := failure(req, aerr, reused, b.InRotation())
+	if aerr == attemptLocal { // not b's: neither ejected nor recorded against it (its outcomes judge a version)
+		s.localShortage.Add(1)
+		s.log.Warn("lb: cannot connect for lack of this host's own resources (descriptors, memory, ports); backend kept in rotation, "+
+			"the client answered 503: raise the descriptor limit (LimitNOFILE, ulimit -n), or lower max_conns", "backend", b.Address)
+		return next, status
+	}
 	if eject {
 		s.eject(b, aerr)
 	}

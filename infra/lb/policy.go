@@ -95,6 +95,8 @@ func failure(req *http1.Request, aerr attemptError, reused, inRotation bool) (ej
 		return eject, false, 502
 	case attemptTimeout:
 		return false, false, 504
+	case attemptLocal: // the LB's own shortage: another backend would fail the same way
+		return false, false, 503
 	case attemptEjected: // (only ever for a request resendAfterEject allowed)
 		if req.Idempotent() {
 			return false, true, 0 // out of rotation already

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -76,18 +77,32 @@ func (p *idlePool[C]) get(b *Backend, now time.Time, maxAge time.Duration, probe
 }
 
 // put parks c after a response that left it reusable, unless its backend left rotation,
-// something unread or the backend's close arrived on it, or max connections wait already.
+// something unread or the backend's close arrived on it, or max connections to its backend
+// wait already, in every pool of both paths (its idle gauge: max_idle_per_backend is per
+// backend, not per event loop).
 // Bytes the backend sent past its response (a body on a HEAD, 204 or 304, a Content-Length
 // shorter than the body) would be the next request's response, another client's: a
 // connection that may hold more is parked only when the probe finds it empty.
 func (p *idlePool[C]) put(c C, now time.Time, max int) {
 	b := c.target()
-	if !b.InRotation() || c.peerClosed() || c.unread() || len(p.idle) >= max || c.mayHoldMore() && !c.alive() {
+	if !b.InRotation() || c.peerClosed() || c.unread() || c.mayHoldMore() && !c.alive() || !takeIdleSlot(&b.idle, max) {
 		c.close()
 		return
 	}
 	p.idle = append(p.idle, idleEntry[C]{conn: c, since: now})
-	b.idle.Add(1)
+}
+
+// takeIdleSlot counts one more idle connection in idle unless max are counted already.
+func takeIdleSlot(idle *atomic.Int64, max int) bool {
+	for {
+		n := idle.Load()
+		if n >= int64(max) {
+			return false
+		}
+		if idle.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // evict closes the idle connections older than maxAge (all when maxAge is 0) and those to a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/infra/http1"
+	"github.com/zero502/zero502/infra/standing"
 )
 
 // exchange is the scratch memory of one request in progress, pooled: an idle client
@@ -52,7 +53,18 @@ const (
 	attemptClientFraming              // the client's chunked body has broken framing: 400, close
 	attemptEjected                    // no response byte yet when the backend left rotation for failing: resent (resendNow)
 	attemptCut                        // the head went out and a write of the body failed: read on for an answer (writeFailed); never an attempt's end
+	attemptLocal                      // no connection for lack of the LB's own descriptors, memory or ports: 503, the backend not blamed
 )
+
+// dialFailure is the attempt's outcome when a connect to a backend failed with err, for both
+// engines: attemptLocal when the LB itself is short (standing.LocalShortage), else
+// attemptConnect.
+func dialFailure(err error) attemptError {
+	if standing.LocalShortage(err) {
+		return attemptLocal
+	}
+	return attemptConnect
+}
 
 // deadline refreshes a connection's read or write deadline at most every quarter of the
 // silence budget, so a transfer times out on silence between reads, never on its total
@@ -200,7 +212,7 @@ func (s *Server) attempt(cc *clientConn, x *exchange, b *Backend, body []byte, r
 func (s *Server) attemptFresh(cc *clientConn, x *exchange, b *Backend, body []byte, rest *int64, start time.Time) (*upstream, attemptError) {
 	u, err := s.dial(b)
 	if err != nil {
-		return nil, attemptConnect
+		return nil, dialFailure(err)
 	}
 	return u, s.exchange(cc, x, u, body, rest, start)
 }

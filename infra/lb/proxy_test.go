@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -250,6 +252,36 @@ func TestAccessLogIsOffByDefaultAndJSONWhenOn(t *testing.T) {
 	}
 }
 
+// A response whose body breaks off (the backend closes it short of its Content-Length) has its
+// access log line too, with the status the client got, on either engine: the log has a line per
+// request, not per request that ended well.
+func TestAResponseCutShortIsInTheAccessLog(t *testing.T) {
+	short := tcpserver.Serve(t, rawBackend(func(c net.Conn, _ *http.Request) bool {
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+		return false
+	}))
+	var buf syncbuffer.Buffer
+	set := fastSettings(short)
+	set.AccessLog = true
+	l := startLB(t, set, WithAccessLogOutput(&buf))
+	out := raw(t, l.Addr(), "GET /cut HTTP/1.1\r\nHost: x\r\n\r\n", 10*time.Second)
+	if !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(out, "short") {
+		t.Fatalf("the client got %q, want the head and the 5 bytes that came", out)
+	}
+	poll.UntilNil(t, 5*time.Second, "an access log line for GET /cut", func() error {
+		for _, line := range strings.Split(buf.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["target"] == "/cut" {
+				if rec["status"] != float64(200) || rec["backend"] != short {
+					return fmt.Errorf("line %q, want status 200 from backend %s", line, short)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("none in %q", buf.String())
+	})
+}
+
 func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *testing.T) {
 	a := startBackend(t, "a")
 	set := fastSettings(a.addr())
@@ -464,5 +496,51 @@ func TestChunkedResponseIsRelayedAsItCame(t *testing.T) {
 		if out != "" && !strings.HasPrefix(out, "HTTP/1.1 200 OK\r\n") || strings.Contains(out, tc.never) {
 			t.Errorf("broken chunked framing %q: %q, want at most the head and the body before it, then the connection closed", tc.body, out)
 		}
+	}
+}
+
+// linkLocalListener listens on an IPv6 link-local address of this host and returns it with its
+// address, zone (the interface) included, or skips the test when the host has none.
+func linkLocalListener(t *testing.T) (net.Listener, string) {
+	t.Helper()
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.To4() != nil || !ipn.IP.IsLinkLocalUnicast() {
+				continue
+			}
+			host := ipn.IP.String() + "%" + ifc.Name
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+			if err != nil {
+				continue
+			}
+			t.Cleanup(func() { ln.Close() })
+			return ln, net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		}
+	}
+	t.Skip("no IPv6 link-local address to listen on")
+	return nil, ""
+}
+
+// A backend given by a link-local IPv6 address with its zone ([fe80::1%eth0]:8080), which only
+// that interface reaches, is served on either engine: the event loops connect through its zone
+// as net.Dial does, rather than fail the connect and eject a healthy backend.
+func TestABackendAtALinkLocalAddressIsServed(t *testing.T) {
+	ln, addr := linkLocalListener(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "zoned") }))
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	l := startLB(t, fastSettings(addr))
+	c := client()
+	for i := range 3 {
+		if code, body, _ := get(t, c, l.url("/")); code != 200 || body != "zoned" {
+			t.Fatalf("GET %d through backend %s: %d %q, want 200 \"zoned\"", i, addr, code, body)
+		}
+	}
+	if b := l.Backends()[0]; !b.InRotation() {
+		t.Errorf("backend %s left rotation: %+v", addr, b.Status())
 	}
 }

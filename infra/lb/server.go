@@ -65,8 +65,11 @@ type Server struct {
 	ejections  atomic.Uint64
 	resent     atomic.Uint64 // requests resent after their backend left rotation (resend.go)
 	overBudget atomic.Uint64 // resends the resend budget refused (budget.go)
-	budget     *resendBudget
-	outages    atomic.Uint64 // every backend's outages: the event loops look when it moves
+	// localShortage counts attempts that found no connection for lack of the LB's own
+	// descriptors, memory or ports (attemptLocal).
+	localShortage atomic.Uint64
+	budget        *resendBudget
+	outages       atomic.Uint64 // every backend's outages: the event loops look when it moves
 
 	tracked      atomic.Int64  // len(conns), readable without mu (max_conns)
 	redirecting  atomic.Int64  // the TLS redirect listener's open connections (max_conns, tls.go)

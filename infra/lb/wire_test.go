@@ -448,3 +448,47 @@ func readTrailedRequest(c net.Conn, got chan<- string) {
 		got <- body
 	}
 }
+
+// A client that reads nothing holds back a backend's interim responses as it holds back a body:
+// the LB stops reading a backend whose 1xx heads the client does not take, rather than keep
+// them all in memory, on either engine. The backend writes 103s until a write makes no
+// progress for 2 s; with backpressure that is after the socket buffers on the way filled
+// (some MiB), without it after all of them.
+func TestInterimResponsesToAClientReadingNothingAreHeldBack(t *testing.T) {
+	const total = 256 << 20
+	hint := "HTTP/1.1 103 Early Hints\r\nLink: </" + strings.Repeat("a", 8<<10) + ".css>\r\n\r\n"
+	var written atomic.Int64
+	done := make(chan struct{})
+	flood := rawBackend(func(c net.Conn, _ *http.Request) bool {
+		defer close(done)
+		for written.Load() < total {
+			_ = c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			n, err := io.WriteString(c, hint)
+			written.Add(int64(n))
+			if err != nil {
+				return false
+			}
+		}
+		return false
+	})
+	set := fastSettings(tcpserver.Serve(t, flood))
+	set.HeaderTimeout = time.Minute
+	l := startLB(t, set)
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the backend still writes after a minute (%d bytes)", written.Load())
+	}
+	if n := written.Load(); n >= 48<<20 {
+		t.Errorf("the LB took %d MiB of 1xx heads for a client that reads nothing, want it held back (a few MiB)", n>>20)
+	}
+}

@@ -22,14 +22,17 @@ type Checks struct {
 
 // Watch checks the target at once and then every c.Every until ctx ends, recording each verdict
 // of probe; changed gets every transition a verdict caused. Targets out of rotation keep being checked: that is how they come back.
+// A check the checker could not make for its own lack (LocalShortage) is no verdict.
 func (s *Standing) Watch(ctx context.Context, c Checks, probe func(context.Context) Verdict, changed func(Transition)) {
 	for {
 		v := probe(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if t, ok := s.Record(v, c.Clock.Now(), c.Thresholds); ok {
-			changed(t)
+		if ownLack := v.Status == 0 && LocalShortage(v.Err); !ownLack { // else nothing was learned of the target
+			if t, ok := s.Record(v, c.Clock.Now(), c.Thresholds); ok {
+				changed(t)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -3,10 +3,13 @@ package standing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -356,4 +359,35 @@ func TestFailsOpenOnlyAfterServingAndLeavingByChecks(t *testing.T) {
 	j.StartJoining(zeroTime)
 	record(j, refused, refused)
 	check("joining, never in rotation", j, false)
+}
+
+// A check that could not even be made for the checker's own lack (socket(): EMFILE, as a
+// TCPProbe under a spent descriptor limit fails) is no verdict on the target: three of them in a
+// row leave a target in rotation that two failed checks would take out; real failures still do.
+func TestAChecksOwnShortageIsNoVerdict(t *testing.T) {
+	fc := clock.NewFake(zeroTime)
+	short := Verdict{Err: fmt.Errorf("connect: %w", UnwrapOp(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}))}
+	var mu sync.Mutex
+	answers := []Verdict{short, short, short, {Status: 500}, {Status: 500}}
+	checks := 0
+	s := inRotation()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Watch(ctx, Checks{Clock: fc, Every: time.Second, Thresholds: Thresholds{Unhealthy: 2, Healthy: 2}},
+		func(context.Context) Verdict {
+			mu.Lock()
+			defer mu.Unlock()
+			v := answers[min(checks, len(answers)-1)]
+			checks++
+			return v
+		}, func(Transition) {})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return checks }
+	for want := 1; want <= 5; want++ {
+		poll.Until(t, 10*time.Second, "the check loop waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
+		if want == 3 && s.State() != Healthy {
+			t.Fatalf("after three checks the checker could not make (%v): %s, want healthy", short.Err, s.State())
+		}
+		fc.Advance(time.Second)
+	}
+	poll.Until(t, 10*time.Second, "out of rotation after two 500s", func() bool { return s.State() == Unhealthy })
 }

@@ -3,7 +3,9 @@
 package rawsys
 
 import (
+	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -119,7 +121,7 @@ func Connect(ap netip.AddrPort) (int, error) {
 		*(*[2]byte)(unsafe.Pointer(&sa.Port)) = port
 		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet4)
 	} else {
-		sa := unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: ap.Addr().As16()}
+		sa := unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: ap.Addr().As16(), Scope_id: ZoneID(ap.Addr().Zone())}
 		*(*[2]byte)(unsafe.Pointer(&sa.Port)) = port
 		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(unsafe.Pointer(&sa)), unix.SizeofSockaddrInet6)
 	}
@@ -128,6 +130,23 @@ func Connect(ap netip.AddrPort) (int, error) {
 		return -1, e
 	}
 	return int(fd), errnoErr(e)
+}
+
+// ZoneID is the interface index of an IPv6 address's zone ("eth0" or "2" in fe80::1%eth0),
+// which a link-local address needs to be reached, as net.Dial passes it; 0 for none (or an
+// interface that is gone: the connect fails then, as net.Dial's does).
+func ZoneID(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		return uint32(n)
+	}
+	ifc, err := net.InterfaceByName(zone)
+	if err != nil {
+		return 0
+	}
+	return uint32(ifc.Index)
 }
 
 // AddrPort decodes an IPv4 or IPv6 socket address (an IPv4-mapped one as IPv4).

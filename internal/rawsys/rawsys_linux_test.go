@@ -97,6 +97,45 @@ func TestConnectToNobodyEndsInSocketError(t *testing.T) {
 	})
 }
 
+// Connect reaches an IPv6 link-local address through its zone (fe80::1%eth0), as net.Dial
+// does: without the interface's index the kernel cannot route it (EINVAL).
+func TestConnectToALinkLocalAddressUsesItsZone(t *testing.T) {
+	var ln net.Listener
+	var host string
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() == nil && ipn.IP.IsLinkLocalUnicast() && ln == nil {
+				host = ipn.IP.String() + "%" + ifc.Name
+				ln, _ = net.Listen("tcp", net.JoinHostPort(host, "0"))
+			}
+		}
+	}
+	if ln == nil {
+		t.Skip("no IPv6 link-local address to listen on")
+	}
+	defer ln.Close()
+	target, err := netip.ParseAddrPort(net.JoinHostPort(host, fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := Connect(target)
+	if err != nil && err != unix.EINPROGRESS {
+		t.Fatalf("Connect to %v: %v, want it under way", target, err)
+	}
+	defer Close(fd)
+	poll.UntilNil(t, 5*time.Second, "SO_ERROR of the connect to "+target.String(), func() error {
+		if err := SocketError(fd); err != nil {
+			t.Fatalf("SO_ERROR of the connect to %v: %v", target, err)
+		}
+		if n, err := Write(fd, []byte("x")); n != 1 {
+			return fmt.Errorf("not connected yet: %v", err)
+		}
+		return nil
+	})
+}
+
 func readWithin(t *testing.T, fd int, buf []byte) []byte {
 	t.Helper()
 	var n int
