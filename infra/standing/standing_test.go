@@ -161,29 +161,42 @@ func TestJoiningStaysOutUntilHealthy(t *testing.T) {
 
 // TestWatchRunsOnTheClock drives the check loop with a fake clock: one check at start, one per
 // interval, also while the target is out.
-func TestWatchRunsOnTheClock(t *testing.T) {
-	fc := clock.NewFake(zeroTime)
-	var mu sync.Mutex
-	answers := []Verdict{{Status: 500}, {Status: 500}, {Status: 200}, {Status: 200}}
-	checks := 0
-	var moves []Transition
-	s := inRotation()
+// watched is a target in rotation whose Watch (thresholds 2 and 2, a check every second of a
+// fake clock) gets answers in turn (the last one again after them): count says how many checks
+// ran, moves the transitions.
+type watched struct {
+	s     *Standing
+	clock *clock.Fake
+	mu    sync.Mutex
+	n     int
+	moves []Transition
+}
+
+func watch(t *testing.T, answers ...Verdict) *watched {
+	w := &watched{s: inRotation(), clock: clock.NewFake(zeroTime)}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Watch(ctx, Checks{Clock: fc, Every: time.Second, Thresholds: Thresholds{Unhealthy: 2, Healthy: 2}},
+	t.Cleanup(cancel)
+	go w.s.Watch(ctx, Checks{Clock: w.clock, Every: time.Second, Thresholds: Thresholds{Unhealthy: 2, Healthy: 2}},
 		func(context.Context) Verdict {
-			mu.Lock()
-			defer mu.Unlock()
-			v := answers[min(checks, len(answers)-1)]
-			checks++
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			v := answers[min(w.n, len(answers)-1)]
+			w.n++
 			return v
 		},
 		func(tr Transition) {
-			mu.Lock()
-			defer mu.Unlock()
-			moves = append(moves, tr)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.moves = append(w.moves, tr)
 		})
-	count := func() int { mu.Lock(); defer mu.Unlock(); return checks }
+	return w
+}
+
+func (w *watched) count() int { w.mu.Lock(); defer w.mu.Unlock(); return w.n }
+
+func TestWatchRunsOnTheClock(t *testing.T) {
+	w := watch(t, Verdict{Status: 500}, Verdict{Status: 500}, Verdict{Status: 200}, Verdict{Status: 200})
+	s, fc, count := w.s, w.clock, w.count
 	for want := 1; want <= 4; want++ {
 		poll.Until(t, 10*time.Second, "the check loop waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
 		if want == 2 && s.State() != Unhealthy {
@@ -192,9 +205,9 @@ func TestWatchRunsOnTheClock(t *testing.T) {
 		fc.Advance(time.Second)
 	}
 	poll.Until(t, 10*time.Second, "back in rotation", func() bool { return s.State() == Healthy })
-	mu.Lock()
-	defer mu.Unlock()
-	if len(moves) != 2 || moves[0].To != Unhealthy || moves[1].To != Healthy || !moves[1].At.Equal(zeroTime.Add(3*time.Second)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if moves := w.moves; len(moves) != 2 || moves[0].To != Unhealthy || moves[1].To != Healthy || !moves[1].At.Equal(zeroTime.Add(3*time.Second)) {
 		t.Fatalf("transitions: %+v", moves)
 	}
 }
@@ -365,23 +378,9 @@ func TestFailsOpenOnlyAfterServingAndLeavingByChecks(t *testing.T) {
 // TCPProbe under a spent descriptor limit fails) is no verdict on the target: three of them in a
 // row leave a target in rotation that two failed checks would take out; real failures still do.
 func TestAChecksOwnShortageIsNoVerdict(t *testing.T) {
-	fc := clock.NewFake(zeroTime)
 	short := Verdict{Err: fmt.Errorf("connect: %w", UnwrapOp(&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}))}
-	var mu sync.Mutex
-	answers := []Verdict{short, short, short, {Status: 500}, {Status: 500}}
-	checks := 0
-	s := inRotation()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.Watch(ctx, Checks{Clock: fc, Every: time.Second, Thresholds: Thresholds{Unhealthy: 2, Healthy: 2}},
-		func(context.Context) Verdict {
-			mu.Lock()
-			defer mu.Unlock()
-			v := answers[min(checks, len(answers)-1)]
-			checks++
-			return v
-		}, func(Transition) {})
-	count := func() int { mu.Lock(); defer mu.Unlock(); return checks }
+	w := watch(t, short, short, short, Verdict{Status: 500}, Verdict{Status: 500})
+	s, fc, count := w.s, w.clock, w.count
 	for want := 1; want <= 5; want++ {
 		poll.Until(t, 10*time.Second, "the check loop waits on the clock", func() bool { return fc.Waiters() == 1 && count() == want })
 		if want == 3 && s.State() != Healthy {
