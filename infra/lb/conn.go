@@ -131,7 +131,7 @@ const (
 // timeout.
 func (s *Server) awaitRequest(cc *clientConn) waitResult {
 	now := time.Now()
-	idle := s.set.budget(phIdle)
+	idle := s.set.idleBudget(cc.used.Load())
 	cc.in.acquire()
 	_ = cc.conn.SetReadDeadline(now.Add(min(hotWindow, idle)))
 	if s.closing.Load() && !cc.used.Load() {

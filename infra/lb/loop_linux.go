@@ -262,15 +262,16 @@ func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
 	// connect returns): read it now, and register the socket only when the loop has to
 	// wait for it (see watch); a connection that carries one request and is closed after
 	// its response never enters the epoll set
-	c := l.addClient(fd, ip)
+	c := l.addClient(fd, ip, false)
 	c.CanRead = true
 	l.readRequest(c)
 }
 
 // addClient takes a new or adopted client connection, not registered yet (see watch); the
-// loops' client count includes it.
-func (l *loop) addClient(fd int, ip []byte) *lclient {
-	c := &lclient{Readiness: evloop.Readiness{CanWrite: true}, fd: fd, ip: ip, phase: phIdle, deadline: l.Now().Add(l.s.set.budget(phIdle))}
+// loops' client count includes it. used: a request began on it (see lclient.used).
+func (l *loop) addClient(fd int, ip []byte, used bool) *lclient {
+	c := &lclient{Readiness: evloop.Readiness{CanWrite: true}, fd: fd, ip: ip, phase: phIdle, used: used,
+		deadline: l.Now().Add(l.s.set.idleBudget(used))}
 	if l.s.closing.Load() {
 		// accepted before the listener closed (or adopted from another loop): its first
 		// request is on its way; it gets freshGrace to arrive
@@ -307,8 +308,7 @@ func (l *loop) woken() {
 	l.adopted = l.adoptedSpare[:0]
 	l.mu.Unlock()
 	for _, a := range adopted {
-		c := l.addClient(a.fd, a.ip)
-		c.used = a.used
+		c := l.addClient(a.fd, a.ip, a.used)
 		if a.fresh { // as in acceptSome: read its request now
 			c.CanRead = true
 			l.readRequest(c)

@@ -182,6 +182,18 @@ func (set *Settings) budget(p phase) time.Duration {
 	}
 }
 
+// idleBudget is how long a client connection waits for its next request's first byte: the
+// client idle timeout between the requests of a connection that carried one (used), the client
+// header timeout for the first request of a fresh one, as nginx's client_header_timeout and
+// HAProxy's timeout http-request bound it: a connection opened to send nothing holds a
+// descriptor (and a place under max_conns) no longer than a slow head would.
+func (set *Settings) idleBudget(used bool) time.Duration {
+	if used {
+		return set.budget(phIdle)
+	}
+	return min(set.budget(phIdle), set.budget(phHead))
+}
+
 // cost is what a phase's budget running out costs: the client gets refuse from the LB (408,
 // for reason) and the connection closes; or the attempt at the backend fails as attempt and
 // the failure policy decides (failure: a connect is retried elsewhere, a slow backend is a

@@ -307,6 +307,31 @@ func TestIdleConnectionIsParkedWokenByItsNextRequestAndClosedWhenIdleTooLong(t *
 	poll.Until(t, 5*time.Second, "parking empty", func() bool { return parked(l.Server) == 0 })
 }
 
+// A fresh connection that sends nothing is closed after the client header timeout, as nginx's
+// client_header_timeout and HAProxy's timeout http-request bound a first request, not after the
+// client idle timeout, which bounds the wait between the requests of a keep-alive connection: a
+// connection idle for longer, that carried a request, still serves the next one.
+func TestAFreshConnectionThatSendsNothingGetsTheHeaderTimeout(t *testing.T) {
+	a := startBackend(t, "a")
+	set := fastSettings(a.addr())
+	set.ClientHeaderTimeout, set.ClientIdleTimeout = 500*time.Millisecond, 30*time.Second
+	l := startLB(t, set)
+	used := dialLB(t, l.Addr(), 20*time.Second)
+	br := bufio.NewReader(used)
+	io.WriteString(used, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if got := readResponses(t, br, 1, "GET"); got[0] != "200 a" {
+		t.Fatalf("first request: %q", got)
+	}
+	fresh := dialLB(t, l.Addr(), 10*time.Second) // well below the 30s idle timeout
+	if n, err := fresh.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a fresh connection that sent nothing: read %d, %v; want EOF after the 500ms client header timeout", n, err)
+	}
+	io.WriteString(used, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // idle longer than the fresh one lived
+	if got := readResponses(t, br, 1, "GET"); got[0] != "200 a" {
+		t.Fatalf("the keep-alive connection's next request: %q", got)
+	}
+}
+
 // One keep-alive connection whose requests alternate between what the event loops forward
 // themselves (including a chunked response) and what they hand to the goroutine path (Expect:
 // 100-continue, a 300 KB upload): every answer is right, and between requests the connection
