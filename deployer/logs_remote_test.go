@@ -94,3 +94,42 @@ func readersOf(path string) []int {
 	}
 	return pids
 }
+
+// A host whose `zero502 host logs -f` does not end when its session's stdin closes (a stuck
+// host, an older zero502) holds an interrupted zero502 logs no longer than a look's end: logs
+// change nothing and have nothing to roll back, so they get no rollback's budget.
+func TestInterruptedLogsOfAHostThatIgnoresItAreCutOffSoon(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "logs.yaml", 1)
+	cfg.Rollout.HealthyDeadline = 5 * time.Minute // a rollback's budget far past the bound below
+	pidFile := filepath.Join(f.dir, "deaf.pid")
+	deaf := filepath.Join(f.dir, "zero502-deaf-logs")
+	script := "#!/bin/sh\nif [ \"$1 $2\" = \"host logs\" ]; then echo $$ > " + pidFile + "; echo 'hello from web'; exec sleep 600 </dev/null; fi\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(deaf, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncbuffer.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- Logs(ctx, cfg, "host-a", "web", true, out, Options{RemoteBinary: deaf}) }()
+	poll.Until(t, 30*time.Second, "zero502 logs -f over ssh prints the log", func() bool {
+		return strings.Contains(out.String(), "hello from web")
+	})
+	cancel() // Ctrl-C
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("zero502 logs -f of a host that ignores its end still ran 30s after it was interrupted (the rollback budget is %s)",
+			New(cfg, Options{}).rollbackBudget(len(cfg.Services)))
+	}
+}

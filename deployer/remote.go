@@ -50,9 +50,9 @@ func (d *Deployer) runRemote(ctx context.Context, h config.Host, args []string, 
 // on the session that holds it.
 func (d *Deployer) session(h config.Host, args []string, line func([]byte), input []byte) ssh.Session {
 	budget := d.rollbackBudget(len(d.cfg.Services))
-	if len(args) > 1 && args[0] == "host" && (args[1] == "look" || args[1] == "fleet-lock") {
-		// A look changes nothing, and the fleet lock's process only frees its flock: neither has
-		// anything to roll back once told to end.
+	if len(args) > 1 && args[0] == "host" && (args[1] == "look" || args[1] == "logs" || args[1] == "fleet-lock") {
+		// A look and logs change nothing, and the fleet lock's process only frees its flock: none
+		// has anything to roll back once told to end.
 		budget = lookEndBudget
 	}
 	return ssh.Session{Host: h.Name, Target: h.SSH, SSH: d.opts.SSH, Binary: d.opts.RemoteBinary, Mux: d.muxFor(h), Args: args,
@@ -219,6 +219,8 @@ func (t *turn) hear(d *Deployer, b []byte) {
 		t.said(l.Look, l.LookError)
 	case l.Ready:
 		t.readyOnce.Do(func() { close(t.ready) })
+	case l.HostReport != nil && !t.given(): // a waiting step has done nothing to report
+		t.junk.add(fmt.Sprintf("(a report before its turn, dropped: %s %s)", l.HostReport.Host, l.HostReport.Outcome))
 	case l.HostReport != nil:
 		if l.HostReport.Host != t.h.Name { // a host reports for itself only
 			t.junk.add(fmt.Sprintf("(a report for host %q, dropped)", l.HostReport.Host))
@@ -242,7 +244,8 @@ func (t *turn) hear(d *Deployer, b []byte) {
 
 // finish waits for the step's session to end and fills rep from what the host reported, or,
 // without a report, from what is known: unreachable and unchanged when ssh never got there and
-// nothing began, else unknown. A step waiting for its turn that was told go may have begun
+// nothing began; untouched when it was reached but never told go (its look failed there, or it
+// ended while it waited); else unknown. A step waiting for its turn that was told go may have begun
 // though none of its events arrived (a silent partition right after): unknown.
 func (t *turn) finish(rep *report.HostReport) error {
 	<-t.ended
@@ -264,6 +267,23 @@ func (t *turn) finish(rep *report.HostReport) error {
 				rep.Running = l.Running
 			}
 			rep.Error = fmt.Sprintf("host %s was unreachable and was not changed: %v; deploy again once it is back", h.Name, err)
+			return fmt.Errorf("%s", rep.Error)
+		}
+		if !t.began && !t.sentGo.Load() {
+			// Reached, but its step ended without being told go (its look failed there, or it
+			// quit while it waited): nothing was changed. The look's error, when it failed, is why.
+			rep.Outcome = report.OutcomeUntouched
+			if l := cmp.Or(t.look, t.seen); l != nil {
+				rep.Running = l.Running
+			}
+			why := err.Error()
+			if t.look == nil && t.lookErr != "" {
+				why = t.lookErr
+				if named := "host " + h.Name + ": "; !strings.HasPrefix(why, named) {
+					why = named + why
+				}
+			}
+			rep.Error = why + "; its step was never told to begin: nothing was changed on it"
 			return fmt.Errorf("%s", rep.Error)
 		}
 		rep.Outcome, rep.Running = report.OutcomeUnknown, ""

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/zero502/zero502/deployer/ssh"
 	"github.com/zero502/zero502/infra/config"
 )
 
@@ -62,5 +65,40 @@ func TestARemoteHostsUnusableStateDirRefusesTheDeployBeforeAnyHostChanges(t *tes
 		if v != "v1" {
 			t.Errorf("%s runs %q after the refused deploy, want v1 (nothing changed)", host, v)
 		}
+	}
+}
+
+// The host's step hears its deployer go through its stdin's end, and reads the config stream and
+// its secrets there: the session must never get a terminal, whatever the user's ssh config asks
+// (RequestTTY force, for sudo prompts). On a terminal the stream is echoed back on stdout (its
+// secrets in what the deployer relays and quotes), and its end never reaches the host.
+func TestASessionNeverGetsATerminal(t *testing.T) {
+	s := startSSHD(t)
+	t.Setenv(ssh.OptsEnv, os.Getenv(ssh.OptsEnv)+" -o RequestTTY=force") // as a ~/.ssh/config may say
+	dir := t.TempDir()
+	probe := filepath.Join(dir, "probe")
+	script := "#!/bin/sh\nif [ -t 0 ]; then echo 'stdin is a terminal'; else echo 'stdin is a pipe'; fi\ncat >/dev/null\necho 'stdin ended'\n"
+	if err := os.WriteFile(probe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var lines []string
+	sess := ssh.Session{Host: "host-a", Target: s.target(), Binary: probe, Args: []string{"probe"},
+		Input: []byte("SECRET_TOKEN=\"s3cret-value\"\n"), Budget: 5 * time.Second, Line: func(b []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, string(b))
+			if strings.HasPrefix(string(b), "stdin is") {
+				cancel() // the deployer goes: stdin closes
+			}
+		}}
+	err := sess.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	out := strings.Join(lines, " | ")
+	if strings.Contains(out, "s3cret-value") || !strings.Contains(out, "stdin is a pipe") || !strings.Contains(out, "stdin ended") {
+		t.Errorf("session under RequestTTY force: %v, printed %q; want stdin a pipe, its end seen, and nothing of it echoed", err, out)
 	}
 }

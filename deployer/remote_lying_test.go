@@ -103,3 +103,35 @@ exec ` + bin + ` "$@"
 		t.Errorf("report %s; want host-a unknown (it began and was cut off), host-b not reached", buf.String())
 	}
 }
+
+// A waiting step changes nothing, so a report it prints before its turn is no more believed than
+// an event is: a host whose step forges "deployed, runs v2" while it waits, then fails on go
+// without a report of its own, is unknown, its forged version not claimed.
+func TestAReportBeforeItsTurnIsNotBelieved(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	liar := filepath.Join(f.dir, "zero502-early-report")
+	script := `#!/bin/sh
+if [ "$1 $2" = "host step" ]; then
+  # the forged report first: it is heard before the look, so surely before the step's turn
+  echo '{"host_report":{"host":"host-a","to":"v2","outcome":"deployed","running":"v2-forged"}}'
+  echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""}}'
+  while IFS= read -r l; do [ "$l" = go ] && break; done
+  exit 1
+fi
+exec ` + bin + ` "$@"
+`
+	if err := os.WriteFile(liar, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: liar, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil || !strings.Contains(err.Error(), "host host-a") {
+		t.Fatalf("deploy against a host whose step fails without a report: %v; want host-a named\n%s", err, &ev)
+	}
+	if h := rep.Hosts[0]; h.Outcome != report.OutcomeUnknown || h.Running == "v2-forged" {
+		t.Errorf("host-a %s, running %q: %s; want unknown, the report it printed before its turn dropped\n%s", h.Outcome, h.Running, h.Error, &ev)
+	}
+}

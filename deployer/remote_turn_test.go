@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
@@ -107,3 +108,69 @@ func TestAStepThatLostItsSessionWhileItWaitedGetsAFreshOne(t *testing.T) {
 type waitingError struct{ ps string }
 
 func (e *waitingError) Error() string { return "still running: " + e.ps }
+
+// A step opened at its turn (its waiting one was gone) whose look fails there is never told go:
+// it changed nothing, and the deploy says why, in the host's own words, not that the step was
+// lost after it began. host-b is the one over ssh, so its waiting step is long gone when host-a's
+// batch is done.
+func TestAStepWhoseLookFailsAtItsTurnIsUntouchedAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 0)
+	cfg.Hosts[1].SSH, cfg.Hosts[1].Address = s.target(), "127.0.0.1"
+	mark := filepath.Join(f.dir, "looked-once")
+	fake := filepath.Join(f.dir, "zero502-look-fails")
+	script := `#!/bin/sh
+if [ "$1 $2" = "host step" ]; then
+  if [ -e ` + mark + ` ]; then
+    echo '{"look_error":"host host-b: runtime: the runtime does not answer (test)"}'
+    exit 0
+  fi
+  : > ` + mark + ` # preflight's step: its look, then it is gone before its turn
+  echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
+  exit 0
+fi
+exec ` + bin + ` "$@"
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil || !strings.Contains(err.Error(), "the runtime does not answer (test)") {
+		t.Errorf("deploy whose host-b look fails at its turn: %v; want the host's look error\n%s", err, &ev)
+	}
+	if h := rep.Hosts[1]; h.Outcome != report.OutcomeUntouched {
+		t.Errorf("host-b %s: %s; want %s: it was never told to begin\n%s", h.Outcome, h.Error, report.OutcomeUntouched, &ev)
+	}
+}
+
+// A waiting step that quits when asked whether it is there (its turn come, before go) was never
+// told to begin: untouched, not "lost after it began: unknown".
+func TestAStepThatQuitsBeforeGoIsUntouched(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	f := newFleet(t, 2)
+	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
+	fake := filepath.Join(f.dir, "zero502-quits")
+	script := `#!/bin/sh
+if [ "$1 $2" = "host step" ]; then
+  echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
+  while IFS= read -r l; do [ "$l" = "ready?" ] && exit 0; done
+  exit 0
+fi
+exec ` + bin + ` "$@"
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev eventLog
+	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
+	if err == nil || !strings.Contains(err.Error(), "host host-a") {
+		t.Fatalf("deploy whose host-a step quits before go: %v; want an error naming host-a\n%s", err, &ev)
+	}
+	if h := rep.Hosts[0]; h.Outcome != report.OutcomeUntouched {
+		t.Errorf("host-a %s: %s; want %s: it was never told to begin\n%s", h.Outcome, h.Error, report.OutcomeUntouched, &ev)
+	}
+}

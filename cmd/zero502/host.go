@@ -51,7 +51,7 @@ func hostConfig(cmd *cobra.Command, path string) (cfg *config.Config, stdin *buf
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if cfg, err = config.LoadBytes(data, "from stdin"); err != nil {
+	if cfg, err = config.LoadSent(data, "from stdin"); err != nil {
 		return nil, nil, false, err
 	}
 	cfg.SecretValues = vals

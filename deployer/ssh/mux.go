@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/zero502/zero502/infra/trust"
 )
 
 // Mux is one deploy's (or status's) ssh connections, reused: the first session to a host
@@ -41,9 +43,12 @@ func (m *Mux) Dir() string { return m.dir }
 func (m *Mux) Options(target string) []string {
 	m.once.Do(func() {
 		// 0700; a socket's path has ~100 bytes (sun_path), so a long $TMPDIR (a sandbox's) falls
-		// back to /tmp, and without a short enough directory there is no reuse
+		// back to /tmp, and without a short enough directory there is no reuse. Nor under a
+		// $TMPDIR another user may change (infra/trust): one who renamed the directory away and
+		// put a master of their own at a socket's name would be handed the sessions to that host
+		// (their config stream, its secrets), and ssh's master takes a root client from any user.
 		for _, parent := range []string{os.TempDir(), "/tmp"} {
-			if len(parent)+len("/zero502-ssh-1234567890/")+16 > maxSocketPath {
+			if len(parent)+len("/zero502-ssh-1234567890/")+16 > maxSocketPath || trust.Check(parent, os.Getuid()) != nil {
 				continue
 			}
 			if dir, err := os.MkdirTemp(parent, "zero502-ssh-"); err == nil {

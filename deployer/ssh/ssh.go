@@ -1,10 +1,10 @@
 // Package ssh is the deployer's transport to a fleet's hosts: the system ssh client (so
-// ~/.ssh/config, agents and ProxyJump apply) running `zero502 ARGS…` there, in batch mode with
-// keep-alives, the options of ZERO502_SSH_OPTS first. A Session writes its input (the config
-// stream) on the remote command's stdin and keeps stdin open: its end tells the host the
-// deployer is gone, and the host rolls back and exits. Each line the host prints goes to the
-// session's Line. A Mux reuses one connection per host for a whole deploy (OpenSSH control
-// masters). What the lines mean (events, reports, looks) is the deployer's.
+// ~/.ssh/config, agents and ProxyJump apply) running `zero502 ARGS…` there, in batch mode
+// without a terminal, forwarding neither the agent nor the display, with keep-alives, the options of ZERO502_SSH_OPTS first. A Session writes
+// its input (the config stream) on the remote command's stdin and keeps stdin open: its end
+// tells the host the deployer is gone, and the host rolls back and exits. Each line the host
+// prints goes to the session's Line. A Mux reuses one connection per host for a whole deploy
+// (OpenSSH control masters). What the lines mean (events, reports, looks) is the deployer's.
 package ssh
 
 import (
@@ -22,6 +22,7 @@ import (
 
 // OptsEnv holds extra ssh options, split on spaces, placed before the deployer's own (ssh
 // keeps the first value of an option): ZERO502_SSH_OPTS="-i KEY -o UserKnownHostsFile=FILE".
+// Each word must be an option or an option's value (envOpts).
 const OptsEnv = "ZERO502_SSH_OPTS"
 
 var sshRE = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?$`)
@@ -29,7 +30,13 @@ var sshRE = regexp.MustCompile(`^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9._-]+|\[[0-9A-F
 // Target splits hosts[].ssh "user@host[:port]" into ssh's destination and port ("" none).
 func Target(s string) (dest, port string, err error) {
 	m := sshRE.FindStringSubmatch(s)
-	if m == nil || strings.HasPrefix(s, "-") {
+	if strings.HasPrefix(s, "-") || m != nil && strings.Contains(s, "@-") {
+		// ssh refuses it only when it runs, and one older than 9.6 hands it to a ProxyCommand's
+		// %h or %r, where it reads as an option
+		return "", "", fmt.Errorf("%q: neither the user nor the host may start with '-'; write it as [user@]host[:port], "+
+			"e.g. deploy@web-1", s)
+	}
+	if m == nil {
 		return "", "", fmt.Errorf("%q: must be [user@]host[:port], e.g. deploy@10.0.1.12 or deploy@web-1:2222 "+
 			"(a name from ~/.ssh/config works too)", s)
 	}
@@ -67,9 +74,17 @@ func Cmd(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error
 	if err != nil {
 		return nil, err
 	}
-	args := strings.Fields(os.Getenv(OptsEnv))
+	args, err := envOpts()
+	if err != nil {
+		return nil, err
+	}
 	args = append(args, opts...)
-	args = append(args, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+	// -T: never a terminal, whatever an ssh config asks (RequestTTY force): on one the host would
+	// echo its stdin (the config stream and its secrets) back on stdout, and never see it end.
+	// Nor the deployer's agent or display, whatever an ssh config says (ForwardAgent yes under
+	// Host *): a host's step needs neither, and a host that has it could use the deployer's keys
+	// while the step runs (ZERO502_SSH_OPTS, first, can still ask for them).
+	args = append(args, "-T", "-o", "ForwardAgent=no", "-o", "ForwardX11=no", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
 		"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
 	if port != "" {
 		args = append(args, "-p", port)
@@ -89,6 +104,39 @@ func Cmd(sshBin, target string, opts []string, tail ...string) (*exec.Cmd, error
 	c.Args[0] = sshBin
 	ownGroup(c)
 	return c, nil
+}
+
+// withValue are the ssh(1) options that take a value, in the next word unless it follows the
+// letter in the same word (-i KEY, -iKEY).
+const withValue = "BbcDEeFIiJLlmOoPpQRSWw"
+
+// envOpts are the words of ZERO502_SSH_OPTS, each an option or the value of the one before: a
+// word that is neither (a key path with a space, split in two) would be ssh's destination, and
+// the host's own would become a word of the remote command, so the session, config stream and
+// secrets would go to whatever that word names.
+func envOpts() ([]string, error) {
+	words := strings.Fields(os.Getenv(OptsEnv))
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w == "--" || !strings.HasPrefix(w, "-") {
+			return nil, fmt.Errorf("%s=%q: the word %q is neither an ssh option nor an option's value, so ssh would take it "+
+				"for the host to reach: the words are split on spaces, so no value may hold one (keep such a path in "+
+				"~/.ssh/config instead)", OptsEnv, os.Getenv(OptsEnv), w)
+		}
+		for j := 1; j < len(w); j++ {
+			if !strings.ContainsRune(withValue, rune(w[j])) {
+				continue
+			}
+			if j == len(w)-1 { // its value is the next word
+				if i++; i == len(words) {
+					return nil, fmt.Errorf("%s=%q: the option %q at its end takes a value and has none (ssh would take "+
+						"the deployer's own next option for it)", OptsEnv, os.Getenv(OptsEnv), w)
+				}
+			}
+			break
+		}
+	}
+	return words, nil
 }
 
 // ConnectionFailed is the exit status of ssh(1) when it could not reach or log in to the

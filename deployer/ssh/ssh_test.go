@@ -3,6 +3,7 @@ package ssh
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,6 +49,31 @@ func TestTheRemoteCommandIsNeverAnSSHOption(t *testing.T) {
 	_, err = Session{Host: "web-1", Target: "root@10.0.0.1", Binary: "-oProxyCommand=/tmp/x", Args: []string{"host", "look"}}.Command()
 	if err == nil || !strings.Contains(err.Error(), `--remote-binary "-oProxyCommand=/tmp/x"`) {
 		t.Fatalf("a --remote-binary starting with '-': %v; want a refusal naming the flag", err)
+	}
+}
+
+// A host's session never gets the deployer's agent or display, whatever the user's ssh config
+// asks (ForwardAgent yes under Host *): ssh's own reading of the options the deployer gives it
+// (ssh -G, which connects to nothing) says so.
+func TestASessionForwardsNeitherTheAgentNorTheDisplay(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host *\n  ForwardAgent yes\n  ForwardX11 yes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(OptsEnv, "-F "+cfg)
+	cmd, err := Session{Host: "web-1", Target: "root@10.0.0.1", Binary: "/opt/zero502", Args: []string{"host", "look"}}.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-G"}, cmd.Args[1:]...)
+	out, err := exec.Command(cmd.Path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ssh -G %q: %v\n%s", args, err, out)
+	}
+	for _, want := range []string{"forwardagent no", "forwardx11 no"} {
+		if !strings.Contains(string(out), "\n"+want+"\n") {
+			t.Errorf("ssh -G of the session's options lacks %q, under a config that forwards both:\n%s", want, out)
+		}
 	}
 }
 
@@ -141,5 +167,81 @@ func TestAnSSHClientAnotherUserCouldChangeIsNotRun(t *testing.T) {
 	cmd, err := Command("", "root@10.0.0.1", "true")
 	if err != nil || cmd.Path != fake || cmd.Args[0] != "ssh" {
 		t.Fatalf("a trusted ssh: %v, path %q, argv[0] %q; want %s run as ssh", err, cmd.Path, cmd.Args[0], fake)
+	}
+}
+
+// The control sockets carry every session to the lock host (the config stream, the secrets in
+// it): their directory is made only below one another user cannot change, for one who could
+// rename the 0700 directory out of a $TMPDIR anyone may write and put their own master at the
+// socket's name would be handed those sessions. Such a $TMPDIR falls back to /tmp.
+func TestControlSocketsAreNotMadeUnderATMPDIRAnyoneMayWrite(t *testing.T) {
+	open, err := os.MkdirTemp("", "z5-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(open) })
+	if err := os.Chmod(open, 0o777); err != nil { // world-writable, not sticky
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", open)
+	m := NewMux("")
+	defer m.Close()
+	var path string
+	for _, o := range m.Options("root@10.0.0.1") {
+		if p, ok := strings.CutPrefix(o, "ControlPath="); ok {
+			path = p
+		}
+	}
+	if strings.HasPrefix(path, open+"/") {
+		t.Fatalf("control path %q under TMPDIR %s of mode 0777; want it below a directory only root or this user may write", path, open)
+	}
+	if path != "" {
+		if err := trust.Check(filepath.Dir(path), os.Getuid()); err != nil {
+			t.Fatalf("control path %q: its directory fails the trust rule: %v", path, err)
+		}
+	}
+}
+
+// A host or a user that starts with '-' is refused where it is written, naming the value, also
+// after "user@": ssh refuses it only once the deploy runs (as an unreachable host), and an ssh
+// older than 9.6 hands it on to a ProxyCommand's %h or %r, where it is read as an option.
+func TestATargetWhoseHostOrUserStartsWithADashIsRefused(t *testing.T) {
+	for _, bad := range []string{"deploy@-oProxyCommand", "deploy@-web-1:2222", "-deploy@web-1", "u@-web"} {
+		if dest, port, err := Target(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) || !strings.Contains(err.Error(), "'-'") {
+			t.Errorf("Target(%q) = %q %q %v; want a refusal naming it and the leading '-'", bad, dest, port, err)
+		}
+	}
+	if dest, _, err := Target("deploy@web-1"); err != nil || dest != "deploy@web-1" {
+		t.Errorf("Target(deploy@web-1) = %q %v", dest, err)
+	}
+}
+
+// ZERO502_SSH_OPTS is split on spaces: a word of it that is neither an option nor an option's
+// value (a key path with a space in it) would be ssh's destination, and the host's own target
+// would become a word of the remote command, so the session and its config stream would go to
+// another machine. Such a word, a "--", or an option left without its value is refused, naming
+// the variable, the word and the rule, before ssh runs.
+func TestZERO502SSHOptsThatWouldNameTheDestinationAreRefused(t *testing.T) {
+	for opts, word := range map[string]string{
+		"-i /keys/my key":        `"key"`,
+		"-o BatchMode=yes web-2": `"web-2"`,
+		"-F /dev/null -i":        `"-i"`,
+		"-v -- -i k":             `"--"`,
+	} {
+		t.Setenv(OptsEnv, opts)
+		cmd, err := Command("", "root@10.0.0.1", "true")
+		if err == nil || !strings.Contains(err.Error(), OptsEnv) || !strings.Contains(err.Error(), word) {
+			var argv []string
+			if cmd != nil {
+				argv = cmd.Args
+			}
+			t.Errorf("%s=%q: %v, ssh %q; want a refusal naming %s and %s", OptsEnv, opts, err, argv, OptsEnv, word)
+		}
+	}
+	for _, opts := range []string{"", "-F /dev/null -i /k -o IdentitiesOnly=yes -oLogLevel=ERROR -vvv -4 -p2222 -J bastion -A", "-i/k -l deploy"} {
+		t.Setenv(OptsEnv, opts)
+		if _, err := Command("", "root@10.0.0.1", "true"); err != nil {
+			t.Errorf("%s=%q: %v; want it taken", OptsEnv, opts, err)
+		}
 	}
 }

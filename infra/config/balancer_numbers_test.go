@@ -26,6 +26,22 @@ func TestBalancerNumbersAreBalancerKeys(t *testing.T) {
 	}
 }
 
+// A config another zero502 sent whole (a host's step reads the deployer's) is taken as sent:
+// this machine's ZERO502_* variables neither change it nor, misspelt, refuse it; LoadBytes, a
+// config of this machine's, takes them.
+func TestASentConfigIsNotChangedByThisMachinesEnvironment(t *testing.T) {
+	t.Setenv("ZERO502_BALANCER_UNHEALTHY_THRESHOLD", "9")
+	t.Setenv("ZERO502_DRIAN_WINDOW", "20s")
+	data := []byte("balancer:\n  unhealthy_threshold: 3\n")
+	c, err := LoadSent(data, "from stdin")
+	if err != nil || c.Balancer.UnhealthyThreshold != 3 {
+		t.Fatalf("LoadSent: %v, unhealthy_threshold %v; want the 3 it was sent", err, c)
+	}
+	if _, err := LoadBytes(data, "from stdin"); err == nil || !strings.Contains(err.Error(), "ZERO502_DRIAN_WINDOW") {
+		t.Fatalf("LoadBytes: %v; want this machine's environment read (and its misspelt variable refused)", err)
+	}
+}
+
 func TestBalancerNumberKeysAreTheConfigKeys(t *testing.T) {
 	want := []string{"health_path", "interval", "timeout", "unhealthy_threshold", "healthy_threshold", "idle_timeout",
 		"connect_timeout", "header_timeout", "max_header_bytes", "deregistration_delay", "slow_start"}

@@ -118,6 +118,14 @@ func LoadBytes(data []byte, name string) (*Config, error) {
 	return loadBytes(data, name, true)
 }
 
+// LoadSent is LoadBytes for a config another zero502 sent whole (the deployer's config stream to
+// a host's step, look or lock): this machine's ZERO502_* environment does not change it, so a
+// host acts on the config the deployer checked, not on one a variable in its deploy user's
+// profile altered (and a stray ZERO502_* there does not fail the load).
+func LoadSent(data []byte, name string) (*Config, error) {
+	return loadBytes(data, name, false)
+}
+
 // loadBytes is LoadBytes, with the ZERO502_* environment overrides or without them.
 func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 	v := viper.New()
