@@ -44,7 +44,9 @@ type Options struct {
 	// another (go test runs packages GOMAXPROCS at a time: on 2 cores the deployer's four deploys
 	// under load beside three demos, on a machine already busy, starve 100 ms health checks):
 	// Run holds an exclusive flock on LoadLockPath from before the tests start until they end.
-	// The wait is not part of the -timeout, which counts from m.Run.
+	// The binary's own -timeout counts from m.Run, but go test kills a binary that runs past
+	// -timeout plus a minute from its start, the wait included: the README's test command gives
+	// -timeout 20m, so the third package in line is not killed while it waits on a slow machine.
 	UnderLoad bool
 }
 
