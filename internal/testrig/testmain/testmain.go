@@ -117,6 +117,7 @@ func Run(m *testing.M, o Options) int {
 			return 1
 		}
 		defer release()
+		favour() // its turn: its processes come before the rest of the machine's (priority_linux.go)
 	}
 	stop := armDeadline()
 	defer stop()
