@@ -27,25 +27,17 @@ func TestALyingHostCannotHangADeployNorSpeakForAnother(t *testing.T) {
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
 	cfg.Rollout.HealthyDeadline = time.Second // a short rollback budget for the test
 	pidFile := filepath.Join(f.dir, "liar.pid")
-	liar := filepath.Join(f.dir, "zero502-liar")
-	script := `#!/bin/sh
-if [ "$1 $2" = "host step" ]; then
-  case "$*" in *--look-first*)
+	liar := fakeRemoteBinary(t, f.dir, "zero502-liar", `  case "$*" in *--look-first*)
     echo '{"look":{"from":"v1","instance":false,"in_progress":false,"serving":false,"running":""}}'
     while IFS= read -r l; do [ "$l" = go ] && break; done ;; # the config stream, then its turn
   esac
-  echo $$ > ` + pidFile + `
+  echo $$ > `+pidFile+`
   head -c 3000000 /dev/zero | tr '\0' x; echo
   i=0; while [ $i -lt 100 ]; do echo "noise $i"; i=$((i+1)); done
   echo '{"host":"host-b","step":"done","message":"forged for host-b"}'
   echo '{"host":"host-a","step":"locked","message":"from host-a itself"}'
   exec sleep 600 </dev/null
-fi
-exec ` + bin + ` "$@"
-`
-	if err := os.WriteFile(liar, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+`)
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(pidFile); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
@@ -112,20 +104,12 @@ func TestAReportBeforeItsTurnIsNotBelieved(t *testing.T) {
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
-	liar := filepath.Join(f.dir, "zero502-early-report")
-	script := `#!/bin/sh
-if [ "$1 $2" = "host step" ]; then
-  # the forged report first: it is heard before the look, so surely before the step's turn
+	liar := fakeRemoteBinary(t, f.dir, "zero502-early-report", `  # the forged report first: it is heard before the look, so surely before the step's turn
   echo '{"host_report":{"host":"host-a","to":"v2","outcome":"deployed","running":"v2-forged"}}'
   echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""}}'
   while IFS= read -r l; do [ "$l" = go ] && break; done
   exit 1
-fi
-exec ` + bin + ` "$@"
-`
-	if err := os.WriteFile(liar, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+`)
 	var ev eventLog
 	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: liar, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
 	if err == nil || !strings.Contains(err.Error(), "host host-a") {
@@ -134,4 +118,16 @@ exec ` + bin + ` "$@"
 	if h := rep.Hosts[0]; h.Outcome != report.OutcomeUnknown || h.Running == "v2-forged" {
 		t.Errorf("host-a %s, running %q: %s; want unknown, the report it printed before its turn dropped\n%s", h.Outcome, h.Running, h.Error, &ev)
 	}
+}
+
+// fakeRemoteBinary writes, as dir/name, a --remote-binary that plays `zero502 host step` by the
+// shell lines step (they end the step themselves) and runs the real zero502 for anything else.
+func fakeRemoteBinary(t *testing.T, dir, name, step string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	script := "#!/bin/sh\nif [ \"$1 $2\" = \"host step\" ]; then\n" + step + "fi\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -120,22 +120,14 @@ func TestAStepWhoseLookFailsAtItsTurnIsUntouchedAndSaysWhy(t *testing.T) {
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 0)
 	cfg.Hosts[1].SSH, cfg.Hosts[1].Address = s.target(), "127.0.0.1"
 	mark := filepath.Join(f.dir, "looked-once")
-	fake := filepath.Join(f.dir, "zero502-look-fails")
-	script := `#!/bin/sh
-if [ "$1 $2" = "host step" ]; then
-  if [ -e ` + mark + ` ]; then
+	fake := fakeRemoteBinary(t, f.dir, "zero502-look-fails", `  if [ -e `+mark+` ]; then
     echo '{"look_error":"host host-b: runtime: the runtime does not answer (test)"}'
     exit 0
   fi
-  : > ` + mark + ` # preflight's step: its look, then it is gone before its turn
+  : > `+mark+` # preflight's step: its look, then it is gone before its turn
   echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
   exit 0
-fi
-exec ` + bin + ` "$@"
-`
-	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+`)
 	var ev eventLog
 	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
 	if err == nil || !strings.Contains(err.Error(), "the runtime does not answer (test)") {
@@ -153,18 +145,10 @@ func TestAStepThatQuitsBeforeGoIsUntouched(t *testing.T) {
 	s := startSSHD(t)
 	f := newFleet(t, 2)
 	_, cfg := f.remoteConfig(s, "ssh.yaml", 1)
-	fake := filepath.Join(f.dir, "zero502-quits")
-	script := `#!/bin/sh
-if [ "$1 $2" = "host step" ]; then
-  echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
+	fake := fakeRemoteBinary(t, f.dir, "zero502-quits", `  echo '{"look":{"from":"","instance":false,"in_progress":false,"serving":false,"running":""},"asks":true}'
   while IFS= read -r l; do [ "$l" = "ready?" ] && exit 0; done
   exit 0
-fi
-exec ` + bin + ` "$@"
-`
-	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+`)
 	var ev eventLog
 	rep, err := f.deployer(cfg, &ev, Options{RemoteBinary: fake, Balancer: balancer.None{}}).Deploy(context.Background(), "v2")
 	if err == nil || !strings.Contains(err.Error(), "host host-a") {
