@@ -94,13 +94,20 @@ func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
 	log, lines := newLogs()
 	r := startRelay(t, &Relay{Backend: startBackend(t, nil), Logger: log})
 
-	restore := fdlimit.Lower(t, 1)
-	// the client's socket takes the free slot; the relay's accept gets none
-	c, err := net.DialTimeout("tcp", r.Addr().String(), 2*time.Second)
+	// The client's socket exists before the limit drops to nothing, and connecting it takes no
+	// descriptor: the relay's accept is the only one that needs a slot, and finds none whatever
+	// else in this process opens or closes meanwhile.
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	port := r.Addr().(*net.TCPAddr).Port
+	restore := fdlimit.Lower(t, 0)
 	func() {
 		defer restore()
-		if err != nil {
-			t.Fatalf("dial the relay: %v", err)
+		if err := syscall.Connect(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatalf("connect to the relay: %v", err)
 		}
 		poll.Until(t, deadline, "a warning that accepting failed", func() bool {
 			for _, l := range lines.lines(t) {
@@ -111,5 +118,4 @@ func TestRelaySaysWhenAcceptFailsForLackOfDescriptors(t *testing.T) {
 			return false
 		})
 	}()
-	_ = c.Close()
 }
