@@ -12,9 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/zero502/zero502/infra/secrets/secretsmanager" // secrets.aws: the deploy reads AWS Secrets Manager
+	"github.com/zero502/zero502/internal/startgc"
 )
 
 func main() {
+	startgc.Restore() // the collector's own GOGC again, once a short command is done
 	cmd, err := newRootCmd().ExecuteC()
 	if err == nil {
 		return
