@@ -3,10 +3,12 @@ package deployer
 import "sync"
 
 // DefaultParallel is how many hosts a deploy or status looks at at once (--parallel) unless told
-// otherwise: a fleet of 100 in ten rounds. bench/fleet.sh's 50 hosts, sharing the deployer's 2
-// cores, passed at 10 and failed at 100 (re-verify's own health checks timed out under the load
-// the looks made, and healthy hosts counted as failed).
-const DefaultParallel = 10
+// otherwise: a fleet of 100 in five rounds. bench/fleet.sh's 50 hosts, sharing the deployer's 2
+// cores: at 20, 1.26-1.27x its floor with preflight 1.24-1.31 s; at 10, 1.27-1.28x and
+// 1.36-1.44 s; at 5, 1.35x and 1.94 s; at 100 it once failed (before a zero502 start cost 12 ms of
+// CPU: re-verify's own health checks timed out under the load the looks made, and healthy hosts
+// counted as failed).
+const DefaultParallel = 20
 
 // parallel is the bound on hosts looked at at once.
 func (d *Deployer) parallel() int {
