@@ -15,6 +15,7 @@ import (
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/deployer/report"
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/printable"
 	"github.com/zero502/zero502/infra/stopsignal"
 )
 
@@ -156,16 +157,18 @@ func renderReport(out io.Writer, rep *report.Report, asJSON bool) {
 		return
 	}
 	fmt.Fprintln(out)
-	_ = rep.WriteText(out)
+	_ = rep.WriteText(printable.Writer(out)) // what hosts reported cannot drive the terminal
 }
 
-// progress renders deploy events: one line per step (elapsed, host, step, message), or one
-// JSON object per line.
+// progress renders deploy events: one line per step (elapsed, host, step, message), its text
+// printable (a host's step relays its own events: what it says cannot drive the terminal), or
+// one JSON object per line.
 func progress(w io.Writer, asJSON bool) func(deployer.Event) {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		return func(e deployer.Event) { _ = enc.Encode(e) }
 	}
+	w = printable.Writer(w)
 	return func(e deployer.Event) {
 		host := e.Host
 		if host == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/printable"
 )
 
 // zero502 lock status|acquire|release: the fleet lock by hand, as `kamal lock` has.
@@ -59,7 +60,7 @@ func newLockOpCmd(op string) *cobra.Command {
 			if asJSON {
 				_ = json.NewEncoder(out).Encode(map[string]any{"status": st, "error": errorText(err)})
 			} else if st.Path != "" {
-				fmt.Fprintln(out, st)
+				fmt.Fprintln(out, printable.String(st.String())) // the holder and message another user wrote
 			}
 			if err != nil {
 				return exitCode(1, err)

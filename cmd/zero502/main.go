@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zero502/zero502/infra/printable"
 	_ "github.com/zero502/zero502/infra/secrets/secretsmanager" // secrets.aws: the deploy reads AWS Secrets Manager
 	"github.com/zero502/zero502/internal/startgc"
 )
@@ -40,7 +41,8 @@ func exitStatus(err error) int {
 // ran, or the root): "zero502 <command path>: <message>", the path said once. Many messages
 // start with the path already (requireFlags, the flag errors) or with it less the root's name
 // ("agent: …", "mesh lb-sync: …"); that start gives way to the full path. An exitError with no
-// error (the command printed its result) is no line: "".
+// error (the command printed its result) is no line: "". What a host, a service or a file put in
+// the message is printable.String: it cannot drive the terminal.
 func errorLine(cmd *cobra.Command, err error) string {
 	var ex *exitError
 	if errors.As(err, &ex) {
@@ -67,7 +69,7 @@ func errorLine(cmd *cobra.Command, err error) string {
 			break
 		}
 	}
-	return path + ": " + msg
+	return printable.String(path + ": " + msg)
 }
 
 // exitError carries a command's exit code (e.g. invariants: 1 violated, 2 config invalid).

@@ -11,6 +11,7 @@ import (
 	"github.com/zero502/zero502/deployer/balancer"
 	"github.com/zero502/zero502/infra/adminapi"
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/printable"
 )
 
 // zero502 maintenance on|off|status: the LB's maintenance page, as `kamal app maintenance` has.
@@ -68,7 +69,7 @@ func newMaintenanceOpCmd(op string) *cobra.Command {
 				_ = json.NewEncoder(out).Encode(map[string]any{"instances": states, "error": errorText(err)})
 			} else {
 				for _, st := range states {
-					fmt.Fprintln(out, st)
+					fmt.Fprintln(out, printable.String(fmt.Sprint(st))) // what each LB answered
 				}
 			}
 			switch {

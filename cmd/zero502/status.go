@@ -16,6 +16,7 @@ import (
 
 	"github.com/zero502/zero502/deployer"
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/printable"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -72,8 +73,10 @@ disagreement listed, or the Docker Engine does not answer; 2: bad flags or confi
 	return cmd
 }
 
-// writeStatus renders a fleet's status as a table, then each disagreement.
+// writeStatus renders a fleet's status as a table, then each disagreement, printable: what the
+// hosts' looks said cannot drive the terminal.
 func writeStatus(w io.Writer, st *deployer.FleetStatus, now time.Time) {
+	w = printable.Writer(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tSERVICE\tSPEC\tRUNS\tINSTANCE\tSINCE\tHEALTH\tBALANCER\tLOCK\tWATCHDOG")
 	var problems, secretLines []string

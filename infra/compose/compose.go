@@ -28,6 +28,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/zero502/zero502/infra/config"
+	"github.com/zero502/zero502/infra/printable"
 	"github.com/zero502/zero502/infra/spec"
 	"github.com/zero502/zero502/infra/trust"
 )
@@ -41,35 +42,15 @@ type Note struct {
 
 // String is the note as one line, as init prints it, Write comments it and a deploy reports it:
 // each rune that is not graphic (a control character, a line or paragraph separator, a format
-// character: what a Compose value may hold) is written as its Go escape, so that nothing of the
-// file ends the line (a YAML comment ends at \r, U+0085, U+2028 and U+2029 too) or moves the
+// character: what a Compose value may hold) is written as its Go escape (printable.Line), so that
+// nothing of the file ends the line (a YAML comment ends at \r, U+0085, U+2028 and U+2029 too) or moves the
 // terminal's cursor.
 func (n Note) String() string {
 	if n.Service == "" {
-		return oneLine(n.Key + ": " + n.What)
+		return printable.Line(n.Key + ": " + n.What)
 	}
-	return oneLine("services." + n.Service + "." + n.Key + ": " + n.What)
+	return printable.Line("services." + n.Service + "." + n.Key + ": " + n.What)
 }
-
-// oneLine is s with each rune that is not graphic, but the space, written as its Go escape
-// (strconv.QuoteRuneToGraphic without the quotes): \r, \u2028, \x1b.
-func oneLine(s string) string {
-	if !strings.ContainsFunc(s, notGraphic) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if !notGraphic(r) {
-			b.WriteRune(r)
-			continue
-		}
-		q := strconv.QuoteRuneToGraphic(r)
-		b.WriteString(q[1 : len(q)-1])
-	}
-	return b.String()
-}
-
-func notGraphic(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }
 
 // shown is a value of the file as a note quotes it: as written when it is plain (no space, quote,
 // backslash or rune that is not graphic), otherwise quoted by strconv.QuoteToGraphic, so that

@@ -1,0 +1,82 @@
+// Package printable makes text safe to print on a terminal when it came from somewhere else: a
+// host's step and its stderr, a service's answer, a file. Such text may carry control
+// characters (ESC sequences that move the cursor, rewrite a line, set the window title or, on
+// some terminals, answer back; a carriage return that hides what came before it on the line;
+// C1 controls; bytes that are not UTF-8). Every one is written as its Go escape (\x1b, \r,
+// \u009b), so the text shows what was sent and can do nothing to the terminal.
+//
+// String keeps newlines and tabs (a multi-line error, a log tail quoted in it); Line keeps only
+// graphic runes and the space, for text that must stay on its one line.
+package printable
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// String is s with every control character but newline and tab, and every byte that is not
+// UTF-8, written as its Go escape.
+func String(s string) string { return escape(s, unsafeInText) }
+
+// Line is s with every rune that is not graphic, but the space, written as its Go escape
+// (strconv.QuoteRuneToGraphic without the quotes): \n, \r, \u2028, \x1b.
+func Line(s string) string { return escape(s, notGraphic) }
+
+func unsafeInText(r rune) bool {
+	return r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r <= 0x9f)
+}
+
+func notGraphic(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }
+
+func escape(s string, unsafe func(rune) bool) string {
+	clean := true
+	for i, r := range s {
+		if unsafe(r) || r == utf8.RuneError && isInvalid(s[i:]) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w = size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
+			b.WriteString(strconv.FormatUint(uint64(s[i])&0xf, 16))
+		case unsafe(r):
+			q := strconv.QuoteRuneToGraphic(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+	}
+	return b.String()
+}
+
+// isInvalid says whether s starts with a byte that is not UTF-8 (not an encoded U+FFFD).
+func isInvalid(s string) bool {
+	_, size := utf8.DecodeRuneInString(s)
+	return size == 1
+}
+
+// Writer is w with String applied to every Write. A caller that writes whole strings (a line, a
+// table's cell) gets them escaped as String would; a rune split across two writes is written as
+// the escapes of its bytes, never passed through.
+func Writer(w io.Writer) io.Writer { return writer{w} }
+
+type writer struct{ w io.Writer }
+
+func (p writer) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, String(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
