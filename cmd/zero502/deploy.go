@@ -192,5 +192,5 @@ func writeDeployHTML(w io.Writer, rep *report.Report) error {
 // deploy promote|abort, rollback): every one of them must reach the same zero502 on the hosts.
 func stepBinaryFlag(f *pflag.FlagSet, p *string) {
 	f.StringVar(p, "remote-binary", "zero502",
-		"zero502 binary on hosts with ssh: (their step runs there as zero502 host step; see zero502 host --help)")
+		"zero502 binary on hosts with ssh: (their step runs there as zero502 host step; see zero502 host --help); ~/ is the remote user's home")
 }

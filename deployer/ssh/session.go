@@ -45,7 +45,7 @@ func (s Session) Command() (*exec.Cmd, error) {
 	if strings.HasPrefix(bin, "-") {
 		return nil, fmt.Errorf("host %s: --remote-binary %q: must be the path or name of zero502 on the host, not an option (it starts with '-')", s.Host, bin)
 	}
-	words := []string{ShellQuote(bin)}
+	words := []string{remoteProgram(bin)}
 	for _, a := range s.Args {
 		words = append(words, ShellQuote(a))
 	}
@@ -58,6 +58,16 @@ func (s Session) Command() (*exec.Cmd, error) {
 		return nil, fmt.Errorf("host %s: ssh %w", s.Host, err)
 	}
 	return cmd, nil
+}
+
+// remoteProgram is --remote-binary as the remote shell must see it: quoted, but a leading "~/"
+// left bare, so the login shell expands it to the remote user's home (~/bin/zero502, as one
+// writes it for a binary installed per user). "~user/" is not expanded: it stays quoted.
+func remoteProgram(bin string) string {
+	if rest, ok := strings.CutPrefix(bin, "~/"); ok && rest != "" {
+		return "~/" + ShellQuote(rest)
+	}
+	return ShellQuote(bin)
 }
 
 // Run runs the session to its end. When ctx ends, stdin is closed: the host notices, rolls
