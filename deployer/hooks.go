@@ -21,7 +21,8 @@ import (
 // host is touched, pre_traffic per host before its new instance takes users, post_traffic per
 // host once it is in rotation and verified, post_deploy once after the last host, on_failure
 // once after a failed deploy. A hook is a program the deployer runs with the deploy's facts in
-// ZERO502_* variables (HookEnv), its output kept in the hook's event, killed with its process
+// ZERO502_* variables (HookEnv) and the deploy job's environment less zero502's own secrets
+// (boundedcmd.ChildEnv: the admin tokens, the mesh key, the webhook), its output kept in the hook's event, killed with its process
 // group when its timeout runs out, and that group killed once it exits: what it started in the
 // background ends with it, whether or not the deploy runs from a terminal. The program must be a
 // file only root or this user can change (package trust): a hook another user could rewrite
@@ -69,9 +70,9 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	hctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(hctx, prog, h.Command[1:]...)
-	cmd.Args[0] = h.Command[0] // the file checked runs, under the name it was given (busybox picks its applet by it)
-	cmd.Env = append(os.Environ(), d.hookEnv(name, version, vars)...)
-	out := &ssh.TailBuffer{} // the end of its output, for its event and error
+	cmd.Args[0] = h.Command[0]                                                             // the file checked runs, under the name it was given (busybox picks its applet by it)
+	cmd.Env = append(boundedcmd.ChildEnv(os.Environ()), d.hookEnv(name, version, vars)...) // none of zero502's own secrets
+	out := &ssh.TailBuffer{}                                                               // the end of its output, for its event and error
 	cmd.Stdout, cmd.Stderr = out, out
 	began := d.clock.Now()
 	// Its own process group even from a terminal (it never prompts: its stdin is /dev/null), killed

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zero502/zero502/deployer/report"
+	"github.com/zero502/zero502/infra/boundedcmd"
 	"github.com/zero502/zero502/infra/config"
 	"github.com/zero502/zero502/internal/testrig/poll"
 )
@@ -342,4 +343,33 @@ func TestHookChildrenLeftBehindDieWhenTheHookExits(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	poll.Until(t, 10*time.Second, fmt.Sprintf("the child %d the pre_deploy hook left gone once the hook exited", pid),
 		func() bool { return syscall.Kill(pid, 0) != nil })
+}
+
+// A hook runs with the deploy's ZERO502_* facts and the deploy job's environment, less
+// zero502's own secrets (the admin tokens, the mesh key, the webhook: boundedcmd.SecretEnv): a
+// hook is the user's program, and needs none of them to do its work.
+func TestAHookGetsNoneOfZero502sOwnSecrets(t *testing.T) {
+	f := newFleet(t, 1)
+	cfg := f.load(f.config("env.yaml", defaultValues()))
+	for _, name := range boundedcmd.SecretEnv() {
+		t.Setenv(name, "zero502-own-"+name)
+	}
+	t.Setenv("HOOK_TEST_KEPT", "kept")
+	env := filepath.Join(f.dir, "hook.env")
+	script := filepath.Join(f.dir, "env-hook.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nenv > "+env+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := f.deployer(cfg, nil, Options{})
+	if err := d.runHook(context.Background(), "pre_deploy", config.Hook{Command: []string{script}, Timeout: 10 * time.Second}, "v1", nil); err != nil {
+		t.Fatalf("pre_deploy: %v", err)
+	}
+	data, err := os.ReadFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "zero502-own-") || !strings.Contains(string(data), "HOOK_TEST_KEPT=kept") ||
+		!strings.Contains(string(data), "ZERO502_HOOK=pre_deploy") {
+		t.Errorf("the hook's environment:\n%s\nwant none of %v, HOOK_TEST_KEPT and ZERO502_HOOK", data, boundedcmd.SecretEnv())
+	}
 }

@@ -29,7 +29,8 @@ func SecretEnv() []string {
 }
 
 // ChildEnv is environ (os.Environ()'s NAME=value lines) without the variables of SecretEnv: the
-// environment of a command zero502 runs that needs none of its secrets. environ is not changed.
+// environment of a command zero502 runs that needs none of its secrets (a shell command, a hook,
+// secrets.command). environ is not changed.
 func ChildEnv(environ []string) []string {
 	secret := SecretEnv()
 	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {

@@ -171,7 +171,8 @@ func runCommand(ctx context.Context, argv []string, timeout time.Duration) (map[
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
-	cmd.Args[0] = argv[0] // the file checked runs, under the name it was given (busybox picks its applet by it)
+	cmd.Args[0] = argv[0]                       // the file checked runs, under the name it was given (busybox picks its applet by it)
+	cmd.Env = boundedcmd.ChildEnv(os.Environ()) // it fetches the services' secrets, and needs none of zero502's own
 	var stdout, stderr bytes.Buffer
 	out := &limited{b: &stdout, n: maxCommandOutput}
 	cmd.Stdout, cmd.Stderr = out, &limited{b: &stderr, n: 4 << 10}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zero502/zero502/infra/boundedcmd"
 )
 
 // A Value never prints its value: not with %v, %s, %+v or %#v, not in JSON, not inside a map.
@@ -234,5 +236,27 @@ func TestAValueWithANULByteIsRefusedNamingTheSecretAndItsSource(t *testing.T) {
 	_, _, err = Resolve(context.Background(), []string{"C"}, Sources{Env: func(string) (string, bool) { return "x\x00y", true }})
 	if err == nil || !strings.Contains(err.Error(), "C") || !strings.Contains(err.Error(), "NUL") || !strings.Contains(err.Error(), "environment") {
 		t.Errorf("a secret from the environment holding a NUL byte: %v; want it refused naming C and its source", err)
+	}
+}
+
+// secrets.command runs without zero502's own secrets in its environment (the LB's and the
+// edge's admin tokens, the mesh key, the alert webhook: boundedcmd.SecretEnv): it fetches the
+// services' secrets and needs none of them; the rest of the deploy job's environment it keeps.
+func TestSecretsCommandGetsNoneOfZero502sOwnSecrets(t *testing.T) {
+	for _, name := range boundedcmd.SecretEnv() {
+		t.Setenv(name, "zero502-own-"+name)
+	}
+	t.Setenv("SECRETS_TEST_KEPT", "kept")
+	env := filepath.Join(t.TempDir(), "env")
+	vals, _, err := Resolve(context.Background(), []string{"A"}, Sources{Command: []string{"sh", "-c", "env > " + env + "; echo A=x"}, Env: noEnv})
+	if err != nil || vals["A"] != "x" {
+		t.Fatalf("secrets.command: %v %v", vals, err)
+	}
+	data, err := os.ReadFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "zero502-own-") || !strings.Contains(string(data), "SECRETS_TEST_KEPT=kept") {
+		t.Errorf("secrets.command's environment:\n%s\nwant none of %v, and SECRETS_TEST_KEPT", data, boundedcmd.SecretEnv())
 	}
 }
