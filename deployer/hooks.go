@@ -22,11 +22,11 @@ import (
 // host once it is in rotation and verified, post_deploy once after the last host, on_failure
 // once after a failed deploy. A hook is a program the deployer runs with the deploy's facts in
 // ZERO502_* variables (HookEnv) and the deploy job's environment less zero502's own secrets
-// (boundedcmd.ChildEnv: the admin tokens, the mesh key, the webhook), its output kept in the hook's event, killed with its process
-// group when its timeout runs out, and that group killed once it exits: what it started in the
-// background ends with it, whether or not the deploy runs from a terminal. The program must be a
-// file only root or this user can change (package trust): a hook another user could rewrite
-// would run with the deployer's rights.
+// (boundedcmd.ChildEnv: the admin tokens, the mesh key, the webhook), its output kept in the
+// hook's event, killed with its process group when its timeout runs out, and that group killed
+// once it exits: what it started in the background ends with it, whether or not the deploy runs
+// from a terminal. The program must be a file only root or this user can change (package trust):
+// a hook another user could rewrite would run with the deployer's rights.
 
 // stepHook is a hook that ran (its outcome and the end of its output in the message).
 const stepHook = "hook"
@@ -70,9 +70,10 @@ func (d *Deployer) runHook(ctx context.Context, name string, h config.Hook, vers
 	hctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(hctx, prog, h.Command[1:]...)
-	cmd.Args[0] = h.Command[0]                                                             // the file checked runs, under the name it was given (busybox picks its applet by it)
-	cmd.Env = append(boundedcmd.ChildEnv(os.Environ()), d.hookEnv(name, version, vars)...) // none of zero502's own secrets
-	out := &ssh.TailBuffer{}                                                               // the end of its output, for its event and error
+	cmd.Args[0] = h.Command[0] // the file checked runs, under the name it was given (busybox picks its applet by it)
+	// the deploy job's environment, less zero502's own secrets, and the deploy's facts
+	cmd.Env = append(boundedcmd.ChildEnv(os.Environ()), d.hookEnv(name, version, vars)...)
+	out := &ssh.TailBuffer{} // the end of its output, for its event and error
 	cmd.Stdout, cmd.Stderr = out, out
 	began := d.clock.Now()
 	// Its own process group even from a terminal (it never prompts: its stdin is /dev/null), killed

@@ -42,9 +42,9 @@ type Note struct {
 
 // String is the note as one line, as init prints it, Write comments it and a deploy reports it:
 // each rune that is not graphic (a control character, a line or paragraph separator, a format
-// character: what a Compose value may hold) is written as its Go escape (printable.Line), so that
-// nothing of the file ends the line (a YAML comment ends at \r, U+0085, U+2028 and U+2029 too) or moves the
-// terminal's cursor.
+// character: what a Compose value may hold) is written as its Go escape (printable.Line), so
+// that nothing of the file ends the line (a YAML comment ends at \r, U+0085, U+2028 and U+2029
+// too) or moves the terminal's cursor.
 func (n Note) String() string {
 	if n.Service == "" {
 		return printable.Line(n.Key + ": " + n.What)
