@@ -110,13 +110,7 @@ func TestInterruptedLogsOfAHostThatIgnoresItAreCutOffSoon(t *testing.T) {
 	if err := os.WriteFile(deaf, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	killAtEnd(t, pidFile)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &syncbuffer.Buffer{}

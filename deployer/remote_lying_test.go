@@ -38,13 +38,7 @@ func TestALyingHostCannotHangADeployNorSpeakForAnother(t *testing.T) {
   echo '{"host":"host-a","step":"locked","message":"from host-a itself"}'
   exec sleep 600 </dev/null
 `)
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	killAtEnd(t, pidFile)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -130,4 +124,16 @@ func fakeRemoteBinary(t *testing.T, dir, name, step string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// killAtEnd SIGKILLs, when the test ends, the process whose pid a fake remote binary wrote into
+// pidFile (a step left waiting on the "host"), if it wrote one.
+func killAtEnd(t *testing.T, pidFile string) {
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 }

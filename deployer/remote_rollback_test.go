@@ -56,17 +56,9 @@ func judgedOverSSHOnV1(t *testing.T, edit func(*config.Config)) (f *fleet, v2 st
 func TestRemoteRollbackThatCannotReachTheHostReportsTheVersionItRuns(t *testing.T) {
 	t.Parallel()
 	f, v2 := judgedOverSSHOnV1(t, nil)
-	ctx := context.Background()
 	// ssh reaches host-a for v2's step, and never for a step to v1: the rollback's.
 	wrapper := f.sshWrapper(`case "$*" in *"--version v1 "*) echo "ssh: connect to host 127.0.0.1 port 22: Connection refused" >&2; exit 255;; esac`)
-	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
-	var ev eventLog
-	rep, err := f.deployer(f.load(v2), &ev, Options{RemoteBinary: bin, SSH: wrapper}).Deploy(ctx, "v2")
-	m.stop(t)
-	var verdict *VerdictError
-	if !errors.As(err, &verdict) {
-		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, &ev)
-	}
+	rep, _, err := deployFailingVerdict(t, f, v2, Options{RemoteBinary: bin, SSH: wrapper})
 	if !strings.Contains(err.Error(), "the rollback failed on host-a (runs v2)") {
 		t.Errorf("error does not say the rollback failed on host-a, which runs v2: %v", err)
 	}
@@ -121,19 +113,12 @@ func TestRemoteRollbackThatFailsOnTheHostIsNotCalledRolledBack(t *testing.T) {
 		}
 		return nil
 	})
-	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
-	var ev eventLog
-	rep, err := f.deployer(f.load(v2), &ev, Options{RemoteBinary: bin}).Deploy(ctx, "v2")
-	m.stop(t)
-	var verdict *VerdictError
-	if !errors.As(err, &verdict) {
-		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, &ev)
-	}
+	rep, ev, err := deployFailingVerdict(t, f, v2, Options{RemoteBinary: bin})
 	if got := f.versions()["host-a"]; got != "v2" {
-		t.Fatalf("host-a runs %q; the rig's step back to v1 was meant to fail on the host, leaving v2\nevents:\n%s", got, &ev)
+		t.Fatalf("host-a runs %q; the rig's step back to v1 was meant to fail on the host, leaving v2\nevents:\n%s", got, ev)
 	}
 	if !strings.Contains(ev.String(), "rolling back to v2") {
-		t.Fatalf("host-a's step back to v1 never failed on the host (its own rollback to v2)\nevents:\n%s", &ev)
+		t.Fatalf("host-a's step back to v1 never failed on the host (its own rollback to v2)\nevents:\n%s", ev)
 	}
 	a := rep.Hosts[0]
 	if a.Running != "v2" || a.From != "v1" || a.To != "v2" {
@@ -164,17 +149,9 @@ func TestRemoteRollbackThatFailsOnTheHostIsNotCalledRolledBack(t *testing.T) {
 func TestRemoteRollbackRestoresTheConfigTheHostRanBefore(t *testing.T) {
 	t.Parallel()
 	f, v2 := judgedOverSSHOnV1(t, nil)
-	ctx := context.Background()
-	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
-	var ev eventLog
-	rep, err := f.deployer(f.load(v2), &ev, Options{RemoteBinary: bin}).Deploy(ctx, "v2")
-	m.stop(t)
-	var verdict *VerdictError
-	if !errors.As(err, &verdict) {
-		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, &ev)
-	}
+	rep, ev, _ := deployFailingVerdict(t, f, v2, Options{RemoteBinary: bin})
 	if a := rep.Hosts[0]; a.Outcome != report.OutcomeRolledBack || a.Running != "v1" {
-		t.Fatalf("host-a: %s, runs %q; want rolled back to v1: %s\nevents:\n%s", a.Outcome, a.Running, a.Error, &ev)
+		t.Fatalf("host-a: %s, runs %q; want rolled back to v1: %s\nevents:\n%s", a.Outcome, a.Running, a.Error, ev)
 	}
 	in := f.instances("host-a")["web"]
 	cmdline, err := os.ReadFile("/proc/" + strings.TrimPrefix(in.ID, "pid:") + "/cmdline")
@@ -183,10 +160,26 @@ func TestRemoteRollbackRestoresTheConfigTheHostRanBefore(t *testing.T) {
 	}
 	if strings.Contains(string(cmdline), "--fail-every") {
 		t.Errorf("host-a, rolled back to v1, runs v1 with the failed deploy's config: %q\nevents:\n%s",
-			strings.ReplaceAll(string(cmdline), "\x00", " "), &ev)
+			strings.ReplaceAll(string(cmdline), "\x00", " "), ev)
 	}
 	s, err := spec.Read(spec.Path(f.stateDir(0)))
 	if err != nil || s.Version != "v1" || strings.Contains(strings.Join(s.Services[0].Command, " "), "--fail-every") {
 		t.Errorf("host-a's published spec after the rollback: %+v %v; want v1 with v1's command", s.Services, err)
 	}
+}
+
+// deployFailingVerdict deploys v2 (a version failing every request) under the analysis' load and
+// fails the test unless the deploy ends in a failed verdict; it returns the report, the events and
+// the error.
+func deployFailingVerdict(t *testing.T, f *fleet, v2 string, opts Options) (*report.Report, *eventLog, error) {
+	t.Helper()
+	m := startMeasureAt(t, f.listen, analysisRate, "/", "/orders", "/health")
+	ev := &eventLog{}
+	rep, err := f.deployer(f.load(v2), ev, opts).Deploy(context.Background(), "v2")
+	m.stop(t)
+	var verdict *VerdictError
+	if !errors.As(err, &verdict) {
+		t.Fatalf("deploy of a version failing every request: %v; want a failed verdict\nevents:\n%s", err, ev)
+	}
+	return rep, ev, err
 }
