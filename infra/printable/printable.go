@@ -10,6 +10,7 @@
 package printable
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -31,40 +32,33 @@ func unsafeInText(r rune) bool {
 
 func notGraphic(r rune) bool { return r != ' ' && !unicode.IsGraphic(r) }
 
+// escape is s with each rune unsafe says, and each byte that is not UTF-8, written as its Go
+// escape; s itself when there is none (no allocation on the common path).
 func escape(s string, unsafe func(rune) bool) string {
-	clean := true
-	for i, r := range s {
-		if unsafe(r) || r == utf8.RuneError && isInvalid(s[i:]) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
 	var b strings.Builder
-	for i, w := 0, 0; i < len(s); i += w {
+	done := 0 // s[:done] is written into b
+	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		w = size
 		switch {
 		case r == utf8.RuneError && size == 1:
-			b.WriteString(`\x`)
-			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
-			b.WriteString(strconv.FormatUint(uint64(s[i])&0xf, 16))
+			b.WriteString(s[done:i])
+			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case unsafe(r):
+			b.WriteString(s[done:i])
 			q := strconv.QuoteRuneToGraphic(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
-			b.WriteString(s[i : i+size])
+			i += size
+			continue
 		}
+		i += size
+		done = i
 	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
 	return b.String()
-}
-
-// isInvalid says whether s starts with a byte that is not UTF-8 (not an encoded U+FFFD).
-func isInvalid(s string) bool {
-	_, size := utf8.DecodeRuneInString(s)
-	return size == 1
 }
 
 // Writer is w with String applied to every Write. A caller that writes whole strings (a line, a
