@@ -285,7 +285,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 	k := copy(buf, hb)
 	n := 0
 	if c.client.CanRead {
-		r, err := rawsys.Read(c.client.fd, buf[k:])
+		r, err := rawsys.Recv(c.client.fd, buf[k:])
 		if err == nil && r > 0 {
 			n = r
 			if k+r < len(buf) && !c.client.Hup {
@@ -296,7 +296,7 @@ func (l *loop) sendHeader(c *lconn, hb []byte) error {
 		}
 		// an EOF or an error is read again by the relay
 	}
-	w, err := rawsys.Write(c.server.fd, buf[:k+n])
+	w, err := rawsys.Send(c.server.fd, buf[:k+n])
 	if errors.Is(err, unix.EAGAIN) {
 		w, err = 0, nil
 	}
@@ -340,7 +340,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 			if !dst.CanWrite {
 				return nil
 			}
-			w, err := rawsys.Write(dst.fd, (*h.pend)[h.off:h.end])
+			w, err := rawsys.Send(dst.fd, (*h.pend)[h.off:h.end])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
 			}
@@ -362,7 +362,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		if !src.CanRead {
 			return nil
 		}
-		k, err := rawsys.Read(src.fd, l.buf)
+		k, err := rawsys.Recv(src.fd, l.buf)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			src.CanRead = false
@@ -382,7 +382,7 @@ func (l *loop) pump(c *lconn, h *half, src, dst *side, up bool) error {
 		}
 		w := 0
 		if dst.CanWrite {
-			w, err = rawsys.Write(dst.fd, l.buf[:k])
+			w, err = rawsys.Send(dst.fd, l.buf[:k])
 			if err != nil && !errors.Is(err, unix.EAGAIN) {
 				return writeError(up, err)
 			}

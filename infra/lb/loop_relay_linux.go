@@ -60,7 +60,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 		if int64(len(buf)) > c.left {
 			buf = buf[:c.left]
 		}
-		k, err := rawsys.Read(u.fd, buf)
+		k, err := rawsys.Recv(u.fd, buf)
 		switch {
 		case k > 0:
 			c.left -= int64(k)
@@ -119,7 +119,7 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 			l.closeClient(c)
 			return
 		}
-		k, err := rawsys.Read(u.fd, free)
+		k, err := rawsys.Recv(u.fd, free)
 		switch {
 		case k > 0:
 			u.in.w += k

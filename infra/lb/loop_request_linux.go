@@ -113,7 +113,7 @@ func (l *loop) readRequest(c *lclient) {
 			l.refuse(c, headTooLarge(maxHead))
 			return
 		}
-		n, err = rawsys.Read(c.fd, free)
+		n, err = rawsys.Recv(c.fd, free)
 		switch {
 		case n > 0:
 			c.in.w += n

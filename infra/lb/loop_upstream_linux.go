@@ -135,7 +135,7 @@ func (l *loop) send(c *lclient, u *lup) {
 func writeSome(fd int, p []byte, r *evloop.Readiness) (int, bool) {
 	n := 0
 	for r.CanWrite && n < len(p) {
-		k, err := rawsys.Write(fd, p[n:])
+		k, err := rawsys.Send(fd, p[n:])
 		switch {
 		case k > 0:
 			n += k
@@ -184,7 +184,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.failed(c, u, attemptBad)
 			return
 		}
-		k, err := rawsys.Read(u.fd, free)
+		k, err := rawsys.Recv(u.fd, free)
 		switch {
 		case k > 0:
 			u.in.w += k

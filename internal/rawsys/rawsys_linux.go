@@ -19,7 +19,8 @@ func errnoErr(e syscall.Errno) error {
 	return e
 }
 
-// Read is read(2).
+// Read is read(2), for a descriptor that is not a socket (a loop's wake-up eventfd); sockets
+// read with Recv.
 func Read(fd int, p []byte) (int, error) {
 	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if e != 0 {
@@ -28,9 +29,29 @@ func Read(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
-// Write is write(2).
+// Write is write(2), for a descriptor that is not a socket; sockets write with Send.
 func Write(fd int, p []byte) (int, error) {
 	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// Recv is recvfrom(2) without flags or an address, for a socket: the same bytes read(2) gives,
+// without the file layer read(2) passes through first (its position lock, its checks).
+func Recv(fd int, p []byte) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// Send is sendto(2) with MSG_NOSIGNAL, for a socket: write(2) without the file layer, and a
+// peer that is gone is EPIPE, not a SIGPIPE to the process as well.
+func Send(fd int, p []byte) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
 	if e != 0 {
 		return 0, e
 	}

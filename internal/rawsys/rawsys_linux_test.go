@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"os/signal"
 	"testing"
 	"time"
 
@@ -47,26 +49,26 @@ func TestAConnectionThroughTheRawCalls(t *testing.T) {
 	if err := SocketError(cfd); err != nil {
 		t.Fatalf("SO_ERROR after the connect: %v", err)
 	}
-	if n, err := Write(cfd, []byte("ping")); n != 4 || err != nil {
-		t.Fatalf("Write: %d %v", n, err)
+	if n, err := Send(cfd, []byte("ping")); n != 4 || err != nil {
+		t.Fatalf("Send: %d %v", n, err)
 	}
 	buf := make([]byte, 16)
 	if got := readWithin(t, afd, buf); string(got) != "ping" {
 		t.Fatalf("read %q, want ping", got)
 	}
 	ShutdownWrite(cfd)
-	poll.UntilNil(t, 5*time.Second, "Read after the peer's half-close", func() error {
-		n, err := Read(afd, buf)
+	poll.UntilNil(t, 5*time.Second, "Recv after the peer's half-close", func() error {
+		n, err := Recv(afd, buf)
 		if err == nil && n == 0 {
 			return nil // EOF: the half-close arrived
 		}
 		if err != unix.EAGAIN {
-			t.Fatalf("Read after the peer's half-close: %d %v, want EOF", n, err)
+			t.Fatalf("Recv after the peer's half-close: %d %v, want EOF", n, err)
 		}
 		return fmt.Errorf("%d %v, want EOF", n, err)
 	})
-	if _, err := Read(cfd, buf); err != unix.EAGAIN {
-		t.Fatalf("Read on an empty non-blocking socket: %v, want EAGAIN", err)
+	if _, err := Recv(cfd, buf); err != unix.EAGAIN {
+		t.Fatalf("Recv on an empty non-blocking socket: %v, want EAGAIN", err)
 	}
 }
 
@@ -129,21 +131,63 @@ func TestConnectToALinkLocalAddressUsesItsZone(t *testing.T) {
 		if err := SocketError(fd); err != nil {
 			t.Fatalf("SO_ERROR of the connect to %v: %v", target, err)
 		}
-		if n, err := Write(fd, []byte("x")); n != 1 {
+		if n, err := Send(fd, []byte("x")); n != 1 {
 			return fmt.Errorf("not connected yet: %v", err)
 		}
 		return nil
 	})
 }
 
+// Send to a connection the peer has reset fails with EPIPE and raises no SIGPIPE: the process
+// is not interrupted for a client that went away. write(2) raises one (the control that the
+// test sees signals at all). SIGWINCH, raised after each call, marks the end: the runtime
+// passes pending signals on in the order of their numbers, and SIGPIPE's is lower, so a SIGPIPE
+// the call raised is received before the marker.
+func TestSendToAResetPeerRaisesNoSIGPIPE(t *testing.T) {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGPIPE, unix.SIGWINCH)
+	defer signal.Stop(sigs)
+	firstSignalAfter := func(call string, write func(fd int, p []byte) (int, error)) os.Signal {
+		t.Helper()
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer Close(fds[0])
+		Close(fds[1]) // the peer is gone
+		if _, err := write(fds[0], []byte("x")); err != unix.EPIPE {
+			t.Fatalf("%s to a closed peer: %v, want EPIPE", call, err)
+		}
+		if err := unix.Kill(os.Getpid(), unix.SIGWINCH); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-sigs:
+			if s == unix.SIGPIPE {
+				<-sigs // the marker, so the next call starts clean
+			}
+			return s
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no signal 30 s after %s and the SIGWINCH marker", call)
+			return nil
+		}
+	}
+	if s := firstSignalAfter("Write", Write); s != unix.SIGPIPE {
+		t.Fatalf("after Write to a closed peer the first signal is %v, want SIGPIPE (the control)", s)
+	}
+	if s := firstSignalAfter("Send", Send); s != unix.SIGWINCH {
+		t.Fatalf("after Send to a closed peer the first signal is %v, want only the SIGWINCH marker", s)
+	}
+}
+
 func readWithin(t *testing.T, fd int, buf []byte) []byte {
 	t.Helper()
 	var n int
-	poll.UntilNil(t, 5*time.Second, "Read", func() error {
+	poll.UntilNil(t, 5*time.Second, "Recv", func() error {
 		var err error
-		n, err = Read(fd, buf)
+		n, err = Recv(fd, buf)
 		if err != nil && err != unix.EAGAIN {
-			t.Fatalf("Read: %v", err)
+			t.Fatalf("Recv: %v", err)
 		}
 		return err
 	})
