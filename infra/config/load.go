@@ -143,10 +143,11 @@ func loadBytes(data []byte, name string, withEnv bool) (*Config, error) {
 		if err := keysOnce(data); err != nil {
 			return nil, fmt.Errorf("config %s: %w", name, err)
 		}
-		if err := unknownKeys(fv.AllSettings(), "", reflect.TypeOf(Config{})); err != nil {
+		settings := withoutExtensions(fv.AllSettings())
+		if err := unknownKeys(settings, "", reflect.TypeOf(Config{})); err != nil {
 			return nil, fmt.Errorf("config %s: %w", name, err)
 		}
-		if err := v.MergeConfigMap(fv.AllSettings()); err != nil {
+		if err := v.MergeConfigMap(settings); err != nil {
 			return nil, fmt.Errorf("config %s: %w", name, err)
 		}
 		lockSetIn = lockPathSetBy(fv)
@@ -363,6 +364,23 @@ func textHook(from, to reflect.Type, data any) (any, error) {
 		return f, nil
 	}
 	return data, nil
+}
+
+// ExtensionPrefix starts a top-level key that is an extension, as in Kamal's deploy.yml and
+// Compose files: zero502 ignores it, so it can hold YAML anchors that the sections it knows
+// alias or merge (<<: *defaults). Only at the top: a key inside a section is held to the
+// strict rule, so a typo there is never taken for an extension.
+const ExtensionPrefix = "x-"
+
+// withoutExtensions is the file's top-level settings without its extensions (ExtensionPrefix);
+// the anchors they hold are resolved already where they are used.
+func withoutExtensions(m map[string]any) map[string]any {
+	for k := range m {
+		if strings.HasPrefix(k, ExtensionPrefix) {
+			delete(m, k)
+		}
+	}
+	return m
 }
 
 // unknownKeys walks what the file set and refuses any key Config does not have, naming the

@@ -211,6 +211,40 @@ func TestRolloutBatchAsAShareOfTheFleet(t *testing.T) {
 	}
 }
 
+// A top-level key starting x- is an extension, ignored (as Kamal's and Compose's): its anchors
+// serve the sections that alias or merge them. Inside a section an x- key is still unknown.
+func TestTopLevelExtensionsHoldAnchorsAndAreIgnored(t *testing.T) {
+	const withAnchors = `x-host: &host {port_offset: 3, state_dir: /srv/zero502}
+x-grace: &grace 25s
+services: [{name: web, port: 8000, command: [app]}]
+rollout: {runtime: process}
+balancer: {kind: none}
+drain: {stop_grace: *grace}
+hosts:
+  - {<<: *host, name: a}
+  - {<<: *host, name: b, port_offset: 4}
+`
+	cfg, err := LoadBytes([]byte(withAnchors), "anchors")
+	if err != nil {
+		t.Fatalf("a config with x- extensions: %v", err)
+	}
+	if len(cfg.Hosts) != 2 || cfg.Hosts[0].PortOffset != 3 || cfg.Hosts[0].StateDir != "/srv/zero502" ||
+		cfg.Hosts[1].PortOffset != 4 || cfg.Hosts[1].StateDir != "/srv/zero502" {
+		t.Errorf("hosts merged from the x-host anchor: %+v, want a (offset 3) and b (offset 4, its own), both in /srv/zero502", cfg.Hosts)
+	}
+	if cfg.Drain.StopGrace != 25*time.Second {
+		t.Errorf("drain.stop_grace from the x-grace alias = %v, want 25s", cfg.Drain.StopGrace)
+	}
+	inSection := strings.Replace(withAnchors, "balancer: {kind: none}", "balancer: {kind: none, x-note: hi}", 1)
+	if _, err := LoadBytes([]byte(inSection), "anchors"); err == nil || !strings.Contains(err.Error(), `unknown key "balancer.x-note"`) {
+		t.Errorf("an x- key inside a section: %v, want it refused as an unknown key", err)
+	}
+	typo := strings.Replace(withAnchors, "x-grace:", "xgrace:", 1)
+	if _, err := LoadBytes([]byte(typo), "anchors"); err == nil || !strings.Contains(err.Error(), `unknown key "xgrace"`) {
+		t.Errorf("a top-level key that only looks like an extension: %v, want it refused", err)
+	}
+}
+
 // rollout.max_unavailable takes a count or a share of the fleet, rounded down to what may be 0
 // hosts (as Kubernetes' maxUnavailable); it is start-first's, and stop-first refuses it.
 func TestRolloutMaxUnavailable(t *testing.T) {

@@ -63,6 +63,7 @@ type envVar struct {
 type Reference struct {
 	EnvPrefix   string // config.EnvPrefix: ZERO502
 	DefaultPath string // config.DefaultPath: ./zero502.yaml
+	Extension   string // config.ExtensionPrefix: x-
 	Sections    []Section
 	OtherEnv    []envVar
 }
@@ -155,6 +156,7 @@ func fromSource(sources map[string][]byte, defaults []byte) (*Reference, error) 
 	ref := &Reference{
 		EnvPrefix:   constString(files, "EnvPrefix"),
 		DefaultPath: constString(files, "DefaultPath"),
+		Extension:   constString(files, "ExtensionPrefix"),
 		OtherEnv:    envNotConfig(fset, files),
 	}
 	for _, f := range w.fields("Config", cfg, "") {
@@ -544,6 +546,10 @@ func (r *Reference) Markdown() []byte {
 	p("(did you mean \"drain\"?)*), a wrong type, a duration without a unit, a negative duration or a\n")
 	p("missing required field is refused with the key, the value and the rule, before anything is done.\n")
 	p("Durations take a unit (`250ms`, `5s`, `1m`).\n\n")
+	p("A top-level key starting `%s` is an extension and is ignored, as in Kamal's `deploy.yml` and\n", r.Extension)
+	p("Compose files: a place for YAML anchors that the sections alias or merge. Inside a section such a\n")
+	p("key is unknown like any other.\n\n")
+	p("```yaml\n%shost: &host {port_offset: 0, ssh: deploy@10.0.0.1}\nhosts:\n  - {<<: *host, name: web-1}\n  - {<<: *host, name: web-2, ssh: deploy@10.0.0.2}\n```\n\n", r.Extension)
 	p("## Environment overrides\n\n")
 	p("Any key that is not a list can be overridden from the environment: `%s_` + the key\n", prefix)
 	p("path in upper case with `_` for `.` (`%s_DRAIN_WINDOW=20s` sets `drain.window`,\n", prefix)
