@@ -96,15 +96,26 @@ func TestABoundedCommandRunFromATerminalCanPromptThere(t *testing.T) {
 	}
 }
 
-// A command run as a group (a hook, which never prompts) is killed whole at its timeout even from
+// A command run as a group (a hook, which never prompts) is killed whole when its time is up even from
 // a terminal, where Bound leaves a command in the terminal's group to prompt there. The test runs
 // itself under script(1), which gives it a terminal, and the child is looked for while the
 // terminal is still open: its hangup would kill a survivor in the terminal's group and hide it.
 func TestACommandRunAsAGroupEndsWithItsTimeoutChildrenAndAllFromATerminal(t *testing.T) {
 	if os.Getenv("BOUNDEDCMD_GROUP_TIMEOUT") == "1" {
 		pidFile := filepath.Join(t.TempDir(), "child.pid")
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		// The command's time is up once its child exists (a fixed timeout could end it first,
+		// on a busy machine, before sh has started the child), or after 20 s if it never does.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
+		go func() {
+			for ctx.Err() == nil {
+				if data, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(data), "\n") {
+					cancel()
+					return
+				}
+				time.Sleep(poll.Interval)
+			}
+		}()
 		cmd := exec.CommandContext(ctx, "sh", "-c", "sleep 30 & echo $! > "+pidFile+"; wait")
 		err := boundedcmd.RunGroup(cmd)
 		data, rerr := os.ReadFile(pidFile)
