@@ -16,7 +16,7 @@ type lclient struct {
 	evloop.Readiness
 	fd     int
 	ip     []byte
-	in     reader // conn is nil: the loop reads with read(2)
+	in     reader // conn is nil: the loop reads with recvfrom(2) (rawsys.Recv)
 	closed bool
 	// used: a request began on it. A connection accepted before the LB stopped accepting and not
 	// used yet carries a request on its way: the drain serves it (Connection: close) instead of
