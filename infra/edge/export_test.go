@@ -3,8 +3,8 @@ package edge
 import "os"
 
 // testGoroutinesOnly says the tests run every connection through the goroutine path:
-// ZERO502_TEST_EDGE_ENGINE=goroutines (.ci/run runs the package once that way, once with the
-// event loops).
+// ZERO502_TEST_EDGE_ENGINE=goroutines (TestMain runs the tests once with the event loops, then
+// again that way).
 func testGoroutinesOnly() bool { return os.Getenv("ZERO502_TEST_EDGE_ENGINE") == "goroutines" }
 
 // ForTests sets f up as the tests want it: on the goroutine path under

@@ -97,8 +97,8 @@ var bigBody = func() []byte {
 }()
 
 // testSlowPathOnly says the tests run every connection through the goroutine path:
-// ZERO502_TEST_LB_ENGINE=goroutines (.ci/run runs the package once that way, once with the
-// event loops).
+// ZERO502_TEST_LB_ENGINE=goroutines (TestMain runs the tests once with the event loops, then
+// again that way).
 func testSlowPathOnly() bool { return os.Getenv("ZERO502_TEST_LB_ENGINE") == "goroutines" }
 
 // parked is how many idle client connections wait without a read buffer: in an event loop

@@ -45,7 +45,7 @@ func maintenanceState(t *testing.T, body string) adminapi.Maintenance {
 }
 
 // TestMaintenanceAnswersEveryRequestItselfUntilOff runs through the engine of this test run
-// (.ci/run runs the package through the event loops and through the goroutine path).
+// (the package's tests run through the event loops and again through the goroutine path: TestMain).
 func TestMaintenanceAnswersEveryRequestItselfUntilOff(t *testing.T) {
 	a := startBackend(t, "a")
 	set := fastSettings(a.addr())

@@ -48,6 +48,12 @@ type Options struct {
 	// -timeout plus a minute from its start, the wait included: the README's test command gives
 	// -timeout 20m, so the third package in line is not killed while it waits on a slow machine.
 	UnderLoad bool
+	// Again is an environment (NAME=value settings) under which the tests run a second time,
+	// in a child of this test binary with the same flags, once the first run ended: the LB's
+	// and the edge's tests, once through their event loops and again through their goroutine
+	// paths (ZERO502_TEST_LB_ENGINE=goroutines), within the one go test command. A run whose
+	// environment has the settings already runs once. The exit code is the worse of the two.
+	Again []string
 }
 
 // LoadLockPath is the flock the UnderLoad packages take turns on.
@@ -123,7 +129,34 @@ func Run(m *testing.M, o Options) int {
 	defer stop()
 	code := m.Run()
 	runAll("the tests ended")
+	if len(o.Again) > 0 && !slices.ContainsFunc(o.Again, func(kv string) bool { return slices.Contains(os.Environ(), kv) }) {
+		if again := runAgain(o.Again); again != 0 {
+			code = again
+		}
+	}
 	return code
+}
+
+// runAgain runs this test binary again with the same flags under env added to the
+// environment, and returns its exit code. The go command's test log (-test.testlogfile, what
+// it caches results on) stays the first run's own.
+func runAgain(env []string) int {
+	args := slices.DeleteFunc(slices.Clone(os.Args[1:]), func(a string) bool {
+		return strings.HasPrefix(strings.TrimLeft(a, "-"), "test.testlogfile")
+	})
+	fmt.Printf("testmain: the tests again, under %s\n", strings.Join(env, " "))
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testmain: the tests again:", err)
+		return 1
+	}
+	return 0
 }
 
 // StaticBinary is the static zero502 binary Run built ("" when the package's TestMain asked for

@@ -22,8 +22,56 @@ import (
 // childEnv turns TestChildStartsAProcessAndHangs on in the child test binary the tests run.
 const childEnv = "ZERO502_TESTMAIN_CHILD_PIDFILE"
 
+// againLogEnv, in a child test binary, names the file TestChildRecordsItsRun appends to, and
+// gives the child's TestMain Again: the tests a second time under againEnv=second.
+const againLogEnv, againEnv = "ZERO502_TESTMAIN_AGAIN_LOG", "ZERO502_TESTMAIN_AGAIN"
+
 func TestMain(m *testing.M) {
-	os.Exit(testmain.Run(m, testmain.Options{Parallel: 5}))
+	o := testmain.Options{Parallel: 5}
+	if os.Getenv(againLogEnv) != "" {
+		o.Again = []string{againEnv + "=second"}
+	}
+	os.Exit(testmain.Run(m, o))
+}
+
+// In the child only: records which run it is ("first", or againEnv's value), and fails in the
+// run named by ZERO502_TESTMAIN_AGAIN_FAIL.
+func TestChildRecordsItsRun(t *testing.T) {
+	log := os.Getenv(againLogEnv)
+	if log == "" {
+		t.Skip("run by TestAgainRunsTheTestsASecondTimeUnderItsEnvironment")
+	}
+	run := os.Getenv(againEnv)
+	if run == "" {
+		run = "first"
+	}
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintln(f, run)
+	if os.Getenv("ZERO502_TESTMAIN_AGAIN_FAIL") == run {
+		t.Fatalf("failing in the %s run, as asked", run)
+	}
+}
+
+// Options.Again runs the tests once more in a child under its environment, after the first
+// run, and the binary fails when either run failed.
+func TestAgainRunsTheTestsASecondTimeUnderItsEnvironment(t *testing.T) {
+	for _, failIn := range []string{"", "first", "second"} {
+		log := filepath.Join(t.TempDir(), "runs")
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestChildRecordsItsRun$", "-test.count=1")
+		cmd.Env = append(os.Environ(), againLogEnv+"="+log, "ZERO502_TESTMAIN_AGAIN_FAIL="+failIn)
+		out, err := cmd.CombinedOutput()
+		runs, rerr := os.ReadFile(log)
+		if rerr != nil || string(runs) != "first\nsecond\n" {
+			t.Fatalf("failing in %q: the runs were %q (%v), want first then second\n%s", failIn, runs, rerr, out)
+		}
+		if (err != nil) != (failIn != "") {
+			t.Errorf("failing in %q: the binary ended %v, want an error exactly when a run failed\n%s", failIn, err, out)
+		}
+	}
 }
 
 // In the child only: starts a long sleep the way a test starts a service (Track kills it), then
