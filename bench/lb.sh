@@ -12,8 +12,10 @@
 #     the backend is not the bottleneck) or the Go test backend (BACKEND=testbackend);
 #  3. runs wrk (-t THREADS -c CONNS -d DURATION --latency) against: one backend directly,
 #     `zero502 lb`, HAProxy (http-reuse always) and nginx (upstream keepalive), each on the same
-#     backends, ROUNDS times in turn (so a noisy neighbour hurts every target alike), and prints
-#     the median req/s, p50 and p99 per target and the ratios zero502/HAProxy and zero502/nginx;
+#     backends, ROUNDS times in turn, the order rotated each round (so a noisy neighbour, or a
+#     machine whose speed drifts, hurts every target alike), and prints the median req/s, p50 and
+#     p99 per target, the ratios zero502/HAProxy and zero502/nginx, and zero502/HAProxy req/s
+#     within each round (measured seconds apart, so a drift between rounds cancels out);
 #     with CLOSE=1 (default) each round also measures zero502 and HAProxy with a new client
 #     connection per request (wrk -H "Connection: close"), reported as zero502-close/haproxy-close;
 #  4. with TLS=1 (default) runs zero502 lb (balancer.tls in a config file) and HAProxy (bind ...
@@ -215,7 +217,7 @@ to_ms() {
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICK=$(getconf CLK_TCK)
 # run_wrk NAME PORT PID [WRK ARGS...]: a 2 s warm-up, then the measured run; appends
-# "NAME req/s p50 p99 cpu" to results, cpu being the CPU microseconds process PID spent per
+# "NAME req/s p50 p99 cpu round" to results, cpu being the CPU microseconds process PID spent per
 # request (-1 with PID "-"). CPU per request is what a proxy costs whatever it shares the cores
 # with; req/s on a machine where wrk and the backends share the proxy's cores dilutes it.
 run_wrk() {
@@ -236,27 +238,47 @@ run_wrk() {
     cpu=$(awk -v d=$((t1 - t0)) -v r="$reqs" -v hz="$TICK" 'BEGIN { printf "%.1f", (r > 0 ? d * 1e6 / hz / r : -1) }')
     echo "   $cpu µs CPU per request"
   fi
-  echo "$name $rps $p50 $p99 $cpu" >>"$work/results"
+  echo "$name $rps $p50 $p99 $cpu $round" >>"$work/results"
 }
 
 : >"$work/results"
+round=0
 run_wrk direct "${backend_addrs[0]##*:}" -
+# run_target NAME: one measured run of the target NAME.
+run_target() {
+  case $1 in
+  zero502) run_wrk zero502 "$LB_PORT" "$zpid" ;;
+  haproxy) run_wrk haproxy "$HA_PORT" "$hpid" ;;
+  nginx) run_wrk nginx "$NG_PORT" - ;; # a master and its workers: CPU not measured
+  before) run_wrk before "$BEFORE_PORT" "$bpid" ;;
+  zero502-close) run_wrk zero502-close "$LB_PORT" "$zpid" -H "Connection: close" ;;
+  haproxy-close) run_wrk haproxy-close "$HA_PORT" "$hpid" -H "Connection: close" ;;
+  before-close) run_wrk before-close "$BEFORE_PORT" "$bpid" -H "Connection: close" ;;
+  zero502-tls) SCHEME=https run_wrk zero502-tls "$ZT_PORT" "$ztpid" ;;
+  haproxy-tls) SCHEME=https run_wrk haproxy-tls "$HT_PORT" "$htpid" ;;
+  zero502-tls-close) SCHEME=https run_wrk zero502-tls-close "$ZT_PORT" "$ztpid" -H "Connection: close" ;;
+  haproxy-tls-close) SCHEME=https run_wrk haproxy-tls-close "$HT_PORT" "$htpid" -H "Connection: close" ;;
+  esac
+}
+# run_rotated ROUND TARGET...: each target once, the list rotated by ROUND, so that no target
+# always runs first (or right after the same neighbour) while the machine's speed drifts.
+run_rotated() {
+  local r=$1 k i
+  shift
+  k=$#
+  local targets=("$@")
+  for ((i = 0; i < k; i++)); do run_target "${targets[$(((i + r) % k))]}"; done
+}
+keepalive=(zero502 haproxy nginx)
+close=(zero502-close haproxy-close)
+if [ -n "${BEFORE_BIN:-}" ]; then keepalive+=(before); close+=(before-close); fi
 for round in $(seq "$ROUNDS"); do
   echo "== round $round of $ROUNDS"
-  run_wrk zero502 "$LB_PORT" "$zpid"
-  run_wrk haproxy "$HA_PORT" "$hpid"
-  run_wrk nginx "$NG_PORT" - # a master and its workers: CPU not measured
-  if [ -n "${BEFORE_BIN:-}" ]; then run_wrk before "$BEFORE_PORT" "$bpid"; fi
-  if [ "$CLOSE" = 1 ]; then
-    run_wrk zero502-close "$LB_PORT" "$zpid" -H "Connection: close"
-    run_wrk haproxy-close "$HA_PORT" "$hpid" -H "Connection: close"
-    if [ -n "${BEFORE_BIN:-}" ]; then run_wrk before-close "$BEFORE_PORT" "$bpid" -H "Connection: close"; fi
-  fi
+  run_rotated "$round" "${keepalive[@]}"
+  if [ "$CLOSE" = 1 ]; then run_rotated "$round" "${close[@]}"; fi
   if [ "$TLS" = 1 ]; then
-    SCHEME=https run_wrk zero502-tls "$ZT_PORT" "$ztpid"
-    SCHEME=https run_wrk haproxy-tls "$HT_PORT" "$htpid"
-    SCHEME=https run_wrk zero502-tls-close "$ZT_PORT" "$ztpid" -H "Connection: close"
-    SCHEME=https run_wrk haproxy-tls-close "$HT_PORT" "$htpid" -H "Connection: close"
+    run_rotated "$round" zero502-tls haproxy-tls
+    run_rotated "$round" zero502-tls-close haproxy-tls-close
   fi
 done
 
@@ -329,8 +351,12 @@ awk '
     for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
     return n % 2 ? v[(n+1)/2] : (v[n/2] + v[n/2+1]) / 2
   }
-  { n[$1]++; R[$1, n[$1]] = $2; P50[$1, n[$1]] = $3; P99[$1, n[$1]] = $4; C[$1, n[$1]] = $5; if (n[$1] == 1) order[++targets] = $1 }
+  { byRound[$1, $6] = $2; if ($6 > rounds) rounds = $6 }
+  { n[$1]++; R[$1, n[$1]] = $2; P50[$1, n[$1]] = $3; P99[$1, n[$1]] = $4; C[$1, n[$1]] = $5; }
   END {
+    targets = split("direct zero502 haproxy nginx before zero502-close haproxy-close before-close zero502-tls haproxy-tls zero502-tls-close haproxy-tls-close", all)
+    for (t = 1; t <= targets; t++) if (n[all[t]] > 0) order[++shown] = all[t]
+    targets = shown
     for (t = 1; t <= targets; t++) {
       name = order[t]; k = n[name]
       split("", a); for (i = 1; i <= k; i++) a[i] = R[name, i]; rps[name] = median(a, k)
@@ -338,12 +364,18 @@ awk '
       split("", a); for (i = 1; i <= k; i++) a[i] = P99[name, i]; p99[name] = median(a, k)
       split("", a); for (i = 1; i <= k; i++) a[i] = C[name, i]; cpu[name] = median(a, k)
     }
-    printf "%-14s %10s %10s %10s %12s   (medians of the rounds)\n", "target", "req/s", "p50 ms", "p99 ms", "CPU µs/req"
+    printf "%-18s %10s %10s %10s %12s   (medians of the rounds)\n", "target", "req/s", "p50 ms", "p99 ms", "CPU µs/req"
     for (t = 1; t <= targets; t++) {
       name = order[t]
-      printf "%-14s %10.0f %10.3f %10.3f %12s\n", name, rps[name], p50[name], p99[name], (cpu[name] > 0 ? sprintf("%.1f", cpu[name]) : "-")
+      printf "%-18s %10.0f %10.3f %10.3f %12s\n", name, rps[name], p50[name], p99[name], (cpu[name] > 0 ? sprintf("%.1f", cpu[name]) : "-")
     }
     printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.3x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"], cpu["zero502"] / cpu["haproxy"]
+    line = ""; lo = 0
+    for (r = 1; r <= rounds; r++) {
+      q = byRound["zero502", r] / byRound["haproxy", r]
+      line = line sprintf(" %.2f", q); if (lo == 0 || q < lo) lo = q
+    }
+    printf "zero502/haproxy req/s round by round:%s (lowest %.2fx)\n", line, lo
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
     if (rps["haproxy-close"] > 0)
       printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"], cpu["zero502-close"] / cpu["haproxy-close"]
