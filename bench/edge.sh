@@ -8,9 +8,10 @@
 #
 # The origin is nginx reading the PROXY v2 header (`listen ... proxy_protocol`) and answering a
 # 3-byte "ok". wrk runs against: nginx directly (a listener without proxy_protocol), zero502 edge
-# forward, and HAProxy in mode tcp with send-proxy-v2, each ROUNDS times in turn, twice: with
-# keep-alive (the forwarders copy bytes on long connections) and with `Connection: close` (a new
-# TCP connection, a dial to the origin and a header per request). It prints the median req/s and
+# forward, and HAProxy in mode tcp with send-proxy-v2, each ROUNDS times in turn (the order
+# rotated each round), twice: with keep-alive (the forwarders copy bytes on long connections)
+# and with `Connection: close` (a new TCP connection, a dial to the origin and a header per
+# request). It prints the median req/s and
 # p99 per target and the ratios zero502/HAProxy. With BEFORE_BIN, a second edge runs that binary
 # in the same rounds (target "before"), and the ratios zero502/before show what a change bought.
 # Not part of CI: compare the ratios.
@@ -137,16 +138,23 @@ run_wrk() {
 }
 
 : >"$work/results"
+targets=(zero502 haproxy)
+if [ -n "${BEFORE_BIN:-}" ]; then targets+=(before); fi
 for mode in keepalive close; do
   args=()
   [ "$mode" = close ] && args=(-H "Connection: close")
   echo "== $mode: wrk -t$THREADS -c$CONNS -d$DURATION ${args[*]}"
   for p in "${ports[@]:2}"; do wrk -t"$THREADS" -c"$CONNS" -d1s "${args[@]}" "http://127.0.0.1:$p/" >/dev/null; done # warm-up
   run_wrk "$mode" direct "$ORIGIN_PLAIN" "" "${args[@]}"
-  for _ in $(seq "$ROUNDS"); do
-    run_wrk "$mode" zero502 "$EDGE_PORT" "$EDGE_PID" "${args[@]}"
-    run_wrk "$mode" haproxy "$HA_PORT" "$HA_PID" "${args[@]}"
-    if [ -n "${BEFORE_BIN:-}" ]; then run_wrk "$mode" before "$BEFORE_PORT" "$BEFORE_PID" "${args[@]}"; fi
+  # the order rotates each round, so that no target always runs first while the machine drifts
+  for round in $(seq "$ROUNDS"); do
+    for ((i = 0; i < ${#targets[@]}; i++)); do
+      case ${targets[$(((i + round) % ${#targets[@]}))]} in
+      zero502) run_wrk "$mode" zero502 "$EDGE_PORT" "$EDGE_PID" "${args[@]}" ;;
+      haproxy) run_wrk "$mode" haproxy "$HA_PORT" "$HA_PID" "${args[@]}" ;;
+      before) run_wrk "$mode" before "$BEFORE_PORT" "$BEFORE_PID" "${args[@]}" ;;
+      esac
+    done
   done
 done
 
@@ -164,8 +172,13 @@ awk '
     if (cpu[mode " " a] > 0 && cpu[mode " " b] > 0) printf ", CPU per request %.2fx", cpu[mode " " a] / cpu[mode " " b]
     printf "\n"
   }
-  { k = $1 " " $2; n[k]++; R[k, n[k]] = $3; P[k, n[k]] = $4; C[k, n[k]] = $5; if (n[k] == 1) order[++m] = k }
+  { k = $1 " " $2; n[k]++; R[k, n[k]] = $3; P[k, n[k]] = $4; C[k, n[k]] = $5 }
   END {
+    split("direct zero502 haproxy before", all)
+    for (md = 1; md <= 2; md++) for (t = 1; t <= 4; t++) {
+      k = (md == 1 ? "keepalive" : "close") " " all[t]
+      if (n[k] > 0) order[++m] = k
+    }
     printf "%-20s %12s %10s %14s\n", "mode target", "req/s", "p99 ms", "CPU µs/req"
     for (t = 1; t <= m; t++) {
       k = order[t]; c = n[k]
