@@ -276,6 +276,11 @@ func TestVersion20PercentSlowerAtP99IsStoppedOnlyWhenTheRuleSaysSo(t *testing.T)
 			f := newFleet(t, tc.hosts)
 			values := defaultValues()
 			values.AppFlags = []string{"--delay", "100ms"}
+			// 4 missed checks in a row, not 3, take a target out: in CI on a slow machine the
+			// one host in rotation while the other was replaced missed 3 (a 600ms stall beside
+			// the other packages), and the LB had no target for a moment (4 503s). The rule
+			// judged here is the p99's; I1 still holds (1s > 200ms × 4).
+			values.Unhealthy = 4
 			cfg := f.load(f.config("v1.yaml", values))
 			judged(cfg, 4*time.Second, 5*time.Second)
 			cfg.Rollout.Canary.Hosts = 0

@@ -592,7 +592,10 @@ func TestLBSyncReadsTheBackendsOfABigBalancer(t *testing.T) {
 	routed := httpBackend(t)
 	backends := []string{routed}
 	for i := range 300 {
-		backends = append(backends, fmt.Sprintf("127.0.0.1:%d", 40001+i)) // nothing listens: unhealthy, still listed
+		// nothing listens: unhealthy, still listed (routed's ephemeral port may fall among them)
+		if a := fmt.Sprintf("127.0.0.1:%d", 40001+i); a != routed {
+			backends = append(backends, a)
+		}
 	}
 	ruledOut := backends[1]
 	rv := RouteView{Ready: true, Addresses: []string{routed}, Servers: []routeEntry{
