@@ -11,9 +11,5 @@ import (
 // what they hand over), then every connection through the goroutine path alone
 // (testSlowPathOnly), so both engines answer every case in one go test.
 func TestMain(m *testing.M) {
-	var o testmain.Options
-	if EventLoopsAvailable {
-		o.Again = []string{"ZERO502_TEST_LB_ENGINE=goroutines"}
-	}
-	os.Exit(testmain.Run(m, o))
+	os.Exit(testmain.Run(m, testmain.BothEngines(EventLoopsAvailable, "ZERO502_TEST_LB_ENGINE=goroutines")))
 }

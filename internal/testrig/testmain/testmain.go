@@ -56,6 +56,16 @@ type Options struct {
 	Again []string
 }
 
+// BothEngines is the Options of a package with two engines (the LB's, the edge's): where its
+// event loops exist (loops), the tests run through them, then again under env (its engine
+// variable set to "goroutines"), every connection through the goroutine path; elsewhere once.
+func BothEngines(loops bool, env string) Options {
+	if !loops {
+		return Options{}
+	}
+	return Options{Again: []string{env}}
+}
+
 // LoadLockPath is the flock the UnderLoad packages take turns on.
 func LoadLockPath() string { return filepath.Join(os.TempDir(), "zero502-tests-under-load.lock") }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,6 +72,16 @@ func TestAgainRunsTheTestsASecondTimeUnderItsEnvironment(t *testing.T) {
 		if (err != nil) != (failIn != "") {
 			t.Errorf("failing in %q: the binary ended %v, want an error exactly when a run failed\n%s", failIn, err, out)
 		}
+	}
+}
+
+func TestBothEnginesRunsAgainOnlyWhereTheLoopsExist(t *testing.T) {
+	const env = "ZERO502_TEST_LB_ENGINE=goroutines"
+	if got := testmain.BothEngines(true, env).Again; !slices.Equal(got, []string{env}) {
+		t.Errorf("with event loops: Again %q, want [%s]", got, env)
+	}
+	if got := testmain.BothEngines(false, env).Again; got != nil {
+		t.Errorf("without event loops: Again %q, want none (the tests run once)", got)
 	}
 }
 
