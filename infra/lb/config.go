@@ -57,6 +57,9 @@ type Settings struct {
 	// slowPathOnly serves every connection on the goroutine path, as on systems without the
 	// event loops: the tests' switch (ZERO502_TEST_LB_ENGINE=goroutines), never the user's.
 	slowPathOnly bool
+	// noRing has the event loops make their receives and sends one system call at a time, as
+	// where io_uring is not allowed: the tests' switch, never the user's.
+	noRing bool
 }
 
 // LabSettings are the defaults of lab mode (`zero502 lb PORT BACKEND...`): the reverse-proxy

@@ -15,16 +15,17 @@ import (
 
 	"github.com/zero502/zero502/internal/evloop"
 	"github.com/zero502/zero502/internal/rawsys"
+	"github.com/zero502/zero502/internal/uring"
 )
 
 // The event loops (the fast path, on Linux) forward the common case
 // without a goroutine per connection: one event loop per CPU, each with its own epoll set,
 // accepting from the shared listener (EPOLLEXCLUSIVE), reading and writing its client and
-// backend sockets with plain non-blocking system calls. Sockets are registered once,
-// edge-triggered, and a short read or write counts as "drained", so a request costs four system
-// calls (read the client, write the backend, read the backend, write the client) plus a share
-// of one epoll_wait, and no scheduler work. An idle keep-alive client costs its socket and a
-// small struct.
+// backend sockets with non-blocking calls. Sockets are registered once, edge-triggered, and a
+// short read or write counts as "drained". The receives and sends of a round are made together
+// (loop_io_linux.go), so a request costs a share of two io_uring_enter calls and of one
+// epoll_wait, and no scheduler work. An idle keep-alive client costs its socket and a small
+// struct.
 //
 // The loop handles requests without a body or with a small one that has fully arrived
 // (loopBodyLimit), and responses framed by Content-Length, chunked (to an HTTP/1.1 client) or
@@ -74,6 +75,13 @@ type loop struct {
 	buf   []byte    // scratch for relaying body bytes
 	peers peerNames // the text of the client addresses the loop accepted from
 
+	// the receives and sends of the round, made together at its end (loop_io_linux.go)
+	io       *uring.Batch
+	incoming []pending // receives due: sockets an edge said are readable
+	outgoing []pending // sends due
+	inflight []pending // the ones in the batch, by its token
+	spare    [][]byte  // emptied client buffers (releasePend)
+
 	handedTo     []*loop   // loops accept queued connections for, to wake (accepted)
 	adoptedSpare []adoptee // the adopted list woken took last, for reuse
 	outages      uint64    // the Server's outages at the loop's last look (resendEjected)
@@ -118,7 +126,11 @@ func (s *Server) newLoops() (*loops, error) {
 		return nil, err
 	}
 	for _, ev := range ls.group.Loops {
-		ls.all = append(ls.all, &loop{Loop: ev, s: s, ls: ls, buf: make([]byte, 32<<10), pools: make([]idlePool[*lup], len(s.members.all()))})
+		io, err := uring.NewBatch(!s.set.noRing)
+		if err != nil {
+			s.log.Debug("no io_uring: the loop receives and sends one system call at a time", "err", err)
+		}
+		ls.all = append(ls.all, &loop{Loop: ev, s: s, ls: ls, buf: make([]byte, 32<<10), pools: make([]idlePool[*lup], len(s.members.all())), io: io})
 	}
 	if lfd >= 0 {
 		n := unpollListener(lfd, ls.group.EpollFDs())
@@ -135,13 +147,16 @@ func (s *Server) loopCount() int {
 	return len(s.loops.all)
 }
 
+// loopsRing reports whether the loops batch their receives and sends through io_uring.
+func (s *Server) loopsRing() bool { return s.loops != nil && s.loops.all[0].io.Ring() }
+
 // start runs the loops until ctx ends; wait waits for them to close their connections.
 func (ls *loops) start(ctx context.Context) {
 	ls.group.Go(func(i int) {
 		l := ls.all[i]
 		defer l.closeAll()
 		l.Run(ctx, evloop.Handler{Accept: l.accepted, MayAccept: l.mayAccept, Accepted: l.wakeHandedTo,
-			Event: l.event, Woken: l.woken, Settle: l.runReady, Sweep: l.sweep})
+			Event: l.event, Woken: l.woken, Settle: l.settle, Sweep: l.sweep})
 	})
 }
 
@@ -188,9 +203,17 @@ func (l *loop) event(token uint64, ev uint32) {
 	switch sl := l.slots[fd]; {
 	case sl.c != nil:
 		sl.c.Note(ev)
+		if l.mayReadClient(sl.c) {
+			l.receive(sl.c, nil) // with the round's other receives; clientReady then
+			return
+		}
 		l.clientReady(sl.c)
 	case sl.u != nil:
 		sl.u.Note(ev)
+		if c := sl.u.c; c != nil && l.mayReadHead(c, sl.u) {
+			l.receive(c, sl.u) // with the round's other receives; upstreamReady then
+			return
+		}
 		l.upstreamReady(sl.u)
 	}
 }
@@ -264,7 +287,7 @@ func (l *loop) accepted(fd int, rsa *unix.RawSockaddrAny) {
 	// its response never enters the epoll set
 	c := l.addClient(fd, ip, false)
 	c.CanRead = true
-	l.readRequest(c)
+	l.receive(c, nil)
 }
 
 // addClient takes a new or adopted client connection, not registered yet (see watch); the
@@ -309,9 +332,9 @@ func (l *loop) woken() {
 	l.mu.Unlock()
 	for _, a := range adopted {
 		c := l.addClient(a.fd, a.ip, a.used)
-		if a.fresh { // as in acceptSome: read its request now
+		if a.fresh { // as in accepted: read its request now
 			c.CanRead = true
-			l.readRequest(c)
+			l.receive(c, nil)
 			continue
 		}
 		l.watch(c)
@@ -376,6 +399,7 @@ func (l *loop) closeAll() {
 		}
 	}
 	l.Close()
+	l.io.Close()
 	l.mu.Lock()
 	l.ended = true
 	for _, a := range l.adopted {

@@ -30,3 +30,5 @@ func (ls *loops) wait()                       {}
 func (s *Server) parkInLoop(*clientConn) bool { return false }
 
 func (s *Server) loopCount() int { return 0 }
+
+func (s *Server) loopsRing() bool { return false }

@@ -38,11 +38,7 @@ func (l *loop) startRelay(c *lclient, u *lup) {
 	}
 	x.out = out[:0]
 	l.enter(c, phBody)
-	if !l.writeClient(c, out) {
-		l.closeClient(c)
-		return
-	}
-	l.relayBody(c, u)
+	l.writeClient(c, out) // relayBody goes on once it went (clientSent)
 }
 
 // relayBody copies body bytes from u to c while c takes them (backpressure: nothing is read
@@ -68,10 +64,7 @@ func (l *loop) relayBody(c *lclient, u *lup) {
 			if k < len(buf) && !u.Hup {
 				u.CanRead = false
 			}
-			if !l.writeClient(c, buf[:k]) {
-				l.closeClient(c)
-				return
-			}
+			l.writeClient(c, buf[:k])
 		case errors.Is(err, unix.EAGAIN):
 			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
@@ -101,9 +94,12 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 		}
 		if b := u.in.buffered(); len(b) > 0 {
 			k, send, err := c.x.chunk.Relay(b)
-			if err != nil || send && k > 0 && !l.writeClient(c, b[:k]) {
-				l.closeClient(c) // a broken framing or a gone client: no whole response possible
+			if err != nil {
+				l.closeClient(c) // a broken framing: no whole response possible
 				return
+			}
+			if send && k > 0 {
+				l.writeClient(c, b[:k])
 			}
 			if k > 0 {
 				u.in.consume(k)
@@ -137,43 +133,75 @@ func (l *loop) relayChunked(c *lclient, u *lup) {
 	}
 }
 
-// writeClient writes p to the client, keeping what the socket does not take; false when the
-// client is gone.
-func (l *loop) writeClient(c *lclient, p []byte) bool {
-	if c.pendOff < len(c.pend) {
-		c.pend = append(c.pend, p...)
-		return true
+// writeClient queues p for the client; the loop sends it with the round's other sends (flush,
+// loop_io_linux.go) and goes on with the exchange once all of it went (clientSent).
+func (l *loop) writeClient(c *lclient, p []byte) {
+	if c.pend == nil && len(l.spare) > 0 {
+		c.pend, l.spare = l.spare[len(l.spare)-1], l.spare[:len(l.spare)-1]
 	}
-	n, ok := writeSome(c.fd, p, &c.Readiness)
-	if !ok {
-		return false
-	}
-	if n < len(p) {
-		c.pend = append(c.pend[:0], p[n:]...)
-		c.pendOff = 0
-		return l.watch(c) // the rest goes when the socket is writable again
-	}
-	return true
+	c.pend = append(c.pend, p...)
+	l.queueClient(c)
 }
 
-// flushClient writes pending bytes; false when the client is gone (it is closed).
-func (l *loop) flushClient(c *lclient) bool {
-	n, ok := writeSome(c.fd, c.pend[c.pendOff:], &c.Readiness)
-	c.pendOff += n
-	if n > 0 {
-		l.progress(c)
+// queueClient queues c's pending bytes for the round's sends, or, when the socket takes no
+// more now, waits for its writable edge (clientReady queues them then).
+func (l *loop) queueClient(c *lclient) {
+	if c.queued || c.closed {
+		return
 	}
-	if !ok {
+	if !c.CanWrite {
+		l.watch(c)
+		return
+	}
+	c.queued = true
+	l.outgoing = append(l.outgoing, pending{c: c})
+}
+
+// clientSent takes the result of a send of c's pending bytes: the rest waits for the socket's
+// writable edge; once all went, the exchange goes on where the write left it.
+func (l *loop) clientSent(c *lclient, n int, err error) {
+	switch {
+	case err == nil:
+		c.pendOff += n
+		if n > 0 {
+			l.progress(c)
+		}
+		if c.pendOff < len(c.pend) {
+			c.CanWrite = false // a short write: the socket buffer is full
+			l.watch(c)
+			return
+		}
+	case errors.Is(err, unix.EAGAIN):
+		c.CanWrite = false
+		l.watch(c)
+		return
+	default: // the client is gone
 		l.closeClient(c)
-		return false
+		return
 	}
-	if c.pendOff == len(c.pend) {
-		c.pendOff = 0
-		if cap(c.pend) > 64<<10 {
-			c.pend = nil
-		} else {
-			c.pend = c.pend[:0]
+	l.releasePend(c)
+	switch c.phase {
+	case phAnswer:
+		l.finish(c)
+	case phAwait: // interim heads went: read on for the final one (backpressure, readHead)
+		if c.u != nil {
+			l.readHead(c, c.u)
+		}
+	case phBody:
+		if c.u != nil {
+			l.relayBody(c, c.u)
 		}
 	}
-	return true
 }
+
+// releasePend gives c's emptied buffer of pending bytes to the loop's spares, so that an idle
+// client holds none.
+func (l *loop) releasePend(c *lclient) {
+	if c.pend != nil && cap(c.pend) <= 64<<10 && len(l.spare) < maxSpare {
+		l.spare = append(l.spare, c.pend[:0])
+	}
+	c.pend, c.pendOff = nil, 0
+}
+
+// maxSpare bounds the emptied buffers a loop keeps for its clients' next responses.
+const maxSpare = 64

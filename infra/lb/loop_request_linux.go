@@ -29,8 +29,10 @@ type lclient struct {
 	keep     bool // the connection may carry another request after this response
 	deadline time.Time
 
-	pend    []byte // bytes for the client that a write could not take yet
-	pendOff int
+	pend    []byte // bytes for the client not sent yet: queued for the round's sends, or waiting
+	pendOff int    // for the socket to take more
+	queued  bool   // its send is in the loop's outgoing
+	reading bool   // its receive is in the loop's incoming
 
 	// the exchange in progress
 	x      *exchange
@@ -48,27 +50,8 @@ type lclient struct {
 // clientReady acts on new readiness of c.
 func (l *loop) clientReady(c *lclient) {
 	if c.pendOff < len(c.pend) {
-		if !l.flushClient(c) {
-			return
-		}
-		if c.pendOff < len(c.pend) {
-			return
-		}
-		switch c.phase {
-		case phAnswer:
-			l.finish(c)
-			return
-		case phAwait: // interim heads went: read on for the final one (backpressure, readHead)
-			if c.u != nil {
-				l.readHead(c, c.u)
-			}
-			return
-		case phBody:
-			if c.u != nil {
-				l.relayBody(c, c.u)
-			}
-			return
-		}
+		l.queueClient(c) // the round's sends go on with them (clientSent)
+		return
 	}
 	if c.phase <= phBodyWait && c.CanRead {
 		l.readRequest(c)
@@ -116,17 +99,7 @@ func (l *loop) readRequest(c *lclient) {
 		n, err = rawsys.Recv(c.fd, free)
 		switch {
 		case n > 0:
-			c.in.w += n
-			if n < len(free) && !c.Hup {
-				c.CanRead = false
-			}
-			switch c.phase {
-			case phIdle:
-				l.enter(c, phHead)
-				c.used = true
-			case phBodyWait: // the body moves: only silence counts
-				l.progress(c)
-			}
+			l.clientGot(c, n, len(free))
 		case errors.Is(err, unix.EAGAIN):
 			c.CanRead = false
 		case errors.Is(err, unix.EINTR):
@@ -134,6 +107,21 @@ func (l *loop) readRequest(c *lclient) {
 			l.closeClient(c)
 			return
 		}
+	}
+}
+
+// clientGot takes n bytes of a request received into c's buffer, whose free end held room.
+func (l *loop) clientGot(c *lclient, n, room int) {
+	c.in.w += n
+	if n < room && !c.Hup {
+		c.CanRead = false // a short read drained the socket (edge-triggered)
+	}
+	switch c.phase {
+	case phIdle:
+		l.enter(c, phHead)
+		c.used = true
+	case phBodyWait: // the body moves: only silence counts
+		l.progress(c)
 	}
 }
 
@@ -184,14 +172,7 @@ func (l *loop) answer(c *lclient, status int, b *Backend) {
 	x.out = out[:0]
 	c.status, c.keep, c.left = status, !closeClient, 0
 	l.enter(c, phAnswer)
-	if !l.writeClient(c, out) {
-		l.closeClient(c)
-		return
-	}
-	if c.pendOff < len(c.pend) {
-		return
-	}
-	l.finish(c)
+	l.writeClient(c, out) // finish once it went (clientSent)
 }
 
 // finish ends the exchange after its last byte went to the client.

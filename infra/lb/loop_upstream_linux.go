@@ -28,6 +28,8 @@ type lup struct {
 	sent      time.Time
 	out       []byte // the request, from x.out
 	outOff    int
+	queued    bool // its send is in the loop's outgoing
+	reading   bool // its receive is in the loop's incoming
 }
 
 // pick sends the request to the next healthy backend not tried yet, or answers 503.
@@ -101,12 +103,36 @@ func (l *loop) upstreamReady(u *lup) {
 	}
 }
 
-// send writes the rest of the request to u, then waits for the response head.
+// send queues the rest of the request for u, for the round's sends (upstreamSent goes on);
+// when the socket takes no more now, its writable edge calls send again.
 func (l *loop) send(c *lclient, u *lup) {
-	n, ok := writeSome(u.fd, u.out[u.outOff:], &u.Readiness)
-	u.outOff += n
+	if u.queued {
+		return
+	}
+	if !u.CanWrite {
+		l.progress(c) // only silence counts
+		return
+	}
+	u.queued = true
+	l.outgoing = append(l.outgoing, pending{c: c, u: u})
+}
+
+// upstreamSent takes the result of a send of c's request to u: the rest waits for the socket's
+// writable edge; once all went, the response head is awaited.
+func (l *loop) upstreamSent(c *lclient, u *lup, n int, err error) {
 	switch {
-	case !ok:
+	case err == nil:
+		u.outOff += n
+		if u.outOff < len(u.out) {
+			u.CanWrite = false // a short write: the socket buffer is full
+			l.progress(c)      // only silence counts
+			return             // the rest when u is writable again
+		}
+	case errors.Is(err, unix.EAGAIN):
+		u.CanWrite = false
+		l.progress(c)
+		return
+	default:
 		headOut := u.outOff >= len(u.out)-int(c.x.req.ContentLength)
 		if aerr := writeFailed(headOut); aerr != attemptCut {
 			l.failed(c, u, aerr)
@@ -117,9 +143,6 @@ func (l *loop) send(c *lclient, u *lup) {
 		l.enter(c, phAwait)
 		l.readHead(c, u)
 		return
-	case u.outOff < len(u.out):
-		l.progress(c) // only silence counts
-		return        // the rest when u is writable again
 	}
 	u.sent = l.Now()
 	l.enter(c, phAwait)
@@ -128,28 +151,6 @@ func (l *loop) send(c *lclient, u *lup) {
 		return
 	}
 	l.readHead(c, u)
-}
-
-// writeSome writes p to fd until it is all written, the socket takes no more (canWrite is
-// cleared: edge-triggered, the next EPOLLOUT sets it) or the write fails (false).
-func writeSome(fd int, p []byte, r *evloop.Readiness) (int, bool) {
-	n := 0
-	for r.CanWrite && n < len(p) {
-		k, err := rawsys.Send(fd, p[n:])
-		switch {
-		case k > 0:
-			n += k
-			if n < len(p) {
-				r.CanWrite = false // a short write: the socket buffer is full
-			}
-		case errors.Is(err, unix.EAGAIN):
-			r.CanWrite = false
-		case errors.Is(err, unix.EINTR):
-		default:
-			return n, false
-		}
-	}
-	return n, true
 }
 
 // readHead reads the response head; interim responses (1xx) are passed on.
@@ -162,9 +163,10 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			return
 		case headInterim:
 			// rewritten as a final head is: its hop-by-hop headers stay with the backend
-			if x.req.Minor == 1 && !l.writeClient(c, http1.AppendClientHead(nil, &x.resp, false, false)) {
-				l.closeClient(c)
-				return
+			if x.req.Minor == 1 {
+				l.writeClient(c, http1.AppendClientHead(nil, &x.resp, false, false))
+				u.in.consume(n)
+				return // read on once it went (clientSent): the final head may go to the goroutine path
 			}
 			u.in.consume(n)
 			continue
@@ -187,11 +189,7 @@ func (l *loop) readHead(c *lclient, u *lup) {
 		k, err := rawsys.Recv(u.fd, free)
 		switch {
 		case k > 0:
-			u.in.w += k
-			u.got = true
-			if k < len(free) && !u.Hup {
-				u.CanRead = false
-			}
+			u.upstreamGot(k, len(free))
 		case errors.Is(err, unix.EAGAIN):
 			u.CanRead = false
 		case errors.Is(err, unix.EINTR):
@@ -202,6 +200,16 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.failed(c, u, attemptNoAnswer)
 			return
 		}
+	}
+}
+
+// upstreamGot takes n bytes of the response head received into u's buffer, whose free end
+// held room.
+func (u *lup) upstreamGot(n, room int) {
+	u.in.w += n
+	u.got = true
+	if n < room && !u.Hup {
+		u.CanRead = false // a short read drained the socket (edge-triggered)
 	}
 }
 

@@ -263,7 +263,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.runTLS(checks, acceptErr)
 	s.log.Info("lb listening", "listen", s.Addr(), "admin", s.AdminAddr(), "tls", s.TLSAddr(), "backends", s.set.Backends,
-		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "event_loops", s.loopCount())
+		"interval", s.set.Interval.String(), "timeout", s.set.Timeout.String(), "event_loops", s.loopCount(), "io_uring", s.loopsRing())
 	if s.loops == nil || s.proxyFrom != nil {
 		// the goroutine path accepts: every connection, or (sniffing for PROXY headers) every new
 		// one, which goes to an event loop once it is idle
