@@ -370,12 +370,12 @@ awk '
       printf "%-18s %10.0f %10.3f %10.3f %12s\n", name, rps[name], p50[name], p99[name], (cpu[name] > 0 ? sprintf("%.1f", cpu[name]) : "-")
     }
     printf "\nzero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.3x, p99 <= 1.0x)\n", rps["zero502"] / rps["haproxy"], p99["zero502"] / p99["haproxy"], cpu["zero502"] / cpu["haproxy"]
-    line = ""; lo = 0
+    line = ""; lo = 0; split("", a)
     for (r = 1; r <= rounds; r++) {
-      q = byRound["zero502", r] / byRound["haproxy", r]
+      q = byRound["zero502", r] / byRound["haproxy", r]; a[r] = q
       line = line sprintf(" %.2f", q); if (lo == 0 || q < lo) lo = q
     }
-    printf "zero502/haproxy req/s round by round:%s (lowest %.2fx)\n", line, lo
+    printf "zero502/haproxy req/s round by round:%s (median %.2fx, lowest %.2fx)\n", line, median(a, rounds), lo
     printf "zero502/nginx:   req/s %.2fx, p99 %.2fx\n", rps["zero502"] / rps["nginx"], p99["zero502"] / p99["nginx"]
     if (rps["haproxy-close"] > 0)
       printf "new connection per request, zero502/haproxy: req/s %.2fx, p99 %.2fx, CPU per request %.2fx (goal: req/s >= 1.0x)\n", rps["zero502-close"] / rps["haproxy-close"], p99["zero502-close"] / p99["haproxy-close"], cpu["zero502-close"] / cpu["haproxy-close"]
