@@ -153,31 +153,28 @@ func (r *Ring) Submit(done func(token uint64, n int, err error)) error {
 	}
 	atomic.StoreUint32(r.sqTail, *r.sqTail+n)
 	r.queued = 0
-	for toSubmit := n; ; {
-		k, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(n), enterGetEvents, 0, 0)
-		if errno == syscall.EINTR {
-			toSubmit = 0 // submitted already; wait for the rest
-			continue
-		}
-		if errno != 0 {
+	head := *r.cqHead
+	for seen := uint32(0); seen < n; {
+		// what the kernel has not taken yet (none but after an interrupted call), and the
+		// completions still to come (none: the operations complete as they are submitted)
+		toSubmit := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
+		_, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(n-seen), enterGetEvents, 0, 0)
+		switch errno {
+		case 0, syscall.EINTR:
+		default:
 			return fmt.Errorf("io_uring_enter: %w", errno)
 		}
-		if uint32(k) != toSubmit {
-			return fmt.Errorf("io_uring_enter: %d of %d operations submitted", k, toSubmit)
+		for tail := atomic.LoadUint32(r.cqTail); head != tail; head++ {
+			c := &r.cqes[head&*r.cqMask]
+			if c.res < 0 {
+				done(c.userData, 0, syscall.Errno(-c.res))
+			} else {
+				done(c.userData, int(c.res), nil)
+			}
+			seen++
 		}
-		break
+		atomic.StoreUint32(r.cqHead, head)
 	}
-	head := *r.cqHead
-	tail := atomic.LoadUint32(r.cqTail)
-	for ; head != tail; head++ {
-		c := &r.cqes[head&*r.cqMask]
-		if c.res < 0 {
-			done(c.userData, 0, syscall.Errno(-c.res))
-		} else {
-			done(c.userData, int(c.res), nil)
-		}
-	}
-	atomic.StoreUint32(r.cqHead, head)
 	return nil
 }
 
