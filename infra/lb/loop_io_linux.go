@@ -27,6 +27,12 @@ type pending struct {
 	room int // the receive's buffer size (a shorter read drained the socket)
 }
 
+// live: p's client is still open and, for u, u is still open and carries c's exchange (a state
+// machine that ran since p was queued may have ended either).
+func (p *pending) live() bool {
+	return !p.c.closed && (p.u == nil || p.u.fd >= 0 && p.u.c == p.c)
+}
+
 // mayReadClient: c's next step is reading its request (readRequest would receive now).
 func (l *loop) mayReadClient(c *lclient) bool {
 	return c.CanRead && c.phase <= phBodyWait && c.pendOff == len(c.pend) && !c.closed
@@ -85,31 +91,27 @@ func (l *loop) flush() {
 		p := &all[i]
 		l.done(p)
 		switch {
-		case !p.recv && p.u == nil:
-			if !p.c.closed {
-				l.clientSent(p.c, n, err)
-			}
-		case !p.recv:
-			if p.u.fd >= 0 && p.u.c == p.c && !p.c.closed { // (still its exchange)
-				l.upstreamSent(p.c, p.u, n, err)
-			}
-		}
-		if p.recv {
+		case p.recv:
 			l.got(p, n, err)
 			p.recv = false // its state machine runs below, after the other results
-		} else {
-			p.c = nil
+			return
+		case !p.live():
+		case p.u == nil:
+			l.clientSent(p.c, n, err)
+		default:
+			l.upstreamSent(p.c, p.u, n, err)
 		}
+		p.c = nil
 	})
 	for i := range all { // the receives' state machines, and those the batch could not serve
 		p := &all[i]
 		switch {
-		case p.c == nil || p.c.closed:
+		case p.c == nil || !p.live():
 		case p.u == nil && p.c.phase <= phBodyWait && p.c.pendOff == len(p.c.pend):
 			l.readRequest(p.c) // (what it received is buffered, whatever CanRead says now)
 		case p.u == nil:
 			l.clientReady(p.c)
-		case p.u.fd >= 0 && p.u.c == p.c:
+		default:
 			l.upstreamReady(p.u)
 		}
 	}
@@ -121,10 +123,10 @@ func (l *loop) flush() {
 // its exchange moved on, since it was queued). A receive that is no longer the state machine's
 // next step (or whose buffer is full) is not made: its state machine runs and finds out itself.
 func (l *loop) prepare(p *pending, token uint64) bool {
-	c, u := p.c, p.u
-	if c.closed || u != nil && (u.fd < 0 || u.c != c) {
+	if !p.live() {
 		return false
 	}
+	c, u := p.c, p.u
 	var free []byte
 	var err error
 	switch {
@@ -172,7 +174,7 @@ func (l *loop) done(p *pending) {
 
 // got applies the result of a batched receive as the state machine applies its own.
 func (l *loop) got(p *pending, n int, err error) {
-	if p.c.closed || p.u != nil && (p.u.fd < 0 || p.u.c != p.c) {
+	if !p.live() {
 		return // (a state machine that ran before it in the batch ended it)
 	}
 	switch {

@@ -115,9 +115,6 @@ func New(entries uint32) (*Ring, error) {
 	return r, nil
 }
 
-// Queued is how many operations wait for Submit.
-func (r *Ring) Queued() int { return int(r.queued) }
-
 // Full reports whether the next operation must wait for a Submit.
 func (r *Ring) Full() bool { return r.queued == r.size }
 
