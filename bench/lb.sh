@@ -5,6 +5,7 @@
 #   bench/lb.sh                       # defaults below
 #   DURATION=20s CONNS=128 bench/lb.sh
 #   ZERO502_BIN=new/zero502 BEFORE_BIN=old/zero502 bench/lb.sh   # two builds side by side
+#   PROXY_THREADS=1 bench/lb.sh       # every proxy on that many threads (default: each its own)
 #
 # What it does, in one go:
 #  1. builds zero502 (and the test backend) from this checkout;
@@ -39,6 +40,11 @@ IDLE=${IDLE:-10000}
 BASE_PORT=${BASE_PORT:-27100}   # backends BASE_PORT.., LBs BASE_PORT+50..
 PATH_UNDER_TEST=${PATH_UNDER_TEST:-/}
 CLOSE=${CLOSE:-1}
+# PROXY_THREADS=N: zero502 lb --loops N, HAProxy nbthread N, nginx worker_processes N (the same
+# number of threads for each); unset, each proxy takes its default (one per CPU for all three).
+PROXY_THREADS=${PROXY_THREADS:-}
+zloops=()
+if [ -n "$PROXY_THREADS" ]; then zloops=(--loops "$PROXY_THREADS"); fi
 TLS=${TLS:-1}
 
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin"
@@ -120,17 +126,18 @@ HA_PORT=$((BASE_PORT + 51))
 NG_PORT=$((BASE_PORT + 52))
 
 echo "== starting zero502 lb on :$LB_PORT, HAProxy on :$HA_PORT, nginx on :$NG_PORT"
-"$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>"$work/zero502.log" &
+"$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" "${zloops[@]}" 2>"$work/zero502.log" &
 zpid=$!; pids+=("$zpid")
 BEFORE_PORT=$((BASE_PORT + 53))
 if [ -n "${BEFORE_BIN:-}" ]; then # BEFORE_BIN=/path/to/older/zero502: that build too, side by side
   cp "$BEFORE_BIN" "$work/zero502-before"
-  "$work/zero502-before" lb "$BEFORE_PORT" "${backend_addrs[@]}" 2>"$work/zero502-before.log" &
+  "$work/zero502-before" lb "$BEFORE_PORT" "${backend_addrs[@]}" "${zloops[@]}" 2>"$work/zero502-before.log" &
   bpid=$!; pids+=("$bpid")
 fi
 
 {
   echo "global"
+  if [ -n "$PROXY_THREADS" ]; then echo "  nbthread $PROXY_THREADS"; fi
   echo "  maxconn $maxconn"
   echo "  ulimit-n $fdlimit"
   echo "defaults"
@@ -159,7 +166,7 @@ hpid=$!; pids+=("$hpid")
 mkdir -p "$work/nginx-lb"
 {
   echo "pid $work/nginx-lb/pid; error_log $work/nginx-lb/error.log warn;"
-  echo "worker_processes auto; worker_rlimit_nofile $fdlimit;"
+  echo "worker_processes ${PROXY_THREADS:-auto}; worker_rlimit_nofile $fdlimit;"
   echo "events { worker_connections $maxconn; }"
   echo "http { access_log off; keepalive_requests 1000000; keepalive_timeout 60s;"
   echo "  upstream be { keepalive 128;"
@@ -335,7 +342,7 @@ idle_kib() {
 if [ "$IDLE" -gt 0 ]; then # IDLE=0 skips it
   echo "== idle keep-alive connections: fresh zero502 lb and HAProxy, $IDLE clients each"
   kill "$zpid" "$hpid" 2>/dev/null || true
-  "$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" 2>>"$work/zero502.log" &
+  "$work/zero502" lb "$LB_PORT" "${backend_addrs[@]}" "${zloops[@]}" 2>>"$work/zero502.log" &
   zpid=$!; pids+=("$zpid")
   haproxy -db -f "$work/haproxy.cfg" >>"$work/haproxy.log" 2>&1 &
   hpid=$!; pids+=("$hpid")
@@ -345,7 +352,7 @@ if [ "$IDLE" -gt 0 ]; then # IDLE=0 skips it
 fi
 
 echo
-echo "== results ($BACKENDS $BACKEND backends, wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, $(nproc) CPUs)"
+echo "== results ($BACKENDS $BACKEND backends, wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, $(nproc) CPUs, proxy threads: ${PROXY_THREADS:-default})"
 awk '
   function median(v, n,    i, j, t) { # sorts v[1..n] in place
     for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j-1] > v[j]; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
