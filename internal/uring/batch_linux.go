@@ -70,8 +70,9 @@ func (b *Batch) Recv(fd int, p []byte, token uint64) {
 
 // Flush makes the queued operations, then calls done with each one's token and result, in the
 // order they were queued; done may queue more (for the next Flush). If the ring itself fails
-// (it should not), the operations it did not report fail with its error, and the batch makes
-// one call at a time from then on.
+// (it should not), the operations the kernel did not take are made one system call each, any it
+// took and did not report fail with errRingFailed, and the batch makes one call at a time from
+// then on.
 func (b *Batch) Flush(done func(token uint64, n int, err error)) {
 	all := b.queued
 	b.queued = b.spare[:0] // done may queue more: those go to the next Flush
@@ -79,7 +80,10 @@ func (b *Batch) Flush(done func(token uint64, n int, err error)) {
 	for q := all; len(q) > 0; {
 		k := len(q)
 		if b.ring == nil {
-			res = b.oneByOne(res, q)
+			for _, s := range q {
+				n, err := s.direct()
+				res = append(res, result{token: s.token, n: n, err: err})
+			}
 		} else {
 			k = min(k, int(b.ring.size))
 			start := len(res)
@@ -99,11 +103,14 @@ func (b *Batch) Flush(done func(token uint64, n int, err error)) {
 			})
 			if err != nil || reported != k {
 				if err == nil {
-					err = fmt.Errorf("io_uring: %d of %d operations reported", reported, k)
+					err = fmt.Errorf("%d of %d operations reported", reported, k)
 				}
 				for i := start; i < len(res); i++ {
-					if !res[i].reported {
-						res[i].err = err
+					switch r := &res[i]; {
+					case errors.Is(r.err, ErrNotSubmitted):
+						r.n, r.err = q[i-start].direct()
+					case !r.reported:
+						r.err = fmt.Errorf("%w: %v", errRingFailed, err)
 					}
 				}
 				b.ring.Close()
@@ -121,23 +128,23 @@ func (b *Batch) Flush(done func(token uint64, n int, err error)) {
 	b.spare = all[:0]
 }
 
-// oneByOne makes the operations q one system call each.
-func (b *Batch) oneByOne(res []result, q []queued) []result {
-	for _, s := range q {
-		for {
-			call := rawsys.Send
-			if s.recv {
-				call = rawsys.Recv
-			}
-			n, err := call(s.fd, s.p)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			res = append(res, result{token: s.token, n: max(n, 0), err: err})
-			break
+// errRingFailed is the result of an operation a failed ring took and did not report: whether it
+// was made is not known, so the socket is in no known state. (Not the ring's own error: an
+// unix.EAGAIN from io_uring_enter would read as "the socket can do nothing now".)
+var errRingFailed = errors.New("io_uring failed with the operation unreported")
+
+// direct makes s with one system call, non-blocking.
+func (s queued) direct() (int, error) {
+	call := rawsys.Send
+	if s.recv {
+		call = rawsys.Recv
+	}
+	for {
+		n, err := call(s.fd, s.p)
+		if !errors.Is(err, unix.EINTR) {
+			return max(n, 0), err
 		}
 	}
-	return res
 }
 
 // Close releases the ring.

@@ -74,9 +74,14 @@ type Ring struct {
 	cqHead, cqTail *uint32
 	cqMask         *uint32
 	cqes           []cqe
-	queued         uint32 // SQEs written since the last Submit
+	queued         uint32   // SQEs written since the last Submit
+	held           [][]byte // their buffers, referenced until Submit returns (so on the heap)
 	size           uint32
 }
+
+// ErrNotSubmitted is the result Submit reports for an operation the kernel did not take, because
+// io_uring_enter failed: the operation was not made, and may be made another way.
+var ErrNotSubmitted = errors.New("io_uring: not submitted")
 
 // New sets up a ring for up to entries operations per Submit (rounded up to a power of two by the
 // kernel).
@@ -86,7 +91,7 @@ func New(entries uint32) (*Ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &Ring{fd: int(fd), size: p.sqEntries}
+	r := &Ring{fd: int(fd), size: p.sqEntries, held: make([][]byte, 0, p.sqEntries)}
 	if p.features&featSingleMmap == 0 {
 		r.Close()
 		return nil, errors.New("io_uring_setup: the kernel lacks IORING_FEAT_SINGLE_MMAP (Linux 5.4)")
@@ -136,43 +141,64 @@ func (r *Ring) queue(op uint8, flags uint32, fd int, p []byte, token uint64) {
 	if len(p) > 0 {
 		e.addr = uint64(uintptr(unsafe.Pointer(&p[0])))
 	}
+	// The kernel has p's address only: held keeps p referenced, hence on the heap, where it
+	// does not move (a buffer on a goroutine's stack would move when the stack grows).
+	r.held = append(r.held, p)
 	r.queued++
 }
 
 // Submit hands the queued operations to the kernel in one system call, waits until all of them
 // are done (none waits: they are non-blocking), and calls done with each one's token and
 // result: the bytes sent or received (0 received: the end of the stream), or the error
-// (unix.EAGAIN when the socket can do nothing now).
+// (unix.EAGAIN when the socket can do nothing now). When io_uring_enter fails, Submit reports
+// what had completed, reports ErrNotSubmitted for each operation the kernel did not take
+// (withdrawn from the ring), and returns the error; an operation taken and not completed by then
+// goes unreported.
 func (r *Ring) Submit(done func(token uint64, n int, err error)) error {
 	n := r.queued
 	if n == 0 {
 		return nil
 	}
+	defer func() {
+		clear(r.held)
+		r.held = r.held[:0]
+	}()
 	atomic.StoreUint32(r.sqTail, *r.sqTail+n)
 	r.queued = 0
-	head := *r.cqHead
 	for seen := uint32(0); seen < n; {
 		// what the kernel has not taken yet (none but after an interrupted call), and the
 		// completions still to come (none: the operations complete as they are submitted)
 		toSubmit := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
 		_, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), uintptr(n-seen), enterGetEvents, 0, 0)
+		seen += r.reap(done)
 		switch errno {
 		case 0, syscall.EINTR:
-		default:
-			return fmt.Errorf("io_uring_enter: %w", errno)
+			continue
 		}
-		for tail := atomic.LoadUint32(r.cqTail); head != tail; head++ {
-			c := &r.cqes[head&*r.cqMask]
-			if c.res < 0 {
-				done(c.userData, 0, syscall.Errno(-c.res))
-			} else {
-				done(c.userData, int(c.res), nil)
-			}
-			seen++
+		// A failed io_uring_enter took none of the entries it was given (io_uring_enter(2)).
+		for k := atomic.LoadUint32(r.sqHead); k != *r.sqTail; k++ {
+			done(r.sqes[k&*r.sqMask].userData, 0, ErrNotSubmitted)
 		}
-		atomic.StoreUint32(r.cqHead, head)
+		atomic.StoreUint32(r.sqTail, atomic.LoadUint32(r.sqHead))
+		return fmt.Errorf("io_uring_enter: %w", errno)
 	}
 	return nil
+}
+
+// reap reports the completions the kernel has posted and returns how many.
+func (r *Ring) reap(done func(token uint64, n int, err error)) uint32 {
+	head, k := *r.cqHead, uint32(0)
+	for tail := atomic.LoadUint32(r.cqTail); head != tail; head++ {
+		c := &r.cqes[head&*r.cqMask]
+		if c.res < 0 {
+			done(c.userData, 0, syscall.Errno(-c.res))
+		} else {
+			done(c.userData, int(c.res), nil)
+		}
+		k++
+	}
+	atomic.StoreUint32(r.cqHead, head)
+	return k
 }
 
 // Close unmaps the ring and closes it.

@@ -294,28 +294,126 @@ func BenchmarkSends(b *testing.B) {
 	})
 }
 
-// A ring that fails (here: its descriptor closed under it) fails the operations it did not
-// report with its own error, and the batch goes on one system call at a time.
-func TestABatchWhoseRingFailsGoesOnWithoutIt(t *testing.T) {
+// A ring that fails (here: its descriptor closed under it) took none of the operations of the
+// io_uring_enter that failed: the batch makes them one system call each, with the results the
+// plain calls give, and goes on without the ring.
+func TestABatchWhoseRingFailsMakesItsOperationsWithoutIt(t *testing.T) {
 	b, err := NewBatch(true)
 	if err != nil {
 		t.Skipf("io_uring is not allowed here: %v", err)
 	}
 	defer b.Close()
-	s, r := pairs(t, 1)
+	s, r := pairs(t, 3)
+	if n, err := unix.Write(s[1], []byte("waiting")); n != 7 || err != nil {
+		t.Fatal(n, err)
+	}
+	poll.Until(t, 5*time.Second, "the bytes reach the receiver", func() bool { n, _ := peek(r[1]); return n == 7 })
 	_ = unix.Close(b.ring.fd)
 	b.ring.fd = -1
-	b.Send(s[0], []byte("lost"), 1)
+	buf := make([]byte, 16)
+	b.Send(s[0], []byte("made"), 1)
+	b.Recv(r[1], buf, 2)
+	b.Recv(r[2], make([]byte, 16), 3) // nothing to receive: EAGAIN, as recv(2) says
 	got := flush(b)
-	if len(got) != 1 || got[0].token != 1 || !errors.Is(got[0].err, unix.EBADF) || !strings.Contains(got[0].err.Error(), "io_uring_enter") {
-		t.Fatalf("a send through a broken ring reported %+v, want token 1 and the ring's io_uring_enter EBADF", got)
+	want := []report{{1, 4, nil}, {2, 7, nil}, {3, 0, unix.EAGAIN}}
+	if len(got) != len(want) {
+		t.Fatalf("a flush through a broken ring reported %+v, want %+v", got, want)
 	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("a flush through a broken ring reported %+v, want %+v", got, want)
+		}
+	}
+	if string(buf[:7]) != "waiting" {
+		t.Fatalf("received %q, want %q", buf[:7], "waiting")
+	}
+	drain(t, r[:1], 4)
 	if b.Ring() {
 		t.Fatal("the batch still uses the ring that failed")
 	}
-	b.Send(s[0], []byte("sent"), 2)
-	if got := flush(b); len(got) != 1 || got[0] != (report{2, 4, nil}) {
-		t.Fatalf("the next send reported %+v, want token 2 and 4 bytes", got)
+	b.Send(s[0], []byte("sent"), 4)
+	if got := flush(b); len(got) != 1 || got[0] != (report{4, 4, nil}) {
+		t.Fatalf("the next send reported %+v, want token 4 and 4 bytes", got)
 	}
-	drain(t, r, 4)
+	drain(t, r[:1], 4)
+}
+
+// A Submit whose io_uring_enter fails reports each operation the kernel did not take as
+// ErrNotSubmitted, withdraws them, and returns the system call's error.
+func TestRingSubmitThatFailsReportsWhatItDidNotMake(t *testing.T) {
+	ring, err := New(8)
+	if err != nil {
+		t.Skipf("io_uring is not allowed here: %v", err)
+	}
+	defer ring.Close()
+	s, _ := pairs(t, 1)
+	fd := ring.fd
+	ring.fd = -1 // io_uring_enter(-1): EBADF, and the kernel takes nothing
+	ring.Send(s[0], []byte("a"), 7)
+	ring.Send(s[0], []byte("b"), 8)
+	var got []report
+	err = ring.Submit(func(token uint64, n int, err error) { got = append(got, report{token, n, err}) })
+	ring.fd = fd
+	if !errors.Is(err, unix.EBADF) || !strings.Contains(err.Error(), "io_uring_enter") {
+		t.Fatalf("Submit returned %v, want io_uring_enter's EBADF", err)
+	}
+	if len(got) != 2 || got[0] != (report{7, 0, ErrNotSubmitted}) || got[1] != (report{8, 0, ErrNotSubmitted}) {
+		t.Fatalf("Submit reported %+v, want tokens 7 and 8 not submitted", got)
+	}
+	// withdrawn: the ring works on, without them
+	ring.Send(s[0], []byte("c"), 9)
+	got = nil
+	if err := ring.Submit(func(token uint64, n int, err error) { got = append(got, report{token, n, err}) }); err != nil || len(got) != 1 || got[0] != (report{9, 1, nil}) {
+		t.Fatalf("the next Submit: %v, reported %+v, want token 9 and 1 byte", err, got)
+	}
+}
+
+// A buffer handed to the ring stays where the kernel was told it is, even when the goroutine's
+// stack grows (and is copied elsewhere) between the queueing and Submit: a receive into an
+// array of the caller's finds the bytes in that array.
+func TestRingKeepsItsBuffersInPlace(t *testing.T) {
+	ring, err := New(8)
+	if err != nil {
+		t.Skipf("io_uring is not allowed here: %v", err)
+	}
+	defer ring.Close()
+	s, r := pairs(t, 1)
+	if n, err := unix.Write(s[0], []byte("hello")); n != 5 || err != nil {
+		t.Fatal(n, err)
+	}
+	poll.Until(t, 5*time.Second, "the bytes reach the receiver", func() bool { n, _ := peek(r[0]); return n == 5 })
+	got := make(chan string)
+	go func() { got <- receiveAcrossStackGrowth(t, ring, r[0]) }() // a new goroutine: a small stack
+	if g := <-got; g != "hello" {
+		t.Fatalf("the receive's buffer holds %q, want %q", g, "hello")
+	}
+}
+
+//go:noinline
+func receiveAcrossStackGrowth(t *testing.T, ring *Ring, fd int) string {
+	var buf [64]byte
+	ring.Recv(fd, buf[:], 1)
+	growStack(256)
+	n := 0
+	if err := ring.Submit(func(_ uint64, m int, err error) {
+		if err != nil {
+			t.Errorf("the receive reported %v", err)
+		}
+		n = m
+	}); err != nil {
+		t.Error(err)
+	}
+	return string(buf[:n])
+}
+
+// growStack recurses depth frames of 1 KiB each, so that the goroutine's stack is copied.
+//
+//go:noinline
+func growStack(depth int) byte {
+	var frame [1024]byte
+	frame[depth%len(frame)] = byte(depth)
+	if depth == 0 {
+		return frame[0]
+	}
+	return growStack(depth-1) + frame[depth%len(frame)]
 }
