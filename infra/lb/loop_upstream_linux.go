@@ -153,10 +153,16 @@ func (l *loop) upstreamSent(c *lclient, u *lup, n int, err error) {
 	l.readHead(c, u)
 }
 
-// readHead reads the response head; interim responses (1xx) are passed on.
+// readHead reads the response head; interim responses (1xx) are passed on, each before the
+// next head is looked at.
 func (l *loop) readHead(c *lclient, u *lup) {
 	x := c.x
 	for {
+		if c.pendOff < len(c.pend) {
+			// an interim head the client has not taken: it first, then clientSent reads on (a
+			// final head looked at now could go to the goroutine path without it)
+			return
+		}
 		switch n, step := responseHead(u.in.buffered(), &x.req, &x.resp); step {
 		case headBad: // (the loops never carry an upgrade: a 101 is unasked)
 			l.failed(c, u, attemptBad)
@@ -178,8 +184,8 @@ func (l *loop) readHead(c *lclient, u *lup) {
 			l.startRelay(c, u)
 			return
 		}
-		if !u.CanRead || c.pendOff < len(c.pend) {
-			return // (interim heads the client has not taken: it first, then clientReady reads on)
+		if !u.CanRead {
+			return
 		}
 		free, err := u.in.space(maxResponseHead)
 		if err != nil {

@@ -449,6 +449,66 @@ func readTrailedRequest(c net.Conn, got chan<- string) {
 	}
 }
 
+// Interim heads the client has not taken yet go before the final head, whole, whatever the
+// backend sends meanwhile, on either engine. The backend sends 6 MiB of 103s (more than the
+// socket buffers on the way hold, so the LB waits for a slow client with a 103 part sent), then
+// a close-delimited 200 (which the loops hand to the goroutine path) and its body a byte every
+// millisecond, each an event on the backend's connection while a 103 waits for the client.
+func TestInterimHeadsTheClientHasNotTakenGoBeforeTheFinalHead(t *testing.T) {
+	const hints = 192
+	link := "</" + strings.Repeat("a", 32<<10) + ".css>"
+	hint := "HTTP/1.1 103 Early Hints\r\nLink: " + link + "\r\n\r\n"
+	const ticks = 500
+	backend := rawBackend(func(c net.Conn, _ *http.Request) bool {
+		_ = c.SetWriteDeadline(time.Now().Add(time.Minute))
+		if _, err := io.WriteString(c, strings.Repeat(hint, hints)+"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"); err != nil {
+			return false
+		}
+		for range ticks {
+			if _, err := io.WriteString(c, "x"); err != nil {
+				return false
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return false
+	})
+	set := fastSettings(tcpserver.Serve(t, backend))
+	set.HeaderTimeout = time.Minute
+	l := startLB(t, set)
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(256 << 10) // (no autotuning: the LB's socket fills)
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf) // a slow client: 32 KiB a millisecond at most
+		out = append(out, buf[:n]...)
+		if err != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rest := string(out)
+	for i := range hints {
+		head, after, ok := strings.Cut(rest, "\r\n\r\n")
+		if !ok || !strings.HasPrefix(head, "HTTP/1.1 103 Early Hints\r\n") || !strings.Contains(head, "\r\nLink: "+link) || strings.Contains(head, "HTTP/1.1 200") {
+			t.Fatalf("interim head %d of %d is not whole: %.80q… (%d bytes received)", i+1, hints, head, len(out))
+		}
+		rest = after
+	}
+	head, body, _ := strings.Cut(rest, "\r\n\r\n")
+	if !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") || body != strings.Repeat("x", ticks) {
+		t.Fatalf("after the %d interim heads: head %.200q, a body of %d bytes; want the 200 and %d bytes", hints, head, len(body), ticks)
+	}
+}
+
 // A client that reads nothing holds back a backend's interim responses as it holds back a body:
 // the LB stops reading a backend whose 1xx heads the client does not take, rather than keep
 // them all in memory, on either engine. The backend writes 103s until a write makes no
