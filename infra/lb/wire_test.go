@@ -472,19 +472,8 @@ func TestInterimHeadsTheClientHasNotTakenGoBeforeTheFinalHead(t *testing.T) {
 		}
 		return false
 	})
-	set := fastSettings(tcpserver.Serve(t, backend))
-	set.HeaderTimeout = time.Minute
-	l := startLB(t, set)
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.(*net.TCPConn).SetReadBuffer(256 << 10) // (no autotuning: the LB's socket fills)
+	c := getThroughLB(t, backend, 256<<10) // (no autotuning: the LB's socket fills)
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
 	var out []byte
 	buf := make([]byte, 32<<10)
 	for {
@@ -531,18 +520,7 @@ func TestInterimResponsesToAClientReadingNothingAreHeldBack(t *testing.T) {
 		}
 		return false
 	})
-	set := fastSettings(tcpserver.Serve(t, flood))
-	set.HeaderTimeout = time.Minute
-	l := startLB(t, set)
-	c, err := net.Dial("tcp", l.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
-	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	getThroughLB(t, flood, 4<<10)
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
@@ -551,4 +529,24 @@ func TestInterimResponsesToAClientReadingNothingAreHeldBack(t *testing.T) {
 	if n := written.Load(); n >= 48<<20 {
 		t.Errorf("the LB took %d MiB of 1xx heads for a client that reads nothing, want it held back (a few MiB)", n>>20)
 	}
+}
+
+// getThroughLB sends a GET, through an LB (a head timeout of a minute) in front of backend
+// alone, on a connection with a receive buffer of readBuffer bytes, and returns the connection
+// (closed when the test ends).
+func getThroughLB(t *testing.T, backend func(net.Conn), readBuffer int) net.Conn {
+	t.Helper()
+	set := fastSettings(tcpserver.Serve(t, backend))
+	set.HeaderTimeout = time.Minute
+	l := startLB(t, set)
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.(*net.TCPConn).SetReadBuffer(readBuffer)
+	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

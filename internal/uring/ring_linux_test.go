@@ -240,6 +240,26 @@ func peek(fd int) (int, error) {
 	return int(n), nil
 }
 
+// newRing is a ring of 8 entries, closed when the test ends; the test is skipped where io_uring
+// is not allowed.
+func newRing(t *testing.T) *Ring {
+	ring, err := New(8)
+	if err != nil {
+		t.Skipf("io_uring is not allowed here: %v", err)
+	}
+	t.Cleanup(ring.Close)
+	return ring
+}
+
+// arrive writes msg on the sender s and waits until all of it can be read at the receiver r.
+func arrive(t *testing.T, s, r int, msg string) {
+	t.Helper()
+	if n, err := unix.Write(s, []byte(msg)); n != len(msg) || err != nil {
+		t.Fatal(n, err)
+	}
+	poll.Until(t, 5*time.Second, "the bytes reach the receiver", func() bool { n, _ := peek(r); return n == len(msg) })
+}
+
 func drain(t testing.TB, fds []int, want int) {
 	buf := make([]byte, 4096)
 	for _, fd := range fds {
@@ -304,10 +324,7 @@ func TestABatchWhoseRingFailsMakesItsOperationsWithoutIt(t *testing.T) {
 	}
 	defer b.Close()
 	s, r := pairs(t, 3)
-	if n, err := unix.Write(s[1], []byte("waiting")); n != 7 || err != nil {
-		t.Fatal(n, err)
-	}
-	poll.Until(t, 5*time.Second, "the bytes reach the receiver", func() bool { n, _ := peek(r[1]); return n == 7 })
+	arrive(t, s[1], r[1], "waiting")
 	_ = unix.Close(b.ring.fd)
 	b.ring.fd = -1
 	buf := make([]byte, 16)
@@ -341,18 +358,14 @@ func TestABatchWhoseRingFailsMakesItsOperationsWithoutIt(t *testing.T) {
 // A Submit whose io_uring_enter fails reports each operation the kernel did not take as
 // ErrNotSubmitted, withdraws them, and returns the system call's error.
 func TestRingSubmitThatFailsReportsWhatItDidNotMake(t *testing.T) {
-	ring, err := New(8)
-	if err != nil {
-		t.Skipf("io_uring is not allowed here: %v", err)
-	}
-	defer ring.Close()
+	ring := newRing(t)
 	s, _ := pairs(t, 1)
 	fd := ring.fd
 	ring.fd = -1 // io_uring_enter(-1): EBADF, and the kernel takes nothing
 	ring.Send(s[0], []byte("a"), 7)
 	ring.Send(s[0], []byte("b"), 8)
 	var got []report
-	err = ring.Submit(func(token uint64, n int, err error) { got = append(got, report{token, n, err}) })
+	err := ring.Submit(func(token uint64, n int, err error) { got = append(got, report{token, n, err}) })
 	ring.fd = fd
 	if !errors.Is(err, unix.EBADF) || !strings.Contains(err.Error(), "io_uring_enter") {
 		t.Fatalf("Submit returned %v, want io_uring_enter's EBADF", err)
@@ -372,16 +385,9 @@ func TestRingSubmitThatFailsReportsWhatItDidNotMake(t *testing.T) {
 // stack grows (and is copied elsewhere) between the queueing and Submit: a receive into an
 // array of the caller's finds the bytes in that array.
 func TestRingKeepsItsBuffersInPlace(t *testing.T) {
-	ring, err := New(8)
-	if err != nil {
-		t.Skipf("io_uring is not allowed here: %v", err)
-	}
-	defer ring.Close()
+	ring := newRing(t)
 	s, r := pairs(t, 1)
-	if n, err := unix.Write(s[0], []byte("hello")); n != 5 || err != nil {
-		t.Fatal(n, err)
-	}
-	poll.Until(t, 5*time.Second, "the bytes reach the receiver", func() bool { n, _ := peek(r[0]); return n == 5 })
+	arrive(t, s[0], r[0], "hello")
 	got := make(chan string)
 	go func() { got <- receiveAcrossStackGrowth(t, ring, r[0]) }() // a new goroutine: a small stack
 	if g := <-got; g != "hello" {
