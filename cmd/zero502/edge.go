@@ -116,7 +116,7 @@ FILE (this command's --pid-file) sends it and waits for the outcome.`,
 			if f.Inherit, err = up.inheritedAdmin(edge.ReadHandoff); err != nil {
 				return exitCode(1, fmt.Errorf("edge forward: %w", err))
 			}
-			reserveSpareP(edge.EventLoopsAvailable, &f.Loops) // this process runs one edge
+			reserveSpareP(edge.EventLoopsAvailable, &f.Loops, edgeFreeCPUs) // this process runs one edge
 			if err := f.Open(); err != nil {
 				return exitCode(1, err)
 			}

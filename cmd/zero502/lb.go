@@ -91,7 +91,7 @@ connection. If the new process fails, this one keeps serving.`,
 					return exitCode(2, fmt.Errorf("lb: %w", err))
 				}
 			}
-			reserveSpareP(lb.EventLoopsAvailable, &set.Loops) // this process runs one LB
+			reserveSpareP(lb.EventLoopsAvailable, &set.Loops, lbFreeCPUs) // this process runs one LB
 			opts := []lb.Option{lb.WithLogger(logger), lb.WithAccessLogOutput(sink), lb.WithMemoryTrim(trimMemory), lb.WithListen(up.Listen),
 				lb.WithHandoff(up.HandedOff)}
 			if slowPathOnly {
@@ -152,7 +152,7 @@ connection. If the new process fails, this one keeps serving.`,
 	lbMeshKeySource.register(fl, "with --backends-from-mesh, the mesh's key: only a route signed with it is taken (required off loopback)")
 	fl.BoolVar(&slowPathOnly, "slow-path-only", false, "serve every connection on the goroutine path (tests)")
 	_ = fl.MarkHidden("slow-path-only")
-	fl.IntVar(&f.Loops, "loops", 0, "event loops, the fast path on Linux (0: one per CPU, GOMAXPROCS); the runtime gets one P more than the loops")
+	fl.IntVar(&f.Loops, "loops", 0, "event loops, the fast path on Linux (0: one per CPU less one, at least one); the runtime gets one P more than the loops")
 	fl.StringArrayVar(&f.TrustedProxies, "trusted-proxy", nil, "a client (IP address or CIDR range) whose X-Forwarded-For is kept and appended to, and whose Forwarded and X-Real-IP are kept; repeatable; from any other client X-Forwarded-For is replaced by the client address and the other two are dropped (config: balancer.trusted_proxies)")
 	fl.StringArrayVar(&f.AcceptProxyFrom, "accept-proxy-from", nil, "a peer (IP address or CIDR range) whose PROXY v1/v2 header gives the client address; repeatable; a header from any other peer closes the connection (config: balancer.accept_proxy_from)")
 	logs = addLogFlags(cmd, true)
