@@ -1,10 +1,17 @@
 package main
 
 import (
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/zero502/zero502/infra/lb"
+	"github.com/zero502/zero502/internal/testrig/lbprocess"
+	"github.com/zero502/zero502/internal/testrig/poll"
 )
 
 func TestReserveSpareP(t *testing.T) {
@@ -47,5 +54,43 @@ func TestReserveSpareP(t *testing.T) {
 			t.Errorf("%s: loops %d, GOMAXPROCS %d; want loops %d, GOMAXPROCS %d",
 				c.name, loops, got, c.wantLoops, c.wantGOMAXPROCS)
 		}
+	}
+}
+
+// `zero502 lb` itself, without --loops, runs one loop per CPU less one (at least one), and
+// --loops given by hand wins: the number its start-up log reports, for a process whose runtime
+// sees 3 CPUs or 1 (GOMAXPROCS in its environment).
+func TestLBCommandLeavesOneCPUToTheRestOfTheProcess(t *testing.T) {
+	if !lb.EventLoopsAvailable {
+		t.Skip("no event loops on this system")
+	}
+	bin := buildZero502(t)
+	for _, c := range []struct {
+		gomaxprocs string
+		extra      []string
+		want       int
+	}{
+		{gomaxprocs: "3", want: 2},
+		{gomaxprocs: "1", want: 1},
+		{gomaxprocs: "3", extra: []string{"--loops", "3"}, want: 3},
+	} {
+		t.Run(strings.TrimSpace("GOMAXPROCS="+c.gomaxprocs+" "+strings.Join(c.extra, " ")), func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", c.gomaxprocs) // (the LB's environment: this process's runtime is set already)
+			path, admin := localConfig(t)
+			logPath := filepath.Join(t.TempDir(), "lb.log")
+			lbprocess.Start(t, bin, path, admin, logPath, c.extra...)
+			loops := regexp.MustCompile(`"?event_loops"?[:=](\d+)`)
+			var got string
+			poll.Until(t, 10*time.Second, "the LB's start-up log line with event_loops", func() bool {
+				m := loops.FindStringSubmatch(lbprocess.Tail(logPath, 1<<20))
+				if m != nil {
+					got = m[1]
+				}
+				return m != nil
+			})
+			if got != strconv.Itoa(c.want) {
+				t.Fatalf("event_loops %s, want %d; log:\n%s", got, c.want, lbprocess.Tail(logPath, 3000))
+			}
+		})
 	}
 }
